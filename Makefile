@@ -1,0 +1,99 @@
+# gptkit: one entry point. make | make test | make check | make demo | make bench | make install
+# Sources are found by wildcard: common/*.c -> libgptcommon.a, kernels/**.c -> libgptkernels.a,
+# <tool>/*.c -> bin/gpt-<tool>, tests/unit/test_*.c -> one test binary each.
+
+PREFIX  ?= /usr/local
+BUILD   ?= build
+CC      ?= cc
+SAN     ?=
+PKGS    := libpcre2-8 libarchive jansson zlib openblas
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+OPT      ?= -O2
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -I. $(PKG_CFLAGS) \
+            -DGPTKIT_VERSION='"$(VERSION)"' -DGPTKIT_DATADIR='"$(PREFIX)/share/gptkit"'
+LDLIBS   += $(PKG_LIBS) -lm -fopenmp
+ifeq ($(SAN),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+VERSION  := 0.1.0
+
+TOOLS        := tokenize train sample evalppl ckpt
+BUILT_TOOLS  := $(foreach t,$(TOOLS),$(if $(wildcard $(t)/main.c),$(t)))
+BINS         := $(BUILT_TOOLS:%=$(BUILD)/bin/gpt-%)
+
+COMMON_SRC   := $(wildcard common/*.c)
+KERNELS_SRC  := $(wildcard kernels/*.c kernels/cpu/*.c)
+COMMON_LIB   := $(BUILD)/libgptcommon.a
+KERNELS_LIB  := $(BUILD)/libgptkernels.a
+LIBS         := $(KERNELS_LIB) $(COMMON_LIB)
+UNIT_SRC     := $(wildcard tests/unit/test_*.c)
+UNIT_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+.PHONY: all deps test check demo bench install clean lint
+all: $(BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(COMMON_LIB): $(call obj,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(KERNELS_LIB): $(call obj,$(KERNELS_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+.SECONDEXPANSION:
+$(BUILD)/bin/gpt-%: $$(call obj,$$(wildcard $$*/*.c)) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+deps:
+	@bash .ci/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all units
+	@bash tests/run.sh $(BUILD)
+
+units: $(UNIT_BINS)
+.PHONY: units
+
+check: deps
+	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 all units
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  bash tests/run.sh build-san
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/demo.sh $(BUILD)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/bench/run.sh $(BUILD)
+
+lint: all
+	@for m in man/*.[0-9]; do mandoc -Tlint -W warning $$m || exit 1; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/gptkit/configs
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin
+	for m in man/*.[0-9]; do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
+	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s; done
+	if [ -d train/configs ]; then install -m 644 train/configs/*.conf $(DESTDIR)$(PREFIX)/share/gptkit/configs; fi
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

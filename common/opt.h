@@ -1,0 +1,40 @@
+/* opt.h: one option table per tool drives getopt_long parsing and --help.
+ * Owns nothing: the table and the destinations belong to the tool. Not thread-safe (getopt
+ * state); call once from main. -h/--help and --version are handled here for every tool. */
+#ifndef GK_OPT_H
+#define GK_OPT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+
+enum gk_opt_kind {
+    GK_OPT_FLAG,   /* int *: set to 1 */
+    GK_OPT_COUNT,  /* int *: incremented each time (-v -v) */
+    GK_OPT_INT,    /* int64_t *: gk_parse_i64 with [min, max], K/M/G suffixes */
+    GK_OPT_DOUBLE, /* double *: gk_parse_double with [min, max] */
+    GK_OPT_STR,    /* const char **: the argument as given */
+};
+
+typedef struct gk_opt {
+    int short_name;       /* 'o', or 0 for long-only */
+    const char *long_name;
+    enum gk_opt_kind kind;
+    void *dest;
+    const char *arg_name; /* shown in --help, e.g. "FILE"; NULL for flags */
+    const char *help;     /* one line */
+    double min, max;      /* range for INT/DOUBLE; both 0 = no limit */
+} gk_opt;
+
+enum { GK_OPT_DONE = 0, GK_OPT_HELP = 1, GK_OPT_VERSION = 2 };
+
+/* Parses argv against tab (terminated by an entry with long_name NULL). Returns GK_OPT_DONE
+ * with *first_operand set, GK_OPT_HELP / GK_OPT_VERSION when asked for, or GK_EUSAGE. */
+int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, gk_err *e);
+/* Prints "usage: ..." (usage may hold several lines), then one line per option. */
+void gk_opt_help(FILE *f, const char *usage, const gk_opt *tab, const char *footer);
+/* Prints "gpt-TOOL (gptkit) VERSION". */
+void gk_opt_version(FILE *f, const char *prog);
+
+#endif

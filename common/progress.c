@@ -1,0 +1,55 @@
+/* progress.c: terminal progress bar (see progress.h). */
+#include "progress.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+double gk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void gk_progress_start(gk_progress *p, const char *label, int64_t total)
+{
+    p->active = isatty(STDERR_FILENO) && gk_verbosity() >= GK_LOG_NORMAL;
+    p->label = label;
+    p->total = total;
+    p->start = p->last = gk_now();
+}
+
+void gk_progress_update(gk_progress *p, int64_t done, const char *note)
+{
+    if (!p->active)
+        return;
+    double now = gk_now();
+    if (now - p->last < 0.2)
+        return;
+    p->last = now;
+    double mb = (double)done / 1e6, rate = mb / (now - p->start + 1e-9);
+    char bar[32] = "";
+    if (p->total > 0) {
+        int fill = (int)(20.0 * (double)done / (double)p->total);
+        fill = fill < 0 ? 0 : fill > 20 ? 20 : fill;
+        for (int i = 0; i < 20; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(stderr, "\r%s: %s [%s] %3.0f%% %.1f MB %.1f MB/s %s\033[K", gk_prog(), p->label, bar,
+                100.0 * (double)done / (double)p->total, mb, rate, note ? note : "");
+    } else {
+        fprintf(stderr, "\r%s: %s %.1f MB %.1f MB/s %s\033[K", gk_prog(), p->label, mb, rate,
+                note ? note : "");
+    }
+    fflush(stderr);
+}
+
+void gk_progress_end(gk_progress *p)
+{
+    if (p->active)
+        fprintf(stderr, "\r\033[K");
+    p->active = 0;
+}

@@ -1,0 +1,85 @@
+/* shard.h: token shards, the file format every tool reads and writes.
+ *
+ * Format (llm.c compatible), all little-endian:
+ *   bytes 0..1023   header, 256 x int32:
+ *                   [0] = 20240520 (magic)   [1] = version: 1 = uint16 tokens, 2 = uint32 tokens
+ *                   [2] = token count, or -1 when written to a pipe (read to end of file)
+ *                   [3] = vocabulary size (0 = unknown)
+ *                   [4] = tokenizer fingerprint, CRC-32 of the vocabulary (0 = unknown)
+ *                   [5..255] = 0
+ *   bytes 1024..    the tokens, 2 or 4 bytes each.
+ * A shard holds at most 2^31-1 tokens. Readers also accept nanoGPT's header-less files of raw
+ * uint16 tokens (gk_shard_reader.raw is then set so the tool can say so).
+ *
+ * Owns: an open reader or writer and its buffers. Lifetime: open .. close/finish/abort.
+ * Thread safety: one reader or writer per thread. */
+#ifndef GK_SHARD_H
+#define GK_SHARD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+#include "outfile.h"
+
+#define GK_SHARD_MAGIC 20240520
+#define GK_SHARD_HEADER_INTS 256
+#define GK_SHARD_HEADER_BYTES 1024
+#define GK_SHARD_MAX_TOKENS 2147483647LL
+
+typedef struct gk_shard_reader {
+    FILE *fp;
+    char *name;          /* path, or "stdin" */
+    int version;         /* 1 (uint16) or 2 (uint32) */
+    int raw;             /* header-less nanoGPT uint16 file */
+    int64_t count;       /* tokens per the header; -1 when unknown (pipe) */
+    uint32_t vocab_size; /* 0 when unknown */
+    uint32_t fingerprint;
+    int64_t delivered;   /* tokens returned so far */
+    unsigned char sniff[GK_SHARD_HEADER_BYTES]; /* raw files: bytes read while looking for a header */
+    size_t sniff_len, sniff_pos;
+} gk_shard_reader;
+
+/* Opens a shard file, or stdin for "-"/NULL, and validates its header against the file size. */
+int gk_shard_open(gk_shard_reader *r, const char *path, gk_err *e);
+/* Reads up to max tokens into out; *got = 0 at the end. Checks every token against the vocab
+ * size and the total against the header's count (a short file is an error, not an end). */
+int gk_shard_read(gk_shard_reader *r, uint32_t *out, size_t max, size_t *got, gk_err *e);
+void gk_shard_close(gk_shard_reader *r);
+
+typedef struct gk_shard_writer {
+    gk_outfile out;
+    int version;
+    int64_t count;
+    uint32_t vocab_size, fingerprint;
+    unsigned char *buf; /* encoding buffer */
+    size_t buf_cap;
+} gk_shard_writer;
+
+/* Opens path ("-"/NULL: stdout) and writes the header. uint16 tokens when vocab_size <= 65536
+ * (and known), else uint32. */
+int gk_shard_writer_open(gk_shard_writer *w, const char *path, uint32_t vocab_size,
+                         uint32_t fingerprint, gk_err *e);
+int gk_shard_writer_write(gk_shard_writer *w, const uint32_t *ids, size_t n, gk_err *e);
+/* Patches the count into the header when the output is seekable, then commits the file. */
+int gk_shard_writer_finish(gk_shard_writer *w, gk_err *e);
+/* Removes the half-written output (see gk_outfile_abort). NULL-safe. */
+void gk_shard_writer_abort(gk_shard_writer *w);
+
+/* Numbered shards PREFIX_000000.bin, PREFIX_000001.bin, ... of at most max_tokens each. Shards
+ * are committed as they fill; abort removes only the one being written. */
+typedef struct gk_shard_series {
+    char *prefix;
+    int64_t max_tokens;
+    uint32_t vocab_size, fingerprint;
+    int index, open;    /* next shard number; whether w is open */
+    gk_shard_writer w;
+} gk_shard_series;
+
+int gk_shard_series_init(gk_shard_series *s, const char *prefix, int64_t max_tokens,
+                         uint32_t vocab_size, uint32_t fingerprint, gk_err *e);
+int gk_shard_series_write(gk_shard_series *s, const uint32_t *ids, size_t n, gk_err *e);
+int gk_shard_series_finish(gk_shard_series *s, gk_err *e);
+void gk_shard_series_abort(gk_shard_series *s);
+
+#endif

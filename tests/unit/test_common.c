@@ -1,0 +1,131 @@
+/* test_common.c: number parsing, option tables, atomic output files. */
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/num.h"
+#include "common/opt.h"
+#include "common/outfile.h"
+#include "test.h"
+
+static void test_parse_i64_suffixes(void)
+{
+    gk_err e = {0};
+    int64_t v = 0;
+    CHECK_OK(gk_parse_i64("42", 0, 100, &v, "x", &e), &e);
+    CHECK(v == 42);
+    CHECK_OK(gk_parse_i64("100M", 0, INT64_MAX, &v, "x", &e), &e);
+    CHECK(v == 100000000);
+    CHECK_OK(gk_parse_i64("2Ki", 0, INT64_MAX, &v, "x", &e), &e);
+    CHECK(v == 2048);
+    CHECK_OK(gk_parse_i64("1e8", 0, INT64_MAX, &v, "x", &e), &e);
+    CHECK(v == 100000000);
+    CHECK_OK(gk_parse_i64("3g", 0, INT64_MAX, &v, "x", &e), &e);
+    CHECK(v == 3000000000LL);
+    CHECK_OK(gk_parse_i64("-5", -10, 10, &v, "x", &e), &e);
+    CHECK(v == -5);
+}
+
+static void test_parse_i64_errors(void)
+{
+    gk_err e = {0};
+    int64_t v = 7;
+    CHECK(gk_parse_i64("", 0, 10, &v, "--n", &e) == GK_EUSAGE);
+    CHECK(gk_parse_i64("12x", 0, 100, &v, "--n", &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "--n: '12x' is not an integer") == 0, "%s", e.msg);
+    CHECK(gk_parse_i64("1 ", 0, 100, &v, "--n", &e) == GK_EUSAGE);
+    CHECK(gk_parse_i64("11", 0, 10, &v, "--n", &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "--n: 11 is out of range [0, 10]") == 0, "%s", e.msg);
+    CHECK(gk_parse_i64("99999999999999999999", 0, INT64_MAX, &v, "--n", &e) == GK_EUSAGE);
+    CHECK(gk_parse_i64("9999999999T", 0, INT64_MAX, &v, "--n", &e) == GK_EUSAGE);
+    CHECK(gk_parse_i64("5 K", 0, INT64_MAX, &v, "--n", &e) == GK_EUSAGE);
+    CHECK(v == 7);
+}
+
+static void test_parse_double(void)
+{
+    gk_err e = {0};
+    double d = 0;
+    CHECK_OK(gk_parse_double("6e-4", 0, 1, &d, "lr", &e), &e);
+    CHECK(d == 6e-4);
+    CHECK(gk_parse_double("abc", 0, 1, &d, "lr", &e) == GK_EUSAGE);
+    CHECK(gk_parse_double("nan", 0, 1, &d, "lr", &e) == GK_EUSAGE);
+    CHECK(gk_parse_double("2", 0, 1, &d, "lr", &e) == GK_EUSAGE);
+    CHECK(gk_parse_double("0.5x", 0, 1, &d, "lr", &e) == GK_EUSAGE);
+}
+
+static void test_opt_table(void)
+{
+    const char *out = NULL;
+    int flag = 0, verbose = 0;
+    int64_t n = 0;
+    double f = 0;
+    const gk_opt tab[] = {
+        {'o', "output", GK_OPT_STR, &out, "FILE", "output", 0, 0},
+        {0, "flag", GK_OPT_FLAG, &flag, NULL, "a flag", 0, 0},
+        {'v', "verbose", GK_OPT_COUNT, &verbose, NULL, "more", 0, 0},
+        {'n', "num", GK_OPT_INT, &n, "N", "a number", 1, 10000},
+        {0, "frac", GK_OPT_DOUBLE, &f, "F", "a fraction", 0, 1},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    char *argv[] = {"prog", "-o", "x.bin", "--flag", "-vv", "--num=2K", "--frac", "0.25", "in1", "in2", NULL};
+    int first = 0;
+    gk_err e = {0};
+    CHECK_OK(gk_opt_parse(tab, 10, argv, &first, &e), &e);
+    CHECK(out && strcmp(out, "x.bin") == 0);
+    CHECK(flag == 1 && verbose == 2 && n == 2000 && f == 0.25);
+    CHECK(first == 8 && strcmp(argv[first], "in1") == 0);
+
+    char *bad[] = {"prog", "--num=50000", NULL};
+    CHECK(gk_opt_parse(tab, 2, bad, &first, &e) == GK_EUSAGE);
+    CHECKF(strstr(e.msg, "--num") != NULL, "%s", e.msg);
+    char *unknown[] = {"prog", "--nope", NULL};
+    CHECK(gk_opt_parse(tab, 2, unknown, &first, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "unknown option --nope (see --help)") == 0, "%s", e.msg);
+    char *missing[] = {"prog", "-o", NULL};
+    CHECK(gk_opt_parse(tab, 2, missing, &first, &e) == GK_EUSAGE);
+    char *help[] = {"prog", "--help", NULL};
+    CHECK(gk_opt_parse(tab, 2, help, &first, &e) == GK_OPT_HELP);
+}
+
+static void test_outfile_commit_and_abort(void)
+{
+    char dir[] = "/tmp/gk_test_outfile_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    gk_err e = {0};
+    gk_outfile o;
+    CHECK_OK(gk_outfile_open(&o, path, &e), &e);
+    CHECK(access(path, F_OK) != 0); /* nothing under the final name before commit */
+    CHECK_OK(gk_outfile_write(&o, "hello", 5, &e), &e);
+    CHECK_OK(gk_outfile_pwrite(&o, "J", 1, 0, &e), &e);
+    CHECK_OK(gk_outfile_commit(&o, &e), &e);
+    FILE *f = fopen(path, "rb");
+    char buf[8] = {0};
+    CHECK(f && fread(buf, 1, 8, f) == 5 && memcmp(buf, "Jello", 5) == 0);
+    if (f)
+        fclose(f);
+    CHECK_OK(gk_outfile_open(&o, path, &e), &e);
+    CHECK_OK(gk_outfile_write(&o, "xx", 2, &e), &e);
+    gk_outfile_abort(&o);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size == 5); /* the old file is untouched */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "ls %s | wc -l | grep -qx 1", dir); /* no temp file left */
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(gk_outfile_open(&o, "/nonexistent-dir/x.bin", &e) == GK_ENOTFOUND);
+    CHECKF(strstr(e.msg, "/nonexistent-dir/x.bin") != NULL, "%s", e.msg);
+}
+
+int main(void)
+{
+    RUN(test_parse_i64_suffixes);
+    RUN(test_parse_i64_errors);
+    RUN(test_parse_double);
+    RUN(test_opt_table);
+    RUN(test_outfile_commit_and_abort);
+    return TEST_END();
+}

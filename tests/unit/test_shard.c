@@ -1,0 +1,183 @@
+/* test_shard.c: shard writer and reader: header, count patching, pipes, raw nanoGPT files,
+ * numbered shards, and every kind of bad file. */
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/shard.h"
+#include "test.h"
+
+static char dir[64];
+
+static const char *tmp(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+static int write_shard(const char *path, const uint32_t *ids, size_t n, uint32_t vocab)
+{
+    gk_err e = {0};
+    gk_shard_writer w;
+    int rc = gk_shard_writer_open(&w, path, vocab, 0xabcd1234u, &e);
+    if (!rc)
+        rc = gk_shard_writer_write(&w, ids, n, &e);
+    if (!rc)
+        rc = gk_shard_writer_finish(&w, &e);
+    return rc;
+}
+
+static size_t read_shard(const char *path, uint32_t *out, size_t cap, gk_shard_reader *info, gk_err *e)
+{
+    gk_shard_reader r;
+    if (gk_shard_open(&r, path, e))
+        return (size_t)-1;
+    size_t total = 0, got = 1;
+    while (got > 0) {
+        if (gk_shard_read(&r, out + total, cap - total > 3 ? 3 : cap - total, &got, e)) {
+            gk_shard_close(&r);
+            return (size_t)-1;
+        }
+        total += got;
+    }
+    *info = r;
+    info->fp = NULL;
+    info->name = NULL;
+    gk_shard_close(&r);
+    return total;
+}
+
+static void test_round_trip_uint16_and_uint32(void)
+{
+    uint32_t ids[] = {50256, 0, 1, 65535, 42, 7, 50000};
+    uint32_t out[16];
+    gk_shard_reader info;
+    gk_err e = {0};
+    CHECK(write_shard(tmp("a.bin"), ids, 7, 50257) == 0);
+    CHECK(read_shard(tmp("a.bin"), out, 16, &info, &e) == (size_t)-1); /* 65535 >= vocab */
+    CHECKF(strstr(e.msg, "outside the vocabulary") != NULL, "%s", e.msg);
+    CHECK(write_shard(tmp("a.bin"), ids, 7, 65536) == 0);
+    CHECK(read_shard(tmp("a.bin"), out, 16, &info, &e) == 7);
+    CHECK(memcmp(out, ids, sizeof ids) == 0);
+    CHECK(info.version == 1 && info.count == 7 && info.vocab_size == 65536 && info.fingerprint == 0xabcd1234u);
+    struct stat st;
+    CHECK(stat(tmp("a.bin"), &st) == 0 && st.st_size == 1024 + 14);
+    uint32_t big[] = {100000, 3, 70000};
+    CHECK(write_shard(tmp("b.bin"), big, 3, 100001) == 0);
+    CHECK(read_shard(tmp("b.bin"), out, 16, &info, &e) == 3);
+    CHECK(info.version == 2 && out[0] == 100000 && out[2] == 70000);
+}
+
+static void test_header_bytes_are_llmc(void)
+{
+    uint32_t ids[] = {1, 2, 3};
+    CHECK(write_shard(tmp("h.bin"), ids, 3, 50257) == 0);
+    FILE *f = fopen(tmp("h.bin"), "rb");
+    int32_t h[256];
+    CHECK(f && fread(h, 4, 256, f) == 256);
+    CHECK(h[0] == 20240520 && h[1] == 1 && h[2] == 3 && h[3] == 50257 && (uint32_t)h[4] == 0xabcd1234u);
+    for (int i = 5; i < 256; i++)
+        CHECK(h[i] == 0);
+    uint16_t t[3];
+    CHECK(f && fread(t, 2, 3, f) == 3 && t[0] == 1 && t[2] == 3);
+    if (f)
+        fclose(f);
+}
+
+static void test_pipe_count_minus_one(void)
+{
+    /* A writer on a pipe cannot patch: count stays -1 and readers read to the end. */
+    int32_t h[256] = {20240520, 1, -1};
+    uint16_t toks[2] = {5, 6};
+    FILE *f = fopen(tmp("p.bin"), "wb");
+    CHECK(f && fwrite(h, 4, 256, f) == 256 && fwrite(toks, 2, 2, f) == 2);
+    if (f)
+        fclose(f);
+    uint32_t out[8];
+    gk_shard_reader info;
+    gk_err e = {0};
+    CHECK(read_shard(tmp("p.bin"), out, 8, &info, &e) == 2);
+    CHECK(info.count == -1 && out[0] == 5 && out[1] == 6);
+}
+
+static void test_raw_nanogpt_file(void)
+{
+    uint16_t raw[5] = {10, 20, 30, 40, 50};
+    FILE *f = fopen(tmp("raw.bin"), "wb");
+    CHECK(f && fwrite(raw, 2, 5, f) == 5);
+    if (f)
+        fclose(f);
+    uint32_t out[8];
+    gk_shard_reader info;
+    gk_err e = {0};
+    CHECK(read_shard(tmp("raw.bin"), out, 8, &info, &e) == 5);
+    CHECK(info.raw == 1 && out[0] == 10 && out[4] == 50);
+    f = fopen(tmp("odd.bin"), "wb");
+    CHECK(f && fwrite(raw, 1, 5, f) == 5);
+    if (f)
+        fclose(f);
+    CHECK(read_shard(tmp("odd.bin"), out, 8, &info, &e) == (size_t)-1);
+    CHECKF(strstr(e.msg, "middle of a token") != NULL, "%s", e.msg);
+}
+
+static void test_bad_files(void)
+{
+    uint32_t ids[] = {1, 2, 3, 4};
+    uint32_t out[8];
+    gk_shard_reader info;
+    gk_err e = {0};
+    CHECK(write_shard(tmp("t.bin"), ids, 4, 100) == 0);
+    CHECK(truncate(tmp("t.bin"), 1024 + 5) == 0);
+    CHECK(read_shard(tmp("t.bin"), out, 8, &info, &e) == (size_t)-1);
+    CHECKF(strstr(e.msg, "t.bin: header says 4 tokens") != NULL, "%s", e.msg);
+    CHECK(truncate(tmp("t.bin"), 100) == 0);
+    CHECK(read_shard(tmp("t.bin"), out, 8, &info, &e) == (size_t)-1);
+    CHECKF(strstr(e.msg, "truncated shard header") != NULL, "%s", e.msg);
+    FILE *f = fopen(tmp("v.bin"), "wb");
+    int32_t h[256] = {20240520, 7, 0};
+    CHECK(f && fwrite(h, 4, 256, f) == 256);
+    if (f)
+        fclose(f);
+    CHECK(read_shard(tmp("v.bin"), out, 8, &info, &e) == (size_t)-1);
+    CHECKF(strstr(e.msg, "unsupported shard version 7") != NULL, "%s", e.msg);
+    CHECK(read_shard(tmp("missing.bin"), out, 8, &info, &e) == (size_t)-1);
+    CHECK(e.code == GK_ENOTFOUND && strstr(e.msg, "missing.bin") != NULL);
+}
+
+static void test_numbered_series(void)
+{
+    gk_err e = {0};
+    gk_shard_series s;
+    uint32_t ids[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "%s/ser", dir);
+    CHECK_OK(gk_shard_series_init(&s, prefix, 4, 50257, 0, &e), &e);
+    CHECK_OK(gk_shard_series_write(&s, ids, 3, &e), &e);
+    CHECK_OK(gk_shard_series_write(&s, ids + 3, 7, &e), &e);
+    CHECK_OK(gk_shard_series_finish(&s, &e), &e);
+    uint32_t out[8];
+    gk_shard_reader info;
+    CHECK(read_shard(tmp("ser_000000.bin"), out, 8, &info, &e) == 4 && out[0] == 0 && out[3] == 3);
+    CHECK(read_shard(tmp("ser_000001.bin"), out, 8, &info, &e) == 4 && out[0] == 4);
+    CHECK(read_shard(tmp("ser_000002.bin"), out, 8, &info, &e) == 2 && out[1] == 9);
+    CHECK(access(tmp("ser_000003.bin"), F_OK) != 0);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/gk_test_shard_XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    RUN(test_round_trip_uint16_and_uint32);
+    RUN(test_header_bytes_are_llmc);
+    RUN(test_pipe_count_minus_one);
+    RUN(test_raw_nanogpt_file);
+    RUN(test_bad_files);
+    RUN(test_numbered_series);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return 1;
+    return TEST_END();
+}

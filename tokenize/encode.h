@@ -1,0 +1,32 @@
+/* encode.h: the encoding pipeline of gpt-tokenize: document text in, tokens to a sink.
+ * Owns: the pending text of the current document, one BPE worker state per thread and the
+ * per-chunk outputs. Text is cut only where gk_bpe_split_point allows, so the tokens are the
+ * same for every thread count; chunks are encoded in parallel (OpenMP) and written in order.
+ * Lifetime: create .. free. Call from one thread (it starts its own). */
+#ifndef TK_ENCODE_H
+#define TK_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/vocab.h"
+#include "output.h"
+
+typedef struct tk_encoder tk_encoder;
+
+typedef struct tk_stats {
+    int64_t docs, bytes, tokens, replaced; /* replaced: invalid UTF-8 sequences -> U+FFFD */
+} tk_stats;
+
+int tk_encoder_create(tk_encoder **out, const gk_vocab *v, int allow_special, int threads,
+                      tk_sink *sink, gk_err *e);
+/* Starts a document: writes <|endoftext|> first for BPE vocabularies. */
+int tk_encoder_begin(tk_encoder *enc, gk_err *e);
+int tk_encoder_feed(tk_encoder *enc, const char *text, size_t n, gk_err *e);
+/* Ends the document: encodes what is pending. */
+int tk_encoder_end(tk_encoder *enc, gk_err *e);
+const tk_stats *tk_encoder_stats(const tk_encoder *enc);
+void tk_encoder_free(tk_encoder *enc);
+
+#endif

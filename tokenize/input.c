@@ -1,0 +1,176 @@
+/* input.c: documents from files, stdin, compressed files and archives (see input.h). */
+#include "input.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SNIFF_BYTES 8192
+
+struct tk_source {
+    struct archive *a;
+    char *name;
+    int fd;
+    int in_archive;        /* a real archive format, not a single (maybe compressed) stream */
+    int started, done;     /* raw stream: its one document was handed out / finished */
+    char sniff[SNIFF_BYTES]; /* archive members: bytes read while checking for binary */
+    size_t sniff_len, sniff_pos;
+    size_t skipped;
+};
+
+static int archive_fail(tk_source *s, gk_err *e)
+{
+    const char *msg = archive_error_string(s->a);
+    return gk_errf(e, GK_EFORMAT, "%s: %s", s->name, msg ? msg : "unreadable input");
+}
+
+static struct archive *new_reader(void)
+{
+    struct archive *a = archive_read_new();
+    if (!a)
+        return NULL;
+    /* Only the filters and formats we claim: every "all" bidder risks taking text for a format. */
+    archive_read_support_filter_gzip(a);
+    archive_read_support_filter_bzip2(a);
+    archive_read_support_filter_xz(a);
+    archive_read_support_filter_lzma(a);
+    archive_read_support_filter_zstd(a);
+    archive_read_support_filter_lz4(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a);
+    archive_read_support_format_7zip(a);
+    archive_read_support_format_empty(a);
+    archive_read_support_format_raw(a);
+    return a;
+}
+
+int tk_source_open(tk_source **out, const char *path, gk_err *e)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    tk_source *s = calloc(1, sizeof *s);
+    if (!s || !(s->name = strdup(is_stdin ? "stdin" : path))) {
+        free(s);
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    }
+    s->fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY);
+    struct stat st;
+    int rc = 0;
+    if (s->fd < 0)
+        rc = gk_errno(e, path);
+    else if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode))
+        rc = gk_errf(e, GK_EUSAGE, "%s: is a directory", path);
+    else if (!(s->a = new_reader()))
+        rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    else if (archive_read_open_fd(s->a, s->fd, 1 << 16) != ARCHIVE_OK)
+        rc = archive_fail(s, e);
+    if (rc) {
+        tk_source_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+/* Reads up to SNIFF_BYTES of the current member into s->sniff; returns whether it holds a NUL. */
+static int sniff_binary(tk_source *s, int *binary, gk_err *e)
+{
+    s->sniff_len = s->sniff_pos = 0;
+    while (s->sniff_len < SNIFF_BYTES) {
+        la_ssize_t n = archive_read_data(s->a, s->sniff + s->sniff_len, SNIFF_BYTES - s->sniff_len);
+        if (n < 0)
+            return archive_fail(s, e);
+        if (n == 0)
+            break;
+        s->sniff_len += (size_t)n;
+    }
+    *binary = memchr(s->sniff, 0, s->sniff_len) != NULL;
+    return 0;
+}
+
+int tk_source_next(tk_source *s, int *more, gk_err *e)
+{
+    *more = 0;
+    if (s->started && !s->in_archive) {
+        s->done = 1;
+        return 0;
+    }
+    for (;;) {
+        struct archive_entry *entry;
+        int r = archive_read_next_header(s->a, &entry);
+        if (r == ARCHIVE_EOF) {
+            int fmt = archive_format(s->a);
+            int plain = fmt == 0 || fmt == ARCHIVE_FORMAT_RAW || fmt == ARCHIVE_FORMAT_EMPTY;
+            if (!s->started && plain) { /* an empty plain input is still one (empty) document */
+                s->started = 1;
+                *more = 1;
+            }
+            s->done = 1;
+            return 0;
+        }
+        if (r < ARCHIVE_WARN)
+            return archive_fail(s, e);
+        s->in_archive = archive_format(s->a) != ARCHIVE_FORMAT_RAW &&
+                        archive_format(s->a) != ARCHIVE_FORMAT_EMPTY;
+        s->started = 1;
+        s->sniff_len = s->sniff_pos = 0;
+        if (!s->in_archive) {
+            *more = 1;
+            return 0;
+        }
+        if (archive_entry_filetype(entry) != AE_IFREG)
+            continue;
+        int binary = 0, rc = sniff_binary(s, &binary, e);
+        if (rc)
+            return rc;
+        if (!binary) {
+            *more = 1;
+            return 0;
+        }
+        s->skipped++;
+    }
+}
+
+int tk_source_read(tk_source *s, char *buf, size_t cap, size_t *got, gk_err *e)
+{
+    *got = 0;
+    if (s->done)
+        return 0;
+    if (s->sniff_pos < s->sniff_len) {
+        size_t n = s->sniff_len - s->sniff_pos;
+        if (n > cap)
+            n = cap;
+        memcpy(buf, s->sniff + s->sniff_pos, n);
+        s->sniff_pos += n;
+        *got = n;
+        return 0;
+    }
+    la_ssize_t n = archive_read_data(s->a, buf, cap);
+    if (n < 0)
+        return archive_fail(s, e);
+    *got = (size_t)n;
+    return 0;
+}
+
+size_t tk_source_skipped(const tk_source *s) { return s->skipped; }
+
+long long tk_source_position(const tk_source *s)
+{
+    return s->a ? (long long)archive_filter_bytes(s->a, -1) : 0;
+}
+
+void tk_source_close(tk_source *s)
+{
+    if (!s)
+        return;
+    if (s->a)
+        archive_read_free(s->a);
+    if (s->fd > STDIN_FILENO)
+        close(s->fd);
+    free(s->name);
+    free(s);
+}

@@ -1,0 +1,27 @@
+/* input.h: documents from one input (a file or stdin) through libarchive.
+ * Owns: an open libarchive reader. A plain file, stdin, or a single compressed file (.gz, .xz,
+ * .zst, .bz2: detected by content) is one document; each regular member of a tar/zip/7z archive
+ * is one document, except members that look binary (a NUL in their first 8 KB), which are skipped
+ * and counted. Lifetime: open .. close. Thread safety: one source per thread. */
+#ifndef TK_INPUT_H
+#define TK_INPUT_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+typedef struct tk_source tk_source;
+
+/* Opens path ("-" for stdin). Errors name the input. */
+int tk_source_open(tk_source **out, const char *path, gk_err *e);
+/* Moves to the next document; *more = 0 when there is none left. */
+int tk_source_next(tk_source *s, int *more, gk_err *e);
+/* Reads the current document; *got = 0 at its end. */
+int tk_source_read(tk_source *s, char *buf, size_t cap, size_t *got, gk_err *e);
+/* Archive members skipped as binary so far. */
+size_t tk_source_skipped(const tk_source *s);
+/* Compressed bytes consumed so far (for progress). */
+long long tk_source_position(const tk_source *s);
+void tk_source_close(tk_source *s);
+
+#endif

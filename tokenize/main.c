@@ -1,0 +1,206 @@
+/* main.c: gpt-tokenize: text, files or archives in, token shards out; -d decodes back.
+ * Parses options, resolves the vocabulary and wires reader -> encoder -> shard outputs. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/opt.h"
+#include "common/outfile.h"
+#include "common/progress.h"
+#include "common/vocab.h"
+#include "decode.h"
+#include "encode.h"
+#include "output.h"
+#include "run.h"
+
+typedef struct options {
+    const char *output, *vocab, *vocab_out, *doc_sep, *val_output;
+    int decode, char_level, allow_special, quiet, verbose;
+    int64_t threads, shard_tokens;
+    double val_fraction;
+} options;
+
+static const char usage[] =
+    "gpt-tokenize [options] [FILE...] > out.bin\n"
+    "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
+    "Encodes text (files, stdin, or tar/zip/gz/xz/zst archives) into a token shard with GPT-2 BPE\n"
+    "or a char-level vocabulary; -d decodes shards back to text.";
+
+static const char footer[] =
+    "The vocabulary comes from -V, else $GPT_VOCAB, else the HuggingFace cache (gpt2).\n"
+    "Example: gpt-tokenize -V ../shared/data/gpt2 input.txt -o train.bin --val-fraction 0.1 "
+    "--val-output val.bin\n";
+
+static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
+{
+    const gk_opt tab[] = {
+        {'o', "output", GK_OPT_STR, &o->output, "FILE", "write the shard to FILE (or PREFIX_000000.bin... with --shard-tokens)", 0, 0},
+        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary: BPE directory, .tiktoken file, or char vocab file", 0, 0},
+        {'d', "decode", GK_OPT_FLAG, &o->decode, NULL, "decode shards back to text", 0, 0},
+        {0, "char", GK_OPT_FLAG, &o->char_level, NULL, "char-level: the vocabulary is the input's sorted characters", 0, 0},
+        {0, "vocab-out", GK_OPT_STR, &o->vocab_out, "FILE", "with --char: write the char vocabulary to FILE", 0, 0},
+        {0, "allow-special", GK_OPT_FLAG, &o->allow_special, NULL, "encode <|endoftext|> in the text as the special token", 0, 0},
+        {0, "doc-sep", GK_OPT_STR, &o->doc_sep, "STR", "also start a new document at each STR (removed)", 0, 0},
+        {0, "shard-tokens", GK_OPT_INT, &o->shard_tokens, "N", "numbered shards of N tokens each (e.g. 100M)", 1, 2147483647.0},
+        {0, "val-fraction", GK_OPT_DOUBLE, &o->val_fraction, "F", "put the last fraction F of documents into --val-output", 0, 0.999999},
+        {0, "val-output", GK_OPT_STR, &o->val_output, "FILE", "the validation shard", 0, 0},
+        {'j', "threads", GK_OPT_INT, &o->threads, "N", "encoding threads (default: all cores)", 1, 1024},
+        {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no summary, progress or warnings", 0, 0},
+        {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    int rc = gk_opt_parse(tab, argc, argv, first, e);
+    if (rc == GK_OPT_HELP)
+        gk_opt_help(stdout, usage, tab, footer);
+    else if (rc == GK_OPT_VERSION)
+        gk_opt_version(stdout, "gpt-tokenize");
+    return rc;
+}
+
+static int check_options(const options *o, gk_err *e)
+{
+    if ((o->val_fraction > 0) != (o->val_output != NULL))
+        return gk_errf(e, GK_EUSAGE, "--val-fraction and --val-output go together");
+    if (o->shard_tokens && !o->output)
+        return gk_errf(e, GK_EUSAGE, "--shard-tokens needs -o PREFIX");
+    if (o->vocab_out && !o->char_level)
+        return gk_errf(e, GK_EUSAGE, "--vocab-out goes with --char");
+    if (o->doc_sep && !*o->doc_sep)
+        return gk_errf(e, GK_EUSAGE, "--doc-sep: empty separator");
+    if (o->decode && (o->output || o->char_level || o->val_output || o->shard_tokens))
+        return gk_errf(e, GK_EUSAGE, "-d writes text to stdout; it takes only -V and shards");
+    int to_stdout = !o->decode && (!o->output || strcmp(o->output, "-") == 0);
+    if (to_stdout && isatty(STDOUT_FILENO))
+        return gk_errf(e, GK_EUSAGE, "refusing to write binary tokens to a terminal; "
+                                     "redirect stdout or use -o FILE");
+    return 0;
+}
+
+static int load_vocab(const options *o, gk_vocab **v, gk_err *e)
+{
+    char path[4096];
+    int rc = gk_vocab_find(path, sizeof path, o->vocab, e);
+    if (rc == 0)
+        rc = gk_vocab_load(v, path, e);
+    if (rc == 0 && o->char_level && gk_vocab_type(*v) != GK_VOCAB_CHAR) {
+        gk_vocab_free(*v);
+        *v = NULL;
+        rc = gk_errf(e, GK_EUSAGE, "%s: --char needs a char vocabulary file (from --vocab-out)", path);
+    }
+    return rc;
+}
+
+static int save_char_vocab(const gk_vocab *v, const char *path, gk_err *e)
+{
+    gk_outfile f;
+    int rc = gk_outfile_open(&f, path, e);
+    if (rc)
+        return rc;
+    if ((rc = gk_vocab_save_chars(v, f.fp, e))) {
+        gk_outfile_abort(&f);
+        return rc;
+    }
+    return gk_outfile_commit(&f, e);
+}
+
+static int enc_begin(void *c, gk_err *e) { return tk_encoder_begin(c, e); }
+static int enc_feed(void *c, const char *t, size_t n, gk_err *e) { return tk_encoder_feed(c, t, n, e); }
+static int enc_end(void *c, gk_err *e) { return tk_encoder_end(c, e); }
+
+static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
+{
+    if (st->replaced)
+        gk_warn("replaced %lld invalid UTF-8 sequence%s with U+FFFD", (long long)st->replaced,
+                st->replaced == 1 ? "" : "s");
+    if (rs->skipped_binary)
+        gk_info("skipped %lld binary archive member%s", (long long)rs->skipped_binary,
+                rs->skipped_binary == 1 ? "" : "s");
+    gk_info("%lld document%s, %lld bytes, %lld tokens in %.2f s (%.1f MB/s)", (long long)st->docs,
+            st->docs == 1 ? "" : "s", (long long)st->bytes, (long long)st->tokens, secs,
+            (double)st->bytes / 1e6 / (secs > 1e-9 ? secs : 1e-9));
+}
+
+/* Encodes; with --char and no -V the text is read whole first to build the vocabulary. */
+static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
+{
+    double t0 = gk_now();
+    tk_read_opts ro = {inputs, ninputs, o->doc_sep};
+    tk_read_stats rs = {0};
+    tk_collector held = {0};
+    gk_vocab *v = NULL;
+    tk_sink *sink = NULL;
+    tk_encoder *enc = NULL;
+    int collect = o->char_level && !o->vocab;
+    int rc = 0;
+    if (collect) {
+        tk_consumer c = tk_collector_consumer(&held);
+        rc = tk_read_all(&ro, &c, &rs, e);
+        if (!rc)
+            rc = tk_collector_char_vocab(&held, &v, e);
+    } else {
+        rc = load_vocab(o, &v, e);
+    }
+    if (!rc && o->vocab_out)
+        rc = save_char_vocab(v, o->vocab_out, e);
+    tk_sink_opts so = {o->output, o->shard_tokens, o->val_fraction, o->val_output,
+                       v ? gk_vocab_size(v) : 0, v ? gk_vocab_fingerprint(v) : 0};
+    if (!rc)
+        rc = tk_sink_open(&sink, &so, e);
+    int threads = o->threads ? (int)o->threads : omp_get_num_procs();
+    if (!rc)
+        rc = tk_encoder_create(&enc, v, o->allow_special, threads, sink, e);
+    tk_consumer c = {enc_begin, enc_feed, enc_end, enc};
+    if (!rc)
+        rc = collect ? tk_collector_replay(&held, &c, e) : tk_read_all(&ro, &c, &rs, e);
+    if (!rc) {
+        rc = tk_sink_finish(sink, e);
+        sink = NULL;
+    }
+    if (!rc)
+        summary(tk_encoder_stats(enc), &rs, gk_now() - t0);
+    tk_sink_abort(sink);
+    tk_encoder_free(enc);
+    tk_collector_free(&held);
+    gk_vocab_free(v);
+    return rc;
+}
+
+static int decode(const options *o, char **inputs, int ninputs, gk_err *e)
+{
+    gk_vocab *v = NULL;
+    int raw = 0, rc = load_vocab(o, &v, e);
+    if (!rc)
+        rc = tk_decode(v, inputs, ninputs, &raw, e);
+    if (!rc && raw)
+        gk_verbose("read %d header-less input%s as raw uint16 tokens (nanoGPT format)", raw,
+                   raw == 1 ? "" : "s");
+    gk_vocab_free(v);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    gk_err e = {0};
+    int first;
+    gk_log_setup("gpt-tokenize", GK_LOG_NORMAL);
+    int rc = parse(&o, argc, argv, &first, &e);
+    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
+        return 0;
+    gk_log_setup("gpt-tokenize", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
+    if (rc == 0)
+        rc = check_options(&o, &e);
+    static char *stdin_only[] = {"-"};
+    char **inputs = first < argc ? argv + first : stdin_only;
+    int ninputs = first < argc ? argc - first : 1;
+    if (rc == 0)
+        rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, inputs, ninputs, &e);
+    if (rc) {
+        gk_error("%s", e.msg);
+        return gk_exit_status(rc);
+    }
+    return 0;
+}

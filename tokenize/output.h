@@ -1,0 +1,35 @@
+/* output.h: where gpt-tokenize's tokens go: one shard (a file or stdout), numbered shards, and
+ * optionally a validation shard holding the last fraction of documents (of tokens when there
+ * is only one document), as nanoGPT's prepare.py splits. With a validation split every token is
+ * held in memory until the end, since the split point is known only then.
+ * Owns: the open shard writers and that buffer. Lifetime: open .. finish/abort. Not thread-safe. */
+#ifndef TK_OUTPUT_H
+#define TK_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct tk_sink_opts {
+    const char *output;     /* file, "-"/NULL for stdout, or PREFIX when shard_tokens > 0 */
+    int64_t shard_tokens;   /* > 0: numbered shards of this many tokens */
+    double val_fraction;    /* > 0: split off a validation shard */
+    const char *val_output; /* its file */
+    uint32_t vocab_size, fingerprint;
+} tk_sink_opts;
+
+typedef struct tk_sink tk_sink;
+
+int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e);
+/* Marks the start of a document (for the validation split). */
+int tk_sink_doc(tk_sink *s, gk_err *e);
+int tk_sink_write(tk_sink *s, const uint32_t *ids, size_t n, gk_err *e);
+/* Writes what was held back, commits every file and frees the sink. */
+int tk_sink_finish(tk_sink *s, gk_err *e);
+/* Removes every half-written output and frees the sink. NULL-safe. */
+void tk_sink_abort(tk_sink *s);
+/* Tokens written so far (train + validation). */
+int64_t tk_sink_tokens(const tk_sink *s);
+
+#endif
