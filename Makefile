@@ -3,6 +3,7 @@
 # <tool>/*.c -> bin/gpt-<tool>, tests/unit/test_*.c -> one test binary each.
 
 PREFIX  ?= /usr/local
+VERSION := 0.1.0
 BUILD   ?= build
 CC      ?= cc
 SAN     ?=
@@ -12,15 +13,14 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 OPT      ?= -O2
-CFLAGS   ?= $(OPT) -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -I. $(PKG_CFLAGS) \
+CFLAGS   ?= -g
+GK_CFLAGS := $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -I. $(PKG_CFLAGS) \
             -DGPTKIT_VERSION='"$(VERSION)"' -DGPTKIT_DATADIR='"$(PREFIX)/share/gptkit"'
 LDLIBS   += $(PKG_LIBS) -lm -fopenmp
 ifeq ($(SAN),1)
-CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+GK_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-VERSION  := 0.1.0
 
 TOOLS        := tokenize train sample evalppl ckpt
 BUILT_TOOLS  := $(foreach t,$(TOOLS),$(if $(wildcard $(t)/main.c),$(t)))
@@ -41,7 +41,7 @@ all: $(BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(GK_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(COMMON_LIB): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)

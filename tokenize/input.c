@@ -63,7 +63,7 @@ int tk_source_open(tk_source **out, const char *path, gk_err *e)
     if (s->fd < 0)
         rc = gk_errno(e, path);
     else if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode))
-        rc = gk_errf(e, GK_EUSAGE, "%s: is a directory", path);
+        rc = gk_errf(e, GK_EFORMAT, "%s: is a directory", path);
     else if (!(s->a = new_reader()))
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
     else if (archive_read_open_fd(s->a, s->fd, 1 << 16) != ARCHIVE_OK)

@@ -91,7 +91,7 @@ static int read_document(tk_source *src, const tk_consumer *c, splitter *sp, gk_
 static int read_input(const char *path, const tk_consumer *c, splitter *sp, tk_read_stats *st,
                       gk_progress *bar, gk_err *e)
 {
-    tk_source *src;
+    tk_source *src = NULL;
     int rc = tk_source_open(&src, path, e), more = 1;
     while (rc == 0 && (rc = tk_source_next(src, &more, e)) == 0 && more) {
         rc = read_document(src, c, sp, e);
