@@ -51,6 +51,7 @@ $(KERNELS_LIB): $(call obj,$(KERNELS_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+.SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/bin/gpt-%: $$(call obj,$$(wildcard $$*/*.c)) $(LIBS)
 	@mkdir -p $(dir $@)

@@ -21,7 +21,8 @@ typedef struct cslot {
 } cslot;
 
 typedef struct hent {
-    uint32_t rank, left, right; /* merge left node with right node into token rank */
+    uint64_t key;               /* rank << 32 | left node: lowest rank first, then leftmost */
+    uint32_t right;             /* merge left with right into token rank */
 } hent;
 
 struct gk_bpe {
@@ -79,7 +80,7 @@ static size_t merge_scan(const gk_vocab *v, const unsigned char *p, size_t n, ui
     uint32_t rk[HEAP_MIN];
     size_t m = n;
     for (size_t k = 0; k < n; k++) ids[k] = v->byte_id[p[k]];
-    for (size_t k = 0; k + 1 < n; k++) rk[k] = gk_vocab_pair(v, ids[k], ids[k + 1]);
+    for (size_t k = 0; k + 1 < n; k++) rk[k] = v->byte_pair[p[k] << 8 | p[k + 1]];
     for (;;) {
         uint32_t best = GK_NONE;
         size_t bi = 0;
@@ -96,10 +97,7 @@ static size_t merge_scan(const gk_vocab *v, const unsigned char *p, size_t n, ui
     return m;
 }
 
-static int hless(const hent *a, const hent *b)
-{
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
+static inline int hless(const hent *a, const hent *b) { return a->key < b->key; }
 
 static void hpush(hent *h, size_t *hn, hent x)
 {
@@ -111,10 +109,9 @@ static void hpush(hent *h, size_t *hn, hent x)
     h[i] = x;
 }
 
-static hent hpop(hent *h, size_t *hn)
+static void sift_down(hent *h, size_t n, size_t i)
 {
-    hent top = h[0], x = h[--*hn];
-    size_t i = 0, n = *hn;
+    hent x = h[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n) break;
@@ -123,7 +120,14 @@ static hent hpop(hent *h, size_t *hn)
         h[i] = h[c];
         i = c;
     }
-    if (n) h[i] = x;
+    h[i] = x;
+}
+
+static hent hpop(hent *h, size_t *hn)
+{
+    hent top = h[0];
+    h[0] = h[--*hn];
+    if (*hn) sift_down(h, *hn, 0);
     return top;
 }
 
@@ -148,7 +152,7 @@ static int reserve_scratch(gk_bpe *b, size_t n)
 static void push_pair(const gk_vocab *v, gk_bpe *b, size_t *hn, uint32_t l, uint32_t r)
 {
     uint32_t rank = gk_vocab_pair(v, b->tid[l], b->tid[r]);
-    if (rank != GK_NONE) hpush(b->heap, hn, (hent){rank, l, r});
+    if (rank != GK_NONE) hpush(b->heap, hn, (hent){(uint64_t)rank << 32 | l, r});
 }
 
 /* Heap + linked list for long pieces: O(n log n). Node k starts at byte k; a merge keeps the
@@ -164,14 +168,18 @@ static size_t merge_heap(gk_bpe *b, const unsigned char *p, size_t n, uint32_t *
         b->prev[k] = k ? (uint32_t)k - 1 : GK_NONE;
         b->next[k] = k + 1 < n ? (uint32_t)k + 1 : GK_NONE;
     }
-    for (size_t k = 0; k + 1 < n; k++) push_pair(v, b, &hn, (uint32_t)k, (uint32_t)k + 1);
+    for (size_t k = 0; k + 1 < n; k++) {
+        uint32_t rank = v->byte_pair[p[k] << 8 | p[k + 1]];
+        if (rank != GK_NONE) b->heap[hn++] = (hent){(uint64_t)rank << 32 | k, (uint32_t)k + 1};
+    } /* sorted by left already: a valid heap when all ranks are equal; else heapify */
+    for (size_t k = hn / 2; k-- > 0;) sift_down(b->heap, hn, k);
     while (hn) {
         hent t = hpop(b->heap, &hn);
-        if (b->tid[t.left] == GK_NONE || b->next[t.left] != t.right ||
-            gk_vocab_pair(v, b->tid[t.left], b->tid[t.right]) != t.rank)
+        uint32_t l = (uint32_t)t.key, r = t.right, rank = (uint32_t)(t.key >> 32);
+        if (b->tid[l] == GK_NONE || b->next[l] != r || gk_vocab_pair(v, b->tid[l], b->tid[r]) != rank)
             continue;
-        uint32_t l = t.left, r = t.right, after = b->next[r];
-        b->tid[l] = t.rank;
+        uint32_t after = b->next[r];
+        b->tid[l] = rank;
         b->tid[r] = GK_NONE;
         b->next[l] = after;
         if (after != GK_NONE) b->prev[after] = l;
@@ -192,8 +200,9 @@ static size_t encode_piece(gk_bpe *b, const unsigned char *p, size_t n, uint32_t
     }
     cslot *s = NULL;
     uint32_t tag = 0;
+    uint64_t h = 0;
     if (n <= CACHE_BYTES) {
-        uint64_t h = gk_hash_bytes(p, n);
+        h = gk_hash_bytes(p, n);
         s = &b->cache[h & (CACHE_SLOTS - 1)];
         tag = (uint32_t)(h >> 32);
         if (s->tag == tag && s->len == n && !memcmp(s->bytes, p, n)) {
@@ -202,7 +211,8 @@ static size_t encode_piece(gk_bpe *b, const unsigned char *p, size_t n, uint32_t
         }
     }
     size_t m;
-    uint32_t whole = gk_vocab_lookup(v, p, n); /* tiktoken: a piece that is a token is one id */
+    uint32_t whole = s ? gk_vocab_lookup_h(v, p, n, h) : gk_vocab_lookup(v, p, n);
+    /* tiktoken: a piece that is a token is one id */
     if (whole != GK_NONE) out[0] = whole, m = 1;
     else if (n < b->heap_min) m = merge_scan(v, p, n, out);
     else if ((m = merge_heap(b, p, n, out)) == (size_t)-1) return m;

@@ -73,6 +73,7 @@ void gk_vocab_free(gk_vocab *v)
     free(v->merges);
     free(v->tok_tab);
     free(v->pair_tab);
+    free(v->byte_pair);
     free(v->cps);
     free(v);
 }
@@ -141,7 +142,12 @@ void gk_vbuild_free(gk_vbuild *b)
 
 uint32_t gk_vocab_lookup(const gk_vocab *v, const void *bytes, size_t len)
 {
-    uint32_t i = (uint32_t)gk_hash_bytes(bytes, len) & v->tok_mask;
+    return gk_vocab_lookup_h(v, bytes, len, gk_hash_bytes(bytes, len));
+}
+
+uint32_t gk_vocab_lookup_h(const gk_vocab *v, const void *bytes, size_t len, uint64_t h)
+{
+    uint32_t i = (uint32_t)h & v->tok_mask;
     for (;;) {
         uint32_t id = v->tok_tab[i];
         if (id == GK_NONE) return GK_NONE;
@@ -230,6 +236,10 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e)
     if (!v->pair_tab) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
     memset(v->pair_tab, 0xFF, ((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
     each_pair(v, pair_insert);
+    if (!(v->byte_pair = malloc(65536 * sizeof *v->byte_pair)))
+        return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    for (uint32_t k = 0; k < 65536; k++)
+        v->byte_pair[k] = gk_vocab_pair(v, v->byte_id[k >> 8], v->byte_id[k & 255]);
     v->fingerprint = fingerprint_bpe(v);
     return 0;
 }

@@ -32,6 +32,7 @@ struct gk_vocab {
     uint32_t tok_mask;
     gk_pair *pair_tab;      /* (left id, right id) -> id of their concatenation */
     uint32_t pair_mask;
+    uint32_t *byte_pair;    /* [b1 << 8 | b2]: gk_vocab_pair(byte_id[b1], byte_id[b2]) */
     /* char */
     uint32_t *cps;          /* code point of each id, ascending */
     int32_t ascii_id[128];  /* id of each ASCII char, -1 if absent */
@@ -72,6 +73,8 @@ int gk_ids_reserve(uint32_t **ids, size_t *cap, size_t need);
 
 /* Id of the (non-special) token with these bytes, or GK_NONE. */
 uint32_t gk_vocab_lookup(const gk_vocab *v, const void *bytes, size_t len);
+/* The same, given h = gk_hash_bytes(bytes, len). */
+uint32_t gk_vocab_lookup_h(const gk_vocab *v, const void *bytes, size_t len, uint64_t h);
 
 static inline uint32_t gk_pair_hash(uint32_t l, uint32_t r)
 {
