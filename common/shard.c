@@ -2,9 +2,12 @@
 #include "shard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- little-endian helpers */
 
@@ -133,6 +136,92 @@ void gk_shard_close(gk_shard_reader *r)
         fclose(r->fp);
     free(r->name);
     memset(r, 0, sizeof *r);
+}
+
+/* ---------------------------------------------------------------- mapped shards */
+
+static int map_header(gk_shard_map *m, gk_err *e)
+{
+    const unsigned char *h = m->base;
+    if (m->size >= 4 && le32(h) == GK_SHARD_MAGIC) {
+        if (m->size < GK_SHARD_HEADER_BYTES)
+            return gk_errf(e, GK_EFORMAT, "%s: truncated shard header (%zu of 1024 bytes)", m->name, m->size);
+        int32_t version = (int32_t)le32(h + 4), count = (int32_t)le32(h + 8);
+        if (version != 1 && version != 2)
+            return gk_errf(e, GK_EFORMAT, "%s: unsupported shard version %d (expected 1 or 2)",
+                           m->name, version);
+        m->width = version == 1 ? 2 : 4;
+        m->vocab_size = le32(h + 12);
+        m->fingerprint = le32(h + 16);
+        m->tokens = h + GK_SHARD_HEADER_BYTES;
+        size_t body = m->size - GK_SHARD_HEADER_BYTES;
+        if (body % (size_t)m->width)
+            return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", m->name);
+        m->count = (int64_t)(body / (size_t)m->width);
+        if (count >= 0 && count != m->count)
+            return gk_errf(e, GK_EFORMAT, "%s: header says %d tokens but the file holds %lld%s",
+                           m->name, count, (long long)m->count, count > m->count ? " (truncated?)" : "");
+        return 0;
+    }
+    m->raw = 1;
+    m->width = 2;
+    m->tokens = m->base;
+    if (m->size % 2)
+        return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", m->name);
+    m->count = (int64_t)(m->size / 2);
+    return 0;
+}
+
+int gk_shard_map_open(gk_shard_map *m, const char *path, gk_err *e)
+{
+    memset(m, 0, sizeof *m);
+    if (!(m->name = strdup(path)))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    int fd = open(path, O_RDONLY), rc = 0;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        rc = gk_errno(e, path);
+    else if (!S_ISREG(st.st_mode))
+        rc = gk_errf(e, GK_EFORMAT, "%s: not a regular file", path);
+    else if ((m->size = (size_t)st.st_size) > 0 &&
+             (m->base = mmap(NULL, m->size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        m->base = NULL;
+        rc = gk_errno(e, path);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0 && m->size > 0)
+        rc = map_header(m, e);
+    if (rc)
+        gk_shard_map_close(m);
+    return rc;
+}
+
+int gk_shard_map_get(const gk_shard_map *m, int64_t start, size_t n, uint32_t vocab_limit,
+                     uint32_t *out, gk_err *e)
+{
+    if (start < 0 || start + (int64_t)n > m->count)
+        return gk_errf(e, GK_EFORMAT, "%s: tokens [%lld, %lld) are past its end (%lld)", m->name,
+                       (long long)start, (long long)(start + (int64_t)n), (long long)m->count);
+    const unsigned char *p = m->tokens + (size_t)start * (size_t)m->width;
+    for (size_t i = 0; i < n; i++, p += m->width) {
+        uint32_t v = m->width == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : le32(p);
+        if (vocab_limit && v >= vocab_limit)
+            return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
+                           m->name, v, (long long)(start + (int64_t)i), vocab_limit);
+        out[i] = v;
+    }
+    return 0;
+}
+
+void gk_shard_map_close(gk_shard_map *m)
+{
+    if (!m)
+        return;
+    if (m->base)
+        munmap(m->base, m->size);
+    free(m->name);
+    memset(m, 0, sizeof *m);
 }
 
 /* ---------------------------------------------------------------- writer */

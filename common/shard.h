@@ -47,6 +47,26 @@ int gk_shard_open(gk_shard_reader *r, const char *path, gk_err *e);
 int gk_shard_read(gk_shard_reader *r, uint32_t *out, size_t max, size_t *got, gk_err *e);
 void gk_shard_close(gk_shard_reader *r);
 
+/* A whole shard mapped read-only, for random access (training and evaluation windows). */
+typedef struct gk_shard_map {
+    char *name;
+    void *base;             /* the mapping (NULL for an empty file) */
+    size_t size;
+    const unsigned char *tokens;
+    int width;              /* bytes per token: 2 or 4 */
+    int raw;                /* header-less nanoGPT uint16 file */
+    int64_t count;
+    uint32_t vocab_size, fingerprint;
+} gk_shard_map;
+
+/* Maps path and validates the header against the file size (a pipe cannot be mapped). */
+int gk_shard_map_open(gk_shard_map *m, const char *path, gk_err *e);
+/* Copies tokens [start, start + n) into out as uint32. The range must lie inside the shard;
+ * a token outside [0, vocab_limit) is an error naming the shard and position (0 = no check). */
+int gk_shard_map_get(const gk_shard_map *m, int64_t start, size_t n, uint32_t vocab_limit,
+                     uint32_t *out, gk_err *e);
+void gk_shard_map_close(gk_shard_map *m);
+
 typedef struct gk_shard_writer {
     gk_outfile out;
     int version;

@@ -411,9 +411,9 @@ const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len)
 
 static int file_in(const char *dir, const char *name)
 {
-    char p[4096];
+    char p[8192];
     struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return 0;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -423,7 +423,7 @@ static int load_dir(gk_vocab **out, const char *dir, gk_err *e)
     for (int k = 0; k < 2; k++) {
         int a = file_in(dir, pairs[k][0]), b = file_in(dir, pairs[k][1]);
         if (!a && !b) continue;
-        char pj[4096], pm[4096];
+        char pj[8192], pm[8192];
         snprintf(pj, sizeof pj, "%s/%s", dir, pairs[k][0]);
         snprintf(pm, sizeof pm, "%s/%s", dir, pairs[k][1]);
         if (!a || !b)
@@ -457,26 +457,38 @@ int gk_vocab_load(gk_vocab **out, const char *path, gk_err *e)
 
 static int put_path(char *out, size_t cap, const char *p, gk_err *e)
 {
-    if ((size_t)snprintf(out, cap, "%s", p) >= cap)
-        return gk_errf(e, GK_EUSAGE, "vocab path too long: %s", p);
+    size_t n = strlen(p);
+    if (n >= cap) return gk_errf(e, GK_EUSAGE, "vocab path too long: %s", p);
+    memcpy(out, p, n + 1);
     return 0;
 }
 
+/* The snapshot refs/main names if it has vocab.json + merges.txt, else any such snapshot.
+ * Returns 0 (found), 1 (none), or an error code. */
 static int find_hf(char *out, size_t cap, gk_err *e)
 {
-    char pat[4096];
+    char base[4096], dir[4600], ref[128] = "";
     const char *hf = getenv("HF_HOME"), *home = getenv("HOME");
-    if (hf && *hf) snprintf(pat, sizeof pat, "%s/hub/models--gpt2/snapshots/*/vocab.json", hf);
-    else if (home && *home)
-        snprintf(pat, sizeof pat, "%s/.cache/huggingface/hub/models--gpt2/snapshots/*/vocab.json", home);
+    if (hf && *hf) snprintf(base, sizeof base, "%s/hub/models--gpt2", hf);
+    else if (home && *home) snprintf(base, sizeof base, "%s/.cache/huggingface/hub/models--gpt2", home);
     else return 1;
+    snprintf(dir, sizeof dir, "%s/refs/main", base);
+    FILE *f = fopen(dir, "r");
+    if (f) {
+        if (fscanf(f, "%127s", ref) != 1) ref[0] = '\0';
+        fclose(f);
+    }
+    snprintf(dir, sizeof dir, "%s/snapshots/%s", base, ref);
+    if (ref[0] && !strchr(ref, '/') && file_in(dir, "vocab.json") && file_in(dir, "merges.txt"))
+        return put_path(out, cap, dir, e);
+    snprintf(dir, sizeof dir, "%s/snapshots/*/vocab.json", base);
     glob_t g;
     int found = 1;
-    if (glob(pat, 0, NULL, &g) == 0) {
-        for (size_t i = g.gl_pathc; i-- > 0 && found;) { /* newest-sorting snapshot first */
-            char *d = g.gl_pathv[i], *slash = strrchr(d, '/');
-            *slash = '\0';
-            if (file_in(d, "merges.txt")) found = put_path(out, cap, d, e) ? -1 : 0;
+    if (glob(dir, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && found == 1; i++) {
+            char *d = g.gl_pathv[i];
+            *strrchr(d, '/') = '\0';
+            if (file_in(d, "merges.txt")) found = put_path(out, cap, d, e);
         }
         globfree(&g);
     }

@@ -181,7 +181,9 @@ int gk_vocab_load_json_dir(gk_vocab **out, const char *json, const char *merges,
     json_decref(root);
     if (!rc && !has_eot) {
         v->eot = (int32_t)(n - 1);
-        rc = gk_vbuild_put(&b, (uint32_t)v->eot, GK_EOT_TEXT, strlen(GK_EOT_TEXT));
+        if ((rc = gk_vbuild_put(&b, (uint32_t)v->eot, GK_EOT_TEXT, strlen(GK_EOT_TEXT))) != 0)
+            rc = gk_errf(e, rc, "%s: ids must be 0..%zu without gaps (id %zu is for the added "
+                         "<|endoftext|>)", json, n - 2, n - 1);
     }
     if (!rc && (rc = gk_vbuild_finish(&b, v, &gap)) != 0)
         rc = rc == GK_ENOMEM ? gk_errf(e, rc, "%s: out of memory", json)
@@ -237,8 +239,9 @@ static int tiktoken_line(gk_vbuild *b, const char *path, size_t lineno, const ch
     errno = 0;
     unsigned long long r = strtoull(sp + 1, &endp, 10);
     if (errno || endp != s + len || sp[1] < '0' || sp[1] > '9' || r >= b->n - 1)
-        return gk_errf(e, GK_EFORMAT, "%s:%zu: rank must be an integer in 0..%u", path, lineno,
-                       b->n - 2);
+        return gk_errf(e, GK_EFORMAT, "%s:%zu: rank \"%.*s\" is not in 0..%u (ranks must be "
+                       "0..N-1 without gaps)", path, lineno, (int)(s + len - sp - 1 < 20 ? s + len - sp - 1 : 20),
+                       sp + 1, b->n - 2);
     int rc = gk_vbuild_put(b, (uint32_t)r, buf, (size_t)bl);
     if (rc == GK_ENOMEM) return gk_errf(e, rc, "%s: out of memory", path);
     if (rc) return gk_errf(e, rc, "%s:%zu: rank %llu used twice", path, lineno, r);

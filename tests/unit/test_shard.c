@@ -164,6 +164,26 @@ static void test_numbered_series(void)
     CHECK(access(tmp("ser_000003.bin"), F_OK) != 0);
 }
 
+static void test_map(void)
+{
+    uint32_t ids[] = {7, 8, 9, 10, 11};
+    CHECK(write_shard(tmp("m.bin"), ids, 5, 50257) == 0);
+    gk_shard_map m;
+    gk_err e = {0};
+    CHECK_OK(gk_shard_map_open(&m, tmp("m.bin"), &e), &e);
+    uint32_t out[3];
+    CHECK(m.count == 5 && m.width == 2 && m.vocab_size == 50257);
+    CHECK_OK(gk_shard_map_get(&m, 2, 3, 50257, out, &e), &e);
+    CHECK(out[0] == 9 && out[2] == 11);
+    CHECK(gk_shard_map_get(&m, 3, 3, 0, out, &e) == GK_EFORMAT);
+    CHECK(gk_shard_map_get(&m, 0, 3, 8, out, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "token 8 at position 1") != NULL, "%s", e.msg);
+    gk_shard_map_close(&m);
+    CHECK(truncate(tmp("m.bin"), 1024 + 6) == 0);
+    CHECK(gk_shard_map_open(&m, tmp("m.bin"), &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "header says 5 tokens but the file holds 3") != NULL, "%s", e.msg);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/gk_test_shard_XXXXXX");
@@ -175,6 +195,7 @@ int main(void)
     RUN(test_raw_nanogpt_file);
     RUN(test_bad_files);
     RUN(test_numbered_series);
+    RUN(test_map);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

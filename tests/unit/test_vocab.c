@@ -1,0 +1,343 @@
+/* test_vocab.c: vocab formats (OpenAI, HuggingFace, .tiktoken, char) load to the same ids and
+ * fingerprint; char vocab round trip and encoding; bad inputs give GK_E* codes naming the file;
+ * gk_vocab_find's lookup order. */
+#include <jansson.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/vocab.h"
+#include "test.h"
+
+static char tmpdir[] = "/tmp/test_vocab.XXXXXX";
+static int have_tmp;
+
+static void tmp_path(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", tmpdir, name);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+static gk_vocab *load_gpt2(void)
+{
+    char path[4096];
+    gk_err e;
+    gk_vocab *v = NULL;
+    snprintf(path, sizeof path, "%s/gpt2", test_data_dir());
+    if (gk_vocab_load(&v, path, &e)) return NULL;
+    return v;
+}
+
+/* GPT-2's bytes_to_unicode: the code point standing for byte b, as UTF-8 into out. */
+static size_t byte_char(int b, char *out)
+{
+    int n = 0, cp = b;
+    if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)) {
+        for (int k = 0; k < b; k++)
+            n += !((k >= 33 && k <= 126) || (k >= 161 && k <= 172) || k >= 174);
+        cp = 256 + n;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xC0 | cp >> 6);
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+static int same_vocab(const gk_vocab *a, const gk_vocab *b)
+{
+    if (gk_vocab_size(a) != gk_vocab_size(b) || gk_vocab_eot(a) != gk_vocab_eot(b) ||
+        gk_vocab_fingerprint(a) != gk_vocab_fingerprint(b) || gk_vocab_type(a) != gk_vocab_type(b))
+        return 0;
+    for (uint32_t id = 0; id < gk_vocab_size(a); id++) {
+        size_t la, lb;
+        const unsigned char *ta = gk_vocab_token(a, id, &la), *tb = gk_vocab_token(b, id, &lb);
+        if (la != lb || memcmp(ta, tb, la)) return 0;
+    }
+    return 1;
+}
+
+static void test_gpt2_dir(void)
+{
+    gk_vocab *v = load_gpt2();
+    if (!v) SKIP("no gpt2 vocab in the test data dir");
+    size_t len;
+    CHECK(gk_vocab_type(v) == GK_VOCAB_BPE);
+    CHECK(gk_vocab_size(v) == 50257);
+    CHECK(gk_vocab_eot(v) == 50256);
+    const unsigned char *t = gk_vocab_token(v, 50256, &len);
+    CHECK(len == 13 && !memcmp(t, "<|endoftext|>", 13));
+    t = gk_vocab_token(v, 188, &len);
+    CHECK(len == 1 && t[0] == 0);
+    t = gk_vocab_token(v, 198, &len);
+    CHECK(len == 1 && t[0] == '\n');
+    t = gk_vocab_token(v, 262, &len);
+    CHECK(len == 4 && !memcmp(t, " the", 4));
+    CHECK(gk_vocab_token(v, 50257, &len) == NULL && len == 0);
+    const char *m = gk_vocab_merges_text(v, &len);
+    CHECK(m && len == 456318 && !strncmp(m, "#version: 0.2", 13));
+    CHECK(gk_vocab_fingerprint(v) != 0);
+    gk_vocab_free(v);
+}
+
+/* Writes vocab.json + merges.txt (HuggingFace names) and gpt2.tiktoken from v. */
+static int write_other_formats(const gk_vocab *v)
+{
+    char path[4608];
+    json_t *obj = json_object();
+    FILE *tk;
+    tmp_path(path, sizeof path, "gpt2.tiktoken");
+    if (!(tk = fopen(path, "wb"))) return -1;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (uint32_t id = 0; id < gk_vocab_size(v); id++) {
+        size_t len, o = 0;
+        const unsigned char *t = gk_vocab_token(v, id, &len);
+        char key[512];
+        if ((int32_t)id == gk_vocab_eot(v)) {
+            json_object_set_new(obj, "<|endoftext|>", json_integer(id));
+            continue;
+        }
+        for (size_t k = 0; k < len; k++) o += byte_char(t[k], key + o);
+        json_object_set_new(obj, (key[o] = 0, key), json_integer(id));
+        for (size_t k = 0; k < len; k += 3) {
+            uint32_t w = (uint32_t)t[k] << 16 | (k + 1 < len ? t[k + 1] << 8 : 0) | (k + 2 < len ? t[k + 2] : 0);
+            fputc(b64[w >> 18], tk), fputc(b64[w >> 12 & 63], tk);
+            fputc(k + 1 < len ? b64[w >> 6 & 63] : '=', tk), fputc(k + 2 < len ? b64[w & 63] : '=', tk);
+        }
+        fprintf(tk, " %u\n", id);
+    }
+    fclose(tk);
+    mkdir((tmp_path(path, sizeof path, "hf"), path), 0755);
+    tmp_path(path, sizeof path, "hf/vocab.json");
+    int rc = json_dump_file(obj, path, 0);
+    json_decref(obj);
+    size_t ml;
+    const char *m = gk_vocab_merges_text(v, &ml);
+    tmp_path(path, sizeof path, "hf/merges.txt");
+    write_file(path, m, ml);
+    return rc;
+}
+
+static void test_formats_agree(void)
+{
+    gk_vocab *v = load_gpt2(), *hf = NULL, *tk = NULL;
+    if (!v) SKIP("no gpt2 vocab in the test data dir");
+    if (!have_tmp) SKIP("mkdtemp failed");
+    char path[4608];
+    gk_err e;
+    CHECK(write_other_formats(v) == 0);
+    tmp_path(path, sizeof path, "hf");
+    CHECK_OK(gk_vocab_load(&hf, path, &e), &e);
+    tmp_path(path, sizeof path, "gpt2.tiktoken");
+    CHECK_OK(gk_vocab_load(&tk, path, &e), &e);
+    CHECK(hf && same_vocab(v, hf));
+    CHECK(tk && same_vocab(v, tk));
+    CHECK(tk && gk_vocab_merges_text(tk, NULL) == NULL);
+    CHECK(hf && gk_vocab_merges_text(hf, NULL) != NULL);
+    gk_vocab_free(hf);
+    gk_vocab_free(tk);
+    gk_vocab_free(v);
+}
+
+static void test_chars(void)
+{
+    static const uint32_t cps[] = {0x0, 0x1, '\n', ' ', '"', '/', '\\', 'a', 0x7F, 0xE9, 0x2028, 0x1F600};
+    const size_t n = sizeof cps / sizeof cps[0];
+    gk_vocab *v, *w = NULL;
+    gk_err e;
+    char path[4608];
+    if (!have_tmp) SKIP("mkdtemp failed");
+    CHECK_OK(gk_vocab_from_chars(&v, cps, n, &e), &e);
+    CHECK(gk_vocab_type(v) == GK_VOCAB_CHAR && gk_vocab_size(v) == n && gk_vocab_eot(v) == -1);
+    tmp_path(path, sizeof path, "chars.json");
+    FILE *f = fopen(path, "wb");
+    CHECK_OK(gk_vocab_save_chars(v, f, &e), &e);
+    fclose(f);
+    CHECK_OK(gk_vocab_load(&w, path, &e), &e);
+    CHECK(w && same_vocab(v, w));
+    size_t len;
+    const unsigned char *t = gk_vocab_token(v, 11, &len);
+    CHECK(len == 4 && !memcmp(t, "\xf0\x9f\x98\x80", 4));
+    /* fingerprint: CRC-32 of the code points as u32le (zlib crc32 of these 8 bytes) */
+    gk_vocab *ab;
+    CHECK_OK(gk_vocab_from_chars(&ab, (const uint32_t[]){'a', 'b'}, 2, &e), &e);
+    CHECK(gk_vocab_fingerprint(ab) == 0xE84C40C4u);
+    gk_vocab_free(ab);
+    uint32_t *ids = NULL;
+    size_t nids = 0, cap = 0;
+    const char text[] = "a\n\"\xc3\xa9\0\xf0\x9f\x98\x80";
+    CHECK_OK(gk_char_encode(v, text, sizeof text - 1, &ids, &nids, &cap, &e), &e);
+    CHECK(nids == 6 && ids[0] == 7 && ids[1] == 2 && ids[2] == 4 && ids[3] == 9 && ids[4] == 0 &&
+          ids[5] == 11);
+    CHECK(gk_char_encode(v, "ab", 2, &ids, &nids, &cap, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "U+0062"), "%s", e.msg);
+    CHECK(gk_vocab_from_chars(&ab, (const uint32_t[]){'b', 'a'}, 2, &e) == GK_EUSAGE);
+    CHECK(gk_vocab_from_chars(&ab, (const uint32_t[]){0xD800}, 1, &e) == GK_EUSAGE);
+    free(ids);
+    gk_vocab_free(v);
+    gk_vocab_free(w);
+}
+
+/* Loads path (relative to tmpdir unless absolute); expects code and the file name in msg. */
+static void expect_error(const char *name, int code, const char *in_msg)
+{
+    char path[4608];
+    gk_vocab *v = (gk_vocab *)1;
+    gk_err e = {0, ""};
+    if (name[0] == '/') snprintf(path, sizeof path, "%s", name);
+    else tmp_path(path, sizeof path, name);
+    int rc = gk_vocab_load(&v, path, &e);
+    CHECKF(rc == code && e.code == code, "%s: rc %d, want %d (%s)", name, rc, code, e.msg);
+    CHECKF(strstr(e.msg, in_msg), "%s: message \"%s\" lacks \"%s\"", name, e.msg, in_msg);
+    CHECK(v == NULL);
+    if (getenv("VERBOSE")) fprintf(stderr, "  %s -> %s\n", name, e.msg);
+    CHECKF(!strchr(e.msg, '\n'), "%s: message has a newline", name);
+}
+
+static void make_dir(const char *name, const char *json, size_t jl, const char *merges)
+{
+    char path[4608];
+    tmp_path(path, sizeof path, name);
+    mkdir(path, 0755);
+    snprintf(path + strlen(path), 64, "/encoder.json");
+    write_file(path, json, jl);
+    tmp_path(path, sizeof path, name);
+    snprintf(path + strlen(path), 64, "/vocab.bpe");
+    if (merges) write_file(path, merges, strlen(merges));
+}
+
+/* A JSON object for the 256 single bytes (ids in byte order) plus extra entries. */
+static char *bytes_json(const char *extra)
+{
+    json_t *o = json_object();
+    for (int b = 0; b < 256; b++) {
+        char k[4];
+        k[byte_char(b, k)] = 0;
+        json_object_set_new(o, k, json_integer(b));
+    }
+    json_t *x = json_loads(extra, 0, NULL);
+    json_object_update(o, x);
+    json_decref(x);
+    char *s = json_dumps(o, JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}
+
+static void test_bad_inputs(void)
+{
+    if (!have_tmp) SKIP("mkdtemp failed");
+    char path[4608];
+    expect_error("/nonexistent/vocab", GK_ENOTFOUND, "/nonexistent/vocab");
+    mkdir((tmp_path(path, sizeof path, "empty"), path), 0755);
+    expect_error("empty", GK_ENOTFOUND, "empty");
+    /* truncated JSON (the start of the real encoder.json, or a stand-in) */
+    char *good = bytes_json("{\"ab\": 256, \"<|endoftext|>\": 257}");
+    make_dir("trunc", good, strlen(good) / 2, "#version: 0.2\n");
+    expect_error("trunc", GK_EFORMAT, "trunc/encoder.json:1:");
+    make_dir("nomerges", good, strlen(good), NULL);
+    expect_error("nomerges", GK_ENOTFOUND, "nomerges/vocab.bpe");
+    make_dir("okdir", good, strlen(good), "#version: 0.2\na b\n");
+    gk_vocab *v;
+    gk_err e;
+    tmp_path(path, sizeof path, "okdir");
+    CHECK_OK(gk_vocab_load(&v, path, &e), &e);
+    gk_vocab_free(v);
+    make_dir("badmerge", good, strlen(good), "#version: 0.2\na b\nab zq\n");
+    expect_error("badmerge", GK_EFORMAT, "badmerge/vocab.bpe:3:");
+    make_dir("badmerge2", good, strlen(good), "a c\n");
+    expect_error("badmerge2", GK_EFORMAT, "badmerge2/vocab.bpe:1:");
+    make_dir("badmerge3", good, strlen(good), "abc\n");
+    expect_error("badmerge3", GK_EFORMAT, "badmerge3/vocab.bpe:1:");
+    free(good);
+    good = bytes_json("{\"ab\": 255}");
+    make_dir("dupid", good, strlen(good), "");
+    expect_error("dupid", GK_EFORMAT, "dupid/encoder.json: id 255 used twice");
+    free(good);
+    good = bytes_json("{\"ab\": 257}");
+    make_dir("gap", good, strlen(good), "");
+    expect_error("gap", GK_EFORMAT, "gap/encoder.json");
+    free(good);
+    good = bytes_json("{\"ab\": \"x\"}");
+    make_dir("notint", good, strlen(good), "");
+    expect_error("notint", GK_EFORMAT, "notint/encoder.json");
+    free(good);
+    good = bytes_json("{\"\xe4\xb8\xad\": 256}");
+    make_dir("alphabet", good, strlen(good), "");
+    expect_error("alphabet", GK_EFORMAT, "alphabet/encoder.json");
+    free(good);
+    const char bad64[] = "IQ== 0\n!!!! 1\n";
+    write_file((tmp_path(path, sizeof path, "bad.tiktoken"), path), bad64, sizeof bad64 - 1);
+    expect_error("bad.tiktoken", GK_EFORMAT, "bad.tiktoken:2:");
+    const char gap64[] = "IQ== 0\nIg== 2\n";
+    write_file((tmp_path(path, sizeof path, "gap.tiktoken"), path), gap64, sizeof gap64 - 1);
+    expect_error("gap.tiktoken", GK_EFORMAT, "gap.tiktoken");
+    const char few[] = "IQ== 0\n"; /* a byte token missing */
+    write_file((tmp_path(path, sizeof path, "few.tiktoken"), path), few, sizeof few - 1);
+    expect_error("few.tiktoken", GK_EFORMAT, "few.tiktoken: no token for the single byte");
+    const char chars_bad[] = "[\"a\", \"bc\"]";
+    write_file((tmp_path(path, sizeof path, "c1.json"), path), chars_bad, sizeof chars_bad - 1);
+    expect_error("c1.json", GK_EFORMAT, "c1.json: element 1");
+    const char chars_order[] = "[\"b\", \"a\"]";
+    write_file((tmp_path(path, sizeof path, "c2.json"), path), chars_order, sizeof chars_order - 1);
+    expect_error("c2.json", GK_EFORMAT, "c2.json");
+    const char chars_trunc[] = "[\"a\", ";
+    write_file((tmp_path(path, sizeof path, "c3.json"), path), chars_trunc, sizeof chars_trunc - 1);
+    expect_error("c3.json", GK_EFORMAT, "c3.json:1:");
+}
+
+static void test_find(void)
+{
+    if (!have_tmp) SKIP("mkdtemp failed");
+    char out[4096], hf[1024], snap[2048];
+    gk_err e;
+    CHECK_OK(gk_vocab_find(out, sizeof out, "/some/dir", &e), &e);
+    CHECK(!strcmp(out, "/some/dir"));
+    CHECK(gk_vocab_find(out, 4, "/some/dir", &e) == GK_EUSAGE);
+    setenv("GPT_VOCAB", "/env/dir", 1);
+    CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
+    CHECK(!strcmp(out, "/env/dir"));
+    unsetenv("GPT_VOCAB");
+    tmp_path(hf, sizeof hf, "hfhome");
+    setenv("HF_HOME", hf, 1);
+    snprintf(snap, sizeof snap, "%s/hub/models--gpt2/snapshots/abc123", hf);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s/vocab.json' '%s/merges.txt'", snap, snap, snap);
+    CHECK(system(cmd) == 0);
+    CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
+    CHECKF(!strcmp(out, snap), "%s", out);
+    /* refs/main picks the snapshot when there are several */
+    snprintf(cmd, sizeof cmd, "cd '%s/hub/models--gpt2' && mkdir -p refs snapshots/000 snapshots/fff && "
+             "touch snapshots/000/vocab.json snapshots/000/merges.txt snapshots/fff/vocab.json "
+             "snapshots/fff/merges.txt && echo abc123 > refs/main", hf);
+    CHECK(system(cmd) == 0);
+    CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
+    CHECKF(!strcmp(out, snap), "%s", out);
+    setenv("HF_HOME", tmpdir, 1); /* no snapshot there */
+    int rc = gk_vocab_find(out, sizeof out, NULL, &e);
+    CHECK(rc == 0 || (rc == GK_ENOTFOUND && strstr(e.msg, "GPT_VOCAB") && strstr(e.msg, "-V")));
+    unsetenv("HF_HOME");
+}
+
+int main(void)
+{
+    have_tmp = mkdtemp(tmpdir) != NULL;
+    RUN(test_gpt2_dir);
+    RUN(test_formats_agree);
+    RUN(test_chars);
+    RUN(test_bad_inputs);
+    RUN(test_find);
+    if (have_tmp) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+    return TEST_END();
+}

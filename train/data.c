@@ -1,0 +1,131 @@
+/* data.c: shards mapped, windows drawn by a counter-based hash (see data.h). */
+#include "data.h"
+
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/shard.h"
+
+struct tr_data {
+    gk_shard_map *shards;
+    int64_t *first_start; /* prefix sums of window starts: shard i owns [first_start[i], first_start[i+1]) */
+    size_t n;
+    int T;
+    uint32_t vocab_limit;
+    int64_t tokens;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t tr_hash(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+    return mix(mix(mix(mix(a) ^ b) ^ c) ^ d);
+}
+
+static int add_shard(tr_data *d, const char *path, const char *what, gk_err *e)
+{
+    gk_shard_map *ns = realloc(d->shards, (d->n + 1) * sizeof *ns);
+    if (!ns)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    d->shards = ns;
+    int rc = gk_shard_map_open(&d->shards[d->n], path, e);
+    if (rc)
+        return rc;
+    gk_shard_map *m = &d->shards[d->n++];
+    if (m->count < d->T + 1)
+        return gk_errf(e, GK_EUSAGE, "%s: %s holds %lld tokens, fewer than block_size + 1 = %d",
+                       what, path, (long long)m->count, d->T + 1);
+    d->tokens += m->count;
+    return 0;
+}
+
+static int add_pattern(tr_data *d, const char *pattern, const char *what, gk_err *e)
+{
+    glob_t g;
+    int r = glob(pattern, 0, NULL, &g);
+    if (r == GLOB_NOMATCH)
+        return gk_errf(e, GK_ENOTFOUND, "%s: no file matches '%s'", what, pattern);
+    if (r != 0)
+        return gk_errf(e, GK_EIO, "%s: cannot expand '%s'", what, pattern);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++)
+        rc = add_shard(d, g.gl_pathv[i], what, e);
+    globfree(&g);
+    return rc;
+}
+
+int tr_data_open(tr_data **out, const char *patterns, int T, uint32_t vocab_limit,
+                 const char *what, gk_err *e)
+{
+    tr_data *d = calloc(1, sizeof *d);
+    char *copy = strdup(patterns ? patterns : "");
+    if (!d || !copy) {
+        free(d);
+        free(copy);
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    }
+    d->T = T;
+    d->vocab_limit = vocab_limit;
+    int rc = 0;
+    char *save = NULL;
+    for (char *p = strtok_r(copy, ", ", &save); rc == 0 && p; p = strtok_r(NULL, ", ", &save))
+        rc = add_pattern(d, p, what, e);
+    free(copy);
+    if (rc == 0 && d->n == 0)
+        rc = gk_errf(e, GK_EUSAGE, "%s: no shards given", what);
+    if (rc == 0 && !(d->first_start = malloc((d->n + 1) * sizeof *d->first_start)))
+        rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < d->n; i++)
+        d->first_start[i + 1] = (i ? d->first_start[i] : 0) + d->shards[i].count - T;
+    if (rc == 0)
+        d->first_start[0] = 0;
+    if (rc) {
+        tr_data_close(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+int64_t tr_data_tokens(const tr_data *d) { return d->tokens; }
+size_t tr_data_shards(const tr_data *d) { return d->n; }
+uint32_t tr_data_fingerprint(const tr_data *d) { return d->shards[0].fingerprint; }
+uint32_t tr_data_vocab_size(const tr_data *d) { return d->shards[0].vocab_size; }
+
+int tr_data_window(const tr_data *d, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+                   uint32_t *x, uint32_t *y, gk_err *e)
+{
+    int64_t total = d->first_start[d->n];
+    int64_t u = (int64_t)(tr_hash(seed, (uint64_t)stream, batch, j) % (uint64_t)total);
+    size_t lo = 0, hi = d->n; /* find shard i with first_start[i] <= u < first_start[i+1] */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (d->first_start[mid] <= u)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    int64_t start = u - d->first_start[lo];
+    int rc = gk_shard_map_get(&d->shards[lo], start, (size_t)d->T, d->vocab_limit, x, e);
+    if (rc == 0)
+        rc = gk_shard_map_get(&d->shards[lo], start + 1, (size_t)d->T, d->vocab_limit, y, e);
+    return rc;
+}
+
+void tr_data_close(tr_data *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        gk_shard_map_close(&d->shards[i]);
+    free(d->shards);
+    free(d->first_start);
+    free(d);
+}

@@ -1,0 +1,37 @@
+/* data.h: training and evaluation windows from token shards.
+ * A window is block_size + 1 consecutive tokens inside one shard (inputs = the first T, targets
+ * = the last T), chosen uniformly among all window starts of all shards by a counter-based
+ * hash of (seed, stream, batch, j): the data for optimizer step s does not depend on earlier
+ * steps, on the thread count or on the world size, so a resumed or rescaled run reads exactly
+ * the windows an uninterrupted run would. The "data position" is just the step counter.
+ * Owns: the mapped shards. Lifetime: open .. close. Read-only after open: thread-safe. */
+#ifndef TR_DATA_H
+#define TR_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct tr_data tr_data;
+
+enum { TR_STREAM_TRAIN = 1, TR_STREAM_EVAL_TRAIN = 2, TR_STREAM_EVAL_VAL = 3 };
+
+/* patterns: one or more globs separated by commas ("data/train_*.bin,more.bin"). Every shard
+ * needs at least T + 1 tokens; tokens must be below vocab_limit. what names the config key. */
+int tr_data_open(tr_data **out, const char *patterns, int T, uint32_t vocab_limit,
+                 const char *what, gk_err *e);
+int64_t tr_data_tokens(const tr_data *d);
+size_t tr_data_shards(const tr_data *d);
+/* Fingerprint and vocab size of the first shard's header (0 when unknown). */
+uint32_t tr_data_fingerprint(const tr_data *d);
+uint32_t tr_data_vocab_size(const tr_data *d);
+/* Window j of batch `batch` in stream: x[0..T) inputs, y[0..T) targets. */
+int tr_data_window(const tr_data *d, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+                   uint32_t *x, uint32_t *y, gk_err *e);
+void tr_data_close(tr_data *d);
+
+/* splitmix64-style mixing of several words: the counter-based RNG used for data windows. */
+uint64_t tr_hash(uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+
+#endif

@@ -1,0 +1,38 @@
+/* settings.h: every gpt-train setting, with nanoGPT's key names and train.py's defaults, in one
+ * typed key table that drives config files, --key=value overrides, --help, the effective-config
+ * printout and the copy stored in checkpoints.
+ * Owns: the table (static, read-only). A tr_settings is plain values; string fields point into
+ * the gk_config that filled them. Thread-safe (read-only). */
+#ifndef TR_SETTINGS_H
+#define TR_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+typedef struct tr_settings {
+    /* data and I/O */
+    const char *train_data, *val_data, *out_dir, *init_from, *vocab;
+    int64_t eval_interval, log_interval, eval_iters, keep_last;
+    bool eval_only, always_save_checkpoint;
+    /* model */
+    int64_t n_layer, n_head, n_embd, block_size, vocab_size;
+    double dropout;
+    bool bias;
+    /* optimizer and schedule */
+    int64_t batch_size, gradient_accumulation_steps, max_iters, warmup_iters, lr_decay_iters;
+    double learning_rate, weight_decay, beta1, beta2, grad_clip, min_lr;
+    bool decay_lr;
+    /* system */
+    const char *device, *dtype;
+    int64_t seed, threads;
+    double peak_tflops;
+} tr_settings;
+
+extern const gk_config_key tr_settings_keys[];
+
+/* Keys that describe the model (stored as gptkit.config in checkpoints). */
+int tr_settings_is_model_key(const char *key);
+
+#endif
