@@ -145,7 +145,7 @@ static int load_lines(gk_config *cfg, FILE *fp, include_stack *st, gk_err *err)
     size_t cap = 0;
     int rc = 0;
     for (long lineno = 1; rc == 0 && getline(&line, &cap, fp) >= 0; lineno++) {
-        char *key, *value;
+        char *key = NULL, *value = NULL;
         snprintf(where, sizeof where, "%s:%ld", path, lineno);
         rc = parse_line(line, &key, &value, where, err);
         if (rc == 1)

@@ -302,7 +302,8 @@ static int place_data(gk_st_file *f, gk_err *err)
 {
     int aligned = 1;
     for (size_t i = 0; i < f->n; i++)
-        if ((uintptr_t)(f->data + f->tensors[i].offset) % gk_dtype_size(f->tensors[i].dtype))
+        if (f->tensors[i].nbytes
+            && (uintptr_t)(f->data + f->tensors[i].offset) % gk_dtype_size(f->tensors[i].dtype))
             aligned = 0;
     if (!aligned) {
         f->copy = aligned_alloc(64, (f->data_len + 63) / 64 * 64);
