@@ -142,6 +142,7 @@ static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
             rc = tk_collector_char_vocab(&held, &v, e);
     } else {
         rc = load_vocab(o, &v, e);
+        t0 = gk_now(); /* the summary's rate is the encoding rate, vocabulary load excluded */
     }
     if (!rc && o->vocab_out)
         rc = save_char_vocab(v, o->vocab_out, e);
