@@ -1,5 +1,5 @@
-/* vocab.c: gk_vocab core: tables, accessors, fingerprint, char vocabs, lookup of where to load.
- * The BPE file readers are in vocab_bpe.c. */
+/* vocab.c: gk_vocab core: tables, accessors, fingerprint, char vocabs, loading (from a path or
+ * from memory) and lookup of where to load. The BPE formats are in vocab_bpe.c. */
 #include "vocab.h"
 
 #include <errno.h>
@@ -292,50 +292,80 @@ int gk_vocab_from_chars(gk_vocab **out, const uint32_t *codepoints, size_t n, gk
     return 0;
 }
 
+/* The char vocab as a compact JSON array of one-character strings plus a newline. */
+static int chars_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
+{
+    json_t *arr = json_array();
+    char *s = NULL;
+    int rc = arr ? 0 : GK_ENOMEM;
+    for (uint32_t i = 0; i < v->n && !rc; i++) {
+        json_t *c = json_stringn((const char *)v->bytes + v->off[i], v->off[i + 1] - v->off[i]);
+        if (!c || json_array_append_new(arr, c)) rc = GK_ENOMEM;
+    }
+    size_t n = rc ? 0 : json_dumpb(arr, NULL, 0, JSON_COMPACT);
+    if (!rc && (!n || !(s = malloc(n + 2)) || json_dumpb(arr, s, n, JSON_COMPACT) != n))
+        rc = GK_ENOMEM;
+    json_decref(arr);
+    if (rc) {
+        free(s);
+        return gk_errf(e, rc, "char vocab to JSON: out of memory");
+    }
+    s[n] = '\n';
+    s[n + 1] = '\0';
+    *out = s;
+    *len = n + 1;
+    return 0;
+}
+
+int gk_vocab_to_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
+{
+    *out = NULL;
+    *len = 0;
+    return v->type == GK_VOCAB_CHAR ? chars_json(v, out, len, e) : gk_vocab_bpe_json(v, out, len, e);
+}
+
 int gk_vocab_save_chars(const gk_vocab *v, FILE *f, gk_err *e)
 {
     if (v->type != GK_VOCAB_CHAR)
         return gk_errf(e, GK_EUSAGE, "save char vocab: not a char-level vocab");
-    json_t *arr = json_array();
-    int rc = arr ? 0 : GK_ENOMEM;
-    for (uint32_t i = 0; i < v->n && !rc; i++) {
-        json_t *s = json_stringn((const char *)v->bytes + v->off[i], v->off[i + 1] - v->off[i]);
-        if (!s || json_array_append_new(arr, s)) rc = GK_ENOMEM;
-    }
-    if (rc) {
-        json_decref(arr);
-        return gk_errf(e, rc, "save char vocab: out of memory");
-    }
-    rc = json_dumpf(arr, f, JSON_COMPACT);
-    json_decref(arr);
-    if (rc || fputc('\n', f) == EOF || fflush(f) || ferror(f))
-        return gk_errno(e, "save char vocab");
-    return 0;
+    char *s;
+    size_t n;
+    int rc = chars_json(v, &s, &n, e);
+    if (rc) return rc;
+    rc = fwrite(s, 1, n, f) != n || fflush(f) || ferror(f);
+    free(s);
+    return rc ? gk_errno(e, "save char vocab") : 0;
 }
 
-static int load_chars(gk_vocab **out, const char *path, gk_err *e)
+/* Parses a char vocab from the JSON array text[0..len) (messages name name). */
+static int parse_chars(gk_vocab **out, const char *text, size_t len, const char *name, gk_err *e)
 {
     json_error_t je;
-    json_t *arr = json_load_file(path, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!arr) return gk_errf(e, GK_EFORMAT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    json_t *arr = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    *out = NULL;
+    if (!arr) return gk_errf(e, GK_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    if (!json_is_array(arr)) {
+        json_decref(arr);
+        return gk_errf(e, GK_EFORMAT, "%s: not a JSON array of characters", name);
+    }
     size_t n = json_array_size(arr);
     uint32_t *cps = malloc((n ? n : 1) * sizeof *cps);
-    int rc = cps ? 0 : gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    int rc = cps ? 0 : gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
     for (size_t i = 0; i < n && !rc; i++) {
         json_t *s = json_array_get(arr, i);
         const unsigned char *b = (const unsigned char *)json_string_value(s);
-        size_t len = json_string_length(s);
+        size_t sl = json_string_length(s);
         uint32_t cp = GK_UTF8_INVALID;
-        if (!b || !len || gk_utf8_next(b, len, &cp) != len || cp == GK_UTF8_INVALID)
-            rc = gk_errf(e, GK_EFORMAT, "%s: element %zu is not a one-character string", path, i);
+        if (!b || !sl || gk_utf8_next(b, sl, &cp) != sl || cp == GK_UTF8_INVALID)
+            rc = gk_errf(e, GK_EFORMAT, "%s: element %zu is not a one-character string", name, i);
         cps[i] = cp;
     }
     json_decref(arr);
     gk_vocab *v = rc ? NULL : gk_vocab_alloc(GK_VOCAB_CHAR);
-    if (!rc && !v) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    if (!rc && !v) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
     if (!rc) {
         v->cps = cps, v->n = (uint32_t)n, cps = NULL;
-        if (gk_vocab_finish_chars(v, path, e)) {
+        if (gk_vocab_finish_chars(v, name, e)) {
             rc = GK_EFORMAT;
             if (e) e->code = rc;
         }
@@ -346,6 +376,18 @@ static int load_chars(gk_vocab **out, const char *path, gk_err *e)
     }
     free(cps);
     *out = v;
+    return rc;
+}
+
+static int load_chars(gk_vocab **out, const char *path, gk_err *e)
+{
+    char *text;
+    size_t len;
+    *out = NULL;
+    int rc = gk_vocab_read_file(path, &text, &len, e);
+    if (rc) return rc;
+    rc = parse_chars(out, text, len, path, e);
+    free(text);
     return rc;
 }
 
@@ -453,6 +495,28 @@ int gk_vocab_load(gk_vocab **out, const char *path, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "%s: a JSON object: give the directory holding it and its "
                        "merges file (encoder.json + vocab.bpe or vocab.json + merges.txt)", path);
     return gk_vocab_load_tiktoken(out, path, e);
+}
+
+int gk_vocab_load_mem(gk_vocab **out, const char *vocab_json, size_t vocab_len, const char *merges,
+                      size_t merges_len, const char *origin, gk_err *e)
+{
+    size_t i = 0;
+    *out = NULL;
+    while (i < vocab_len && memchr(" \t\r\n", vocab_json[i], 4)) i++;
+    char c = i < vocab_len ? vocab_json[i] : '\0';
+    if (c == '[' && merges && merges_len)
+        return gk_errf(e, GK_EFORMAT, "%s: a char vocab (JSON array) takes no merges (got %zu bytes)",
+                       origin, merges_len);
+    if (c == '[') return parse_chars(out, vocab_json, vocab_len, origin, e);
+    if (c != '{')
+        return gk_errf(e, GK_EFORMAT, "%s: not a vocab: expected a JSON object (BPE token -> id) "
+                       "or array (characters)", origin);
+    char *mname = malloc(strlen(origin) + sizeof " (merges)");
+    if (!mname) return gk_errf(e, GK_ENOMEM, "%s: out of memory", origin);
+    strcat(strcpy(mname, origin), " (merges)");
+    int rc = gk_vocab_parse_bpe(out, vocab_json, vocab_len, origin, merges, merges_len, mname, e);
+    free(mname);
+    return rc;
 }
 
 static int put_path(char *out, size_t cap, const char *p, gk_err *e)

@@ -1,6 +1,7 @@
 /* vocab.h: a tokenizer vocabulary: GPT-2 byte-level BPE or char-level (nanoGPT shakespeare_char).
- * Owns: gk_vocab, created by gk_vocab_load / gk_vocab_from_chars, freed by gk_vocab_free;
- * pointers it returns live as long as it. Read-only after creation: share it between threads.
+ * Owns: gk_vocab, created by gk_vocab_load / gk_vocab_load_mem / gk_vocab_from_chars, freed by
+ * gk_vocab_free; pointers it returns live as long as it (gk_vocab_to_json and gk_vocab_merges
+ * return malloc'd copies). Read-only after creation: share it between threads.
  *
  * Formats read (gk_vocab_load's path):
  *  - a directory holding encoder.json + vocab.bpe (OpenAI names) or vocab.json + merges.txt
@@ -12,6 +13,8 @@
  *    token "<|endoftext|>" is added as id N.
  *  - a char vocab file: a JSON array of one-character strings in id order, code points
  *    strictly ascending (what gk_vocab_save_chars writes).
+ * In memory (gk_vocab_load_mem; a checkpoint's U8 tensors tokenizer.vocab, tokenizer.merges):
+ * the vocab.json text (JSON object: BPE) or the char vocab's JSON array, plus the merges text.
  * BPE merges follow tiktoken: the rank of merging two adjacent parts is the id of the token
  * equal to their concatenated bytes (the lowest wins, leftmost on ties). For GPT-2 this is
  * the merge order of vocab.bpe (merge line i makes token 256 + i).
@@ -39,6 +42,31 @@ typedef struct gk_vocab gk_vocab;
  * missing ids, bad merge at file:line, bad base64...), GK_EIO, GK_ENOMEM. */
 int gk_vocab_load(gk_vocab **out, const char *path, gk_err *e);
 
+/* Loads a vocabulary from texts in memory (need not be NUL-terminated): vocab_json[0..vocab_len)
+ * is a JSON object (BPE, as in vocab.json) or a JSON array (char vocab, as gk_vocab_save_chars
+ * writes); merges[0..merges_len) is the merges.txt text for BPE (NULL or empty: none kept, and
+ * gk_vocab_merges regenerates it), NULL or empty for a char vocab. Errors as gk_vocab_load's,
+ * naming origin (e.g. "model.safetensors:tokenizer.vocab") for the JSON and "origin (merges)"
+ * for the merges: "origin:line:col: ..." for bad JSON, "origin (merges):line: ..." for a bad
+ * merge. GK_EFORMAT for anything else than an object or array. */
+int gk_vocab_load_mem(gk_vocab **out, const char *vocab_json, size_t vocab_len, const char *merges,
+                      size_t merges_len, const char *origin, gk_err *e);
+
+/* The vocabulary as text into *out (malloc'd, NUL-terminated; caller frees) and *len.
+ * BPE: HuggingFace's vocab.json, byte for byte what OpenAI's encoder.json is (Python json.dumps
+ * style: {"!": 0, "\"": 1, ...}, keys in the byte alphabet with non-ASCII as \uXXXX, in id
+ * order, "<|endoftext|>" at its id). Char: the JSON array gk_vocab_save_chars writes (with its
+ * newline). gk_vocab_load_mem reads either back to the same ids and fingerprint. GK_ENOMEM. */
+int gk_vocab_to_json(const gk_vocab *v, char **out, size_t *len, gk_err *e);
+
+/* The merges.txt text for a BPE vocab into *out (malloc'd, NUL-terminated; caller frees) and
+ * *len: the kept merges text if the vocab was loaded with one, else regenerated from the ranks:
+ * "#version: 0.2" then, for each token of two or more bytes in id (= rank) order, "A B" where A
+ * and B are the two parts tiktoken's merge of the token's bytes joins last (equal to vocab.bpe
+ * for GPT-2). A token the merges cannot make from lower ranks is GK_EFORMAT naming it.
+ * For a char vocab *out = NULL, *len = 0 and 0 is returned. GK_ENOMEM. */
+int gk_vocab_merges(const gk_vocab *v, char **out, size_t *len, gk_err *e);
+
 /* Makes a char-level vocab: id i is codepoints[i]; they must be strictly ascending and valid
  * (<= 0x10FFFF, not surrogates), else GK_EUSAGE. n may be 0. */
 int gk_vocab_from_chars(gk_vocab **out, const uint32_t *codepoints, size_t n, gk_err *e);
@@ -58,7 +86,7 @@ uint32_t gk_vocab_fingerprint(const gk_vocab *v);
 const unsigned char *gk_vocab_token(const gk_vocab *v, uint32_t id, size_t *len);
 
 /* Raw text of the merges file (NUL-terminated, *len set if len != NULL); NULL for char and
- * .tiktoken vocabs. */
+ * .tiktoken vocabs and those loaded without merges (gk_vocab_merges makes one for those). */
 const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len);
 
 /* Where to load a vocab from, written to out[0..cap): option if not NULL, else $GPT_VOCAB,

@@ -1,5 +1,6 @@
-/* vocab_bpe.c: readers for the BPE vocab formats: encoder.json + vocab.bpe, vocab.json +
- * merges.txt, and .tiktoken rank files (formats in vocab.h). */
+/* vocab_bpe.c: the BPE vocab formats (see vocab.h): readers for encoder.json + vocab.bpe or
+ * vocab.json + merges.txt (from files or memory) and .tiktoken rank files; writers of the
+ * vocab.json text and of merges.txt (kept, or regenerated from the ranks). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -40,14 +41,18 @@ int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e)
 
 /* ---------------------------------------------------------------- GPT-2 byte alphabet */
 
-/* inv[cp] = the byte GPT-2's bytes_to_unicode maps to code point cp (cp < 324), or -1. */
-static void byte_alphabet(int inv[324])
+static int printable(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174; }
+
+/* inv[cp] = the byte GPT-2's bytes_to_unicode maps to code point cp (cp < 324), or -1;
+ * fwd[b] (if fwd != NULL) = the code point byte b maps to. */
+static void byte_alphabet(int inv[324], uint32_t *fwd)
 {
     int extra = 0;
     for (int cp = 0; cp < 324; cp++) inv[cp] = -1;
     for (int b = 0; b < 256; b++) {
-        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-        inv[printable ? b : 256 + extra++] = b;
+        int cp = printable(b) ? b : 256 + extra++;
+        inv[cp] = b;
+        if (fwd) fwd[b] = (uint32_t)cp;
     }
 }
 
@@ -79,7 +84,7 @@ static int put_token(gk_vbuild *b, json_int_t id, const void *bytes, size_t len,
 static int read_encoder(gk_vocab *v, gk_vbuild *b, json_t *root, const char *path, gk_err *e)
 {
     int inv[324];
-    byte_alphabet(inv);
+    byte_alphabet(inv, NULL);
     unsigned char *buf = NULL;
     const char *key;
     json_t *val;
@@ -132,69 +137,221 @@ static int merge_line(const gk_vocab *v, const int inv[324], const char *path, s
     return 0;
 }
 
-static int read_merges(gk_vocab *v, const char *path, gk_err *e)
+/* Checks the merges text m[0..mlen) against v and keeps a copy in v (messages name mname). */
+static int read_merges(gk_vocab *v, const char *m, size_t mlen, const char *mname, gk_err *e)
 {
-    char *text;
-    size_t tlen;
-    int rc = gk_vocab_read_file(path, &text, &tlen, e);
-    if (rc) return rc;
-    int inv[324];
-    byte_alphabet(inv);
-    unsigned char *buf = malloc(tlen + 1);
-    if (!buf) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    int inv[324], rc = 0;
+    byte_alphabet(inv, NULL);
+    unsigned char *buf = malloc(mlen + 1);
+    if (!buf) return gk_errf(e, GK_ENOMEM, "%s: out of memory", mname);
     size_t lineno = 0;
-    for (const char *s = text, *end = text + tlen; s < end && !rc; lineno++) {
+    for (const char *s = m, *end = m + mlen; s < end && !rc; lineno++) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t len = (size_t)((nl ? nl : end) - s);
         if (len && s[len - 1] == '\r') len--;
         int header = lineno == 0 && len >= 8 && !memcmp(s, "#version", 8);
-        if (len && !header) rc = merge_line(v, inv, path, lineno + 1, s, len, buf, e);
+        if (len && !header) rc = merge_line(v, inv, mname, lineno + 1, s, len, buf, e);
         s = nl ? nl + 1 : end;
     }
     free(buf);
-    if (rc) {
-        free(text);
-        return rc;
-    }
-    v->merges = text;
-    v->merges_len = tlen;
+    if (rc) return rc;
+    if (!(v->merges = malloc(mlen + 1))) return gk_errf(e, GK_ENOMEM, "%s: out of memory", mname);
+    memcpy(v->merges, m, mlen);
+    v->merges[mlen] = '\0';
+    v->merges_len = mlen;
     return 0;
 }
 
-int gk_vocab_load_json_dir(gk_vocab **out, const char *json, const char *merges, gk_err *e)
+int gk_vocab_parse_bpe(gk_vocab **out, const char *json, size_t jlen, const char *jname,
+                       const char *merges, size_t mlen, const char *mname, gk_err *e)
 {
     json_error_t je;
-    json_t *root = json_load_file(json, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(json, jlen, JSON_REJECT_DUPLICATES, &je);
     *out = NULL;
-    if (!root) return gk_errf(e, GK_EFORMAT, "%s:%d:%d: %s", json, je.line, je.column, je.text);
+    if (!root) return gk_errf(e, GK_EFORMAT, "%s:%d:%d: %s", jname, je.line, je.column, je.text);
     if (!json_is_object(root)) {
         json_decref(root);
-        return gk_errf(e, GK_EFORMAT, "%s: not a JSON object of token -> id", json);
+        return gk_errf(e, GK_EFORMAT, "%s: not a JSON object of token -> id", jname);
     }
     int has_eot = json_object_get(root, GK_EOT_TEXT) != NULL;
     size_t n = json_object_size(root) + !has_eot;
     gk_vocab *v = gk_vocab_alloc(GK_VOCAB_BPE);
     gk_vbuild b = {0};
     uint32_t gap = 0;
-    int rc = !v || gk_vbuild_init(&b, (uint32_t)n) ? gk_errf(e, GK_ENOMEM, "%s: out of memory", json)
-                                                   : read_encoder(v, &b, root, json, e);
+    int rc = !v || gk_vbuild_init(&b, (uint32_t)n) ? gk_errf(e, GK_ENOMEM, "%s: out of memory", jname)
+                                                   : read_encoder(v, &b, root, jname, e);
     json_decref(root);
     if (!rc && !has_eot) {
         v->eot = (int32_t)(n - 1);
         if ((rc = gk_vbuild_put(&b, (uint32_t)v->eot, GK_EOT_TEXT, strlen(GK_EOT_TEXT))) != 0)
             rc = gk_errf(e, rc, "%s: ids must be 0..%zu without gaps (id %zu is for the added "
-                         "<|endoftext|>)", json, n - 2, n - 1);
+                         "<|endoftext|>)", jname, n - 2, n - 1);
     }
     if (!rc && (rc = gk_vbuild_finish(&b, v, &gap)) != 0)
-        rc = rc == GK_ENOMEM ? gk_errf(e, rc, "%s: out of memory", json)
-                             : gk_errf(e, rc, "%s: id %u missing (ids must be 0..%zu)", json, gap,
+        rc = rc == GK_ENOMEM ? gk_errf(e, rc, "%s: out of memory", jname)
+                             : gk_errf(e, rc, "%s: id %u missing (ids must be 0..%zu)", jname, gap,
                                        n - 1 - !has_eot);
     gk_vbuild_free(&b);
-    if (!rc) rc = gk_vocab_finish_bpe(v, json, e);
-    if (!rc) rc = read_merges(v, merges, e);
+    if (!rc) rc = gk_vocab_finish_bpe(v, jname, e);
+    if (!rc && merges && mlen) rc = read_merges(v, merges, mlen, mname, e);
     if (rc) gk_vocab_free(v);
     else *out = v;
     return rc;
+}
+
+int gk_vocab_load_json_dir(gk_vocab **out, const char *json, const char *merges, gk_err *e)
+{
+    char *jt = NULL, *mt = NULL;
+    size_t jl, ml;
+    *out = NULL;
+    int rc = gk_vocab_read_file(json, &jt, &jl, e);
+    if (!rc) rc = gk_vocab_read_file(merges, &mt, &ml, e);
+    if (!rc) rc = gk_vocab_parse_bpe(out, jt, jl, json, mt, ml, merges, e);
+    free(jt);
+    free(mt);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- writers */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *s, const void *data, size_t len)
+{
+    if (s->oom) return;
+    if (s->n + len + 1 > s->cap) {
+        size_t c = s->cap ? s->cap : 1 << 16;
+        while (c < s->n + len + 1) c *= 2;
+        char *p = realloc(s->p, c);
+        if (!p) {
+            s->oom = 1;
+            return;
+        }
+        s->p = p;
+        s->cap = c;
+    }
+    memcpy(s->p + s->n, data, len);
+    s->n += len;
+    s->p[s->n] = '\0';
+}
+
+/* Hands the text to the caller (*out malloc'd, NUL-terminated), or GK_ENOMEM. */
+static int sb_finish(sbuf *s, char **out, size_t *len, const char *what, gk_err *e)
+{
+    if (!s->oom && !s->p) sb_put(s, "", 0);
+    if (s->oom) {
+        free(s->p);
+        return gk_errf(e, GK_ENOMEM, "%s: out of memory", what);
+    }
+    *out = s->p;
+    *len = s->n;
+    return 0;
+}
+
+/* Appends bytes b[0..n) in the byte alphabet; quoted = 1 writes them as a JSON string body the
+ * way Python's json.dumps (ensure_ascii) does: \" \\ and \uXXXX (lower-case) beyond '~'. */
+static void sb_bytes(sbuf *s, const uint32_t fwd[256], const unsigned char *b, size_t n, int quoted)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = fwd[b[i]];
+        char t[8];
+        int k = 0;
+        if (quoted && cp > '~') k = snprintf(t, sizeof t, "\\u%04x", (unsigned)cp);
+        else if (cp >= 0x80) k = (int)gk_utf8_put(cp, (unsigned char *)t);
+        else {
+            if (quoted && (cp == '"' || cp == '\\')) t[k++] = '\\';
+            t[k++] = (char)cp;
+        }
+        sb_put(s, t, (size_t)k);
+    }
+}
+
+int gk_vocab_bpe_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
+{
+    uint32_t fwd[256];
+    int inv[324];
+    byte_alphabet(inv, fwd);
+    sbuf s = {0};
+    sb_put(&s, "{", 1);
+    for (uint32_t id = 0; id < v->n; id++) {
+        const unsigned char *b = v->bytes + v->off[id];
+        size_t n = v->off[id + 1] - v->off[id];
+        char num[16];
+        sb_put(&s, id ? ", \"" : "\"", id ? 3 : 1);
+        if ((int32_t)id == v->eot) sb_put(&s, b, n); /* "<|endoftext|>": nothing to escape */
+        else sb_bytes(&s, fwd, b, n, 1);
+        sb_put(&s, num, (size_t)snprintf(num, sizeof num, "\": %u", id));
+    }
+    sb_put(&s, "}", 1);
+    return sb_finish(&s, out, len, "vocab to JSON", e);
+}
+
+/* Writes the merge line of token id: the two parts tiktoken's merge of its bytes ends with
+ * (run the merge, lowest rank first and leftmost on ties, until two parts are left). */
+static int regen_line(const gk_vocab *v, uint32_t id, const uint32_t fwd[256], uint32_t *parts,
+                      sbuf *s, gk_err *e)
+{
+    const unsigned char *b = v->bytes + v->off[id];
+    size_t n = v->off[id + 1] - v->off[id], np = n, at = 0;
+    for (size_t i = 0; i < n; i++) parts[i] = v->byte_id[b[i]];
+    while (np > 2) {
+        uint32_t best = GK_NONE;
+        for (size_t i = 0; i + 1 < np; i++) {
+            uint32_t r = gk_vocab_pair(v, parts[i], parts[i + 1]);
+            if (r < best) best = r, at = i;
+        }
+        if (best >= id) break;
+        parts[at] = best;
+        memmove(parts + at + 1, parts + at + 2, (np - at - 2) * sizeof *parts);
+        np--;
+    }
+    if (np != 2 || gk_vocab_pair(v, parts[0], parts[1]) != id) {
+        sbuf t = {0}; /* the token in the byte alphabet: no control characters in the message */
+        sb_bytes(&t, fwd, b, n < SHOW ? n : SHOW, 0);
+        gk_errf(e, GK_EFORMAT, "vocab merges: token %u \"%s\" is not made by merging tokens of "
+                "lower rank", id, t.p ? t.p : "");
+        free(t.p);
+        return GK_EFORMAT;
+    }
+    size_t la = v->off[parts[0] + 1] - v->off[parts[0]];
+    sb_bytes(s, fwd, b, la, 0);
+    sb_put(s, " ", 1);
+    sb_bytes(s, fwd, b + la, n - la, 0);
+    sb_put(s, "\n", 1);
+    return 0;
+}
+
+int gk_vocab_merges(const gk_vocab *v, char **out, size_t *len, gk_err *e)
+{
+    *out = NULL;
+    *len = 0;
+    if (v->type != GK_VOCAB_BPE) return 0;
+    sbuf s = {0};
+    if (v->merges) {
+        sb_put(&s, v->merges, v->merges_len);
+        return sb_finish(&s, out, len, "vocab merges", e);
+    }
+    uint32_t fwd[256], maxlen = 1, *parts;
+    int inv[324], rc = 0;
+    byte_alphabet(inv, fwd);
+    for (uint32_t id = 0; id < v->n; id++)
+        if (v->off[id + 1] - v->off[id] > maxlen) maxlen = v->off[id + 1] - v->off[id];
+    if (!(parts = malloc(maxlen * sizeof *parts)))
+        return gk_errf(e, GK_ENOMEM, "vocab merges: out of memory");
+    sb_put(&s, "#version: 0.2\n", 14);
+    for (uint32_t id = 0; id < v->n && !rc; id++)
+        if ((int32_t)id != v->eot && v->off[id + 1] - v->off[id] >= 2)
+            rc = regen_line(v, id, fwd, parts, &s, e);
+    free(parts);
+    if (rc) {
+        free(s.p);
+        return rc;
+    }
+    return sb_finish(&s, out, len, "vocab merges", e);
 }
 
 /* ---------------------------------------------------------------- .tiktoken */

@@ -61,8 +61,13 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e);
 /* Finishes a char vocab from v->cps/v->n (sorted, distinct): tokens, tables, fingerprint. */
 int gk_vocab_finish_chars(gk_vocab *v, const char *path, gk_err *e);
 
-/* Format readers (vocab_bpe.c). */
+/* Format readers and writers (vocab_bpe.c). gk_vocab_parse_bpe reads the JSON object text
+ * json[0..jlen) and the merges text (may be NULL: none kept); messages name jname and mname.
+ * gk_vocab_load_json_dir reads the two files and parses them with it. */
+int gk_vocab_parse_bpe(gk_vocab **out, const char *json, size_t jlen, const char *jname,
+                       const char *merges, size_t mlen, const char *mname, gk_err *e);
 int gk_vocab_load_json_dir(gk_vocab **out, const char *json, const char *merges, gk_err *e);
+int gk_vocab_bpe_json(const gk_vocab *v, char **out, size_t *len, gk_err *e);
 int gk_vocab_load_tiktoken(gk_vocab **out, const char *path, gk_err *e);
 int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e);
 

@@ -1,6 +1,7 @@
 /* test_vocab.c: vocab formats (OpenAI, HuggingFace, .tiktoken, char) load to the same ids and
  * fingerprint; char vocab round trip and encoding; bad inputs give GK_E* codes naming the file;
- * gk_vocab_find's lookup order. */
+ * gk_vocab_find's lookup order; the texts a checkpoint carries (gk_vocab_to_json,
+ * gk_vocab_merges, gk_vocab_load_mem) round trip, and regenerated merges equal vocab.bpe. */
 #include <jansson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -88,6 +89,18 @@ static void test_gpt2_dir(void)
     gk_vocab_free(v);
 }
 
+/* Writes the .tiktoken line "BASE64 RANK" of token t[0..len). */
+static void tiktoken_line(FILE *f, const unsigned char *t, size_t len, uint32_t rank)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t k = 0; k < len; k += 3) {
+        uint32_t w = (uint32_t)t[k] << 16 | (k + 1 < len ? t[k + 1] << 8 : 0) | (k + 2 < len ? t[k + 2] : 0);
+        fputc(b64[w >> 18], f), fputc(b64[w >> 12 & 63], f);
+        fputc(k + 1 < len ? b64[w >> 6 & 63] : '=', f), fputc(k + 2 < len ? b64[w & 63] : '=', f);
+    }
+    fprintf(f, " %u\n", rank);
+}
+
 /* Writes vocab.json + merges.txt (HuggingFace names) and gpt2.tiktoken from v. */
 static int write_other_formats(const gk_vocab *v)
 {
@@ -96,7 +109,6 @@ static int write_other_formats(const gk_vocab *v)
     FILE *tk;
     tmp_path(path, sizeof path, "gpt2.tiktoken");
     if (!(tk = fopen(path, "wb"))) return -1;
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for (uint32_t id = 0; id < gk_vocab_size(v); id++) {
         size_t len, o = 0;
         const unsigned char *t = gk_vocab_token(v, id, &len);
@@ -107,12 +119,7 @@ static int write_other_formats(const gk_vocab *v)
         }
         for (size_t k = 0; k < len; k++) o += byte_char(t[k], key + o);
         json_object_set_new(obj, (key[o] = 0, key), json_integer(id));
-        for (size_t k = 0; k < len; k += 3) {
-            uint32_t w = (uint32_t)t[k] << 16 | (k + 1 < len ? t[k + 1] << 8 : 0) | (k + 2 < len ? t[k + 2] : 0);
-            fputc(b64[w >> 18], tk), fputc(b64[w >> 12 & 63], tk);
-            fputc(k + 1 < len ? b64[w >> 6 & 63] : '=', tk), fputc(k + 2 < len ? b64[w & 63] : '=', tk);
-        }
-        fprintf(tk, " %u\n", id);
+        tiktoken_line(tk, t, len, id);
     }
     fclose(tk);
     mkdir((tmp_path(path, sizeof path, "hf"), path), 0755);
@@ -293,6 +300,246 @@ static void test_bad_inputs(void)
     expect_error("c3.json", GK_EFORMAT, "c3.json:1:");
 }
 
+/* ---------------------------------------------------------------- text round trips */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        buf[n] = '\0';
+        *len = (size_t)n;
+    } else {
+        free(buf);
+        buf = NULL;
+    }
+    if (f) fclose(f);
+    return buf;
+}
+
+/* Drops each '\r' before a '\n' in place; returns the new length. */
+static size_t lf_only(char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == '\r' && i + 1 < n && s[i + 1] == '\n')) s[o++] = s[i];
+    return o;
+}
+
+/* Compares merges texts line by line (line endings normalized); reports the first difference. */
+static int same_merges(char *got, size_t gl, char *want, size_t wl, size_t *lines)
+{
+    gl = lf_only(got, gl);
+    wl = lf_only(want, wl);
+    *lines = 0;
+    for (size_t i = 0; i < wl; i++) *lines += want[i] == '\n';
+    if (gl == wl && !memcmp(got, want, wl)) return 1;
+    size_t i = 0, line = 1, start = 0;
+    for (; i < gl && i < wl && got[i] == want[i]; i++)
+        if (got[i] == '\n') line++, start = i + 1;
+    fprintf(stderr, "  merges differ at line %zu: got \"%.40s\", want \"%.40s\"\n", line,
+            got + start, want + start);
+    return 0;
+}
+
+static void test_gpt2_text_round_trip(void)
+{
+    gk_vocab *v = load_gpt2(), *w = NULL, *x = NULL;
+    if (!v) SKIP("no gpt2 vocab in the test data dir");
+    char path[4096], *json = NULL, *m = NULL, *m2 = NULL;
+    size_t jl = 0, ml = 0, m2l = 0, el = 0, bl = 0, lines;
+    gk_err e;
+    snprintf(path, sizeof path, "%s/gpt2/encoder.json", test_data_dir());
+    char *enc = slurp(path, &el);
+    snprintf(path, sizeof path, "%s/gpt2/vocab.bpe", test_data_dir());
+    char *bpe = slurp(path, &bl);
+    CHECK(enc && bpe);
+    CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
+    CHECK(json && strlen(json) == jl && !strncmp(json, "{\"!\": 0, \"\\\"\": 1, ", 18));
+    /* byte for byte OpenAI's encoder.json (which HuggingFace ships as vocab.json) */
+    CHECKF(enc && jl == el && !memcmp(json, enc, el), "to_json: %zu bytes, encoder.json %zu", jl, el);
+    CHECK_OK(gk_vocab_merges(v, &m, &ml, &e), &e);
+    CHECK(m && strlen(m) == ml && ml == bl && !memcmp(m, bpe, bl)); /* the kept text */
+    CHECK_OK(gk_vocab_load_mem(&w, json, jl, m, ml, "ckpt:tokenizer.vocab", &e), &e);
+    CHECK(w && same_vocab(v, w));
+    if (w) {
+        size_t kl;
+        const char *kept = gk_vocab_merges_text(w, &kl);
+        char *k = kept ? strdup(kept) : NULL;
+        CHECK(k && bpe && same_merges(k, kl, bpe, bl, &lines) && lines == 50001);
+        free(k);
+    }
+    /* without merges: they are regenerated from the ranks */
+    CHECK_OK(gk_vocab_load_mem(&x, json, jl, NULL, 0, "ckpt:tokenizer.vocab", &e), &e);
+    CHECK(x && same_vocab(v, x) && gk_vocab_merges_text(x, NULL) == NULL);
+    if (x) CHECK_OK(gk_vocab_merges(x, &m2, &m2l, &e), &e);
+    CHECK(m2 && bpe && same_merges(m2, m2l, bpe, bl, &lines));
+    free(m2);
+    free(m);
+    free(json);
+    free(enc);
+    free(bpe);
+    gk_vocab_free(x);
+    gk_vocab_free(w);
+    gk_vocab_free(v);
+}
+
+static void test_tiktoken_merges(void)
+{
+    gk_vocab *v = load_gpt2(), *tk = NULL;
+    if (!v) SKIP("no gpt2 vocab in the test data dir");
+    if (!have_tmp) SKIP("mkdtemp failed");
+    char path[4608], *m = NULL;
+    size_t ml = 0, bl = 0, lines = 0;
+    gk_err e;
+    CHECK(write_other_formats(v) == 0);
+    tmp_path(path, sizeof path, "gpt2.tiktoken");
+    CHECK_OK(gk_vocab_load(&tk, path, &e), &e);
+    if (tk) CHECK_OK(gk_vocab_merges(tk, &m, &ml, &e), &e);
+    snprintf(path, sizeof path, "%s/gpt2/vocab.bpe", test_data_dir());
+    char *bpe = slurp(path, &bl);
+    CHECK(m && bpe && strlen(m) == ml && !strncmp(m, "#version: 0.2\n", 14));
+    CHECK(m && bpe && same_merges(m, ml, bpe, bl, &lines));
+    CHECKF(lines == 50001, "%zu lines", lines);
+    free(m);
+    free(bpe);
+    gk_vocab_free(tk);
+    gk_vocab_free(v);
+}
+
+/* A small .tiktoken vocab: the 256 bytes, then extra tokens in rank order. */
+static gk_vocab *small_tiktoken(const char *name, const char *const *extra, int n, gk_err *e)
+{
+    char path[4608];
+    gk_vocab *v = NULL;
+    tmp_path(path, sizeof path, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return NULL;
+    for (int b = 0; b < 256; b++) tiktoken_line(f, (const unsigned char[]){(unsigned char)b}, 1, (uint32_t)b);
+    for (int i = 0; i < n; i++)
+        tiktoken_line(f, (const unsigned char *)extra[i], strlen(extra[i]), 256 + (uint32_t)i);
+    fclose(f);
+    gk_vocab_load(&v, path, e);
+    return v;
+}
+
+static void test_merges_small(void)
+{
+    if (!have_tmp) SKIP("mkdtemp failed");
+    gk_err e = {0, ""};
+    /* "abc" is made last from "a" + "bc" ("bc" ranks before "ab"); "\xc4 " is in the alphabet */
+    static const char *const ok[] = {"bc", "ab", "abc", "\xc4 ", "\"\\"};
+    gk_vocab *v = small_tiktoken("small.tiktoken", ok, 5, &e), *w = NULL;
+    CHECKF(v != NULL, "%s", e.msg);
+    if (!v) return;
+    char *m = NULL, *json = NULL;
+    size_t ml = 0, jl = 0;
+    CHECK_OK(gk_vocab_merges(v, &m, &ml, &e), &e);
+    CHECKF(m && !strcmp(m, "#version: 0.2\nb c\na b\na bc\n\xc3\x84 \xc4\xa0\n\" \\\n"), "%s", m);
+    CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
+    CHECK(json && strstr(json, ", \"\\\"\\\\\": 260, \"<|endoftext|>\": 261}") && strstr(json, "\"\\u00c4\\u0120\": 259"));
+    CHECK_OK(gk_vocab_load_mem(&w, json, jl, m, ml, "small", &e), &e);
+    CHECK(w && same_vocab(v, w));
+    free(m);
+    free(json);
+    gk_vocab_free(w);
+    gk_vocab_free(v);
+    /* "a\nc" with neither "a\n" nor "\nc": merges cannot make it */
+    static const char *const bad[] = {"a\nc"};
+    v = small_tiktoken("bad.tiktoken", bad, 1, &e);
+    CHECKF(v != NULL, "%s", e.msg);
+    if (v) CHECK(gk_vocab_merges(v, &m, &ml, &e) == GK_EFORMAT && m == NULL &&
+                 strstr(e.msg, "token 256 \"a\xc4\x8a" "c\"") && !strchr(e.msg, '\n'));
+    gk_vocab_free(v);
+}
+
+static void test_chars_text(void)
+{
+    static const uint32_t cps[] = {0x0, '\n', ' ', '"', '\\', 'a', 0xE9, 0x2028, 0x1F600};
+    gk_vocab *v = NULL, *w = NULL;
+    gk_err e;
+    char *json = NULL, *m = (char *)1, path[4608];
+    size_t jl = 0, ml = 1, fl = 0;
+    if (!have_tmp) SKIP("mkdtemp failed");
+    CHECK_OK(gk_vocab_from_chars(&v, cps, sizeof cps / sizeof cps[0], &e), &e);
+    CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
+    CHECK(json && jl && json[jl - 1] == '\n' && !strcmp(json, "[\"\\u0000\",\"\\n\",\" \",\"\\\"\","
+                                                        "\"\\\\\",\"a\",\"\xc3\xa9\",\"\xe2\x80\xa8\",\"\xf0\x9f\x98\x80\"]\n"));
+    tmp_path(path, sizeof path, "chars2.json");
+    FILE *f = fopen(path, "wb");
+    CHECK_OK(gk_vocab_save_chars(v, f, &e), &e);
+    fclose(f);
+    char *saved = slurp(path, &fl);
+    CHECK(saved && json && fl == jl && !memcmp(saved, json, jl));
+    CHECK_OK(gk_vocab_merges(v, &m, &ml, &e), &e);
+    CHECK(m == NULL && ml == 0);
+    CHECK_OK(gk_vocab_load_mem(&w, json, jl, NULL, 0, "chars", &e), &e);
+    CHECK(w && same_vocab(v, w));
+    gk_vocab_free(w);
+    /* lengths are honoured: the text need not end where the buffer does */
+    const char buf[] = " [\"b\",\"x\"]garbage";
+    CHECK_OK(gk_vocab_load_mem(&w, buf, 10, "", 0, "chars", &e), &e);
+    CHECK(w && gk_vocab_size(w) == 2 && gk_vocab_type(w) == GK_VOCAB_CHAR);
+    gk_vocab_free(w);
+    gk_vocab_free(v);
+    CHECK_OK(gk_vocab_from_chars(&v, NULL, 0, &e), &e);
+    free(json);
+    CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
+    CHECK(json && !strcmp(json, "[]\n") && jl == 3);
+    CHECK_OK(gk_vocab_load_mem(&w, json, jl, NULL, 0, "chars", &e), &e);
+    CHECK(w && gk_vocab_size(w) == 0);
+    gk_vocab_free(w);
+    gk_vocab_free(v);
+    free(json);
+    free(saved);
+}
+
+/* load_mem of (json, merges) must fail with GK_EFORMAT and a message holding want. */
+static void expect_mem_error(const char *json, const char *merges, const char *want)
+{
+    gk_vocab *v = (gk_vocab *)1;
+    gk_err e = {0, ""};
+    const char *origin = "model.safetensors:tokenizer.vocab";
+    int rc = gk_vocab_load_mem(&v, json, strlen(json), merges, merges ? strlen(merges) : 0,
+                               origin, &e);
+    CHECKF(rc == GK_EFORMAT && e.code == rc, "%.40s: rc %d (%s)", json, rc, e.msg);
+    CHECKF(!strncmp(e.msg, origin, strlen(origin)), "%.40s: message \"%s\" lacks the origin", json, e.msg);
+    CHECKF(strstr(e.msg, want), "%.40s: message \"%s\" lacks \"%s\"", json, e.msg, want);
+    CHECKF(!strchr(e.msg, '\n'), "%.40s: message has a newline", json);
+    CHECK(v == NULL);
+    if (getenv("VERBOSE")) fprintf(stderr, "  %.30s -> %s\n", json, e.msg);
+}
+
+static void test_load_mem_bad(void)
+{
+    char *good = bytes_json("{\"ab\": 256, \"<|endoftext|>\": 257}");
+    gk_vocab *v = NULL;
+    gk_err e;
+    CHECK_OK(gk_vocab_load_mem(&v, good, strlen(good), "#version: 0.2\na b\n", 18, "x", &e), &e);
+    CHECK(v && gk_vocab_size(v) == 258 && gk_vocab_eot(v) == 257);
+    gk_vocab_free(v);
+    expect_mem_error("", NULL, "not a vocab");
+    expect_mem_error("  \"abc\"", NULL, "not a vocab");
+    expect_mem_error("42", NULL, "not a vocab");
+    expect_mem_error("{\"a\": ", NULL, "tokenizer.vocab:1:");
+    expect_mem_error("[\"a\", ", NULL, "tokenizer.vocab:1:");
+    expect_mem_error("{\"a\": 0, \"a\": 1}", NULL, "tokenizer.vocab:1:");
+    expect_mem_error("[1, 2]", NULL, "element 0");
+    expect_mem_error("[\"a\", [\"b\"]]", NULL, "element 1");
+    expect_mem_error("[\"b\", \"a\"]", NULL, "ascending");
+    expect_mem_error("[\"a\"]", "a b\n", "no merges");
+    expect_mem_error("{\"!\": \"x\"}", NULL, "id must be an integer");
+    expect_mem_error("{\"!\": 1.5}", NULL, "id must be an integer");
+    expect_mem_error("{\"!\": -1}", NULL, "id must be an integer");
+    expect_mem_error("{\"!\": 0}", NULL, "single byte");
+    expect_mem_error("{\"\xe4\xb8\xad\": 0}", NULL, "byte alphabet");
+    expect_mem_error(good, "#version: 0.2\na b\nab zq\n", "tokenizer.vocab (merges):3:");
+    expect_mem_error(good, "a  b\n", "tokenizer.vocab (merges):1:");
+    free(good);
+}
+
 static void test_find(void)
 {
     if (!have_tmp) SKIP("mkdtemp failed");
@@ -334,6 +581,11 @@ int main(void)
     RUN(test_chars);
     RUN(test_bad_inputs);
     RUN(test_find);
+    RUN(test_gpt2_text_round_trip);
+    RUN(test_tiktoken_merges);
+    RUN(test_merges_small);
+    RUN(test_chars_text);
+    RUN(test_load_mem_bad);
     if (have_tmp) {
         char cmd[256];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -1,0 +1,59 @@
+/* ckpt.h: gptkit checkpoints: one safetensors file (see safetensors.h for the bytes) holding
+ *   - the parameters under HuggingFace GPT-2 names (F32 master weights; BF16/F16 copies are
+ *     read too, converted to fp32),
+ *   - for training checkpoints, the AdamW moments as F32 "optimizer.m.<name>", "optimizer.v.<name>",
+ *   - the vocabulary as U8 tensors "tokenizer.vocab" (HF vocab.json text, or the char-level JSON
+ *     array) and "tokenizer.merges" (merges.txt text; absent for char-level),
+ *   - __metadata__: "gptkit.config" (model config JSON, nanoGPT key names), "gptkit.train"
+ *     (trainer state JSON), "gptkit.tokenizer" ({"type": "gpt2-bpe"|"char", "fingerprint": N}),
+ *     and "format": "pt" so transformers loads the file as it is.
+ * Owns: an open checkpoint (the mapped file) until gk_ckpt_close; saving borrows its inputs.
+ * Thread safety: one gk_ckpt per thread; loading into distinct buffers may run in parallel. */
+#ifndef GK_CKPT_H
+#define GK_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "vocab.h"
+
+typedef struct gk_ckpt_param {
+    const char *name;     /* HuggingFace name, e.g. "transformer.h.0.attn.c_attn.weight" */
+    int ndim;
+    int64_t shape[2];
+    const float *data;    /* fp32 values, row-major */
+    const float *m, *v;   /* AdamW moments, or NULL */
+} gk_ckpt_param;
+
+typedef struct gk_ckpt_info {
+    const char *config_json; /* required */
+    const char *train_json;  /* NULL: not a training checkpoint */
+    const gk_vocab *vocab;   /* NULL: no embedded vocabulary */
+    int dtype;               /* storage of parameters: GK_DT_F32 (default 0 means F32), GK_DT_BF16, GK_DT_F16 */
+} gk_ckpt_info;
+
+/* Writes path atomically (temp file, fsync, rename). Moments are written when present. */
+int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const gk_ckpt_info *info,
+                 gk_err *e);
+
+typedef struct gk_ckpt gk_ckpt;
+
+int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e);
+void gk_ckpt_close(gk_ckpt *c); /* NULL-safe */
+const char *gk_ckpt_path(const gk_ckpt *c);
+/* __metadata__ values, or NULL when absent. */
+const char *gk_ckpt_config_json(const gk_ckpt *c);
+const char *gk_ckpt_train_json(const gk_ckpt *c);
+/* Copies tensor name into dst as fp32 after checking its shape; errors name file and tensor.
+ * kind: 0 = parameter, 'm' / 'v' = AdamW moment. GK_ENOTFOUND when absent. */
+int gk_ckpt_read(const gk_ckpt *c, int kind, const char *name, int ndim, const int64_t *shape,
+                 float *dst, gk_err *e);
+/* Whether the checkpoint holds AdamW moments. */
+int gk_ckpt_has_optimizer(const gk_ckpt *c);
+/* The embedded vocabulary; GK_ENOTFOUND when the checkpoint has none. */
+int gk_ckpt_vocab(const gk_ckpt *c, gk_vocab **out, gk_err *e);
+/* The underlying safetensors file, for tools that list tensors (gpt-ckpt info). */
+const struct gk_st_file *gk_ckpt_file(const gk_ckpt *c);
+
+#endif
