@@ -1,0 +1,105 @@
+/* test_ckpt.c: checkpoint save/load: parameters, moments, metadata, embedded vocabulary,
+ * bf16 storage, shape and dtype errors. */
+#include <stdint.h>
+#include <unistd.h>
+
+#include "common/ckpt.h"
+#include "common/safetensors.h"
+#include "test.h"
+
+static char dir[64];
+
+static void test_round_trip(void)
+{
+    float w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {-1, 0.5f, 0.25f}, m[6] = {0.1f}, v[6] = {0.2f};
+    gk_ckpt_param p[2] = {
+        {"transformer.h.0.mlp.c_fc.weight", 2, {2, 3}, w, m, v},
+        {"transformer.h.0.mlp.c_fc.bias", 1, {3, 0}, b, NULL, NULL},
+    };
+    uint32_t cps[3] = {'\n', 'a', 0xe9};
+    gk_vocab *voc = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_vocab_from_chars(&voc, cps, 3, &e), &e);
+    gk_ckpt_info info = {"{\"n_layer\":1}", "{\"step\":7}", voc, 0};
+    char path[128];
+    snprintf(path, sizeof path, "%s/a.safetensors", dir);
+    CHECK_OK(gk_ckpt_save(path, p, 2, &info, &e), &e);
+
+    gk_ckpt *c = NULL;
+    CHECK_OK(gk_ckpt_open(&c, path, &e), &e);
+    if (!c)
+        return;
+    CHECK(strcmp(gk_ckpt_config_json(c), "{\"n_layer\":1}") == 0);
+    CHECK(strcmp(gk_ckpt_train_json(c), "{\"step\":7}") == 0);
+    CHECK(gk_ckpt_has_optimizer(c));
+    float out[6] = {0};
+    int64_t shape[2] = {2, 3};
+    CHECK_OK(gk_ckpt_read(c, 0, p[0].name, 2, shape, out, &e), &e);
+    CHECK(memcmp(out, w, sizeof w) == 0);
+    CHECK_OK(gk_ckpt_read(c, 'm', p[0].name, 2, shape, out, &e), &e);
+    CHECK(out[0] == 0.1f && out[1] == 0);
+    CHECK(gk_ckpt_read(c, 'v', p[1].name, 1, shape + 1, out, &e) == GK_ENOTFOUND);
+    int64_t wrong[2] = {3, 2};
+    CHECK(gk_ckpt_read(c, 0, p[0].name, 2, wrong, out, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "has shape [2, 3], expected [3, 2]") != NULL, "%s", e.msg);
+    gk_vocab *back = NULL;
+    CHECK_OK(gk_ckpt_vocab(c, &back, &e), &e);
+    CHECK(back && gk_vocab_fingerprint(back) == gk_vocab_fingerprint(voc));
+    gk_vocab_free(back);
+    gk_ckpt_close(c);
+    gk_vocab_free(voc);
+}
+
+static void test_bf16_storage(void)
+{
+    float w[4] = {1.0f, -2.5f, 3.140625f, 1e-3f};
+    gk_ckpt_param p = {"transformer.wte.weight", 2, {2, 2}, w, NULL, NULL};
+    gk_ckpt_info info = {"{}", NULL, NULL, GK_DT_BF16};
+    char path[128];
+    snprintf(path, sizeof path, "%s/b.safetensors", dir);
+    gk_err e = {0};
+    CHECK_OK(gk_ckpt_save(path, &p, 1, &info, &e), &e);
+    gk_ckpt *c = NULL;
+    CHECK_OK(gk_ckpt_open(&c, path, &e), &e);
+    if (!c)
+        return;
+    const gk_st_tensor *t = gk_st_find(gk_ckpt_file(c), "transformer.wte.weight");
+    CHECK(t && t->dtype == GK_DT_BF16 && t->nbytes == 8);
+    float out[4];
+    CHECK_OK(gk_ckpt_read(c, 0, "transformer.wte.weight", 2, p.shape, out, &e), &e);
+    CHECK(out[0] == 1.0f && out[1] == -2.5f && out[2] == 3.140625f);
+    CHECK(out[3] > 0.000995f && out[3] < 0.001005f); /* bf16 keeps 8 bits of mantissa */
+    CHECK(!gk_ckpt_has_optimizer(c));
+    gk_vocab *none = NULL;
+    CHECK(gk_ckpt_vocab(c, &none, &e) == GK_ENOTFOUND);
+    gk_ckpt_close(c);
+}
+
+static void test_bad_file(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite("\x10\0\0\0\0\0\0\0{not json", 1, 17, f) == 17);
+    if (f)
+        fclose(f);
+    gk_ckpt *c = NULL;
+    gk_err e = {0};
+    CHECK(gk_ckpt_open(&c, path, &e) != 0);
+    CHECKF(strstr(e.msg, "bad.safetensors") != NULL, "%s", e.msg);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/gk_test_ckpt_XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    RUN(test_round_trip);
+    RUN(test_bf16_storage);
+    RUN(test_bad_file);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return 1;
+    return TEST_END();
+}
