@@ -47,9 +47,37 @@ void gk_progress_update(gk_progress *p, int64_t done, const char *note)
     fflush(stderr);
 }
 
-void gk_progress_end(gk_progress *p)
+void gk_progress_line(gk_progress *p, double fraction, const char *text)
+{
+    if (!p->active)
+        return;
+    double now = gk_now();
+    if (now - p->last < 0.2)
+        return;
+    p->last = now;
+    char bar[24] = "";
+    if (fraction >= 0) {
+        int fill = (int)(20.0 * (fraction > 1 ? 1 : fraction));
+        for (int i = 0; i < 20; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        double eta = fraction > 0 ? (now - p->start) * (1 - fraction) / fraction : 0;
+        fprintf(stderr, "\r%s: %s [%s] %3.0f%% %s, eta %.0f s\033[K", gk_prog(), p->label, bar,
+                100 * fraction, text, eta);
+    } else {
+        fprintf(stderr, "\r%s: %s %s\033[K", gk_prog(), p->label, text);
+    }
+    fflush(stderr);
+}
+
+void gk_progress_clear(gk_progress *p)
 {
     if (p->active)
         fprintf(stderr, "\r\033[K");
+}
+
+void gk_progress_end(gk_progress *p)
+{
+    gk_progress_clear(p);
     p->active = 0;
 }

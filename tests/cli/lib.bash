@@ -13,3 +13,19 @@ ids() { od -An -v -tu2 -j1024 "$1" | tr -s ' \n' '  ' | sed 's/^ //; s/ $//'; ec
 ids32() { od -An -v -tu4 -j1024 "$1" | tr -s ' \n' '  ' | sed 's/^ //; s/ $//'; echo; }
 # header_int SHARD I: the I-th int32 of the header.
 header_int() { od -An -td4 -j$(( $2 * 4 )) -N4 "$1" | tr -d ' '; }
+
+# tiny_data DIR: a char-level dataset from the first 20000 characters of Tiny Shakespeare.
+tiny_data() {
+  mkdir -p "$1"
+  head -c 20000 "$DATA/tinyshakespeare/input.txt" > "$1/input.txt"
+  gpt-tokenize -q --char "$1/input.txt" --vocab-out "$1/vocab.json" -o "$1/train.bin" \
+    --val-fraction 0.1 --val-output "$1/val.bin"
+}
+# A model small enough for tests: pass as arguments to gpt-train.
+TINY=(--train_data=d/train.bin --val_data=d/val.bin --vocab=d/vocab.json --n_layer=2 --n_head=2
+      --n_embd=32 --block_size=16 --batch_size=4 --gradient_accumulation_steps=2 --eval_iters=2
+      --warmup_iters=2 --lr_decay_iters=20 --learning_rate=3e-3 --min_lr=3e-4 --threads=2)
+# st_data FILE: the data section of a safetensors file (everything after its JSON header).
+st_data() { local n; n=$(od -An -tu8 -N8 "$1" | tr -d ' '); tail -c +$((9 + n)) "$1"; }
+# losses FILE: "step loss" per line from a metrics.jsonl.
+losses() { sed -n 's/.*"step":\([0-9]*\),"loss":\([^,}]*\).*/\1 \2/p' "$1"; }

@@ -1,0 +1,133 @@
+/* backend.h: the backend-neutral op interface the GPT-2 graph is written against.
+ * Owns: gk_ops (a vtable, one per backend kind) and gk_backend (one context per run: vtable + device state).
+ * Lifetime: create with a backend's constructor (gk_cpu_create, gk_ref_create), free with gk_backend_free.
+ * Thread safety: a gk_backend is used by one host thread at a time; ops may use threads internally. */
+#ifndef GK_BACKEND_H
+#define GK_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+/* Conventions for every op below.
+ * - Pointers named float/int are device pointers (from ops->alloc); host pointers say "host".
+ * - Matrices are row-major. Shapes are in the comment: `inp (N,C)` is N rows of C floats.
+ * - "+=" in a comment means the op accumulates into that output (parameter gradients always do,
+ *   so gradient accumulation across micro-steps is free); "=" means it overwrites.
+ * - Ops launch work and may return before it ends on asynchronous devices; ops->sync waits.
+ *   The CPU backends are synchronous.
+ * - Results never depend on the thread count: reductions use a fixed split of the data.
+ * - Dropout masks come from a counter-based RNG (kernels/rng.h): keep element i iff
+ *   gk_rng_uniform(key, i) >= p; kept values are scaled by 1/(1-p). Backward ops recompute the mask
+ *   from the same key, so masks are never stored. p == 0 means no dropout (key ignored).
+ * - The fp32 interface is what both backends implement today; a bf16 CUDA backend keeps these
+ *   signatures for master weights, gradients and optimizer state and its own activation copies. */
+
+typedef struct gk_backend gk_backend;
+
+typedef struct gk_ops {
+    const char *name; /* "cpu", "ref", "cuda" */
+
+    /* ---- memory ---- */
+    /* Allocates n bytes of device memory, 64-byte aligned, zero-filled; NULL on failure. */
+    void *(*alloc)(gk_backend *be, size_t n);
+    /* Frees memory from alloc; NULL is a no-op. */
+    void (*free)(gk_backend *be, void *p);
+    /* Copies n bytes: host -> device, device -> host, device -> device. */
+    void (*to_device)(gk_backend *be, void *dst, const void *host_src, size_t n);
+    void (*to_host)(gk_backend *be, void *host_dst, const void *src, size_t n);
+    void (*copy)(gk_backend *be, void *dst, const void *src, size_t n);
+    /* Sets n bytes of device memory to zero. */
+    void (*zero)(gk_backend *be, void *p, size_t n);
+    /* Waits until every op launched so far has finished. */
+    void (*sync)(gk_backend *be);
+    /* Sizes internal scratch for problems up to rows x cols (rows = B*T, cols = widest row) and
+     * attention heads of head_size floats over sequences of T; called once by the graph's
+     * create, so that no op allocates inside a step. Returns 0 or a negative GK_E* code. */
+    int (*reserve)(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err);
+
+    /* ---- dense ---- */
+    /* C (M,N) = alpha * op(A) op(B) + beta * C, row-major, BLAS semantics: op(A) is (M,K), A stored
+     * (M,K) with lda >= K if !transA, else (K,M) with lda >= M; likewise B. beta == 0: C not read. */
+    void (*gemm)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    /* x (N,C) += bias (C) on every row. */
+    void (*bias_add)(gk_backend *be, float *x, const float *bias, int N, int C);
+    /* dbias (C) += column sums of dout (N,C). */
+    void (*bias_bwd)(gk_backend *be, float *dbias, const float *dout, int N, int C);
+
+    /* ---- embedding ---- */
+    /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t], then dropout(p, key). */
+    void (*encoder_fwd)(gk_backend *be, float *out, const int *tokens, const float *wte,
+                        const float *wpe, int B, int T, int C, float p, uint64_t key);
+    /* dout (B,T,C) -> dwte (V,C) +=, dwpe (T,C) +=, undoing the dropout of the forward. */
+    void (*encoder_bwd)(gk_backend *be, float *dwte, float *dwpe, const float *dout,
+                        const int *tokens, int B, int T, int C, float p, uint64_t key);
+
+    /* ---- layernorm (eps 1e-5) ---- */
+    /* inp (N,C) -> out (N,C), mean (N), rstd (N); weight (C), bias (C) or NULL. */
+    void (*layernorm_fwd)(gk_backend *be, float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C);
+    /* dout (N,C) -> dinp (N,C) +=, dweight (C) +=, dbias (C) += (dbias NULL when no bias). */
+    void (*layernorm_bwd)(gk_backend *be, float *dinp, float *dweight, float *dbias,
+                          const float *dout, const float *inp, const float *weight,
+                          const float *mean, const float *rstd, int N, int C);
+
+    /* ---- causal self-attention; the (T,T) score matrix is never stored ---- */
+    /* qkv (B,T,3C) [q | k | v, heads of C/NH inside each] -> out (B,T,C) =, lse (B,NH,T) =
+     * (log-sum-exp of each score row, kept for the backward); dropout p on the probabilities. */
+    void (*attention_fwd)(gk_backend *be, float *out, float *lse, const float *qkv, int B, int T,
+                          int C, int NH, float p, uint64_t key);
+    /* dout (B,T,C) -> dqkv (B,T,3C) =, recomputing probabilities from qkv and lse. */
+    void (*attention_bwd)(gk_backend *be, float *dqkv, const float *dout, const float *qkv,
+                          const float *out, const float *lse, int B, int T, int C, int NH,
+                          float p, uint64_t key);
+
+    /* ---- GELU, tanh approximation ---- */
+    /* x (N,C) += bias (C) (bias may be NULL), in place (kept for the backward); out (N,C) = gelu(x). */
+    void (*gelu_fwd)(gk_backend *be, float *out, float *x, const float *bias, int N, int C);
+    /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout; dinp may alias dout. */
+    void (*gelu_bwd)(gk_backend *be, float *dinp, const float *x, const float *dout, int N, int C);
+
+    /* ---- residual ---- */
+    /* out (N,C) = res + dropout(x + bias) (bias may be NULL; out may alias res or x). */
+    void (*residual_fwd)(gk_backend *be, float *out, const float *res, const float *x,
+                         const float *bias, int N, int C, float p, uint64_t key);
+    /* dout (n) -> dinp (n) = dout * mask / (1-p) (the backward of a dropout; may alias). */
+    void (*dropout_bwd)(gk_backend *be, float *dinp, const float *dout, size_t n, float p,
+                        uint64_t key);
+
+    /* ---- softmax + cross-entropy over the first V of Vp columns ---- */
+    /* logits (N,Vp), targets (N) -> losses (N) = -log softmax(logits)[target] (0 where target < 0),
+     * lse (N) = log-sum-exp of the row. */
+    void (*xent_fwd)(gk_backend *be, float *losses, float *lse, const float *logits,
+                     const int *targets, int N, int V, int Vp);
+    /* dlogits (N,Vp) = (softmax - onehot(target)) * dloss (0 on rows with target < 0 and on the
+     * Vp-V padded columns); dlogits may alias logits. */
+    void (*xent_bwd)(gk_backend *be, float *dlogits, const float *logits, const float *lse,
+                     const int *targets, float dloss, int N, int V, int Vp);
+
+    /* ---- optimizer ---- */
+    /* *host_out = sum of squares of x (n), accumulated in double (fixed split, deterministic). */
+    void (*sumsq)(gk_backend *be, double *host_out, const float *x, size_t n);
+    /* x (n) *= s. */
+    void (*scale)(gk_backend *be, float *x, float s, size_t n);
+    /* AdamW as torch.optim.AdamW, on one tensor: g = grad * grad_scale (the clip factor);
+     * param *= 1 - lr wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     * param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). t counts from 1. */
+    void (*adamw)(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale);
+} gk_ops;
+
+/* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */
+struct gk_backend {
+    const gk_ops *ops;
+    void *impl;        /* backend-private state (thread count, scratch, device handles) */
+    void (*destroy)(gk_backend *be); /* frees impl and be itself */
+};
+
+/* Frees a backend from any constructor; NULL is a no-op. */
+void gk_backend_free(gk_backend *be);
+
+#endif

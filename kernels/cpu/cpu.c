@@ -1,0 +1,133 @@
+/* cpu.c: the CPU backend's context, memory, gemm and vtable. The ops live in cpu_ops.c,
+ * cpu_attn.c and cpu_optim.c; their plain references in ref.c. */
+#include "kernels/cpu/cpu.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/ref.h"
+
+/* ---- memory ---- */
+
+static void *cpu_alloc(gk_backend *be, size_t n)
+{
+    (void)be;
+    size_t sz = (n + 63) / 64 * 64;
+    void *p = aligned_alloc(64, sz ? sz : 64);
+    if (p) memset(p, 0, sz ? sz : 64);
+    return p;
+}
+static void cpu_free(gk_backend *be, void *p) { (void)be; free(p); }
+static void cpu_copy(gk_backend *be, void *dst, const void *src, size_t n)
+{
+    (void)be;
+    if (n) memmove(dst, src, n);
+}
+static void cpu_zero(gk_backend *be, void *p, size_t n)
+{
+    (void)be;
+    if (n) memset(p, 0, n);
+}
+static void cpu_sync(gk_backend *be) { (void)be; }
+
+static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
+{
+    (void)rows;
+    cpu_impl *c = CPU(be);
+    size_t need = (size_t)GK_NCHUNK * 2 * cols;
+    size_t att = (size_t)c->nthreads * 2 * (size_t)T * (head_size + 1); /* cpu_attn.c */
+    if (att > need) need = att;
+    if (need <= c->scratch_n) return 0;
+    float *s = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+    if (!s) return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory for %zu floats of scratch", need);
+    free(c->scratch);
+    c->scratch = s;
+    c->scratch_n = need;
+    return 0;
+}
+
+/* ---- gemm ----
+ * OpenBLAS runs single-threaded inside our OpenMP team. The larger of M and N is cut into
+ * 1, 2, 4 or 8 slabs chosen from the shape alone (never from the thread count), and K is never
+ * cut; the threads share out the same slab calls, so results are bit-identical for any thread
+ * count (OpenBLAS itself picks different kernels for different sizes, e.g. its small-matrix
+ * path, so cutting by thread count would not be). Each slab packs only its own part of the
+ * weight matrix. One thread pool: no spinning OpenBLAS threads competing with OpenMP ones. */
+static int gemm_slabs(int M, int N, int K)
+{
+    int dim = M > N ? M : N, n = 1;
+    while (n < 8 && dim / (2 * n) >= 64 && 2.0 * M * N * K / (2 * n) >= 1e5) n *= 2;
+    return n;
+}
+
+static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    int ns = gemm_slabs(M, N, K);
+    if (ns == 1) {
+        cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int split_n = N >= M, dim = split_n ? N : M;
+    int per = ((dim + ns - 1) / ns + 15) / 16 * 16;
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
+    for (int s = 0; s < ns; s++) {
+        int lo = s * per, hi = lo + per < dim ? lo + per : dim;
+        if (lo >= hi) continue;
+        if (split_n) {
+            const float *Bs = tb ? B + (size_t)lo * ldb : B + lo;
+            cblas_sgemm(CblasRowMajor, TA, TB, M, hi - lo, K, alpha, A, lda, Bs, ldb, beta,
+                        C + lo, ldc);
+        } else {
+            const float *As = ta ? A + lo : A + (size_t)lo * lda;
+            cblas_sgemm(CblasRowMajor, TA, TB, hi - lo, N, K, alpha, As, lda, B, ldb, beta,
+                        C + (size_t)lo * ldc, ldc);
+        }
+    }
+}
+
+static const gk_ops cpu_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc, .free = cpu_free, .to_device = cpu_copy, .to_host = cpu_copy,
+    .copy = cpu_copy, .zero = cpu_zero, .sync = cpu_sync, .reserve = cpu_reserve,
+    .gemm = cpu_gemm, .bias_add = cpu_bias_add, .bias_bwd = cpu_bias_bwd,
+    .encoder_fwd = cpu_encoder_fwd, .encoder_bwd = cpu_encoder_bwd,
+    .layernorm_fwd = cpu_layernorm_fwd, .layernorm_bwd = cpu_layernorm_bwd,
+    .attention_fwd = cpu_attention_fwd, .attention_bwd = cpu_attention_bwd,
+    .gelu_fwd = cpu_gelu_fwd, .gelu_bwd = cpu_gelu_bwd,
+    .residual_fwd = cpu_residual_fwd, .dropout_bwd = cpu_dropout_bwd,
+    .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
+    .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
+};
+
+static void cpu_destroy(gk_backend *be)
+{
+    if (!be) return;
+    if (be->impl) free(CPU(be)->scratch);
+    free(be->impl);
+    free(be);
+}
+
+int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err)
+{
+    gk_backend *be = calloc(1, sizeof *be);
+    cpu_impl *c = calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory");
+    }
+    c->nthreads = nthreads > 0 ? nthreads : omp_get_max_threads();
+    /* OpenBLAS is called from inside our threads; its own pool would only oversubscribe. This
+     * is process-wide OpenBLAS state, set to the same value by every CPU backend. */
+    openblas_set_num_threads(1);
+    be->ops = &cpu_ops;
+    be->impl = c;
+    be->destroy = cpu_destroy;
+    *out = be;
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* cpu_optim.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW.
+ * Elementwise ops split freely across threads; sumsq uses a fixed split so it is deterministic. */
+#include <math.h>
+#include <omp.h>
+
+#include "kernels/cpu/cpu_internal.h"
+
+#define SUMSQ_CHUNKS 64
+
+GK_CLONES static double sumsq_range(const float *restrict x, size_t lo, size_t hi)
+{
+    double s = 0.0;
+    /* blocks of 1024 in float (vectorized), each block added in double */
+    for (size_t b = lo; b < hi; b += 1024) {
+        size_t e = b + 1024 < hi ? b + 1024 : hi;
+        float f = 0.0f;
+#pragma omp simd reduction(+ : f)
+        for (size_t i = b; i < e; i++) f += x[i] * x[i];
+        s += f;
+    }
+    return s;
+}
+
+void cpu_sumsq(gk_backend *be, double *out, const float *x, size_t n)
+{
+    double part[SUMSQ_CHUNKS];
+    size_t per = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
+    for (int k = 0; k < SUMSQ_CHUNKS; k++) {
+        size_t lo = (size_t)k * per < n ? (size_t)k * per : n, hi = lo + per < n ? lo + per : n;
+        part[k] = sumsq_range(x, lo, hi);
+    }
+    double s = 0.0;
+    for (int k = 0; k < SUMSQ_CHUNKS; k++) s += part[k];
+    *out = s;
+}
+
+void cpu_scale(gk_backend *be, float *x, float s, size_t n)
+{
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+GK_CLONES static void adamw_range(float *restrict param, const float *restrict grad,
+                                  float *restrict m, float *restrict v, size_t lo, size_t hi,
+                                  float b1, float b2, float eps, float decay, float step_size,
+                                  float bc2_sqrt, float gscale)
+{
+#pragma omp simd
+    for (size_t i = lo; i < hi; i++) {
+        float g = grad[i] * gscale;
+        float pi = param[i] * decay;
+        float mi = m[i] * b1 + (1.0f - b1) * g;
+        float vi = v[i] * b2 + (1.0f - b2) * (g * g);
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        param[i] = pi + -step_size * (mi / denom);
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
+/* Same operations, in the same order, as ref_adamw (torch.optim.AdamW). */
+void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
+               float lr, float b1, float b2, float eps, float wd, int t, float gscale)
+{
+    float step_size = (float)(lr / (1.0 - pow(b1, t)));
+    float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
+    float decay = (float)(1.0 - (double)lr * wd);
+    int nt = CPU(be)->nthreads;
+    if (n < 32768) nt = 1;
+    size_t per = (n + nt - 1) / nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int k = 0; k < nt; k++) {
+        size_t lo = (size_t)k * per < n ? (size_t)k * per : n, hi = lo + per < n ? lo + per : n;
+        adamw_range(param, grad, m, v, lo, hi, b1, b2, eps, decay, step_size, bc2_sqrt, gscale);
+    }
+}

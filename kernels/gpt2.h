@@ -1,0 +1,109 @@
+/* gpt2.h: the GPT-2 model (nanoGPT's, = HuggingFace's layout), written once against backend.h.
+ * Owns: parameters, gradients, AdamW moments (one device block each, laid out by one parameter table)
+ * and every activation for batches up to max_B x max_T, all allocated by gk_gpt2_create and freed by
+ * gk_gpt2_free; no op allocates inside a step. Thread safety: one host thread per model. */
+#ifndef GK_GPT2_H
+#define GK_GPT2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "kernels/backend.h"
+
+/* nanoGPT's GPTConfig (same key names in config files and checkpoint metadata). */
+typedef struct gk_gpt2_config {
+    int n_layer, n_head, n_embd; /* n_embd % n_head == 0 */
+    int block_size;              /* max sequence length: rows of wpe */
+    int vocab_size;              /* logical vocab; stored padded to a multiple of 64 in memory only */
+    int bias;                    /* 1: Linear and LayerNorm biases exist (GPT-2); 0: they do not */
+    float dropout;               /* embedding, attention-probability and residual dropout, in [0,1) */
+} gk_gpt2_config;
+
+/* One entry of the parameter table, in HuggingFace order (wte, wpe, h.0.ln_1.weight, ...,
+ * ln_f.bias). Shapes are HuggingFace's: Conv1D weights stored [in, out]; wte [vocab_size, C]
+ * (its block holds padded_vocab rows: the extra rows are zero, never trained, never saved).
+ * All pointers are device pointers into the model's blocks; valid until gk_gpt2_free. */
+typedef struct gk_param {
+    char name[64];        /* "transformer.h.3.attn.c_attn.weight" */
+    int ndim;             /* 1 or 2 */
+    int shape[2];         /* logical shape (shape[1] unused when ndim == 1) */
+    size_t numel;         /* logical element count */
+    size_t offset;        /* in floats, from the start of the parameter block */
+    float *data, *grad;   /* parameter, gradient */
+    float *m, *v;         /* AdamW first and second moments */
+    int decay;            /* 1: AdamW weight decay applies (2-D tensors, as nanoGPT) */
+} gk_param;
+
+/* AdamW and clipping hyper-parameters (nanoGPT names). */
+typedef struct gk_adamw {
+    float beta1, beta2;   /* 0.9, 0.95 in nanoGPT */
+    float eps;            /* 1e-8 */
+    float weight_decay;   /* on 2-D tensors only */
+    float grad_clip;      /* clip the global L2 norm to this; 0 = no clipping */
+} gk_adamw;
+
+typedef struct gk_gpt2 gk_gpt2;
+
+/* 0 or GK_EUSAGE with a message naming the bad field. */
+int gk_gpt2_config_check(const gk_gpt2_config *cfg, gk_err *err);
+
+/* Creates a model on backend be (borrowed; must outlive the model) for batches up to
+ * max_B x max_T (max_T <= block_size). Parameters start at zero: load them, or gk_gpt2_init. */
+int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B, int max_T,
+                   gk_err *err);
+/* Frees everything; NULL is a no-op. */
+void gk_gpt2_free(gk_gpt2 *m);
+
+const gk_gpt2_config *gk_gpt2_cfg(const gk_gpt2 *m);
+int gk_gpt2_padded_vocab(const gk_gpt2 *m);
+/* The parameter table: n entries, i in [0,n). Drives checkpoint I/O and tests. */
+int gk_gpt2_n_params(const gk_gpt2 *m);
+const gk_param *gk_gpt2_param(const gk_gpt2 *m, int i);
+/* Number of scalar parameters (logical: padded wte rows not counted). */
+size_t gk_gpt2_num_scalars(const gk_gpt2 *m);
+
+/* nanoGPT's init from seed: weights and embeddings normal(0, 0.02), c_proj weights
+ * normal(0, 0.02/sqrt(2 n_layer)), biases 0, LayerNorm weights 1. Counter-based RNG: the same
+ * seed gives the same weights on every backend. Also resets the AdamW moments and step. */
+int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err);
+
+/* Training mode turns dropout on (when cfg.dropout > 0); the default is off (eval). Each training
+ * forward draws fresh masks from (seed, counter), counter += 1 per training forward; set both
+ * to resume a run exactly. */
+void gk_gpt2_set_training(gk_gpt2 *m, int on);
+void gk_gpt2_set_rng(gk_gpt2 *m, uint64_t seed, uint64_t counter);
+void gk_gpt2_get_rng(const gk_gpt2 *m, uint64_t *seed, uint64_t *counter);
+
+/* host tokens (B,T) -> logits (B,T,padded_vocab) on the device; with targets (B,T) (host, -1 =
+ * ignore) also *loss = mean cross-entropy over the non-ignored targets (loss may be NULL).
+ * B <= max_B, T <= max_T. Tokens outside [0, vocab_size) are GK_EUSAGE. */
+int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, int T, float *loss,
+                    gk_err *err);
+/* The last forward's logits, device pointer, row stride padded_vocab (columns >= vocab_size are
+ * meaningless). gk_gpt2_backward overwrites them with their gradient. */
+const float *gk_gpt2_logits(const gk_gpt2 *m);
+
+/* Sets every gradient to zero. */
+void gk_gpt2_zero_grad(gk_gpt2 *m);
+/* Backward of the last forward (which must have had targets): grads += d(loss_scale * loss).
+ * Gradient accumulation: zero_grad, then per micro-step forward + backward with
+ * loss_scale = 1/steps (nanoGPT divides the loss by gradient_accumulation_steps), then update. */
+int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err);
+/* Global L2 norm of all gradients (before any clipping). */
+double gk_gpt2_grad_norm(gk_gpt2 *m);
+/* One optimizer step: clip to h->grad_clip as torch.nn.utils.clip_grad_norm_, then AdamW with
+ * learning rate lr; step count t += 1. *grad_norm (may be NULL) = the norm before clipping. */
+int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
+/* Optimizer updates done so far (AdamW's t); set it when resuming. */
+int64_t gk_gpt2_get_step(const gk_gpt2 *m);
+void gk_gpt2_set_step(gk_gpt2 *m, int64_t step);
+
+/* Inference with a KV cache (for the sampler; not built yet). The graph already keeps each layer's
+ * k and v in that layer's qkv activation (B,T,3C) at their positions, and attention_fwd's causal
+ * loop only reads rows <= t. An incremental forward gk_gpt2_forward_at(m, tokens, B, t0, n) will
+ * run the blocks on the n new positions only (rows t0..t0+n-1 of every activation) and call an
+ * attention op variant that takes the query offset t0 and reads cached k, v rows 0..t0+n-1;
+ * every other op is row-wise already, so only that one op slot is added to backend.h. */
+
+#endif

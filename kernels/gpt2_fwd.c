@@ -1,0 +1,88 @@
+/* gpt2_fwd.c: the forward pass, written once against backend.h ops (never branching on the device).
+ * Pre-LN blocks: x += attn(ln_1(x)); x += mlp(ln_2(x)); then ln_f and the tied lm_head. */
+#include <stdlib.h>
+
+#include "kernels/gpt2_internal.h"
+#include "kernels/rng.h"
+
+/* out (N,OC) = inp (N,IC) @ w (IC,OC) (Conv1D layout: w stored [in, out]) */
+static void matmul(gk_backend *be, float *out, const float *inp, const float *w, int N, int IC,
+                   int OC)
+{
+    be->ops->gemm(be, 0, 0, N, OC, IC, 1.0f, inp, IC, w, OC, 0.0f, out, OC);
+}
+
+int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, int T, float *loss,
+                    gk_err *err)
+{
+    gk_backend *be = m->be;
+    const gk_ops *op = be->ops;
+    const gk_gpt2_config *c = &m->cfg;
+    int C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = m->Vp, N = B * T;
+    if (B < 1 || T < 1 || B > m->max_B || T > m->max_T)
+        return gk_errf(err, GK_EUSAGE, "forward: batch %d x %d exceeds the model's %d x %d", B, T,
+                       m->max_B, m->max_T);
+    int n_valid = 0;
+    for (int i = 0; i < N; i++) {
+        if (inputs[i] < 0 || inputs[i] >= V)
+            return gk_errf(err, GK_EUSAGE, "forward: input token %d at %d is outside the vocab (%d)",
+                           inputs[i], i, V);
+        if (targets) {
+            if (targets[i] < -1 || targets[i] >= V)
+                return gk_errf(err, GK_EUSAGE, "forward: target %d at %d is outside the vocab (%d)",
+                               targets[i], i, V);
+            n_valid += targets[i] >= 0;
+        }
+    }
+    float p = m->training ? c->dropout : 0.0f;
+    uint64_t ctr = m->rng_counter;
+    if (p > 0) m->rng_counter++;
+    m->fwd_counter = ctr;
+    m->fwd_dropout = p > 0;
+    m->last_B = B;
+    m->last_T = T;
+    m->last_has_targets = targets != NULL;
+#define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
+
+    op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
+    op->encoder_fwd(be, m->acts[0].res, m->d_inputs, m->gp[G_WTE], m->gp[G_WPE], B, T, C, p,
+                    KEY(0, SITE_EMB));
+    for (int l = 0; l < c->n_layer; l++) {
+        gk_layer_acts *a = &m->acts[l];
+        float *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
+        // attention branch: res (N,C) -> res2 (N,C)
+        op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
+                          LP(m, l, L_LN1B), N, C);
+        matmul(be, a->qkv, a->ln1, LP(m, l, L_QKVW), N, C, 3 * C);
+        if (LP(m, l, L_QKVB)) op->bias_add(be, a->qkv, LP(m, l, L_QKVB), N, 3 * C);
+        op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
+        matmul(be, m->tmp, a->atty, LP(m, l, L_ATTPW), N, C, C);
+        op->residual_fwd(be, a->res2, a->res, m->tmp, LP(m, l, L_ATTPB), N, C, p,
+                         KEY(l, SITE_ATTN_RESID));
+        // MLP branch: res2 (N,C) -> next (N,C)
+        op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
+                          LP(m, l, L_LN2B), N, C);
+        matmul(be, a->fch, a->ln2, LP(m, l, L_FCW), N, C, 4 * C);
+        op->gelu_fwd(be, a->fch_gelu, a->fch, LP(m, l, L_FCB), N, 4 * C);
+        matmul(be, m->tmp, a->fch_gelu, LP(m, l, L_FCPW), N, 4 * C, C);
+        op->residual_fwd(be, next, a->res2, m->tmp, LP(m, l, L_FCPB), N, C, p,
+                         KEY(l, SITE_MLP_RESID));
+    }
+#undef KEY
+    op->layernorm_fwd(be, m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->gp[G_LNFW],
+                      m->gp[G_LNFB], N, C);
+    // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
+    op->gemm(be, 0, 1, N, Vp, C, 1.0f, m->lnf, C, m->gp[G_WTE], C, 0.0f, m->logits, Vp);
+    if (!targets) return 0;
+
+    for (int i = 0; i < N; i++) m->h_targets[i] = targets[i];
+    op->to_device(be, m->d_targets, targets, sizeof(int) * N);
+    op->xent_fwd(be, m->losses, m->xent_lse, m->logits, m->d_targets, N, V, Vp);
+    op->to_host(be, m->h_losses, m->losses, sizeof(float) * N);
+    double s = 0;
+    for (int i = 0; i < N; i++) s += m->h_losses[i];
+    if (loss) *loss = n_valid ? (float)(s / n_valid) : 0.0f;
+    return 0;
+}
+
+const float *gk_gpt2_logits(const gk_gpt2 *m) { return m->logits; }

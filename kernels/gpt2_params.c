@@ -1,0 +1,294 @@
+/* gpt2_params.c: the parameter table, model create/free, accessors and random init.
+ * The table below is the only list of GPT-2 tensors: allocation, iteration (checkpoints) and
+ * the per-layer pointers the graph uses are all derived from it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/gpt2_internal.h"
+#include "kernels/rng.h"
+
+enum dim { D_1, D_V, D_T, D_C, D_3C, D_4C };
+enum init { I_NORMAL, I_PROJ, I_ONE, I_ZERO };
+
+typedef struct pdesc {
+    const char *name;  /* after "transformer." (and "h.%d." for per-layer ones) */
+    int slot;          /* L_* or G_* */
+    int is_bias;       /* absent when cfg.bias == 0 */
+    enum dim d0, d1;   /* d1 == D_1: 1-D */
+    enum init init;
+} pdesc;
+
+static const pdesc g_head[] = {
+    {"wte.weight", G_WTE, 0, D_V, D_C, I_NORMAL},
+    {"wpe.weight", G_WPE, 0, D_T, D_C, I_NORMAL},
+};
+static const pdesc g_layer[L_COUNT] = {
+    {"ln_1.weight", L_LN1W, 0, D_C, D_1, I_ONE},
+    {"ln_1.bias", L_LN1B, 1, D_C, D_1, I_ZERO},
+    {"attn.c_attn.weight", L_QKVW, 0, D_C, D_3C, I_NORMAL},
+    {"attn.c_attn.bias", L_QKVB, 1, D_3C, D_1, I_ZERO},
+    {"attn.c_proj.weight", L_ATTPW, 0, D_C, D_C, I_PROJ},
+    {"attn.c_proj.bias", L_ATTPB, 1, D_C, D_1, I_ZERO},
+    {"ln_2.weight", L_LN2W, 0, D_C, D_1, I_ONE},
+    {"ln_2.bias", L_LN2B, 1, D_C, D_1, I_ZERO},
+    {"mlp.c_fc.weight", L_FCW, 0, D_C, D_4C, I_NORMAL},
+    {"mlp.c_fc.bias", L_FCB, 1, D_4C, D_1, I_ZERO},
+    {"mlp.c_proj.weight", L_FCPW, 0, D_4C, D_C, I_PROJ},
+    {"mlp.c_proj.bias", L_FCPB, 1, D_C, D_1, I_ZERO},
+};
+static const pdesc g_tail[] = {
+    {"ln_f.weight", G_LNFW, 0, D_C, D_1, I_ONE},
+    {"ln_f.bias", G_LNFB, 1, D_C, D_1, I_ZERO},
+};
+
+static int dim_of(const gk_gpt2_config *c, enum dim d)
+{
+    switch (d) {
+    case D_V: return c->vocab_size;
+    case D_T: return c->block_size;
+    case D_C: return c->n_embd;
+    case D_3C: return 3 * c->n_embd;
+    case D_4C: return 4 * c->n_embd;
+    default: return 1;
+    }
+}
+
+int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
+{
+    if (c->n_layer < 1 || c->n_layer > 1000) return gk_errf(err, GK_EUSAGE, "n_layer = %d: must be 1..1000", c->n_layer);
+    if (c->n_head < 1) return gk_errf(err, GK_EUSAGE, "n_head = %d: must be >= 1", c->n_head);
+    if (c->n_embd < 1 || c->n_embd > 65536 || c->n_embd % c->n_head)
+        return gk_errf(err, GK_EUSAGE, "n_embd = %d: must be a positive multiple of n_head (%d)", c->n_embd, c->n_head);
+    if (c->block_size < 1 || c->block_size > 1 << 20) return gk_errf(err, GK_EUSAGE, "block_size = %d: must be 1..1048576", c->block_size);
+    if (c->vocab_size < 1 || c->vocab_size > 1 << 24) return gk_errf(err, GK_EUSAGE, "vocab_size = %d: must be 1..16777216", c->vocab_size);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return gk_errf(err, GK_EUSAGE, "dropout = %g: must be in [0, 1)", c->dropout);
+    return 0;
+}
+
+/* Appends one table entry (offsets assigned, pointers filled in later). */
+static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
+{
+    const gk_gpt2_config *c = &m->cfg;
+    gk_param *p = &m->params[m->n_params++];
+    if (layer >= 0) snprintf(p->name, sizeof p->name, "transformer.h.%d.%s", layer, d->name);
+    else snprintf(p->name, sizeof p->name, "transformer.%s", d->name);
+    p->ndim = d->d1 == D_1 ? 1 : 2;
+    p->shape[0] = dim_of(c, d->d0);
+    p->shape[1] = p->ndim == 2 ? dim_of(c, d->d1) : 0;
+    p->numel = (size_t)p->shape[0] * (p->ndim == 2 ? (size_t)p->shape[1] : 1);
+    size_t stored = d->d0 == D_V ? (size_t)m->Vp * p->shape[1] : p->numel;
+    p->offset = m->n_floats;
+    p->decay = p->ndim == 2;
+    m->p_init[m->n_params - 1] = d->init;
+    m->n_floats += (stored + 15) / 16 * 16; /* keep every tensor 64-byte aligned */
+}
+
+/* Visits the table in order: fn(m, desc, layer) (layer -1 for the global tensors). */
+static void walk(gk_gpt2 *m, void (*fn)(gk_gpt2 *, const pdesc *, int))
+{
+    for (size_t i = 0; i < sizeof g_head / sizeof *g_head; i++) fn(m, &g_head[i], -1);
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int k = 0; k < L_COUNT; k++)
+            if (m->cfg.bias || !g_layer[k].is_bias) fn(m, &g_layer[k], l);
+    for (size_t i = 0; i < sizeof g_tail / sizeof *g_tail; i++)
+        if (m->cfg.bias || !g_tail[i].is_bias) fn(m, &g_tail[i], -1);
+}
+
+static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
+{
+    gk_param *p = &m->params[m->n_params++];
+    p->data = m->p_block + p->offset;
+    p->grad = m->g_block + p->offset;
+    p->m = m->m_block + p->offset;
+    p->v = m->v_block + p->offset;
+    if (layer >= 0) {
+        LP(m, layer, d->slot) = p->data;
+        LG(m, layer, d->slot) = p->grad;
+    } else {
+        m->gp[d->slot] = p->data;
+        m->gg[d->slot] = p->grad;
+    }
+}
+
+/* Carves the activation block (base NULL: just count). Returns its size in floats. */
+static size_t layout(gk_gpt2 *m, float *base)
+{
+    size_t off = 0, BT = (size_t)m->max_B * m->max_T, C = m->cfg.n_embd;
+    size_t lse = (size_t)m->max_B * m->cfg.n_head * m->max_T;
+#define TAKE(ptr, n)                                          \
+    do {                                                      \
+        if (base) ptr = base + off;                           \
+        off += ((size_t)(n) + 15) / 16 * 16;                  \
+    } while (0)
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        gk_layer_acts *a = &m->acts[l];
+        TAKE(a->res, BT * C);
+        TAKE(a->ln1, BT * C);
+        TAKE(a->ln1_mean, BT);
+        TAKE(a->ln1_rstd, BT);
+        TAKE(a->qkv, BT * 3 * C);
+        TAKE(a->atty, BT * C);
+        TAKE(a->lse, lse);
+        TAKE(a->res2, BT * C);
+        TAKE(a->ln2, BT * C);
+        TAKE(a->ln2_mean, BT);
+        TAKE(a->ln2_rstd, BT);
+        TAKE(a->fch, BT * 4 * C);
+        TAKE(a->fch_gelu, BT * 4 * C);
+    }
+    TAKE(m->res_out, BT * C);
+    TAKE(m->lnf, BT * C);
+    TAKE(m->lnf_mean, BT);
+    TAKE(m->lnf_rstd, BT);
+    TAKE(m->logits, BT * m->Vp);
+    TAKE(m->losses, BT);
+    TAKE(m->xent_lse, BT);
+    TAKE(m->tmp, BT * C);
+    TAKE(m->dres, BT * C);
+    TAKE(m->dtmp, BT * C);
+    TAKE(m->ddrop, BT * C);
+    TAKE(m->dqkv, BT * 3 * C);
+    TAKE(m->dfch, BT * 4 * C);
+    float *ip = NULL, *tp = NULL; /* int buffers: same size as float */
+    TAKE(ip, BT);
+    TAKE(tp, BT);
+    m->d_inputs = (int *)ip;
+    m->d_targets = (int *)tp;
+#undef TAKE
+    return off;
+}
+
+int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B, int max_T,
+                   gk_err *err)
+{
+    int rc = gk_gpt2_config_check(cfg, err);
+    if (rc) return rc;
+    if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
+        return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
+                       max_B, max_T, cfg->block_size);
+    gk_gpt2 *m = calloc(1, sizeof *m);
+    if (!m) return gk_errf(err, GK_ENOMEM, "gpt2: out of memory");
+    m->cfg = *cfg;
+    m->be = be;
+    m->Vp = (cfg->vocab_size + 63) / 64 * 64;
+    m->max_B = max_B;
+    m->max_T = max_T;
+    int L = cfg->n_layer, maxp = 4 + L * L_COUNT;
+    size_t BT = (size_t)max_B * max_T;
+    m->params = calloc(maxp, sizeof *m->params);
+    m->p_init = calloc(maxp, sizeof *m->p_init);
+    m->lp = calloc((size_t)L * L_COUNT, sizeof *m->lp);
+    m->lg = calloc((size_t)L * L_COUNT, sizeof *m->lg);
+    m->acts = calloc(L, sizeof *m->acts);
+    m->h_targets = malloc(BT * sizeof *m->h_targets);
+    m->h_losses = malloc(BT * sizeof *m->h_losses);
+    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->acts || !m->h_targets || !m->h_losses)
+        goto nomem;
+    walk(m, add_param);
+    size_t bytes = m->n_floats * sizeof(float);
+    m->p_block = be->ops->alloc(be, bytes);
+    m->g_block = be->ops->alloc(be, bytes);
+    m->m_block = be->ops->alloc(be, bytes);
+    m->v_block = be->ops->alloc(be, bytes);
+    if (!m->p_block || !m->g_block || !m->m_block || !m->v_block) goto nomem;
+    m->n_params = 0;
+    walk(m, set_ptrs);
+    size_t nact = layout(m, NULL);
+    float *act = be->ops->alloc(be, nact * sizeof(float));
+    if (!act) goto nomem;
+    layout(m, act);
+    /* widest row any reduction sees: C or 4C (bias_bwd of c_fc), or 3C (c_attn) */
+    rc = be->ops->reserve(be, BT, 4 * (size_t)cfg->n_embd, cfg->n_embd / cfg->n_head, max_T, err);
+    if (rc) {
+        gk_gpt2_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+nomem:
+    gk_gpt2_free(m);
+    return gk_errf(err, GK_ENOMEM, "gpt2: out of memory for a %d-layer, %d-wide model, batch %d x %d",
+                   L, cfg->n_embd, max_B, max_T);
+}
+
+void gk_gpt2_free(gk_gpt2 *m)
+{
+    if (!m) return;
+    gk_backend *be = m->be;
+    be->ops->free(be, m->p_block);
+    be->ops->free(be, m->g_block);
+    be->ops->free(be, m->m_block);
+    be->ops->free(be, m->v_block);
+    if (m->acts) be->ops->free(be, m->acts[0].res);
+    free(m->params);
+    free(m->p_init);
+    free(m->lp);
+    free(m->lg);
+    free(m->acts);
+    free(m->h_targets);
+    free(m->h_losses);
+    free(m);
+}
+
+const gk_gpt2_config *gk_gpt2_cfg(const gk_gpt2 *m) { return &m->cfg; }
+int gk_gpt2_padded_vocab(const gk_gpt2 *m) { return m->Vp; }
+int gk_gpt2_n_params(const gk_gpt2 *m) { return m->n_params; }
+const gk_param *gk_gpt2_param(const gk_gpt2 *m, int i)
+{
+    return i >= 0 && i < m->n_params ? &m->params[i] : NULL;
+}
+size_t gk_gpt2_num_scalars(const gk_gpt2 *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_params; i++) n += m->params[i].numel;
+    return n;
+}
+void gk_gpt2_set_training(gk_gpt2 *m, int on) { m->training = on; }
+void gk_gpt2_set_rng(gk_gpt2 *m, uint64_t seed, uint64_t counter)
+{
+    m->rng_seed = seed;
+    m->rng_counter = counter;
+}
+void gk_gpt2_get_rng(const gk_gpt2 *m, uint64_t *seed, uint64_t *counter)
+{
+    if (seed) *seed = m->rng_seed;
+    if (counter) *counter = m->rng_counter;
+}
+int64_t gk_gpt2_get_step(const gk_gpt2 *m) { return m->step; }
+void gk_gpt2_set_step(gk_gpt2 *m, int64_t step) { m->step = step; }
+
+int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
+{
+    gk_backend *be = m->be;
+    size_t maxn = 0;
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].numel > maxn) maxn = m->params[i].numel;
+    float *h = malloc(maxn * sizeof *h);
+    if (!h) return gk_errf(err, GK_ENOMEM, "gpt2 init: out of memory");
+    double proj_std = 0.02 / sqrt(2.0 * m->cfg.n_layer);
+    for (int i = 0; i < m->n_params; i++) {
+        const gk_param *p = &m->params[i];
+        uint64_t key = gk_rng_key(seed, 0, (uint32_t)i, 0x1417);
+        for (size_t j = 0; j < p->numel; j++) {
+            switch (m->p_init[i]) {
+            case I_ONE: h[j] = 1.0f; break;
+            case I_ZERO: h[j] = 0.0f; break;
+            default: { /* Box-Muller on two counter-based uniforms */
+                double u1 = gk_rng_uniform(key, 2 * j) + 0x1p-25, u2 = gk_rng_uniform(key, 2 * j + 1);
+                double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+                h[j] = (float)(z * (m->p_init[i] == I_PROJ ? proj_std : 0.02));
+            }
+            }
+        }
+        be->ops->to_device(be, p->data, h, p->numel * sizeof(float));
+    }
+    free(h);
+    size_t bytes = m->n_floats * sizeof(float);
+    be->ops->zero(be, m->g_block, bytes);
+    be->ops->zero(be, m->m_block, bytes);
+    be->ops->zero(be, m->v_block, bytes);
+    m->step = 0;
+    return 0;
+}

@@ -1,0 +1,18 @@
+# Resume is exact: 20 steps in one run and 10 + resume + 10 give the same losses and the same
+# final weights and optimizer state, bit for bit (dropout on, gradient accumulation on).
+source "$TOP/tests/cli/lib.bash"; need_data
+tiny_data d
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=a > a.log
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --out_dir=b > b1.log
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=b --init_from=resume > b2.log
+losses a/metrics.jsonl > a.losses
+losses b/metrics.jsonl > b.losses
+wc -l < a.losses
+cmp a.losses b.losses
+cmp <(st_data a/latest.safetensors) <(st_data b/latest.safetensors)
+readlink b/latest.safetensors
+ls b | grep -c '^ckpt_'
+# the log lines of steps 11..20 are the same too
+diff <(grep '^step' a.log | tail -n 11 | sed 's/| [0-9.]* ms.*//') <(grep '^step' b2.log | sed 's/| [0-9.]* ms.*//')
+# auto resumes when a checkpoint exists, and trains nothing more at max_iters
+gpt-train -q "${TINY[@]}" --max_iters=20 --out_dir=b --init_from=auto

@@ -1,0 +1,144 @@
+/* model_io.c: gk_gpt2 <-> checkpoint (see model_io.h). */
+#include "model_io.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *tr_model_config_json(const gk_gpt2_config *c)
+{
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:f}", "n_layer", c->n_layer, "n_head",
+                          c->n_head, "n_embd", c->n_embd, "block_size", c->block_size, "vocab_size",
+                          c->vocab_size, "bias", c->bias, "dropout", (double)c->dropout);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
+}
+
+int tr_model_config_parse(const char *json, const char *origin, gk_gpt2_config *c, gk_err *e)
+{
+    json_error_t je;
+    json_t *o = json_loads(json ? json : "", 0, &je);
+    int bias = 0;
+    double dropout = 0;
+    if (!o)
+        return gk_errf(e, GK_EFORMAT, "%s: bad model config JSON: %s", origin, je.text);
+    int rc = json_unpack_ex(o, &je, 0, "{s:i, s:i, s:i, s:i, s:i, s?b, s?F}", "n_layer", &c->n_layer,
+                            "n_head", &c->n_head, "n_embd", &c->n_embd, "block_size", &c->block_size,
+                            "vocab_size", &c->vocab_size, "bias", &bias, "dropout", &dropout);
+    json_decref(o);
+    if (rc != 0)
+        return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, je.text);
+    c->bias = bias;
+    c->dropout = (float)dropout;
+    return 0;
+}
+
+char *tr_state_json(const tr_state *s, const char *settings_json)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:i}", "step", (json_int_t)s->step, "tokens",
+                          (json_int_t)s->tokens, "seed", (json_int_t)s->seed, "rng_counter",
+                          (json_int_t)s->rng_counter, "world_size", s->world_size);
+    if (!o)
+        return NULL;
+    if (isfinite(s->best_val_loss))
+        json_object_set_new(o, "best_val_loss", json_real(s->best_val_loss));
+    json_t *cfg = settings_json ? json_loads(settings_json, 0, NULL) : NULL;
+    if (cfg)
+        json_object_set_new(o, "config", cfg);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    return text;
+}
+
+int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
+{
+    json_error_t je;
+    json_t *o = json_loads(json ? json : "", 0, &je);
+    if (!o)
+        return gk_errf(e, GK_EFORMAT, "%s: bad trainer state JSON: %s", origin, je.text);
+    json_int_t step = 0, tokens = 0, seed = 0, counter = 0;
+    int world = 1;
+    double best = INFINITY;
+    int rc = json_unpack_ex(o, &je, 0, "{s:I, s:I, s:I, s:I, s?i, s?F}", "step", &step, "tokens",
+                            &tokens, "seed", &seed, "rng_counter", &counter, "world_size", &world,
+                            "best_val_loss", &best);
+    json_decref(o);
+    if (rc != 0)
+        return gk_errf(e, GK_EFORMAT, "%s: trainer state: %s", origin, je.text);
+    *s = (tr_state){step, tokens, (uint64_t)seed, (uint64_t)counter, best, world};
+    return 0;
+}
+
+/* Host copies of every parameter (and moments): one buffer, filled through the backend. */
+static float *host_copy(gk_gpt2 *m, gk_backend *be, gk_ckpt_param *out, int with_opt)
+{
+    int n = gk_gpt2_n_params(m);
+    size_t total = gk_gpt2_num_scalars(m) * (with_opt ? 3 : 1);
+    float *buf = malloc(total * sizeof *buf), *p = buf;
+    if (!buf)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        const gk_param *t = gk_gpt2_param(m, i);
+        size_t bytes = t->numel * sizeof(float);
+        out[i] = (gk_ckpt_param){t->name, t->ndim, {t->shape[0], t->ndim > 1 ? t->shape[1] : 0}, p, NULL, NULL};
+        be->ops->to_host(be, p, t->data, bytes);
+        p += t->numel;
+        if (with_opt) {
+            be->ops->to_host(be, p, t->m, bytes);
+            out[i].m = p;
+            p += t->numel;
+            be->ops->to_host(be, p, t->v, bytes);
+            out[i].v = p;
+            p += t->numel;
+        }
+    }
+    return buf;
+}
+
+int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const tr_state *st,
+            const char *settings_json, int with_optimizer, gk_err *e)
+{
+    int n = gk_gpt2_n_params(m);
+    gk_ckpt_param *params = calloc((size_t)n, sizeof *params);
+    float *buf = params ? host_copy(m, be, params, with_optimizer) : NULL;
+    char *cfg = tr_model_config_json(gk_gpt2_cfg(m));
+    char *state = st ? tr_state_json(st, settings_json) : NULL;
+    int rc;
+    if (!params || !buf || !cfg || (st && !state)) {
+        rc = gk_errf(e, GK_ENOMEM, "%s: out of memory preparing the checkpoint", path);
+    } else {
+        gk_ckpt_info info = {cfg, state, v, 0};
+        rc = gk_ckpt_save(path, params, (size_t)n, &info, e);
+    }
+    free(params);
+    free(buf);
+    free(cfg);
+    free(state);
+    return rc;
+}
+
+int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e)
+{
+    size_t max = 0;
+    for (int i = 0; i < gk_gpt2_n_params(m); i++)
+        if (gk_gpt2_param(m, i)->numel > max)
+            max = gk_gpt2_param(m, i)->numel;
+    float *host = malloc((max ? max : 1) * sizeof *host);
+    if (!host)
+        return gk_errf(e, GK_ENOMEM, "out of memory loading %s", gk_ckpt_path(c));
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < gk_gpt2_n_params(m); i++) {
+        const gk_param *t = gk_gpt2_param(m, i);
+        int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
+        size_t bytes = t->numel * sizeof(float);
+        float *dst[3] = {t->data, t->m, t->v};
+        int kinds[3] = {0, 'm', 'v'};
+        for (int k = 0; rc == 0 && k < (with_optimizer ? 3 : 1); k++)
+            if ((rc = gk_ckpt_read(c, kinds[k], t->name, t->ndim, shape, host, e)) == 0)
+                be->ops->to_device(be, dst[k], host, bytes);
+    }
+    free(host);
+    return rc;
+}

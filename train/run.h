@@ -1,0 +1,50 @@
+/* run.h: one training run: settings, model, data, state, and the loop over it.
+ * Owns: everything a run holds (backend, model, vocab, data, metrics, batch buffers), from
+ * tr_run_setup to tr_run_free. Not thread-safe: one host thread drives a run. */
+#ifndef TR_RUN_H
+#define TR_RUN_H
+
+#include <signal.h>
+
+#include "common/config.h"
+#include "common/vocab.h"
+#include "data.h"
+#include "kernels/backend.h"
+#include "kernels/gpt2.h"
+#include "metrics.h"
+#include "model_io.h"
+#include "settings.h"
+
+typedef struct tr_run {
+    tr_settings s;
+    gk_config *cfg;
+    char *settings_json;        /* effective config, stored in checkpoints */
+    gk_backend *be;
+    gk_gpt2 *model;
+    gk_vocab *vocab;            /* embedded in checkpoints; NULL when unknown */
+    tr_data *train, *val;
+    tr_state st;
+    tr_metrics metrics;
+    int *x, *y;                 /* one micro-batch (B,T) of inputs and targets */
+    uint32_t *window;           /* scratch for one window */
+    int resumed;                /* started from out_dir/latest */
+    int64_t last_saved_step;    /* -1: none this run */
+    volatile sig_atomic_t *stop;/* set by SIGINT/SIGTERM: finish the step, checkpoint, exit */
+} tr_run;
+
+/* Resolves init_from, creates backend and model, loads weights/state, opens data and metrics. */
+int tr_run_setup(tr_run *r, gk_err *e);
+/* Trains until max_iters (or a stop signal), evaluating, logging and checkpointing. */
+int tr_run_train(tr_run *r, gk_err *e);
+/* eval_only: estimates train and val loss once and prints them. */
+int tr_run_eval_only(tr_run *r, gk_err *e);
+void tr_run_free(tr_run *r);
+
+/* nanoGPT's get_lr: linear warmup, then cosine decay to min_lr at lr_decay_iters. */
+double tr_learning_rate(const tr_settings *s, int64_t step);
+/* Mean loss over eval_iters batches of data (stream: TR_STREAM_EVAL_TRAIN or _VAL). */
+int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e);
+/* Saves out_dir/ckpt_STEP.safetensors, re-points latest, prunes to keep_last. */
+int tr_checkpoint(tr_run *r, gk_err *e);
+
+#endif
