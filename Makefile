@@ -7,7 +7,7 @@ VERSION := 0.1.0
 BUILD   ?= build
 CC      ?= cc
 SAN     ?=
-PKGS    := libpcre2-8 libarchive jansson zlib openblas
+PKGS    := libpcre2-8 libarchive jansson zlib openblas libcurl libcrypto
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -80,9 +80,15 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh $(BUILD)
 
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
+
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@bash tests/bench/run.sh $(BUILD)
+
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 lint: all
 	@for m in man/*.[0-9]; do mandoc -Tlint -W warning $$m || exit 1; done

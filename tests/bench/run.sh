@@ -2,6 +2,10 @@
 # make bench: speed measured side by side with the reference implementations on this machine.
 # Tokenizer: gpt-tokenize (1 thread, all threads) vs tiktoken (Python package, 1 thread) on
 # Tiny Shakespeare and on a ~50 MB mixed corpus built from text found on this machine.
+# Training: median ms per step (forward + backward + AdamW), 2 threads, configs S and M, beside
+# the same model in PyTorch (Debian's python3-torch). OpenBLAS is left free to use its best
+# kernels (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for these commands only).
+# BENCH=tokenize or BENCH=train runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,6 +30,7 @@ fi
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
 best_of3() { local b=999 t; for _ in 1 2 3; do t=$(secs "$@"); b=$(echo "if ($t < $b) $t else $b" | bc -l); done; echo "$b"; }
 
+tokenize_bench() {
 printf '%-14s %10s %14s %14s %14s %8s %8s\n' text MB tiktoken-MB/s ours-1t-MB/s ours-all-MB/s ratio-1t scaling
 for text in "$data/tinyshakespeare/input.txt" "$corpus"; do
   bytes=$(wc -c < "$text")
@@ -44,3 +49,31 @@ for text in "$data/tinyshakespeare/input.txt" "$corpus"; do
     "$tt_rate" "$r1" "$rn" "$(echo "$r1 / $tt_rate" | bc -l)" "$(echo "$rn / $r1" | bc -l)"
 done
 echo "(ours: encoding throughput, vocabulary load of $(printf '%.0f' "$(echo "$startup*1000" | bc -l)") ms excluded; $(nproc) cores)"
+}
+
+train_bench() {
+  local torch_ok=1
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench: installing python3-torch for the reference run" >&2;
+    apt-get install -y -qq python3-torch >/dev/null 2>&1 || torch_ok=0; }
+  echo
+  printf '%-8s %14s %14s %8s\n' config gptkit-ms torch-ms ratio
+  for cfg in S M; do
+    ours=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/train_step" $cfg)
+    ours_ms=$(echo "$ours" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+    rss=$(echo "$ours" | sed -n 's/.*peak RSS \([0-9]*\) MB.*/\1/p')
+    torch_ms=nan ratio=nan
+    if [ $torch_ok = 1 ]; then
+      torch_ms=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
+        /usr/bin/python3 "$top/tests/bench/torch_step.py" $cfg | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+      ratio=$(echo "$ours_ms / $torch_ms" | bc -l)
+    fi
+    printf '%-8s %14.1f %14.1f %7.2fx   (gptkit peak RSS %s MB)\n' $cfg "$ours_ms" "$torch_ms" "$ratio" "$rss"
+  done
+  echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; ratio < 1: gptkit faster)"
+}
+
+case "${BENCH:-all}" in
+  tokenize) tokenize_bench ;;
+  train) train_bench ;;
+  *) tokenize_bench; train_bench ;;
+esac
