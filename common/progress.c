@@ -26,25 +26,10 @@ void gk_progress_update(gk_progress *p, int64_t done, const char *note)
 {
     if (!p->active)
         return;
-    double now = gk_now();
-    if (now - p->last < 0.2)
-        return;
-    p->last = now;
-    double mb = (double)done / 1e6, rate = mb / (now - p->start + 1e-9);
-    char bar[32] = "";
-    if (p->total > 0) {
-        int fill = (int)(20.0 * (double)done / (double)p->total);
-        fill = fill < 0 ? 0 : fill > 20 ? 20 : fill;
-        for (int i = 0; i < 20; i++)
-            bar[i] = i < fill ? '#' : '.';
-        bar[20] = '\0';
-        fprintf(stderr, "\r%s: %s [%s] %3.0f%% %.1f MB %.1f MB/s %s\033[K", gk_prog(), p->label, bar,
-                100.0 * (double)done / (double)p->total, mb, rate, note ? note : "");
-    } else {
-        fprintf(stderr, "\r%s: %s %.1f MB %.1f MB/s %s\033[K", gk_prog(), p->label, mb, rate,
-                note ? note : "");
-    }
-    fflush(stderr);
+    double mb = (double)done / 1e6, rate = mb / (gk_now() - p->start + 1e-9);
+    char text[128];
+    snprintf(text, sizeof text, "%.1f MB %.1f MB/s %s", mb, rate, note ? note : "");
+    gk_progress_line(p, p->total > 0 ? (double)done / (double)p->total : -1, text);
 }
 
 void gk_progress_line(gk_progress *p, double fraction, const char *text)
