@@ -1,0 +1,85 @@
+/* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c), the tensor
+ * table they share (table.c) and llm.c's checkpoint format (llmc.c).
+ * Owns: ck_table (ck_table_make / ck_table_free). Subcommands own everything they open until they
+ * return. Single-threaded. */
+#ifndef CK_H
+#define CK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ckpt.h"
+#include "common/err.h"
+#include "common/vocab.h"
+#include "kernels/gpt2.h"
+
+/* ---- subcommands: parse their own options; return 0 or a GK_E* code with e filled
+ * (GK_OPT_HELP / GK_OPT_VERSION after printing help or the version) ---- */
+int ck_import_main(int argc, char **argv, gk_err *e);
+int ck_info_main(int argc, char **argv, gk_err *e);
+int ck_export_main(int argc, char **argv, gk_err *e);
+int ck_convert_main(int argc, char **argv, gk_err *e);
+
+/* ---- the tensor table (table.c) ----
+ * The expected tensors of a GPT-2 config, derived from the model's own parameter table
+ * (kernels/gpt2.h) so no list of names is repeated here, in its order: the head group (wte,
+ * wpe), then per layer the layer group, then the tail group (ln_f). Dimensions are also kept
+ * symbolically, for llm.c's layout (padded vocab rows). */
+enum ck_dim { CK_1, CK_V, CK_T, CK_C, CK_3C, CK_4C };
+enum ck_group { CK_HEAD, CK_LAYER, CK_TAIL };
+
+typedef struct ck_entry {
+    char name[96];       /* HuggingFace name with "transformer." */
+    int ndim;            /* 1 or 2 */
+    int64_t shape[2];    /* shape[1] = 0 for 1-D */
+    enum ck_dim sym[2];
+    enum ck_group group;
+    int layer;           /* -1 for head and tail */
+    int slot;            /* index inside the group (per layer for CK_LAYER) */
+    size_t numel;
+} ck_entry;
+
+typedef struct ck_table {
+    gk_gpt2_config cfg;
+    ck_entry *e;
+    int n;
+    int n_head, n_layer_slots, n_tail;
+    size_t numel;        /* all entries */
+} ck_table;
+
+int ck_table_make(ck_table *t, const gk_gpt2_config *cfg, gk_err *e);
+void ck_table_free(ck_table *t); /* NULL-safe, idempotent */
+/* The entry of (group, layer, slot). */
+const ck_entry *ck_table_at(const ck_table *t, enum ck_group g, int layer, int slot);
+/* Size of symbolic dim d under cfg (vocab padded to vp when vp > 0). */
+int64_t ck_dim_size(const gk_gpt2_config *cfg, enum ck_dim d, int64_t vp);
+/* "[a, b]" into buf. */
+void ck_shape_text(char *buf, size_t cap, int ndim, const int64_t *shape);
+
+/* ---- model config JSON (gptkit.config, nanoGPT key names) ---- */
+char *ck_config_json(const gk_gpt2_config *c); /* malloc'd; NULL when out of memory */
+int ck_config_parse(const char *json, const char *origin, gk_gpt2_config *c, gk_err *e);
+/* A HuggingFace config.json (GPT-2 keys) into c (bias 1, dropout 0); warns about settings our
+ * model does not implement, refuses other model types. */
+int ck_hf_config_load(const char *path, gk_gpt2_config *c, gk_err *e);
+/* The config of checkpoint c, checked; errors name the file. */
+int ck_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e);
+
+/* ---- llm.c checkpoints (llmc.c) ---- */
+enum { CK_LLMC_MAGIC = 20240326 };
+/* Reads an llm.c checkpoint into *params (table order, fp32, HF layout) backed by *buf (free it);
+ * fills *cfg and *tab (free with ck_table_free). */
+int ck_llmc_read(const char *path, gk_gpt2_config *cfg, ck_table *tab, gk_ckpt_param **params,
+                 float **buf, gk_err *e);
+/* Writes checkpoint c (config cfg) as an llm.c version 3 (fp32) checkpoint, atomically. */
+int ck_llmc_write(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path, gk_err *e);
+
+/* ---- shared helpers ---- */
+/* Loads the vocabulary for an import: option, else the files in dir (may be NULL), else none
+ * (*v = NULL, with a warning). vocab_size: the model's, which the vocab must not exceed. */
+int ck_import_vocab(const char *option, const char *dir, int vocab_size, gk_vocab **v, gk_err *e);
+/* Saves params as a gptkit checkpoint with config and vocab; prints the summary. */
+int ck_save_imported(const char *out, const char *from, const gk_gpt2_config *cfg,
+                     const gk_ckpt_param *params, size_t n, const gk_vocab *v, gk_err *e);
+
+#endif

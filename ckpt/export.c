@@ -1,0 +1,262 @@
+/* export.c: gpt-ckpt export: a gptkit checkpoint -> a HuggingFace model directory (config.json,
+ * model.safetensors, vocab.json, merges.txt, generation_config.json; GPT2LMHeadModel loads it as
+ * it is) and/or an llm.c checkpoint (llmc.c).
+ * A new directory is built as DIR.tmp.XXXXXX beside it and renamed into place; into an existing
+ * directory each file is written atomically. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ck.h"
+#include "common/log.h"
+#include "common/opt.h"
+#include "common/outfile.h"
+#include "common/safetensors.h"
+
+typedef struct export_opts {
+    const char *hf, *llmc;
+    int quiet;
+} export_opts;
+
+static int write_text(const char *dir, const char *name, const char *text, size_t len, gk_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    gk_outfile o;
+    int rc = gk_outfile_open(&o, path, e);
+    if (rc)
+        return rc;
+    if ((rc = gk_outfile_write(&o, text, len, e))) {
+        gk_outfile_abort(&o);
+        return rc;
+    }
+    return gk_outfile_commit(&o, e);
+}
+
+static int write_json(const char *dir, const char *name, json_t *j, gk_err *e)
+{
+    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(j);
+    if (!text)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    size_t n = strlen(text);
+    char *withnl = realloc(text, n + 2);
+    if (!withnl) {
+        free(text);
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    }
+    withnl[n] = '\n';
+    withnl[n + 1] = '\0';
+    int rc = write_text(dir, name, withnl, n + 1, e);
+    free(withnl);
+    return rc;
+}
+
+static const char *torch_dtype(enum gk_dtype dt)
+{
+    return dt == GK_DT_BF16 ? "bfloat16" : dt == GK_DT_F16 ? "float16" : "float32";
+}
+
+/* config.json as transformers' GPT2Config writes it (the keys it reads). */
+static json_t *hf_config(const gk_gpt2_config *c, int eot, enum gk_dtype dt)
+{
+    double p = (double)c->dropout;
+    json_t *o = json_pack("{s:s, s:[s], s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i, s:i, s:n, s:i, "
+                          "s:b, s:b, s:b, s:b, s:s, s:b, s:i}",
+                          "model_type", "gpt2", "architectures", "GPT2LMHeadModel",
+                          "attn_pdrop", p, "embd_pdrop", p, "resid_pdrop", p,
+                          "initializer_range", 0.02, "layer_norm_epsilon", 1e-5,
+                          "activation_function", "gelu_new", "n_ctx", c->block_size,
+                          "n_embd", c->n_embd, "n_head", c->n_head, "n_layer", c->n_layer,
+                          "n_inner", "n_positions", c->block_size,
+                          "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
+                          "reorder_and_upcast_attn", 0, "tie_word_embeddings", 1,
+                          "torch_dtype", torch_dtype(dt), "use_cache", 1, "vocab_size", c->vocab_size);
+    if (o && eot >= 0) {
+        json_object_set_new(o, "bos_token_id", json_integer(eot));
+        json_object_set_new(o, "eos_token_id", json_integer(eot));
+    }
+    return o;
+}
+
+static int write_model(const gk_ckpt *c, const ck_table *t, const char *dir, enum gk_dtype *dt,
+                       gk_err *e)
+{
+    const gk_st_file *f = gk_ckpt_file(c);
+    gk_st_writer *w;
+    char path[4200];
+    int rc = gk_st_writer_create(&w, e);
+    for (int i = 0; rc == 0 && i < t->n; i++) {
+        const ck_entry *x = &t->e[i];
+        const gk_st_tensor *s = gk_st_find(f, x->name);
+        int same = s && s->ndim == x->ndim;
+        for (int d = 0; same && d < x->ndim; d++)
+            same = s->shape[d] == x->shape[d];
+        if (!s)
+            rc = gk_errf(e, GK_EFORMAT, "%s: no tensor '%s'", gk_ckpt_path(c), x->name);
+        else if (!same)
+            rc = gk_errf(e, GK_EFORMAT, "%s: tensor '%s' does not have the shape its config implies",
+                         gk_ckpt_path(c), x->name);
+        else if (s->dtype != GK_DT_F32 && s->dtype != GK_DT_BF16 && s->dtype != GK_DT_F16)
+            rc = gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s", gk_ckpt_path(c), x->name,
+                         gk_dtype_name(s->dtype));
+        else
+            rc = gk_st_writer_add(w, x->name, s->dtype, s->ndim, s->shape, s->data, e);
+        if (rc == 0 && i == 0)
+            *dt = s->dtype;
+    }
+    if (rc == 0)
+        rc = gk_st_writer_meta(w, "format", "pt", e);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (rc == 0)
+        rc = gk_st_writer_write(w, path, e);
+    gk_st_writer_free(w);
+    return rc;
+}
+
+/* vocab.json + merges.txt; *eot = the end-of-text id (-1 without a BPE vocabulary). */
+static int write_vocab(const gk_ckpt *c, const char *dir, int *eot, gk_err *e)
+{
+    gk_vocab *v = NULL;
+    *eot = -1;
+    int rc = gk_ckpt_vocab(c, &v, e);
+    if (rc == GK_ENOTFOUND) {
+        gk_warn("%s: no embedded vocabulary: no vocab.json / merges.txt written", gk_ckpt_path(c));
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (gk_vocab_type(v) != GK_VOCAB_BPE) {
+        gk_warn("%s: a char-level vocabulary has no HuggingFace GPT-2 tokenizer form: no "
+                "vocab.json / merges.txt written", gk_ckpt_path(c));
+        gk_vocab_free(v);
+        return 0;
+    }
+    char *json = NULL, *merges = NULL;
+    size_t jl = 0, ml = 0;
+    rc = gk_vocab_to_json(v, &json, &jl, e);
+    if (rc == 0)
+        rc = gk_vocab_merges(v, &merges, &ml, e);
+    if (rc == 0)
+        rc = write_text(dir, "vocab.json", json, jl, e);
+    if (rc == 0)
+        rc = write_text(dir, "merges.txt", merges, ml, e);
+    *eot = gk_vocab_eot(v);
+    free(json);
+    free(merges);
+    gk_vocab_free(v);
+    return rc;
+}
+
+static int write_hf_files(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *dir, gk_err *e)
+{
+    ck_table t;
+    enum gk_dtype dt = GK_DT_F32;
+    int eot = -1;
+    int rc = ck_table_make(&t, cfg, e);
+    if (rc)
+        return rc;
+    rc = write_model(c, &t, dir, &dt, e);
+    if (rc == 0)
+        rc = write_vocab(c, dir, &eot, e);
+    if (rc == 0)
+        rc = write_json(dir, "config.json", hf_config(cfg, eot, dt), e);
+    json_t *gen = json_pack("{s:b}", "_from_model_config", 1);
+    if (gen && eot >= 0) {
+        json_object_set_new(gen, "bos_token_id", json_integer(eot));
+        json_object_set_new(gen, "eos_token_id", json_integer(eot));
+    }
+    if (rc == 0)
+        rc = write_json(dir, "generation_config.json", gen, e);
+    else
+        json_decref(gen);
+    ck_table_free(&t);
+    return rc;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *x;
+    char path[4600];
+    while (d && (x = readdir(d))) {
+        if (strcmp(x->d_name, ".") && strcmp(x->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, x->d_name);
+            unlink(path);
+        }
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *dir, gk_err *e)
+{
+    if (!cfg->bias)
+        return gk_errf(e, GK_EUSAGE, "%s: a model without biases (bias=false) has no HuggingFace "
+                       "GPT-2 form", gk_ckpt_path(c));
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return gk_errf(e, GK_EUSAGE, "%s: exists and is not a directory", dir);
+        return write_hf_files(c, cfg, dir, e);
+    }
+    char tmp[4200];
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') /* "out/" -> "out.tmp.XXXXXX" */
+        n--;
+    snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)n, dir);
+    if (!mkdtemp(tmp))
+        return gk_errno(e, dir);
+    mode_t mask = umask(0); /* mkdtemp makes 0700; give the usual 0777 & ~umask */
+    umask(mask);
+    chmod(tmp, 0777 & ~mask);
+    int rc = write_hf_files(c, cfg, tmp, e);
+    if (rc == 0 && rename(tmp, dir) != 0)
+        rc = gk_errno(e, dir);
+    if (rc)
+        remove_tree(tmp);
+    return rc;
+}
+
+static const char usage[] =
+    "gpt-ckpt export [options] FILE (--hf DIR | --llmc FILE.bin)\n"
+    "Writes a checkpoint as a HuggingFace GPT-2 directory (loads with transformers'\n"
+    "GPT2LMHeadModel.from_pretrained) and/or an llm.c checkpoint (version 3, fp32).";
+
+int ck_export_main(int argc, char **argv, gk_err *e)
+{
+    export_opts o = {0};
+    const gk_opt tab[] = {
+        {0, "hf", GK_OPT_STR, &o.hf, "DIR", "write a HuggingFace model directory", 0, 0},
+        {0, "llmc", GK_OPT_STR, &o.llmc, "FILE", "write an llm.c checkpoint (gpt2_124M.bin style)", 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &o.quiet, NULL, "no messages but errors", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    int first, rc = gk_opt_parse(tab, argc, argv, &first, e);
+    if (rc == GK_OPT_HELP)
+        gk_opt_help(stdout, usage, tab, NULL);
+    if (rc)
+        return rc;
+    gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL);
+    if (argc - first != 1)
+        return gk_errf(e, GK_EUSAGE, "export takes one checkpoint; see --help");
+    if (!o.hf && !o.llmc)
+        return gk_errf(e, GK_EUSAGE, "export needs --hf DIR or --llmc FILE");
+    gk_ckpt *c = NULL;
+    gk_gpt2_config cfg;
+    if ((rc = gk_ckpt_open(&c, argv[first], e)))
+        return rc;
+    rc = ck_ckpt_config(c, &cfg, e);
+    if (rc == 0 && o.hf && (rc = export_hf(c, &cfg, o.hf, e)) == 0)
+        gk_info("%s -> %s (HuggingFace)", argv[first], o.hf);
+    if (rc == 0 && o.llmc && (rc = ck_llmc_write(c, &cfg, o.llmc, e)) == 0)
+        gk_info("%s -> %s (llm.c, fp32)", argv[first], o.llmc);
+    gk_ckpt_close(c);
+    return rc;
+}

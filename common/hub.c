@@ -1,0 +1,280 @@
+/* hub.c: the HuggingFace cache layout and filling it from the hub (see hub.h). */
+#include "hub.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hub_int.h"
+#include "log.h"
+
+#define DEFAULT_ENDPOINT "https://huggingface.co"
+
+/* ---------------------------------------------------------------- paths */
+
+int gk_hub_cache_dir(char *out, size_t cap, gk_err *e)
+{
+    const char *hub = getenv("HF_HUB_CACHE"), *home = getenv("HF_HOME"), *user = getenv("HOME");
+    int n;
+    if (hub && *hub)
+        n = snprintf(out, cap, "%s", hub);
+    else if (home && *home)
+        n = snprintf(out, cap, "%s/hub", home);
+    else
+        n = snprintf(out, cap, "%s/.cache/huggingface/hub", user && *user ? user : ".");
+    if (n < 0 || (size_t)n >= cap)
+        return gk_errf(e, GK_EUSAGE, "HuggingFace cache path too long");
+    return 0;
+}
+
+static int valid_part(const char *s, size_t n)
+{
+    if (n == 0 || n > 96)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return 0;
+        if (s[i] == '.' && (i == 0 || (i + 1 < n && s[i + 1] == '.')))
+            return 0; /* no ".", "..", hidden names */
+    }
+    return 1;
+}
+
+int gk_hub_valid_repo(const char *repo)
+{
+    const char *slash = strchr(repo, '/');
+    if (!slash)
+        return valid_part(repo, strlen(repo));
+    return valid_part(repo, (size_t)(slash - repo)) && valid_part(slash + 1, strlen(slash + 1));
+}
+
+static int mkdirs(char *path, gk_err *e)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir(path, 0777);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return gk_errno(e, path);
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return gk_errno(e, path);
+    return 0;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The commit refs/main names, or "" when there is none. */
+static void read_ref(const char *repodir, char *rev, size_t cap)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/refs/main", repodir);
+    rev[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (fgets(rev, (int)cap, f))
+        rev[strcspn(rev, " \r\n")] = '\0';
+    fclose(f);
+    if (!valid_part(rev, strlen(rev)))
+        rev[0] = '\0';
+}
+
+static int write_ref(const char *repodir, const char *rev, gk_err *e)
+{
+    char dir[4096], path[4200], tmp[4300];
+    snprintf(dir, sizeof dir, "%s/refs", repodir);
+    int rc = mkdirs(dir, e);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof path, "%s/main", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return gk_errno(e, tmp);
+    int bad = fputs(rev, f) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        rc = gk_errno(e, path);
+        unlink(tmp);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- sha256 */
+
+int gk_sha256_file(const char *path, char hex[65], gk_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gk_errno(e, path);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned char *buf = malloc(1 << 20), md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    int rc = 0;
+    if (!ctx || !buf || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+        rc = gk_errf(e, GK_ENOMEM, "%s: cannot set up sha256", path);
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, 1 << 20, f)) > 0)
+        if (EVP_DigestUpdate(ctx, buf, n) != 1)
+            rc = gk_errf(e, GK_EIO, "%s: sha256 failed", path);
+    if (rc == 0 && ferror(f))
+        rc = gk_errno(e, path);
+    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
+        rc = gk_errf(e, GK_EIO, "%s: sha256 failed", path);
+    for (unsigned i = 0; rc == 0 && i < mdlen && i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    EVP_MD_CTX_free(ctx);
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+static int is_sha256(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return 0;
+    return n == 64;
+}
+
+/* ---------------------------------------------------------------- one file */
+
+typedef struct repo_ctx {
+    const char *repo, *endpoint;
+    char repodir[2400];
+    char rev[96];
+} repo_ctx;
+
+/* Downloads the blob named by h into blobs/ (unless there) and links it into the snapshot. */
+static int fetch_blob(repo_ctx *r, const char *file, const char *url, const hub_head *h, gk_err *e)
+{
+    char blob[4300], part[4400], link[4400], target[300];
+    snprintf(blob, sizeof blob, "%s/blobs", r->repodir);
+    int rc = mkdirs(blob, e);
+    if (rc)
+        return rc;
+    snprintf(blob, sizeof blob, "%s/blobs/%s", r->repodir, h->etag);
+    if (!exists(blob)) {
+        snprintf(part, sizeof part, "%s.incomplete", blob);
+        if (h->size >= 0)
+            gk_info("downloading %s/%s (%.1f MB)", r->repo, file, (double)h->size / 1e6);
+        rc = hub_http_get(url, r->endpoint, part, h->size, file, e);
+        char hex[65];
+        if (rc == 0 && is_sha256(h->etag) && (rc = gk_sha256_file(part, hex, e)) == 0 &&
+            strcasecmp(hex, h->etag) != 0) {
+            unlink(part);
+            return gk_errf(e, GK_EFORMAT, "%s/%s: checksum mismatch: sha256 %s, the hub says %s "
+                           "(download deleted; try again)", r->repo, file, hex, h->etag);
+        }
+        if (rc == 0 && rename(part, blob) != 0)
+            rc = gk_errno(e, blob);
+        if (rc)
+            return rc;
+    }
+    snprintf(link, sizeof link, "%s/snapshots/%s", r->repodir, r->rev);
+    if ((rc = mkdirs(link, e)))
+        return rc;
+    snprintf(link, sizeof link, "%s/snapshots/%s/%s", r->repodir, r->rev, file);
+    snprintf(target, sizeof target, "../../blobs/%s", h->etag);
+    unlink(link);
+    if (symlink(target, link) != 0)
+        return gk_errno(e, link);
+    return 0;
+}
+
+/* 1: fetched, 0: absent on the hub and optional, < 0: error. */
+static int fetch_file(repo_ctx *r, const char *file, int required, gk_err *e)
+{
+    char url[4096];
+    snprintf(url, sizeof url, "%s/%s/resolve/main/%s", r->endpoint, r->repo, file);
+    hub_head h;
+    int rc = hub_http_head(url, r->endpoint, &h, e);
+    if (rc)
+        return rc;
+    if (h.status == 404 && !required)
+        return 0;
+    if (h.status == 404)
+        return gk_errf(e, GK_ENOTFOUND, "%s: the hub (%s) has no file %s in this repository",
+                       r->repo, r->endpoint, file);
+    if (h.status == 401 || h.status == 403)
+        return gk_errf(e, GK_ENOTFOUND, "%s: repository not found on %s (or private or gated: "
+                       "set HF_TOKEN)", r->repo, r->endpoint);
+    if (h.status >= 400 || h.status < 200)
+        return gk_errf(e, GK_EIO, "%s: HTTP %ld", url, h.status);
+    if (!h.etag[0] || !valid_part(h.etag, strlen(h.etag)))
+        return gk_errf(e, GK_EFORMAT, "%s: no usable ETag in the hub's answer", url);
+    if (!r->rev[0])
+        snprintf(r->rev, sizeof r->rev, "%s", h.commit[0] && valid_part(h.commit, strlen(h.commit))
+                                                  ? h.commit : "main");
+    rc = fetch_blob(r, file, url, &h, e);
+    return rc ? rc : 1;
+}
+
+/* ---------------------------------------------------------------- snapshots */
+
+static int snapshot_has(const repo_ctx *r, const char *file)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/snapshots/%s/%s", r->repodir, r->rev, file);
+    return exists(path);
+}
+
+int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *need, size_t n_need,
+                    const char *const *want, size_t n_want, gk_err *e)
+{
+    if (!gk_hub_valid_repo(repo))
+        return gk_errf(e, GK_EUSAGE, "'%s' is not a HuggingFace repository id (NAME or ORG/NAME)", repo);
+    repo_ctx r = {.repo = repo};
+    char cache[2048], mangled[256];
+    int rc = gk_hub_cache_dir(cache, sizeof cache, e);
+    if (rc)
+        return rc;
+    snprintf(mangled, sizeof mangled, "models--%s", repo);
+    for (char *p = strchr(mangled, '/'); p; p = strchr(p, '/')) { /* ORG/NAME -> ORG--NAME */
+        memmove(p + 2, p + 1, strlen(p + 1) + 1);
+        p[0] = p[1] = '-';
+    }
+    snprintf(r.repodir, sizeof r.repodir, "%s/%s", cache, mangled);
+    read_ref(r.repodir, r.rev, sizeof r.rev);
+    size_t have = 0;
+    for (size_t i = 0; r.rev[0] && i < n_need; i++)
+        have += (size_t)snapshot_has(&r, need[i]);
+    if (!r.rev[0] || have < n_need) {
+        const char *off = getenv("HF_HUB_OFFLINE"), *ep = getenv("HF_ENDPOINT");
+        if (off && *off && strcmp(off, "0") != 0)
+            return gk_errf(e, GK_ENOTFOUND, "%s: not in the HuggingFace cache (%s) and "
+                           "HF_HUB_OFFLINE is set", repo, r.repodir);
+        char endpoint[1024];
+        snprintf(endpoint, sizeof endpoint, "%s", ep && *ep ? ep : DEFAULT_ENDPOINT);
+        for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)
+            endpoint[n - 1] = '\0';
+        r.endpoint = endpoint;
+        r.rev[0] = '\0'; /* the hub's answer names the current commit */
+        for (size_t i = 0; rc >= 0 && i < n_need + n_want; i++) {
+            int required = i < n_need;
+            const char *file = required ? need[i] : want[i - n_need];
+            rc = fetch_file(&r, file, required, e);
+        }
+        if (rc < 0)
+            return rc;
+        if ((rc = write_ref(r.repodir, r.rev, e)))
+            return rc;
+    }
+    int n = snprintf(dir, cap, "%s/snapshots/%s", r.repodir, r.rev);
+    if (n < 0 || (size_t)n >= cap)
+        return gk_errf(e, GK_EUSAGE, "%s: cache path too long", r.repodir);
+    return 0;
+}

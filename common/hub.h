@@ -1,0 +1,49 @@
+/* hub.h: HuggingFace model repositories: the local cache layout and downloads into it.
+ * Owns nothing past a call (paths go into caller buffers). libcurl is initialised on first use;
+ * a call may run on any thread, one download per call. Messages (progress, "downloading ...")
+ * go to stderr through log.h / progress.h.
+ *
+ * The cache, as huggingface_hub lays it out (so Python tools and gptkit share it):
+ *   CACHE = $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
+ *   CACHE/models--ORG--NAME/refs/main          the commit hash "main" points to (40 hex)
+ *   CACHE/models--ORG--NAME/blobs/ETAG         file contents, named by the hub's ETag (sha256 of
+ *                                              the content for LFS files, git blob sha1 else)
+ *   CACHE/models--ORG--NAME/blobs/ETAG.incomplete   a partial download (resumed by Range)
+ *   CACHE/models--ORG--NAME/snapshots/REV/FILE  relative symlink to ../../blobs/ETAG
+ * A repo id without an organisation ("gpt2") is models--gpt2.
+ *
+ * The protocol ($HF_ENDPOINT, default https://huggingface.co; $HF_TOKEN sent as a bearer token):
+ *   HEAD ENDPOINT/REPO/resolve/main/FILE without following redirects (relative redirects, i.e.
+ *   renamed repos, are followed): X-Repo-Commit gives REV, X-Linked-Etag (else ETag) the blob
+ *   name, X-Linked-Size (else Content-Length) the size. Then GET of the same URL following
+ *   redirects (to the CDN for LFS files), with "Range: bytes=N-" to continue an .incomplete blob.
+ *   An ETag of 64 hex digits is the content's sha256 and is checked. Connecting times out after
+ *   5 s, so machines without network fail fast; interrupted transfers are resumed (4 retries).
+ *   $HF_HUB_OFFLINE=1 forbids the network. */
+#ifndef GK_HUB_H
+#define GK_HUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* The cache directory (CACHE above) into out[0..cap). GK_EUSAGE if it does not fit. */
+int gk_hub_cache_dir(char *out, size_t cap, gk_err *e);
+
+/* Whether repo looks like a hub repo id: NAME or ORG/NAME, each [A-Za-z0-9._-]+, no "..". */
+int gk_hub_valid_repo(const char *repo);
+
+/* Makes sure the snapshot of repo's main branch holds every file of need[0..n_need) and, where
+ * the hub has them, of want[0..n_want) (a 404 on those is not an error), downloading what is
+ * missing; writes the snapshot directory into dir[0..cap). A complete cached snapshot is used
+ * without any network access. Errors name the repo and file: GK_ENOTFOUND (no such repo or
+ * file; offline and not cached), GK_EIO (network: message says which endpoint could not be
+ * reached and why), GK_EFORMAT (checksum mismatch: the blob is deleted). */
+int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *need, size_t n_need,
+                    const char *const *want, size_t n_want, gk_err *e);
+
+/* sha256 of a file as 64 lowercase hex digits (+ NUL) into hex[65]. */
+int gk_sha256_file(const char *path, char hex[65], gk_err *e);
+
+#endif

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""fake_hub.py: a loopback stand-in for the HuggingFace hub, for gpt-ckpt's download tests.
+Python standard library only.
+
+    fake_hub.py --root DIR --repo ORG/NAME --port-file FILE [--log FILE]
+                [--cut FILE:N] [--bad-etag FILE] [--missing FILE]
+
+Serves the files of DIR as the main branch of repository ORG/NAME, the way the hub does:
+  HEAD/GET /ORG/NAME/resolve/main/FILE
+    - LFS files (*.safetensors, *.bin): 302 to an absolute /lfs/SHA256 URL on this server, with
+      X-Linked-Etag: "SHA256" (sha256 of the content) and X-Linked-Size;
+    - other files: 200 with ETag: "SHA1" (a git-style blob id, not a sha256);
+    - every answer carries X-Repo-Commit (a fixed 40-hex commit).
+  GET /lfs/SHA256: the content; honours "Range: bytes=N-" (206 + Content-Range).
+  Another repository: 401 (as the hub answers for missing or private repos); a missing file: 404.
+Options: --cut FILE:N sends the full Content-Length but closes the connection after N bytes, the
+first time FILE's content is sent (to test resuming); --bad-etag FILE announces a wrong sha256;
+--missing FILE answers 404 for FILE. Binds 127.0.0.1 on a random free port, written to
+--port-file once listening; --log gets one line per request: "METHOD PATH RANGE".
+"""
+import argparse
+import hashlib
+import http.server
+import os
+import sys
+import threading
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--log")
+    ap.add_argument("--cut", default="")
+    ap.add_argument("--bad-etag", default="")
+    ap.add_argument("--missing", default="")
+    a = ap.parse_args()
+    cut_file, _, cut_at = a.cut.partition(":")
+    state = {"cut": int(cut_at) if cut_at else -1}
+    lock = threading.Lock()
+    files = {}
+    for name in os.listdir(a.root):
+        path = os.path.join(a.root, name)
+        if os.path.isfile(path) and name != a.missing:
+            data = open(path, "rb").read()
+            sha = hashlib.sha256(data).hexdigest()
+            files[name] = {
+                "data": data,
+                "lfs": name.endswith((".safetensors", ".bin")),
+                "sha256": "f" * 64 if name == a.bad_etag else sha,
+                "real": sha,
+                "gitsha": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+            }
+    by_sha = {f["sha256"]: (n, f) for n, f in files.items() if f["lfs"]}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, *args):
+            pass
+
+        def log_request_line(self):
+            if a.log:
+                with lock, open(a.log, "a") as f:
+                    f.write("%s %s %s\n" % (self.command, self.path, self.headers.get("Range", "-")))
+
+        def do_HEAD(self):
+            self.handle_any(body=False)
+
+        def do_GET(self):
+            self.handle_any(body=True)
+
+        def reply(self, code, headers=(), data=b"", body=True, cut=-1):
+            self.send_response(code)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if not body:
+                return
+            if cut >= 0:
+                self.wfile.write(data[:cut])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(data)
+
+        def handle_any(self, body):
+            self.log_request_line()
+            parts = self.path.split("?")[0].strip("/").split("/")
+            if len(parts) == 2 and parts[0] == "lfs" and parts[1] in by_sha:
+                return self.send_lfs(by_sha[parts[1]], body)
+            prefix = a.repo.split("/")
+            n = len(prefix)
+            if parts[:n] != prefix or parts[n:n + 2] != ["resolve", "main"] or len(parts) != n + 3:
+                return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
+            f = files.get(parts[-1])
+            if f is None:
+                return self.reply(404, [("X-Error-Code", "EntryNotFound")], b"Entry not found", body)
+            if f["lfs"]:
+                host = "http://127.0.0.1:%d" % self.server.server_address[1]
+                return self.reply(302, [("Location", "%s/lfs/%s" % (host, f["sha256"])),
+                                        ("X-Repo-Commit", COMMIT),
+                                        ("X-Linked-Etag", '"%s"' % f["sha256"]),
+                                        ("X-Linked-Size", str(len(f["data"]))),
+                                        ("ETag", '"%s"' % f["gitsha"])], b"", body)
+            return self.reply(200, [("X-Repo-Commit", COMMIT), ("ETag", '"%s"' % f["gitsha"])],
+                              f["data"], body)
+
+        def send_lfs(self, entry, body):
+            name, f = entry
+            data, start = f["data"], 0
+            rng = self.headers.get("Range")
+            if rng and rng.startswith("bytes=") and rng.endswith("-"):
+                start = int(rng[6:-1])
+                if start >= len(data):
+                    return self.reply(416, [("Content-Range", "bytes */%d" % len(data))], b"", body)
+            cut = -1
+            with lock:
+                if body and name == cut_file and state["cut"] >= 0:
+                    cut, state["cut"] = state["cut"], -1
+            if start:
+                hdr = [("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))]
+                return self.reply(206, hdr, data[start:], body, cut)
+            return self.reply(200, [("ETag", '"%s"' % f["real"])], data, body, cut)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d\n" % srv.server_address[1])
+    os.rename(tmp, a.port_file)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
