@@ -14,7 +14,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 OPT      ?= -O2
 CFLAGS   ?= -g
-GK_CFLAGS := $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -I. $(PKG_CFLAGS) \
+GK_CFLAGS := $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno -I. $(PKG_CFLAGS) \
             -DGPTKIT_VERSION='"$(VERSION)"' -DGPTKIT_DATADIR='"$(PREFIX)/share/gptkit"'
 LDLIBS   += $(PKG_LIBS) -lm -fopenmp
 ifeq ($(SAN),1)

@@ -118,6 +118,15 @@ typedef struct gk_ops {
      * param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). t counts from 1. */
     void (*adamw)(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale);
+
+    /* ---- inference with a KV cache (gk_gpt2_forward_at) ---- */
+    /* Causal attention of n new query positions t0..t0+n-1 over a cache, no dropout, no lse:
+     * qkv (B,Tc,3C) [q | k | v as attention_fwd] holds, for each batch row b, rows 0..t0+n-1:
+     * rows t0..t0+n-1 the new positions' q, k, v, rows < t0 the k, v of earlier calls (their q is
+     * not read) -> out (B,n,C) =, row i of batch b attending to cache rows 0..t0+i.
+     * 0 <= t0, 1 <= n, t0 + n <= Tc. With t0 = 0 and n = Tc it equals attention_fwd's out. */
+    void (*attention_fwd_at)(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
+                             int n, int C, int NH);
 } gk_ops;
 
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */

@@ -106,4 +106,13 @@ void gk_gpt2_set_step(gk_gpt2 *m, int64_t step);
  * attention op variant that takes the query offset t0 and reads cached k, v rows 0..t0+n-1;
  * every other op is row-wise already, so only that one op slot is added to backend.h. */
 
+/* Incremental forward with a KV cache (kernels/gpt2_infer.c), eval mode (no dropout).
+ * host tokens (B,n): the tokens at positions t0..t0+n-1 of each of B sequences -> logits (B,n,
+ * padded_vocab) in gk_gpt2_logits (row b*n + i is position t0+i of sequence b). The cache is each
+ * layer's qkv activation viewed as (max_B, max_T, 3C): this call writes rows t0..t0+n-1 and reads
+ * rows 0..t0-1, which earlier forward_at calls with the same B must have written (t0 = 0 starts
+ * afresh). gk_gpt2_forward (training, evaluation) overwrites the cache. B <= max_B,
+ * t0 + n <= max_T. Tokens outside [0, vocab_size) are GK_EUSAGE. */
+int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_err *err);
+
 #endif

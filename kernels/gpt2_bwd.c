@@ -4,11 +4,11 @@
 #include "kernels/rng.h"
 
 /* Backward of out (N,OC) = inp (N,IC) @ w (IC,OC): dinp (N,IC) = dout @ w^T (when dinp),
- * dw (IC,OC) += inp^T @ dout. */
-static void matmul_bwd(gk_backend *be, float *dinp, float *dw, const float *dout,
+ * dw (IC,OC) = beta dw + inp^T @ dout (beta 1: accumulate; 0: after a zero_grad). */
+static void matmul_bwd(gk_backend *be, float *dinp, float *dw, float beta, const float *dout,
                        const float *inp, const float *w, int N, int IC, int OC)
 {
-    be->ops->gemm(be, 1, 0, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dw, OC);
+    be->ops->gemm(be, 1, 0, IC, OC, N, 1.0f, inp, IC, dout, OC, beta, dw, OC);
     if (dinp) be->ops->gemm(be, 0, 1, N, IC, OC, 1.0f, dout, OC, w, OC, 0.0f, dinp, IC);
 }
 
@@ -23,17 +23,21 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         return gk_errf(err, GK_EUSAGE, "backward: the last forward had no targets");
     int n_valid = 0;
     for (int i = 0; i < N; i++) n_valid += m->h_targets[i] >= 0;
-    if (!n_valid) return 0;
+    if (!n_valid) {
+        gk_gpt2_grads_flush(m);
+        return 0;
+    }
     float p = m->fwd_dropout ? c->dropout : 0.0f;
     uint64_t ctr = m->fwd_counter;
 #define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
     m->last_has_targets = 0; /* logits become dlogits: a second backward would be wrong */
+    float beta = gk_gpt2_grads_begin(m); /* for the weight-matrix gradients */
 
     // loss -> dlogits (N,Vp), in place
     op->xent_bwd(be, m->logits, m->logits, m->xent_lse, m->d_targets, loss_scale / n_valid, N, V,
                  Vp);
     // lm_head: dwte (Vp,C) += dlogits^T @ lnf; dlnf (N,C) = dlogits @ wte
-    op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, Vp, m->lnf, C, 1.0f, m->gg[G_WTE], C);
+    op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, Vp, m->lnf, C, beta, m->gg[G_WTE], C);
     op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, Vp, m->gp[G_WTE], C, 0.0f, m->dtmp, C);
     op->zero(be, m->dres, sizeof(float) * N * C);
     op->layernorm_bwd(be, m->dres, m->gg[G_LNFW], m->gg[G_LNFB], m->dtmp, m->res_out,
@@ -48,11 +52,12 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             dbranch = m->ddrop;
         }
         if (LG(m, l, L_FCPB)) op->bias_bwd(be, LG(m, l, L_FCPB), dbranch, N, C);
-        matmul_bwd(be, m->dfch, LG(m, l, L_FCPW), dbranch, a->fch_gelu, LP(m, l, L_FCPW), N,
-                   4 * C, C);
+        matmul_bwd(be, m->dfch, LG(m, l, L_FCPW), beta, dbranch, a->fch_gelu, LP(m, l, L_FCPW),
+                   N, 4 * C, C);
         op->gelu_bwd(be, m->dfch, a->fch, m->dfch, N, 4 * C);
         if (LG(m, l, L_FCB)) op->bias_bwd(be, LG(m, l, L_FCB), m->dfch, N, 4 * C);
-        matmul_bwd(be, m->dtmp, LG(m, l, L_FCW), m->dfch, a->ln2, LP(m, l, L_FCW), N, C, 4 * C);
+        matmul_bwd(be, m->dtmp, LG(m, l, L_FCW), beta, m->dfch, a->ln2, LP(m, l, L_FCW), N, C,
+                   4 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN2W), LG(m, l, L_LN2B), m->dtmp, a->res2,
                           LP(m, l, L_LN2W), a->ln2_mean, a->ln2_rstd, N, C);
         // attention branch: dres is d res2; -> d res accumulated into dres
@@ -62,11 +67,13 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             dbranch = m->ddrop;
         }
         if (LG(m, l, L_ATTPB)) op->bias_bwd(be, LG(m, l, L_ATTPB), dbranch, N, C);
-        matmul_bwd(be, m->dtmp, LG(m, l, L_ATTPW), dbranch, a->atty, LP(m, l, L_ATTPW), N, C, C);
+        matmul_bwd(be, m->dtmp, LG(m, l, L_ATTPW), beta, dbranch, a->atty, LP(m, l, L_ATTPW), N,
+                   C, C);
         op->attention_bwd(be, m->dqkv, m->dtmp, a->qkv, a->atty, a->lse, B, T, C, NH, p,
                           KEY(l, SITE_ATTN));
         if (LG(m, l, L_QKVB)) op->bias_bwd(be, LG(m, l, L_QKVB), m->dqkv, N, 3 * C);
-        matmul_bwd(be, m->dtmp, LG(m, l, L_QKVW), m->dqkv, a->ln1, LP(m, l, L_QKVW), N, C, 3 * C);
+        matmul_bwd(be, m->dtmp, LG(m, l, L_QKVW), beta, m->dqkv, a->ln1, LP(m, l, L_QKVW), N, C,
+                   3 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);
     }

@@ -41,6 +41,9 @@ struct gk_gpt2 {
     int *p_init;            /* per table entry: its init kind (gpt2_params.c) */
     size_t n_floats;        /* per block (params, grads, m, v) */
     float *p_block, *g_block, *m_block, *v_block;
+    int grads_pending_zero; /* zero_grad was called and nothing has written g_block since: the
+                             * next backward writes the weight-matrix grads (gemm beta 0) instead
+                             * of adding to them, and zeroes only the rest (gpt2_optim.c) */
     float **lp, **lg;       /* [layer * L_COUNT + k]: param / grad pointer or NULL */
     float *gp[G_COUNT], *gg[G_COUNT];
 
@@ -66,6 +69,10 @@ struct gk_gpt2 {
 
 #define LP(m, l, k) ((m)->lp[(size_t)(l) * L_COUNT + (k)])
 #define LG(m, l, k) ((m)->lg[(size_t)(l) * L_COUNT + (k)])
+
+/* gpt2_optim.c: the deferred zero_grad (see there). */
+void gk_gpt2_grads_flush(gk_gpt2 *m);
+float gk_gpt2_grads_begin(gk_gpt2 *m);
 
 /* dropout sites of gk_rng_key */
 enum { SITE_EMB, SITE_ATTN, SITE_ATTN_RESID, SITE_MLP_RESID };

@@ -287,6 +287,7 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
     free(h);
     size_t bytes = m->n_floats * sizeof(float);
     be->ops->zero(be, m->g_block, bytes);
+    m->grads_pending_zero = 0;
     be->ops->zero(be, m->m_block, bytes);
     be->ops->zero(be, m->v_block, bytes);
     m->step = 0;

@@ -60,3 +60,9 @@ val=$(grep -o 'val loss [0-9.]*' train.log | tail -n 1 | cut -d' ' -f3)
 echo "final val loss: $val (nanoGPT reaches ~1.88 with this config)"
 echo "checkpoint: $work/out-shakespeare/latest.safetensors -> $(readlink out-shakespeare/latest.safetensors)"
 echo "loss plot:  $work/out-shakespeare/loss.svg"
+
+echo "== gpt-evalppl: perplexity of the trained model on the validation shard"
+gpt-evalppl -m out-shakespeare/latest.safetensors "$data/val.bin"
+echo "== gpt-sample -n 300 (a sample from the trained model)"
+gpt-sample -q -m out-shakespeare/latest.safetensors -n 300 --seed 1
+echo

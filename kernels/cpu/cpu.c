@@ -38,7 +38,7 @@ static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
     (void)rows;
     cpu_impl *c = CPU(be);
     size_t need = (size_t)GK_NCHUNK * 2 * cols;
-    size_t att = (size_t)c->nthreads * 2 * (size_t)T * (head_size + 1); /* cpu_attn.c */
+    size_t att = (size_t)c->nthreads * cpu_attn_scratch(T, head_size);
     if (att > need) need = att;
     if (need <= c->scratch_n) return 0;
     float *s = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
@@ -50,29 +50,34 @@ static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
 }
 
 /* ---- gemm ----
- * OpenBLAS runs single-threaded inside our OpenMP team. The larger of M and N is cut into
- * 1, 2, 4 or 8 slabs chosen from the shape alone (never from the thread count), and K is never
- * cut; the threads share out the same slab calls, so results are bit-identical for any thread
- * count (OpenBLAS itself picks different kernels for different sizes, e.g. its small-matrix
- * path, so cutting by thread count would not be). Each slab packs only its own part of the
- * weight matrix. One thread pool: no spinning OpenBLAS threads competing with OpenMP ones. */
-static int gemm_slabs(int M, int N, int K)
+ * OpenBLAS runs single-threaded inside our OpenMP team. The larger of M and N (M on a tie) is cut
+ * into slabs whose number comes from the shape and the machine's core count (cpu_impl.ncores),
+ * never from the thread count, and K is never cut; the threads share out the same slab calls, so
+ * results are bit-identical for any thread count (OpenBLAS itself picks different kernels for
+ * different sizes, e.g. its small-matrix path, so cutting by thread count would not be). Each
+ * slab packs only its own part of the weight matrix. One slab per core (measured on 2 cores:
+ * 8 slabs per call lost 10-25% to repacking and short panels), fewer when a slab would be under
+ * 64 wide or 1 MFLOP. One thread pool: no spinning OpenBLAS threads competing with OpenMP ones. */
+static int gemm_slabs(int M, int N, int K, int ncores)
 {
     int dim = M > N ? M : N, n = 1;
-    while (n < 8 && dim / (2 * n) >= 64 && 2.0 * M * N * K / (2 * n) >= 1e5) n *= 2;
+    while (n < ncores && n < 8 && dim / (2 * n) >= 64 && 2.0 * M * N * K / (2 * n) >= 1e6) n *= 2;
     return n;
 }
 
 static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
+    /* A few rows (decoding one token per sample): sgemm would pack all of B for each call. */
+    if (M <= CPU_GEMM_ROWS_MAX && cpu_gemm_rows(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    int ns = gemm_slabs(M, N, K);
+    int ns = gemm_slabs(M, N, K, CPU(be)->ncores);
     if (ns == 1) {
         cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int split_n = N >= M, dim = split_n ? N : M;
+    int split_n = N > M, dim = split_n ? N : M;
     int per = ((dim + ns - 1) / ns + 15) / 16 * 16;
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
     for (int s = 0; s < ns; s++) {
@@ -102,6 +107,7 @@ static const gk_ops cpu_ops = {
     .residual_fwd = cpu_residual_fwd, .dropout_bwd = cpu_dropout_bwd,
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
+    .attention_fwd_at = cpu_attention_fwd_at,
 };
 
 static void cpu_destroy(gk_backend *be)
@@ -122,6 +128,7 @@ int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err)
         return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory");
     }
     c->nthreads = nthreads > 0 ? nthreads : omp_get_max_threads();
+    c->ncores = omp_get_num_procs();
     /* OpenBLAS is called from inside our threads; its own pool would only oversubscribe. This
      * is process-wide OpenBLAS state, set to the same value by every CPU backend. */
     openblas_set_num_threads(1);

@@ -1,10 +1,13 @@
-/* cpu_attn.c: causal self-attention on the CPU, one (batch, head) per task, one query row at a
- * time: a row's scores live in a T-float scratch, the (B,NH,T,T) tensor never exists. The head's
- * K and V are first transposed into (hs,T) scratch so that every inner loop runs along a
- * contiguous row (vectorized, no horizontal sums). The backward recomputes probabilities from the
- * saved log-sum-exp (flash-attention style). A head is done by one thread in a fixed order, so
- * results do not depend on the thread count. (Small OpenBLAS calls from inside OpenMP threads
- * were measured 20x slower here: the pthread OpenBLAS build serializes them.) */
+/* cpu_attn.c: causal self-attention on the CPU, one (batch, head) per task, RB query rows at a
+ * time: a block's scores live in an (RB,Tp) scratch, the (B,NH,T,T) tensor never exists. The
+ * head's K and V are first transposed into (hs,Tp) scratch (Tp = T rounded up to VW floats, zero
+ * padded) so that the score loops run along contiguous rows in whole vectors, without tails; the
+ * RB rows of a block share every load of K, V, dK and dV. Scores are computed up to the block's
+ * last key rounded up to VW; entries past a row's own position get probability 0. The backward
+ * recomputes probabilities from the saved log-sum-exp (flash-attention style). A head is done by
+ * one thread in a fixed order, so results do not depend on the thread count. (Small OpenBLAS
+ * calls from inside OpenMP threads were measured 20x slower here: the pthread OpenBLAS build
+ * serializes them.) */
 #include <math.h>
 #include <omp.h>
 
@@ -12,71 +15,170 @@
 #include "kernels/cpu/ref.h"
 #include "kernels/rng.h"
 
-/* x (T rows at stride ld, hs wide) -> xt (hs,T) */
-static void transpose(float *restrict xt, const float *restrict x, int T, int hs, int ld)
+#define VW 16 /* floats per vector chunk (one AVX-512 register) */
+#define RB 4  /* query rows per block */
+
+static int round_vw(int n) { return (n + VW - 1) / VW * VW; }
+
+/* Per thread: kt, vt (hs,Tp); two (RB,Tp) score blocks; one spare output row (hs). */
+size_t cpu_attn_scratch(int T, int hs)
 {
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < hs; i++) xt[(size_t)i * T + t] = x[(size_t)t * ld + i];
+    size_t Tp = (size_t)round_vw(T);
+    return 2 * Tp * ((size_t)hs + RB) + (size_t)round_vw(hs);
 }
 
-/* s[0..n) = sum_i a[i] * xt[i][0..n) (xt rows of length T) */
-GK_CLONES static void vecmat(float *restrict s, const float *restrict a, const float *restrict xt,
-                             int n, int hs, int T)
+/* x (T rows at stride ld, hs wide) -> xt (hs,Tp), columns T..Tp-1 zero */
+static void transpose(float *restrict xt, const float *restrict x, int T, int Tp, int hs, int ld)
 {
-    for (int u = 0; u < n; u++) s[u] = 0.0f;
-    for (int i = 0; i < hs; i++) {
-        float ai = a[i];
-        const float *r = xt + (size_t)i * T;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + t] = x[(size_t)t * ld + i];
+    for (int i = 0; i < hs; i++)
+        for (int t = T; t < Tp; t++) xt[(size_t)i * Tp + t] = 0.0f;
+}
+
+/* s[r][0..nv) = scale * sum_i a[r][i] * xt[i][0..nv), r < RB (s rows at stride Tp, xt rows of
+ * Tp floats); nv a multiple of VW. */
+GK_CLONES static void block_scores(float *restrict s, const float *const a[RB],
+                                   const float *restrict xt, int nv, int hs, int Tp, float scale)
+{
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    for (int c = 0; c < nv; c += VW) {
+        float s0[VW] = {0}, s1[VW] = {0}, s2[VW] = {0}, s3[VW] = {0};
+        for (int i = 0; i < hs; i++) {
+            const float *x = xt + (size_t)i * Tp + c;
+            float b0 = a0[i], b1 = a1[i], b2 = a2[i], b3 = a3[i];
 #pragma omp simd
-        for (int u = 0; u < n; u++) s[u] += ai * r[u];
+            for (int j = 0; j < VW; j++) {
+                s0[j] += b0 * x[j];
+                s1[j] += b1 * x[j];
+                s2[j] += b2 * x[j];
+                s3[j] += b3 * x[j];
+            }
+        }
+#pragma omp simd
+        for (int j = 0; j < VW; j++) {
+            s[c + j] = s0[j] * scale;
+            s[(size_t)Tp + c + j] = s1[j] * scale;
+            s[2 * (size_t)Tp + c + j] = s2[j] * scale;
+            s[3 * (size_t)Tp + c + j] = s3[j] * scale;
+        }
     }
 }
 
-/* One query row's probabilities from its scores s[0..n): returns lse; s = softmax(s) * dropout. */
-GK_CLONES static float softmax_row(float *restrict s, int n, float p, uint64_t key, size_t ctr0)
+/* o[r][0..hs) = sum_{u<n} w[r][u] x_u for r < RB (w rows at stride Tp, x rows at stride ldx). */
+GK_CLONES static void block_comb(float *const o[RB], const float *restrict w, int Tp,
+                                 const float *restrict x, int ldx, int n, int hs)
+{
+    const float *w0 = w, *w1 = w + Tp, *w2 = w + 2 * (size_t)Tp, *w3 = w + 3 * (size_t)Tp;
+    int i0 = 0;
+    for (; i0 + VW <= hs; i0 += VW) {
+        float o0[VW] = {0}, o1[VW] = {0}, o2[VW] = {0}, o3[VW] = {0};
+        for (int u = 0; u < n; u++) {
+            const float *r = x + (size_t)u * ldx + i0;
+            float c0 = w0[u], c1 = w1[u], c2 = w2[u], c3 = w3[u];
+#pragma omp simd
+            for (int j = 0; j < VW; j++) {
+                o0[j] += c0 * r[j];
+                o1[j] += c1 * r[j];
+                o2[j] += c2 * r[j];
+                o3[j] += c3 * r[j];
+            }
+        }
+        for (int j = 0; j < VW; j++) {
+            o[0][i0 + j] = o0[j];
+            o[1][i0 + j] = o1[j];
+            o[2][i0 + j] = o2[j];
+            o[3][i0 + j] = o3[j];
+        }
+    }
+    for (int i = i0; i < hs; i++) { /* head sizes that are not a multiple of VW */
+        float o0 = 0.0f, o1 = 0.0f, o2 = 0.0f, o3 = 0.0f;
+        for (int u = 0; u < n; u++) {
+            float r = x[(size_t)u * ldx + i];
+            o0 += w0[u] * r, o1 += w1[u] * r, o2 += w2[u] * r, o3 += w3[u] * r;
+        }
+        o[0][i] = o0, o[1][i] = o1, o[2][i] = o2, o[3][i] = o3;
+    }
+}
+
+/* x_u[0..hs) += sum_r w[r][u] a[r] for u < u0, = for u0 <= u < n (rows first reached by this
+ * block: no zeroing pass). x rows at stride ldx, w rows at stride Tp. */
+GK_CLONES static void block_rank(float *restrict x, int ldx, const float *restrict w, int Tp,
+                                 const float *const a[RB], int u0, int n, int hs)
+{
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    for (int u = 0; u < n; u++) {
+        float c0 = w[u], c1 = w[Tp + u], c2 = w[2 * (size_t)Tp + u], c3 = w[3 * (size_t)Tp + u];
+        float *r = x + (size_t)u * ldx;
+        if (u < u0) {
+#pragma omp simd
+            for (int i = 0; i < hs; i++)
+                r[i] += ((c0 * a0[i] + c1 * a1[i]) + c2 * a2[i]) + c3 * a3[i];
+        } else {
+#pragma omp simd
+            for (int i = 0; i < hs; i++) r[i] = ((c0 * a0[i] + c1 * a1[i]) + c2 * a2[i]) + c3 * a3[i];
+        }
+    }
+}
+
+/* Row pointers of a block: rows t0..t0+RB-1 of x (stride ld); rows past T repeat row T-1 (read)
+ * or go to spare (written). */
+static void block_rows(const float *rows[RB], const float *x, int ld, int t0, int T)
+{
+    for (int r = 0; r < RB; r++) rows[r] = x + (size_t)(t0 + r < T ? t0 + r : T - 1) * ld;
+}
+static void block_out(float *rows[RB], float *x, int ld, int t0, int T, float *spare)
+{
+    for (int r = 0; r < RB; r++) rows[r] = t0 + r < T ? x + (size_t)(t0 + r) * ld : spare;
+}
+
+/* One query row's probabilities from its scores s[0..n) (n <= nv, nv a multiple of VW): returns
+ * lse; s[0..n) = softmax * dropout, s[n..nv) = 0. */
+GK_CLONES static float softmax_row(float *restrict s, int n, int nv, float p, uint64_t key,
+                                   size_t ctr0)
 {
     float mx = -INFINITY, sum = 0.0f;
 #pragma omp simd reduction(max : mx)
-    for (int u = 0; u < n; u++) mx = s[u] > mx ? s[u] : mx;
+    for (int u = 0; u < nv; u++) {
+        float x = u < n ? s[u] : -INFINITY;
+        mx = x > mx ? x : mx;
+    }
 #pragma omp simd reduction(+ : sum)
-    for (int u = 0; u < n; u++) {
-        s[u] = gk_vexpf(s[u] - mx);
+    for (int u = 0; u < nv; u++) {
+        float e = gk_vexpf(s[u] - mx);
+        s[u] = u < n ? e : 0.0f;
         sum += s[u];
     }
     float inv = 1.0f / sum;
 #pragma omp simd
-    for (int u = 0; u < n; u++) s[u] *= inv;
+    for (int u = 0; u < nv; u++) s[u] *= inv;
     if (p > 0)
         for (int u = 0; u < n; u++) s[u] *= gk_rng_dropout(key, ctr0 + u, p);
     return mx + logf(sum);
 }
 
-/* o[0..hs) = sum_u w[u] * x_u, x rows at stride ld */
-GK_CLONES static void rowcomb(float *restrict o, const float *restrict w, const float *restrict x,
-                              int n, int hs, int ld)
-{
-    for (int i = 0; i < hs; i++) o[i] = 0.0f;
-    for (int u = 0; u < n; u++) {
-        float wu = w[u];
-        const float *r = x + (size_t)u * ld;
-#pragma omp simd
-        for (int i = 0; i < hs; i++) o[i] += wu * r[i];
-    }
-}
-
-/* One head: q, k, v rows at stride ld (3C) -> o rows at stride C, lse (T).
- * scratch: kt (hs,T), s (T). */
+/* One head: q, k, v rows at stride ld (3C) -> o rows at stride C, lse (T). */
 static void attn_fwd_head(float *o, float *lse, const float *q, const float *k, const float *v,
                           float *scr, int T, int hs, int ld, int C, float p, uint64_t key,
                           size_t row0)
 {
-    float scale = 1.0f / sqrtf((float)hs), *kt = scr, *s = scr + (size_t)hs * T;
-    transpose(kt, k, T, hs, ld);
-    for (int t = 0; t < T; t++) {
-        vecmat(s, q + (size_t)t * ld, kt, t + 1, hs, T);
-        for (int u = 0; u <= t; u++) s[u] *= scale;
-        lse[t] = softmax_row(s, t + 1, p, key, (row0 + t) * T);
-        rowcomb(o + (size_t)t * C, s, v, t + 1, hs, ld);
+    int Tp = round_vw(T);
+    float scale = 1.0f / sqrtf((float)hs), *kt = scr, *s = kt + 2 * (size_t)hs * Tp;
+    float *spare = s + 2 * (size_t)RB * Tp;
+    const float *qr[RB];
+    float *orow[RB];
+    transpose(kt, k, T, Tp, hs, ld);
+    for (int t0 = 0; t0 < T; t0 += RB) {
+        int n = t0 + RB < T ? t0 + RB : T, nv = round_vw(n);
+        block_rows(qr, q, ld, t0, T);
+        block_out(orow, o, C, t0, T, spare);
+        block_scores(s, qr, kt, nv, hs, Tp, scale);
+        for (int r = 0; r < RB; r++) {
+            float z = softmax_row(s + (size_t)r * Tp, t0 + r < T ? t0 + r + 1 : n, nv, p, key,
+                                  (row0 + t0 + r) * T);
+            if (t0 + r < T) lse[t0 + r] = z;
+        }
+        block_comb(orow, s, Tp, v, ld, n, hs);
     }
 }
 
@@ -85,7 +187,7 @@ void cpu_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv,
                        int C, int NH, float p, uint64_t key)
 {
     int nt = CPU(be)->nthreads, hs = C / NH;
-    size_t per = 2 * (size_t)T * (hs + 1); /* per thread */
+    size_t per = cpu_attn_scratch(T, hs); /* per thread */
     float *scr = cpu_scratch(be, nt * per);
     if (!scr) {
         gk_ref_ops.attention_fwd(be, out, lse, qkv, B, T, C, NH, p, key);
@@ -101,58 +203,58 @@ void cpu_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv,
     }
 }
 
-/* Row t of the backward: pr = recomputed scores -> P; dp = dO Vt -> dS (scaled); D = sum P dP. */
-GK_CLONES static void bwd_row(float *restrict pr, float *restrict dp, int n, float z, float scale,
-                              float p, uint64_t key, size_t ctr0)
+/* Row r of a block's backward, n keys (n <= nv): pr = scores -> P (times the dropout mask);
+ * dp = dO Vt -> dS = P (dp - D) scale, D = sum P dp; both 0 from n to nv. */
+GK_CLONES static void bwd_row(float *restrict pr, float *restrict dp, int n, int nv, float z,
+                              float scale, float p, uint64_t key, size_t ctr0)
 {
     float D = 0.0f;
     if (p > 0)
         for (int u = 0; u < n; u++) dp[u] *= gk_rng_dropout(key, ctr0 + u, p);
 #pragma omp simd reduction(+ : D)
-    for (int u = 0; u < n; u++) {
-        pr[u] = gk_vexpf(pr[u] * scale - z);
+    for (int u = 0; u < nv; u++) {
+        float e = gk_vexpf(pr[u] - z);
+        pr[u] = u < n ? e : 0.0f;
         D += pr[u] * dp[u];
     }
 #pragma omp simd
-    for (int u = 0; u < n; u++) dp[u] = pr[u] * (dp[u] - D) * scale;
+    for (int u = 0; u < nv; u++) dp[u] = u < n ? pr[u] * (dp[u] - D) * scale : 0.0f;
     if (p > 0)
         for (int u = 0; u < n; u++) pr[u] *= gk_rng_dropout(key, ctr0 + u, p);
 }
 
-/* x_u (rows at stride ld) += w[u] * a, for u < n */
-GK_CLONES static void rank1(float *x, const float *restrict w, const float *restrict a, int n,
-                            int hs, int ld)
-{
-    for (int u = 0; u < n; u++) {
-        float wu = w[u];
-        float *r = x + (size_t)u * ld;
-#pragma omp simd
-        for (int i = 0; i < hs; i++) r[i] += wu * a[i];
-    }
-}
-
-/* One head's backward: dq, dk, dv rows at stride ld (=), from dO rows at stride C.
- * scratch: kt, vt (hs,T), pr, dp (T). */
+/* One head's backward: dq, dk, dv rows at stride ld (=), from dO rows at stride C. */
 static void attn_bwd_head(float *dq, float *dk, float *dv, const float *dO, const float *q,
                           const float *k, const float *v, const float *lse, float *scr, int T,
                           int hs, int ld, int C, float p, uint64_t key, size_t row0)
 {
+    int Tp = round_vw(T);
     float scale = 1.0f / sqrtf((float)hs);
-    float *kt = scr, *vt = kt + (size_t)hs * T, *pr = vt + (size_t)hs * T, *dp = pr + T;
-    transpose(kt, k, T, hs, ld);
-    transpose(vt, v, T, hs, ld);
-    for (int t = 0; t < T; t++) {
-        float *a = dk + (size_t)t * ld, *b = dv + (size_t)t * ld;
-        for (int i = 0; i < hs; i++) a[i] = b[i] = 0.0f;
-    }
-    for (int t = 0; t < T; t++) {
-        const float *qt = q + (size_t)t * ld, *dOt = dO + (size_t)t * C;
-        vecmat(pr, qt, kt, t + 1, hs, T);
-        vecmat(dp, dOt, vt, t + 1, hs, T);
-        bwd_row(pr, dp, t + 1, lse[t], scale, p, key, (row0 + t) * T);
-        rank1(dv, pr, dOt, t + 1, hs, ld);               // dV_u += P_tu * dO_t
-        rowcomb(dq + (size_t)t * ld, dp, k, t + 1, hs, ld); // dQ_t = sum_u dS_tu K_u
-        rank1(dk, dp, qt, t + 1, hs, ld);                // dK_u += dS_tu * Q_t
+    float *kt = scr, *vt = kt + (size_t)hs * Tp, *pr = vt + (size_t)hs * Tp;
+    float *dp = pr + (size_t)RB * Tp, *spare = dp + (size_t)RB * Tp;
+    const float *qr[RB], *dOr[RB];
+    float *dqr[RB];
+    transpose(kt, k, T, Tp, hs, ld);
+    transpose(vt, v, T, Tp, hs, ld);
+    for (int t0 = 0; t0 < T; t0 += RB) {
+        int n = t0 + RB < T ? t0 + RB : T, nv = round_vw(n);
+        block_rows(qr, q, ld, t0, T);
+        block_rows(dOr, dO, C, t0, T);
+        block_out(dqr, dq, ld, t0, T, spare);
+        block_scores(pr, qr, kt, nv, hs, Tp, scale);
+        block_scores(dp, dOr, vt, nv, hs, Tp, 1.0f);
+        for (int r = 0; r < RB; r++) {
+            float *pr_r = pr + (size_t)r * Tp, *dp_r = dp + (size_t)r * Tp;
+            if (t0 + r < T) {
+                bwd_row(pr_r, dp_r, t0 + r + 1, nv, lse[t0 + r], scale, p, key,
+                        (row0 + t0 + r) * T);
+            } else {
+                for (int u = 0; u < nv; u++) pr_r[u] = dp_r[u] = 0.0f;
+            }
+        }
+        block_rank(dv, ld, pr, Tp, dOr, t0, n, hs); // dV_u += sum_r P_ru dO_r
+        block_comb(dqr, dp, Tp, k, ld, n, hs);      // dQ_r = sum_u dS_ru K_u
+        block_rank(dk, ld, dp, Tp, qr, t0, n, hs);  // dK_u += sum_r dS_ru Q_r
     }
 }
 
@@ -162,7 +264,7 @@ void cpu_attention_bwd(gk_backend *be, float *dqkv, const float *dout, const flo
                        uint64_t key)
 {
     int nt = CPU(be)->nthreads, hs = C / NH;
-    size_t per = 2 * (size_t)T * (hs + 1);
+    size_t per = cpu_attn_scratch(T, hs);
     float *scr = cpu_scratch(be, nt * per);
     if (!scr) {
         gk_ref_ops.attention_bwd(be, dqkv, dout, qkv, out, lse, B, T, C, NH, p, key);

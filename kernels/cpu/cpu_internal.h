@@ -22,7 +22,8 @@
 
 typedef struct cpu_impl {
     int nthreads;
-    float *scratch;   /* reserve()d: max(GK_NCHUNK*2*cols, nthreads*2*T*(head_size+1)) floats */
+    int ncores;       /* processors of the machine (fixed per machine; never the thread count) */
+    float *scratch;   /* reserve()d: max(GK_NCHUNK*2*cols, nthreads*cpu_attn_scratch(T,head_size)) */
     size_t scratch_n; /* in floats */
 } cpu_impl;
 
@@ -84,7 +85,8 @@ void cpu_xent_fwd(gk_backend *be, float *losses, float *lse, const float *logits
                   const int *targets, int N, int V, int Vp);
 void cpu_xent_bwd(gk_backend *be, float *dlogits, const float *logits, const float *lse,
                   const int *targets, float dloss, int N, int V, int Vp);
-/* cpu_attn.c */
+/* cpu_attn.c; cpu_attn_scratch: floats of scratch per thread for T and a head size */
+size_t cpu_attn_scratch(int T, int hs);
 void cpu_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv, int B, int T,
                        int C, int NH, float p, uint64_t key);
 void cpu_attention_bwd(gk_backend *be, float *dqkv, const float *dout, const float *qkv,
@@ -95,5 +97,14 @@ void cpu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
 void cpu_scale(gk_backend *be, float *x, float s, size_t n);
 void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
                float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale);
+
+/* cpu_infer.c */
+void cpu_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
+                          int n, int C, int NH);
+/* gemm for M <= CPU_GEMM_ROWS_MAX rows, !transA (decoding): returns 1 if done, 0 if the shape is
+ * not one it takes (the caller then runs sgemm). */
+#define CPU_GEMM_ROWS_MAX 8
+int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 #endif

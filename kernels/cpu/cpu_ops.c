@@ -29,6 +29,7 @@ GK_CLONES static void colsum_rows(float *restrict acc, const float *restrict a, 
     for (int j = 0; j < C; j++) acc[j] = 0.0f;
     for (int i = r0; i < r1; i++) {
         const float *r = a + (size_t)i * C;
+#pragma omp simd
         for (int j = 0; j < C; j++) acc[j] += r[j];
     }
 }
@@ -68,6 +69,7 @@ void cpu_encoder_fwd(gk_backend *be, float *out, const int *tok, const float *wt
     for (int bt = 0; bt < B * T; bt++) {
         float *o = out + (size_t)bt * C;
         const float *e = wte + (size_t)tok[bt] * C, *q = wpe + (size_t)(bt % T) * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = e[c] + q[c];
         if (p > 0)
             for (int c = 0; c < C; c++) o[c] *= gk_rng_dropout(key, (size_t)bt * C + c, p);
@@ -108,8 +110,10 @@ GK_CLONES static void ln_fwd_row(float *restrict o, float *mean, float *rstd, co
     v /= C;
     float rs = 1.0f / sqrtf(v + 1e-5f);
     if (b) {
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c] + b[c];
     } else {
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * rs * w[c];
     }
     *mean = m;
@@ -144,6 +148,7 @@ GK_CLONES static void ln_bwd_rows(float *restrict dinp, float *restrict pw, floa
         }
         a /= C;
         bsum /= C;
+#pragma omp simd
         for (int c = 0; c < C; c++) {
             float norm = (x[c] - m) * rs, dn = d[c] * w[c];
             di[c] += (dn - a - norm * bsum) * rs;
@@ -194,8 +199,10 @@ void cpu_layernorm_bwd(gk_backend *be, float *dinp, float *dw, float *db, const 
 GK_CLONES static void gelu_fwd_row(float *restrict o, float *restrict x, const float *restrict b,
                                    int C)
 {
-    if (b)
+    if (b) {
+#pragma omp simd
         for (int c = 0; c < C; c++) x[c] += b[c];
+    }
 #pragma omp simd
     for (int c = 0; c < C; c++) {
         float xi = x[c], u = GELU_K * (xi + 0.044715f * xi * xi * xi);

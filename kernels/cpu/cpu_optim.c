@@ -41,6 +41,10 @@ void cpu_scale(gk_backend *be, float *x, float s, size_t n)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
+/* Vectorized only when built with -fno-math-errno: otherwise sqrtf's errno branch (negative
+ * input) keeps GCC from vectorizing the loop at all, and neither the optimize attribute nor
+ * pragma lifts it for a target_clones function (GCC 12). vsqrtps is exactly rounded like sqrtf,
+ * so the result is the same either way; vectorized, AdamW on GPT-2 124M takes 74 ms, not 150. */
 GK_CLONES static void adamw_range(float *restrict param, const float *restrict grad,
                                   float *restrict m, float *restrict v, size_t lo, size_t hi,
                                   float b1, float b2, float eps, float decay, float step_size,
@@ -67,7 +71,7 @@ void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float 
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
     float decay = (float)(1.0 - (double)lr * wd);
     int nt = CPU(be)->nthreads;
-    if (n < 32768) nt = 1;
+    if (n < 8192) nt = 1; /* below this a parallel region costs more than it saves */
     size_t per = (n + nt - 1) / nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int k = 0; k < nt; k++) {

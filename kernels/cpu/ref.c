@@ -343,6 +343,9 @@ static void ref_adamw(gk_backend *be, float *param, const float *grad, float *m,
     }
 }
 
+static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc,
+                                 int t0, int n, int C, int NH); /* at the end of this file */
+
 const gk_ops gk_ref_ops = {
     .name = "ref",
     .alloc = ref_alloc, .free = ref_free, .to_device = ref_copy, .to_host = ref_copy,
@@ -355,6 +358,7 @@ const gk_ops gk_ref_ops = {
     .residual_fwd = ref_residual_fwd, .dropout_bwd = ref_dropout_bwd,
     .xent_fwd = ref_xent_fwd, .xent_bwd = ref_xent_bwd,
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,
+    .attention_fwd_at = ref_attention_fwd_at,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }
@@ -367,4 +371,39 @@ int gk_ref_create(gk_backend **out, gk_err *err)
     be->destroy = ref_destroy;
     *out = be;
     return 0;
+}
+
+/* ---- inference: attention over a KV cache ---- */
+
+// qkv cache (B,Tc,3C), new rows t0..t0+n-1 -> out (B,n,C)
+static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc,
+                                 int t0, int n, int C, int NH)
+{
+    (void)be;
+    int hs = C / NH;
+    double scale = 1.0 / sqrt((double)hs);
+    double *s = malloc(sizeof(double) * (size_t)(t0 + n));
+    if (!s) abort(); /* reference backend: tests only */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < n; i++) {
+                int t = t0 + i;
+                const float *q = qkv + ((size_t)b * Tc + t) * 3 * C + h * hs;
+                double mx = -INFINITY, sum = 0;
+                for (int u = 0; u <= t; u++) {
+                    const float *k = qkv + ((size_t)b * Tc + u) * 3 * C + C + h * hs;
+                    double d = 0;
+                    for (int j = 0; j < hs; j++) d += (double)q[j] * k[j];
+                    s[u] = d * scale;
+                    if (s[u] > mx) mx = s[u];
+                }
+                for (int u = 0; u <= t; u++) sum += exp(s[u] - mx);
+                for (int j = 0; j < hs; j++) {
+                    double o = 0;
+                    for (int u = 0; u <= t; u++)
+                        o += exp(s[u] - mx) / sum * qkv[((size_t)b * Tc + u) * 3 * C + 2 * C + h * hs + j];
+                    out[((size_t)b * n + i) * C + h * hs + j] = (float)o;
+                }
+            }
+    free(s);
 }

@@ -1,0 +1,161 @@
+/* input.c: inputs -> token streams (see input.h). */
+#include "evalppl/input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bpe.h"
+#include "common/log.h"
+#include "common/shard.h"
+#include "common/utf8.h"
+
+static int read_all(FILE *f, const char *name, unsigned char **buf, size_t *len, gk_err *e)
+{
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *b = malloc(cap);
+    for (size_t got = 1; b && got;) {
+        if (n == cap) {
+            unsigned char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+        }
+        got = fread(b + n, 1, cap - n, f);
+        n += got;
+    }
+    if (!b) return gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
+    if (ferror(f)) {
+        free(b);
+        return gk_errno(e, name);
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+static int32_t le32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* tokens of width 2 or 4 at p[0..count) -> s->ids, each checked against vocab_limit */
+static int take_tokens(ep_stream *s, const unsigned char *p, size_t count, int width,
+                       uint32_t vocab_limit, gk_err *e)
+{
+    s->ids = malloc(sizeof *s->ids * (count ? count : 1));
+    if (!s->ids) return gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
+    for (size_t i = 0; i < count; i++) {
+        const unsigned char *q = p + i * width;
+        uint32_t t = width == 2 ? (uint32_t)q[0] | (uint32_t)q[1] << 8 : (uint32_t)le32(q);
+        if (t >= vocab_limit)
+            return gk_errf(e, GK_EFORMAT, "%s: token %u at position %zu is outside the model's "
+                           "vocabulary (%u)", s->name, t, i, vocab_limit);
+        s->ids[i] = t;
+    }
+    s->n = count;
+    s->bytes = -1;
+    return 0;
+}
+
+static int parse_shard(ep_stream *s, const unsigned char *b, size_t len, const gk_vocab *v,
+                       uint32_t vocab_limit, gk_err *e)
+{
+    if (len < GK_SHARD_HEADER_BYTES)
+        return gk_errf(e, GK_EFORMAT, "%s: shard header truncated (%zu of 1024 bytes)", s->name, len);
+    int version = le32(b + 4), width = version == 1 ? 2 : version == 2 ? 4 : 0;
+    int64_t count = le32(b + 8);
+    uint32_t vsize = (uint32_t)le32(b + 12), fp = (uint32_t)le32(b + 16);
+    if (!width) return gk_errf(e, GK_EFORMAT, "%s: unknown shard version %d", s->name, version);
+    size_t body = len - GK_SHARD_HEADER_BYTES;
+    if (body % width)
+        return gk_errf(e, GK_EFORMAT, "%s: %zu data bytes is not a whole number of %d-byte tokens",
+                       s->name, body, width);
+    if (count != -1 && (count < 0 || (uint64_t)count != body / width))
+        return gk_errf(e, GK_EFORMAT, "%s: header says %lld tokens, the data holds %zu", s->name,
+                       (long long)count, body / width);
+    if (v && fp && fp != gk_vocab_fingerprint(v))
+        return gk_errf(e, GK_EFORMAT, "%s: tokenized with another vocabulary (fingerprint %08x, "
+                       "the model's is %08x)", s->name, fp, gk_vocab_fingerprint(v));
+    if (vsize > vocab_limit)
+        return gk_errf(e, GK_EFORMAT, "%s: made with a vocabulary of %u tokens, the model has %u",
+                       s->name, vsize, vocab_limit);
+    return take_tokens(s, b + GK_SHARD_HEADER_BYTES, body / width, width, vocab_limit, e);
+}
+
+static int encode_text(ep_stream *s, const unsigned char *b, size_t len, const gk_vocab *v,
+                       uint32_t vocab_limit, gk_err *e)
+{
+    if (!v)
+        return gk_errf(e, GK_ENOTFOUND, "%s: text input needs a vocabulary: the checkpoint has "
+                       "none; give -V", s->name);
+    char *clean = NULL;
+    size_t cap = 0, clen = 0, n = 0, idcap = 0;
+    size_t bad = gk_utf8_sanitize((const char *)b, len, &clean, &cap, &clen);
+    if (bad == (size_t)-1) return gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
+    int rc = 0;
+    if (gk_vocab_type(v) == GK_VOCAB_BPE) {
+        gk_bpe *bpe = NULL;
+        s->ids = malloc(sizeof *s->ids * 1024);
+        idcap = 1024;
+        if (!s->ids) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
+        else s->ids[n++] = (uint32_t)gk_vocab_eot(v);
+        if (!rc) rc = gk_bpe_create(&bpe, v, e);
+        if (!rc) rc = gk_bpe_encode(bpe, clean, clen, 0, &s->ids, &n, &idcap, e);
+        gk_bpe_free(bpe);
+    } else {
+        rc = gk_char_encode(v, clean, clen, &s->ids, &n, &idcap, e);
+        if (rc == GK_EFORMAT) { /* name the input */
+            char msg[sizeof e->msg];
+            snprintf(msg, sizeof msg, "%s", e->msg);
+            rc = gk_errf(e, GK_EFORMAT, "%s: %s", s->name, msg);
+        }
+    }
+    free(clean);
+    if (bad && !rc)
+        gk_warn("%s: replaced %zu invalid UTF-8 sequence%s with U+FFFD", s->name, bad,
+                bad == 1 ? "" : "s");
+    for (size_t i = 0; !rc && i < n; i++)
+        if (s->ids[i] >= vocab_limit)
+            rc = gk_errf(e, GK_EFORMAT, "%s: token %u is outside the model's vocabulary (%u)",
+                         s->name, s->ids[i], vocab_limit);
+    s->n = n;
+    s->bytes = (int64_t)clen;
+    return rc;
+}
+
+int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit,
+            gk_err *e)
+{
+    memset(s, 0, sizeof *s);
+    int is_stdin = strcmp(path, "-") == 0;
+    s->name = strdup(is_stdin ? "stdin" : path);
+    if (!s->name) return gk_errf(e, GK_ENOMEM, "out of memory");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f) return gk_errno(e, path);
+    unsigned char *b = NULL;
+    size_t len = 0;
+    int rc = read_all(f, s->name, &b, &len, e);
+    if (!is_stdin) fclose(f);
+    if (rc) return rc;
+    if (raw) {
+        rc = len % 2 ? gk_errf(e, GK_EFORMAT, "%s: --raw: odd size %zu (uint16 tokens)", s->name, len)
+                     : take_tokens(s, b, len / 2, 2, vocab_limit, e);
+    } else if (len >= 4 && le32(b) == GK_SHARD_MAGIC) {
+        rc = parse_shard(s, b, len, v, vocab_limit, e);
+    } else {
+        rc = encode_text(s, b, len, v, vocab_limit, e);
+    }
+    free(b);
+    return rc;
+}
+
+void ep_stream_free(ep_stream *s)
+{
+    free(s->name);
+    free(s->ids);
+    memset(s, 0, sizeof *s);
+}

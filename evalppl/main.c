@@ -1,0 +1,208 @@
+/* main.c: gpt-evalppl: perplexity of a checkpoint on shards or text. Parses options, loads the
+ * model, turns each input into tokens (input.h) and scores them in sliding windows (score.h). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/ckpt.h"
+#include "common/log.h"
+#include "common/opt.h"
+#include "common/vocab.h"
+#include "evalppl/input.h"
+#include "evalppl/score.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/gpt2_load.h"
+
+typedef struct options {
+    const char *model, *vocab;
+    int64_t context, stride;
+    int json, per_doc, raw, quiet, verbose;
+} options;
+
+static const char usage[] =
+    "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw] [FILE...]\n"
+    "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE).";
+
+static const char footer[] =
+    "A FILE starting with the shard magic is a shard, else text, encoded with the checkpoint's\n"
+    "vocabulary. Windows of N tokens every S tokens; each token is scored once (the first has no\n"
+    "context). Prints tokens, mean NLL (nats), perplexity and, for text, bits per byte.\n"
+    "Example: gpt-tokenize < val.txt | gpt-evalppl -m model.safetensors --stride 512\n";
+
+static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
+{
+    const gk_opt tab[] = {
+        {'m', "model", GK_OPT_STR, &o->model, "CKPT", "checkpoint (default $GPT_MODEL, else out/latest.safetensors)", 0, 0},
+        {0, "context", GK_OPT_INT, &o->context, "N", "tokens per window (default block_size)", 1, 1 << 20},
+        {0, "stride", GK_OPT_INT, &o->stride, "S", "tokens between window starts (default N)", 1, 1 << 20},
+        {0, "json", GK_OPT_FLAG, &o->json, NULL, "print a JSON object {tokens, nll, ppl[, bpb]}", 0, 0},
+        {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>)", 0, 0},
+        {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
+        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
+        {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    int rc = gk_opt_parse(tab, argc, argv, first, e);
+    if (rc == GK_OPT_HELP)
+        gk_opt_help(stdout, usage, tab, footer);
+    else if (rc == GK_OPT_VERSION)
+        gk_opt_version(stdout, "gpt-evalppl");
+    return rc;
+}
+
+/* -V, else the checkpoint's, else the default lookup; none at all is not an error here (shards
+ * need no vocabulary: *v stays NULL). */
+static int load_vocab(const options *o, const gk_ckpt *c, gk_vocab **v, gk_err *e)
+{
+    char path[4096];
+    int rc = o->vocab ? GK_ENOTFOUND : gk_ckpt_vocab(c, v, e);
+    if (rc != GK_ENOTFOUND) return rc;
+    gk_err quiet;
+    if (gk_vocab_find(path, sizeof path, o->vocab, o->vocab ? e : &quiet))
+        return o->vocab ? e->code : 0;
+    return gk_vocab_load(v, path, e);
+}
+
+static void print_result(const options *o, const char *file, long doc, int64_t tokens, double nll,
+                         int64_t bytes)
+{
+    double mean = tokens ? nll / tokens : 0.0;
+    if (o->json) {
+        json_t *j = json_object();
+        if (file) {
+            json_object_set_new(j, "file", json_string(file));
+            json_object_set_new(j, "doc", json_integer(doc));
+        }
+        json_object_set_new(j, "tokens", json_integer(tokens));
+        json_object_set_new(j, "nll", json_real(mean));
+        json_object_set_new(j, "ppl", json_real(exp(mean)));
+        if (bytes > 0) json_object_set_new(j, "bpb", json_real(nll / log(2.0) / (double)bytes));
+        char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+        if (s) puts(s);
+        free(s);
+        json_decref(j);
+        return;
+    }
+    if (file) printf("%s doc %ld: ", file, doc);
+    printf("tokens %lld  nll %.6f  ppl %.4f", (long long)tokens, mean, exp(mean));
+    if (bytes > 0) printf("  bpb %.6f", nll / log(2.0) / (double)bytes);
+    putchar('\n');
+}
+
+/* per-document accounting: a document is an <|endoftext|> and the tokens up to the next one */
+typedef struct doc_acc {
+    const options *o;
+    const ep_stream *s;
+    int64_t eot;
+    long doc;
+    int64_t tokens;
+    double nll;
+} doc_acc;
+
+static void doc_flush(doc_acc *a)
+{
+    if (a->tokens) print_result(a->o, a->s->name, a->doc, a->tokens, a->nll, 0);
+    a->doc++;
+    a->tokens = 0;
+    a->nll = 0;
+}
+
+static void doc_token(void *ctx, size_t pos, double nll)
+{
+    doc_acc *a = ctx;
+    if ((int64_t)a->s->ids[pos] == a->eot) doc_flush(a);
+    a->tokens++;
+    a->nll += nll;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int run(const options *o, char **inputs, int ninputs, gk_err *e)
+{
+    const char *path = o->model ? o->model : getenv("GPT_MODEL");
+    if (!path || !*path) path = "out/latest.safetensors";
+    gk_ckpt *c = NULL;
+    gk_vocab *v = NULL;
+    gk_backend *be = NULL;
+    gk_gpt2 *m = NULL;
+    ep_scorer *sc = NULL;
+    gk_gpt2_config cfg;
+    int rc = gk_ckpt_open(&c, path, e);
+    if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
+    if (!rc) rc = load_vocab(o, c, &v, e);
+    int context = o->context ? (int)o->context : 0;
+    if (!rc) {
+        if (!context) context = cfg.block_size;
+        if (context > cfg.block_size)
+            rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", context, cfg.block_size);
+    }
+    int stride = o->stride ? (int)o->stride : context;
+    cfg.dropout = 0;
+    if (!rc) rc = gk_cpu_create(&be, 0, e);
+    if (!rc) rc = gk_gpt2_create(&m, &cfg, be, 1, context, e);
+    if (!rc) rc = gk_gpt2_load(m, c, e);
+    if (!rc) rc = ep_scorer_create(&sc, m, be, context, stride, e);
+    gk_ckpt_close(c);
+    int64_t tokens = 0, bytes = 0;
+    int all_text = 1;
+    double nll = 0, t0 = now();
+    for (int i = 0; rc == 0 && i < ninputs; i++) {
+        ep_stream s;
+        rc = ep_load(&s, inputs[i], v, o->raw, (uint32_t)cfg.vocab_size, e);
+        doc_acc acc = {o, &s, v ? gk_vocab_eot(v) : -1, 1, 0, 0};
+        if (!rc) {
+            rc = ep_score(sc, s.ids, s.n, o->per_doc ? doc_token : NULL, &acc, &nll, e);
+            if (o->per_doc) doc_flush(&acc);
+            tokens += s.n > 1 ? (int64_t)s.n - 1 : 0;
+            if (s.bytes < 0) all_text = 0;
+            else bytes += s.bytes;
+            gk_verbose("%s: %zu tokens", s.name, s.n);
+        }
+        ep_stream_free(&s);
+    }
+    double secs = now() - t0;
+    if (!rc && !tokens) rc = gk_errf(e, GK_EFORMAT, "nothing to score: the input%s hold%s fewer "
+                                     "than 2 tokens", ninputs > 1 ? "s" : "", ninputs > 1 ? "" : "s");
+    if (!rc) {
+        print_result(o, NULL, 0, tokens, nll, all_text ? bytes : 0);
+        if (fflush(stdout)) rc = gk_errno(e, "stdout");
+        gk_info("%lld tokens in %.2f s (%.0f tokens/s), windows of %d every %d", (long long)tokens,
+                secs, tokens / (secs > 1e-9 ? secs : 1e-9), context, stride);
+    }
+    ep_scorer_free(sc);
+    gk_gpt2_free(m);
+    gk_backend_free(be);
+    gk_vocab_free(v);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    gk_err e = {0};
+    int first;
+    gk_log_setup("gpt-evalppl", GK_LOG_NORMAL);
+    int rc = parse(&o, argc, argv, &first, &e);
+    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) return 0;
+    gk_log_setup("gpt-evalppl", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
+    if (rc == 0 && o.stride && o.context && o.stride > o.context)
+        rc = gk_errf(&e, GK_EUSAGE, "--stride %lld exceeds --context %lld", (long long)o.stride,
+                     (long long)o.context);
+    static char *stdin_only[] = {"-"};
+    if (rc == 0)
+        rc = first < argc ? run(&o, argv + first, argc - first, &e) : run(&o, stdin_only, 1, &e);
+    if (rc) {
+        gk_error("%s", e.msg);
+        return gk_exit_status(rc);
+    }
+    return 0;
+}

@@ -1,0 +1,57 @@
+/* gpt2_load.c: checkpoint -> gk_gpt2 (see gpt2_load.h). */
+#include "kernels/gpt2_load.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "kernels/gpt2_internal.h"
+
+int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e)
+{
+    json_error_t je;
+    json_t *o = json_loads(json ? json : "", 0, &je);
+    if (!o) return gk_errf(e, GK_EFORMAT, "%s: bad model config JSON: %s", origin, je.text);
+    int bias = 1;
+    double dropout = 0;
+    gk_gpt2_config c = {0};
+    int rc = json_unpack_ex(o, &je, 0, "{s:i, s:i, s:i, s:i, s:i, s?b, s?F}", "n_layer", &c.n_layer,
+                            "n_head", &c.n_head, "n_embd", &c.n_embd, "block_size", &c.block_size,
+                            "vocab_size", &c.vocab_size, "bias", &bias, "dropout", &dropout);
+    json_decref(o);
+    if (rc != 0) return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, je.text);
+    c.bias = bias;
+    c.dropout = (float)dropout;
+    gk_err sub;
+    if (gk_gpt2_config_check(&c, &sub))
+        return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, sub.msg);
+    *cfg = c;
+    return 0;
+}
+
+int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e)
+{
+    const char *json = gk_ckpt_config_json(c);
+    if (!json)
+        return gk_errf(e, GK_EFORMAT, "%s: no model config (gptkit.config metadata); "
+                       "import HuggingFace models with gpt-ckpt import", gk_ckpt_path(c));
+    return gk_gpt2_config_parse(json, gk_ckpt_path(c), cfg, e);
+}
+
+int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e)
+{
+    gk_backend *be = m->be;
+    size_t max = 1;
+    for (int i = 0; i < gk_gpt2_n_params(m); i++)
+        if (gk_gpt2_param(m, i)->numel > max) max = gk_gpt2_param(m, i)->numel;
+    float *host = malloc(max * sizeof *host);
+    if (!host) return gk_errf(e, GK_ENOMEM, "out of memory loading %s", gk_ckpt_path(c));
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < gk_gpt2_n_params(m); i++) {
+        const gk_param *t = gk_gpt2_param(m, i);
+        int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
+        if ((rc = gk_ckpt_read(c, 0, t->name, t->ndim, shape, host, e)) == 0)
+            be->ops->to_device(be, t->data, host, t->numel * sizeof(float));
+    }
+    free(host);
+    return rc;
+}

@@ -1,0 +1,21 @@
+/* gpt2_load.h: a gk_gpt2 from a checkpoint (common/ckpt.h), for the tools that only run a model
+ * (gpt-sample, gpt-evalppl; gpt-train's model_io.c can use it too).
+ * Owns nothing past a call: the checkpoint and the model belong to the caller.
+ * Thread safety: one call per model at a time (it drives the model's backend). */
+#ifndef GK_GPT2_LOAD_H
+#define GK_GPT2_LOAD_H
+
+#include "common/ckpt.h"
+#include "common/err.h"
+#include "kernels/gpt2.h"
+
+/* Parses model config JSON (nanoGPT key names: n_layer, n_head, n_embd, block_size, vocab_size,
+ * optional bias, dropout) and checks it (gk_gpt2_config_check). Errors name origin. */
+int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e);
+/* The config in the checkpoint's "gptkit.config" metadata; GK_EFORMAT naming the file if absent. */
+int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e);
+/* Copies every parameter of m's table from c (shapes checked; BF16/F16 converted), not the AdamW
+ * moments. Errors name the file and tensor. */
+int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
+
+#endif

@@ -1,0 +1,209 @@
+/* main.c: gpt-sample: text from a checkpoint. Parses options, loads the model and vocabulary,
+ * encodes the prompt and runs the generation loop (generate.h) on the CPU backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bpe.h"
+#include "common/ckpt.h"
+#include "common/log.h"
+#include "common/opt.h"
+#include "common/utf8.h"
+#include "common/vocab.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/gpt2_load.h"
+#include "sample/generate.h"
+
+typedef struct options {
+    const char *model, *prompt, *prompt_file, *vocab;
+    int64_t n_new, num_samples, top_k, seed;
+    double temperature, top_p;
+    int stop_at_eot, ids, quiet, verbose;
+} options;
+
+static const char usage[] =
+    "gpt-sample [-m CKPT] [-n TOKENS] [-p PROMPT | -f FILE] [--num-samples K] [-t TEMP] [-k TOPK]\n"
+    "                  [--top-p P] [--seed S] [--stop-at-eot] [--ids]\n"
+    "Generates text from a GPT-2 checkpoint, streaming it to stdout.";
+
+static const char footer[] =
+    "The model is -m, else $GPT_MODEL, else out/latest.safetensors. The vocabulary is -V, else the\n"
+    "checkpoint's own, else $GPT_VOCAB or the HuggingFace cache. With no prompt, generation starts\n"
+    "from <|endoftext|> (BPE) or a newline (char). Same seed, same output; -t 0 is greedy.\n"
+    "Example: gpt-sample -m out/latest.safetensors -p 'ROMEO:' -n 200 -t 0.8 -k 200\n";
+
+static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
+{
+    const gk_opt tab[] = {
+        {'m', "model", GK_OPT_STR, &o->model, "CKPT", "checkpoint (.safetensors)", 0, 0},
+        {'n', "tokens", GK_OPT_INT, &o->n_new, "N", "tokens to generate per sample (default 256)", 0, 1e9},
+        {'p', "prompt", GK_OPT_STR, &o->prompt, "TEXT", "start from TEXT", 0, 0},
+        {'f', "prompt-file", GK_OPT_STR, &o->prompt_file, "FILE", "start from the text of FILE", 0, 0},
+        {0, "num-samples", GK_OPT_INT, &o->num_samples, "K", "K samples, generated as one batch (default 1)", 1, 1024},
+        {'t', "temperature", GK_OPT_DOUBLE, &o->temperature, "T", "sampling temperature; 0 = greedy (default 0.8)", 0, 1e6},
+        {'k', "top-k", GK_OPT_INT, &o->top_k, "K", "sample among the K most likely tokens; 0 = all (default 200)", 0, 1e9},
+        {0, "top-p", GK_OPT_DOUBLE, &o->top_p, "P", "nucleus sampling: the most likely tokens holding P (default 1)", 1e-9, 1},
+        {0, "seed", GK_OPT_INT, &o->seed, "S", "random seed (default 1337)", 0, 9.2e18},
+        {0, "stop-at-eot", GK_OPT_FLAG, &o->stop_at_eot, NULL, "end a sample at <|endoftext|>", 0, 0},
+        {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text", 0, 0},
+        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
+        {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    int rc = gk_opt_parse(tab, argc, argv, first, e);
+    if (rc == GK_OPT_HELP)
+        gk_opt_help(stdout, usage, tab, footer);
+    else if (rc == GK_OPT_VERSION)
+        gk_opt_version(stdout, "gpt-sample");
+    return rc;
+}
+
+static int load_vocab(const options *o, const gk_ckpt *c, gk_vocab **v, gk_err *e)
+{
+    char path[4096];
+    int rc = o->vocab ? GK_ENOTFOUND : gk_ckpt_vocab(c, v, e);
+    if (rc != GK_ENOTFOUND) return rc;
+    if ((rc = gk_vocab_find(path, sizeof path, o->vocab, e))) return rc;
+    return gk_vocab_load(v, path, e);
+}
+
+static int read_file(const char *path, char **buf, size_t *len, gk_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return gk_errno(e, path);
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    for (size_t got = 1; b && got;) {
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) break;
+            b = nb;
+        }
+        got = fread(b + n, 1, cap - n, f);
+        n += got;
+    }
+    int bad = ferror(f) || !b;
+    fclose(f);
+    if (bad) {
+        free(b);
+        return b ? gk_errno(e, path) : gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+/* The prompt's ids; none given: the start token (*hidden = 1). */
+static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t *n, int *hidden,
+                         gk_err *e)
+{
+    char *text = NULL, *clean = NULL;
+    size_t len = 0, clean_cap = 0, clean_len = 0;
+    int rc = 0;
+    if (o->prompt_file) {
+        if ((rc = read_file(o->prompt_file, &text, &len, e))) return rc;
+    } else if (o->prompt) {
+        len = strlen(o->prompt);
+        text = malloc(len + 1);
+        if (text) memcpy(text, o->prompt, len + 1);
+    }
+    uint32_t *u = NULL;
+    size_t nu = 0, cap = 0;
+    *hidden = 0;
+    if (!len) {
+        u = malloc(sizeof *u);
+        if (u) {
+            int32_t eot = gk_vocab_eot(v);
+            if (eot >= 0) {
+                u[0] = (uint32_t)eot;
+                nu = 1;
+            } else {
+                rc = gk_char_encode(v, "\n", 1, &u, &nu, &cap, e);
+                if (rc == GK_EFORMAT)
+                    rc = gk_errf(e, GK_EFORMAT, "no prompt, and the vocabulary has no newline to "
+                                 "start from: give one with -p");
+            }
+            *hidden = 1;
+        }
+    } else if (gk_utf8_sanitize(text, len, &clean, &clean_cap, &clean_len) == (size_t)-1) {
+        rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    } else if (gk_vocab_type(v) == GK_VOCAB_BPE) {
+        gk_bpe *b = NULL;
+        if ((rc = gk_bpe_create(&b, v, e)) == 0)
+            rc = gk_bpe_encode(b, clean, clean_len, 1, &u, &nu, &cap, e);
+        gk_bpe_free(b);
+    } else {
+        rc = gk_char_encode(v, clean, clean_len, &u, &nu, &cap, e);
+    }
+    if (rc == 0 && (!u || !nu))
+        rc = u ? gk_errf(e, GK_EUSAGE, "the prompt encodes to no tokens") : gk_errf(e, GK_ENOMEM, "out of memory");
+    if (rc == 0 && !(*ids = malloc(sizeof(int) * nu))) rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < nu; i++) (*ids)[i] = (int)u[i];
+    *n = (int64_t)nu;
+    free(u);
+    free(text);
+    free(clean);
+    return rc;
+}
+
+static int run(const options *o, gk_err *e)
+{
+    const char *path = o->model ? o->model : getenv("GPT_MODEL");
+    if (!path || !*path) path = "out/latest.safetensors";
+    gk_ckpt *c = NULL;
+    gk_vocab *v = NULL;
+    gk_backend *be = NULL;
+    gk_gpt2 *m = NULL;
+    int *prompt = NULL, hidden = 0;
+    int64_t n = 0;
+    gk_gpt2_config cfg;
+    int rc = gk_ckpt_open(&c, path, e);
+    if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
+    if (!rc) rc = load_vocab(o, c, &v, e);
+    if (!rc && gk_vocab_size(v) > (uint32_t)cfg.vocab_size)
+        rc = gk_errf(e, GK_EFORMAT, "%s: the vocabulary has %u tokens, the model only %d",
+                     path, gk_vocab_size(v), cfg.vocab_size);
+    if (!rc) rc = encode_prompt(o, v, &prompt, &n, &hidden, e);
+    cfg.dropout = 0;
+    if (!rc) rc = gk_cpu_create(&be, 0, e);
+    if (!rc) rc = gk_gpt2_create(&m, &cfg, be, (int)o->num_samples, cfg.block_size, e);
+    if (!rc) rc = gk_gpt2_load(m, c, e);
+    gk_ckpt_close(c);
+    if (!rc && n > cfg.block_size)
+        gk_warn("the prompt's %lld tokens are cropped to the last %d (block_size)", (long long)n,
+                cfg.block_size);
+    gs_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot, o->ids,
+                      {(float)o->temperature, (int)o->top_k, (float)o->top_p, (uint64_t)o->seed}};
+    gs_gen_stats st;
+    if (!rc) rc = gs_generate(m, be, v, prompt, n, hidden, &go, stdout, &st, e);
+    if (!rc)
+        gk_info("prompt %lld tokens in %.3f s; %lld tokens in %.3f s (%.1f tokens/s)",
+                (long long)st.prompt_tokens, st.prompt_secs, (long long)st.new_tokens, st.gen_secs,
+                st.gen_secs > 0 ? st.new_tokens / st.gen_secs : 0.0);
+    free(prompt);
+    gk_gpt2_free(m);
+    gk_backend_free(be);
+    gk_vocab_free(v);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.n_new = 256, .num_samples = 1, .top_k = 200, .seed = 1337, .temperature = 0.8,
+                 .top_p = 1.0};
+    gk_err e = {0};
+    int first;
+    gk_log_setup("gpt-sample", GK_LOG_NORMAL);
+    int rc = parse(&o, argc, argv, &first, &e);
+    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) return 0;
+    gk_log_setup("gpt-sample", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
+    if (rc == 0 && first < argc) rc = gk_errf(&e, GK_EUSAGE, "unexpected argument '%s'", argv[first]);
+    if (rc == 0 && o.prompt && o.prompt_file) rc = gk_errf(&e, GK_EUSAGE, "-p and -f: give one prompt");
+    if (rc == 0) rc = run(&o, &e);
+    if (rc) {
+        gk_error("%s", e.msg);
+        return gk_exit_status(rc);
+    }
+    return 0;
+}
