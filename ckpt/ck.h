@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "common/vocab.h"
 #include "kernels/gpt2.h"
+#include "kernels/gpt2_load.h"
 
 /* ---- subcommands: parse their own options; return 0 or a GK_E* code with e filled
  * (GK_OPT_HELP / GK_OPT_VERSION after printing help or the version) ---- */
@@ -56,14 +57,10 @@ int64_t ck_dim_size(const gk_gpt2_config *cfg, enum ck_dim d, int64_t vp);
 /* "[a, b]" into buf. */
 void ck_shape_text(char *buf, size_t cap, int ndim, const int64_t *shape);
 
-/* ---- model config JSON (gptkit.config, nanoGPT key names) ---- */
-char *ck_config_json(const gk_gpt2_config *c); /* malloc'd; NULL when out of memory */
-int ck_config_parse(const char *json, const char *origin, gk_gpt2_config *c, gk_err *e);
+/* ---- model config JSON: gk_gpt2_config_json / _parse / gk_gpt2_ckpt_config (gpt2_load.h) ---- */
 /* A HuggingFace config.json (GPT-2 keys) into c (bias 1, dropout 0); warns about settings our
  * model does not implement, refuses other model types. */
 int ck_hf_config_load(const char *path, gk_gpt2_config *c, gk_err *e);
-/* The config of checkpoint c, checked; errors name the file. */
-int ck_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e);
 
 /* ---- llm.c checkpoints (llmc.c) ---- */
 enum { CK_LLMC_MAGIC = 20240326 };

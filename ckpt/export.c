@@ -252,7 +252,7 @@ int ck_export_main(int argc, char **argv, gk_err *e)
     gk_gpt2_config cfg;
     if ((rc = gk_ckpt_open(&c, argv[first], e)))
         return rc;
-    rc = ck_ckpt_config(c, &cfg, e);
+    rc = gk_gpt2_ckpt_config(c, &cfg, e);
     if (rc == 0 && o.hf && (rc = export_hf(c, &cfg, o.hf, e)) == 0)
         gk_info("%s -> %s (HuggingFace)", argv[first], o.hf);
     if (rc == 0 && o.llmc && (rc = ck_llmc_write(c, &cfg, o.llmc, e)) == 0)

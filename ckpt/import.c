@@ -73,7 +73,7 @@ int ck_import_vocab(const char *option, const char *dir, int vocab_size, gk_voca
 int ck_save_imported(const char *out, const char *from, const gk_gpt2_config *cfg,
                      const gk_ckpt_param *params, size_t n, const gk_vocab *v, gk_err *e)
 {
-    char *json = ck_config_json(cfg);
+    char *json = gk_gpt2_config_json(cfg);
     if (!json)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     gk_ckpt_info info = {json, NULL, v, GK_DT_F32};

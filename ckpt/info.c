@@ -142,7 +142,7 @@ static void print_config(const gk_ckpt *c)
     gk_err e = {0};
     if (!gk_ckpt_config_json(c))
         printf("config:      none (not a gptkit checkpoint)\n");
-    else if (ck_config_parse(gk_ckpt_config_json(c), gk_ckpt_path(c), &cfg, &e) == 0)
+    else if (gk_gpt2_config_parse(gk_ckpt_config_json(c), gk_ckpt_path(c), &cfg, &e) == 0)
         printf("config:      n_layer %d, n_head %d, n_embd %d, block_size %d, vocab_size %d, "
                "bias %s, dropout %g\n", cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size,
                cfg.vocab_size, cfg.bias ? "true" : "false", (double)cfg.dropout);

@@ -149,49 +149,6 @@ const ck_entry *ck_table_at(const ck_table *t, enum ck_group g, int layer, int s
     }
 }
 
-/* ---------------------------------------------------------------- config JSON */
-
-char *ck_config_json(const gk_gpt2_config *c)
-{
-    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:f}", "n_layer", c->n_layer, "n_head",
-                          c->n_head, "n_embd", c->n_embd, "block_size", c->block_size, "vocab_size",
-                          c->vocab_size, "bias", c->bias, "dropout", (double)c->dropout);
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    return s;
-}
-
-int ck_config_parse(const char *json, const char *origin, gk_gpt2_config *c, gk_err *e)
-{
-    json_error_t je;
-    json_t *o = json_loads(json ? json : "", 0, &je);
-    int bias = 1;
-    double dropout = 0;
-    if (!o)
-        return gk_errf(e, GK_EFORMAT, "%s: bad model config JSON: %s", origin, je.text);
-    int rc = json_unpack_ex(o, &je, 0, "{s:i, s:i, s:i, s:i, s:i, s?b, s?F}", "n_layer", &c->n_layer,
-                            "n_head", &c->n_head, "n_embd", &c->n_embd, "block_size", &c->block_size,
-                            "vocab_size", &c->vocab_size, "bias", &bias, "dropout", &dropout);
-    json_decref(o);
-    if (rc != 0)
-        return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, je.text);
-    c->bias = bias;
-    c->dropout = (float)dropout;
-    gk_err sub = {0};
-    if (gk_gpt2_config_check(c, &sub))
-        return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, sub.msg);
-    return 0;
-}
-
-int ck_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e)
-{
-    const char *json = gk_ckpt_config_json(c);
-    if (!json)
-        return gk_errf(e, GK_EFORMAT, "%s: not a gptkit checkpoint (no gptkit.config metadata); "
-                       "make one with gpt-ckpt import", gk_ckpt_path(c));
-    return ck_config_parse(json, gk_ckpt_path(c), cfg, e);
-}
-
 /* An integer key of a HuggingFace config; GK_ENOTFOUND when absent. */
 static int hf_int(json_t *o, const char *key, int *out, const char *path, gk_err *e)
 {

@@ -32,8 +32,8 @@ int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e)
 {
     const char *json = gk_ckpt_config_json(c);
     if (!json)
-        return gk_errf(e, GK_EFORMAT, "%s: no model config (gptkit.config metadata); "
-                       "import HuggingFace models with gpt-ckpt import", gk_ckpt_path(c));
+        return gk_errf(e, GK_EFORMAT, "%s: not a gptkit checkpoint (no gptkit.config metadata); "
+                       "make one with gpt-ckpt import", gk_ckpt_path(c));
     return gk_gpt2_config_parse(json, gk_ckpt_path(c), cfg, e);
 }
 
@@ -54,4 +54,14 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e)
     }
     free(host);
     return rc;
+}
+
+char *gk_gpt2_config_json(const gk_gpt2_config *c)
+{
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:f}", "n_layer", c->n_layer, "n_head",
+                          c->n_head, "n_embd", c->n_embd, "block_size", c->block_size, "vocab_size",
+                          c->vocab_size, "bias", c->bias, "dropout", (double)c->dropout);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
 }

@@ -12,6 +12,8 @@
 /* Parses model config JSON (nanoGPT key names: n_layer, n_head, n_embd, block_size, vocab_size,
  * optional bias, dropout) and checks it (gk_gpt2_config_check). Errors name origin. */
 int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e);
+/* The config as that JSON (the "gptkit.config" metadata); malloc'd, NULL when out of memory. */
+char *gk_gpt2_config_json(const gk_gpt2_config *cfg);
 /* The config in the checkpoint's "gptkit.config" metadata; GK_EFORMAT naming the file if absent. */
 int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e);
 /* Copies every parameter of m's table from c (shapes checked; BF16/F16 converted), not the AdamW

@@ -1,39 +1,12 @@
 /* model_io.c: gk_gpt2 <-> checkpoint (see model_io.h). */
 #include "model_io.h"
 
+#include "kernels/gpt2_load.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-char *tr_model_config_json(const gk_gpt2_config *c)
-{
-    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:f}", "n_layer", c->n_layer, "n_head",
-                          c->n_head, "n_embd", c->n_embd, "block_size", c->block_size, "vocab_size",
-                          c->vocab_size, "bias", c->bias, "dropout", (double)c->dropout);
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    return s;
-}
-
-int tr_model_config_parse(const char *json, const char *origin, gk_gpt2_config *c, gk_err *e)
-{
-    json_error_t je;
-    json_t *o = json_loads(json ? json : "", 0, &je);
-    int bias = 0;
-    double dropout = 0;
-    if (!o)
-        return gk_errf(e, GK_EFORMAT, "%s: bad model config JSON: %s", origin, je.text);
-    int rc = json_unpack_ex(o, &je, 0, "{s:i, s:i, s:i, s:i, s:i, s?b, s?F}", "n_layer", &c->n_layer,
-                            "n_head", &c->n_head, "n_embd", &c->n_embd, "block_size", &c->block_size,
-                            "vocab_size", &c->vocab_size, "bias", &bias, "dropout", &dropout);
-    json_decref(o);
-    if (rc != 0)
-        return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, je.text);
-    c->bias = bias;
-    c->dropout = (float)dropout;
-    return 0;
-}
 
 char *tr_state_json(const tr_state *s, const char *settings_json)
 {
@@ -103,7 +76,7 @@ int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, con
     int n = gk_gpt2_n_params(m);
     gk_ckpt_param *params = calloc((size_t)n, sizeof *params);
     float *buf = params ? host_copy(m, be, params, with_optimizer) : NULL;
-    char *cfg = tr_model_config_json(gk_gpt2_cfg(m));
+    char *cfg = gk_gpt2_config_json(gk_gpt2_cfg(m));
     char *state = st ? tr_state_json(st, settings_json) : NULL;
     int rc;
     if (!params || !buf || !cfg || (st && !state)) {
@@ -121,23 +94,24 @@ int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, con
 
 int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e)
 {
-    size_t max = 0;
+    int rc = gk_gpt2_load(m, c, e);
+    if (rc || !with_optimizer)
+        return rc;
+    size_t max = 1;
     for (int i = 0; i < gk_gpt2_n_params(m); i++)
         if (gk_gpt2_param(m, i)->numel > max)
             max = gk_gpt2_param(m, i)->numel;
-    float *host = malloc((max ? max : 1) * sizeof *host);
+    float *host = malloc(max * sizeof *host);
     if (!host)
         return gk_errf(e, GK_ENOMEM, "out of memory loading %s", gk_ckpt_path(c));
-    int rc = 0;
     for (int i = 0; rc == 0 && i < gk_gpt2_n_params(m); i++) {
         const gk_param *t = gk_gpt2_param(m, i);
         int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
-        size_t bytes = t->numel * sizeof(float);
-        float *dst[3] = {t->data, t->m, t->v};
-        int kinds[3] = {0, 'm', 'v'};
-        for (int k = 0; rc == 0 && k < (with_optimizer ? 3 : 1); k++)
+        float *dst[2] = {t->m, t->v};
+        int kinds[2] = {'m', 'v'};
+        for (int k = 0; rc == 0 && k < 2; k++)
             if ((rc = gk_ckpt_read(c, kinds[k], t->name, t->ndim, shape, host, e)) == 0)
-                be->ops->to_device(be, dst[k], host, bytes);
+                be->ops->to_device(be, dst[k], host, t->numel * sizeof(float));
     }
     free(host);
     return rc;

@@ -22,11 +22,7 @@ typedef struct tr_state {
     int world_size;      /* processes at save time (informational: checkpoints do not depend on it) */
 } tr_state;
 
-/* {"n_layer":..,"n_head":..,"n_embd":..,"block_size":..,"vocab_size":..,"bias":..,"dropout":..};
- * malloc'd. */
-char *tr_model_config_json(const gk_gpt2_config *c);
-/* Parses it back; missing keys are an error naming origin. */
-int tr_model_config_parse(const char *json, const char *origin, gk_gpt2_config *c, gk_err *e);
+/* The model config JSON (gptkit.config) is kernels/gpt2_load.h's gk_gpt2_config_json/_parse. */
 /* Trainer state JSON; settings_json (the effective config object, may be NULL) is embedded as
  * "config". malloc'd. */
 char *tr_state_json(const tr_state *s, const char *settings_json);
@@ -35,7 +31,7 @@ int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
 /* Saves the model (and, with_optimizer, its AdamW moments) with metadata. */
 int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e);
-/* Loads every parameter (and the moments, if with_optimizer) of the model's table from c. */
+/* Loads every parameter (gk_gpt2_load) and, with_optimizer, the AdamW moments from c. */
 int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e);
 
 #endif

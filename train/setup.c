@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/gpt2_load.h"
 #include "run.h"
 
 static int make_dirs(const char *path, gk_err *e)
@@ -62,7 +63,7 @@ static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume,
 /* Model shape from the checkpoint; the state too when resuming. */
 static int read_checkpoint_meta(tr_run *r, const gk_ckpt *c, int resume, gk_gpt2_config *mc, gk_err *e)
 {
-    int rc = tr_model_config_parse(gk_ckpt_config_json(c), gk_ckpt_path(c), mc, e);
+    int rc = gk_gpt2_ckpt_config(c, mc, e);
     if (rc)
         return rc;
     mc->dropout = (float)r->s.dropout; /* dropout may change (fine-tuning); shapes may not */
