@@ -17,13 +17,15 @@
 #include "kernels/gpt2_load.h"
 
 typedef struct options {
+    const char *dtype;
     const char *model, *vocab;
     int64_t context, stride;
     int json, per_doc, raw, quiet, verbose;
 } options;
 
 static const char usage[] =
-    "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw] [FILE...]\n"
+    "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
+    "                   [--dtype fp32|bf16] [FILE...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE).";
 
 static const char footer[] =
@@ -42,6 +44,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>)", 0, 0},
         {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "fp32|bf16", "weights in memory (default fp32)", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -147,8 +150,13 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     int stride = o->stride ? (int)o->stride : context;
     cfg.dropout = 0;
+    int flags = GK_GPT2_INFERENCE;
+    if (!rc && o->dtype && strcmp(o->dtype, "fp32")) {
+        if (!strcmp(o->dtype, "bf16")) flags |= GK_GPT2_BF16;
+        else rc = gk_errf(e, GK_EUSAGE, "--dtype %s: fp32 or bf16", o->dtype);
+    }
     if (!rc) rc = gk_cpu_create(&be, 0, e);
-    if (!rc) rc = gk_gpt2_create(&m, &cfg, be, 1, context, e);
+    if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, 1, context, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
     if (!rc) rc = ep_scorer_create(&sc, m, be, context, stride, e);
     gk_ckpt_close(c);

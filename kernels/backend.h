@@ -127,6 +127,18 @@ typedef struct gk_ops {
      * 0 <= t0, 1 <= n, t0 + n <= Tc. With t0 = 0 and n = Tc it equals attention_fwd's out. */
     void (*attention_fwd_at)(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
                              int n, int C, int NH);
+
+    /* ---- bf16 weights for inference (gk_gpt2_create_ex with GK_GPT2_BF16) ----
+     * A bf16 value is the high half of an fp32 (uint16_t; to fp32: shift left by 16, exact).
+     * Products and sums are fp32, so these equal the fp32 ops on the widened weights up to the
+     * order of the additions. */
+    /* C (M,N) = alpha * A (M,K) op(B) + beta * C as gemm with transA = 0, B bf16: stored (K,N)
+     * with ldb >= N if !transB, else (N,K) with ldb >= K. beta == 0: C not read. */
+    void (*gemm_bf16)(gk_backend *be, int transB, int M, int N, int K, float alpha, const float *A,
+                      int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
+    /* tokens (B,T) -> out (B,T,C) = wte[token] (bf16) + wpe[t]; no dropout. */
+    void (*encoder_fwd_bf16)(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
+                             const float *wpe, int B, int T, int C);
 } gk_ops;
 
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */

@@ -30,8 +30,11 @@ typedef struct gk_param {
     int shape[2];         /* logical shape (shape[1] unused when ndim == 1) */
     size_t numel;         /* logical element count */
     size_t offset;        /* in floats, from the start of the parameter block */
-    float *data, *grad;   /* parameter, gradient */
-    float *m, *v;         /* AdamW first and second moments */
+    float *data, *grad;   /* parameter, gradient (grad NULL in inference models; data NULL when
+                           * the tensor is stored as bf16) */
+    float *m, *v;         /* AdamW first and second moments (NULL in inference models) */
+    uint16_t *data16;     /* the parameter as bf16 (GK_GPT2_BF16 weight matrices), else NULL;
+                           * offset then counts uint16 from the start of the bf16 block */
     int decay;            /* 1: AdamW weight decay applies (2-D tensors, as nanoGPT) */
 } gk_param;
 
@@ -52,6 +55,22 @@ int gk_gpt2_config_check(const gk_gpt2_config *cfg, gk_err *err);
  * max_B x max_T (max_T <= block_size). Parameters start at zero: load them, or gk_gpt2_init. */
 int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B, int max_T,
                    gk_err *err);
+/* Flags of gk_gpt2_create_ex.
+ * GK_GPT2_INFERENCE: parameters and forward activations only, no gradients, AdamW moments or
+ *   backward buffers (a quarter of the training footprint); the row-wise activations are shared
+ *   by all layers, each layer keeping only its qkv (the KV cache). backward, update and
+ *   grad_norm return GK_EUSAGE / 0; training mode is refused.
+ * GK_GPT2_BF16 (implies INFERENCE): the weight matrices (wte and the four per layer) are kept
+ *   as bf16 only (rounded to nearest even from fp32 when set), halving the bytes read per
+ *   token; matmuls use the backend's gemm_bf16 (fp32 activations and accumulation). wpe, biases
+ *   and LayerNorm stay fp32. */
+enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2 };
+int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
+                      int max_T, int flags, gk_err *err);
+int gk_gpt2_flags(const gk_gpt2 *m);
+/* Sets parameter i (table order) from host fp32 values (numel of them), converting to bf16 when
+ * the tensor is stored so (host is then used as scratch and overwritten). */
+void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host);
 /* Frees everything; NULL is a no-op. */
 void gk_gpt2_free(gk_gpt2 *m);
 
@@ -71,7 +90,7 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err);
 /* Training mode turns dropout on (when cfg.dropout > 0); the default is off (eval). Each training
  * forward draws fresh masks from (seed, counter), counter += 1 per training forward; set both
  * to resume a run exactly. */
-void gk_gpt2_set_training(gk_gpt2 *m, int on);
+void gk_gpt2_set_training(gk_gpt2 *m, int on); /* ignored by inference models */
 void gk_gpt2_set_rng(gk_gpt2 *m, uint64_t seed, uint64_t counter);
 void gk_gpt2_get_rng(const gk_gpt2 *m, uint64_t *seed, uint64_t *counter);
 

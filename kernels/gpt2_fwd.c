@@ -5,12 +5,37 @@
 #include "kernels/gpt2_internal.h"
 #include "kernels/rng.h"
 
-/* out (N,OC) = inp (N,IC) @ w (IC,OC) (Conv1D layout: w stored [in, out]) */
-static void matmul(gk_backend *be, float *out, const float *inp, const float *w, int N, int IC,
-                   int OC)
+void gk_gpt2_matmul(gk_backend *be, float *out, const float *inp, const float *w,
+                    const uint16_t *h, int N, int IC, int OC)
 {
-    be->ops->gemm(be, 0, 0, N, OC, IC, 1.0f, inp, IC, w, OC, 0.0f, out, OC);
+    if (h)
+        be->ops->gemm_bf16(be, 0, N, OC, IC, 1.0f, inp, IC, h, OC, 0.0f, out, OC);
+    else
+        be->ops->gemm(be, 0, 0, N, OC, IC, 1.0f, inp, IC, w, OC, 0.0f, out, OC);
 }
+
+void gk_gpt2_lm_head(gk_gpt2 *m, int N)
+{
+    gk_backend *be = m->be;
+    int C = m->cfg.n_embd, Vp = m->Vp;
+    if (m->gh[G_WTE])
+        be->ops->gemm_bf16(be, 1, N, Vp, C, 1.0f, m->lnf, C, m->gh[G_WTE], C, 0.0f, m->logits, Vp);
+    else
+        be->ops->gemm(be, 0, 1, N, Vp, C, 1.0f, m->lnf, C, m->gp[G_WTE], C, 0.0f, m->logits, Vp);
+}
+
+void gk_gpt2_embed(gk_gpt2 *m, int B, int T, int t0, float p, uint64_t key)
+{
+    gk_backend *be = m->be;
+    int C = m->cfg.n_embd;
+    const float *wpe = m->gp[G_WPE] + (size_t)t0 * C;
+    if (m->gh[G_WTE])
+        be->ops->encoder_fwd_bf16(be, m->acts[0].res, m->d_inputs, m->gh[G_WTE], wpe, B, T, C);
+    else
+        be->ops->encoder_fwd(be, m->acts[0].res, m->d_inputs, m->gp[G_WTE], wpe, B, T, C, p, key);
+}
+
+#define W(l, k) LP(m, l, k), LH(m, l, k)
 
 int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, int T, float *loss,
                     gk_err *err)
@@ -34,7 +59,7 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
             n_valid += targets[i] >= 0;
         }
     }
-    float p = m->training ? c->dropout : 0.0f;
+    float p = m->training && !(m->flags & GK_GPT2_INFERENCE) ? c->dropout : 0.0f;
     uint64_t ctr = m->rng_counter;
     if (p > 0) m->rng_counter++;
     m->fwd_counter = ctr;
@@ -45,26 +70,25 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
 #define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
 
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
-    op->encoder_fwd(be, m->acts[0].res, m->d_inputs, m->gp[G_WTE], m->gp[G_WPE], B, T, C, p,
-                    KEY(0, SITE_EMB));
+    gk_gpt2_embed(m, B, T, 0, p, KEY(0, SITE_EMB));
     for (int l = 0; l < c->n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
         float *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
         // attention branch: res (N,C) -> res2 (N,C)
         op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                           LP(m, l, L_LN1B), N, C);
-        matmul(be, a->qkv, a->ln1, LP(m, l, L_QKVW), N, C, 3 * C);
+        gk_gpt2_matmul(be, a->qkv, a->ln1, W(l, L_QKVW), N, C, 3 * C);
         if (LP(m, l, L_QKVB)) op->bias_add(be, a->qkv, LP(m, l, L_QKVB), N, 3 * C);
         op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
-        matmul(be, m->tmp, a->atty, LP(m, l, L_ATTPW), N, C, C);
+        gk_gpt2_matmul(be, m->tmp, a->atty, W(l, L_ATTPW), N, C, C);
         op->residual_fwd(be, a->res2, a->res, m->tmp, LP(m, l, L_ATTPB), N, C, p,
                          KEY(l, SITE_ATTN_RESID));
         // MLP branch: res2 (N,C) -> next (N,C)
         op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                           LP(m, l, L_LN2B), N, C);
-        matmul(be, a->fch, a->ln2, LP(m, l, L_FCW), N, C, 4 * C);
+        gk_gpt2_matmul(be, a->fch, a->ln2, W(l, L_FCW), N, C, 4 * C);
         op->gelu_fwd(be, a->fch_gelu, a->fch, LP(m, l, L_FCB), N, 4 * C);
-        matmul(be, m->tmp, a->fch_gelu, LP(m, l, L_FCPW), N, 4 * C, C);
+        gk_gpt2_matmul(be, m->tmp, a->fch_gelu, W(l, L_FCPW), N, 4 * C, C);
         op->residual_fwd(be, next, a->res2, m->tmp, LP(m, l, L_FCPB), N, C, p,
                          KEY(l, SITE_MLP_RESID));
     }
@@ -72,7 +96,7 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     op->layernorm_fwd(be, m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->gp[G_LNFW],
                       m->gp[G_LNFB], N, C);
     // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
-    op->gemm(be, 0, 1, N, Vp, C, 1.0f, m->lnf, C, m->gp[G_WTE], C, 0.0f, m->logits, Vp);
+    gk_gpt2_lm_head(m, N);
     if (!targets) return 0;
 
     for (int i = 0; i < N; i++) m->h_targets[i] = targets[i];

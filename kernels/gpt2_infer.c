@@ -5,21 +5,18 @@
  * the matmuls are matrix-vector products (M = B rows). */
 #include "kernels/gpt2_internal.h"
 
-/* out (N,OC) = inp (N,IC) @ w (IC,OC) (Conv1D layout: w stored [in, out]) */
-static void matmul(gk_backend *be, float *out, const float *inp, const float *w, int N, int IC,
-                   int OC)
-{
-    be->ops->gemm(be, 0, 0, N, OC, IC, 1.0f, inp, IC, w, OC, 0.0f, out, OC);
-}
+#define W(l, k) LP(m, l, k), LH(m, l, k)
 
 int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_err *err)
 {
     gk_backend *be = m->be;
     const gk_ops *op = be->ops;
     const gk_gpt2_config *c = &m->cfg;
-    int C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = m->Vp, N = B * n, Tc = m->max_T;
+    int C = c->n_embd, NH = c->n_head, V = c->vocab_size, N = B * n, Tc = m->max_T;
     if (!op->attention_fwd_at)
         return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no KV-cache attention", op->name);
+    if (m->h_block && (!op->gemm_bf16 || !op->encoder_fwd_bf16))
+        return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no bf16 weights", op->name);
     if (B < 1 || B > m->max_B || t0 < 0 || n < 1 || t0 + n > Tc)
         return gk_errf(err, GK_EUSAGE, "forward_at: batch %d, positions %d..%d exceed the model's "
                        "%d x %d", B, t0, t0 + n - 1, m->max_B, Tc);
@@ -33,9 +30,8 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     m->fwd_dropout = 0;
 
     op->to_device(be, m->d_inputs, tokens, sizeof(int) * N);
-    // positions t0.. use wpe rows t0..: shift the table
-    op->encoder_fwd(be, m->acts[0].res, m->d_inputs, m->gp[G_WTE], m->gp[G_WPE] + (size_t)t0 * C,
-                    B, n, C, 0.0f, 0);
+    // positions t0.. use wpe rows t0..
+    gk_gpt2_embed(m, B, n, t0, 0.0f, 0);
     for (int l = 0; l < c->n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
         float *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
@@ -43,26 +39,26 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
         op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                           LP(m, l, L_LN1B), N, C);
         float *qkv_new = B == 1 ? a->qkv + (size_t)t0 * 3 * C : a->fch;
-        matmul(be, qkv_new, a->ln1, LP(m, l, L_QKVW), N, C, 3 * C);
+        gk_gpt2_matmul(be, qkv_new, a->ln1, W(l, L_QKVW), N, C, 3 * C);
         if (LP(m, l, L_QKVB)) op->bias_add(be, qkv_new, LP(m, l, L_QKVB), N, 3 * C);
         if (B > 1)
             for (int b = 0; b < B; b++)
                 op->copy(be, a->qkv + ((size_t)b * Tc + t0) * 3 * C, qkv_new + (size_t)b * n * 3 * C,
                          sizeof(float) * (size_t)n * 3 * C);
         op->attention_fwd_at(be, a->atty, a->qkv, B, Tc, t0, n, C, NH);
-        matmul(be, m->tmp, a->atty, LP(m, l, L_ATTPW), N, C, C);
+        gk_gpt2_matmul(be, m->tmp, a->atty, W(l, L_ATTPW), N, C, C);
         op->residual_fwd(be, a->res2, a->res, m->tmp, LP(m, l, L_ATTPB), N, C, 0.0f, 0);
         // MLP branch: res2 (N,C) -> next (N,C)
         op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                           LP(m, l, L_LN2B), N, C);
-        matmul(be, a->fch, a->ln2, LP(m, l, L_FCW), N, C, 4 * C);
+        gk_gpt2_matmul(be, a->fch, a->ln2, W(l, L_FCW), N, C, 4 * C);
         op->gelu_fwd(be, a->fch_gelu, a->fch, LP(m, l, L_FCB), N, 4 * C);
-        matmul(be, m->tmp, a->fch_gelu, LP(m, l, L_FCPW), N, 4 * C, C);
+        gk_gpt2_matmul(be, m->tmp, a->fch_gelu, W(l, L_FCPW), N, 4 * C, C);
         op->residual_fwd(be, next, a->res2, m->tmp, LP(m, l, L_FCPB), N, C, 0.0f, 0);
     }
     op->layernorm_fwd(be, m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->gp[G_LNFW],
                       m->gp[G_LNFB], N, C);
     // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
-    op->gemm(be, 0, 1, N, Vp, C, 1.0f, m->lnf, C, m->gp[G_WTE], C, 0.0f, m->logits, Vp);
+    gk_gpt2_lm_head(m, N);
     return 0;
 }

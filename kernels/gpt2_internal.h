@@ -29,6 +29,7 @@ struct gk_gpt2 {
     gk_gpt2_config cfg;
     gk_backend *be;
     int Vp, max_B, max_T;
+    int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16 */
     int training;
     uint64_t rng_seed, rng_counter;
     uint64_t fwd_counter;   /* rng counter of the last training forward (for its backward) */
@@ -40,14 +41,19 @@ struct gk_gpt2 {
     int n_params;
     int *p_init;            /* per table entry: its init kind (gpt2_params.c) */
     size_t n_floats;        /* per block (params, grads, m, v) */
-    float *p_block, *g_block, *m_block, *v_block;
+    float *p_block, *g_block, *m_block, *v_block; /* g, m, v: NULL in inference models */
+    size_t n_halves;        /* bf16 block (GK_GPT2_BF16), in uint16 */
+    uint16_t *h_block;
     int grads_pending_zero; /* zero_grad was called and nothing has written g_block since: the
                              * next backward writes the weight-matrix grads (gemm beta 0) instead
                              * of adding to them, and zeroes only the rest (gpt2_optim.c) */
     float **lp, **lg;       /* [layer * L_COUNT + k]: param / grad pointer or NULL */
+    uint16_t **lh;          /* [layer * L_COUNT + k]: bf16 param pointer or NULL */
     float *gp[G_COUNT], *gg[G_COUNT];
+    uint16_t *gh[G_COUNT];
 
-    /* activations */
+    /* activations (inference models: every layer's entry but qkv points at the same buffers) */
+    float *act_block;
     gk_layer_acts *acts;    /* n_layer entries */
     float *res_out;         /* (BT,C) output of the last block */
     float *lnf, *lnf_mean, *lnf_rstd;
@@ -59,7 +65,7 @@ struct gk_gpt2 {
     int last_B, last_T, last_has_targets;
     float *h_losses;        /* host (BT) */
 
-    /* backward buffers */
+    /* backward buffers (NULL in inference models) */
     float *dres;            /* (BT,C) gradient of the residual stream */
     float *dtmp;            /* (BT,C) gradient of a layernorm output / attention output */
     float *ddrop;           /* (BT,C) dropout backward scratch (only with dropout) */
@@ -69,6 +75,17 @@ struct gk_gpt2 {
 
 #define LP(m, l, k) ((m)->lp[(size_t)(l) * L_COUNT + (k)])
 #define LG(m, l, k) ((m)->lg[(size_t)(l) * L_COUNT + (k)])
+#define LH(m, l, k) ((m)->lh[(size_t)(l) * L_COUNT + (k)])
+
+/* gpt2_fwd.c, shared with gpt2_infer.c: the three places where a weight may be bf16.
+ * gk_gpt2_matmul: out (N,OC) = inp (N,IC) @ weight (IC,OC) (Conv1D layout, stored [in, out]),
+ * the weight being fp32 w or, when h is non-NULL, bf16 h (the backend's gemm_bf16). */
+void gk_gpt2_matmul(gk_backend *be, float *out, const float *inp, const float *w,
+                    const uint16_t *h, int N, int IC, int OC);
+/* logits (N,Vp) = lnf (N,C) @ wte^T (the tied lm_head) */
+void gk_gpt2_lm_head(gk_gpt2 *m, int N);
+/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]) (bf16 wte: no dropout) */
+void gk_gpt2_embed(gk_gpt2 *m, int B, int T, int t0, float p, uint64_t key);
 
 /* gpt2_optim.c: the deferred zero_grad (see there). */
 void gk_gpt2_grads_flush(gk_gpt2 *m);

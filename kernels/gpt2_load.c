@@ -39,7 +39,6 @@ int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e)
 
 int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e)
 {
-    gk_backend *be = m->be;
     size_t max = 1;
     for (int i = 0; i < gk_gpt2_n_params(m); i++)
         if (gk_gpt2_param(m, i)->numel > max) max = gk_gpt2_param(m, i)->numel;
@@ -50,7 +49,7 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e)
         const gk_param *t = gk_gpt2_param(m, i);
         int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
         if ((rc = gk_ckpt_read(c, 0, t->name, t->ndim, shape, host, e)) == 0)
-            be->ops->to_device(be, t->data, host, t->numel * sizeof(float));
+            gk_gpt2_param_set(m, i, host);
     }
     free(host);
     return rc;

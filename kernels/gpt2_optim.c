@@ -9,7 +9,7 @@
  * 124M). The small tensors are zeroed by the backward before it adds to them
  * (gk_gpt2_grads_begin). Everything that reads gradients other than the backward (grad_norm,
  * update) zeroes the whole block first if it is still pending, so the deferral is invisible. */
-void gk_gpt2_zero_grad(gk_gpt2 *m) { m->grads_pending_zero = 1; }
+void gk_gpt2_zero_grad(gk_gpt2 *m) { m->grads_pending_zero = m->g_block != NULL; }
 
 /* Carries out a pending zero_grad on the whole block. */
 void gk_gpt2_grads_flush(gk_gpt2 *m)
@@ -38,6 +38,7 @@ float gk_gpt2_grads_begin(gk_gpt2 *m)
 /* Padded rows and alignment gaps hold zero gradients, so the whole block can be summed at once. */
 double gk_gpt2_grad_norm(gk_gpt2 *m)
 {
+    if (!m->g_block) return 0.0; /* inference model */
     gk_gpt2_grads_flush(m);
     double s = 0;
     m->be->ops->sumsq(m->be, &s, m->g_block, m->n_floats);
@@ -46,8 +47,8 @@ double gk_gpt2_grad_norm(gk_gpt2 *m)
 
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
-    (void)err;
     gk_backend *be = m->be;
+    if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     double norm = gk_gpt2_grad_norm(m);
     if (grad_norm) *grad_norm = norm;
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to <= 1 */

@@ -67,6 +67,12 @@ int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
     return 0;
 }
 
+/* Whether a tensor is stored as bf16: the weight matrices of a GK_GPT2_BF16 model (not wpe). */
+static int is_half(const gk_gpt2 *m, const pdesc *d)
+{
+    return (m->flags & GK_GPT2_BF16) && d->d1 != D_1 && d->d0 != D_T;
+}
+
 /* Appends one table entry (offsets assigned, pointers filled in later). */
 static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
 {
@@ -79,10 +85,15 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
     p->shape[1] = p->ndim == 2 ? dim_of(c, d->d1) : 0;
     p->numel = (size_t)p->shape[0] * (p->ndim == 2 ? (size_t)p->shape[1] : 1);
     size_t stored = d->d0 == D_V ? (size_t)m->Vp * p->shape[1] : p->numel;
-    p->offset = m->n_floats;
     p->decay = p->ndim == 2;
     m->p_init[m->n_params - 1] = d->init;
-    m->n_floats += (stored + 15) / 16 * 16; /* keep every tensor 64-byte aligned */
+    if (is_half(m, d)) {
+        p->offset = m->n_halves;
+        m->n_halves += (stored + 31) / 32 * 32; /* keep every tensor 64-byte aligned */
+    } else {
+        p->offset = m->n_floats;
+        m->n_floats += (stored + 15) / 16 * 16;
+    }
 }
 
 /* Visits the table in order: fn(m, desc, layer) (layer -1 for the global tensors). */
@@ -99,23 +110,34 @@ static void walk(gk_gpt2 *m, void (*fn)(gk_gpt2 *, const pdesc *, int))
 static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 {
     gk_param *p = &m->params[m->n_params++];
-    p->data = m->p_block + p->offset;
-    p->grad = m->g_block + p->offset;
-    p->m = m->m_block + p->offset;
-    p->v = m->v_block + p->offset;
+    if (is_half(m, d)) {
+        p->data16 = m->h_block + p->offset;
+    } else {
+        p->data = m->p_block + p->offset;
+        if (m->g_block) {
+            p->grad = m->g_block + p->offset;
+            p->m = m->m_block + p->offset;
+            p->v = m->v_block + p->offset;
+        }
+    }
     if (layer >= 0) {
         LP(m, layer, d->slot) = p->data;
         LG(m, layer, d->slot) = p->grad;
+        LH(m, layer, d->slot) = p->data16;
     } else {
         m->gp[d->slot] = p->data;
         m->gg[d->slot] = p->grad;
+        m->gh[d->slot] = p->data16;
     }
 }
 
-/* Carves the activation block (base NULL: just count). Returns its size in floats. */
+/* Carves the activation block (base NULL: just count). Returns its size in floats. Inference
+ * models: layer 0's buffers serve every layer (nothing is kept for a backward), but qkv, the
+ * KV cache. */
 static size_t layout(gk_gpt2 *m, float *base)
 {
     size_t off = 0, BT = (size_t)m->max_B * m->max_T, C = m->cfg.n_embd;
+    int infer = m->flags & GK_GPT2_INFERENCE;
     size_t lse = (size_t)m->max_B * m->cfg.n_head * m->max_T;
 #define TAKE(ptr, n)                                          \
     do {                                                      \
@@ -124,6 +146,13 @@ static size_t layout(gk_gpt2 *m, float *base)
     } while (0)
     for (int l = 0; l < m->cfg.n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
+        if (infer && l > 0) {
+            float *qkv = NULL;
+            TAKE(qkv, BT * 3 * C);
+            *a = m->acts[0];
+            a->qkv = qkv;
+            continue;
+        }
         TAKE(a->res, BT * C);
         TAKE(a->ln1, BT * C);
         TAKE(a->ln1_mean, BT);
@@ -146,11 +175,13 @@ static size_t layout(gk_gpt2 *m, float *base)
     TAKE(m->losses, BT);
     TAKE(m->xent_lse, BT);
     TAKE(m->tmp, BT * C);
-    TAKE(m->dres, BT * C);
-    TAKE(m->dtmp, BT * C);
-    TAKE(m->ddrop, BT * C);
-    TAKE(m->dqkv, BT * 3 * C);
-    TAKE(m->dfch, BT * 4 * C);
+    if (!infer) {
+        TAKE(m->dres, BT * C);
+        TAKE(m->dtmp, BT * C);
+        TAKE(m->ddrop, BT * C);
+        TAKE(m->dqkv, BT * 3 * C);
+        TAKE(m->dfch, BT * 4 * C);
+    }
     float *ip = NULL, *tp = NULL; /* int buffers: same size as float */
     TAKE(ip, BT);
     TAKE(tp, BT);
@@ -162,6 +193,12 @@ static size_t layout(gk_gpt2 *m, float *base)
 
 int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B, int max_T,
                    gk_err *err)
+{
+    return gk_gpt2_create_ex(out, cfg, be, max_B, max_T, 0, err);
+}
+
+int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
+                      int max_T, int flags, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
     if (rc) return rc;
@@ -175,30 +212,41 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
     m->Vp = (cfg->vocab_size + 63) / 64 * 64;
     m->max_B = max_B;
     m->max_T = max_T;
+    if (flags & GK_GPT2_BF16) flags |= GK_GPT2_INFERENCE;
+    m->flags = flags;
+    if ((flags & GK_GPT2_BF16) && (!be->ops->gemm_bf16 || !be->ops->encoder_fwd_bf16)) {
+        gk_gpt2_free(m);
+        return gk_errf(err, GK_EUSAGE, "backend %s has no bf16 weights", be->ops->name);
+    }
     int L = cfg->n_layer, maxp = 4 + L * L_COUNT;
     size_t BT = (size_t)max_B * max_T;
     m->params = calloc(maxp, sizeof *m->params);
     m->p_init = calloc(maxp, sizeof *m->p_init);
     m->lp = calloc((size_t)L * L_COUNT, sizeof *m->lp);
     m->lg = calloc((size_t)L * L_COUNT, sizeof *m->lg);
+    m->lh = calloc((size_t)L * L_COUNT, sizeof *m->lh);
     m->acts = calloc(L, sizeof *m->acts);
     m->h_targets = malloc(BT * sizeof *m->h_targets);
     m->h_losses = malloc(BT * sizeof *m->h_losses);
-    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->acts || !m->h_targets || !m->h_losses)
+    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->lh || !m->acts || !m->h_targets || !m->h_losses)
         goto nomem;
     walk(m, add_param);
     size_t bytes = m->n_floats * sizeof(float);
     m->p_block = be->ops->alloc(be, bytes);
-    m->g_block = be->ops->alloc(be, bytes);
-    m->m_block = be->ops->alloc(be, bytes);
-    m->v_block = be->ops->alloc(be, bytes);
-    if (!m->p_block || !m->g_block || !m->m_block || !m->v_block) goto nomem;
+    if (!m->p_block) goto nomem;
+    if (m->n_halves && !(m->h_block = be->ops->alloc(be, m->n_halves * sizeof(uint16_t))))
+        goto nomem;
+    if (!(flags & GK_GPT2_INFERENCE)) {
+        m->g_block = be->ops->alloc(be, bytes);
+        m->m_block = be->ops->alloc(be, bytes);
+        m->v_block = be->ops->alloc(be, bytes);
+        if (!m->g_block || !m->m_block || !m->v_block) goto nomem;
+    }
     m->n_params = 0;
     walk(m, set_ptrs);
     size_t nact = layout(m, NULL);
-    float *act = be->ops->alloc(be, nact * sizeof(float));
-    if (!act) goto nomem;
-    layout(m, act);
+    if (!(m->act_block = be->ops->alloc(be, nact * sizeof(float)))) goto nomem;
+    layout(m, m->act_block);
     /* widest row any reduction sees: C or 4C (bias_bwd of c_fc), or 3C (c_attn) */
     rc = be->ops->reserve(be, BT, 4 * (size_t)cfg->n_embd, cfg->n_embd / cfg->n_head, max_T, err);
     if (rc) {
@@ -221,11 +269,13 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->g_block);
     be->ops->free(be, m->m_block);
     be->ops->free(be, m->v_block);
-    if (m->acts) be->ops->free(be, m->acts[0].res);
+    be->ops->free(be, m->h_block);
+    be->ops->free(be, m->act_block);
     free(m->params);
     free(m->p_init);
     free(m->lp);
     free(m->lg);
+    free(m->lh);
     free(m->acts);
     free(m->h_targets);
     free(m->h_losses);
@@ -245,6 +295,7 @@ size_t gk_gpt2_num_scalars(const gk_gpt2 *m)
     for (int i = 0; i < m->n_params; i++) n += m->params[i].numel;
     return n;
 }
+int gk_gpt2_flags(const gk_gpt2 *m) { return m->flags; }
 void gk_gpt2_set_training(gk_gpt2 *m, int on) { m->training = on; }
 void gk_gpt2_set_rng(gk_gpt2 *m, uint64_t seed, uint64_t counter)
 {
@@ -282,14 +333,43 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
             }
             }
         }
-        be->ops->to_device(be, p->data, h, p->numel * sizeof(float));
+        gk_gpt2_param_set(m, i, h);
     }
     free(h);
     size_t bytes = m->n_floats * sizeof(float);
-    be->ops->zero(be, m->g_block, bytes);
+    if (m->g_block) {
+        be->ops->zero(be, m->g_block, bytes);
+        be->ops->zero(be, m->m_block, bytes);
+        be->ops->zero(be, m->v_block, bytes);
+    }
     m->grads_pending_zero = 0;
-    be->ops->zero(be, m->m_block, bytes);
-    be->ops->zero(be, m->v_block, bytes);
     m->step = 0;
     return 0;
+}
+
+/* fp32 -> bf16, round to nearest even (NaN kept a NaN) */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host)
+{
+    const gk_param *p = &m->params[i];
+    if (!p->data16) {
+        m->be->ops->to_device(m->be, p->data, host, p->numel * sizeof(float));
+        return;
+    }
+    /* in place: element j's 2 bytes land at byte 2j, over floats already read */
+    unsigned char *b = (unsigned char *)host;
+    for (size_t j = 0; j < p->numel; j++) {
+        float f;
+        memcpy(&f, b + 4 * j, 4);
+        uint16_t h = to_bf16(f);
+        memcpy(b + 2 * j, &h, 2);
+    }
+    m->be->ops->to_device(m->be, p->data16, host, p->numel * sizeof(uint16_t));
 }

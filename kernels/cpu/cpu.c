@@ -39,7 +39,9 @@ static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
     cpu_impl *c = CPU(be);
     size_t need = (size_t)GK_NCHUNK * 2 * cols;
     size_t att = (size_t)c->nthreads * cpu_attn_scratch(T, head_size);
+    size_t panels = (size_t)c->nthreads * CPU_BF16_PANEL * cols;
     if (att > need) need = att;
+    if (panels > need) need = panels;
     if (need <= c->scratch_n) return 0;
     float *s = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
     if (!s) return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory for %zu floats of scratch", need);
@@ -108,6 +110,7 @@ static const gk_ops cpu_ops = {
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
     .attention_fwd_at = cpu_attention_fwd_at,
+    .gemm_bf16 = cpu_gemm_bf16, .encoder_fwd_bf16 = cpu_encoder_fwd_bf16,
 };
 
 static void cpu_destroy(gk_backend *be)

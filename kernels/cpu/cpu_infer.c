@@ -77,34 +77,59 @@ void cpu_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, i
 
 /* ---- gemm for a few rows ---- */
 
-/* out (M, j0..j1) = A (M,K) @ B (K, j0..j1), B rows at stride ldb (Conv1D weights [in, out]):
- * every weight row segment is streamed once for all M rows; out is the accumulator. */
-GK_CLONES static void rows_nn(float *restrict Cm, int ldc, const float *restrict A, int lda,
-                              const float *restrict Bm, int ldb, int M, int K, int j0, int j1,
-                              float alpha, float beta)
+/* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B rows at stride ldb (Conv1D weights [in, out]):
+ * rows k0..k1 of the weights are one contiguous stream, read once for all M rows. */
+GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int lda,
+                              const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {
-    int w = j1 - j0;
-    for (int r = 0; r < M; r++) {
-        float *c = Cm + (size_t)r * ldc + j0;
-        if (beta == 0.0f)
-            for (int j = 0; j < w; j++) c[j] = 0.0f;
-        else
-            for (int j = 0; j < w; j++) c[j] *= beta / alpha;
-    }
-    for (int kk = 0; kk < K; kk++) {
-        const float *brow = Bm + (size_t)kk * ldb + j0;
+    const float *Bm = Bv;
+    for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
+    for (int kk = k0; kk < k1; kk++) {
+        const float *brow = Bm + (size_t)kk * ldb;
         for (int r = 0; r < M; r++) {
             float a = A[(size_t)r * lda + kk];
-            float *c = Cm + (size_t)r * ldc + j0;
+            float *c = acc + (size_t)r * N;
 #pragma omp simd
-            for (int j = 0; j < w; j++) c[j] += a * brow[j];
+            for (int j = 0; j < N; j++) c[j] += a * brow[j];
         }
     }
-    if (alpha != 1.0f)
-        for (int r = 0; r < M; r++) {
-            float *c = Cm + (size_t)r * ldc + j0;
-            for (int j = 0; j < w; j++) c[j] *= alpha;
+}
+
+/* C (M, j0..j1) = alpha * sum of the np partial products acc (np,M,N), in part order, + beta C */
+GK_CLONES static void sum_parts(float *restrict Cm, int ldc, const float *restrict acc, int np,
+                                int M, int N, int j0, int j1, float alpha, float beta)
+{
+    for (int r = 0; r < M; r++) {
+        float *c = Cm + (size_t)r * ldc;
+        const float *a0 = acc + (size_t)r * N;
+#pragma omp simd
+        for (int j = j0; j < j1; j++) {
+            float s = a0[j];
+            for (int p = 1; p < np; p++) s += a0[(size_t)p * M * N + j];
+            c[j] = alpha * s + (beta == 0.0f ? 0.0f : beta * c[j]);
         }
+    }
+}
+
+int cpu_rows_ksplit(gk_backend *be, cpu_part_fn part, int M, int N, int K, float alpha,
+                    const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc)
+{
+    float *acc = cpu_scratch(be, (size_t)CPU_ROWS_PARTS * M * N);
+    if (!acc) return 0;
+    int nt = CPU(be)->nthreads, per = ((N + nt - 1) / nt + 15) / 16 * 16;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (int p = 0; p < CPU_ROWS_PARTS; p++)
+            part(acc + (size_t)p * M * N, A, lda, B, ldb, M, N, (int)((int64_t)K * p / CPU_ROWS_PARTS),
+                 (int)((int64_t)K * (p + 1) / CPU_ROWS_PARTS));
+#pragma omp for schedule(static)
+        for (int t = 0; t < nt; t++) {
+            int j0 = t * per, j1 = j0 + per < N ? j0 + per : N;
+            if (j0 < j1) sum_parts(C, ldc, acc, CPU_ROWS_PARTS, M, N, j0, j1, alpha, beta);
+        }
+    }
+    return 1;
 }
 
 /* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) rows at stride ldb (the tied lm_head: wte (V,C)). */
@@ -112,35 +137,47 @@ GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict
                               const float *restrict Bm, int ldb, int M, int K, int j0, int j1,
                               float alpha, float beta)
 {
-    for (int j = j0; j < j1; j++) {
-        const float *brow = Bm + (size_t)j * ldb;
+    /* four weight rows at a time: four independent sums hide the add latency */
+    for (int j = j0; j < j1; j += 4) {
+        int nj = j1 - j < 4 ? j1 - j : 4;
+        const float *b0 = Bm + (size_t)j * ldb, *b1 = nj > 1 ? b0 + ldb : b0;
+        const float *b2 = nj > 2 ? b1 + ldb : b0, *b3 = nj > 3 ? b2 + ldb : b0;
         for (int r = 0; r < M; r++) {
             const float *a = A + (size_t)r * lda;
-            float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-            for (int kk = 0; kk < K; kk++) s += a[kk] * brow[kk];
-            float *c = Cm + (size_t)r * ldc + j;
-            *c = alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+            for (int kk = 0; kk < K; kk++) {
+                s0 += a[kk] * b0[kk];
+                s1 += a[kk] * b1[kk];
+                s2 += a[kk] * b2[kk];
+                s3 += a[kk] * b3[kk];
+            }
+            float s[4] = {s0, s1, s2, s3}, *c = Cm + (size_t)r * ldc + j;
+            for (int i = 0; i < nj; i++) c[i] = alpha * s[i] + (beta == 0.0f ? 0.0f : beta * c[i]);
         }
     }
+}
+
+/* Columns cut into one slab per thread: every output element is still summed over k in the same
+ * order by one thread, so the cut does not change any result. */
+int cpu_rows_slabs(gk_backend *be, int N)
+{
+    (void)N;
+    return CPU(be)->nthreads;
 }
 
 int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (ta || M > CPU_GEMM_ROWS_MAX) return 0;
-    /* columns cut into one slab per thread: every output element is still summed over k in the
-     * same order by one thread, so the cut does not change any result */
-    int ns = CPU(be)->nthreads, per = ((N + ns - 1) / ns + 15) / 16 * 16;
     if (alpha == 0.0f) return 0;
+    if (!tb) return cpu_rows_ksplit(be, part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
     for (int s = 0; s < ns; s++) {
         int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
         if (j0 >= j1) continue;
-        if (tb)
-            rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
-        else
-            rows_nn(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
+        rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
     }
     return 1;
 }

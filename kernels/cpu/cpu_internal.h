@@ -23,7 +23,8 @@
 typedef struct cpu_impl {
     int nthreads;
     int ncores;       /* processors of the machine (fixed per machine; never the thread count) */
-    float *scratch;   /* reserve()d: max(GK_NCHUNK*2*cols, nthreads*cpu_attn_scratch(T,head_size)) */
+    float *scratch;   /* reserve()d: max(GK_NCHUNK*2*cols, nthreads*cpu_attn_scratch(T,head_size),
+                       * nthreads*CPU_BF16_PANEL*cols) */
     size_t scratch_n; /* in floats */
 } cpu_impl;
 
@@ -61,6 +62,15 @@ static inline float gk_vexpf(float x)
     b += ni << 23;
     memcpy(&p, &b, 4);
     return p;
+}
+
+/* bf16 (the high half of an fp32) -> fp32, exact */
+static inline float gk_bf16f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
 }
 
 /* cpu_ops.c */
@@ -106,5 +116,24 @@ void cpu_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, i
 #define CPU_GEMM_ROWS_MAX 8
 int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* Column slabs of a few-row gemm over N columns (any cut gives the same results). */
+int cpu_rows_slabs(gk_backend *be, int N);
+/* A few-row gemm with untransposed weights, C (M,N) = alpha A (M,K) @ B (K,N) + beta C: K is cut
+ * into CPU_ROWS_PARTS fixed parts (each a contiguous stream of weight rows; the threads share
+ * out the parts), part(acc, ...) writes acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), and the
+ * partial products are summed in part order. Returns 0 (nothing done) without the scratch. */
+#define CPU_ROWS_PARTS 8
+typedef void (*cpu_part_fn)(float *acc, const float *A, int lda, const void *B, int ldb, int M,
+                            int N, int k0, int k1);
+int cpu_rows_ksplit(gk_backend *be, cpu_part_fn part, int M, int N, int K, float alpha,
+                    const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc);
+
+/* cpu_bf16.c; gemm_bf16 with more than CPU_GEMM_ROWS_MAX rows widens panels of this many weight
+ * columns into scratch (reserve() provides nthreads * CPU_BF16_PANEL * cols floats) */
+#define CPU_BF16_PANEL 256
+void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                   int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
+void cpu_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
+                          const float *wpe, int B, int T, int C);
 
 #endif

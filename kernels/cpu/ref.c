@@ -343,8 +343,14 @@ static void ref_adamw(gk_backend *be, float *param, const float *grad, float *m,
     }
 }
 
+/* at the end of this file */
 static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc,
-                                 int t0, int n, int C, int NH); /* at the end of this file */
+                                 int t0, int n, int C, int NH);
+static void ref_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha,
+                          const float *A, int lda, const uint16_t *B, int ldb, float beta,
+                          float *C, int ldc);
+static void ref_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens,
+                                 const uint16_t *wte, const float *wpe, int B, int T, int C);
 
 const gk_ops gk_ref_ops = {
     .name = "ref",
@@ -359,6 +365,7 @@ const gk_ops gk_ref_ops = {
     .xent_fwd = ref_xent_fwd, .xent_bwd = ref_xent_bwd,
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,
     .attention_fwd_at = ref_attention_fwd_at,
+    .gemm_bf16 = ref_gemm_bf16, .encoder_fwd_bf16 = ref_encoder_fwd_bf16,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }
@@ -406,4 +413,42 @@ static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, i
                 }
             }
     free(s);
+}
+
+/* ---- inference: bf16 weights ---- */
+
+static double bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void ref_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha,
+                          const float *A, int lda, const uint16_t *B, int ldb, float beta,
+                          float *C, int ldc)
+{
+    (void)be;
+    size_t sbk = tb ? 1 : (size_t)ldb, sbj = tb ? (size_t)ldb : 1;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += (double)A[(size_t)i * lda + k] * bf16(B[k * sbk + j * sbj]);
+            float *c = &C[(size_t)i * ldc + j];
+            *c = (float)(alpha * s + (beta == 0.0f ? 0.0 : (double)beta * *c));
+        }
+}
+
+// tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t]
+static void ref_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens,
+                                 const uint16_t *wte, const float *wpe, int B, int T, int C)
+{
+    (void)be;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const uint16_t *w = wte + (size_t)tokens[b * T + t] * C;
+            float *o = out + ((size_t)b * T + t) * C;
+            for (int c = 0; c < C; c++) o[c] = (float)(bf16(w[c]) + wpe[(size_t)t * C + c]);
+        }
 }

@@ -5,7 +5,12 @@
 # Training: median ms per step (forward + backward + AdamW), 2 threads, configs S and M, beside
 # the same model in PyTorch (Debian's python3-torch). OpenBLAS is left free to use its best
 # kernels (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for these commands only).
-# BENCH=tokenize or BENCH=train runs one part.
+# Sampling: memory read bandwidth (membw.c), then gpt-sample tokens/s on GPT-2 124M with random
+# weights (rand_ckpt.c), batch 1, 16-token prompt, 256 new tokens, 2 threads, fp32 and bf16
+# weights, as a fraction of the bandwidth bound (bytes of weights and KV cache read per token /
+# read bandwidth), beside nanoGPT-style generation in torch (torch_sample.py, no KV cache); and
+# gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny Shakespeare.
+# BENCH=tokenize, BENCH=train or BENCH=sample runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -72,8 +77,50 @@ train_bench() {
   echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; ratio < 1: gptkit faster)"
 }
 
+sample_bench() {
+  local nobl="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2"
+  local model="$work/gpt2-124M-random.safetensors" L=12 C=768 Vp=50304 P=16 N=256
+  [ -s "$model" ] || "$build/bench/rand_ckpt" "$model"
+  local bw; bw=$($nobl "$build/bench/membw" 2)
+  local read_gbs; read_gbs=$(echo "$bw" | sed -n 's/read GB\/s \([0-9.]*\).*/\1/p')
+  echo
+  echo "memory: $bw"
+  # bytes read per token: the weight matrices (4 per layer + the tied lm_head over padded rows)
+  # and the KV cache (fp32 k and v of every layer, at the mean context length P + N/2)
+  local mats=$(( L * 12 * C * C + Vp * C )) kv=$(( 4 * 2 * C * L * (P + N / 2) ))
+  # a prompt of 16 BPE tokens
+  local prompt="First Citizen: Before we proceed any further, hear me speak. All: Speak"
+  printf '%-22s %10s %14s %10s\n' sampler tokens/s MB/token bound
+  for dt in fp32 bf16; do
+    local wb=4; [ $dt = bf16 ] && wb=2
+    local bytes=$(( wb * mats + kv ))
+    local line; line=$($nobl gpt-sample -m "$model" -V "$vocab" --dtype $dt -p "$prompt" -n $N -t 0 --ids 2>&1 >/dev/null | tail -n 1)
+    local np; np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
+    local tps; tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
+    printf '%-22s %10.1f %14.1f %9.0f%%   (prompt %s tokens; bound %.1f tokens/s)\n' "gptkit $dt" "$tps" \
+      "$(echo "$bytes / 1000000" | bc -l)" "$(echo "100 * $tps * $bytes / ($read_gbs * 1000000000)" | bc -l)" \
+      "$np" "$(echo "$read_gbs * 1000000000 / $bytes" | bc -l)"
+  done
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    local t; t=$($nobl OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$top/tests/bench/torch_sample.py" $N 2 $P)
+    printf '%-22s %10.1f   (nanoGPT generate: no KV cache, top-k 200)\n' "torch fp32" \
+      "$(echo "$t" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')"
+  fi
+  echo "(batch 1, $P-token prompt, $N new tokens, 2 threads, GPT-2 124M random weights; bound: read bandwidth / bytes per token)"
+  # gpt-evalppl: 4096 tokens of a BPE shard (header-less copy, --raw), windows of 1024
+  local shard="$work/shakespeare-bpe.bin"
+  [ -s "$shard" ] || gpt-tokenize -q -V "$vocab" "$data/tinyshakespeare/input.txt" -o "$shard"
+  head -c $((1024 + 8192)) "$shard" | tail -c 8192 > "$work/eval4k.raw"
+  printf '%-22s %10s\n' evalppl tokens/s
+  for dt in fp32 bf16; do
+    local line; line=$($nobl gpt-evalppl -m "$model" --dtype $dt --raw --context 1024 "$work/eval4k.raw" 2>&1 >/dev/null | tail -n 1)
+    printf '%-22s %10.0f\n' "gptkit $dt" "$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')"
+  done
+}
+
 case "${BENCH:-all}" in
   tokenize) tokenize_bench ;;
   train) train_bench ;;
-  *) tokenize_bench; train_bench ;;
+  sample) sample_bench ;;
+  *) tokenize_bench; train_bench; sample_bench ;;
 esac

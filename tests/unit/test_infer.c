@@ -3,7 +3,10 @@
  * equal the full forward's logits at the same positions (batch 2, CPU and reference backends);
  * the op equals attention_fwd when it covers the whole sequence; cpu_gemm_rows equals sgemm.
  * Errors are normalized: ||a - b|| / ||b|| per row, bounded by a small multiple of fp32 epsilon
- * times the depth of the sums (the two paths add in different orders). */
+ * times the depth of the sums (the two paths add in different orders).
+ * Inference models (GK_GPT2_INFERENCE) give the training model's logits bit for bit and refuse
+ * backward/update; bf16 weights (GK_GPT2_BF16): the ops equal the reference, and the logits are
+ * within bf16 rounding of fp32's (bound derived in test_bf16_logits). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +154,7 @@ static void test_gemm_rows(void)
     gk_err e = {0};
     CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
     int K = 70, N = 133;
+    CHECK_OK(be->ops->reserve(be, 8, N, 16, 16, &e), &e); /* the K-split's partial sums */
     float *A = malloc(sizeof(float) * 8 * K), *W = malloc(sizeof(float) * K * N);
     float *c1 = malloc(sizeof(float) * 8 * N), *c2 = malloc(sizeof(float) * 8 * N);
     fill(A, 8 * K, 1);
@@ -175,11 +179,164 @@ static void test_gemm_rows(void)
     gk_backend_free(be);
 }
 
+/* An inference model's forward = a training model's, bit for bit; no backward, no update. */
+static void test_inference_model(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
+    gk_gpt2_config cfg = {3, 4, 64, 24, 100, 1, 0.1f};
+    enum { B = 2, T = 12 };
+    gk_gpt2 *tr = NULL, *inf = NULL;
+    CHECK_OK(gk_gpt2_create(&tr, &cfg, be, B, T, &e), &e);
+    CHECK_OK(gk_gpt2_create_ex(&inf, &cfg, be, B, T, GK_GPT2_INFERENCE, &e), &e);
+    if (!tr || !inf) goto out;
+    CHECK_OK(gk_gpt2_init(tr, 5, &e), &e);
+    CHECK_OK(gk_gpt2_init(inf, 5, &e), &e);
+    int tokens[B * T], targets[B * T];
+    for (int i = 0; i < B * T; i++) tokens[i] = (i * 37) % cfg.vocab_size, targets[i] = (i * 11) % cfg.vocab_size;
+    float l1, l2;
+    CHECK_OK(gk_gpt2_forward(tr, tokens, targets, B, T, &l1, &e), &e);
+    gk_gpt2_set_training(inf, 1); /* ignored: no dropout */
+    CHECK_OK(gk_gpt2_forward(inf, tokens, targets, B, T, &l2, &e), &e);
+    size_t n = (size_t)B * T * gk_gpt2_padded_vocab(tr);
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    be->ops->to_host(be, a, gk_gpt2_logits(tr), sizeof(float) * n);
+    be->ops->to_host(be, b, gk_gpt2_logits(inf), sizeof(float) * n);
+    CHECK(memcmp(a, b, sizeof(float) * n) == 0);
+    CHECK(l1 == l2);
+    CHECK(gk_gpt2_backward(inf, 1.0f, &e) == GK_EUSAGE);
+    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    CHECK(gk_gpt2_update(inf, &h, 1e-3f, NULL, &e) == GK_EUSAGE);
+    CHECK(gk_gpt2_grad_norm(inf) == 0.0);
+    gk_gpt2_zero_grad(inf);
+    CHECK(gk_gpt2_param(inf, 0)->grad == NULL && gk_gpt2_param(inf, 0)->m == NULL);
+    free(a);
+    free(b);
+out:
+    gk_gpt2_free(tr);
+    gk_gpt2_free(inf);
+    gk_backend_free(be);
+}
+
+static uint16_t to_bf16(float f) /* truncation is enough for test inputs */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* gemm_bf16 and encoder_fwd_bf16: CPU = reference, every path (few rows, panels; both layouts). */
+static void test_bf16_ops(void)
+{
+    gk_backend *be = NULL, *ref = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
+    CHECK_OK(gk_ref_create(&ref, &e), &e);
+    int K = 70, N = 300, Mmax = 20;
+    CHECK_OK(be->ops->reserve(be, Mmax, K > N ? K : N, 16, 16, &e), &e);
+    float *A = malloc(sizeof(float) * Mmax * K), *W = malloc(sizeof(float) * K * N);
+    uint16_t *H = malloc(sizeof(uint16_t) * K * N);
+    float *c1 = malloc(sizeof(float) * Mmax * N), *c2 = malloc(sizeof(float) * Mmax * N);
+    fill(A, (size_t)Mmax * K, 1);
+    fill(W, (size_t)K * N, 2);
+    for (int i = 0; i < K * N; i++) H[i] = to_bf16(W[i]);
+    int Ms[] = {1, 3, 8, 20};
+    for (int mi = 0; mi < 4; mi++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int beta = 0; beta < 2; beta++) {
+                int M = Ms[mi], ldb = tb ? K : N;
+                fill(c1, (size_t)Mmax * N, 5);
+                fill(c2, (size_t)Mmax * N, 5);
+                be->ops->gemm_bf16(be, tb, M, N, K, 0.5f, A, K, H, ldb, (float)beta, c1, N);
+                ref->ops->gemm_bf16(ref, tb, M, N, K, 0.5f, A, K, H, ldb, (float)beta, c2, N);
+                double d = rel_err(c1, c2, (size_t)M * N);
+                CHECKF(d < 1e-6, "gemm_bf16 M=%d tb=%d beta=%d: %.3e", M, tb, beta, d);
+            }
+    // the embedding: rows of W as a (N/C... ) table of 10 rows of 30
+    int tokens[6] = {0, 9, 3, 3, 7, 1};
+    float wpe[3 * 30];
+    fill(wpe, 90, 8);
+    be->ops->encoder_fwd_bf16(be, c1, tokens, H, wpe, 2, 3, 30);
+    ref->ops->encoder_fwd_bf16(ref, c2, tokens, H, wpe, 2, 3, 30);
+    CHECK(rel_err(c1, c2, 180) < 1e-7);
+    free(A);
+    free(W);
+    free(H);
+    free(c1);
+    free(c2);
+    gk_backend_free(be);
+    gk_backend_free(ref);
+}
+
+/* bf16 weights vs fp32 weights, same init: logits of a prompt and of single steps. Bound: RNE
+ * rounding moves each weight by at most 2^-9 relative; a logit passes through 4 matrices per layer
+ * and the lm_head (13 here), whose independent errors add in quadrature: sqrt(13) 2^-9 = 7e-3
+ * relative; twice that as margin: 2^-6. Greedy decoding then picks the same tokens unless two
+ * logits are closer than that error (checked: any difference must be such a near-tie). */
+static void test_bf16_logits(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
+    gk_gpt2_config cfg = {3, 4, 64, 32, 100, 1, 0.0f};
+    gk_gpt2 *f = NULL, *h = NULL;
+    CHECK_OK(gk_gpt2_create_ex(&f, &cfg, be, 1, cfg.block_size, GK_GPT2_INFERENCE, &e), &e);
+    CHECK_OK(gk_gpt2_create_ex(&h, &cfg, be, 1, cfg.block_size, GK_GPT2_BF16, &e), &e);
+    if (!f || !h) goto out;
+    CHECK_OK(gk_gpt2_init(f, 3, &e), &e);
+    CHECK_OK(gk_gpt2_init(h, 3, &e), &e);
+    CHECK(gk_gpt2_param(h, 0)->data == NULL && gk_gpt2_param(h, 0)->data16 != NULL);
+    int Vp = gk_gpt2_padded_vocab(f), V = cfg.vocab_size;
+    float *lf = malloc(sizeof(float) * 8 * Vp), *lh = malloc(sizeof(float) * 8 * Vp);
+    int prompt[8] = {5, 17, 42, 99, 0, 63, 7, 21}, tf = 0, th = 0;
+    double worst = 0;
+    int diverged = 0;
+    for (int t = 0; t < 20 && !diverged; t++) {
+        int n = t == 0 ? 8 : 1, pos = t == 0 ? 0 : 7 + t;
+        CHECK_OK(gk_gpt2_forward_at(f, t == 0 ? prompt : &tf, 1, pos, n, &e), &e);
+        CHECK_OK(gk_gpt2_forward_at(h, t == 0 ? prompt : &th, 1, pos, n, &e), &e);
+        be->ops->to_host(be, lf, gk_gpt2_logits(f), sizeof(float) * n * Vp);
+        be->ops->to_host(be, lh, gk_gpt2_logits(h), sizeof(float) * n * Vp);
+        for (int r = 0; r < n; r++) {
+            double d = rel_err(lh + (size_t)r * Vp, lf + (size_t)r * Vp, V);
+            if (d > worst) worst = d;
+        }
+        // greedy: the argmax of the last row of each
+        const float *a = lf + (size_t)(n - 1) * Vp, *b = lh + (size_t)(n - 1) * Vp;
+        tf = th = 0;
+        for (int j = 1; j < V; j++) {
+            if (a[j] > a[tf]) tf = j;
+            if (b[j] > b[th]) th = j;
+        }
+        if (tf != th) {
+            double norm = 0;
+            for (int j = 0; j < V; j++) norm += (double)a[j] * a[j];
+            CHECKF(fabs(a[tf] - a[th]) < 0x1p-6 * sqrt(norm), "greedy step %d: %d vs %d, gap %.3e",
+                   t, tf, th, fabs(a[tf] - a[th]));
+            fprintf(stderr, "bf16 greedy: near-tie at step %d (%d vs %d)\n", t, tf, th);
+            diverged = 1;
+        }
+        if (!diverged && t == 19) fprintf(stderr, "bf16 greedy: 20 steps equal to fp32\n");
+    }
+    fprintf(stderr, "bf16 vs fp32 logits: worst row relative error %.2e (bound %.2e)\n", worst, 0x1p-6);
+    CHECKF(worst < 0x1p-6, "bf16 logits: relative error %.3e", worst);
+    free(lf);
+    free(lh);
+out:
+    gk_gpt2_free(f);
+    gk_gpt2_free(h);
+    gk_backend_free(be);
+}
+
 int main(void)
 {
     RUN(test_incremental_cpu);
     RUN(test_incremental_ref);
     RUN(test_attention_op);
     RUN(test_gemm_rows);
+    RUN(test_inference_model);
+    RUN(test_bf16_ops);
+    RUN(test_bf16_logits);
     return TEST_END();
 }

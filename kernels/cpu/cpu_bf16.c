@@ -1,0 +1,134 @@
+/* cpu_bf16.c: the CPU backend's bf16-weight ops (gemm_bf16, encoder_fwd_bf16; see backend.h).
+ * Decoding (M <= CPU_GEMM_ROWS_MAX rows) streams the bf16 weights once and widens them in
+ * registers (a 16-bit shift; the AVX-512 and AVX2 clones vectorize it), so a token reads half
+ * the bytes of the fp32 path. More rows (prompts, gpt-evalppl windows) widen panels of
+ * CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm on each. Panels and slabs
+ * are cut by shape, never by thread count: results do not depend on it. References: ref.c. */
+#include <cblas.h>
+#include <omp.h>
+
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/ref.h"
+
+/* ---- a few rows: weights widened on the fly ---- */
+
+/* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B bf16 rows at stride ldb (cpu_rows_ksplit) */
+GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int lda,
+                              const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
+{
+    const uint16_t *Bm = Bv;
+    for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
+    for (int kk = k0; kk < k1; kk++) {
+        const uint16_t *brow = Bm + (size_t)kk * ldb;
+        for (int r = 0; r < M; r++) {
+            float a = A[(size_t)r * lda + kk];
+            float *c = acc + (size_t)r * N;
+#pragma omp simd
+            for (int j = 0; j < N; j++) c[j] += a * gk_bf16f(brow[j]);
+        }
+    }
+}
+
+/* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) bf16 rows at stride ldb (the tied lm_head). */
+GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
+                              const uint16_t *restrict Bm, int ldb, int M, int K, int j0, int j1,
+                              float alpha, float beta)
+{
+    /* four weight rows at a time: four independent sums hide the add latency */
+    for (int j = j0; j < j1; j += 4) {
+        int nj = j1 - j < 4 ? j1 - j : 4;
+        const uint16_t *b0 = Bm + (size_t)j * ldb, *b1 = nj > 1 ? b0 + ldb : b0;
+        const uint16_t *b2 = nj > 2 ? b1 + ldb : b0, *b3 = nj > 3 ? b2 + ldb : b0;
+        for (int r = 0; r < M; r++) {
+            const float *a = A + (size_t)r * lda;
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+            for (int kk = 0; kk < K; kk++) {
+                s0 += a[kk] * gk_bf16f(b0[kk]);
+                s1 += a[kk] * gk_bf16f(b1[kk]);
+                s2 += a[kk] * gk_bf16f(b2[kk]);
+                s3 += a[kk] * gk_bf16f(b3[kk]);
+            }
+            float s[4] = {s0, s1, s2, s3}, *c = Cm + (size_t)r * ldc + j;
+            for (int i = 0; i < nj; i++) c[i] = alpha * s[i] + (beta == 0.0f ? 0.0f : beta * c[i]);
+        }
+    }
+}
+
+/* ---- many rows: widened panels + sgemm ---- */
+
+/* dst (K, w) = columns j0..j0+w of B (K, ldb) (!transB), or dst (w, K) = rows j0.. of B (N, ldb) */
+GK_CLONES static void widen(float *restrict dst, const uint16_t *restrict B, int ldb, int tb,
+                            int K, int j0, int w)
+{
+    int rows = tb ? w : K, len = tb ? K : w;
+    for (int i = 0; i < rows; i++) {
+        const uint16_t *s = tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0;
+        float *d = dst + (size_t)i * len;
+#pragma omp simd
+        for (int j = 0; j < len; j++) d[j] = gk_bf16f(s[j]);
+    }
+}
+
+void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                   int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    int nt = CPU(be)->nthreads;
+    if (alpha == 0.0f) { /* C = beta C, as BLAS */
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < N; j++) C[(size_t)r * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)r * ldc + j];
+        return;
+    }
+    if (M <= CPU_GEMM_ROWS_MAX && !tb
+        && cpu_rows_ksplit(be, part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
+    if (M <= CPU_GEMM_ROWS_MAX) {
+        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int s = 0; s < ns; s++) {
+            int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
+            if (j0 >= j1) continue;
+            if (tb)
+                rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
+            else /* no scratch: one slab of columns per thread, still exact */
+                for (int r = 0; r < M; r++)
+                    for (int j = j0; j < j1; j++) {
+                        float acc = 0.0f;
+                        for (int kk = 0; kk < K; kk++)
+                            acc += A[(size_t)r * lda + kk] * gk_bf16f(B[(size_t)kk * ldb + j]);
+                        float *c = C + (size_t)r * ldc + j;
+                        *c = alpha * acc + (beta == 0.0f ? 0.0f : beta * *c);
+                    }
+        }
+        return;
+    }
+    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
+    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
+    if (!scr) {
+        gk_ref_ops.gemm_bf16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int p = 0; p < np; p++) {
+        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
+        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
+        widen(panel, B, ldb, tb, K, j0, w);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, w, K, alpha,
+                    A, lda, panel, tb ? K : w, beta, C + j0, ldc);
+    }
+}
+
+// tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t]
+void cpu_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
+                          const float *wpe, int B, int T, int C)
+{
+    int N = B * T;
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static) if (N > 1)
+    for (int i = 0; i < N; i++) {
+        const uint16_t *w = wte + (size_t)tokens[i] * C;
+        const float *p = wpe + (size_t)(i % T) * C;
+        float *o = out + (size_t)i * C;
+        for (int c = 0; c < C; c++) o[c] = gk_bf16f(w[c]) + p[c];
+    }
+}

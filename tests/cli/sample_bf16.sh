@@ -1,0 +1,19 @@
+# --dtype bf16 (weights kept as bf16, fp32 activations) on a tiny char-level model: gpt-evalppl's
+# NLL within bf16 rounding of the fp32 one (relative 2^-6: see tests/unit/test_infer.c), the same
+# token count; gpt-sample runs and is deterministic; a bad --dtype is a usage error.
+source "$TOP/tests/cli/lib.bash"; need_data
+tiny_data d
+gpt-train -q "${TINY[@]}" --max_iters=10 --eval_interval=10 --out_dir=o > train.log
+export GPT_MODEL=o/latest.safetensors
+head -c 3000 d/input.txt | tail -c 1000 > t.txt
+gpt-evalppl -q --json t.txt > f32.json
+gpt-evalppl -q --json --dtype bf16 t.txt > bf16.json
+jq -r '.tokens' f32.json bf16.json
+jq -n --slurpfile a f32.json --slurpfile b bf16.json \
+  '(($a[0].nll - $b[0].nll) / $a[0].nll | fabs) < 0.015625'
+gpt-sample -q -n 30 --seed 7 -p 'ROMEO:' --dtype bf16 > s1
+gpt-sample -q -n 30 --seed 7 -p 'ROMEO:' --dtype bf16 > s2
+cmp s1 s2 && echo "bf16: same seed, same output"
+head -c 6 s1; echo
+gpt-sample -q -n 3 --dtype fp16 > out 2> err && echo "exit 0" || echo "exit $?"
+sed 's/^gpt-sample: //' err
