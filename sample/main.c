@@ -12,7 +12,7 @@
 #include "common/vocab.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/gpt2_load.h"
-#include "sample/generate.h"
+#include "kernels/generate.h"
 
 typedef struct options {
     const char *dtype;

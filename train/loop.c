@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/progress.h"
+#include "kernels/generate.h"
 #include "run.h"
 
 double tr_learning_rate(const tr_settings *s, int64_t step)
@@ -149,6 +150,33 @@ int tr_checkpoint(tr_run *r, gk_err *e)
 
 /* ---------------------------------------------------------------- the loop */
 
+/* A short sample from the model as it is now (sample_tokens > 0): the same sampler as
+ * gpt-sample, from the start token, seeded by the run's seed and the step. Touches no
+ * training state: the data windows and dropout draws are counter-based. */
+static int print_sample(tr_run *r, int64_t step, gk_err *e)
+{
+    if (r->s.sample_tokens <= 0 || !r->vocab)
+        return 0;
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    int32_t eot = gk_vocab_eot(r->vocab);
+    int rc = 0;
+    if (eot < 0 && (rc = gk_char_encode(r->vocab, "\n", 1, &ids, &n, &cap, e)) != 0) {
+        free(ids);
+        return rc == GK_EFORMAT ? 0 : rc; /* a char vocabulary without newline: no sample */
+    }
+    int start = eot >= 0 ? eot : (int)ids[0];
+    free(ids);
+    gs_gen_opts o = {r->s.sample_tokens, 1, 1, 0, {0.8f, 200, 1.0f, (uint64_t)r->s.seed ^ (uint64_t)step}};
+    gs_gen_stats st;
+    gk_gpt2_set_training(r->model, 0);
+    printf("sample at step %lld:\n", (long long)step);
+    rc = gs_generate(r->model, r->be, r->vocab, &start, 1, 1, &o, stdout, &st, e);
+    printf("\n");
+    fflush(stdout);
+    return rc;
+}
+
 static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
 {
     int rc = tr_estimate_loss(r, r->train, TR_STREAM_EVAL_TRAIN, &rec->train_loss, e);
@@ -161,7 +189,7 @@ static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
         printf(", val loss %.4f", rec->val_loss);
     printf("\n");
     fflush(stdout);
-    return 0;
+    return print_sample(r, rec->step, e);
 }
 
 static double mfu(const tr_run *r, double secs)

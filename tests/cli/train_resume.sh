@@ -2,9 +2,9 @@
 # final weights and optimizer state, bit for bit (dropout on, gradient accumulation on).
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
-gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=a > a.log
-gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --out_dir=b > b1.log
-gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=b --init_from=resume > b2.log
+gpt-train -q "${TINY[@]}" --dropout=0.1 --sample_tokens=8 --max_iters=20 --eval_interval=10 --out_dir=a > a.log
+gpt-train -q "${TINY[@]}" --dropout=0.1 --sample_tokens=8 --max_iters=10 --eval_interval=10 --out_dir=b > b1.log
+gpt-train -q "${TINY[@]}" --dropout=0.1 --sample_tokens=8 --max_iters=20 --eval_interval=10 --out_dir=b --init_from=resume > b2.log
 losses a/metrics.jsonl > a.losses
 losses b/metrics.jsonl > b.losses
 wc -l < a.losses

@@ -1,13 +1,13 @@
-/* test_sampler.c: gpt-sample's modules (sample/sampler.c, sample/textout.c, compiled in here:
- * the Makefile links tool code only into the tool): each sampling step on hand-checked
+/* test_sampler.c: the sampler chain (kernels/sampler.h) and streamed text (common/textout.h):
+ * each sampling step on hand-checked
  * distributions, greedy, determinism of the counter-based draws, the frequencies of many draws,
  * and the UTF-8 hold-back of streamed token bytes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sample/sampler.c"
-#include "sample/textout.c"
+#include "common/textout.h"
+#include "kernels/sampler.h"
 #include "test.h"
 
 #define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol))

@@ -1,5 +1,5 @@
 /* textout.c: UTF-8-safe streaming of token bytes (see textout.h). */
-#include "sample/textout.h"
+#include "common/textout.h"
 
 #include <errno.h>
 #include <stdlib.h>

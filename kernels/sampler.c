@@ -1,5 +1,5 @@
 /* sampler.c: the sampling chain (see sampler.h). */
-#include "sample/sampler.h"
+#include "kernels/sampler.h"
 
 #include <math.h>
 #include <stdlib.h>

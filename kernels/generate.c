@@ -1,12 +1,12 @@
 /* generate.c: the batched generation loop (see generate.h). */
-#include "sample/generate.h"
+#include "kernels/generate.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "sample/textout.h"
+#include "common/textout.h"
 
 static double now(void)
 {

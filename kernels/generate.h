@@ -14,7 +14,7 @@
 #include "common/err.h"
 #include "common/vocab.h"
 #include "kernels/gpt2.h"
-#include "sample/sampler.h"
+#include "kernels/sampler.h"
 
 typedef struct gs_gen_opts {
     int64_t n_new;     /* tokens to generate per sample */
