@@ -53,16 +53,16 @@ gpt-tokenize --char "$text" --vocab-out "$data/vocab.json" -o "$data/train.bin" 
 
 echo "== gpt-train -c shakespeare.conf (nanoGPT's CPU example: 4 layers, 128 wide, 2000 steps)"
 cd "$work"
-rm -rf out-shakespeare
+rm -rf out
 gpt-train -q -c "$top/train/configs/shakespeare.conf" ${DEMO_TRAIN_ARGS:-} | tee train.log |
   grep -E '^step [0-9]+:' || true   # the eval lines; every step is in train.log
 val=$(grep -o 'val loss [0-9.]*' train.log | tail -n 1 | cut -d' ' -f3)
 echo "final val loss: $val (nanoGPT's README: ~1.88; nanoGPT in PyTorch on this data: 1.906, see tests/bench/nanogpt_shakespeare.py)"
-echo "checkpoint: $work/out-shakespeare/latest.safetensors -> $(readlink out-shakespeare/latest.safetensors)"
-echo "loss plot:  $work/out-shakespeare/loss.svg"
+echo "checkpoint: $work/out/latest.safetensors -> $(readlink out/latest.safetensors)"
+echo "loss plot:  $work/out/loss.svg"
 
 echo "== gpt-evalppl: perplexity of the trained model on the validation shard"
-gpt-evalppl -m out-shakespeare/latest.safetensors "$data/val.bin"
+gpt-evalppl -m out/latest.safetensors "$data/val.bin"
 echo "== gpt-sample -n 300 (a sample from the trained model)"
-gpt-sample -q -m out-shakespeare/latest.safetensors -n 300 --seed 1
+gpt-sample -q -m out/latest.safetensors -n 300 --seed 1
 echo

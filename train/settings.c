@@ -10,7 +10,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_STR(S, val_data, "data/val.bin", "validation shards (empty: no validation)"),
     GK_CK_STR(S, out_dir, "out", "where checkpoints, metrics.jsonl and loss.svg go"),
     GK_CK_STR(S, init_from, "scratch", "scratch, resume (out_dir/latest), auto (resume if present), or a checkpoint path"),
-    GK_CK_STR(S, vocab, "", "vocabulary to embed in checkpoints (default: GPT_VOCAB or the HF cache)"),
+    GK_CK_STR(S, vocab, "", "vocabulary to embed in checkpoints (empty: the data's, when found)"),
     GK_CK_INT_R(S, eval_interval, "2000", 1, 1e12, "evaluate (and checkpoint) every N steps"),
     GK_CK_INT_R(S, log_interval, "1", 1, 1e12, "print a log line every N steps"),
     GK_CK_INT_R(S, eval_iters, "200", 1, 1e9, "batches per evaluation of train and val loss"),
