@@ -107,9 +107,7 @@ int ck_convert_main(int argc, char **argv, gk_err *e)
         {'q', "quiet", GK_OPT_FLAG, &o.quiet, NULL, "no messages but errors", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
-    int first, rc = gk_opt_parse(tab, argc, argv, &first, e);
-    if (rc == GK_OPT_HELP)
-        gk_opt_help(stdout, usage, tab, NULL);
+    int first, rc = gk_opt_parse_main(tab, "gpt-ckpt", usage, NULL, argc, argv, &first, e);
     if (rc)
         return rc;
     gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL);

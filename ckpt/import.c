@@ -384,9 +384,7 @@ int ck_import_main(int argc, char **argv, gk_err *e)
         {'v', "verbose", GK_OPT_COUNT, &o.verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
-    int first, rc = gk_opt_parse(tab, argc, argv, &first, e);
-    if (rc == GK_OPT_HELP)
-        gk_opt_help(stdout, usage, tab, footer);
+    int first, rc = gk_opt_parse_main(tab, "gpt-ckpt", usage, footer, argc, argv, &first, e);
     if (rc)
         return rc;
     gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);

@@ -94,6 +94,17 @@ int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, g
     return rc;
 }
 
+int gk_opt_parse_main(const gk_opt *tab, const char *prog, const char *usage, const char *footer,
+                      int argc, char **argv, int *first_operand, gk_err *e)
+{
+    int rc = gk_opt_parse(tab, argc, argv, first_operand, e);
+    if (rc == GK_OPT_HELP)
+        gk_opt_help(stdout, usage, tab, footer);
+    else if (rc == GK_OPT_VERSION)
+        gk_opt_version(stdout, prog);
+    return rc;
+}
+
 void gk_opt_help(FILE *f, const char *usage, const gk_opt *tab, const char *footer)
 {
     fprintf(f, "usage: %s\n\noptions:\n", usage);

@@ -32,6 +32,10 @@ enum { GK_OPT_DONE = 0, GK_OPT_HELP = 1, GK_OPT_VERSION = 2 };
 /* Parses argv against tab (terminated by an entry with long_name NULL). Returns GK_OPT_DONE
  * with *first_operand set, GK_OPT_HELP / GK_OPT_VERSION when asked for, or GK_EUSAGE. */
 int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, gk_err *e);
+/* gk_opt_parse, and on -h/--help or --version prints the help (usage, the table, footer) or
+ * "prog (gptkit) VERSION" on stdout before returning GK_OPT_HELP / GK_OPT_VERSION. */
+int gk_opt_parse_main(const gk_opt *tab, const char *prog, const char *usage, const char *footer,
+                      int argc, char **argv, int *first_operand, gk_err *e);
 /* Prints "usage: ..." (usage may hold several lines), then one line per option. */
 void gk_opt_help(FILE *f, const char *usage, const gk_opt *tab, const char *footer);
 /* Prints "gpt-TOOL (gptkit) VERSION". */

@@ -49,12 +49,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
-    int rc = gk_opt_parse(tab, argc, argv, first, e);
-    if (rc == GK_OPT_HELP)
-        gk_opt_help(stdout, usage, tab, footer);
-    else if (rc == GK_OPT_VERSION)
-        gk_opt_version(stdout, "gpt-evalppl");
-    return rc;
+    return gk_opt_parse_main(tab, "gpt-evalppl", usage, footer, argc, argv, first, e);
 }
 
 /* -V, else the checkpoint's, else the default lookup; none at all is not an error here (shards
