@@ -1,7 +1,7 @@
 /* encode.c: parallel, deterministic encoding of document text (see encode.h). */
 #include "encode.h"
 
-#include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,61 +9,60 @@
 #include "common/utf8.h"
 
 #define CHUNK_BYTES (256 << 10) /* target size of one parallel work item */
+#define NBLOCKS 3               /* block buffers: one filling, up to NBLOCKS-1 being encoded */
 
+/* One work item: a byte range of a block, encoded by whichever thread claims it. */
 typedef struct chunk {
-    size_t begin, end;   /* byte range in the pending text */
+    const char *text;    /* the block's text; the range is [begin, end) */
+    size_t begin, end;
     uint32_t *ids;
     size_t n, cap;
     char *clean;         /* the range with invalid UTF-8 replaced */
     size_t clean_cap;
     size_t replaced;
+    int done;            /* under the lock: encoded, ready to write */
     int rc;
     gk_err err;
 } chunk;
 
+/* Text read so far, cut into chunks once it is submitted; reused after all chunks are written. */
+typedef struct block {
+    char *text;
+    size_t len, cap;
+    chunk *chunks;       /* max_chunks */
+    size_t nchunks;
+} block;
+
+/* Pipeline: the calling thread fills block seq `submitted` while threads-1 workers (and the
+ * caller when it has to wait) encode chunks of submitted blocks; the caller writes them in order.
+ * Sequence numbers count blocks; block seq s lives in blocks[s % NBLOCKS]. */
 struct tk_encoder {
     const gk_vocab *vocab;
     int allow_special, threads, bpe_mode;
-    gk_bpe **bpe;        /* one per thread */
+    gk_bpe **bpe;        /* one per thread: [0] the caller, [1..] the workers */
     tk_sink *sink;
-    char *text;          /* pending text of the current document */
-    size_t len, cap;
-    size_t next_try;     /* pending size at which to try cutting again (no safe cut found yet) */
-    chunk *chunks;
+    block blocks[NBLOCKS];
+    block *fill;         /* blocks[submitted % NBLOCKS]: the pending text of the current document */
     size_t max_chunks;
+    size_t next_try;     /* pending size at which to try cutting again (no safe cut found yet) */
+    size_t submitted;    /* blocks handed to the workers */
+    size_t written;      /* blocks whose chunks are all written (caller only) */
+    size_t wr_chunk;     /* next chunk to write in block `written` (caller only) */
+    /* under lock: */
+    size_t claim_block, claim_chunk; /* next chunk to encode */
+    int stop;
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;       /* work: a chunk was queued or stop; done: a chunk finished */
+    pthread_t *workers;
+    int nworkers, sync_ok;
     tk_stats stats;
 };
-
-int tk_encoder_create(tk_encoder **out, const gk_vocab *v, int allow_special, int threads,
-                      tk_sink *sink, gk_err *e)
-{
-    tk_encoder *enc = calloc(1, sizeof *enc);
-    if (!enc)
-        return gk_errf(e, GK_ENOMEM, "out of memory");
-    enc->vocab = v;
-    enc->allow_special = allow_special;
-    enc->threads = threads < 1 ? 1 : threads;
-    enc->bpe_mode = gk_vocab_type(v) == GK_VOCAB_BPE;
-    enc->sink = sink;
-    enc->max_chunks = (size_t)enc->threads * 4;
-    enc->chunks = calloc(enc->max_chunks, sizeof *enc->chunks);
-    enc->bpe = calloc((size_t)enc->threads, sizeof *enc->bpe);
-    int rc = enc->chunks && enc->bpe ? 0 : gk_errf(e, GK_ENOMEM, "out of memory");
-    for (int t = 0; rc == 0 && enc->bpe_mode && t < enc->threads; t++)
-        rc = gk_bpe_create(&enc->bpe[t], v, e);
-    if (rc) {
-        tk_encoder_free(enc);
-        return rc;
-    }
-    *out = enc;
-    return 0;
-}
 
 static void encode_chunk(tk_encoder *enc, chunk *c, gk_bpe *bpe)
 {
     size_t clean_len = 0;
     c->n = 0;
-    c->replaced = gk_utf8_sanitize(enc->text + c->begin, c->end - c->begin, &c->clean,
+    c->replaced = gk_utf8_sanitize(c->text + c->begin, c->end - c->begin, &c->clean,
                                    &c->clean_cap, &clean_len);
     if (c->replaced == (size_t)-1) {
         c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
@@ -76,55 +75,205 @@ static void encode_chunk(tk_encoder *enc, chunk *c, gk_bpe *bpe)
         c->rc = gk_char_encode(enc->vocab, c->clean, clean_len, &c->ids, &c->n, &c->cap, &c->err);
 }
 
-/* Cuts text[0, limit) into chunks at safe points; returns how many, and where the last ends. */
-static size_t plan_chunks(tk_encoder *enc, size_t limit, int final, size_t *consumed)
+/* ---------------------------------------------------------------- work queue (under lock) */
+
+static chunk *claim_locked(tk_encoder *enc)
 {
-    size_t k = 0, begin = 0;
+    if (enc->claim_block == enc->submitted)
+        return NULL;
+    block *b = &enc->blocks[enc->claim_block % NBLOCKS];
+    chunk *c = &b->chunks[enc->claim_chunk++];
+    if (enc->claim_chunk == b->nchunks) {
+        enc->claim_block++;
+        enc->claim_chunk = 0;
+    }
+    return c;
+}
+
+/* Encodes c with thread t's state and marks it done. Called with the lock held; drops it. */
+static void run_locked(tk_encoder *enc, chunk *c, int t)
+{
+    pthread_mutex_unlock(&enc->lock);
+    encode_chunk(enc, c, enc->bpe_mode ? enc->bpe[t] : NULL);
+    pthread_mutex_lock(&enc->lock);
+    c->done = 1;
+    pthread_cond_signal(&enc->done);
+}
+
+typedef struct worker_arg {
+    tk_encoder *enc;
+    int t;
+} worker_arg;
+
+static void *worker_main(void *p)
+{
+    tk_encoder *enc = ((worker_arg *)p)->enc;
+    int t = ((worker_arg *)p)->t;
+    free(p);
+    pthread_mutex_lock(&enc->lock);
+    while (!enc->stop) {
+        chunk *c = claim_locked(enc);
+        if (c)
+            run_locked(enc, c, t);
+        else
+            pthread_cond_wait(&enc->work, &enc->lock);
+    }
+    pthread_mutex_unlock(&enc->lock);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- caller side */
+
+int tk_encoder_create(tk_encoder **out, const gk_vocab *v, int allow_special, int threads,
+                      tk_sink *sink, gk_err *e)
+{
+    tk_encoder *enc = calloc(1, sizeof *enc);
+    if (!enc)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    enc->vocab = v;
+    enc->allow_special = allow_special;
+    enc->threads = threads < 1 ? 1 : threads;
+    enc->bpe_mode = gk_vocab_type(v) == GK_VOCAB_BPE;
+    enc->sink = sink;
+    enc->max_chunks = (size_t)enc->threads * 2;
+    enc->bpe = calloc((size_t)enc->threads, sizeof *enc->bpe);
+    enc->workers = calloc((size_t)enc->threads, sizeof *enc->workers);
+    int rc = enc->bpe && enc->workers ? 0 : gk_errf(e, GK_ENOMEM, "out of memory");
+    for (int i = 0; rc == 0 && i < NBLOCKS; i++)
+        if (!(enc->blocks[i].chunks = calloc(enc->max_chunks, sizeof(chunk))))
+            rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    for (int t = 0; rc == 0 && enc->bpe_mode && t < enc->threads; t++)
+        rc = gk_bpe_create(&enc->bpe[t], v, e);
+    if (rc == 0) {
+        if (pthread_mutex_init(&enc->lock, NULL) || pthread_cond_init(&enc->work, NULL) ||
+            pthread_cond_init(&enc->done, NULL))
+            rc = gk_errf(e, GK_ENOMEM, "cannot create the encoding threads");
+        else
+            enc->sync_ok = 1;
+    }
+    for (int t = 1; rc == 0 && t < enc->threads; t++) {
+        worker_arg *a = malloc(sizeof *a);
+        if (a)
+            *a = (worker_arg){enc, t};
+        if (!a || pthread_create(&enc->workers[enc->nworkers], NULL, worker_main, a)) {
+            free(a);
+            rc = gk_errf(e, GK_ENOMEM, "cannot create the encoding threads");
+        } else {
+            enc->nworkers++;
+        }
+    }
+    if (rc) {
+        tk_encoder_free(enc);
+        return rc;
+    }
+    enc->fill = &enc->blocks[0];
+    *out = enc;
+    return 0;
+}
+
+/* Cuts b->text[0, b->len) into chunks at safe points; returns how many, and where the last ends. */
+static size_t plan_chunks(tk_encoder *enc, block *b, int final, size_t *consumed)
+{
+    size_t k = 0, begin = 0, limit = b->len;
     size_t target = limit / enc->max_chunks;
     if (target < CHUNK_BYTES)
         target = CHUNK_BYTES;
     while (k < enc->max_chunks && begin < limit) {
         size_t cut = limit;
         if (k + 1 < enc->max_chunks || !final)
-            cut = begin + target < limit ? gk_bpe_split_point(enc->text, limit, begin + target) : limit;
+            cut = begin + target < limit ? gk_bpe_split_point(b->text, limit, begin + target) : limit;
         if (cut >= limit && !final)
             break; /* the tail may continue in text not yet read */
-        enc->chunks[k].begin = begin;
-        enc->chunks[k].end = cut < limit ? cut : limit;
-        begin = enc->chunks[k++].end;
+        chunk *c = &b->chunks[k++];
+        c->text = b->text;
+        c->begin = begin;
+        c->end = cut < limit ? cut : limit;
+        c->done = 0;
+        begin = c->end;
     }
     *consumed = begin;
     return k;
 }
 
-/* Encodes and writes the pending text: all of it when final, else up to the last safe cut. */
-static int encode_pending(tk_encoder *enc, int final, gk_err *e)
+/* Writes finished chunks in order until block seq `upto` is written (or, if !wait, until the
+ * next one is not finished). Encodes queued chunks itself rather than idle. */
+static int drain(tk_encoder *enc, size_t upto, int wait, gk_err *e)
 {
-    while (enc->len > 0) {
-        size_t consumed, k = plan_chunks(enc, enc->len, final, &consumed);
-        if (k == 0)
-            return 0;
-        #pragma omp parallel for schedule(dynamic, 1) num_threads(enc->threads)
-        for (size_t i = 0; i < k; i++)
-            encode_chunk(enc, &enc->chunks[i], enc->bpe_mode ? enc->bpe[omp_get_thread_num()] : NULL);
-        for (size_t i = 0; i < k; i++) {
-            chunk *c = &enc->chunks[i];
-            if (c->rc) {
-                *e = c->err;
-                return c->rc;
-            }
-            enc->stats.replaced += (int64_t)c->replaced;
-            enc->stats.tokens += (int64_t)c->n;
-            int rc = tk_sink_write(enc->sink, c->ids, c->n, e);
-            if (rc)
-                return rc;
+    while (enc->written < upto) {
+        chunk *c = &enc->blocks[enc->written % NBLOCKS].chunks[enc->wr_chunk];
+        pthread_mutex_lock(&enc->lock);
+        while (!c->done) {
+            chunk *mine = wait ? claim_locked(enc) : NULL;
+            if (mine)
+                run_locked(enc, mine, 0);
+            else if (wait)
+                pthread_cond_wait(&enc->done, &enc->lock);
+            else
+                break;
         }
-        memmove(enc->text, enc->text + consumed, enc->len - consumed);
-        enc->len -= consumed;
-        if (!final)
+        int ready = c->done;
+        pthread_mutex_unlock(&enc->lock);
+        if (!ready)
             return 0;
+        if (c->rc) {
+            *e = c->err;
+            return c->rc;
+        }
+        enc->stats.replaced += (int64_t)c->replaced;
+        enc->stats.tokens += (int64_t)c->n;
+        int rc = tk_sink_write(enc->sink, c->ids, c->n, e);
+        if (rc)
+            return rc;
+        if (++enc->wr_chunk == enc->blocks[enc->written % NBLOCKS].nchunks) {
+            enc->written++;
+            enc->wr_chunk = 0;
+        }
     }
     return 0;
+}
+
+static int reserve(block *b, size_t need, size_t initial)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : initial;
+    while (cap < need)
+        cap *= 2;
+    char *nt = realloc(b->text, cap);
+    if (!nt)
+        return -1;
+    b->text = nt;
+    b->cap = cap;
+    return 0;
+}
+
+/* Submits the pending text (all of it when final, else up to the last safe cut) and starts the
+ * next block with the rest. Returns 1 in *none when there is no safe cut yet. */
+static int submit(tk_encoder *enc, int final, int *none, gk_err *e)
+{
+    block *b = enc->fill;
+    size_t consumed;
+    b->nchunks = plan_chunks(enc, b, final, &consumed);
+    *none = b->nchunks == 0;
+    if (*none)
+        return 0;
+    pthread_mutex_lock(&enc->lock);
+    enc->submitted++;
+    pthread_cond_broadcast(&enc->work);
+    pthread_mutex_unlock(&enc->lock);
+    /* the next block's buffer is free once the block that used it before is written */
+    int rc = enc->submitted >= NBLOCKS ? drain(enc, enc->submitted - NBLOCKS + 1, 1, e) : 0;
+    if (rc)
+        return rc;
+    block *nb = &enc->blocks[enc->submitted % NBLOCKS];
+    size_t rest = b->len - consumed;
+    if (reserve(nb, rest, (size_t)CHUNK_BYTES * enc->max_chunks))
+        return gk_errf(e, GK_ENOMEM, "out of memory (a document of %zu bytes)", rest);
+    if (rest)
+        memcpy(nb->text, b->text + consumed, rest);
+    nb->len = rest;
+    enc->fill = nb;
+    return drain(enc, enc->submitted, 0, e); /* write what is already finished */
 }
 
 int tk_encoder_begin(tk_encoder *enc, gk_err *e)
@@ -140,33 +289,27 @@ int tk_encoder_begin(tk_encoder *enc, gk_err *e)
 
 int tk_encoder_feed(tk_encoder *enc, const char *text, size_t n, gk_err *e)
 {
-    if (enc->len + n > enc->cap) {
-        size_t cap = enc->cap ? enc->cap : (size_t)CHUNK_BYTES * enc->max_chunks;
-        while (cap < enc->len + n)
-            cap *= 2;
-        char *nt = realloc(enc->text, cap);
-        if (!nt)
-            return gk_errf(e, GK_ENOMEM, "out of memory (a document of %zu bytes)", enc->len + n);
-        enc->text = nt;
-        enc->cap = cap;
-    }
-    memcpy(enc->text + enc->len, text, n);
-    enc->len += n;
+    block *b = enc->fill;
+    if (reserve(b, b->len + n, (size_t)CHUNK_BYTES * enc->max_chunks))
+        return gk_errf(e, GK_ENOMEM, "out of memory (a document of %zu bytes)", b->len + n);
+    if (n)
+        memcpy(b->text + b->len, text, n);
+    b->len += n;
     enc->stats.bytes += (int64_t)n;
-    size_t block = (size_t)CHUNK_BYTES * enc->max_chunks;
-    if (enc->len < block || enc->len < enc->next_try)
+    size_t size = (size_t)CHUNK_BYTES * enc->max_chunks;
+    if (b->len < size || b->len < enc->next_try)
         return 0;
-    size_t before = enc->len;
-    int rc = encode_pending(enc, 0, e);
+    int none = 0, rc = submit(enc, 0, &none, e);
     /* No safe cut in a long stretch (one huge line): wait for twice as much before rescanning. */
-    enc->next_try = enc->len == before ? 2 * before : 0;
+    enc->next_try = none ? 2 * b->len : 0;
     return rc;
 }
 
 int tk_encoder_end(tk_encoder *enc, gk_err *e)
 {
     enc->next_try = 0;
-    return encode_pending(enc, 1, e);
+    int none = 0, rc = enc->fill->len ? submit(enc, 1, &none, e) : 0;
+    return rc ? rc : drain(enc, enc->submitted, 1, e);
 }
 
 const tk_stats *tk_encoder_stats(const tk_encoder *enc) { return &enc->stats; }
@@ -175,14 +318,31 @@ void tk_encoder_free(tk_encoder *enc)
 {
     if (!enc)
         return;
+    if (enc->sync_ok) {
+        pthread_mutex_lock(&enc->lock);
+        enc->stop = 1;
+        pthread_cond_broadcast(&enc->work);
+        pthread_mutex_unlock(&enc->lock);
+    }
+    for (int t = 0; t < enc->nworkers; t++)
+        pthread_join(enc->workers[t], NULL);
+    if (enc->sync_ok) {
+        pthread_mutex_destroy(&enc->lock);
+        pthread_cond_destroy(&enc->work);
+        pthread_cond_destroy(&enc->done);
+    }
     for (int t = 0; enc->bpe && t < enc->threads; t++)
         gk_bpe_free(enc->bpe[t]);
-    for (size_t i = 0; enc->chunks && i < enc->max_chunks; i++) {
-        free(enc->chunks[i].ids);
-        free(enc->chunks[i].clean);
+    for (int i = 0; i < NBLOCKS; i++) {
+        block *b = &enc->blocks[i];
+        for (size_t k = 0; b->chunks && k < enc->max_chunks; k++) {
+            free(b->chunks[k].ids);
+            free(b->chunks[k].clean);
+        }
+        free(b->chunks);
+        free(b->text);
     }
-    free(enc->chunks);
+    free(enc->workers);
     free(enc->bpe);
-    free(enc->text);
     free(enc);
 }

@@ -1,7 +1,8 @@
 /* encode.h: the encoding pipeline of gpt-tokenize: document text in, tokens to a sink.
  * Owns: the pending text of the current document, one BPE worker state per thread and the
  * per-chunk outputs. Text is cut only where gk_bpe_split_point allows, so the tokens are the
- * same for every thread count; chunks are encoded in parallel (OpenMP) and written in order.
+ * same for every thread count; chunks are encoded by a pthread pool while the caller reads
+ * the next block, and written in order by the caller.
  * Lifetime: create .. free. Call from one thread (it starts its own). */
 #ifndef TK_ENCODE_H
 #define TK_ENCODE_H
