@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/progress.h"
 #include "common/vocab.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
@@ -117,17 +117,9 @@ static void doc_token(void *ctx, size_t pos, double nll)
     a->nll += nll;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 {
-    const char *path = o->model ? o->model : getenv("GPT_MODEL");
-    if (!path || !*path) path = "out/latest.safetensors";
+    const char *path = gk_gpt2_model_path(o->model);
     gk_ckpt *c = NULL;
     gk_vocab *v = NULL;
     gk_backend *be = NULL;
@@ -145,11 +137,9 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     int stride = o->stride ? (int)o->stride : context;
     cfg.dropout = 0;
-    int flags = GK_GPT2_INFERENCE;
-    if (!rc && o->dtype && strcmp(o->dtype, "fp32")) {
-        if (!strcmp(o->dtype, "bf16")) flags |= GK_GPT2_BF16;
-        else rc = gk_errf(e, GK_EUSAGE, "--dtype %s: fp32 or bf16", o->dtype);
-    }
+    int flags = 0;
+    if (!rc) rc = gk_gpt2_dtype_flags(o->dtype, &flags, e);
+    flags |= GK_GPT2_INFERENCE;
     if (!rc) rc = gk_cpu_create(&be, 0, e);
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, 1, context, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
@@ -157,7 +147,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     gk_ckpt_close(c);
     int64_t tokens = 0, bytes = 0;
     int all_text = 1;
-    double nll = 0, t0 = now();
+    double nll = 0, t0 = gk_now();
     for (int i = 0; rc == 0 && i < ninputs; i++) {
         ep_stream s;
         rc = ep_load(&s, inputs[i], v, o->raw, (uint32_t)cfg.vocab_size, e);
@@ -172,7 +162,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
         }
         ep_stream_free(&s);
     }
-    double secs = now() - t0;
+    double secs = gk_now() - t0;
     if (!rc && !tokens) rc = gk_errf(e, GK_EFORMAT, "nothing to score: the input%s hold%s fewer "
                                      "than 2 tokens", ninputs > 1 ? "s" : "", ninputs > 1 ? "" : "s");
     if (!rc) {

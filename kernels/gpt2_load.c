@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/gpt2_internal.h"
 
@@ -63,4 +64,23 @@ char *gk_gpt2_config_json(const gk_gpt2_config *c)
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
+}
+
+const char *gk_gpt2_model_path(const char *path)
+{
+    if (!path || !*path)
+        path = getenv("GPT_MODEL");
+    return path && *path ? path : "out/latest.safetensors";
+}
+
+int gk_gpt2_dtype_flags(const char *dtype, int *flags, gk_err *e)
+{
+    *flags = 0;
+    if (!dtype || strcmp(dtype, "fp32") == 0)
+        return 0;
+    if (strcmp(dtype, "bf16") == 0) {
+        *flags = GK_GPT2_BF16;
+        return 0;
+    }
+    return gk_errf(e, GK_EUSAGE, "--dtype %s: fp32 or bf16", dtype);
 }

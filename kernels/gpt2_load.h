@@ -20,4 +20,11 @@ int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e);
  * moments. Errors name the file and tensor. */
 int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
 
+/* The checkpoint a tool uses by default: path if given, else $GPT_MODEL, else
+ * out/latest.safetensors (where gpt-train writes). */
+const char *gk_gpt2_model_path(const char *path);
+/* --dtype TEXT to gk_gpt2_create_ex flags: NULL or "fp32" -> 0, "bf16" -> GK_GPT2_BF16, anything
+ * else GK_EUSAGE. */
+int gk_gpt2_dtype_flags(const char *dtype, int *flags, gk_err *e);
+
 #endif

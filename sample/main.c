@@ -146,8 +146,7 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
 
 static int run(const options *o, gk_err *e)
 {
-    const char *path = o->model ? o->model : getenv("GPT_MODEL");
-    if (!path || !*path) path = "out/latest.safetensors";
+    const char *path = gk_gpt2_model_path(o->model);
     gk_ckpt *c = NULL;
     gk_vocab *v = NULL;
     gk_backend *be = NULL;
@@ -163,11 +162,9 @@ static int run(const options *o, gk_err *e)
                      path, gk_vocab_size(v), cfg.vocab_size);
     if (!rc) rc = encode_prompt(o, v, &prompt, &n, &hidden, e);
     cfg.dropout = 0;
-    int flags = GK_GPT2_INFERENCE;
-    if (!rc && o->dtype && strcmp(o->dtype, "fp32")) {
-        if (!strcmp(o->dtype, "bf16")) flags |= GK_GPT2_BF16;
-        else rc = gk_errf(e, GK_EUSAGE, "--dtype %s: fp32 or bf16", o->dtype);
-    }
+    int flags = 0;
+    if (!rc) rc = gk_gpt2_dtype_flags(o->dtype, &flags, e);
+    flags |= GK_GPT2_INFERENCE;
     if (!rc) rc = gk_cpu_create(&be, 0, e);
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, (int)o->num_samples, cfg.block_size, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
