@@ -13,6 +13,7 @@
 /* ---- a few rows: weights widened on the fly ---- */
 
 /* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B bf16 rows at stride ldb (cpu_rows_ksplit) */
+#define PNN_AHEAD 4
 GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int lda,
                               const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {
@@ -20,6 +21,8 @@ GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int 
     for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
     for (int kk = k0; kk < k1; kk++) {
         const uint16_t *brow = Bm + (size_t)kk * ldb;
+        if (kk + PNN_AHEAD < k1) /* prefetch a later row (see rows_nt) */
+            for (int j = 0; j < N; j += 32) __builtin_prefetch(brow + (size_t)PNN_AHEAD * ldb + j);
         for (int r = 0; r < M; r++) {
             float a = A[(size_t)r * lda + kk];
             float *c = acc + (size_t)r * N;
@@ -30,6 +33,7 @@ GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int 
 }
 
 /* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) bf16 rows at stride ldb (the tied lm_head). */
+#define RNT_AHEAD 16
 GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
                               const uint16_t *restrict Bm, int ldb, int M, int K, int j0, int j1,
                               float alpha, float beta)
@@ -39,6 +43,10 @@ GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict
         int nj = j1 - j < 4 ? j1 - j : 4;
         const uint16_t *b0 = Bm + (size_t)j * ldb, *b1 = nj > 1 ? b0 + ldb : b0;
         const uint16_t *b2 = nj > 2 ? b1 + ldb : b0, *b3 = nj > 3 ? b2 + ldb : b0;
+        /* prefetch the rows RNT_AHEAD ahead: one core streaming bf16 is bound by memory latency
+         * (the hardware prefetcher alone keeps too few lines in flight), not by bandwidth */
+        for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)
+            for (int kk = 0; kk < K; kk += 32) __builtin_prefetch(Bm + (size_t)i * ldb + kk);
         for (int r = 0; r < M; r++) {
             const float *a = A + (size_t)r * lda;
             float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
