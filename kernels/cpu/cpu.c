@@ -8,30 +8,11 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/host_mem.h"
 #include "kernels/cpu/ref.h"
 
 /* ---- memory ---- */
 
-static void *cpu_alloc(gk_backend *be, size_t n)
-{
-    (void)be;
-    size_t sz = (n + 63) / 64 * 64;
-    void *p = aligned_alloc(64, sz ? sz : 64);
-    if (p) memset(p, 0, sz ? sz : 64);
-    return p;
-}
-static void cpu_free(gk_backend *be, void *p) { (void)be; free(p); }
-static void cpu_copy(gk_backend *be, void *dst, const void *src, size_t n)
-{
-    (void)be;
-    if (n) memmove(dst, src, n);
-}
-static void cpu_zero(gk_backend *be, void *p, size_t n)
-{
-    (void)be;
-    if (n) memset(p, 0, n);
-}
-static void cpu_sync(gk_backend *be) { (void)be; }
 
 static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
 {
@@ -99,8 +80,8 @@ static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float 
 
 static const gk_ops cpu_ops = {
     .name = "cpu",
-    .alloc = cpu_alloc, .free = cpu_free, .to_device = cpu_copy, .to_host = cpu_copy,
-    .copy = cpu_copy, .zero = cpu_zero, .sync = cpu_sync, .reserve = cpu_reserve,
+    .alloc = host_alloc, .free = host_free, .to_device = host_copy, .to_host = host_copy,
+    .copy = host_copy, .zero = host_zero, .sync = host_sync, .reserve = cpu_reserve,
     .gemm = cpu_gemm, .bias_add = cpu_bias_add, .bias_bwd = cpu_bias_bwd,
     .encoder_fwd = cpu_encoder_fwd, .encoder_bwd = cpu_encoder_bwd,
     .layernorm_fwd = cpu_layernorm_fwd, .layernorm_bwd = cpu_layernorm_bwd,

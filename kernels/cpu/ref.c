@@ -7,30 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/host_mem.h"
 #include "kernels/rng.h"
 
 /* ---- memory ---- */
 
-static void *ref_alloc(gk_backend *be, size_t n)
-{
-    (void)be;
-    size_t sz = (n + 63) / 64 * 64;
-    void *p = aligned_alloc(64, sz ? sz : 64);
-    if (p) memset(p, 0, sz ? sz : 64);
-    return p;
-}
-static void ref_free(gk_backend *be, void *p) { (void)be; free(p); }
-static void ref_copy(gk_backend *be, void *dst, const void *src, size_t n)
-{
-    (void)be;
-    if (n) memmove(dst, src, n);
-}
-static void ref_zero(gk_backend *be, void *p, size_t n)
-{
-    (void)be;
-    if (n) memset(p, 0, n);
-}
-static void ref_sync(gk_backend *be) { (void)be; }
 static int ref_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
 {
     (void)be, (void)rows, (void)cols, (void)head_size, (void)T, (void)err;
@@ -354,8 +335,8 @@ static void ref_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens,
 
 const gk_ops gk_ref_ops = {
     .name = "ref",
-    .alloc = ref_alloc, .free = ref_free, .to_device = ref_copy, .to_host = ref_copy,
-    .copy = ref_copy, .zero = ref_zero, .sync = ref_sync, .reserve = ref_reserve,
+    .alloc = host_alloc, .free = host_free, .to_device = host_copy, .to_host = host_copy,
+    .copy = host_copy, .zero = host_zero, .sync = host_sync, .reserve = ref_reserve,
     .gemm = ref_gemm, .bias_add = ref_bias_add, .bias_bwd = ref_bias_bwd,
     .encoder_fwd = ref_encoder_fwd, .encoder_bwd = ref_encoder_bwd,
     .layernorm_fwd = ref_layernorm_fwd, .layernorm_bwd = ref_layernorm_bwd,

@@ -1,0 +1,19 @@
+/* host_mem.h: the memory slots of the backends whose "device" is host memory (cpu and ref).
+ * Owns nothing: allocations belong to the caller (free with host_free). Thread-safe. */
+#ifndef GK_HOST_MEM_H
+#define GK_HOST_MEM_H
+
+#include <stddef.h>
+
+#include "kernels/backend.h"
+
+/* n bytes, 64-byte aligned, zero-filled; NULL on failure. */
+void *host_alloc(gk_backend *be, size_t n);
+void host_free(gk_backend *be, void *p);
+/* Host to host copy: serves as to_device, to_host and copy. */
+void host_copy(gk_backend *be, void *dst, const void *src, size_t n);
+void host_zero(gk_backend *be, void *p, size_t n);
+/* Host ops are synchronous: nothing to wait for. */
+void host_sync(gk_backend *be);
+
+#endif
