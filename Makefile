@@ -1,5 +1,5 @@
 # gptkit: one entry point. make | make test | make check | make demo | make bench | make install
-# Sources are found by wildcard: common/*.c -> libgptcommon.a, kernels/**.c -> libgptkernels.a,
+# Sources are found by wildcard: common/**.c -> libgptcommon.a, kernels/**.c -> libgptkernels.a,
 # <tool>/*.c -> bin/gpt-<tool>, tests/unit/test_*.c -> one test binary each.
 
 PREFIX  ?= /usr/local
@@ -26,7 +26,7 @@ TOOLS        := tokenize train sample evalppl ckpt
 BUILT_TOOLS  := $(foreach t,$(TOOLS),$(if $(wildcard $(t)/main.c),$(t)))
 BINS         := $(BUILT_TOOLS:%=$(BUILD)/bin/gpt-%)
 
-COMMON_SRC   := $(wildcard common/*.c)
+COMMON_SRC   := $(wildcard common/*.c common/*/*.c)
 KERNELS_SRC  := $(wildcard kernels/*.c kernels/cpu/*.c)
 COMMON_LIB   := $(BUILD)/libgptcommon.a
 KERNELS_LIB  := $(BUILD)/libgptkernels.a

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/ckpt.h"
+#include "common/io/ckpt.h"
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "kernels/gpt2.h"
 #include "kernels/gpt2_load.h"
 

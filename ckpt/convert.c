@@ -8,7 +8,7 @@
 #include "ck.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/safetensors.h"
+#include "common/io/safetensors.h"
 
 typedef struct convert_opts {
     const char *output, *dtype;

@@ -15,8 +15,8 @@
 #include "ck.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/outfile.h"
-#include "common/safetensors.h"
+#include "common/io/outfile.h"
+#include "common/io/safetensors.h"
 
 typedef struct export_opts {
     const char *hf, *llmc;

@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 
 #include "ck.h"
-#include "common/hub.h"
+#include "common/hub/hub.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/safetensors.h"
+#include "common/io/safetensors.h"
 
 typedef struct import_opts {
     const char *output, *vocab;

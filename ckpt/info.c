@@ -11,7 +11,7 @@
 #include "ck.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/safetensors.h"
+#include "common/io/safetensors.h"
 
 typedef struct info_opts {
     int stats, json, quiet;

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "ck.h"
-#include "common/outfile.h"
-#include "common/safetensors.h"
+#include "common/io/outfile.h"
+#include "common/io/safetensors.h"
 
 enum { HDR_INTS = 256, V_FP32 = 3, V_BF16 = 5 };
 

@@ -1,6 +1,6 @@
 /* config.c: typed config keys: setting, formatting, printing, JSON (see config.h).
  * File parsing, includes and preset lookup are in config_file.c. */
-#include "config.h"
+#include "common/config.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "num.h"
+#include "common/num.h"
 
 struct gk_config {
     const gk_config_key *table;

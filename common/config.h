@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "err.h"
+#include "common/err.h"
 
 struct json_t; /* jansson */
 

@@ -1,5 +1,5 @@
 /* config_file.c: .conf file parsing, includes and preset lookup (see config.h). */
-#include "config.h"
+#include "common/config.h"
 
 #include <errno.h>
 #include <limits.h>

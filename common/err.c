@@ -1,5 +1,5 @@
 /* err.c: filling gk_err records (see err.h). */
-#include "err.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <stdarg.h>

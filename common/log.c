@@ -1,5 +1,5 @@
 /* log.c: stderr messages by verbosity (see log.h). */
-#include "log.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* num.c: checked number parsing (see num.h). */
-#include "num.h"
+#include "common/num.h"
 
 #include <errno.h>
 #include <math.h>

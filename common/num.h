@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* Integer with an optional suffix: K M G T (x1000^n) or Ki Mi Gi Ti (x1024^n); also a plain
  * integral scientific form such as 1e8. Must lie in [min, max]. Returns 0 or GK_EUSAGE. */

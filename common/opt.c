@@ -1,11 +1,11 @@
 /* opt.c: getopt_long driven by a gk_opt table (see opt.h). */
-#include "opt.h"
+#include "common/opt.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "num.h"
+#include "common/num.h"
 
 #ifndef GPTKIT_VERSION
 #define GPTKIT_VERSION "dev"

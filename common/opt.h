@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "err.h"
+#include "common/err.h"
 
 enum gk_opt_kind {
     GK_OPT_FLAG,   /* int *: set to 1 */

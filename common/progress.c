@@ -1,11 +1,11 @@
 /* progress.c: terminal progress bar (see progress.h). */
-#include "progress.h"
+#include "common/progress.h"
 
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 
 double gk_now(void)
 {

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/bpe.h"
+#include "common/text/bpe.h"
 #include "common/log.h"
-#include "common/shard.h"
-#include "common/utf8.h"
+#include "common/io/shard.h"
+#include "common/text/utf8.h"
 
 static int read_all(FILE *f, const char *name, unsigned char **buf, size_t *len, gk_err *e)
 {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 
 typedef struct ep_stream {
     char *name;      /* path or "stdin" */

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/ckpt.h"
+#include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/progress.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
 #include "kernels/cpu/cpu.h"

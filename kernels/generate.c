@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/textout.h"
+#include "common/text/textout.h"
 
 static double now(void)
 {

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "kernels/gpt2.h"
 #include "kernels/sampler.h"
 

@@ -5,7 +5,7 @@
 #ifndef GK_GPT2_LOAD_H
 #define GK_GPT2_LOAD_H
 
-#include "common/ckpt.h"
+#include "common/io/ckpt.h"
 #include "common/err.h"
 #include "kernels/gpt2.h"
 

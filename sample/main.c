@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/bpe.h"
-#include "common/ckpt.h"
+#include "common/text/bpe.h"
+#include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/utf8.h"
-#include "common/vocab.h"
+#include "common/text/utf8.h"
+#include "common/text/vocab.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/gpt2_load.h"
 #include "kernels/generate.h"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/shard.h"
+#include "common/io/shard.h"
 
 #define DECODE_TOKENS 65536
 

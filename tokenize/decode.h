@@ -7,7 +7,7 @@
 #define TK_DECODE_H
 
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 
 /* Decodes inputs (paths, "-" = stdin) with vocabulary v. Refuses a shard whose header names a
  * different vocabulary (fingerprint or size). Sets *raw_inputs to the count of header-less

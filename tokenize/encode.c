@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/bpe.h"
-#include "common/utf8.h"
+#include "common/text/bpe.h"
+#include "common/text/utf8.h"
 
 #define CHUNK_BYTES (256 << 10) /* target size of one parallel work item */
 #define NBLOCKS 3               /* block buffers: one filling, up to NBLOCKS-1 being encoded */

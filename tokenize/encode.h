@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "output.h"
 
 typedef struct tk_encoder tk_encoder;

@@ -8,9 +8,9 @@
 
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/outfile.h"
+#include "common/io/outfile.h"
 #include "common/progress.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "decode.h"
 #include "encode.h"
 #include "output.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/shard.h"
+#include "common/io/shard.h"
 
 /* One destination: a single shard or a numbered series. */
 typedef struct target {

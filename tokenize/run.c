@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/progress.h"
-#include "common/utf8.h"
+#include "common/text/utf8.h"
 #include "input.h"
 
 #define READ_BYTES (1 << 16)

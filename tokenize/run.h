@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 
 typedef struct tk_consumer {
     int (*begin)(void *ctx, gk_err *e);

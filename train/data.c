@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/shard.h"
+#include "common/io/shard.h"
 
 struct tr_data {
     gk_shard_map *shards;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/outfile.h"
+#include "common/io/outfile.h"
 
 static char *join(const char *dir, const char *name)
 {

@@ -6,9 +6,9 @@
 
 #include <stdint.h>
 
-#include "common/ckpt.h"
+#include "common/io/ckpt.h"
 #include "common/err.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "kernels/gpt2.h"
 
 /* Trainer state stored in every training checkpoint. The data position is `step`: windows are a

@@ -7,7 +7,7 @@
 #include <signal.h>
 
 #include "common/config.h"
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "data.h"
 #include "kernels/backend.h"
 #include "kernels/gpt2.h"

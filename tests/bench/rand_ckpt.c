@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/ckpt.h"
+#include "common/io/ckpt.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/gpt2_load.h"
 

@@ -4,9 +4,9 @@
 #include <dirent.h>
 #include <time.h>
 
-#include "common/bpe.h"
-#include "common/pretok.h"
-#include "common/vocab.h"
+#include "common/text/bpe.h"
+#include "common/text/pretok.h"
+#include "common/text/vocab.h"
 #include "test.h"
 
 static char *slurp(const char *path, size_t *len)

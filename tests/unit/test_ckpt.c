@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "common/ckpt.h"
-#include "common/safetensors.h"
+#include "common/io/ckpt.h"
+#include "common/io/safetensors.h"
 #include "test.h"
 
 static char dir[64];

@@ -5,7 +5,7 @@
 
 #include "common/num.h"
 #include "common/opt.h"
-#include "common/outfile.h"
+#include "common/io/outfile.h"
 #include "test.h"
 
 static void test_parse_i64_suffixes(void)

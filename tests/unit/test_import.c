@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/ckpt.h"
-#include "common/safetensors.h"
+#include "common/io/ckpt.h"
+#include "common/io/safetensors.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/gpt2.h"
 #include "test.h"

@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "common/safetensors.h"
+#include "common/io/safetensors.h"
 #include "tests/unit/test.h"
 
 #define REF "tests/fixtures/st_ref.safetensors"

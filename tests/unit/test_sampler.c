@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/textout.h"
+#include "common/text/textout.h"
 #include "kernels/sampler.h"
 #include "test.h"
 

@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/shard.h"
+#include "common/io/shard.h"
 #include "test.h"
 
 static char dir[64];

@@ -1,6 +1,6 @@
 /* test_utf8.c: UTF-8 decoding and errors="replace" sanitizing, against values checked with
  * Python's bytes.decode('utf-8', errors='replace'). */
-#include "common/utf8.h"
+#include "common/text/utf8.h"
 #include "test.h"
 
 #define FFFD "\xEF\xBF\xBD"

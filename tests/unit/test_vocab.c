@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/vocab.h"
+#include "common/text/vocab.h"
 #include "test.h"
 
 static char tmpdir[] = "/tmp/test_vocab.XXXXXX";

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hub_int.h"
-#include "log.h"
-#include "progress.h"
+#include "common/hub/hub_int.h"
+#include "common/log.h"
+#include "common/progress.h"
 
 #ifndef GPTKIT_VERSION
 #define GPTKIT_VERSION "dev"

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "vocab.h"
+#include "common/err.h"
+#include "common/text/vocab.h"
 
 #define GK_NONE 0xFFFFFFFFu
 #define GK_EOT_TEXT "<|endoftext|>"

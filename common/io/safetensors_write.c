@@ -1,11 +1,11 @@
 /* safetensors_write.c: the safetensors writer (see safetensors.h for the format). */
-#include "safetensors.h"
+#include "common/io/safetensors.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "outfile.h"
+#include "common/io/outfile.h"
 
 #define MAX_HEADER 100000000ULL /* what readers (ours and the reference library) accept */
 #define FILL_CHUNK (1u << 20)

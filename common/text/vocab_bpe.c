@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
-#include "vocab_int.h"
+#include "common/text/utf8.h"
+#include "common/text/vocab_int.h"
 
 #define SHOW 80 /* bytes of an offending token quoted in messages */
 

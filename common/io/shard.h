@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "err.h"
-#include "outfile.h"
+#include "common/err.h"
+#include "common/io/outfile.h"
 
 #define GK_SHARD_MAGIC 20240520
 #define GK_SHARD_HEADER_INTS 256

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "err.h"
+#include "common/err.h"
 
 typedef struct gk_outfile {
     FILE *fp;

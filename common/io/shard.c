@@ -1,5 +1,5 @@
 /* shard.c: token shard reader and writers (format in shard.h). */
-#include "shard.h"
+#include "common/io/shard.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,12 +1,12 @@
 /* ckpt.c: gptkit checkpoints over safetensors (see ckpt.h). */
-#include "ckpt.h"
+#include "common/io/ckpt.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "common/io/safetensors.h"
 
 struct gk_ckpt {
     gk_st_file *f;

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 enum gk_dtype {
     GK_DT_BOOL, GK_DT_U8, GK_DT_I8, GK_DT_F8_E5M2, GK_DT_F8_E4M3, GK_DT_I16, GK_DT_U16,

@@ -1,6 +1,6 @@
 /* pretok.c: GPT-2 pre-tokenization: PCRE2 reference and ASCII fast path (see pretok.h). */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "pretok.h"
+#include "common/text/pretok.h"
 
 #include <pcre2.h>
 #include <stdlib.h>

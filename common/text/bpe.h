@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "vocab.h"
+#include "common/err.h"
+#include "common/text/vocab.h"
 
 typedef struct gk_bpe gk_bpe;
 

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "vocab.h"
+#include "common/err.h"
+#include "common/text/vocab.h"
 
 typedef struct gk_ckpt_param {
     const char *name;     /* HuggingFace name, e.g. "transformer.h.0.attn.c_attn.weight" */

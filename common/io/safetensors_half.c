@@ -1,6 +1,6 @@
 /* safetensors_half.c: fp32 <-> bf16 / fp16 conversion (see safetensors.h). Bit-exact integer code:
  * no dependence on the FPU rounding mode or on compiler support for _Float16. */
-#include "safetensors.h"
+#include "common/io/safetensors.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* vocab.c: gk_vocab core: tables, accessors, fingerprint, char vocabs, loading (from a path or
  * from memory) and lookup of where to load. The BPE formats are in vocab_bpe.c. */
-#include "vocab.h"
+#include "common/text/vocab.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "utf8.h"
-#include "vocab_int.h"
+#include "common/text/utf8.h"
+#include "common/text/vocab_int.h"
 
 #ifndef GPTKIT_DATADIR
 #define GPTKIT_DATADIR "/usr/local/share/gptkit"

@@ -1,5 +1,5 @@
 /* utf8.c: UTF-8 decoding and errors="replace" sanitizing (see utf8.h). */
-#include "utf8.h"
+#include "common/text/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* The cache directory (CACHE above) into out[0..cap). GK_EUSAGE if it does not fit. */
 int gk_hub_cache_dir(char *out, size_t cap, gk_err *e);

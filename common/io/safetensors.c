@@ -1,6 +1,6 @@
 /* safetensors.c: the safetensors reader and the dtype table (see safetensors.h).
  * The writer is in safetensors_write.c, fp16/bf16 conversion in safetensors_half.c. */
-#include "safetensors.h"
+#include "common/io/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>

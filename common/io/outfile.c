@@ -1,5 +1,5 @@
 /* outfile.c: atomic output files (see outfile.h). */
-#include "outfile.h"
+#include "common/io/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

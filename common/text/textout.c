@@ -1,11 +1,11 @@
 /* textout.c: UTF-8-safe streaming of token bytes (see textout.h). */
-#include "common/textout.h"
+#include "common/text/textout.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/utf8.h"
+#include "common/text/utf8.h"
 
 void gs_textout_init(gs_textout *t, FILE *fp)
 {

@@ -1,12 +1,12 @@
 /* bpe.c: GPT-2 BPE encoding (see bpe.h): pieces from pretok.c, merges with the vocab's
  * pair table, tiktoken's rule (lowest merged id first, leftmost on ties). */
-#include "bpe.h"
+#include "common/text/bpe.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "pretok.h"
-#include "vocab_int.h"
+#include "common/text/pretok.h"
+#include "common/text/vocab_int.h"
 
 #define CACHE_SLOTS (1u << 14)  /* 64-byte slots: 1 MB */
 #define CACHE_BYTES 26          /* longest piece cached */

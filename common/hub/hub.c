@@ -1,5 +1,5 @@
 /* hub.c: the HuggingFace cache layout and filling it from the hub (see hub.h). */
-#include "hub.h"
+#include "common/hub/hub.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hub_int.h"
-#include "log.h"
+#include "common/hub/hub_int.h"
+#include "common/log.h"
 
 #define DEFAULT_ENDPOINT "https://huggingface.co"
 

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "common/err.h"
 
 typedef struct gk_pretok gk_pretok;
 

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 typedef struct hub_head {
     long status;          /* HTTP status of the last response (after relative redirects) */

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "err.h"
+#include "common/err.h"
 
 enum { GK_VOCAB_BPE = 1, GK_VOCAB_CHAR = 2 };
 
