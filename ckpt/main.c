@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ck.h"
+#include "common/proc.h"
 #include "common/log.h"
 #include "common/opt.h"
 
@@ -29,6 +30,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
     gk_err e = {0};
     gk_log_setup("gpt-ckpt", GK_LOG_NORMAL);
     if (argc < 2) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/proc.h"
 #include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
@@ -180,6 +181,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 
 int main(int argc, char **argv)
 {
+    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
     options o = {0};
     gk_err e = {0};
     int first;

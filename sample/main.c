@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/proc.h"
 #include "common/text/bpe.h"
 #include "common/io/ckpt.h"
 #include "common/log.h"
@@ -189,6 +190,7 @@ static int run(const options *o, gk_err *e)
 
 int main(int argc, char **argv)
 {
+    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
     options o = {.n_new = 256, .num_samples = 1, .top_k = 200, .seed = 1337, .temperature = 0.8,
                  .top_p = 1.0};
     gk_err e = {0};

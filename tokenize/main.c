@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/proc.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/io/outfile.h"
@@ -184,6 +185,7 @@ static int decode(const options *o, char **inputs, int ninputs, gk_err *e)
 
 int main(int argc, char **argv)
 {
+    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
     options o = {0};
     gk_err e = {0};
     int first;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/proc.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "run.h"
@@ -107,6 +108,7 @@ static int run(tr_run *r, gk_err *e)
 
 int main(int argc, char **argv)
 {
+    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
     tr_run r;
     memset(&r, 0, sizeof r);
     r.stop = &stop_requested;
