@@ -57,7 +57,9 @@ $(BUILD)/bin/gpt-%: $$(call obj,$$(wildcard $$*/*.c)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
+# test_TOOL also links TOOL's modules (all of TOOL/*.c but main.c), so it includes their headers.
+tool_objs = $(call obj,$(filter-out $(1)/main.c,$(wildcard $(1)/*.c)))
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $$(call tool_objs,$$*) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,5 +1,5 @@
-/* test_evalppl.c: gpt-evalppl's modules (evalppl/score.c and input.c, compiled in here: the
- * Makefile links tool code only into the tool). On a stream of exactly k*block_size+1 tokens with
+/* test_evalppl.c: gpt-evalppl's modules (evalppl/score.c and input.c, linked in by the Makefile's
+ * test_TOOL rule). On a stream of exactly k*block_size+1 tokens with
  * context = stride = block_size, the mean NLL equals the mean of gk_gpt2_forward's losses over
  * the k consecutive windows (gpt-train's val windows laid end to end); with a smaller stride
  * every token but the first is still scored once, in order; inputs are told apart and checked. */
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "evalppl/input.c"
-#include "evalppl/score.c"
+#include "evalppl/input.h"
+#include "evalppl/score.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/rng.h"
 #include "test.h"
