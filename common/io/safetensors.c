@@ -49,6 +49,31 @@ int gk_dtype_parse(const char *name, enum gk_dtype *out)
     return -1;
 }
 
+static const struct {
+    const char *name, *alias;
+    enum gk_dtype dt;
+} user_dtypes[] = {
+    {"float32", "fp32", GK_DT_F32}, {"bfloat16", "bf16", GK_DT_BF16}, {"float16", "fp16", GK_DT_F16},
+};
+
+int gk_dtype_from_user(const char *text, enum gk_dtype *out)
+{
+    for (size_t i = 0; text && i < sizeof user_dtypes / sizeof user_dtypes[0]; i++) {
+        if (strcmp(text, user_dtypes[i].name) == 0 || strcmp(text, user_dtypes[i].alias) == 0) {
+            *out = user_dtypes[i].dt;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *gk_dtype_user_name(enum gk_dtype dt)
+{
+    for (size_t i = 0; i < sizeof user_dtypes / sizeof user_dtypes[0]; i++)
+        if (user_dtypes[i].dt == dt) return user_dtypes[i].name;
+    return NULL;
+}
+
 /* ---- the file object ------------------------------------------------------------------- */
 
 struct gk_st_file {

@@ -40,6 +40,13 @@ const char *gk_dtype_name(enum gk_dtype dt);
 size_t gk_dtype_size(enum gk_dtype dt);
 /* Parses "F32" etc.; returns 0 or -1. */
 int gk_dtype_parse(const char *name, enum gk_dtype *out);
+/* A user's spelling of a floating-point dtype (options, config keys): nanoGPT's names float32,
+ * bfloat16 and float16, with fp32, bf16 and fp16 accepted everywhere as aliases. 0 or -1. */
+int gk_dtype_from_user(const char *text, enum gk_dtype *out);
+/* nanoGPT's name for F32, BF16 or F16 ("float32", ...); NULL for any other dtype. */
+const char *gk_dtype_user_name(enum gk_dtype dt);
+/* What gk_dtype_from_user accepts, for messages and --help. */
+#define GK_DTYPE_USER_CHOICES "float32, bfloat16 or float16 (or fp32, bf16, fp16)"
 
 #define GK_ST_MAX_DIMS 8
 
