@@ -1,21 +1,16 @@
-/* vocab.c: gk_vocab core: tables, accessors, fingerprint, char vocabs, loading (from a path or
- * from memory) and lookup of where to load. The BPE formats are in vocab_bpe.c. */
+/* vocab.c: gk_vocab core: the tables every vocabulary has, the BPE lookup tables and the char
+ * tables, the id-order builder, fingerprints, accessors and char encoding. Depends on nothing
+ * above it: the file formats (vocab_bpe.c, vocab_char.c) build on it, and vocab_load.c, which
+ * finds and loads a vocabulary from a path or from memory, on those. */
 #include "common/text/vocab.h"
 
-#include <errno.h>
-#include <glob.h>
-#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include "common/text/utf8.h"
 #include "common/text/vocab_int.h"
-
-#ifndef GPTKIT_DATADIR
-#define GPTKIT_DATADIR "/usr/local/share/gptkit"
-#endif
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -293,104 +288,6 @@ int gk_vocab_from_chars(gk_vocab **out, const uint32_t *codepoints, size_t n, gk
 }
 
 /* The char vocab as a compact JSON array of one-character strings plus a newline. */
-static int chars_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
-{
-    json_t *arr = json_array();
-    char *s = NULL;
-    int rc = arr ? 0 : GK_ENOMEM;
-    for (uint32_t i = 0; i < v->n && !rc; i++) {
-        json_t *c = json_stringn((const char *)v->bytes + v->off[i], v->off[i + 1] - v->off[i]);
-        if (!c || json_array_append_new(arr, c)) rc = GK_ENOMEM;
-    }
-    size_t n = rc ? 0 : json_dumpb(arr, NULL, 0, JSON_COMPACT);
-    if (!rc && (!n || !(s = malloc(n + 2)) || json_dumpb(arr, s, n, JSON_COMPACT) != n))
-        rc = GK_ENOMEM;
-    json_decref(arr);
-    if (rc) {
-        free(s);
-        return gk_errf(e, rc, "char vocab to JSON: out of memory");
-    }
-    s[n] = '\n';
-    s[n + 1] = '\0';
-    *out = s;
-    *len = n + 1;
-    return 0;
-}
-
-int gk_vocab_to_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
-{
-    *out = NULL;
-    *len = 0;
-    return v->type == GK_VOCAB_CHAR ? chars_json(v, out, len, e) : gk_vocab_bpe_json(v, out, len, e);
-}
-
-int gk_vocab_save_chars(const gk_vocab *v, FILE *f, gk_err *e)
-{
-    if (v->type != GK_VOCAB_CHAR)
-        return gk_errf(e, GK_EUSAGE, "save char vocab: not a char-level vocab");
-    char *s;
-    size_t n;
-    int rc = chars_json(v, &s, &n, e);
-    if (rc) return rc;
-    rc = fwrite(s, 1, n, f) != n || fflush(f) || ferror(f);
-    free(s);
-    return rc ? gk_errno(e, "save char vocab") : 0;
-}
-
-/* Parses a char vocab from the JSON array text[0..len) (messages name name). */
-static int parse_chars(gk_vocab **out, const char *text, size_t len, const char *name, gk_err *e)
-{
-    json_error_t je;
-    json_t *arr = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    *out = NULL;
-    if (!arr) return gk_errf(e, GK_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column, je.text);
-    if (!json_is_array(arr)) {
-        json_decref(arr);
-        return gk_errf(e, GK_EFORMAT, "%s: not a JSON array of characters", name);
-    }
-    size_t n = json_array_size(arr);
-    uint32_t *cps = malloc((n ? n : 1) * sizeof *cps);
-    int rc = cps ? 0 : gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
-    for (size_t i = 0; i < n && !rc; i++) {
-        json_t *s = json_array_get(arr, i);
-        const unsigned char *b = (const unsigned char *)json_string_value(s);
-        size_t sl = json_string_length(s);
-        uint32_t cp = GK_UTF8_INVALID;
-        if (!b || !sl || gk_utf8_next(b, sl, &cp) != sl || cp == GK_UTF8_INVALID)
-            rc = gk_errf(e, GK_EFORMAT, "%s: element %zu is not a one-character string", name, i);
-        cps[i] = cp;
-    }
-    json_decref(arr);
-    gk_vocab *v = rc ? NULL : gk_vocab_alloc(GK_VOCAB_CHAR);
-    if (!rc && !v) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
-    if (!rc) {
-        v->cps = cps, v->n = (uint32_t)n, cps = NULL;
-        if (gk_vocab_finish_chars(v, name, e)) {
-            rc = GK_EFORMAT;
-            if (e) e->code = rc;
-        }
-    }
-    if (rc) {
-        gk_vocab_free(v);
-        v = NULL;
-    }
-    free(cps);
-    *out = v;
-    return rc;
-}
-
-static int load_chars(gk_vocab **out, const char *path, gk_err *e)
-{
-    char *text;
-    size_t len;
-    *out = NULL;
-    int rc = gk_vocab_read_file(path, &text, &len, e);
-    if (rc) return rc;
-    rc = parse_chars(out, text, len, path, e);
-    free(text);
-    return rc;
-}
-
 int gk_char_encode(const gk_vocab *v, const char *text, size_t len, uint32_t **ids, size_t *n,
                    size_t *cap, gk_err *e)
 {
@@ -449,125 +346,31 @@ const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len)
     return v->merges;
 }
 
-/* ---------------------------------------------------------------- loading and finding */
+/* ---------------------------------------------------------------- files */
 
-static int file_in(const char *dir, const char *name)
+int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e)
 {
-    char p[8192];
-    struct stat st;
-    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return 0;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int load_dir(gk_vocab **out, const char *dir, gk_err *e)
-{
-    static const char *pairs[2][2] = {{"encoder.json", "vocab.bpe"}, {"vocab.json", "merges.txt"}};
-    for (int k = 0; k < 2; k++) {
-        int a = file_in(dir, pairs[k][0]), b = file_in(dir, pairs[k][1]);
-        if (!a && !b) continue;
-        char pj[8192], pm[8192];
-        snprintf(pj, sizeof pj, "%s/%s", dir, pairs[k][0]);
-        snprintf(pm, sizeof pm, "%s/%s", dir, pairs[k][1]);
-        if (!a || !b)
-            return gk_errf(e, GK_ENOTFOUND, "%s: no such file (needed with %s)", a ? pm : pj,
-                           a ? pj : pm);
-        return gk_vocab_load_json_dir(out, pj, pm, e);
-    }
-    return gk_errf(e, GK_ENOTFOUND, "%s: holds neither encoder.json + vocab.bpe nor vocab.json + "
-                   "merges.txt", dir);
-}
-
-int gk_vocab_load(gk_vocab **out, const char *path, gk_err *e)
-{
-    struct stat st;
-    *out = NULL;
-    if (stat(path, &st)) return gk_errno(e, path);
-    if (S_ISDIR(st.st_mode)) return load_dir(out, path, e);
-    size_t pl = strlen(path);
-    if (pl >= 9 && !strcmp(path + pl - 9, ".tiktoken")) return gk_vocab_load_tiktoken(out, path, e);
     FILE *f = fopen(path, "rb");
     if (!f) return gk_errno(e, path);
-    int c;
-    while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
-    fclose(f);
-    if (c == '[') return load_chars(out, path, e);
-    if (c == '{')
-        return gk_errf(e, GK_EUSAGE, "%s: a JSON object: give the directory holding it and its "
-                       "merges file (encoder.json + vocab.bpe or vocab.json + merges.txt)", path);
-    return gk_vocab_load_tiktoken(out, path, e);
-}
-
-int gk_vocab_load_mem(gk_vocab **out, const char *vocab_json, size_t vocab_len, const char *merges,
-                      size_t merges_len, const char *origin, gk_err *e)
-{
-    size_t i = 0;
-    *out = NULL;
-    while (i < vocab_len && memchr(" \t\r\n", vocab_json[i], 4)) i++;
-    char c = i < vocab_len ? vocab_json[i] : '\0';
-    if (c == '[' && merges && merges_len)
-        return gk_errf(e, GK_EFORMAT, "%s: a char vocab (JSON array) takes no merges (got %zu bytes)",
-                       origin, merges_len);
-    if (c == '[') return parse_chars(out, vocab_json, vocab_len, origin, e);
-    if (c != '{')
-        return gk_errf(e, GK_EFORMAT, "%s: not a vocab: expected a JSON object (BPE token -> id) "
-                       "or array (characters)", origin);
-    char *mname = malloc(strlen(origin) + sizeof " (merges)");
-    if (!mname) return gk_errf(e, GK_ENOMEM, "%s: out of memory", origin);
-    strcat(strcpy(mname, origin), " (merges)");
-    int rc = gk_vocab_parse_bpe(out, vocab_json, vocab_len, origin, merges, merges_len, mname, e);
-    free(mname);
-    return rc;
-}
-
-static int put_path(char *out, size_t cap, const char *p, gk_err *e)
-{
-    size_t n = strlen(p);
-    if (n >= cap) return gk_errf(e, GK_EUSAGE, "vocab path too long: %s", p);
-    memcpy(out, p, n + 1);
-    return 0;
-}
-
-/* The snapshot refs/main names if it has vocab.json + merges.txt, else any such snapshot.
- * Returns 0 (found), 1 (none), or an error code. */
-static int find_hf(char *out, size_t cap, gk_err *e)
-{
-    char base[4096], dir[4600], ref[128] = "";
-    const char *hf = getenv("HF_HOME"), *home = getenv("HOME");
-    if (hf && *hf) snprintf(base, sizeof base, "%s/hub/models--gpt2", hf);
-    else if (home && *home) snprintf(base, sizeof base, "%s/.cache/huggingface/hub/models--gpt2", home);
-    else return 1;
-    snprintf(dir, sizeof dir, "%s/refs/main", base);
-    FILE *f = fopen(dir, "r");
-    if (f) {
-        if (fscanf(f, "%127s", ref) != 1) ref[0] = '\0';
-        fclose(f);
-    }
-    snprintf(dir, sizeof dir, "%s/snapshots/%s", base, ref);
-    if (ref[0] && !strchr(ref, '/') && file_in(dir, "vocab.json") && file_in(dir, "merges.txt"))
-        return put_path(out, cap, dir, e);
-    snprintf(dir, sizeof dir, "%s/snapshots/*/vocab.json", base);
-    glob_t g;
-    int found = 1;
-    if (glob(dir, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && found == 1; i++) {
-            char *d = g.gl_pathv[i];
-            *strrchr(d, '/') = '\0';
-            if (file_in(d, "merges.txt")) found = put_path(out, cap, d, e);
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) free(buf);
+            buf = p;
         }
-        globfree(&g);
     }
-    return found;
-}
-
-int gk_vocab_find(char *out, size_t cap, const char *option, gk_err *e)
-{
-    const char *env = getenv("GPT_VOCAB");
-    if (option) return put_path(out, cap, option, e);
-    if (env && *env) return put_path(out, cap, env, e);
-    int r = find_hf(out, cap, e);
-    if (r <= 0) return r;
-    if (file_in(GPTKIT_DATADIR, "encoder.json") && file_in(GPTKIT_DATADIR, "vocab.bpe"))
-        return put_path(out, cap, GPTKIT_DATADIR, e);
-    return gk_errf(e, GK_ENOTFOUND, "no GPT-2 vocabulary found: use -V DIR or GPT_VOCAB=DIR with "
-                   "DIR holding encoder.json + vocab.bpe or vocab.json + merges.txt");
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    if (bad) {
+        free(buf);
+        return gk_errf(e, GK_EIO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
 }

@@ -1,4 +1,4 @@
-/* vocab_int.h: the inside of gk_vocab, shared by vocab.c, vocab_bpe.c and bpe.c only.
+/* vocab_int.h: the inside of gk_vocab, shared by the vocabulary modules and bpe.c only.
  * Owns: nothing beyond gk_vocab's fields; every table here is built at load and then read-only.
  * Thread safety: after loading, all readers here are safe from any number of threads. */
 #ifndef GK_VOCAB_INT_H
@@ -61,14 +61,7 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e);
 /* Finishes a char vocab from v->cps/v->n (sorted, distinct): tokens, tables, fingerprint. */
 int gk_vocab_finish_chars(gk_vocab *v, const char *path, gk_err *e);
 
-/* Format readers and writers (vocab_bpe.c). gk_vocab_parse_bpe reads the JSON object text
- * json[0..jlen) and the merges text (may be NULL: none kept); messages name jname and mname.
- * gk_vocab_load_json_dir reads the two files and parses them with it. */
-int gk_vocab_parse_bpe(gk_vocab **out, const char *json, size_t jlen, const char *jname,
-                       const char *merges, size_t mlen, const char *mname, gk_err *e);
-int gk_vocab_load_json_dir(gk_vocab **out, const char *json, const char *merges, gk_err *e);
-int gk_vocab_bpe_json(const gk_vocab *v, char **out, size_t *len, gk_err *e);
-int gk_vocab_load_tiktoken(gk_vocab **out, const char *path, gk_err *e);
+/* Reads a whole file into a NUL-terminated malloc'd buffer (messages name path). */
 int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e);
 
 uint64_t gk_hash_bytes(const void *p, size_t n);
