@@ -9,6 +9,19 @@ CC      ?= cc
 SAN     ?=
 PKGS    := libpcre2-8 libarchive jansson zlib openblas libcurl libcrypto
 
+# Plain `make` on a machine without the -dev packages names the missing ones (as Debian packages)
+# instead of failing on a header; the targets that install them first (deps, test, check, demo,
+# bench) are let through. DEBS pairs each pkg-config module with its Debian package.
+DEBS    := libpcre2-8:libpcre2-dev libarchive:libarchive-dev jansson:libjansson-dev zlib:zlib1g-dev \
+           openblas:libopenblas-dev libcurl:libcurl4-openssl-dev libcrypto:libssl-dev
+MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
+             echo "$(DEBS) $$p:$$p" | tr ' ' '\n' | grep -m1 "^$$p:" | cut -d: -f2; done)
+ifneq ($(MISSING),)
+ifeq ($(filter deps test check demo bench clean,$(MAKECMDGOALS)),)
+$(error missing build dependencies: $(MISSING). Run 'make deps' (installs them with apt-get))
+endif
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
