@@ -1,4 +1,5 @@
-/* shard.c: token shard reader and writers (format in shard.h). */
+/* shard.c: token shards: the one header parser, the stream and mapped readers, the writers
+ * (format in shard.h). */
 #include "common/io/shard.h"
 
 #include <errno.h>
@@ -9,45 +10,110 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---------------------------------------------------------------- little-endian helpers */
+#include "common/le.h"
+#include "common/text/utf8.h"
 
-static uint32_t le32(const unsigned char *p)
+/* ---------------------------------------------------------------- the header: one parser */
+
+/* Text or binary, from the first bytes: text has no NUL and (nearly) valid UTF-8; a sequence cut
+ * by the end of the sample is not counted. Raw uint16 tokens hold NULs (every token below 256). */
+static int looks_like_text(const unsigned char *b, size_t n)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    if (n == 0 || memchr(b, 0, n))
+        return 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = gk_utf8_next(b + i, n - i, &cp);
+        if (cp == GK_UTF8_INVALID && i + 4 < n)
+            bad++;
+        i += k;
+    }
+    return bad * 16 <= n;
 }
 
-static void put_le32(unsigned char *p, uint32_t v)
+/* A header that is ours but for a damaged magic: a known version and either a magic a few bits
+ * off or the rest of the header as a writer leaves it (count >= -1, ints 5..255 zero). */
+static int near_miss(const unsigned char *b)
 {
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
+    uint32_t magic = gk_le32(b), version = gk_le32(b + 4);
+    if (version != 1 && version != 2)
+        return 0;
+    if (__builtin_popcount(magic ^ GK_SHARD_MAGIC) <= 4)
+        return 1;
+    if ((int32_t)gk_le32(b + 8) < -1)
+        return 0;
+    for (size_t i = 20; i < GK_SHARD_HEADER_BYTES; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
+static int parse_header(const unsigned char *b, size_t n, int64_t size, const char *name,
+                        gk_shard_header *h, gk_err *e)
+{
+    if (n < GK_SHARD_HEADER_BYTES)
+        return gk_errf(e, GK_EFORMAT, "%s: truncated shard header (%zu of 1024 bytes)", name, n);
+    int32_t version = (int32_t)gk_le32(b + 4), count = (int32_t)gk_le32(b + 8);
+    if (version != 1 && version != 2)
+        return gk_errf(e, GK_EFORMAT, "%s: unsupported shard version %d (expected 1 or 2)", name,
+                       version);
+    if (count < -1)
+        return gk_errf(e, GK_EFORMAT, "%s: bad token count %d in header", name, count);
+    h->version = version;
+    h->width = version == 1 ? 2 : 4;
+    h->count = h->tokens = count;
+    h->vocab_size = gk_le32(b + 12);
+    h->fingerprint = gk_le32(b + 16);
+    if (size < 0)
+        return 0;
+    int64_t body = size - GK_SHARD_HEADER_BYTES;
+    if (count >= 0 && body != (int64_t)count * h->width)
+        return gk_errf(e, GK_EFORMAT, "%s: header says %d tokens (%lld bytes) but the file has %lld "
+                       "bytes after the header%s", name, count, (long long)count * h->width,
+                       (long long)body, body < (int64_t)count * h->width ? " (truncated?)" : "");
+    if (body % h->width)
+        return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", name);
+    h->tokens = body / h->width;
+    return 0;
+}
+
+int gk_shard_parse(const unsigned char *b, size_t n, int64_t size, const char *name,
+                   gk_shard_kind *kind, gk_shard_header *h, gk_err *e)
+{
+    memset(h, 0, sizeof *h);
+    if (n >= 4 && gk_le32(b) == GK_SHARD_MAGIC) {
+        *kind = GK_SHARD_HEADER;
+        return parse_header(b, n, size, name, h, e);
+    }
+    if (n >= GK_SHARD_HEADER_BYTES && near_miss(b))
+        return gk_errf(e, GK_EFORMAT, "%s: damaged shard header (magic %u, expected %u)", name,
+                       gk_le32(b), (unsigned)GK_SHARD_MAGIC);
+    *kind = looks_like_text(b, n) ? GK_SHARD_TEXT : GK_SHARD_RAW;
+    h->version = 1;
+    h->width = 2;
+    h->count = -1;
+    h->tokens = size >= 0 ? size / 2 : -1;
+    return 0;
+}
+
+size_t gk_shard_decode(const unsigned char *p, size_t n, int width, uint32_t limit, uint32_t *out)
+{
+    for (size_t i = 0; i < n; i++, p += width) {
+        uint32_t v = width == 2 ? gk_le16(p) : gk_le32(p);
+        if (limit && v >= limit)
+            return i;
+        out[i] = v;
+    }
+    return n;
 }
 
 /* ---------------------------------------------------------------- reader */
 
-static int check_header(gk_shard_reader *r, const unsigned char *h, gk_err *e)
+static int64_t file_size(FILE *fp)
 {
-    int32_t version = (int32_t)le32(h + 4), count = (int32_t)le32(h + 8);
-    if (version != 1 && version != 2)
-        return gk_errf(e, GK_EFORMAT, "%s: unsupported shard version %d (expected 1 or 2)",
-                       r->name, version);
-    if (count < -1)
-        return gk_errf(e, GK_EFORMAT, "%s: bad token count %d in header", r->name, count);
-    r->version = version;
-    r->count = count;
-    r->vocab_size = le32(h + 12);
-    r->fingerprint = le32(h + 16);
     struct stat st;
-    if (count >= 0 && fstat(fileno(r->fp), &st) == 0 && S_ISREG(st.st_mode)) {
-        int64_t want = GK_SHARD_HEADER_BYTES + (int64_t)count * (version == 1 ? 2 : 4);
-        if (st.st_size != want)
-            return gk_errf(e, GK_EFORMAT,
-                           "%s: header says %d tokens (%lld bytes) but the file has %lld bytes%s",
-                           r->name, count, (long long)want, (long long)st.st_size,
-                           st.st_size < want ? " (truncated?)" : "");
-    }
-    return 0;
+    return fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
 }
 
 int gk_shard_open(gk_shard_reader *r, const char *path, gk_err *e)
@@ -70,20 +136,39 @@ int gk_shard_open(gk_shard_reader *r, const char *path, gk_err *e)
         gk_shard_close(r);
         return rc;
     }
-    int rc = 0;
-    if (n >= 4 && le32(r->sniff) == GK_SHARD_MAGIC) {
-        rc = n < sizeof r->sniff
-                 ? gk_errf(e, GK_EFORMAT, "%s: truncated shard header (%zu of 1024 bytes)", r->name, n)
-                 : check_header(r, r->sniff, e);
-    } else { /* nanoGPT raw uint16: the sniffed bytes are tokens */
-        r->raw = 1;
-        r->version = 1;
-        r->count = -1;
-        r->sniff_len = n;
-    }
-    if (rc)
+    gk_shard_kind kind;
+    gk_shard_header h;
+    int rc = gk_shard_parse(r->sniff, n, file_size(r->fp), r->name, &kind, &h, e);
+    if (rc == 0 && kind == GK_SHARD_TEXT)
+        rc = gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)",
+                     r->name);
+    if (rc) {
         gk_shard_close(r);
-    return rc;
+        return rc;
+    }
+    r->version = h.version;
+    r->count = h.count;
+    r->vocab_size = h.vocab_size;
+    r->fingerprint = h.fingerprint;
+    r->raw = kind == GK_SHARD_RAW;
+    if (r->raw) /* nanoGPT raw uint16: the sniffed bytes are tokens */
+        r->sniff_len = n;
+    return 0;
+}
+
+int gk_shard_check_raw(gk_shard_reader *r, uint32_t vocab_size, gk_err *e)
+{
+    if (!r->raw)
+        return 0;
+    r->vocab_size = vocab_size;
+    size_t k = r->sniff_len / 2;
+    uint32_t ids[GK_SHARD_HEADER_BYTES / 2];
+    size_t ok = gk_shard_decode(r->sniff, k, 2, vocab_size, ids);
+    if (ok < k)
+        return gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and as raw uint16 "
+                       "tokens its token %zu, %u, is outside the %u-token vocabulary)", r->name, ok,
+                       gk_le16(r->sniff + 2 * ok), vocab_size);
+    return 0;
 }
 
 static size_t read_bytes(gk_shard_reader *r, unsigned char *dst, size_t n)
@@ -98,28 +183,25 @@ static size_t read_bytes(gk_shard_reader *r, unsigned char *dst, size_t n)
 
 int gk_shard_read(gk_shard_reader *r, uint32_t *out, size_t max, size_t *got, gk_err *e)
 {
-    size_t width = r->version == 1 ? 2 : 4;
+    int width = r->version == 1 ? 2 : 4;
     *got = 0;
     if (r->count >= 0 && (int64_t)max > r->count - r->delivered)
         max = (size_t)(r->count - r->delivered);
     if (max == 0)
         return 0;
-    /* Decode in place: read into the tail of out, expand forwards. */
-    unsigned char *bytes = (unsigned char *)out + max * (4 - width);
-    size_t n = read_bytes(r, bytes, max * width);
+    /* Decode in place: read into the tail of out, expand forwards (token i is read before
+     * out[i] is written, and out[i] never reaches the bytes of a later token). */
+    unsigned char *bytes = (unsigned char *)out + max * (size_t)(4 - width);
+    size_t n = read_bytes(r, bytes, max * (size_t)width);
     if (ferror(r->fp))
         return gk_errno(e, r->name);
-    if (n % width)
+    if (n % (size_t)width)
         return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", r->name);
-    size_t k = n / width;
-    for (size_t i = 0; i < k; i++) {
-        const unsigned char *p = bytes + i * width;
-        uint32_t v = width == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : le32(p);
-        if (r->vocab_size && v >= r->vocab_size)
-            return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
-                           r->name, v, (long long)(r->delivered + (int64_t)i), r->vocab_size);
-        out[i] = v;
-    }
+    size_t k = n / (size_t)width, ok = gk_shard_decode(bytes, k, width, r->vocab_size, out);
+    if (ok < k)
+        return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
+                       r->name, width == 2 ? gk_le16(bytes + 2 * ok) : gk_le32(bytes + 4 * ok),
+                       (long long)(r->delivered + (int64_t)ok), r->vocab_size);
     r->delivered += (int64_t)k;
     if (k == 0 && r->count >= 0 && r->delivered < r->count)
         return gk_errf(e, GK_EFORMAT, "%s: truncated: header says %lld tokens, found %lld", r->name,
@@ -142,33 +224,24 @@ void gk_shard_close(gk_shard_reader *r)
 
 static int map_header(gk_shard_map *m, gk_err *e)
 {
-    const unsigned char *h = m->base;
-    if (m->size >= 4 && le32(h) == GK_SHARD_MAGIC) {
-        if (m->size < GK_SHARD_HEADER_BYTES)
-            return gk_errf(e, GK_EFORMAT, "%s: truncated shard header (%zu of 1024 bytes)", m->name, m->size);
-        int32_t version = (int32_t)le32(h + 4), count = (int32_t)le32(h + 8);
-        if (version != 1 && version != 2)
-            return gk_errf(e, GK_EFORMAT, "%s: unsupported shard version %d (expected 1 or 2)",
-                           m->name, version);
-        m->width = version == 1 ? 2 : 4;
-        m->vocab_size = le32(h + 12);
-        m->fingerprint = le32(h + 16);
-        m->tokens = h + GK_SHARD_HEADER_BYTES;
-        size_t body = m->size - GK_SHARD_HEADER_BYTES;
-        if (body % (size_t)m->width)
-            return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", m->name);
-        m->count = (int64_t)(body / (size_t)m->width);
-        if (count >= 0 && count != m->count)
-            return gk_errf(e, GK_EFORMAT, "%s: header says %d tokens but the file holds %lld%s",
-                           m->name, count, (long long)m->count, count > m->count ? " (truncated?)" : "");
-        return 0;
-    }
-    m->raw = 1;
-    m->width = 2;
-    m->tokens = m->base;
-    if (m->size % 2)
+    const unsigned char *b = m->base;
+    size_t n = m->size < GK_SHARD_HEADER_BYTES ? m->size : GK_SHARD_HEADER_BYTES;
+    gk_shard_kind kind;
+    gk_shard_header h;
+    int rc = gk_shard_parse(b, n, (int64_t)m->size, m->name, &kind, &h, e);
+    if (rc)
+        return rc;
+    if (kind == GK_SHARD_TEXT)
+        return gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)",
+                       m->name);
+    m->raw = kind == GK_SHARD_RAW;
+    if (m->raw && m->size % 2)
         return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", m->name);
-    m->count = (int64_t)(m->size / 2);
+    m->width = h.width;
+    m->tokens = b + (m->raw ? 0 : GK_SHARD_HEADER_BYTES);
+    m->count = h.tokens;
+    m->vocab_size = h.vocab_size;
+    m->fingerprint = h.fingerprint;
     return 0;
 }
 
@@ -192,6 +265,8 @@ int gk_shard_map_open(gk_shard_map *m, const char *path, gk_err *e)
         close(fd);
     if (rc == 0 && m->size > 0)
         rc = map_header(m, e);
+    else if (rc == 0)
+        m->raw = 1, m->width = 2; /* empty: a raw file of no tokens */
     if (rc)
         gk_shard_map_close(m);
     return rc;
@@ -204,13 +279,11 @@ int gk_shard_map_get(const gk_shard_map *m, int64_t start, size_t n, uint32_t vo
         return gk_errf(e, GK_EFORMAT, "%s: tokens [%lld, %lld) are past its end (%lld)", m->name,
                        (long long)start, (long long)(start + (int64_t)n), (long long)m->count);
     const unsigned char *p = m->tokens + (size_t)start * (size_t)m->width;
-    for (size_t i = 0; i < n; i++, p += m->width) {
-        uint32_t v = m->width == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : le32(p);
-        if (vocab_limit && v >= vocab_limit)
-            return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
-                           m->name, v, (long long)(start + (int64_t)i), vocab_limit);
-        out[i] = v;
-    }
+    size_t ok = gk_shard_decode(p, n, m->width, vocab_limit, out);
+    if (ok < n)
+        return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
+                       m->name, m->width == 2 ? gk_le16(p + 2 * ok) : gk_le32(p + 4 * ok),
+                       (long long)(start + (int64_t)ok), vocab_limit);
     return 0;
 }
 
@@ -229,11 +302,11 @@ void gk_shard_map_close(gk_shard_map *m)
 static void make_header(unsigned char *h, int version, int64_t count, uint32_t vocab, uint32_t fp)
 {
     memset(h, 0, GK_SHARD_HEADER_BYTES);
-    put_le32(h, GK_SHARD_MAGIC);
-    put_le32(h + 4, (uint32_t)version);
-    put_le32(h + 8, (uint32_t)(int32_t)count);
-    put_le32(h + 12, vocab);
-    put_le32(h + 16, fp);
+    gk_put_le32(h, GK_SHARD_MAGIC);
+    gk_put_le32(h + 4, (uint32_t)version);
+    gk_put_le32(h + 8, (uint32_t)(int32_t)count);
+    gk_put_le32(h + 12, vocab);
+    gk_put_le32(h + 16, fp);
 }
 
 int gk_shard_writer_open(gk_shard_writer *w, const char *path, uint32_t vocab_size,
@@ -269,12 +342,10 @@ int gk_shard_writer_write(gk_shard_writer *w, const uint32_t *ids, size_t n, gk_
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char *p = w->buf + i * width;
-        if (width == 2) {
-            p[0] = (unsigned char)ids[i];
-            p[1] = (unsigned char)(ids[i] >> 8);
-        } else {
-            put_le32(p, ids[i]);
-        }
+        if (width == 2)
+            gk_put_le16(p, (uint16_t)ids[i]);
+        else
+            gk_put_le32(p, ids[i]);
     }
     w->count += (int64_t)n;
     return gk_outfile_write(&w->out, w->buf, need, e);
@@ -285,7 +356,7 @@ int gk_shard_writer_finish(gk_shard_writer *w, gk_err *e)
     int rc = 0;
     if (w->out.seekable) {
         unsigned char c[4];
-        put_le32(c, (uint32_t)(int32_t)w->count);
+        gk_put_le32(c, (uint32_t)(int32_t)w->count);
         rc = gk_outfile_pwrite(&w->out, c, 4, 8, e);
     }
     if (rc == 0)

@@ -1,10 +1,11 @@
 /* test_shard.c: shard writer and reader: header, count patching, pipes, raw nanoGPT files,
- * numbered shards, and every kind of bad file. */
+ * numbered shards, the one header parser, and every kind of bad file (damaged header, text). */
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/io/shard.h"
+#include "common/le.h"
 #include "test.h"
 
 static char dir[64];
@@ -181,7 +182,138 @@ static void test_map(void)
     gk_shard_map_close(&m);
     CHECK(truncate(tmp("m.bin"), 1024 + 6) == 0);
     CHECK(gk_shard_map_open(&m, tmp("m.bin"), &e) == GK_EFORMAT);
-    CHECKF(strstr(e.msg, "header says 5 tokens but the file holds 3") != NULL, "%s", e.msg);
+    CHECKF(strstr(e.msg, "header says 5 tokens (10 bytes) but the file has 6 bytes after the header (truncated?)") != NULL,
+           "%s", e.msg);
+}
+
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b, 1, n, f) == n);
+    if (f)
+        fclose(f);
+}
+
+/* A header with a damaged magic is said to be one, by the stream and the mapped reader alike
+ * (before: read as raw tokens, then "vocab_size not set" in gpt-train). */
+static void test_damaged_header(void)
+{
+    uint32_t ids[] = {1, 2, 3, 4}, out[8];
+    unsigned char b[1024 + 8];
+    gk_shard_reader info;
+    gk_shard_map m;
+    gk_err e = {0};
+    CHECK(write_shard(tmp("d.bin"), ids, 4, 50257) == 0);
+    FILE *f = fopen(tmp("d.bin"), "rb");
+    CHECK(f && fread(b, 1, sizeof b, f) == sizeof b);
+    if (f)
+        fclose(f);
+    unsigned char flips[][2] = {{0, 0x01}, {2, 0x10}, {3, 0x80}};
+    for (size_t i = 0; i < 3; i++) { /* one bit off */
+        b[flips[i][0]] ^= flips[i][1];
+        write_bytes(tmp("d.bin"), b, sizeof b);
+        b[flips[i][0]] ^= flips[i][1];
+        CHECK(read_shard(tmp("d.bin"), out, 8, &info, &e) == (size_t)-1);
+        CHECKF(strstr(e.msg, "d.bin: damaged shard header") != NULL, "%s", e.msg);
+        CHECK(gk_shard_map_open(&m, tmp("d.bin"), &e) == GK_EFORMAT);
+        CHECKF(strstr(e.msg, "d.bin: damaged shard header") != NULL, "%s", e.msg);
+    }
+    memset(b, 0, 4); /* magic wiped, the rest as written */
+    write_bytes(tmp("d.bin"), b, sizeof b);
+    CHECK(gk_shard_map_open(&m, tmp("d.bin"), &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "damaged shard header (magic 0, expected 20240520)") != NULL, "%s", e.msg);
+    /* raw tokens whose first two look like version 1 and a count are still raw */
+    uint16_t raw[600] = {0x1234, 0, 1, 0, 5, 0, 77};
+    for (int i = 7; i < 600; i++)
+        raw[i] = (uint16_t)(i * 7);
+    write_bytes(tmp("d.bin"), raw, sizeof raw);
+    CHECK_OK(gk_shard_map_open(&m, tmp("d.bin"), &e), &e);
+    CHECK(m.raw && m.count == 600);
+    gk_shard_map_close(&m);
+}
+
+/* Text is not a token shard (before: read as raw uint16 tokens). */
+static void test_text_is_not_a_shard(void)
+{
+    const char *text = "First Citizen:\nBefore we proceed any further, hear me speak.\n"
+                       "caf\xc3\xa9 \xe2\x80\x94 na\xefve\n"; /* one Latin-1 byte among UTF-8 */
+    write_bytes(tmp("t.txt"), text, strlen(text));
+    uint32_t out[64];
+    gk_shard_reader info;
+    gk_shard_map m;
+    gk_err e = {0};
+    CHECK(read_shard(tmp("t.txt"), out, 64, &info, &e) == (size_t)-1);
+    CHECKF(strstr(e.msg, "t.txt: not a token shard (no shard header, and it reads as text)") != NULL,
+           "%s", e.msg);
+    CHECK(gk_shard_map_open(&m, tmp("t.txt"), &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "t.txt: not a token shard") != NULL, "%s", e.msg);
+}
+
+/* The parser's verdicts on buffers; sizes known and unknown. */
+static void test_parse(void)
+{
+    unsigned char b[1024] = {0};
+    gk_shard_kind kind;
+    gk_shard_header h;
+    gk_err e = {0};
+    gk_put_le32(b, GK_SHARD_MAGIC);
+    gk_put_le32(b + 4, 2);
+    gk_put_le32(b + 8, (uint32_t)-1);
+    gk_put_le32(b + 12, 100000);
+    CHECK_OK(gk_shard_parse(b, 1024, 1024 + 12, "x", &kind, &h, &e), &e);
+    CHECK(kind == GK_SHARD_HEADER && h.width == 4 && h.count == -1 && h.tokens == 3 &&
+          h.vocab_size == 100000);
+    CHECK_OK(gk_shard_parse(b, 1024, -1, "x", &kind, &h, &e), &e);
+    CHECK(h.count == -1 && h.tokens == -1);
+    CHECK(gk_shard_parse(b, 1024, 1024 + 13, "x", &kind, &h, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "x: file ends in the middle of a token") != NULL, "%s", e.msg);
+    CHECK(gk_shard_parse(b, 1000, 1000, "x", &kind, &h, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "truncated shard header (1000 of 1024 bytes)") != NULL, "%s", e.msg);
+    CHECK_OK(gk_shard_parse((const unsigned char *)"hello\n", 6, 6, "x", &kind, &h, &e), &e);
+    CHECK(kind == GK_SHARD_TEXT);
+    CHECK_OK(gk_shard_parse((const unsigned char *)"h\0e\0", 4, 4, "x", &kind, &h, &e), &e);
+    CHECK(kind == GK_SHARD_RAW && h.width == 2 && h.tokens == 2);
+    unsigned char junk[64];
+    for (int i = 0; i < 64; i++)
+        junk[i] = (unsigned char)(0x80 + i * 37 % 120 + 1);
+    CHECK_OK(gk_shard_parse(junk, 64, 64, "x", &kind, &h, &e), &e);
+    CHECK(kind == GK_SHARD_RAW);
+    uint32_t out[3];
+    const unsigned char t[] = {1, 0, 0xff, 0xff, 2, 0};
+    CHECK(gk_shard_decode(t, 3, 2, 0, out) == 3 && out[1] == 65535 && out[2] == 2);
+    CHECK(gk_shard_decode(t, 3, 2, 50257, out) == 1);
+}
+
+/* Raw input checked against a vocabulary: a miss in the first bytes is "not a token shard";
+ * later ones are caught as they are read. */
+static void test_check_raw(void)
+{
+    uint16_t raw[1000];
+    for (int i = 0; i < 1000; i++)
+        raw[i] = (uint16_t)(i % 60);
+    raw[900] = 64;
+    write_bytes(tmp("r.bin"), raw, sizeof raw);
+    gk_shard_reader r;
+    gk_err e = {0};
+    uint32_t out[1000];
+    size_t got = 0;
+    CHECK_OK(gk_shard_open(&r, tmp("r.bin"), &e), &e);
+    CHECK_OK(gk_shard_check_raw(&r, 65, &e), &e);
+    CHECK_OK(gk_shard_read(&r, out, 1000, &got, &e), &e);
+    CHECK(got == 1000 && out[900] == 64);
+    gk_shard_close(&r);
+    CHECK_OK(gk_shard_open(&r, tmp("r.bin"), &e), &e);
+    CHECK_OK(gk_shard_check_raw(&r, 64, &e), &e); /* token 900 is past the first 1024 bytes */
+    CHECK(gk_shard_read(&r, out, 1000, &got, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "token 64 at position 900 is outside the vocabulary (64)") != NULL, "%s", e.msg);
+    gk_shard_close(&r);
+    raw[3] = 70;
+    write_bytes(tmp("r.bin"), raw, sizeof raw);
+    CHECK_OK(gk_shard_open(&r, tmp("r.bin"), &e), &e);
+    CHECK(gk_shard_check_raw(&r, 65, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "r.bin: not a token shard (no shard header, and as raw uint16 tokens its "
+                  "token 3, 70, is outside the 65-token vocabulary)") != NULL, "%s", e.msg);
+    gk_shard_close(&r);
 }
 
 int main(void)
@@ -196,6 +328,10 @@ int main(void)
     RUN(test_bad_files);
     RUN(test_numbered_series);
     RUN(test_map);
+    RUN(test_damaged_header);
+    RUN(test_text_is_not_a_shard);
+    RUN(test_parse);
+    RUN(test_check_raw);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
