@@ -1,5 +1,6 @@
-/* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c), the tensor
- * table they share (table.c) and llm.c's checkpoint format (llmc.c).
+/* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c), what they
+ * share (cmd.c: the option prologue, opening a checkpoint, tensor helpers), the tensor table
+ * (table.c) and llm.c's checkpoint format (llmc.c).
  * Owns: ck_table (ck_table_make / ck_table_free). Subcommands own everything they open until they
  * return. Single-threaded. */
 #ifndef CK_H
@@ -9,7 +10,9 @@
 #include <stdint.h>
 
 #include "common/io/ckpt.h"
+#include "common/io/safetensors.h"
 #include "common/err.h"
+#include "common/opt.h"
 #include "common/text/vocab.h"
 #include "kernels/gpt2.h"
 #include "kernels/gpt2_load.h"
@@ -20,6 +23,27 @@ int ck_import_main(int argc, char **argv, gk_err *e);
 int ck_info_main(int argc, char **argv, gk_err *e);
 int ck_export_main(int argc, char **argv, gk_err *e);
 int ck_convert_main(int argc, char **argv, gk_err *e);
+
+/* ---- what every subcommand shares (cmd.c) ---- */
+/* The prologue: a subcommand's option table points its -q / -v entries at quiet / verbose. */
+typedef struct ck_args {
+    int quiet, verbose;
+    const char *operand; /* the one operand */
+} ck_args;
+#define CK_OPT_QUIET(a) {'q', "quiet", GK_OPT_FLAG, &(a).quiet, NULL, "no messages but errors", 0, 0}
+#define CK_OPT_END {0, NULL, 0, NULL, NULL, NULL, 0, 0}
+/* Parses argv against tab (-h/--help prints usage, the table and footer; --version the
+ * version), sets up logging from a->quiet / a->verbose and requires exactly one operand, named
+ * what in the message ("export takes one checkpoint"). Returns 0, GK_OPT_HELP, GK_OPT_VERSION
+ * or GK_EUSAGE. */
+int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *what,
+                  const char *usage, const char *footer, int argc, char **argv, gk_err *e);
+/* Opens a gptkit checkpoint and, when cfg is not NULL, reads its model config. */
+int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e);
+/* Whether t is a model parameter: a floating-point tensor outside "optimizer." / "tokenizer.". */
+int ck_is_param(const gk_st_tensor *t);
+/* Element i of a floating-point tensor (F32, F64, BF16, F16) as a double. */
+double ck_value_at(const gk_st_tensor *t, size_t i);
 
 /* ---- the tensor table (table.c) ----
  * The expected tensors of a GPT-2 config, derived from the model's own parameter table
@@ -38,6 +62,7 @@ typedef struct ck_entry {
     int layer;           /* -1 for head and tail */
     int slot;            /* index inside the group (per layer for CK_LAYER) */
     size_t numel;
+    int zero;            /* ck_table_make_biased: a bias the model lacks, exported as zeros */
 } ck_entry;
 
 typedef struct ck_table {
@@ -50,6 +75,9 @@ typedef struct ck_table {
 
 int ck_table_make(ck_table *t, const gk_gpt2_config *cfg, gk_err *e);
 void ck_table_free(ck_table *t); /* NULL-safe, idempotent */
+/* The table of cfg with biases, as HuggingFace's and llm.c's GPT-2 always have them; for a
+ * bias = false config the biases its model lacks are marked zero (cmd.c). */
+int ck_table_make_biased(ck_table *t, const gk_gpt2_config *cfg, gk_err *e);
 /* The entry of (group, layer, slot). */
 const ck_entry *ck_table_at(const ck_table *t, enum ck_group g, int layer, int slot);
 /* Size of symbolic dim d under cfg (vocab padded to vp when vp > 0). */

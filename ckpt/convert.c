@@ -1,4 +1,5 @@
-/* convert.c: gpt-ckpt convert: a checkpoint with its parameters stored as bf16, fp16 or fp32.
+/* convert.c: gpt-ckpt convert: a checkpoint with its parameters stored as float32, bfloat16 or
+ * float16 (nanoGPT's names; fp32, bf16, fp16 accepted).
  * Parameters are the floating-point tensors outside "optimizer." and "tokenizer."; AdamW moments
  * stay fp32 (or go, with --strip-optimizer); everything else, metadata included, is copied. */
 #include <stdio.h>
@@ -10,24 +11,10 @@
 #include "common/opt.h"
 #include "common/io/safetensors.h"
 
-typedef struct convert_opts {
-    const char *output, *dtype;
-    int strip, quiet;
-} convert_opts;
-
 typedef struct conv {
     const gk_st_tensor *src;
     enum gk_dtype to;
 } conv;
-
-static float elem(const gk_st_tensor *t, size_t i)
-{
-    switch (t->dtype) {
-    case GK_DT_F32: return ((const float *)t->data)[i];
-    case GK_DT_BF16: return gk_bf16_to_f32(((const uint16_t *)t->data)[i]);
-    default: return gk_f16_to_f32(((const uint16_t *)t->data)[i]);
-    }
-}
 
 /* Fills bytes [off, off+n) of the converted tensor. */
 static int fill(void *ctx, uint64_t off, void *buf, size_t n, gk_err *e)
@@ -36,19 +23,13 @@ static int fill(void *ctx, uint64_t off, void *buf, size_t n, gk_err *e)
     const conv *c = ctx;
     size_t size = gk_dtype_size(c->to), first = (size_t)off / size, count = n / size;
     for (size_t i = 0; i < count; i++) {
-        float x = elem(c->src, first + i);
+        float x = (float)ck_value_at(c->src, first + i);
         if (c->to == GK_DT_F32)
             ((float *)buf)[i] = x;
         else
             ((uint16_t *)buf)[i] = c->to == GK_DT_BF16 ? gk_f32_to_bf16(x) : gk_f32_to_f16(x);
     }
     return 0;
-}
-
-static int is_param(const gk_st_tensor *t)
-{
-    return strncmp(t->name, "optimizer.", 10) != 0 && strncmp(t->name, "tokenizer.", 10) != 0 &&
-           (t->dtype == GK_DT_F32 || t->dtype == GK_DT_BF16 || t->dtype == GK_DT_F16);
 }
 
 static int convert(const char *in, const char *out, enum gk_dtype to, int strip, gk_err *e)
@@ -69,7 +50,7 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
             continue;
         }
         kept++;
-        if (is_param(t) && t->dtype != to) {
+        if (ck_is_param(t) && t->dtype != to) {
             cv[i] = (conv){t, to};
             rc = gk_st_writer_add_fill(w, t->name, to, t->ndim, t->shape, fill, &cv[i], e);
         } else {
@@ -84,7 +65,7 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
     if (!rc)
         rc = gk_st_writer_write(w, out, e);
     if (!rc)
-        gk_info("%s -> %s: parameters as %s, %zu tensors%s", in, out, gk_dtype_name(to), kept,
+        gk_info("%s -> %s: parameters as %s, %zu tensors%s", in, out, gk_dtype_user_name(to), kept,
                 stripped ? ", optimizer state dropped" : "");
     gk_st_writer_free(w);
     free(cv);
@@ -93,36 +74,32 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
 }
 
 static const char usage[] =
-    "gpt-ckpt convert [options] FILE -o OUT --dtype bf16|fp16|fp32\n"
-    "Writes a copy of a checkpoint with its parameters in another floating-point type\n"
-    "(bf16 or fp16 copies for inference; fp32 back for training).";
+    "gpt-ckpt convert [options] FILE -o OUT --dtype TYPE\n"
+    "Writes a copy of a checkpoint with its parameters in another floating-point type:\n"
+    "TYPE is " GK_DTYPE_USER_CHOICES ";\n"
+    "bfloat16 or float16 copies for inference, float32 back for training.";
 
 int ck_convert_main(int argc, char **argv, gk_err *e)
 {
-    convert_opts o = {0};
+    ck_args a = {0};
+    const char *output = NULL, *dtype = NULL;
+    int strip = 0;
     const gk_opt tab[] = {
-        {'o', "output", GK_OPT_STR, &o.output, "OUT", "the checkpoint to write", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o.dtype, "TYPE", "bf16, fp16 or fp32", 0, 0},
-        {0, "strip-optimizer", GK_OPT_FLAG, &o.strip, NULL, "leave out the AdamW moments", 0, 0},
-        {'q', "quiet", GK_OPT_FLAG, &o.quiet, NULL, "no messages but errors", 0, 0},
-        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+        {'o', "output", GK_OPT_STR, &output, "OUT", "the checkpoint to write", 0, 0},
+        {0, "dtype", GK_OPT_STR, &dtype, "TYPE", "float32, bfloat16 or float16", 0, 0},
+        {0, "strip-optimizer", GK_OPT_FLAG, &strip, NULL, "leave out the AdamW moments", 0, 0},
+        CK_OPT_QUIET(a),
+        CK_OPT_END,
     };
-    int first, rc = gk_opt_parse_main(tab, "gpt-ckpt", usage, NULL, argc, argv, &first, e);
+    int rc = ck_args_parse(&a, tab, "convert", "checkpoint", usage, NULL, argc, argv, e);
     if (rc)
         return rc;
-    gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL);
-    if (argc - first != 1)
-        return gk_errf(e, GK_EUSAGE, "convert takes one checkpoint; see --help");
-    if (!o.output)
+    if (!output)
         return gk_errf(e, GK_EUSAGE, "convert needs -o OUT");
-    static const struct { const char *name; enum gk_dtype dt; } types[] = {
-        {"bf16", GK_DT_BF16}, {"fp16", GK_DT_F16}, {"fp32", GK_DT_F32},
-        {"bfloat16", GK_DT_BF16}, {"float16", GK_DT_F16}, {"float32", GK_DT_F32},
-    };
-    if (!o.dtype)
-        return gk_errf(e, GK_EUSAGE, "convert needs --dtype bf16|fp16|fp32");
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (strcmp(o.dtype, types[i].name) == 0)
-            return convert(argv[first], o.output, types[i].dt, o.strip, e);
-    return gk_errf(e, GK_EUSAGE, "--dtype %s: expected bf16, fp16 or fp32", o.dtype);
+    if (!dtype)
+        return gk_errf(e, GK_EUSAGE, "convert needs --dtype: " GK_DTYPE_USER_CHOICES);
+    enum gk_dtype to;
+    if (gk_dtype_from_user(dtype, &to) != 0)
+        return gk_errf(e, GK_EUSAGE, "--dtype %s: expected " GK_DTYPE_USER_CHOICES, dtype);
+    return convert(a.operand, output, to, strip, e);
 }

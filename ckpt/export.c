@@ -1,8 +1,9 @@
 /* export.c: gpt-ckpt export: a gptkit checkpoint -> a HuggingFace model directory (config.json,
  * model.safetensors, vocab.json, merges.txt, generation_config.json; GPT2LMHeadModel loads it as
  * it is) and/or an llm.c checkpoint (llmc.c).
- * A new directory is built as DIR.tmp.XXXXXX beside it and renamed into place; into an existing
- * directory each file is written atomically. */
+ * A bias = false model is written with zero biases (both formats always have them), which gives
+ * the same outputs. A new directory is built as DIR.tmp.PID.N beside it and renamed into place;
+ * into an existing directory each file is written atomically. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -17,11 +18,6 @@
 #include "common/opt.h"
 #include "common/io/outfile.h"
 #include "common/io/safetensors.h"
-
-typedef struct export_opts {
-    const char *hf, *llmc;
-    int quiet;
-} export_opts;
 
 static int write_text(const char *dir, const char *name, const char *text, size_t len, gk_err *e)
 {
@@ -84,28 +80,45 @@ static json_t *hf_config(const gk_gpt2_config *c, int eot, enum gk_dtype dt)
     return o;
 }
 
+/* The stored tensor of entry x, checked against the shape its config implies. */
+static int stored_tensor(const gk_ckpt *c, const ck_entry *x, const gk_st_tensor **out, gk_err *e)
+{
+    const gk_st_tensor *s = gk_st_find(gk_ckpt_file(c), x->name);
+    int same = s && s->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++)
+        same = s->shape[d] == x->shape[d];
+    if (!s)
+        return gk_errf(e, GK_EFORMAT, "%s: no tensor '%s'", gk_ckpt_path(c), x->name);
+    if (!same)
+        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' does not have the shape its config implies",
+                       gk_ckpt_path(c), x->name);
+    if (s->dtype != GK_DT_F32 && s->dtype != GK_DT_BF16 && s->dtype != GK_DT_F16)
+        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s", gk_ckpt_path(c), x->name,
+                       gk_dtype_name(s->dtype));
+    *out = s;
+    return 0;
+}
+
+/* model.safetensors: the parameters as stored; the biases of a bias-free model as zeros in the
+ * type of wte (the first entry), which leaves every output of the model unchanged. */
 static int write_model(const gk_ckpt *c, const ck_table *t, const char *dir, enum gk_dtype *dt,
                        gk_err *e)
 {
-    const gk_st_file *f = gk_ckpt_file(c);
     gk_st_writer *w;
     char path[4200];
+    size_t widest = 0;
+    for (int i = 0; i < t->n; i++)
+        widest = t->e[i].zero && t->e[i].numel > widest ? t->e[i].numel : widest;
+    void *zeros = calloc(widest ? widest : 1, sizeof(float));
+    if (!zeros)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
     int rc = gk_st_writer_create(&w, e);
     for (int i = 0; rc == 0 && i < t->n; i++) {
         const ck_entry *x = &t->e[i];
-        const gk_st_tensor *s = gk_st_find(f, x->name);
-        int same = s && s->ndim == x->ndim;
-        for (int d = 0; same && d < x->ndim; d++)
-            same = s->shape[d] == x->shape[d];
-        if (!s)
-            rc = gk_errf(e, GK_EFORMAT, "%s: no tensor '%s'", gk_ckpt_path(c), x->name);
-        else if (!same)
-            rc = gk_errf(e, GK_EFORMAT, "%s: tensor '%s' does not have the shape its config implies",
-                         gk_ckpt_path(c), x->name);
-        else if (s->dtype != GK_DT_F32 && s->dtype != GK_DT_BF16 && s->dtype != GK_DT_F16)
-            rc = gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s", gk_ckpt_path(c), x->name,
-                         gk_dtype_name(s->dtype));
-        else
+        const gk_st_tensor *s = NULL;
+        if (x->zero)
+            rc = gk_st_writer_add(w, x->name, *dt, x->ndim, x->shape, zeros, e);
+        else if ((rc = stored_tensor(c, x, &s, e)) == 0)
             rc = gk_st_writer_add(w, x->name, s->dtype, s->ndim, s->shape, s->data, e);
         if (rc == 0 && i == 0)
             *dt = s->dtype;
@@ -116,6 +129,7 @@ static int write_model(const gk_ckpt *c, const ck_table *t, const char *dir, enu
     if (rc == 0)
         rc = gk_st_writer_write(w, path, e);
     gk_st_writer_free(w);
+    free(zeros);
     return rc;
 }
 
@@ -158,7 +172,7 @@ static int write_hf_files(const gk_ckpt *c, const gk_gpt2_config *cfg, const cha
     ck_table t;
     enum gk_dtype dt = GK_DT_F32;
     int eot = -1;
-    int rc = ck_table_make(&t, cfg, e);
+    int rc = ck_table_make_biased(&t, cfg, e);
     if (rc)
         return rc;
     rc = write_model(c, &t, dir, &dt, e);
@@ -195,28 +209,36 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* Makes a new directory beside dir (for "out/": "out.tmp.PID.N") with mode 0777 less the
+ * umask, as mkdir applies it: no umask() call, which would race with other threads. */
+static int make_temp_dir(const char *dir, char *tmp, size_t cap, gk_err *e)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    for (unsigned k = 0; k < 1000; k++) {
+        snprintf(tmp, cap, "%.*s.tmp.%ld.%u", (int)n, dir, (long)getpid(), k);
+        if (mkdir(tmp, 0777) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return gk_errno(e, dir);
+    }
+    return gk_errf(e, GK_EIO, "%s: cannot make a temporary directory beside it", dir);
+}
+
 static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *dir, gk_err *e)
 {
-    if (!cfg->bias)
-        return gk_errf(e, GK_EUSAGE, "%s: a model without biases (bias=false) has no HuggingFace "
-                       "GPT-2 form", gk_ckpt_path(c));
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
-            return gk_errf(e, GK_EUSAGE, "%s: exists and is not a directory", dir);
+            return gk_errf(e, GK_EIO, "%s: exists and is not a directory", dir);
         return write_hf_files(c, cfg, dir, e);
     }
     char tmp[4200];
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') /* "out/" -> "out.tmp.XXXXXX" */
-        n--;
-    snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)n, dir);
-    if (!mkdtemp(tmp))
-        return gk_errno(e, dir);
-    mode_t mask = umask(0); /* mkdtemp makes 0700; give the usual 0777 & ~umask */
-    umask(mask);
-    chmod(tmp, 0777 & ~mask);
-    int rc = write_hf_files(c, cfg, tmp, e);
+    int rc = make_temp_dir(dir, tmp, sizeof tmp, e);
+    if (rc)
+        return rc;
+    rc = write_hf_files(c, cfg, tmp, e);
     if (rc == 0 && rename(tmp, dir) != 0)
         rc = gk_errno(e, dir);
     if (rc)
@@ -227,34 +249,33 @@ static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *di
 static const char usage[] =
     "gpt-ckpt export [options] FILE (--hf DIR | --llmc FILE.bin)\n"
     "Writes a checkpoint as a HuggingFace GPT-2 directory (loads with transformers'\n"
-    "GPT2LMHeadModel.from_pretrained) and/or an llm.c checkpoint (version 3, fp32).";
+    "GPT2LMHeadModel.from_pretrained) and/or an llm.c checkpoint (version 3, fp32).\n"
+    "A model without biases (bias = false) is written with zero biases: the same outputs.";
 
 int ck_export_main(int argc, char **argv, gk_err *e)
 {
-    export_opts o = {0};
+    ck_args a = {0};
+    const char *hf = NULL, *llmc = NULL;
     const gk_opt tab[] = {
-        {0, "hf", GK_OPT_STR, &o.hf, "DIR", "write a HuggingFace model directory", 0, 0},
-        {0, "llmc", GK_OPT_STR, &o.llmc, "FILE", "write an llm.c checkpoint (gpt2_124M.bin style)", 0, 0},
-        {'q', "quiet", GK_OPT_FLAG, &o.quiet, NULL, "no messages but errors", 0, 0},
-        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+        {0, "hf", GK_OPT_STR, &hf, "DIR", "write a HuggingFace model directory", 0, 0},
+        {0, "llmc", GK_OPT_STR, &llmc, "FILE", "write an llm.c checkpoint (gpt2_124M.bin style)", 0, 0},
+        CK_OPT_QUIET(a),
+        CK_OPT_END,
     };
-    int first, rc = gk_opt_parse_main(tab, "gpt-ckpt", usage, NULL, argc, argv, &first, e);
+    int rc = ck_args_parse(&a, tab, "export", "checkpoint", usage, NULL, argc, argv, e);
     if (rc)
         return rc;
-    gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL);
-    if (argc - first != 1)
-        return gk_errf(e, GK_EUSAGE, "export takes one checkpoint; see --help");
-    if (!o.hf && !o.llmc)
+    if (!hf && !llmc)
         return gk_errf(e, GK_EUSAGE, "export needs --hf DIR or --llmc FILE");
     gk_ckpt *c = NULL;
     gk_gpt2_config cfg;
-    if ((rc = gk_ckpt_open(&c, argv[first], e)))
+    if ((rc = ck_open(a.operand, &c, &cfg, e)))
         return rc;
-    rc = gk_gpt2_ckpt_config(c, &cfg, e);
-    if (rc == 0 && o.hf && (rc = export_hf(c, &cfg, o.hf, e)) == 0)
-        gk_info("%s -> %s (HuggingFace)", argv[first], o.hf);
-    if (rc == 0 && o.llmc && (rc = ck_llmc_write(c, &cfg, o.llmc, e)) == 0)
-        gk_info("%s -> %s (llm.c, fp32)", argv[first], o.llmc);
+    const char *zeros = cfg.bias ? "" : "; the model has no biases: zeros written";
+    if (hf && (rc = export_hf(c, &cfg, hf, e)) == 0)
+        gk_info("%s -> %s (HuggingFace%s)", a.operand, hf, zeros);
+    if (rc == 0 && llmc && (rc = ck_llmc_write(c, &cfg, llmc, e)) == 0)
+        gk_info("%s -> %s (llm.c, fp32%s)", a.operand, llmc, zeros);
     gk_ckpt_close(c);
     return rc;
 }

@@ -13,6 +13,7 @@
 
 #include "ck.h"
 #include "common/hub/hub.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/io/safetensors.h"
@@ -20,7 +21,6 @@
 typedef struct import_opts {
     const char *output, *vocab;
     const char *label; /* the source as messages name it (the hub name), or NULL */
-    int quiet, verbose;
 } import_opts;
 
 static const char pickle_help[] =
@@ -32,6 +32,18 @@ static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+static int overwrite_error(const char *out, gk_err *e)
+{
+    return gk_errf(e, GK_EUSAGE, "%s: the output would overwrite the input; choose another with -o",
+                   out);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -176,20 +188,25 @@ static int import_hf(const char *st_path, const char *dir, const char *out, cons
 {
     char config[4200];
     snprintf(config, sizeof config, "%s/config.json", dir);
-    if (!is_file(config))
-        return gk_errf(e, GK_ENOTFOUND, "%s: no config.json beside it (%s): it gives the model's "
-                       "n_layer, n_head, n_embd", st_path, config);
     gk_gpt2_config cfg;
     ck_table tab = {0};
     gk_st_file *f = NULL;
     gk_vocab *v = NULL;
     gk_ckpt_param *params = NULL;
     float **owned = NULL;
-    int rc = ck_hf_config_load(config, &cfg, e);
+    int rc = gk_st_open(&f, st_path, e);
+    if (!rc && gk_st_meta(f, "gptkit.config"))
+        rc = gk_errf(e, GK_EFORMAT, "%s: already a gptkit checkpoint: use it as it is (or copy "
+                     "it; gpt-ckpt convert writes it in another dtype)", st_path);
+    else if (!rc && same_file(st_path, out))
+        rc = overwrite_error(out, e);
+    else if (!rc && !is_file(config))
+        rc = gk_errf(e, GK_ENOTFOUND, "%s: no config.json beside it (%s): it gives the model's "
+                     "n_layer, n_head, n_embd", st_path, config);
+    if (!rc)
+        rc = ck_hf_config_load(config, &cfg, e);
     if (!rc)
         rc = ck_table_make(&tab, &cfg, e);
-    if (!rc)
-        rc = gk_st_open(&f, st_path, e);
     if (!rc && !(params = calloc((size_t)tab.n, sizeof *params)))
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
     if (!rc && !(owned = calloc((size_t)tab.n, sizeof *owned)))
@@ -267,8 +284,7 @@ static int sniff(const char *path, enum kind *k, gk_err *e)
         return gk_errno(e, path);
     size_t n = fread(b, 1, sizeof b, f);
     fclose(f);
-    int32_t magic = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                              (uint32_t)b[3] << 24);
+    int32_t magic = (int32_t)gk_le32(b);
     if (n >= 4 && magic == CK_LLMC_MAGIC)
         *k = K_LLMC;
     else if ((n >= 4 && memcmp(b, "PK\3\4", 4) == 0) || (n >= 2 && b[0] == 0x80 && b[1] <= 5))
@@ -300,21 +316,13 @@ static void default_output(char *out, size_t cap, const char *src, int hub)
     snprintf(out, cap, "%s.safetensors", name);
 }
 
-static int same_file(const char *a, const char *b)
-{
-    struct stat x, y;
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 static int import_dir(const char *dir, const char *out, const import_opts *o, gk_err *e)
 {
     char st[4200], pt[4200];
     snprintf(st, sizeof st, "%s/model.safetensors", dir);
     snprintf(pt, sizeof pt, "%s/pytorch_model.bin", dir);
     if (is_file(st))
-        return same_file(st, out) ? gk_errf(e, GK_EUSAGE, "%s: the output would overwrite the "
-                                            "input; choose another with -o", out)
-                                  : import_hf(st, dir, out, o, e);
+        return import_hf(st, dir, out, o, e);
     if (is_file(pt))
         return gk_errf(e, GK_EFORMAT, "%s: only pytorch_model.bin, no model.safetensors: %s",
                        dir, pickle_help);
@@ -344,9 +352,6 @@ static int import_path(const char *src, const char *out, const import_opts *o, g
         return gk_errno(e, src);
     if (S_ISDIR(s.st_mode))
         return import_dir(src, out, o, e);
-    if (same_file(src, out))
-        return gk_errf(e, GK_EUSAGE, "%s: the output would overwrite the input; choose another "
-                       "with -o", out);
     enum kind k = K_SAFETENSORS;
     int rc = sniff(src, &k, e);
     if (rc)
@@ -354,7 +359,7 @@ static int import_path(const char *src, const char *out, const import_opts *o, g
     if (k == K_PICKLE)
         return gk_errf(e, GK_EFORMAT, "%s: a PyTorch pickle file: %s", src, pickle_help);
     if (k == K_LLMC)
-        return import_llmc(src, out, o, e);
+        return same_file(src, out) ? overwrite_error(out, e) : import_llmc(src, out, o, e);
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", src);
     return import_hf(src, dirname(copy), out, o, e);
@@ -376,21 +381,20 @@ static const char footer[] =
 
 int ck_import_main(int argc, char **argv, gk_err *e)
 {
+    ck_args a = {0};
     import_opts o = {0};
     const gk_opt tab[] = {
         {'o', "output", GK_OPT_STR, &o.output, "FILE", "the checkpoint to write (default: NAME.safetensors here)", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o.vocab, "DIR|FILE", "vocabulary to embed (default: the model's vocab.json + merges.txt)", 0, 0},
-        {'q', "quiet", GK_OPT_FLAG, &o.quiet, NULL, "no messages but errors", 0, 0},
-        {'v', "verbose", GK_OPT_COUNT, &o.verbose, NULL, "more messages", 0, 0},
-        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+        CK_OPT_QUIET(a),
+        {'v', "verbose", GK_OPT_COUNT, &a.verbose, NULL, "more messages", 0, 0},
+        CK_OPT_END,
     };
-    int first, rc = gk_opt_parse_main(tab, "gpt-ckpt", usage, footer, argc, argv, &first, e);
+    int rc = ck_args_parse(&a, tab, "import", "model (NAME, DIR or FILE)", usage, footer, argc,
+                           argv, e);
     if (rc)
         return rc;
-    gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
-    if (argc - first != 1)
-        return gk_errf(e, GK_EUSAGE, "import takes one model (NAME, DIR or FILE); see --help");
-    const char *src = argv[first];
+    const char *src = a.operand;
     struct stat s;
     int is_path = stat(src, &s) == 0;
     if (!is_path && !gk_hub_valid_repo(src))

@@ -14,7 +14,7 @@
 #include "common/io/safetensors.h"
 
 typedef struct info_opts {
-    int stats, json, quiet;
+    int stats, json;
 } info_opts;
 
 typedef struct stats {
@@ -22,26 +22,10 @@ typedef struct stats {
     int64_t nan, inf;
 } stats;
 
-static int is_param(const gk_st_tensor *t)
-{
-    return strncmp(t->name, "optimizer.", 10) != 0 && strncmp(t->name, "tokenizer.", 10) != 0 &&
-           (t->dtype == GK_DT_F32 || t->dtype == GK_DT_BF16 || t->dtype == GK_DT_F16);
-}
-
 static int is_float(const gk_st_tensor *t)
 {
     return t->dtype == GK_DT_F32 || t->dtype == GK_DT_BF16 || t->dtype == GK_DT_F16 ||
            t->dtype == GK_DT_F64;
-}
-
-static double value_at(const gk_st_tensor *t, size_t i)
-{
-    switch (t->dtype) {
-    case GK_DT_F32: return ((const float *)t->data)[i];
-    case GK_DT_F64: return ((const double *)t->data)[i];
-    case GK_DT_BF16: return gk_bf16_to_f32(((const uint16_t *)t->data)[i]);
-    default: return gk_f16_to_f32(((const uint16_t *)t->data)[i]);
-    }
 }
 
 /* Mean and standard deviation (population) of the finite values; NaN and Inf counted apart. */
@@ -51,7 +35,7 @@ static stats tensor_stats(const gk_st_tensor *t)
     double sum = 0, sq = 0;
     int64_t n = 0;
     for (size_t i = 0; i < (size_t)t->numel; i++) {
-        double x = value_at(t, i);
+        double x = ck_value_at(t, i);
         if (isnan(x)) {
             s.nan++;
         } else if (isinf(x)) {
@@ -76,7 +60,7 @@ static const char *param_summary(const gk_st_file *f, int64_t *count, int *ntens
     *ntensors = 0;
     for (size_t i = 0; i < gk_st_count(f); i++) {
         const gk_st_tensor *t = gk_st_at(f, i);
-        if (!is_param(t))
+        if (!ck_is_param(t))
             continue;
         *count += t->numel;
         (*ntensors)++;
@@ -217,29 +201,27 @@ static const char usage[] =
 
 int ck_info_main(int argc, char **argv, gk_err *e)
 {
+    ck_args a = {0};
     info_opts o = {0};
     const gk_opt tab[] = {
         {0, "stats", GK_OPT_FLAG, &o.stats, NULL, "also mean, std and NaN/Inf counts of each tensor", 0, 0},
         {0, "json", GK_OPT_FLAG, &o.json, NULL, "print one JSON object (for scripts)", 0, 0},
-        {'q', "quiet", GK_OPT_FLAG, &o.quiet, NULL, "no warnings", 0, 0},
-        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &a.quiet, NULL, "no warnings", 0, 0},
+        CK_OPT_END,
     };
-    int first, rc = gk_opt_parse_main(tab, "gpt-ckpt", usage, NULL, argc, argv, &first, e);
+    int rc = ck_args_parse(&a, tab, "info", "checkpoint", usage, NULL, argc, argv, e);
     if (rc)
         return rc;
-    gk_log_setup("gpt-ckpt", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL);
-    if (argc - first != 1)
-        return gk_errf(e, GK_EUSAGE, "info takes one checkpoint; see --help");
     gk_ckpt *c = NULL;
     gk_vocab *v = NULL;
-    if ((rc = gk_ckpt_open(&c, argv[first], e)))
+    if ((rc = ck_open(a.operand, &c, NULL, e)))
         return rc;
     gk_err ve = {0};
     int vrc = gk_ckpt_vocab(c, &v, &ve);
     if (vrc && vrc != GK_ENOTFOUND)
         gk_warn("%s", ve.msg);
     struct stat st;
-    long long bytes = stat(argv[first], &st) == 0 ? (long long)st.st_size : -1;
+    long long bytes = stat(a.operand, &st) == 0 ? (long long)st.st_size : -1;
     if (o.json) {
         json_t *j = json_info(c, v, &o, bytes);
         char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
@@ -252,9 +234,7 @@ int ck_info_main(int argc, char **argv, gk_err *e)
     } else {
         print_text(c, v, &o, bytes);
     }
-    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
-        rc = gk_errno(e, "stdout");
     gk_vocab_free(v);
     gk_ckpt_close(c);
-    return rc;
+    return rc; /* main checks that stdout took it all (gk_std_finish) */
 }

@@ -13,12 +13,14 @@
  * the layers, so no list of names is needed: head entries, then per-layer slot k for layers
  * 0..L-1, then the tail. Two differences: wte has Vp rows (the rows past V are zero), and llm.c's
  * Linear weights are (out,in) where HuggingFace's Conv1D (our layout) is (in,out): every 2-D
- * per-layer tensor is transposed on the way in and out. */
+ * per-layer tensor is transposed on the way in and out. llm.c models always have biases: a
+ * bias = false model is written with zero biases, which give the same outputs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ck.h"
+#include "common/le.h"
 #include "common/io/outfile.h"
 #include "common/io/safetensors.h"
 
@@ -52,8 +54,7 @@ static int read_header(FILE *f, const char *path, int32_t *h, gk_err *e)
         return ferror(f) ? gk_errno(e, path)
                          : gk_errf(e, GK_EFORMAT, "%s: shorter than llm.c's 1024-byte header", path);
     for (int i = 0; i < HDR_INTS; i++)
-        h[i] = (int32_t)((uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
-                         (uint32_t)raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24);
+        h[i] = (int32_t)gk_le32(raw + 4 * i);
     if (h[0] != CK_LLMC_MAGIC)
         return gk_errf(e, GK_EFORMAT, "%s: not an llm.c checkpoint (magic %d)", path, h[0]);
     if (h[1] != V_FP32 && h[1] != V_BF16)
@@ -171,8 +172,10 @@ static int write_array(gk_outfile *o, const gk_ckpt *c, const ck_table *t, int g
     for (int l = 0; l < layers; l++) {
         const ck_entry *x = ck_table_at(t, (enum ck_group)g, g == CK_LAYER ? l : -1, slot);
         size_t n = llmc_numel(x, &t->cfg, vp);
-        int rc = gk_ckpt_read(c, 0, x->name, x->ndim, x->shape, a, e);
-        if (rc)
+        int rc = 0;
+        if (x->zero) /* a bias the model lacks */
+            memset(a, 0, x->numel * sizeof *a);
+        else if ((rc = gk_ckpt_read(c, 0, x->name, x->ndim, x->shape, a, e)))
             return rc;
         const float *src = a;
         if (transposed(x)) { /* ours (in,out) -> llm.c (out,in) */
@@ -189,10 +192,8 @@ static int write_array(gk_outfile *o, const gk_ckpt *c, const ck_table *t, int g
 
 int ck_llmc_write(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path, gk_err *e)
 {
-    if (!cfg->bias)
-        return gk_errf(e, GK_EUSAGE, "%s: a model without biases has no llm.c form", gk_ckpt_path(c));
     ck_table t;
-    int rc = ck_table_make(&t, cfg, e);
+    int rc = ck_table_make_biased(&t, cfg, e);
     if (rc)
         return rc;
     int64_t vp = ((int64_t)cfg->vocab_size + 127) / 128 * 128;
@@ -206,8 +207,7 @@ int ck_llmc_write(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path,
                            cfg->n_head, cfg->n_embd, (int32_t)vp};
     unsigned char raw[HDR_INTS * 4];
     for (int i = 0; i < HDR_INTS; i++)
-        for (int k = 0; k < 4; k++)
-            raw[4 * i + k] = (unsigned char)((uint32_t)h[i] >> (8 * k));
+        gk_put_le32(raw + 4 * i, (uint32_t)h[i]);
     gk_outfile o;
     if (!a || !b)
         rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);

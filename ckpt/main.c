@@ -16,7 +16,7 @@ static const struct command {
     {"import", ck_import_main, "NAME|DIR|FILE [-o OUT]", "HuggingFace GPT-2 or llm.c -> checkpoint"},
     {"info", ck_info_main, "FILE [--stats] [--json]", "what a checkpoint holds"},
     {"export", ck_export_main, "FILE --hf DIR | --llmc FILE", "checkpoint -> HuggingFace / llm.c"},
-    {"convert", ck_convert_main, "FILE -o OUT --dtype TYPE", "parameters as bf16, fp16 or fp32"},
+    {"convert", ck_convert_main, "FILE -o OUT --dtype TYPE", "parameters as float32, bfloat16 or float16"},
 };
 
 static void usage(FILE *f)
@@ -28,11 +28,9 @@ static void usage(FILE *f)
                "Example: gpt-ckpt import gpt2 && gpt-ckpt info gpt2.safetensors\n");
 }
 
-int main(int argc, char **argv)
+/* Runs the command named by argv[1]; returns the exit status. */
+static int run(int argc, char **argv, gk_err *e)
 {
-    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
-    gk_err e = {0};
-    gk_log_setup("gpt-ckpt", GK_LOG_NORMAL);
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -48,15 +46,26 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
         if (strcmp(argv[1], commands[i].name) != 0)
             continue;
-        int rc = commands[i].run(argc - 1, argv + 1, &e);
-        if (rc == GK_OPT_VERSION)
-            gk_opt_version(stdout, "gpt-ckpt");
+        int rc = commands[i].run(argc - 1, argv + 1, e); /* help and version are printed */
         if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
             return 0;
         if (rc)
-            gk_error("%s", e.msg);
+            gk_error("%s", e->msg);
         return gk_exit_status(rc);
     }
     gk_error("unknown command '%s' (import, info, export, convert; see --help)", argv[1]);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
+    gk_err e = {0};
+    gk_log_setup("gpt-ckpt", GK_LOG_NORMAL);
+    int status = run(argc, argv, &e);
+    if (status == 0 && gk_std_finish(&e) != 0) { /* e.g. stdout on a full disk */
+        gk_error("%s", e.msg);
+        status = 1;
+    }
+    return status;
 }

@@ -1,6 +1,7 @@
 # gpt-ckpt refuses bad inputs with one line naming the file and the problem, exit 1 (usage: 2),
 # and leaves no output behind: truncated safetensors, bad JSON header, shapes that do not match
-# config.json, pickle files, a truncated llm.c file, a non-gptkit file given to export.
+# config.json, pickle files, a truncated llm.c file, a non-gptkit file given to export, a gptkit
+# checkpoint given to import, an export onto a file.
 source "$TOP/tests/cli/lib.bash"
 set +e
 # model NAME: a copy of the tiny HuggingFace fixture in NAME/
@@ -37,6 +38,10 @@ try gpt-ckpt info trunc/model.safetensors
 cp "$FIX/hf_tiny/model.safetensors" hf.safetensors
 try gpt-ckpt export hf.safetensors --hf out
 try gpt-ckpt import ./nope
+try gpt-ckpt import ok.safetensors
+try gpt-ckpt import ok.safetensors -o again.safetensors
+echo "not a directory" > notdir
+try gpt-ckpt export ok.safetensors --hf notdir
 echo "== usage"
 try gpt-ckpt
 try gpt-ckpt frobnicate
@@ -45,5 +50,7 @@ try gpt-ckpt import --bogus x
 try gpt-ckpt export ok.safetensors
 try gpt-ckpt convert ok.safetensors -o x.safetensors
 try gpt-ckpt convert ok.safetensors -o x.safetensors --dtype int8
+try gpt-ckpt convert ok.safetensors ok.bin -o x.safetensors --dtype fp16
+try gpt-ckpt info --version
 echo "== left behind"
 ls

@@ -1,5 +1,6 @@
-# gpt-ckpt info (text, --stats, --json) and convert (bf16 / fp16 / fp32, --strip-optimizer) on the
-# imported tiny fixture, plus a training-style copy of it with AdamW moments and trainer state.
+# gpt-ckpt info (text, --stats, --json) and convert (nanoGPT's dtype names and the short aliases,
+# --strip-optimizer) on the imported tiny fixture, plus a training-style copy of it with AdamW
+# moments and trainer state.
 source "$TOP/tests/cli/lib.bash"
 gpt-ckpt import -q "$FIX/hf_tiny" -o a.safetensors
 gpt-ckpt info a.safetensors | sed -n '2,5p;7,10p'
@@ -36,7 +37,7 @@ t = {x["name"]: x for x in j["tensors"]}
 w = t["transformer.h.0.ln_1.weight"]
 print(w["shape"], w["dtype"], round(w["mean"], 4), w["nan"], w["inf"], len(t))'
 echo "== convert"
-gpt-ckpt convert -q t.safetensors --dtype bf16 -o t16.safetensors
+gpt-ckpt convert t.safetensors --dtype bfloat16 -o t16.safetensors 2>&1
 gpt-ckpt info t16.safetensors | sed -n '3p;5p'
 gpt-ckpt info t16.safetensors | grep -E '^(transformer.wte|optimizer.m.transformer.wte|tokenizer)'
 gpt-ckpt convert -q t.safetensors --dtype fp16 --strip-optimizer -o s.safetensors

@@ -42,3 +42,27 @@ cmp c.safetensors d.safetensors && echo "bf16 file: identical to convert's round
 # no vocabulary to be found: a warning, and a checkpoint without one
 gpt-ckpt import a.bin -o novocab.safetensors 2>&1 | grep -c warning
 gpt-ckpt info novocab.safetensors | grep '^tokenizer'
+# a bias = false model: llm.c's layout always has biases, so they are written as zeros: the file
+# is a.bin with its seven bias arrays zeroed, and imported back it scores text as the original
+python3 "$TOP/tests/cli/ckpt_nobias.py" a.safetensors nb.safetensors
+gpt-ckpt export -q nb.safetensors --llmc nb.bin
+python3 - a.bin nb.bin <<'PY'
+import array, struct, sys
+a, nb = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+T, V, L, NH, C, Vp = struct.unpack_from("<8i", a, 0)[2:8]
+sizes = [("wte", Vp * C), ("wpe", T * C), ("ln1w", L * C), ("ln1b", L * C), ("qkvw", L * 3 * C * C),
+         ("qkvb", L * 3 * C), ("attprojw", L * C * C), ("attprojb", L * C), ("ln2w", L * C),
+         ("ln2b", L * C), ("fcw", L * 4 * C * C), ("fcb", L * 4 * C), ("fcprojw", L * 4 * C * C),
+         ("fcprojb", L * C), ("lnfw", C), ("lnfb", C)]
+want, at = bytearray(a), 1024
+for name, n in sizes:
+    if name.endswith("b"):
+        want[at:at + 4 * n] = bytes(4 * n)
+    at += 4 * n
+print("bias-free llm.c file: the same weights, zero biases:", bytes(want) == nb, at == len(a))
+PY
+gpt-ckpt import -q nb.bin -V "$FIX/hf_tiny" -o nb2.safetensors
+nll() { gpt-evalppl -q --json -m "$1" "$FIX/hf_tiny/input.txt" | jq -r .nll; }
+a=$(nll a.safetensors) nb=$(nll nb.safetensors) nb2=$(nll nb2.safetensors)
+echo "imported back: the bias-free model's nll: $([ "$nb2" = "$nb" ] && echo yes || echo "no: $nb2 $nb")," \
+  "not the original's: $([ "$nb" != "$a" ] && echo yes || echo no)"
