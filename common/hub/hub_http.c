@@ -1,6 +1,8 @@
-/* hub_http.c: HEAD and resumable GET over libcurl for hub.c (see hub_int.h, hub.h). */
+/* hub_http.c: HEAD and resumable GET over libcurl for hub.c (see hub_int.h, hub.h).
+ * Owns libcurl's process-wide initialisation (pthread_once); everything else is per call. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +22,17 @@ enum { CONNECT_TIMEOUT_S = 5, STALL_TIMEOUT_S = 30, MAX_ATTEMPTS = 5 };
 
 /* ---------------------------------------------------------------- handles */
 
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc; /* written once under curl_once, read after it */
+
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* libcurl's global set-up, done once for the process whichever thread asks first. */
 static int curl_ready(gk_err *e)
 {
-    /* curl_global_init is thread-safe since libcurl 7.84 and counts its calls. */
-    static int done;
-    if (!done && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return gk_errf(e, GK_EIO, "libcurl: initialisation failed");
-    done = 1;
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s", curl_easy_strerror(curl_init_rc));
     return 0;
 }
 

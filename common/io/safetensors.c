@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/le.h"
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c assumes a little-endian host"
 #endif
@@ -364,9 +366,7 @@ static int map_file(gk_st_file *f, int fd, uint64_t *hlen, gk_err *err)
     }
     if (pread(fd, lenbuf, 8, 0) != 8)
         return gk_errno(err, f->path);
-    *hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        *hlen = *hlen << 8 | lenbuf[i];
+    *hlen = gk_le64(lenbuf);
     if (*hlen > size - 8) {
         snprintf(msg, sizeof msg, "header length %llu exceeds file size %llu (truncated or not a safetensors file)",
                  (unsigned long long)*hlen, (unsigned long long)size);

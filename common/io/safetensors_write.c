@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/le.h"
 #include "common/io/outfile.h"
 
 #define MAX_HEADER 100000000ULL /* what readers (ours and the reference library) accept */
@@ -189,8 +190,7 @@ static int write_all(gk_outfile *o, const char *hdr, size_t hlen, st_entry **ord
                      gk_err *err)
 {
     uint8_t lenbuf[8];
-    for (int i = 0; i < 8; i++)
-        lenbuf[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    gk_put_le64(lenbuf, (uint64_t)hlen);
     int rc = gk_outfile_write(o, lenbuf, 8, err);
     if (rc == 0)
         rc = gk_outfile_write(o, hdr, hlen, err);
@@ -217,7 +217,7 @@ int gk_st_writer_write(gk_st_writer *w, const char *path, gk_err *err)
     char *hdr;
     int rc = build_header(w, order, &hdr, &hlen, err);
     if (rc == 0 && hlen > MAX_HEADER)
-        rc = gk_errf(err, GK_EUSAGE, "%s: header of %zu bytes exceeds the safetensors limit", path, hlen);
+        rc = gk_errf(err, GK_EFORMAT, "%s: header of %zu bytes exceeds the safetensors limit", path, hlen);
     gk_outfile o;
     if (rc == 0 && (rc = gk_outfile_open(&o, path, err)) == 0) {
         rc = write_all(&o, hdr, hlen, order, w->n, err);

@@ -46,7 +46,9 @@ gpt-ckpt info s.safetensors | grep -c optimizer || true
 gpt-ckpt convert -q s.safetensors --dtype fp32 -o s32.safetensors
 gpt-ckpt info s32.safetensors | sed -n '3p'
 # bf16 values are the fp32 ones rounded: exported back they load in transformers' layout
-gpt-ckpt export -q t16.safetensors --hf t16hf
+# (a new export directory gets 0777 less the umask, as mkdir gives)
+(umask 027 && gpt-ckpt export -q t16.safetensors --hf t16hf)
+stat -c '%a %n' t16hf
 python3 -c 'import json; c = json.load(open("t16hf/config.json")); print(c["torch_dtype"], c["n_layer"])'
 gpt-ckpt export -q t16.safetensors --llmc t16.bin
 stat -c %s t16.bin

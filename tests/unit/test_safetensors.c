@@ -243,7 +243,7 @@ static void test_writer_errors(void)
     gk_st_writer_free(w);
     CHECK_OK(gk_st_writer_create(&w, &err), &err);
     CHECK(gk_st_writer_write(w, tmp("nodir/x.safetensors"), &err) == GK_ENOTFOUND);
-    CHECKF(strstr(err.msg, "nodir/x.safetensors: No such file or directory") != NULL, "%s", err.msg);
+    CHECKF(strstr(err.msg, "nodir") != NULL, "%s", err.msg); /* names the missing directory */
     CHECK(count_files() == 0);
     gk_st_writer_free(w);
 }
