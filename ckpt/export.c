@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,12 @@ static int make_temp_dir(const char *dir, char *tmp, size_t cap, gk_err *e)
         snprintf(tmp, cap, "%.*s.tmp.%ld.%u", (int)n, dir, (long)getpid(), k);
         if (mkdir(tmp, 0777) == 0)
             return 0;
+        if (errno == ENOENT) { /* say which: the output's parent, not the output */
+            char parent[4200];
+            snprintf(parent, sizeof parent, "%.*s", (int)n, dir);
+            return gk_errf(e, GK_ENOTFOUND, "%s: directory %s does not exist", dir,
+                           dirname(parent));
+        }
         if (errno != EEXIST)
             return gk_errno(e, dir);
     }

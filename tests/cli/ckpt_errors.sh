@@ -1,7 +1,7 @@
 # gpt-ckpt refuses bad inputs with one line naming the file and the problem, exit 1 (usage: 2),
 # and leaves no output behind: truncated safetensors, bad JSON header, shapes that do not match
 # config.json, pickle files, a truncated llm.c file, a non-gptkit file given to export, a gptkit
-# checkpoint given to import, an export onto a file.
+# checkpoint given to import, an export onto a file or into a missing directory.
 source "$TOP/tests/cli/lib.bash"
 set +e
 # model NAME: a copy of the tiny HuggingFace fixture in NAME/
@@ -42,6 +42,7 @@ try gpt-ckpt import ok.safetensors
 try gpt-ckpt import ok.safetensors -o again.safetensors
 echo "not a directory" > notdir
 try gpt-ckpt export ok.safetensors --hf notdir
+try gpt-ckpt export ok.safetensors --hf nodir/sub
 echo "== usage"
 try gpt-ckpt
 try gpt-ckpt frobnicate
