@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/text/bpe.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "common/io/shard.h"
 #include "common/text/utf8.h"
@@ -37,53 +38,33 @@ static int read_all(FILE *f, const char *name, unsigned char **buf, size_t *len,
     return 0;
 }
 
-static int32_t le32(const unsigned char *p)
-{
-    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-}
-
 /* tokens of width 2 or 4 at p[0..count) -> s->ids, each checked against vocab_limit */
 static int take_tokens(ep_stream *s, const unsigned char *p, size_t count, int width,
                        uint32_t vocab_limit, gk_err *e)
 {
     s->ids = malloc(sizeof *s->ids * (count ? count : 1));
     if (!s->ids) return gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
-    for (size_t i = 0; i < count; i++) {
-        const unsigned char *q = p + i * width;
-        uint32_t t = width == 2 ? (uint32_t)q[0] | (uint32_t)q[1] << 8 : (uint32_t)le32(q);
-        if (t >= vocab_limit)
-            return gk_errf(e, GK_EFORMAT, "%s: token %u at position %zu is outside the model's "
-                           "vocabulary (%u)", s->name, t, i, vocab_limit);
-        s->ids[i] = t;
-    }
+    size_t ok = gk_shard_decode(p, count, width, vocab_limit, s->ids);
+    if (ok < count)
+        return gk_errf(e, GK_EFORMAT, "%s: token %u at position %zu is outside the model's "
+                       "vocabulary (%u)", s->name, width == 2 ? gk_le16(p + 2 * ok) : gk_le32(p + 4 * ok),
+                       ok, vocab_limit);
     s->n = count;
     s->bytes = -1;
     return 0;
 }
 
-static int parse_shard(ep_stream *s, const unsigned char *b, size_t len, const gk_vocab *v,
-                       uint32_t vocab_limit, gk_err *e)
+/* b[0..len): a whole shard whose header gk_shard_parse read into h */
+static int take_shard(ep_stream *s, const unsigned char *b, const gk_shard_header *h,
+                      const gk_vocab *v, uint32_t vocab_limit, gk_err *e)
 {
-    if (len < GK_SHARD_HEADER_BYTES)
-        return gk_errf(e, GK_EFORMAT, "%s: shard header truncated (%zu of 1024 bytes)", s->name, len);
-    int version = le32(b + 4), width = version == 1 ? 2 : version == 2 ? 4 : 0;
-    int64_t count = le32(b + 8);
-    uint32_t vsize = (uint32_t)le32(b + 12), fp = (uint32_t)le32(b + 16);
-    if (!width) return gk_errf(e, GK_EFORMAT, "%s: unknown shard version %d", s->name, version);
-    size_t body = len - GK_SHARD_HEADER_BYTES;
-    if (body % width)
-        return gk_errf(e, GK_EFORMAT, "%s: %zu data bytes is not a whole number of %d-byte tokens",
-                       s->name, body, width);
-    if (count != -1 && (count < 0 || (uint64_t)count != body / width))
-        return gk_errf(e, GK_EFORMAT, "%s: header says %lld tokens, the data holds %zu", s->name,
-                       (long long)count, body / width);
-    if (v && fp && fp != gk_vocab_fingerprint(v))
+    if (v && h->fingerprint && h->fingerprint != gk_vocab_fingerprint(v))
         return gk_errf(e, GK_EFORMAT, "%s: tokenized with another vocabulary (fingerprint %08x, "
-                       "the model's is %08x)", s->name, fp, gk_vocab_fingerprint(v));
-    if (vsize > vocab_limit)
+                       "the model's is %08x)", s->name, h->fingerprint, gk_vocab_fingerprint(v));
+    if (h->vocab_size > vocab_limit)
         return gk_errf(e, GK_EFORMAT, "%s: made with a vocabulary of %u tokens, the model has %u",
-                       s->name, vsize, vocab_limit);
-    return take_tokens(s, b + GK_SHARD_HEADER_BYTES, body / width, width, vocab_limit, e);
+                       s->name, h->vocab_size, vocab_limit);
+    return take_tokens(s, b + GK_SHARD_HEADER_BYTES, (size_t)h->tokens, h->width, vocab_limit, e);
 }
 
 static int encode_text(ep_stream *s, const unsigned char *b, size_t len, const gk_vocab *v,
@@ -127,6 +108,25 @@ static int encode_text(ep_stream *s, const unsigned char *b, size_t len, const g
     return rc;
 }
 
+/* A shard, or text; binary data without a header is refused (it needs --raw to be tokens). The
+ * verdict rests on the first 1024 bytes, as in every shard reader. */
+static int take_any(ep_stream *s, const unsigned char *b, size_t len, const gk_vocab *v,
+                    uint32_t vocab_limit, gk_err *e)
+{
+    gk_shard_kind kind;
+    gk_shard_header h;
+    size_t head = len < GK_SHARD_HEADER_BYTES ? len : GK_SHARD_HEADER_BYTES;
+    int rc = gk_shard_parse(b, head, (int64_t)len, s->name, &kind, &h, e);
+    if (rc)
+        return rc;
+    if (kind == GK_SHARD_HEADER)
+        return take_shard(s, b, &h, v, vocab_limit, e);
+    if (kind == GK_SHARD_RAW && len > 0)
+        return gk_errf(e, GK_EFORMAT, "%s: binary data with no shard header, not text; if it holds "
+                       "raw uint16 tokens (nanoGPT's .bin), give --raw", s->name);
+    return encode_text(s, b, len, v, vocab_limit, e);
+}
+
 int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit,
             gk_err *e)
 {
@@ -141,14 +141,11 @@ int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t
     int rc = read_all(f, s->name, &b, &len, e);
     if (!is_stdin) fclose(f);
     if (rc) return rc;
-    if (raw) {
+    if (raw)
         rc = len % 2 ? gk_errf(e, GK_EFORMAT, "%s: --raw: odd size %zu (uint16 tokens)", s->name, len)
                      : take_tokens(s, b, len / 2, 2, vocab_limit, e);
-    } else if (len >= 4 && le32(b) == GK_SHARD_MAGIC) {
-        rc = parse_shard(s, b, len, v, vocab_limit, e);
-    } else {
-        rc = encode_text(s, b, len, v, vocab_limit, e);
-    }
+    else
+        rc = take_any(s, b, len, v, vocab_limit, e);
     free(b);
     return rc;
 }

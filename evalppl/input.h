@@ -1,7 +1,8 @@
 /* input.h: gpt-evalppl's inputs as token streams. An input (file, or stdin read whole) is a
  * token shard when it starts with the shard magic (header checked against its size, tokens
  * against the model's vocabulary, fingerprint against the vocabulary's), header-less uint16
- * tokens with --raw (nanoGPT's .bin), and text otherwise: sanitized UTF-8 encoded with the
+ * tokens with --raw (nanoGPT's .bin), and text when it reads as text (gk_shard_parse; binary
+ * data or a damaged shard header is an error): sanitized UTF-8 encoded with the
  * vocabulary as gpt-tokenize does (BPE: one document, so <|endoftext|> first; ordinary encoding).
  * Owns: ep_stream's name and ids until ep_stream_free. One thread. */
 #ifndef EP_INPUT_H

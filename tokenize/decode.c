@@ -3,12 +3,16 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/io/shard.h"
+#include "common/text/vocab.h"
 
 #define DECODE_TOKENS 65536
+#define GPT2_VOCAB_SIZE 50257
 
-static int check_vocab(const gk_shard_reader *r, const gk_vocab *v, gk_err *e)
+/* The header's vocabulary against v; a raw input's first tokens against its size. */
+static int check_vocab(gk_shard_reader *r, const gk_vocab *v, gk_err *e)
 {
     if (r->fingerprint && r->fingerprint != gk_vocab_fingerprint(v))
         return gk_errf(e, GK_EFORMAT,
@@ -17,7 +21,34 @@ static int check_vocab(const gk_shard_reader *r, const gk_vocab *v, gk_err *e)
     if (r->vocab_size && r->vocab_size != gk_vocab_size(v))
         return gk_errf(e, GK_EFORMAT, "%s: made with a vocabulary of %u tokens, this one has %u",
                        r->name, r->vocab_size, gk_vocab_size(v));
-    return 0;
+    return gk_shard_check_raw(r, gk_vocab_size(v), e);
+}
+
+/* The vocabulary for the first input. Without -V, a shard whose header names another size than
+ * GPT-2's needs its own vocabulary: say so rather than that no GPT-2 vocabulary was found. */
+static int vocab_for_shard(const char *vocab_opt, gk_shard_reader *first, gk_vocab **v, gk_err *e)
+{
+    char path[4096];
+    int rc = gk_vocab_find(path, sizeof path, vocab_opt, e);
+    if (rc == 0)
+        rc = gk_vocab_load(v, path, e);
+    if (rc == 0 && (rc = check_vocab(first, *v, e))) {
+        gk_vocab_free(*v);
+        *v = NULL;
+    }
+    if (rc && !vocab_opt && !first->raw && first->vocab_size && first->vocab_size != GPT2_VOCAB_SIZE)
+        rc = gk_errf(e, GK_ENOTFOUND, "%s: made with a %u-token vocabulary, not GPT-2's: give that "
+                     "vocabulary with -V (for a char-level shard, the file from --vocab-out, e.g. "
+                     "-V vocab.json)", first->name, first->vocab_size);
+    return rc;
+}
+
+static int open_checked(gk_shard_reader *r, const char *path, const gk_vocab *v, gk_err *e)
+{
+    int rc = gk_shard_open(r, path, e);
+    if (rc == 0 && (rc = check_vocab(r, v, e)))
+        gk_shard_close(r);
+    return rc;
 }
 
 static int write_tokens(const gk_vocab *v, const gk_shard_reader *r, const uint32_t *ids, size_t n,
@@ -37,27 +68,48 @@ static int write_tokens(const gk_vocab *v, const gk_shard_reader *r, const uint3
     return 0;
 }
 
-int tk_decode(const gk_vocab *v, char **inputs, int ninputs, int *raw_inputs, gk_err *e)
+static int decode_one(gk_shard_reader *r, const gk_vocab *v, uint32_t *ids, int *first, gk_err *e)
 {
+    int rc = 0;
+    size_t got = 1;
+    while (rc == 0 && got > 0)
+        if ((rc = gk_shard_read(r, ids, DECODE_TOKENS, &got, e)) == 0)
+            rc = write_tokens(v, r, ids, got, first, e);
+    return rc;
+}
+
+/* Pass 1 checks every input, keeping open the first and the one on stdin (it cannot be read
+ * twice); pass 2 decodes, reopening the others. */
+int tk_decode(const char *vocab_opt, char **inputs, int ninputs, int *raw_inputs, gk_err *e)
+{
+    gk_shard_reader *held = calloc((size_t)ninputs, sizeof *held);
     uint32_t *ids = malloc(DECODE_TOKENS * sizeof *ids);
-    if (!ids)
-        return gk_errf(e, GK_ENOMEM, "out of memory");
-    int rc = 0, first = 1;
+    gk_vocab *v = NULL;
+    int rc = held && ids ? gk_shard_open(&held[0], inputs[0], e) : gk_errf(e, GK_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = vocab_for_shard(vocab_opt, &held[0], &v, e);
+    int stdin_seen = strcmp(inputs[0], "-") == 0;
+    for (int i = 1; rc == 0 && i < ninputs; i++) {
+        int is_stdin = strcmp(inputs[i], "-") == 0;
+        if (is_stdin && stdin_seen)
+            continue; /* read to its end already: an empty input */
+        stdin_seen |= is_stdin;
+        if ((rc = open_checked(&held[i], inputs[i], v, e)) == 0 && !is_stdin)
+            gk_shard_close(&held[i]);
+    }
+    int first = 1;
     *raw_inputs = 0;
     for (int i = 0; rc == 0 && i < ninputs; i++) {
-        gk_shard_reader r;
-        if ((rc = gk_shard_open(&r, inputs[i], e)))
+        if (!held[i].fp && (rc = open_checked(&held[i], inputs[i], v, e)))
             break;
-        *raw_inputs += r.raw;
-        rc = check_vocab(&r, v, e);
-        size_t got = 1;
-        while (rc == 0 && got > 0)
-            if ((rc = gk_shard_read(&r, ids, DECODE_TOKENS, &got, e)) == 0)
-                rc = write_tokens(v, &r, ids, got, &first, e);
-        gk_shard_close(&r);
+        *raw_inputs += held[i].raw;
+        rc = decode_one(&held[i], v, ids, &first, e);
+        gk_shard_close(&held[i]);
     }
-    if (rc == 0 && fflush(stdout) != 0)
-        rc = gk_errno(e, "stdout");
+    for (int i = 0; held && i < ninputs; i++)
+        gk_shard_close(&held[i]);
+    gk_vocab_free(v);
+    free(held);
     free(ids);
     return rc;
 }

@@ -7,11 +7,12 @@
 #define TK_DECODE_H
 
 #include "common/err.h"
-#include "common/text/vocab.h"
 
-/* Decodes inputs (paths, "-" = stdin) with vocabulary v. Refuses a shard whose header names a
- * different vocabulary (fingerprint or size). Sets *raw_inputs to the count of header-less
- * (nanoGPT) inputs, for the caller to mention. */
-int tk_decode(const gk_vocab *v, char **inputs, int ninputs, int *raw_inputs, gk_err *e);
+/* Decodes inputs (paths, "-" = stdin) with the vocabulary vocab_opt (-V; NULL: the default
+ * lookup). Every input is opened and checked before anything is written: its header (a damaged
+ * one, text or garbage is "not a token shard"), its vocabulary (fingerprint and size against
+ * the loaded one; without -V, a shard of another vocabulary says that -V is needed). Sets
+ * *raw_inputs to the count of header-less (nanoGPT) inputs, for the caller to mention. */
+int tk_decode(const char *vocab_opt, char **inputs, int ninputs, int *raw_inputs, gk_err *e);
 
 #endif

@@ -111,17 +111,41 @@ static int enc_begin(void *c, gk_err *e) { return tk_encoder_begin(c, e); }
 static int enc_feed(void *c, const char *t, size_t n, gk_err *e) { return tk_encoder_feed(c, t, n, e); }
 static int enc_end(void *c, gk_err *e) { return tk_encoder_end(c, e); }
 
+/* "12.3 MB/s", "850 kB/s", "96 B/s": three significant figures in the unit that fits. */
+static void format_rate(char *out, size_t cap, double bytes_per_s)
+{
+    static const char *units[] = {"B/s", "kB/s", "MB/s", "GB/s"};
+    int u = 0;
+    while (u < 3 && bytes_per_s >= 1000) {
+        bytes_per_s /= 1000;
+        u++;
+    }
+    snprintf(out, cap, "%.*f %s", bytes_per_s < 10 ? 2 : bytes_per_s < 100 ? 1 : 0, bytes_per_s,
+             units[u]);
+}
+
+static const char *plural(long long n) { return n == 1 ? "" : "s"; }
+
 static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
 {
     if (st->replaced)
         gk_warn("replaced %lld invalid UTF-8 sequence%s with U+FFFD", (long long)st->replaced,
-                st->replaced == 1 ? "" : "s");
+                plural(st->replaced));
     if (rs->skipped_binary)
         gk_info("skipped %lld binary archive member%s", (long long)rs->skipped_binary,
-                rs->skipped_binary == 1 ? "" : "s");
-    gk_info("%lld document%s, %lld bytes, %lld tokens in %.2f s (%.1f MB/s)", (long long)st->docs,
-            st->docs == 1 ? "" : "s", (long long)st->bytes, (long long)st->tokens, secs,
-            (double)st->bytes / 1e6 / (secs > 1e-9 ? secs : 1e-9));
+                plural(rs->skipped_binary));
+    char took[64] = "", rate[32];
+    if (secs >= 1)
+        snprintf(took, sizeof took, " in %.2f s", secs);
+    else
+        snprintf(took, sizeof took, " in %.1f ms", secs * 1e3);
+    /* Below 100 kB the time is mostly starting threads, not encoding: no rate. */
+    if (secs > 0 && st->bytes >= 100000) {
+        format_rate(rate, sizeof rate, (double)st->bytes / secs);
+        snprintf(took + strlen(took), sizeof took - strlen(took), " (%s)", rate);
+    }
+    gk_info("%lld document%s, %lld byte%s, %lld token%s%s", (long long)st->docs, plural(st->docs),
+            (long long)st->bytes, plural(st->bytes), (long long)st->tokens, plural(st->tokens), took);
 }
 
 /* Encodes; with --char and no -V the text is read whole first to build the vocabulary. */
@@ -172,15 +196,21 @@ static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
 
 static int decode(const options *o, char **inputs, int ninputs, gk_err *e)
 {
-    gk_vocab *v = NULL;
-    int raw = 0, rc = load_vocab(o, &v, e);
-    if (!rc)
-        rc = tk_decode(v, inputs, ninputs, &raw, e);
+    int raw = 0, rc = tk_decode(o->vocab, inputs, ninputs, &raw, e);
     if (!rc && raw)
         gk_verbose("read %d header-less input%s as raw uint16 tokens (nanoGPT format)", raw,
                    raw == 1 ? "" : "s");
-    gk_vocab_free(v);
     return rc;
+}
+
+/* A closed stdin (`<&-`) is reopened on /dev/null at start: reading it would encode nothing
+ * and succeed, so it is an error wherever stdin is an input. */
+static int check_stdin(char **inputs, int ninputs, gk_err *e)
+{
+    for (int i = 0; i < ninputs; i++)
+        if (strcmp(inputs[i], "-") == 0 && gk_std_was_closed(STDIN_FILENO))
+            return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -200,7 +230,13 @@ int main(int argc, char **argv)
     char **inputs = first < argc ? argv + first : stdin_only;
     int ninputs = first < argc ? argc - first : 1;
     if (rc == 0)
+        rc = check_stdin(inputs, ninputs, &e);
+    if (rc == 0) {
+        gk_outfile_cleanup_on_signals(); /* no OUT.tmp.XXXXXX left by SIGINT or SIGTERM */
         rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, inputs, ninputs, &e);
+    }
+    if (rc == 0)
+        rc = gk_std_finish(&e); /* a summary or text that could not be written is a failure */
     if (rc) {
         gk_error("%s", e.msg);
         return gk_exit_status(rc);

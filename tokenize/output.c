@@ -16,7 +16,7 @@ typedef struct target {
 
 struct tk_sink {
     tk_sink_opts o;
-    target train;
+    target train, val; /* val: with --val-fraction */
     int64_t tokens;
     /* validation split: everything held until finish */
     uint32_t *held;
@@ -53,17 +53,17 @@ static void target_abort(target *t)
         gk_shard_writer_abort(&t->w);
 }
 
+/* Every output is opened here, so that a wrong path is said before any input is read; with a
+ * validation split they are written only at finish. */
 int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
 {
     tk_sink *s = calloc(1, sizeof *s);
     if (!s)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     s->o = *o;
-    if (o->val_fraction > 0) { /* files are opened at finish, once the split is known */
-        *out = s;
-        return 0;
-    }
     int rc = target_open(&s->train, o->output, o->shard_tokens, o, e);
+    if (rc == 0 && o->val_fraction > 0 && (rc = target_open(&s->val, o->val_output, 0, o, e)))
+        target_abort(&s->train);
     if (rc) {
         free(s);
         return rc;
@@ -127,20 +127,12 @@ static int write_split(tk_sink *s, gk_err *e)
     size_t cut = split_point(s);
     if (cut == s->held_n)
         gk_warn("--val-fraction %g leaves the validation shard empty", s->o.val_fraction);
-    target val = {0};
-    int rc = target_open(&s->train, s->o.output, s->o.shard_tokens, &s->o, e);
-    if (rc)
-        return rc;
-    if ((rc = target_open(&val, s->o.val_output, 0, &s->o, e))) {
-        target_abort(&s->train);
-        return rc;
-    }
-    rc = target_write(&s->train, s->held, cut, e);
+    int rc = target_write(&s->train, s->held, cut, e);
     if (!rc)
-        rc = target_write(&val, s->held + cut, s->held_n - cut, e);
-    if (!rc && !(rc = target_finish(&val, e)))
+        rc = target_write(&s->val, s->held + cut, s->held_n - cut, e);
+    if (!rc && !(rc = target_finish(&s->val, e)))
         return target_finish(&s->train, e);
-    target_abort(&val);
+    target_abort(&s->val);
     target_abort(&s->train);
     return rc;
 }
@@ -163,8 +155,9 @@ void tk_sink_abort(tk_sink *s)
 {
     if (!s)
         return;
-    if (s->o.val_fraction <= 0)
-        target_abort(&s->train);
+    target_abort(&s->train);
+    if (s->o.val_fraction > 0)
+        target_abort(&s->val);
     sink_free(s);
 }
 

@@ -1,8 +1,11 @@
 /* outfile.h: output that is never left half-written.
  * Owns: an output stream and, for a named file, its temporary sibling. A named file is written to
- * PATH.tmp.XXXXXX in the same directory, then fsync + rename on commit; abort removes the temp.
+ * PATH.tmp.XXXXXX in the same directory (mode 0666 & ~umask, flock'd while it lives), then fsync
+ * + rename on commit; abort removes the temp. Opening PATH first removes the PATH.tmp.XXXXXX
+ * files that no live process holds (left by a run that was killed). Live temps are also kept in
+ * a fixed registry that a signal handler may empty (gk_outfile_unlink_temps).
  * Stdout ("-" or NULL) is written in place; abort truncates it back when it is a regular file.
- * Thread safety: one gk_outfile per thread. */
+ * Thread safety: one gk_outfile per thread; the registry is lock-free and async-signal-safe. */
 #ifndef GK_OUTFILE_H
 #define GK_OUTFILE_H
 
@@ -17,9 +20,13 @@ typedef struct gk_outfile {
     char *tmp_path;  /* temporary name; NULL for stdout */
     long start;      /* stdout: offset at open when it is a regular file, else -1 */
     int seekable;    /* the stream is a regular file (patching a header is possible) */
+    int slot;        /* its place in the signal registry, or -1 */
 } gk_outfile;
 
-/* Opens path for writing ("-" or NULL: stdout). */
+/* Whether path can be opened for writing, without creating anything: its directory exists and
+ * it is not a directory itself ("-" or NULL: yes). Errors name the path and the directory. */
+int gk_outfile_check(const char *path, gk_err *e);
+/* Opens path for writing ("-" or NULL: stdout). Errors say what is wrong with the directory. */
 int gk_outfile_open(gk_outfile *o, const char *path, gk_err *e);
 /* Writes n bytes; an error (disk full, closed pipe) names the output. */
 int gk_outfile_write(gk_outfile *o, const void *data, size_t n, gk_err *e);
@@ -31,5 +38,12 @@ int gk_outfile_commit(gk_outfile *o, gk_err *e);
 void gk_outfile_abort(gk_outfile *o);
 /* The name to use in messages: the path or "stdout". */
 const char *gk_outfile_name(const gk_outfile *o);
+
+/* Removes every live temporary file. Async-signal-safe: for a tool's own signal handler. */
+void gk_outfile_unlink_temps(void);
+/* Installs handlers for SIGHUP, SIGINT, SIGPIPE and SIGTERM (those at their default action) that
+ * remove the live temporaries and then die of the signal as before. For tools that do not
+ * handle these signals themselves; call once from main before threads start. */
+void gk_outfile_cleanup_on_signals(void);
 
 #endif

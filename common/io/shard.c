@@ -165,9 +165,9 @@ int gk_shard_check_raw(gk_shard_reader *r, uint32_t vocab_size, gk_err *e)
     uint32_t ids[GK_SHARD_HEADER_BYTES / 2];
     size_t ok = gk_shard_decode(r->sniff, k, 2, vocab_size, ids);
     if (ok < k)
-        return gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and as raw uint16 "
-                       "tokens its token %zu, %u, is outside the %u-token vocabulary)", r->name, ok,
-                       gk_le16(r->sniff + 2 * ok), vocab_size);
+        return gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and read as raw "
+                       "uint16 tokens it holds %u at position %zu, outside the %u-token vocabulary)",
+                       r->name, gk_le16(r->sniff + 2 * ok), ok, vocab_size);
     return 0;
 }
 
@@ -379,6 +379,15 @@ void gk_shard_writer_abort(gk_shard_writer *w)
 
 /* ---------------------------------------------------------------- numbered shards */
 
+static char *series_path(const gk_shard_series *s, int index)
+{
+    size_t n = strlen(s->prefix) + 32;
+    char *path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s_%06d.bin", s->prefix, index);
+    return path;
+}
+
 int gk_shard_series_init(gk_shard_series *s, const char *prefix, int64_t max_tokens,
                          uint32_t vocab_size, uint32_t fingerprint, gk_err *e)
 {
@@ -386,8 +395,14 @@ int gk_shard_series_init(gk_shard_series *s, const char *prefix, int64_t max_tok
     if (max_tokens < 1 || max_tokens > GK_SHARD_MAX_TOKENS)
         return gk_errf(e, GK_EUSAGE, "--shard-tokens must be between 1 and 2147483647");
     s->prefix = strdup(prefix);
-    if (!s->prefix)
-        return gk_errf(e, GK_ENOMEM, "out of memory");
+    char *first = s->prefix ? series_path(s, 0) : NULL;
+    int rc = first ? gk_outfile_check(first, e) : gk_errf(e, GK_ENOMEM, "out of memory");
+    free(first);
+    if (rc) { /* the shards are opened as they fill: say now that they cannot be */
+        free(s->prefix);
+        s->prefix = NULL;
+        return rc;
+    }
     s->max_tokens = max_tokens;
     s->vocab_size = vocab_size;
     s->fingerprint = fingerprint;
@@ -396,11 +411,9 @@ int gk_shard_series_init(gk_shard_series *s, const char *prefix, int64_t max_tok
 
 static int series_open_next(gk_shard_series *s, gk_err *e)
 {
-    size_t n = strlen(s->prefix) + 32;
-    char *path = malloc(n);
+    char *path = series_path(s, s->index);
     if (!path)
         return gk_errf(e, GK_ENOMEM, "out of memory");
-    snprintf(path, n, "%s_%06d.bin", s->prefix, s->index);
     int rc = gk_shard_writer_open(&s->w, path, s->vocab_size, s->fingerprint, e);
     free(path);
     if (rc == 0) {

@@ -311,8 +311,8 @@ static void test_check_raw(void)
     write_bytes(tmp("r.bin"), raw, sizeof raw);
     CHECK_OK(gk_shard_open(&r, tmp("r.bin"), &e), &e);
     CHECK(gk_shard_check_raw(&r, 65, &e) == GK_EFORMAT);
-    CHECKF(strstr(e.msg, "r.bin: not a token shard (no shard header, and as raw uint16 tokens its "
-                  "token 3, 70, is outside the 65-token vocabulary)") != NULL, "%s", e.msg);
+    CHECKF(strstr(e.msg, "r.bin: not a token shard (no shard header, and read as raw uint16 tokens "
+                  "it holds 70 at position 3, outside the 65-token vocabulary)") != NULL, "%s", e.msg);
     gk_shard_close(&r);
 }
 
