@@ -74,9 +74,11 @@ static json_t *hf_config(const gk_gpt2_config *c, int eot, enum gk_dtype dt)
                           "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
                           "reorder_and_upcast_attn", 0, "tie_word_embeddings", 1,
                           "torch_dtype", torch_dtype(dt), "use_cache", 1, "vocab_size", c->vocab_size);
-    if (o && eot >= 0) {
-        json_object_set_new(o, "bos_token_id", json_integer(eot));
-        json_object_set_new(o, "eos_token_id", json_integer(eot));
+    /* without an end-of-text token, null: GPT2Config's default 50256 lies outside a smaller
+     * vocabulary (a char-level model), and transformers warns about it */
+    if (o && (eot >= 0 || c->vocab_size <= 50256)) {
+        json_object_set_new(o, "bos_token_id", eot >= 0 ? json_integer(eot) : json_null());
+        json_object_set_new(o, "eos_token_id", eot >= 0 ? json_integer(eot) : json_null());
     }
     return o;
 }

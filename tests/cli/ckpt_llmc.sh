@@ -42,6 +42,10 @@ cmp c.safetensors d.safetensors && echo "bf16 file: identical to convert's round
 # no vocabulary to be found: a warning, and a checkpoint without one
 gpt-ckpt import a.bin -o novocab.safetensors 2>&1 | grep -c warning
 gpt-ckpt info novocab.safetensors | grep '^tokenizer'
+# exported without a vocabulary: no end-of-text id, so none in config.json (GPT2Config's default
+# 50256 would lie outside the 301-token vocabulary)
+gpt-ckpt export -q novocab.safetensors --hf novocab
+jq -c '[.bos_token_id, .eos_token_id, .vocab_size]' novocab/config.json
 # a bias = false model: llm.c's layout always has biases, so they are written as zeros: the file
 # is a.bin with its seven bias arrays zeroed, and imported back it scores text as the original
 python3 "$TOP/tests/cli/ckpt_nobias.py" a.safetensors nb.safetensors
