@@ -27,8 +27,9 @@ typedef struct options {
 static const char usage[] =
     "gpt-tokenize [options] [FILE...] > out.bin\n"
     "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
-    "Encodes text (files, stdin, or tar/zip/gz/xz/zst archives) into a token shard with GPT-2 BPE\n"
-    "or a char-level vocabulary; -d decodes shards back to text.";
+    "Encodes text into a token shard with GPT-2 BPE or a char-level vocabulary; -d decodes\n"
+    "shards back to text. Inputs: files or stdin, plain or compressed (gzip, bzip2, xz, lzma,\n"
+    "zstd, lz4), and archives (tar, zip, 7z), recognised by content.";
 
 static const char footer[] =
     "The vocabulary comes from -V, else $GPT_VOCAB, else the HuggingFace cache (gpt2).\n"

@@ -18,11 +18,24 @@ for f in t.tar t.tgz t.txz t.tzst z.zip looks-like.txt; do
 done
 # single compressed files are one document, and plain files are text even with a NUL
 gpt-tokenize -q d/a.txt -o a.bin
-for z in "gzip -c" "xz -c" "zstd -q -c" "bzip2 -c"; do
+lz4=(); command -v lz4 > /dev/null && lz4=("lz4 -q -c") # lz4 (the tool) is not in .ci/deps.sh
+for z in "gzip -c" "xz -c" "zstd -q -c" "bzip2 -c" "lzma -c" "${lz4[@]}"; do
   $z d/a.txt > a.z
   gpt-tokenize -q < a.z > az.bin
   [ "$(ids az.bin)" = "$(ids a.bin)" ] || { echo "$z: differs" >&2; exit 1; }
 done
+# every filter also under tar; and 7z (made by libarchive's writer: 2 members, "First document.\n"
+# and "Second one.\n"), the formats that --help and the man page name
+for z in "bzip2 -c" "lzma -c" "${lz4[@]}"; do
+  $z t.tar > t.tz
+  gpt-tokenize t.tz -o tz.bin 2> tz.err
+  [ "$(ids tz.bin)" = "$want" ] || { echo "tar | $z: differs" >&2; exit 1; }
+done
+echo 'N3q8ryccAAPsTnI9hQAAAAAAAAAgAAAAAAAAAMgiWA8AIxpKR1zpihXS/YMeilOpm18R8q4Q+rO0j2Y0OJ+f62lj//BeQAAAAIEzB64P0Hif/J8/R0Fc9mccFgU19bJ2rWAOOcXCqCkzSIqKkRLhSGQw4AodrArOtUBP8NqK2klAHjO5MvnBvoJLtBQv75ikbbwd1dIpqbNagQJWUHtQTv/4WeAAFwYnAQleAAcLAQABIwMBAQVdAACAAAxqCgGNbvqYAAA=' | base64 -d > t.7z
+printf 'Second one.\n' > d/b2.txt
+gpt-tokenize -q d/a.txt d/b2.txt -o want7.bin
+gpt-tokenize -q t.7z -o t7.bin
+cmp want7.bin t7.bin && echo "7z: same"
 printf 'a\0b' > nul.txt
 gpt-tokenize -q nul.txt -o nul.bin
 ids nul.bin
