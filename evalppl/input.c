@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/text/bpe.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/io/shard.h"
 #include "common/text/utf8.h"
 
@@ -134,6 +136,8 @@ int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t
     int is_stdin = strcmp(path, "-") == 0;
     s->name = strdup(is_stdin ? "stdin" : path);
     if (!s->name) return gk_errf(e, GK_ENOMEM, "out of memory");
+    if (is_stdin && gk_std_was_closed(STDIN_FILENO)) /* reopened on /dev/null: not an input */
+        return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) return gk_errno(e, path);
     unsigned char *b = NULL;

@@ -2,7 +2,7 @@
 # "damaged shard header" in gpt-train, gpt-evalppl and gpt-tokenize -d (before: read as text by
 # gpt-evalppl, as raw tokens and then "vocab_size not set" by gpt-train); text given as training
 # data is not a shard; a nanoGPT raw .bin given to gpt-evalppl without --raw suggests --raw
-# (before: scored as text).
+# (before: scored as text). gpt-evalppl with stdin closed says so.
 source "$TOP/tests/cli/lib.bash"; need_data
 run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(cat err.txt)"; }
 tiny_data d
@@ -18,6 +18,7 @@ run gpt-evalppl -q dm.bin
 run gpt-evalppl -q dz.bin
 tail -c +1025 d/val.bin > raw.bin
 run gpt-evalppl -q raw.bin
+run sh -c 'gpt-evalppl -q <&-' # stdin closed (before: "nothing to score")
 gpt-evalppl -q --json --raw raw.bin | jq -r .tokens
 gpt-evalppl -q --json d/val.bin | jq -r .tokens
 head -c 1000 d/input.txt > t.txt
