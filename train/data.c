@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/io/shard.h"
+#include "kernels/rng.h"
 
 struct tr_data {
     gk_shard_map *shards;
@@ -16,12 +17,10 @@ struct tr_data {
     int64_t tokens;
 };
 
+/* One splitmix64 step from state x: the golden-gamma increment, then rng.h's output mixer. */
 static uint64_t mix(uint64_t x)
 {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+    return gk_rng_mix(x + 0x9e3779b97f4a7c15ULL);
 }
 
 uint64_t tr_hash(uint64_t a, uint64_t b, uint64_t c, uint64_t d)

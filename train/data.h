@@ -31,7 +31,8 @@ int tr_data_window(const tr_data *d, uint64_t seed, int stream, uint64_t batch, 
                    uint32_t *x, uint32_t *y, gk_err *e);
 void tr_data_close(tr_data *d);
 
-/* splitmix64-style mixing of several words: the counter-based RNG used for data windows. */
+/* The counter-based hash behind data windows: splitmix64 steps (kernels/rng.h's mixer) chained
+ * over the four words. */
 uint64_t tr_hash(uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 
 #endif
