@@ -1,5 +1,5 @@
 /* test_ckpt.c: checkpoint save/load: parameters, moments, metadata, embedded vocabulary,
- * bf16 storage, shape and dtype errors. */
+ * bf16 storage, shape and dtype errors, non-finite values refused (every dtype, every position). */
 #include <stdint.h>
 #include <unistd.h>
 
@@ -75,6 +75,60 @@ static void test_bf16_storage(void)
     gk_ckpt_close(c);
 }
 
+/* One NaN or infinity at position bad of an n-value tensor stored as dtype: the read fails
+ * naming the file, tensor and element; the same tensor all finite reads back. */
+static void nonfinite_case(int dtype, size_t n, size_t bad, float value, const char *word)
+{
+    float *w = malloc(n * sizeof *w), *out = malloc(n * sizeof *out);
+    if (!w || !out) {
+        CHECK(!"out of memory");
+        free(w);
+        free(out);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        w[i] = (float)(i % 7) - 3.0f;
+    gk_ckpt_param p = {"transformer.h.0.mlp.c_proj.weight", 1, {(int64_t)n, 0}, w, w, NULL};
+    gk_ckpt_info info = {"{}", NULL, NULL, dtype};
+    char path[128];
+    snprintf(path, sizeof path, "%s/nan.safetensors", dir);
+    gk_err e = {0};
+    gk_ckpt *c = NULL;
+    CHECK_OK(gk_ckpt_save(path, &p, 1, &info, &e), &e);
+    CHECK_OK(gk_ckpt_open(&c, path, &e), &e);
+    CHECK_OK(c ? gk_ckpt_read(c, 0, p.name, 1, p.shape, out, &e) : -1, &e);
+    gk_ckpt_close(c);
+    w[bad] = value;
+    CHECK_OK(gk_ckpt_save(path, &p, 1, &info, &e), &e);
+    c = NULL;
+    CHECK_OK(gk_ckpt_open(&c, path, &e), &e);
+    char want[160];
+    snprintf(want, sizeof want, "nan.safetensors: tensor '%s' holds %s at element %zu of %zu",
+             p.name, word, bad, n);
+    /* the parameter, then its 'm' moment (always F32: 1e6 is finite there) */
+    for (int kind = 0; c && kind < (isfinite(value) ? 1 : 2); kind++) {
+        CHECK(gk_ckpt_read(c, kind ? 'm' : 0, p.name, 1, p.shape, out, &e) == GK_EFORMAT);
+        if (kind)
+            snprintf(want, sizeof want, "tensor 'optimizer.m.%s' holds %s at element %zu", p.name,
+                     word, bad);
+        CHECKF(strstr(e.msg, want) != NULL, "%s (want %s)", e.msg, want);
+    }
+    gk_ckpt_close(c);
+    free(w);
+    free(out);
+}
+
+static void test_nonfinite(void)
+{
+    nonfinite_case(GK_DT_F32, 5, 2, NAN, "NaN");
+    nonfinite_case(GK_DT_F32, 100000, 99999, INFINITY, "+Inf"); /* the tail, past a chunk */
+    nonfinite_case(GK_DT_F32, 100000, 16384, -INFINITY, "-Inf"); /* a chunk's first element */
+    nonfinite_case(GK_DT_F32, 40000, 17, NAN, "NaN");
+    nonfinite_case(GK_DT_BF16, 40000, 33333, NAN, "NaN");
+    nonfinite_case(GK_DT_F16, 50, 0, INFINITY, "+Inf");
+    nonfinite_case(GK_DT_F16, 50, 49, 1e6f, "+Inf"); /* too large for F16: stored as infinity */
+}
+
 static void test_bad_file(void)
 {
     char path[128];
@@ -96,6 +150,7 @@ int main(void)
         return 1;
     RUN(test_round_trip);
     RUN(test_bf16_storage);
+    RUN(test_nonfinite);
     RUN(test_bad_file);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
