@@ -36,8 +36,35 @@ static int store(const gk_opt *o, const char *arg, gk_err *e)
     case GK_OPT_DOUBLE:
         return gk_parse_double(arg, limited ? o->min : -1e300, limited ? o->max : 1e300,
                                (double *)o->dest, what, e);
+    case GK_OPT_CALL:
+    case GK_OPT_KEYVAL: {
+        const gk_opt_call *call = o->dest;
+        return call->fn(call->ctx, arg, e);
+    }
     }
     return gk_errf(e, GK_EUSAGE, "%s: bad option kind", what);
+}
+
+/* The GK_OPT_KEYVAL entry of tab, or NULL. */
+static const gk_opt *keyval_entry(const gk_opt *tab, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tab[i].kind == GK_OPT_KEYVAL)
+            return &tab[i];
+    return NULL;
+}
+
+/* An option getopt_long did not know: "--key=value" goes to the GK_OPT_KEYVAL entry if any. */
+static int unknown(const gk_opt *tab, size_t n, const char *arg, gk_err *e)
+{
+    const gk_opt *kv = keyval_entry(tab, n);
+    if (optopt >= OPT_HELP) /* a known long option given "=value" it does not take */
+        return gk_errf(e, GK_EUSAGE, "option %.*s takes no value", (int)strcspn(arg, "="), arg);
+    if (optopt)
+        return gk_errf(e, GK_EUSAGE, "unknown option -%c (see --help)", optopt);
+    if (kv && strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+        return store(kv, arg, e);
+    return gk_errf(e, GK_EUSAGE, "unknown option %s (see --help)", arg);
 }
 
 int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, gk_err *e)
@@ -53,18 +80,21 @@ int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, g
     size_t k = 0;
     sopts[k++] = ':'; /* report missing arguments as ':' */
     sopts[k++] = 'h';
+    size_t nl = 0;
     for (size_t i = 0; i < n; i++) {
+        if (tab[i].kind == GK_OPT_KEYVAL)
+            continue; /* not an option of its own */
         int has_arg = tab[i].kind == GK_OPT_FLAG || tab[i].kind == GK_OPT_COUNT ? no_argument
                                                                                 : required_argument;
-        lopts[i] = (struct option){tab[i].long_name, has_arg, NULL, OPT_LONG_BASE + (int)i};
+        lopts[nl++] = (struct option){tab[i].long_name, has_arg, NULL, OPT_LONG_BASE + (int)i};
         if (tab[i].short_name) {
             sopts[k++] = (char)tab[i].short_name;
             if (has_arg)
                 sopts[k++] = ':';
         }
     }
-    lopts[n] = (struct option){"help", no_argument, NULL, OPT_HELP};
-    lopts[n + 1] = (struct option){"version", no_argument, NULL, OPT_VERSION};
+    lopts[nl] = (struct option){"help", no_argument, NULL, OPT_HELP};
+    lopts[nl + 1] = (struct option){"version", no_argument, NULL, OPT_VERSION};
     opterr = 0;
     optind = 1;
     int rc = GK_OPT_DONE, c;
@@ -76,8 +106,7 @@ int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, g
         else if (c == ':')
             rc = gk_errf(e, GK_EUSAGE, "option %s needs an argument", argv[optind - 1]);
         else if (c == '?')
-            rc = optopt ? gk_errf(e, GK_EUSAGE, "unknown option -%c (see --help)", optopt)
-                        : gk_errf(e, GK_EUSAGE, "unknown option %s (see --help)", argv[optind - 1]);
+            rc = unknown(tab, n, argv[optind - 1], e);
         else {
             const gk_opt *o = NULL;
             if (c >= OPT_LONG_BASE)

@@ -1,6 +1,8 @@
 /* opt.h: one option table per tool drives getopt_long parsing and --help.
  * Owns nothing: the table and the destinations belong to the tool. Not thread-safe (getopt
- * state); call once from main. -h/--help and --version are handled here for every tool. */
+ * state); call once from main. -h/--help and --version are handled here for every tool.
+ * Options are handled in command-line order (callbacks see them so); operands may come between
+ * them and are gathered at the end (getopt_long permutes argv). */
 #ifndef GK_OPT_H
 #define GK_OPT_H
 
@@ -15,7 +17,16 @@ enum gk_opt_kind {
     GK_OPT_INT,    /* int64_t *: gk_parse_i64 with [min, max], K/M/G suffixes */
     GK_OPT_DOUBLE, /* double *: gk_parse_double with [min, max] */
     GK_OPT_STR,    /* const char **: the argument as given */
+    GK_OPT_CALL,   /* const gk_opt_call *: fn(ctx, argument), in command-line order */
+    GK_OPT_KEYVAL, /* const gk_opt_call *: gets every "--key=value" that names no option in the
+                    * table (e.g. gk_config_set_arg); long_name is only shown in --help */
 };
+
+/* For GK_OPT_CALL and GK_OPT_KEYVAL: fn returns 0 or a gk_err code (which ends the parse). */
+typedef struct gk_opt_call {
+    int (*fn)(void *ctx, const char *arg, gk_err *e);
+    void *ctx;
+} gk_opt_call;
 
 typedef struct gk_opt {
     int short_name;       /* 'o', or 0 for long-only */

@@ -88,6 +88,52 @@ static void test_opt_table(void)
     CHECK(gk_opt_parse(tab, 2, help, &first, &e) == GK_OPT_HELP);
 }
 
+/* GK_OPT_CALL and GK_OPT_KEYVAL: called in command-line order; --key=value pass-through. */
+static int record(void *ctx, const char *arg, gk_err *e)
+{
+    char *log = ctx;
+    if (strcmp(arg, "--bad=1") == 0)
+        return gk_errf(e, GK_EUSAGE, "%s: refused", arg);
+    strcat(log, arg);
+    strcat(log, ";");
+    return 0;
+}
+
+static void test_opt_callbacks(void)
+{
+    char log[256] = "";
+    int quiet = 0;
+    gk_opt_call call = {record, log};
+    const gk_opt tab[] = {
+        {'c', "config", GK_OPT_CALL, &call, "FILE", "a file", 0, 0},
+        {0, "KEY=VALUE", GK_OPT_KEYVAL, &call, NULL, "a setting", 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &quiet, NULL, "quiet", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    char *argv[] = {"prog", "--n_layer=2", "-c", "a.conf", "-q", "--config=b.conf", "--lr=1e-3", "x", NULL};
+    int first = 0;
+    gk_err e = {0};
+    CHECK_OK(gk_opt_parse(tab, 8, argv, &first, &e), &e);
+    CHECKF(strcmp(log, "--n_layer=2;a.conf;b.conf;--lr=1e-3;") == 0, "%s", log);
+    CHECK(quiet == 1 && first == 7);
+    char *bad[] = {"prog", "--bad=1", NULL};
+    CHECK(gk_opt_parse(tab, 2, bad, &first, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "--bad=1: refused") == 0, "%s", e.msg);
+    char *noeq[] = {"prog", "--n_layer", NULL}; /* a key needs its =value */
+    CHECK(gk_opt_parse(tab, 2, noeq, &first, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "unknown option --n_layer (see --help)") == 0, "%s", e.msg);
+    char *flagval[] = {"prog", "--quiet=1", NULL};
+    CHECK(gk_opt_parse(tab, 2, flagval, &first, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "option --quiet takes no value") == 0, "%s", e.msg);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gk_opt_help(f, "prog", tab, NULL);
+    fclose(f);
+    CHECKF(buf && strstr(buf, "\n      --KEY=VALUE              a setting\n"), "%s", buf);
+    free(buf);
+}
+
 static void test_outfile_commit_and_abort(void)
 {
     char dir[] = "/tmp/gk_test_outfile_XXXXXX";
@@ -126,6 +172,7 @@ int main(void)
     RUN(test_parse_i64_errors);
     RUN(test_parse_double);
     RUN(test_opt_table);
+    RUN(test_opt_callbacks);
     RUN(test_outfile_commit_and_abort);
     return TEST_END();
 }
