@@ -15,9 +15,12 @@
  *   double strtod syntax, whole string, finite, [min, max] checked
  *   bool   true/false, 1/0, yes/no, on/off (any case; so Python's True/False work)
  *   string anything; `choices` ("cpu|cuda"), when set, lists the accepted values
- * A later assignment wins. Errors are one line: "FILE:LINE: unknown key 'lerning_rate' (did you
- * mean 'learning_rate'?)", "FILE:LINE: learning_rate: 'abc' is not a number"; for command-line
- * overrides the origin is "--KEY" instead of FILE:LINE. */
+ * A key may be set once per file ("FILE:LINE: duplicate key 'n_layer' (first set at FILE:LINE)");
+ * across files the later assignment wins (a file overrides what it included before, and
+ * --key=value overrides files). Errors are one line: "FILE:LINE: unknown key 'lerning_rate' (did
+ * you mean 'learning_rate'?)", "FILE:LINE: learning_rate: 'abc' is not a number"; for command-line
+ * overrides the origin is "--KEY" instead of FILE:LINE. A file or include that cannot be opened,
+ * like every other config mistake, is GK_EUSAGE (the tools exit 2). */
 #ifndef GK_CONFIG_H
 #define GK_CONFIG_H
 
@@ -68,7 +71,7 @@ int gk_config_create(gk_config **out, const gk_config_key *table, void *values, 
 void gk_config_free(gk_config *cfg);
 
 /* Reads a .conf file (see the syntax above). On error, keys assigned before the bad line keep
- * their new values. */
+ * their new values. GK_EUSAGE for any mistake (missing file included); GK_EIO if reading fails. */
 int gk_config_load_file(gk_config *cfg, const char *path, gk_err *err);
 /* Sets one key from text. origin names where it came from in messages and in gk_config_print
  * ("FILE:LINE", "--KEY"); NULL means "--KEY". */
@@ -99,9 +102,9 @@ int gk_config_from_jansson(gk_config *cfg, const struct json_t *obj, const char 
 int gk_config_from_json(gk_config *cfg, const char *json, const char *origin, gk_err *err);
 
 /* Finds a config file: NAME itself if it exists; else, when NAME has no '/', in
- * $GPTKIT_CONFIG_DIR, then GPTKIT_DATADIR/configs, trying NAME and NAME.conf in each.
- * Writes the path found to out. Returns 0, GK_ENOTFOUND (message lists where it looked) or
- * GK_EUSAGE (path longer than cap). */
+ * $GPTKIT_CONFIG_DIR, then gk_datadir()/configs (datadir.h), trying NAME and NAME.conf in each.
+ * Writes the path found to out. Returns 0, or GK_EUSAGE when not found (the message lists where
+ * it looked) or when the path is longer than cap. */
 int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err);
 
 /* Levenshtein distance between a and b (for did-you-mean suggestions). */

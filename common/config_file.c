@@ -1,4 +1,5 @@
-/* config_file.c: .conf file parsing, includes and preset lookup (see config.h). */
+/* config_file.c: .conf file parsing, includes and preset lookup (see config.h). A file that
+ * cannot be opened is a config error (GK_EUSAGE), as is a key set twice in one file. */
 #include "common/config.h"
 
 #include <errno.h>
@@ -7,9 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef GPTKIT_DATADIR
-#define GPTKIT_DATADIR "/usr/local/share/gptkit"
-#endif
+#include "common/datadir.h"
+
 
 #define MAX_DEPTH 16
 
@@ -138,11 +138,47 @@ static int do_include(gk_config *cfg, const char *value, include_stack *st, cons
 
 /* ---- files ----------------------------------------------------------------------------- */
 
+/* The keys one file has set so far, with their lines (a key may be set once per file). */
+typedef struct seen_keys {
+    const gk_config_key **key;
+    long *line;
+    size_t n, cap;
+} seen_keys;
+
+/* Records that key was set at line of path; a second time is an error naming both lines. */
+static int note_key(seen_keys *sk, const gk_config *cfg, const char *key, long line,
+                    const char *path, const char *where, gk_err *err)
+{
+    const gk_config_key *k = gk_config_find(cfg, key);
+    if (!k)
+        return 0; /* unknown: gk_config_set says so */
+    for (size_t i = 0; i < sk->n; i++)
+        if (sk->key[i] == k)
+            return gk_errf(err, GK_EUSAGE, "%s: duplicate key '%s' (first set at %s:%ld)", where,
+                           key, path, sk->line[i]);
+    if (sk->n == sk->cap) {
+        size_t cap = sk->cap ? 2 * sk->cap : 16;
+        const gk_config_key **nk = realloc(sk->key, cap * sizeof *nk);
+        if (nk)
+            sk->key = nk;
+        long *nl = realloc(sk->line, cap * sizeof *nl);
+        if (nl)
+            sk->line = nl;
+        if (!nk || !nl)
+            return gk_errf(err, GK_ENOMEM, "%s: out of memory", where);
+        sk->cap = cap;
+    }
+    sk->key[sk->n] = k;
+    sk->line[sk->n++] = line;
+    return 0;
+}
+
 static int load_lines(gk_config *cfg, FILE *fp, include_stack *st, gk_err *err)
 {
     const char *path = st->names[st->depth - 1];
     char *line = NULL, where[PATH_MAX + 32];
     size_t cap = 0;
+    seen_keys seen = { 0 };
     int rc = 0;
     for (long lineno = 1; rc == 0 && getline(&line, &cap, fp) >= 0; lineno++) {
         char *key = NULL, *value = NULL;
@@ -152,13 +188,21 @@ static int load_lines(gk_config *cfg, FILE *fp, include_stack *st, gk_err *err)
             rc = 0;
         else if (rc == 0 && strcmp(key, "include") == 0)
             rc = do_include(cfg, value, st, where, err);
-        else if (rc == 0)
+        else if (rc == 0 && (rc = note_key(&seen, cfg, key, lineno, path, where, err)) == 0)
             rc = gk_config_set(cfg, key, value, where, err);
     }
     if (rc == 0 && ferror(fp))
         rc = gk_errno(err, path);
+    free(seen.key);
+    free(seen.line);
     free(line);
     return rc;
+}
+
+/* A config file that cannot be opened: a config error (exit 2), not a runtime one. */
+static int open_error(const char *what, gk_err *err)
+{
+    return gk_errf(err, GK_EUSAGE, "%s: %s", what, strerror(errno));
 }
 
 /* Reads path; from is the including FILE:LINE (NULL at top level) for messages. */
@@ -168,7 +212,7 @@ static int load(gk_config *cfg, const char *path, include_stack *st, const char 
     snprintf(what, sizeof what, "%s%s%s", from ? from : "", from ? ": include " : "", path);
     char *real = realpath(path, NULL);
     if (!real)
-        return gk_errno(err, what);
+        return open_error(what, err);
     for (int i = 0; i < st->depth; i++) {
         if (strcmp(st->real[i], real) == 0) {
             free(real);
@@ -177,8 +221,10 @@ static int load(gk_config *cfg, const char *path, include_stack *st, const char 
     }
     FILE *fp = fopen(path, "r");
     if (!fp) {
+        int saved = errno;
         free(real);
-        return gk_errno(err, what);
+        errno = saved;
+        return open_error(what, err);
     }
     st->names[st->depth] = path;
     st->real[st->depth++] = real;
@@ -218,9 +264,12 @@ int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err)
         return 0;
     }
     if (strchr(name, '/'))
-        return gk_errf(err, GK_ENOTFOUND, "%s: %s", name, strerror(ENOENT));
+        return gk_errf(err, GK_EUSAGE, "%s: %s", name, strerror(ENOENT));
     const char *env = getenv("GPTKIT_CONFIG_DIR");
-    const char *dirs[2] = { env && *env ? env : NULL, GPTKIT_DATADIR "/configs" };
+    char presets[PATH_MAX];
+    gk_datadir(presets, sizeof presets - 8);
+    strcat(presets, "/configs");
+    const char *dirs[2] = { env && *env ? env : NULL, presets };
     size_t n = strlen(name);
     int has_ext = n > 5 && strcmp(name + n - 5, ".conf") == 0;
     for (int d = 0; d < 2; d++) {
@@ -232,6 +281,6 @@ int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err)
                 return gk_errf(err, GK_EUSAGE, "%s: path too long", name);
         }
     }
-    return gk_errf(err, GK_ENOTFOUND, "%s: no such config (looked in ., %s%s%s)", name,
+    return gk_errf(err, GK_EUSAGE, "%s: no such config (looked in ., %s%s%s)", name,
                    dirs[0] ? dirs[0] : "", dirs[0] ? ", " : "", dirs[1]);
 }

@@ -91,7 +91,7 @@ const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len);
 
 /* Where to load a vocab from, written to out[0..cap): option if not NULL, else $GPT_VOCAB,
  * else the HuggingFace cache ($HF_HOME, default ~/.cache/huggingface:
- * hub/models--gpt2/snapshots/ * / with vocab.json + merges.txt), else GPTKIT_DATADIR if it
+ * hub/models--gpt2/snapshots/ * / with vocab.json + merges.txt), else gk_datadir() if it
  * holds encoder.json + vocab.bpe. GK_ENOTFOUND (with a hint) if none; GK_EUSAGE if too long. */
 int gk_vocab_find(char *out, size_t cap, const char *option, gk_err *e);
 

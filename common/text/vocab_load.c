@@ -9,12 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/datadir.h"
 #include "common/text/vocab_formats.h"
 #include "common/text/vocab_int.h"
-
-#ifndef GPTKIT_DATADIR
-#define GPTKIT_DATADIR "/usr/local/share/gptkit"
-#endif
 
 int gk_vocab_to_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
 {
@@ -140,8 +137,10 @@ int gk_vocab_find(char *out, size_t cap, const char *option, gk_err *e)
     if (env && *env) return put_path(out, cap, env, e);
     int r = find_hf(out, cap, e);
     if (r <= 0) return r;
-    if (file_in(GPTKIT_DATADIR, "encoder.json") && file_in(GPTKIT_DATADIR, "vocab.bpe"))
-        return put_path(out, cap, GPTKIT_DATADIR, e);
+    char data[4096];
+    gk_datadir(data, sizeof data);
+    if (file_in(data, "encoder.json") && file_in(data, "vocab.bpe"))
+        return put_path(out, cap, data, e);
     return gk_errf(e, GK_ENOTFOUND, "no GPT-2 vocabulary found: use -V DIR or GPT_VOCAB=DIR with "
                    "DIR holding encoder.json + vocab.bpe or vocab.json + merges.txt");
 }

@@ -180,7 +180,7 @@ static void test_include(void)
     CHECK(gk_config_load_file(cfg, p, &err) == GK_EUSAGE);
     CHECKF(strstr(err.msg, "include cycle") != NULL, "%s", err.msg);
     gk_config_free(cfg);
-    expect_file_error("\n\ninclude = missing.conf\n", GK_ENOTFOUND,
+    expect_file_error("\n\ninclude = missing.conf\n", GK_EUSAGE,
                       "bad.conf:3: include %s/missing.conf: No such file or directory");
 }
 
@@ -228,8 +228,25 @@ static void test_file_errors(void)
     tcfg c;
     gk_config *cfg = make(&c);
     gk_err err = { 0 };
-    CHECK(gk_config_load_file(cfg, "/nonexistent/x.conf", &err) == GK_ENOTFOUND);
+    CHECK(gk_config_load_file(cfg, "/nonexistent/x.conf", &err) == GK_EUSAGE); /* exit 2 */
     CHECKF(strcmp(err.msg, "/nonexistent/x.conf: No such file or directory") == 0, "%s", err.msg);
+    gk_config_free(cfg);
+}
+
+static void test_duplicates(void)
+{
+    expect_file_error("batch_size = 4\n# again:\nbatch_size = 8\n", GK_EUSAGE,
+                      "bad.conf:3: duplicate key 'batch_size' (first set at %s/bad.conf:1)");
+    /* a file may override what it included, and include several files setting one key */
+    tcfg c;
+    gk_config *cfg = make(&c);
+    gk_err err = { 0 };
+    write_file("dup_base.conf", "batch_size = 8\ndropout = 0.1\n");
+    write_file("dup_more.conf", "batch_size = 16\n");
+    const char *p = write_file("dup_top.conf", "include = dup_base.conf\ninclude = dup_more.conf\n"
+                                               "include = dup_base.conf\nbatch_size = 32\n");
+    CHECK_OK(gk_config_load_file(cfg, p, &err), &err);
+    CHECK(c.batch_size == 32 && c.dropout == 0.1);
     gk_config_free(cfg);
 }
 
@@ -346,8 +363,8 @@ static void test_resolve_path(void)
     CHECKF(strcmp(out, want) == 0, "%s", out);
     CHECK_OK(gk_config_resolve_path("Makefile", out, sizeof out, &err), &err); /* cwd first */
     CHECK(strcmp(out, "Makefile") == 0);
-    CHECK(gk_config_resolve_path("./nope.conf", out, sizeof out, &err) == GK_ENOTFOUND);
-    CHECK(gk_config_resolve_path("nope.conf", out, sizeof out, &err) == GK_ENOTFOUND);
+    CHECK(gk_config_resolve_path("./nope.conf", out, sizeof out, &err) == GK_EUSAGE);
+    CHECK(gk_config_resolve_path("nope.conf", out, sizeof out, &err) == GK_EUSAGE);
     CHECKF(strstr(err.msg, "nope.conf: no such config (looked in ., ") == err.msg, "%s", err.msg);
     CHECK(gk_config_resolve_path("tiny.conf", out, 8, &err) == GK_EUSAGE);
     /* include falls back to presets */
@@ -380,6 +397,7 @@ int main(void)
     RUN(test_include);
     RUN(test_include_depth);
     RUN(test_file_errors);
+    RUN(test_duplicates);
     RUN(test_overrides);
     RUN(test_print);
     RUN(test_json_round_trip);
