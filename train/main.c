@@ -1,6 +1,6 @@
 /* main.c: gpt-train: trains GPT-2 family models from token shards.
- * Parses -c FILE and --key=value overrides into the settings, prints the effective config,
- * and hands over to the run (setup.c, loop.c). */
+ * Parses -c FILE and --key=value overrides into the settings (one gk_opt table), checks them
+ * all, prints the effective config, and hands over to the run (setup.c, loop.c). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,61 +29,52 @@ static void install_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gpt-train [-c FILE.conf] [--key=value ...]\n"
-            "Trains a GPT-2 model on token shards (see gpt-tokenize). Settings come from the\n"
-            "built-in defaults (nanoGPT's train.py), then FILE.conf (a path, or a preset name such as\n"
-            "shakespeare), then --key=value overrides, in order.\n\n"
-            "options:\n"
-            "  -c, --config FILE       config file or preset name\n"
-            "  -q, --quiet             no messages but errors (the training log still goes to stdout)\n"
-            "  -v, --verbose           more messages\n"
-            "      --print-config      print the effective config and exit\n"
-            "  -h, --help              show this help and exit\n"
-            "      --version           show the version and exit\n\n"
-            "settings (--key=value, or key = value in a config file):\n");
-    gk_config_help(tr_settings_keys, f);
-}
+static const char usage[] =
+    "gpt-train [-c FILE.conf] [--key=value ...]\n"
+    "Trains a GPT-2 model on token shards (see gpt-tokenize). Settings come from the built-in\n"
+    "defaults (nanoGPT's train.py), then FILE.conf (a path, or a preset name such as shakespeare),\n"
+    "then --key=value overrides, in the order given. The whole config is checked before anything\n"
+    "is read or written.";
 
-static int load_config(tr_run *r, const char *name, gk_err *e)
+static const char footer[] = "settings (--key=value, or key = value in a config file):\n";
+
+static int load_config(void *cfg, const char *name, gk_err *e)
 {
     char path[4096];
     int rc = gk_config_resolve_path(name, path, sizeof path, e);
-    return rc ? rc : gk_config_load_file(r->cfg, path, e);
+    return rc ? rc : gk_config_load_file(cfg, path, e);
 }
 
-/* Applies argv in order; returns 1 when the run should not start (help, version, print-config). */
+static int set_setting(void *cfg, const char *arg, gk_err *e)
+{
+    return gk_config_set_arg(cfg, arg, e);
+}
+
+/* Applies argv in order and checks the result; returns 1 when the run should not start (help,
+ * version, print-config). */
 static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *e)
 {
-    int print_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int rc = 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 1;
-        } else if (strcmp(a, "--version") == 0) {
-            gk_opt_version(stdout, "gpt-train");
-            return 1;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            *verbosity = GK_LOG_QUIET;
-        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-            *verbosity = GK_LOG_VERBOSE;
-        } else if (strcmp(a, "--print-config") == 0) {
-            print_only = 1;
-        } else if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0 || strncmp(a, "--config=", 9) == 0) {
-            const char *name = a[1] == 'c' || a[8] == '\0' ? (i + 1 < argc ? argv[++i] : NULL) : a + 9;
-            rc = name ? load_config(r, name, e) : gk_errf(e, GK_EUSAGE, "%s needs a file", a);
-        } else if (strncmp(a, "--", 2) == 0 && strchr(a, '=')) {
-            rc = gk_config_set_arg(r->cfg, a, e);
-        } else {
-            return gk_errf(e, GK_EUSAGE, "unexpected argument '%s' (settings are --key=value; see --help)", a);
-        }
-        if (rc)
-            return rc;
-    }
+    int quiet = 0, verbose = 0, print_only = 0, first = 0;
+    gk_opt_call load = {load_config, r->cfg}, set = {set_setting, r->cfg};
+    const gk_opt tab[] = {
+        {'c', "config", GK_OPT_CALL, &load, "FILE", "config file or preset name", 0, 0},
+        {0, "KEY=VALUE", GK_OPT_KEYVAL, &set, NULL, "set one setting (listed below)", 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &quiet, NULL, "no messages but errors (the training log still goes to stdout)", 0, 0},
+        {'v', "verbose", GK_OPT_FLAG, &verbose, NULL, "more messages", 0, 0},
+        {0, "print-config", GK_OPT_FLAG, &print_only, NULL, "print the effective config and exit", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    int rc = gk_opt_parse_main(tab, "gpt-train", usage, footer, argc, argv, &first, e);
+    if (rc == GK_OPT_HELP)
+        gk_config_help(tr_settings_keys, stdout);
+    if (rc)
+        return rc == GK_OPT_HELP || rc == GK_OPT_VERSION ? 1 : rc;
+    *verbosity = quiet ? GK_LOG_QUIET : verbose ? GK_LOG_VERBOSE : GK_LOG_NORMAL;
+    if (first < argc)
+        return gk_errf(e, GK_EUSAGE, "unexpected argument '%s' (settings are --key=value; see --help)",
+                       argv[first]);
+    if ((rc = tr_settings_check(&r->s, r->cfg, e)))
+        return rc;
     if (print_only) {
         gk_config_print(r->cfg, stdout);
         return 1;

@@ -1,8 +1,14 @@
-/* settings.c: gpt-train's key table (see settings.h). */
+/* settings.c: gpt-train's key table and the checks across keys (see settings.h). */
 #include "settings.h"
 
+#include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/io/safetensors.h"
 
 #define S tr_settings
 const gk_config_key tr_settings_keys[] = {
@@ -18,7 +24,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, sample_tokens, "0", 0, 1e6, "print a sample of N tokens at each eval (0: none)"),
     GK_CK_BOOL(S, eval_only, "false", "evaluate once and exit"),
     GK_CK_BOOL(S, always_save_checkpoint, "true", "checkpoint at every eval, not only when val loss improves"),
-    GK_CK_INT_R(S, n_layer, "12", 1, 1024, "transformer blocks"),
+    GK_CK_INT_R(S, n_layer, "12", 1, 1000, "transformer blocks"),
     GK_CK_INT_R(S, n_head, "12", 1, 1024, "attention heads"),
     GK_CK_INT_R(S, n_embd, "768", 1, 65536, "embedding width (a multiple of n_head)"),
     GK_CK_INT_R(S, block_size, "1024", 1, 1 << 20, "context length T"),
@@ -38,7 +44,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_DOUBLE_R(S, min_lr, "6e-5", 0, 10, "learning rate at the end of the decay"),
     GK_CK_BOOL(S, decay_lr, "true", "warmup + cosine decay; false: constant learning_rate"),
     GK_CK_CHOICE(S, device, "cpu", "cpu", "compute device"),
-    GK_CK_CHOICE(S, dtype, "float32", "float32", "compute precision"),
+    GK_CK_STR(S, dtype, "float32", "compute precision: " GK_DTYPE_USER_CHOICES "; the CPU trains in float32"),
     GK_CK_INT_R(S, seed, "1337", 0, 9.2e18, "seed of initialization, data order and dropout"),
     GK_CK_INT_R(S, threads, "0", 0, 4096, "CPU threads (0: all cores)"),
     GK_CK_DOUBLE_R(S, peak_tflops, "0", 0, 1e9, "device peak TFLOP/s for the MFU column (0: no MFU)"),
@@ -54,4 +60,110 @@ int tr_settings_is_model_key(const char *key)
         if (strcmp(model[i], key) == 0)
             return 1;
     return 0;
+}
+
+/* ---- checks across keys ---------------------------------------------------------------- */
+
+/* Where key's value came from: FILE:LINE, --key, or "default". */
+static const char *origin(const gk_config *cfg, const char *key)
+{
+    const char *o = gk_config_origin(cfg, key);
+    return o ? o : "default";
+}
+
+/* An error about keys a and b: led by the origin of a (of b when only b was set), ending with
+ * the other key's origin: "x.conf:3: n_head = 3 does not divide n_embd = 32 (n_embd: x.conf:2)". */
+static int pair_error(const gk_config *cfg, const char *a, const char *b, gk_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int pair_error(const gk_config *cfg, const char *a, const char *b, gk_err *e, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int b_leads = !gk_config_origin(cfg, a) && gk_config_origin(cfg, b);
+    const char *lead = b_leads ? b : a, *other = b_leads ? a : b;
+    return gk_errf(e, GK_EUSAGE, "%s: %s (%s: %s)", origin(cfg, lead), msg, other, origin(cfg, other));
+}
+
+/* dtype: any spelling gk_dtype_from_user knows becomes nanoGPT's name; the CPU does float32. */
+static int check_dtype(tr_settings *s, gk_config *cfg, gk_err *e)
+{
+    enum gk_dtype dt;
+    if (gk_dtype_from_user(s->dtype, &dt) != 0)
+        return gk_errf(e, GK_EUSAGE, "%s: dtype: '%s' is not one of " GK_DTYPE_USER_CHOICES,
+                       origin(cfg, "dtype"), s->dtype);
+    const char *name = gk_dtype_user_name(dt);
+    if (strcmp(name, s->dtype) != 0) { /* keep the origin: the printout says where it was set */
+        char *from = strdup(origin(cfg, "dtype"));
+        int rc = from ? gk_config_set(cfg, "dtype", name, from, e) : gk_errf(e, GK_ENOMEM, "out of memory");
+        free(from);
+        if (rc)
+            return rc;
+    }
+    if (dt != GK_DT_F32 && strcmp(s->device, "cpu") == 0)
+        return pair_error(cfg, "dtype", "device", e, "dtype = %s: device = cpu trains in float32 only",
+                          s->dtype);
+    return 0;
+}
+
+static int check_nonempty(const tr_settings *s, const gk_config *cfg, gk_err *e)
+{
+    const struct { const char *key, *value, *what; } need[] = {
+        {"train_data", s->train_data, "training shards"},
+        {"out_dir", s->out_dir, "a directory"},
+        {"init_from", s->init_from, "scratch, resume, auto or a checkpoint path"},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (!need[i].value[0])
+            return gk_errf(e, GK_EUSAGE, "%s: %s is empty (needs %s)", origin(cfg, need[i].key),
+                           need[i].key, need[i].what);
+    return 0;
+}
+
+/* The model's shape. When starting from a checkpoint, it has the shape: a key left at its default
+ * says nothing, and setup checks the keys given against the checkpoint. */
+static int check_shape(const tr_settings *s, const gk_config *cfg, gk_err *e)
+{
+    int scratch = strcmp(s->init_from, "scratch") == 0;
+    int both_set = gk_config_origin(cfg, "n_head") && gk_config_origin(cfg, "n_embd");
+    if ((scratch || both_set) && s->n_embd % s->n_head != 0)
+        return pair_error(cfg, "n_head", "n_embd", e, "n_head = %lld does not divide n_embd = %lld",
+                          (long long)s->n_head, (long long)s->n_embd);
+    if (s->batch_size * s->block_size > INT_MAX)
+        return pair_error(cfg, "batch_size", "block_size", e,
+                          "batch_size = %lld x block_size = %lld is above %d tokens per micro-batch",
+                          (long long)s->batch_size, (long long)s->block_size, INT_MAX);
+    return 0;
+}
+
+/* nanoGPT's get_lr: warmup to learning_rate, then a cosine from learning_rate down to min_lr
+ * between warmup_iters and lr_decay_iters. */
+static int check_schedule(const tr_settings *s, const gk_config *cfg, gk_err *e)
+{
+    if (!s->decay_lr)
+        return 0;
+    if (s->lr_decay_iters <= s->warmup_iters)
+        return pair_error(cfg, "lr_decay_iters", "warmup_iters", e,
+                          "lr_decay_iters = %lld is not above warmup_iters = %lld: no steps "
+                          "left for the cosine decay",
+                          (long long)s->lr_decay_iters, (long long)s->warmup_iters);
+    if (s->min_lr > s->learning_rate)
+        return pair_error(cfg, "min_lr", "learning_rate", e,
+                          "min_lr = %g is above learning_rate = %g: the decay would raise it",
+                          s->min_lr, s->learning_rate);
+    return 0;
+}
+
+int tr_settings_check(tr_settings *s, gk_config *cfg, gk_err *e)
+{
+    int rc = check_nonempty(s, cfg, e);
+    if (!rc)
+        rc = check_dtype(s, cfg, e);
+    if (!rc)
+        rc = check_shape(s, cfg, e);
+    if (!rc)
+        rc = check_schedule(s, cfg, e);
+    return rc;
 }

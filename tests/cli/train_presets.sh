@@ -1,0 +1,22 @@
+# `-c NAME` finds presets in PREFIX/share/gptkit/configs of the PREFIX the binary is installed in
+# (BIN/../share/gptkit, found at run time), whatever PREFIX it was built with: here a copy of the
+# built binary in a fresh prefix, as `make install PREFIX=...` after a plain `make` leaves it.
+# Every shipped preset passes the config checks.
+source "$TOP/tests/cli/lib.bash"
+unset GPTKIT_CONFIG_DIR
+prefix=$PWD/prefix
+mkdir -p "$prefix/bin" "$prefix/share/gptkit/configs" work
+cp "$(command -v gpt-train)" "$prefix/bin/"
+printf 'n_layer = 3\nn_head = 3\nn_embd = 48\n' > "$prefix/share/gptkit/configs/mine.conf"
+cd work
+show() { "$prefix/bin/gpt-train" "$@" --print-config | grep -E '^n_(layer|embd) ' | sed "s|$prefix|PREFIX|"; }
+show -c mine.conf
+show -c mine
+printf 'include = mine.conf\nn_layer = 2\n' > local.conf
+show -c local.conf
+rc=0; "$prefix/bin/gpt-train" -c nope.conf 2> err.txt || rc=$?
+echo "exit $rc: $(sed "s|$prefix|PREFIX|" err.txt)"
+cd ..
+for p in "$TOP"/train/configs/*.conf; do
+  gpt-train -c "$p" --print-config > /dev/null && echo "ok $(basename "$p")"
+done
