@@ -6,12 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/text/bpe.h"
+#include "common/text/encode_text.h"
 #include "common/le.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/io/shard.h"
-#include "common/text/utf8.h"
 
 static int read_all(FILE *f, const char *name, unsigned char **buf, size_t *len, gk_err *e)
 {
@@ -75,29 +74,14 @@ static int encode_text(ep_stream *s, const unsigned char *b, size_t len, const g
     if (!v)
         return gk_errf(e, GK_ENOTFOUND, "%s: text input needs a vocabulary: the checkpoint has "
                        "none; give -V", s->name);
-    char *clean = NULL;
-    size_t cap = 0, clen = 0, n = 0, idcap = 0;
-    size_t bad = gk_utf8_sanitize((const char *)b, len, &clean, &cap, &clen);
-    if (bad == (size_t)-1) return gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
-    int rc = 0;
-    if (gk_vocab_type(v) == GK_VOCAB_BPE) {
-        gk_bpe *bpe = NULL;
-        s->ids = malloc(sizeof *s->ids * 1024);
-        idcap = 1024;
-        if (!s->ids) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
-        else s->ids[n++] = (uint32_t)gk_vocab_eot(v);
-        if (!rc) rc = gk_bpe_create(&bpe, v, e);
-        if (!rc) rc = gk_bpe_encode(bpe, clean, clen, 0, &s->ids, &n, &idcap, e);
-        gk_bpe_free(bpe);
-    } else {
-        rc = gk_char_encode(v, clean, clen, &s->ids, &n, &idcap, e);
-        if (rc == GK_EFORMAT) { /* name the input */
-            char msg[sizeof e->msg];
-            snprintf(msg, sizeof msg, "%s", e->msg);
-            rc = gk_errf(e, GK_EFORMAT, "%s: %s", s->name, msg);
-        }
+    size_t n = 0, idcap = 0, bad = 0;
+    int rc = gk_text_encode(v, (const char *)b, len, GK_ENCODE_EOT_FIRST, &s->ids, &n, &idcap,
+                            &bad, e);
+    if (rc == GK_EFORMAT) { /* name the input */
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        rc = gk_errf(e, GK_EFORMAT, "%s: %s", s->name, msg);
     }
-    free(clean);
     if (bad && !rc)
         gk_warn("%s: replaced %zu invalid UTF-8 sequence%s with U+FFFD", s->name, bad,
                 bad == 1 ? "" : "s");
@@ -106,7 +90,7 @@ static int encode_text(ep_stream *s, const unsigned char *b, size_t len, const g
             rc = gk_errf(e, GK_EFORMAT, "%s: token %u is outside the model's vocabulary (%u)",
                          s->name, s->ids[i], vocab_limit);
     s->n = n;
-    s->bytes = (int64_t)clen;
+    s->bytes = (int64_t)len;
     return rc;
 }
 

@@ -5,11 +5,10 @@
 #include <string.h>
 
 #include "common/proc.h"
-#include "common/text/bpe.h"
 #include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/text/utf8.h"
+#include "common/text/encode_text.h"
 #include "common/text/vocab.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/gpt2_load.h"
@@ -92,56 +91,38 @@ static int read_file(const char *path, char **buf, size_t *len, gk_err *e)
     return 0;
 }
 
-/* The prompt's ids; none given: the start token (*hidden = 1). */
+/* The prompt's ids (a literal <|endoftext|> in it is that token); none given: the start token
+ * (*hidden = 1). */
 static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t *n, int *hidden,
                          gk_err *e)
 {
-    char *text = NULL, *clean = NULL;
-    size_t len = 0, clean_cap = 0, clean_len = 0;
-    int rc = 0;
-    if (o->prompt_file) {
-        if ((rc = read_file(o->prompt_file, &text, &len, e))) return rc;
-    } else if (o->prompt) {
-        len = strlen(o->prompt);
-        text = malloc(len + 1);
-        if (text) memcpy(text, o->prompt, len + 1);
-    }
+    char *text = NULL;
+    size_t len = 0, nu = 0, cap = 0, bad = 0;
     uint32_t *u = NULL;
-    size_t nu = 0, cap = 0;
-    *hidden = 0;
-    if (!len) {
-        u = malloc(sizeof *u);
-        if (u) {
-            int32_t eot = gk_vocab_eot(v);
-            if (eot >= 0) {
-                u[0] = (uint32_t)eot;
-                nu = 1;
-            } else {
-                rc = gk_char_encode(v, "\n", 1, &u, &nu, &cap, e);
-                if (rc == GK_EFORMAT)
-                    rc = gk_errf(e, GK_EFORMAT, "no prompt, and the vocabulary has no newline to "
-                                 "start from: give one with -p");
-            }
-            *hidden = 1;
-        }
-    } else if (gk_utf8_sanitize(text, len, &clean, &clean_cap, &clean_len) == (size_t)-1) {
-        rc = gk_errf(e, GK_ENOMEM, "out of memory");
-    } else if (gk_vocab_type(v) == GK_VOCAB_BPE) {
-        gk_bpe *b = NULL;
-        if ((rc = gk_bpe_create(&b, v, e)) == 0)
-            rc = gk_bpe_encode(b, clean, clean_len, 1, &u, &nu, &cap, e);
-        gk_bpe_free(b);
-    } else {
-        rc = gk_char_encode(v, clean, clean_len, &u, &nu, &cap, e);
+    int rc = 0;
+    if (o->prompt_file)
+        rc = read_file(o->prompt_file, &text, &len, e);
+    else if (o->prompt)
+        len = strlen(o->prompt);
+    *hidden = !len;
+    if (rc == 0 && !len) {
+        rc = (u = malloc(sizeof *u)) ? gk_text_start_token(v, u, e) : gk_errf(e, GK_ENOMEM, "out of memory");
+        if (rc == GK_EFORMAT)
+            rc = gk_errf(e, GK_EFORMAT, "no prompt, and the vocabulary has no <|endoftext|> or "
+                         "newline to start from: give one with -p");
+        nu = rc == 0;
+    } else if (rc == 0) {
+        rc = gk_text_encode(v, text ? text : o->prompt, len, GK_ENCODE_SPECIAL, &u, &nu, &cap, &bad, e);
     }
-    if (rc == 0 && (!u || !nu))
-        rc = u ? gk_errf(e, GK_EUSAGE, "the prompt encodes to no tokens") : gk_errf(e, GK_ENOMEM, "out of memory");
+    if (bad && !rc)
+        gk_warn("%s: replaced %zu invalid UTF-8 sequence%s with U+FFFD",
+                o->prompt_file ? o->prompt_file : "the prompt", bad, bad == 1 ? "" : "s");
+    if (rc == 0 && !nu) rc = gk_errf(e, GK_EUSAGE, "the prompt encodes to no tokens");
     if (rc == 0 && !(*ids = malloc(sizeof(int) * nu))) rc = gk_errf(e, GK_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < nu; i++) (*ids)[i] = (int)u[i];
     *n = (int64_t)nu;
     free(u);
     free(text);
-    free(clean);
     return rc;
 }
 

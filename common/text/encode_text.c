@@ -1,0 +1,67 @@
+/* encode_text.c: text -> token ids for a model (see encode_text.h). */
+#include "common/text/encode_text.h"
+
+#include <stdlib.h>
+
+#include "common/text/bpe.h"
+#include "common/text/utf8.h"
+
+/* Appends id to the growable array. */
+static int push(uint32_t id, uint32_t **ids, size_t *n, size_t *cap, gk_err *e)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 256;
+        uint32_t *p = realloc(*ids, nc * sizeof *p);
+        if (!p) return gk_errf(e, GK_ENOMEM, "out of memory");
+        *ids = p;
+        *cap = nc;
+    }
+    (*ids)[(*n)++] = id;
+    return 0;
+}
+
+int gk_text_encode(const gk_vocab *v, const char *text, size_t len, int flags, uint32_t **ids,
+                   size_t *n, size_t *cap, size_t *replaced, gk_err *e)
+{
+    char *clean = NULL;
+    size_t clean_cap = 0, clean_len = 0;
+    size_t bad = gk_utf8_sanitize(text, len, &clean, &clean_cap, &clean_len);
+    if (replaced) *replaced = bad == (size_t)-1 ? 0 : bad;
+    if (bad == (size_t)-1) {
+        free(clean);
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    int32_t eot = gk_vocab_eot(v);
+    if ((flags & GK_ENCODE_EOT_FIRST) && eot >= 0) rc = push((uint32_t)eot, ids, n, cap, e);
+    if (rc == 0 && gk_vocab_type(v) == GK_VOCAB_BPE) {
+        gk_bpe *b = NULL;
+        if ((rc = gk_bpe_create(&b, v, e)) == 0)
+            rc = gk_bpe_encode(b, clean, clean_len, !!(flags & GK_ENCODE_SPECIAL), ids, n, cap, e);
+        gk_bpe_free(b);
+    } else if (rc == 0) {
+        rc = gk_char_encode(v, clean, clean_len, ids, n, cap, e);
+    }
+    free(clean);
+    return rc;
+}
+
+int gk_text_start_token(const gk_vocab *v, uint32_t *id, gk_err *e)
+{
+    int32_t eot = gk_vocab_eot(v);
+    if (eot >= 0) {
+        *id = (uint32_t)eot;
+        return 0;
+    }
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    int rc = gk_vocab_type(v) == GK_VOCAB_CHAR ? gk_char_encode(v, "\n", 1, &ids, &n, &cap, e)
+                                               : GK_EFORMAT;
+    if (rc == 0 && n == 1)
+        *id = ids[0];
+    else if (rc == 0 || rc == GK_EFORMAT)
+        rc = gk_errf(e, GK_EFORMAT, "the vocabulary has neither <|endoftext|> nor a newline to "
+                     "start from");
+    free(ids);
+    return rc;
+}

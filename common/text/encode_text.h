@@ -1,0 +1,32 @@
+/* encode_text.h: text -> token ids for a model, the one way the tools do it (gpt-sample's
+ * prompt, gpt-evalppl's text inputs, gpt-train's sample start): invalid UTF-8 is replaced by
+ * U+FFFD and counted (the caller warns, as gpt-tokenize does), then BPE (tiktoken's encoding)
+ * or char-level encoding with the vocabulary; optionally <|endoftext|> first.
+ * Owns: nothing past a call; the ids array is the caller's (free()).
+ * Thread safety: reentrant (each call makes its own BPE encoder); v is only read. */
+#ifndef GK_ENCODE_TEXT_H
+#define GK_ENCODE_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/text/vocab.h"
+
+enum {
+    GK_ENCODE_EOT_FIRST = 1, /* start with <|endoftext|> when the vocabulary has it (BPE) */
+    GK_ENCODE_SPECIAL = 2,   /* a literal "<|endoftext|>" in the text is that token (BPE) */
+};
+
+/* Appends the ids of text[0..len) to the growable array *ids (length *n, capacity *cap;
+ * realloc'd, *ids may start NULL). *replaced: invalid UTF-8 sequences replaced by U+FFFD (may
+ * be NULL). A character a char vocabulary lacks is GK_EFORMAT naming it and its byte offset
+ * (in the sanitized text); GK_ENOMEM when out of memory. */
+int gk_text_encode(const gk_vocab *v, const char *text, size_t len, int flags, uint32_t **ids,
+                   size_t *n, size_t *cap, size_t *replaced, gk_err *e);
+
+/* The token a generation with no prompt starts from: <|endoftext|>, or for a char vocabulary
+ * the newline. GK_EFORMAT when the vocabulary has neither. */
+int gk_text_start_token(const gk_vocab *v, uint32_t *id, gk_err *e);
+
+#endif
