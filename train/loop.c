@@ -1,6 +1,7 @@
 /* loop.c: the training loop, top to bottom as nanoGPT's train.py: learning rate, micro-steps
  * with gradient accumulation, clip + AdamW, logging, evaluation, checkpoints (see run.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/progress.h"
 #include "kernels/generate.h"
 #include "run.h"
@@ -50,6 +52,8 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
     gk_gpt2_set_training(r->model, 0);
     for (int64_t i = 0; i < r->s.eval_iters; i++) {
         float l;
+        if (*r->stop) /* a signal: the run checkpoints now rather than after the evaluation */
+            return gk_errf(e, GK_EINTR, "evaluation interrupted by a signal");
         int rc = load_batch(r, d, stream, (uint64_t)i, 0, e);
         if (!rc)
             rc = gk_gpt2_forward(r->model, r->x, r->y, B, T, &l, e);
@@ -61,13 +65,16 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
     return 0;
 }
 
-/* One optimizer step: accumulation over micro-batches, clip, AdamW. */
-static int train_step(tr_run *r, double lr, double *loss, double *norm, gk_err *e)
+/* One optimizer step: gradient accumulation over micro-batches, then clip + AdamW, unless the
+ * loss or the gradient norm is not finite: then the weights are left alone (*updated = 0) and
+ * the caller stops or skips (skip_nonfinite). The step counter advances only on an update. */
+static int train_step(tr_run *r, tr_step_record *rec, int *updated, gk_err *e)
 {
     int B = (int)r->s.batch_size, T = gk_gpt2_cfg(r->model)->block_size;
     int64_t accum = r->s.gradient_accumulation_steps;
     gk_adamw h = {(float)r->s.beta1, (float)r->s.beta2, 1e-8f, (float)r->s.weight_decay, (float)r->s.grad_clip};
     double sum = 0;
+    *updated = 0;
     gk_gpt2_zero_grad(r->model);
     gk_gpt2_set_training(r->model, 1);
     for (int64_t k = 0; k < accum; k++) {
@@ -81,12 +88,42 @@ static int train_step(tr_run *r, double lr, double *loss, double *norm, gk_err *
             return rc;
         sum += l;
     }
-    int rc = gk_gpt2_update(r->model, &h, (float)lr, norm, e);
-    *loss = sum / (double)accum;
+    gk_gpt2_get_rng(r->model, &r->st.seed, &r->st.rng_counter);
+    rec->loss = sum / (double)accum;
+    rec->grad_norm = gk_gpt2_grad_norm(r->model);
+    if (!isfinite(rec->loss) || !isfinite(rec->grad_norm))
+        return 0;
+    int rc = gk_gpt2_update(r->model, &h, (float)rec->lr, NULL, e);
     r->st.step++;
     r->st.tokens += accum * B * T;
-    gk_gpt2_get_rng(r->model, &r->st.seed, &r->st.rng_counter);
+    *updated = 1;
     return rc;
+}
+
+/* v for printing: a NaN of either sign prints as "nan" (printf writes "-nan" for some). */
+static double shown(double v)
+{
+    return isnan(v) ? NAN : v;
+}
+
+/* A non-finite step: skip_nonfinite passes over its data (step and AdamW's count advance, the
+ * weights and moments do not); otherwise the run ends here, with no checkpoint of this state. */
+static int nonfinite_step(tr_run *r, const tr_step_record *rec, gk_err *e)
+{
+    if (!r->s.skip_nonfinite) {
+        char last[64] = "none written by this run";
+        if (r->last_saved_step >= 0)
+            snprintf(last, sizeof last, "ckpt_%08lld.safetensors", (long long)r->last_saved_step);
+        return gk_errf(e, GK_EFORMAT, "step %lld: loss %g, gradient norm %g: stopping with the last "
+                       "good checkpoint kept (%s); skip_nonfinite = true skips such steps",
+                       (long long)rec->step, shown(rec->loss), shown(rec->grad_norm), last);
+    }
+    r->st.step++;
+    r->st.skipped++;
+    gk_gpt2_set_step(r->model, r->st.step); /* AdamW's t stays equal to step, as on resume */
+    gk_warn("step %lld: loss %g, gradient norm %g: update skipped (%lld so far)", (long long)rec->step,
+            shown(rec->loss), shown(rec->grad_norm), (long long)r->st.skipped);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- checkpoints */
@@ -177,6 +214,17 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
     return rc;
 }
 
+/* Flushes the log; a failed write to stdout or stderr (a full disk, a closed pipe) ends the run
+ * after the current step's checkpoint, with exit status 1. */
+static int log_failed(tr_run *r)
+{
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && !r->log_errno)
+        r->log_errno = errno ? errno : EIO;
+    return r->log_errno || ferror(stderr);
+}
+
+/* Evaluates into rec; GK_EINTR when a signal stopped it (rec then carries no eval fields). */
 static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
 {
     int rc = tr_estimate_loss(r, r->train, TR_STREAM_EVAL_TRAIN, &rec->train_loss, e);
@@ -184,18 +232,17 @@ static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
         rc = tr_estimate_loss(r, r->val, TR_STREAM_EVAL_VAL, &rec->val_loss, e);
     if (rc)
         return rc;
-    printf("step %lld: train loss %.4f", (long long)rec->step, rec->train_loss);
+    rec->has |= TR_HAS_TRAIN_LOSS | (r->val ? TR_HAS_VAL_LOSS : 0);
+    printf("step %lld: train loss %.4f", (long long)rec->step, shown(rec->train_loss));
     if (r->val)
-        printf(", val loss %.4f", rec->val_loss);
+        printf(", val loss %.4f", shown(rec->val_loss));
     printf("\n");
-    fflush(stdout);
+    log_failed(r);
     return print_sample(r, rec->step, e);
 }
 
 static double mfu(const tr_run *r, double secs)
 {
-    if (r->s.peak_tflops <= 0)
-        return NAN;
     const gk_gpt2_config *c = gk_gpt2_cfg(r->model);
     double N = (double)gk_gpt2_num_scalars(r->model) - (double)c->block_size * c->n_embd;
     double per_token = 6 * N + 12.0 * c->n_layer * c->n_embd * c->block_size;
@@ -203,14 +250,16 @@ static double mfu(const tr_run *r, double secs)
     return per_iter / secs / (r->s.peak_tflops * 1e12);
 }
 
-static void log_step(const tr_run *r, const tr_step_record *rec)
+static void log_step(tr_run *r, const tr_step_record *rec)
 {
     printf("step %lld/%lld | loss %.4f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s", (long long)rec->step,
-           (long long)r->s.max_iters, rec->loss, rec->lr, rec->grad_norm, rec->ms, rec->tokens_per_s);
-    if (!isnan(rec->mfu))
+           (long long)r->s.max_iters, shown(rec->loss), rec->lr, shown(rec->grad_norm), rec->ms, rec->tokens_per_s);
+    if (rec->has & TR_HAS_MFU)
         printf(" | mfu %.1f%%", 100 * rec->mfu);
+    if (rec->skipped)
+        printf(" | skipped %lld", (long long)rec->skipped);
     printf("\n");
-    fflush(stdout);
+    log_failed(r);
 }
 
 static int after_eval(tr_run *r, const tr_step_record *rec, gk_err *e)
@@ -226,58 +275,97 @@ static int after_eval(tr_run *r, const tr_step_record *rec, gk_err *e)
     return rc;
 }
 
-int tr_run_train(tr_run *r, gk_err *e)
+/* Evaluates (unless a signal cut the evaluation short), logs rec, and checkpoints if due. */
+static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
 {
-    int rc = 0;
+    int rc = eval_now ? evaluate(r, rec, e) : 0;
+    int interrupted = rc == GK_EINTR;
+    if (interrupted)
+        rc = 0; /* the loop ends at the stop flag and checkpoints */
+    if (!rc && rec->has) /* (an interrupted evaluation at step 0 leaves nothing to log) */
+        rc = tr_metrics_log(&r->metrics, rec, e);
+    if (!rc && eval_now && !interrupted)
+        rc = after_eval(r, rec, e);
+    return rc;
+}
+
+/* One step of the loop: train, log, evaluate and checkpoint when due. */
+static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
+{
     double tokens_per_step = (double)(r->s.batch_size * r->s.gradient_accumulation_steps) *
                              gk_gpt2_cfg(r->model)->block_size;
-    if (r->st.step == 0) {
-        tr_step_record rec = {0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-        if (!(rc = evaluate(r, &rec, e)) && !(rc = tr_metrics_log(&r->metrics, &rec, e)))
-            rc = after_eval(r, &rec, e);
+    tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->s.peak_tflops > 0 ? TR_HAS_MFU : 0)};
+    rec.lr = tr_learning_rate(&r->s, r->st.step);
+    double t0 = gk_now();
+    int updated, rc = train_step(r, &rec, &updated, e);
+    if (rc)
+        return rc;
+    double secs = gk_now() - t0;
+    rec.ms = secs * 1e3;
+    rec.tokens_per_s = tokens_per_step / secs;
+    rec.mfu = rec.has & TR_HAS_MFU ? mfu(r, secs) : NAN;
+    int failed = !updated && (rc = nonfinite_step(r, &rec, e)) != 0;
+    rec.skipped = r->st.skipped;
+    int eval_now = !failed && (rec.step % r->s.eval_interval == 0 || rec.step == r->s.max_iters);
+    if (failed || rec.step % r->s.log_interval == 0 || rec.step == r->s.max_iters || eval_now) {
+        gk_progress_clear(bar); /* a log line replaces the progress line */
+        log_step(r, &rec);
     }
-    gk_progress bar;
-    gk_progress_start(&bar, "training", 0);
-    while (!rc && r->st.step < r->s.max_iters && !*r->stop) {
-        tr_step_record rec = {0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-        rec.lr = tr_learning_rate(&r->s, r->st.step);
-        double t0 = gk_now();
-        if ((rc = train_step(r, rec.lr, &rec.loss, &rec.grad_norm, e)))
-            break;
-        double secs = gk_now() - t0;
-        rec.step = r->st.step;
-        rec.ms = secs * 1e3;
-        rec.tokens_per_s = tokens_per_step / secs;
-        rec.mfu = mfu(r, secs);
-        int eval_now = rec.step % r->s.eval_interval == 0 || rec.step == r->s.max_iters;
-        if (rec.step % r->s.log_interval == 0 || rec.step == r->s.max_iters || eval_now) {
-            gk_progress_clear(&bar); /* a log line replaces the progress line */
-            log_step(r, &rec);
-        }
-        if (eval_now)
-            rc = evaluate(r, &rec, e);
-        if (!rc)
-            rc = tr_metrics_log(&r->metrics, &rec, e);
-        if (!rc && eval_now)
-            rc = after_eval(r, &rec, e);
-        if (!isfinite(rec.loss))
-            gk_warn("step %lld: loss is %f", (long long)rec.step, rec.loss);
-        char note[64];
-        snprintf(note, sizeof note, "step %lld/%lld, loss %.4f", (long long)rec.step,
-                 (long long)r->s.max_iters, rec.loss);
-        gk_progress_line(&bar, (double)rec.step / (double)r->s.max_iters, note);
+    if (failed) { /* the bad step is logged, then the run ends */
+        gk_err ignored;
+        tr_metrics_log(&r->metrics, &rec, &ignored);
+        return rc;
     }
-    gk_progress_end(&bar);
-    if (!rc && r->st.step != r->last_saved_step && r->st.step > 0) {
-        if (*r->stop)
+    if ((rc = log_and_eval(r, &rec, eval_now, e)))
+        return rc;
+    char note[64];
+    snprintf(note, sizeof note, "step %lld/%lld, loss %.4f", (long long)rec.step,
+             (long long)r->s.max_iters, rec.loss);
+    gk_progress_line(bar, (double)rec.step / (double)r->s.max_iters, note);
+    return 0;
+}
+
+/* The end of a run that did not fail: the last state checkpointed (after a stop signal even at
+ * step 0), then a failed write to stdout or stderr is reported (exit 1). */
+static int finish(tr_run *r, gk_err *e)
+{
+    int rc = 0, stopped = *r->stop || r->log_errno || ferror(stderr);
+    if (r->st.step != r->last_saved_step && (r->st.step > 0 || stopped)) {
+        if (stopped)
             gk_info("stopping at step %lld: saving a checkpoint", (long long)r->st.step);
         rc = tr_checkpoint(r, e);
     }
-    return rc;
+    if (!rc && r->log_errno) {
+        errno = r->log_errno;
+        rc = gk_errno(e, "standard output");
+    }
+    return rc ? rc : gk_std_finish(e);
+}
+
+int tr_run_train(tr_run *r, gk_err *e)
+{
+    if (r->st.step >= r->s.max_iters && r->resumed) { /* init_from=auto on a finished run */
+        gk_info("already at step %lld = max_iters: nothing to train", (long long)r->st.step);
+        return gk_std_finish(e);
+    }
+    int rc = tr_run_start(r, e);
+    if (!rc && r->st.step == 0) {
+        tr_step_record rec = {.step = 0};
+        rc = log_and_eval(r, &rec, 1, e);
+    }
+    gk_progress bar;
+    gk_progress_start(&bar, "training", 0);
+    while (!rc && r->st.step < r->s.max_iters && !*r->stop && !log_failed(r))
+        rc = loop_step(r, &bar, e);
+    gk_progress_end(&bar);
+    return rc ? rc : finish(r, e);
 }
 
 int tr_run_eval_only(tr_run *r, gk_err *e)
 {
-    tr_step_record rec = {r->st.step, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    return evaluate(r, &rec, e);
+    tr_step_record rec = {.step = r->st.step};
+    int rc = evaluate(r, &rec, e);
+    if (rc == GK_EINTR)
+        return gk_errf(e, GK_EINTR, "interrupted by a signal during the evaluation: no estimate");
+    return rc ? rc : gk_std_finish(e);
 }

@@ -84,15 +84,15 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
 
 static int run(tr_run *r, gk_err *e)
 {
+    int rc = tr_run_setup(r, e); /* first: it sets the model's shape keys to those trained */
+    if (rc)
+        return rc;
     if (gk_verbosity() >= GK_LOG_NORMAL) {
         fprintf(stderr, "gpt-train: effective config:\n");
         gk_config_print(r->cfg, stderr);
     }
     if (!(r->settings_json = gk_config_to_json(r->cfg, e)))
         return e->code ? e->code : GK_ENOMEM;
-    int rc = tr_run_setup(r, e);
-    if (rc)
-        return rc;
     install_signals();
     return r->s.eval_only ? tr_run_eval_only(r, e) : tr_run_train(r, e);
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/io/outfile.h"
 
@@ -38,31 +40,33 @@ static double get_num(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* Reads the old log, keeping lines with step <= keep_until; returns them as text to rewrite. */
-static int load_old(tr_metrics *m, int64_t keep_until, char **kept, size_t *kept_len)
+/* Reads the old log's points with step <= keep_until into the history; *complete is the length
+ * of its complete lines (a last line without its newline was cut by a kill). */
+static int load_old(tr_metrics *m, int64_t keep_until, off_t *complete)
 {
+    *complete = 0;
     FILE *f = fopen(m->jsonl_path, "r");
     if (!f)
         return 0;
     char *line = NULL;
     size_t cap = 0;
     ssize_t r;
-    FILE *out = open_memstream(kept, kept_len);
-    while (out && (r = getline(&line, &cap, f)) > 0) {
+    int rc = 0;
+    while (rc == 0 && (r = getline(&line, &cap, f)) > 0) {
+        if (line[r - 1] != '\n')
+            break;
+        *complete += r;
         json_t *o = json_loads(line, 0, NULL);
         double step = o ? get_num(o, "step") : NAN;
         if (o && !isnan(step) && step <= (double)keep_until) {
             tr_point p = {(int64_t)step, get_num(o, "loss"), get_num(o, "train_loss"), get_num(o, "val_loss")};
-            add_point(m, &p);
-            fwrite(line, 1, (size_t)r, out);
+            rc = add_point(m, &p);
         }
         json_decref(o);
     }
     free(line);
     fclose(f);
-    if (out)
-        fclose(out);
-    return out ? 0 : -1;
+    return rc;
 }
 
 int tr_metrics_open(tr_metrics *m, const char *out_dir, int64_t keep_until, gk_err *e)
@@ -74,45 +78,53 @@ int tr_metrics_open(tr_metrics *m, const char *out_dir, int64_t keep_until, gk_e
         tr_metrics_close(m);
         return gk_errf(e, GK_ENOMEM, "out of memory");
     }
-    char *kept = NULL;
-    size_t kept_len = 0;
-    if (keep_until >= 0 && load_old(m, keep_until, &kept, &kept_len) != 0) {
+    off_t complete = 0;
+    if (keep_until >= 0 && load_old(m, keep_until, &complete) != 0) {
         tr_metrics_close(m);
         return gk_errf(e, GK_ENOMEM, "out of memory");
     }
-    m->jsonl = fopen(m->jsonl_path, "w");
-    if (!m->jsonl || (kept_len && fwrite(kept, 1, kept_len, m->jsonl) != kept_len)) {
-        int rc = gk_errno(e, m->jsonl_path);
-        free(kept);
+    struct stat st;
+    int rc = 0;
+    if (keep_until >= 0 && stat(m->jsonl_path, &st) == 0 && st.st_size > complete &&
+        truncate(m->jsonl_path, complete) != 0) /* drop the cut line only */
+        rc = gk_errno(e, m->jsonl_path);
+    if (!rc && !(m->jsonl = fopen(m->jsonl_path, keep_until >= 0 ? "a" : "w")))
+        rc = gk_errno(e, m->jsonl_path);
+    if (rc)
         tr_metrics_close(m);
-        return rc;
-    }
-    free(kept);
-    fflush(m->jsonl);
-    return 0;
+    return rc;
 }
 
+/* key: the value, or null when it is NaN or infinite (JSON has no such numbers). */
 static void set_num(json_t *o, const char *key, double v)
 {
-    if (!isnan(v) && !isinf(v))
-        json_object_set_new(o, key, json_real(v));
+    json_object_set_new(o, key, isfinite(v) ? json_real(v) : json_null());
 }
 
 int tr_metrics_log(tr_metrics *m, const tr_step_record *r, gk_err *e)
 {
     json_t *o = json_object();
     json_object_set_new(o, "step", json_integer(r->step));
-    set_num(o, "loss", r->loss);
-    set_num(o, "lr", r->lr);
-    set_num(o, "grad_norm", r->grad_norm);
-    set_num(o, "ms", r->ms);
-    set_num(o, "tokens_per_s", r->tokens_per_s);
-    set_num(o, "mfu", r->mfu);
-    set_num(o, "train_loss", r->train_loss);
-    set_num(o, "val_loss", r->val_loss);
+    if (r->has & TR_HAS_STEP) {
+        set_num(o, "loss", r->loss);
+        set_num(o, "lr", r->lr);
+        set_num(o, "grad_norm", r->grad_norm);
+        set_num(o, "ms", r->ms);
+        set_num(o, "tokens_per_s", r->tokens_per_s);
+    }
+    if (r->has & TR_HAS_MFU)
+        set_num(o, "mfu", r->mfu);
+    if (r->has & TR_HAS_TRAIN_LOSS)
+        set_num(o, "train_loss", r->train_loss);
+    if (r->has & TR_HAS_VAL_LOSS)
+        set_num(o, "val_loss", r->val_loss);
+    if (r->skipped > 0)
+        json_object_set_new(o, "skipped", json_integer(r->skipped));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
     json_decref(o);
-    tr_point p = {r->step, r->loss, r->train_loss, r->val_loss};
+    tr_point p = {r->step, r->has & TR_HAS_STEP ? r->loss : NAN,
+                  r->has & TR_HAS_TRAIN_LOSS ? r->train_loss : NAN,
+                  r->has & TR_HAS_VAL_LOSS ? r->val_loss : NAN};
     int rc = 0;
     if (!s || add_point(m, &p) != 0)
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
@@ -159,7 +171,7 @@ static void series(FILE *f, const frame *fr, const tr_point *pts, size_t n, size
     int started = 0;
     for (size_t i = 0; i < n; i++) {
         double v = *(const double *)((const char *)&pts[i] + field);
-        if (isnan(v))
+        if (!isfinite(v))
             continue;
         fprintf(f, "%s%.1f,%.1f", started ? " " : "<polyline fill=\"none\" points=\"", px(fr, (double)pts[i].step), py(fr, v));
         started = 1;
@@ -174,7 +186,7 @@ static frame bounds(const tr_point *pts, size_t n)
     for (size_t i = 0; i < n; i++) {
         double v[3] = {pts[i].loss, pts[i].train_loss, pts[i].val_loss};
         for (int k = 0; k < 3; k++)
-            if (!isnan(v[k])) {
+            if (isfinite(v[k])) {
                 fr.y0 = fmin(fr.y0, v[k]);
                 fr.y1 = fmax(fr.y1, v[k]);
             }

@@ -17,6 +17,8 @@ char *tr_state_json(const tr_state *s, const char *settings_json)
         return NULL;
     if (isfinite(s->best_val_loss))
         json_object_set_new(o, "best_val_loss", json_real(s->best_val_loss));
+    if (s->skipped)
+        json_object_set_new(o, "skipped", json_integer((json_int_t)s->skipped));
     json_t *cfg = settings_json ? json_loads(settings_json, 0, NULL) : NULL;
     if (cfg)
         json_object_set_new(o, "config", cfg);
@@ -31,16 +33,16 @@ int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
     json_t *o = json_loads(json ? json : "", 0, &je);
     if (!o)
         return gk_errf(e, GK_EFORMAT, "%s: bad trainer state JSON: %s", origin, je.text);
-    json_int_t step = 0, tokens = 0, seed = 0, counter = 0;
+    json_int_t step = 0, tokens = 0, seed = 0, counter = 0, skipped = 0;
     int world = 1;
     double best = INFINITY;
-    int rc = json_unpack_ex(o, &je, 0, "{s:I, s:I, s:I, s:I, s?i, s?F}", "step", &step, "tokens",
-                            &tokens, "seed", &seed, "rng_counter", &counter, "world_size", &world,
-                            "best_val_loss", &best);
+    int rc = json_unpack_ex(o, &je, 0, "{s:I, s:I, s:I, s:I, s?i, s?F, s?I}", "step", &step,
+                            "tokens", &tokens, "seed", &seed, "rng_counter", &counter, "world_size",
+                            &world, "best_val_loss", &best, "skipped", &skipped);
     json_decref(o);
     if (rc != 0)
         return gk_errf(e, GK_EFORMAT, "%s: trainer state: %s", origin, je.text);
-    *s = (tr_state){step, tokens, (uint64_t)seed, (uint64_t)counter, best, world};
+    *s = (tr_state){step, tokens, (uint64_t)seed, (uint64_t)counter, best, world, skipped};
     return 0;
 }
 
@@ -92,12 +94,42 @@ int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, con
     return rc;
 }
 
+/* The weights of c (whose block_size is larger than m's) into m, wpe losing its last rows:
+ * loaded whole into an inference model (gk_gpt2_load's checks), then each tensor's first numel
+ * values copied across (wpe is [block_size, C] row-major: its first rows). */
+static int load_cropped(const gk_ckpt *c, const gk_gpt2_config *full, gk_gpt2 *m, gk_backend *be,
+                        gk_err *e)
+{
+    gk_gpt2 *src = NULL;
+    int rc = gk_gpt2_create_ex(&src, full, be, 1, 1, GK_GPT2_INFERENCE, e);
+    if (!rc)
+        rc = gk_gpt2_load(src, c, e);
+    size_t max = 1;
+    for (int i = 0; !rc && i < gk_gpt2_n_params(m); i++)
+        if (gk_gpt2_param(m, i)->numel > max)
+            max = gk_gpt2_param(m, i)->numel;
+    float *host = rc ? NULL : malloc(max * sizeof *host);
+    if (!rc && !host)
+        rc = gk_errf(e, GK_ENOMEM, "out of memory loading %s", gk_ckpt_path(c));
+    for (int i = 0; !rc && i < gk_gpt2_n_params(m); i++) {
+        be->ops->to_host(be, host, gk_gpt2_param(src, i)->data, gk_gpt2_param(m, i)->numel * sizeof *host);
+        gk_gpt2_param_set(m, i, host);
+    }
+    free(host);
+    gk_gpt2_free(src);
+    return rc;
+}
+
 int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e)
 {
-    int rc = gk_gpt2_load(m, c, e);
+    gk_gpt2_config full;
+    int rc = gk_gpt2_ckpt_config(c, &full, e);
+    int T = gk_gpt2_cfg(m)->block_size, crop = !rc && full.block_size > T;
+    if (!rc)
+        rc = crop ? load_cropped(c, &full, m, be, e) : gk_gpt2_load(m, c, e);
     if (rc || !with_optimizer)
         return rc;
-    size_t max = 1;
+    size_t max = (size_t)full.block_size * (size_t)full.n_embd; /* wpe as stored */
     for (int i = 0; i < gk_gpt2_n_params(m); i++)
         if (gk_gpt2_param(m, i)->numel > max)
             max = gk_gpt2_param(m, i)->numel;
@@ -107,6 +139,8 @@ int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk
     for (int i = 0; rc == 0 && i < gk_gpt2_n_params(m); i++) {
         const gk_param *t = gk_gpt2_param(m, i);
         int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
+        if (crop && strcmp(t->name, "transformer.wpe.weight") == 0)
+            shape[0] = full.block_size; /* read whole, keep the first T rows */
         float *dst[2] = {t->m, t->v};
         int kinds[2] = {'m', 'v'};
         for (int k = 0; rc == 0 && k < 2; k++)

@@ -20,6 +20,7 @@ typedef struct tr_state {
     uint64_t rng_counter;/* dropout RNG counter (training forwards done) */
     double best_val_loss;/* lowest val loss seen at an eval (INFINITY if none) */
     int world_size;      /* processes at save time (informational: checkpoints do not depend on it) */
+    int64_t skipped;     /* steps whose update was skipped for a non-finite loss or gradient norm */
 } tr_state;
 
 /* The model config JSON (gptkit.config) is kernels/gpt2_load.h's gk_gpt2_config_json/_parse. */
@@ -31,7 +32,9 @@ int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
 /* Saves the model (and, with_optimizer, its AdamW moments) with metadata. */
 int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e);
-/* Loads every parameter (gk_gpt2_load) and, with_optimizer, the AdamW moments from c. */
+/* Loads every parameter (gk_gpt2_load) and, with_optimizer, the AdamW moments from c. A model
+ * with a smaller block_size than c's gets the first rows of wpe (and of its moments): nanoGPT's
+ * crop_block_size. */
 int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e);
 
 #endif

@@ -11,6 +11,7 @@
 #include "data.h"
 #include "kernels/backend.h"
 #include "kernels/gpt2.h"
+#include "lock.h"
 #include "metrics.h"
 #include "model_io.h"
 #include "settings.h"
@@ -25,15 +26,22 @@ typedef struct tr_run {
     tr_data *train, *val;
     tr_state st;
     tr_metrics metrics;
+    tr_lock lock;               /* out_dir/gpt-train.lock, held while training */
     int *x, *y;                 /* one micro-batch (B,T) of inputs and targets */
     uint32_t *window;           /* scratch for one window */
     int resumed;                /* started from out_dir/latest */
     int64_t last_saved_step;    /* -1: none this run */
     volatile sig_atomic_t *stop;/* set by SIGINT/SIGTERM: finish the step, checkpoint, exit */
+    int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
 } tr_run;
 
-/* Resolves init_from, creates backend and model, loads weights/state, opens data and metrics. */
+/* Resolves init_from, creates backend and model, loads weights/state, opens the data. Writes
+ * nothing: out_dir is only locked when it exists already (so that a second run stops before
+ * reading it) and a run that fails here leaves no trace. The shape keys of r->cfg become the
+ * model's as trained (from the checkpoint; vocab_size from the data). */
 int tr_run_setup(tr_run *r, gk_err *e);
+/* Training starts: creates out_dir, locks it, opens the metrics log. */
+int tr_run_start(tr_run *r, gk_err *e);
 /* Trains until max_iters (or a stop signal), evaluating, logging and checkpointing. */
 int tr_run_train(tr_run *r, gk_err *e);
 /* eval_only: estimates train and val loss once and prints them. */

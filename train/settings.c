@@ -43,6 +43,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_DOUBLE_R(S, grad_clip, "1.0", 0, 1e9, "clip the global gradient norm to this (0: off)"),
     GK_CK_DOUBLE_R(S, min_lr, "6e-5", 0, 10, "learning rate at the end of the decay"),
     GK_CK_BOOL(S, decay_lr, "true", "warmup + cosine decay; false: constant learning_rate"),
+    GK_CK_BOOL(S, skip_nonfinite, "false", "skip a step whose loss or gradient norm is NaN/Inf (default: stop there)"),
     GK_CK_CHOICE(S, device, "cpu", "cpu", "compute device"),
     GK_CK_STR(S, dtype, "float32", "compute precision: " GK_DTYPE_USER_CHOICES "; the CPU trains in float32"),
     GK_CK_INT_R(S, seed, "1337", 0, 9.2e18, "seed of initialization, data order and dropout"),

@@ -23,7 +23,7 @@ typedef struct tr_settings {
     /* optimizer and schedule */
     int64_t batch_size, gradient_accumulation_steps, max_iters, warmup_iters, lr_decay_iters;
     double learning_rate, weight_decay, beta1, beta2, grad_clip, min_lr;
-    bool decay_lr;
+    bool decay_lr, skip_nonfinite;
     /* system */
     const char *device, *dtype;
     int64_t seed, threads;

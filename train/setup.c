@@ -1,5 +1,6 @@
 /* setup.c: getting a run ready: init_from (scratch, resume, auto, a checkpoint), the model and
- * its backend, the vocabulary to embed, the data, the metrics log (see run.h). */
+ * its backend (in the checkpoint's shape), the vocabulary to embed, the data; then, when training
+ * starts, out_dir, its lock and the metrics log (see run.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +29,12 @@ static int make_dirs(const char *path, gk_err *e)
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
         return gk_errno(e, buf);
     return 0;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static gk_gpt2_config config_from_settings(const tr_settings *s)
@@ -60,24 +67,94 @@ static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume,
     return 0;
 }
 
+/* A shape key's value as config text: an integer, or true/false for bias. */
+static const char *shape_text(const char *key, int64_t v, char *buf, size_t cap)
+{
+    if (strcmp(key, "bias") == 0)
+        snprintf(buf, cap, "%s", v ? "true" : "false");
+    else
+        snprintf(buf, cap, "%lld", (long long)v);
+    return buf;
+}
+
+/* The model keeps its checkpoint's shape: a shape key set (in a config file or on the command
+ * line) to another value is an error naming both; block_size may shrink, as nanoGPT's
+ * crop_block_size (the position embeddings lose their last rows). */
+static int reconcile_shape(tr_run *r, const char *ck, gk_gpt2_config *mc, gk_err *e)
+{
+    const tr_settings *s = &r->s;
+    const struct { const char *key; int64_t want, have; } k[] = {
+        {"n_layer", s->n_layer, mc->n_layer}, {"n_head", s->n_head, mc->n_head},
+        {"n_embd", s->n_embd, mc->n_embd}, {"vocab_size", s->vocab_size, mc->vocab_size},
+        {"bias", s->bias, mc->bias}};
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        const char *origin = gk_config_origin(r->cfg, k[i].key);
+        char want[32], have[32];
+        if (origin && k[i].want != k[i].have)
+            return gk_errf(e, GK_EUSAGE, "%s: %s = %s, but the model in %s has %s = %s (its shape "
+                           "cannot change)", origin, k[i].key, shape_text(k[i].key, k[i].want, want,
+                           sizeof want), ck, k[i].key, shape_text(k[i].key, k[i].have, have, sizeof have));
+    }
+    const char *origin = gk_config_origin(r->cfg, "block_size");
+    if (origin && s->block_size > mc->block_size)
+        return gk_errf(e, GK_EUSAGE, "%s: block_size = %lld, but the model in %s has block_size = "
+                       "%d (it can only shrink)", origin, (long long)s->block_size, ck, mc->block_size);
+    if (origin && s->block_size < mc->block_size) {
+        gk_info("block_size %d -> %lld: cropping the position embeddings of %s", mc->block_size,
+                (long long)s->block_size, ck);
+        mc->block_size = (int)s->block_size;
+    }
+    return 0;
+}
+
+/* Refuses to resume a run that has nothing left to train (init_from=auto at exactly max_iters is
+ * a finished run: tr_run_train says so and exits 0). */
+static int check_steps_left(const tr_run *r, const char *ck, gk_err *e)
+{
+    const tr_settings *s = &r->s;
+    int finished = s->max_iters == r->st.step && strcmp(s->init_from, "auto") == 0;
+    if (s->eval_only || s->max_iters > r->st.step || finished)
+        return 0;
+    return gk_errf(e, GK_EUSAGE, "max_iters = %lld, but %s is at step %lld already: nothing to "
+                   "train (set max_iters above %lld to continue)", (long long)s->max_iters, ck,
+                   (long long)r->st.step, (long long)r->st.step);
+}
+
 /* Model shape from the checkpoint; the state too when resuming. */
 static int read_checkpoint_meta(tr_run *r, const gk_ckpt *c, int resume, gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_ckpt_config(c, mc, e);
+    if (!rc)
+        rc = reconcile_shape(r, gk_ckpt_path(c), mc, e);
     if (rc)
         return rc;
     mc->dropout = (float)r->s.dropout; /* dropout may change (fine-tuning); shapes may not */
-    if (resume) {
-        const char *st = gk_ckpt_train_json(c);
-        if (!st)
-            return gk_errf(e, GK_EFORMAT, "%s: not a training checkpoint (no gptkit.train)", gk_ckpt_path(c));
-        if ((rc = tr_state_parse(st, gk_ckpt_path(c), &r->st, e)))
-            return rc;
+    if (!resume)
+        return 0;
+    const char *st = gk_ckpt_train_json(c);
+    if (!st)
+        return gk_errf(e, GK_EFORMAT, "%s: not a training checkpoint (no gptkit.train)", gk_ckpt_path(c));
+    if ((rc = tr_state_parse(st, gk_ckpt_path(c), &r->st, e)))
+        return rc;
+    return check_steps_left(r, gk_ckpt_path(c), e);
+}
+
+/* The config printed and stored in checkpoints is the one trained: the model's shape as resolved
+ * (from the checkpoint; vocab_size from the data) replaces the settings', `from` its origin. */
+static int record_shape(tr_run *r, const gk_gpt2_config *mc, const char *from, gk_err *e)
+{
+    const tr_settings *s = &r->s;
+    const struct { const char *key; int64_t now, val; } k[] = {
+        {"n_layer", s->n_layer, mc->n_layer}, {"n_head", s->n_head, mc->n_head},
+        {"n_embd", s->n_embd, mc->n_embd}, {"block_size", s->block_size, mc->block_size},
+        {"vocab_size", s->vocab_size, mc->vocab_size}, {"bias", s->bias, mc->bias}};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof k / sizeof *k; i++) {
+        char v[32];
+        if (k[i].now != k[i].val)
+            rc = gk_config_set(r->cfg, k[i].key, shape_text(k[i].key, k[i].val, v, sizeof v), from, e);
     }
-    if (r->s.block_size != mc->block_size || r->s.n_layer != mc->n_layer || r->s.n_embd != mc->n_embd)
-        gk_verbose("model shape taken from %s (%d layers, %d wide, block %d)", gk_ckpt_path(c),
-                   mc->n_layer, mc->n_embd, mc->block_size);
-    return 0;
+    return rc;
 }
 
 /* The vocabulary to embed: the checkpoint's, else `vocab`, else the default lookup when it
@@ -115,11 +192,11 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
     return 0;
 }
 
-static int open_data(tr_run *r, uint32_t vocab_limit, gk_err *e)
+static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
 {
-    int rc = tr_data_open(&r->train, r->s.train_data, (int)r->s.block_size, vocab_limit, "train_data", e);
+    int rc = tr_data_open(&r->train, r->s.train_data, T, vocab_limit, "train_data", e);
     if (!rc && r->s.val_data[0])
-        rc = tr_data_open(&r->val, r->s.val_data, (int)r->s.block_size, vocab_limit, "val_data", e);
+        rc = tr_data_open(&r->val, r->s.val_data, T, vocab_limit, "val_data", e);
     return rc;
 }
 
@@ -141,16 +218,14 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 
 static int init_weights(tr_run *r, const gk_ckpt *c, int resume, gk_err *e)
 {
-    if (!c) {
-        r->st = (tr_state){0, 0, (uint64_t)r->s.seed, 0, INFINITY, 1};
+    if (!resume)
+        r->st = (tr_state){.seed = (uint64_t)r->s.seed, .best_val_loss = INFINITY, .world_size = 1};
+    if (!c)
         return gk_gpt2_init(r->model, (uint64_t)r->s.seed, e);
-    }
     int with_opt = resume && gk_ckpt_has_optimizer(c);
     if (resume && !with_opt)
         gk_warn("%s holds no optimizer state: AdamW moments start at zero", gk_ckpt_path(c));
     int rc = tr_load(c, r->model, r->be, with_opt, e);
-    if (!resume)
-        r->st = (tr_state){0, 0, (uint64_t)r->s.seed, 0, INFINITY, 1};
     gk_gpt2_set_step(r->model, r->st.step);
     return rc;
 }
@@ -158,7 +233,10 @@ static int init_weights(tr_run *r, const gk_ckpt *c, int resume, gk_err *e)
 int tr_run_setup(tr_run *r, gk_err *e)
 {
     char path[4096];
-    int resume = 0, rc = make_dirs(r->s.out_dir, e);
+    int resume = 0, rc = 0;
+    /* a run already writing out_dir is found before anything is read from it */
+    if (!r->s.eval_only && is_dir(r->s.out_dir))
+        rc = tr_lock_take(&r->lock, r->s.out_dir, e);
     if (!rc)
         rc = pick_start(&r->s, path, sizeof path, &resume, e);
     gk_ckpt *c = NULL;
@@ -167,11 +245,12 @@ int tr_run_setup(tr_run *r, gk_err *e)
     gk_gpt2_config mc = config_from_settings(&r->s);
     if (!rc && c)
         rc = read_checkpoint_meta(r, c, resume, &mc, e);
-    r->s.block_size = mc.block_size;
     if (!rc)
-        rc = open_data(r, (uint32_t)mc.vocab_size, e);
+        rc = open_data(r, mc.block_size, (uint32_t)mc.vocab_size, e);
     if (!rc && mc.vocab_size == 0 && (mc.vocab_size = (int)tr_data_vocab_size(r->train)) == 0)
         rc = gk_errf(e, GK_EUSAGE, "vocab_size: not set and %s does not say", r->s.train_data);
+    if (!rc)
+        rc = record_shape(r, &mc, c ? gk_ckpt_path(c) : r->s.train_data, e);
     if (!rc)
         rc = pick_vocab(r, c, e);
     if (!rc)
@@ -182,8 +261,6 @@ int tr_run_setup(tr_run *r, gk_err *e)
         gk_gpt2_set_rng(r->model, r->st.seed, r->st.rng_counter);
     r->resumed = resume;
     r->last_saved_step = resume ? r->st.step : -1;
-    if (!rc)
-        rc = tr_metrics_open(&r->metrics, r->s.out_dir, resume ? r->st.step : -1, e);
     if (!rc && c)
         gk_info("%s from %s at step %lld", resume ? "resuming" : "initialized", gk_ckpt_path(c),
                 (long long)r->st.step);
@@ -191,9 +268,20 @@ int tr_run_setup(tr_run *r, gk_err *e)
     return rc;
 }
 
+int tr_run_start(tr_run *r, gk_err *e)
+{
+    int rc = make_dirs(r->s.out_dir, e);
+    if (!rc)
+        rc = tr_lock_take(&r->lock, r->s.out_dir, e);
+    if (!rc)
+        rc = tr_metrics_open(&r->metrics, r->s.out_dir, r->resumed ? r->st.step : -1, e);
+    return rc;
+}
+
 void tr_run_free(tr_run *r)
 {
     tr_metrics_close(&r->metrics);
+    tr_lock_release(&r->lock);
     tr_data_close(r->train);
     tr_data_close(r->val);
     gk_gpt2_free(r->model);
