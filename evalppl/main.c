@@ -53,19 +53,6 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
     return gk_opt_parse_main(tab, "gpt-evalppl", usage, footer, argc, argv, first, e);
 }
 
-/* -V, else the checkpoint's, else the default lookup; none at all is not an error here (shards
- * need no vocabulary: *v stays NULL). */
-static int load_vocab(const options *o, const gk_ckpt *c, gk_vocab **v, gk_err *e)
-{
-    char path[4096];
-    int rc = o->vocab ? GK_ENOTFOUND : gk_ckpt_vocab(c, v, e);
-    if (rc != GK_ENOTFOUND) return rc;
-    gk_err quiet;
-    if (gk_vocab_find(path, sizeof path, o->vocab, o->vocab ? e : &quiet))
-        return o->vocab ? e->code : 0;
-    return gk_vocab_load(v, path, e);
-}
-
 static void print_result(const options *o, const char *file, long doc, int64_t tokens, double nll,
                          int64_t bytes)
 {
@@ -129,7 +116,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     gk_gpt2_config cfg;
     int rc = gk_ckpt_open(&c, path, e);
     if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
-    if (!rc) rc = load_vocab(o, c, &v, e);
+    if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 0, &v, e); /* shards need none */
     int context = o->context ? (int)o->context : 0;
     if (!rc) {
         if (!context) context = cfg.block_size;

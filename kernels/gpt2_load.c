@@ -56,6 +56,28 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e)
     return rc;
 }
 
+int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
+                  int required, gk_vocab **v, gk_err *e)
+{
+    char path[4096] = "";
+    gk_err quiet;
+    *v = NULL;
+    int rc = path_or_dir ? GK_ENOTFOUND : gk_ckpt_vocab(c, v, e);
+    if (rc == GK_ENOTFOUND) {
+        rc = gk_vocab_find(path, sizeof path, path_or_dir, path_or_dir || required ? e : &quiet);
+        if (rc)
+            return path_or_dir || required ? rc : 0;
+        rc = gk_vocab_load(v, path, e);
+    }
+    if (rc == 0 && gk_vocab_size(*v) > (uint32_t)cfg->vocab_size) {
+        rc = gk_errf(e, GK_EFORMAT, "%s: the vocabulary%s%s has %u tokens, the model only %d",
+                     gk_ckpt_path(c), *path ? " " : "", path, gk_vocab_size(*v), cfg->vocab_size);
+        gk_vocab_free(*v);
+        *v = NULL;
+    }
+    return rc;
+}
+
 char *gk_gpt2_config_json(const gk_gpt2_config *c)
 {
     json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:f}", "n_layer", c->n_layer, "n_head",

@@ -20,6 +20,14 @@ int gk_gpt2_ckpt_config(const gk_ckpt *c, gk_gpt2_config *cfg, gk_err *e);
  * moments. Errors name the file and tensor. */
 int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
 
+/* The vocabulary for running the model of c (config cfg): path_or_dir (-V) if given, else the
+ * checkpoint's own, else the default lookup (gk_vocab_find: $GPT_VOCAB, the HuggingFace cache).
+ * None found: an error when required, else 0 with *v = NULL (gpt-evalppl scores shards without
+ * one). A vocabulary with more tokens than cfg->vocab_size is GK_EFORMAT naming the checkpoint
+ * and both sizes (a GPT-2 vocabulary on a char model). */
+int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
+                  int required, gk_vocab **v, gk_err *e);
+
 /* The checkpoint a tool uses by default: path if given, else $GPT_MODEL, else
  * out/latest.safetensors (where gpt-train writes). */
 const char *gk_gpt2_model_path(const char *path);

@@ -56,15 +56,6 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
     return gk_opt_parse_main(tab, "gpt-sample", usage, footer, argc, argv, first, e);
 }
 
-static int load_vocab(const options *o, const gk_ckpt *c, gk_vocab **v, gk_err *e)
-{
-    char path[4096];
-    int rc = o->vocab ? GK_ENOTFOUND : gk_ckpt_vocab(c, v, e);
-    if (rc != GK_ENOTFOUND) return rc;
-    if ((rc = gk_vocab_find(path, sizeof path, o->vocab, e))) return rc;
-    return gk_vocab_load(v, path, e);
-}
-
 static int read_file(const char *path, char **buf, size_t *len, gk_err *e)
 {
     FILE *f = fopen(path, "rb");
@@ -138,10 +129,7 @@ static int run(const options *o, gk_err *e)
     gk_gpt2_config cfg;
     int rc = gk_ckpt_open(&c, path, e);
     if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
-    if (!rc) rc = load_vocab(o, c, &v, e);
-    if (!rc && gk_vocab_size(v) > (uint32_t)cfg.vocab_size)
-        rc = gk_errf(e, GK_EFORMAT, "%s: the vocabulary has %u tokens, the model only %d",
-                     path, gk_vocab_size(v), cfg.vocab_size);
+    if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 1, &v, e);
     if (!rc) rc = encode_prompt(o, v, &prompt, &n, &hidden, e);
     cfg.dropout = 0;
     int flags = 0;
