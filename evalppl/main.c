@@ -26,7 +26,7 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
-    "                   [--dtype fp32|bf16] [FILE...]\n"
+    "                   [--dtype float32|bfloat16] [FILE...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE).";
 
 static const char footer[] =
@@ -45,7 +45,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>)", 0, 0},
         {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "fp32|bf16", "weights in memory (default fp32)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weights in memory: float32 or bfloat16 (fp32, bf16; default float32)", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -114,7 +114,10 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     gk_gpt2 *m = NULL;
     ep_scorer *sc = NULL;
     gk_gpt2_config cfg;
-    int rc = gk_ckpt_open(&c, path, e);
+    int flags = 0;
+    int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
+    flags |= GK_GPT2_INFERENCE;
+    if (!rc) rc = gk_ckpt_open(&c, path, e);
     if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
     if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 0, &v, e); /* shards need none */
     int context = o->context ? (int)o->context : 0;
@@ -125,9 +128,6 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     int stride = o->stride ? (int)o->stride : context;
     cfg.dropout = 0;
-    int flags = 0;
-    if (!rc) rc = gk_gpt2_dtype_flags(o->dtype, &flags, e);
-    flags |= GK_GPT2_INFERENCE;
     if (!rc) rc = gk_cpu_create(&be, 0, e);
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, 1, context, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/io/safetensors.h"
 #include "kernels/gpt2_internal.h"
 
 int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e)
@@ -97,12 +98,14 @@ const char *gk_gpt2_model_path(const char *path)
 
 int gk_gpt2_dtype_flags(const char *dtype, int *flags, gk_err *e)
 {
+    enum gk_dtype dt = GK_DT_F32;
     *flags = 0;
-    if (!dtype || strcmp(dtype, "fp32") == 0)
-        return 0;
-    if (strcmp(dtype, "bf16") == 0) {
+    if (dtype && gk_dtype_from_user(dtype, &dt) != 0)
+        return gk_errf(e, GK_EUSAGE, "--dtype %s: " GK_GPT2_DTYPE_CHOICES, dtype);
+    if (dt == GK_DT_F16)
+        return gk_errf(e, GK_EUSAGE, "--dtype %s: not for inference on the CPU; "
+                       GK_GPT2_DTYPE_CHOICES, dtype);
+    if (dt == GK_DT_BF16)
         *flags = GK_GPT2_BF16;
-        return 0;
-    }
-    return gk_errf(e, GK_EUSAGE, "--dtype %s: fp32 or bf16", dtype);
+    return 0;
 }

@@ -24,7 +24,7 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-sample [-m CKPT] [-n TOKENS] [-p PROMPT | -f FILE] [--num-samples K] [-t TEMP] [-k TOPK]\n"
-    "                  [--top-p P] [--seed S] [--stop-at-eot] [--ids] [--dtype fp32|bf16]\n"
+    "                  [--top-p P] [--seed S] [--stop-at-eot] [--ids] [--dtype float32|bfloat16]\n"
     "Generates text from a GPT-2 checkpoint, streaming it to stdout.";
 
 static const char footer[] =
@@ -48,7 +48,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "stop-at-eot", GK_OPT_FLAG, &o->stop_at_eot, NULL, "end a sample at <|endoftext|>", 0, 0},
         {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "fp32|bf16", "weights in memory; bf16 halves the bytes read per token (default fp32)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weights in memory: float32 or bfloat16 (fp32, bf16); bfloat16 halves the bytes read per token (default float32)", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -127,14 +127,14 @@ static int run(const options *o, gk_err *e)
     int *prompt = NULL, hidden = 0;
     int64_t n = 0;
     gk_gpt2_config cfg;
-    int rc = gk_ckpt_open(&c, path, e);
+    int flags = 0;
+    int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
+    flags |= GK_GPT2_INFERENCE;
+    if (!rc) rc = gk_ckpt_open(&c, path, e);
     if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
     if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 1, &v, e);
     if (!rc) rc = encode_prompt(o, v, &prompt, &n, &hidden, e);
     cfg.dropout = 0;
-    int flags = 0;
-    if (!rc) rc = gk_gpt2_dtype_flags(o->dtype, &flags, e);
-    flags |= GK_GPT2_INFERENCE;
     if (!rc) rc = gk_cpu_create(&be, 0, e);
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, (int)o->num_samples, cfg.block_size, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
