@@ -247,8 +247,11 @@ int gk_config_set(gk_config *cfg, const char *key, const char *value, const char
 int gk_config_set_arg(gk_config *cfg, const char *arg, gk_err *err)
 {
     const char *eq = strchr(arg, '=');
-    if (strncmp(arg, "--", 2) != 0 || !eq || eq == arg + 2)
+    if (strncmp(arg, "--", 2) != 0 || eq == arg + 2 || !arg[2])
         return gk_errf(err, GK_EUSAGE, "%s: expected --key=value", arg);
+    if (!eq) /* "--key": a known key is missing its value; any other is unknown */
+        return find_index(cfg, arg + 2) < 0 ? unknown_key(cfg, arg + 2, arg, err)
+                                            : gk_errf(err, GK_EUSAGE, "%s: expected %s=VALUE", arg, arg);
     char key[160];
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof key)

@@ -76,7 +76,8 @@ int gk_config_load_file(gk_config *cfg, const char *path, gk_err *err);
 /* Sets one key from text. origin names where it came from in messages and in gk_config_print
  * ("FILE:LINE", "--KEY"); NULL means "--KEY". */
 int gk_config_set(gk_config *cfg, const char *key, const char *value, const char *origin, gk_err *err);
-/* Applies one command-line argument "--key=value" (origin "--key"). */
+/* Applies one command-line argument "--key=value" (origin "--key"). "--key" alone is an error
+ * saying so ("--bias: expected --bias=VALUE", or the unknown-key message). */
 int gk_config_set_arg(gk_config *cfg, const char *arg, gk_err *err);
 
 /* Where the key's current value came from, or NULL if it is the default (or unknown key). */

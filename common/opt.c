@@ -54,7 +54,8 @@ static const gk_opt *keyval_entry(const gk_opt *tab, size_t n)
     return NULL;
 }
 
-/* An option getopt_long did not know: "--key=value" goes to the GK_OPT_KEYVAL entry if any. */
+/* An option getopt_long did not know: a long one ("--key=value", or "--key" for the callback
+ * to explain) goes to the GK_OPT_KEYVAL entry if any. */
 static int unknown(const gk_opt *tab, size_t n, const char *arg, gk_err *e)
 {
     const gk_opt *kv = keyval_entry(tab, n);
@@ -62,7 +63,7 @@ static int unknown(const gk_opt *tab, size_t n, const char *arg, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "option %.*s takes no value", (int)strcspn(arg, "="), arg);
     if (optopt)
         return gk_errf(e, GK_EUSAGE, "unknown option -%c (see --help)", optopt);
-    if (kv && strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+    if (kv && strncmp(arg, "--", 2) == 0 && arg[2])
         return store(kv, arg, e);
     return gk_errf(e, GK_EUSAGE, "unknown option %s (see --help)", arg);
 }

@@ -17,9 +17,10 @@ enum gk_opt_kind {
     GK_OPT_INT,    /* int64_t *: gk_parse_i64 with [min, max], K/M/G suffixes */
     GK_OPT_DOUBLE, /* double *: gk_parse_double with [min, max] */
     GK_OPT_STR,    /* const char **: the argument as given */
-    GK_OPT_CALL,   /* const gk_opt_call *: fn(ctx, argument), in command-line order */
-    GK_OPT_KEYVAL, /* const gk_opt_call *: gets every "--key=value" that names no option in the
-                    * table (e.g. gk_config_set_arg); long_name is only shown in --help */
+    GK_OPT_CALL,   /* gk_opt_call *: fn(ctx, argument), in command-line order */
+    GK_OPT_KEYVAL, /* gk_opt_call *: gets every "--key=value" (or "--key") that names no
+                    * option in the table, e.g. for gk_config_set_arg; long_name is only
+                    * shown in --help */
 };
 
 /* For GK_OPT_CALL and GK_OPT_KEYVAL: fn returns 0 or a gk_err code (which ends the parse). */

@@ -35,3 +35,9 @@ run gpt-train -c bf16.conf
 run gpt-train --dtype=float16
 run gpt-train --dtype=half
 test ! -e out
+# the options: one gk_opt table, as in the other tools
+run gpt-train --quiet=1
+run gpt-train --n_layer 3
+run gpt-train -c
+gpt-train --help | grep -E '^usage:|--KEY=VALUE|^  --n_head='
+gpt-train --version | sed 's/) .*/)/'

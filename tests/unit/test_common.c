@@ -119,9 +119,11 @@ static void test_opt_callbacks(void)
     char *bad[] = {"prog", "--bad=1", NULL};
     CHECK(gk_opt_parse(tab, 2, bad, &first, &e) == GK_EUSAGE);
     CHECKF(strcmp(e.msg, "--bad=1: refused") == 0, "%s", e.msg);
-    char *noeq[] = {"prog", "--n_layer", NULL}; /* a key needs its =value */
-    CHECK(gk_opt_parse(tab, 2, noeq, &first, &e) == GK_EUSAGE);
-    CHECKF(strcmp(e.msg, "unknown option --n_layer (see --help)") == 0, "%s", e.msg);
+    log[0] = '\0';
+    char *noeq[] = {"prog", "--n_layer", "-x", NULL}; /* the callback says what a key needs */
+    CHECK(gk_opt_parse(tab, 3, noeq, &first, &e) == GK_EUSAGE);
+    CHECKF(strcmp(log, "--n_layer;") == 0, "%s", log);
+    CHECKF(strcmp(e.msg, "unknown option -x (see --help)") == 0, "%s", e.msg);
     char *flagval[] = {"prog", "--quiet=1", NULL};
     CHECK(gk_opt_parse(tab, 2, flagval, &first, &e) == GK_EUSAGE);
     CHECKF(strcmp(e.msg, "option --quiet takes no value") == 0, "%s", e.msg);

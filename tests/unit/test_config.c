@@ -264,7 +264,11 @@ static void test_overrides(void)
     CHECK(gk_config_set_arg(cfg, "--learning_rate=abc", &err) == GK_EUSAGE);
     CHECKF(strcmp(err.msg, "--learning_rate: learning_rate: 'abc' is not a number") == 0, "%s", err.msg);
     CHECK(gk_config_set_arg(cfg, "--bias", &err) == GK_EUSAGE);
-    CHECKF(strcmp(err.msg, "--bias: expected --key=value") == 0, "%s", err.msg);
+    CHECKF(strcmp(err.msg, "--bias: expected --bias=VALUE") == 0, "%s", err.msg);
+    CHECK(gk_config_set_arg(cfg, "--bais", &err) == GK_EUSAGE);
+    CHECKF(strcmp(err.msg, "--bais: unknown key 'bais' (did you mean 'bias'?)") == 0, "%s", err.msg);
+    CHECK(gk_config_set_arg(cfg, "--=3", &err) == GK_EUSAGE);
+    CHECKF(strcmp(err.msg, "--=3: expected --key=value") == 0, "%s", err.msg);
     CHECK(gk_config_set(cfg, "batch_sise", "3", NULL, &err) == GK_EUSAGE);
     CHECKF(strcmp(err.msg, "--batch_sise: unknown key 'batch_sise' (did you mean 'batch_size'?)") == 0,
            "%s", err.msg);
