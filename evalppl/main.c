@@ -155,7 +155,9 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
                                      "than 2 tokens", ninputs > 1 ? "s" : "", ninputs > 1 ? "" : "s");
     if (!rc) {
         print_result(o, NULL, 0, tokens, nll, all_text ? bytes : 0);
-        if (fflush(stdout)) rc = gk_errno(e, "stdout");
+        rc = gk_std_finish(e); /* before the summary: a result lost is a failure */
+    }
+    if (!rc) {
         gk_info("%lld tokens in %.2f s (%.0f tokens/s), windows of %d every %d", (long long)tokens,
                 secs, tokens / (secs > 1e-9 ? secs : 1e-9), context, stride);
     }
@@ -174,14 +176,18 @@ int main(int argc, char **argv)
     int first;
     gk_log_setup("gpt-evalppl", GK_LOG_NORMAL);
     int rc = parse(&o, argc, argv, &first, &e);
-    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) return 0;
-    gk_log_setup("gpt-evalppl", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
-    if (rc == 0 && o.stride && o.context && o.stride > o.context)
-        rc = gk_errf(&e, GK_EUSAGE, "--stride %lld exceeds --context %lld", (long long)o.stride,
-                     (long long)o.context);
-    static char *stdin_only[] = {"-"};
-    if (rc == 0)
-        rc = first < argc ? run(&o, argv + first, argc - first, &e) : run(&o, stdin_only, 1, &e);
+    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) {
+        rc = 0; /* printed: only the check that it reached stdout is left */
+    } else {
+        gk_log_setup("gpt-evalppl", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
+        if (rc == 0 && o.stride && o.context && o.stride > o.context)
+            rc = gk_errf(&e, GK_EUSAGE, "--stride %lld exceeds --context %lld", (long long)o.stride,
+                         (long long)o.context);
+        static char *stdin_only[] = {"-"};
+        if (rc == 0)
+            rc = first < argc ? run(&o, argv + first, argc - first, &e) : run(&o, stdin_only, 1, &e);
+    }
+    if (rc == 0) rc = gk_std_finish(&e); /* a result that did not reach stdout (a full disk) fails */
     if (rc) {
         gk_error("%s", e.msg);
         return gk_exit_status(rc);

@@ -74,7 +74,7 @@ int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt
         rc = put_token(v, &tx, o->ids, &first, prompt[i], out);
     if (rc == 0 && fflush(out)) rc = -1;
     if (rc) {
-        rc = gk_errno(e, "stdout");
+        rc = gk_errno(e, "standard output");
         goto out;
     }
 
@@ -100,7 +100,7 @@ int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt
             shown[b]++;
             live++;
             if (b == 0 && (put_token(v, &tx, o->ids, &first, tok, out) || fflush(out))) {
-                rc = gk_errno(e, "stdout");
+                rc = gk_errno(e, "standard output");
                 goto out;
             }
         }
@@ -124,7 +124,7 @@ int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt
 
     // sample 0 ends; then the others, whole
     if (end_sample(&tx, o->ids, out)) {
-        rc = gk_errno(e, "stdout");
+        rc = gk_errno(e, "standard output");
         goto out;
     }
     for (int b = 1; b < K && rc == 0; b++) {
@@ -136,9 +136,9 @@ int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt
         for (int64_t i = hidden; i < n + shown[b] && rc == 0; i++)
             rc = put_token(v, &tx, o->ids, &first, s[i], out);
         if (rc == 0) rc = end_sample(&tx, o->ids, out);
-        if (rc) rc = gk_errno(e, "stdout");
+        if (rc) rc = gk_errno(e, "standard output");
     }
-    if (rc == 0 && fflush(out)) rc = gk_errno(e, "stdout");
+    if (rc == 0 && fflush(out)) rc = gk_errno(e, "standard output");
 out:
     gs_textout_free(&tx);
     gs_sampler_free(smp);

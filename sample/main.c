@@ -39,7 +39,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {'m', "model", GK_OPT_STR, &o->model, "CKPT", "checkpoint (.safetensors)", 0, 0},
         {'n', "tokens", GK_OPT_INT, &o->n_new, "N", "tokens to generate per sample (default 256)", 0, 1e9},
         {'p', "prompt", GK_OPT_STR, &o->prompt, "TEXT", "start from TEXT", 0, 0},
-        {'f', "prompt-file", GK_OPT_STR, &o->prompt_file, "FILE", "start from the text of FILE", 0, 0},
+        {'f', "prompt-file", GK_OPT_STR, &o->prompt_file, "FILE", "start from the text of FILE (- reads standard input)", 0, 0},
         {0, "num-samples", GK_OPT_INT, &o->num_samples, "K", "K samples, generated as one batch (default 1)", 1, 1024},
         {'t', "temperature", GK_OPT_DOUBLE, &o->temperature, "T", "sampling temperature; 0 = greedy (default 0.8)", 0, 1e6},
         {'k', "top-k", GK_OPT_INT, &o->top_k, "K", "sample among the K most likely tokens; 0 = all (default 200)", 0, 1e9},
@@ -56,26 +56,31 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
     return gk_opt_parse_main(tab, "gpt-sample", usage, footer, argc, argv, first, e);
 }
 
+/* The whole of path ("-": standard input, which must not have been closed at start). */
 static int read_file(const char *path, char **buf, size_t *len, gk_err *e)
 {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = strcmp(path, "-") == 0;
+    if (is_stdin && gk_std_was_closed(0)) /* reopened on /dev/null: not a prompt */
+        return gk_errf(e, GK_EIO, "-f -: standard input is closed (give -p, or redirect it)");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) return gk_errno(e, path);
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap);
     for (size_t got = 1; b && got;) {
         if (n == cap) {
             char *nb = realloc(b, cap *= 2);
-            if (!nb) break;
-            b = nb;
+            if (!nb) free(b);
+            if (!(b = nb)) break;
         }
         got = fread(b + n, 1, cap - n, f);
         n += got;
     }
-    int bad = ferror(f) || !b;
-    fclose(f);
-    if (bad) {
+    int bad = ferror(f);
+    if (!is_stdin) fclose(f);
+    if (bad || !b) {
         free(b);
-        return b ? gk_errno(e, path) : gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+        return b ? gk_errno(e, is_stdin ? "standard input" : path)
+                 : gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
     }
     *buf = b;
     *len = n;
@@ -107,7 +112,8 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
     }
     if (bad && !rc)
         gk_warn("%s: replaced %zu invalid UTF-8 sequence%s with U+FFFD",
-                o->prompt_file ? o->prompt_file : "the prompt", bad, bad == 1 ? "" : "s");
+                !o->prompt_file ? "the prompt" : strcmp(o->prompt_file, "-") ? o->prompt_file
+                : "standard input", bad, bad == 1 ? "" : "s");
     if (rc == 0 && !nu) rc = gk_errf(e, GK_EUSAGE, "the prompt encodes to no tokens");
     if (rc == 0 && !(*ids = malloc(sizeof(int) * nu))) rc = gk_errf(e, GK_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < nu; i++) (*ids)[i] = (int)u[i];
@@ -166,11 +172,15 @@ int main(int argc, char **argv)
     int first;
     gk_log_setup("gpt-sample", GK_LOG_NORMAL);
     int rc = parse(&o, argc, argv, &first, &e);
-    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) return 0;
-    gk_log_setup("gpt-sample", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
-    if (rc == 0 && first < argc) rc = gk_errf(&e, GK_EUSAGE, "unexpected argument '%s'", argv[first]);
-    if (rc == 0 && o.prompt && o.prompt_file) rc = gk_errf(&e, GK_EUSAGE, "-p and -f: give one prompt");
-    if (rc == 0) rc = run(&o, &e);
+    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) {
+        rc = 0; /* printed: only the check that it reached stdout is left */
+    } else {
+        gk_log_setup("gpt-sample", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
+        if (rc == 0 && first < argc) rc = gk_errf(&e, GK_EUSAGE, "unexpected argument '%s'", argv[first]);
+        if (rc == 0 && o.prompt && o.prompt_file) rc = gk_errf(&e, GK_EUSAGE, "-p and -f: give one prompt");
+        if (rc == 0) rc = run(&o, &e);
+    }
+    if (rc == 0) rc = gk_std_finish(&e); /* text that did not reach stdout (a full disk) fails */
     if (rc) {
         gk_error("%s", e.msg);
         return gk_exit_status(rc);
