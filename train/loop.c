@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/progress.h"
+#include "common/text/encode_text.h"
 #include "kernels/generate.h"
 #include "run.h"
 
@@ -194,16 +195,11 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
 {
     if (r->s.sample_tokens <= 0 || !r->vocab)
         return 0;
-    uint32_t *ids = NULL;
-    size_t n = 0, cap = 0;
-    int32_t eot = gk_vocab_eot(r->vocab);
-    int rc = 0;
-    if (eot < 0 && (rc = gk_char_encode(r->vocab, "\n", 1, &ids, &n, &cap, e)) != 0) {
-        free(ids);
+    uint32_t id;
+    int rc = gk_text_start_token(r->vocab, &id, e);
+    if (rc)
         return rc == GK_EFORMAT ? 0 : rc; /* a char vocabulary without newline: no sample */
-    }
-    int start = eot >= 0 ? eot : (int)ids[0];
-    free(ids);
+    int start = (int)id;
     gs_gen_opts o = {r->s.sample_tokens, 1, 1, 0, {0.8f, 200, 1.0f, (uint64_t)r->s.seed ^ (uint64_t)step}};
     gs_gen_stats st;
     gk_gpt2_set_training(r->model, 0);
