@@ -5,6 +5,7 @@ source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 gpt-train -q "${TINY[@]}" --max_iters=100000 --eval_interval=5 --out_dir=o > log.txt &
 pid=$!
+trap 'kill -KILL $pid 2>/dev/null || true' EXIT # never leave it stopped
 for _ in $(seq 300); do [ -e o/latest.safetensors ] && break; sleep 0.1; done
 kill -STOP $pid # holds still (and holds the lock) while the others try
 snapshot() { (cd o && ls -l --time-style=+%s.%N && md5sum -- *); }

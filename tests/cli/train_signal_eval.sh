@@ -10,6 +10,7 @@ stop() {
   if kill -0 "$1" 2>/dev/null; then echo "still running 10 s after SIGTERM"; kill -KILL "$1"; fi
   local rc=0; wait "$1" || rc=$?; echo "exit $rc"
 }
+trap 'kill -KILL $(jobs -p) 2>/dev/null || true' EXIT # a failed check leaves no endless evaluation
 gpt-train -q "${TINY[@]}" --max_iters=100 --eval_interval=5 --eval_iters=100000000 --out_dir=o > /dev/null &
 pid=$!
 for _ in $(seq 300); do [ -e o/metrics.jsonl ] && break; sleep 0.1; done
