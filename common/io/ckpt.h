@@ -46,9 +46,9 @@ const char *gk_ckpt_path(const gk_ckpt *c);
 const char *gk_ckpt_config_json(const gk_ckpt *c);
 const char *gk_ckpt_train_json(const gk_ckpt *c);
 /* Copies tensor name into dst as fp32 after checking its shape; errors name file and tensor.
- * Every value must be finite: a NaN or infinity is GK_EFORMAT naming the element (the check
- * costs about 1% of a load). kind: 0 = parameter, 'm' / 'v' = AdamW moment. GK_ENOTFOUND when
- * absent. */
+ * Every value must be finite: a NaN or infinity is GK_EFORMAT naming the element (checked in
+ * the same pass as the copy: about 20 ms, 7% of the read, for GPT-2 124M's 500 MB of F32).
+ * kind: 0 = parameter, 'm' / 'v' = AdamW moment. GK_ENOTFOUND when absent. */
 int gk_ckpt_read(const gk_ckpt *c, int kind, const char *name, int ndim, const int64_t *shape,
                  float *dst, gk_err *e);
 /* Whether the checkpoint holds AdamW moments. */
