@@ -129,7 +129,7 @@ static int nonfinite_step(tr_run *r, const tr_step_record *rec, gk_err *e)
 
 /* ---------------------------------------------------------------- checkpoints */
 
-static int64_t ckpt_step(const char *name)
+int64_t tr_ckpt_step(const char *name)
 {
     long long step;
     char tail[32];
@@ -154,8 +154,8 @@ static void prune(const tr_run *r)
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < 4096)
-        if (ckpt_step(de->d_name) >= 0)
-            steps[n++] = ckpt_step(de->d_name);
+        if (tr_ckpt_step(de->d_name) >= 0)
+            steps[n++] = tr_ckpt_step(de->d_name);
     closedir(d);
     qsort(steps, n, sizeof *steps, cmp_i64);
     for (size_t i = 0; i + (size_t)r->s.keep_last < n; i++) {

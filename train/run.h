@@ -54,5 +54,7 @@ double tr_learning_rate(const tr_settings *s, int64_t step);
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e);
 /* Saves out_dir/ckpt_STEP.safetensors, re-points latest, prunes to keep_last. */
 int tr_checkpoint(tr_run *r, gk_err *e);
+/* The step of a step checkpoint's file name ("ckpt_00000250.safetensors" -> 250), else -1. */
+int64_t tr_ckpt_step(const char *name);
 
 #endif

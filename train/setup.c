@@ -1,6 +1,7 @@
 /* setup.c: getting a run ready: init_from (scratch, resume, auto, a checkpoint), the model and
  * its backend (in the checkpoint's shape), the vocabulary to embed, the data; then, when training
  * starts, out_dir, its lock and the metrics log (see run.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,6 +66,27 @@ static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume,
     if (access(path, R_OK) != 0)
         return gk_errno(e, path);
     return 0;
+}
+
+/* A run that does not resume refuses an out_dir holding another run's checkpoints: its own would
+ * be pruned as the older ones (they count from step 0) and latest would mix the two runs. */
+static int check_fresh_out_dir(const tr_settings *s, gk_err *e)
+{
+    char latest[4096];
+    struct stat st;
+    snprintf(latest, sizeof latest, "%s/latest.safetensors", s->out_dir);
+    int64_t newest = lstat(latest, &st) == 0 ? 0 : -1;
+    DIR *d = opendir(s->out_dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (tr_ckpt_step(de->d_name) > newest)
+            newest = tr_ckpt_step(de->d_name);
+    if (d)
+        closedir(d);
+    if (newest < 0)
+        return 0;
+    return gk_errf(e, GK_EUSAGE, "out_dir %s already holds the checkpoints of a run (up to step "
+                   "%lld): continue it with --init_from=auto, or train into another out_dir, or "
+                   "remove them", s->out_dir, (long long)newest);
 }
 
 /* A shape key's value as config text: an integer, or true/false for bias. */
@@ -239,6 +261,8 @@ int tr_run_setup(tr_run *r, gk_err *e)
         rc = tr_lock_take(&r->lock, r->s.out_dir, e);
     if (!rc)
         rc = pick_start(&r->s, path, sizeof path, &resume, e);
+    if (!rc && !resume && !r->s.eval_only && is_dir(r->s.out_dir))
+        rc = check_fresh_out_dir(&r->s, e);
     gk_ckpt *c = NULL;
     if (!rc && path[0])
         rc = gk_ckpt_open(&c, path, e);
