@@ -29,7 +29,8 @@ OPT      ?= -O2
 CFLAGS   ?= -g
 GK_CFLAGS := $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno -I. $(PKG_CFLAGS) \
             -DGPTKIT_VERSION='"$(VERSION)"' -DGPTKIT_DATADIR='"$(PREFIX)/share/gptkit"'
-LDLIBS   += $(PKG_LIBS) -lm -fopenmp
+# libgomp is linked statically so that kernels/cpu/cpu.c can bound its spin before it starts.
+LDLIBS   += $(PKG_LIBS) -lm -Wl,-Bstatic -lgomp -Wl,-Bdynamic -pthread
 ifeq ($(SAN),1)
 GK_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined

@@ -10,7 +10,10 @@
 # weights, as a fraction of the bandwidth bound (bytes of weights and KV cache read per token /
 # read bandwidth), beside nanoGPT-style generation in torch (torch_sample.py, no KV cache); and
 # gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny Shakespeare.
-# BENCH=tokenize, BENCH=train or BENCH=sample runs one part.
+# Shared CPUs: train_step S alone, then two at once on the same cores; each one's median step
+# time as a ratio to alone (a fair share of the cores is about 2x; target: within 2.5x), with
+# gptkit's bounded spin and with libgomp's default spin (GOMP_SPINCOUNT=300000) side by side.
+# BENCH=tokenize, BENCH=train, BENCH=sample or BENCH=shared runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,8 +21,6 @@ export PATH="$build/bin:$PATH"
 data=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" && pwd)
 vocab="$data/gpt2"
 work="$build/bench"; mkdir -p "$work"
-python3 -c 'import tiktoken' 2>/dev/null || { echo "bench: installing tiktoken (pip) for the reference run" >&2;
-  pip install -q tiktoken >&2 || true; }
 
 corpus="$work/mixed.txt"
 if [ ! -s "$corpus" ]; then  # ~50 MB: C headers, Python sources, docs, tokenizer cases (non-ASCII)
@@ -36,6 +37,8 @@ secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
 best_of3() { local b=999 t; for _ in 1 2 3; do t=$(secs "$@"); b=$(echo "if ($t < $b) $t else $b" | bc -l); done; echo "$b"; }
 
 tokenize_bench() {
+python3 -c 'import tiktoken' 2>/dev/null || { echo "bench: installing tiktoken (pip) for the reference run" >&2;
+  pip install -q tiktoken >&2 || true; }
 printf '%-14s %10s %14s %14s %14s %8s %8s\n' text MB tiktoken-MB/s ours-1t-MB/s ours-all-MB/s ratio-1t scaling
 for text in "$data/tinyshakespeare/input.txt" "$corpus"; do
   bytes=$(wc -c < "$text")
@@ -118,9 +121,29 @@ sample_bench() {
   done
 }
 
+shared_bench() {
+  local med='s/.*median \([0-9.]*\) ms.*/\1/p' a b c
+  echo
+  printf '%-24s %10s %12s %12s %8s %8s\n' "two at once" alone-ms first-ms second-ms first second
+  for spin in gptkit 300000; do
+    local run=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT)
+    [ $spin = gptkit ] || run+=(GOMP_SPINCOUNT=$spin)
+    a=$("${run[@]}" "$build/bench/train_step" S 40 | sed -n "$med")
+    "${run[@]}" "$build/bench/train_step" S 40 > "$work/shared1.out" &
+    "${run[@]}" "$build/bench/train_step" S 40 > "$work/shared2.out"
+    wait
+    b=$(sed -n "$med" "$work/shared1.out"); c=$(sed -n "$med" "$work/shared2.out")
+    printf '%-24s %10.1f %12.1f %12.1f %7.2fx %7.2fx\n' \
+      "$([ $spin = gptkit ] && echo "gptkit (spin bounded)" || echo "libgomp default spin")" \
+      "$a" "$b" "$c" "$(echo "$b / $a" | bc -l)" "$(echo "$c / $a" | bc -l)"
+  done
+  echo "(train_step S, 2 threads each, $(nproc) cores; a fair share is about 2x, target within 2.5x)"
+}
+
 case "${BENCH:-all}" in
   tokenize) tokenize_bench ;;
   train) train_bench ;;
   sample) sample_bench ;;
-  *) tokenize_bench; train_bench; sample_bench ;;
+  shared) shared_bench ;;
+  *) tokenize_bench; train_bench; shared_bench; sample_bench ;;
 esac

@@ -188,8 +188,11 @@ int main(int argc, char **argv)
     gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     double *ms = malloc(sizeof(double) * (steps + 2));
     float loss = 0;
+    long sleeps = 0; /* voluntary context switches of the timed steps: waits that slept */
+    struct rusage ru;
     for (int s = 0; s < steps + 2; s++) { /* 2 warm-up steps */
         if (profile && s == 2) prof_reset(be);
+        if (s == 2) getrusage(RUSAGE_SELF, &ru), sleeps = -ru.ru_nvcsw;
         double t0 = now_ms();
         gk_gpt2_zero_grad(m);
         gk_gpt2_forward(m, x, y, B, T, &loss, &err);
@@ -197,13 +200,13 @@ int main(int argc, char **argv)
         gk_gpt2_update(m, &h, 1e-4f, NULL, &err);
         ms[s] = now_ms() - t0;
     }
-    qsort(ms + 2, steps, sizeof(double), cmp);
-    struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    sleeps += ru.ru_nvcsw;
+    qsort(ms + 2, steps, sizeof(double), cmp);
     printf("gptkit %s: %zu params, B=%d T=%d, %d threads: median %.2f ms/step (min %.2f), "
-           "loss %.4f, peak RSS %ld MB\n",
+           "loss %.4f, peak RSS %ld MB, %.1f sleeps/step\n",
            which, gk_gpt2_num_scalars(m), B, T, threads, ms[2 + steps / 2], ms[2], loss,
-           ru.ru_maxrss / 1024);
+           ru.ru_maxrss / 1024, (double)sleeps / steps);
     if (profile) {
         double sum = 0;
         for (int s = 2; s < steps + 2; s++) sum += ms[s];

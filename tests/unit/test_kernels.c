@@ -8,9 +8,11 @@
  * steps h and 2h (|fd(h) - fd(2h)| bounds it: the error is O(h^2)), and the rounding error is
  * u * sum|dout*out| / h (the forward's outputs are float); the check allows twice their sum. */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/ref.h"
@@ -361,6 +363,37 @@ static void test_fd_xent_encoder(void)
     free(e.a), free(e.b), free(r2);
 }
 
+/* ---- idle threads ---- */
+
+static double process_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A thread waiting for the next parallel region gives its core up after a short spin (cpu.c
+ * bounds libgomp's, 8 ms by default, so that processes sharing cores do not spin against each
+ * other): a 50 ms sleep of the main thread after a region costs the process almost no CPU. */
+static void test_idle_threads_sleep(void)
+{
+    if (getenv("OMP_WAIT_POLICY")) SKIP("OMP_WAIT_POLICY is set");
+    const char *spin = getenv("GOMP_SPINCOUNT");
+    double least = 1e9;
+    for (int r = 0; r < 3; r++) {
+        int ran[2] = {0, 0};
+#pragma omp parallel num_threads(2)
+        ran[omp_get_thread_num() & 1] = 1;
+        double c0 = process_cpu_ms();
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        double used = process_cpu_ms() - c0;
+        least = used < least ? used : least;
+        CHECK(ran[0]);
+    }
+    CHECKF(least < 2.0, "idle threads used %.1f ms of CPU in a 50 ms sleep (GOMP_SPINCOUNT %s)",
+           least, spin ? spin : "unset");
+}
+
 int main(void)
 {
     gk_err err;
@@ -379,6 +412,7 @@ int main(void)
     RUN(test_fd_gelu_gemm_resid);
     RUN(test_fd_attention);
     RUN(test_fd_xent_encoder);
+    RUN(test_idle_threads_sleep);
     gk_backend_free(cpu);
     gk_backend_free(ref);
     return TEST_END();
