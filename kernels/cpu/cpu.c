@@ -1,5 +1,6 @@
-/* cpu.c: the CPU backend's context, memory, gemm and vtable. The ops live in cpu_ops.c,
- * cpu_attn.c and cpu_optim.c; their plain references in ref.c. */
+/* cpu.c: the CPU backend's context, memory, gemm, idle-thread policy and vtable, above the op
+ * files (cpu_ops.c, cpu_attn.c, cpu_optim.c, cpu_infer.c, cpu_bf16.c), which depend only on
+ * cpu_internal.h; their plain references are in ref.c. */
 #include "kernels/cpu/cpu.h"
 
 #include <cblas.h>
@@ -7,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/cpu_attn.h"
+#include "kernels/cpu/cpu_bf16.h"
+#include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_optim.h"
 #include "kernels/cpu/host_mem.h"
 #include "kernels/cpu/ref.h"
 

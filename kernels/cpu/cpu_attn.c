@@ -8,6 +8,8 @@
  * one thread in a fixed order, so results do not depend on the thread count. (Small OpenBLAS
  * calls from inside OpenMP threads were measured 20x slower here: the pthread OpenBLAS build
  * serializes them.) */
+#include "kernels/cpu/cpu_attn.h"
+
 #include <math.h>
 #include <omp.h>
 

@@ -4,9 +4,12 @@
  * the bytes of the fp32 path. More rows (prompts, gpt-evalppl windows) widen panels of
  * CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm on each. Panels and slabs
  * are cut by shape, never by thread count: results do not depend on it. References: ref.c. */
+#include "kernels/cpu/cpu_bf16.h"
+
 #include <cblas.h>
 #include <omp.h>
 
+#include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/ref.h"
 

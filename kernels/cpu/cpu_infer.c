@@ -3,6 +3,8 @@
  * M = batch size), where OpenBLAS' sgemm packs the whole weight matrix for one row and runs at a
  * third of the memory bandwidth. Each output element is computed by one thread in a fixed order,
  * so results do not depend on the thread count. References: ref.c. */
+#include "kernels/cpu/cpu_infer.h"
+
 #include <math.h>
 #include <omp.h>
 

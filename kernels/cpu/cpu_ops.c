@@ -1,6 +1,8 @@
 /* cpu_ops.c: the CPU backend's fused elementwise and row ops. Each op is a row kernel (compiled
  * per ISA, GK_CLONES) plus an OpenMP driver over rows; reductions across rows use GK_NCHUNK fixed
  * chunks so the thread count never changes a result. References: the same names in ref.c. */
+#include "kernels/cpu/cpu_ops.h"
+
 #include <math.h>
 #include <omp.h>
 

@@ -1,5 +1,7 @@
 /* cpu_optim.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW.
  * Elementwise ops split freely across threads; sumsq uses a fixed split so it is deterministic. */
+#include "kernels/cpu/cpu_optim.h"
+
 #include <math.h>
 #include <omp.h>
 

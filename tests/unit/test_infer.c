@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
-#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/ref.h"
 #include "kernels/gpt2.h"
 #include "kernels/rng.h"

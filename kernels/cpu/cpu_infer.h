@@ -1,0 +1,31 @@
+/* cpu_infer.h: the CPU backend's inference ops (cpu_infer.c): attention over a KV cache and the
+ * few-row gemm of decoding, with the pieces cpu_bf16.c builds its own few-row gemm from.
+ * Owns nothing. Thread safety: one host thread drives a backend; the ops use its OpenMP team. */
+#ifndef GK_CPU_INFER_H
+#define GK_CPU_INFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/backend.h"
+
+void cpu_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
+                          int n, int C, int NH);
+/* gemm for M <= CPU_GEMM_ROWS_MAX rows, !transA (decoding): returns 1 if done, 0 if the shape is
+ * not one it takes (the caller then runs sgemm). */
+#define CPU_GEMM_ROWS_MAX 8
+int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* Column slabs of a few-row gemm over N columns (any cut gives the same results). */
+int cpu_rows_slabs(gk_backend *be, int N);
+/* A few-row gemm with untransposed weights, C (M,N) = alpha A (M,K) @ B (K,N) + beta C: K is cut
+ * into CPU_ROWS_PARTS fixed parts (each a contiguous stream of weight rows; the threads share
+ * out the parts), part(acc, ...) writes acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), and the
+ * partial products are summed in part order. Returns 0 (nothing done) without the scratch. */
+#define CPU_ROWS_PARTS 8
+typedef void (*cpu_part_fn)(float *acc, const float *A, int lda, const void *B, int ldb, int M,
+                            int N, int k0, int k1);
+int cpu_rows_ksplit(gk_backend *be, cpu_part_fn part, int M, int N, int K, float alpha,
+                    const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc);
+
+#endif

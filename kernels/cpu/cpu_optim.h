@@ -1,0 +1,17 @@
+/* cpu_optim.h: the CPU backend's optimizer ops: sum of squares, scale, AdamW (cpu_optim.c).
+ * Owns nothing: each call works on the caller's buffers.
+ * Thread safety: one host thread drives a backend; the ops use its OpenMP team. */
+#ifndef GK_CPU_OPTIM_H
+#define GK_CPU_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/backend.h"
+
+void cpu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
+void cpu_scale(gk_backend *be, float *x, float s, size_t n);
+void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
+               float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale);
+
+#endif
