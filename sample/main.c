@@ -153,8 +153,9 @@ static int run(const options *o, gk_err *e)
     gs_gen_stats st;
     if (!rc) rc = gs_generate(m, be, v, prompt, n, hidden, &go, stdout, &st, e);
     if (!rc)
-        gk_info("prompt %lld tokens in %.3f s; %lld tokens in %.3f s (%.1f tokens/s)",
-                (long long)st.prompt_tokens, st.prompt_secs, (long long)st.new_tokens, st.gen_secs,
+        gk_info("prompt %lld token%s in %.3f s; %lld token%s in %.3f s (%.1f tokens/s)",
+                (long long)st.prompt_tokens, st.prompt_tokens == 1 ? "" : "s", st.prompt_secs,
+                (long long)st.new_tokens, st.new_tokens == 1 ? "" : "s", st.gen_secs,
                 st.gen_secs > 0 ? st.new_tokens / st.gen_secs : 0.0);
     free(prompt);
     gk_gpt2_free(m);

@@ -33,3 +33,6 @@ grep -c 'cropped to the last 16' long.err
 [ "$(wc -c < long)" -gt 80 ] && echo "long sample ok"
 # --stop-at-eot is harmless on a char vocab (no <|endoftext|>)
 gpt-sample -q -n 10 --stop-at-eot | wc -l
+# the summary counts in words that read right: one token, several tokens
+gpt-sample -n 1 > /dev/null 2> summary.txt
+sed -E 's/[0-9]+\.[0-9]+/T/g' summary.txt
