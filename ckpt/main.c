@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "ck.h"
-#include "common/proc.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/proc.h"
 
 static const struct command {
     const char *name;

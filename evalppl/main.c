@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/proc.h"
 #include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/proc.h"
 #include "common/progress.h"
 #include "common/text/vocab.h"
 #include "evalppl/input.h"

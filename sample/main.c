@@ -4,15 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/proc.h"
 #include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/proc.h"
 #include "common/text/encode_text.h"
 #include "common/text/vocab.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/gpt2_load.h"
 #include "kernels/generate.h"
+#include "kernels/gpt2_load.h"
 
 typedef struct options {
     const char *dtype;

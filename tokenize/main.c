@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/proc.h"
+#include "common/io/outfile.h"
 #include "common/log.h"
 #include "common/opt.h"
-#include "common/io/outfile.h"
+#include "common/proc.h"
 #include "common/progress.h"
 #include "common/text/vocab.h"
 #include "decode.h"

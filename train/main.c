@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/proc.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/proc.h"
 #include "run.h"
 
 static volatile sig_atomic_t stop_requested;
