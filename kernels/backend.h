@@ -17,6 +17,13 @@
  *   so gradient accumulation across micro-steps is free); "=" means it overwrites.
  * - Ops launch work and may return before it ends on asynchronous devices; ops->sync waits.
  *   The CPU backends are synchronous.
+ * - Errors are sticky: an op that fails (an allocation, a launch, a device fault) records it in
+ *   the backend with GK_BACKEND_FAIL (code, the failing call and its file:line; only the first
+ *   error is kept, later ones are dropped) and returns without writing its outputs. Ops return
+ *   nothing: callers learn of a failure from gk_backend_sync (waits, then returns the sticky
+ *   error) or gk_backend_status (does not wait); the GPT-2 graph's entry points (forward,
+ *   forward_at, backward, update) return gk_backend_status after their ops, so the error reaches
+ *   the tool. After an error every output is undefined; the error is never cleared.
  * - Results never depend on the thread count: reductions use a fixed split of the data.
  * - Dropout masks come from a counter-based RNG (kernels/rng.h): keep element i iff
  *   gk_rng_uniform(key, i) >= p; kept values are scaled by 1/(1-p). Backward ops recompute the mask
@@ -146,7 +153,21 @@ struct gk_backend {
     const gk_ops *ops;
     void *impl;        /* backend-private state (thread count, scratch, device handles) */
     void (*destroy)(gk_backend *be); /* frees impl and be itself */
+    gk_err err;        /* the sticky error: code 0 until an op fails (gk_backend_fail) */
 };
+
+/* Records an op's failure in be unless an error is already recorded (the first one is kept):
+ * code and "MESSAGE (FILE:LINE)". Returns code. Use GK_BACKEND_FAIL, which passes the caller's
+ * file and line; the message names the failing call, e.g. "ref attention_fwd: malloc(80)". */
+int gk_backend_fail(gk_backend *be, int code, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define GK_BACKEND_FAIL(be, code, ...) gk_backend_fail((be), (code), __FILE__, __LINE__, __VA_ARGS__)
+/* 0, or the sticky error's code with the error copied to err (if not NULL), without waiting: an
+ * asynchronous device's fault shows once an op has seen it. The error stays recorded: every later
+ * call returns it. */
+int gk_backend_status(gk_backend *be, gk_err *err);
+/* Waits for every op launched so far (ops->sync), then returns gk_backend_status. */
+int gk_backend_sync(gk_backend *be, gk_err *err);
 
 /* Frees a backend from any constructor; NULL is a no-op. */
 void gk_backend_free(gk_backend *be);

@@ -94,6 +94,10 @@ void gk_gpt2_set_training(gk_gpt2 *m, int on); /* ignored by inference models */
 void gk_gpt2_set_rng(gk_gpt2 *m, uint64_t seed, uint64_t counter);
 void gk_gpt2_get_rng(const gk_gpt2 *m, uint64_t *seed, uint64_t *counter);
 
+/* Errors of the backend: gk_gpt2_forward, forward_at, backward and update return, after their
+ * ops, the backend's sticky error (backend.h), e.g. GK_ENOMEM with the failing op and its
+ * file:line in err; the model's outputs are then undefined and the backend stays failed. */
+
 /* host tokens (B,T) -> logits (B,T,padded_vocab) on the device; with targets (B,T) (host, -1 =
  * ignore) also *loss = mean cross-entropy over the non-ignored targets (loss may be NULL).
  * B <= max_B, T <= max_T. Tokens outside [0, vocab_size) are GK_EUSAGE. */

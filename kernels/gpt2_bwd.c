@@ -26,7 +26,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     for (int i = 0; i < N; i++) n_valid += m->h_targets[i] >= 0;
     if (!n_valid) {
         gk_gpt2_grads_flush(m);
-        return 0;
+        return gk_backend_status(be, err);
     }
     float p = m->fwd_dropout ? c->dropout : 0.0f;
     uint64_t ctr = m->fwd_counter;
@@ -81,5 +81,5 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,
                     KEY(0, SITE_EMB));
 #undef KEY
-    return 0;
+    return gk_backend_status(be, err);
 }

@@ -97,12 +97,14 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
                       m->gp[G_LNFB], N, C);
     // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
     gk_gpt2_lm_head(m, N);
-    if (!targets) return 0;
+    if (!targets) return gk_backend_status(be, err);
 
     for (int i = 0; i < N; i++) m->h_targets[i] = targets[i];
     op->to_device(be, m->d_targets, targets, sizeof(int) * N);
     op->xent_fwd(be, m->losses, m->xent_lse, m->logits, m->d_targets, N, V, Vp);
     op->to_host(be, m->h_losses, m->losses, sizeof(float) * N);
+    int rc = gk_backend_status(be, err);
+    if (rc) return rc;
     double s = 0;
     for (int i = 0; i < N; i++) s += m->h_losses[i];
     if (loss) *loss = n_valid ? (float)(s / n_valid) : 0.0f;

@@ -60,5 +60,5 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
                       m->gp[G_LNFB], N, C);
     // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
     gk_gpt2_lm_head(m, N);
-    return 0;
+    return gk_backend_status(be, err);
 }

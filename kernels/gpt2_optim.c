@@ -64,5 +64,5 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
         be->ops->adamw(be, p->data, p->grad, p->m, p->v, p->numel, lr, h->beta1, h->beta2, h->eps,
                        p->decay ? h->weight_decay : 0.0f, (int)m->step, scale);
     }
-    return 0;
+    return gk_backend_status(be, err);
 }

@@ -135,11 +135,13 @@ static void ref_layernorm_bwd(gk_backend *be, float *dinp, float *dw, float *db,
 static void ref_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv, int B,
                               int T, int C, int NH, float p, uint64_t key)
 {
-    (void)be;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
     double *s = malloc(sizeof(double) * (size_t)T);
-    if (!s) abort(); /* reference backend: tests only */
+    if (!s) {
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_fwd: malloc(%zu)", sizeof(double) * (size_t)T);
+        return;
+    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -172,12 +174,17 @@ static void ref_attention_bwd(gk_backend *be, float *dqkv, const float *dout, co
                               const float *out, const float *lse, int B, int T, int C, int NH,
                               float p, uint64_t key)
 {
-    (void)be, (void)out;
+    (void)out;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
-    memset(dqkv, 0, sizeof(float) * (size_t)B * T * 3 * C);
     double *dp = malloc(sizeof(double) * (size_t)T), *pr = malloc(sizeof(double) * (size_t)T);
-    if (!dp || !pr) abort();
+    if (!dp || !pr) {
+        free(dp);
+        free(pr);
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_bwd: malloc(%zu)", sizeof(double) * (size_t)T);
+        return;
+    }
+    memset(dqkv, 0, sizeof(float) * (size_t)B * T * 3 * C);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -367,11 +374,14 @@ int gk_ref_create(gk_backend **out, gk_err *err)
 static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc,
                                  int t0, int n, int C, int NH)
 {
-    (void)be;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
     double *s = malloc(sizeof(double) * (size_t)(t0 + n));
-    if (!s) abort(); /* reference backend: tests only */
+    if (!s) {
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_fwd_at: malloc(%zu)",
+                        sizeof(double) * (size_t)(t0 + n));
+        return;
+    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < n; i++) {
