@@ -14,11 +14,10 @@
 #include "common/text/vocab.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
-#include "kernels/cpu/cpu.h"
 #include "kernels/gpt2_load.h"
 
 typedef struct options {
-    const char *dtype;
+    const char *device, *dtype;
     const char *model, *vocab;
     int64_t context, stride;
     int json, per_doc, raw, quiet, verbose;
@@ -26,7 +25,7 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
-    "                   [--dtype float32|bfloat16] [FILE...]\n"
+    "                   [--dtype float32|bfloat16] [--device NAME] [FILE...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE).";
 
 static const char footer[] =
@@ -46,6 +45,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weights in memory: float32 or bfloat16 (fp32, bf16; default float32)", 0, 0},
+        {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -117,6 +117,9 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     int flags = 0;
     int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
     flags |= GK_GPT2_INFERENCE;
+    if (!rc) rc = gk_backend_open(&be, o->device ? o->device : "auto", 0, e);
+    char what[128];
+    if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */
     if (!rc) rc = gk_ckpt_open(&c, path, e);
     if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
     if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 0, &v, e); /* shards need none */
@@ -128,7 +131,6 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     int stride = o->stride ? (int)o->stride : context;
     cfg.dropout = 0;
-    if (!rc) rc = gk_cpu_create(&be, 0, e);
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, 1, context, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
     if (!rc) rc = ep_scorer_create(&sc, m, be, context, stride, e);

@@ -172,4 +172,28 @@ int gk_backend_sync(gk_backend *be, gk_err *err);
 /* Frees a backend from any constructor; NULL is a no-op. */
 void gk_backend_free(gk_backend *be);
 
+/* Opens the backend a tool's device setting names (backend_open.c): "cpu" (threads threads,
+ * <= 0: all cores), "ref", "cuda" and "cuda-emu" (loaded at run time from libgptkit-cuda.so /
+ * libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's ../lib, else the dlopen search path),
+ * "auto" (cuda when its library loads and sees a GPU, else cpu). Returns 0, GK_EUSAGE for an
+ * unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code with one line naming the device. */
+int gk_backend_open(gk_backend **out, const char *device, int threads, gk_err *e);
+/* Writes what be is for a tool's message, e.g. "cpu (8 threads)" or "ref"; returns buf. */
+const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
+
+/* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
+ * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
+ * to gk_ops, gk_backend or this struct). */
+#define GK_BACKEND_ABI 1
+#define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
+typedef struct gk_backend_entry {
+    int abi;          /* GK_BACKEND_ABI the library was built with */
+    const char *name; /* "cuda", "cuda-emu" */
+    /* Usable devices (0: none), or a negative GK_E* code with err set. */
+    int (*device_count)(gk_err *err);
+    /* Creates the backend on the first device; 0 or a negative GK_E* code with err set. */
+    int (*create)(gk_backend **out, gk_err *err);
+} gk_backend_entry;
+typedef const gk_backend_entry *(*gk_backend_entry_fn)(void);
+
 #endif

@@ -10,12 +10,11 @@
 #include "common/proc.h"
 #include "common/text/encode_text.h"
 #include "common/text/vocab.h"
-#include "kernels/cpu/cpu.h"
 #include "kernels/generate.h"
 #include "kernels/gpt2_load.h"
 
 typedef struct options {
-    const char *dtype;
+    const char *device, *dtype;
     const char *model, *prompt, *prompt_file, *vocab;
     int64_t n_new, num_samples, top_k, seed;
     double temperature, top_p;
@@ -25,6 +24,7 @@ typedef struct options {
 static const char usage[] =
     "gpt-sample [-m CKPT] [-n TOKENS] [-p PROMPT | -f FILE] [--num-samples K] [-t TEMP] [-k TOPK]\n"
     "                  [--top-p P] [--seed S] [--stop-at-eot] [--ids] [--dtype float32|bfloat16]\n"
+    "                  [--device NAME]\n"
     "Generates text from a GPT-2 checkpoint, streaming it to stdout.";
 
 static const char footer[] =
@@ -49,6 +49,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weights in memory: float32 or bfloat16 (fp32, bf16); bfloat16 halves the bytes read per token (default float32)", 0, 0},
+        {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -136,12 +137,14 @@ static int run(const options *o, gk_err *e)
     int flags = 0;
     int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
     flags |= GK_GPT2_INFERENCE;
+    if (!rc) rc = gk_backend_open(&be, o->device ? o->device : "auto", 0, e);
+    char what[128];
+    if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */
     if (!rc) rc = gk_ckpt_open(&c, path, e);
     if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
     if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 1, &v, e);
     if (!rc) rc = encode_prompt(o, v, &prompt, &n, &hidden, e);
     cfg.dropout = 0;
-    if (!rc) rc = gk_cpu_create(&be, 0, e);
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, (int)o->num_samples, cfg.block_size, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
     gk_ckpt_close(c);

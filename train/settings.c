@@ -44,7 +44,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_DOUBLE_R(S, min_lr, "6e-5", 0, 10, "learning rate at the end of the decay"),
     GK_CK_BOOL(S, decay_lr, "true", "warmup + cosine decay; false: constant learning_rate"),
     GK_CK_BOOL(S, skip_nonfinite, "false", "skip a step whose loss or gradient norm is NaN/Inf (default: stop there)"),
-    GK_CK_CHOICE(S, device, "cpu", "cpu", "compute device"),
+    GK_CK_CHOICE(S, device, "cpu", "cpu|ref|cuda|cuda-emu|auto", "compute device (auto: cuda when a GPU is found, else cpu)"),
     GK_CK_STR(S, dtype, "float32", "compute precision: " GK_DTYPE_USER_CHOICES "; the CPU trains in float32"),
     GK_CK_INT_R(S, seed, "1337", 0, 9.2e18, "seed of initialization, data order and dropout"),
     GK_CK_INT_R(S, threads, "0", 0, 4096, "CPU threads (0: all cores)"),
@@ -103,9 +103,9 @@ static int check_dtype(tr_settings *s, gk_config *cfg, gk_err *e)
         if (rc)
             return rc;
     }
-    if (dt != GK_DT_F32 && strcmp(s->device, "cpu") == 0)
-        return pair_error(cfg, "dtype", "device", e, "dtype = %s: device = cpu trains in float32 only",
-                          s->dtype);
+    if (dt != GK_DT_F32 && strcmp(s->device, "cuda") != 0 && strcmp(s->device, "cuda-emu") != 0)
+        return pair_error(cfg, "dtype", "device", e, "dtype = %s: device = %s trains in float32 only",
+                          s->dtype, s->device);
     return 0;
 }
 

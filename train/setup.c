@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "kernels/cpu/cpu.h"
+#include "kernels/backend.h"
 #include "kernels/gpt2_load.h"
 #include "run.h"
 
@@ -226,7 +226,10 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
     if (!rc)
-        rc = gk_cpu_create(&r->be, (int)r->s.threads, e);
+        rc = gk_backend_open(&r->be, r->s.device, (int)r->s.threads, e);
+    char what[128];
+    if (!rc)
+        gk_info("device %s", gk_backend_describe(r->be, what, sizeof what));
     if (!rc)
         rc = gk_gpt2_create(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size, e);
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;

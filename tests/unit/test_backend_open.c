@@ -1,0 +1,137 @@
+/* test_backend_open.c: gk_backend_open (backend.h): the device names, the one-line errors for an
+ * unknown name and a missing CUDA library, and the refusal of a backend library with another ABI
+ * version or no GPU, using tiny fake libraries built here with cc -shared and named by
+ * $GPT_CUDA_LIB. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/backend.h"
+#include "test.h"
+
+static void test_cpu_and_ref(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    char what[128];
+    CHECK(gk_backend_open(&be, "cpu", 3, &e) == 0);
+    CHECK(be && strcmp(be->ops->name, "cpu") == 0);
+    CHECKF(strcmp(gk_backend_describe(be, what, sizeof what), "cpu (3 threads)") == 0, "%s", what);
+    gk_backend_free(be);
+    CHECK(gk_backend_open(&be, "cpu", 1, &e) == 0);
+    CHECKF(strcmp(gk_backend_describe(be, what, sizeof what), "cpu (1 thread)") == 0, "%s", what);
+    gk_backend_free(be);
+    CHECK(gk_backend_open(&be, "ref", 0, &e) == 0);
+    CHECK(be && strcmp(be->ops->name, "ref") == 0);
+    CHECK(strcmp(gk_backend_describe(be, what, sizeof what), "ref") == 0);
+    gk_backend_free(be);
+}
+
+static void test_unknown_name(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK(gk_backend_open(&be, "gpu", 0, &e) == GK_EUSAGE);
+    CHECK(be == NULL);
+    CHECKF(strcmp(e.msg, "device 'gpu': not one of cpu, ref, cuda, cuda-emu, auto") == 0, "%s", e.msg);
+}
+
+/* No libgptkit-cuda*.so exists: "cuda" is one clear error, "auto" is the CPU. */
+static void test_cuda_missing(void)
+{
+    unsetenv("GPT_CUDA_LIB");
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK(gk_backend_open(&be, "cuda", 0, &e) == GK_ENOTFOUND);
+    CHECK(be == NULL);
+    CHECKF(strcmp(e.msg, "device cuda: libgptkit-cuda.so not found (gptkit was built without CUDA, "
+                  "or it is not installed)") == 0, "%s", e.msg);
+    CHECK(gk_backend_open(&be, "cuda-emu", 0, &e) == GK_ENOTFOUND);
+    CHECKF(strstr(e.msg, "device cuda-emu: libgptkit-cuda-emu.so not found") == e.msg, "%s", e.msg);
+    e = (gk_err){0};
+    CHECK(gk_backend_open(&be, "auto", 2, &e) == 0);
+    CHECK(be && strcmp(be->ops->name, "cpu") == 0 && e.code == 0);
+    gk_backend_free(be);
+    setenv("GPT_CUDA_LIB", "/nonexistent/libgptkit-cuda.so", 1);
+    CHECK(gk_backend_open(&be, "cuda", 0, &e) == GK_ENOTFOUND);
+    CHECKF(strstr(e.msg, "device cuda: GPT_CUDA_LIB=/nonexistent/libgptkit-cuda.so: ") == e.msg,
+           "%s", e.msg);
+    unsetenv("GPT_CUDA_LIB");
+}
+
+/* Builds dir/NAME.so from src; 0, or -1 when no C compiler is at hand. */
+static int build_so(const char *dir, const char *name, const char *src, char *so, size_t n)
+{
+    char c[512], cmd[2048];
+    snprintf(c, sizeof c, "%s/%s.c", dir, name);
+    snprintf(so, n, "%s/%s.so", dir, name);
+    FILE *f = fopen(c, "w");
+    if (!f)
+        return -1;
+    fputs(src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o '%s' '%s' 2>/dev/null", so, c);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A fake entry: ABI version, no device, create never reached. */
+static const char fake_src[] =
+    "typedef struct { int abi; const char *name; int (*count)(void *); int (*create)(void **, void *); } entry;\n"
+    "static int count(void *e) { (void)e; return 0; }\n"
+    "static int create(void **o, void *e) { (void)o; (void)e; return -1; }\n"
+    "static const entry en = {ABI, \"cuda\", count, create};\n"
+    "const entry *gk_cuda_backend_entry(void) { return &en; }\n";
+
+static void test_fake_libraries(void)
+{
+    char dir[] = "/tmp/gk-backend-open-XXXXXX", so[600], src[1024];
+    if (!mkdtemp(dir)) {
+        SKIP("mkdtemp failed");
+        return;
+    }
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    snprintf(src, sizeof src, "#define ABI %d\n%s", GK_BACKEND_ABI + 41, fake_src);
+    int built = build_so(dir, "wrongabi", src, so, sizeof so) == 0;
+    if (built) {
+        setenv("GPT_CUDA_LIB", so, 1);
+        CHECK(gk_backend_open(&be, "cuda", 0, &e) == GK_EFORMAT);
+        char want[1024];
+        snprintf(want, sizeof want, "device cuda: %s has backend ABI version %d, this gptkit needs "
+                 "%d (install the library built with these tools)", so, GK_BACKEND_ABI + 41,
+                 GK_BACKEND_ABI);
+        CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
+        CHECK(be == NULL);
+
+        snprintf(src, sizeof src, "#define ABI %d\n%s", GK_BACKEND_ABI, fake_src);
+        CHECK(build_so(dir, "nogpu", src, so, sizeof so) == 0);
+        setenv("GPT_CUDA_LIB", so, 1);
+        CHECK(gk_backend_open(&be, "cuda", 0, &e) == GK_ENOTFOUND);
+        CHECKF(strcmp(e.msg, "device cuda: no CUDA GPU found") == 0, "%s", e.msg);
+        e = (gk_err){0};
+        CHECK(gk_backend_open(&be, "auto", 1, &e) == 0); /* no GPU: the CPU */
+        CHECK(be && strcmp(be->ops->name, "cpu") == 0);
+        gk_backend_free(be);
+
+        CHECK(build_so(dir, "noentry", "int gk_something_else(void) { return 1; }\n", so, sizeof so) == 0);
+        setenv("GPT_CUDA_LIB", so, 1);
+        CHECK(gk_backend_open(&be, "cuda-emu", 0, &e) == GK_EFORMAT);
+        CHECKF(strstr(e.msg, "has no gk_cuda_backend_entry (not a gptkit backend library)"), "%s", e.msg);
+        unsetenv("GPT_CUDA_LIB");
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    if (!built)
+        SKIP("no C compiler (cc) to build a fake backend library");
+}
+
+int main(void)
+{
+    RUN(test_cpu_and_ref);
+    RUN(test_unknown_name);
+    RUN(test_cuda_missing);
+    RUN(test_fake_libraries);
+    return TEST_END();
+}
