@@ -1,0 +1,301 @@
+/* cuda_backend.cu: the CUDA backend's context and everything that is not an op's math.
+ * Owns: create/destroy of cu_ctx (device, stream, cuBLASLt handle and workspace, scratch), the
+ * checks that turn CUDA failures into the sticky backend error, memory (alloc, free, copies,
+ * zero, sync), reserve (op scratch), cast, the gk_ops table and the library's one exported symbol
+ * (gk_cuda_backend_entry). Compiled by nvcc into libgptkit-cuda.so, or by g++ against kernels/emu
+ * into libgptkit-cuda-emu.so (GK_CUDA_EMU); every other symbol is hidden (-fvisibility=hidden).
+ * Thread safety: as backend.h (one host thread per backend). */
+#include "kernels/cuda/cuda_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GK_CUDA_EMU
+#define CU_NAME "cuda-emu"
+#else
+#define CU_NAME "cuda"
+#endif
+
+#define CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt workspace (Hopper's recommendation) */
+#define CU_MIN_SCRATCH ((size_t)64 << 10)     /* scratch before reserve: small ops never get NULL */
+
+/* ---- errors ---- */
+
+/* "cudaMemcpyAsync(dst, ...)" -> "cudaMemcpyAsync": the message names the call, not its text. */
+static void call_name(char *buf, size_t n, const char *call)
+{
+    size_t len = strcspn(call, "(");
+    if (len >= n) len = n - 1;
+    memcpy(buf, call, len);
+    buf[len] = 0;
+}
+
+int cu_check(gk_backend *be, cudaError_t rc, const char *call, const char *file, int line)
+{
+    if (rc == cudaSuccess) return 0;
+    char name[64];
+    call_name(name, sizeof name, call);
+    int code = rc == cudaErrorMemoryAllocation ? GK_ENOMEM : GK_EIO;
+    return gk_backend_fail(be, code, file, line, "cuda %s: %s", name, cudaGetErrorString(rc));
+}
+
+int cu_launched(gk_backend *be, const char *kernel, const char *file, int line)
+{
+    cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess)
+        return gk_backend_fail(be, GK_EIO, file, line, "cuda launch %s: %s", kernel,
+                               cudaGetErrorString(rc));
+    if (!CU(be)->sync_each) return 0;
+    rc = cudaStreamSynchronize(CU(be)->stream);
+    if (rc != cudaSuccess)
+        return gk_backend_fail(be, GK_EIO, file, line, "cuda kernel %s (GPT_CUDA_SYNC=1): %s",
+                               kernel, cudaGetErrorString(rc));
+    return 0;
+}
+
+void *cu_scratch(gk_backend *be, size_t n, const char *op)
+{
+    cu_ctx *c = CU(be);
+    if (n <= c->scratch_bytes) return c->scratch;
+    gk_backend_fail(be, GK_EUSAGE, __FILE__, __LINE__,
+                    "cuda %s: needs %zu bytes of scratch, reserve gave %zu", op, n, c->scratch_bytes);
+    return NULL;
+}
+
+/* ---- memory ---- */
+
+void *cu_alloc(gk_backend *be, size_t n)
+{
+    void *p = NULL;
+    /* cudaMalloc aligns to 256 bytes; a zero-byte request still gets a distinct pointer */
+    if (cudaMalloc(&p, n ? n : 256) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the next launch must not report it */
+        return NULL;
+    }
+    if (cudaMemsetAsync(p, 0, n, CU(be)->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cu_free(gk_backend *be, void *p)
+{
+    if (p) CU_CHECK(be, cudaFree(p));
+}
+
+void cu_to_device(gk_backend *be, void *dst, const void *host_src, size_t n)
+{
+    CU_BEGIN(be);
+    if (n) CU_CHECK(be, cudaMemcpyAsync(dst, host_src, n, cudaMemcpyHostToDevice, CU(be)->stream));
+}
+
+void cu_to_host(gk_backend *be, void *host_dst, const void *src, size_t n)
+{
+    CU_BEGIN(be);
+    if (n && CU_CHECK(be, cudaMemcpyAsync(host_dst, src, n, cudaMemcpyDeviceToHost, CU(be)->stream)))
+        return;
+    CU_CHECK(be, cudaStreamSynchronize(CU(be)->stream));
+}
+
+void cu_copy(gk_backend *be, void *dst, const void *src, size_t n)
+{
+    CU_BEGIN(be);
+    if (n) CU_CHECK(be, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, CU(be)->stream));
+}
+
+void cu_zero(gk_backend *be, void *p, size_t n)
+{
+    CU_BEGIN(be);
+    if (n) CU_CHECK(be, cudaMemsetAsync(p, 0, n, CU(be)->stream));
+}
+
+void cu_sync(gk_backend *be)
+{
+    CU_BEGIN(be);
+    CU_CHECK(be, cudaStreamSynchronize(CU(be)->stream));
+}
+
+/* ---- reserve ---- */
+
+/* The largest scratch any non-attention op takes for rows x cols (see cuda_ops.cu): per-block
+ * fp32 partials of column reductions (bias_bwd, layernorm_bwd: at most CU_PARTIAL_ROWS blocks of
+ * two rows of cols floats) and double partials of sumsq (CU_SUMSQ_BLOCKS). */
+#define CU_PARTIAL_ROWS 1024
+#define CU_SUMSQ_BLOCKS 1024
+static size_t ops_scratch(size_t rows, size_t cols)
+{
+    size_t blocks = rows < CU_PARTIAL_ROWS ? rows : CU_PARTIAL_ROWS;
+    size_t partials = blocks * 2 * cols * sizeof(float);
+    size_t sumsq = CU_SUMSQ_BLOCKS * sizeof(double);
+    return partials > sumsq ? partials : sumsq;
+}
+
+int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
+{
+    cu_ctx *c = CU(be);
+    size_t need = ops_scratch(rows, cols);
+    if (head_size > 0 && T > 0) {
+        /* B sequences of T; the widest row holds at most cols / head_size heads */
+        int B = (int)(rows / (size_t)T > 0 ? rows / (size_t)T : 1);
+        int NH = (int)(cols / (size_t)head_size > 0 ? cols / (size_t)head_size : 1);
+        size_t att = cu_attention_scratch(B, NH, T, head_size);
+        if (att > need) need = att;
+    }
+    if (need <= c->scratch_bytes) return 0;
+    void *s = NULL;
+    cudaError_t rc = cudaStreamSynchronize(c->stream); /* ops in flight may use the old scratch */
+    if (rc == cudaSuccess) rc = cudaMalloc(&s, need);
+    if (rc != cudaSuccess) {
+        (void)cudaGetLastError();
+        return gk_errf(err, rc == cudaErrorMemoryAllocation ? GK_ENOMEM : GK_EIO,
+                       "%s: %zu bytes of scratch: %s", be->what, need, cudaGetErrorString(rc));
+    }
+    cudaFree(c->scratch);
+    c->scratch = s;
+    c->scratch_bytes = need;
+    return 0;
+}
+
+/* ---- cast ---- */
+
+template <typename D, typename S>
+__global__ void cast_kernel(D *dst, const S *src, size_t n)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        dst[i] = cu_to<D>(cu_f(src[i]));
+}
+
+void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n)
+{
+    CU_BEGIN(be);
+    if (!n) return;
+    if (dt == st) {
+        cu_copy(be, dst, src, n * gk_elt_size(dt));
+        return;
+    }
+    unsigned threads = 256, blocks = cu_blocks(n, threads);
+    unsigned most = (unsigned)CU(be)->sm_count * 8; /* grid-stride beyond a few waves */
+    if (blocks > most) blocks = most;
+    if (dt == GK_BF16)
+        CU_LAUNCH(be, cast_kernel<bf16>, blocks, threads, 0, (bf16 *)dst, (const float *)src, n);
+    else
+        CU_LAUNCH(be, cast_kernel<float>, blocks, threads, 0, (float *)dst, (const bf16 *)src, n);
+}
+
+/* ---- the table ---- */
+
+/* Filled by name (C++17 has no designated initializers); every slot is set. */
+static gk_ops make_ops(void)
+{
+    gk_ops o;
+    memset(&o, 0, sizeof o);
+    o.name = CU_NAME;
+    o.alloc = cu_alloc, o.free = cu_free, o.to_device = cu_to_device, o.to_host = cu_to_host;
+    o.copy = cu_copy, o.zero = cu_zero, o.sync = cu_sync, o.reserve = cu_reserve, o.cast = cu_cast;
+    o.gemm = cu_gemm, o.bias_bwd = cu_bias_bwd;
+    o.encoder_fwd = cu_encoder_fwd, o.encoder_bwd = cu_encoder_bwd;
+    o.layernorm_fwd = cu_layernorm_fwd, o.layernorm_bwd = cu_layernorm_bwd;
+    o.attention_fwd = cu_attention_fwd, o.attention_bwd = cu_attention_bwd;
+    o.gelu_bwd = cu_gelu_bwd, o.residual_fwd = cu_residual_fwd, o.dropout_bwd = cu_dropout_bwd;
+    o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd;
+    o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
+    o.attention_fwd_at = cu_attention_fwd_at;
+    return o;
+}
+static const gk_ops cu_ops = make_ops();
+
+/* ---- create / destroy ---- */
+
+static void cu_destroy(gk_backend *be)
+{
+    cu_ctx *c = CU(be);
+    if (c) {
+        if (c->stream) cudaStreamSynchronize(c->stream);
+        cu_gemm_cache_free(be);
+        cudaFree(c->scratch);
+        cudaFree(c->workspace);
+        if (c->lt) cublasLtDestroy(c->lt);
+        if (c->stream) cudaStreamDestroy(c->stream);
+        (void)cudaGetLastError();
+        free(c);
+    }
+    free(be);
+}
+
+/* A failed cuBLASLt call as the sticky error (cuda_gemm.cu has its own for the matmuls). */
+static int lt_check(gk_backend *be, cublasStatus_t st, const char *call, int line)
+{
+    if (st == CUBLAS_STATUS_SUCCESS) return 0;
+    return gk_backend_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call,
+                           cublasGetStatusString(st));
+}
+
+/* Fills the context of be on device 0; any failure is left in be->err. */
+static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts)
+{
+    cudaDeviceProp prop;
+    if (CU_CHECK(be, cudaSetDevice(c->device)) ||
+        CU_CHECK(be, cudaGetDeviceProperties(&prop, c->device)) ||
+        CU_CHECK(be, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) ||
+        lt_check(be, cublasLtCreate(&c->lt), "cublasLtCreate", __LINE__) ||
+        CU_CHECK(be, cudaMalloc(&c->workspace, CU_WORKSPACE_BYTES)) ||
+        CU_CHECK(be, cudaMalloc(&c->scratch, CU_MIN_SCRATCH)))
+        return;
+    c->workspace_bytes = CU_WORKSPACE_BYTES;
+    c->scratch_bytes = CU_MIN_SCRATCH;
+    c->sm_count = prop.multiProcessorCount;
+    c->smem_optin = prop.sharedMemPerBlockOptin;
+    const char *sync = getenv("GPT_CUDA_SYNC");
+    c->sync_each = sync && strcmp(sync, "1") == 0;
+    be->act = bf16_acts ? GK_BF16 : GK_F32;
+    snprintf(be->what, sizeof be->what, "%s (%.60s, %s)", CU_NAME, prop.name,
+             bf16_acts ? "bf16" : "fp32");
+}
+
+static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
+{
+    *out = NULL;
+    gk_backend *be = (gk_backend *)calloc(1, sizeof *be);
+    cu_ctx *c = (cu_ctx *)calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        return gk_errf(err, GK_ENOMEM, "%s backend: out of memory", CU_NAME);
+    }
+    be->ops = &cu_ops;
+    be->impl = c;
+    be->destroy = cu_destroy;
+    snprintf(be->what, sizeof be->what, "%s", CU_NAME);
+    c->device = 0; /* the distributed issue picks LOCAL_RANK */
+    cu_setup(be, c, !o || o->bf16 != 0);
+    if (be->err.code) {
+        int code = gk_errf(err, be->err.code, "%s backend: %s", CU_NAME, be->err.msg);
+        cu_destroy(be);
+        return code;
+    }
+    *out = be;
+    return 0;
+}
+
+/* Devices the runtime sees; no driver or no GPU is 0, not an error. */
+static int cu_device_count(gk_err *err)
+{
+    (void)err;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+static const gk_backend_entry cu_entry = {GK_BACKEND_ABI, CU_NAME, cu_device_count, cu_create};
+
+extern "C" __attribute__((visibility("default"))) const gk_backend_entry *gk_cuda_backend_entry(void)
+{
+    return &cu_entry;
+}

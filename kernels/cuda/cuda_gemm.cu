@@ -1,0 +1,397 @@
+/* cuda_gemm.cu: the one matmul (gk_ops.gemm) of the CUDA backend.
+ * Owns: the mapping of backend.h's row-major BLAS semantics onto column-major cuBLASLt (the
+ * row-major C (M,N) is the column-major C^T (N,M) = op(B)^T op(A)^T, so A and B swap places and
+ * keep their transposes), the bias and GELU epilogues, a cache of cuBLASLt descriptors and
+ * algorithms per problem, and the fallbacks: an epilogue kernel when cuBLASLt refuses an epilogue
+ * for a combination, and a small tiled kernel for type combinations cuBLASLt does not take (A and
+ * B of different types, fp32 inputs into bf16) or that it refuses outright.
+ * Thread safety: as backend.h (the cache belongs to one backend). */
+#include "kernels/cuda/cuda_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- kernels: epilogue math shared by the fallbacks ---- */
+
+__device__ __forceinline__ float gelu_tanh(float x)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+/* Stores result r of element c (column j): + bias, then either C = r or, with pre non-NULL,
+ * pre = r and C = gelu(pre) computed from the stored (rounded) pre-activation. */
+template <typename T>
+__device__ __forceinline__ void store_result(float r, size_t c, int j, T *C, const float *bias, T *pre)
+{
+    if (bias) r += bias[j];
+    if (pre) {
+        T p = cu_to<T>(r);
+        pre[c] = p;
+        r = gelu_tanh(cu_f(p));
+    }
+    C[c] = cu_to<T>(r);
+}
+
+/* The epilogue cuBLASLt refused: src (M,N, row stride ldc; C or pre) holds the matmul's result. */
+template <typename T>
+__global__ void epilogue_kernel(T *C, T *pre, const T *src, const float *bias, int M, int N, int ldc)
+{
+    size_t n = (size_t)M * N, stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        int i = (int)(e / (size_t)N), j = (int)(e % (size_t)N);
+        size_t c = (size_t)i * ldc + j;
+        store_result(cu_f(src[c]), c, j, C, bias, pre);
+    }
+}
+
+/* The three element types of a fallback gemm in one template argument (a launch macro's
+ * argument cannot hold a comma). */
+template <typename TA_, typename TB_, typename TC_> struct gemm_types {
+    typedef TA_ TA;
+    typedef TB_ TB;
+    typedef TC_ TC;
+};
+
+#define TILE 16
+/* C (M,N) = alpha op(A) op(B) + beta C with the epilogue: one thread per element of C, 16x16
+ * tiles of A and B staged in shared memory, fp32 sums. For rare combinations, not for speed. */
+template <typename Ty>
+__global__ void gemm_small_kernel(int ta, int tb, int M, int N, int K, float alpha,
+                                  const typename Ty::TA *A, int lda, const typename Ty::TB *B,
+                                  int ldb, float beta, typename Ty::TC *C, int ldc,
+                                  const float *bias, typename Ty::TC *pre)
+{
+    __shared__ float As[TILE][TILE + 1], Bs[TILE][TILE + 1];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int i = blockIdx.y * TILE + ty, j = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        int ak = k0 + tx, bk = k0 + ty;
+        As[ty][tx] = i < M && ak < K
+                         ? cu_f(A[ta ? (size_t)ak * lda + i : (size_t)i * lda + ak]) : 0.0f;
+        Bs[ty][tx] = j < N && bk < K
+                         ? cu_f(B[tb ? (size_t)j * ldb + bk : (size_t)bk * ldb + j]) : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; k++) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (i >= M || j >= N) return;
+    size_t c = (size_t)i * ldc + j;
+    float r = alpha * acc;
+    if (beta != 0.0f) r += beta * cu_f(C[c]);
+    store_result(r, c, j, C, bias, pre);
+}
+
+template <typename TA, typename TB, typename TC>
+static void gemm_small(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                       const void *A, int lda, const void *B, int ldb, float beta, void *C, int ldc,
+                       const float *bias, void *pre)
+{
+    typedef gemm_types<TA, TB, TC> Ty;
+    dim3 grid(cu_blocks((size_t)N, TILE), cu_blocks((size_t)M, TILE)), block(TILE, TILE);
+    CU_LAUNCH(be, gemm_small_kernel<Ty>, grid, block, 0, ta, tb, M, N, K, alpha,
+              (const TA *)A, lda, (const TB *)B, ldb, beta, (TC *)C, ldc, bias, (TC *)pre);
+}
+
+template <typename TA, typename TB>
+static void gemm_small_tc(gk_backend *be, gk_elt tc, int ta, int tb, int M, int N, int K,
+                          float alpha, const void *A, int lda, const void *B, int ldb, float beta,
+                          void *C, int ldc, const float *bias, void *pre)
+{
+    if (tc == GK_BF16)
+        gemm_small<TA, TB, bf16>(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+    else
+        gemm_small<TA, TB, float>(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+}
+
+/* Any of the eight type combinations through gemm_small_kernel. */
+static void gemm_fallback(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                          const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
+                          float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre)
+{
+    if (tA == GK_BF16 && tB == GK_BF16)
+        gemm_small_tc<bf16, bf16>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+    else if (tA == GK_BF16)
+        gemm_small_tc<bf16, float>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+    else if (tB == GK_BF16)
+        gemm_small_tc<float, bf16>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+    else
+        gemm_small_tc<float, float>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+}
+
+/* The part of the epilogue a cuBLASLt plan left undone, on src (where cuBLASLt wrote). */
+static void epilogue(gk_backend *be, gk_elt tc, void *C, void *pre, const float *bias, int M,
+                     int N, int ldc)
+{
+    unsigned threads = 256, blocks = cu_blocks((size_t)M * N, threads);
+    unsigned most = (unsigned)CU(be)->sm_count * 8;
+    if (blocks > most) blocks = most;
+    const void *src = pre ? pre : C;
+    if (tc == GK_BF16)
+        CU_LAUNCH(be, epilogue_kernel<bf16>, blocks, threads, 0, (bf16 *)C, (bf16 *)pre,
+                  (const bf16 *)src, bias, M, N, ldc);
+    else
+        CU_LAUNCH(be, epilogue_kernel<float>, blocks, threads, 0, (float *)C, (float *)pre,
+                  (const float *)src, bias, M, N, ldc);
+}
+
+/* ---- cuBLASLt plans ---- */
+
+/* What a plan depends on: the problem in row-major terms, the types, the epilogue asked for, and
+ * the alignments (capped at 256 bytes) the heuristic assumed. All ints: compared with memcmp. */
+typedef struct gemm_key {
+    int ta, tb, M, N, K, lda, ldb, ldc;
+    int tA, tB, tC, bias, gelu;
+    int align_a, align_b, align_c, align_bias, align_pre;
+} gemm_key;
+
+/* How cuBLASLt runs a key: its descriptors and algorithm, the epilogue it does itself (lt_bias,
+ * lt_gelu) and what the epilogue kernel adds after it; lt == 0: gemm_small_kernel does it all. */
+typedef struct gemm_plan {
+    gemm_key key;
+    int lt, lt_bias, lt_gelu;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} gemm_plan;
+
+#define GEMM_CACHE 64 /* a GPT-2 step has about a dozen distinct problems */
+typedef struct gemm_cache {
+    gemm_plan plans[GEMM_CACHE];
+    int used, next; /* plans in use; the slot the next new plan replaces once full */
+} gemm_cache;
+
+static int align_of(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a == 0) return 256;
+    uintptr_t low = a & (~a + 1);
+    return low > 256 ? 256 : (int)low;
+}
+
+static cudaDataType_t lt_type(gk_elt t) { return t == GK_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+static void plan_release(gemm_plan *p)
+{
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    memset(p, 0, sizeof *p);
+}
+
+void cu_gemm_cache_free(gk_backend *be)
+{
+    gemm_cache *gc = (gemm_cache *)CU(be)->gemm_cache;
+    if (!gc) return;
+    for (int i = 0; i < gc->used; i++) plan_release(&gc->plans[i]);
+    free(gc);
+    CU(be)->gemm_cache = NULL;
+}
+
+/* Records a failed cuBLASLt call; 0 when st is success. */
+static int lt_fail(gk_backend *be, cublasStatus_t st, const char *call, int line)
+{
+    if (st == CUBLAS_STATUS_SUCCESS) return 0;
+    return gk_backend_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call,
+                           cublasGetStatusString(st));
+}
+#define LT(be, call, name) lt_fail((be), (call), (name), __LINE__)
+
+/* The column-major problem: D (N,M) = op(B as stored) (N,K) * op(A as stored) (K,M). */
+static int plan_descs(gk_backend *be, gemm_plan *p)
+{
+    const gemm_key *k = &p->key;
+    cublasOperation_t opa = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    return LT(be, cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+              "cublasLtMatmulDescCreate") ||
+           LT(be, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa),
+              "cublasLtMatmulDescSetAttribute(TRANSA)") ||
+           LT(be, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb),
+              "cublasLtMatmulDescSetAttribute(TRANSB)") ||
+           LT(be, cublasLtMatrixLayoutCreate(&p->la, lt_type((gk_elt)k->tB), k->tb ? k->K : k->N,
+                                             k->tb ? k->N : k->K, k->ldb), "cublasLtMatrixLayoutCreate(B)") ||
+           LT(be, cublasLtMatrixLayoutCreate(&p->lb, lt_type((gk_elt)k->tA), k->ta ? k->M : k->K,
+                                             k->ta ? k->K : k->M, k->lda), "cublasLtMatrixLayoutCreate(A)") ||
+           LT(be, cublasLtMatrixLayoutCreate(&p->lc, lt_type((gk_elt)k->tC), k->N, k->M, k->ldc),
+              "cublasLtMatrixLayoutCreate(C)");
+}
+
+/* Sets the epilogue (bias and/or GELU with its aux output) and this call's pointers. */
+static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const float *bias_ptr,
+                        void *pre_ptr)
+{
+    cublasLtEpilogue_t epi = gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                                  : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    cublasLtMatmulDesc_t d = p->desc;
+    if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
+           "cublasLtMatmulDescSetAttribute(EPILOGUE)"))
+        return -1;
+    if (bias) {
+        int32_t bt = CUDA_R_32F; /* the bias is an fp32 master weight whatever D's type */
+        if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                                  sizeof bias_ptr), "cublasLtMatmulDescSetAttribute(BIAS_POINTER)") ||
+            LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
+               "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
+            return -1;
+    }
+    if (gelu) {
+        int64_t ld = p->key.ldc;
+        int32_t at = lt_type((gk_elt)p->key.tC);
+        if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                  &pre_ptr, sizeof pre_ptr), "cublasLtMatmulDescSetAttribute(AUX_POINTER)") ||
+            LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld),
+               "cublasLtMatmulDescSetAttribute(AUX_LD)") ||
+            LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at,
+                                                  sizeof at), "cublasLtMatmulDescSetAttribute(AUX_DATA_TYPE)"))
+            return -1;
+    }
+    return 0;
+}
+
+/* Asks cuBLASLt for an algorithm for the plan's current epilogue: 1 found, 0 refused (the
+ * caller tries less), -1 error (sticky error set). */
+static int find_algo(gk_backend *be, gemm_plan *p)
+{
+    cu_ctx *c = CU(be);
+    const gemm_key *k = &p->key;
+    cublasLtMatmulPreference_t pref = NULL;
+    uint64_t ws = c->workspace_bytes;
+    /* cuBLASLt's A is our B and its B our A */
+    uint32_t al_a = (uint32_t)k->align_b, al_b = (uint32_t)k->align_a, al_c = (uint32_t)k->align_c;
+    if (LT(be, cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")) return -1;
+    int rc = LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute(WORKSPACE)") ||
+             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                         &al_a, sizeof al_a), "cublasLtMatmulPreferenceSetAttribute(ALIGN_A)") ||
+             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                         &al_b, sizeof al_b), "cublasLtMatmulPreferenceSetAttribute(ALIGN_B)") ||
+             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                         &al_c, sizeof al_c), "cublasLtMatmulPreferenceSetAttribute(ALIGN_C)") ||
+             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                         &al_c, sizeof al_c), "cublasLtMatmulPreferenceSetAttribute(ALIGN_D)")
+                 ? -1 : 0;
+    if (rc == 0) {
+        cublasLtMatmulHeuristicResult_t res;
+        int found = 0;
+        memset(&res, 0, sizeof res);
+        cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->la, p->lb, p->lc,
+                                                           p->lc, pref, 1, &res, &found);
+        if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
+            p->algo = res.algo;
+            rc = 1;
+        } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED &&
+                   st != CUBLAS_STATUS_INVALID_VALUE) {
+            rc = LT(be, st, "cublasLtMatmulAlgoGetHeuristic") ? -1 : 0;
+        }
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    return rc;
+}
+
+/* cuBLASLt takes A and B of one type, and C of that type or fp32 (never fp32 inputs into bf16). */
+static int lt_takes(const gemm_key *k)
+{
+    return k->K > 0 && k->tA == k->tB && (k->tC == k->tA || k->tC == GK_F32);
+}
+
+/* Chooses how the plan runs: cuBLASLt with the whole epilogue, with the bias only, with none
+ * (the epilogue kernel does the rest), or gemm_small_kernel. 0, or -1 with the sticky error. */
+static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, void *pre)
+{
+    const gemm_key *k = &p->key;
+    if (!lt_takes(k)) return 0;
+    if (plan_descs(be, p)) return -1;
+    /* GELU's aux output: ld a multiple of 8 and 16-byte alignment, else cuBLASLt refuses */
+    int aux_ok = k->ldc % 8 == 0 && k->align_pre >= 16;
+    int tries[3][2] = {{k->bias, k->gelu && aux_ok}, {k->bias, 0}, {0, 0}};
+    for (int t = 0; t < 3; t++) {
+        if (t > 0 && tries[t][0] == tries[t - 1][0] && tries[t][1] == tries[t - 1][1]) continue;
+        if (set_epilogue(be, p, tries[t][0], tries[t][1], bias, pre)) return -1;
+        int found = find_algo(be, p);
+        if (found < 0) return -1;
+        if (found) {
+            p->lt = 1, p->lt_bias = tries[t][0], p->lt_gelu = tries[t][1];
+            return 0;
+        }
+    }
+    return 0; /* refused every way: gemm_small_kernel */
+}
+
+/* The cached plan for key, or a new one (replacing the oldest once the cache is full). */
+static gemm_plan *plan_get(gk_backend *be, const gemm_key *key, const float *bias, void *pre)
+{
+    cu_ctx *c = CU(be);
+    gemm_cache *gc = (gemm_cache *)c->gemm_cache;
+    if (!gc && !(gc = (gemm_cache *)calloc(1, sizeof *gc))) {
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "cuda gemm: out of memory for the plan cache");
+        return NULL;
+    }
+    c->gemm_cache = gc;
+    for (int i = 0; i < gc->used; i++)
+        if (memcmp(&gc->plans[i].key, key, sizeof *key) == 0) return &gc->plans[i];
+    gemm_plan *p;
+    if (gc->used < GEMM_CACHE) {
+        p = &gc->plans[gc->used++];
+    } else {
+        p = &gc->plans[gc->next];
+        gc->next = (gc->next + 1) % GEMM_CACHE;
+        plan_release(p);
+    }
+    p->key = *key;
+    if (plan_choose(be, p, bias, pre)) {
+        plan_release(p); /* its key is zeroed: never matches a real problem (M, N >= 1) */
+        return NULL;
+    }
+    return p;
+}
+
+/* Runs a cuBLASLt plan with this call's pointers, then the epilogue it left undone. */
+static void run_plan(gk_backend *be, gemm_plan *p, float alpha, const void *A, const void *B,
+                     float beta, void *C, const float *bias, void *pre)
+{
+    cu_ctx *c = CU(be);
+    const gemm_key *k = &p->key;
+    if (set_epilogue(be, p, p->lt_bias, p->lt_gelu, bias, pre)) return;
+    void *D = pre && !p->lt_gelu ? pre : C; /* GELU by the kernel: the matmul writes pre */
+    if (LT(be, cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, D, p->lc, D, p->lc,
+                              &p->algo, c->workspace, c->workspace_bytes, c->stream), "cublasLtMatmul"))
+        return;
+    if (c->sync_each && CU_CHECK(be, cudaStreamSynchronize(c->stream))) return;
+    if ((bias && !p->lt_bias) || (pre && !p->lt_gelu))
+        epilogue(be, (gk_elt)k->tC, C, pre, p->lt_bias ? NULL : bias, k->M, k->N, k->ldc);
+}
+
+void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+             const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
+             void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu)
+{
+    CU_BEGIN(be);
+    if (M < 0 || N < 0 || K < 0 || lda < (transA ? M : K) || ldb < (transB ? K : N) || ldc < N) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda gemm: bad shape M %d N %d K %d lda %d ldb %d ldc %d",
+                        M, N, K, lda, ldb, ldc);
+        return;
+    }
+    if (pre_gelu && beta != 0.0f) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda gemm: the GELU epilogue needs beta 0");
+        return;
+    }
+    if (M == 0 || N == 0) return;
+    gemm_key key;
+    memset(&key, 0, sizeof key);
+    key.ta = !!transA, key.tb = !!transB, key.M = M, key.N = N, key.K = K;
+    key.lda = lda, key.ldb = ldb, key.ldc = ldc;
+    key.tA = ta, key.tB = tb, key.tC = tc, key.bias = bias != NULL, key.gelu = pre_gelu != NULL;
+    key.align_a = align_of(A), key.align_b = align_of(B), key.align_c = align_of(C);
+    key.align_bias = bias ? align_of(bias) : 0, key.align_pre = pre_gelu ? align_of(pre_gelu) : 0;
+    gemm_plan *p = plan_get(be, &key, bias, pre_gelu);
+    if (!p) return;
+    if (p->lt)
+        run_plan(be, p, alpha, A, B, beta, C, bias, pre_gelu);
+    else
+        gemm_fallback(be, key.ta, key.tb, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc,
+                      bias, pre_gelu);
+}
