@@ -1,0 +1,325 @@
+/* cuda_attn.cu: causal self-attention on the CUDA backend: the ops (cu_attention_fwd, _bwd,
+ * _fwd_at, cu_attention_scratch), the choice between the two paths, and the plain path.
+ * The fused flash-attention kernels (bf16 on tensor cores) live in cuda_attn_flash.cu; the plain
+ * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
+ * the reference the flash kernels are tested against. Env GK_CUDA_ATTN=plain forces the plain
+ * path, =flash (the default) takes flash wherever it applies.
+ * Plain path: one block per (batch, head, query row) computes that row's scores into shared
+ * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
+ * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
+ * summed in a fixed order by one block: deterministic, no atomics, no (T,T) buffer. */
+#include "kernels/cuda/cuda_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/rng.h"
+
+/* cuda_attn_flash.cu */
+int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b);
+void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T,
+                       int C, int NH, float p, uint64_t key);
+void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
+                       const bf16 *out, const float *lse, float *dsum, int B, int T, int C,
+                       int NH, float p, uint64_t key);
+
+#define ROW_THREADS 128
+#define ROW_WARPS (ROW_THREADS / 32)
+
+/* ---- block-wide helpers (every thread of the block must call them) ---- */
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+/* Sum (is_max 0) or max (1) of v over the block, in a fixed order; red holds ROW_WARPS floats. */
+__device__ float block_reduce(float v, float *red, int is_max)
+{
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    v = is_max ? warp_max(v) : warp_sum(v);
+    __syncthreads(); /* red may still be read by a previous call */
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int w = 1; w < ROW_WARPS; w++) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+    return r;
+}
+
+/* Dot product of a (shared, fp32) with x (n elements of E) by one warp; every lane gets it. */
+template <typename E>
+__device__ __forceinline__ float warp_dot(const float *a, const E *x, int n)
+{
+    float s = 0.0f;
+    for (int i = threadIdx.x % 32; i < n; i += 32) s += a[i] * cu_f(x[i]);
+    return warp_sum(s);
+}
+
+/* out[i] = sum_u w[u] * x_u[i] for i < hs, u < n (x_u = x + u * ld), summed by the block in a
+ * fixed order: G = ROW_THREADS / hs groups each take every G-th u, then thread i adds the G
+ * partials. part holds max(hs, ROW_THREADS) floats. Result to out (stride 1, type E). */
+template <typename E>
+__device__ void block_comb(E *out, const float *w, const E *x, size_t ld, int n, int hs,
+                           float *part)
+{
+    int G = ROW_THREADS / hs > 1 ? ROW_THREADS / hs : 1;
+    for (int idx = threadIdx.x; idx < G * hs; idx += ROW_THREADS) {
+        int g = idx / hs, i = idx % hs;
+        float s = 0.0f;
+        for (int u = g; u < n; u += G) s += w[u] * cu_f(x[(size_t)u * ld + i]);
+        part[idx] = s;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < hs; i += ROW_THREADS) {
+        float s = part[i];
+        for (int g = 1; g < G; g++) s += part[g * hs + i];
+        out[i] = cu_to<E>(s);
+    }
+    __syncthreads(); /* part is reused by the caller */
+}
+
+static __host__ __device__ size_t row_part_floats(int hs) { return (size_t)(hs > ROW_THREADS ? hs : ROW_THREADS); }
+
+/* ---- forward (also the KV-cache decode): one block per (query row i, head, batch) ---- */
+
+/* qkv (B,Tc,3C); query rows t0 + i for i < n attend to rows 0..t0+i -> out (B,n,C), lse
+ * ((b*NH + h)*Tc + t) when not NULL (then t0 = 0, n = Tc). Dropout p on the probabilities.
+ * Shared: q (hs), scores (t0+n), part, red. */
+template <typename E>
+__global__ void __launch_bounds__(ROW_THREADS)
+    attn_rows_fwd(E *out, float *lse, const E *qkv, int Tc, int t0, int n, int C, int NH,
+                  float p, uint64_t key)
+{
+    GK_DYN_SMEM(float, sm);
+    int i = n - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long rows first */
+    int hs = C / NH, t = t0 + i, nk = t + 1, warp = threadIdx.x / 32;
+    size_t ld = 3 * (size_t)C;
+    const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
+    float *q = sm, *s = q + hs, *part = s + t0 + n, *red = part + row_part_floats(hs);
+    float scale = rsqrtf((float)hs);
+
+    for (int k = threadIdx.x; k < hs; k += ROW_THREADS) q[k] = cu_f(qb[(size_t)t * ld + k]);
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int u = warp; u < nk; u += ROW_WARPS) {
+        float d = warp_dot(q, qb + (size_t)u * ld + C, hs) * scale;
+        if (threadIdx.x % 32 == 0) s[u] = d;
+        mx = fmaxf(mx, d);
+    }
+    mx = block_reduce(mx, red, 1);
+    float sum = 0.0f;
+    for (int u = threadIdx.x; u < nk; u += ROW_THREADS) {
+        float e = expf(s[u] - mx);
+        s[u] = e;
+        sum += e;
+    }
+    sum = block_reduce(sum, red, 0); /* its barriers also publish s */
+    size_t row = ((size_t)b * NH + h) * Tc + t;
+    if (lse && threadIdx.x == 0) lse[row] = mx + logf(sum);
+    float inv = 1.0f / sum;
+    for (int u = threadIdx.x; u < nk; u += ROW_THREADS)
+        s[u] *= p > 0.0f ? inv * gk_rng_dropout(key, row * Tc + u, p) : inv;
+    __syncthreads();
+    block_comb(out + ((size_t)b * n + i) * C + (size_t)h * hs, s, qb + 2 * C, ld, nk, hs, part);
+}
+
+static size_t rows_fwd_smem(int hs, int nkeys)
+{
+    return sizeof(float) * ((size_t)hs + nkeys + row_part_floats(hs) + ROW_WARPS);
+}
+
+/* Launches attn_rows_fwd for activations of type E; 0 or the error recorded. */
+template <typename E>
+static void rows_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int Tc,
+                     int t0, int n, int C, int NH, float p, uint64_t key)
+{
+    size_t smem = rows_fwd_smem(C / NH, t0 + n);
+    if (smem > 48 * 1024) {
+        if (smem > CU(be)->smem_optin) {
+            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention: %d keys do not fit in shared memory",
+                            t0 + n);
+            return;
+        }
+        if (CU_CHECK(be, cudaFuncSetAttribute(attn_rows_fwd<E>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)smem)))
+            return;
+    }
+    dim3 grid((unsigned)n, (unsigned)NH, (unsigned)B);
+    CU_LAUNCH(be, attn_rows_fwd<E>, grid, ROW_THREADS, smem, (E *)out, lse, (const E *)qkv, Tc,
+              t0, n, C, NH, p, key);
+}
+
+/* ---- backward ---- */
+
+/* One block per (query row t, head, batch): P and dP of the row, D = sum_u P dP (to dsum), and
+ * dQ = sum_u dS_u K_u into dqkv. Shared: q, dO (hs each), P, dS (T each), part, red. */
+template <typename E>
+__global__ void __launch_bounds__(ROW_THREADS)
+    attn_rows_bwd(E *dqkv, float *dsum, const E *dout, const E *qkv, const float *lse, int T,
+                  int C, int NH, float p, uint64_t key)
+{
+    GK_DYN_SMEM(float, sm);
+    int t = T - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int hs = C / NH, nk = t + 1, warp = threadIdx.x / 32;
+    size_t ld = 3 * (size_t)C, row = ((size_t)b * NH + h) * T + t;
+    const E *qb = qkv + (size_t)b * T * ld + (size_t)h * hs;
+    const E *dO = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
+    float *q = sm, *g = q + hs, *pr = g + hs, *ds = pr + T, *part = ds + T;
+    float *red = part + row_part_floats(hs);
+    float scale = rsqrtf((float)hs), z = lse[row];
+
+    for (int k = threadIdx.x; k < hs; k += ROW_THREADS) {
+        q[k] = cu_f(qb[(size_t)t * ld + k]);
+        g[k] = cu_f(dO[k]);
+    }
+    __syncthreads();
+    float D = 0.0f;
+    for (int u = warp; u < nk; u += ROW_WARPS) {
+        float s = warp_dot(q, qb + (size_t)u * ld + C, hs) * scale;
+        float dp = warp_dot(g, qb + (size_t)u * ld + 2 * C, hs);
+        if (p > 0.0f) dp *= gk_rng_dropout(key, row * T + u, p);
+        float P = expf(s - z);
+        if (threadIdx.x % 32 == 0) pr[u] = P, ds[u] = dp;
+        D += P * dp;
+    }
+    D = block_reduce(threadIdx.x % 32 == 0 ? D : 0.0f, red, 0);
+    if (threadIdx.x == 0) dsum[row] = D;
+    for (int u = threadIdx.x; u < nk; u += ROW_THREADS) ds[u] = pr[u] * (ds[u] - D) * scale;
+    __syncthreads();
+    block_comb(dqkv + ((size_t)b * T + t) * ld + (size_t)h * hs, ds, qb + C, ld, nk, hs, part);
+}
+
+/* One block per (key row u, head, batch): dV_u = sum_t P_tu m_tu dO_t and dK_u = sum_t dS_tu Q_t
+ * over queries t >= u, from lse and D (dsum) of each query row. Shared: k, v (hs each), the two
+ * coefficient rows (T - u each), part, red. */
+template <typename E>
+__global__ void __launch_bounds__(ROW_THREADS)
+    attn_cols_bwd(E *dqkv, const float *dsum, const E *dout, const E *qkv, const float *lse,
+                  int T, int C, int NH, float p, uint64_t key)
+{
+    GK_DYN_SMEM(float, sm);
+    int u = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    int hs = C / NH, nq = T - u, warp = threadIdx.x / 32;
+    size_t ld = 3 * (size_t)C, row0 = ((size_t)b * NH + h) * T;
+    const E *qb = qkv + (size_t)b * T * ld + (size_t)h * hs;
+    const E *dOb = dout + (size_t)b * T * C + (size_t)h * hs;
+    float *k = sm, *v = k + hs, *a = v + hs, *c = a + nq, *part = c + nq;
+    float scale = rsqrtf((float)hs);
+
+    for (int i = threadIdx.x; i < hs; i += ROW_THREADS) {
+        k[i] = cu_f(qb[(size_t)u * ld + C + i]);
+        v[i] = cu_f(qb[(size_t)u * ld + 2 * C + i]);
+    }
+    __syncthreads();
+    for (int j = warp; j < nq; j += ROW_WARPS) {
+        int t = u + j;
+        float s = warp_dot(k, qb + (size_t)t * ld, hs) * scale;
+        float dp = warp_dot(v, dOb + (size_t)t * C, hs);
+        float m = p > 0.0f ? gk_rng_dropout(key, (row0 + t) * T + u, p) : 1.0f;
+        float P = expf(s - lse[row0 + t]);
+        if (threadIdx.x % 32 == 0) a[j] = P * m, c[j] = P * (dp * m - dsum[row0 + t]) * scale;
+    }
+    __syncthreads();
+    E *du = dqkv + ((size_t)b * T + u) * ld + (size_t)h * hs;
+    block_comb(du + 2 * C, a, dOb + (size_t)u * C, (size_t)C, nq, hs, part);
+    block_comb(du + C, c, qb + (size_t)u * ld, ld, nq, hs, part);
+}
+
+template <typename E>
+static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, const void *qkv,
+                     const float *lse, int B, int T, int C, int NH, float p, uint64_t key)
+{
+    int hs = C / NH;
+    size_t smem = sizeof(float) * (2 * (size_t)hs + 2 * (size_t)T + row_part_floats(hs) + ROW_WARPS);
+    if (smem > 48 * 1024) {
+        if (smem > CU(be)->smem_optin) {
+            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention_bwd: T = %d does not fit in shared memory", T);
+            return;
+        }
+        if (CU_CHECK(be, cudaFuncSetAttribute(attn_rows_bwd<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
+            CU_CHECK(be, cudaFuncSetAttribute(attn_cols_bwd<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return;
+    }
+    dim3 grid((unsigned)T, (unsigned)NH, (unsigned)B);
+    CU_LAUNCH(be, attn_rows_bwd<E>, grid, ROW_THREADS, smem, (E *)dqkv, dsum, (const E *)dout,
+              (const E *)qkv, lse, T, C, NH, p, key);
+    CU_LAUNCH(be, attn_cols_bwd<E>, grid, ROW_THREADS, smem, (E *)dqkv, (const float *)dsum,
+              (const E *)dout, (const E *)qkv, lse, T, C, NH, p, key);
+}
+
+/* ---- the ops ---- */
+
+/* Flash unless GK_CUDA_ATTN=plain, for bf16 activations and the head sizes it takes. Read per
+ * call so that a test can compare the two paths in one process. */
+static int use_flash(gk_backend *be, int hs, const void *a, const void *b)
+{
+    const char *m = getenv("GK_CUDA_ATTN");
+    if (m && !strcmp(m, "plain")) return 0;
+    return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b);
+}
+
+static int bad_shape(gk_backend *be, const char *op, int B, int T, int C, int NH)
+{
+    if (B >= 1 && T >= 1 && NH >= 1 && C % NH == 0 && NH <= 65535 && B <= 65535) return 0;
+    GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda %s: bad shape B=%d T=%d C=%d NH=%d", op, B, T, C, NH);
+    return 1;
+}
+
+void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C,
+                      int NH, float p, uint64_t key)
+{
+    CU_BEGIN(be);
+    if (bad_shape(be, "attention_fwd", B, T, C, NH)) return;
+    if (use_flash(be, C / NH, qkv, out))
+        cu_flash_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
+    else if (be->act == GK_BF16)
+        rows_fwd<bf16>(be, out, lse, qkv, B, T, 0, T, C, NH, p, key);
+    else
+        rows_fwd<float>(be, out, lse, qkv, B, T, 0, T, C, NH, p, key);
+}
+
+void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
+                      const void *out, const float *lse, int B, int T, int C, int NH, float p,
+                      uint64_t key)
+{
+    CU_BEGIN(be);
+    if (bad_shape(be, "attention_bwd", B, T, C, NH)) return;
+    float *dsum = (float *)cu_scratch(be, cu_attention_scratch(B, NH, T, C / NH), "attention_bwd");
+    if (!dsum) return;
+    if (use_flash(be, C / NH, qkv, dout))
+        cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,
+                          (const bf16 *)out, lse, dsum, B, T, C, NH, p, key);
+    else if (be->act == GK_BF16)
+        rows_bwd<bf16>(be, dqkv, dsum, dout, qkv, lse, B, T, C, NH, p, key);
+    else
+        rows_bwd<float>(be, dqkv, dsum, dout, qkv, lse, B, T, C, NH, p, key);
+}
+
+void cu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0, int n,
+                         int C, int NH)
+{
+    CU_BEGIN(be);
+    if (bad_shape(be, "attention_fwd_at", B, Tc, C, NH)) return;
+    if (t0 < 0 || n < 1 || t0 + n > Tc) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention_fwd_at: rows %d..%d outside a cache of %d",
+                        t0, t0 + n - 1, Tc);
+        return;
+    }
+    if (be->act == GK_BF16)
+        rows_fwd<bf16>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
+    else
+        rows_fwd<float>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
+}
+
+/* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none. */
+size_t cu_attention_scratch(int B, int NH, int T, int head_size)
+{
+    (void)head_size;
+    return sizeof(float) * (size_t)B * NH * T;
+}
