@@ -12,7 +12,6 @@
 
 #include "ck.h"
 #include "common/log.h"
-#include "kernels/cpu/ref.h"
 
 enum { PROBE_V = 7, PROBE_T = 3, PROBE_C = 8 };
 
@@ -53,15 +52,15 @@ void ck_shape_text(char *buf, size_t cap, int ndim, const int64_t *shape)
 static int probe_templates(int bias, ck_entry *tmpl, int *n, gk_err *e)
 {
     gk_gpt2_config pc = {1, 1, PROBE_C, PROBE_T, PROBE_V, bias, 0.0f};
-    gk_backend *be = NULL;
-    gk_gpt2 *m = NULL;
-    int rc = gk_ref_create(&be, e);
-    if (!rc)
-        rc = gk_gpt2_create(&m, &pc, be, 1, 1, e);
+    gk_param table[4 + 16];
+    int count = gk_gpt2_param_table(&pc, table, (int)(sizeof table / sizeof *table));
+    int rc = count < 0 ? gk_errf(e, count, "parameter table: out of memory")
+             : count > (int)(sizeof table / sizeof *table) ? gk_errf(e, GK_EFORMAT, "parameter table: %d entries", count)
+             : 0;
     int seen_layer = 0;
     *n = 0;
-    for (int i = 0; rc == 0 && i < gk_gpt2_n_params(m); i++) {
-        const gk_param *p = gk_gpt2_param(m, i);
+    for (int i = 0; rc == 0 && i < count; i++) {
+        const gk_param *p = &table[i];
         ck_entry *t = &tmpl[(*n)++];
         memset(t, 0, sizeof *t);
         const char *rest = strncmp(p->name, "transformer.", 12) == 0 ? p->name + 12 : p->name;
@@ -72,15 +71,13 @@ static int probe_templates(int bias, ck_entry *tmpl, int *n, gk_err *e)
         } else {
             t->group = seen_layer ? CK_TAIL : CK_HEAD;
         }
-        snprintf(t->name, sizeof t->name, "%s", rest);
+        snprintf(t->name, sizeof t->name, "%.63s", rest);
         t->ndim = p->ndim;
         t->sym[1] = CK_1;
         for (int d = 0; d < p->ndim; d++)
             if (probe_dim(p->shape[d], &t->sym[d]) != 0)
                 rc = gk_errf(e, GK_EFORMAT, "parameter table: %s has an unexpected shape", p->name);
     }
-    gk_gpt2_free(m);
-    gk_backend_free(be);
     return rc;
 }
 

@@ -117,7 +117,8 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     int flags = 0;
     int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
     flags |= GK_GPT2_INFERENCE;
-    if (!rc) rc = gk_backend_open(&be, o->device ? o->device : "auto", 0, e);
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, o->dtype ? (flags & GK_GPT2_BF16) != 0 : -1};
+    if (!rc) rc = gk_backend_open(&be, &bo, e);
     char what[128];
     if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */
     if (!rc) rc = gk_ckpt_open(&c, path, e);
@@ -133,7 +134,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     cfg.dropout = 0;
     if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, 1, context, flags, e);
     if (!rc) rc = gk_gpt2_load(m, c, e);
-    if (!rc) rc = ep_scorer_create(&sc, m, be, context, stride, e);
+    if (!rc) rc = ep_scorer_create(&sc, m, context, stride, e);
     gk_ckpt_close(c);
     int64_t tokens = 0, bytes = 0;
     int all_text = 1;

@@ -18,9 +18,8 @@
 
 typedef struct ep_scorer ep_scorer;
 
-/* m (created with max_B >= 1, max_T >= context) runs on be. 1 <= stride <= context. */
-int ep_scorer_create(ep_scorer **out, gk_gpt2 *m, gk_backend *be, int context, int stride,
-                     gk_err *e);
+/* m was created with max_B >= 1, max_T >= context. 1 <= stride <= context. */
+int ep_scorer_create(ep_scorer **out, gk_gpt2 *m, int context, int stride, gk_err *e);
 void ep_scorer_free(ep_scorer *s); /* NULL-safe */
 
 /* Called per scored token: position in the stream and its NLL (nats). */

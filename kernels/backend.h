@@ -1,6 +1,7 @@
 /* backend.h: the backend-neutral op interface the GPT-2 graph is written against.
  * Owns: gk_ops (a vtable, one per backend kind) and gk_backend (one context per run: vtable + device state).
- * Lifetime: create with a backend's constructor (gk_cpu_create, gk_ref_create), free with gk_backend_free.
+ * Lifetime: create with gk_backend_open (or a constructor: gk_cpu_create, gk_ref_create, a CUDA
+ * library's entry), free with gk_backend_free.
  * Thread safety: a gk_backend is used by one host thread at a time; ops may use threads internally. */
 #ifndef GK_BACKEND_H
 #define GK_BACKEND_H
@@ -10,38 +11,54 @@
 
 #include "common/err.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of device buffers. Activations (and their gradients) have the backend's
+ * activation type be->act: GK_F32 on cpu and ref, GK_BF16 (or GK_F32) on cuda. Master weights,
+ * parameter gradients, AdamW moments, LayerNorm statistics, log-sum-exps and losses are always
+ * GK_F32. A bf16 value is the high half of an fp32 (uint16_t; to fp32: shift left by 16, exact;
+ * from fp32: round to nearest even). */
+typedef enum gk_elt { GK_F32 = 0, GK_BF16 = 1 } gk_elt;
+static inline size_t gk_elt_size(gk_elt t) { return t == GK_BF16 ? 2 : 4; }
+
 /* Conventions for every op below.
- * - Pointers named float/int are device pointers (from ops->alloc); host pointers say "host".
- * - Matrices are row-major. Shapes are in the comment: `inp (N,C)` is N rows of C floats.
+ * - Pointers are device pointers (from ops->alloc); host pointers say "host". `float *` buffers
+ *   are fp32 always; `void *` activation buffers hold elements of be->act; weights passed to gemm
+ *   and the encoder carry their own gk_elt.
+ * - Matrices are row-major. Shapes are in the comment: `inp (N,C)` is N rows of C elements.
  * - "+=" in a comment means the op accumulates into that output (parameter gradients always do,
  *   so gradient accumulation across micro-steps is free); "=" means it overwrites.
  * - Ops launch work and may return before it ends on asynchronous devices; ops->sync waits.
  *   The CPU backends are synchronous.
- * - Errors are sticky: an op that fails (an allocation, a launch, a device fault) records it in
- *   the backend with GK_BACKEND_FAIL (code, the failing call and its file:line; only the first
- *   error is kept, later ones are dropped) and returns without writing its outputs. Ops return
- *   nothing: callers learn of a failure from gk_backend_sync (waits, then returns the sticky
- *   error) or gk_backend_status (does not wait); the GPT-2 graph's entry points (forward,
- *   forward_at, backward, update) return gk_backend_status after their ops, so the error reaches
- *   the tool. After an error every output is undefined; the error is never cleared.
+ * - Errors are sticky: an op that fails (an allocation, a launch, a device fault, a type
+ *   combination it does not implement) records it in the backend with GK_BACKEND_FAIL (code, the
+ *   failing call and its file:line; only the first error is kept) and returns without writing its
+ *   outputs. Ops return nothing: callers learn of a failure from gk_backend_sync (waits, then
+ *   returns the sticky error) or gk_backend_status (does not wait); the GPT-2 graph's entry points
+ *   return gk_backend_status after their ops, so the error reaches the tool. After an error every
+ *   output is undefined; the error is never cleared.
  * - Results never depend on the thread count: reductions use a fixed split of the data.
  * - Dropout masks come from a counter-based RNG (kernels/rng.h): keep element i iff
- *   gk_rng_uniform(key, i) >= p; kept values are scaled by 1/(1-p). Backward ops recompute the mask
- *   from the same key, so masks are never stored. p == 0 means no dropout (key ignored).
- * - The fp32 interface is what both backends implement today; a bf16 CUDA backend keeps these
- *   signatures for master weights, gradients and optimizer state and its own activation copies. */
+ *   gk_rng_uniform(key, i) >= p; kept values are scaled by 1/(1-p). Element i is the flat index
+ *   of the masked tensor ((B,T,C) row-major for the embedding and residual dropouts; for the
+ *   attention probabilities ((b*NH + h)*T + t)*T + u, query t, key u). Backward ops recompute
+ *   the mask from the same key, so masks are never stored. p == 0 means no dropout (key ignored). */
 
 typedef struct gk_backend gk_backend;
 
 typedef struct gk_ops {
-    const char *name; /* "cpu", "ref", "cuda" */
+    const char *name; /* "cpu", "ref", "cuda", "cuda-emu" */
 
     /* ---- memory ---- */
-    /* Allocates n bytes of device memory, 64-byte aligned, zero-filled; NULL on failure. */
+    /* Allocates n bytes of device memory, 64-byte aligned, zero-filled; NULL on failure (not a
+     * sticky error: the caller reports it with the sizes it knows). */
     void *(*alloc)(gk_backend *be, size_t n);
     /* Frees memory from alloc; NULL is a no-op. */
     void (*free)(gk_backend *be, void *p);
-    /* Copies n bytes: host -> device, device -> host, device -> device. */
+    /* Copies n bytes: host -> device, device -> host, device -> device. to_host returns when the
+     * host buffer is written (it waits for the ops before it). */
     void (*to_device)(gk_backend *be, void *dst, const void *host_src, size_t n);
     void (*to_host)(gk_backend *be, void *host_dst, const void *src, size_t n);
     void (*copy)(gk_backend *be, void *dst, const void *src, size_t n);
@@ -50,81 +67,93 @@ typedef struct gk_ops {
     /* Waits until every op launched so far has finished. */
     void (*sync)(gk_backend *be);
     /* Sizes internal scratch for problems up to rows x cols (rows = B*T, cols = widest row) and
-     * attention heads of head_size floats over sequences of T; called once by the graph's
-     * create, so that no op allocates inside a step. Returns 0 or a negative GK_E* code. */
+     * attention heads of head_size over sequences of T; called once by the graph's create, so
+     * that no op allocates inside a step. Returns 0 or a negative GK_E* code. */
     int (*reserve)(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err);
+    /* dst (n, type dt) = src (n, type st), rounding to nearest even when narrowing. */
+    void (*cast)(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
 
     /* ---- dense ---- */
-    /* C (M,N) = alpha * op(A) op(B) + beta * C, row-major, BLAS semantics: op(A) is (M,K), A stored
-     * (M,K) with lda >= K if !transA, else (K,M) with lda >= M; likewise B. beta == 0: C not read. */
+    /* The one matmul: C (M,N) = alpha * op(A) op(B) + beta * C, row-major, BLAS semantics: op(A)
+     * is (M,K), A stored (M,K) with lda >= K if !transA, else (K,M) with lda >= M; likewise B.
+     * beta == 0: C not read. Products are summed in fp32 whatever the types (bf16 inputs are
+     * widened exactly), then rounded to tc. Epilogue, applied to the result before it is stored:
+     * bias (N, fp32, or NULL) is added to every row; with pre_gelu non-NULL (type tc, (M,N), row
+     * stride ldc; beta must be 0) pre_gelu = the result and C = gelu(pre_gelu) (GELU's tanh form).
+     * Type combinations every backend implements: all GK_F32; (ta, tb, tc) = (be->act, wt, be->act)
+     * and (be->act, be->act, GK_F32) where wt is the model's weight type (GK_F32, or GK_BF16 for
+     * bf16 weights); others may fail with GK_EUSAGE. */
     void (*gemm)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
-                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
-    /* x (N,C) += bias (C) on every row. */
-    void (*bias_add)(gk_backend *be, float *x, const float *bias, int N, int C);
+                 const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
+                 void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
     /* dbias (C) += column sums of dout (N,C). */
-    void (*bias_bwd)(gk_backend *be, float *dbias, const float *dout, int N, int C);
+    void (*bias_bwd)(gk_backend *be, float *dbias, const void *dout, int N, int C);
 
     /* ---- embedding ---- */
-    /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t], then dropout(p, key). */
-    void (*encoder_fwd)(gk_backend *be, float *out, const int *tokens, const float *wte,
+    /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t], then dropout(p, key). wte has type tw
+     * (fp32 master or the bf16 weights), wpe is fp32. */
+    void (*encoder_fwd)(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
                         const float *wpe, int B, int T, int C, float p, uint64_t key);
     /* dout (B,T,C) -> dwte (V,C) +=, dwpe (T,C) +=, undoing the dropout of the forward. */
-    void (*encoder_bwd)(gk_backend *be, float *dwte, float *dwpe, const float *dout,
+    void (*encoder_bwd)(gk_backend *be, float *dwte, float *dwpe, const void *dout,
                         const int *tokens, int B, int T, int C, float p, uint64_t key);
 
     /* ---- layernorm (eps 1e-5) ---- */
     /* inp (N,C) -> out (N,C), mean (N), rstd (N); weight (C), bias (C) or NULL. */
-    void (*layernorm_fwd)(gk_backend *be, float *out, float *mean, float *rstd, const float *inp,
+    void (*layernorm_fwd)(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
                           const float *weight, const float *bias, int N, int C);
     /* dout (N,C) -> dinp (N,C) +=, dweight (C) +=, dbias (C) += (dbias NULL when no bias). */
-    void (*layernorm_bwd)(gk_backend *be, float *dinp, float *dweight, float *dbias,
-                          const float *dout, const float *inp, const float *weight,
+    void (*layernorm_bwd)(gk_backend *be, void *dinp, float *dweight, float *dbias,
+                          const void *dout, const void *inp, const float *weight,
                           const float *mean, const float *rstd, int N, int C);
 
     /* ---- causal self-attention; the (T,T) score matrix is never stored ---- */
     /* qkv (B,T,3C) [q | k | v, heads of C/NH inside each] -> out (B,T,C) =, lse (B,NH,T) =
-     * (log-sum-exp of each score row, kept for the backward); dropout p on the probabilities. */
-    void (*attention_fwd)(gk_backend *be, float *out, float *lse, const float *qkv, int B, int T,
+     * (log-sum-exp of each scaled score row, kept for the backward); dropout p on the
+     * probabilities. */
+    void (*attention_fwd)(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T,
                           int C, int NH, float p, uint64_t key);
     /* dout (B,T,C) -> dqkv (B,T,3C) =, recomputing probabilities from qkv and lse. */
-    void (*attention_bwd)(gk_backend *be, float *dqkv, const float *dout, const float *qkv,
-                          const float *out, const float *lse, int B, int T, int C, int NH,
+    void (*attention_bwd)(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
+                          const void *out, const float *lse, int B, int T, int C, int NH,
                           float p, uint64_t key);
 
-    /* ---- GELU, tanh approximation ---- */
-    /* x (N,C) += bias (C) (bias may be NULL), in place (kept for the backward); out (N,C) = gelu(x). */
-    void (*gelu_fwd)(gk_backend *be, float *out, float *x, const float *bias, int N, int C);
-    /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout; dinp may alias dout. */
-    void (*gelu_bwd)(gk_backend *be, float *dinp, const float *x, const float *dout, int N, int C);
+    /* ---- GELU backward (the forward is gemm's epilogue) ---- */
+    /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout, x the pre-GELU values; dinp may alias dout. */
+    void (*gelu_bwd)(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
 
     /* ---- residual ---- */
     /* out (N,C) = res + dropout(x + bias) (bias may be NULL; out may alias res or x). */
-    void (*residual_fwd)(gk_backend *be, float *out, const float *res, const float *x,
+    void (*residual_fwd)(gk_backend *be, void *out, const void *res, const void *x,
                          const float *bias, int N, int C, float p, uint64_t key);
     /* dout (n) -> dinp (n) = dout * mask / (1-p) (the backward of a dropout; may alias). */
-    void (*dropout_bwd)(gk_backend *be, float *dinp, const float *dout, size_t n, float p,
+    void (*dropout_bwd)(gk_backend *be, void *dinp, const void *dout, size_t n, float p,
                         uint64_t key);
 
     /* ---- softmax + cross-entropy over the first V of Vp columns ---- */
     /* logits (N,Vp), targets (N) -> losses (N) = -log softmax(logits)[target] (0 where target < 0),
      * lse (N) = log-sum-exp of the row. */
-    void (*xent_fwd)(gk_backend *be, float *losses, float *lse, const float *logits,
+    void (*xent_fwd)(gk_backend *be, float *losses, float *lse, const void *logits,
                      const int *targets, int N, int V, int Vp);
     /* dlogits (N,Vp) = (softmax - onehot(target)) * dloss (0 on rows with target < 0 and on the
-     * Vp-V padded columns); dlogits may alias logits. */
-    void (*xent_bwd)(gk_backend *be, float *dlogits, const float *logits, const float *lse,
+     * Vp-V padded columns), from logits and lse without storing the probabilities; dlogits may
+     * alias logits. */
+    void (*xent_bwd)(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                      const int *targets, float dloss, int N, int V, int Vp);
 
-    /* ---- optimizer ---- */
+    /* ---- optimizer (fp32 master weights, gradients and moments) ---- */
     /* *host_out = sum of squares of x (n), accumulated in double (fixed split, deterministic). */
     void (*sumsq)(gk_backend *be, double *host_out, const float *x, size_t n);
     /* x (n) *= s. */
     void (*scale)(gk_backend *be, float *x, float s, size_t n);
     /* AdamW as torch.optim.AdamW, on one tensor: g = grad * grad_scale (the clip factor);
      * param *= 1 - lr wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-     * param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). t counts from 1. */
+     * param -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). t counts from 1.
+     * copy (n, type tcopy) = the updated param, in the same pass, when copy is not NULL (the
+     * bf16 weights the matmuls read). */
     void (*adamw)(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
-                  float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale);
+                  float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
+                  void *copy, gk_elt tcopy);
 
     /* ---- inference with a KV cache (gk_gpt2_forward_at) ---- */
     /* Causal attention of n new query positions t0..t0+n-1 over a cache, no dropout, no lse:
@@ -132,28 +161,19 @@ typedef struct gk_ops {
      * rows t0..t0+n-1 the new positions' q, k, v, rows < t0 the k, v of earlier calls (their q is
      * not read) -> out (B,n,C) =, row i of batch b attending to cache rows 0..t0+i.
      * 0 <= t0, 1 <= n, t0 + n <= Tc. With t0 = 0 and n = Tc it equals attention_fwd's out. */
-    void (*attention_fwd_at)(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
+    void (*attention_fwd_at)(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0,
                              int n, int C, int NH);
-
-    /* ---- bf16 weights for inference (gk_gpt2_create_ex with GK_GPT2_BF16) ----
-     * A bf16 value is the high half of an fp32 (uint16_t; to fp32: shift left by 16, exact).
-     * Products and sums are fp32, so these equal the fp32 ops on the widened weights up to the
-     * order of the additions. */
-    /* C (M,N) = alpha * A (M,K) op(B) + beta * C as gemm with transA = 0, B bf16: stored (K,N)
-     * with ldb >= N if !transB, else (N,K) with ldb >= K. beta == 0: C not read. */
-    void (*gemm_bf16)(gk_backend *be, int transB, int M, int N, int K, float alpha, const float *A,
-                      int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
-    /* tokens (B,T) -> out (B,T,C) = wte[token] (bf16) + wpe[t]; no dropout. */
-    void (*encoder_fwd_bf16)(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
-                             const float *wpe, int B, int T, int C);
 } gk_ops;
 
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */
 struct gk_backend {
     const gk_ops *ops;
+    gk_elt act;        /* activation type (fixed at create) */
     void *impl;        /* backend-private state (thread count, scratch, device handles) */
     void (*destroy)(gk_backend *be); /* frees impl and be itself */
     gk_err err;        /* the sticky error: code 0 until an op fails (gk_backend_fail) */
+    char what[96];     /* set by the constructor for messages: "cpu (8 threads)",
+                        * "cuda (NVIDIA H100 80GB HBM3, bf16)" */
 };
 
 /* Records an op's failure in be unless an error is already recorded (the first one is kept):
@@ -172,28 +192,42 @@ int gk_backend_sync(gk_backend *be, gk_err *err);
 /* Frees a backend from any constructor; NULL is a no-op. */
 void gk_backend_free(gk_backend *be);
 
-/* Opens the backend a tool's device setting names (backend_open.c): "cpu" (threads threads,
- * <= 0: all cores), "ref", "cuda" and "cuda-emu" (loaded at run time from libgptkit-cuda.so /
- * libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's ../lib, else the dlopen search path),
- * "auto" (cuda when its library loads and sees a GPU, else cpu). Returns 0, GK_EUSAGE for an
- * unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code with one line naming the device. */
-int gk_backend_open(gk_backend **out, const char *device, int threads, gk_err *e);
-/* Writes what be is for a tool's message, e.g. "cpu (8 threads)" or "ref"; returns buf. */
+/* What a tool asks of gk_backend_open. */
+typedef struct gk_backend_opts {
+    const char *device; /* "cpu" | "ref" | "cuda" | "cuda-emu" | "auto" */
+    int threads;        /* cpu: thread count, <= 0: all cores */
+    int bf16;           /* activations in bf16: 1 yes, 0 fp32, -1 the device's default (bf16 on
+                         * cuda); the CPU backends compute in fp32 whatever it says: the
+                         * backend's act field tells what was granted */
+} gk_backend_opts;
+
+/* Opens the backend o->device names (backend_open.c): "cpu", "ref", "cuda" and "cuda-emu" (loaded
+ * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's
+ * ../lib, else the dlopen search path), "auto" (cuda when its library loads and sees a GPU, else
+ * cpu). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
+ * with one line naming the device. */
+int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e);
+/* Writes what be is for a tool's message, e.g. "cpu (8 threads)", "cuda (NVIDIA H100, bf16)";
+ * returns buf. */
 const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
- * to gk_ops, gk_backend or this struct). */
-#define GK_BACKEND_ABI 1
+ * to gk_ops, gk_backend, gk_backend_opts or this struct). */
+#define GK_BACKEND_ABI 2
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */
     const char *name; /* "cuda", "cuda-emu" */
     /* Usable devices (0: none), or a negative GK_E* code with err set. */
     int (*device_count)(gk_err *err);
-    /* Creates the backend on the first device; 0 or a negative GK_E* code with err set. */
-    int (*create)(gk_backend **out, gk_err *err);
+    /* Creates the backend on the first device with o->bf16 (-1: bf16); 0 or a negative GK_E*
+     * code with err set. */
+    int (*create)(gk_backend **out, const gk_backend_opts *o, gk_err *err);
 } gk_backend_entry;
 typedef const gk_backend_entry *(*gk_backend_entry_fn)(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

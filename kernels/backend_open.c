@@ -11,7 +11,6 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/ref.h"
 
 #define NOT_BUILT "(gptkit was built without CUDA, or it is not installed)"
@@ -91,7 +90,7 @@ static int load_entry(const gk_backend_entry **entry, void **h, const char *devi
 }
 
 /* cuda / cuda-emu: load, count the devices, create. */
-static int open_cuda(gk_backend **out, const char *device, gk_err *e)
+static int open_cuda(gk_backend **out, const char *device, const gk_backend_opts *o, gk_err *e)
 {
     const gk_backend_entry *en = NULL;
     void *h = NULL;
@@ -104,26 +103,32 @@ static int open_cuda(gk_backend **out, const char *device, gk_err *e)
     else if (n < 0)
         rc = n;
     if (!rc)
-        rc = en->create(out, e);
+        rc = en->create(out, o, e);
     if (rc)
         dlclose(h); /* no backend came from it */
     return rc;
 }
 
-int gk_backend_open(gk_backend **out, const char *device, int threads, gk_err *e)
+/* The CPU backends: fp32 activations whatever o->bf16 asks. */
+static int open_cpu(gk_backend **out, const char *device, const gk_backend_opts *o, gk_err *e)
 {
+    if (strcmp(device, "ref") == 0) return gk_ref_create(out, e);
+    return gk_cpu_create(out, o->threads, e);
+}
+
+int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e)
+{
+    const char *device = o->device ? o->device : "cpu";
     *out = NULL;
-    if (!device || strcmp(device, "cpu") == 0)
-        return gk_cpu_create(out, threads, e);
-    if (strcmp(device, "ref") == 0)
-        return gk_ref_create(out, e);
+    if (strcmp(device, "cpu") == 0 || strcmp(device, "ref") == 0)
+        return open_cpu(out, device, o, e);
     if (strcmp(device, "cuda") == 0 || strcmp(device, "cuda-emu") == 0)
-        return open_cuda(out, device, e);
+        return open_cuda(out, device, o, e);
     if (strcmp(device, "auto") == 0) {
         gk_err ignored = {0};
-        if (open_cuda(out, "cuda", &ignored) == 0)
+        if (open_cuda(out, "cuda", o, &ignored) == 0)
             return 0;
-        return gk_cpu_create(out, threads, e);
+        return open_cpu(out, "cpu", o, e);
     }
     return gk_errf(e, GK_EUSAGE, "device '%s': not one of cpu, ref, cuda, cuda-emu, auto", device);
 }
@@ -131,11 +136,6 @@ int gk_backend_open(gk_backend **out, const char *device, int threads, gk_err *e
 const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n)
 {
     const char *name = be && be->ops && be->ops->name ? be->ops->name : "?";
-    if (strcmp(name, "cpu") == 0) {
-        int t = CPU(be)->nthreads;
-        snprintf(buf, n, "cpu (%d thread%s)", t, t == 1 ? "" : "s");
-    } else {
-        snprintf(buf, n, "%s", name);
-    }
+    snprintf(buf, n, "%s", be && be->what[0] ? be->what : name);
     return buf;
 }

@@ -36,15 +36,15 @@ static int end_sample(gs_textout *tx, int ids, FILE *out)
 }
 
 /* The logits row of the last position of each sequence -> host rows (K, nv). */
-static void last_logits(gk_gpt2 *m, gk_backend *be, float *host, int K, int n, int nv)
+static int last_logits(gk_gpt2 *m, float *host, int K, int n, int nv, gk_err *e)
 {
-    int Vp = gk_gpt2_padded_vocab(m);
-    for (int b = 0; b < K; b++)
-        be->ops->to_host(be, host + (size_t)b * nv, gk_gpt2_logits(m) + ((size_t)b * n + n - 1) * Vp,
-                         sizeof(float) * nv);
+    int rc = 0;
+    for (int b = 0; b < K && !rc; b++)
+        rc = gk_gpt2_logits_host(m, b * n + n - 1, 1, nv, host + (size_t)b * nv, e);
+    return rc;
 }
 
-int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt, int64_t n,
+int gs_generate(gk_gpt2 *m, const gk_vocab *v, const int *prompt, int64_t n,
                 int hidden,
                 const gs_gen_opts *o, FILE *out, gs_gen_stats *st, gk_err *e)
 {
@@ -83,7 +83,7 @@ int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt
     int ctx = n < bs ? (int)n : bs;
     for (int b = 0; b < K; b++) memcpy(in + (size_t)b * ctx, prompt + n - ctx, sizeof(int) * ctx);
     if ((rc = gk_gpt2_forward_at(m, in, K, 0, ctx, e))) goto out;
-    last_logits(m, be, logits, K, ctx, nv);
+    if ((rc = last_logits(m, logits, K, ctx, nv, e))) goto out;
     st->prompt_tokens = ctx;
     st->prompt_secs = now() - t0;
     t0 = now();
@@ -118,7 +118,7 @@ int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt
             ctx = bs;
         }
         if (rc) goto out;
-        last_logits(m, be, logits, K, ctx, nv);
+        if ((rc = last_logits(m, logits, K, ctx, nv, e))) goto out;
     }
     st->gen_secs = now() - t0;
 

@@ -29,10 +29,10 @@ typedef struct gs_gen_stats {
     double prompt_secs, gen_secs;
 } gs_gen_stats;
 
-/* m runs on be. prompt[0..n) (n >= 1); the first `hidden` of them (0 or 1: the implicit start token) are not
+/* prompt[0..n) (n >= 1); the first `hidden` of them (0 or 1: the implicit start token) are not
  * printed. Sample 0 streams to out as it is generated (flushed per token); samples 1..K-1 follow,
  * each sample ending with a newline and separated by a line "---". */
-int gs_generate(gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const int *prompt, int64_t n,
+int gs_generate(gk_gpt2 *m, const gk_vocab *v, const int *prompt, int64_t n,
                 int hidden,
                 const gs_gen_opts *o, FILE *out, gs_gen_stats *st, gk_err *e);
 

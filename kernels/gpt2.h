@@ -23,18 +23,19 @@ typedef struct gk_gpt2_config {
 /* One entry of the parameter table, in HuggingFace order (wte, wpe, h.0.ln_1.weight, ...,
  * ln_f.bias). Shapes are HuggingFace's: Conv1D weights stored [in, out]; wte [vocab_size, C]
  * (its block holds padded_vocab rows: the extra rows are zero, never trained, never saved).
- * All pointers are device pointers into the model's blocks; valid until gk_gpt2_free. */
+ * All pointers are device pointers into the model's blocks, valid until gk_gpt2_free, for the
+ * graph, backends and tests: tools move tensors with gk_gpt2_tensor_get/set instead. */
 typedef struct gk_param {
     char name[64];        /* "transformer.h.3.attn.c_attn.weight" */
     int ndim;             /* 1 or 2 */
     int shape[2];         /* logical shape (shape[1] unused when ndim == 1) */
     size_t numel;         /* logical element count */
     size_t offset;        /* in floats, from the start of the parameter block */
-    float *data, *grad;   /* parameter, gradient (grad NULL in inference models; data NULL when
-                           * the tensor is stored as bf16) */
+    float *data, *grad;   /* fp32 parameter, gradient (grad NULL in inference models; data NULL
+                           * when the tensor is kept as bf16 only: GK_GPT2_BF16 weight matrices) */
     float *m, *v;         /* AdamW first and second moments (NULL in inference models) */
-    uint16_t *data16;     /* the parameter as bf16 (GK_GPT2_BF16 weight matrices), else NULL;
-                           * offset then counts uint16 from the start of the bf16 block */
+    void *copy;           /* the bf16 weight matrix the matmuls read (bf16 weights or bf16
+                           * activations), updated with data by every optimizer step; else NULL */
     int decay;            /* 1: AdamW weight decay applies (2-D tensors, as nanoGPT) */
 } gk_param;
 
@@ -50,6 +51,10 @@ typedef struct gk_gpt2 gk_gpt2;
 
 /* 0 or GK_EUSAGE with a message naming the bad field. */
 int gk_gpt2_config_check(const gk_gpt2_config *cfg, gk_err *err);
+/* The parameter table of a config without a model: fills up to cap entries of out (names,
+ * shapes, numel, decay; pointers NULL) and returns the number of entries (out may be NULL to
+ * count). The same table gk_gpt2_param walks. */
+int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap);
 
 /* Creates a model on backend be (borrowed; must outlive the model) for batches up to
  * max_B x max_T (max_T <= block_size). Parameters start at zero: load them, or gk_gpt2_init. */
@@ -62,15 +67,25 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  *   grad_norm return GK_EUSAGE / 0; training mode is refused.
  * GK_GPT2_BF16 (implies INFERENCE): the weight matrices (wte and the four per layer) are kept
  *   as bf16 only (rounded to nearest even from fp32 when set), halving the bytes read per
- *   token; matmuls use the backend's gemm_bf16 (fp32 activations and accumulation). wpe, biases
- *   and LayerNorm stay fp32. */
+ *   token; matmuls read bf16 weights with fp32 accumulation. wpe, biases and LayerNorm stay fp32.
+ * On a backend with bf16 activations the weight matrices are always read as bf16: a training
+ * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
+ * keeps the bf16 copy only. */
 enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);
-/* Sets parameter i (table order) from host fp32 values (numel of them), converting to bf16 when
- * the tensor is stored so (host is then used as scratch and overwritten). */
+/* Sets parameter i (table order) from host fp32 values (numel of them), and its bf16 copy (host
+ * is then used as scratch and overwritten). */
 void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host);
+/* Host copies of a table entry's tensors (numel floats) for checkpoints: the parameter (widened
+ * from bf16 when kept so), its gradient, or its AdamW moments. get: GK_EUSAGE when the model has
+ * no such tensor (an inference model's moments); set: the parameter also refreshes its bf16
+ * copy. Both return the backend's sticky error. */
+enum gk_tensor_kind { GK_TENSOR_PARAM, GK_TENSOR_GRAD, GK_TENSOR_ADAM_M, GK_TENSOR_ADAM_V };
+int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err);
+int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
+                       gk_err *err);
 /* Frees everything; NULL is a no-op. */
 void gk_gpt2_free(gk_gpt2 *m);
 
@@ -99,13 +114,18 @@ void gk_gpt2_get_rng(const gk_gpt2 *m, uint64_t *seed, uint64_t *counter);
  * file:line in err; the model's outputs are then undefined and the backend stays failed. */
 
 /* host tokens (B,T) -> logits (B,T,padded_vocab) on the device; with targets (B,T) (host, -1 =
- * ignore) also *loss = mean cross-entropy over the non-ignored targets (loss may be NULL).
- * B <= max_B, T <= max_T. Tokens outside [0, vocab_size) are GK_EUSAGE. */
+ * ignore) also *loss = mean cross-entropy over the non-ignored targets (loss may be NULL) and
+ * the per-token losses (gk_gpt2_token_losses). B <= max_B, T <= max_T. Tokens outside
+ * [0, vocab_size) are GK_EUSAGE. */
 int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, int T, float *loss,
                     gk_err *err);
-/* The last forward's logits, device pointer, row stride padded_vocab (columns >= vocab_size are
- * meaningless). gk_gpt2_backward overwrites them with their gradient. */
-const float *gk_gpt2_logits(const gk_gpt2 *m);
+/* Host copy of rows row0..row0+nrows-1 of the last forward's logits (row b*T + t is position t
+ * of sequence b; forward_at: b*n + i), the first ncols (<= padded_vocab) columns of each, as fp32
+ * into host (nrows, ncols). After gk_gpt2_backward they hold the logits' gradient instead.
+ * Returns the backend's sticky error, or GK_EUSAGE for rows or columns out of range. */
+int gk_gpt2_logits_host(gk_gpt2 *m, int row0, int nrows, int ncols, float *host, gk_err *err);
+/* Host per-token losses (B*T, 0 where the target was -1) of the last forward with targets. */
+const float *gk_gpt2_token_losses(const gk_gpt2 *m);
 
 /* Sets every gradient to zero. */
 void gk_gpt2_zero_grad(gk_gpt2 *m);
@@ -115,23 +135,23 @@ void gk_gpt2_zero_grad(gk_gpt2 *m);
 int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err);
 /* Global L2 norm of all gradients (before any clipping). */
 double gk_gpt2_grad_norm(gk_gpt2 *m);
-/* One optimizer step: clip to h->grad_clip as torch.nn.utils.clip_grad_norm_, then AdamW with
- * learning rate lr; step count t += 1. *grad_norm (may be NULL) = the norm before clipping. */
+/* Called by gk_gpt2_update before the norm and the optimizer, with every gradient of the model as
+ * one device block of n floats on be (padding between tensors is zero): the place to average
+ * gradients across ranks (sum, then scale). Returns 0 or a negative GK_E* code with err set,
+ * which update returns. NULL: none (the default). */
+typedef int (*gk_grad_hook)(void *ctx, gk_backend *be, float *grads, size_t n, gk_err *err);
+void gk_gpt2_set_grad_hook(gk_gpt2 *m, gk_grad_hook fn, void *ctx);
+/* One optimizer step: the gradient hook, clip to h->grad_clip as torch.nn.utils.clip_grad_norm_,
+ * then AdamW with learning rate lr (refreshing the bf16 weight copies in the same pass); step
+ * count t += 1. *grad_norm (may be NULL) = the norm before clipping. */
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
 /* Optimizer updates done so far (AdamW's t); set it when resuming. */
 int64_t gk_gpt2_get_step(const gk_gpt2 *m);
 void gk_gpt2_set_step(gk_gpt2 *m, int64_t step);
 
-/* Inference with a KV cache (for the sampler; not built yet). The graph already keeps each layer's
- * k and v in that layer's qkv activation (B,T,3C) at their positions, and attention_fwd's causal
- * loop only reads rows <= t. An incremental forward gk_gpt2_forward_at(m, tokens, B, t0, n) will
- * run the blocks on the n new positions only (rows t0..t0+n-1 of every activation) and call an
- * attention op variant that takes the query offset t0 and reads cached k, v rows 0..t0+n-1;
- * every other op is row-wise already, so only that one op slot is added to backend.h. */
-
 /* Incremental forward with a KV cache (kernels/gpt2_infer.c), eval mode (no dropout).
  * host tokens (B,n): the tokens at positions t0..t0+n-1 of each of B sequences -> logits (B,n,
- * padded_vocab) in gk_gpt2_logits (row b*n + i is position t0+i of sequence b). The cache is each
+ * padded_vocab) for gk_gpt2_logits_host (row b*n + i is position t0+i of sequence b). The cache is each
  * layer's qkv activation viewed as (max_B, max_T, 3C): this call writes rows t0..t0+n-1 and reads
  * rows 0..t0-1, which earlier forward_at calls with the same B must have written (t0 = 0 starts
  * afresh). gk_gpt2_forward (training, evaluation) overwrites the cache. B <= max_B,

@@ -5,11 +5,15 @@
 
 /* Backward of out (N,OC) = inp (N,IC) @ w (IC,OC): dinp (N,IC) = dout @ w^T (when dinp),
  * dw (IC,OC) = beta dw + inp^T @ dout (beta 1: accumulate; 0: after a zero_grad). */
-static void matmul_bwd(gk_backend *be, float *dinp, float *dw, float beta, const float *dout,
-                       const float *inp, const float *w, int N, int IC, int OC)
+static void matmul_bwd(gk_gpt2 *m, void *dinp, float *dw, float beta, const void *dout,
+                       const void *inp, const void *w, int N, int IC, int OC)
 {
-    be->ops->gemm(be, 1, 0, IC, OC, N, 1.0f, inp, IC, dout, OC, beta, dw, OC);
-    if (dinp) be->ops->gemm(be, 0, 1, N, IC, OC, 1.0f, dout, OC, w, OC, 0.0f, dinp, IC);
+    gk_backend *be = m->be;
+    be->ops->gemm(be, 1, 0, IC, OC, N, 1.0f, inp, m->act, IC, dout, m->act, OC, beta, dw, GK_F32,
+                  OC, NULL, NULL);
+    if (dinp)
+        be->ops->gemm(be, 0, 1, N, IC, OC, 1.0f, dout, m->act, OC, w, m->wt, OC, 0.0f, dinp, m->act,
+                      IC, NULL, NULL);
 }
 
 int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
@@ -38,26 +42,28 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     op->xent_bwd(be, m->logits, m->logits, m->xent_lse, m->d_targets, loss_scale / n_valid, N, V,
                  Vp);
     // lm_head: dwte (Vp,C) += dlogits^T @ lnf; dlnf (N,C) = dlogits @ wte
-    op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, Vp, m->lnf, C, beta, m->gg[G_WTE], C);
-    op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, Vp, m->gp[G_WTE], C, 0.0f, m->dtmp, C);
-    op->zero(be, m->dres, sizeof(float) * N * C);
+    op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, m->act, Vp, m->lnf, m->act, C, beta, m->gg[G_WTE],
+             GK_F32, C, NULL, NULL);
+    op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, m->act, Vp, m->gw[G_WTE], m->wt, C, 0.0f, m->dtmp,
+             m->act, C, NULL, NULL);
+    op->zero(be, m->dres, gk_elt_size(m->act) * N * C);
     op->layernorm_bwd(be, m->dres, m->gg[G_LNFW], m->gg[G_LNFB], m->dtmp, m->res_out,
                       m->gp[G_LNFW], m->lnf_mean, m->lnf_rstd, N, C);
 
     for (int l = c->n_layer - 1; l >= 0; l--) {
         gk_layer_acts *a = &m->acts[l];
         // MLP branch: dres (N,C) is d next; -> d res2 accumulated into dres
-        const float *dbranch = m->dres;
+        const void *dbranch = m->dres;
         if (p > 0) {
             op->dropout_bwd(be, m->ddrop, m->dres, (size_t)N * C, p, KEY(l, SITE_MLP_RESID));
             dbranch = m->ddrop;
         }
         if (LG(m, l, L_FCPB)) op->bias_bwd(be, LG(m, l, L_FCPB), dbranch, N, C);
-        matmul_bwd(be, m->dfch, LG(m, l, L_FCPW), beta, dbranch, a->fch_gelu, LP(m, l, L_FCPW),
+        matmul_bwd(m, m->dfch, LG(m, l, L_FCPW), beta, dbranch, a->fch_gelu, LW(m, l, L_FCPW),
                    N, 4 * C, C);
         op->gelu_bwd(be, m->dfch, a->fch, m->dfch, N, 4 * C);
         if (LG(m, l, L_FCB)) op->bias_bwd(be, LG(m, l, L_FCB), m->dfch, N, 4 * C);
-        matmul_bwd(be, m->dtmp, LG(m, l, L_FCW), beta, m->dfch, a->ln2, LP(m, l, L_FCW), N, C,
+        matmul_bwd(m, m->dtmp, LG(m, l, L_FCW), beta, m->dfch, a->ln2, LW(m, l, L_FCW), N, C,
                    4 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN2W), LG(m, l, L_LN2B), m->dtmp, a->res2,
                           LP(m, l, L_LN2W), a->ln2_mean, a->ln2_rstd, N, C);
@@ -68,12 +74,12 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             dbranch = m->ddrop;
         }
         if (LG(m, l, L_ATTPB)) op->bias_bwd(be, LG(m, l, L_ATTPB), dbranch, N, C);
-        matmul_bwd(be, m->dtmp, LG(m, l, L_ATTPW), beta, dbranch, a->atty, LP(m, l, L_ATTPW), N,
+        matmul_bwd(m, m->dtmp, LG(m, l, L_ATTPW), beta, dbranch, a->atty, LW(m, l, L_ATTPW), N,
                    C, C);
         op->attention_bwd(be, m->dqkv, m->dtmp, a->qkv, a->atty, a->lse, B, T, C, NH, p,
                           KEY(l, SITE_ATTN));
         if (LG(m, l, L_QKVB)) op->bias_bwd(be, LG(m, l, L_QKVB), m->dqkv, N, 3 * C);
-        matmul_bwd(be, m->dtmp, LG(m, l, L_QKVW), beta, m->dqkv, a->ln1, LP(m, l, L_QKVW), N, C,
+        matmul_bwd(m, m->dtmp, LG(m, l, L_QKVW), beta, m->dqkv, a->ln1, LW(m, l, L_QKVW), N, C,
                    3 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);

@@ -5,37 +5,28 @@
 #include "kernels/gpt2_internal.h"
 #include "kernels/rng.h"
 
-void gk_gpt2_matmul(gk_backend *be, float *out, const float *inp, const float *w,
-                    const uint16_t *h, int N, int IC, int OC)
+void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const float *bias,
+                    void *pre_gelu, int N, int IC, int OC)
 {
-    if (h)
-        be->ops->gemm_bf16(be, 0, N, OC, IC, 1.0f, inp, IC, h, OC, 0.0f, out, OC);
-    else
-        be->ops->gemm(be, 0, 0, N, OC, IC, 1.0f, inp, IC, w, OC, 0.0f, out, OC);
+    m->be->ops->gemm(m->be, 0, 0, N, OC, IC, 1.0f, inp, m->act, IC, w, m->wt, OC, 0.0f, out, m->act,
+                     OC, bias, pre_gelu);
 }
 
 void gk_gpt2_lm_head(gk_gpt2 *m, int N)
 {
-    gk_backend *be = m->be;
     int C = m->cfg.n_embd, Vp = m->Vp;
-    if (m->gh[G_WTE])
-        be->ops->gemm_bf16(be, 1, N, Vp, C, 1.0f, m->lnf, C, m->gh[G_WTE], C, 0.0f, m->logits, Vp);
-    else
-        be->ops->gemm(be, 0, 1, N, Vp, C, 1.0f, m->lnf, C, m->gp[G_WTE], C, 0.0f, m->logits, Vp);
+    m->be->ops->gemm(m->be, 0, 1, N, Vp, C, 1.0f, m->lnf, m->act, C, m->gw[G_WTE], m->wt, C, 0.0f,
+                     m->logits, m->act, Vp, NULL, NULL);
 }
 
 void gk_gpt2_embed(gk_gpt2 *m, int B, int T, int t0, float p, uint64_t key)
 {
-    gk_backend *be = m->be;
     int C = m->cfg.n_embd;
-    const float *wpe = m->gp[G_WPE] + (size_t)t0 * C;
-    if (m->gh[G_WTE])
-        be->ops->encoder_fwd_bf16(be, m->acts[0].res, m->d_inputs, m->gh[G_WTE], wpe, B, T, C);
-    else
-        be->ops->encoder_fwd(be, m->acts[0].res, m->d_inputs, m->gp[G_WTE], wpe, B, T, C, p, key);
+    m->be->ops->encoder_fwd(m->be, m->acts[0].res, m->d_inputs, m->gw[G_WTE], m->wt,
+                            m->gp[G_WPE] + (size_t)t0 * C, B, T, C, p, key);
 }
 
-#define W(l, k) LP(m, l, k), LH(m, l, k)
+#define W(l, k) LW(m, l, k)
 
 int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, int T, float *loss,
                     gk_err *err)
@@ -73,22 +64,20 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     gk_gpt2_embed(m, B, T, 0, p, KEY(0, SITE_EMB));
     for (int l = 0; l < c->n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
-        float *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
+        void *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
         // attention branch: res (N,C) -> res2 (N,C)
         op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                           LP(m, l, L_LN1B), N, C);
-        gk_gpt2_matmul(be, a->qkv, a->ln1, W(l, L_QKVW), N, C, 3 * C);
-        if (LP(m, l, L_QKVB)) op->bias_add(be, a->qkv, LP(m, l, L_QKVB), N, 3 * C);
+        gk_gpt2_matmul(m, a->qkv, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
         op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
-        gk_gpt2_matmul(be, m->tmp, a->atty, W(l, L_ATTPW), N, C, C);
+        gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, C, C);
         op->residual_fwd(be, a->res2, a->res, m->tmp, LP(m, l, L_ATTPB), N, C, p,
                          KEY(l, SITE_ATTN_RESID));
         // MLP branch: res2 (N,C) -> next (N,C)
         op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                           LP(m, l, L_LN2B), N, C);
-        gk_gpt2_matmul(be, a->fch, a->ln2, W(l, L_FCW), N, C, 4 * C);
-        op->gelu_fwd(be, a->fch_gelu, a->fch, LP(m, l, L_FCB), N, 4 * C);
-        gk_gpt2_matmul(be, m->tmp, a->fch_gelu, W(l, L_FCPW), N, 4 * C, C);
+        gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
+        gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
         op->residual_fwd(be, next, a->res2, m->tmp, LP(m, l, L_FCPB), N, C, p,
                          KEY(l, SITE_MLP_RESID));
     }
@@ -110,5 +99,3 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     if (loss) *loss = n_valid ? (float)(s / n_valid) : 0.0f;
     return 0;
 }
-
-const float *gk_gpt2_logits(const gk_gpt2 *m) { return m->logits; }

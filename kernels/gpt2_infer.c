@@ -5,7 +5,7 @@
  * the matmuls are matrix-vector products (M = B rows). */
 #include "kernels/gpt2_internal.h"
 
-#define W(l, k) LP(m, l, k), LH(m, l, k)
+#define W(l, k) LW(m, l, k)
 
 int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_err *err)
 {
@@ -15,8 +15,6 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     int C = c->n_embd, NH = c->n_head, V = c->vocab_size, N = B * n, Tc = m->max_T;
     if (!op->attention_fwd_at)
         return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no KV-cache attention", op->name);
-    if (m->h_block && (!op->gemm_bf16 || !op->encoder_fwd_bf16))
-        return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no bf16 weights", op->name);
     if (B < 1 || B > m->max_B || t0 < 0 || n < 1 || t0 + n > Tc)
         return gk_errf(err, GK_EUSAGE, "forward_at: batch %d, positions %d..%d exceed the model's "
                        "%d x %d", B, t0, t0 + n - 1, m->max_B, Tc);
@@ -34,26 +32,25 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     gk_gpt2_embed(m, B, n, t0, 0.0f, 0);
     for (int l = 0; l < c->n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
-        float *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
+        void *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
         // attention branch: res (N,C) -> res2 (N,C); new q,k,v (N,3C) packed in fch, then cached
         op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                           LP(m, l, L_LN1B), N, C);
-        float *qkv_new = B == 1 ? a->qkv + (size_t)t0 * 3 * C : a->fch;
-        gk_gpt2_matmul(be, qkv_new, a->ln1, W(l, L_QKVW), N, C, 3 * C);
-        if (LP(m, l, L_QKVB)) op->bias_add(be, qkv_new, LP(m, l, L_QKVB), N, 3 * C);
+        void *qkv_new = B == 1 ? gk_gpt2_row(m, a->qkv, (size_t)t0, 3 * C) : a->fch;
+        gk_gpt2_matmul(m, qkv_new, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
         if (B > 1)
             for (int b = 0; b < B; b++)
-                op->copy(be, a->qkv + ((size_t)b * Tc + t0) * 3 * C, qkv_new + (size_t)b * n * 3 * C,
-                         sizeof(float) * (size_t)n * 3 * C);
+                op->copy(be, gk_gpt2_row(m, a->qkv, (size_t)b * Tc + t0, 3 * C),
+                         gk_gpt2_row(m, qkv_new, (size_t)b * n, 3 * C),
+                         gk_elt_size(m->act) * (size_t)n * 3 * C);
         op->attention_fwd_at(be, a->atty, a->qkv, B, Tc, t0, n, C, NH);
-        gk_gpt2_matmul(be, m->tmp, a->atty, W(l, L_ATTPW), N, C, C);
+        gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, C, C);
         op->residual_fwd(be, a->res2, a->res, m->tmp, LP(m, l, L_ATTPB), N, C, 0.0f, 0);
         // MLP branch: res2 (N,C) -> next (N,C)
         op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                           LP(m, l, L_LN2B), N, C);
-        gk_gpt2_matmul(be, a->fch, a->ln2, W(l, L_FCW), N, C, 4 * C);
-        op->gelu_fwd(be, a->fch_gelu, a->fch, LP(m, l, L_FCB), N, 4 * C);
-        gk_gpt2_matmul(be, m->tmp, a->fch_gelu, W(l, L_FCPW), N, 4 * C, C);
+        gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
+        gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
         op->residual_fwd(be, next, a->res2, m->tmp, LP(m, l, L_FCPB), N, C, 0.0f, 0);
     }
     op->layernorm_fwd(be, m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->gp[G_LNFW],

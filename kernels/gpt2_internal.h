@@ -12,17 +12,20 @@ enum { L_LN1W, L_LN1B, L_QKVW, L_QKVB, L_ATTPW, L_ATTPB, L_LN2W, L_LN2B,
 /* Global tensors. */
 enum { G_WTE, G_WPE, G_LNFW, G_LNFB, G_COUNT };
 
-/* Activations of one layer (rows = B*T of the current batch, allocated for max_B*max_T). */
+/* Activations of one layer (rows = B*T of the current batch, allocated for max_B*max_T).
+ * void *: elements of the backend's activation type m->act; float *: fp32 always. */
 typedef struct gk_layer_acts {
-    float *res;            /* (BT,C)  input of the block (the residual stream) */
-    float *ln1, *ln1_mean, *ln1_rstd; /* (BT,C), (BT), (BT) */
-    float *qkv;            /* (BT,3C) */
-    float *atty;           /* (BT,C)  attention output, before c_proj */
+    void *res;             /* (BT,C)  input of the block (the residual stream) */
+    void *ln1;             /* (BT,C) */
+    float *ln1_mean, *ln1_rstd; /* (BT), (BT) */
+    void *qkv;             /* (BT,3C) */
+    void *atty;            /* (BT,C)  attention output, before c_proj */
     float *lse;            /* (B,NH,T) */
-    float *res2;           /* (BT,C)  res + attention branch */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch;            /* (BT,4C) c_fc output + bias (GELU input) */
-    float *fch_gelu;       /* (BT,4C) */
+    void *res2;            /* (BT,C)  res + attention branch */
+    void *ln2;
+    float *ln2_mean, *ln2_rstd;
+    void *fch;             /* (BT,4C) c_fc output + bias (GELU input) */
+    void *fch_gelu;        /* (BT,4C) */
 } gk_layer_acts;
 
 struct gk_gpt2 {
@@ -30,6 +33,9 @@ struct gk_gpt2 {
     gk_backend *be;
     int Vp, max_B, max_T;
     int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16 */
+    gk_elt act;             /* activation type: the backend's */
+    gk_elt wt;              /* type of the weight matrices the matmuls read: GK_BF16 with bf16
+                             * weights (GK_GPT2_BF16) or bf16 activations, else GK_F32 */
     int training;
     uint64_t rng_seed, rng_counter;
     uint64_t fwd_counter;   /* rng counter of the last training forward (for its backward) */
@@ -42,50 +48,58 @@ struct gk_gpt2 {
     int *p_init;            /* per table entry: its init kind (gpt2_params.c) */
     size_t n_floats;        /* per block (params, grads, m, v) */
     float *p_block, *g_block, *m_block, *v_block; /* g, m, v: NULL in inference models */
-    size_t n_halves;        /* bf16 block (GK_GPT2_BF16), in uint16 */
-    uint16_t *h_block;
+    size_t n_copy;          /* elements of the weight-copy block (wt == GK_BF16), else 0 */
+    void *w_block;          /* the bf16 weight matrices (gk_param.copy) */
     int grads_pending_zero; /* zero_grad was called and nothing has written g_block since: the
                              * next backward writes the weight-matrix grads (gemm beta 0) instead
                              * of adding to them, and zeroes only the rest (gpt2_optim.c) */
-    float **lp, **lg;       /* [layer * L_COUNT + k]: param / grad pointer or NULL */
-    uint16_t **lh;          /* [layer * L_COUNT + k]: bf16 param pointer or NULL */
+    float **lp, **lg;       /* [layer * L_COUNT + k]: fp32 param / grad pointer or NULL */
+    void **lw;              /* [layer * L_COUNT + k]: the weight the matmuls read (type wt) */
     float *gp[G_COUNT], *gg[G_COUNT];
-    uint16_t *gh[G_COUNT];
+    void *gw[G_COUNT];
+    gk_grad_hook grad_hook; /* gk_gpt2_set_grad_hook */
+    void *grad_hook_ctx;
 
     /* activations (inference models: every layer's entry but qkv points at the same buffers) */
-    float *act_block;
+    void *act_block;
     gk_layer_acts *acts;    /* n_layer entries */
-    float *res_out;         /* (BT,C) output of the last block */
-    float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits;          /* (BT,Vp); dlogits after backward */
+    void *res_out;          /* (BT,C) output of the last block */
+    void *lnf;
+    float *lnf_mean, *lnf_rstd;
+    void *logits;           /* (BT,Vp); dlogits after backward */
     float *losses, *xent_lse; /* (BT) */
-    float *tmp;             /* (BT,C) c_proj output before the residual add */
+    void *tmp;              /* (BT,C) c_proj output before the residual add */
     int *d_inputs, *d_targets; /* (BT) */
     int *h_targets;         /* host copy of the last targets (NULL entries: none) */
     int last_B, last_T, last_has_targets;
     float *h_losses;        /* host (BT) */
 
     /* backward buffers (NULL in inference models) */
-    float *dres;            /* (BT,C) gradient of the residual stream */
-    float *dtmp;            /* (BT,C) gradient of a layernorm output / attention output */
-    float *ddrop;           /* (BT,C) dropout backward scratch (only with dropout) */
-    float *dqkv;            /* (BT,3C) */
-    float *dfch;            /* (BT,4C) */
+    void *dres;             /* (BT,C) gradient of the residual stream */
+    void *dtmp;             /* (BT,C) gradient of a layernorm output / attention output */
+    void *ddrop;            /* (BT,C) dropout backward scratch (only with dropout) */
+    void *dqkv;             /* (BT,3C) */
+    void *dfch;             /* (BT,4C) */
 };
 
 #define LP(m, l, k) ((m)->lp[(size_t)(l) * L_COUNT + (k)])
 #define LG(m, l, k) ((m)->lg[(size_t)(l) * L_COUNT + (k)])
-#define LH(m, l, k) ((m)->lh[(size_t)(l) * L_COUNT + (k)])
+#define LW(m, l, k) ((m)->lw[(size_t)(l) * L_COUNT + (k)])
 
-/* gpt2_fwd.c, shared with gpt2_infer.c: the three places where a weight may be bf16.
- * gk_gpt2_matmul: out (N,OC) = inp (N,IC) @ weight (IC,OC) (Conv1D layout, stored [in, out]),
- * the weight being fp32 w or, when h is non-NULL, bf16 h (the backend's gemm_bf16). */
-void gk_gpt2_matmul(gk_backend *be, float *out, const float *inp, const float *w,
-                    const uint16_t *h, int N, int IC, int OC);
+/* gpt2_fwd.c, shared with gpt2_infer.c.
+ * gk_gpt2_matmul: out (N,OC) = inp (N,IC) @ weight (IC,OC) (Conv1D layout, stored [in, out])
+ * + bias (OC, or NULL); with pre_gelu, pre_gelu = that and out = gelu(pre_gelu). */
+void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const float *bias,
+                    void *pre_gelu, int N, int IC, int OC);
 /* logits (N,Vp) = lnf (N,C) @ wte^T (the tied lm_head) */
 void gk_gpt2_lm_head(gk_gpt2 *m, int N);
-/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]) (bf16 wte: no dropout) */
+/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]) */
 void gk_gpt2_embed(gk_gpt2 *m, int B, int T, int t0, float p, uint64_t key);
+/* Activation row r of buffer x (C wide): a pointer, for the graph's row offsets. */
+static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_t C)
+{
+    return (char *)x + r * C * gk_elt_size(m->act);
+}
 
 /* gpt2_optim.c: the deferred zero_grad (see there). */
 void gk_gpt2_grads_flush(gk_gpt2 *m);

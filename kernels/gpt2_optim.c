@@ -49,6 +49,11 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
 {
     gk_backend *be = m->be;
     if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
+    gk_gpt2_grads_flush(m);
+    if (m->grad_hook) {
+        int rc = m->grad_hook(m->grad_hook_ctx, be, m->g_block, m->n_floats, err);
+        if (rc) return rc;
+    }
     double norm = gk_gpt2_grad_norm(m);
     if (grad_norm) *grad_norm = norm;
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to <= 1 */
@@ -62,7 +67,7 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
         const gk_param *p = &m->params[i];
         /* numel is logical: wte's padded rows (zero, zero grads) are left alone */
         be->ops->adamw(be, p->data, p->grad, p->m, p->v, p->numel, lr, h->beta1, h->beta2, h->eps,
-                       p->decay ? h->weight_decay : 0.0f, (int)m->step, scale);
+                       p->decay ? h->weight_decay : 0.0f, (int)m->step, scale, p->copy, m->wt);
     }
     return gk_backend_status(be, err);
 }

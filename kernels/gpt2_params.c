@@ -67,10 +67,15 @@ int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
     return 0;
 }
 
-/* Whether a tensor is stored as bf16: the weight matrices of a GK_GPT2_BF16 model (not wpe). */
-static int is_half(const gk_gpt2 *m, const pdesc *d)
+/* The weight matrices (wte and the four per layer; not wpe) have a copy of type wt when that is
+ * bf16; an inference model then keeps no fp32 master of them. */
+static int has_copy(const gk_gpt2 *m, const pdesc *d)
 {
-    return (m->flags & GK_GPT2_BF16) && d->d1 != D_1 && d->d0 != D_T;
+    return m->wt == GK_BF16 && d->d1 != D_1 && d->d0 != D_T;
+}
+static int has_master(const gk_gpt2 *m, const pdesc *d)
+{
+    return !(has_copy(m, d) && (m->flags & GK_GPT2_INFERENCE));
 }
 
 /* Appends one table entry (offsets assigned, pointers filled in later). */
@@ -87,10 +92,13 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
     size_t stored = d->d0 == D_V ? (size_t)m->Vp * p->shape[1] : p->numel;
     p->decay = p->ndim == 2;
     m->p_init[m->n_params - 1] = d->init;
-    if (is_half(m, d)) {
-        p->offset = m->n_halves;
-        m->n_halves += (stored + 31) / 32 * 32; /* keep every tensor 64-byte aligned */
-    } else {
+    /* offsets keep every tensor 64-byte aligned; the copy offset is stashed in the pointer
+     * field until set_ptrs turns it into a pointer */
+    if (has_copy(m, d)) {
+        p->copy = (void *)(uintptr_t)m->n_copy;
+        m->n_copy += (stored + 31) / 32 * 32;
+    }
+    if (has_master(m, d)) {
         p->offset = m->n_floats;
         m->n_floats += (stored + 15) / 16 * 16;
     }
@@ -110,9 +118,9 @@ static void walk(gk_gpt2 *m, void (*fn)(gk_gpt2 *, const pdesc *, int))
 static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 {
     gk_param *p = &m->params[m->n_params++];
-    if (is_half(m, d)) {
-        p->data16 = m->h_block + p->offset;
-    } else {
+    if (has_copy(m, d))
+        p->copy = (char *)m->w_block + (uintptr_t)p->copy * gk_elt_size(m->wt);
+    if (has_master(m, d)) {
         p->data = m->p_block + p->offset;
         if (m->g_block) {
             p->grad = m->g_block + p->offset;
@@ -120,73 +128,72 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
             p->v = m->v_block + p->offset;
         }
     }
+    void *w = p->copy ? p->copy : (void *)p->data;
     if (layer >= 0) {
         LP(m, layer, d->slot) = p->data;
         LG(m, layer, d->slot) = p->grad;
-        LH(m, layer, d->slot) = p->data16;
+        LW(m, layer, d->slot) = w;
     } else {
         m->gp[d->slot] = p->data;
         m->gg[d->slot] = p->grad;
-        m->gh[d->slot] = p->data16;
+        m->gw[d->slot] = w;
     }
 }
 
-/* Carves the activation block (base NULL: just count). Returns its size in floats. Inference
- * models: layer 0's buffers serve every layer (nothing is kept for a backward), but qkv, the
- * KV cache. */
-static size_t layout(gk_gpt2 *m, float *base)
+/* Carves the activation block (base NULL: just count). Returns its size in bytes. Activations
+ * (A) have the backend's type, statistics (F) and token ids (I) 4 bytes. Inference models:
+ * layer 0's buffers serve every layer (nothing is kept for a backward), but qkv, the KV cache. */
+static size_t layout(gk_gpt2 *m, char *base)
 {
     size_t off = 0, BT = (size_t)m->max_B * m->max_T, C = m->cfg.n_embd;
+    size_t A = gk_elt_size(m->act), F = sizeof(float), I = sizeof(int);
     int infer = m->flags & GK_GPT2_INFERENCE;
     size_t lse = (size_t)m->max_B * m->cfg.n_head * m->max_T;
-#define TAKE(ptr, n)                                          \
+#define TAKE(ptr, n, size)                                    \
     do {                                                      \
-        if (base) ptr = base + off;                           \
-        off += ((size_t)(n) + 15) / 16 * 16;                  \
+        if (base) ptr = (void *)(base + off);                 \
+        off += ((size_t)(n) * (size) + 63) / 64 * 64;         \
     } while (0)
     for (int l = 0; l < m->cfg.n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
         if (infer && l > 0) {
-            float *qkv = NULL;
-            TAKE(qkv, BT * 3 * C);
+            void *qkv = NULL;
+            TAKE(qkv, BT * 3 * C, A);
             *a = m->acts[0];
             a->qkv = qkv;
             continue;
         }
-        TAKE(a->res, BT * C);
-        TAKE(a->ln1, BT * C);
-        TAKE(a->ln1_mean, BT);
-        TAKE(a->ln1_rstd, BT);
-        TAKE(a->qkv, BT * 3 * C);
-        TAKE(a->atty, BT * C);
-        TAKE(a->lse, lse);
-        TAKE(a->res2, BT * C);
-        TAKE(a->ln2, BT * C);
-        TAKE(a->ln2_mean, BT);
-        TAKE(a->ln2_rstd, BT);
-        TAKE(a->fch, BT * 4 * C);
-        TAKE(a->fch_gelu, BT * 4 * C);
+        TAKE(a->res, BT * C, A);
+        TAKE(a->ln1, BT * C, A);
+        TAKE(a->ln1_mean, BT, F);
+        TAKE(a->ln1_rstd, BT, F);
+        TAKE(a->qkv, BT * 3 * C, A);
+        TAKE(a->atty, BT * C, A);
+        TAKE(a->lse, lse, F);
+        TAKE(a->res2, BT * C, A);
+        TAKE(a->ln2, BT * C, A);
+        TAKE(a->ln2_mean, BT, F);
+        TAKE(a->ln2_rstd, BT, F);
+        TAKE(a->fch, BT * 4 * C, A);
+        TAKE(a->fch_gelu, BT * 4 * C, A);
     }
-    TAKE(m->res_out, BT * C);
-    TAKE(m->lnf, BT * C);
-    TAKE(m->lnf_mean, BT);
-    TAKE(m->lnf_rstd, BT);
-    TAKE(m->logits, BT * m->Vp);
-    TAKE(m->losses, BT);
-    TAKE(m->xent_lse, BT);
-    TAKE(m->tmp, BT * C);
+    TAKE(m->res_out, BT * C, A);
+    TAKE(m->lnf, BT * C, A);
+    TAKE(m->lnf_mean, BT, F);
+    TAKE(m->lnf_rstd, BT, F);
+    TAKE(m->logits, BT * m->Vp, A);
+    TAKE(m->losses, BT, F);
+    TAKE(m->xent_lse, BT, F);
+    TAKE(m->tmp, BT * C, A);
     if (!infer) {
-        TAKE(m->dres, BT * C);
-        TAKE(m->dtmp, BT * C);
-        TAKE(m->ddrop, BT * C);
-        TAKE(m->dqkv, BT * 3 * C);
-        TAKE(m->dfch, BT * 4 * C);
+        TAKE(m->dres, BT * C, A);
+        TAKE(m->dtmp, BT * C, A);
+        TAKE(m->ddrop, BT * C, A);
+        TAKE(m->dqkv, BT * 3 * C, A);
+        TAKE(m->dfch, BT * 4 * C, A);
     }
-    float *ip = NULL, *tp = NULL; /* int buffers: same size as float */
-    TAKE(ip, BT);
-    TAKE(tp, BT);
-    m->d_inputs = (int *)ip;
-    m->d_targets = (int *)tp;
+    TAKE(m->d_inputs, BT, I);
+    TAKE(m->d_targets, BT, I);
 #undef TAKE
     return off;
 }
@@ -214,27 +221,25 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->max_T = max_T;
     if (flags & GK_GPT2_BF16) flags |= GK_GPT2_INFERENCE;
     m->flags = flags;
-    if ((flags & GK_GPT2_BF16) && (!be->ops->gemm_bf16 || !be->ops->encoder_fwd_bf16)) {
-        gk_gpt2_free(m);
-        return gk_errf(err, GK_EUSAGE, "backend %s has no bf16 weights", be->ops->name);
-    }
+    m->act = be->act;
+    m->wt = (flags & GK_GPT2_BF16) || be->act == GK_BF16 ? GK_BF16 : GK_F32;
     int L = cfg->n_layer, maxp = 4 + L * L_COUNT;
     size_t BT = (size_t)max_B * max_T;
     m->params = calloc(maxp, sizeof *m->params);
     m->p_init = calloc(maxp, sizeof *m->p_init);
     m->lp = calloc((size_t)L * L_COUNT, sizeof *m->lp);
     m->lg = calloc((size_t)L * L_COUNT, sizeof *m->lg);
-    m->lh = calloc((size_t)L * L_COUNT, sizeof *m->lh);
+    m->lw = calloc((size_t)L * L_COUNT, sizeof *m->lw);
     m->acts = calloc(L, sizeof *m->acts);
     m->h_targets = malloc(BT * sizeof *m->h_targets);
     m->h_losses = malloc(BT * sizeof *m->h_losses);
-    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->lh || !m->acts || !m->h_targets || !m->h_losses)
+    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->lw || !m->acts || !m->h_targets || !m->h_losses)
         goto nomem;
     walk(m, add_param);
     size_t bytes = m->n_floats * sizeof(float);
     m->p_block = be->ops->alloc(be, bytes);
     if (!m->p_block) goto nomem;
-    if (m->n_halves && !(m->h_block = be->ops->alloc(be, m->n_halves * sizeof(uint16_t))))
+    if (m->n_copy && !(m->w_block = be->ops->alloc(be, m->n_copy * gk_elt_size(m->wt))))
         goto nomem;
     if (!(flags & GK_GPT2_INFERENCE)) {
         m->g_block = be->ops->alloc(be, bytes);
@@ -245,7 +250,7 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->n_params = 0;
     walk(m, set_ptrs);
     size_t nact = layout(m, NULL);
-    if (!(m->act_block = be->ops->alloc(be, nact * sizeof(float)))) goto nomem;
+    if (!(m->act_block = be->ops->alloc(be, nact))) goto nomem;
     layout(m, m->act_block);
     /* widest row any reduction sees: C or 4C (bias_bwd of c_fc), or 3C (c_attn) */
     rc = be->ops->reserve(be, BT, 4 * (size_t)cfg->n_embd, cfg->n_embd / cfg->n_head, max_T, err);
@@ -269,13 +274,13 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->g_block);
     be->ops->free(be, m->m_block);
     be->ops->free(be, m->v_block);
-    be->ops->free(be, m->h_block);
+    be->ops->free(be, m->w_block);
     be->ops->free(be, m->act_block);
     free(m->params);
     free(m->p_init);
     free(m->lp);
     free(m->lg);
-    free(m->lh);
+    free(m->lw);
     free(m->acts);
     free(m->h_targets);
     free(m->h_losses);
@@ -344,32 +349,29 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
     }
     m->grads_pending_zero = 0;
     m->step = 0;
-    return 0;
+    return gk_backend_status(be, err);
 }
 
-/* fp32 -> bf16, round to nearest even (NaN kept a NaN) */
-static uint16_t to_bf16(float f)
+int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
-
-void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host)
-{
-    const gk_param *p = &m->params[i];
-    if (!p->data16) {
-        m->be->ops->to_device(m->be, p->data, host, p->numel * sizeof(float));
-        return;
+    gk_gpt2 t = {0};
+    t.cfg = *cfg;
+    t.Vp = (cfg->vocab_size + 63) / 64 * 64;
+    int maxp = 4 + cfg->n_layer * L_COUNT;
+    t.params = calloc(maxp, sizeof *t.params);
+    t.p_init = calloc(maxp, sizeof *t.p_init);
+    if (!t.params || !t.p_init) {
+        free(t.params);
+        free(t.p_init);
+        return GK_ENOMEM;
     }
-    /* in place: element j's 2 bytes land at byte 2j, over floats already read */
-    unsigned char *b = (unsigned char *)host;
-    for (size_t j = 0; j < p->numel; j++) {
-        float f;
-        memcpy(&f, b + 4 * j, 4);
-        uint16_t h = to_bf16(f);
-        memcpy(b + 2 * j, &h, 2);
+    walk(&t, add_param);
+    for (int i = 0; i < t.n_params && i < cap && out; i++) {
+        out[i] = t.params[i];
+        out[i].offset = 0;
+        out[i].copy = NULL;
     }
-    m->be->ops->to_device(m->be, p->data16, host, p->numel * sizeof(uint16_t));
+    free(t.params);
+    free(t.p_init);
+    return t.n_params;
 }

@@ -137,7 +137,8 @@ static int run(const options *o, gk_err *e)
     int flags = 0;
     int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
     flags |= GK_GPT2_INFERENCE;
-    if (!rc) rc = gk_backend_open(&be, o->device ? o->device : "auto", 0, e);
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, o->dtype ? (flags & GK_GPT2_BF16) != 0 : -1};
+    if (!rc) rc = gk_backend_open(&be, &bo, e);
     char what[128];
     if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */
     if (!rc) rc = gk_ckpt_open(&c, path, e);
@@ -154,7 +155,7 @@ static int run(const options *o, gk_err *e)
     gs_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot, o->ids,
                       {(float)o->temperature, (int)o->top_k, (float)o->top_p, (uint64_t)o->seed}};
     gs_gen_stats st;
-    if (!rc) rc = gs_generate(m, be, v, prompt, n, hidden, &go, stdout, &st, e);
+    if (!rc) rc = gs_generate(m, v, prompt, n, hidden, &go, stdout, &st, e);
     if (!rc)
         gk_info("prompt %lld token%s in %.3f s; %lld token%s in %.3f s (%.1f tokens/s)",
                 (long long)st.prompt_tokens, st.prompt_tokens == 1 ? "" : "s", st.prompt_secs,

@@ -170,7 +170,7 @@ int tr_checkpoint(tr_run *r, gk_err *e)
     char name[64], path[4096], link[4096], tmp[4200];
     snprintf(name, sizeof name, "ckpt_%08lld.safetensors", (long long)r->st.step);
     snprintf(path, sizeof path, "%s/%s", r->s.out_dir, name);
-    int rc = tr_save(path, r->model, r->be, r->vocab, &r->st, r->settings_json, 1, e);
+    int rc = tr_save(path, r->model, r->vocab, &r->st, r->settings_json, 1, e);
     if (rc)
         return rc;
     snprintf(link, sizeof link, "%s/latest.safetensors", r->s.out_dir);
@@ -204,7 +204,7 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
     gs_gen_stats st;
     gk_gpt2_set_training(r->model, 0);
     printf("sample at step %lld:\n", (long long)step);
-    rc = gs_generate(r->model, r->be, r->vocab, &start, 1, 1, &o, stdout, &st, e);
+    rc = gs_generate(r->model, r->vocab, &start, 1, 1, &o, stdout, &st, e);
     printf("\n");
     fflush(stdout);
     return rc;

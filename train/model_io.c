@@ -47,41 +47,51 @@ int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
 }
 
 /* Host copies of every parameter (and moments): one buffer, filled through the backend. */
-static float *host_copy(gk_gpt2 *m, gk_backend *be, gk_ckpt_param *out, int with_opt)
+/* Host copies of every tensor (parameters, and the AdamW moments with with_opt) for a save: one
+ * buffer, described by out[]. NULL with e set on failure. */
+static float *host_copy(gk_gpt2 *m, gk_ckpt_param *out, int with_opt, gk_err *e)
 {
     int n = gk_gpt2_n_params(m);
     size_t total = gk_gpt2_num_scalars(m) * (with_opt ? 3 : 1);
     float *buf = malloc(total * sizeof *buf), *p = buf;
-    if (!buf)
+    if (!buf) {
+        gk_errf(e, GK_ENOMEM, "out of memory preparing the checkpoint");
         return NULL;
-    for (int i = 0; i < n; i++) {
+    }
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
         const gk_param *t = gk_gpt2_param(m, i);
-        size_t bytes = t->numel * sizeof(float);
         out[i] = (gk_ckpt_param){t->name, t->ndim, {t->shape[0], t->ndim > 1 ? t->shape[1] : 0}, p, NULL, NULL};
-        be->ops->to_host(be, p, t->data, bytes);
+        rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_PARAM, p, e);
         p += t->numel;
-        if (with_opt) {
-            be->ops->to_host(be, p, t->m, bytes);
+        if (with_opt && !rc) {
             out[i].m = p;
+            rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_M, p, e);
             p += t->numel;
-            be->ops->to_host(be, p, t->v, bytes);
             out[i].v = p;
+            if (!rc) rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_V, p, e);
             p += t->numel;
         }
+    }
+    if (rc) {
+        free(buf);
+        return NULL;
     }
     return buf;
 }
 
-int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const tr_state *st,
+int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e)
 {
     int n = gk_gpt2_n_params(m);
     gk_ckpt_param *params = calloc((size_t)n, sizeof *params);
-    float *buf = params ? host_copy(m, be, params, with_optimizer) : NULL;
+    float *buf = params ? host_copy(m, params, with_optimizer, e) : NULL;
     char *cfg = gk_gpt2_config_json(gk_gpt2_cfg(m));
     char *state = st ? tr_state_json(st, settings_json) : NULL;
     int rc;
-    if (!params || !buf || !cfg || (st && !state)) {
+    if (params && !buf) {
+        rc = e->code;
+    } else if (!params || !cfg || (st && !state)) {
         rc = gk_errf(e, GK_ENOMEM, "%s: out of memory preparing the checkpoint", path);
     } else {
         gk_ckpt_info info = {cfg, state, v, 0};
@@ -94,40 +104,14 @@ int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, con
     return rc;
 }
 
-/* The weights of c (whose block_size is larger than m's) into m, wpe losing its last rows:
- * loaded whole into an inference model (gk_gpt2_load's checks), then each tensor's first numel
- * values copied across (wpe is [block_size, C] row-major: its first rows). */
-static int load_cropped(const gk_ckpt *c, const gk_gpt2_config *full, gk_gpt2 *m, gk_backend *be,
-                        gk_err *e)
-{
-    gk_gpt2 *src = NULL;
-    int rc = gk_gpt2_create_ex(&src, full, be, 1, 1, GK_GPT2_INFERENCE, e);
-    if (!rc)
-        rc = gk_gpt2_load(src, c, e);
-    size_t max = 1;
-    for (int i = 0; !rc && i < gk_gpt2_n_params(m); i++)
-        if (gk_gpt2_param(m, i)->numel > max)
-            max = gk_gpt2_param(m, i)->numel;
-    float *host = rc ? NULL : malloc(max * sizeof *host);
-    if (!rc && !host)
-        rc = gk_errf(e, GK_ENOMEM, "out of memory loading %s", gk_ckpt_path(c));
-    for (int i = 0; !rc && i < gk_gpt2_n_params(m); i++) {
-        be->ops->to_host(be, host, gk_gpt2_param(src, i)->data, gk_gpt2_param(m, i)->numel * sizeof *host);
-        gk_gpt2_param_set(m, i, host);
-    }
-    free(host);
-    gk_gpt2_free(src);
-    return rc;
-}
-
-int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e)
+/* Every tensor of c into m: the parameters, and the AdamW moments with with_optimizer. A
+ * checkpoint with a larger block_size than m's (crop) has its wpe tensors read whole and their
+ * first rows kept (wpe is [block_size, C] row-major). */
+int tr_load(const gk_ckpt *c, gk_gpt2 *m, int with_optimizer, gk_err *e)
 {
     gk_gpt2_config full;
     int rc = gk_gpt2_ckpt_config(c, &full, e);
-    int T = gk_gpt2_cfg(m)->block_size, crop = !rc && full.block_size > T;
-    if (!rc)
-        rc = crop ? load_cropped(c, &full, m, be, e) : gk_gpt2_load(m, c, e);
-    if (rc || !with_optimizer)
+    if (rc)
         return rc;
     size_t max = (size_t)full.block_size * (size_t)full.n_embd; /* wpe as stored */
     for (int i = 0; i < gk_gpt2_n_params(m); i++)
@@ -136,16 +120,16 @@ int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk
     float *host = malloc(max * sizeof *host);
     if (!host)
         return gk_errf(e, GK_ENOMEM, "out of memory loading %s", gk_ckpt_path(c));
+    static const int kinds[3] = {0, 'm', 'v'};
+    static const enum gk_tensor_kind dst[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M, GK_TENSOR_ADAM_V};
     for (int i = 0; rc == 0 && i < gk_gpt2_n_params(m); i++) {
         const gk_param *t = gk_gpt2_param(m, i);
         int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
-        if (crop && strcmp(t->name, "transformer.wpe.weight") == 0)
-            shape[0] = full.block_size; /* read whole, keep the first T rows */
-        float *dst[2] = {t->m, t->v};
-        int kinds[2] = {'m', 'v'};
-        for (int k = 0; rc == 0 && k < 2; k++)
+        if (strcmp(t->name, "transformer.wpe.weight") == 0 && full.block_size > shape[0])
+            shape[0] = full.block_size;
+        for (int k = 0; rc == 0 && k < (with_optimizer ? 3 : 1); k++)
             if ((rc = gk_ckpt_read(c, kinds[k], t->name, t->ndim, shape, host, e)) == 0)
-                be->ops->to_device(be, dst[k], host, t->numel * sizeof(float));
+                rc = gk_gpt2_tensor_set(m, i, dst[k], host, e);
     }
     free(host);
     return rc;

@@ -30,11 +30,11 @@ char *tr_state_json(const tr_state *s, const char *settings_json);
 int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e);
 
 /* Saves the model (and, with_optimizer, its AdamW moments) with metadata. */
-int tr_save(const char *path, gk_gpt2 *m, gk_backend *be, const gk_vocab *v, const tr_state *st,
+int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e);
 /* Loads every parameter (gk_gpt2_load) and, with_optimizer, the AdamW moments from c. A model
  * with a smaller block_size than c's gets the first rows of wpe (and of its moments): nanoGPT's
  * crop_block_size. */
-int tr_load(const gk_ckpt *c, gk_gpt2 *m, gk_backend *be, int with_optimizer, gk_err *e);
+int tr_load(const gk_ckpt *c, gk_gpt2 *m, int with_optimizer, gk_err *e);
 
 #endif

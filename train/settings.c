@@ -45,7 +45,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_BOOL(S, decay_lr, "true", "warmup + cosine decay; false: constant learning_rate"),
     GK_CK_BOOL(S, skip_nonfinite, "false", "skip a step whose loss or gradient norm is NaN/Inf (default: stop there)"),
     GK_CK_CHOICE(S, device, "cpu", "cpu|ref|cuda|cuda-emu|auto", "compute device (auto: cuda when a GPU is found, else cpu)"),
-    GK_CK_STR(S, dtype, "float32", "compute precision: " GK_DTYPE_USER_CHOICES "; the CPU trains in float32"),
+    GK_CK_STR(S, dtype, "auto", "compute precision: auto (bfloat16 on cuda, else float32), float32 or bfloat16 (or fp32, bf16); the CPU trains in float32"),
     GK_CK_INT_R(S, seed, "1337", 0, 9.2e18, "seed of initialization, data order and dropout"),
     GK_CK_INT_R(S, threads, "0", 0, 4096, "CPU threads (0: all cores)"),
     GK_CK_DOUBLE_R(S, peak_tflops, "0", 0, 1e9, "device peak TFLOP/s for the MFU column (0: no MFU)"),
@@ -88,13 +88,20 @@ static int pair_error(const gk_config *cfg, const char *a, const char *b, gk_err
     return gk_errf(e, GK_EUSAGE, "%s: %s (%s: %s)", origin(cfg, lead), msg, other, origin(cfg, other));
 }
 
-/* dtype: any spelling gk_dtype_from_user knows becomes nanoGPT's name; the CPU does float32. */
+/* dtype: auto, or a spelling gk_dtype_from_user knows, which becomes nanoGPT's name; float32
+ * or bfloat16 (activations and matmul inputs; master weights, gradients and AdamW stay float32);
+ * the CPU does float32. */
 static int check_dtype(tr_settings *s, gk_config *cfg, gk_err *e)
 {
     enum gk_dtype dt;
+    if (strcmp(s->dtype, "auto") == 0)
+        return 0;
     if (gk_dtype_from_user(s->dtype, &dt) != 0)
-        return gk_errf(e, GK_EUSAGE, "%s: dtype: '%s' is not one of " GK_DTYPE_USER_CHOICES,
-                       origin(cfg, "dtype"), s->dtype);
+        return gk_errf(e, GK_EUSAGE, "%s: dtype: '%s' is not one of auto, float32, bfloat16 (or "
+                       "fp32, bf16)", origin(cfg, "dtype"), s->dtype);
+    if (dt != GK_DT_F32 && dt != GK_DT_BF16)
+        return gk_errf(e, GK_EUSAGE, "%s: dtype = %s: gptkit trains in float32 or bfloat16 "
+                       "(float16 would need loss scaling)", origin(cfg, "dtype"), s->dtype);
     const char *name = gk_dtype_user_name(dt);
     if (strcmp(name, s->dtype) != 0) { /* keep the origin: the printout says where it was set */
         char *from = strdup(origin(cfg, "dtype"));
@@ -103,7 +110,7 @@ static int check_dtype(tr_settings *s, gk_config *cfg, gk_err *e)
         if (rc)
             return rc;
     }
-    if (dt != GK_DT_F32 && strcmp(s->device, "cuda") != 0 && strcmp(s->device, "cuda-emu") != 0)
+    if (dt != GK_DT_F32 && (strcmp(s->device, "cpu") == 0 || strcmp(s->device, "ref") == 0))
         return pair_error(cfg, "dtype", "device", e, "dtype = %s: device = %s trains in float32 only",
                           s->dtype, s->device);
     return 0;

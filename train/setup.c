@@ -225,11 +225,15 @@ static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
 static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
+    int bf16 = strcmp(r->s.dtype, "bfloat16") == 0 ? 1 : strcmp(r->s.dtype, "float32") == 0 ? 0 : -1;
+    gk_backend_opts bo = {r->s.device, (int)r->s.threads, bf16};
     if (!rc)
-        rc = gk_backend_open(&r->be, r->s.device, (int)r->s.threads, e);
+        rc = gk_backend_open(&r->be, &bo, e);
     char what[128];
     if (!rc)
         gk_info("device %s", gk_backend_describe(r->be, what, sizeof what));
+    if (!rc && bf16 == 1 && r->be->act != GK_BF16)
+        rc = gk_errf(e, GK_EUSAGE, "dtype = bfloat16: device %s trains in float32 only", what);
     if (!rc)
         rc = gk_gpt2_create(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size, e);
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;
@@ -250,7 +254,7 @@ static int init_weights(tr_run *r, const gk_ckpt *c, int resume, gk_err *e)
     int with_opt = resume && gk_ckpt_has_optimizer(c);
     if (resume && !with_opt)
         gk_warn("%s holds no optimizer state: AdamW moments start at zero", gk_ckpt_path(c));
-    int rc = tr_load(c, r->model, r->be, with_opt, e);
+    int rc = tr_load(c, r->model, with_opt, e);
     gk_gpt2_set_step(r->model, r->st.step);
     return rc;
 }

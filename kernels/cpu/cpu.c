@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +55,8 @@ static int gemm_slabs(int M, int N, int K, int ncores)
     return n;
 }
 
-static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+static void sgemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     /* A few rows (decoding one token per sample): sgemm would pack all of B for each call. */
     if (M <= CPU_GEMM_ROWS_MAX && cpu_gemm_rows(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
@@ -84,6 +85,37 @@ static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float 
     }
 }
 
+/* backend.h's gemm: fp32 activations with fp32 (sgemm) or bf16 weights (cpu_bf16.c), then the
+ * epilogue in one more pass over C (bias; or bias + GELU). */
+static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                     const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
+                     float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre_gelu)
+{
+    if (tA != GK_F32 || tC != GK_F32 || (tB == GK_BF16 && ta)) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu gemm: types %s x %s -> %s%s: not implemented",
+                        tA ? "bf16" : "f32", tB ? "bf16" : "f32", tC ? "bf16" : "f32",
+                        ta ? " with A transposed" : "");
+        return;
+    }
+    if (pre_gelu && beta != 0.0f) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu gemm: the GELU epilogue needs beta 0");
+        return;
+    }
+    float *out = pre_gelu ? pre_gelu : C;
+    if (tB == GK_BF16)
+        cpu_gemm_bf16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    else
+        sgemm(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    if (!bias && !pre_gelu) return;
+    /* the epilogue helpers take contiguous rows: one call for the block, or one per row */
+    int rows = ldc == N ? M : 1;
+    for (int i = 0; i < M; i += rows) {
+        float *c = (float *)C + (size_t)i * ldc, *o = out + (size_t)i * ldc;
+        if (pre_gelu) cpu_gelu_fwd(be, c, o, bias, rows, N);
+        else cpu_bias_add(be, c, bias, rows, N);
+    }
+}
+
 /* ---- how idle threads wait ----
  * libgomp keeps a thread that waits (for the next parallel region, at a barrier) spinning for
  * GOMP_SPINCOUNT rounds of `pause` before it sleeps on a futex: 300000 by default, 7-8 ms at the
@@ -108,16 +140,15 @@ static const gk_ops cpu_ops = {
     .name = "cpu",
     .alloc = host_alloc, .free = host_free, .to_device = host_copy, .to_host = host_copy,
     .copy = host_copy, .zero = host_zero, .sync = host_sync, .reserve = cpu_reserve,
-    .gemm = cpu_gemm, .bias_add = cpu_bias_add, .bias_bwd = cpu_bias_bwd,
+    .cast = cpu_cast, .gemm = cpu_gemm, .bias_bwd = cpu_bias_bwd,
     .encoder_fwd = cpu_encoder_fwd, .encoder_bwd = cpu_encoder_bwd,
     .layernorm_fwd = cpu_layernorm_fwd, .layernorm_bwd = cpu_layernorm_bwd,
     .attention_fwd = cpu_attention_fwd, .attention_bwd = cpu_attention_bwd,
-    .gelu_fwd = cpu_gelu_fwd, .gelu_bwd = cpu_gelu_bwd,
+    .gelu_bwd = cpu_gelu_bwd,
     .residual_fwd = cpu_residual_fwd, .dropout_bwd = cpu_dropout_bwd,
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
     .attention_fwd_at = cpu_attention_fwd_at,
-    .gemm_bf16 = cpu_gemm_bf16, .encoder_fwd_bf16 = cpu_encoder_fwd_bf16,
 };
 
 static void cpu_destroy(gk_backend *be)
@@ -143,7 +174,9 @@ int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err)
      * is process-wide OpenBLAS state, set to the same value by every CPU backend. */
     openblas_set_num_threads(1);
     be->ops = &cpu_ops;
+    be->act = GK_F32;
     be->impl = c;
+    snprintf(be->what, sizeof be->what, "cpu (%d thread%s)", c->nthreads, c->nthreads == 1 ? "" : "s");
     be->destroy = cpu_destroy;
     *out = be;
     return 0;

@@ -185,9 +185,11 @@ static void attn_fwd_head(float *o, float *lse, const float *q, const float *k, 
 }
 
 // qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T)
-void cpu_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv, int B, int T,
+void cpu_attention_fwd(gk_backend *be, void *out_, float *lse, const void *qkv_, int B, int T,
                        int C, int NH, float p, uint64_t key)
 {
+    float *out = out_;
+    const float *qkv = qkv_;
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = cpu_attn_scratch(T, hs); /* per thread */
     float *scr = cpu_scratch(be, nt * per);
@@ -261,10 +263,14 @@ static void attn_bwd_head(float *dq, float *dk, float *dv, const float *dO, cons
 }
 
 // dout (B,T,C) -> dqkv (B,T,3C) =
-void cpu_attention_bwd(gk_backend *be, float *dqkv, const float *dout, const float *qkv,
-                       const float *out, const float *lse, int B, int T, int C, int NH, float p,
+void cpu_attention_bwd(gk_backend *be, void *dqkv_, const void *dout_, const void *qkv_,
+                       const void *out_, const float *lse, int B, int T, int C, int NH, float p,
                        uint64_t key)
 {
+    float *dqkv = dqkv_;
+    const float *dout = dout_;
+    const float *qkv = qkv_;
+    const float *out = out_;
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = cpu_attn_scratch(T, hs);
     float *scr = cpu_scratch(be, nt * per);

@@ -11,10 +11,10 @@
 
 /* floats of scratch per thread for sequence length T and head size hs */
 size_t cpu_attn_scratch(int T, int hs);
-void cpu_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv, int B, int T,
+void cpu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T,
                        int C, int NH, float p, uint64_t key);
-void cpu_attention_bwd(gk_backend *be, float *dqkv, const float *dout, const float *qkv,
-                       const float *out, const float *lse, int B, int T, int C, int NH,
+void cpu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
+                       const void *out, const float *lse, int B, int T, int C, int NH,
                        float p, uint64_t key);
 
 #endif

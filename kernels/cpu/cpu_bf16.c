@@ -116,7 +116,8 @@ void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, con
     size_t per_thread = (size_t)CPU_BF16_PANEL * K;
     float *scr = cpu_scratch(be, (size_t)nt * per_thread);
     if (!scr) {
-        gk_ref_ops.gemm_bf16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, GK_BF16, ldb, beta, C, GK_F32,
+                        ldc, NULL, NULL);
         return;
     }
     int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;

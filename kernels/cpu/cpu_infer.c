@@ -52,9 +52,11 @@ GK_CLONES static void combine(float *restrict o, const float *restrict w, const 
 }
 
 // qkv cache (B,Tc,3C), new rows t0..t0+n-1 -> out (B,n,C)
-void cpu_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
+void cpu_attention_fwd_at(gk_backend *be, void *out_, const void *qkv_, int B, int Tc, int t0,
                           int n, int C, int NH)
 {
+    float *out = out_;
+    const float *qkv = qkv_;
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = (size_t)Tc; /* scores of one row, per thread */
     float *scr = cpu_scratch(be, (size_t)nt * per);

@@ -9,7 +9,7 @@
 
 #include "kernels/backend.h"
 
-void cpu_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc, int t0,
+void cpu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0,
                           int n, int C, int NH);
 /* gemm for M <= CPU_GEMM_ROWS_MAX rows, !transA (decoding): returns 1 if done, 0 if the shape is
  * not one it takes (the caller then runs sgemm). */

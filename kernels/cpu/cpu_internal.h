@@ -1,6 +1,6 @@
 /* cpu_internal.h: what every file of the CPU backend shares, below all of them (not the API).
- * Owns: cpu_impl (thread count + scratch; one per backend, created by cpu.c), the ISA clones,
- * gk_vexpf and gk_bf16f. Each op file declares its ops in its own header (cpu_ops.h, cpu_attn.h,
+ * Owns: cpu_impl (thread count + scratch; one per backend, created by cpu.c), the ISA clones and
+ * gk_vexpf. Each op file declares its ops in its own header (cpu_ops.h, cpu_attn.h,
  * cpu_optim.h, cpu_infer.h, cpu_bf16.h); cpu.c, above them, points the vtable at them.
  * Thread safety: scratch belongs to the op running on the backend. */
 #ifndef GK_CPU_INTERNAL_H
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "kernels/bf16.h"
 
 /* Hot loops are compiled for AVX-512, AVX2+FMA and baseline x86-64; the loader picks one (ifunc).
  * Each clone computes the same operations in the same order (no contraction: -std=c11). */
@@ -64,15 +65,6 @@ static inline float gk_vexpf(float x)
     b += ni << 23;
     memcpy(&p, &b, 4);
     return p;
-}
-
-/* bf16 (the high half of an fp32) -> fp32, exact */
-static inline float gk_bf16f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
 }
 
 #endif

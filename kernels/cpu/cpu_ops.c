@@ -3,6 +3,8 @@
  * chunks so the thread count never changes a result. References: the same names in ref.c. */
 #include "kernels/cpu/cpu_ops.h"
 
+#include "kernels/cpu/cpu_bf16.h"
+
 #include <math.h>
 #include <omp.h>
 
@@ -37,8 +39,9 @@ GK_CLONES static void colsum_rows(float *restrict acc, const float *restrict a, 
 }
 
 // dout (N,C) -> dbias (C) +=
-void cpu_bias_bwd(gk_backend *be, float *dbias, const float *dout, int N, int C)
+void cpu_bias_bwd(gk_backend *be, float *dbias, const void *dout_, int N, int C)
 {
+    const float *dout = dout_;
     float *part = cpu_scratch(be, (size_t)GK_NCHUNK * C);
     if (!part) {
         gk_ref_ops.bias_bwd(be, dbias, dout, N, C);
@@ -64,9 +67,19 @@ void cpu_bias_bwd(gk_backend *be, float *dbias, const float *dout, int N, int C)
 /* ---- embedding ---- */
 
 // tokens (B,T) -> out (B,T,C)
-void cpu_encoder_fwd(gk_backend *be, float *out, const int *tok, const float *wte,
+void cpu_encoder_fwd(gk_backend *be, void *out_, const int *tok, const void *wte_, gk_elt tw,
                      const float *wpe, int B, int T, int C, float p, uint64_t key)
 {
+    float *out = out_;
+    const float *wte = wte_;
+    if (tw == GK_BF16) { /* bf16 weights are for inference: no dropout */
+        if (p > 0) {
+            GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu encoder_fwd: dropout with bf16 weights");
+            return;
+        }
+        cpu_encoder_fwd_bf16(be, out, tok, wte_, wpe, B, T, C);
+        return;
+    }
 #pragma omp parallel for NT(be) schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
         float *o = out + (size_t)bt * C;
@@ -79,9 +92,10 @@ void cpu_encoder_fwd(gk_backend *be, float *out, const int *tok, const float *wt
 }
 
 // dout (B,T,C) -> dwte (V,C) +=, dwpe (T,C) +=. Threads own column ranges, rows go in order.
-void cpu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const float *dout,
+void cpu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout_,
                      const int *tok, int B, int T, int C, float p, uint64_t key)
 {
+    const float *dout = dout_;
     int nb = (C + 63) / 64;
 #pragma omp parallel for NT(be) schedule(static)
     for (int cb = 0; cb < nb; cb++) {
@@ -123,9 +137,11 @@ GK_CLONES static void ln_fwd_row(float *restrict o, float *mean, float *rstd, co
 }
 
 // inp (N,C) -> out (N,C), mean (N), rstd (N)
-void cpu_layernorm_fwd(gk_backend *be, float *out, float *mean, float *rstd, const float *inp,
+void cpu_layernorm_fwd(gk_backend *be, void *out_, float *mean, float *rstd, const void *inp_,
                        const float *w, const float *b, int N, int C)
 {
+    float *out = out_;
+    const float *inp = inp_;
 #pragma omp parallel for NT(be) schedule(static)
     for (int i = 0; i < N; i++)
         ln_fwd_row(out + (size_t)i * C, mean + i, rstd + i, inp + (size_t)i * C, w, b, C);
@@ -161,10 +177,13 @@ GK_CLONES static void ln_bwd_rows(float *restrict dinp, float *restrict pw, floa
 }
 
 // dout (N,C) -> dinp (N,C) +=, dweight (C) +=, dbias (C) +=
-void cpu_layernorm_bwd(gk_backend *be, float *dinp, float *dw, float *db, const float *dout,
-                       const float *inp, const float *w, const float *mean, const float *rstd,
+void cpu_layernorm_bwd(gk_backend *be, void *dinp_, float *dw, float *db, const void *dout_,
+                       const void *inp_, const float *w, const float *mean, const float *rstd,
                        int N, int C)
 {
+    float *dinp = dinp_;
+    const float *dout = dout_;
+    const float *inp = inp_;
     float *part = cpu_scratch(be, (size_t)GK_NCHUNK * 2 * C);
     if (!part) {
         gk_ref_ops.layernorm_bwd(be, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
@@ -231,8 +250,11 @@ GK_CLONES static void gelu_bwd_row(float *di, const float *restrict x, const flo
 }
 
 // dout (N,C) -> dinp (N,C) =
-void cpu_gelu_bwd(gk_backend *be, float *dinp, const float *x, const float *dout, int N, int C)
+void cpu_gelu_bwd(gk_backend *be, void *dinp_, const void *x_, const void *dout_, int N, int C)
 {
+    float *dinp = dinp_;
+    const float *x = x_;
+    const float *dout = dout_;
 #pragma omp parallel for NT(be) schedule(static)
     for (int i = 0; i < N; i++)
         gelu_bwd_row(dinp + (size_t)i * C, x + (size_t)i * C, dout + (size_t)i * C, C);
@@ -241,9 +263,12 @@ void cpu_gelu_bwd(gk_backend *be, float *dinp, const float *x, const float *dout
 /* ---- residual / dropout ---- */
 
 // res (N,C), x (N,C) -> out (N,C) = res + dropout(x + bias)
-void cpu_residual_fwd(gk_backend *be, float *out, const float *res, const float *x,
+void cpu_residual_fwd(gk_backend *be, void *out_, const void *res_, const void *x_,
                       const float *bias, int N, int C, float p, uint64_t key)
 {
+    float *out = out_;
+    const float *res = res_;
+    const float *x = x_;
 #pragma omp parallel for NT(be) schedule(static)
     for (int i = 0; i < N; i++) {
         size_t o = (size_t)i * C;
@@ -262,9 +287,11 @@ void cpu_residual_fwd(gk_backend *be, float *out, const float *res, const float 
 }
 
 // dout (n) -> dinp (n)
-void cpu_dropout_bwd(gk_backend *be, float *dinp, const float *dout, size_t n, float p,
+void cpu_dropout_bwd(gk_backend *be, void *dinp_, const void *dout_, size_t n, float p,
                      uint64_t key)
 {
+    float *dinp = dinp_;
+    const float *dout = dout_;
 #pragma omp parallel for NT(be) schedule(static)
     for (size_t i = 0; i < n; i++) dinp[i] = p > 0 ? dout[i] * gk_rng_dropout(key, i, p) : dout[i];
 }
@@ -282,9 +309,10 @@ GK_CLONES static float row_lse(const float *restrict l, int V)
 }
 
 // logits (N,Vp), targets (N) -> losses (N), lse (N)
-void cpu_xent_fwd(gk_backend *be, float *losses, float *lse, const float *logits,
+void cpu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits_,
                   const int *targets, int N, int V, int Vp)
 {
+    const float *logits = logits_;
 #pragma omp parallel for NT(be) schedule(static)
     for (int i = 0; i < N; i++) {
         const float *l = logits + (size_t)i * Vp;
@@ -308,9 +336,11 @@ GK_CLONES static void xent_bwd_row(float *dl, const float *l, float z, int tgt, 
 }
 
 // -> dlogits (N,Vp) = (softmax - onehot) * dloss
-void cpu_xent_bwd(gk_backend *be, float *dlogits, const float *logits, const float *lse,
+void cpu_xent_bwd(gk_backend *be, void *dlogits_, const void *logits_, const float *lse,
                   const int *targets, float dloss, int N, int V, int Vp)
 {
+    float *dlogits = dlogits_;
+    const float *logits = logits_;
 #pragma omp parallel for NT(be) schedule(static)
     for (int i = 0; i < N; i++)
         xent_bwd_row(dlogits + (size_t)i * Vp, logits + (size_t)i * Vp, lse[i], targets[i], dloss,

@@ -9,26 +9,29 @@
 
 #include "kernels/backend.h"
 
+/* The gemm epilogues (cpu.c), not vtable slots: x (N,C) += bias (C); and x (N,C) += bias (C or
+ * NULL) in place, out (N,C) = gelu(x). */
 void cpu_bias_add(gk_backend *be, float *x, const float *bias, int N, int C);
-void cpu_bias_bwd(gk_backend *be, float *dbias, const float *dout, int N, int C);
-void cpu_encoder_fwd(gk_backend *be, float *out, const int *tokens, const float *wte,
-                     const float *wpe, int B, int T, int C, float p, uint64_t key);
-void cpu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const float *dout,
-                     const int *tokens, int B, int T, int C, float p, uint64_t key);
-void cpu_layernorm_fwd(gk_backend *be, float *out, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C);
-void cpu_layernorm_bwd(gk_backend *be, float *dinp, float *dweight, float *dbias,
-                       const float *dout, const float *inp, const float *weight,
-                       const float *mean, const float *rstd, int N, int C);
 void cpu_gelu_fwd(gk_backend *be, float *out, float *x, const float *bias, int N, int C);
-void cpu_gelu_bwd(gk_backend *be, float *dinp, const float *x, const float *dout, int N, int C);
-void cpu_residual_fwd(gk_backend *be, float *out, const float *res, const float *x,
+
+void cpu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
+void cpu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
+                     const float *wpe, int B, int T, int C, float p, uint64_t key);
+void cpu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout,
+                     const int *tokens, int B, int T, int C, float p, uint64_t key);
+void cpu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
+                       const float *weight, const float *bias, int N, int C);
+void cpu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias,
+                       const void *dout, const void *inp, const float *weight,
+                       const float *mean, const float *rstd, int N, int C);
+void cpu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
+void cpu_residual_fwd(gk_backend *be, void *out, const void *res, const void *x,
                       const float *bias, int N, int C, float p, uint64_t key);
-void cpu_dropout_bwd(gk_backend *be, float *dinp, const float *dout, size_t n, float p,
+void cpu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, float p,
                      uint64_t key);
-void cpu_xent_fwd(gk_backend *be, float *losses, float *lse, const float *logits,
+void cpu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits,
                   const int *targets, int N, int V, int Vp);
-void cpu_xent_bwd(gk_backend *be, float *dlogits, const float *logits, const float *lse,
+void cpu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                   const int *targets, float dloss, int N, int V, int Vp);
 
 #endif

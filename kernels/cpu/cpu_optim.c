@@ -3,6 +3,7 @@
 #include "kernels/cpu/cpu_optim.h"
 
 #include <math.h>
+#include <string.h>
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
@@ -67,7 +68,8 @@ GK_CLONES static void adamw_range(float *restrict param, const float *restrict g
 
 /* Same operations, in the same order, as ref_adamw (torch.optim.AdamW). */
 void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
-               float lr, float b1, float b2, float eps, float wd, int t, float gscale)
+               float lr, float b1, float b2, float eps, float wd, int t, float gscale,
+               void *copy, gk_elt tcopy)
 {
     float step_size = (float)(lr / (1.0 - pow(b1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
@@ -79,5 +81,16 @@ void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float 
     for (int k = 0; k < nt; k++) {
         size_t lo = (size_t)k * per < n ? (size_t)k * per : n, hi = lo + per < n ? lo + per : n;
         adamw_range(param, grad, m, v, lo, hi, b1, b2, eps, decay, step_size, bc2_sqrt, gscale);
+        if (copy) cpu_cast(be, (char *)copy + lo * gk_elt_size(tcopy), tcopy, param + lo, GK_F32, hi - lo);
     }
+}
+
+void cpu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n)
+{
+    (void)be;
+    if (dt == st) {
+        memmove(dst, src, n * gk_elt_size(dt));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) gk_elt_put(dst, dt, i, gk_elt_get(src, st, i));
 }

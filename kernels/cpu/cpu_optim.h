@@ -12,6 +12,9 @@
 void cpu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
 void cpu_scale(gk_backend *be, float *x, float s, size_t n);
 void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
-               float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale);
+               float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
+               void *copy, gk_elt tcopy);
+/* dst (n, dt) = src (n, st) */
+void cpu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
 
 #endif

@@ -4,9 +4,11 @@
 #include "kernels/cpu/ref.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/host_mem.h"
 #include "kernels/rng.h"
 
@@ -20,31 +22,40 @@ static int ref_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
 
 /* ---- dense ---- */
 
+static double gelu(double x);
+
+/* Any types: elements are widened to double, the result rounded to tc (bf16 weights and
+ * activations included, so this is the oracle of every gemm combination). */
 static void ref_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+                     const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
+                     float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre_gelu)
 {
-    (void)be;
+    if (pre_gelu && beta != 0.0f) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "ref gemm: the GELU epilogue needs beta 0");
+        return;
+    }
     size_t sak = ta ? (size_t)lda : 1, sai = ta ? 1 : (size_t)lda; /* strides of A's k and i */
     size_t sbk = tb ? 1 : (size_t)ldb, sbj = tb ? (size_t)ldb : 1;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double s = 0;
-            for (int k = 0; k < K; k++) s += (double)A[i * sai + k * sak] * B[k * sbk + j * sbj];
-            float *c = &C[(size_t)i * ldc + j];
-            *c = (float)(alpha * s + (beta == 0.0f ? 0.0 : (double)beta * *c));
+            for (int k = 0; k < K; k++)
+                s += (double)gk_elt_get(A, tA, i * sai + k * sak) * gk_elt_get(B, tB, k * sbk + j * sbj);
+            size_t c = (size_t)i * ldc + j;
+            double r = alpha * s + (beta == 0.0f ? 0.0 : (double)beta * gk_elt_get(C, tC, c));
+            if (bias) r += bias[j];
+            if (pre_gelu) {
+                gk_elt_put(pre_gelu, tC, c, (float)r);
+                r = gelu(gk_elt_get(pre_gelu, tC, c)); /* from the stored pre-activation */
+            }
+            gk_elt_put(C, tC, c, (float)r);
         }
 }
 
-// x (N,C) += bias (C)
-static void ref_bias_add(gk_backend *be, float *x, const float *bias, int N, int C)
-{
-    (void)be;
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < C; j++) x[(size_t)i * C + j] += bias[j];
-}
 // dout (N,C) -> dbias (C) +=
-static void ref_bias_bwd(gk_backend *be, float *dbias, const float *dout, int N, int C)
+static void ref_bias_bwd(gk_backend *be, float *dbias, const void *dout_, int N, int C)
 {
+    const float *dout = dout_;
     (void)be;
     for (int j = 0; j < C; j++) {
         double s = 0;
@@ -56,21 +67,23 @@ static void ref_bias_bwd(gk_backend *be, float *dbias, const float *dout, int N,
 /* ---- embedding ---- */
 
 // tokens (B,T) -> out (B,T,C)
-static void ref_encoder_fwd(gk_backend *be, float *out, const int *tok, const float *wte,
-                            const float *wpe, int B, int T, int C, float p, uint64_t key)
+static void ref_encoder_fwd(gk_backend *be, void *out_, const int *tok, const void *wte,
+                            gk_elt tw, const float *wpe, int B, int T, int C, float p, uint64_t key)
 {
+    float *out = out_;
     (void)be;
     for (int bt = 0; bt < B * T; bt++)
         for (int c = 0; c < C; c++) {
             size_t i = (size_t)bt * C + c;
-            float x = wte[(size_t)tok[bt] * C + c] + wpe[(size_t)(bt % T) * C + c];
+            float x = gk_elt_get(wte, tw, (size_t)tok[bt] * C + c) + wpe[(size_t)(bt % T) * C + c];
             out[i] = p > 0 ? x * gk_rng_dropout(key, i, p) : x;
         }
 }
 // dout (B,T,C) -> dwte (V,C) +=, dwpe (T,C) +=
-static void ref_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const float *dout,
+static void ref_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout_,
                             const int *tok, int B, int T, int C, float p, uint64_t key)
 {
+    const float *dout = dout_;
     (void)be;
     for (int bt = 0; bt < B * T; bt++)
         for (int c = 0; c < C; c++) {
@@ -84,9 +97,11 @@ static void ref_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const floa
 /* ---- layernorm ---- */
 
 // inp (N,C) -> out (N,C), mean (N), rstd (N)
-static void ref_layernorm_fwd(gk_backend *be, float *out, float *mean, float *rstd,
-                              const float *inp, const float *w, const float *b, int N, int C)
+static void ref_layernorm_fwd(gk_backend *be, void *out_, float *mean, float *rstd,
+                              const void *inp_, const float *w, const float *b, int N, int C)
 {
+    float *out = out_;
+    const float *inp = inp_;
     (void)be;
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C;
@@ -103,10 +118,13 @@ static void ref_layernorm_fwd(gk_backend *be, float *out, float *mean, float *rs
     }
 }
 // dout (N,C) -> dinp (N,C) +=, dweight (C) +=, dbias (C) +=
-static void ref_layernorm_bwd(gk_backend *be, float *dinp, float *dw, float *db, const float *dout,
-                              const float *inp, const float *w, const float *mean,
+static void ref_layernorm_bwd(gk_backend *be, void *dinp_, float *dw, float *db, const void *dout_,
+                              const void *inp_, const float *w, const float *mean,
                               const float *rstd, int N, int C)
 {
+    float *dinp = dinp_;
+    const float *dout = dout_;
+    const float *inp = inp_;
     (void)be;
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *d = dout + (size_t)i * C;
@@ -132,9 +150,11 @@ static void ref_layernorm_bwd(gk_backend *be, float *dinp, float *dw, float *db,
 /* ---- attention ---- */
 
 // qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T)
-static void ref_attention_fwd(gk_backend *be, float *out, float *lse, const float *qkv, int B,
+static void ref_attention_fwd(gk_backend *be, void *out_, float *lse, const void *qkv_, int B,
                               int T, int C, int NH, float p, uint64_t key)
 {
+    float *out = out_;
+    const float *qkv = qkv_;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
     double *s = malloc(sizeof(double) * (size_t)T);
@@ -170,10 +190,14 @@ static void ref_attention_fwd(gk_backend *be, float *out, float *lse, const floa
     free(s);
 }
 // dout (B,T,C) -> dqkv (B,T,3C)
-static void ref_attention_bwd(gk_backend *be, float *dqkv, const float *dout, const float *qkv,
-                              const float *out, const float *lse, int B, int T, int C, int NH,
+static void ref_attention_bwd(gk_backend *be, void *dqkv_, const void *dout_, const void *qkv_,
+                              const void *out_, const float *lse, int B, int T, int C, int NH,
                               float p, uint64_t key)
 {
+    float *dqkv = dqkv_;
+    const float *dout = dout_;
+    const float *qkv = qkv_;
+    const float *out = out_;
     (void)out;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
@@ -223,20 +247,18 @@ static void ref_attention_bwd(gk_backend *be, float *dqkv, const float *dout, co
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 
-// x (N,C) += bias; out (N,C) = gelu(x)
-static void ref_gelu_fwd(gk_backend *be, float *out, float *x, const float *bias, int N, int C)
+// gemm's GELU epilogue
+static double gelu(double x)
 {
-    (void)be;
-    for (size_t i = 0; i < (size_t)N * C; i++) {
-        if (bias) x[i] += bias[i % C];
-        double u = GELU_K * (x[i] + 0.044715 * (double)x[i] * x[i] * x[i]);
-        out[i] = (float)(0.5 * x[i] * (1.0 + tanh(u)));
-    }
+    return 0.5 * x * (1.0 + tanh(GELU_K * (x + 0.044715 * x * x * x)));
 }
 // dout (N,C) -> dinp (N,C) =
-static void ref_gelu_bwd(gk_backend *be, float *dinp, const float *x, const float *dout, int N,
+static void ref_gelu_bwd(gk_backend *be, void *dinp_, const void *x_, const void *dout_, int N,
                          int C)
 {
+    float *dinp = dinp_;
+    const float *x = x_;
+    const float *dout = dout_;
     (void)be;
     for (size_t i = 0; i < (size_t)N * C; i++) {
         double xi = x[i], u = GELU_K * (xi + 0.044715 * xi * xi * xi);
@@ -249,9 +271,12 @@ static void ref_gelu_bwd(gk_backend *be, float *dinp, const float *x, const floa
 /* ---- residual / dropout ---- */
 
 // res (N,C), x (N,C) -> out (N,C) = res + dropout(x + bias)
-static void ref_residual_fwd(gk_backend *be, float *out, const float *res, const float *x,
+static void ref_residual_fwd(gk_backend *be, void *out_, const void *res_, const void *x_,
                              const float *bias, int N, int C, float p, uint64_t key)
 {
+    float *out = out_;
+    const float *res = res_;
+    const float *x = x_;
     (void)be;
     for (size_t i = 0; i < (size_t)N * C; i++) {
         float y = x[i] + (bias ? bias[i % C] : 0.0f);
@@ -260,9 +285,11 @@ static void ref_residual_fwd(gk_backend *be, float *out, const float *res, const
     }
 }
 // dout (n) -> dinp (n)
-static void ref_dropout_bwd(gk_backend *be, float *dinp, const float *dout, size_t n, float p,
+static void ref_dropout_bwd(gk_backend *be, void *dinp_, const void *dout_, size_t n, float p,
                             uint64_t key)
 {
+    float *dinp = dinp_;
+    const float *dout = dout_;
     (void)be;
     for (size_t i = 0; i < n; i++) dinp[i] = p > 0 ? dout[i] * gk_rng_dropout(key, i, p) : dout[i];
 }
@@ -270,9 +297,10 @@ static void ref_dropout_bwd(gk_backend *be, float *dinp, const float *dout, size
 /* ---- softmax + cross-entropy ---- */
 
 // logits (N,Vp), targets (N) -> losses (N), lse (N)
-static void ref_xent_fwd(gk_backend *be, float *losses, float *lse, const float *logits,
+static void ref_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits_,
                          const int *targets, int N, int V, int Vp)
 {
+    const float *logits = logits_;
     (void)be;
     for (int i = 0; i < N; i++) {
         const float *l = logits + (size_t)i * Vp;
@@ -285,9 +313,11 @@ static void ref_xent_fwd(gk_backend *be, float *losses, float *lse, const float 
     }
 }
 // -> dlogits (N,Vp) =
-static void ref_xent_bwd(gk_backend *be, float *dlogits, const float *logits, const float *lse,
+static void ref_xent_bwd(gk_backend *be, void *dlogits_, const void *logits_, const float *lse,
                          const int *targets, float dloss, int N, int V, int Vp)
 {
+    float *dlogits = dlogits_;
+    const float *logits = logits_;
     (void)be;
     for (int i = 0; i < N; i++)
         for (int j = 0; j < Vp; j++) {
@@ -314,7 +344,8 @@ static void ref_scale(gk_backend *be, float *x, float s, size_t n)
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 static void ref_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
-                      float lr, float b1, float b2, float eps, float wd, int t, float gscale)
+                      float lr, float b1, float b2, float eps, float wd, int t, float gscale,
+                      void *copy, gk_elt tcopy)
 {
     (void)be;
     /* the operation order of torch.optim.AdamW (1.13, single tensor), in float like it */
@@ -328,32 +359,33 @@ static void ref_adamw(gk_backend *be, float *param, const float *grad, float *m,
         v[i] = v[i] * b2 + (1.0f - b2) * (g * g);
         float denom = sqrtf(v[i]) / bc2_sqrt + eps;
         param[i] = param[i] + -step_size * (m[i] / denom);
+        if (copy) gk_elt_put(copy, tcopy, i, param[i]);
     }
 }
 
+static void ref_cast(gk_backend *be, void *dst, gk_elt td, const void *src, gk_elt ts, size_t n)
+{
+    (void)be;
+    for (size_t i = 0; i < n; i++) gk_elt_put(dst, td, i, gk_elt_get(src, ts, i));
+}
+
 /* at the end of this file */
-static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc,
+static void ref_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc,
                                  int t0, int n, int C, int NH);
-static void ref_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha,
-                          const float *A, int lda, const uint16_t *B, int ldb, float beta,
-                          float *C, int ldc);
-static void ref_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens,
-                                 const uint16_t *wte, const float *wpe, int B, int T, int C);
 
 const gk_ops gk_ref_ops = {
     .name = "ref",
     .alloc = host_alloc, .free = host_free, .to_device = host_copy, .to_host = host_copy,
     .copy = host_copy, .zero = host_zero, .sync = host_sync, .reserve = ref_reserve,
-    .gemm = ref_gemm, .bias_add = ref_bias_add, .bias_bwd = ref_bias_bwd,
+    .cast = ref_cast, .gemm = ref_gemm, .bias_bwd = ref_bias_bwd,
     .encoder_fwd = ref_encoder_fwd, .encoder_bwd = ref_encoder_bwd,
     .layernorm_fwd = ref_layernorm_fwd, .layernorm_bwd = ref_layernorm_bwd,
     .attention_fwd = ref_attention_fwd, .attention_bwd = ref_attention_bwd,
-    .gelu_fwd = ref_gelu_fwd, .gelu_bwd = ref_gelu_bwd,
+    .gelu_bwd = ref_gelu_bwd,
     .residual_fwd = ref_residual_fwd, .dropout_bwd = ref_dropout_bwd,
     .xent_fwd = ref_xent_fwd, .xent_bwd = ref_xent_bwd,
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,
     .attention_fwd_at = ref_attention_fwd_at,
-    .gemm_bf16 = ref_gemm_bf16, .encoder_fwd_bf16 = ref_encoder_fwd_bf16,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }
@@ -363,6 +395,8 @@ int gk_ref_create(gk_backend **out, gk_err *err)
     gk_backend *be = calloc(1, sizeof *be);
     if (!be) return gk_errf(err, GK_ENOMEM, "reference backend: out of memory");
     be->ops = &gk_ref_ops;
+    be->act = GK_F32;
+    snprintf(be->what, sizeof be->what, "ref");
     be->destroy = ref_destroy;
     *out = be;
     return 0;
@@ -371,9 +405,11 @@ int gk_ref_create(gk_backend **out, gk_err *err)
 /* ---- inference: attention over a KV cache ---- */
 
 // qkv cache (B,Tc,3C), new rows t0..t0+n-1 -> out (B,n,C)
-static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, int B, int Tc,
+static void ref_attention_fwd_at(gk_backend *be, void *out_, const void *qkv_, int B, int Tc,
                                  int t0, int n, int C, int NH)
 {
+    float *out = out_;
+    const float *qkv = qkv_;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
     double *s = malloc(sizeof(double) * (size_t)(t0 + n));
@@ -404,42 +440,4 @@ static void ref_attention_fwd_at(gk_backend *be, float *out, const float *qkv, i
                 }
             }
     free(s);
-}
-
-/* ---- inference: bf16 weights ---- */
-
-static double bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static void ref_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha,
-                          const float *A, int lda, const uint16_t *B, int ldb, float beta,
-                          float *C, int ldc)
-{
-    (void)be;
-    size_t sbk = tb ? 1 : (size_t)ldb, sbj = tb ? (size_t)ldb : 1;
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double s = 0;
-            for (int k = 0; k < K; k++) s += (double)A[(size_t)i * lda + k] * bf16(B[k * sbk + j * sbj]);
-            float *c = &C[(size_t)i * ldc + j];
-            *c = (float)(alpha * s + (beta == 0.0f ? 0.0 : (double)beta * *c));
-        }
-}
-
-// tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t]
-static void ref_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens,
-                                 const uint16_t *wte, const float *wpe, int B, int T, int C)
-{
-    (void)be;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const uint16_t *w = wte + (size_t)tokens[b * T + t] * C;
-            float *o = out + ((size_t)b * T + t) * C;
-            for (int c = 0; c < C; c++) o[c] = (float)(bf16(w[c]) + wpe[(size_t)t * C + c]);
-        }
 }

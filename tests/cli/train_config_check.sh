@@ -28,7 +28,7 @@ run gpt-train -c inc.conf
 printf 'n_layer = 6\nbatch_size = 3\n' > base.conf
 printf 'include = base.conf\nn_layer = 2\n' > top.conf
 gpt-train -c top.conf --print-config | grep -E '^(n_layer|batch_size) '
-# dtype: nanoGPT's names, the short aliases stored as nanoGPT's name; the CPU trains in float32
+# dtype: auto or nanoGPT's names, the short aliases stored as nanoGPT's name; float16 is refused
 gpt-train --dtype=fp32 --print-config | grep '^dtype'
 printf 'dtype = bf16\n' > bf16.conf
 run gpt-train -c bf16.conf

@@ -12,8 +12,8 @@
 static int fail_on, n_calls;
 static int ln_line, adamw_line; /* __LINE__ of the GK_BACKEND_FAIL calls below */
 
-static void failing_layernorm_fwd(gk_backend *be, float *out, float *mean, float *rstd,
-                                  const float *inp, const float *weight, const float *bias, int N,
+static void failing_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd,
+                                  const void *inp, const float *weight, const float *bias, int N,
                                   int C)
 {
     if (fail_on) {
@@ -27,14 +27,14 @@ static void failing_layernorm_fwd(gk_backend *be, float *out, float *mean, float
 
 static void failing_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v,
                           size_t n, float lr, float b1, float b2, float eps, float wd, int t,
-                          float gs)
+                          float gs, void *copy, gk_elt tc)
 {
     if (fail_on) {
         adamw_line = __LINE__ + 1;
         GK_BACKEND_FAIL(be, GK_EIO, "test adamw: device fault");
         return;
     }
-    gk_ref_ops.adamw(be, param, grad, m, v, n, lr, b1, b2, eps, wd, t, gs);
+    gk_ref_ops.adamw(be, param, grad, m, v, n, lr, b1, b2, eps, wd, t, gs, copy, tc);
 }
 
 static gk_ops failing_ops;

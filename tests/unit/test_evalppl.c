@@ -51,7 +51,7 @@ static void test_windows_equal_forward(void)
         CHECK_OK(gk_gpt2_forward(m, x, y, 1, BS, &loss, &e), &e);
         want += loss / K;
     }
-    CHECK_OK(ep_scorer_create(&sc, m, be, BS, BS, &e), &e);
+    CHECK_OK(ep_scorer_create(&sc, m, BS, BS, &e), &e);
     double sum = 0;
     seen s = {0, 0, 1};
     CHECK_OK(ep_score(sc, ids, N, on_token, &s, &sum, &e), &e);
@@ -60,7 +60,7 @@ static void test_windows_equal_forward(void)
     ep_scorer_free(sc);
     sc = NULL;
     // stride 5 in windows of 16, and a stream that ends mid-window
-    CHECK_OK(ep_scorer_create(&sc, m, be, BS, 5, &e), &e);
+    CHECK_OK(ep_scorer_create(&sc, m, BS, 5, &e), &e);
     s = (seen){0, 0, 1};
     sum = 0;
     CHECK_OK(ep_score(sc, ids, N - 7, on_token, &s, &sum, &e), &e);
@@ -70,7 +70,7 @@ static void test_windows_equal_forward(void)
     CHECK_OK(ep_score(sc, ids, 1, on_token, &s, &sum, &e), &e);
     CHECK(s.n == 0);
     ep_scorer_free(sc);
-    CHECK(ep_scorer_create(&sc, m, be, BS, BS + 1, &e) == GK_EUSAGE);
+    CHECK(ep_scorer_create(&sc, m, BS, BS + 1, &e) == GK_EUSAGE);
     gk_gpt2_free(m);
     gk_backend_free(be);
 }

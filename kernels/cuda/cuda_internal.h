@@ -1,0 +1,115 @@
+/* cuda_internal.h: what the CUDA backend's files share (not part of any API).
+ * Owns: the backend context (cu_ctx: stream, cuBLASLt handle and workspace, scratch), the checks
+ * that turn CUDA/cuBLAS failures into the sticky backend error, the element helpers that let one
+ * kernel template serve fp32 and bf16 activations, and the prototypes of every op (one per gk_ops
+ * slot; cuda_backend.c assembles the table). Compiled by nvcc, or by g++ against kernels/emu.
+ * Thread safety: as backend.h (one host thread per backend). */
+#ifndef GK_CUDA_INTERNAL_H
+#define GK_CUDA_INTERNAL_H
+
+#include "kernels/cuda/dialect.h"
+#include "kernels/backend.h"
+
+typedef __nv_bfloat16 bf16;
+
+typedef struct cu_ctx {
+    int device;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *workspace;        /* cuBLASLt workspace */
+    size_t workspace_bytes;
+    void *scratch;          /* op scratch sized by reserve (partial sums of reductions, ...) */
+    size_t scratch_bytes;
+    int sync_each;          /* GPT_CUDA_SYNC=1: synchronize after every launch */
+    int sm_count;
+    size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
+    void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
+} cu_ctx;
+
+#define CU(be) ((cu_ctx *)(be)->impl)
+
+/* Ops do nothing once the backend has failed (outputs are undefined after an error anyway). */
+#define CU_BEGIN(be)                 \
+    do {                             \
+        if ((be)->err.code) return;  \
+    } while (0)
+
+/* Records a failed CUDA runtime call as the sticky error ("cuda CALL: MESSAGE (file:line)");
+ * returns 0 when rc is cudaSuccess, else GK_EIO (GK_ENOMEM for allocation failures). */
+int cu_check(gk_backend *be, cudaError_t rc, const char *call, const char *file, int line);
+#define CU_CHECK(be, call) cu_check((be), (call), #call, __FILE__, __LINE__)
+/* After a launch: records a launch error naming the kernel, and with GPT_CUDA_SYNC=1 waits for the
+ * kernel and records its fault. Returns 0 or the error code. */
+int cu_launched(gk_backend *be, const char *kernel, const char *file, int line);
+#define CU_LAUNCHED(be, kernel) cu_launched((be), (kernel), __FILE__, __LINE__)
+/* Launches kernel on the backend's stream and checks it: one line per launch site. */
+#define CU_LAUNCH(be, kernel, grid, block, smem, ...)                                   \
+    do {                                                                               \
+        GK_LAUNCH(kernel, grid, block, smem, CU(be)->stream, __VA_ARGS__);              \
+        CU_LAUNCHED(be, #kernel);                                                      \
+    } while (0)
+/* Scratch of at least n bytes (reserved by ops->reserve), or NULL with the sticky error set. */
+void *cu_scratch(gk_backend *be, size_t n, const char *op);
+
+/* Element access for kernels templated on the activation type (float or bf16). */
+__device__ __forceinline__ float cu_f(float x) { return x; }
+__device__ __forceinline__ float cu_f(bf16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T cu_to(float x);
+template <> __device__ __forceinline__ float cu_to<float>(float x) { return x; }
+template <> __device__ __forceinline__ bf16 cu_to<bf16>(float x) { return __float2bfloat16(x); }
+
+static inline unsigned cu_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* ---- the ops (signatures as the gk_ops slots in backend.h) ---- */
+/* cuda_backend.cu: memory, sync, reserve, cast */
+void *cu_alloc(gk_backend *be, size_t n);
+void cu_free(gk_backend *be, void *p);
+void cu_to_device(gk_backend *be, void *dst, const void *host_src, size_t n);
+void cu_to_host(gk_backend *be, void *host_dst, const void *src, size_t n);
+void cu_copy(gk_backend *be, void *dst, const void *src, size_t n);
+void cu_zero(gk_backend *be, void *p, size_t n);
+void cu_sync(gk_backend *be);
+int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err);
+void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
+/* cuda_gemm.cu */
+void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+             const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
+             void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
+/* Frees gemm_cache (the backend's destroy calls it). */
+void cu_gemm_cache_free(gk_backend *be);
+/* cuda_ops.cu */
+void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
+void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
+                    const float *wpe, int B, int T, int C, float p, uint64_t key);
+void cu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout, const int *tokens,
+                    int B, int T, int C, float p, uint64_t key);
+void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
+                      const float *weight, const float *bias, int N, int C);
+void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout,
+                      const void *inp, const float *weight, const float *mean, const float *rstd,
+                      int N, int C);
+void cu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
+void cu_residual_fwd(gk_backend *be, void *out, const void *res, const void *x, const float *bias,
+                     int N, int C, float p, uint64_t key);
+void cu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, float p, uint64_t key);
+void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets,
+                 int N, int V, int Vp);
+void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse,
+                 const int *targets, float dloss, int N, int V, int Vp);
+void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
+void cu_scale(gk_backend *be, float *x, float s, size_t n);
+void cu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
+              float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
+              void *copy, gk_elt tcopy);
+/* cuda_attn.cu */
+void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C,
+                      int NH, float p, uint64_t key);
+void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
+                      const void *out, const float *lse, int B, int T, int C, int NH, float p,
+                      uint64_t key);
+void cu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0, int n,
+                         int C, int NH);
+/* The scratch attention needs for heads of head_size over sequences of T (reserve sizes it). */
+size_t cu_attention_scratch(int B, int NH, int T, int head_size);
+
+#endif

@@ -1,0 +1,122 @@
+/* gpt2_access.c: how tools move data in and out of a model without touching device memory:
+ * parameters and optimizer state (checkpoints), logits and per-token losses (sampling, scoring),
+ * and the gradient hook (collectives). Host-side conversion from the activation type. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/bf16.h"
+#include "kernels/gpt2_internal.h"
+
+void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host)
+{
+    gk_backend *be = m->be;
+    const gk_param *p = &m->params[i];
+    if (p->data) {
+        be->ops->to_device(be, p->data, host, p->numel * sizeof(float));
+        if (p->copy) be->ops->cast(be, p->copy, m->wt, p->data, GK_F32, p->numel);
+        return;
+    }
+    /* bf16 only: in place, element j's 2 bytes land at byte 2j, over floats already read */
+    uint16_t *h = (uint16_t *)host;
+    for (size_t j = 0; j < p->numel; j++) {
+        float f;
+        memcpy(&f, (char *)host + 4 * j, 4);
+        uint16_t b = gk_f2bf16(f);
+        memcpy(h + j, &b, 2);
+    }
+    be->ops->to_device(be, p->copy, host, p->numel * sizeof(uint16_t));
+}
+
+/* The device tensor of a kind, or NULL when the model has none. */
+static float *tensor_of(const gk_param *p, enum gk_tensor_kind kind)
+{
+    switch (kind) {
+    case GK_TENSOR_PARAM: return p->data;
+    case GK_TENSOR_GRAD: return p->grad;
+    case GK_TENSOR_ADAM_M: return p->m;
+    case GK_TENSOR_ADAM_V: return p->v;
+    }
+    return NULL;
+}
+
+static const char *kind_name(enum gk_tensor_kind kind)
+{
+    static const char *names[] = {"parameter", "gradient", "first moment", "second moment"};
+    return names[kind];
+}
+
+int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err)
+{
+    gk_backend *be = m->be;
+    if (i < 0 || i >= m->n_params)
+        return gk_errf(err, GK_EUSAGE, "tensor %d: the model has %d", i, m->n_params);
+    const gk_param *p = &m->params[i];
+    if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
+    float *d = tensor_of(p, kind);
+    if (d) {
+        be->ops->to_host(be, host, d, p->numel * sizeof(float));
+    } else if (kind == GK_TENSOR_PARAM && p->copy) {
+        /* widen in place from the back: element j (2 bytes at 2j) -> 4 bytes at 4j */
+        be->ops->to_host(be, host, p->copy, p->numel * sizeof(uint16_t));
+        for (size_t j = p->numel; j-- > 0;) {
+            uint16_t b;
+            memcpy(&b, (char *)host + 2 * j, 2);
+            host[j] = gk_bf16f(b);
+        }
+    } else {
+        return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));
+    }
+    return gk_backend_status(be, err);
+}
+
+int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host, gk_err *err)
+{
+    gk_backend *be = m->be;
+    if (i < 0 || i >= m->n_params)
+        return gk_errf(err, GK_EUSAGE, "tensor %d: the model has %d", i, m->n_params);
+    const gk_param *p = &m->params[i];
+    if (kind == GK_TENSOR_PARAM && !p->data) {
+        float *tmp = malloc(p->numel * sizeof *tmp);
+        if (!tmp) return gk_errf(err, GK_ENOMEM, "%s: out of memory", p->name);
+        memcpy(tmp, host, p->numel * sizeof *tmp);
+        gk_gpt2_param_set(m, i, tmp);
+        free(tmp);
+        return gk_backend_status(be, err);
+    }
+    if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
+    float *d = tensor_of(p, kind);
+    if (!d) return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));
+    be->ops->to_device(be, d, host, p->numel * sizeof(float));
+    if (kind == GK_TENSOR_PARAM && p->copy) be->ops->cast(be, p->copy, m->wt, d, GK_F32, p->numel);
+    return gk_backend_status(be, err);
+}
+
+int gk_gpt2_logits_host(gk_gpt2 *m, int row0, int nrows, int ncols, float *host, gk_err *err)
+{
+    gk_backend *be = m->be;
+    int rows = m->last_B * m->last_T;
+    if (row0 < 0 || nrows < 0 || row0 + nrows > rows || ncols < 0 || ncols > m->Vp)
+        return gk_errf(err, GK_EUSAGE, "logits: rows %d..%d, %d columns: the last forward has %d "
+                       "rows of %d", row0, row0 + nrows - 1, ncols, rows, m->Vp);
+    size_t esz = gk_elt_size(m->act);
+    for (int r = 0; r < nrows; r++) {
+        float *dst = host + (size_t)r * ncols;
+        be->ops->to_host(be, dst, gk_gpt2_row(m, m->logits, (size_t)(row0 + r), m->Vp),
+                         (size_t)ncols * esz);
+        if (m->act == GK_BF16) /* widen in place from the back */
+            for (int j = ncols; j-- > 0;) {
+                uint16_t b;
+                memcpy(&b, (char *)dst + 2 * (size_t)j, 2);
+                dst[j] = gk_bf16f(b);
+            }
+    }
+    return gk_backend_status(be, err);
+}
+
+const float *gk_gpt2_token_losses(const gk_gpt2 *m) { return m->h_losses; }
+
+void gk_gpt2_set_grad_hook(gk_gpt2 *m, gk_grad_hook fn, void *ctx)
+{
+    m->grad_hook = fn;
+    m->grad_hook_ctx = ctx;
+}
