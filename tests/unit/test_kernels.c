@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/ref.h"
 #include "kernels/rng.h"
@@ -37,6 +38,8 @@ static float *dup(const float *x, size_t n)
     memcpy(y, x, sizeof(float) * n);
     return y;
 }
+#define F32 GK_F32
+
 static double relerr(const float *a, const float *b, size_t n)
 {
     double d = 0, r = 0;
@@ -59,14 +62,14 @@ static void test_gemm(void)
             float *A = rnd((size_t)M * K, 1), *B = rnd((size_t)K * N, 1), *C0 = rnd((size_t)M * N, 1);
             float *C1 = dup(C0, (size_t)M * N), *C2 = dup(C0, (size_t)M * N);
             int lda = ta ? M : K, ldb = tb ? K : N;
-            cpu->ops->gemm(cpu, ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, C1, N);
-            ref->ops->gemm(ref, ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 0.25f, C2, N);
+            cpu->ops->gemm(cpu, ta, tb, M, N, K, 0.5f, A, F32, lda, B, F32, ldb, 0.25f, C1, F32, N, NULL, NULL);
+            ref->ops->gemm(ref, ta, tb, M, N, K, 0.5f, A, F32, lda, B, F32, ldb, 0.25f, C2, F32, N, NULL, NULL);
             /* conditioning: the same product on absolute values */
             float *Aa = dup(A, (size_t)M * K), *Ba = dup(B, (size_t)K * N), *Ca = dup(C0, (size_t)M * N);
             for (int i = 0; i < M * K; i++) Aa[i] = fabsf(Aa[i]);
             for (int i = 0; i < K * N; i++) Ba[i] = fabsf(Ba[i]);
             for (int i = 0; i < M * N; i++) Ca[i] = fabsf(Ca[i]);
-            ref->ops->gemm(ref, ta, tb, M, N, K, 0.5f, Aa, lda, Ba, ldb, 0.25f, Ca, N);
+            ref->ops->gemm(ref, ta, tb, M, N, K, 0.5f, Aa, F32, lda, Ba, F32, ldb, 0.25f, Ca, F32, N, NULL, NULL);
             double na = 0, nr = 0;
             for (int i = 0; i < M * N; i++) na += (double)Ca[i] * Ca[i], nr += (double)C2[i] * C2[i];
             CMP(C1, C2, (size_t)M * N, 2 * (K + 2) * U * sqrt(na / nr), ta ? (tb ? "gemm TT" : "gemm TN") : (tb ? "gemm NT" : "gemm NN"));
@@ -80,11 +83,14 @@ static void test_rowwise_ops(void)
     size_t n = (size_t)N * C;
     float *x = rnd(n, 2), *bias = rnd(C, 1), *w = rnd(C, 1), *d = rnd(n, 1);
     float *o1 = calloc(n, 4), *o2 = calloc(n, 4);
-    /* bias_add: one rounding */
-    float *x1 = dup(x, n), *x2 = dup(x, n);
-    cpu->ops->bias_add(cpu, x1, bias, N, C);
-    ref->ops->bias_add(ref, x2, bias, N, C);
-    CMP(x1, x2, n, 0, "bias_add");
+    /* gemm's bias epilogue, against x @ I + bias: one rounding */
+    float *x1 = dup(x, n), *x2 = dup(x, n), *eye = calloc((size_t)C * C, 4);
+    for (int i = 0; i < C; i++) eye[(size_t)i * C + i] = 1.0f;
+    cpu->ops->gemm(cpu, 0, 0, N, C, C, 1.0f, x, F32, C, eye, F32, C, 0.0f, x1, F32, C, bias, NULL);
+    ref->ops->gemm(ref, 0, 0, N, C, C, 1.0f, x, F32, C, eye, F32, C, 0.0f, x2, F32, C, bias, NULL);
+    CMP(x1, x2, n, U, "gemm bias epilogue");
+    for (int i = 0; i < N; i++)
+        CHECK(x2[(size_t)i * C + 5] == x[(size_t)i * C + 5] + bias[5]);
     /* bias_bwd: sums of N */
     float b1[96] = {0}, b2[96] = {0};
     cpu->ops->bias_bwd(cpu, b1, d, N, C);
@@ -105,10 +111,10 @@ static void test_rowwise_ops(void)
     CMP(db1, db2, C, 2 * N * U, "layernorm_bwd dbias");
     /* gelu: ~10 ops and a 2-ulp exp per element; x has |x| <= 3 so the derivative is tame */
     float *g1 = dup(x, n), *g2 = dup(x, n);
-    cpu->ops->gelu_fwd(cpu, o1, g1, bias, N, C);
-    ref->ops->gelu_fwd(ref, o2, g2, bias, N, C);
-    CMP(g1, g2, n, 0, "gelu_fwd bias");
-    CMP(o1, o2, n, 2 * 16 * U, "gelu_fwd");
+    cpu->ops->gemm(cpu, 0, 0, N, C, C, 1.0f, x, F32, C, eye, F32, C, 0.0f, o1, F32, C, bias, g1);
+    ref->ops->gemm(ref, 0, 0, N, C, C, 1.0f, x, F32, C, eye, F32, C, 0.0f, o2, F32, C, bias, g2);
+    CMP(g1, g2, n, U, "gemm gelu epilogue: pre-activation");
+    CMP(o1, o2, n, 2 * 16 * U, "gemm gelu epilogue");
     cpu->ops->gelu_bwd(cpu, o1, g2, d, N, C);
     ref->ops->gelu_bwd(ref, o2, g2, d, N, C);
     CMP(o1, o2, n, 2 * 24 * U, "gelu_bwd");
@@ -126,7 +132,7 @@ static void test_rowwise_ops(void)
     int kept = 0;
     for (size_t i = 0; i < n; i++) kept += o1[i] != 0.0f || d[i] == 0.0f;
     CHECKF(fabs(kept / (double)n - 0.7) < 4 * sqrt(0.21 / n), "kept fraction %.3f", kept / (double)n);
-    free(x), free(bias), free(w), free(d), free(o1), free(o2), free(x1), free(x2), free(di1), free(di2), free(g1), free(g2);
+    free(x), free(bias), free(w), free(d), free(o1), free(o2), free(x1), free(x2), free(eye), free(di1), free(di2), free(g1), free(g2);
 }
 
 static void test_encoder(void)
@@ -138,8 +144,8 @@ static void test_encoder(void)
     float *o1 = calloc((size_t)B * T * C, 4), *o2 = calloc((size_t)B * T * C, 4);
     for (int k = 0; k < 2; k++) {
         float p = k ? 0.25f : 0.0f;
-        cpu->ops->encoder_fwd(cpu, o1, tok, wte, wpe, B, T, C, p, 5);
-        ref->ops->encoder_fwd(ref, o2, tok, wte, wpe, B, T, C, p, 5);
+        cpu->ops->encoder_fwd(cpu, o1, tok, wte, F32, wpe, B, T, C, p, 5);
+        ref->ops->encoder_fwd(ref, o2, tok, wte, F32, wpe, B, T, C, p, 5);
         CMP(o1, o2, (size_t)B * T * C, 2 * U, "encoder_fwd");
         float *a1 = calloc((size_t)V * C, 4), *a2 = calloc((size_t)V * C, 4);
         float *q1 = calloc((size_t)T * C, 4), *q2 = calloc((size_t)T * C, 4);
@@ -203,16 +209,26 @@ static void test_optim(void)
     float *p1 = dup(x, n), *p2 = dup(x, n), *m1 = rnd(n, 0.1f), *v1 = rnd(n, 0.1f);
     for (size_t i = 0; i < n; i++) v1[i] = fabsf(v1[i]);
     float *m2 = dup(m1, n), *v2 = dup(v1, n);
+    uint16_t *h1 = calloc(n, 2), *h2 = calloc(n, 2);
     for (int t = 1; t <= 3; t++) {
-        cpu->ops->adamw(cpu, p1, g, m1, v1, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 0.5f);
-        ref->ops->adamw(ref, p2, g, m2, v2, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 0.5f);
+        cpu->ops->adamw(cpu, p1, g, m1, v1, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 0.5f, h1, GK_BF16);
+        ref->ops->adamw(ref, p2, g, m2, v2, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 0.5f, h2, GK_BF16);
     }
     /* the same IEEE operations in the same order: identical */
     CHECK(memcmp(p1, p2, 4 * n) == 0 && memcmp(m1, m2, 4 * n) == 0 && memcmp(v1, v2, 4 * n) == 0);
+    /* the bf16 copy is the updated parameter rounded to nearest even (a hand-checked pair too) */
+    CHECK(memcmp(h1, h2, 2 * n) == 0);
+    int copy_ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        float back = gk_bf16f(h1[i]);
+        copy_ok &= fabsf(back - p1[i]) <= fabsf(p1[i]) * 0x1p-8f;
+    }
+    CHECK(copy_ok);
+    CHECK(gk_f2bf16(1.0f + 0x1p-8f) == 0x3f80 && gk_f2bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);
     cpu->ops->scale(cpu, p1, 0.5f, n);
     ref->ops->scale(ref, p2, 0.5f, n);
     CHECK(memcmp(p1, p2, 4 * n) == 0);
-    free(x), free(g), free(p1), free(p2), free(m1), free(v1), free(m2), free(v2);
+    free(x), free(g), free(p1), free(p2), free(m1), free(v1), free(m2), free(v2), free(h1), free(h2);
 }
 
 /* ---- finite differences on the reference ops ---- */
@@ -232,16 +248,21 @@ static void fwd(fdctx *x, float *out)
     float tmp[4096];
     switch (x->op) {
     case FD_LN: o->layernorm_fwd(ref, out, tmp, tmp + 2048, x->a, x->b, x->c, x->N, x->C); break;
-    case FD_GELU: {
-        float *y = dup(x->a, (size_t)x->N * x->C);
-        o->gelu_fwd(ref, out, y, NULL, x->N, x->C);
-        free(y);
+    case FD_GELU: { /* gemm's GELU epilogue on a @ I */
+        float *pre = calloc((size_t)x->N * x->C, 4), *eye = calloc((size_t)x->C * x->C, 4);
+        for (int i = 0; i < x->C; i++) eye[(size_t)i * x->C + i] = 1.0f;
+        o->gemm(ref, 0, 0, x->N, x->C, x->C, 1.0f, x->a, F32, x->C, eye, F32, x->C, 0.0f, out, F32,
+                x->C, NULL, pre);
+        free(pre), free(eye);
         break;
     }
     case FD_ATTN: o->attention_fwd(ref, out, tmp, x->a, x->B, x->T, x->C, x->NH, x->p, 3); break;
     case FD_XENT: o->xent_fwd(ref, out, tmp, x->a, x->tok, x->N, x->V, x->V); break;
-    case FD_ENC: o->encoder_fwd(ref, out, x->tok, x->a, x->b, x->B, x->T, x->C, x->p, 4); break;
-    case FD_GEMM: o->gemm(ref, 0, 0, x->N, x->C, x->T, 1.0f, x->a, x->T, x->b, x->C, 0.0f, out, x->C); break;
+    case FD_ENC: o->encoder_fwd(ref, out, x->tok, x->a, F32, x->b, x->B, x->T, x->C, x->p, 4); break;
+    case FD_GEMM:
+        o->gemm(ref, 0, 0, x->N, x->C, x->T, 1.0f, x->a, F32, x->T, x->b, F32, x->C, 0.0f, out, F32,
+                x->C, NULL, NULL);
+        break;
     case FD_RESID: o->residual_fwd(ref, out, x->a, x->b, x->c, x->N, x->C, x->p, 6); break;
     }
 }
@@ -311,8 +332,8 @@ static void test_fd_gelu_gemm_resid(void)
     fdctx y = {.op = FD_GEMM, .N = 5, .T = 7, .C = 6};
     y.a = rnd(35, 1), y.b = rnd(42, 1);
     float *r2 = rnd(30, 1), da[35], dw[42];
-    ref->ops->gemm(ref, 0, 1, 5, 7, 6, 1.0f, r2, 6, y.b, 6, 0.0f, da, 7);
-    ref->ops->gemm(ref, 1, 0, 7, 6, 5, 1.0f, y.a, 7, r2, 6, 0.0f, dw, 6);
+    ref->ops->gemm(ref, 0, 1, 5, 7, 6, 1.0f, r2, F32, 6, y.b, F32, 6, 0.0f, da, F32, 7, NULL, NULL);
+    ref->ops->gemm(ref, 1, 0, 7, 6, 5, 1.0f, y.a, F32, 7, r2, F32, 6, 0.0f, dw, F32, 6, NULL, NULL);
     fd_check("gemm dinp", &y, y.a, 35, da, r2, 30);
     fd_check("gemm dweight", &y, y.b, 42, dw, r2, 30);
     free(y.a), free(y.b), free(r2);
