@@ -1,0 +1,520 @@
+/* cuda_ops_rows.cu: the CUDA backend's row-wise ops: the embedding (forward; backward through a
+ * deterministic sort of the tokens), layernorm forward and backward, and softmax cross-entropy
+ * forward and backward (one block per row, online max and sum in fp32).
+ * Kernels are templates on one parameter P (an op_cfg: activation type T, pack width V; see
+ * cuda_ops.cu), packs are 16-byte loads, V = 1 when a row or pointer is not aligned. Reductions
+ * over rows have a fixed split (a function of the shapes only) with per-block partials in the
+ * backend's scratch summed in order by a second kernel. */
+#include "kernels/cuda/cuda_internal.h"
+
+#include "kernels/rng.h"
+
+/* ---- packs (the same helpers are in cuda_ops.cu) ---- */
+
+namespace { /* internal linkage: the twin helpers of the other cuda_ops file stay separate */
+
+template <typename E, int N> struct alignas(sizeof(E) * N) cu_pack {
+    E v[N];
+};
+template <int N, typename E> __device__ __forceinline__ void load_f(float *f, const E *p)
+{
+    constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
+    for (int k = 0; k < N; k += W) {
+        cu_pack<E, W> q = *reinterpret_cast<const cu_pack<E, W> *>(p + k);
+        for (int j = 0; j < W; j++) f[k + j] = cu_f(q.v[j]);
+    }
+}
+template <int N, typename E> __device__ __forceinline__ void store_f(E *p, const float *f)
+{
+    constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
+    for (int k = 0; k < N; k += W) {
+        cu_pack<E, W> q;
+        for (int j = 0; j < W; j++) q.v[j] = cu_to<E>(f[k + j]);
+        *reinterpret_cast<cu_pack<E, W> *>(p + k) = q;
+    }
+}
+template <typename T_, int V_> struct op_cfg {
+    typedef T_ T;
+    static constexpr int V = V_;
+};
+template <typename T_, typename W_, int V_> struct enc_cfg {
+    typedef T_ T;
+    typedef W_ W;
+    static constexpr int V = V_;
+};
+} /* namespace */
+
+static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float dropout_of(uint64_t key, size_t i, float p)
+{
+    return p > 0.0f ? gk_rng_dropout(key, i, p) : 1.0f;
+}
+#define GRID_STRIDE(k, n) \
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (size_t)gridDim.x * blockDim.x)
+
+/* ---- embedding ---- */
+
+#define EW_THREADS 256
+
+/* out (B*T rows of C) = dropout(wte[token] + wpe[t]); packs never cross a row. */
+template <class P>
+static __global__ void encoder_fwd_kernel(typename P::T *out, const int *tokens, const typename P::W *wte, const float *wpe, int BT, int T,
+                                   int C, float p, uint64_t key)
+{
+    constexpr int V = P::V;
+    size_t row_packs = (size_t)(C / V);
+    GRID_STRIDE(k, (size_t)BT * row_packs)
+    {
+        size_t bt = k / row_packs, c = (k - bt * row_packs) * V, i = bt * C + c;
+        float a[V], b[V];
+        load_f<V>(a, wte + (size_t)tokens[bt] * C + c);
+        load_f<V>(b, wpe + (bt % (size_t)T) * C + c);
+        for (int j = 0; j < V; j++) a[j] = (a[j] + b[j]) * dropout_of(key, i + j, p);
+        store_f<V>(out + i, a);
+    }
+}
+
+template <typename T, typename W>
+static void encoder_fwd_run(gk_backend *be, T *out, const int *tokens, const W *wte, const float *wpe, int B, int Tn, int C, float p,
+                            uint64_t key)
+{
+    constexpr int VW = 16 / sizeof(T);
+    size_t n = (size_t)B * Tn * C;
+    unsigned threads = EW_THREADS, cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
+    if (C % VW == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
+        typedef enc_cfg<T, W, VW> P;
+        unsigned grid = cu_blocks(n / VW, threads);
+        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, B * Tn, Tn, C, p, key);
+    } else {
+        typedef enc_cfg<T, W, 1> P;
+        unsigned grid = cu_blocks(n, threads);
+        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, B * Tn, Tn, C, p, key);
+    }
+}
+
+void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw, const float *wpe, int B, int T, int C,
+                    float p, uint64_t key)
+{
+    CU_BEGIN(be);
+    if (tw != GK_F32 && tw != GK_BF16) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda encoder_fwd: wte type %d", (int)tw);
+        return;
+    }
+    if (B <= 0 || T <= 0 || C <= 0) return;
+    if (be->act == GK_BF16) {
+        if (tw == GK_BF16) encoder_fwd_run(be, (bf16 *)out, tokens, (const bf16 *)wte, wpe, B, T, C, p, key);
+        else encoder_fwd_run(be, (bf16 *)out, tokens, (const float *)wte, wpe, B, T, C, p, key);
+    } else {
+        if (tw == GK_BF16) encoder_fwd_run(be, (float *)out, tokens, (const bf16 *)wte, wpe, B, T, C, p, key);
+        else encoder_fwd_run(be, (float *)out, tokens, (const float *)wte, wpe, B, T, C, p, key);
+    }
+}
+
+/* Backward. dwpe: for each (t, c), the sum over b in order. dwte: the keys (token << 32 | position)
+ * are sorted (bitonic tiles of 1024 in shared memory, then merge passes by binary search: keys are
+ * unique, so the result does not depend on scheduling); the first position of each token's run
+ * then sums its run in position order (rows split over SEG_TY fixed row groups, added in order)
+ * and adds the sum to that token's row of dwte, which no other block touches. */
+
+#define SORT_TILE 1024
+#define SORT_THREADS 512
+#define SEG_TX 32
+#define SEG_TY 8
+
+static __global__ void sort_tiles_kernel(uint64_t *keys, const int *tokens, int N)
+{
+    __shared__ uint64_t s[SORT_TILE];
+    int base = blockIdx.x * SORT_TILE;
+    for (int i = threadIdx.x; i < SORT_TILE; i += blockDim.x)
+        s[i] = base + i < N ? (uint64_t)(uint32_t)tokens[base + i] << 32 | (uint32_t)(base + i) : ~(uint64_t)0;
+    __syncthreads();
+    for (int k = 2; k <= SORT_TILE; k <<= 1)
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            for (int i = threadIdx.x; i < SORT_TILE; i += blockDim.x) {
+                int l = i ^ j;
+                if (l <= i) continue; /* the pair (l, i) belongs to l's thread */
+                uint64_t a = s[i], b = s[l];
+                if ((a > b) == ((i & k) == 0)) s[i] = b, s[l] = a;
+            }
+            __syncthreads();
+        }
+    for (int i = threadIdx.x; i < SORT_TILE && base + i < N; i += blockDim.x) keys[base + i] = s[i];
+}
+
+/* Merges the sorted runs of w keys pairwise: each key's place is its rank in its own run plus the
+ * count of smaller keys in the partner run. */
+static __global__ void merge_runs_kernel(uint64_t *out, const uint64_t *in, int N, int w)
+{
+    GRID_STRIDE(k, (size_t)N)
+    {
+        int i = (int)k, r = i / w, ps = (r ^ 1) * w;
+        uint64_t key = in[i];
+        if (ps >= N) {
+            out[i] = key;
+            continue;
+        }
+        int lo = ps, hi = ps + w < N ? ps + w : N;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (in[mid] < key) lo = mid + 1;
+            else hi = mid;
+        }
+        out[(r & ~1) * w + (i - r * w) + (lo - ps)] = key;
+    }
+}
+
+template <class P>
+static __global__ void encoder_dwte_kernel(float *dwte, const typename P::T *dout, const uint64_t *sorted, int N, int C, float p, uint64_t key)
+{
+    constexpr int V = P::V;
+    __shared__ float red[SEG_TY][V][SEG_TX];
+    int k = blockIdx.x, tx = threadIdx.x, ty = threadIdx.y, row_packs = C / V;
+    uint32_t tok = (uint32_t)(sorted[k] >> 32);
+    if (k > 0 && (uint32_t)(sorted[k - 1] >> 32) == tok) return; /* not the first of its run */
+    int e = k + 1;
+    while (e < N && (uint32_t)(sorted[e] >> 32) == tok) e++;
+    for (int base = 0; base < row_packs; base += SEG_TX) {
+        int cp = base + tx;
+        float acc[V] = {};
+        if (cp < row_packs)
+            for (int r = k + ty; r < e; r += SEG_TY) {
+                size_t i = (size_t)(uint32_t)sorted[r] * C + (size_t)cp * V;
+                float d[V];
+                load_f<V>(d, dout + i);
+                for (int j = 0; j < V; j++) acc[j] += d[j] * dropout_of(key, i + j, p);
+            }
+        for (int j = 0; j < V; j++) red[ty][j][tx] = acc[j];
+        __syncthreads();
+        if (ty == 0 && cp < row_packs) {
+            float *w = dwte + (size_t)tok * C + (size_t)cp * V, cur[V];
+            load_f<V>(cur, w);
+            for (int j = 0; j < V; j++) {
+                float s = 0.0f;
+                for (int y = 0; y < SEG_TY; y++) s += red[y][j][tx];
+                cur[j] += s;
+            }
+            store_f<V>(w, cur);
+        }
+        __syncthreads();
+    }
+}
+
+/* dwpe (T,C) += sum over b of dropout'd dout[b][t]; V divides C. */
+template <class P>
+static __global__ void encoder_dwpe_kernel(float *dwpe, const typename P::T *dout, int B, int T, int C, float p, uint64_t key)
+{
+    constexpr int V = P::V;
+    size_t tc = (size_t)T * C;
+    GRID_STRIDE(k, tc / V)
+    {
+        size_t i = k * V;
+        float acc[V] = {}, d[V];
+        for (int b = 0; b < B; b++) {
+            load_f<V>(d, dout + b * tc + i);
+            for (int j = 0; j < V; j++) acc[j] += d[j] * dropout_of(key, b * tc + i + j, p);
+        }
+        load_f<V>(d, dwpe + i);
+        for (int j = 0; j < V; j++) d[j] += acc[j];
+        store_f<V>(dwpe + i, d);
+    }
+}
+
+template <typename T, int V>
+static void encoder_bwd_run(gk_backend *be, float *dwte, float *dwpe, const T *dout, const int *tokens, int B, int Tn, int C, float p,
+                            uint64_t key)
+{
+    typedef op_cfg<T, V> P;
+    int N = B * Tn;
+    uint64_t *a = (uint64_t *)cu_scratch(be, 2 * (size_t)N * sizeof(uint64_t), "encoder_bwd"), *b = a + N;
+    if (!a) return;
+    CU_LAUNCH(be, sort_tiles_kernel, cu_blocks((size_t)N, SORT_TILE), SORT_THREADS, 0, a, tokens, N);
+    for (int w = SORT_TILE; w < N; w *= 2) {
+        CU_LAUNCH(be, merge_runs_kernel, cu_blocks((size_t)N, EW_THREADS), EW_THREADS, 0, b, a, N, w);
+        uint64_t *t = a;
+        a = b, b = t;
+    }
+    CU_LAUNCH(be, encoder_dwte_kernel<P>, (unsigned)N, dim3(SEG_TX, SEG_TY), 0, dwte, dout, a, N, C, p, key);
+    unsigned grid = cu_blocks((size_t)Tn * C / V, EW_THREADS), cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
+    CU_LAUNCH(be, encoder_dwpe_kernel<P>, grid < cap ? grid : cap, EW_THREADS, 0, dwpe, dout, B, Tn, C, p, key);
+}
+
+void cu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout, const int *tokens, int B, int T, int C, float p,
+                    uint64_t key)
+{
+    CU_BEGIN(be);
+    if (B <= 0 || T <= 0 || C <= 0) return;
+    bool ok = aligned16(dwte) && aligned16(dwpe) && aligned16(dout);
+    if (be->act == GK_BF16) {
+        if (ok && C % 8 == 0) encoder_bwd_run<bf16, 8>(be, dwte, dwpe, (const bf16 *)dout, tokens, B, T, C, p, key);
+        else encoder_bwd_run<bf16, 1>(be, dwte, dwpe, (const bf16 *)dout, tokens, B, T, C, p, key);
+    } else {
+        if (ok && C % 4 == 0) encoder_bwd_run<float, 4>(be, dwte, dwpe, (const float *)dout, tokens, B, T, C, p, key);
+        else encoder_bwd_run<float, 1>(be, dwte, dwpe, (const float *)dout, tokens, B, T, C, p, key);
+    }
+}
+
+/* ---- layernorm ---- */
+
+#define LN_FWD_THREADS 256 /* a warp per row */
+#define LN_EPS 1e-5f
+
+template <class P>
+static __global__ void layernorm_fwd_kernel(typename P::T *out, float *mean, float *rstd, const typename P::T *inp, const float *weight,
+                                     const float *bias, int N, int C)
+{
+    constexpr int V = P::V;
+    int lane = threadIdx.x % 32, row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, row_packs = C / V;
+    if (row >= N) return; /* the whole warp */
+    const typename P::T *x = inp + (size_t)row * C;
+    float f[V], s = 0.0f, q = 0.0f;
+    for (int cp = lane; cp < row_packs; cp += 32) {
+        load_f<V>(f, x + (size_t)cp * V);
+        for (int j = 0; j < V; j++) s += f[j];
+    }
+    float m = warp_sum(s) / C;
+    for (int cp = lane; cp < row_packs; cp += 32) {
+        load_f<V>(f, x + (size_t)cp * V);
+        for (int j = 0; j < V; j++) q += (f[j] - m) * (f[j] - m);
+    }
+    float rs = 1.0f / sqrtf(warp_sum(q) / C + LN_EPS);
+    for (int cp = lane; cp < row_packs; cp += 32) {
+        float w[V], b[V] = {};
+        load_f<V>(f, x + (size_t)cp * V);
+        load_f<V>(w, weight + (size_t)cp * V);
+        if (bias) load_f<V>(b, bias + (size_t)cp * V);
+        for (int j = 0; j < V; j++) f[j] = (f[j] - m) * rs * w[j] + b[j];
+        store_f<V>(out + (size_t)row * C + (size_t)cp * V, f);
+    }
+    if (lane == 0 && mean) mean[row] = m;
+    if (lane == 0 && rstd) rstd[row] = rs;
+}
+
+template <typename T>
+static void layernorm_fwd_run(gk_backend *be, T *out, float *mean, float *rstd, const T *inp, const float *w, const float *b, int N,
+                              int C)
+{
+    typedef op_cfg<T, 16 / sizeof(T)> PV;
+    typedef op_cfg<T, 1> P1;
+    unsigned grid = cu_blocks((size_t)N, LN_FWD_THREADS / 32);
+    if (C % PV::V == 0 && aligned16(out) && aligned16(inp) && aligned16(w) && aligned16(b))
+        CU_LAUNCH(be, layernorm_fwd_kernel<PV>, grid, LN_FWD_THREADS, 0, out, mean, rstd, inp, w, b, N, C);
+    else CU_LAUNCH(be, layernorm_fwd_kernel<P1>, grid, LN_FWD_THREADS, 0, out, mean, rstd, inp, w, b, N, C);
+}
+
+void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp, const float *weight, const float *bias,
+                      int N, int C)
+{
+    CU_BEGIN(be);
+    if (N <= 0 || C <= 0) return;
+    if (be->act == GK_BF16) layernorm_fwd_run(be, (bf16 *)out, mean, rstd, (const bf16 *)inp, weight, bias, N, C);
+    else layernorm_fwd_run(be, (float *)out, mean, rstd, (const float *)inp, weight, bias, N, C);
+}
+
+/* Backward: a block per chunk of rows (a function of N only). Warps first compute each row's
+ * mean(dout*w) and mean(dout*w*norm); then each thread owns a pack of columns over the chunk's
+ * rows in order: dinp +=, and its partial dweight, dbias into part (2 rows of C per block). */
+#define LN_ROWS_MAX 64
+
+static int ln_rows_per_block(int N)
+{
+    int r = (N + 1023) / 1024;
+    return r < 16 ? 16 : r > LN_ROWS_MAX ? LN_ROWS_MAX : r;
+}
+
+template <class P>
+static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, const typename P::T *dout, const typename P::T *inp,
+                                     const float *weight, const float *mean, const float *rstd, int N, int C, int rows)
+{
+    constexpr int V = P::V;
+    __shared__ float s_mean[LN_ROWS_MAX], s_rstd[LN_ROWS_MAX], s_dn[LN_ROWS_MAX], s_dnn[LN_ROWS_MAX];
+    int r0 = blockIdx.x * rows, nr = N - r0 < rows ? N - r0 : rows, row_packs = C / V;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    float d[V], x[V], w[V];
+    for (int i = warp; i < nr; i += warps) {
+        size_t row = (size_t)r0 + i;
+        float m = mean[row], rs = rstd[row], a = 0.0f, b = 0.0f;
+        for (int cp = lane; cp < row_packs; cp += 32) {
+            size_t off = row * C + (size_t)cp * V;
+            load_f<V>(d, dout + off);
+            load_f<V>(x, inp + off);
+            load_f<V>(w, weight + (size_t)cp * V);
+            for (int j = 0; j < V; j++) a += d[j] * w[j], b += d[j] * w[j] * ((x[j] - m) * rs);
+        }
+        a = warp_sum(a), b = warp_sum(b);
+        if (lane == 0) s_mean[i] = m, s_rstd[i] = rs, s_dn[i] = a / C, s_dnn[i] = b / C;
+    }
+    __syncthreads();
+    for (int cp = threadIdx.x; cp < row_packs; cp += blockDim.x) {
+        float dw[V] = {}, db[V] = {}, di[V];
+        load_f<V>(w, weight + (size_t)cp * V);
+        for (int i = 0; i < nr; i++) {
+            size_t off = (size_t)(r0 + i) * C + (size_t)cp * V;
+            load_f<V>(d, dout + off);
+            load_f<V>(x, inp + off);
+            load_f<V>(di, dinp + off);
+            for (int j = 0; j < V; j++) {
+                float norm = (x[j] - s_mean[i]) * s_rstd[i];
+                di[j] += (d[j] * w[j] - s_dn[i] - norm * s_dnn[i]) * s_rstd[i];
+                dw[j] += d[j] * norm;
+                db[j] += d[j];
+            }
+            store_f<V>(dinp + off, di);
+        }
+        store_f<V>(part + (size_t)blockIdx.x * 2 * C + (size_t)cp * V, dw);
+        store_f<V>(part + ((size_t)blockIdx.x * 2 + 1) * C + (size_t)cp * V, db);
+    }
+}
+
+/* dst (C) += sum over k of part[k*stride + c], k = 0..chunks-1 in order. */
+static __global__ void ln_col_final_kernel(float *dst, const float *part, int chunks, size_t stride, int C)
+{
+    GRID_STRIDE(c, (size_t)C)
+    {
+        float s = 0.0f;
+        for (int k = 0; k < chunks; k++) s += part[(size_t)k * stride + c];
+        dst[c] += s;
+    }
+}
+
+template <typename T, int V>
+static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *dbias, const T *dout, const T *inp, const float *weight,
+                              const float *mean, const float *rstd, int N, int C)
+{
+    int rows = ln_rows_per_block(N), blocks = (N + rows - 1) / rows, row_packs = C / V;
+    float *part = (float *)cu_scratch(be, (size_t)blocks * 2 * C * sizeof(float), "layernorm_bwd");
+    if (!part) return;
+    unsigned threads = (unsigned)(row_packs + 31) / 32 * 32;
+    threads = threads < 64 ? 64 : threads > 256 ? 256 : threads;
+    typedef op_cfg<T, V> P;
+    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, threads, 0, dinp, part, dout, inp, weight, mean, rstd, N, C, rows);
+    unsigned grid = cu_blocks((size_t)C, 256);
+    CU_LAUNCH(be, ln_col_final_kernel, grid, 256, 0, dweight, part, blocks, 2 * (size_t)C, C);
+    if (dbias) CU_LAUNCH(be, ln_col_final_kernel, grid, 256, 0, dbias, part + C, blocks, 2 * (size_t)C, C);
+}
+
+void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout, const void *inp, const float *weight,
+                      const float *mean, const float *rstd, int N, int C)
+{
+    CU_BEGIN(be);
+    if (N <= 0 || C <= 0) return;
+    bool ok = aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
+    if (be->act == GK_BF16) {
+        if (ok && C % 8 == 0)
+            layernorm_bwd_run<bf16, 8>(be, (bf16 *)dinp, dweight, dbias, (const bf16 *)dout, (const bf16 *)inp, weight, mean, rstd, N, C);
+        else layernorm_bwd_run<bf16, 1>(be, (bf16 *)dinp, dweight, dbias, (const bf16 *)dout, (const bf16 *)inp, weight, mean, rstd, N, C);
+    } else {
+        if (ok && C % 4 == 0)
+            layernorm_bwd_run<float, 4>(be, (float *)dinp, dweight, dbias, (const float *)dout, (const float *)inp, weight, mean, rstd, N,
+                                        C);
+        else layernorm_bwd_run<float, 1>(be, (float *)dinp, dweight, dbias, (const float *)dout, (const float *)inp, weight, mean, rstd, N,
+                                         C);
+    }
+}
+
+/* ---- softmax + cross-entropy: a block per row ---- */
+
+#define XENT_THREADS 512
+
+/* (m, s) <- the log-sum-exp state of both (max, sum of exp(x - max)). */
+static __device__ __forceinline__ void lse_merge(float &m, float &s, float m2, float s2)
+{
+    float M = fmaxf(m, m2);
+    if (M == -INFINITY) return;
+    s = s * expf(m - M) + s2 * expf(m2 - M);
+    m = M;
+}
+
+/* Packs cover the first V columns (the last one partly: its columns >= V are skipped). */
+template <class P>
+static __global__ void xent_fwd_kernel(float *losses, float *lse, const typename P::T *logits, const int *targets, int Vn, int Vp)
+{
+    constexpr int V = P::V;
+    __shared__ float s_m[XENT_THREADS / 32], s_s[XENT_THREADS / 32];
+    const typename P::T *l = logits + (size_t)blockIdx.x * Vp;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    float m = -INFINITY, s = 0.0f;
+    for (int cp = threadIdx.x; cp < (Vn + V - 1) / V; cp += blockDim.x) {
+        float f[V], pm = -INFINITY;
+        load_f<V>(f, l + (size_t)cp * V);
+        for (int j = 0; j < V; j++)
+            if (cp * V + j < Vn) pm = fmaxf(pm, f[j]);
+        if (pm > m) s *= expf(m - pm), m = pm;
+        for (int j = 0; j < V; j++)
+            if (cp * V + j < Vn) s += expf(f[j] - m);
+    }
+    for (int o = 16; o > 0; o >>= 1) lse_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    if (lane == 0) s_m[warp] = m, s_s[warp] = s;
+    __syncthreads();
+    if (warp != 0) return;
+    m = lane < warps ? s_m[lane] : -INFINITY;
+    s = lane < warps ? s_s[lane] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) lse_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    if (lane != 0) return;
+    float z = m + logf(s);
+    int t = targets[blockIdx.x];
+    lse[blockIdx.x] = z;
+    losses[blockIdx.x] = t >= 0 ? z - cu_f(l[t]) : 0.0f;
+}
+
+template <class P>
+static __global__ void xent_bwd_kernel(typename P::T *dlogits, const typename P::T *logits, const float *lse, const int *targets, float dloss,
+                                int Vn, int Vp)
+{
+    constexpr int V = P::V;
+    size_t row = blockIdx.x;
+    int t = targets[row];
+    float z = lse[row];
+    for (int cp = threadIdx.x; cp < Vp / V; cp += blockDim.x) {
+        size_t i = row * Vp + (size_t)cp * V;
+        float f[V];
+        load_f<V>(f, logits + i);
+        for (int j = 0; j < V; j++) {
+            int c = cp * V + j;
+            f[j] = t >= 0 && c < Vn ? (expf(f[j] - z) - (c == t ? 1.0f : 0.0f)) * dloss : 0.0f;
+        }
+        store_f<V>(dlogits + i, f);
+    }
+}
+
+template <typename T>
+static void xent_fwd_run(gk_backend *be, float *losses, float *lse, const T *logits, const int *targets, int N, int V, int Vp)
+{
+    typedef op_cfg<T, 16 / sizeof(T)> PV;
+    typedef op_cfg<T, 1> P1;
+    if (Vp % PV::V == 0 && aligned16(logits))
+        CU_LAUNCH(be, xent_fwd_kernel<PV>, (unsigned)N, XENT_THREADS, 0, losses, lse, logits, targets, V, Vp);
+    else CU_LAUNCH(be, xent_fwd_kernel<P1>, (unsigned)N, XENT_THREADS, 0, losses, lse, logits, targets, V, Vp);
+}
+
+template <typename T>
+static void xent_bwd_run(gk_backend *be, T *dlogits, const T *logits, const float *lse, const int *targets, float dloss, int N, int V,
+                         int Vp)
+{
+    typedef op_cfg<T, 16 / sizeof(T)> PV;
+    typedef op_cfg<T, 1> P1;
+    if (Vp % PV::V == 0 && aligned16(dlogits) && aligned16(logits))
+        CU_LAUNCH(be, xent_bwd_kernel<PV>, (unsigned)N, XENT_THREADS, 0, dlogits, logits, lse, targets, dloss, V, Vp);
+    else CU_LAUNCH(be, xent_bwd_kernel<P1>, (unsigned)N, XENT_THREADS, 0, dlogits, logits, lse, targets, dloss, V, Vp);
+}
+
+void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets, int N, int V, int Vp)
+{
+    CU_BEGIN(be);
+    if (N <= 0) return;
+    if (be->act == GK_BF16) xent_fwd_run(be, losses, lse, (const bf16 *)logits, targets, N, V, Vp);
+    else xent_fwd_run(be, losses, lse, (const float *)logits, targets, N, V, Vp);
+}
+
+void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse, const int *targets, float dloss, int N, int V, int Vp)
+{
+    CU_BEGIN(be);
+    if (N <= 0) return;
+    if (be->act == GK_BF16) xent_bwd_run(be, (bf16 *)dlogits, (const bf16 *)logits, lse, targets, dloss, N, V, Vp);
+    else xent_bwd_run(be, (float *)dlogits, (const float *)logits, lse, targets, dloss, N, V, Vp);
+}
