@@ -50,8 +50,38 @@ UNIT_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# ---- the CUDA backend: kernels/cuda/*.cu as two shared libraries the tools dlopen ----
+# libgptkit-cuda.so: nvcc (when found: $(NVCC), else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
+# one -gencode per CUDA_ARCH plus PTX of the last, linked with cuBLASLt and the CUDA runtime.
+# libgptkit-cuda-emu.so: the same sources by $(CXX) against kernels/emu (the CUDA emulator), built
+# whenever a C++ compiler is present. Both export one symbol (-fvisibility=hidden) and carry the
+# C objects they need (common/err.c, kernels/backend_err.c) compiled -fPIC.
+ifeq ($(origin NVCC),undefined)
+NVCC := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+endif
+CUDA_ARCH  ?= 80 90
+CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(NVCC)))
+CUDA_SRC   := $(wildcard kernels/cuda/*.cu)
+CUDA_CSRC  := common/err.c kernels/backend_err.c
+CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
+EMU_LIB    := $(BUILD)/lib/libgptkit-cuda-emu.so
+HAVE_CXX   := $(shell command -v $(CXX) 2>/dev/null)
+CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX),$(CUDA_SRC)),$(EMU_LIB))
+NVCC_FLAGS := -std=c++17 -O3 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \
+              -Xcompiler -fPIC,-Wall,-Wextra,-fvisibility=hidden -I. -MMD -MP
+EMU_CXXFLAGS := $(OPT) -g -std=c++17 -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wall -Wextra -I. \
+                $(shell pkg-config --cflags openblas 2>/dev/null) -MMD -MP
+EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
+EMU_LDFLAGS := -Wl,--no-undefined
+ifeq ($(SAN),1)
+EMU_CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+EMU_LDFLAGS := -fsanitize=address,undefined
+endif
+PIC_CFLAGS := $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC -fvisibility=hidden -I.
+
 .PHONY: all deps test check demo bench install clean lint
-all: $(BINS)
+all: $(BINS) $(CUDA_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -77,6 +107,42 @@ $(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $$(call tool_objs,$$*) $
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# ---- the CUDA backend's rules (its variables are above `all`) ----
+$(BUILD)/cuda/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(BUILD)/cuda/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
+
+$(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -o $@ $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined \
+	  -lcublasLt -lcudart -lm
+
+$(BUILD)/emu/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+
+$(BUILD)/emu/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/emu/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PIC_CFLAGS) $(if $(filter 1,$(SAN)),-fsanitize=address,undefined -fno-omit-frame-pointer) \
+	  -MMD -MP -c $< -o $@
+
+EMU_OBJS := $(CUDA_SRC:%.cu=$(BUILD)/emu/%.o) $(patsubst %.cpp,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.cpp)) \
+            $(CUDA_CSRC:%.c=$(BUILD)/emu/%.o)
+$(EMU_LIB): $(EMU_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared $(EMU_LDFLAGS) -o $@ $^ $(EMU_LDLIBS)
+
+cuda: $(CUDA_LIBS)
+.PHONY: cuda
+
 deps:
 	@bash .ci/deps.sh
 
@@ -84,7 +150,8 @@ test: deps
 	@$(MAKE) --no-print-directory all units
 	@bash tests/run.sh $(BUILD)
 
-units: $(UNIT_BINS)
+# test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib)
+units: $(UNIT_BINS) $(CUDA_LIBS)
 .PHONY: units
 
 check: deps
@@ -112,6 +179,7 @@ lint: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/gptkit/configs
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin
+	$(if $(strip $(CUDA_LIBS)),install -d $(DESTDIR)$(PREFIX)/lib && install -m 755 $(CUDA_LIBS) $(DESTDIR)$(PREFIX)/lib)
 	for m in man/*.[0-9]; do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
 	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s; done
 	if [ -d train/configs ]; then install -m 644 train/configs/*.conf $(DESTDIR)$(PREFIX)/share/gptkit/configs; fi
@@ -119,4 +187,4 @@ install: all
 clean:
 	rm -rf build build-san
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/cuda $(BUILD)/emu -name '*.d' 2>/dev/null)

@@ -5,6 +5,11 @@
  * (gk_cuda_backend_entry). Compiled by nvcc into libgptkit-cuda.so, or by g++ against kernels/emu
  * into libgptkit-cuda-emu.so (GK_CUDA_EMU); every other symbol is hidden (-fvisibility=hidden).
  * Thread safety: as backend.h (one host thread per backend). */
+/* common/err.h has no extern "C" of its own and backend.h includes it outside its own: give
+ * gk_errf C linkage before cuda_internal.h includes it (asked of the lead: guard err.h). */
+extern "C" {
+#include "common/err.h"
+}
 #include "kernels/cuda/cuda_internal.h"
 
 #include <stdio.h>
@@ -19,6 +24,10 @@
 
 #define CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt workspace (Hopper's recommendation) */
 #define CU_MIN_SCRATCH ((size_t)64 << 10)     /* scratch before reserve: small ops never get NULL */
+
+#ifdef GK_CUDA_EMU /* kernels/emu names it after libcublas's (asked to add cuBLASLt's name) */
+#define cublasLtGetStatusString cublasGetStatusString
+#endif
 
 /* ---- errors ---- */
 
@@ -120,17 +129,19 @@ void cu_sync(gk_backend *be)
 
 /* ---- reserve ---- */
 
-/* The largest scratch any non-attention op takes for rows x cols (see cuda_ops.cu): per-block
- * fp32 partials of column reductions (bias_bwd, layernorm_bwd: at most CU_PARTIAL_ROWS blocks of
- * two rows of cols floats) and double partials of sumsq (CU_SUMSQ_BLOCKS). */
-#define CU_PARTIAL_ROWS 1024
-#define CU_SUMSQ_BLOCKS 1024
+/* The largest scratch any non-attention op takes for rows x cols (cuda_ops*.cu): per-chunk fp32
+ * partials of the column reductions (bias_bwd, layernorm_bwd: at most CU_COL_CHUNKS chunks of
+ * two rows of cols floats), the embedding backward's sort keys (two uint64 per row) and sumsq's
+ * double partials (CU_SUMSQ_PARTS). */
+#define CU_COL_CHUNKS 256
+#define CU_SUMSQ_PARTS 1024
 static size_t ops_scratch(size_t rows, size_t cols)
 {
-    size_t blocks = rows < CU_PARTIAL_ROWS ? rows : CU_PARTIAL_ROWS;
-    size_t partials = blocks * 2 * cols * sizeof(float);
-    size_t sumsq = CU_SUMSQ_BLOCKS * sizeof(double);
-    return partials > sumsq ? partials : sumsq;
+    size_t chunks = rows < CU_COL_CHUNKS ? rows : CU_COL_CHUNKS;
+    size_t need = chunks * 2 * cols * sizeof(float);
+    if (2 * rows * sizeof(uint64_t) > need) need = 2 * rows * sizeof(uint64_t);
+    if (CU_SUMSQ_PARTS * sizeof(double) > need) need = CU_SUMSQ_PARTS * sizeof(double);
+    return need;
 }
 
 int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
@@ -181,9 +192,9 @@ void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, s
     unsigned most = (unsigned)CU(be)->sm_count * 8; /* grid-stride beyond a few waves */
     if (blocks > most) blocks = most;
     if (dt == GK_BF16)
-        CU_LAUNCH(be, cast_kernel<bf16>, blocks, threads, 0, (bf16 *)dst, (const float *)src, n);
+        CU_LAUNCH(be, (cast_kernel<bf16, float>), blocks, threads, 0, (bf16 *)dst, (const float *)src, n);
     else
-        CU_LAUNCH(be, cast_kernel<float>, blocks, threads, 0, (float *)dst, (const bf16 *)src, n);
+        CU_LAUNCH(be, (cast_kernel<float, bf16>), blocks, threads, 0, (float *)dst, (const bf16 *)src, n);
 }
 
 /* ---- the table ---- */
@@ -231,7 +242,7 @@ static int lt_check(gk_backend *be, cublasStatus_t st, const char *call, int lin
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
     return gk_backend_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call,
-                           cublasGetStatusString(st));
+                           cublasLtGetStatusString(st));
 }
 
 /* Fills the context of be on device 0; any failure is left in be->err. */

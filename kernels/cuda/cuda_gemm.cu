@@ -12,6 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef GK_CUDA_EMU /* kernels/emu names it after libcublas's (asked to add cuBLASLt's name) */
+#define cublasLtGetStatusString cublasGetStatusString
+#endif
+
 /* ---- kernels: epilogue math shared by the fallbacks ---- */
 
 __device__ __forceinline__ float gelu_tanh(float x)
@@ -196,7 +200,7 @@ static int lt_fail(gk_backend *be, cublasStatus_t st, const char *call, int line
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
     return gk_backend_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call,
-                           cublasGetStatusString(st));
+                           cublasLtGetStatusString(st));
 }
 #define LT(be, call, name) lt_fail((be), (call), (name), __LINE__)
 
@@ -252,6 +256,27 @@ static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const 
     return 0;
 }
 
+/* The pointers' alignments, so that the heuristic does not assume 256 bytes (cuBLASLt's A is our
+ * B and its B our A). The emulator ignores alignment and does not have these attributes yet. */
+static int set_alignments(gk_backend *be, cublasLtMatmulPreference_t pref, const gemm_key *k)
+{
+#ifdef GK_CUDA_EMU
+    (void)be, (void)pref, (void)k;
+    return 0;
+#else
+    const cublasLtMatmulPreferenceAttributes_t attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const uint32_t align[4] = {(uint32_t)k->align_b, (uint32_t)k->align_a, (uint32_t)k->align_c,
+                               (uint32_t)k->align_c};
+    for (int i = 0; i < 4; i++)
+        if (LT(be, cublasLtMatmulPreferenceSetAttribute(pref, attr[i], &align[i], sizeof align[i]),
+               "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)"))
+            return -1;
+    return 0;
+#endif
+}
+
 /* Asks cuBLASLt for an algorithm for the plan's current epilogue: 1 found, 0 refused (the
  * caller tries less), -1 error (sticky error set). */
 static int find_algo(gk_backend *be, gemm_plan *p)
@@ -261,19 +286,10 @@ static int find_algo(gk_backend *be, gemm_plan *p)
     cublasLtMatmulPreference_t pref = NULL;
     uint64_t ws = c->workspace_bytes;
     /* cuBLASLt's A is our B and its B our A */
-    uint32_t al_a = (uint32_t)k->align_b, al_b = (uint32_t)k->align_a, al_c = (uint32_t)k->align_c;
     if (LT(be, cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")) return -1;
     int rc = LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                          &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute(WORKSPACE)") ||
-             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                         &al_a, sizeof al_a), "cublasLtMatmulPreferenceSetAttribute(ALIGN_A)") ||
-             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                         &al_b, sizeof al_b), "cublasLtMatmulPreferenceSetAttribute(ALIGN_B)") ||
-             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                         &al_c, sizeof al_c), "cublasLtMatmulPreferenceSetAttribute(ALIGN_C)") ||
-             LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                         &al_c, sizeof al_c), "cublasLtMatmulPreferenceSetAttribute(ALIGN_D)")
-                 ? -1 : 0;
+             set_alignments(be, pref, k) ? -1 : 0;
     if (rc == 0) {
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
