@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/io/safetensors.h"
 #include "common/num.h"
 
 #ifndef GPTKIT_VERSION
@@ -158,4 +159,25 @@ void gk_opt_help(FILE *f, const char *usage, const gk_opt *tab, const char *foot
 void gk_opt_version(FILE *f, const char *prog)
 {
     fprintf(f, "%s (gptkit) %s\n", prog, GPTKIT_VERSION);
+}
+
+const char *gk_opt_model_path(const char *path)
+{
+    if (!path || !*path)
+        path = getenv("GPT_MODEL");
+    return path && *path ? path : "out/latest.safetensors";
+}
+
+int gk_opt_dtype(const char *dtype, int *bf16, gk_err *e)
+{
+    enum gk_dtype dt = GK_DT_F32;
+    *bf16 = -1;
+    if (!dtype)
+        return 0;
+    if (gk_dtype_from_user(dtype, &dt) != 0)
+        return gk_errf(e, GK_EUSAGE, "--dtype %s: " GK_OPT_DTYPE_CHOICES, dtype);
+    if (dt == GK_DT_F16)
+        return gk_errf(e, GK_EUSAGE, "--dtype %s: not for inference; " GK_OPT_DTYPE_CHOICES, dtype);
+    *bf16 = dt == GK_DT_BF16;
+    return 0;
 }

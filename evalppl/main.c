@@ -107,17 +107,17 @@ static void doc_token(void *ctx, size_t pos, double nll)
 
 static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 {
-    const char *path = gk_gpt2_model_path(o->model);
+    const char *path = gk_opt_model_path(o->model);
     gk_ckpt *c = NULL;
     gk_vocab *v = NULL;
     gk_backend *be = NULL;
     gk_gpt2 *m = NULL;
     ep_scorer *sc = NULL;
     gk_gpt2_config cfg;
-    int flags = 0;
-    int rc = gk_gpt2_dtype_flags(o->dtype, &flags, e); /* a usage error before any file */
-    flags |= GK_GPT2_INFERENCE;
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, o->dtype ? (flags & GK_GPT2_BF16) != 0 : -1};
+    int bf16;
+    int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
+    int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16};
     if (!rc) rc = gk_backend_open(&be, &bo, e);
     char what[128];
     if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */

@@ -88,24 +88,3 @@ char *gk_gpt2_config_json(const gk_gpt2_config *c)
     json_decref(o);
     return s;
 }
-
-const char *gk_gpt2_model_path(const char *path)
-{
-    if (!path || !*path)
-        path = getenv("GPT_MODEL");
-    return path && *path ? path : "out/latest.safetensors";
-}
-
-int gk_gpt2_dtype_flags(const char *dtype, int *flags, gk_err *e)
-{
-    enum gk_dtype dt = GK_DT_F32;
-    *flags = 0;
-    if (dtype && gk_dtype_from_user(dtype, &dt) != 0)
-        return gk_errf(e, GK_EUSAGE, "--dtype %s: " GK_GPT2_DTYPE_CHOICES, dtype);
-    if (dt == GK_DT_F16)
-        return gk_errf(e, GK_EUSAGE, "--dtype %s: not for inference on the CPU; "
-                       GK_GPT2_DTYPE_CHOICES, dtype);
-    if (dt == GK_DT_BF16)
-        *flags = GK_GPT2_BF16;
-    return 0;
-}

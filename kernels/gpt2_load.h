@@ -28,12 +28,4 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
 int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
                   int required, gk_vocab **v, gk_err *e);
 
-/* The checkpoint a tool uses by default: path if given, else $GPT_MODEL, else
- * out/latest.safetensors (where gpt-train writes). */
-const char *gk_gpt2_model_path(const char *path);
-/* --dtype TEXT (gk_dtype_from_user's spellings) to gk_gpt2_create_ex flags: NULL, float32 or
- * fp32 -> 0, bfloat16 or bf16 -> GK_GPT2_BF16; float16 and anything else GK_EUSAGE. */
-#define GK_GPT2_DTYPE_CHOICES "float32 or bfloat16 (or fp32, bf16)"
-int gk_gpt2_dtype_flags(const char *dtype, int *flags, gk_err *e);
-
 #endif
