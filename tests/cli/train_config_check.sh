@@ -30,7 +30,7 @@ printf 'include = base.conf\nn_layer = 2\n' > top.conf
 gpt-train -c top.conf --print-config | grep -E '^(n_layer|batch_size) '
 # dtype: auto or nanoGPT's names, the short aliases stored as nanoGPT's name; float16 is refused
 gpt-train --dtype=fp32 --print-config | grep '^dtype'
-printf 'dtype = bf16\n' > bf16.conf
+printf 'dtype = bf16\ndevice = cpu\n' > bf16.conf
 run gpt-train -c bf16.conf
 run gpt-train --dtype=float16
 run gpt-train --dtype=half
