@@ -74,8 +74,10 @@ EMU_CXXFLAGS := $(OPT) -g -std=c++17 -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wa
                 $(shell pkg-config --cflags openblas 2>/dev/null) -MMD -MP
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined
+EMU_SAN    :=
 ifeq ($(SAN),1)
-EMU_CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+EMU_SAN    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+EMU_CXXFLAGS += $(EMU_SAN)
 EMU_LDFLAGS := -fsanitize=address,undefined
 endif
 PIC_CFLAGS := $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC -fvisibility=hidden -I.
@@ -131,8 +133,7 @@ $(BUILD)/emu/%.o: %.cpp
 
 $(BUILD)/emu/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(PIC_CFLAGS) $(if $(filter 1,$(SAN)),-fsanitize=address,undefined -fno-omit-frame-pointer) \
-	  -MMD -MP -c $< -o $@
+	$(CC) $(PIC_CFLAGS) $(EMU_SAN) -MMD -MP -c $< -o $@
 
 EMU_OBJS := $(CUDA_SRC:%.cu=$(BUILD)/emu/%.o) $(patsubst %.cpp,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.cpp)) \
             $(CUDA_CSRC:%.c=$(BUILD)/emu/%.o)
