@@ -316,58 +316,62 @@ void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const
     else layernorm_fwd_run(be, (float *)out, mean, rstd, (const float *)inp, weight, bias, N, C);
 }
 
-/* Backward: a block per chunk of rows (a function of N only). Warps first compute each row's
- * mean(dout*w) and mean(dout*w*norm); then each thread owns a pack of columns over the chunk's
- * rows in order: dinp +=, and its partial dweight, dbias into part (2 rows of C per block). */
-#define LN_ROWS_MAX 64
+/* Backward: a warp per row (rows dealt round-robin to the warps of at most LN_BWD_BLOCKS blocks:
+ * a split that depends on N and C only). Each warp adds its rows' dweight, dbias terms to its own
+ * slice of shared memory (no two warps share a slot); the block then sums its warps in order into
+ * part (2 rows of C per block), and a second kernel sums the blocks in order. */
+#define LN_BWD_BLOCKS 256
+#define LN_BWD_WARPS 8
+#define LN_SMEM_DEFAULT 49152
 
-static int ln_rows_per_block(int N)
+/* Warps per block: each holds 2*C floats of shared memory, within the default 48 KiB if it can. */
+static int ln_bwd_warps(int C)
 {
-    int r = (N + 1023) / 1024;
-    return r < 16 ? 16 : r > LN_ROWS_MAX ? LN_ROWS_MAX : r;
+    int w = LN_SMEM_DEFAULT / (2 * (int)sizeof(float) * C);
+    return w < 1 ? 1 : w > LN_BWD_WARPS ? LN_BWD_WARPS : w;
 }
 
 template <class P>
 static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, const typename P::T *dout, const typename P::T *inp,
-                                     const float *weight, const float *mean, const float *rstd, int N, int C, int rows)
+                                            const float *weight, const float *mean, const float *rstd, int N, int C)
 {
     constexpr int V = P::V;
-    __shared__ float s_mean[LN_ROWS_MAX], s_rstd[LN_ROWS_MAX], s_dn[LN_ROWS_MAX], s_dnn[LN_ROWS_MAX];
-    int r0 = blockIdx.x * rows, nr = N - r0 < rows ? N - r0 : rows, row_packs = C / V;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    float d[V], x[V], w[V];
-    for (int i = warp; i < nr; i += warps) {
-        size_t row = (size_t)r0 + i;
+    GK_DYN_SMEM(float, acc); /* [warp][dweight | dbias][j * row_packs + cp]: lanes on consecutive banks */
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, row_packs = C / V;
+    for (int i = threadIdx.x; i < warps * 2 * C; i += blockDim.x) acc[i] = 0.0f;
+    __syncthreads();
+    float *dw = acc + (size_t)warp * 2 * C, *db = dw + C, d[V], x[V], w[V], di[V];
+    for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
+        size_t base = (size_t)row * C;
         float m = mean[row], rs = rstd[row], a = 0.0f, b = 0.0f;
         for (int cp = lane; cp < row_packs; cp += 32) {
-            size_t off = row * C + (size_t)cp * V;
-            load_f<V>(d, dout + off);
-            load_f<V>(x, inp + off);
+            load_f<V>(d, dout + base + (size_t)cp * V);
+            load_f<V>(x, inp + base + (size_t)cp * V);
             load_f<V>(w, weight + (size_t)cp * V);
             for (int j = 0; j < V; j++) a += d[j] * w[j], b += d[j] * w[j] * ((x[j] - m) * rs);
         }
-        a = warp_sum(a), b = warp_sum(b);
-        if (lane == 0) s_mean[i] = m, s_rstd[i] = rs, s_dn[i] = a / C, s_dnn[i] = b / C;
-    }
-    __syncthreads();
-    for (int cp = threadIdx.x; cp < row_packs; cp += blockDim.x) {
-        float dw[V] = {}, db[V] = {}, di[V];
-        load_f<V>(w, weight + (size_t)cp * V);
-        for (int i = 0; i < nr; i++) {
-            size_t off = (size_t)(r0 + i) * C + (size_t)cp * V;
+        a = warp_sum(a) / C, b = warp_sum(b) / C;
+        for (int cp = lane; cp < row_packs; cp += 32) {
+            size_t off = base + (size_t)cp * V;
             load_f<V>(d, dout + off);
             load_f<V>(x, inp + off);
+            load_f<V>(w, weight + (size_t)cp * V);
             load_f<V>(di, dinp + off);
             for (int j = 0; j < V; j++) {
-                float norm = (x[j] - s_mean[i]) * s_rstd[i];
-                di[j] += (d[j] * w[j] - s_dn[i] - norm * s_dnn[i]) * s_rstd[i];
-                dw[j] += d[j] * norm;
-                db[j] += d[j];
+                float norm = (x[j] - m) * rs;
+                di[j] += (d[j] * w[j] - a - norm * b) * rs;
+                dw[j * row_packs + cp] += d[j] * norm;
+                db[j * row_packs + cp] += d[j];
             }
             store_f<V>(dinp + off, di);
         }
-        store_f<V>(part + (size_t)blockIdx.x * 2 * C + (size_t)cp * V, dw);
-        store_f<V>(part + ((size_t)blockIdx.x * 2 + 1) * C + (size_t)cp * V, db);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
+        int half = i / C, k = i - half * C, j = k / row_packs, cp = k - j * row_packs;
+        float s = 0.0f;
+        for (int v = 0; v < warps; v++) s += acc[(size_t)v * 2 * C + i];
+        part[((size_t)blockIdx.x * 2 + half) * C + (size_t)cp * V + j] = s;
     }
 }
 
@@ -386,13 +390,20 @@ template <typename T, int V>
 static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *dbias, const T *dout, const T *inp, const float *weight,
                               const float *mean, const float *rstd, int N, int C)
 {
-    int rows = ln_rows_per_block(N), blocks = (N + rows - 1) / rows, row_packs = C / V;
+    typedef op_cfg<T, V> P;
+    int warps = ln_bwd_warps(C), blocks = (N + warps - 1) / warps;
+    blocks = blocks < LN_BWD_BLOCKS ? blocks : LN_BWD_BLOCKS;
+    size_t smem = (size_t)warps * 2 * C * sizeof(float);
     float *part = (float *)cu_scratch(be, (size_t)blocks * 2 * C * sizeof(float), "layernorm_bwd");
     if (!part) return;
-    unsigned threads = (unsigned)(row_packs + 31) / 32 * 32;
-    threads = threads < 64 ? 64 : threads > 256 ? 256 : threads;
-    typedef op_cfg<T, V> P;
-    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, threads, 0, dinp, part, dout, inp, weight, mean, rstd, N, C, rows);
+    if (smem > LN_SMEM_DEFAULT) {
+        if (smem > CU(be)->smem_optin) {
+            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda layernorm_bwd: C = %d needs %zu bytes of shared memory", C, smem);
+            return;
+        }
+        if (CU_CHECK(be, cudaFuncSetAttribute(layernorm_bwd_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return;
+    }
+    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, (unsigned)warps * 32, smem, dinp, part, dout, inp, weight, mean, rstd, N, C);
     unsigned grid = cu_blocks((size_t)C, 256);
     CU_LAUNCH(be, ln_col_final_kernel, grid, 256, 0, dweight, part, blocks, 2 * (size_t)C, C);
     if (dbias) CU_LAUNCH(be, ln_col_final_kernel, grid, 256, 0, dbias, part + C, blocks, 2 * (size_t)C, C);
