@@ -1,5 +1,7 @@
-/* generate.h: the generation loop of gpt-sample: prompt -> K samples as one batch, through the
- * KV cache (gk_gpt2_forward_at), printed as UTF-8-safe text or as token ids.
+/* generate.h: the generation loop of gpt-sample and gpt-train's samples: prompt -> K samples as
+ * one batch, through the KV cache (gk_gpt2_forward_at) and the sampler. It prints nothing and
+ * keeps no clock: it hands each new token to the caller (gs_gen_hooks), who prints it (e.g.
+ * common/text/sampleout.h) and times the prompt and the generation from the hooks.
  * Context: the model sees at most block_size tokens. A longer prompt is cropped to its last
  * block_size tokens; once a sequence fills block_size, every further step recomputes the whole
  * window of the last block_size tokens from position 0 (as nanoGPT's generate does: positions
@@ -9,31 +11,41 @@
 #define GS_GENERATE_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "common/err.h"
-#include "common/text/vocab.h"
 #include "kernels/gpt2.h"
 #include "kernels/sampler.h"
 
 typedef struct gs_gen_opts {
     int64_t n_new;     /* tokens to generate per sample */
     int num_samples;   /* K: the batch (the model must have max_B >= K) */
-    int stop_at_eot;   /* a sample ends at <|endoftext|> (not printed) */
-    int ids;           /* print ids instead of text */
+    int eot;           /* a sample ends at this token (not handed on); -1: none */
+    int n_vocab;       /* tokens are drawn from the first min(n_vocab, the model's vocab_size)
+                        * logits (the vocabulary may be smaller than the padded model's);
+                        * <= 0: all vocab_size */
     gs_params sampling;
 } gs_gen_opts;
 
-typedef struct gs_gen_stats {
-    int64_t prompt_tokens, new_tokens; /* new_tokens: over all samples, steps actually run */
-    double prompt_secs, gen_secs;
-} gs_gen_stats;
+/* What the caller hears, from the calling thread. Either function may be NULL. */
+typedef struct gs_gen_hooks {
+    void *ctx;
+    /* The prompt's forward pass is done (`tokens` of it ran, after cropping); the first new
+     * token is drawn next. */
+    void (*prompt_done)(void *ctx, int64_t tokens);
+    /* New token `token` of sample `sample` (0..K-1), in order within each sample and step by
+     * step across samples. A sample's end-of-text token and anything after it are not handed
+     * on. Non-zero (a GK_E* code, with e set) stops the generation with that error. */
+    int (*token)(void *ctx, int sample, int token, gk_err *e);
+} gs_gen_hooks;
 
-/* prompt[0..n) (n >= 1); the first `hidden` of them (0 or 1: the implicit start token) are not
- * printed. Sample 0 streams to out as it is generated (flushed per token); samples 1..K-1 follow,
- * each sample ending with a newline and separated by a line "---". */
-int gs_generate(gk_gpt2 *m, const gk_vocab *v, const int *prompt, int64_t n,
-                int hidden,
-                const gs_gen_opts *o, FILE *out, gs_gen_stats *st, gk_err *e);
+typedef struct gs_gen_counts {
+    int64_t prompt_tokens; /* run through the model (the prompt after cropping) */
+    int64_t new_tokens;    /* over all samples: K per step actually run */
+} gs_gen_counts;
+
+/* prompt[0..n) (n >= 1) -> K samples, each token through h->token. counts may be NULL.
+ * Returns 0 or the first error (the model's, the sampler's or a hook's). */
+int gs_generate(gk_gpt2 *m, const int *prompt, int64_t n, const gs_gen_opts *o,
+                const gs_gen_hooks *h, gs_gen_counts *counts, gk_err *e);
 
 #endif

@@ -1,5 +1,6 @@
 /* main.c: gpt-sample: text from a checkpoint. Parses options, loads the model and vocabulary,
- * encodes the prompt and runs the generation loop (generate.h) on the CPU backend. */
+ * encodes the prompt, runs the generation loop (generate.h) printing the samples
+ * (common/text/sampleout.h) and times the prompt and the generation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,9 @@
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
+#include "common/progress.h"
 #include "common/text/encode_text.h"
+#include "common/text/sampleout.h"
 #include "common/text/vocab.h"
 #include "kernels/generate.h"
 #include "kernels/gpt2_load.h"
@@ -124,6 +127,50 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
     return rc;
 }
 
+/* The generation's hooks: tokens to the printer, the clock read when the prompt is done. */
+typedef struct gen_watch {
+    gs_sampleout *out;
+    double prompt_end;
+} gen_watch;
+
+static void on_prompt_done(void *ctx, int64_t tokens)
+{
+    (void)tokens;
+    ((gen_watch *)ctx)->prompt_end = gk_now();
+}
+
+static int on_token(void *ctx, int sample, int tok, gk_err *e)
+{
+    return gs_sampleout_token(((gen_watch *)ctx)->out, sample, tok, e);
+}
+
+/* Generates and prints the samples of prompt[0..n); says how long the prompt and the new
+ * tokens took. */
+static int generate(const options *o, gk_gpt2 *m, const gk_vocab *v, const int *prompt,
+                    int64_t n, int hidden, gk_err *e)
+{
+    gs_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot ? gk_vocab_eot(v) : -1,
+                      (int)gk_vocab_size(v),
+                      {(float)o->temperature, (int)o->top_k, (float)o->top_p, (uint64_t)o->seed}};
+    gs_sampleout so;
+    gen_watch w = {&so, 0};
+    gs_gen_hooks hooks = {&w, on_prompt_done, on_token};
+    gs_gen_counts st;
+    int rc = gs_sampleout_init(&so, v, o->ids, (int)o->num_samples, stdout, "standard output", e);
+    if (!rc) rc = gs_sampleout_prompt(&so, prompt, n, hidden, e);
+    double t0 = gk_now();
+    if (!rc) rc = gs_generate(m, prompt, n, &go, &hooks, &st, e);
+    double prompt_secs = w.prompt_end - t0, gen_secs = gk_now() - w.prompt_end;
+    if (!rc) rc = gs_sampleout_finish(&so, e);
+    gs_sampleout_free(&so);
+    if (!rc)
+        gk_info("prompt %lld token%s in %.3f s; %lld token%s in %.3f s (%.1f tokens/s)",
+                (long long)st.prompt_tokens, st.prompt_tokens == 1 ? "" : "s", prompt_secs,
+                (long long)st.new_tokens, st.new_tokens == 1 ? "" : "s", gen_secs,
+                gen_secs > 0 ? st.new_tokens / gen_secs : 0.0);
+    return rc;
+}
+
 static int run(const options *o, gk_err *e)
 {
     const char *path = gk_opt_model_path(o->model);
@@ -152,15 +199,7 @@ static int run(const options *o, gk_err *e)
     if (!rc && n > cfg.block_size)
         gk_warn("the prompt's %lld tokens are cropped to the last %d (block_size)", (long long)n,
                 cfg.block_size);
-    gs_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot, o->ids,
-                      {(float)o->temperature, (int)o->top_k, (float)o->top_p, (uint64_t)o->seed}};
-    gs_gen_stats st;
-    if (!rc) rc = gs_generate(m, v, prompt, n, hidden, &go, stdout, &st, e);
-    if (!rc)
-        gk_info("prompt %lld token%s in %.3f s; %lld token%s in %.3f s (%.1f tokens/s)",
-                (long long)st.prompt_tokens, st.prompt_tokens == 1 ? "" : "s", st.prompt_secs,
-                (long long)st.new_tokens, st.new_tokens == 1 ? "" : "s", st.gen_secs,
-                st.gen_secs > 0 ? st.new_tokens / st.gen_secs : 0.0);
+    if (!rc) rc = generate(o, m, v, prompt, n, hidden, e);
     free(prompt);
     gk_gpt2_free(m);
     gk_backend_free(be);

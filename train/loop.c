@@ -12,6 +12,7 @@
 #include "common/proc.h"
 #include "common/progress.h"
 #include "common/text/encode_text.h"
+#include "common/text/sampleout.h"
 #include "kernels/generate.h"
 #include "run.h"
 
@@ -200,11 +201,17 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
     if (rc)
         return rc == GK_EFORMAT ? 0 : rc; /* a char vocabulary without newline: no sample */
     int start = (int)id;
-    gs_gen_opts o = {r->s.sample_tokens, 1, 1, 0, {0.8f, 200, 1.0f, (uint64_t)r->s.seed ^ (uint64_t)step}};
-    gs_gen_stats st;
+    gs_gen_opts o = {r->s.sample_tokens, 1, gk_vocab_eot(r->vocab), (int)gk_vocab_size(r->vocab),
+                     {0.8f, 200, 1.0f, (uint64_t)r->s.seed ^ (uint64_t)step}};
+    gs_sampleout so;
+    gs_gen_hooks hooks = {&so, NULL, gs_sampleout_token};
     gk_gpt2_set_training(r->model, 0);
     printf("sample at step %lld:\n", (long long)step);
-    rc = gs_generate(r->model, r->vocab, &start, 1, 1, &o, stdout, &st, e);
+    rc = gs_sampleout_init(&so, r->vocab, 0, 1, stdout, "standard output", e);
+    if (!rc) rc = gs_sampleout_prompt(&so, &start, 1, 1, e);
+    if (!rc) rc = gs_generate(r->model, &start, 1, &o, &hooks, NULL, e);
+    if (!rc) rc = gs_sampleout_finish(&so, e);
+    gs_sampleout_free(&so);
     printf("\n");
     fflush(stdout);
     return rc;
