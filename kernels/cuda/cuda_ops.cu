@@ -19,7 +19,7 @@ template <typename E, int N> struct alignas(sizeof(E) * N) cu_pack {
     E v[N];
 };
 /* f[0..N) = p[0..N) as floats; p aligned to N elements; loads of at most 16 bytes. */
-template <int N, typename E> __device__ __forceinline__ void load_f(float *f, const E *p)
+template <int N, typename E> static __device__ __forceinline__ void load_f(float *f, const E *p)
 {
     constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
     for (int k = 0; k < N; k += W) {
@@ -28,7 +28,7 @@ template <int N, typename E> __device__ __forceinline__ void load_f(float *f, co
     }
 }
 /* p[0..N) = f[0..N) rounded to E. */
-template <int N, typename E> __device__ __forceinline__ void store_f(E *p, const float *f)
+template <int N, typename E> static __device__ __forceinline__ void store_f(E *p, const float *f)
 {
     constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
     for (int k = 0; k < N; k += W) {
@@ -155,7 +155,7 @@ static __device__ __forceinline__ float gelu_grad(float x)
     return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-template <int V, typename T> __device__ __forceinline__ void gelu_bwd_at(T *dinp, const T *x, const T *dout, size_t i)
+template <int V, typename T> static __device__ __forceinline__ void gelu_bwd_at(T *dinp, const T *x, const T *dout, size_t i)
 {
     float a[V], d[V];
     load_f<V>(a, x + i);
@@ -232,7 +232,7 @@ void cu_residual_fwd(gk_backend *be, void *out, const void *res, const void *x, 
     else residual_run<float>(be, (float *)out, (const float *)res, (const float *)x, bias, N, C, p, key);
 }
 
-template <int V, typename T> __device__ __forceinline__ void dropout_at(T *dinp, const T *dout, size_t i, float p, uint64_t key)
+template <int V, typename T> static __device__ __forceinline__ void dropout_at(T *dinp, const T *dout, size_t i, float p, uint64_t key)
 {
     float d[V];
     load_f<V>(d, dout + i);
@@ -272,8 +272,15 @@ void cu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, floa
 
 /* ---- optimizer: sum of squares (double), scale, AdamW ---- */
 
-#define SUMSQ_BLOCKS 512 /* fixed split: block b, thread t sums the quads t + (b*256 + ...) */
+#define SUMSQ_BLOCKS 512 /* at most; fewer for small n (a function of n only: a fixed split) */
 #define SUMSQ_THREADS 256
+#define SUMSQ_QUADS 8 /* quads per thread before another block is worth it */
+
+static unsigned sumsq_blocks(size_t n)
+{
+    size_t b = (n / 4 + (size_t)SUMSQ_THREADS * SUMSQ_QUADS - 1) / ((size_t)SUMSQ_THREADS * SUMSQ_QUADS);
+    return (unsigned)(b < 1 ? 1 : b > SUMSQ_BLOCKS ? SUMSQ_BLOCKS : b);
+}
 
 /* Quad k (elements 4k..4k+3, fewer at the end) is summed by thread k % (blocks*threads) whatever
  * the alignment, so aligned and unaligned calls give the same bits. */
@@ -301,12 +308,12 @@ template <int ALIGNED> static __global__ void sumsq_partial_kernel(double *part,
     if (threadIdx.x == 0) part[blockIdx.x] = red[0];
 }
 
-/* part[SUMSQ_BLOCKS] = their sum, in a fixed tree; one block. */
-static __global__ void sumsq_final_kernel(double *part)
+/* part[SUMSQ_BLOCKS] = the sum of part[0..parts), in a fixed tree; one block. */
+static __global__ void sumsq_final_kernel(double *part, int parts)
 {
     __shared__ double red[SUMSQ_THREADS];
     double s = 0.0;
-    for (int i = threadIdx.x; i < SUMSQ_BLOCKS; i += SUMSQ_THREADS) s += part[i];
+    for (int i = threadIdx.x; i < parts; i += SUMSQ_THREADS) s += part[i];
     red[threadIdx.x] = s;
     __syncthreads();
     for (int h = SUMSQ_THREADS / 2; h > 0; h >>= 1) {
@@ -321,16 +328,17 @@ void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n)
     CU_BEGIN(be);
     double *part = (double *)cu_scratch(be, (SUMSQ_BLOCKS + 1) * sizeof(double), "sumsq");
     if (!part) return;
-    if (aligned16(x)) CU_LAUNCH(be, sumsq_partial_kernel<1>, SUMSQ_BLOCKS, SUMSQ_THREADS, 0, part, x, n);
-    else CU_LAUNCH(be, sumsq_partial_kernel<0>, SUMSQ_BLOCKS, SUMSQ_THREADS, 0, part, x, n);
-    CU_LAUNCH(be, sumsq_final_kernel, 1, SUMSQ_THREADS, 0, part);
+    unsigned blocks = sumsq_blocks(n);
+    if (aligned16(x)) CU_LAUNCH(be, sumsq_partial_kernel<1>, blocks, SUMSQ_THREADS, 0, part, x, n);
+    else CU_LAUNCH(be, sumsq_partial_kernel<0>, blocks, SUMSQ_THREADS, 0, part, x, n);
+    CU_LAUNCH(be, sumsq_final_kernel, 1, SUMSQ_THREADS, 0, part, (int)blocks);
     double sum;
     if (CU_CHECK(be, cudaMemcpyAsync(&sum, part + SUMSQ_BLOCKS, sizeof sum, cudaMemcpyDeviceToHost, CU(be)->stream))) return;
     if (CU_CHECK(be, cudaStreamSynchronize(CU(be)->stream))) return;
     if (!be->err.code) *host_out = sum;
 }
 
-template <int V> __device__ __forceinline__ void scale_at(float *x, float s, size_t i)
+template <int V> static __device__ __forceinline__ void scale_at(float *x, float s, size_t i)
 {
     float f[V];
     load_f<V>(f, x + i);

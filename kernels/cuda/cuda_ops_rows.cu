@@ -16,7 +16,7 @@ namespace { /* internal linkage: the twin helpers of the other cuda_ops file sta
 template <typename E, int N> struct alignas(sizeof(E) * N) cu_pack {
     E v[N];
 };
-template <int N, typename E> __device__ __forceinline__ void load_f(float *f, const E *p)
+template <int N, typename E> static __device__ __forceinline__ void load_f(float *f, const E *p)
 {
     constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
     for (int k = 0; k < N; k += W) {
@@ -24,7 +24,7 @@ template <int N, typename E> __device__ __forceinline__ void load_f(float *f, co
         for (int j = 0; j < W; j++) f[k + j] = cu_f(q.v[j]);
     }
 }
-template <int N, typename E> __device__ __forceinline__ void store_f(E *p, const float *f)
+template <int N, typename E> static __device__ __forceinline__ void store_f(E *p, const float *f)
 {
     constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
     for (int k = 0; k < N; k += W) {

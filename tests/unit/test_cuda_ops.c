@@ -355,6 +355,127 @@ static void test_xent(void)
     }
 }
 
+/* ---- element-wise: GELU backward, residual, dropout backward ---- */
+
+static void check_elementwise(gk_backend *be, int N, int C, int with_bias, float p, int off, int alias)
+{
+    int rb = be->act == GK_BF16;
+    size_t n = (size_t)N * C;
+    gk_elt t = be->act;
+    float *x = rnd(n, 3, rb), *y = rnd(n, 1, rb), *b = rnd((size_t)C, 1, 0);
+    uint64_t key = gk_rng_key(11, (uint64_t)N, (uint32_t)C, 1);
+    float *rx = put(ref, x, n, GK_F32, 0), *ry = put(ref, y, n, GK_F32, 0), *rbias = put(ref, b, C, GK_F32, 0);
+    float *rg = ref->ops->alloc(ref, 4 * n), *rr = ref->ops->alloc(ref, 4 * n), *rd = ref->ops->alloc(ref, 4 * n);
+    ref->ops->gelu_bwd(ref, rg, rx, ry, N, C);
+    ref->ops->residual_fwd(ref, rr, ry, rx, with_bias ? rbias : NULL, N, C, p, key);
+    ref->ops->dropout_bwd(ref, rd, ry, n, p, key);
+    void *dx = put(be, x, n, t, off), *dy[3], *out[3];
+    float *dbias = put(be, b, C, GK_F32, 0);
+    for (int k = 0; k < 3; k++) dy[k] = put(be, y, n, t, off), out[k] = alias ? dy[k] : put(be, y, n, t, off);
+    be->ops->gelu_bwd(be, out[0], dx, dy[0], N, C);
+    be->ops->residual_fwd(be, out[1], dy[1], dx, with_bias ? dbias : NULL, N, C, p, key);
+    be->ops->dropout_bwd(be, out[2], dy[2], n, p, key);
+    float *got[3];
+    for (int k = 0; k < 3; k++) got[k] = get(be, out[k], n, t);
+    CHECK(gk_backend_sync(be, NULL) == 0);
+    float *wg = get(ref, rg, n, GK_F32), *wr = get(ref, rr, n, GK_F32), *wd = get(ref, rd, n, GK_F32);
+    char what[112];
+    snprintf(what, sizeof what, "act=%d N=%d C=%d bias=%d p=%g off=%d alias=%d", t, N, C, with_bias, p, off, alias);
+    /* gelu': tanhf and a few products, 16 u32 of the tensor's scale (it crosses zero near x = -0.75) */
+    char name[160];
+    snprintf(name, sizeof name, "gelu_bwd %s", what);
+    expect(name, got[0], wg, NULL, n, 16 * U32, 16 * U32 + (rb ? 2 * U16 : 0));
+    snprintf(name, sizeof name, "residual_fwd %s", what); /* res + (x + b) m: two roundings */
+    expect(name, got[1], wr, NULL, n, 2 * U32, 2 * U32 + (rb ? 2 * U16 : 0));
+    snprintf(name, sizeof name, "dropout_bwd %s", what); /* one product: exact, then rounded */
+    round_to(be, wd, n);
+    expect(name, got[2], wd, NULL, n, 0, 0);
+    for (size_t i = 0; p > 0 && i < n; i++) /* dropped elements (ref's mask) are res exactly */
+        if (gk_rng_dropout(key, i, p) == 0.0f && got[1][i] != y[i]) {
+            CHECKF(0, "residual_fwd %s: element %zu is %.8g, want res %.8g (dropped)", what, i, got[1][i], y[i]);
+            break;
+        }
+    ref->ops->free(ref, rx), ref->ops->free(ref, ry), ref->ops->free(ref, rbias), ref->ops->free(ref, rg), ref->ops->free(ref, rr);
+    ref->ops->free(ref, rd), unput(be, dx, t, off), be->ops->free(be, dbias);
+    for (int k = 0; k < 3; k++) {
+        unput(be, dy[k], t, off);
+        if (!alias) unput(be, out[k], t, off);
+        free(got[k]);
+    }
+    free(x), free(y), free(b), free(wg), free(wr), free(wd);
+}
+
+static void test_elementwise(void)
+{
+    if (!dev[0] || !dev[1]) SKIP("no CUDA device library");
+    for (int a = 0; a < 2; a++) {
+        check_elementwise(dev[a], 1, 1, 1, 0, 0, 0);
+        check_elementwise(dev[a], 7, 24, 1, 0, 0, 0);
+        check_elementwise(dev[a], 7, 24, 0, 0, 0, 1);
+        check_elementwise(dev[a], 65, 100, 0, 0.2f, 0, 0);
+        check_elementwise(dev[a], 65, 100, 1, 0.2f, 0, 1);
+        check_elementwise(dev[a], 3, 7, 1, 0.5f, 1, 0);
+        check_elementwise(dev[a], 129, 64, 1, 0.1f, 1, 1);
+    }
+}
+
+/* ---- optimizer: sumsq, scale, AdamW (fp32 buffers on both activation types) ---- */
+
+static void check_optim(gk_backend *be, size_t n, int off, gk_elt tcopy, int with_copy)
+{
+    float *w = rnd(n, 1, 0), *g = rnd(n, 2, 0), *m = rnd(n, 0.1f, 0), *v = rnd(n, 0.01f, 0);
+    for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+    for (size_t i = 0; i < n; i += 7) g[i] *= 1e-8f, m[i] *= 1e-8f, v[i] *= 1e-14f; /* where eps matters */
+    float *rw = put(ref, w, n, GK_F32, 0), *rg = put(ref, g, n, GK_F32, 0), *rm = put(ref, m, n, GK_F32, 0), *rv = put(ref, v, n, GK_F32, 0);
+    float *dw = put(be, w, n, GK_F32, off), *dg = put(be, g, n, GK_F32, off), *dm = put(be, m, n, GK_F32, off);
+    float *dv = put(be, v, n, GK_F32, off), *dg0 = put(be, g, n, GK_F32, 0);
+    void *dc = with_copy ? put(be, w, n, tcopy, off) : NULL;
+    double want_ss = 0, got_ss = -1, got_ss0 = -2;
+    ref->ops->sumsq(ref, &want_ss, rg, n);
+    be->ops->sumsq(be, &got_ss, dg, n);
+    be->ops->sumsq(be, &got_ss0, dg0, n); /* the other alignment: the same bits */
+    ref->ops->adamw(ref, rw, rg, rm, rv, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3, 0.5f, NULL, GK_F32);
+    be->ops->adamw(be, dw, dg, dm, dv, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3, 0.5f, dc, tcopy);
+    ref->ops->scale(ref, rg, 0.37f, n);
+    be->ops->scale(be, dg, 0.37f, n);
+    float *gw = get(be, dw, n, GK_F32), *gm = get(be, dm, n, GK_F32), *gv = get(be, dv, n, GK_F32), *gg = get(be, dg, n, GK_F32);
+    float *gc = with_copy ? get(be, dc, n, tcopy) : NULL;
+    CHECK(gk_backend_sync(be, NULL) == 0);
+    float *ww = get(ref, rw, n, GK_F32), *wm = get(ref, rm, n, GK_F32), *wv = get(ref, rv, n, GK_F32), *wg = get(ref, rg, n, GK_F32);
+    char what[96];
+    snprintf(what, sizeof what, "optim act=%d n=%zu off=%d copy=%d/%d", be->act, n, off, with_copy, tcopy);
+    /* sums of n positive doubles: (n + 4) 2^-53 relative */
+    CHECKF(fabs(got_ss - want_ss) <= (n + 4) * 0x1p-53 * want_ss, "%s: sumsq %.17g, want %.17g", what, got_ss, want_ss);
+    CHECKF(got_ss == got_ss0, "%s: sumsq %.17g at offset %d, %.17g aligned", what, got_ss, off, got_ss0);
+    /* the same float operations as ref, but the device may fuse a multiply-add: a few u32 */
+    expect(what, gm, wm, NULL, n, 0, 4 * U32);
+    expect(what, gv, wv, NULL, n, 0, 4 * U32);
+    expect(what, gw, ww, NULL, n, 4 * U32, 4 * U32);
+    expect(what, gg, wg, NULL, n, 0, 0); /* scale: one product, exact */
+    for (size_t i = 0; gc && i < n; i++)
+        if (gc[i] != (tcopy == GK_BF16 ? gk_bf16f(gk_f2bf16(gw[i])) : gw[i])) {
+            CHECKF(0, "%s: copy[%zu] = %.8g, param %.8g", what, i, gc[i], gw[i]);
+            break;
+        }
+    ref->ops->free(ref, rw), ref->ops->free(ref, rg), ref->ops->free(ref, rm), ref->ops->free(ref, rv);
+    unput(be, dw, GK_F32, off), unput(be, dg, GK_F32, off), unput(be, dm, GK_F32, off), unput(be, dv, GK_F32, off);
+    be->ops->free(be, dg0);
+    if (dc) unput(be, dc, tcopy, off);
+    free(w), free(g), free(m), free(v), free(gw), free(gm), free(gv), free(gg), free(gc), free(ww), free(wm), free(wv), free(wg);
+}
+
+static void test_optim(void)
+{
+    if (!dev[0] || !dev[1]) SKIP("no CUDA device library");
+    static const size_t sizes[] = {1, 7, 1001, 4099, 100003};
+    for (int a = 0; a < 2; a++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int off = 0; off < 2; off++) {
+                check_optim(dev[a], sizes[s], off, GK_BF16, 1);
+                check_optim(dev[a], sizes[s], off, GK_F32, s % 2);
+            }
+}
+
 /* Opens the device with both activation types and the reference; reserves scratch for the
  * largest shapes below. */
 static void test_open(void)
@@ -375,6 +496,8 @@ int main(void)
     RUN(test_encoder);
     RUN(test_layernorm);
     RUN(test_xent);
+    RUN(test_elementwise);
+    RUN(test_optim);
     gk_backend_free(dev[0]), gk_backend_free(dev[1]), gk_backend_free(ref);
     return TEST_END();
 }
