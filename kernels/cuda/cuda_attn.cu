@@ -62,9 +62,9 @@ __device__ __forceinline__ float warp_dot(const float *a, const E *x, int n)
 
 /* out[i] = sum_u w[u] * x_u[i] for i < hs, u < n (x_u = x + u * ld), summed by the block in a
  * fixed order: G = ROW_THREADS / hs groups each take every G-th u, then thread i adds the G
- * partials. part holds max(hs, ROW_THREADS) floats. Result to out (stride 1, type E). */
-template <typename E>
-__device__ void block_comb(E *out, const float *w, const E *x, size_t ld, int n, int hs,
+ * partials. part holds max(hs, ROW_THREADS) floats. Result to out (stride 1, type O). */
+template <typename O, typename E>
+__device__ void block_comb(O *out, const float *w, const E *x, size_t ld, int n, int hs,
                            float *part)
 {
     int G = ROW_THREADS / hs > 1 ? ROW_THREADS / hs : 1;
@@ -78,7 +78,7 @@ __device__ void block_comb(E *out, const float *w, const E *x, size_t ld, int n,
     for (int i = threadIdx.x; i < hs; i += ROW_THREADS) {
         float s = part[i];
         for (int g = 1; g < G; g++) s += part[g * hs + i];
-        out[i] = cu_to<E>(s);
+        out[i] = cu_to<O>(s);
     }
     __syncthreads(); /* part is reused by the caller */
 }
@@ -153,6 +153,85 @@ static void rows_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int
     dim3 grid((unsigned)n, (unsigned)NH, (unsigned)B);
     CU_LAUNCH(be, attn_rows_fwd<E>, grid, ROW_THREADS, smem, (E *)out, lse, (const E *)qkv, Tc,
               t0, n, C, NH, p, key);
+}
+
+/* ---- KV-cache decode split over the keys (few new rows over a long cache) ---- */
+
+#define DEC_KEYS 64 /* keys per block */
+
+/* grid (key chunks, NH, B*n): the softmax of query row t0 + i over the keys of chunk c alone:
+ * part[((bi*NH + h)*nch + c)*(hs+2) ...] = max m, sum l of exp(s - m), o[hs] = sum exp(s - m) v
+ * (bi = b*n + i; an empty chunk: m = -inf, l = 0, o = 0). Shared as attn_rows_fwd's, DEC_KEYS
+ * scores. */
+template <typename E>
+__global__ void __launch_bounds__(ROW_THREADS)
+    attn_decode_part(float *part, const E *qkv, int Tc, int t0, int n, int C, int NH, int nch)
+{
+    GK_DYN_SMEM(float, sm);
+    int c = blockIdx.x, h = blockIdx.y, bi = blockIdx.z, b = bi / n, t = t0 + bi % n;
+    int hs = C / NH, warp = threadIdx.x / 32, u0 = c * DEC_KEYS;
+    int nk = t + 1 - u0 < DEC_KEYS ? t + 1 - u0 : DEC_KEYS;
+    size_t ld = 3 * (size_t)C;
+    const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
+    float *dst = part + (((size_t)bi * NH + h) * nch + c) * (hs + 2);
+    float *q = sm, *s = q + hs, *cpart = s + DEC_KEYS, *red = cpart + row_part_floats(hs);
+    float scale = rsqrtf((float)hs);
+
+    if (nk <= 0) { /* the whole block leaves: past this row's last key */
+        for (int k = threadIdx.x; k < hs + 2; k += ROW_THREADS) dst[k] = k == 0 ? -INFINITY : 0.0f;
+        return;
+    }
+    for (int k = threadIdx.x; k < hs; k += ROW_THREADS) q[k] = cu_f(qb[(size_t)t * ld + k]);
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int j = warp; j < nk; j += ROW_WARPS) {
+        float d = warp_dot(q, qb + (size_t)(u0 + j) * ld + C, hs) * scale;
+        if (threadIdx.x % 32 == 0) s[j] = d;
+        mx = fmaxf(mx, d);
+    }
+    mx = block_reduce(mx, red, 1);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < nk; j += ROW_THREADS) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+    }
+    sum = block_reduce(sum, red, 0);
+    if (threadIdx.x == 0) dst[0] = mx, dst[1] = sum;
+    block_comb(dst + 2, s, qb + (size_t)u0 * ld + 2 * C, ld, nk, hs, cpart);
+}
+
+/* grid (NH, B*n): out row bi, head h = the chunks of attn_decode_part merged in chunk order. */
+template <typename E>
+__global__ void attn_decode_merge(E *out, const float *part, int C, int NH, int nch)
+{
+    int h = blockIdx.x, bi = blockIdx.y, hs = C / NH;
+    const float *pp = part + ((size_t)bi * NH + h) * nch * (hs + 2);
+    float M = -INFINITY, L = 0.0f;
+    for (int c = 0; c < nch; c++) M = fmaxf(M, pp[c * (hs + 2)]);
+    for (int c = 0; c < nch; c++) L += pp[c * (hs + 2) + 1] * expf(pp[c * (hs + 2)] - M);
+    for (int k = threadIdx.x; k < hs; k += blockDim.x) {
+        float o = 0.0f;
+        for (int c = 0; c < nch; c++) o += pp[c * (hs + 2) + 2 + k] * expf(pp[c * (hs + 2)] - M);
+        out[(size_t)bi * C + (size_t)h * hs + k] = cu_to<E>(o / L);
+    }
+}
+
+/* The split decode when it has more than one chunk and its partials fit in the reserved
+ * scratch; returns 0 when it did not run (the caller takes attn_rows_fwd). */
+template <typename E>
+static int decode_split(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0, int n,
+                        int C, int NH)
+{
+    int hs = C / NH, nch = (t0 + n + DEC_KEYS - 1) / DEC_KEYS;
+    size_t need = sizeof(float) * (size_t)B * n * NH * nch * (hs + 2);
+    if (nch < 2 || need > CU(be)->scratch_bytes || (size_t)B * n > 65535) return 0;
+    float *part = (float *)cu_scratch(be, need, "attention_fwd_at");
+    if (!part) return 1;
+    CU_LAUNCH(be, attn_decode_part<E>, dim3((unsigned)nch, (unsigned)NH, (unsigned)(B * n)),
+              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), part, (const E *)qkv, Tc, t0, n, C, NH, nch);
+    CU_LAUNCH(be, attn_decode_merge<E>, dim3((unsigned)NH, (unsigned)(B * n)), hs < 128 ? 64 : 128, 0,
+              (E *)out, (const float *)part, C, NH, nch);
+    return 1;
 }
 
 /* ---- backward ---- */
@@ -311,10 +390,12 @@ void cu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int 
                         t0, t0 + n - 1, Tc);
         return;
     }
-    if (be->act == GK_BF16)
-        rows_fwd<bf16>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
-    else
+    if (be->act == GK_BF16) {
+        if (!decode_split<bf16>(be, out, qkv, B, Tc, t0, n, C, NH))
+            rows_fwd<bf16>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
+    } else if (!decode_split<float>(be, out, qkv, B, Tc, t0, n, C, NH)) {
         rows_fwd<float>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
+    }
 }
 
 /* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none. */

@@ -30,7 +30,7 @@ typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_b
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_acc;
 
 /* 16 bytes, for 128-bit copies of 8 bf16 (plain C++ so that both compilers take it). */
-struct __align__(16) vec8 {
+struct alignas(16) vec8 {
     uint32_t w[4];
 };
 
@@ -45,6 +45,14 @@ static __host__ __device__ constexpr size_t warp_bytes(int nf, int nb)
 {
     return align128(nf * 16 * FL_LDS * sizeof(float)) + align128(nb * 16 * FL_LDP * sizeof(bf16)) +
            16 * 16 * sizeof(float);
+}
+
+/* The dynamic shared memory rounded up to 128 bytes (wmma wants 32-byte aligned tiles; the
+ * dialect promises 16): every launch asks for FL_SMEM_SLACK bytes more than its layout. */
+#define FL_SMEM_SLACK 128
+__device__ __forceinline__ unsigned char *align_smem(unsigned char *p)
+{
+    return (unsigned char *)(((uintptr_t)p + FL_SMEM_SLACK - 1) & ~(uintptr_t)(FL_SMEM_SLACK - 1));
 }
 
 /* dst (FL_TILE, ld_tile(D)) = rows row0.. of src (row stride ld elements); rows >= T are zeros.
@@ -142,14 +150,15 @@ __device__ __forceinline__ void load_rows(frag_a (&f)[D / 16], const bf16 *tile)
 
 /* ---- forward ---- */
 
-template <int D> static constexpr size_t fwd_smem() { return 2 * tile_bytes(D) + FL_WARPS * warp_bytes(1, 1); }
+template <int D> static constexpr size_t fwd_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + FL_WARPS * warp_bytes(1, 1); }
 
 /* grid (query tiles, NH, B), FL_THREADS. qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T). */
 template <int D>
 __global__ void __launch_bounds__(FL_THREADS)
     flash_fwd(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float p, uint64_t key)
 {
-    GK_DYN_SMEM(unsigned char, sm);
+    GK_DYN_SMEM(unsigned char, raw);
+    unsigned char *sm = align_smem(raw);
     int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long rows first */
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
     size_t ld = 3 * (size_t)C, bh = (size_t)b * NH + h;
@@ -223,7 +232,7 @@ __global__ void flash_bwd_dsum(float *dsum, const bf16 *dout, const bf16 *out, i
     if (threadIdx.x % 32 == 0) dsum[(b * NH + h) * T + t] = s;
 }
 
-template <int D> static constexpr size_t bwd_kv_smem() { return 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) + FL_WARPS * warp_bytes(2, 2); }
+template <int D> static constexpr size_t bwd_kv_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) + FL_WARPS * warp_bytes(2, 2); }
 
 /* grid (key tiles, NH, B), FL_THREADS: dK, dV of one key tile, over the query tiles from the
  * diagonal on. Warp w owns keys w*16..+16 of the tile; its scores are computed transposed
@@ -233,7 +242,8 @@ __global__ void __launch_bounds__(FL_THREADS)
     flash_bwd_kv(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                  const float *dsum, int T, int C, int NH, float p, uint64_t key)
 {
-    GK_DYN_SMEM(unsigned char, sm);
+    GK_DYN_SMEM(unsigned char, raw);
+    unsigned char *sm = align_smem(raw);
     int kt = blockIdx.x, h = blockIdx.y, b = blockIdx.z, nt = gridDim.x;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
     size_t ld = 3 * (size_t)C, bh = (size_t)b * NH + h;
@@ -290,7 +300,7 @@ __global__ void __launch_bounds__(FL_THREADS)
     store_rows<D>(du + 2 * C, ld, kt * FL_TILE + warp * 16, T, dv, tile);
 }
 
-template <int D> static constexpr size_t bwd_q_smem() { return 2 * tile_bytes(D) + FL_WARPS * warp_bytes(2, 1); }
+template <int D> static constexpr size_t bwd_q_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + FL_WARPS * warp_bytes(2, 1); }
 
 /* grid (query tiles, NH, B), FL_THREADS: dQ of one query tile, over the key tiles up to the
  * diagonal. */
@@ -299,7 +309,8 @@ __global__ void __launch_bounds__(FL_THREADS)
     flash_bwd_q(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                 const float *dsum, int T, int C, int NH, float p, uint64_t key)
 {
-    GK_DYN_SMEM(unsigned char, sm);
+    GK_DYN_SMEM(unsigned char, raw);
+    unsigned char *sm = align_smem(raw);
     int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
     size_t ld = 3 * (size_t)C, bh = (size_t)b * NH + h;

@@ -1,0 +1,269 @@
+/* test_cuda_attn.c: the CUDA backend's attention (kernels/cuda/cuda_attn*.cu) on $GK_TEST_CUDA
+ * (default cuda-emu; "cuda" on a GPU), moving data only through the ops interface, against the
+ * ref backend (double-precision loops) on the same inputs:
+ * - fp32 activations (plain path) against ref: forward, lse, backward, decode;
+ * - bf16 activations, the plain path (GK_CUDA_ATTN=plain) and the flash kernels against ref run
+ *   on the bf16-rounded inputs, and flash against plain; T = 1, 7, 64, 65, 130, odd head counts,
+ *   head sizes 16, 24 (no flash kernel: plain), 32, 64; dropout p > 0 (masks keyed as ref's).
+ * Tolerances (|got - want| <= atol + rtol |want|, atol scaled by the tensor's largest |want|):
+ * fp32: the same sums in another order, rtol 1e-5, atol 1e-6 x max. bf16 has unit roundoff
+ * u = 2^-9: the plain path rounds only its outputs (rtol 2u, atol 2u x max for the accumulated
+ * gradients); flash also rounds the probabilities and dS to bf16 before its tensor-core products,
+ * which adds a few u of the tensor's scale (rtol 4u, atol 4u x max). lse is fp32 on every path
+ * (bf16 products are exact in fp32): rtol 1e-5, atol 2e-5 x max. The device is skipped when its
+ * library is absent. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "kernels/bf16.h"
+#include "test.h"
+
+static const char *device(void)
+{
+    const char *d = getenv("GK_TEST_CUDA");
+    return d && *d ? d : "cuda-emu";
+}
+
+/* The device backend with bf16 (1) or fp32 (0) activations; NULL (and the test skipped by the
+ * caller) when its library does not load. */
+static gk_backend *open_device(int bf16)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    gk_backend_opts o = {device(), 0, bf16};
+    if (gk_backend_open(&be, &o, &e)) {
+        fprintf(stderr, "note: %s\n", e.msg);
+        return NULL;
+    }
+    return be;
+}
+
+static gk_backend *open_ref(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    gk_backend_opts o = {"ref", 1, 0};
+    CHECK_OK(gk_backend_open(&be, &o, &e), &e);
+    return be;
+}
+
+static unsigned long long lcg = 88172645463325252ULL;
+static float urand(void) /* uniform in [-1, 1) */
+{
+    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)(lcg >> 40) / 8388608.0f - 1.0f;
+}
+static float *rand_buf(size_t n, float amp, int round_bf16)
+{
+    float *x = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = amp * urand();
+        if (round_bf16) x[i] = gk_bf16f(gk_f2bf16(x[i]));
+    }
+    return x;
+}
+
+/* Device copy of host fp32 x (n) in type t. */
+static void *put(gk_backend *be, const float *x, size_t n, gk_elt t)
+{
+    void *d = be->ops->alloc(be, n * gk_elt_size(t)), *h = malloc(n * gk_elt_size(t));
+    for (size_t i = 0; i < n; i++) gk_elt_put(h, t, i, x[i]);
+    be->ops->to_device(be, d, h, n * gk_elt_size(t));
+    free(h);
+    return d;
+}
+/* Host fp32 copy (malloc'd) of device d (n of type t). */
+static float *get(gk_backend *be, const void *d, size_t n, gk_elt t)
+{
+    void *h = malloc(n * gk_elt_size(t));
+    float *x = malloc(sizeof(float) * n);
+    be->ops->to_host(be, h, d, n * gk_elt_size(t));
+    for (size_t i = 0; i < n; i++) x[i] = gk_elt_get(h, t, i);
+    free(h);
+    return x;
+}
+
+/* Checks got against want (n): |got - want| <= atol * max|want| + rtol * |want|. */
+static void expect_close(const char *what, const float *got, const float *want, size_t n,
+                         double atol, double rtol)
+{
+    double mx = 0, worst = 0;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]), lim = atol * mx + rtol * fabs(want[i]);
+        if (!(d <= lim) && (d - lim > worst || worst == 0)) worst = d - lim + 1e-300, wi = i;
+    }
+    CHECKF(worst == 0, "%s: element %zu is %.7g, want %.7g (max |want| %.3g)", what, wi,
+           got[wi], want[wi], mx);
+}
+
+typedef struct attn_case {
+    int B, T, C, NH;
+    float p;
+} attn_case;
+
+/* One backend's forward and backward: host copies of out, lse, dqkv. */
+typedef struct attn_result {
+    float *out, *lse, *dqkv;
+} attn_result;
+
+static attn_result run_attention(gk_backend *be, const attn_case *c, const float *qkv,
+                                 const float *dout, uint64_t key)
+{
+    size_t n3 = (size_t)c->B * c->T * 3 * c->C, n1 = n3 / 3, nl = (size_t)c->B * c->NH * c->T;
+    gk_elt t = be->act;
+    gk_err e = {0};
+    CHECK_OK(be->ops->reserve(be, (size_t)c->B * c->T, 3 * (size_t)c->C, c->C / c->NH, c->T, &e), &e);
+    void *dq = put(be, qkv, n3, t), *dd = put(be, dout, n1, t);
+    void *dout_ = be->ops->alloc(be, n1 * gk_elt_size(t)), *dg = be->ops->alloc(be, n3 * gk_elt_size(t));
+    float *dl = be->ops->alloc(be, nl * sizeof(float));
+    be->ops->attention_fwd(be, dout_, dl, dq, c->B, c->T, c->C, c->NH, c->p, key);
+    be->ops->attention_bwd(be, dg, dd, dq, dout_, dl, c->B, c->T, c->C, c->NH, c->p, key);
+    CHECK_OK(gk_backend_sync(be, &e), &e);
+    attn_result r = {get(be, dout_, n1, t), get(be, dl, nl, GK_F32), get(be, dg, n3, t)};
+    be->ops->free(be, dq), be->ops->free(be, dd), be->ops->free(be, dout_);
+    be->ops->free(be, dg), be->ops->free(be, dl);
+    return r;
+}
+
+static void free_result(attn_result *r) { free(r->out), free(r->lse), free(r->dqkv); }
+
+static void expect_same(const char *tag, const attn_case *c, const attn_result *got,
+                        const attn_result *want, double atol, double rtol)
+{
+    char what[3][128];
+    const char *names[3] = {"out", "lse", "dqkv"};
+    size_t n3 = (size_t)c->B * c->T * 3 * c->C, nl = (size_t)c->B * c->NH * c->T;
+    for (int i = 0; i < 3; i++)
+        snprintf(what[i], sizeof what[i], "%s %s B=%d T=%d C=%d NH=%d p=%g", tag, names[i], c->B,
+                 c->T, c->C, c->NH, c->p);
+    expect_close(what[0], got->out, want->out, n3 / 3, atol, rtol);
+    expect_close(what[1], got->lse, want->lse, nl, 2e-5, 1e-5);
+    expect_close(what[2], got->dqkv, want->dqkv, n3, atol, rtol);
+}
+
+static const attn_case cases[] = {
+    {1, 1, 16, 1, 0.0f},  {2, 7, 48, 3, 0.0f},  {1, 64, 32, 2, 0.0f}, {2, 65, 48, 3, 0.0f},
+    {1, 130, 64, 2, 0.0f}, {1, 65, 72, 3, 0.0f}, {1, 66, 128, 2, 0.0f}, {2, 65, 48, 3, 0.25f},
+    {1, 7, 16, 1, 0.5f},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+/* fp32: the plain path against ref. */
+static void test_fp32_vs_ref(void)
+{
+    gk_backend *dev = open_device(0), *ref = open_ref();
+    if (!dev) {
+        gk_backend_free(ref);
+        SKIP("no device library");
+    }
+    for (size_t k = 0; k < NCASES; k++) {
+        const attn_case *c = &cases[k];
+        size_t n1 = (size_t)c->B * c->T * c->C;
+        float *qkv = rand_buf(3 * n1, 2.0f, 0), *dout = rand_buf(n1, 1.0f, 0);
+        attn_result want = run_attention(ref, c, qkv, dout, 77 + k);
+        attn_result got = run_attention(dev, c, qkv, dout, 77 + k);
+        expect_same("fp32", c, &got, &want, 1e-6, 1e-5);
+        free_result(&want), free_result(&got), free(qkv), free(dout);
+    }
+    gk_backend_free(dev);
+    gk_backend_free(ref);
+}
+
+/* bf16: plain and flash against ref on the rounded inputs, and flash against plain. */
+static void test_bf16_flash_and_plain(void)
+{
+    gk_backend *dev = open_device(1), *ref = open_ref();
+    if (!dev) {
+        gk_backend_free(ref);
+        SKIP("no device library");
+    }
+    const double u = 1.0 / 512;
+    for (size_t k = 0; k < NCASES; k++) {
+        const attn_case *c = &cases[k];
+        size_t n1 = (size_t)c->B * c->T * c->C;
+        float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
+        attn_result want = run_attention(ref, c, qkv, dout, 5 + k);
+        setenv("GK_CUDA_ATTN", "plain", 1);
+        attn_result plain = run_attention(dev, c, qkv, dout, 5 + k);
+        setenv("GK_CUDA_ATTN", "flash", 1);
+        attn_result flash = run_attention(dev, c, qkv, dout, 5 + k);
+        unsetenv("GK_CUDA_ATTN");
+        expect_same("bf16 plain", c, &plain, &want, 2 * u, 2 * u);
+        expect_same("bf16 flash", c, &flash, &want, 4 * u, 4 * u);
+        expect_same("bf16 flash vs plain", c, &flash, &plain, 4 * u, 4 * u);
+        free_result(&want), free_result(&plain), free_result(&flash), free(qkv), free(dout);
+    }
+    gk_backend_free(dev);
+    gk_backend_free(ref);
+}
+
+/* The KV-cache decode against ref's, for n = 1 (single-stream decode) and a few rows, and against
+ * the forward (t0 = 0, n = Tc). */
+static void test_decode(void)
+{
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        gk_backend *dev = open_device(bf16), *ref = open_ref();
+        if (!dev) {
+            gk_backend_free(ref);
+            SKIP("no device library");
+        }
+        const int B = 2, Tc = 70, C = 48, NH = 3;
+        const int spans[][2] = {{0, 1}, {0, Tc}, {69, 1}, {33, 5}, {64, 6}};
+        size_t n3 = (size_t)B * Tc * 3 * C;
+        float *qkv = rand_buf(n3, 2.0f, bf16);
+        void *dq = put(dev, qkv, n3, dev->act);
+        for (size_t s = 0; s < sizeof spans / sizeof spans[0]; s++) {
+            int t0 = spans[s][0], n = spans[s][1];
+            size_t no = (size_t)B * n * C;
+            float *want = malloc(sizeof(float) * no);
+            void *dout = dev->ops->alloc(dev, no * gk_elt_size(dev->act));
+            ref->ops->attention_fwd_at(ref, want, qkv, B, Tc, t0, n, C, NH);
+            dev->ops->attention_fwd_at(dev, dout, dq, B, Tc, t0, n, C, NH);
+            float *got = get(dev, dout, no, dev->act);
+            char what[64];
+            snprintf(what, sizeof what, "%s decode t0=%d n=%d", bf16 ? "bf16" : "fp32", t0, n);
+            expect_close(what, got, want, no, bf16 ? 2.0 / 512 : 1e-6, bf16 ? 2.0 / 512 : 1e-5);
+            free(want), free(got), dev->ops->free(dev, dout);
+        }
+        gk_err e = {0};
+        CHECK_OK(gk_backend_sync(dev, &e), &e);
+        dev->ops->free(dev, dq), free(qkv);
+        gk_backend_free(dev);
+        gk_backend_free(ref);
+    }
+}
+
+/* The same inputs twice give the same bits (no atomics, fixed sums), on both bf16 paths. */
+static void test_deterministic(void)
+{
+    gk_backend *dev = open_device(1);
+    if (!dev) SKIP("no device library");
+    const attn_case c = {2, 65, 64, 2, 0.1f};
+    size_t n1 = (size_t)c.B * c.T * c.C;
+    float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
+    const char *paths[] = {"plain", "flash"};
+    for (int i = 0; i < 2; i++) {
+        setenv("GK_CUDA_ATTN", paths[i], 1);
+        attn_result a = run_attention(dev, &c, qkv, dout, 9), b = run_attention(dev, &c, qkv, dout, 9);
+        CHECKF(!memcmp(a.out, b.out, sizeof(float) * n1) &&
+                   !memcmp(a.dqkv, b.dqkv, sizeof(float) * 3 * n1),
+               "%s: two runs differ", paths[i]);
+        free_result(&a), free_result(&b);
+    }
+    unsetenv("GK_CUDA_ATTN");
+    free(qkv), free(dout);
+    gk_backend_free(dev);
+}
+
+int main(void)
+{
+    RUN(test_fp32_vs_ref);
+    RUN(test_bf16_flash_and_plain);
+    RUN(test_decode);
+    RUN(test_deterministic);
+    return TEST_END();
+}
