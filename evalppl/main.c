@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
@@ -107,41 +106,31 @@ static void doc_token(void *ctx, size_t pos, double nll)
 
 static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 {
-    const char *path = gk_opt_model_path(o->model);
-    gk_ckpt *c = NULL;
-    gk_vocab *v = NULL;
-    gk_backend *be = NULL;
-    gk_gpt2 *m = NULL;
+    gk_gpt2_runner r = {0};
     ep_scorer *sc = NULL;
-    gk_gpt2_config cfg;
     int bf16;
     int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
-    int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
     gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16};
-    if (!rc) rc = gk_backend_open(&be, &bo, e);
+    if (!rc) /* shards need no vocabulary */
+        rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 0, e);
     char what[128];
-    if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */
-    if (!rc) rc = gk_ckpt_open(&c, path, e);
-    if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
-    if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 0, &v, e); /* shards need none */
+    if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
+    const gk_vocab *v = r.vocab;
     int context = o->context ? (int)o->context : 0;
     if (!rc) {
-        if (!context) context = cfg.block_size;
-        if (context > cfg.block_size)
-            rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", context, cfg.block_size);
+        if (!context) context = r.cfg.block_size;
+        if (context > r.cfg.block_size)
+            rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", context, r.cfg.block_size);
     }
     int stride = o->stride ? (int)o->stride : context;
-    cfg.dropout = 0;
-    if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, 1, context, flags, e);
-    if (!rc) rc = gk_gpt2_load(m, c, e);
-    if (!rc) rc = ep_scorer_create(&sc, m, context, stride, e);
-    gk_ckpt_close(c);
+    if (!rc) rc = gk_gpt2_runner_load(&r, 1, context, bf16, e);
+    if (!rc) rc = ep_scorer_create(&sc, r.model, context, stride, e);
     int64_t tokens = 0, bytes = 0;
     int all_text = 1;
     double nll = 0, t0 = gk_now();
     for (int i = 0; rc == 0 && i < ninputs; i++) {
         ep_stream s;
-        rc = ep_load(&s, inputs[i], v, o->raw, (uint32_t)cfg.vocab_size, e);
+        rc = ep_load(&s, inputs[i], v, o->raw, (uint32_t)r.cfg.vocab_size, e);
         doc_acc acc = {o, &s, v ? gk_vocab_eot(v) : -1, 1, 0, 0};
         if (!rc) {
             rc = ep_score(sc, s.ids, s.n, o->per_doc ? doc_token : NULL, &acc, &nll, e);
@@ -165,9 +154,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
                 secs, tokens / (secs > 1e-9 ? secs : 1e-9), context, stride);
     }
     ep_scorer_free(sc);
-    gk_gpt2_free(m);
-    gk_backend_free(be);
-    gk_vocab_free(v);
+    gk_gpt2_runner_close(&r);
     return rc;
 }
 

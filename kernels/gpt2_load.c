@@ -88,3 +88,34 @@ char *gk_gpt2_config_json(const gk_gpt2_config *c)
     json_decref(o);
     return s;
 }
+
+int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
+                        const char *vocab, int required, gk_err *e)
+{
+    memset(r, 0, sizeof *r);
+    int rc = gk_backend_open(&r->be, bo, e);
+    if (!rc) rc = gk_ckpt_open(&r->ckpt, path, e);
+    if (!rc) rc = gk_gpt2_ckpt_config(r->ckpt, &r->cfg, e);
+    if (!rc) rc = gk_gpt2_vocab(r->ckpt, &r->cfg, vocab, required, &r->vocab, e);
+    r->cfg.dropout = 0;
+    return rc;
+}
+
+int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e)
+{
+    int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
+    int rc = gk_gpt2_create_ex(&r->model, &r->cfg, r->be, max_B, max_T, flags, e);
+    if (!rc) rc = gk_gpt2_load(r->model, r->ckpt, e);
+    gk_ckpt_close(r->ckpt);
+    r->ckpt = NULL;
+    return rc;
+}
+
+void gk_gpt2_runner_close(gk_gpt2_runner *r)
+{
+    gk_gpt2_free(r->model);
+    gk_vocab_free(r->vocab);
+    gk_ckpt_close(r->ckpt);
+    gk_backend_free(r->be);
+    memset(r, 0, sizeof *r);
+}

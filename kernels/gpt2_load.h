@@ -7,6 +7,7 @@
 
 #include "common/io/ckpt.h"
 #include "common/err.h"
+#include "kernels/backend.h"
 #include "kernels/gpt2.h"
 
 /* Parses model config JSON (nanoGPT key names: n_layer, n_head, n_embd, block_size, vocab_size,
@@ -27,5 +28,25 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
  * and both sizes (a GPT-2 vocabulary on a char model). */
 int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
                   int required, gk_vocab **v, gk_err *e);
+
+/* A checkpoint opened to run (gpt-sample, gpt-evalppl): two steps, so that a tool can use the
+ * config and vocabulary (encode a prompt, check a context) before the model is made. */
+typedef struct gk_gpt2_runner {
+    gk_backend *be;      /* from gk_backend_open (NULL if it failed) */
+    gk_ckpt *ckpt;       /* open from gk_gpt2_runner_open until gk_gpt2_runner_load */
+    gk_gpt2_config cfg;  /* the checkpoint's, dropout 0 */
+    gk_vocab *vocab;     /* NULL when not required and none found */
+    gk_gpt2 *model;      /* from gk_gpt2_runner_load */
+} gk_gpt2_runner;
+
+/* Opens the backend bo names, the checkpoint at path, its config and the vocabulary
+ * (gk_gpt2_vocab with vocab and required). On an error r holds what was opened: close it. */
+int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
+                        const char *vocab, int required, gk_err *e);
+/* Creates r->model for inference (bf16 == 1: bf16 weights, GK_GPT2_BF16) for batches up to
+ * max_B x max_T, loads the checkpoint's weights into it and closes the checkpoint. */
+int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e);
+/* Frees the model, the vocabulary, the checkpoint and the backend; zeroes r. */
+void gk_gpt2_runner_close(gk_gpt2_runner *r);
 
 #endif

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/io/ckpt.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
@@ -173,37 +172,23 @@ static int generate(const options *o, gk_gpt2 *m, const gk_vocab *v, const int *
 
 static int run(const options *o, gk_err *e)
 {
-    const char *path = gk_opt_model_path(o->model);
-    gk_ckpt *c = NULL;
-    gk_vocab *v = NULL;
-    gk_backend *be = NULL;
-    gk_gpt2 *m = NULL;
+    gk_gpt2_runner r = {0};
     int *prompt = NULL, hidden = 0;
     int64_t n = 0;
-    gk_gpt2_config cfg;
     int bf16;
     int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
-    int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
     gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16};
-    if (!rc) rc = gk_backend_open(&be, &bo, e);
+    if (!rc) rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
     char what[128];
-    if (!rc) gk_verbose("device %s", gk_backend_describe(be, what, sizeof what)); /* -v: tests compare stderr */
-    if (!rc) rc = gk_ckpt_open(&c, path, e);
-    if (!rc) rc = gk_gpt2_ckpt_config(c, &cfg, e);
-    if (!rc) rc = gk_gpt2_vocab(c, &cfg, o->vocab, 1, &v, e);
-    if (!rc) rc = encode_prompt(o, v, &prompt, &n, &hidden, e);
-    cfg.dropout = 0;
-    if (!rc) rc = gk_gpt2_create_ex(&m, &cfg, be, (int)o->num_samples, cfg.block_size, flags, e);
-    if (!rc) rc = gk_gpt2_load(m, c, e);
-    gk_ckpt_close(c);
-    if (!rc && n > cfg.block_size)
+    if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
+    if (!rc) rc = encode_prompt(o, r.vocab, &prompt, &n, &hidden, e);
+    if (!rc) rc = gk_gpt2_runner_load(&r, (int)o->num_samples, r.cfg.block_size, bf16, e);
+    if (!rc && n > r.cfg.block_size)
         gk_warn("the prompt's %lld tokens are cropped to the last %d (block_size)", (long long)n,
-                cfg.block_size);
-    if (!rc) rc = generate(o, m, v, prompt, n, hidden, e);
+                r.cfg.block_size);
+    if (!rc) rc = generate(o, r.model, r.vocab, prompt, n, hidden, e);
     free(prompt);
-    gk_gpt2_free(m);
-    gk_backend_free(be);
-    gk_vocab_free(v);
+    gk_gpt2_runner_close(&r);
     return rc;
 }
 
