@@ -294,7 +294,7 @@ static void check_layernorm(gk_backend *be, int N, int C, int with_bias, int off
 static void test_layernorm(void)
 {
     if (!dev[0] || !dev[1]) SKIP("no CUDA device library");
-    static const int shapes[][4] = {{1, 24, 1, 0}, {7, 100, 0, 0}, {65, 7, 1, 0}, {5, 768, 1, 0}, {33, 64, 1, 1}, {2100, 16, 1, 0}};
+    static const int shapes[][4] = {{1, 24, 1, 0}, {7, 100, 0, 0}, {65, 7, 1, 0}, {5, 768, 1, 0}, {33, 64, 1, 1}, {2100, 16, 1, 0}, {3, 6200, 1, 0}};
     for (int a = 0; a < 2; a++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             check_layernorm(dev[a], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
