@@ -1,0 +1,95 @@
+/* emu.h: the CUDA emulator, a test harness that runs kernels/cuda/ on the CPU (C++17, g++).
+ * Owns: the launcher behind GK_LAUNCH (kernels/cuda/dialect.h) and the list below, which is the
+ * whole CUDA subset kernel code may use: kernels/cuda/ sources (.cu) are written in plain CUDA plus the
+ * dialect header, and must compile with nvcc and with g++ -DGK_CUDA_EMU against this.
+ *
+ * Kernel side (emu_device.h, emu_bf16.h, emu_wmma.h):
+ * - __global__ __device__ __host__ __forceinline__ __noinline__ __restrict__ __launch_bounds__(..)
+ * - threadIdx blockIdx blockDim gridDim (.x .y .z), warpSize (32)
+ * - __shared__ arrays of trivial types, inside kernels/device functions or at file scope, never
+ *   initialized; dynamic shared memory only through GK_DYN_SMEM(type, name) (never extern __shared__)
+ * - __syncthreads, __syncwarp(mask), __shfl_sync / _up / _down / _xor (with width), __ballot_sync,
+ *   __any_sync, __all_sync, __activemask (lanes that have not exited), __threadfence(_block)
+ * - atomicAdd (float, double, int, unsigned, unsigned long long), atomicSub (int, unsigned),
+ *   atomicMax/atomicMin (int, unsigned), atomicCAS (int, unsigned, unsigned long long),
+ *   atomicExch (int, unsigned, unsigned long long, float)
+ * - libm float math (expf logf sqrtf tanhf fabsf fmaxf fminf powf fmaf isnan isinf INFINITY NAN..),
+ *   rsqrtf __expf __logf __fdividef __frcp_rn __fsqrt_rn __saturatef, max/min (int, unsigned,
+ *   long long, unsigned long long, float), __popc __ffs __clz, __float_as_int/uint and back,
+ *   __ldg __ldcs __ldcg __stcs __stcg (plain loads and stores)
+ * - float2 float3 float4 int2 int4 uint4 and make_*, uint3, dim3
+ * - __nv_bfloat16 / __nv_bfloat162: see emu_bf16.h; nvcuda::wmma 16x16x16 bf16: see emu_wmma.h
+ * Not there: __CUDA_ARCH__, __constant__, cooperative groups, textures, clock(), inline PTX,
+ * __syncthreads_count/_and/_or, half precision, device-side malloc.
+ * Host side (emu_runtime.h, emu_cublaslt.h): the runtime calls and cuBLASLt calls listed there.
+ *
+ * How it runs: a launch runs to completion before it returns. Blocks run on a pool of host threads
+ * (GK_EMU_THREADS, default the number of cores; results do not depend on it except for the order of
+ * float atomics); a block's threads are coroutines on one host thread, run in order of their
+ * linear id, each straight through until it reaches __syncthreads or a warp collective. Warps are
+ * 32 consecutive linear thread ids (x fastest). These are launch errors naming the kernel, block and
+ * thread (cudaGetErrorString of the code returns that message): a __syncthreads or warp collective
+ * that not every thread it waits for reaches (exited, or waiting at another one), a warp
+ * collective whose mask leaves out the calling lane or names lanes past the block, a dynamic shared
+ * memory access past its end (a guard page follows it; the check granularity is 16 bytes), a
+ * thread stack overflow (GK_EMU_STACK_KB, default 128 per thread), a block of more than 1024 threads
+ * or dims above (1024, 1024, 64), grid.y/z above 65535, dynamic shared memory above 48 KiB without
+ * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) or above 227 KiB. Static __shared__ sizes are not
+ * checked. GK_EMU_FAIL_LAUNCH=N makes the Nth launch (counted from the first launch that sees this
+ * value) fail with cudaErrorLaunchFailure. */
+#ifndef GK_EMU_H
+#define GK_EMU_H
+
+#include <stdio.h>
+
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/emu/emu_bf16.h"
+#include "kernels/emu/emu_device.h"
+#include "kernels/emu/emu_runtime.h"
+#include "kernels/emu/emu_wmma.h"
+
+namespace gk_emu {
+struct LaunchSpec {
+    const char *name; /* the kernel as written in GK_LAUNCH */
+    const void *func; /* its address: the key of cudaFuncSetAttribute */
+    dim3 grid, block;
+    size_t smem;
+    cudaStream_t stream;
+};
+typedef void (*BodyFn)(const void *closure);
+
+/* Runs body(closure) once per thread of the grid; errors go where cudaGetLastError finds them. */
+GK_EMU_API void launch(const LaunchSpec &spec, BodyFn body, const void *closure);
+
+/* GK_LAUNCH(k, grid, block, smem, stream, args...) is launcher(...)(args...): the arguments are
+ * converted to the kernel's parameter types once, as by <<<...>>>, and every thread calls k with
+ * copies of them. */
+template <class... P> struct Launcher {
+    LaunchSpec spec;
+    void (*fn)(P...);
+    template <class... A> void operator()(A &&...args) const
+    {
+        static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
+        struct Closure {
+            void (*fn)(P...);
+            std::tuple<typename std::decay<P>::type...> args;
+        };
+        const Closure c{fn, std::tuple<typename std::decay<P>::type...>(std::forward<A>(args)...)};
+        launch(spec, [](const void *p) {
+            const Closure *cl = static_cast<const Closure *>(p);
+            std::apply(cl->fn, cl->args);
+        }, &c);
+    }
+};
+template <class... P>
+inline Launcher<P...> launcher(const char *name, void (*fn)(P...), dim3 grid, dim3 block, size_t smem,
+                               cudaStream_t stream)
+{
+    return Launcher<P...>{{name, reinterpret_cast<const void *>(fn), grid, block, smem, stream}, fn};
+}
+} // namespace gk_emu
+
+#endif

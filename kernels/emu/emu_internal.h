@@ -1,0 +1,122 @@
+/* emu_internal.h: what the emulator's .cpp files share (not for kernel code).
+ * Owns: the per-host-thread Worker (coroutine stacks, the running block's threads and warps,
+ * dynamic shared memory with its guard), the Grid a launch shares between host threads, and the
+ * error and device-limit helpers. emu_sched.cpp runs blocks, emu_launch.cpp runs grids,
+ * emu_warp.cpp computes warp collectives and wmma, emu_runtime.cpp keeps the error state. */
+#ifndef GK_EMU_INTERNAL_H
+#define GK_EMU_INTERNAL_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/emu/emu.h"
+
+namespace gk_emu {
+
+/* sm_90 numbers the emulator enforces and reports. */
+enum : size_t {
+    kMaxThreadsPerBlock = 1024,
+    kDefaultSmem = 48 * 1024,
+    kMaxSmemOptin = 227 * 1024,
+    kNumSMs = 132,
+};
+
+enum ThreadState : unsigned char { T_NEW, T_RUN, T_READY, T_BARRIER, T_WARP, T_DONE };
+
+struct Thread;
+struct Fiber {
+    jmp_buf ctx;
+    char *map;     /* guard pages, then the stack */
+    size_t guard;  /* bytes of guard at map */
+    size_t size;   /* bytes of stack after the guard */
+    Thread *thread; /* NULL while idle */
+};
+struct Thread {
+    uint3 idx;
+    ThreadState state;
+    Fiber *fiber;
+    WarpSlot *slot; /* while T_WARP */
+};
+struct Warp {
+    unsigned arrived;        /* lanes waiting at a collective with a mask */
+    unsigned at_activemask;  /* lanes waiting at __activemask */
+    WarpSlot *slot[32];
+};
+
+/* One launch, shared by the host threads that run its blocks. */
+struct Grid {
+    const LaunchSpec *spec;
+    BodyFn body;
+    const void *closure;
+    uint64_t nblocks;
+    int nthreads; /* per block */
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> failed{false};
+    std::mutex mu;
+    uint64_t err_block = ~(uint64_t)0; /* the lowest failing block wins */
+    std::string err;
+};
+
+/* One per host thread that runs blocks. */
+struct Worker {
+    jmp_buf sched; /* the block scheduler, on the host thread's own stack */
+    jmp_buf boot;
+    sigjmp_buf fault; /* where the SIGSEGV handler returns to */
+    std::vector<Fiber *> fibers, idle;
+    Fiber *booting = nullptr;
+    char *smem_map = nullptr; /* kMaxSmemOptin rounded to pages, then the guard */
+    char *smem_guard = nullptr;
+    char *smem = nullptr;     /* this launch's dynamic shared memory: ends at smem_guard */
+    Grid *grid = nullptr;
+    /* the running block */
+    int n = 0;
+    std::vector<Thread> threads;
+    std::vector<Warp> warps;
+    std::vector<int> ready; /* ring of thread ids to resume */
+    int ready_head = 0, ready_count = 0;
+    int next_start = 0, ndone = 0, at_barrier = 0;
+    bool failed = false;
+    std::string msg;
+    Thread *cur = nullptr;
+    uint64_t block = 0; /* linear index of the running block */
+    /* read by the signal handler */
+    volatile sig_atomic_t running = 0;
+    volatile sig_atomic_t fault_kind = 0; /* 1 shared memory, 2 stack */
+    char *volatile fault_addr = nullptr;
+    pthread_t owner;
+};
+
+enum : size_t { kSmemGuard = 64 * 1024 };
+
+Worker *this_worker();                 /* creates it on first use */
+Worker *kernel_worker();               /* this thread's worker while it runs a kernel thread, else NULL */
+void run_block(Worker *w, uint64_t b); /* w->failed and w->msg tell how it went */
+void recycle_fibers(Worker *w);        /* after a failed block: every stack back to idle */
+int lane_id(const Worker *w);
+std::string thread_name(const Worker *w, const Thread *t); /* "(x,y,z)" */
+/* Marks the block failed with "kernel 'k' block (x,y,z) thread (x,y,z): what" (first failure wins). */
+void fail_block(Worker *w, const Thread *t, const std::string &what);
+/* fail_block for the running thread, then back to the scheduler for good. */
+[[noreturn]] void fail_thread(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* emu_warp.cpp: fills every slot's result once all lanes of mask arrived (slots by lane). */
+void complete_collective(WarpSlot *const slots[32], unsigned mask);
+const char *collective_name(int kind);
+
+/* emu_runtime.cpp: error state. A fault is sticky (until cudaDeviceReset); a config error is not. */
+void record_error(cudaError_t code, bool fault, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+cudaError_t sticky_error();
+/* True when this is the Nth call since env's value was first seen (fault injection). */
+bool nth_call_fails(const char *env, int which);
+int env_int(const char *name, int fallback, int lo, int hi);
+int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
+
+} // namespace gk_emu
+
+#endif

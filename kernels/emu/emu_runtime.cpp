@@ -1,0 +1,397 @@
+/* emu_runtime.cpp: the CUDA runtime calls of the emulator (declared in emu_runtime.h).
+ * Owns: the error state (per host thread: the last error and the detailed message of the last
+ * emulator error; per process: the sticky fault), device memory on the host heap, streams and
+ * events as handles, the one device's properties, kernel attributes, fault injection counters.
+ * GK_EMU_NO_DEVICE=1 makes the emulator report no device (cudaErrorNoDevice), for tests of that. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <unordered_map>
+
+#include "kernels/emu/emu_internal.h"
+
+struct gk_emu_stream {
+    unsigned flags;
+};
+struct gk_emu_event {
+    unsigned flags;
+    bool recorded;
+    double ms;
+};
+
+namespace gk_emu {
+
+static std::atomic<int> sticky{cudaSuccess};
+static thread_local cudaError_t last_error = cudaSuccess;
+static thread_local cudaError_t detail_code = cudaSuccess;
+static thread_local std::string detail;
+
+void record_error(cudaError_t code, bool fault, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    detail = buf;
+    detail_code = code;
+    last_error = code;
+    int none = cudaSuccess;
+    if (fault) sticky.compare_exchange_strong(none, code);
+}
+
+cudaError_t sticky_error() { return (cudaError_t)sticky.load(std::memory_order_relaxed); }
+
+/* A failed call: the error is also what cudaGetLastError returns next. */
+static cudaError_t fail(cudaError_t code, const char *call)
+{
+    record_error(code, false, "%s: %s", call, cudaGetErrorName(code));
+    return code;
+}
+
+bool nth_call_fails(const char *env, int which)
+{
+    static std::mutex mu;
+    static std::string seen[2];
+    static long calls[2];
+    const char *v = getenv(env);
+    std::lock_guard<std::mutex> lock(mu);
+    if (seen[which] != (v ? v : "")) {
+        seen[which] = v ? v : "";
+        calls[which] = 0;
+    }
+    long n = v ? strtol(v, nullptr, 10) : 0;
+    return n > 0 && ++calls[which] == n;
+}
+
+int env_int(const char *name, int fallback, int lo, int hi)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v && *v ? strtol(v, &end, 10) : 0;
+    return v && *v && !*end && n >= lo && n <= hi ? (int)n : fallback;
+}
+
+static std::mutex attr_mu;
+static std::unordered_map<const void *, int> smem_limits;
+
+int max_dyn_smem(const void *func)
+{
+    std::lock_guard<std::mutex> lock(attr_mu);
+    auto it = smem_limits.find(func);
+    return it == smem_limits.end() ? (int)kDefaultSmem : it->second;
+}
+
+cudaError_t func_set_attribute(const void *func, cudaFuncAttribute attr, int value)
+{
+    if (!func) return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute");
+    if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > (int)kMaxSmemOptin)
+        return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute");
+    std::lock_guard<std::mutex> lock(attr_mu);
+    smem_limits[func] = value;
+    return cudaSuccess;
+}
+
+static bool no_device() { return env_int("GK_EMU_NO_DEVICE", 0, 0, 1) == 1; }
+
+/* "MemTotal" or "MemAvailable" of /proc/meminfo in bytes (0 when unreadable). */
+static size_t meminfo(const char *key)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0, n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':') kb = strtoull(line + n + 1, nullptr, 10);
+    fclose(f);
+    return kb * 1024;
+}
+
+} // namespace gk_emu
+
+using namespace gk_emu;
+
+/* ---- memory ---- */
+
+static std::mutex mem_mu;
+static std::unordered_map<void *, size_t> device_blocks, host_blocks;
+
+static cudaError_t host_alloc(void **ptr, size_t size, std::unordered_map<void *, size_t> &blocks, bool poison)
+{
+    *ptr = nullptr;
+    if (!size) return cudaSuccess;
+    void *p = aligned_alloc(256, (size + 255) & ~(size_t)255);
+    if (!p) return cudaErrorMemoryAllocation;
+    if (poison) memset(p, 0xff, size);
+    std::lock_guard<std::mutex> lock(mem_mu);
+    blocks[p] = size;
+    *ptr = p;
+    return cudaSuccess;
+}
+
+static cudaError_t host_free(void *ptr, std::unordered_map<void *, size_t> &blocks)
+{
+    if (!ptr) return cudaSuccess;
+    {
+        std::lock_guard<std::mutex> lock(mem_mu);
+        if (!blocks.erase(ptr)) return cudaErrorInvalidValue;
+    }
+    free(ptr);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+    if (!ptr) return fail(cudaErrorInvalidValue, "cudaMalloc");
+    *ptr = nullptr;
+    if (cudaError_t e = sticky_error()) return e;
+    if (nth_call_fails("GK_EMU_FAIL_MALLOC", 0)) {
+        record_error(cudaErrorMemoryAllocation, false, "cudaMalloc(%zu bytes): failure injected by GK_EMU_FAIL_MALLOC",
+                     size);
+        return cudaErrorMemoryAllocation;
+    }
+    if (host_alloc(ptr, size, device_blocks, true)) return fail(cudaErrorMemoryAllocation, "cudaMalloc");
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *ptr)
+{
+    return host_free(ptr, device_blocks) ? fail(cudaErrorInvalidValue, "cudaFree") : cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    if (!ptr) return fail(cudaErrorInvalidValue, "cudaMallocHost");
+    return host_alloc(ptr, size, host_blocks, false) ? fail(cudaErrorMemoryAllocation, "cudaMallocHost")
+                                                      : cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+    return host_free(ptr, host_blocks) ? fail(cudaErrorInvalidValue, "cudaFreeHost") : cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+{
+    if (cudaError_t e = sticky_error()) return e;
+    if ((unsigned)kind > cudaMemcpyDefault || (count && (!dst || !src))) return fail(cudaErrorInvalidValue, "cudaMemcpy");
+    if (count) memmove(dst, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind, cudaStream_t)
+{
+    return cudaMemcpy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemset(void *ptr, int value, size_t count)
+{
+    if (cudaError_t e = sticky_error()) return e;
+    if (count && !ptr) return fail(cudaErrorInvalidValue, "cudaMemset");
+    if (count) memset(ptr, value, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t) { return cudaMemset(ptr, value, count); }
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes) return fail(cudaErrorInvalidValue, "cudaMemGetInfo");
+    *free_bytes = meminfo("MemAvailable");
+    *total_bytes = meminfo("MemTotal");
+    return cudaSuccess;
+}
+
+/* ---- streams and events ---- */
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags)
+{
+    if (!stream || flags > cudaStreamNonBlocking) return fail(cudaErrorInvalidValue, "cudaStreamCreate");
+    *stream = new gk_emu_stream{flags};
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    if (!stream) return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy");
+    delete stream;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return sticky_error(); }
+cudaError_t cudaDeviceSynchronize(void) { return sticky_error(); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
+{
+    if (!event || flags > (cudaEventBlockingSync | cudaEventDisableTiming))
+        return fail(cudaErrorInvalidValue, "cudaEventCreate");
+    *event = new gk_emu_event{flags, false, 0.0};
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t)
+{
+    if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord");
+    if (cudaError_t e = sticky_error()) return e;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    event->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    event->recorded = true;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize");
+    return sticky_error();
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    if (!ms) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime");
+    if (!start || !end || !start->recorded || !end->recorded || ((start->flags | end->flags) & cudaEventDisableTiming))
+        return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime");
+    *ms = (float)(end->ms - start->ms);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy");
+    delete event;
+    return cudaSuccess;
+}
+
+/* ---- errors ---- */
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = last_error ? last_error : sticky_error();
+    last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return last_error ? last_error : sticky_error(); }
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+    switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    }
+    return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+    if (error != cudaSuccess && error == detail_code && !detail.empty()) return detail.c_str();
+    switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    }
+    return "unknown error";
+}
+
+cudaError_t cudaDeviceReset(void)
+{
+    sticky.store(cudaSuccess);
+    last_error = cudaSuccess;
+    return cudaSuccess;
+}
+
+/* ---- the device ---- */
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    if (!count) return fail(cudaErrorInvalidValue, "cudaGetDeviceCount");
+    *count = no_device() ? 0 : 1;
+    return *count ? cudaSuccess : fail(cudaErrorNoDevice, "cudaGetDeviceCount");
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    if (no_device()) return fail(cudaErrorNoDevice, "cudaSetDevice");
+    return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice, "cudaSetDevice");
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    if (!device) return fail(cudaErrorInvalidValue, "cudaGetDevice");
+    *device = 0;
+    return no_device() ? fail(cudaErrorNoDevice, "cudaGetDevice") : cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
+{
+    if (!prop) return fail(cudaErrorInvalidValue, "cudaGetDeviceProperties");
+    if (no_device()) return fail(cudaErrorNoDevice, "cudaGetDeviceProperties");
+    if (device != 0) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties");
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "gptkit CUDA emulator");
+    prop->totalGlobalMem = meminfo("MemTotal");
+    prop->sharedMemPerBlock = kDefaultSmem;
+    prop->sharedMemPerBlockOptin = kMaxSmemOptin;
+    prop->sharedMemPerMultiprocessor = 228 * 1024;
+    prop->regsPerBlock = 65536;
+    prop->warpSize = 32;
+    prop->maxThreadsPerBlock = kMaxThreadsPerBlock;
+    prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+    prop->maxThreadsDim[2] = 64;
+    prop->maxGridSize[0] = 0x7fffffff;
+    prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+    prop->maxThreadsPerMultiProcessor = 2048;
+    prop->multiProcessorCount = kNumSMs;
+    prop->l2CacheSize = 50 * 1024 * 1024;
+    prop->major = 9;
+    prop->minor = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
+{
+    cudaDeviceProp p;
+    if (!value) return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute");
+    if (cudaError_t e = cudaGetDeviceProperties(&p, device)) return e;
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
+    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
+    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
+    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrWarpSize: *value = p.warpSize; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
+    default: return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute");
+    }
+    return cudaSuccess;
+}

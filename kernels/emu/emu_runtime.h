@@ -1,0 +1,170 @@
+/* emu_runtime.h: the CUDA runtime API subset of the emulator (see emu.h for the whole subset).
+ * Owns: the vector and dimension types (dim3, uint3, float2/4, int4, uint4), cudaError_t and the
+ * enums' real numeric values, and the runtime calls on host memory. Every call is synchronous:
+ * a launch or copy has finished when it returns; streams and events are plain handles.
+ * Errors: a launch's configuration error is returned once by cudaGetLastError (as on a GPU); a
+ * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds, GK_EMU_FAIL_LAUNCH)
+ * is sticky as on a GPU: every later launch, copy, set and synchronize returns it until
+ * cudaDeviceReset. cudaGetErrorString of the last such code on the calling host thread returns the
+ * detailed message (kernel, block, thread). */
+#ifndef GK_EMU_RUNTIME_H
+#define GK_EMU_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GK_EMU_API __attribute__((visibility("hidden")))
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+struct alignas(8) float2 { float x, y; };
+struct float3 { float x, y, z; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline int2 make_int2(int x, int y) { return int2{x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+
+enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
+    cudaErrorLaunchFailure = 719,
+};
+typedef enum cudaError cudaError_t;
+
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4,
+};
+
+enum cudaFuncAttribute {
+    cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+    cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+};
+
+enum cudaDeviceAttr {
+    cudaDevAttrMaxThreadsPerBlock = 1,
+    cudaDevAttrMaxBlockDimX = 2,
+    cudaDevAttrMaxBlockDimY = 3,
+    cudaDevAttrMaxBlockDimZ = 4,
+    cudaDevAttrMaxGridDimX = 5,
+    cudaDevAttrMaxGridDimY = 6,
+    cudaDevAttrMaxGridDimZ = 7,
+    cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrWarpSize = 10,
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrL2CacheSize = 38,
+    cudaDevAttrMaxThreadsPerMultiProcessor = 39,
+    cudaDevAttrComputeCapabilityMajor = 75,
+    cudaDevAttrComputeCapabilityMinor = 76,
+    cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+
+typedef struct gk_emu_stream *cudaStream_t;
+typedef struct gk_emu_event *cudaEvent_t;
+
+/* The fields of cudaDeviceProp the emulator fills (a subset of the real struct: use only these). */
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem;
+    size_t sharedMemPerBlock;
+    size_t sharedMemPerBlockOptin;
+    size_t sharedMemPerMultiprocessor;
+    int regsPerBlock;
+    int warpSize;
+    int maxThreadsPerBlock;
+    int maxThreadsDim[3];
+    int maxGridSize[3];
+    int maxThreadsPerMultiProcessor;
+    int multiProcessorCount;
+    int l2CacheSize;
+    int major;
+    int minor;
+};
+
+/* Memory. cudaMalloc'd memory is filled with 0xFF bytes (NaN as fp32 and bf16) so that reading
+ * what no one wrote shows; GK_EMU_FAIL_MALLOC=N makes the Nth cudaMalloc (counted from the first
+ * call that sees this value) fail with cudaErrorMemoryAllocation. */
+GK_EMU_API cudaError_t cudaMalloc(void **ptr, size_t size);
+template <class T> inline cudaError_t cudaMalloc(T **ptr, size_t size)
+{
+    return cudaMalloc(reinterpret_cast<void **>(ptr), size);
+}
+GK_EMU_API cudaError_t cudaFree(void *ptr);
+GK_EMU_API cudaError_t cudaMallocHost(void **ptr, size_t size);
+template <class T> inline cudaError_t cudaMallocHost(T **ptr, size_t size)
+{
+    return cudaMallocHost(reinterpret_cast<void **>(ptr), size);
+}
+GK_EMU_API cudaError_t cudaFreeHost(void *ptr);
+GK_EMU_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind);
+GK_EMU_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
+                                       cudaStream_t stream = 0);
+GK_EMU_API cudaError_t cudaMemset(void *ptr, int value, size_t count);
+GK_EMU_API cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream = 0);
+GK_EMU_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+
+/* Streams and events. */
+GK_EMU_API cudaError_t cudaStreamCreate(cudaStream_t *stream);
+GK_EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
+GK_EMU_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
+GK_EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+GK_EMU_API cudaError_t cudaDeviceSynchronize(void);
+GK_EMU_API cudaError_t cudaEventCreate(cudaEvent_t *event);
+GK_EMU_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
+GK_EMU_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
+GK_EMU_API cudaError_t cudaEventSynchronize(cudaEvent_t event);
+GK_EMU_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+GK_EMU_API cudaError_t cudaEventDestroy(cudaEvent_t event);
+
+/* Errors. */
+GK_EMU_API cudaError_t cudaGetLastError(void);
+GK_EMU_API cudaError_t cudaPeekAtLastError(void);
+GK_EMU_API const char *cudaGetErrorString(cudaError_t error);
+GK_EMU_API const char *cudaGetErrorName(cudaError_t error);
+/* Clears the sticky fault (memory stays allocated, unlike on a GPU). */
+GK_EMU_API cudaError_t cudaDeviceReset(void);
+
+/* Device: one sm_90-like device, "gptkit CUDA emulator". */
+GK_EMU_API cudaError_t cudaGetDeviceCount(int *count);
+GK_EMU_API cudaError_t cudaSetDevice(int device);
+GK_EMU_API cudaError_t cudaGetDevice(int *device);
+GK_EMU_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
+GK_EMU_API cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device);
+
+namespace gk_emu {
+GK_EMU_API cudaError_t func_set_attribute(const void *func, cudaFuncAttribute attr, int value);
+}
+/* MaxDynamicSharedMemorySize: a kernel launched with more than 48 KiB of dynamic shared memory
+ * needs this first (at most 227 KiB); the carveout is accepted and ignored. */
+template <class F> inline cudaError_t cudaFuncSetAttribute(F *func, cudaFuncAttribute attr, int value)
+{
+    return gk_emu::func_set_attribute(reinterpret_cast<const void *>(func), attr, value);
+}
+
+#endif
