@@ -1,16 +1,21 @@
-/* train_step.c: median ms per training step (forward + backward + AdamW) of kernels/gpt2 on the
- * CPU backend, for config S (4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64) or M (GPT-2 124M,
- * B=4, T=64), plus peak RSS. Links the real libgptkernels.a.
- * Usage: train_step S|M [steps] [threads] [prof]   (prof: also time every op, gemms by shape)
+/* train_step.c: median ms per training step (forward + backward + AdamW) of kernels/gpt2 on any
+ * backend (gk_backend_open), with tokens/s, nanoGPT's MFU estimate and the device memory the
+ * model allocated; with "prof" also the time of every op (gemms by shape, types and epilogue).
+ * Configs: S (4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64), M (GPT-2 124M, B=4, T=64),
+ * G (GPT-2 124M, T=1024, B=16). Links the real libgptkernels.a; the CUDA backends are loaded
+ * at run time as by the tools.
+ * Usage: train_step [--device cpu|ref|cuda|cuda-emu|auto] [--dtype float32|bfloat16] [--batch N]
+ *                   [--peak-tflops F] S|M|G [steps] [threads] [prof]
  * Benchmark with OpenBLAS unpinned: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./train_step S
- * Side by side: tests/bench/torch_step.py S (the same config in PyTorch). */
+ * Side by side: tests/bench/torch_step.py S (CPU), tests/bench/torch_gpu_step.py (GPU). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
-#include "kernels/cpu/cpu.h"
+#include "common/opt.h"
 #include "kernels/gpt2.h"
 
 static double now_ms(void)
@@ -20,7 +25,7 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* The calling thread's CPU time: per-op times of a 1-thread profile, unaffected by other load. */
+/* The calling thread's CPU time: per-op times of a 1-thread CPU profile, unaffected by other load. */
 static double cpu_ms(void)
 {
     struct timespec ts;
@@ -34,187 +39,382 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* ---- per-op profile (argument "prof"): a backend that forwards every op to the real one and
- * times it; gemms are told apart by shape. Ops are synchronous on the CPU. ---- */
-enum { P_GEMM, P_BIAS_ADD, P_BIAS_BWD, P_ENC_FWD, P_ENC_BWD, P_LN_FWD, P_LN_BWD, P_ATT_FWD,
-       P_ATT_BWD, P_GELU_FWD, P_GELU_BWD, P_RES_FWD, P_DROP_BWD, P_XENT_FWD, P_XENT_BWD, P_ZERO,
-       P_SUMSQ, P_SCALE, P_ADAMW, P_COPY, P_N };
-static const char *p_names[P_N] = {"gemm", "bias_add", "bias_bwd", "encoder_fwd", "encoder_bwd",
-    "layernorm_fwd", "layernorm_bwd", "attention_fwd", "attention_bwd", "gelu_fwd", "gelu_bwd",
-    "residual_fwd", "dropout_bwd", "xent_fwd", "xent_bwd", "zero", "sumsq", "scale", "adamw",
-    "copy"};
+/* ---- the wrapper backend: forwards every op to the real one (in), counts the device memory
+ * allocated through it and, when timing, times each op (gemms told apart by shape, types and
+ * epilogue). On an asynchronous device (not cpu/ref) a timed op is followed by a sync, so each
+ * op is timed alone. The real backend's sticky error is copied into the wrapper after every
+ * op, so that gk_backend_status/sync on the wrapper (and the model's entry points) see it. ---- */
+enum { P_GEMM, P_BIAS_BWD, P_ENC_FWD, P_ENC_BWD, P_LN_FWD, P_LN_BWD, P_ATT_FWD, P_ATT_BWD,
+       P_ATT_AT, P_GELU_BWD, P_RES_FWD, P_DROP_BWD, P_XENT_FWD, P_XENT_BWD, P_ZERO, P_SUMSQ,
+       P_SCALE, P_ADAMW, P_CAST, P_COPY, P_N };
+static const char *p_names[P_N] = {"gemm", "bias_bwd", "encoder_fwd", "encoder_bwd",
+    "layernorm_fwd", "layernorm_bwd", "attention_fwd", "attention_bwd", "attention_fwd_at",
+    "gelu_bwd", "residual_fwd", "dropout_bwd", "xent_fwd", "xent_bwd", "zero", "sumsq", "scale",
+    "adamw", "cast", "copy"};
 #define PROF_SHAPES 48
+#define MEM_BLOCKS 64
 typedef struct prof {
     gk_backend *in;
-    double (*clock)(void); /* now_ms, or cpu_ms with 1 thread */
+    double (*clock)(void); /* now_ms, or cpu_ms for a 1-thread CPU backend */
+    int timing, async;
     gk_ops ops;
     double ms[P_N];
     long calls[P_N];
-    int nshape, shape[PROF_SHAPES][5];
+    int nshape, shape[PROF_SHAPES][9]; /* ta tb M N K types(a,b,c) bias gelu */
     double shape_ms[PROF_SHAPES];
     long shape_calls[PROF_SHAPES];
+    void *blk[MEM_BLOCKS];             /* live allocations (for frees), in allocation order */
+    size_t blk_n[MEM_BLOCKS];
+    size_t live, peak, total;          /* bytes */
+    int nblk, untracked;
 } prof;
 #define PR(be) ((prof *)(be)->impl)
 #define IN(be) (PR(be)->in)
-#define TIMED(slot, call)                                            \
-    do {                                                             \
-        double t0_ = PR(be)->clock();                                \
-        call;                                                        \
-        PR(be)->ms[slot] += PR(be)->clock() - t0_;                   \
-        PR(be)->calls[slot]++;                                       \
+
+/* Copies the real backend's first error into the wrapper's (the one the model reads). */
+static void take_err(gk_backend *be)
+{
+    if (IN(be)->err.code && !be->err.code) be->err = IN(be)->err;
+}
+
+#define FWD(slot, call)                                                   \
+    do {                                                                  \
+        prof *p_ = PR(be);                                                \
+        double t0_ = p_->timing ? p_->clock() : 0;                        \
+        call;                                                             \
+        if (p_->timing) {                                                 \
+            if (p_->async) p_->in->ops->sync(p_->in);                     \
+            p_->ms[slot] += p_->clock() - t0_;                            \
+            p_->calls[slot]++;                                            \
+        }                                                                 \
+        take_err(be);                                                     \
     } while (0)
 
-static void *p_alloc(gk_backend *be, size_t n) { return IN(be)->ops->alloc(IN(be), n); }
-static void p_free(gk_backend *be, void *p) { IN(be)->ops->free(IN(be), p); }
-static void p_to_device(gk_backend *be, void *d, const void *s, size_t n) { TIMED(P_COPY, IN(be)->ops->to_device(IN(be), d, s, n)); }
-static void p_to_host(gk_backend *be, void *d, const void *s, size_t n) { TIMED(P_COPY, IN(be)->ops->to_host(IN(be), d, s, n)); }
-static void p_copy(gk_backend *be, void *d, const void *s, size_t n) { TIMED(P_COPY, IN(be)->ops->copy(IN(be), d, s, n)); }
-static void p_zero(gk_backend *be, void *p, size_t n) { TIMED(P_ZERO, IN(be)->ops->zero(IN(be), p, n)); }
-static void p_sync(gk_backend *be) { IN(be)->ops->sync(IN(be)); }
-static int p_reserve(gk_backend *be, size_t r, size_t c, int hs, int T, gk_err *err) { return IN(be)->ops->reserve(IN(be), r, c, hs, T, err); }
-static void p_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+static void *p_alloc(gk_backend *be, size_t n)
 {
     prof *p = PR(be);
-    int key[5] = {ta, tb, M, N, K}, s;
-    for (s = 0; s < p->nshape && memcmp(p->shape[s], key, sizeof key); s++) {}
-    if (s == p->nshape && s < PROF_SHAPES) memcpy(p->shape[p->nshape++], key, sizeof key);
-    double t0 = p->clock();
-    TIMED(P_GEMM, IN(be)->ops->gemm(IN(be), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
-    if (s < PROF_SHAPES) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
+    void *ptr = p->in->ops->alloc(p->in, n);
+    take_err(be);
+    if (!ptr) return NULL;
+    p->total += n, p->live += n;
+    if (p->live > p->peak) p->peak = p->live;
+    if (p->nblk < MEM_BLOCKS) p->blk[p->nblk] = ptr, p->blk_n[p->nblk++] = n;
+    else p->untracked++;
+    return ptr;
 }
-static void p_bias_add(gk_backend *be, float *x, const float *b, int N, int C) { TIMED(P_BIAS_ADD, IN(be)->ops->bias_add(IN(be), x, b, N, C)); }
-static void p_bias_bwd(gk_backend *be, float *db, const float *d, int N, int C) { TIMED(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C)); }
-static void p_enc_fwd(gk_backend *be, float *o, const int *t, const float *wte, const float *wpe, int B, int T, int C, float pr, uint64_t k) { TIMED(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, wpe, B, T, C, pr, k)); }
-static void p_enc_bwd(gk_backend *be, float *dwte, float *dwpe, const float *d, const int *t, int B, int T, int C, float pr, uint64_t k) { TIMED(P_ENC_BWD, IN(be)->ops->encoder_bwd(IN(be), dwte, dwpe, d, t, B, T, C, pr, k)); }
-static void p_ln_fwd(gk_backend *be, float *o, float *mu, float *rs, const float *x, const float *w, const float *b, int N, int C) { TIMED(P_LN_FWD, IN(be)->ops->layernorm_fwd(IN(be), o, mu, rs, x, w, b, N, C)); }
-static void p_ln_bwd(gk_backend *be, float *dx, float *dw, float *db, const float *d, const float *x, const float *w, const float *mu, const float *rs, int N, int C) { TIMED(P_LN_BWD, IN(be)->ops->layernorm_bwd(IN(be), dx, dw, db, d, x, w, mu, rs, N, C)); }
-static void p_att_fwd(gk_backend *be, float *o, float *lse, const float *qkv, int B, int T, int C, int NH, float pr, uint64_t k) { TIMED(P_ATT_FWD, IN(be)->ops->attention_fwd(IN(be), o, lse, qkv, B, T, C, NH, pr, k)); }
-static void p_att_bwd(gk_backend *be, float *dqkv, const float *d, const float *qkv, const float *o, const float *lse, int B, int T, int C, int NH, float pr, uint64_t k) { TIMED(P_ATT_BWD, IN(be)->ops->attention_bwd(IN(be), dqkv, d, qkv, o, lse, B, T, C, NH, pr, k)); }
-static void p_gelu_fwd(gk_backend *be, float *o, float *x, const float *b, int N, int C) { TIMED(P_GELU_FWD, IN(be)->ops->gelu_fwd(IN(be), o, x, b, N, C)); }
-static void p_gelu_bwd(gk_backend *be, float *dx, const float *x, const float *d, int N, int C) { TIMED(P_GELU_BWD, IN(be)->ops->gelu_bwd(IN(be), dx, x, d, N, C)); }
-static void p_res_fwd(gk_backend *be, float *o, const float *r, const float *x, const float *b, int N, int C, float pr, uint64_t k) { TIMED(P_RES_FWD, IN(be)->ops->residual_fwd(IN(be), o, r, x, b, N, C, pr, k)); }
-static void p_drop_bwd(gk_backend *be, float *dx, const float *d, size_t n, float pr, uint64_t k) { TIMED(P_DROP_BWD, IN(be)->ops->dropout_bwd(IN(be), dx, d, n, pr, k)); }
-static void p_xent_fwd(gk_backend *be, float *l, float *lse, const float *lg, const int *t, int N, int V, int Vp) { TIMED(P_XENT_FWD, IN(be)->ops->xent_fwd(IN(be), l, lse, lg, t, N, V, Vp)); }
-static void p_xent_bwd(gk_backend *be, float *dl, const float *lg, const float *lse, const int *t, float d, int N, int V, int Vp) { TIMED(P_XENT_BWD, IN(be)->ops->xent_bwd(IN(be), dl, lg, lse, t, d, N, V, Vp)); }
-static void p_sumsq(gk_backend *be, double *o, const float *x, size_t n) { TIMED(P_SUMSQ, IN(be)->ops->sumsq(IN(be), o, x, n)); }
-static void p_scale(gk_backend *be, float *x, float s, size_t n) { TIMED(P_SCALE, IN(be)->ops->scale(IN(be), x, s, n)); }
-static void p_adamw(gk_backend *be, float *pa, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps, float wd, int t, float gs) { TIMED(P_ADAMW, IN(be)->ops->adamw(IN(be), pa, g, m, v, n, lr, b1, b2, eps, wd, t, gs)); }
+static void p_free(gk_backend *be, void *ptr)
+{
+    prof *p = PR(be);
+    for (int i = 0; ptr && i < p->nblk; i++)
+        if (p->blk[i] == ptr) {
+            p->live -= p->blk_n[i];
+            p->blk[i] = NULL;
+            break;
+        }
+    p->in->ops->free(p->in, ptr);
+    take_err(be);
+}
+static void p_to_device(gk_backend *be, void *d, const void *s, size_t n) { FWD(P_COPY, IN(be)->ops->to_device(IN(be), d, s, n)); }
+static void p_to_host(gk_backend *be, void *d, const void *s, size_t n) { FWD(P_COPY, IN(be)->ops->to_host(IN(be), d, s, n)); }
+static void p_copy(gk_backend *be, void *d, const void *s, size_t n) { FWD(P_COPY, IN(be)->ops->copy(IN(be), d, s, n)); }
+static void p_zero(gk_backend *be, void *ptr, size_t n) { FWD(P_ZERO, IN(be)->ops->zero(IN(be), ptr, n)); }
+static void p_sync(gk_backend *be) { IN(be)->ops->sync(IN(be)); take_err(be); }
+static int p_reserve(gk_backend *be, size_t r, size_t c, int hs, int T, gk_err *err)
+{
+    int rc = IN(be)->ops->reserve(IN(be), r, c, hs, T, err);
+    take_err(be);
+    return rc;
+}
+static void p_cast(gk_backend *be, void *d, gk_elt dt, const void *s, gk_elt st, size_t n) { FWD(P_CAST, IN(be)->ops->cast(IN(be), d, dt, s, st, n)); }
+
+/* The shape slot of a gemm (-1 when the table is full). */
+static int gemm_slot(prof *p, const int key[9])
+{
+    int s;
+    for (s = 0; s < p->nshape && memcmp(p->shape[s], key, sizeof p->shape[s]); s++) {}
+    if (s == p->nshape) {
+        if (s == PROF_SHAPES) return -1;
+        memcpy(p->shape[p->nshape++], key, sizeof p->shape[s]);
+    }
+    return s;
+}
+static void p_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                   gk_elt tA, int lda, const void *B, gk_elt tB, int ldb, float beta, void *C,
+                   gk_elt tC, int ldc, const float *bias, void *pre_gelu)
+{
+    prof *p = PR(be);
+    int key[9] = {ta, tb, M, N, K, tA, tB, tC, (bias != NULL) | (pre_gelu != NULL) << 1};
+    int s = p->timing ? gemm_slot(p, key) : -1;
+    double t0 = p->timing ? p->clock() : 0;
+    FWD(P_GEMM, IN(be)->ops->gemm(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta,
+                                  C, tC, ldc, bias, pre_gelu));
+    if (s >= 0) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
+}
+static void p_bias_bwd(gk_backend *be, float *db, const void *d, int N, int C) { FWD(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C)); }
+static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw, const float *wpe, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, B, T, C, pr, k)); }
+static void p_enc_bwd(gk_backend *be, float *dwte, float *dwpe, const void *d, const int *t, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_BWD, IN(be)->ops->encoder_bwd(IN(be), dwte, dwpe, d, t, B, T, C, pr, k)); }
+static void p_ln_fwd(gk_backend *be, void *o, float *mu, float *rs, const void *x, const float *w, const float *b, int N, int C) { FWD(P_LN_FWD, IN(be)->ops->layernorm_fwd(IN(be), o, mu, rs, x, w, b, N, C)); }
+static void p_ln_bwd(gk_backend *be, void *dx, float *dw, float *db, const void *d, const void *x, const float *w, const float *mu, const float *rs, int N, int C) { FWD(P_LN_BWD, IN(be)->ops->layernorm_bwd(IN(be), dx, dw, db, d, x, w, mu, rs, N, C)); }
+static void p_att_fwd(gk_backend *be, void *o, float *lse, const void *qkv, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_FWD, IN(be)->ops->attention_fwd(IN(be), o, lse, qkv, B, T, C, NH, pr, k)); }
+static void p_att_bwd(gk_backend *be, void *dqkv, const void *d, const void *qkv, const void *o, const float *lse, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_BWD, IN(be)->ops->attention_bwd(IN(be), dqkv, d, qkv, o, lse, B, T, C, NH, pr, k)); }
+static void p_att_at(gk_backend *be, void *o, const void *qkv, int B, int Tc, int t0, int n, int C, int NH) { FWD(P_ATT_AT, IN(be)->ops->attention_fwd_at(IN(be), o, qkv, B, Tc, t0, n, C, NH)); }
+static void p_gelu_bwd(gk_backend *be, void *dx, const void *x, const void *d, int N, int C) { FWD(P_GELU_BWD, IN(be)->ops->gelu_bwd(IN(be), dx, x, d, N, C)); }
+static void p_res_fwd(gk_backend *be, void *o, const void *r, const void *x, const float *b, int N, int C, float pr, uint64_t k) { FWD(P_RES_FWD, IN(be)->ops->residual_fwd(IN(be), o, r, x, b, N, C, pr, k)); }
+static void p_drop_bwd(gk_backend *be, void *dx, const void *d, size_t n, float pr, uint64_t k) { FWD(P_DROP_BWD, IN(be)->ops->dropout_bwd(IN(be), dx, d, n, pr, k)); }
+static void p_xent_fwd(gk_backend *be, float *l, float *lse, const void *lg, const int *t, int N, int V, int Vp) { FWD(P_XENT_FWD, IN(be)->ops->xent_fwd(IN(be), l, lse, lg, t, N, V, Vp)); }
+static void p_xent_bwd(gk_backend *be, void *dl, const void *lg, const float *lse, const int *t, float d, int N, int V, int Vp) { FWD(P_XENT_BWD, IN(be)->ops->xent_bwd(IN(be), dl, lg, lse, t, d, N, V, Vp)); }
+static void p_sumsq(gk_backend *be, double *o, const float *x, size_t n) { FWD(P_SUMSQ, IN(be)->ops->sumsq(IN(be), o, x, n)); }
+static void p_scale(gk_backend *be, float *x, float s, size_t n) { FWD(P_SCALE, IN(be)->ops->scale(IN(be), x, s, n)); }
+static void p_adamw(gk_backend *be, float *pa, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps, float wd, int t, float gs, void *copy, gk_elt tc) { FWD(P_ADAMW, IN(be)->ops->adamw(IN(be), pa, g, m, v, n, lr, b1, b2, eps, wd, t, gs, copy, tc)); }
 
 static void prof_destroy(gk_backend *be) { free(be->impl); free(be); }
 
-/* A profiling backend around in (borrowed); with 1 thread it times by CPU time. */
-static gk_backend *prof_wrap(gk_backend *in, int threads)
+/* A wrapper around in (borrowed: free it after the wrapper); times by CPU time when
+ * cpu_clock. 0 or GK_ENOMEM. */
+static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *err)
 {
     gk_backend *be = calloc(1, sizeof *be);
     prof *p = calloc(1, sizeof *p);
-    if (!be || !p) exit(1);
+    if (!be || !p) {
+        free(be), free(p);
+        return gk_errf(err, GK_ENOMEM, "out of memory");
+    }
     p->in = in;
-    p->clock = threads == 1 ? cpu_ms : now_ms;
-    p->ops = *in->ops;
-    p->ops.alloc = p_alloc, p->ops.free = p_free, p->ops.to_device = p_to_device;
-    p->ops.to_host = p_to_host, p->ops.copy = p_copy, p->ops.zero = p_zero, p->ops.sync = p_sync;
-    p->ops.reserve = p_reserve, p->ops.gemm = p_gemm, p->ops.bias_add = p_bias_add;
-    p->ops.bias_bwd = p_bias_bwd, p->ops.encoder_fwd = p_enc_fwd, p->ops.encoder_bwd = p_enc_bwd;
-    p->ops.layernorm_fwd = p_ln_fwd, p->ops.layernorm_bwd = p_ln_bwd;
-    p->ops.attention_fwd = p_att_fwd, p->ops.attention_bwd = p_att_bwd;
-    p->ops.gelu_fwd = p_gelu_fwd, p->ops.gelu_bwd = p_gelu_bwd, p->ops.residual_fwd = p_res_fwd;
-    p->ops.dropout_bwd = p_drop_bwd, p->ops.xent_fwd = p_xent_fwd, p->ops.xent_bwd = p_xent_bwd;
-    p->ops.sumsq = p_sumsq, p->ops.scale = p_scale, p->ops.adamw = p_adamw;
+    p->clock = cpu_clock ? cpu_ms : now_ms;
+    p->async = strcmp(in->ops->name, "cpu") != 0 && strcmp(in->ops->name, "ref") != 0;
+    p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
+        p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
+        p_att_fwd, p_att_bwd, p_gelu_bwd, p_res_fwd, p_drop_bwd, p_xent_fwd, p_xent_bwd, p_sumsq,
+        p_scale, p_adamw, p_att_at};
     be->ops = &p->ops;
+    be->act = in->act;
     be->impl = p;
     be->destroy = prof_destroy;
-    return be;
+    memcpy(be->what, in->what, sizeof be->what);
+    *out = be;
+    return 0;
 }
 
-static void prof_reset(gk_backend *be)
+static void prof_start(gk_backend *be)
 {
     prof *p = PR(be);
     memset(p->ms, 0, sizeof p->ms), memset(p->calls, 0, sizeof p->calls);
     memset(p->shape_ms, 0, sizeof p->shape_ms), memset(p->shape_calls, 0, sizeof p->shape_calls);
+    p->timing = 1;
 }
+
+static const char *elt_name(int t) { return t == GK_BF16 ? "bf16" : "f32"; }
 
 static void prof_print(gk_backend *be, int steps, double step_ms)
 {
     prof *p = PR(be);
     double tot = 0;
     for (int i = 0; i < P_N; i++) tot += p->ms[i];
-    printf("per step (mean of %d): ops %.2f ms (%s) of %.2f ms (wall)\n", steps, tot / steps,
-           p->clock == cpu_ms ? "CPU time" : "wall", step_ms);
+    printf("per-op times, per step (mean of %d): ops %.2f ms (%s) of %.2f ms (wall, median)\n",
+           steps, tot / steps, p->clock == cpu_ms ? "CPU time" : "wall", step_ms);
+    if (p->async)
+        printf("  (%s is asynchronous: each op is followed by a sync and timed alone, so the\n"
+               "   steps above ran with those syncs and the sum exceeds an overlapped step)\n",
+               p->ops.name);
     for (int i = 0; i < P_N; i++)
         if (p->calls[i])
-            printf("  %-14s %8.3f ms %5.1f%%  %4ld calls\n", p_names[i], p->ms[i] / steps,
+            printf("  %-16s %9.3f ms %5.1f%%  %5ld calls\n", p_names[i], p->ms[i] / steps,
                    100 * p->ms[i] / tot, p->calls[i] / steps);
     for (int s = 0; s < p->nshape; s++) {
         int *k = p->shape[s];
-        double gf = 2.0 * k[2] * k[3] * k[4] * p->shape_calls[s] / (p->shape_ms[s] * 1e6);
-        printf("    gemm %c%c M=%-6d N=%-6d K=%-6d %8.3f ms %4ld calls %6.1f GFLOP/s\n",
-               k[0] ? 'T' : 'N', k[1] ? 'T' : 'N', k[2], k[3], k[4], p->shape_ms[s] / steps,
-               p->shape_calls[s] / steps, gf);
+        double tf = 2.0 * k[2] * k[3] * k[4] * p->shape_calls[s] / (p->shape_ms[s] * 1e9);
+        printf("    gemm %c%c M=%-6d N=%-6d K=%-6d %s,%s->%-4s %-9s %8.3f ms %4ld calls %8.3f "
+               "TFLOP/s\n", k[0] ? 'T' : 'N', k[1] ? 'T' : 'N', k[2], k[3], k[4], elt_name(k[5]),
+               elt_name(k[6]), elt_name(k[7]),
+               k[8] == 3 ? "+bias+gelu" : k[8] == 2 ? "+gelu" : k[8] == 1 ? "+bias" : "",
+               p->shape_ms[s] / steps, p->shape_calls[s] / steps, tf);
     }
+}
+
+/* The device memory the model allocated through the wrapper. */
+static void mem_print(gk_backend *be)
+{
+    prof *p = PR(be);
+    printf("device memory allocated by the model: %.1f MiB peak live, %.1f MiB in all, blocks (MiB,"
+           " in order):", p->peak / 1048576.0, p->total / 1048576.0);
+    for (int i = 0; i < p->nblk; i++) printf(" %.1f", p->blk_n[i] / 1048576.0);
+    printf("%s\n  (not counted: the backend's own scratch sized by reserve and its workspace)\n",
+           p->untracked ? " ..." : "");
+}
+
+/* ---- command line ---- */
+typedef struct options {
+    const char *device, *dtype, *config;
+    int64_t batch;
+    double peak_tflops;
+    int steps, threads, profile;
+} options;
+
+static const char usage[] =
+    "train_step [--device NAME] [--dtype float32|bfloat16] [--batch N] [--peak-tflops F]\n"
+    "                  S|M|G [steps] [threads] [prof]\n"
+    "Times training steps (forward, backward, AdamW) of GPT-2 on one backend.";
+static const char footer[] =
+    "Configs: S 4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64; M GPT-2 124M, B=4, T=64;\n"
+    "G GPT-2 124M, B=16, T=1024. steps: timed steps after 2 warm-up ones (default 30, 8, 20);\n"
+    "threads: CPU threads (default 2); prof: also time every op.\n";
+
+/* 0, 1 (help shown) or GK_EUSAGE. */
+static int parse(options *o, int argc, char **argv, gk_err *e)
+{
+    const gk_opt tab[] = {
+        {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default cpu)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "activations: float32 or bfloat16 (default: the device's)", 0, 0},
+        {0, "batch", GK_OPT_INT, &o->batch, "N", "batch size B (default: the config's)", 1, 1 << 20},
+        {0, "peak-tflops", GK_OPT_DOUBLE, &o->peak_tflops, "F", "peak for MFU (default 989.5: H100 SXM bf16 dense)", 1e-6, 1e9},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    int first = 0, rc = gk_opt_parse_main(tab, "train_step", usage, footer, argc, argv, &first, e);
+    if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) return 1;
+    if (rc) return rc;
+    int n = argc - first;
+    char **a = argv + first;
+    if (n > 4) return gk_errf(e, GK_EUSAGE, "too many operands");
+    o->config = n > 0 ? a[0] : "S";
+    if (strcmp(o->config, "S") && strcmp(o->config, "M") && strcmp(o->config, "G"))
+        return gk_errf(e, GK_EUSAGE, "config '%s': not S, M or G", o->config);
+    o->steps = n > 1 ? atoi(a[1]) : !strcmp(o->config, "S") ? 30 : !strcmp(o->config, "M") ? 8 : 20;
+    o->threads = n > 2 ? atoi(a[2]) : 2;
+    o->profile = n > 3 && !strcmp(a[3], "prof");
+    if (n > 3 && !o->profile) return gk_errf(e, GK_EUSAGE, "'%s': not prof", a[3]);
+    if (o->steps < 1 || o->threads < 1)
+        return gk_errf(e, GK_EUSAGE, "steps and threads must be positive integers");
+    return 0;
+}
+
+/* The model and batch of a config name (checked by parse); batch > 0 overrides B. */
+static void config_of(const char *name, int64_t batch, gk_gpt2_config *c, int *B, int *T)
+{
+    if (!strcmp(name, "S"))
+        *c = (gk_gpt2_config){4, 4, 128, 64, 65, 1, 0.0f}, *B = 12, *T = 64;
+    else
+        *c = (gk_gpt2_config){12, 12, 768, 1024, 50257, 1, 0.0f}, *B = 4, *T = 64;
+    if (!strcmp(name, "G")) *B = 16, *T = 1024;
+    if (batch > 0) *B = (int)batch;
+}
+
+/* nanoGPT's estimate_mfu: 6N + 12 L H Q T flops per token, N the parameters but wpe (the
+ * position embedding does no matmul), Q the head size, T the sequence length. */
+static double flops_per_token(const gk_gpt2 *m, int T)
+{
+    const gk_gpt2_config *c = gk_gpt2_cfg(m);
+    double N = (double)gk_gpt2_num_scalars(m) - (double)c->block_size * c->n_embd;
+    return 6 * N + 12.0 * c->n_layer * c->n_head * (c->n_embd / c->n_head) * T;
+}
+
+/* warmup + steps training steps on fixed tokens: ms[s] per step, each timed between two syncs
+ * (asynchronous devices); the timing of the ops starts after the warm-up when profile.
+ * *sleeps = voluntary context switches of the timed steps (waits that slept). */
+static int run_steps(gk_gpt2 *m, gk_backend *be, const int *x, const int *y, int B, int T,
+                     int warmup, int steps, int profile, double *ms, float *loss, long *sleeps,
+                     gk_err *err)
+{
+    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    struct rusage ru;
+    int rc = gk_backend_sync(be, err);
+    for (int s = 0; !rc && s < warmup + steps; s++) {
+        if (profile && s == warmup) prof_start(be);
+        if (s == warmup) getrusage(RUSAGE_SELF, &ru), *sleeps = -ru.ru_nvcsw;
+        double t0 = now_ms();
+        gk_gpt2_zero_grad(m);
+        rc = gk_gpt2_forward(m, x, y, B, T, loss, err);
+        if (!rc) rc = gk_gpt2_backward(m, 1.0f, err);
+        if (!rc) rc = gk_gpt2_update(m, &h, 1e-4f, NULL, err);
+        if (!rc) rc = gk_backend_sync(be, err);
+        ms[s] = now_ms() - t0;
+    }
+    getrusage(RUSAGE_SELF, &ru);
+    *sleeps += ru.ru_nvcsw;
+    return rc;
+}
+
+/* Random tokens in [0, V): x (inputs) and y (targets), n of each; 0 or GK_ENOMEM. */
+static int make_tokens(int **x, int **y, int n, int V, gk_err *err)
+{
+    *x = malloc(sizeof(int) * (size_t)n), *y = malloc(sizeof(int) * (size_t)n);
+    if (!*x || !*y) return gk_errf(err, GK_ENOMEM, "out of memory (%d tokens)", n);
+    unsigned r = 1;
+    for (int i = 0; i < n; i++) {
+        r = r * 1103515245u + 12345u;
+        (*x)[i] = (int)((r >> 8) % (unsigned)V);
+        (*y)[i] = (int)((r >> 4) % (unsigned)V);
+    }
+    return 0;
+}
+
+static void report(const options *o, gk_gpt2 *m, gk_backend *be, int B, int T, double *ms,
+                   int warmup, float loss, long sleeps)
+{
+    struct rusage ru;
+    char what[128];
+    int steps = o->steps;
+    double sum = 0, med = ms[warmup + steps / 2];
+    for (int s = warmup; s < warmup + steps; s++) sum += ms[s];
+    getrusage(RUSAGE_SELF, &ru);
+    printf("gptkit %s: %zu params, B=%d T=%d, %s, %d threads: median %.2f ms/step (min %.2f), "
+           "loss %.4f, peak RSS %ld MB, %.1f sleeps/step\n", o->config, gk_gpt2_num_scalars(m),
+           B, T, gk_backend_describe(PR(be)->in, what, sizeof what), o->threads, med,
+           ms[warmup], loss, ru.ru_maxrss / 1024, (double)sleeps / steps);
+    double tps = B * T / (med / 1e3), fpt = flops_per_token(m, T);
+    printf("tokens/s %.0f, MFU %.3g%% (nanoGPT's estimate: %.3g flops/token = 6N + 12 L H Q T, "
+           "against %.1f TFLOP/s%s)\n", tps, 100 * tps * fpt / (o->peak_tflops * 1e12), fpt,
+           o->peak_tflops, o->peak_tflops == 989.5 ? ": H100 SXM bf16 dense" : "");
+    mem_print(be);
+    if (o->profile) prof_print(be, steps, sum / steps);
+}
+
+/* Opens the device and the model, runs the steps, prints; 0 or the error. */
+static int bench(const options *o, gk_err *err)
+{
+    gk_gpt2_config c;
+    int B, T, bf16 = -1, warmup = 2, *x = NULL, *y = NULL;
+    config_of(o->config, o->batch, &c, &B, &T);
+    gk_backend *dev = NULL, *be = NULL;
+    gk_gpt2 *m = NULL;
+    double *ms = malloc(sizeof(double) * (size_t)(o->steps + warmup));
+    float loss = 0;
+    long sleeps = 0;
+    int rc = ms ? gk_opt_dtype(o->dtype, &bf16, err) : gk_errf(err, GK_ENOMEM, "out of memory");
+    gk_backend_opts bo = {o->device ? o->device : "cpu", o->threads, bf16};
+    if (!rc) rc = gk_backend_open(&dev, &bo, err);
+    if (!rc) {
+        int single_cpu = !strcmp(dev->ops->name, "cpu") && o->threads == 1;
+        rc = prof_wrap(&be, dev, single_cpu || !strcmp(dev->ops->name, "ref"), err);
+    }
+    if (!rc) rc = gk_gpt2_create(&m, &c, be, B, T, err);
+    if (!rc) rc = gk_gpt2_init(m, 1337, err);
+    if (!rc) rc = make_tokens(&x, &y, B * T, c.vocab_size, err);
+    if (!rc)
+        rc = run_steps(m, be, x, y, B, T, warmup, o->steps, o->profile, ms, &loss, &sleeps, err);
+    if (!rc && !isfinite(loss)) rc = gk_errf(err, GK_EFORMAT, "the loss is %g", loss);
+    if (!rc) {
+        qsort(ms + warmup, (size_t)o->steps, sizeof(double), cmp);
+        report(o, m, be, B, T, ms, warmup, loss, sleeps);
+    }
+    gk_gpt2_free(m);
+    gk_backend_free(be);
+    gk_backend_free(dev);
+    free(x), free(y), free(ms);
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
-    const char *which = argc > 1 ? argv[1] : "S";
-    int S = strcmp(which, "M") != 0;
-    int steps = argc > 2 ? atoi(argv[2]) : (S ? 30 : 8), threads = argc > 3 ? atoi(argv[3]) : 2;
-    int profile = argc > 4 && !strcmp(argv[4], "prof");
-    if (steps < 1 || threads < 1) {
-        fprintf(stderr, "usage: train_step S|M [steps] [threads] [prof]\n");
+    options o = {0};
+    o.peak_tflops = 989.5;
+    gk_err err = {0};
+    int rc = parse(&o, argc, argv, &err);
+    if (rc == 1) return 0;
+    if (rc) {
+        fprintf(stderr, "train_step: %s\n", err.msg);
+        fprintf(stderr, "usage: %s\n", usage);
         return 2;
     }
-    gk_gpt2_config c = S ? (gk_gpt2_config){4, 4, 128, 64, 65, 1, 0.0f}
-                         : (gk_gpt2_config){12, 12, 768, 1024, 50257, 1, 0.0f};
-    int B = S ? 12 : 4, T = 64;
-    gk_err err;
-    gk_backend *be = NULL, *cpu = NULL;
-    gk_gpt2 *m = NULL;
-    if (gk_cpu_create(&cpu, threads, &err)) {
-        fprintf(stderr, "train_step: %s\n", err.msg);
-        return 1;
-    }
-    be = profile ? prof_wrap(cpu, threads) : cpu;
-    if (gk_gpt2_create(&m, &c, be, B, T, &err) || gk_gpt2_init(m, 1337, &err)) {
-        fprintf(stderr, "train_step: %s\n", err.msg);
-        return 1;
-    }
-    int *x = malloc(sizeof(int) * B * T), *y = malloc(sizeof(int) * B * T);
-    unsigned r = 1;
-    for (int i = 0; i < B * T; i++) {
-        r = r * 1103515245u + 12345u;
-        x[i] = (int)((r >> 8) % (unsigned)c.vocab_size);
-        y[i] = (int)((r >> 4) % (unsigned)c.vocab_size);
-    }
-    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    double *ms = malloc(sizeof(double) * (steps + 2));
-    float loss = 0;
-    long sleeps = 0; /* voluntary context switches of the timed steps: waits that slept */
-    struct rusage ru;
-    for (int s = 0; s < steps + 2; s++) { /* 2 warm-up steps */
-        if (profile && s == 2) prof_reset(be);
-        if (s == 2) getrusage(RUSAGE_SELF, &ru), sleeps = -ru.ru_nvcsw;
-        double t0 = now_ms();
-        gk_gpt2_zero_grad(m);
-        gk_gpt2_forward(m, x, y, B, T, &loss, &err);
-        gk_gpt2_backward(m, 1.0f, &err);
-        gk_gpt2_update(m, &h, 1e-4f, NULL, &err);
-        ms[s] = now_ms() - t0;
-    }
-    getrusage(RUSAGE_SELF, &ru);
-    sleeps += ru.ru_nvcsw;
-    qsort(ms + 2, steps, sizeof(double), cmp);
-    printf("gptkit %s: %zu params, B=%d T=%d, %d threads: median %.2f ms/step (min %.2f), "
-           "loss %.4f, peak RSS %ld MB, %.1f sleeps/step\n",
-           which, gk_gpt2_num_scalars(m), B, T, threads, ms[2 + steps / 2], ms[2], loss,
-           ru.ru_maxrss / 1024, (double)sleeps / steps);
-    if (profile) {
-        double sum = 0;
-        for (int s = 2; s < steps + 2; s++) sum += ms[s];
-        prof_print(be, steps, sum / steps);
-    }
-    gk_gpt2_free(m);
-    if (profile) gk_backend_free(be);
-    gk_backend_free(cpu);
-    free(x), free(y), free(ms);
-    return 0;
+    if ((rc = bench(&o, &err))) fprintf(stderr, "train_step: %s\n", err.msg);
+    return gk_exit_status(rc);
 }
