@@ -70,7 +70,7 @@ CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX
 NVCC_FLAGS := -std=c++17 -O3 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \
               -Xcompiler -fPIC,-Wall,-Wextra,-fvisibility=hidden -I. -MMD -MP
-EMU_CXXFLAGS := $(OPT) -g -std=c++17 -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wall -Wextra -I. \
+EMU_CXXFLAGS := $(OPT) -g -std=c++17 -D_GNU_SOURCE -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wall -Wextra -I. \
                 $(shell pkg-config --cflags openblas 2>/dev/null) -MMD -MP
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined
@@ -118,10 +118,14 @@ $(BUILD)/cuda/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
 
-$(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o)
+# Only the entry is exported: a version script also hides the C++ library's inline instantiations.
+$(BUILD)/lib/gptkit-cuda.map:
 	@mkdir -p $(dir $@)
-	$(CXX) -shared -o $@ $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined \
-	  -lcublasLt -lcudart -lm
+	printf '{ global: gk_cuda_backend_entry; local: *; };\n' >$@
+
+$(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
+	$(CXX) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
+	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lcublasLt -lcudart -lm
 
 $(BUILD)/emu/%.o: %.cu
 	@mkdir -p $(dir $@)
@@ -137,9 +141,9 @@ $(BUILD)/emu/%.o: %.c
 
 EMU_OBJS := $(CUDA_SRC:%.cu=$(BUILD)/emu/%.o) $(patsubst %.cpp,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.cpp)) \
             $(CUDA_CSRC:%.c=$(BUILD)/emu/%.o)
-$(EMU_LIB): $(EMU_OBJS)
-	@mkdir -p $(dir $@)
-	$(CXX) -shared $(EMU_LDFLAGS) -o $@ $^ $(EMU_LDLIBS)
+$(EMU_LIB): $(EMU_OBJS) $(BUILD)/lib/gptkit-cuda.map
+	$(CXX) -shared $(EMU_LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
+	  $(EMU_LDLIBS)
 
 cuda: $(CUDA_LIBS)
 .PHONY: cuda

@@ -212,7 +212,11 @@ static void check(tcase *c)
         }
         double d32 = fmax(relerr(R32[i], R[i], b->n), U32), d16 = fmax(relerr(R16[i], R[i], b->n), U16);
         double tol = 2.0 * (c->n_red + 2) * d32 + 2.0 * b->stages * d16, err = relerr(D[i], R[i], b->n);
-        CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g", c->what, i, err, tol);
+        size_t w = 0; /* the worst element, for the message */
+        for (size_t k = 1; k < b->n; k++)
+            if (fabsf(D[i][k] - R[i][k]) > fabsf(D[i][w] - R[i][w])) w = k;
+        CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g (worst [%zu]: %.9g, ref %.9g)", c->what,
+               i, err, tol, w, D[i][w], R[i][w]);
         if (b->mask) {
             size_t bad = 0;
             for (size_t k = 0; k < b->n; k++) bad += (D[i][k] == 0.0f) != (R[i][k] == 0.0f);
