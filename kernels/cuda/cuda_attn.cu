@@ -3,11 +3,15 @@
  * The fused flash-attention kernels (bf16 on tensor cores) live in cuda_attn_flash.cu; the plain
  * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
  * the reference the flash kernels are tested against. Env GK_CUDA_ATTN=plain forces the plain
- * path, =flash (the default) takes flash wherever it applies.
+ * path, =flash (the default) takes flash wherever it applies (bf16, head sizes 16, 32, 64, 128,
+ * 16-byte aligned buffers).
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
- * summed in a fixed order by one block: deterministic, no atomics, no (T,T) buffer. */
+ * summed in a fixed order by one block: deterministic, no atomics, no (T,T) buffer.
+ * KV-cache decode: the same row kernel, or, for few new rows over a long cache, a split over
+ * chunks of keys (partial max, sum and weighted values per chunk in scratch, merged in chunk
+ * order) so that a single row runs on many blocks. */
 #include "kernels/cuda/cuda_internal.h"
 
 #include <stdlib.h>
@@ -16,7 +20,7 @@
 #include "kernels/rng.h"
 
 /* cuda_attn_flash.cu */
-int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b);
+int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b, const void *c);
 void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T,
                        int C, int NH, float p, uint64_t key);
 void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
@@ -336,11 +340,11 @@ static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, 
 
 /* Flash unless GK_CUDA_ATTN=plain, for bf16 activations and the head sizes it takes. Read per
  * call so that a test can compare the two paths in one process. */
-static int use_flash(gk_backend *be, int hs, const void *a, const void *b)
+static int use_flash(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
     const char *m = getenv("GK_CUDA_ATTN");
     if (m && !strcmp(m, "plain")) return 0;
-    return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b);
+    return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b, c);
 }
 
 static int bad_shape(gk_backend *be, const char *op, int B, int T, int C, int NH)
@@ -355,7 +359,7 @@ void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
 {
     CU_BEGIN(be);
     if (bad_shape(be, "attention_fwd", B, T, C, NH)) return;
-    if (use_flash(be, C / NH, qkv, out))
+    if (use_flash(be, C / NH, qkv, out, out))
         cu_flash_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
     else if (be->act == GK_BF16)
         rows_fwd<bf16>(be, out, lse, qkv, B, T, 0, T, C, NH, p, key);
@@ -371,7 +375,7 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
     if (bad_shape(be, "attention_bwd", B, T, C, NH)) return;
     float *dsum = (float *)cu_scratch(be, cu_attention_scratch(B, NH, T, C / NH), "attention_bwd");
     if (!dsum) return;
-    if (use_flash(be, C / NH, qkv, dout))
+    if (use_flash(be, C / NH, qkv, dout, dqkv))
         cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,
                           (const bf16 *)out, lse, dsum, B, T, C, NH, p, key);
     else if (be->act == GK_BF16)

@@ -88,8 +88,13 @@ __device__ __forceinline__ void scale_rows(frag_acc (&acc)[n], const frag_acc &f
         for (int e = 0; e < f.num_elements; e++) acc[j].x[e] *= f.x[e];
 }
 
-/* Writes the warp's 16 rows (row0 + r < T) of acc[0..D/16) to dst (row stride ld) as bf16,
- * staging each (16,16) piece through tile. */
+/* 8 bf16 for one 128-bit store */
+struct alignas(16) bf16x8 {
+    bf16 h[8];
+};
+
+/* Writes the warp's 16 rows (row0 + r < T) of acc[0..D/16) to dst (row stride ld, 16-byte
+ * aligned rows) as bf16, staging each (16,16) piece through tile. */
 template <int D>
 __device__ void store_rows(bf16 *dst, size_t ld, int row0, int T, frag_acc (&acc)[D / 16],
                            float *tile)
@@ -99,10 +104,11 @@ __device__ void store_rows(bf16 *dst, size_t ld, int row0, int T, frag_acc (&acc
         __syncwarp();
         wmma::store_matrix_sync(tile, acc[j], 16, wmma::mem_row_major);
         __syncwarp();
-        if (row0 + r < T)
-            for (int c = 0; c < 8; c++)
-                dst[(size_t)(row0 + r) * ld + j * 16 + half * 8 + c] =
-                    __float2bfloat16(tile[r * 16 + half * 8 + c]);
+        if (row0 + r < T) {
+            bf16x8 v;
+            for (int c = 0; c < 8; c++) v.h[c] = __float2bfloat16(tile[r * 16 + half * 8 + c]);
+            *(bf16x8 *)(dst + (size_t)(row0 + r) * ld + j * 16 + half * 8) = v;
+        }
     }
 }
 
@@ -368,11 +374,11 @@ static int smem_optin(gk_backend *be, K kernel, size_t smem)
     return CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 }
 
-/* The head sizes with a flash kernel; a, b must be 16-byte aligned for the tile copies. */
-int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b)
+/* The head sizes with a flash kernel; a, b, c must be 16-byte aligned for the 128-bit copies. */
+int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
     (void)be;
-    if (((uintptr_t)a | (uintptr_t)b) % 16) return 0;
+    if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) return 0;
     return hs == 16 || hs == 32 || hs == 64 || hs == 128;
 }
 
