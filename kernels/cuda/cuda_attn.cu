@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
     size_t ld = 3 * (size_t)C;
     const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
     float *q = sm, *s = q + hs, *part = s + t0 + n, *red = part + row_part_floats(hs);
-    float scale = rsqrtf((float)hs);
+    float scale = 1.0f / sqrtf((float)hs);
 
     for (int k = threadIdx.x; k < hs; k += ROW_THREADS) q[k] = cu_f(qb[(size_t)t * ld + k]);
     __syncthreads();
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
     const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
     float *dst = part + (((size_t)bi * NH + h) * nch + c) * (hs + 2);
     float *q = sm, *s = q + hs, *cpart = s + DEC_KEYS, *red = cpart + row_part_floats(hs);
-    float scale = rsqrtf((float)hs);
+    float scale = 1.0f / sqrtf((float)hs);
 
     if (nk <= 0) { /* the whole block leaves: past this row's last key */
         for (int k = threadIdx.x; k < hs + 2; k += ROW_THREADS) dst[k] = k == 0 ? -INFINITY : 0.0f;
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
     const E *dO = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
     float *q = sm, *g = q + hs, *pr = g + hs, *ds = pr + T, *part = ds + T;
     float *red = part + row_part_floats(hs);
-    float scale = rsqrtf((float)hs), z = lse[row];
+    float scale = 1.0f / sqrtf((float)hs), z = lse[row];
 
     for (int k = threadIdx.x; k < hs; k += ROW_THREADS) {
         q[k] = cu_f(qb[(size_t)t * ld + k]);
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
     const E *qb = qkv + (size_t)b * T * ld + (size_t)h * hs;
     const E *dOb = dout + (size_t)b * T * C + (size_t)h * hs;
     float *k = sm, *v = k + hs, *a = v + hs, *c = a + nq, *part = c + nq;
-    float scale = rsqrtf((float)hs);
+    float scale = 1.0f / sqrtf((float)hs);
 
     for (int i = threadIdx.x; i < hs; i += ROW_THREADS) {
         k[i] = cu_f(qb[(size_t)u * ld + C + i]);

@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(FL_THREADS)
     unsigned char *wb = sm + 2 * tile_bytes(D) + warp * warp_bytes(1, 1);
     float *ss = (float *)wb, *tile = (float *)(wb + warp_bytes(1, 1) - 16 * 16 * sizeof(float));
     bf16 *ps = (bf16 *)(wb + align128(16 * FL_LDS * sizeof(float)));
-    float scale = rsqrtf((float)D);
+    float scale = 1.0f / sqrtf((float)D);
     int t = qt * FL_TILE + warp * 16 + r; /* this lane's query row */
 
     frag_a qf[D / 16];
@@ -261,7 +261,7 @@ __global__ void __launch_bounds__(FL_THREADS)
     float *st = (float *)wb, *gt = st + 16 * FL_LDS;
     bf16 *pt = (bf16 *)(wb + align128(2 * 16 * FL_LDS * sizeof(float))), *dst = pt + 16 * FL_LDP;
     float *tile = (float *)(wb + warp_bytes(2, 2) - 16 * 16 * sizeof(float));
-    float scale = rsqrtf((float)D);
+    float scale = 1.0f / sqrtf((float)D);
     int u = kt * FL_TILE + warp * 16 + r; /* this lane's key row */
 
     frag_a kf[D / 16], vf[D / 16];
@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(FL_THREADS)
     float *ss = (float *)wb, *gs = ss + 16 * FL_LDS;
     bf16 *dss = (bf16 *)(wb + align128(2 * 16 * FL_LDS * sizeof(float)));
     float *tile = (float *)(wb + warp_bytes(2, 1) - 16 * 16 * sizeof(float));
-    float scale = rsqrtf((float)D);
+    float scale = 1.0f / sqrtf((float)D);
     int t = qt * FL_TILE + warp * 16 + r; /* this lane's query row */
     float z = t < T ? lse[bh * T + t] : 0.0f, dd = t < T ? dsum[bh * T + t] : 0.0f;
 
