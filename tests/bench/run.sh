@@ -97,7 +97,7 @@ sample_bench() {
   for dt in fp32 bf16; do
     local wb=4; [ $dt = bf16 ] && wb=2
     local bytes=$(( wb * mats + kv ))
-    local line; line=$($nobl gpt-sample -m "$model" -V "$vocab" --dtype $dt -p "$prompt" -n $N -t 0 --ids 2>&1 >/dev/null | tail -n 1)
+    local line; line=$($nobl gpt-sample --device cpu -m "$model" -V "$vocab" --dtype $dt -p "$prompt" -n $N -t 0 --ids 2>&1 >/dev/null | tail -n 1)
     local np; np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
     local tps; tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
     printf '%-22s %10.1f %14.1f %9.0f%%   (prompt %s tokens; bound %.1f tokens/s)\n' "gptkit $dt" "$tps" \
@@ -116,7 +116,7 @@ sample_bench() {
   head -c $((1024 + 8192)) "$shard" | tail -c 8192 > "$work/eval4k.raw"
   printf '%-22s %10s\n' evalppl tokens/s
   for dt in fp32 bf16; do
-    local line; line=$($nobl gpt-evalppl -m "$model" --dtype $dt --raw --context 1024 "$work/eval4k.raw" 2>&1 >/dev/null | tail -n 1)
+    local line; line=$($nobl gpt-evalppl --device cpu -m "$model" --dtype $dt --raw --context 1024 "$work/eval4k.raw" 2>&1 >/dev/null | tail -n 1)
     printf '%-22s %10.0f\n' "gptkit $dt" "$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')"
   done
 }

@@ -77,8 +77,9 @@ def main():
                              {"params": other, "weight_decay": 0.0}],
                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
     step_fn = torch.compile(model) if a.compile else model
-    x = torch.randint(0, 50257, (a.B, a.T), device=dev)
-    y = torch.randint(0, 50257, (a.B, a.T), device=dev)
+    n_tokens = min(50257, a.vocab)  # GPT-2's vocab, or a small model's whole (padded) one
+    x = torch.randint(0, n_tokens, (a.B, a.T), device=dev)
+    y = torch.randint(0, n_tokens, (a.B, a.T), device=dev)
     times = []
     for s in range(a.steps + 5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -299,11 +299,13 @@ static void config_of(const char *name, int64_t batch, gk_gpt2_config *c, int *B
 }
 
 /* nanoGPT's estimate_mfu: 6N + 12 L H Q T flops per token, N the parameters but wpe (the
- * position embedding does no matmul), Q the head size, T the sequence length. */
+ * position embedding does no matmul) with wte over the padded vocab (as nanoGPT's 50304 and
+ * torch_gpu_step.py: the lm_head matmul runs over it), Q the head size, T the sequence length. */
 static double flops_per_token(const gk_gpt2 *m, int T)
 {
     const gk_gpt2_config *c = gk_gpt2_cfg(m);
-    double N = (double)gk_gpt2_num_scalars(m) - (double)c->block_size * c->n_embd;
+    double pad = (double)(gk_gpt2_padded_vocab(m) - c->vocab_size) * c->n_embd;
+    double N = (double)gk_gpt2_num_scalars(m) + pad - (double)c->block_size * c->n_embd;
     return 6 * N + 12.0 * c->n_layer * c->n_head * (c->n_embd / c->n_head) * T;
 }
 
