@@ -1,0 +1,51 @@
+# The CUDA backend under the emulator (device = cuda-emu) against the CPU, end to end: 10 steps of
+# the tiny model (dropout and gradient accumulation on) give the same losses in float32 (to 2e-5
+# relative: the same math, other summation orders) and within bfloat16's precision in bfloat16
+# (3e-2 relative: activations and matmul inputs rounded to 8 significant bits); checkpoints move
+# between the devices (5 steps on one, 5 more on the other = 10 on the CPU, to 2e-5); gpt-sample's
+# greedy tokens and gpt-evalppl's loss are the same on both.
+source "$TOP/tests/cli/lib.bash"; need_data
+tiny_data d
+run10() { gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 "$@" > /dev/null; }
+# close A B TOL: every "step loss" line of A within TOL relative of B's
+close() {
+  paste "$1" "$2" | awk -v tol="$3" '$1 != $3 { print "step mismatch"; bad = 1 }
+    { d = $2 - $4; if (d < 0) d = -d; if (d > tol * $4) { printf "step %d: %s vs %s\n", $1, $2, $4; bad = 1 } }
+    END { exit bad }'
+}
+run10 --device=cpu --out_dir=cpu
+run10 --device=cuda-emu --dtype=float32 --out_dir=emu32
+run10 --device=cuda-emu --dtype=bfloat16 --out_dir=emu16
+losses cpu/metrics.jsonl > cpu.l
+losses emu32/metrics.jsonl > emu32.l
+losses emu16/metrics.jsonl > emu16.l
+wc -l < emu32.l
+close emu32.l cpu.l 2e-5 && echo "float32: same losses as the CPU"
+close emu16.l cpu.l 3e-2 && echo "bfloat16: within bf16 precision"
+# the default dtype on cuda-emu is bfloat16, and it says which device it took
+gpt-train "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=dflt --print-config | grep '^dtype\|^device' | sort
+# resume across devices: cuda-emu -> cpu and cpu -> cuda-emu, float32
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=5 --eval_interval=10 --device=cuda-emu --dtype=float32 --out_dir=x > /dev/null
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --device=cpu --out_dir=x --init_from=resume > /dev/null
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=5 --eval_interval=10 --device=cpu --out_dir=y > /dev/null
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --device=cuda-emu --dtype=float32 --out_dir=y --init_from=resume > /dev/null
+losses x/metrics.jsonl > x.l
+losses y/metrics.jsonl > y.l
+close x.l cpu.l 2e-5 && echo "cuda-emu then cpu: the CPU's losses"
+close y.l cpu.l 2e-5 && echo "cpu then cuda-emu: the CPU's losses"
+# sampling and scoring a checkpoint trained on the CPU
+for dev in cpu cuda-emu; do
+  gpt-sample -q -m cpu/latest.safetensors --device=$dev --dtype=float32 -t 0 -n 24 -p 'ROMEO:' --ids > s.$dev
+done
+cmp s.cpu s.cuda-emu && echo "greedy tokens: the same"
+for dev in cpu cuda-emu; do
+  gpt-evalppl -q -m cpu/latest.safetensors --device=$dev --dtype=float32 --json d/val.bin | jq -r .nll > e.$dev
+done
+awk 'NR == FNR { a = $1; next } { d = a - $1; if (d < 0) d = -d; exit !(d <= 1e-5 * a) }' e.cpu e.cuda-emu && echo "evalppl: the same loss"
+# device = cuda on a machine without a GPU (this one): one line naming the device, exit 1, whether
+# the real library was built (then: no GPU) or not (then: not found); the messages are in
+# tests/unit/test_backend_open.c
+run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(wc -l < err.txt) line: $(sed 's/\(device cuda: \).*/\1.../' err.txt)"; }
+run gpt-train -q "${TINY[@]}" --device=cuda --max_iters=1 --out_dir=nogpu
+run gpt-sample -m cpu/latest.safetensors --device=cuda -n 1
+test ! -e nogpu
