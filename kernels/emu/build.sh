@@ -3,7 +3,8 @@
 # Output: BUILD/lib/libgptkit-cuda-emu-core.a (static, -fPIC, hidden visibility: the lead links it
 # with the kernels into libgptkit-cuda-emu.so) and BUILD/tests/test_emu_* (run them with
 # tests/run.sh BUILD emu). Each tests/unit/emu/*.cu is also compiled by nvcc -arch=sm_90 when nvcc
-# is found (NVCC_CHECK=0 skips that). SAN=1 builds with AddressSanitizer and UBSan.
+# is found (NVCC_CHECK=0 skips that). SAN=1 builds with AddressSanitizer and UBSan; CXXFLAGS are added
+# (-DGK_EMU_PORTABLE_SWITCH tests the setjmp switch that non-x86-64 hosts use).
 # Usage: kernels/emu/build.sh [BUILD]   (default build-emu; run from anywhere)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,7 +12,7 @@ cd "$top"
 build=${1:-build-emu}
 CXX=${CXX:-g++}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-flags="-O2 -g -std=c++17 -fPIC -fvisibility=hidden -Wall -Wextra -D_GNU_SOURCE -DGK_CUDA_EMU -I. $(pkg-config --cflags openblas)"
+flags="-O2 -g -std=c++17 -fPIC -fvisibility=hidden -Wall -Wextra -D_GNU_SOURCE -DGK_CUDA_EMU -I. $(pkg-config --cflags openblas) ${CXXFLAGS:-}"
 ldflags="-pthread"
 if [ "${SAN:-0}" = 1 ]; then
   flags="$flags -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"

@@ -29,9 +29,22 @@ enum : size_t {
 
 enum ThreadState : unsigned char { T_NEW, T_RUN, T_READY, T_BARRIER, T_WARP, T_DONE };
 
+/* A suspended context: a stack pointer (x86-64, emu_fiber.cpp's switch) or a jmp_buf. */
+#if defined(__x86_64__) && !defined(GK_EMU_PORTABLE_SWITCH)
+#define GK_EMU_ASM_SWITCH 1
+struct Ctx {
+    void *sp;
+};
+#else
+#define GK_EMU_ASM_SWITCH 0
+struct Ctx {
+    jmp_buf jb;
+};
+#endif
+
 struct Thread;
 struct Fiber {
-    jmp_buf ctx;
+    Ctx ctx;
     char *map;     /* guard pages, then the stack */
     size_t guard;  /* bytes of guard at map */
     size_t size;   /* bytes of stack after the guard */
@@ -65,14 +78,17 @@ struct Grid {
 
 /* One per host thread that runs blocks. */
 struct Worker {
-    jmp_buf sched; /* the block scheduler, on the host thread's own stack */
-    jmp_buf boot;
+    Ctx sched; /* the block scheduler, on the host thread's own stack */
+    Ctx boot;  /* portable switch only: where a new stack parks back to */
+    const void *host_stack = nullptr; /* the host thread's stack, for AddressSanitizer */
+    size_t host_stack_size = 0;
     sigjmp_buf fault; /* where the SIGSEGV handler returns to */
     std::vector<Fiber *> fibers, idle;
     Fiber *booting = nullptr;
     char *smem_map = nullptr; /* kMaxSmemOptin rounded to pages, then the guard */
     char *smem_guard = nullptr;
     char *smem = nullptr;     /* this launch's dynamic shared memory: ends at smem_guard */
+    char *altstack = nullptr; /* the signal stack this worker set up, if it did */
     Grid *grid = nullptr;
     /* the running block */
     int n = 0;
@@ -80,7 +96,7 @@ struct Worker {
     std::vector<Warp> warps;
     std::vector<int> ready; /* ring of thread ids to resume */
     int ready_head = 0, ready_count = 0;
-    int next_start = 0, ndone = 0, at_barrier = 0;
+    int next_start = 0, ndone = 0, at_barrier = 0, at_activemask = 0;
     bool failed = false;
     std::string msg;
     Thread *cur = nullptr;
@@ -94,10 +110,21 @@ struct Worker {
 
 enum : size_t { kSmemGuard = 64 * 1024 };
 
+extern thread_local Worker *tls_worker; /* this host thread's, or NULL */
 Worker *this_worker();                 /* creates it on first use */
+void release_worker();                 /* frees this thread's worker (a pool thread that ends) */
 Worker *kernel_worker();               /* this thread's worker while it runs a kernel thread, else NULL */
 void run_block(Worker *w, uint64_t b); /* w->failed and w->msg tell how it went */
 void recycle_fibers(Worker *w);        /* after a failed block: every stack back to idle */
+
+/* emu_fiber.cpp: stacks and switches. */
+Fiber *fiber_get(Worker *w);              /* an idle stack, or a new one; NULL without memory */
+void fiber_reset(Worker *w, Fiber *f);    /* its next switch starts fiber_main afresh */
+void fiber_free_all(Worker *w);
+void switch_to_fiber(Worker *w, Fiber *f);     /* returns when f switches back */
+void switch_to_scheduler(Worker *w, Fiber *f); /* returns when the scheduler resumes f */
+void switch_fiber(Worker *w, Fiber *from, Fiber *to); /* from != to; returns when from is resumed */
+[[noreturn]] void fiber_main(Worker *w, Fiber *f); /* emu_sched.cpp: runs threads on f forever */
 int lane_id(const Worker *w);
 std::string thread_name(const Worker *w, const Thread *t); /* "(x,y,z)" */
 /* Marks the block failed with "kernel 'k' block (x,y,z) thread (x,y,z): what" (first failure wins). */

@@ -66,6 +66,35 @@ static void install_handler()
     });
 }
 
+enum : size_t { kAltStack = 64 * 1024 };
+
+static size_t smem_cap()
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (kMaxSmemOptin + page - 1) / page * page;
+}
+
+void release_worker()
+{
+    Worker *w = tls_worker;
+    if (!w) return;
+    for (int i = 0; i < kMaxWorkers; i++) {
+        Worker *me = w;
+        __atomic_compare_exchange_n(&registry[i], &me, nullptr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    }
+    if (w->altstack) {
+        stack_t off;
+        memset(&off, 0, sizeof off);
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, nullptr);
+        munmap(w->altstack, kAltStack);
+    }
+    if (w->smem_map) munmap(w->smem_map, smem_cap() + kSmemGuard);
+    fiber_free_all(w);
+    delete w;
+    tls_worker = nullptr;
+}
+
 /* Once per host thread: its place in the registry, an alternate signal stack (a stack overflow
  * leaves none to run the handler on) and its shared memory. False when any of it fails. */
 static bool prepare_worker(Worker *w)
@@ -73,23 +102,22 @@ static bool prepare_worker(Worker *w)
     if (w->smem_map) return true;
     stack_t ss;
     if (sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_DISABLE)) {
-        size_t size = 64 * 1024;
-        void *alt = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *alt = mmap(nullptr, kAltStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (alt == MAP_FAILED) return false;
         ss.ss_sp = alt;
-        ss.ss_size = size;
+        ss.ss_size = kAltStack;
         ss.ss_flags = 0;
-        sigaltstack(&ss, nullptr);
+        if (sigaltstack(&ss, nullptr) == 0) w->altstack = (char *)alt;
+        else munmap(alt, kAltStack);
     }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), cap = (kMaxSmemOptin + page - 1) / page * page;
-    void *map = mmap(nullptr, cap + kSmemGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *map = mmap(nullptr, smem_cap() + kSmemGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return false;
-    if (mprotect((char *)map + cap, kSmemGuard, PROT_NONE) != 0) {
-        munmap(map, cap + kSmemGuard);
+    if (mprotect((char *)map + smem_cap(), kSmemGuard, PROT_NONE) != 0) {
+        munmap(map, smem_cap() + kSmemGuard);
         return false;
     }
     w->smem_map = (char *)map;
-    w->smem_guard = w->smem_map + cap;
+    w->smem_guard = w->smem_map + smem_cap();
     for (int i = 0; i < kMaxWorkers; i++) {
         Worker *none = nullptr;
         if (__atomic_compare_exchange_n(&registry[i], &none, w, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) break;
@@ -186,7 +214,7 @@ static void pool_main(Pool *p)
     std::unique_lock<std::mutex> lock(p->mu);
     for (;;) {
         p->wake.wait(lock, [&] { return p->stop || p->generation != seen; });
-        if (p->stop) return;
+        if (p->stop) break;
         seen = p->generation;
         Grid *g = p->job;
         lock.unlock();
@@ -194,6 +222,8 @@ static void pool_main(Pool *p)
         lock.lock();
         if (--p->busy == 0) p->done.notify_all();
     }
+    lock.unlock();
+    release_worker();
 }
 
 /* Runs g on the pool and this thread; false when the pool is busy with another launch. */

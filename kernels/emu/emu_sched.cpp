@@ -1,24 +1,14 @@
 /* emu_sched.cpp: runs one block: its threads as coroutines on one host thread.
- * Owns: the coroutine stacks (pooled per host thread, set up once with makecontext, then switched
- * with _setjmp/_longjmp: no system call per switch), the block scheduler, __syncthreads, the
- * warp collective rendezvous, and the deadlock report. Threads start in order of linear id; one
- * that ends hands its stack straight to the next (a block without barriers runs without a single
- * switch); one that waits yields to the scheduler, which resumes released threads, then starts
- * new ones. When nothing can run and threads still wait, the block fails naming who is missing. */
-#undef _FORTIFY_SOURCE /* longjmp_chk refuses jumps between stacks */
+ * Owns: the block scheduler, __syncthreads, the warp collective rendezvous, __activemask, and the
+ * deadlock report (the stacks and switches are emu_fiber.cpp's). Threads start in order of
+ * linear id; one that ends hands its stack straight to the next (a block without barriers runs
+ * without a single switch); one that waits yields to the scheduler, which resumes released
+ * threads, then starts new ones. When nothing can run and threads still wait, the block fails
+ * naming who is missing. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <ucontext.h>
-#include <unistd.h>
 
 #include "kernels/emu/emu_internal.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/common_interface_defs.h>
-#define GK_EMU_ASAN 1
-#endif
 
 __thread uint3 threadIdx;
 __thread uint3 blockIdx;
@@ -27,38 +17,7 @@ __thread uint3 gridDim;
 
 namespace gk_emu {
 
-static thread_local Worker *tls_worker;
-
-/* The host thread's own stack (AddressSanitizer must be told of every switch between stacks). */
-static thread_local const void *host_stack_bottom;
-static thread_local size_t host_stack_size;
-#if GK_EMU_ASAN
-#define SWITCH_TO(save, to, bottom, size)                                           \
-    do {                                                                            \
-        void *volatile fake_ = nullptr;                                             \
-        if (!_setjmp(save)) {                                                       \
-            __sanitizer_start_switch_fiber((void **)&fake_, (bottom), (size));      \
-            _longjmp((to), 1);                                                      \
-        }                                                                           \
-        __sanitizer_finish_switch_fiber(fake_, nullptr, nullptr);                   \
-    } while (0)
-#else
-#define SWITCH_TO(save, to, bottom, size)      \
-    do {                                       \
-        (void)(bottom), (void)(size);          \
-        if (!_setjmp(save)) _longjmp((to), 1); \
-    } while (0)
-#endif
-
-static size_t stack_bytes()
-{
-#if GK_EMU_ASAN
-    static const int kb = env_int("GK_EMU_STACK_KB", 512, 16, 1 << 20);
-#else
-    static const int kb = env_int("GK_EMU_STACK_KB", 128, 16, 1 << 20);
-#endif
-    return (size_t)kb * 1024;
-}
+thread_local Worker *tls_worker;
 
 Worker *this_worker()
 {
@@ -72,8 +31,8 @@ Worker *this_worker()
             pthread_attr_getstack(&attr, &addr, &size);
             pthread_attr_destroy(&attr);
         }
-        host_stack_bottom = addr;
-        host_stack_size = size;
+        tls_worker->host_stack = addr;
+        tls_worker->host_stack_size = size;
     }
     return tls_worker;
 }
@@ -110,77 +69,14 @@ void fail_block(Worker *w, const Thread *t, const std::string &what)
     w->msg = head + what;
 }
 
-/* ---- stacks ---- */
-
-[[noreturn]] static void fiber_loop(Worker *w, Fiber *f);
 static bool settle_activemask(Worker *w, int base);
 static int warp_base(const Worker *w, const Thread *t);
-
-static void fiber_entry()
-{
-    Worker *w = tls_worker;
-    Fiber *f = w->booting;
-#if GK_EMU_ASAN
-    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
-#endif
-    SWITCH_TO(f->ctx, w->boot, host_stack_bottom, host_stack_size);
-    fiber_loop(w, f);
-}
-
-/* (Re)starts f's coroutine at fiber_entry, which parks at once, ready to run a thread. */
-static void boot_fiber(Worker *w, Fiber *f)
-{
-    ucontext_t uc;
-    getcontext(&uc);
-    uc.uc_stack.ss_sp = f->map + f->guard;
-    uc.uc_stack.ss_size = f->size;
-    uc.uc_link = nullptr;
-    makecontext(&uc, fiber_entry, 0);
-    w->booting = f;
-    f->thread = nullptr;
-    void *volatile fake = nullptr;
-    if (!_setjmp(w->boot)) {
-#if GK_EMU_ASAN
-        __sanitizer_start_switch_fiber((void **)&fake, f->map + f->guard, f->size);
-#endif
-        setcontext(&uc);
-    }
-#if GK_EMU_ASAN
-    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#endif
-    (void)fake;
-}
-
-static Fiber *get_fiber(Worker *w)
-{
-    if (!w->idle.empty()) {
-        Fiber *f = w->idle.back();
-        w->idle.pop_back();
-        return f;
-    }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = stack_bytes();
-    size_t guard = page > 65536 ? page : 65536; /* a large frame may skip a single page */
-    void *map = mmap(nullptr, guard + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
-    if (map == MAP_FAILED) return nullptr;
-    if (mprotect(map, guard, PROT_NONE) != 0) {
-        munmap(map, guard + size);
-        return nullptr;
-    }
-    Fiber *f = new Fiber{};
-    f->map = (char *)map;
-    f->guard = guard;
-    f->size = size;
-    w->fibers.push_back(f);
-    boot_fiber(w, f);
-    return f;
-}
 
 void recycle_fibers(Worker *w)
 {
     for (Fiber *f : w->fibers)
         if (f->thread) {
-            boot_fiber(w, f);
+            fiber_reset(w, f);
             w->idle.push_back(f);
         }
 }
@@ -200,42 +96,41 @@ static void start_thread(Worker *w, Fiber *f)
     threadIdx = t->idx;
 }
 
-/* From the scheduler into f, until f yields back. */
-static void resume(Worker *w, Fiber *f)
-{
-    SWITCH_TO(w->sched, f->ctx, f->map + f->guard, f->size);
-}
-
-/* From the running thread back to the scheduler; returns when the scheduler resumes it. */
-static void yield_to_scheduler(Worker *w, Fiber *f)
-{
-    SWITCH_TO(f->ctx, w->sched, host_stack_bottom, host_stack_size);
-}
-
-static void fiber_loop(Worker *w, Fiber *f)
-{
-    for (;;) {
-        Thread *t = f->thread;
-        w->grid->body(w->grid->closure);
-        t->state = T_DONE;
-        t->fiber = nullptr;
-        w->ndone++;
-        settle_activemask(w, warp_base(w, t));
-        if (w->next_start < w->n) {
-            start_thread(w, f); /* the next thread runs on this stack: no switch */
-            continue;
-        }
-        f->thread = nullptr;
-        w->idle.push_back(f);
-        yield_to_scheduler(w, f);
-    }
-}
-
 static void make_ready(Worker *w, int id)
 {
     w->threads[id].state = T_READY;
     int at = w->ready_head + w->ready_count++;
     w->ready[at >= w->n ? at - w->n : at] = id;
+}
+
+/* The oldest released thread, now the running one. */
+static Thread *take_ready(Worker *w)
+{
+    Thread *t = &w->threads[w->ready[w->ready_head]];
+    w->ready_head = w->ready_head + 1 == w->n ? 0 : w->ready_head + 1;
+    w->ready_count--;
+    t->state = T_RUN;
+    w->cur = t;
+    threadIdx = t->idx;
+    return t;
+}
+
+/* Leaves `from` (its thread waits or it went idle) for a released thread, else a new thread on
+ * another stack, else the scheduler: one switch, not two. Returns when `from` is resumed. */
+static void run_next(Worker *w, Fiber *from)
+{
+    if (w->ready_count) {
+        switch_fiber(w, from, take_ready(w)->fiber);
+        return;
+    }
+    if (w->next_start < w->n) { /* from is not idle here, so fiber_get cannot return it */
+        if (Fiber *f = fiber_get(w)) {
+            start_thread(w, f);
+            switch_fiber(w, from, f);
+            return;
+        }
+    }
+    switch_to_scheduler(w, from);
 }
 
 /* Completes the warp's __activemask once none of its lanes runs or is about to: returns whether
@@ -250,6 +145,7 @@ static bool settle_activemask(Worker *w, int base)
     }
     unsigned m = wp.at_activemask;
     wp.at_activemask = 0;
+    w->at_activemask -= __builtin_popcount(m);
     for (int l = 0; l < 32; l++)
         if (m >> l & 1) {
             wp.slot[l]->result = m;
@@ -260,12 +156,31 @@ static bool settle_activemask(Worker *w, int base)
 
 static int warp_base(const Worker *w, const Thread *t) { return (int)(t - w->threads.data()) & ~31; }
 
+void fiber_main(Worker *w, Fiber *f)
+{
+    for (;;) {
+        Thread *t = f->thread;
+        w->grid->body(w->grid->closure);
+        t->state = T_DONE;
+        t->fiber = nullptr;
+        w->ndone++;
+        if (w->at_activemask) settle_activemask(w, warp_base(w, t));
+        if (w->next_start < w->n) {
+            start_thread(w, f); /* the next thread runs on this stack: no switch */
+            continue;
+        }
+        f->thread = nullptr;
+        w->idle.push_back(f);
+        run_next(w, f);
+    }
+}
+
 static void wait_here(Worker *w, ThreadState why)
 {
     Thread *t = w->cur;
     t->state = why;
-    settle_activemask(w, warp_base(w, t));
-    yield_to_scheduler(w, t->fiber);
+    if (w->at_activemask) settle_activemask(w, warp_base(w, t));
+    run_next(w, t->fiber);
 }
 
 /* ---- the block ---- */
@@ -285,7 +200,7 @@ static void setup_block(Worker *w, uint64_t b)
     for (int i = 0; i < n; i++) w->threads[i].state = T_NEW;
     for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = 0;
     w->ready_head = w->ready_count = 0;
-    w->next_start = w->ndone = w->at_barrier = 0;
+    w->next_start = w->ndone = w->at_barrier = w->at_activemask = 0;
     w->failed = false;
     w->cur = nullptr;
 }
@@ -335,21 +250,15 @@ void run_block(Worker *w, uint64_t b)
     setup_block(w, b);
     while (!w->failed) {
         if (w->ready_count) {
-            Thread *t = &w->threads[w->ready[w->ready_head]];
-            w->ready_head = w->ready_head + 1 == w->n ? 0 : w->ready_head + 1;
-            w->ready_count--;
-            t->state = T_RUN;
-            w->cur = t;
-            threadIdx = t->idx;
-            resume(w, t->fiber);
+            switch_to_fiber(w, take_ready(w)->fiber);
         } else if (w->next_start < w->n) {
-            Fiber *f = get_fiber(w);
+            Fiber *f = fiber_get(w);
             if (!f) {
                 fail_block(w, &w->threads[w->next_start], "no memory for another thread stack");
                 break;
             }
             start_thread(w, f);
-            resume(w, f);
+            switch_to_fiber(w, f);
         } else {
             break;
         }
@@ -364,7 +273,7 @@ void fail_thread(Worker *w, const char *fmt, ...)
     va_start(ap, fmt);
     fail_block(w, w->cur, vformat(fmt, ap));
     va_end(ap);
-    yield_to_scheduler(w, w->cur->fiber); /* never resumed: the block is over */
+    switch_to_scheduler(w, w->cur->fiber); /* never resumed: the block is over */
     __builtin_unreachable();
 }
 
@@ -435,11 +344,12 @@ unsigned __activemask()
     Warp &wp = w->warps[base / 32];
     wp.slot[lane] = t->slot = &s;
     wp.at_activemask |= 1u << lane;
+    w->at_activemask++;
     t->state = T_WARP;
     if (settle_activemask(w, base)) {
         t->state = T_RUN;
         return (unsigned)s.result;
     }
-    yield_to_scheduler(w, t->fiber);
+    run_next(w, t->fiber);
     return (unsigned)s.result;
 }

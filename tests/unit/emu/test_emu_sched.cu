@@ -290,6 +290,7 @@ static void test_other_faults(void)
     fflush(NULL);
     pid_t pid = fork(); /* any other fault still crashes the process */
     if (pid == 0) {
+        freopen("/dev/null", "w", stderr); /* quiet: a sanitizer's report would read as a failure */
         GK_LAUNCH(wild_write, 1, 32, 0, 0, out);
         _exit(0);
     }
@@ -410,6 +411,9 @@ static int print_digest(void)
         d = (d ^ bits) * 1099511628211ull;
     }
     printf("%016llx\n", (unsigned long long)d);
+    free(h);
+    cudaFree(in);
+    cudaFree(out);
     return 0;
 }
 
