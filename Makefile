@@ -1,4 +1,4 @@
-# gptkit: one entry point. make | make test | make check | make demo | make bench | make install
+# gptkit: one entry point. make | make test | make check | make demo | make bench | make bench-gpu | make install
 # Sources are found by wildcard: common/**.c -> libgptcommon.a, kernels/**.c -> libgptkernels.a,
 # <tool>/*.c -> bin/gpt-<tool>, tests/unit/test_*.c -> one test binary each.
 
@@ -17,7 +17,7 @@ DEBS    := libpcre2-8:libpcre2-dev libarchive:libarchive-dev jansson:libjansson-
 MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
              echo "$(DEBS) $$p:$$p" | tr ' ' '\n' | grep -m1 "^$$p:" | cut -d: -f2; done)
 ifneq ($(MISSING),)
-ifeq ($(filter deps test check demo bench clean,$(MAKECMDGOALS)),)
+ifeq ($(filter deps test check demo bench bench-gpu clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Run 'make deps' (installs them with apt-get))
 endif
 endif
@@ -82,7 +82,7 @@ EMU_LDFLAGS := -fsanitize=address,undefined
 endif
 PIC_CFLAGS := $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC -fvisibility=hidden -I.
 
-.PHONY: all deps test check demo bench install clean lint
+.PHONY: all deps test check demo bench bench-gpu install clean lint
 all: $(BINS) $(CUDA_LIBS)
 
 $(BUILD)/obj/%.o: %.c
@@ -173,6 +173,13 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@bash tests/bench/run.sh $(BUILD)
+
+# On a machine with a GPU (and often no network: no deps step): GPT-2 124M training steps and
+# decoding on device = cuda beside PyTorch (tests/bench/run_gpu.sh; BENCH_DEVICE=cuda-emu with
+# BENCH_CONFIG=S runs it anywhere).
+bench-gpu:
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@bash tests/bench/run_gpu.sh $(BUILD)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS)
 	@mkdir -p $(dir $@)

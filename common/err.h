@@ -5,6 +5,10 @@
 #ifndef GK_ERR_H
 #define GK_ERR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum gk_code {
     GK_OK = 0,
     GK_EIO = -1,       /* read/write/open failure (errno-based) */
@@ -26,5 +30,9 @@ int gk_errf(gk_err *e, int code, const char *fmt, ...) __attribute__((format(pri
 int gk_errno(gk_err *e, const char *what);
 /* Exit status a tool should use for code: 0 ok, 2 usage, 1 anything else. */
 int gk_exit_status(int code);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

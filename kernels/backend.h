@@ -81,8 +81,8 @@ typedef struct gk_ops {
      * bias (N, fp32, or NULL) is added to every row; with pre_gelu non-NULL (type tc, (M,N), row
      * stride ldc; beta must be 0) pre_gelu = the result and C = gelu(pre_gelu) (GELU's tanh form).
      * Type combinations every backend implements: all GK_F32; (ta, tb, tc) = (be->act, wt, be->act)
-     * and (be->act, be->act, GK_F32) where wt is the model's weight type (GK_F32, or GK_BF16 for
-     * bf16 weights); others may fail with GK_EUSAGE. */
+     * with A not transposed, and (be->act, be->act, GK_F32), where wt is the model's weight type
+     * (GK_F32, or GK_BF16 for bf16 weights); others may fail with GK_EUSAGE. */
     void (*gemm)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
                  const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
                  void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
@@ -142,7 +142,8 @@ typedef struct gk_ops {
                      const int *targets, float dloss, int N, int V, int Vp);
 
     /* ---- optimizer (fp32 master weights, gradients and moments) ---- */
-    /* *host_out = sum of squares of x (n), accumulated in double (fixed split, deterministic). */
+    /* *host_out = sum of squares of x (n): partial sums of up to 1024 squares in fp32 or wider,
+     * accumulated in double (a fixed split: deterministic). */
     void (*sumsq)(gk_backend *be, double *host_out, const float *x, size_t n);
     /* x (n) *= s. */
     void (*scale)(gk_backend *be, float *x, float s, size_t n);

@@ -5,11 +5,6 @@
  * (gk_cuda_backend_entry). Compiled by nvcc into libgptkit-cuda.so, or by g++ against kernels/emu
  * into libgptkit-cuda-emu.so (GK_CUDA_EMU); every other symbol is hidden (-fvisibility=hidden).
  * Thread safety: as backend.h (one host thread per backend). */
-/* common/err.h has no extern "C" of its own and backend.h includes it outside its own: give
- * gk_errf C linkage before cuda_internal.h includes it (asked of the lead: guard err.h). */
-extern "C" {
-#include "common/err.h"
-}
 #include "kernels/cuda/cuda_internal.h"
 
 #include <stdio.h>

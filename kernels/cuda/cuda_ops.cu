@@ -7,51 +7,8 @@
  * moved by 16-byte loads; V = 1 is the fallback when a row length or a pointer is not aligned.
  * Reductions are deterministic: fixed splits that depend on the shapes only, per-block partials in
  * the backend's scratch, and a second pass that sums them in a fixed order. */
-#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/cuda_pack.h"
 
-#include "kernels/rng.h"
-
-/* ---- packs (the same helpers are in cuda_ops_rows.cu) ---- */
-
-namespace { /* internal linkage: the twin helpers of the other cuda_ops file stay separate */
-
-template <typename E, int N> struct alignas(sizeof(E) * N) cu_pack {
-    E v[N];
-};
-/* f[0..N) = p[0..N) as floats; p aligned to N elements; loads of at most 16 bytes. */
-template <int N, typename E> static __device__ __forceinline__ void load_f(float *f, const E *p)
-{
-    constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
-    for (int k = 0; k < N; k += W) {
-        cu_pack<E, W> q = *reinterpret_cast<const cu_pack<E, W> *>(p + k);
-        for (int j = 0; j < W; j++) f[k + j] = cu_f(q.v[j]);
-    }
-}
-/* p[0..N) = f[0..N) rounded to E. */
-template <int N, typename E> static __device__ __forceinline__ void store_f(E *p, const float *f)
-{
-    constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
-    for (int k = 0; k < N; k += W) {
-        cu_pack<E, W> q;
-        for (int j = 0; j < W; j++) q.v[j] = cu_to<E>(f[k + j]);
-        *reinterpret_cast<cu_pack<E, W> *>(p + k) = q;
-    }
-}
-
-template <typename T_, int V_> struct op_cfg {
-    typedef T_ T;
-    static constexpr int V = V_;
-};
-/* The encoder's configuration adds the type of wte (W). */
-template <typename T_, typename W_, int V_> struct enc_cfg {
-    typedef T_ T;
-    typedef W_ W;
-    static constexpr int V = V_;
-};
-
-} /* namespace */
-
-static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 /* Packs of 16 bytes when every pointer allows it, else single elements. */
 template <typename T> static inline int pack_width(bool ok) { return ok ? (int)(16 / sizeof(T)) : 1; }
 
@@ -61,13 +18,6 @@ static unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
     size_t cap = (size_t)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
     size_t b = (items + threads - 1) / threads;
     return (unsigned)(b < 1 ? 1 : b < cap ? b : cap);
-}
-#define GRID_STRIDE(k, n) \
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (size_t)gridDim.x * blockDim.x)
-
-static __device__ __forceinline__ float dropout_of(uint64_t key, size_t i, float p)
-{
-    return p > 0.0f ? gk_rng_dropout(key, i, p) : 1.0f;
 }
 
 /* ---- bias backward: column sums, partials per chunk of rows ---- */

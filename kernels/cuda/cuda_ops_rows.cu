@@ -2,61 +2,16 @@
  * deterministic sort of the tokens), layernorm forward and backward, and softmax cross-entropy
  * forward and backward (one block per row, online max and sum in fp32).
  * Kernels are templates on one parameter P (an op_cfg: activation type T, pack width V; see
- * cuda_ops.cu), packs are 16-byte loads, V = 1 when a row or pointer is not aligned. Reductions
+ * cuda_pack.h), packs are 16-byte loads, V = 1 when a row or pointer is not aligned. Reductions
  * over rows have a fixed split (a function of the shapes only) with per-block partials in the
  * backend's scratch summed in order by a second kernel. */
-#include "kernels/cuda/cuda_internal.h"
-
-#include "kernels/rng.h"
-
-/* ---- packs (the same helpers are in cuda_ops.cu) ---- */
-
-namespace { /* internal linkage: the twin helpers of the other cuda_ops file stay separate */
-
-template <typename E, int N> struct alignas(sizeof(E) * N) cu_pack {
-    E v[N];
-};
-template <int N, typename E> static __device__ __forceinline__ void load_f(float *f, const E *p)
-{
-    constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
-    for (int k = 0; k < N; k += W) {
-        cu_pack<E, W> q = *reinterpret_cast<const cu_pack<E, W> *>(p + k);
-        for (int j = 0; j < W; j++) f[k + j] = cu_f(q.v[j]);
-    }
-}
-template <int N, typename E> static __device__ __forceinline__ void store_f(E *p, const float *f)
-{
-    constexpr int W = (int)(16 / sizeof(E)) < N ? (int)(16 / sizeof(E)) : N;
-    for (int k = 0; k < N; k += W) {
-        cu_pack<E, W> q;
-        for (int j = 0; j < W; j++) q.v[j] = cu_to<E>(f[k + j]);
-        *reinterpret_cast<cu_pack<E, W> *>(p + k) = q;
-    }
-}
-template <typename T_, int V_> struct op_cfg {
-    typedef T_ T;
-    static constexpr int V = V_;
-};
-template <typename T_, typename W_, int V_> struct enc_cfg {
-    typedef T_ T;
-    typedef W_ W;
-    static constexpr int V = V_;
-};
-} /* namespace */
-
-static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+#include "kernels/cuda/cuda_pack.h"
 
 static __device__ __forceinline__ float warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-static __device__ __forceinline__ float dropout_of(uint64_t key, size_t i, float p)
-{
-    return p > 0.0f ? gk_rng_dropout(key, i, p) : 1.0f;
-}
-#define GRID_STRIDE(k, n) \
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (size_t)gridDim.x * blockDim.x)
 
 /* ---- embedding ---- */
 
