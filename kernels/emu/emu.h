@@ -9,7 +9,10 @@
  * - __shared__ arrays of trivial types, inside kernels/device functions or at file scope, never
  *   initialized; dynamic shared memory only through GK_DYN_SMEM(type, name) (never extern __shared__)
  * - __syncthreads, __syncwarp(mask), __shfl_sync / _up / _down / _xor (with width), __ballot_sync,
- *   __any_sync, __all_sync, __activemask (lanes that have not exited), __threadfence(_block)
+ *   __any_sync, __all_sync, __activemask (the lanes that call it together), __threadfence(_block).
+ *   Stricter than CUDA on sm_70+, which lets a mask name exited lanes (their shuffled values are
+ *   undefined): here every lane of the mask must exist and arrive, so a full mask after an early
+ *   return, or in a block whose size is not a multiple of 32, is an error.
  * - atomicAdd (float, double, int, unsigned, unsigned long long), atomicSub (int, unsigned),
  *   atomicMax/atomicMin (int, unsigned), atomicCAS (int, unsigned, unsigned long long),
  *   atomicExch (int, unsigned, unsigned long long, float)

@@ -34,6 +34,7 @@ struct gk_emu_lt_layout {
 };
 struct gk_emu_lt_pref {
     uint64_t max_workspace;
+    uint32_t search_mode, min_alignment[4];
 };
 
 namespace {
@@ -159,6 +160,9 @@ const char *cublasGetStatusName(cublasStatus_t status)
     return "CUBLAS_STATUS_UNKNOWN";
 }
 
+const char *cublasLtGetStatusName(cublasStatus_t status) { return cublasGetStatusName(status); }
+const char *cublasLtGetStatusString(cublasStatus_t status) { return cublasGetStatusString(status); }
+
 const char *cublasGetStatusString(cublasStatus_t status)
 {
     switch (status) {
@@ -243,7 +247,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublas
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref)
 {
     if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-    *pref = new gk_emu_lt_pref{0};
+    *pref = new gk_emu_lt_pref{0, 0, {256, 256, 256, 256}};
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -258,7 +262,15 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     size_t size)
 {
     if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-    if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return set_field(pref->max_workspace, buf, size);
+    switch (attr) {
+    case CUBLASLT_MATMUL_PREF_SEARCH_MODE: return set_field(pref->search_mode, buf, size);
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return set_field(pref->max_workspace, buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+        return set_field(pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, size);
+    }
     return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 

@@ -78,7 +78,15 @@ typedef enum {
 
 typedef enum { CUBLASLT_ORDER_COL = 0, CUBLASLT_ORDER_ROW = 1 } cublasLtOrder_t; /* COL only */
 
-typedef enum { CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1 } cublasLtMatmulPreferenceAttributes_t;
+/* Accepted; the emulator needs no workspace and no alignment. */
+typedef enum {
+    CUBLASLT_MATMUL_PREF_SEARCH_MODE = 0,
+    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
+} cublasLtMatmulPreferenceAttributes_t;
 
 typedef struct gk_emu_lt_handle *cublasLtHandle_t;
 typedef struct gk_emu_lt_desc *cublasLtMatmulDesc_t;
@@ -97,7 +105,9 @@ typedef struct {
 
 GK_EMU_API cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle);
 GK_EMU_API cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle);
-GK_EMU_API const char *cublasGetStatusString(cublasStatus_t status);
+GK_EMU_API const char *cublasLtGetStatusString(cublasStatus_t status);
+GK_EMU_API const char *cublasLtGetStatusName(cublasStatus_t status);
+GK_EMU_API const char *cublasGetStatusString(cublasStatus_t status); /* libcublas's names */
 GK_EMU_API const char *cublasGetStatusName(cublasStatus_t status);
 
 GK_EMU_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,

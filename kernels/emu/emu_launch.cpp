@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -202,11 +203,19 @@ struct Pool {
 };
 static Pool *pool;
 
+/* GK_EMU_THREADS, else the CPUs this process may run on. */
 static int pool_threads()
 {
-    static const int n = env_int("GK_EMU_THREADS", (int)std::thread::hardware_concurrency(), 1, 256);
+    static const int n = [] {
+        cpu_set_t set;
+        int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        return env_int("GK_EMU_THREADS", cpus > 0 ? cpus : 1, 1, 256);
+    }();
     return n;
 }
+
+/* A forked child has none of the pool's threads: it starts its own pool if it launches. */
+static void forget_pool_in_child() { pool = nullptr; }
 
 static void pool_main(Pool *p)
 {
@@ -229,11 +238,16 @@ static void pool_main(Pool *p)
 /* Runs g on the pool and this thread; false when the pool is busy with another launch. */
 static bool run_on_pool(Grid *g)
 {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        pool = new Pool;
-        for (int i = 1; i < pool_threads(); i++) pool->threads.emplace_back(pool_main, pool);
-    });
+    static std::mutex create;
+    {
+        std::lock_guard<std::mutex> lock(create);
+        static bool atfork = pthread_atfork(nullptr, nullptr, forget_pool_in_child) == 0;
+        (void)atfork;
+        if (!pool) {
+            pool = new Pool;
+            for (int i = 1; i < pool_threads(); i++) pool->threads.emplace_back(pool_main, pool);
+        }
+    }
     if (!pool->in_use.try_lock()) return false;
     {
         std::lock_guard<std::mutex> lock(pool->mu);

@@ -207,7 +207,10 @@ static void test_refusals(void)
           CUBLAS_STATUS_INVALID_VALUE); /* aux ld not a multiple of 8 */
     int32_t trans = CUBLAS_OP_T;
     CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, 2) == CUBLAS_STATUS_INVALID_VALUE);
-    CHECK(strlen(cublasGetStatusString(CUBLAS_STATUS_NOT_SUPPORTED)) > 0);
+    CHECK(strlen(cublasLtGetStatusString(CUBLAS_STATUS_NOT_SUPPORTED)) > 0);
+    uint32_t align = 4;
+    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align, sizeof align));
+    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align, sizeof align));
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(f32), cublasLtMatrixLayoutDestroy(b16);
     cublasLtMatrixLayoutDestroy(wide), cublasLtMatrixLayoutDestroy(thin);

@@ -2,6 +2,7 @@
  * events, the device's properties and attributes, errors (last, peek, sticky faults, detailed
  * messages) and fault injection (GK_EMU_FAIL_MALLOC, GK_EMU_FAIL_LAUNCH, GK_EMU_NO_DEVICE). */
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,6 +117,29 @@ static void test_device(void)
 #endif
 }
 
+/* A forked child that launches gets host threads of its own (the parent's are not in it). */
+static void test_fork_child_launches(void)
+{
+    enum { n = 64 * 256 };
+    int *d = to_dev<int>(NULL, n);
+    CUDA_OK(cudaMemset(d, 0, n * sizeof(int)));
+    GK_LAUNCH(add_one, n / 256, 256, 0, 0, d, (int)n); /* the parent's pool is up */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        GK_LAUNCH(add_one, n / 256, 256, 0, 0, d, (int)n);
+        static int h[n];
+        cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+        int bad = cudaGetLastError() != cudaSuccess;
+        for (int i = 0; i < n; i++) bad += h[i] != 2;
+        _exit(bad ? 1 : 0);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %x", status);
+    cudaFree(d);
+}
+
 #if defined(GK_CUDA_EMU)
 static void test_fail_malloc(void)
 {
@@ -163,6 +187,7 @@ int main(void)
     RUN(test_copies);
     RUN(test_events);
     RUN(test_device);
+    RUN(test_fork_child_launches);
 #if defined(GK_CUDA_EMU)
     RUN(test_fail_malloc);
     RUN(test_fail_launch);
