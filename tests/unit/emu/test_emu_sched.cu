@@ -112,19 +112,21 @@ __global__ void shuffles(int *out, double *dbl)
     out[2 * n + t] = __shfl_up_sync(0xffffffffu, t, 2, 8);
     out[3 * n + t] = __shfl_sync(0xffffffffu, t, 3, 16);
     out[4 * n + t] = __shfl_xor_sync(0xffffffffu, t, 8, 8);
+    out[5 * n + t] = __shfl_down_sync(0xffffffffu, t, 2, 16);
+    out[6 * n + t] = __shfl_sync(0xffffffffu, t, 35); /* source lane 35 % 32 */
     dbl[t] = __shfl_sync(0xffffffffu, t + 0.5, 31);
 }
 
 static void test_shuffles(void)
 {
     enum { n = 64 };
-    int h[5 * n];
+    int h[7 * n];
     double hd[n];
-    int *out = to_dev<int>(NULL, 5 * n);
+    int *out = to_dev<int>(NULL, 7 * n);
     double *dbl = to_dev<double>(NULL, n);
     GK_LAUNCH(shuffles, 1, n, 0, 0, out, dbl);
     CUDA_OK(cudaGetLastError());
-    to_host(h, out, 5 * n);
+    to_host(h, out, 7 * n);
     to_host(hd, dbl, n);
     for (int t = 0; t < n; t++) {
         int lane = t % 32, warp_sum = 496 + (t / 32) * 32 * 32; /* 0+..+31, 32+..+63 */
@@ -133,6 +135,8 @@ static void test_shuffles(void)
         CHECKF(h[2 * n + t] == (lane % 8 >= 2 ? t - 2 : t), "up width 8 at %d: %d", t, h[2 * n + t]);
         CHECKF(h[3 * n + t] == (t & ~15) + 3, "broadcast width 16 at %d: %d", t, h[3 * n + t]);
         CHECKF(h[4 * n + t] == (lane & 8 ? t - 8 : t), "xor 8 width 8 at %d: %d", t, h[4 * n + t]);
+        CHECKF(h[5 * n + t] == (lane % 16 < 14 ? t + 2 : t), "down width 16 at %d: %d", t, h[5 * n + t]);
+        CHECKF(h[6 * n + t] == (t & ~31) + 3, "source lane 35 at %d: %d", t, h[6 * n + t]);
         CHECKF(hd[t] == (t & ~31) + 31.5, "double broadcast at %d: %g", t, hd[t]);
     }
     cudaFree(out);
