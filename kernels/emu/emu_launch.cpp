@@ -308,6 +308,11 @@ static cudaError_t check_config(const LaunchSpec &s, char *why, size_t n)
 void launch(const LaunchSpec &s, BodyFn body, const void *closure)
 {
     if (sticky_error()) return; /* cudaGetLastError reports the earlier fault */
+    if (kernel_worker()) {
+        record_error(cudaErrorLaunchFailure, true, "kernel '%s' launched from a kernel (no dynamic parallelism)",
+                     s.name);
+        return;
+    }
     char why[256];
     if (cudaError_t e = check_config(s, why, sizeof why)) {
         record_error(e, false, "kernel '%s': %s", s.name, why);

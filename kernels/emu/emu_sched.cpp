@@ -235,8 +235,11 @@ static void report_deadlock(Worker *w)
     } else {
         int base = (int)(t - th) & ~31;
         const Warp &wp = w->warps[base / 32];
-        int lane = 0;
-        while (lane < 31 && (!(t->slot->mask >> lane & 1) || (wp.arrived >> lane & 1))) lane++;
+        int lane = 0; /* the first lane of the mask that is not at this same collective */
+        while (lane < 31 && (!(t->slot->mask >> lane & 1) ||
+                             ((wp.arrived >> lane & 1) && wp.slot[lane]->kind == t->slot->kind &&
+                              wp.slot[lane]->mask == t->slot->mask)))
+            lane++;
         missing = &th[base + lane];
         snprintf(msg, sizeof msg, "%s (mask 0x%08x) never completes: lane %d, thread %s, %s",
                  collective_name(t->slot->kind), t->slot->mask, lane, thread_name(w, missing).c_str(),
@@ -298,6 +301,12 @@ uint64_t warp_collective(WarpSlot *s)
         fail_thread(w, "%s with mask 0x%08x names lanes past the end of the block (this warp has %d)",
                     collective_name(s->kind), s->mask, lanes);
     Warp &wp = w->warps[base / 32];
+    for (int l = 0; l < 32; l++) { /* a lane this one waits for that waits elsewhere: a deadlock */
+        const WarpSlot *o = wp.slot[l];
+        if ((wp.arrived >> l & 1) && (s->mask >> l & 1) && (o->kind != s->kind || o->mask != s->mask))
+            fail_thread(w, "warp collectives do not match: lane %d at %s (mask 0x%08x), lane %d at %s (mask 0x%08x)",
+                        l, collective_name(o->kind), o->mask, lane, collective_name(s->kind), s->mask);
+    }
     wp.slot[lane] = s;
     wp.arrived |= 1u << lane;
     t->slot = s;
@@ -305,11 +314,6 @@ uint64_t warp_collective(WarpSlot *s)
         wait_here(w, T_WARP);
         return s->result;
     }
-    for (int l = 0; l < 32; l++)
-        if ((s->mask >> l & 1) && (wp.slot[l]->kind != s->kind || wp.slot[l]->mask != s->mask))
-            fail_thread(w, "warp collectives do not match: lane %d at %s (mask 0x%08x), lane %d at %s (mask 0x%08x)",
-                        l, collective_name(wp.slot[l]->kind), wp.slot[l]->mask, lane, collective_name(s->kind),
-                        s->mask);
     complete_collective(wp.slot, s->mask);
     wp.arrived &= ~s->mask;
     for (int l = 0; l < 32; l++)

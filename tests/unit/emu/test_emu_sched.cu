@@ -235,6 +235,23 @@ __global__ void warp_vs_barrier(int *out)
 
 __global__ void mask_without_caller(int *out) { out[threadIdx.x] = __shfl_sync(0x1u, (int)threadIdx.x, 0); }
 
+/* Lane 0 waits for lane 1 with mask 0x3, lane 1 goes on with a shuffle of its own (mask 0x2). */
+__global__ void masks_disagree(int *out)
+{
+    unsigned lane = threadIdx.x % 32;
+    if (lane == 0) out[0] = __shfl_sync(0x3u, 5, 1);
+    if (lane == 1) out[1] = __shfl_sync(0x2u, 6, 1);
+}
+
+/* No dynamic parallelism: a launch from a kernel fails (and would need -rdc with nvcc). */
+__global__ void nested_launch(int *out)
+{
+    if (threadIdx.x == 0) GK_LAUNCH(masks_disagree, 1, 32, 0, 0, out);
+}
+
+/* Lane 0 waits for lane 1 with mask 0x3, lane 1 waits for the whole warp. */
+__global__ void masks_overlap(int *out) { out[threadIdx.x] = __shfl_sync(threadIdx.x == 0 ? 0x3u : ~0u, 1, 0); }
+
 /* Launches kernel on `blocks` blocks of 32 and checks the error names it and the words. */
 #define EXPECT_FAULT(kernel, blocks, w1, w2)                                                 \
     do {                                                                                     \
@@ -257,6 +274,14 @@ static void test_barrier_and_warp_errors(void)
                  "lane 16, thread (16,0,0), exited");
     EXPECT_FAULT(warp_vs_barrier, 1, "__shfl_xor_sync", "waits at __syncthreads");
     EXPECT_FAULT(mask_without_caller, 1, "leaves out the calling lane 1", "thread (1,0,0)");
+    EXPECT_FAULT(masks_disagree, 1, "__shfl_sync (mask 0x00000003) never completes", "lane 1, thread (1,0,0), exited");
+    EXPECT_FAULT(masks_overlap, 1, "warp collectives do not match", "lane 0 at __shfl_sync (mask 0x00000003)");
+    int *out = to_dev<int>(NULL, 32);
+    GK_LAUNCH(nested_launch, 1, 32, 0, 0, out);
+    const char *nested[] = {"masks_disagree", "launched from a kernel"};
+    CHECK(launch_failed_with(cudaErrorLaunchFailure, nested, 2));
+    CUDA_OK(cudaDeviceReset());
+    cudaFree(out);
     test_block_reduction(); /* the emulator is fine afterwards */
 }
 
