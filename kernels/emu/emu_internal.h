@@ -1,8 +1,9 @@
 /* emu_internal.h: what the emulator's .cpp files share (not for kernel code).
  * Owns: the per-host-thread Worker (coroutine stacks, the running block's threads and warps,
  * dynamic shared memory with its guard), the Grid a launch shares between host threads, and the
- * error and device-limit helpers. emu_sched.cpp runs blocks, emu_launch.cpp runs grids,
- * emu_warp.cpp computes warp collectives and wmma, emu_runtime.cpp keeps the error state. */
+ * error and device-limit helpers. emu_sched.cpp runs blocks, emu_fiber.cpp owns the stacks and
+ * switches, emu_launch.cpp runs grids, emu_warp.cpp computes warp collectives and wmma,
+ * emu_runtime.cpp keeps the error state, emu_cublaslt.cpp maps cuBLASLt to CBLAS. */
 #ifndef GK_EMU_INTERNAL_H
 #define GK_EMU_INTERNAL_H
 
