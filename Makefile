@@ -145,6 +145,19 @@ $(EMU_LIB): $(EMU_OBJS) $(BUILD)/lib/gptkit-cuda.map
 	$(CXX) -shared $(EMU_LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
 	  $(EMU_LDLIBS)
 
+# The emulator's own tests (tests/unit/emu/test_emu_*.cu): g++ against kernels/emu alone, and
+# with nvcc, when found, compiled for sm_90 too (the dialect must stay CUDA).
+EMU_CORE_OBJS := $(patsubst %.cpp,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.cpp))
+EMU_TEST_SRC  := $(wildcard tests/unit/emu/test_emu_*.cu)
+EMU_TESTS     := $(if $(HAVE_CXX),$(EMU_TEST_SRC:tests/unit/emu/%.cu=$(BUILD)/tests/%))
+EMU_NVCC      := $(if $(NVCC),$(EMU_TEST_SRC:tests/unit/emu/%.cu=$(BUILD)/nvcc/%.o))
+$(BUILD)/tests/test_emu_%: $(BUILD)/emu/tests/unit/emu/test_emu_%.o $(EMU_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_LDFLAGS) -o $@ $^ $(EMU_LDLIBS)
+$(BUILD)/nvcc/%.o: tests/unit/emu/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -c -arch=sm_90 -std=c++17 -I. $< -o $@
+
 cuda: $(CUDA_LIBS)
 .PHONY: cuda
 
@@ -156,7 +169,7 @@ test: deps
 	@bash tests/run.sh $(BUILD)
 
 # test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib)
-units: $(UNIT_BINS) $(CUDA_LIBS)
+units: $(UNIT_BINS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
 .PHONY: units
 
 check: deps

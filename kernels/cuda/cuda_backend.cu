@@ -20,9 +20,6 @@
 #define CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt workspace (Hopper's recommendation) */
 #define CU_MIN_SCRATCH ((size_t)64 << 10)     /* scratch before reserve: small ops never get NULL */
 
-#ifdef GK_CUDA_EMU /* kernels/emu names it after libcublas's (asked to add cuBLASLt's name) */
-#define cublasLtGetStatusString cublasGetStatusString
-#endif
 
 /* ---- errors ---- */
 

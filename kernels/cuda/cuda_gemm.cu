@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef GK_CUDA_EMU /* kernels/emu names it after libcublas's (asked to add cuBLASLt's name) */
-#define cublasLtGetStatusString cublasGetStatusString
-#endif
 
 /* ---- kernels: epilogue math shared by the fallbacks ---- */
 
@@ -257,13 +254,9 @@ static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const 
 }
 
 /* The pointers' alignments, so that the heuristic does not assume 256 bytes (cuBLASLt's A is our
- * B and its B our A). The emulator ignores alignment and does not have these attributes yet. */
+ * B and its B our A). */
 static int set_alignments(gk_backend *be, cublasLtMatmulPreference_t pref, const gemm_key *k)
 {
-#ifdef GK_CUDA_EMU
-    (void)be, (void)pref, (void)k;
-    return 0;
-#else
     const cublasLtMatmulPreferenceAttributes_t attr[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -274,7 +267,6 @@ static int set_alignments(gk_backend *be, cublasLtMatmulPreference_t pref, const
                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)"))
             return -1;
     return 0;
-#endif
 }
 
 /* Asks cuBLASLt for an algorithm for the plan's current epilogue: 1 found, 0 refused (the
