@@ -81,6 +81,13 @@ EMU_CXXFLAGS += $(EMU_SAN)
 EMU_LDFLAGS := -fsanitize=address,undefined
 endif
 PIC_CFLAGS := $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC -fvisibility=hidden -I.
+# WERROR=1 (CI): every warning of nvcc, the host compiler under it, g++ and cc is an error.
+ifeq ($(WERROR),1)
+NVCC_FLAGS   += -Werror all-warnings -Xcompiler -Werror
+EMU_CXXFLAGS += -Werror
+PIC_CFLAGS   += -Werror
+GK_CFLAGS    += -Werror
+endif
 
 .PHONY: all deps test check demo bench bench-gpu install clean lint
 all: $(BINS) $(CUDA_LIBS)
