@@ -31,6 +31,10 @@ static int beside_binary(char *buf, size_t n, const char *name)
     return w > 0 && (size_t)w < n ? 0 : -1;
 }
 
+/* RTLD_NODELETE: a library closed again (no GPU, wrong ABI) stays mapped, since unloading the C++
+ * runtime it brought would leave its allocations (libstdc++'s exception pool) dangling. */
+#define GK_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+
 /* dlopens the library for device (file name lib): $GPT_CUDA_LIB, else beside the binary, else
  * the search path. *where gets the path or name that was tried last, for messages. */
 static int load_library(void **h, const char *device, const char *lib, char *where, size_t n,
@@ -39,20 +43,20 @@ static int load_library(void **h, const char *device, const char *lib, char *whe
     const char *env = getenv("GPT_CUDA_LIB");
     if (env && *env) {
         snprintf(where, n, "%s", env);
-        if ((*h = dlopen(env, RTLD_NOW | RTLD_LOCAL)))
+        if ((*h = dlopen(env, GK_DLOPEN_FLAGS)))
             return 0;
         const char *why = dlerror();
         return gk_errf(e, access(env, F_OK) ? GK_ENOTFOUND : GK_EFORMAT,
                        "device %s: GPT_CUDA_LIB=%s: %s", device, env, why ? why : "cannot load");
     }
     if (beside_binary(where, n, lib) == 0 && access(where, F_OK) == 0) {
-        if ((*h = dlopen(where, RTLD_NOW | RTLD_LOCAL)))
+        if ((*h = dlopen(where, GK_DLOPEN_FLAGS)))
             return 0;
         const char *why = dlerror();
         return gk_errf(e, GK_EFORMAT, "device %s: %s", device, why ? why : where);
     }
     snprintf(where, n, "%s", lib);
-    if ((*h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
+    if ((*h = dlopen(lib, GK_DLOPEN_FLAGS)))
         return 0;
     const char *why = dlerror();
     if (!why || strstr(why, "No such file"))
