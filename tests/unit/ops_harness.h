@@ -1,0 +1,308 @@
+/* ops_harness.h: the driver of test_ops.c (header-only, like test.h: it is that binary's main).
+ * Owns: the device under test and the reference backend, the case description (buffers by element
+ * class and role, the function that runs the op on one backend), running a case on both backends
+ * through the ops interface only, the tolerance check described in test_ops.c, and the loop over
+ * devices and activation types. Not thread-safe: one test binary, one thread. */
+#ifndef GK_OPS_HARNESS_H
+#define GK_OPS_HARNESS_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu/ref.h"
+#include "kernels/rng.h"
+#include "test.h"
+
+#define U32 5.9604644775390625e-8 /* 2^-24 */
+#define U16 3.90625e-3            /* 2^-8 */
+
+static gk_backend *dev, *ref;
+static const char *dev_name;
+static uint64_t seed = 1;
+
+/* Opens dev_name with bf16 activations or not; 0, or the error in e. */
+static int open_dev(int bf16, gk_err *e)
+{
+    gk_backend_opts o = {dev_name, 0, bf16};
+    int rc = gk_backend_open(&dev, &o, e);
+    if (rc == 0 && (rc = dev->ops->reserve(dev, 4096, 1024, 64, 128, e))) { /* above every case */
+        gk_backend_free(dev);
+        dev = NULL;
+    }
+    return rc;
+}
+/* After a failed case: a fresh device, so that its sticky error does not fail every later one. */
+static void reopen_dev(void)
+{
+    if (!dev->err.code) return;
+    int bf16 = dev->act == GK_BF16;
+    gk_err e = {0};
+    gk_backend_free(dev);
+    if (open_dev(bf16, &e)) {
+        fprintf(stderr, "test_ops: reopening %s: %s\n", dev_name, e.msg);
+        exit(1);
+    }
+}
+
+/* ---- cases ---- */
+
+typedef enum { B_ACT, B_F32, B_WT, B_INT, B_BF16 } bclass; /* element type: be->act, fp32, c->wt, int32, bf16 */
+typedef enum { R_NONE, R_IN, R_OUT, R_TMP } brole;         /* R_OUT: compared (starts random); R_TMP: not */
+typedef struct tbuf {
+    bclass cls;
+    brole role;
+    size_t n;
+    float scale, offset; /* random start values: offset + scale * U(-1, 1) */
+    int stages;          /* bf16 roundings on the path to this output */
+    int mask;            /* dropout output: zeros compared exactly */
+    int copy_of;         /* > 0: exactly the bf16 rounding of the device's buffer copy_of - 1 */
+} tbuf;
+
+#define MAXB 9
+typedef struct tcase tcase;
+typedef void (*run_fn)(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c);
+struct tcase {
+    char what[128];
+    int nb;
+    tbuf b[MAXB];
+    int *ints[MAXB]; /* values of B_INT buffers */
+    int n_red;       /* longest fp32 reduction */
+    gk_elt wt;       /* the weight type of B_WT buffers */
+    run_fn run;
+    int ip[12];
+    float fp[4];
+};
+
+static int add(tcase *c, bclass cls, brole role, size_t n, float scale, float offset)
+{
+    tbuf *b = &c->b[c->nb];
+    memset(b, 0, sizeof *b);
+    b->cls = cls, b->role = role, b->n = n ? n : 1, b->scale = scale, b->offset = offset;
+    return c->nb++;
+}
+static int bf16_run(void) { return dev->act == GK_BF16; }
+static int *rand_ints(size_t n, int lo, int hi)
+{
+    int *x = malloc(sizeof(int) * n);
+    for (size_t i = 0; i < n; i++) x[i] = lo + (int)(gk_rng_uniform(seed, i) * (float)(hi - lo));
+    seed++;
+    return x;
+}
+
+/* ---- the driver ---- */
+
+static gk_elt type_of(const tcase *c, int i, int is_ref)
+{
+    switch (c->b[i].cls) {
+    case B_ACT: return is_ref ? GK_F32 : dev->act;
+    case B_WT: return is_ref ? GK_F32 : c->wt;
+    case B_BF16: return is_ref ? GK_F32 : GK_BF16;
+    default: return GK_F32;
+    }
+}
+
+/* Runs c on be with host start values h (floats; ints from c->ints), results into out[i] for
+ * R_OUT buffers. 0, or the backend's error. */
+static int run_on(gk_backend *be, int is_ref, const tcase *c, float *const h[], float *out[], gk_err *e)
+{
+    void *p[MAXB] = {0};
+    gk_elt t[MAXB];
+    int rc = 0;
+    for (int i = 0; i < c->nb && !rc; i++) {
+        const tbuf *b = &c->b[i];
+        t[i] = type_of(c, i, is_ref);
+        size_t es = b->cls == B_INT ? sizeof(int) : gk_elt_size(t[i]);
+        if (b->role == R_NONE) continue;
+        if (!(p[i] = be->ops->alloc(be, b->n * es))) return gk_errf(e, GK_ENOMEM, "alloc");
+        if (b->cls == B_INT) {
+            be->ops->to_device(be, p[i], c->ints[i], b->n * es);
+            continue;
+        }
+        void *tmp = malloc(b->n * es);
+        for (size_t k = 0; k < b->n; k++) gk_elt_put(tmp, t[i], k, h[i][k]);
+        be->ops->to_device(be, p[i], tmp, b->n * es);
+        free(tmp);
+    }
+    c->run(be, p, t, c);
+    for (int i = 0; i < c->nb; i++) {
+        if (c->b[i].role == R_OUT) {
+            void *tmp = malloc(c->b[i].n * gk_elt_size(t[i]));
+            be->ops->to_host(be, tmp, p[i], c->b[i].n * gk_elt_size(t[i]));
+            for (size_t k = 0; k < c->b[i].n; k++) out[i][k] = gk_elt_get(tmp, t[i], k);
+            free(tmp);
+        }
+        be->ops->free(be, p[i]);
+    }
+    rc = gk_backend_sync(be, e);
+    return rc;
+}
+
+static double relerr(const float *a, const float *b, size_t n)
+{
+    double d = 0, r = 0;
+    for (size_t i = 0; i < n; i++) d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
+    return r > 0 ? sqrt(d / r) : sqrt(d);
+}
+
+/* Host buffers for c: start values (bf16-rounded where the device holds bf16), or perturbed
+ * copies of base by relative size u with random signs (u 0: plain copies). */
+static float **host_bufs(const tcase *c, float *const base[], double u)
+{
+    float **h = calloc(MAXB, sizeof *h);
+    for (int i = 0; i < c->nb; i++) {
+        const tbuf *b = &c->b[i];
+        if (b->cls == B_INT || b->role == R_NONE) continue;
+        h[i] = malloc(sizeof(float) * b->n);
+        for (size_t k = 0; k < b->n; k++) {
+            if (base) {
+                float r = gk_rng_uniform(seed, k) < 0.5f ? -1.0f : 1.0f;
+                h[i][k] = (float)(base[i][k] * (1.0 + u * r));
+                continue;
+            }
+            float x = b->offset + b->scale * (gk_rng_uniform(seed, k) * 2.0f - 1.0f);
+            if (type_of(c, i, 0) == GK_BF16) x = gk_bf16f(gk_f2bf16(x));
+            h[i][k] = x;
+        }
+        seed++;
+    }
+    return h;
+}
+static void free_bufs(float **h)
+{
+    for (int i = 0; i < MAXB; i++) free(h[i]);
+    free(h);
+}
+
+/* One case: the reference on the start values and on two perturbations, the device once. */
+static void check(tcase *c)
+{
+    float **h = host_bufs(c, NULL, 0), **R = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0);
+    float **h32 = host_bufs(c, h, U32), **h16 = host_bufs(c, h, U16);
+    float **R32 = host_bufs(c, NULL, 0), **R16 = host_bufs(c, NULL, 0);
+    gk_err e = {0};
+    int ok = run_on(ref, 1, c, h, R, &e) == 0 && run_on(ref, 1, c, h32, R32, &e) == 0 &&
+             run_on(ref, 1, c, h16, R16, &e) == 0;
+    CHECKF(ok, "%s: ref: %s", c->what, e.msg);
+    int dok = ok && run_on(dev, 0, c, h, D, &e) == 0;
+    CHECKF(!ok || dok, "%s: %s: %s", c->what, dev_name, e.msg);
+    for (int i = 0; dok && i < c->nb; i++) {
+        const tbuf *b = &c->b[i];
+        if (b->role != R_OUT) continue;
+        if (b->copy_of) { /* exact: the bf16 rounding of the device's own buffer */
+            size_t bad = 0;
+            for (size_t k = 0; k < b->n; k++) bad += D[i][k] != gk_bf16f(gk_f2bf16(D[b->copy_of - 1][k]));
+            CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the bf16 copy", c->what, i, bad, b->n);
+            continue;
+        }
+        double d32 = fmax(relerr(R32[i], R[i], b->n), U32), d16 = fmax(relerr(R16[i], R[i], b->n), U16);
+        double tol = 2.0 * (c->n_red + 2) * d32 + 2.0 * b->stages * d16, err = relerr(D[i], R[i], b->n);
+        size_t w = 0; /* the worst element, for the message */
+        for (size_t k = 1; k < b->n; k++)
+            if (fabsf(D[i][k] - R[i][k]) > fabsf(D[i][w] - R[i][w])) w = k;
+        CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g (worst [%zu]: %.9g, ref %.9g)", c->what,
+               i, err, tol, w, D[i][w], R[i][w]);
+        if (b->mask) {
+            size_t bad = 0;
+            for (size_t k = 0; k < b->n; k++) bad += (D[i][k] == 0.0f) != (R[i][k] == 0.0f);
+            CHECKF(bad == 0, "%s: buffer %d: dropout mask differs in %zu of %zu", c->what, i, bad, b->n);
+        }
+    }
+    free_bufs(h), free_bufs(R), free_bufs(D), free_bufs(h32), free_bufs(h16), free_bufs(R32), free_bufs(R16);
+    for (int i = 0; i < c->nb; i++) free(c->ints[i]);
+    memset(c->ints, 0, sizeof c->ints);
+    reopen_dev();
+}
+
+static tcase *new_case(run_fn run, int n_red, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
+{
+    static tcase c;
+    memset(&c, 0, sizeof c);
+    c.run = run, c.n_red = n_red, c.wt = GK_F32;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c.what, sizeof c.what, fmt, ap);
+    va_end(ap);
+    return &c;
+}
+
+/* ---- devices ---- */
+
+/* RUN with the device and activation type in the test's name. */
+#define RUN_ON(t)                                                                           \
+    do {                                                                                    \
+        static char name_[96];                                                              \
+        snprintf(name_, sizeof name_, "%s[%s %s]", (t).name, dev_name, bf16_run() ? "bf16" : "fp32"); \
+        t_cur_name = name_;                                                                 \
+        t_cur_failed = t_cur_skipped = 0;                                                   \
+        (t).fn();                                                                           \
+        if (t_cur_failed) t_failed++;                                                       \
+        else t_passed++;                                                                    \
+    } while (0)
+
+/* One test of the table: a function and its name. */
+typedef struct ops_test {
+    void (*fn)(void);
+    const char *name;
+} ops_test;
+#define OPS_TEST(fn) {fn, #fn}
+
+/* Every test of tests[0..n) on device name with activations in bf16 or not. */
+static void run_device(const char *name, int bf16, const ops_test *tests, int n)
+{
+    gk_err e = {0};
+    dev_name = name;
+    int rc = open_dev(bf16, &e);
+    if (bf16 && (rc == GK_EUSAGE || (rc == 0 && dev->act != GK_BF16))) { /* no bf16 activations */
+        gk_backend_free(dev);
+        dev = NULL;
+        return;
+    }
+    if (rc == GK_ENOTFOUND) {
+        fprintf(stderr, "SKIP test_ops on %s: %s\n", name, e.msg);
+        t_skipped++;
+        return;
+    }
+    if (rc) {
+        fprintf(stderr, "FAIL test_ops: opening %s: %s\n", name, e.msg);
+        t_failed++;
+        return;
+    }
+    for (int i = 0; i < n; i++) RUN_ON(tests[i]);
+    gk_backend_free(dev);
+    dev = NULL;
+}
+
+/* The whole run: the reference backend, then tests[0..n) on each device of argv, else
+ * $GK_TEST_DEVICES, else "cpu cuda-emu", with fp32 and then bf16 activations. */
+static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
+{
+    gk_err e = {0};
+    if (gk_ref_create(&ref, &e) || ref->ops->reserve(ref, 4096, 1024, 64, 128, &e)) {
+        fprintf(stderr, "test_ops: reference backend: %s\n", e.msg);
+        return 1;
+    }
+    const char *env = getenv("GK_TEST_DEVICES");
+    char list[512];
+    snprintf(list, sizeof list, "%s", env && *env ? env : "cpu cuda-emu");
+    char *names[16];
+    int n = 0;
+    if (argc > 1)
+        for (int i = 1; i < argc && n < 16; i++) names[n++] = argv[i];
+    else
+        for (char *s = strtok(list, " ,"); s && n < 16; s = strtok(NULL, " ,")) names[n++] = s;
+    for (int i = 0; i < n; i++) {
+        run_device(names[i], 0, tests, n_tests);
+        run_device(names[i], 1, tests, n_tests);
+    }
+    gk_backend_free(ref);
+    return TEST_END();
+}
+
+#endif
