@@ -16,7 +16,9 @@ DEBS    := libpcre2-8:libpcre2-dev libarchive:libarchive-dev jansson:libjansson-
            openblas:libopenblas-dev libcurl:libcurl4-openssl-dev libcrypto:libssl-dev
 MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
              echo "$(DEBS) $$p:$$p" | tr ' ' '\n' | grep -m1 "^$$p:" | cut -d: -f2; done)
-ifneq ($(MISSING),)
+# Gloo (libgloo-dev) has no pkg-config module: its header tells.
+MISSING += $(if $(wildcard /usr/include/gloo/config.h),,libgloo-dev)
+ifneq ($(strip $(MISSING)),)
 ifeq ($(filter deps test check demo bench bench-gpu clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Run 'make deps' (installs them with apt-get))
 endif
@@ -30,9 +32,12 @@ CFLAGS   ?= -g
 GK_CFLAGS := $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno -I. $(PKG_CFLAGS) \
             -DGPTKIT_VERSION='"$(VERSION)"' -DGPTKIT_DATADIR='"$(PREFIX)/share/gptkit"'
 # libgomp is linked statically so that kernels/cpu/cpu.c can bound its spin before it starts.
-LDLIBS   += $(PKG_LIBS) -lm -Wl,-Bstatic -lgomp -Wl,-Bdynamic -pthread
+# kernels/comm/*.cc (the Gloo collectives) are C++: the tools link Gloo and the C++ runtime.
+GK_CXXFLAGS := $(OPT) -std=c++17 -D_GNU_SOURCE -Wall -Wextra -I.
+LDLIBS   += $(PKG_LIBS) -lgloo -lstdc++ -lm -Wl,-Bstatic -lgomp -Wl,-Bdynamic -pthread
 ifeq ($(SAN),1)
 GK_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+GK_CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
@@ -41,14 +46,14 @@ BUILT_TOOLS  := $(foreach t,$(TOOLS),$(if $(wildcard $(t)/main.c),$(t)))
 BINS         := $(BUILT_TOOLS:%=$(BUILD)/bin/gpt-%)
 
 COMMON_SRC   := $(wildcard common/*.c common/*/*.c)
-KERNELS_SRC  := $(wildcard kernels/*.c kernels/cpu/*.c)
+KERNELS_SRC  := $(wildcard kernels/*.c kernels/cpu/*.c kernels/comm/*.c kernels/comm/*.cc)
 COMMON_LIB   := $(BUILD)/libgptcommon.a
 KERNELS_LIB  := $(BUILD)/libgptkernels.a
 LIBS         := $(KERNELS_LIB) $(COMMON_LIB)
 UNIT_SRC     := $(wildcard tests/unit/test_*.c)
 UNIT_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.c,$(BUILD)/obj/%.o,$(1)))
 
 # ---- the CUDA backend: kernels/cuda/*.cu as two shared libraries the tools dlopen ----
 # libgptkit-cuda.so: nvcc (when found: $(NVCC), else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
@@ -87,6 +92,7 @@ NVCC_FLAGS   += -Werror all-warnings -Xcompiler -Werror
 EMU_CXXFLAGS += -Werror
 PIC_CFLAGS   += -Werror
 GK_CFLAGS    += -Werror
+GK_CXXFLAGS  += -Werror
 endif
 
 .PHONY: all deps test check demo bench bench-gpu install clean lint
@@ -95,6 +101,10 @@ all: $(BINS) $(CUDA_LIBS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GK_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(GK_CXXFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(COMMON_LIB): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)

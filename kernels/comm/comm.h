@@ -1,0 +1,62 @@
+/* comm.h: collectives across the ranks of a data-parallel run, behind one small interface.
+ * Implementations: Gloo over TCP for CPU ranks (comm_gloo.cc), NCCL for CUDA ranks (inside the
+ * CUDA backend library, which also maps them to host collectives under the emulator), and
+ * "single" for a run of one process (every collective is the identity).
+ * Buffers are memory of the backend the comm serves (host memory for cpu/ref and under the
+ * emulator, device memory for cuda), except allreduce_host, which takes host doubles: losses,
+ * flags, counts.
+ * Errors: a collective that fails (a peer gone, a timeout) returns GK_EIO with a message; after a
+ * failure the comm is unusable and every later call fails at once.
+ * Owns: its connections and scratch. Lifetime: open .. close. Thread safety: one thread. */
+#ifndef GK_COMM_H
+#define GK_COMM_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+#include "kernels/comm/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gk_comm gk_comm;
+
+typedef struct gk_comm_ops {
+    const char *name; /* "single", "gloo", "nccl" */
+    /* buf (n floats) = the elementwise sum over ranks of every rank's buf. */
+    int (*allreduce)(gk_comm *c, float *buf, size_t n, gk_err *e);
+    /* vals (n host doubles) = the elementwise sum over ranks (n small: losses, flags). */
+    int (*allreduce_host)(gk_comm *c, double *vals, int n, gk_err *e);
+    /* in holds world x count floats; out (count floats) = the sum over ranks of part `rank` of in. */
+    int (*reduce_scatter)(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
+    /* out (world x count floats) = every rank's in (count floats), in rank order; in may be
+     * out + rank * count. */
+    int (*all_gather)(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
+    /* buf (n bytes) = root's buf on every rank. */
+    int (*broadcast)(gk_comm *c, void *buf, size_t n, int root, gk_err *e);
+    /* Returns when every rank has called it. */
+    int (*barrier)(gk_comm *c, gk_err *e);
+    void (*close)(gk_comm *c);
+} gk_comm_ops;
+
+struct gk_comm {
+    const gk_comm_ops *ops;
+    int rank, world;
+    void *impl;
+};
+
+/* A comm of one rank (rank 0, world 1): the collectives return their input. */
+int gk_comm_open_single(gk_comm **out, gk_err *e);
+/* Gloo over TCP on this host's interfaces (GLOO_SOCKET_IFNAME picks one), bootstrapped through
+ * the store; collectives give up after timeout_s seconds. */
+int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world, double timeout_s,
+                      gk_err *e);
+/* Frees c (NULL: no-op). */
+void gk_comm_close(gk_comm *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,58 @@
+/* store.h: the rendezvous store: a small TCP key-value store (torch's TCPStore in spirit).
+ * Rank 0 hosts it (a server thread inside its process, listening on every address at the port);
+ * every rank, rank 0 included, talks to it as a client over one connection. It bootstraps Gloo,
+ * carries NCCL's unique id and the run's agreements (which checkpoint to resume), and knows which
+ * ranks are still connected, so that a failed collective can name the rank that is gone.
+ * Owns: the client connection, and on rank 0 the server thread and its keys. Lifetime: open ..
+ * close. Thread safety: one thread per gk_store (the server thread is internal). */
+#ifndef GK_STORE_H
+#define GK_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gk_store gk_store;
+
+/* Connects to host:port as rank `rank`, retrying until timeout_s seconds have passed; serve = 1
+ * (rank 0) first starts the server there (port 0: any free port, see gk_store_port). Errors name
+ * the address: "rendezvous at 10.0.0.1:29500: no store answered within 300 s" (GK_EIO), "cannot
+ * listen on port 29500: Address already in use" (GK_EIO). */
+int gk_store_open(gk_store **out, const char *host, int port, int serve, int rank,
+                  double timeout_s, gk_err *e);
+/* The port the store listens on (the one given, or the one chosen for port 0). */
+int gk_store_port(const gk_store *s);
+/* "host:port", for messages. */
+const char *gk_store_address(const gk_store *s);
+
+/* Sets key to n bytes (keys up to 255 bytes, values up to 64 MiB). */
+int gk_store_set(gk_store *s, const char *key, const void *val, size_t n, gk_err *e);
+/* Waits until key exists (at most the store's timeout), then returns a malloc'd copy of its
+ * value (*n bytes; the buffer has one more byte, 0, so text values are strings). Timeout:
+ * GK_EIO "rendezvous at HOST:PORT: key 'K' not set within N s". */
+int gk_store_get(gk_store *s, const char *key, void **val, size_t *n, gk_err *e);
+/* Atomically adds delta to the integer stored at key (a missing key counts 0) and returns the
+ * new value in *result (delta 0 reads it). */
+int gk_store_add(gk_store *s, const char *key, int64_t delta, int64_t *result, gk_err *e);
+/* Waits until every key exists (at most the store's timeout; the error names the first missing). */
+int gk_store_wait(gk_store *s, const char *const *keys, int nkeys, gk_err *e);
+/* 1 if key exists now, else 0 (no wait); negative on error. */
+int gk_store_check(gk_store *s, const char *key, gk_err *e);
+/* The ranks whose client connection to the server has closed (their process died or closed the
+ * store), ascending, up to cap of them in ranks; returns how many there are. */
+int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e);
+
+/* Closes the client; on rank 0 also stops the server, after waiting (at most the timeout) until
+ * every other rank's client has closed, so that no rank loses the store while it still needs it. */
+void gk_store_close(gk_store *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

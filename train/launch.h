@@ -1,0 +1,42 @@
+/* launch.h: where this process sits in a distributed run, and the local launcher.
+ * Reads the launcher's variables: torchrun-style (RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: torchrun, Kubeflow PyTorchJob, DLRover ElasticJob,
+ * TensorStack), else mpirun's (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE, or PMI_RANK/
+ * PMI_SIZE), else Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE),
+ * else Kubeflow Trainer v2's per-node ones (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
+ * PET_MASTER_ADDR, PET_MASTER_PORT); none of them: one process.
+ * `nproc_per_node = N` (or PET_NPROC_PER_NODE) makes gpt-train start its N local ranks itself,
+ * as torchrun does: tr_launch_spawn re-runs this executable N times with the torchrun-style
+ * variables set and supervises the children.
+ * Owns: nothing past a call (tr_launch is plain values). Not thread-safe (reads environ). */
+#ifndef TR_LAUNCH_H
+#define TR_LAUNCH_H
+
+#include "common/err.h"
+
+typedef struct tr_launch {
+    const char *source;     /* "torchrun", "mpirun", "slurm", "kubeflow" (PET_*), or "none" */
+    int rank, world_size;   /* global; 0 and 1 for one process */
+    int local_rank, local_world_size;
+    int node_rank, nnodes;  /* PET_* (or derived: rank / local_world_size); 0 and 1 otherwise */
+    int spawn;              /* processes this one must start (PET_NPROC_PER_NODE); 0: it is a rank */
+    char master_addr[256];  /* MASTER_ADDR (PET_MASTER_ADDR, SLURM: the first host of
+                             * SLURM_NODELIST when simple), default 127.0.0.1 */
+    int master_port;        /* MASTER_PORT, default 29500 */
+} tr_launch;
+
+/* Fills l from the environment. GK_EUSAGE names the variable and its bad value ("RANK = 'x' is
+ * not a number", "RANK = 3 is not below WORLD_SIZE = 2", "LOCAL_RANK set without RANK"). */
+int tr_launch_from_env(tr_launch *l, gk_err *e);
+
+/* Starts nproc local ranks of this node (l: the node's place; the ranks are l->node_rank * nproc
+ * + i) by re-running /proc/self/exe with argv and RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and GPT_TRAIN_SPAWNED=1 set (a spawned rank never
+ * spawns; on one node without MASTER_PORT a free port is picked). Supervises them: SIGINT and
+ * SIGTERM reach every child; when one fails (non-zero exit or a signal) the others get SIGTERM,
+ * then SIGKILL after grace_s, and the error names the first rank that failed and how ("rank 1
+ * (pid 4242) was killed by signal 9"). Returns 0 when every child exited 0. */
+int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double grace_s,
+                    gk_err *e);
+
+#endif
