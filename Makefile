@@ -120,9 +120,9 @@ $(BUILD)/bin/gpt-%: $$(call obj,$$(wildcard $$*/*.c)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# test_TOOL also links TOOL's modules (all of TOOL/*.c but main.c), so it includes their headers.
+# test_TOOL and test_TOOL_WHAT also link TOOL's modules (all of TOOL/*.c but main.c), so they include their headers.
 tool_objs = $(call obj,$(filter-out $(1)/main.c,$(wildcard $(1)/*.c)))
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $$(call tool_objs,$$*) $(LIBS)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $$(call tool_objs,$$(firstword $$(subst _, ,$$*))) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -277,6 +277,8 @@ static int finish(tr_run *r, gk_err *e)
             gk_info("stopping at step %lld: saving a checkpoint", (long long)r->st.step);
         rc = tr_checkpoint(r, e);
     }
+    int wrc = tr_checkpoint_wait(r, e); /* the last write ends before the run does */
+    rc = rc ? rc : wrc;
     if (!rc && r->log_errno) {
         errno = r->log_errno;
         rc = gk_errno(e, "standard output");

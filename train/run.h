@@ -33,6 +33,7 @@ typedef struct tr_run {
     int64_t last_saved_step;    /* -1: none this run */
     volatile sig_atomic_t *stop;/* set by SIGINT/SIGTERM: finish the step, checkpoint, exit */
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
+    struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
 } tr_run;
 
 /* Resolves init_from, creates backend and model, loads weights/state, opens the data. Writes
@@ -54,6 +55,10 @@ double tr_learning_rate(const tr_settings *s, int64_t step);
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e);
 /* Saves out_dir/ckpt_STEP.safetensors, re-points latest, prunes to keep_last. */
 int tr_checkpoint(tr_run *r, gk_err *e);
+/* Waits for the checkpoint write under way, if any; returns its error. */
+int tr_checkpoint_wait(tr_run *r, gk_err *e);
+/* Waits for the write under way (its error ignored) and frees the writer. */
+void tr_checkpoint_close(tr_run *r);
 /* The step of a step checkpoint's file name ("ckpt_00000250.safetensors" -> 250), else -1. */
 int64_t tr_ckpt_step(const char *name);
 

@@ -311,6 +311,7 @@ int tr_run_start(tr_run *r, gk_err *e)
 
 void tr_run_free(tr_run *r)
 {
+    tr_checkpoint_close(r);
     tr_metrics_close(&r->metrics);
     tr_lock_release(&r->lock);
     tr_data_close(r->train);
