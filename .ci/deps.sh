@@ -3,7 +3,7 @@
 # Prints what it installs; does nothing (quietly) when everything is present.
 set -euo pipefail
 need=(build-essential pkg-config libpcre2-dev libarchive-dev libjansson-dev libopenblas-dev
-      zlib1g-dev libcurl4-openssl-dev libssl-dev libgloo-dev openmpi-bin mandoc xz-utils zstd lz4 zip gzip bzip2 python3 bc jq)
+      zlib1g-dev libcurl4-openssl-dev libssl-dev libgloo-dev openmpi-bin python3-yaml mandoc xz-utils zstd lz4 zip gzip bzip2 python3 bc jq)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
