@@ -25,17 +25,32 @@ typedef struct tr_launch {
     int master_port;        /* MASTER_PORT, default 29500 */
 } tr_launch;
 
-/* Fills l from the environment. GK_EUSAGE names the variable and its bad value ("RANK = 'x' is
- * not a number", "RANK = 3 is not below WORLD_SIZE = 2", "LOCAL_RANK set without RANK"). */
+/* Fills l from the environment, from the first launcher whose variables are set (a variable set
+ * but empty counts as unset). GPT_TRAIN_SPAWNED=1 (set by tr_launch_spawn): the torchrun-style
+ * variables only, spawn = 0. torchrun-style: GROUP_RANK is the node rank when set; without
+ * LOCAL_RANK/LOCAL_WORLD_SIZE, all ranks are on this node when MASTER_ADDR is unset or loopback,
+ * else one rank per node (a PyTorchJob pod). mpirun and Slurm: MASTER_ADDR/MASTER_PORT still win;
+ * Slurm's master is else 127.0.0.1 on one node, else the first host of SLURM_JOB_NODELIST when
+ * that is simple ("node[01-04]" -> "node01"; harder lists: an error asking for MASTER_ADDR).
+ * PET_*: PET_MASTER_ADDR/PORT, else MASTER_ADDR/PORT; PET_NPROC_PER_NODE = "auto" means 1; above 1
+ * it is spawn (world_size = PET_NNODES x it, rank = the node's first), at 1 the process is rank
+ * PET_NODE_RANK of PET_NNODES. Numbers are non-negative decimal integers. GK_EUSAGE names the
+ * variable and its bad value ("RANK = 'x' is not a number", "RANK = 3 is not below WORLD_SIZE =
+ * 2", "LOCAL_RANK set without RANK", "MASTER_PORT = 0 is not a port (1 to 65535)"). */
 int tr_launch_from_env(tr_launch *l, gk_err *e);
 
 /* Starts nproc local ranks of this node (l: the node's place; the ranks are l->node_rank * nproc
- * + i) by re-running /proc/self/exe with argv and RANK, WORLD_SIZE, LOCAL_RANK,
- * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and GPT_TRAIN_SPAWNED=1 set (a spawned rank never
- * spawns; on one node without MASTER_PORT a free port is picked). Supervises them: SIGINT and
- * SIGTERM reach every child; when one fails (non-zero exit or a signal) the others get SIGTERM,
- * then SIGKILL after grace_s, and the error names the first rank that failed and how ("rank 1
- * (pid 4242) was killed by signal 9"). Returns 0 when every child exited 0. */
+ * + i of l->nnodes * nproc) by re-running /proc/self/exe with argv and RANK, WORLD_SIZE,
+ * LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT and GPT_TRAIN_SPAWNED=1 set
+ * (a spawned rank never spawns; on one node without MASTER_PORT a free port is picked).
+ * Supervises them: the children run in process groups of their own, and each SIGINT or SIGTERM
+ * this process gets is passed on once to every live child (a terminal's Ctrl-C reaches them
+ * once, through this process); a child whose parent dies gets SIGTERM. When one fails (non-zero
+ * exit, or a signal not passed on to it) the others get SIGTERM, then SIGKILL after grace_s, and
+ * GK_EIO names the first rank that failed and how ("rank 1 (pid 4242) was killed by signal 9
+ * (Killed); stopped the other ranks"). GK_EINTR when a child was killed by a signal passed on to
+ * it (a second Ctrl-C). Returns 0 when every child exited 0. Call it before starting threads:
+ * it waits for SIGINT, SIGTERM and SIGCHLD with them blocked in the calling thread only. */
 int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double grace_s,
                     gk_err *e);
 
