@@ -10,6 +10,7 @@
 
 #include "common/err.h"
 #include "kernels/backend.h"
+#include "kernels/comm/comm.h"
 
 /* nanoGPT's GPTConfig (same key names in config files and checkpoint metadata). */
 typedef struct gk_gpt2_config {
@@ -135,15 +136,24 @@ void gk_gpt2_zero_grad(gk_gpt2 *m);
 int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err);
 /* Global L2 norm of all gradients (before any clipping). */
 double gk_gpt2_grad_norm(gk_gpt2 *m);
-/* Called by gk_gpt2_update before the norm and the optimizer, with every gradient of the model as
- * one device block of n floats on be (padding between tensors is zero): the place to average
- * gradients across ranks (sum, then scale). Returns 0 or a negative GK_E* code with err set,
- * which update returns. NULL: none (the default). */
-typedef int (*gk_grad_hook)(void *ctx, gk_backend *be, float *grads, size_t n, gk_err *err);
-void gk_gpt2_set_grad_hook(gk_gpt2 *m, gk_grad_hook fn, void *ctx);
-/* One optimizer step: the gradient hook, clip to h->grad_clip as torch.nn.utils.clip_grad_norm_,
+/* Data-parallel training (kernels/comm/comm.h; c borrowed, NULL: one process): update first
+ * sums the gradients of every rank (each rank's backward scales its loss by 1/(micro-batches of
+ * all ranks), so the sum is the global mean). zero_stage 1 (ZeRO-1) shards the AdamW moments:
+ * rank r keeps those of floats [r n/W, (r+1) n/W) of the parameter block (plus a shared tail of
+ * under 16 W floats), and update reduce-scatters the gradients, takes the global norm, updates
+ * its shard and all-gathers the parameters. The moments held now are kept (each rank its shard),
+ * so load them before. 0, or GK_EUSAGE for a model too small to shard. */
+int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
+/* ZeRO-1 checkpoints: gather gathers every rank's moments into full blocks on every rank (a
+ * collective: all ranks call it), so that gk_gpt2_tensor_get reads them; release frees them again.
+ * Without sharding both do nothing. While sharded, tensor_get of a moment is GK_EUSAGE and
+ * tensor_set of one keeps this rank's part. */
+int gk_gpt2_moments_gather(gk_gpt2 *m, gk_err *err);
+void gk_gpt2_moments_release(gk_gpt2 *m);
+/* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as torch.nn.utils.clip_grad_norm_,
  * then AdamW with learning rate lr (refreshing the bf16 weight copies in the same pass); step
- * count t += 1. *grad_norm (may be NULL) = the norm before clipping. */
+ * count t += 1. *grad_norm (may be NULL) = the norm before clipping (of the summed gradients). A norm that
+ * is not finite updates nothing (weights, moments and t stay): the caller sees it in *grad_norm. */
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
 /* Optimizer updates done so far (AdamW's t); set it when resuming. */
 int64_t gk_gpt2_get_step(const gk_gpt2 *m);

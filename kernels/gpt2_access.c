@@ -1,6 +1,6 @@
 /* gpt2_access.c: how tools move data in and out of a model without touching device memory:
  * parameters and optimizer state (checkpoints), logits and per-token losses (sampling, scoring),
- * and the gradient hook (collectives). Host-side conversion from the activation type. */
+ * Host-side conversion from the activation type. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +53,9 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     const gk_param *p = &m->params[i];
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
+    if (!d && m->zero && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
+        return gk_errf(err, GK_EUSAGE, "%s: the %s is sharded across ranks (gk_gpt2_moments_gather "
+                       "first)", p->name, kind_name(kind));
     if (d) {
         be->ops->to_host(be, host, d, p->numel * sizeof(float));
     } else if (kind == GK_TENSOR_PARAM && p->copy) {
@@ -85,6 +88,8 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
     }
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
+    if (!d && m->zero && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
+        return gk_gpt2_shard_moment_set(m, i, kind, host, err);
     if (!d) return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));
     be->ops->to_device(be, d, host, p->numel * sizeof(float));
     if (kind == GK_TENSOR_PARAM && p->copy) be->ops->cast(be, p->copy, m->wt, d, GK_F32, p->numel);
@@ -114,9 +119,3 @@ int gk_gpt2_logits_host(gk_gpt2 *m, int row0, int nrows, int ncols, float *host,
 }
 
 const float *gk_gpt2_token_losses(const gk_gpt2 *m) { return m->h_losses; }
-
-void gk_gpt2_set_grad_hook(gk_gpt2 *m, gk_grad_hook fn, void *ctx)
-{
-    m->grad_hook = fn;
-    m->grad_hook_ctx = ctx;
-}

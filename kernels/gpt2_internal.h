@@ -4,6 +4,7 @@
 #ifndef GK_GPT2_INTERNAL_H
 #define GK_GPT2_INTERNAL_H
 
+#include "kernels/comm/comm.h"
 #include "kernels/gpt2.h"
 
 /* Per-layer tensors, in table order. */
@@ -57,8 +58,10 @@ struct gk_gpt2 {
     void **lw;              /* [layer * L_COUNT + k]: the weight the matmuls read (type wt) */
     float *gp[G_COUNT], *gg[G_COUNT];
     void *gw[G_COUNT];
-    gk_grad_hook grad_hook; /* gk_gpt2_set_grad_hook */
-    void *grad_hook_ctx;
+    gk_comm *comm;          /* gk_gpt2_set_comm; NULL: one process */
+    int zero;               /* ZeRO-1 (gpt2_shard.c): moments of this rank's shard only */
+    size_t shard_count;     /* floats per rank's shard; the tail past world x count is shared */
+    float *m_shard, *v_shard; /* (shard_count + tail): the shard's moments, then the tail's */
 
     /* activations (inference models: every layer's entry but qkv points at the same buffers) */
     void *act_block;
@@ -101,9 +104,14 @@ static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_
     return (char *)x + r * C * gk_elt_size(m->act);
 }
 
-/* gpt2_optim.c: the deferred zero_grad (see there). */
+/* gpt2_optim.c: the deferred zero_grad (see there); the clip factor of torch's clip_grad_norm_. */
 void gk_gpt2_grads_flush(gk_gpt2 *m);
 float gk_gpt2_grads_begin(gk_gpt2 *m);
+float gk_gpt2_clip_scale(const gk_adamw *h, double norm);
+/* gpt2_shard.c: update under ZeRO-1 (grads flushed); tensor access to sharded moments. */
+int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
+int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
+                             gk_err *err);
 
 /* dropout sites of gk_rng_key */
 enum { SITE_EMB, SITE_ATTN, SITE_ATTN_RESID, SITE_MLP_RESID };

@@ -1,4 +1,5 @@
-/* gpt2_optim.c: zero_grad, global gradient norm, clipping and AdamW over the parameter table. */
+/* gpt2_optim.c: zero_grad, global gradient norm, clipping and AdamW over the parameter table
+ * (summing the gradients of all ranks first in a data-parallel run; ZeRO-1 is gpt2_shard.c). */
 #include <math.h>
 
 #include "kernels/gpt2_internal.h"
@@ -45,23 +46,28 @@ double gk_gpt2_grad_norm(gk_gpt2 *m)
     return sqrt(s);
 }
 
+float gk_gpt2_clip_scale(const gk_adamw *h, double norm)
+{
+    /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to <= 1 */
+    if (h->grad_clip <= 0) return 1.0f;
+    float coef = (float)(h->grad_clip / (norm + 1e-6));
+    return coef < 1.0f ? coef : 1.0f;
+}
+
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_backend *be = m->be;
     if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     gk_gpt2_grads_flush(m);
-    if (m->grad_hook) {
-        int rc = m->grad_hook(m->grad_hook_ctx, be, m->g_block, m->n_floats, err);
+    if (m->zero) return gk_gpt2_update_sharded(m, h, lr, grad_norm, err);
+    if (m->comm && m->comm->world > 1) {
+        int rc = m->comm->ops->allreduce(m->comm, m->g_block, m->n_floats, err);
         if (rc) return rc;
     }
     double norm = gk_gpt2_grad_norm(m);
     if (grad_norm) *grad_norm = norm;
-    /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to <= 1 */
-    float scale = 1.0f;
-    if (h->grad_clip > 0) {
-        float coef = (float)(h->grad_clip / (norm + 1e-6));
-        scale = coef < 1.0f ? coef : 1.0f;
-    }
+    if (!isfinite(norm)) return gk_backend_status(be, err); /* nothing updated: the caller decides */
+    float scale = gk_gpt2_clip_scale(h, norm);
     m->step++;
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];

@@ -274,6 +274,8 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->g_block);
     be->ops->free(be, m->m_block);
     be->ops->free(be, m->v_block);
+    be->ops->free(be, m->m_shard);
+    be->ops->free(be, m->v_shard);
     be->ops->free(be, m->w_block);
     be->ops->free(be, m->act_block);
     free(m->params);
@@ -342,10 +344,13 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
     }
     free(h);
     size_t bytes = m->n_floats * sizeof(float);
-    if (m->g_block) {
-        be->ops->zero(be, m->g_block, bytes);
-        be->ops->zero(be, m->m_block, bytes);
-        be->ops->zero(be, m->v_block, bytes);
+    if (m->g_block) be->ops->zero(be, m->g_block, bytes);
+    if (m->m_block) be->ops->zero(be, m->m_block, bytes);
+    if (m->v_block) be->ops->zero(be, m->v_block, bytes);
+    if (m->m_shard) { /* ZeRO-1: the shard's moments, then the shared tail's */
+        size_t n = m->shard_count + m->n_floats - m->shard_count * (size_t)m->comm->world;
+        be->ops->zero(be, m->m_shard, n * sizeof(float));
+        be->ops->zero(be, m->v_shard, n * sizeof(float));
     }
     m->grads_pending_zero = 0;
     m->step = 0;

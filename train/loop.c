@@ -45,14 +45,15 @@ static int load_batch(tr_run *r, const tr_data *d, int stream, uint64_t batch, u
     return 0;
 }
 
+/* Every rank evaluates the batches i = rank, rank + world, ...; the mean is over all of them. */
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e)
 {
     int B = (int)r->s.batch_size, T = gk_gpt2_cfg(r->model)->block_size;
     double sum = 0;
     gk_gpt2_set_training(r->model, 0);
-    for (int64_t i = 0; i < r->s.eval_iters; i++) {
+    for (int64_t i = r->dist.rank; i < r->s.eval_iters; i += r->dist.world) {
         float l;
-        if (*r->stop) /* a signal: the run checkpoints now rather than after the evaluation */
+        if (*r->stop && r->dist.world == 1) /* a signal: checkpoint now rather than after the eval */
             return gk_errf(e, GK_EINTR, "evaluation interrupted by a signal");
         int rc = load_batch(r, d, stream, (uint64_t)i, 0, e);
         if (!rc)
@@ -61,43 +62,67 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
             return rc;
         sum += l;
     }
+    int rc = tr_dist_sum(&r->dist, &sum, 1, e);
     *loss = sum / (double)r->s.eval_iters;
-    return 0;
+    return rc;
 }
 
-/* One optimizer step: gradient accumulation over micro-batches, then clip + AdamW, unless the
- * loss or the gradient norm is not finite: then the weights are left alone (*updated = 0) and
- * the caller stops or skips (skip_nonfinite). The step counter advances only on an update. */
-static int train_step(tr_run *r, tr_step_record *rec, int *updated, gk_err *e)
+/* This rank's micro-batches of the step: forward and backward of each, with the data windows and
+ * dropout masks of its global micro-batch index (so that they do not depend on the world size).
+ * *loss_sum: the sum of their losses. */
+static int micro_steps(tr_run *r, double *loss_sum, gk_err *e)
 {
     int B = (int)r->s.batch_size, T = gk_gpt2_cfg(r->model)->block_size;
-    int64_t accum = r->s.gradient_accumulation_steps;
-    gk_adamw h = {(float)r->s.beta1, (float)r->s.beta2, 1e-8f, (float)r->s.weight_decay, (float)r->s.grad_clip};
-    double sum = 0;
-    *updated = 0;
-    gk_gpt2_zero_grad(r->model);
-    gk_gpt2_set_training(r->model, 1);
-    for (int64_t k = 0; k < accum; k++) {
+    const tr_dist *d = &r->dist;
+    uint64_t first = (uint64_t)r->st.step * (uint64_t)d->accum_total;
+    *loss_sum = 0;
+    for (int64_t k = 0; k < d->accum; k++) {
         float l;
-        int rc = load_batch(r, r->train, TR_STREAM_TRAIN, (uint64_t)r->st.step, (uint64_t)(k * B), e);
+        uint64_t g = (uint64_t)tr_dist_micro(d, k);
+        gk_gpt2_set_rng(r->model, r->st.seed, first + g);
+        int rc = load_batch(r, r->train, TR_STREAM_TRAIN, (uint64_t)r->st.step, g * (uint64_t)B, e);
         if (!rc)
             rc = gk_gpt2_forward(r->model, r->x, r->y, B, T, &l, e);
         if (!rc)
-            rc = gk_gpt2_backward(r->model, 1.0f / (float)accum, e);
+            rc = gk_gpt2_backward(r->model, 1.0f / (float)d->accum_total, e);
         if (rc)
             return rc;
-        sum += l;
+        *loss_sum += l;
     }
-    gk_gpt2_get_rng(r->model, &r->st.seed, &r->st.rng_counter);
-    rec->loss = sum / (double)accum;
-    rec->grad_norm = gk_gpt2_grad_norm(r->model);
-    if (!isfinite(rec->loss) || !isfinite(rec->grad_norm))
+    r->st.rng_counter = first + (uint64_t)d->accum_total;
+    return 0;
+}
+
+/* One optimizer step: gradient accumulation over micro-batches (of every rank: the gradient hook
+ * sums them), then clip + AdamW, unless the loss or the gradient norm is not finite: then the
+ * weights are left alone (*updated = 0) and the caller stops or skips (skip_nonfinite). The
+ * ranks agree here on the loss and on whether to stop after this step (a signal on any rank, a
+ * failed log write on rank 0). The step counter advances only on an update. */
+static int train_step(tr_run *r, tr_step_record *rec, int *updated, gk_err *e)
+{
+    gk_adamw h = {(float)r->s.beta1, (float)r->s.beta2, 1e-8f, (float)r->s.weight_decay, (float)r->s.grad_clip};
+    double v[2];
+    *updated = 0;
+    gk_gpt2_zero_grad(r->model);
+    gk_gpt2_set_training(r->model, 1);
+    int rc = micro_steps(r, &v[0], e);
+    v[1] = *r->stop || r->log_errno || ferror(stderr);
+    if (!rc)
+        rc = tr_dist_sum(&r->dist, v, 2, e);
+    if (rc)
+        return rc;
+    rec->loss = v[0] / (double)r->dist.accum_total;
+    r->stop_all = v[1] > 0;
+    rec->grad_norm = NAN;
+    if (!isfinite(rec->loss))
         return 0;
-    int rc = gk_gpt2_update(r->model, &h, (float)rec->lr, NULL, e);
+    rc = gk_gpt2_update(r->model, &h, (float)rec->lr, &rec->grad_norm, e);
+    if (rc || !isfinite(rec->grad_norm))
+        return rc;
     r->st.step++;
-    r->st.tokens += accum * B * T;
+    r->st.tokens += r->dist.accum_total * r->s.batch_size * gk_gpt2_cfg(r->model)->block_size;
     *updated = 1;
-    return rc;
+    return 0;
 }
 
 /* v for printing: a NaN of either sign prints as "nan" (printf writes "-nan" for some). */
@@ -133,7 +158,7 @@ static int nonfinite_step(tr_run *r, const tr_step_record *rec, gk_err *e)
  * training state: the data windows and dropout draws are counter-based. */
 static int print_sample(tr_run *r, int64_t step, gk_err *e)
 {
-    if (r->s.sample_tokens <= 0 || !r->vocab)
+    if (r->s.sample_tokens <= 0 || !r->vocab || !tr_dist_is_root(&r->dist))
         return 0;
     uint32_t id;
     int rc = gk_text_start_token(r->vocab, &id, e);
@@ -175,6 +200,8 @@ static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
     if (rc)
         return rc;
     rec->has |= TR_HAS_TRAIN_LOSS | (r->val ? TR_HAS_VAL_LOSS : 0);
+    if (!tr_dist_is_root(&r->dist))
+        return 0;
     printf("step %lld: train loss %.4f", (long long)rec->step, shown(rec->train_loss));
     if (r->val)
         printf(", val loss %.4f", shown(rec->val_loss));
@@ -188,8 +215,8 @@ static double mfu(const tr_run *r, double secs)
     const gk_gpt2_config *c = gk_gpt2_cfg(r->model);
     double N = (double)gk_gpt2_num_scalars(r->model) - (double)c->block_size * c->n_embd;
     double per_token = 6 * N + 12.0 * c->n_layer * c->n_embd * c->block_size;
-    double per_iter = per_token * c->block_size * (double)(r->s.batch_size * r->s.gradient_accumulation_steps);
-    return per_iter / secs / (r->s.peak_tflops * 1e12);
+    double per_iter = per_token * c->block_size * (double)(r->s.batch_size * r->dist.accum);
+    return per_iter / secs / (r->s.peak_tflops * 1e12); /* one rank's share on its device */
 }
 
 static void log_step(tr_run *r, const tr_step_record *rec)
@@ -204,16 +231,28 @@ static void log_step(tr_run *r, const tr_step_record *rec)
     log_failed(r);
 }
 
+/* Rank 0 writes the checkpoint; the others only note the step, so that all decide alike. With
+ * ZeRO-1 every rank first lends its shard of the moments (a collective). */
+static int checkpoint(tr_run *r, gk_err *e)
+{
+    int rc = gk_gpt2_moments_gather(r->model, e);
+    if (!rc && tr_dist_is_root(&r->dist))
+        rc = tr_checkpoint(r, e); /* copies the state to the host before it returns */
+    gk_gpt2_moments_release(r->model);
+    r->last_saved_step = r->st.step;
+    return rc;
+}
+
 static int after_eval(tr_run *r, const tr_step_record *rec, gk_err *e)
 {
     int improved = r->val && rec->val_loss < r->st.best_val_loss;
     if (improved)
         r->st.best_val_loss = rec->val_loss;
-    int rc = tr_metrics_plot(&r->metrics, e);
+    int rc = tr_dist_is_root(&r->dist) ? tr_metrics_plot(&r->metrics, e) : 0;
     int final = rec->step >= r->s.max_iters;
     if (!rc && rec->step > 0 && rec->step != r->last_saved_step &&
         (final || r->s.always_save_checkpoint || improved || !r->val))
-        rc = tr_checkpoint(r, e);
+        rc = checkpoint(r, e);
     return rc;
 }
 
@@ -224,7 +263,7 @@ static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
     int interrupted = rc == GK_EINTR;
     if (interrupted)
         rc = 0; /* the loop ends at the stop flag and checkpoints */
-    if (!rc && rec->has) /* (an interrupted evaluation at step 0 leaves nothing to log) */
+    if (!rc && rec->has && tr_dist_is_root(&r->dist)) /* (an interrupted evaluation at step 0 leaves nothing to log) */
         rc = tr_metrics_log(&r->metrics, rec, e);
     if (!rc && eval_now && !interrupted)
         rc = after_eval(r, rec, e);
@@ -234,7 +273,7 @@ static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
 /* One step of the loop: train, log, evaluate and checkpoint when due. */
 static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
 {
-    double tokens_per_step = (double)(r->s.batch_size * r->s.gradient_accumulation_steps) *
+    double tokens_per_step = (double)(r->s.batch_size * r->dist.accum_total) *
                              gk_gpt2_cfg(r->model)->block_size;
     tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->s.peak_tflops > 0 ? TR_HAS_MFU : 0)};
     rec.lr = tr_learning_rate(&r->s, r->st.step);
@@ -249,13 +288,15 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     int failed = !updated && (rc = nonfinite_step(r, &rec, e)) != 0;
     rec.skipped = r->st.skipped;
     int eval_now = !failed && (rec.step % r->s.eval_interval == 0 || rec.step == r->s.max_iters);
-    if (failed || rec.step % r->s.log_interval == 0 || rec.step == r->s.max_iters || eval_now) {
+    int root = tr_dist_is_root(&r->dist);
+    if (root && (failed || rec.step % r->s.log_interval == 0 || rec.step == r->s.max_iters || eval_now)) {
         gk_progress_clear(bar); /* a log line replaces the progress line */
         log_step(r, &rec);
     }
     if (failed) { /* the bad step is logged, then the run ends */
         gk_err ignored;
-        tr_metrics_log(&r->metrics, &rec, &ignored);
+        if (root)
+            tr_metrics_log(&r->metrics, &rec, &ignored);
         return rc;
     }
     if ((rc = log_and_eval(r, &rec, eval_now, e)))
@@ -271,19 +312,30 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
  * step 0), then a failed write to stdout or stderr is reported (exit 1). */
 static int finish(tr_run *r, gk_err *e)
 {
-    int rc = 0, stopped = *r->stop || r->log_errno || ferror(stderr);
+    int rc = 0, stopped = *r->stop || r->stop_all || r->log_errno || ferror(stderr);
     if (r->st.step != r->last_saved_step && (r->st.step > 0 || stopped)) {
         if (stopped)
             gk_info("stopping at step %lld: saving a checkpoint", (long long)r->st.step);
-        rc = tr_checkpoint(r, e);
+        rc = checkpoint(r, e);
     }
-    int wrc = tr_checkpoint_wait(r, e); /* the last write ends before the run does */
+    /* The last write ends before the run does; its error does not replace an earlier one. */
+    gk_err werr = {0};
+    int wrc = tr_checkpoint_wait(r, rc ? &werr : e);
     rc = rc ? rc : wrc;
     if (!rc && r->log_errno) {
         errno = r->log_errno;
         rc = gk_errno(e, "standard output");
     }
     return rc ? rc : gk_std_finish(e);
+}
+
+/* Whether the run stops before the next step: a signal or a failed log write. With several
+ * ranks only what they agreed on at the last step counts (train_step), so that all stop at the
+ * same step. */
+static int stopping(tr_run *r)
+{
+    int failed = log_failed(r);
+    return r->dist.world == 1 ? *r->stop || failed : r->stop_all;
 }
 
 int tr_run_train(tr_run *r, gk_err *e)
@@ -299,7 +351,7 @@ int tr_run_train(tr_run *r, gk_err *e)
     }
     gk_progress bar;
     gk_progress_start(&bar, "training", 0);
-    while (!rc && r->st.step < r->s.max_iters && !*r->stop && !log_failed(r))
+    while (!rc && r->st.step < r->s.max_iters && !stopping(r))
         rc = loop_step(r, &bar, e);
     gk_progress_end(&bar);
     return rc ? rc : finish(r, e);

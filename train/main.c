@@ -82,9 +82,45 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
     return 0;
 }
 
-static int run(tr_run *r, gk_err *e)
+/* Where this process sits: one process, a rank started by a launcher, or the launcher of this
+ * machine's ranks (nproc_per_node, Kubeflow Trainer's PET_NPROC_PER_NODE). *spawned: it was the
+ * launcher, and its ranks have run. Ranks other than 0 print errors only, prefixed with the rank. */
+static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
 {
-    int rc = tr_run_setup(r, e); /* first: it sets the model's shape keys to those trained */
+    static char prog[64];
+    tr_launch l;
+    int rc = tr_launch_from_env(&l, e);
+    const char *spawned_env = getenv("GPT_TRAIN_SPAWNED"); /* a rank this launcher started */
+    int nproc = l.spawn ? l.spawn : spawned_env && *spawned_env ? 1 : (int)r->s.nproc_per_node;
+    *spawned = 0;
+    if (!rc && nproc > 1 && !l.spawn && l.world_size > 1)
+        return gk_errf(e, GK_EUSAGE, "%s: nproc_per_node = %d, but %s started this process as rank %d "
+                       "of %d already (leave nproc_per_node at 1 under a launcher)",
+                       gk_config_origin(r->cfg, "nproc_per_node"), nproc, l.source, l.rank, l.world_size);
+    if (!rc && nproc > 1) {
+        *spawned = 1;
+        gk_info("starting %d ranks on this machine (ranks %d..%d of %d)", nproc, l.node_rank * nproc,
+                l.node_rank * nproc + nproc - 1, l.nnodes * nproc);
+        return tr_launch_spawn(&l, nproc, argc, argv, 30.0, e);
+    }
+    if (!rc && l.rank > 0) {
+        snprintf(prog, sizeof prog, "gpt-train[rank %d]", l.rank);
+        gk_log_setup(prog, GK_LOG_QUIET);
+    }
+    if (!rc)
+        rc = tr_dist_open(&r->dist, &l, r->s.dist_timeout, e);
+    if (!rc && l.world_size > 1)
+        gk_info("rank 0 of %d (%s), rendezvous at %s", l.world_size, l.source,
+                gk_store_address(r->dist.store));
+    return rc;
+}
+
+static int run(tr_run *r, int argc, char **argv, gk_err *e)
+{
+    int spawned, rc = place(r, argc, argv, &spawned, e);
+    if (rc || spawned)
+        return rc;
+    rc = tr_run_setup(r, e); /* first: it sets the model's shape keys to those trained */
     if (rc)
         return rc;
     if (gk_verbosity() >= GK_LOG_NORMAL) {
@@ -111,11 +147,9 @@ int main(int argc, char **argv)
         rc = parse_args(&r, argc, argv, &verbosity, &e);
     gk_log_setup("gpt-train", verbosity);
     if (rc == 0)
-        rc = run(&r, &e);
+        rc = run(&r, argc, argv, &e);
+    if (rc < 0 && !r.dist.quiet_error) /* (else rank 0 says it) before rank 0 waits for the */
+        gk_error("%s", e.msg);         /* other ranks to leave its store (tr_run_free) */
     tr_run_free(&r);
-    if (rc < 0) {
-        gk_error("%s", e.msg);
-        return gk_exit_status(rc);
-    }
-    return 0;
+    return rc < 0 ? gk_exit_status(rc) : 0;
 }

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/text/vocab.h"
 #include "data.h"
+#include "dist.h"
 #include "kernels/backend.h"
 #include "kernels/gpt2.h"
 #include "lock.h"
@@ -19,6 +20,7 @@
 typedef struct tr_run {
     tr_settings s;
     gk_config *cfg;
+    tr_dist dist;               /* this rank's place in the run (world 1: one process) */
     char *settings_json;        /* effective config, stored in checkpoints */
     gk_backend *be;
     gk_gpt2 *model;
@@ -32,14 +34,18 @@ typedef struct tr_run {
     int resumed;                /* started from out_dir/latest */
     int64_t last_saved_step;    /* -1: none this run */
     volatile sig_atomic_t *stop;/* set by SIGINT/SIGTERM: finish the step, checkpoint, exit */
+    int stop_all;               /* the ranks agreed at the last step to stop after it */
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
 } tr_run;
 
-/* Resolves init_from, creates backend and model, loads weights/state, opens the data. Writes
- * nothing: out_dir is only locked when it exists already (so that a second run stops before
- * reading it) and a run that fails here leaves no trace. The shape keys of r->cfg become the
- * model's as trained (from the checkpoint; vocab_size from the data). */
+/* Resolves init_from, creates backend and model, loads weights/state, opens the data, opens the
+ * collectives (r->dist must be open). Writes nothing: out_dir is only locked when it exists
+ * already (so that a second run stops before reading it) and a run that fails here leaves no
+ * trace. The shape keys of r->cfg become the model's as trained (from the checkpoint; vocab_size
+ * from the data). With several ranks, rank 0 decides where to start and every rank loads the
+ * same checkpoint (out_dir must be on a volume they all see); a rank that fails here makes all
+ * of them fail, naming it. */
 int tr_run_setup(tr_run *r, gk_err *e);
 /* Training starts: creates out_dir, locks it, opens the metrics log. */
 int tr_run_start(tr_run *r, gk_err *e);

@@ -28,6 +28,9 @@ typedef struct tr_settings {
     const char *device, *dtype;
     int64_t seed, threads;
     double peak_tflops;
+    /* data parallel (dist.h, launch.h) */
+    int64_t total_batch_size, nproc_per_node, zero_stage;
+    double dist_timeout;
 } tr_settings;
 
 extern const gk_config_key tr_settings_keys[];

@@ -226,7 +226,12 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
     int bf16 = strcmp(r->s.dtype, "bfloat16") == 0 ? 1 : strcmp(r->s.dtype, "float32") == 0 ? 0 : -1;
-    gk_backend_opts bo = {r->s.device, (int)r->s.threads, bf16};
+    gk_backend_opts bo = {r->s.device, (int)r->s.threads, bf16, r->dist.where.local_rank}; /* GPU LOCAL_RANK */
+    int local = r->dist.where.local_world_size;
+    if (bo.threads <= 0 && local > 1) { /* ranks on one machine share its cores */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        bo.threads = cores > local ? (int)(cores / local) : 1;
+    }
     if (!rc)
         rc = gk_backend_open(&r->be, &bo, e);
     char what[128];
@@ -259,20 +264,66 @@ static int init_weights(tr_run *r, const gk_ckpt *c, int resume, gk_err *e)
     return rc;
 }
 
-int tr_run_setup(tr_run *r, gk_err *e)
+/* Where to start: rank 0 looks at out_dir (locking it first when it exists, so that a second
+ * run stops before reading it) and every other rank starts from the same checkpoint. */
+static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *e)
 {
-    char path[4096];
-    int resume = 0, rc = 0;
-    /* a run already writing out_dir is found before anything is read from it */
-    if (!r->s.eval_only && is_dir(r->s.out_dir))
-        rc = tr_lock_take(&r->lock, r->s.out_dir, e);
-    if (!rc)
-        rc = pick_start(&r->s, path, sizeof path, &resume, e);
-    if (!rc && !resume && !r->s.eval_only && is_dir(r->s.out_dir))
-        rc = check_fresh_out_dir(&r->s, e);
+    char text[4200] = "";
+    int rc = 0;
+    if (tr_dist_is_root(&r->dist)) {
+        if (!r->s.eval_only && is_dir(r->s.out_dir))
+            rc = tr_lock_take(&r->lock, r->s.out_dir, e);
+        if (!rc)
+            rc = pick_start(&r->s, path, cap, resume, e);
+        if (!rc && !*resume && !r->s.eval_only && is_dir(r->s.out_dir))
+            rc = check_fresh_out_dir(&r->s, e);
+        snprintf(text, sizeof text, "%d%s", *resume, rc ? e->msg : path);
+        int src = tr_dist_share(&r->dist, "start", rc, text, sizeof text, e);
+        return rc ? rc : src;
+    }
+    if ((rc = tr_dist_share(&r->dist, "start", 0, text, sizeof text, e)))
+        return rc;
+    *resume = text[0] == '1';
+    snprintf(path, cap, "%.*s", (int)cap - 1, text + 1);
+    return 0;
+}
+
+/* Micro-batches per step over all ranks: gradient_accumulation_steps, or total_batch_size /
+ * (batch_size x block_size); each rank takes an equal part. */
+static int split_batch(tr_run *r, int T, gk_err *e)
+{
+    tr_settings *s = &r->s;
+    int64_t BT = s->batch_size * T, W = r->dist.world, accum = s->gradient_accumulation_steps;
+    if (s->total_batch_size > 0) {
+        if (s->total_batch_size % (BT * W) != 0) {
+            int64_t lo = s->total_batch_size / (BT * W) * BT * W;
+            return gk_errf(e, GK_EUSAGE, "%s: total_batch_size = %lld is not a multiple of "
+                           "batch_size x block_size x ranks = %lld x %d x %lld = %lld: %lld or %lld would be",
+                           gk_config_origin(r->cfg, "total_batch_size"), (long long)s->total_batch_size,
+                           (long long)s->batch_size, T, (long long)W, (long long)(BT * W),
+                           (long long)(lo ? lo : BT * W), (long long)(lo ? lo + BT * W : 2 * BT * W));
+        }
+        accum = s->total_batch_size / BT;
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)accum);
+        int rc = gk_config_set(r->cfg, "gradient_accumulation_steps", v, "total_batch_size", e);
+        if (rc)
+            return rc;
+    } else if (accum % W != 0) {
+        const char *o = gk_config_origin(r->cfg, "gradient_accumulation_steps");
+        return gk_errf(e, GK_EUSAGE, "%s: gradient_accumulation_steps = %lld does not split over %lld "
+                       "ranks: %lld or %lld would (or set total_batch_size)", o ? o : "default",
+                       (long long)accum, (long long)W, (long long)(accum / W ? accum / W * W : W),
+                       (long long)((accum / W + 1) * W));
+    }
+    return tr_dist_split(&r->dist, accum, e);
+}
+
+/* The part of setup every rank does: the model, its weights, the data, the vocabulary. */
+static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
+{
     gk_ckpt *c = NULL;
-    if (!rc && path[0])
-        rc = gk_ckpt_open(&c, path, e);
+    int rc = path[0] ? gk_ckpt_open(&c, path, e) : 0;
     gk_gpt2_config mc = config_from_settings(&r->s);
     if (!rc && c)
         rc = read_checkpoint_meta(r, c, resume, &mc, e);
@@ -283,15 +334,14 @@ int tr_run_setup(tr_run *r, gk_err *e)
     if (!rc)
         rc = record_shape(r, &mc, c ? gk_ckpt_path(c) : r->s.train_data, e);
     if (!rc)
+        rc = split_batch(r, mc.block_size, e);
+    if (!rc)
         rc = pick_vocab(r, c, e);
     if (!rc)
         rc = create_model(r, &mc, e);
     if (!rc)
         rc = init_weights(r, c, resume, e);
-    if (!rc)
-        gk_gpt2_set_rng(r->model, r->st.seed, r->st.rng_counter);
-    r->resumed = resume;
-    r->last_saved_step = resume ? r->st.step : -1;
+    r->st.world_size = r->dist.world; /* as saved from now on */
     if (!rc && c)
         gk_info("%s from %s at step %lld", resume ? "resuming" : "initialized", gk_ckpt_path(c),
                 (long long)r->st.step);
@@ -299,8 +349,26 @@ int tr_run_setup(tr_run *r, gk_err *e)
     return rc;
 }
 
+int tr_run_setup(tr_run *r, gk_err *e)
+{
+    char path[4096] = "";
+    int resume = 0;
+    int rc = decide_start(r, path, sizeof path, &resume, e);
+    if (!rc)
+        rc = setup_rank(r, path, resume, e);
+    r->resumed = resume;
+    r->last_saved_step = resume ? r->st.step : -1;
+    if ((rc = tr_dist_agree(&r->dist, "setup", rc, e)))
+        return rc;
+    if ((rc = tr_dist_comm(&r->dist, r->be, e)))
+        return rc;
+    return gk_gpt2_set_comm(r->model, r->dist.comm, (int)r->s.zero_stage, e);
+}
+
 int tr_run_start(tr_run *r, gk_err *e)
 {
+    if (!tr_dist_is_root(&r->dist))
+        return 0; /* only rank 0 writes */
     int rc = make_dirs(r->s.out_dir, e);
     if (!rc)
         rc = tr_lock_take(&r->lock, r->s.out_dir, e);
@@ -312,6 +380,7 @@ int tr_run_start(tr_run *r, gk_err *e)
 void tr_run_free(tr_run *r)
 {
     tr_checkpoint_close(r);
+    tr_dist_close(&r->dist); /* before the backend: a comm may use its memory */
     tr_metrics_close(&r->metrics);
     tr_lock_release(&r->lock);
     tr_data_close(r->train);

@@ -29,3 +29,19 @@ TINY=(--train_data=d/train.bin --val_data=d/val.bin --vocab=d/vocab.json --n_lay
 st_data() { local n; n=$(od -An -tu8 -N8 "$1" | tr -d ' '); tail -c +$((9 + n)) "$1"; }
 # losses FILE: "step loss" per line from a metrics.jsonl.
 losses() { sed -n 's/.*"step":\([0-9]*\),"loss":\([^,}]*\).*/\1 \2/p' "$1"; }
+# free_port: a TCP port nobody listens on now (for a test's rendezvous).
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# st_close A B TOL: the two safetensors files hold the same data as float32s, within TOL of the
+# larger magnitude (absolute below 1e-6): prints the largest difference when they do not.
+st_close() {
+  paste <(st_data "$1" | od -An -v -tf4 -w4) <(st_data "$2" | od -An -v -tf4 -w4) | awk -v tol="$3" '
+    { d = $1 - $2; if (d < 0) d = -d; m = ($1 < 0 ? -$1 : $1); n = ($2 < 0 ? -$2 : $2); if (n > m) m = n
+      if (d > tol * m && d > 1e-6) { bad++; if (d > worst) { worst = d; at = NR } } }
+    END { if (bad) printf "%d floats differ, the largest by %g (float %d)\n", bad, worst, at; exit bad > 0 }'
+}
+# close A B TOL: every "step loss" line of A within TOL relative of B's (losses files).
+close() {
+  paste "$1" "$2" | awk -v tol="$3" '$1 != $3 { print "step mismatch"; bad = 1 }
+    { d = $2 - $4; if (d < 0) d = -d; if (d > tol * $4) { printf "step %d: %s vs %s\n", $1, $2, $4; bad = 1 } }
+    END { exit bad }'
+}

@@ -7,12 +7,6 @@
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 run10() { gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 "$@" > /dev/null; }
-# close A B TOL: every "step loss" line of A within TOL relative of B's
-close() {
-  paste "$1" "$2" | awk -v tol="$3" '$1 != $3 { print "step mismatch"; bad = 1 }
-    { d = $2 - $4; if (d < 0) d = -d; if (d > tol * $4) { printf "step %d: %s vs %s\n", $1, $2, $4; bad = 1 } }
-    END { exit bad }'
-}
 run10 --device=cpu --out_dir=cpu
 run10 --device=cuda-emu --dtype=float32 --out_dir=emu32
 run10 --device=cuda-emu --dtype=bfloat16 --out_dir=emu16

@@ -1,0 +1,47 @@
+# Data-parallel training on this machine: 2 ranks started with the torchrun-style variables, by
+# --nproc_per_node and by mpirun train the same model as one process with the same global batch
+# (the same losses and final weights, within float32 reduction order); zero_stage = 1 equals
+# zero_stage = 0, and its checkpoint (full moments, gathered) equals the unsharded one.
+source "$TOP/tests/cli/lib.bash"; need_data
+tiny_data d
+ARGS=("${TINY[@]}" --threads=1 --dropout=0.1 --gradient_accumulation_steps=4 --max_iters=6
+      --eval_interval=3 --dist_timeout=60)
+gpt-train -q "${ARGS[@]}" --out_dir=one > one.log
+losses one/metrics.jsonl > one.l
+# two_ranks OUT_DIR ARGS...: ranks 0 and 1 as torchrun would start them
+two_ranks() {
+  local out=$1 port; shift; port=$(free_port)
+  RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --out_dir=$out "$@" > $out.r1.log &
+  local pid=$!
+  RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --out_dir=$out "$@" > $out.log
+  wait $pid
+}
+same() { # same NAME: OUT_DIR's losses and weights are one's
+  losses $1/metrics.jsonl > $1.l
+  close $1.l one.l 1e-5 && st_close $1/latest.safetensors one/latest.safetensors 1e-4 && echo "$1: the one-process run"
+}
+two_ranks torchrun
+same torchrun
+test ! -s torchrun.r1.log && echo "rank 1 printed nothing"
+grep -c '^step [0-9]*/' torchrun.log
+gpt-train -q "${ARGS[@]}" --out_dir=spawned --nproc_per_node=2 > spawned.log
+same spawned
+if command -v mpirun > /dev/null; then
+  mpirun --allow-run-as-root --oversubscribe -np 2 gpt-train -q "${ARGS[@]}" --out_dir=mpi > mpi.log
+  same mpi
+else
+  echo "mpi: the one-process run" # (mpirun absent: .ci/deps.sh installs openmpi-bin)
+fi
+# the same total batch as 4 micro-batches of 2 ranks x 2, given as tokens
+gpt-train -q "${ARGS[@]}" --out_dir=tokens --nproc_per_node=2 --gradient_accumulation_steps=1 \
+  --total_batch_size=256 > tokens.log
+same tokens
+# ZeRO-1: the moments sharded across 2 ranks; checkpoints hold them whole
+two_ranks zero --zero_stage=1
+same zero
+# errors: a total batch that does not split, nproc_per_node under a launcher
+run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/" err.txt)"; }
+run gpt-train -q "${ARGS[@]}" --out_dir=bad --total_batch_size=100
+run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3
+RANK=0 WORLD_SIZE=2 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=2
+test ! -e bad

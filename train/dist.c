@@ -1,0 +1,140 @@
+/* dist.c: the data-parallel run: rendezvous, collectives, agreements (see dist.h). */
+#include "dist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tr_dist_is_root(const tr_dist *d) { return d->rank == 0; }
+
+/* Every rank adds itself to a counter; the last to arrive sets "rdzv/ready", which all wait for. */
+static int rendezvous(tr_dist *d, gk_err *e)
+{
+    int64_t arrived = 0;
+    int rc = gk_store_add(d->store, "rdzv/arrived", 1, &arrived, e);
+    if (!rc && arrived == d->world)
+        rc = gk_store_set(d->store, "rdzv/ready", "1", 1, e);
+    if (rc)
+        return rc;
+    const char *ready = "rdzv/ready";
+    gk_err why;
+    if (gk_store_wait(d->store, &ready, 1, &why) == 0)
+        return 0;
+    if (gk_store_add(d->store, "rdzv/arrived", 0, &arrived, e) != 0)
+        return gk_errf(e, GK_EIO, "%s", why.msg);
+    return gk_errf(e, GK_EIO, "rendezvous at %s: %lld of %d ranks arrived within %g s",
+                   gk_store_address(d->store), (long long)arrived, d->world, d->timeout_s);
+}
+
+int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
+{
+    memset(d, 0, sizeof *d);
+    d->where = *l;
+    d->rank = l->rank;
+    d->world = l->world_size > 0 ? l->world_size : 1;
+    d->timeout_s = timeout_s;
+    d->accum = d->accum_total = 1;
+    if (d->world == 1)
+        return 0;
+    int rc = gk_store_open(&d->store, l->master_addr, l->master_port, d->rank == 0, d->rank,
+                           timeout_s, e);
+    return rc ? rc : rendezvous(d, e);
+}
+
+int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e)
+{
+    (void)be;
+    if (d->world == 1)
+        return gk_comm_open_single(&d->comm, e);
+    return gk_comm_open_gloo(&d->comm, d->store, d->rank, d->world, d->timeout_s, e);
+}
+
+int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e)
+{
+    if (accum_total % d->world != 0)
+        return gk_errf(e, GK_EUSAGE, "%lld micro-batches per step do not split over %d ranks",
+                       (long long)accum_total, d->world);
+    d->accum_total = accum_total;
+    d->accum = accum_total / d->world;
+    return 0;
+}
+
+int64_t tr_dist_micro(const tr_dist *d, int64_t k) { return (int64_t)d->rank * d->accum + k; }
+
+int tr_dist_sum(tr_dist *d, double *v, int n, gk_err *e)
+{
+    return d->comm->ops->allreduce_host(d->comm, v, n, e);
+}
+
+int tr_dist_share(tr_dist *d, const char *key, int ok, char *text, size_t cap, gk_err *e)
+{
+    if (d->world == 1)
+        return 0;
+    char k[128];
+    snprintf(k, sizeof k, "share/%s", key);
+    if (d->rank == 0) {
+        char buf[1100];
+        snprintf(buf, sizeof buf, "%c%s", ok ? '!' : '=', text);
+        return gk_store_set(d->store, k, buf, strlen(buf), e);
+    }
+    void *val = NULL;
+    size_t n = 0;
+    int rc = gk_store_get(d->store, k, &val, &n, e);
+    if (rc)
+        return rc;
+    const char *s = val;
+    if (n > 0 && s[0] == '!')
+        rc = gk_errf(e, GK_EIO, "rank 0: %s", s + 1);
+    else
+        snprintf(text, cap, "%s", n > 0 ? s + 1 : "");
+    free(val);
+    return rc;
+}
+
+/* The agreement's entry of rank r: 0, or its error in e ("rank R: MSG" unless r is this rank). */
+static int agreed(tr_dist *d, const char *key, int r, gk_err *e)
+{
+    char k[128];
+    void *val = NULL;
+    size_t n = 0;
+    snprintf(k, sizeof k, "agree/%s/%d", key, r);
+    int rc = gk_store_get(d->store, k, &val, &n, e);
+    const char *s = val;
+    if (!rc && n > 0 && s[0] == '!')
+        rc = r == d->rank ? gk_errf(e, GK_EIO, "%s", s + 1) : gk_errf(e, GK_EIO, "rank %d: %s", r, s + 1);
+    free(val);
+    return rc;
+}
+
+int tr_dist_agree(tr_dist *d, const char *key, int rc, gk_err *e)
+{
+    if (d->world == 1)
+        return rc;
+    char k[128], buf[1100];
+    snprintf(k, sizeof k, "agree/%s/%d", key, d->rank);
+    snprintf(buf, sizeof buf, "%c%s", rc ? '!' : '=', rc ? e->msg : "");
+    gk_err local;
+    int src = gk_store_set(d->store, k, buf, strlen(buf), &local);
+    if (rc && d->rank > 0) { /* rank 0 says it when it failed alike (a bad setting, a missing file) */
+        void *val = NULL;
+        size_t n = 0;
+        snprintf(k, sizeof k, "agree/%s/0", key);
+        if (!src && gk_store_get(d->store, k, &val, &n, &local) == 0 && n > 0 && strcmp(val, buf) == 0)
+            d->quiet_error = 1;
+        free(val);
+    }
+    if (rc || src)
+        return rc ? rc : (*e = local, src);
+    for (int r = 0; r < d->world && !rc; r++)
+        rc = agreed(d, key, r, e);
+    return rc;
+}
+
+void tr_dist_close(tr_dist *d)
+{
+    gk_comm_close(d->comm);
+    d->comm = NULL;
+    if (d->store)
+        gk_store_close(d->store);
+    d->store = NULL;
+}

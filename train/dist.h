@@ -1,0 +1,63 @@
+/* dist.h: a data-parallel run as gpt-train drives it: the rendezvous store, the collectives,
+ * the split of each global batch over the ranks, and the agreements every rank must share
+ * (where to start, whether setup worked everywhere, when to stop).
+ * A run of one process has a dist too (world 1, a "single" comm, no store): the loop never
+ * branches on the world size.
+ * Owns: the store and the comm (the model sums gradients and shards its moments through it:
+ * gk_gpt2_set_comm). Lifetime: tr_dist_open .. close.
+ * Not thread-safe: the run's thread. */
+#ifndef TR_DIST_H
+#define TR_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "kernels/backend.h"
+#include "kernels/comm/comm.h"
+#include "kernels/comm/store.h"
+#include "kernels/gpt2.h"
+#include "launch.h"
+
+typedef struct tr_dist {
+    tr_launch where;      /* this process's place (launch.h) */
+    int rank, world;
+    double timeout_s;
+    gk_store *store;      /* NULL in a one-process run */
+    gk_comm *comm;        /* from tr_dist_comm */
+    int64_t accum;        /* micro-batches of one step this rank computes */
+    int64_t accum_total;  /* micro-batches of one step over all ranks */
+    int quiet_error;      /* this rank's error is rank 0's too, which reports it: print nothing */
+} tr_dist;
+
+/* Joins the run l describes: with world > 1, rank 0 hosts the store and every rank connects to
+ * it and waits (timeout_s) until all have arrived ("rendezvous at 10.0.0.1:29500: 1 of 2 ranks
+ * arrived within 300 s"). */
+int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e);
+/* Opens the collectives for the backend's memory: Gloo on CPU backends, the backend's own (NCCL,
+ * emulated under cuda-emu) when it has them, "single" for one process. */
+int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e);
+int tr_dist_is_root(const tr_dist *d);
+
+/* Splits accum_total micro-batches of a step over the ranks: GK_EUSAGE when it does not divide. */
+int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e);
+/* The global index of this rank's micro-batch k of a step (rank-major: rank r owns
+ * r * accum .. r * accum + accum - 1, so the data and dropout of a step do not depend on the
+ * world size). */
+int64_t tr_dist_micro(const tr_dist *d, int64_t k);
+
+/* Sums n host doubles over the ranks (losses, counts, flags). */
+int tr_dist_sum(tr_dist *d, double *v, int n, gk_err *e);
+/* Every rank gets root's text: rank 0 passes ok = 0 and its text, or its error (ok < 0, text =
+ * e->msg), which every other rank returns as "rank 0: MSG"; key names the agreement. text has
+ * cap bytes. A one-process run returns at once. */
+int tr_dist_share(tr_dist *d, const char *key, int ok, char *text, size_t cap, gk_err *e);
+/* Every rank reports how its setup went (rc, e); returns this rank's own failure, else the first
+ * of any rank ("rank 1: train_data: no file matches ..."), so that all ranks stop together
+ * rather than wait. A rank other than 0 whose failure is rank 0's too sets quiet_error. */
+int tr_dist_agree(tr_dist *d, const char *key, int rc, gk_err *e);
+
+/* Closes the comm and the store (rank 0 waits for the others to leave it). */
+void tr_dist_close(tr_dist *d);
+
+#endif
