@@ -42,3 +42,13 @@ port=$(free_port)
 rc=0; RANK=0 WORLD_SIZE=2 MASTER_PORT=$port gpt-train -q "${TINY[@]}" --dist_timeout=1 --out_dir=never \
   --max_iters=1 2> never.err || rc=$?
 echo "exit $rc: $(sed "s/:$port/:PORT/" never.err)"
+# a rank that hangs (SIGSTOP): rank 0 gives up after dist_timeout, naming it
+port=$(free_port)
+ARGS=("${TINY[@]}" --threads=1 --eval_interval=1000 --dist_timeout=3 --out_dir=h)
+rank 1 --max_iters=100000 > /dev/null 2>&1 & p1=$!
+rank 0 --max_iters=100000 > h.log 2> h.err & p0=$!
+for _ in $(seq 600); do [ -e h/metrics.jsonl ] && [ "$(losses h/metrics.jsonl | wc -l)" -ge 2 ] && break; sleep 0.05; done
+kill -STOP $p1
+rc0=0; wait $p0 || rc0=$?
+kill -KILL $p1
+echo "SIGSTOP to rank 1: rank 0 exit $rc0: $(sed 's/[0-9]*ms/Nms/' h.err)"
