@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,63 +47,132 @@ int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
     return 0;
 }
 
-/* Host copies of every parameter (and moments): one buffer, filled through the backend. */
-/* Host copies of every tensor (parameters, and the AdamW moments with with_opt) for a save: one
- * buffer, described by out[]. NULL with e set on failure. */
-static float *host_copy(gk_gpt2 *m, gk_ckpt_param *out, int with_opt, gk_err *e)
+/* ---------------------------------------------------------------- snapshots */
+
+struct tr_snapshot {
+    int n;                    /* parameter table entries */
+    size_t numel;             /* scalars per kind (gk_gpt2_num_scalars) */
+    int with_opt;
+    char (*names)[64];        /* copies of the table's names: a save reads no model */
+    gk_ckpt_param *params;    /* n entries pointing into buf */
+    float *buf;               /* parameters [numel], then with_opt m [numel] and v [numel] */
+    char *config_json, *state_json;
+    const gk_vocab *vocab;    /* borrowed */
+    int64_t step;
+    int taken;                /* the last take succeeded */
+};
+
+int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_err *e)
 {
+    tr_snapshot *s = calloc(1, sizeof *s);
     int n = gk_gpt2_n_params(m);
-    size_t total = gk_gpt2_num_scalars(m) * (with_opt ? 3 : 1);
-    float *buf = malloc(total * sizeof *buf), *p = buf;
-    if (!buf) {
-        gk_errf(e, GK_ENOMEM, "out of memory preparing the checkpoint");
-        return NULL;
+    size_t numel = gk_gpt2_num_scalars(m), kinds = with_optimizer ? 3 : 1;
+    *out = NULL;
+    if (s) {
+        s->names = calloc((size_t)n, sizeof *s->names);
+        s->params = calloc((size_t)n, sizeof *s->params);
+        s->buf = malloc(numel * kinds * sizeof *s->buf);
     }
-    int rc = 0;
-    for (int i = 0; !rc && i < n; i++) {
+    if (!s || !s->names || !s->params || !s->buf) {
+        tr_snapshot_free(s);
+        return gk_errf(e, GK_ENOMEM, "out of memory for the checkpoint's host copy (%.1f MB)",
+                       (double)(numel * kinds * sizeof(float)) / 1e6);
+    }
+    s->n = n;
+    s->numel = numel;
+    s->with_opt = with_optimizer;
+    s->step = -1;
+    float *p = s->buf;
+    for (int i = 0; i < n; i++) {
         const gk_param *t = gk_gpt2_param(m, i);
-        out[i] = (gk_ckpt_param){t->name, t->ndim, {t->shape[0], t->ndim > 1 ? t->shape[1] : 0}, p, NULL, NULL};
-        rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_PARAM, p, e);
-        p += t->numel;
-        if (with_opt && !rc) {
-            out[i].m = p;
-            rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_M, p, e);
-            p += t->numel;
-            out[i].v = p;
-            if (!rc) rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_V, p, e);
-            p += t->numel;
+        snprintf(s->names[i], sizeof s->names[i], "%s", t->name);
+        s->params[i] = (gk_ckpt_param){s->names[i], t->ndim, {t->shape[0], t->ndim > 1 ? t->shape[1] : 0},
+                                       p, NULL, NULL};
+        if (with_optimizer) {
+            s->params[i].m = p + numel;
+            s->params[i].v = p + 2 * numel;
         }
+        p += t->numel;
     }
-    if (rc) {
-        free(buf);
-        return NULL;
+    *out = s;
+    return 0;
+}
+
+void tr_snapshot_free(tr_snapshot *s)
+{
+    if (!s)
+        return;
+    free(s->names);
+    free(s->params);
+    free(s->buf);
+    free(s->config_json);
+    free(s->state_json);
+    free(s);
+}
+
+/* The tensors of m into s: parameters, and the moments (from src, else m's own). */
+static int take_tensors(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *src, gk_err *e)
+{
+    if (gk_gpt2_n_params(m) != s->n || gk_gpt2_num_scalars(m) != s->numel)
+        return gk_errf(e, GK_EUSAGE, "checkpoint snapshot: not made for this model");
+    int rc = 0;
+    for (int i = 0; !rc && i < s->n; i++) {
+        float *p = (float *)s->params[i].data; /* s->buf, which s owns */
+        rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_PARAM, p, e);
+        if (!rc && s->with_opt && !src)
+            rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_M, p + s->numel, e);
+        if (!rc && s->with_opt && !src)
+            rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_V, p + 2 * s->numel, e);
     }
-    return buf;
+    if (!rc && s->with_opt && src)
+        rc = src->fill(src->ctx, s->buf + s->numel, s->buf + 2 * s->numel, s->numel, e);
+    return rc;
+}
+
+int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *moments, const gk_vocab *v,
+                     const tr_state *st, const char *settings_json, gk_err *e)
+{
+    s->taken = 0;
+    free(s->config_json);
+    free(s->state_json);
+    s->config_json = gk_gpt2_config_json(gk_gpt2_cfg(m));
+    s->state_json = st ? tr_state_json(st, settings_json) : NULL;
+    s->vocab = v;
+    s->step = st ? st->step : -1;
+    if (!s->config_json || (st && !s->state_json))
+        return gk_errf(e, GK_ENOMEM, "out of memory preparing the checkpoint");
+    int rc = take_tensors(s, m, moments, e);
+    s->taken = rc == 0;
+    return rc;
+}
+
+int tr_snapshot_save(const tr_snapshot *s, const char *path, gk_err *e)
+{
+    if (!s->taken)
+        return gk_errf(e, GK_EUSAGE, "%s: no snapshot taken to save", path);
+    gk_ckpt_info info = {s->config_json, s->state_json, s->vocab, 0};
+    return gk_ckpt_save(path, s->params, (size_t)s->n, &info, e);
+}
+
+int64_t tr_snapshot_step(const tr_snapshot *s)
+{
+    return s->taken ? s->step : -1;
 }
 
 int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e)
 {
-    int n = gk_gpt2_n_params(m);
-    gk_ckpt_param *params = calloc((size_t)n, sizeof *params);
-    float *buf = params ? host_copy(m, params, with_optimizer, e) : NULL;
-    char *cfg = gk_gpt2_config_json(gk_gpt2_cfg(m));
-    char *state = st ? tr_state_json(st, settings_json) : NULL;
-    int rc;
-    if (params && !buf) {
-        rc = e->code;
-    } else if (!params || !cfg || (st && !state)) {
-        rc = gk_errf(e, GK_ENOMEM, "%s: out of memory preparing the checkpoint", path);
-    } else {
-        gk_ckpt_info info = {cfg, state, v, 0};
-        rc = gk_ckpt_save(path, params, (size_t)n, &info, e);
-    }
-    free(params);
-    free(buf);
-    free(cfg);
-    free(state);
+    tr_snapshot *s;
+    int rc = tr_snapshot_create(&s, m, with_optimizer, e);
+    if (!rc)
+        rc = tr_snapshot_take(s, m, NULL, v, st, settings_json, e);
+    if (!rc)
+        rc = tr_snapshot_save(s, path, e);
+    tr_snapshot_free(s);
     return rc;
 }
+
+/* ---------------------------------------------------------------- loading */
 
 /* Every tensor of c into m: the parameters, and the AdamW moments with with_optimizer. A
  * checkpoint with a larger block_size than m's (crop) has its wpe tensors read whole and their

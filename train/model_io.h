@@ -1,6 +1,8 @@
 /* model_io.h: moving a gk_gpt2 in and out of checkpoints (common/ckpt.h), and the JSON of the
  * model config (gptkit.config) and trainer state (gptkit.train).
- * Owns nothing past a call. Not thread-safe (drives the model's backend). */
+ * Owns: a tr_snapshot (host copy of a checkpoint) from tr_snapshot_create to _free; the other
+ * functions own nothing past a call. Thread safety: whatever takes a gk_gpt2 drives its backend
+ * (the model's thread only); tr_snapshot_save touches no model and may run on another thread. */
 #ifndef TR_MODEL_IO_H
 #define TR_MODEL_IO_H
 
@@ -29,7 +31,37 @@ typedef struct tr_state {
 char *tr_state_json(const tr_state *s, const char *settings_json);
 int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e);
 
-/* Saves the model (and, with_optimizer, its AdamW moments) with metadata. */
+/* A host copy of everything a checkpoint holds, to be written later (by another thread):
+ * every parameter table entry's parameter and, with_optimizer, its AdamW moments, the model
+ * config and trainer state JSON, and the vocabulary (borrowed: a gk_vocab is read-only; it must
+ * outlive the snapshot's last save). The tensor buffers are allocated once by create and reused
+ * by every take: 3 x parameters x 4 bytes with the moments (GPT-2 124M: 1.5 GB), 1 x without. */
+typedef struct tr_snapshot tr_snapshot;
+
+/* Where a take gets the AdamW moments. A NULL source reads the model's own (gk_gpt2_tensor_get).
+ * ZeRO-1, where each rank holds a shard, passes one that gathers the full moments into m and v:
+ * gk_gpt2_num_scalars floats each, the table's entries one after the other in table order
+ * (entry i at the sum of the earlier entries' numel; wte's padded rows not included). */
+typedef struct tr_moments_src {
+    int (*fill)(void *ctx, float *m, float *v, size_t n, gk_err *e);
+    void *ctx;
+} tr_moments_src;
+
+/* Allocates a snapshot for m's parameter table (GK_ENOMEM naming the size). */
+int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_err *e);
+/* Copies m's tensors (the moments from moments, or m's own when NULL), the config, st (NULL: not
+ * a training checkpoint) with settings_json embedded, and v (may be NULL) into s. Drives m's
+ * backend. On failure s holds nothing that may be saved. */
+int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *moments, const gk_vocab *v,
+                     const tr_state *st, const char *settings_json, gk_err *e);
+/* Writes the last take to path atomically (temp file, fsync, rename: gk_ckpt_save). */
+int tr_snapshot_save(const tr_snapshot *s, const char *path, gk_err *e);
+/* The trainer state's step of the last take (-1: none, or it had no state). */
+int64_t tr_snapshot_step(const tr_snapshot *s);
+void tr_snapshot_free(tr_snapshot *s); /* NULL-safe */
+
+/* Saves the model (and, with_optimizer, its AdamW moments) with metadata: a snapshot taken and
+ * saved at once. */
 int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e);
 /* Loads every parameter (gk_gpt2_load) and, with_optimizer, the AdamW moments from c. A model
