@@ -311,10 +311,10 @@ int tr_launch_from_env(tr_launch *l, gk_err *e)
         return from_ranks(l, "torchrun", &TORCHRUN, "GROUP_RANK", e);
     if (env("OMPI_COMM_WORLD_RANK") || env("OMPI_COMM_WORLD_SIZE"))
         return from_ranks(l, "mpirun", &OMPI, NULL, e);
+    if (env("SLURM_PROCID")) /* before PMI: srun --mpi=pmi2 sets both, and only Slurm's local ranks */
+        return from_slurm(l, e);
     if (env("PMI_RANK") || env("PMI_SIZE"))
         return from_ranks(l, "mpirun", &PMI, NULL, e);
-    if (env("SLURM_PROCID"))
-        return from_slurm(l, e);
     if (env("PET_NNODES") || env("PET_NPROC_PER_NODE") || env("PET_NODE_RANK"))
         return from_kubeflow(l, e);
     l->source = "none";

@@ -1,9 +1,9 @@
 /* launch.h: where this process sits in a distributed run, and the local launcher.
  * Reads the launcher's variables: torchrun-style (RANK, WORLD_SIZE, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: torchrun, Kubeflow PyTorchJob, DLRover ElasticJob,
- * TensorStack), else mpirun's (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE, or PMI_RANK/
- * PMI_SIZE), else Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE),
- * else Kubeflow Trainer v2's per-node ones (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
+ * TensorStack), else OpenMPI's (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE), else Slurm's
+ * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE; before PMI, which
+ * srun --mpi=pmi2 sets too), else PMI's (PMI_RANK, PMI_SIZE: MPICH, Intel MPI), else Kubeflow Trainer v2's per-node ones (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
  * PET_MASTER_ADDR, PET_MASTER_PORT); none of them: one process.
  * `nproc_per_node = N` (or PET_NPROC_PER_NODE) makes gpt-train start its N local ranks itself,
  * as torchrun does: tr_launch_spawn re-runs this executable N times with the torchrun-style
