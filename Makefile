@@ -57,7 +57,7 @@ obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.c,$(BUILD)/obj/%.o,$(1)))
 
 # ---- the CUDA backend: kernels/cuda/*.cu as two shared libraries the tools dlopen ----
 # libgptkit-cuda.so: nvcc (when found: $(NVCC), else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
-# one -gencode per CUDA_ARCH plus PTX of the last, linked with cuBLASLt and the CUDA runtime.
+# one -gencode per CUDA_ARCH plus PTX of the last, linked with NCCL, cuBLASLt and the CUDA runtime.
 # libgptkit-cuda-emu.so: the same sources by $(CXX) against kernels/emu (the CUDA emulator), built
 # whenever a C++ compiler is present. Both export one symbol (-fvisibility=hidden) and carry the
 # C objects they need (common/err.c, kernels/backend_err.c) compiled -fPIC.
@@ -142,7 +142,7 @@ $(BUILD)/lib/gptkit-cuda.map:
 
 $(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
 	$(CXX) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
-	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lcublasLt -lcudart -lm
+	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lnccl -lcublasLt -lcudart -lm
 
 $(BUILD)/emu/%.o: %.cu
 	@mkdir -p $(dir $@)

@@ -110,7 +110,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     ep_scorer *sc = NULL;
     int bf16;
     int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16};
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16, 0};
     if (!rc) /* shards need no vocabulary */
         rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 0, e);
     char what[128];

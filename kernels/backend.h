@@ -47,6 +47,7 @@ static inline size_t gk_elt_size(gk_elt t) { return t == GK_BF16 ? 2 : 4; }
  *   the mask from the same key, so masks are never stored. p == 0 means no dropout (key ignored). */
 
 typedef struct gk_backend gk_backend;
+struct gk_comm; /* kernels/comm/comm.h */
 
 typedef struct gk_ops {
     const char *name; /* "cpu", "ref", "cuda", "cuda-emu" */
@@ -164,6 +165,19 @@ typedef struct gk_ops {
      * 0 <= t0, 1 <= n, t0 + n <= Tc. With t0 = 0 and n = Tc it equals attention_fwd's out. */
     void (*attention_fwd_at)(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0,
                              int n, int C, int NH);
+
+    /* ---- collectives across processes (optional: NULL on cpu and ref, which use Gloo) ---- */
+    /* Makes a communicator id (NCCL's unique id: *n = 128 bytes written to id, cap >= 128). Rank 0
+     * calls it once per communicator and hands the bytes to every rank (through the store). */
+    int (*comm_id)(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e);
+    /* Opens this process's rank (0 <= rank < world) of the communicator id names; every rank
+     * calls it (collectively) within timeout_s seconds of the others, else GK_EIO. *out's float
+     * buffers are device memory of be and its collectives are ordered on be's stream: each one
+     * sees every op launched on be before it and every op launched after it sees its result; it
+     * returns when its result is in place (or with GK_EIO, a dead or silent peer included, within
+     * timeout_s). Close *out (gk_comm_close) before freeing be. */
+    int (*comm_open)(gk_backend *be, const void *id, size_t n, int rank, int world,
+                     double timeout_s, struct gk_comm **out, gk_err *e);
 } gk_ops;
 
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */
@@ -200,6 +214,8 @@ typedef struct gk_backend_opts {
     int bf16;           /* activations in bf16: 1 yes, 0 fp32, -1 the device's default (bf16 on
                          * cuda); the CPU backends compute in fp32 whatever it says: the
                          * backend's act field tells what was granted */
+    int gpu;            /* cuda: the device ordinal (LOCAL_RANK of a distributed run), 0 default;
+                         * cuda-emu: every ordinal >= 0 is the emulator's one device */
 } gk_backend_opts;
 
 /* Opens the backend o->device names (backend_open.c): "cpu", "ref", "cuda" and "cuda-emu" (loaded
@@ -215,15 +231,15 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts or this struct). */
-#define GK_BACKEND_ABI 2
+#define GK_BACKEND_ABI 3
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */
     const char *name; /* "cuda", "cuda-emu" */
     /* Usable devices (0: none), or a negative GK_E* code with err set. */
     int (*device_count)(gk_err *err);
-    /* Creates the backend on the first device with o->bf16 (-1: bf16); 0 or a negative GK_E*
-     * code with err set. */
+    /* Creates the backend on device o->gpu with o->bf16 (-1: bf16); 0 or a negative GK_E* code
+     * with err set. */
     int (*create)(gk_backend **out, const gk_backend_opts *o, gk_err *err);
 } gk_backend_entry;
 typedef const gk_backend_entry *(*gk_backend_entry_fn)(void);

@@ -177,7 +177,7 @@ static int run(const options *o, gk_err *e)
     int64_t n = 0;
     int bf16;
     int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16};
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16, 0};
     if (!rc) rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */

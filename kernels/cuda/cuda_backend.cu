@@ -207,6 +207,7 @@ static gk_ops make_ops(void)
     o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd;
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
     o.attention_fwd_at = cu_attention_fwd_at;
+    o.comm_id = cu_comm_id, o.comm_open = cu_comm_open;
     return o;
 }
 static const gk_ops cu_ops = make_ops();
@@ -237,8 +238,9 @@ static int lt_check(gk_backend *be, cublasStatus_t st, const char *call, int lin
                            cublasLtGetStatusString(st));
 }
 
-/* Fills the context of be on device 0; any failure is left in be->err. */
-static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts)
+/* Fills the context of be on device c->device (named GPU gpu in be->what when not 0); any
+ * failure is left in be->err. */
+static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
 {
     cudaDeviceProp prop;
     if (CU_CHECK(be, cudaSetDevice(c->device)) ||
@@ -255,13 +257,34 @@ static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts)
     const char *sync = getenv("GPT_CUDA_SYNC");
     c->sync_each = sync && strcmp(sync, "1") == 0;
     be->act = bf16_acts ? GK_BF16 : GK_F32;
-    snprintf(be->what, sizeof be->what, "%s (%.60s, %s)", CU_NAME, prop.name,
+    char ordinal[24] = "";
+    if (gpu) snprintf(ordinal, sizeof ordinal, "GPU %d: ", gpu);
+    snprintf(be->what, sizeof be->what, "%s (%s%.52s, %s)", CU_NAME, ordinal, prop.name,
              bf16_acts ? "bf16" : "fp32");
+}
+
+/* The device for ordinal gpu: itself when the machine has it; under the emulator every ordinal
+ * >= 0 is its one device (each rank of a run on one machine is a process with its own). */
+static int cu_pick_device(int gpu, int *device, gk_err *err)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    (void)cudaGetLastError();
+#ifdef GK_CUDA_EMU
+    if (gpu >= 0 && count > 0) gpu = 0;
+#endif
+    if (gpu < 0 || gpu >= count)
+        return gk_errf(err, GK_ENOTFOUND, "%s: no GPU %d (this machine has %d)", CU_NAME, gpu, count);
+    *device = gpu;
+    return 0;
 }
 
 static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
 {
     *out = NULL;
+    int gpu = o ? o->gpu : 0, device = 0;
+    int rc = cu_pick_device(gpu, &device, err);
+    if (rc) return rc;
     gk_backend *be = (gk_backend *)calloc(1, sizeof *be);
     cu_ctx *c = (cu_ctx *)calloc(1, sizeof *c);
     if (!be || !c) {
@@ -273,8 +296,8 @@ static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
     be->impl = c;
     be->destroy = cu_destroy;
     snprintf(be->what, sizeof be->what, "%s", CU_NAME);
-    c->device = 0; /* the distributed issue picks LOCAL_RANK */
-    cu_setup(be, c, !o || o->bf16 != 0);
+    c->device = device;
+    cu_setup(be, c, !o || o->bf16 != 0, gpu);
     if (be->err.code) {
         int code = gk_errf(err, be->err.code, "%s backend: %s", CU_NAME, be->err.msg);
         cu_destroy(be);

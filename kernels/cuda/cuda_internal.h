@@ -1,5 +1,5 @@
 /* cuda_internal.h: what the CUDA backend's files share (not part of any API).
- * Owns: the backend context (cu_ctx: stream, cuBLASLt handle and workspace, scratch), the checks
+ * Owns: the backend context (cu_ctx: device, stream, cuBLASLt handle and workspace, scratch), the checks
  * that turn CUDA/cuBLAS failures into the sticky backend error, the element helpers that let one
  * kernel template serve fp32 and bf16 activations, and the prototypes of every op (one per gk_ops
  * slot; cuda_backend.c assembles the table). Compiled by nvcc, or by g++ against kernels/emu.
@@ -111,5 +111,9 @@ void cu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int 
                          int C, int NH);
 /* The scratch attention needs for heads of head_size over sequences of T (reserve sizes it). */
 size_t cu_attention_scratch(int B, int NH, int T, int head_size);
+/* cuda_nccl.cu: NCCL communicators (the comm_id and comm_open slots) */
+int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e);
+int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,
+                 struct gk_comm **out, gk_err *e);
 
 #endif

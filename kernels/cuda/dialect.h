@@ -6,8 +6,9 @@
  *   in parentheses: GK_LAUNCH((k<float, 4>), ...). Check cudaGetLastError() after it as usual.
  * - GK_DYN_SMEM(type, name); inside a kernel declares `type *name` pointing at the block's dynamic
  *   shared memory (16-byte aligned) instead of `extern __shared__ type name[];`.
- * Under nvcc (__CUDACC__) it includes the real CUDA headers; with g++ -DGK_CUDA_EMU it includes
- * the emulator (kernels/emu/emu.h), whose top comment lists the CUDA subset kernels may use. */
+ * Under nvcc (__CUDACC__) it includes the real CUDA and NCCL headers; with g++ -DGK_CUDA_EMU it
+ * includes the emulator (kernels/emu/emu.h, emu_cublaslt.h, emu_nccl.h), whose top comment lists
+ * the CUDA subset kernels may use. */
 #ifndef GK_CUDA_DIALECT_H
 #define GK_CUDA_DIALECT_H
 
@@ -17,6 +18,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
+#include <nccl.h>
 
 #define GK_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
     kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
@@ -28,6 +30,7 @@
 
 #include "kernels/emu/emu.h"
 #include "kernels/emu/emu_cublaslt.h"
+#include "kernels/emu/emu_nccl.h"
 
 #define GK_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
     ::gk_emu::launcher(#kernel, kernel, (grid), (block), (smem_bytes), (stream))(__VA_ARGS__)

@@ -24,7 +24,8 @@
  * - __nv_bfloat16 / __nv_bfloat162: see emu_bf16.h; nvcuda::wmma 16x16x16 bf16: see emu_wmma.h
  * Not there: __CUDA_ARCH__, __constant__, cooperative groups, textures, clock(), inline PTX,
  * __syncthreads_count/_and/_or, half precision, device-side malloc.
- * Host side (emu_runtime.h, emu_cublaslt.h): the runtime calls and cuBLASLt calls listed there.
+ * Host side (emu_runtime.h, emu_cublaslt.h, emu_nccl.h): the runtime, cuBLASLt and NCCL calls
+ * listed there (NCCL's collectives between processes over loopback TCP).
  *
  * How it runs: a launch runs to completion before it returns. Blocks run on a pool of host threads
  * (GK_EMU_THREADS, default the number of cores; results do not depend on it except for the order of

@@ -3,7 +3,8 @@
  * dynamic shared memory with its guard), the Grid a launch shares between host threads, and the
  * error and device-limit helpers. emu_sched.cpp runs blocks, emu_fiber.cpp owns the stacks and
  * switches, emu_launch.cpp runs grids, emu_warp.cpp computes warp collectives and wmma,
- * emu_runtime.cpp keeps the error state, emu_cublaslt.cpp maps cuBLASLt to CBLAS. */
+ * emu_runtime.cpp keeps the error state, emu_cublaslt.cpp maps cuBLASLt to CBLAS, emu_nccl.cpp
+ * runs NCCL's collectives over sockets (it needs nothing here). */
 #ifndef GK_EMU_INTERNAL_H
 #define GK_EMU_INTERNAL_H
 

@@ -225,6 +225,14 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return sticky_error(); }
+cudaError_t cudaStreamQuery(cudaStream_t) { return sticky_error(); }
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned flags)
+{
+    if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent");
+    if (flags) return fail(cudaErrorInvalidValue, "cudaStreamWaitEvent");
+    return sticky_error();
+}
 cudaError_t cudaDeviceSynchronize(void) { return sticky_error(); }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
@@ -251,6 +259,12 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t)
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
     if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize");
+    return sticky_error();
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery");
     return sticky_error();
 }
 

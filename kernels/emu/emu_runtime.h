@@ -134,11 +134,14 @@ GK_EMU_API cudaError_t cudaStreamCreate(cudaStream_t *stream);
 GK_EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
 GK_EMU_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
 GK_EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+GK_EMU_API cudaError_t cudaStreamQuery(cudaStream_t stream); /* cudaSuccess: all work has finished */
+GK_EMU_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
 GK_EMU_API cudaError_t cudaDeviceSynchronize(void);
 GK_EMU_API cudaError_t cudaEventCreate(cudaEvent_t *event);
 GK_EMU_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
 GK_EMU_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
 GK_EMU_API cudaError_t cudaEventSynchronize(cudaEvent_t event);
+GK_EMU_API cudaError_t cudaEventQuery(cudaEvent_t event); /* cudaSuccess: the event has completed */
 GK_EMU_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 GK_EMU_API cudaError_t cudaEventDestroy(cudaEvent_t event);
 

@@ -185,7 +185,7 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
         p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
         p_att_fwd, p_att_bwd, p_gelu_bwd, p_res_fwd, p_drop_bwd, p_xent_fwd, p_xent_bwd, p_sumsq,
-        p_scale, p_adamw, p_att_at};
+        p_scale, p_adamw, p_att_at, NULL, NULL}; /* no collectives through the profiler */
     be->ops = &p->ops;
     be->act = in->act;
     be->impl = p;
@@ -382,7 +382,7 @@ static int bench(const options *o, gk_err *err)
     float loss = 0;
     long sleeps = 0;
     int rc = ms ? gk_opt_dtype(o->dtype, &bf16, err) : gk_errf(err, GK_ENOMEM, "out of memory");
-    gk_backend_opts bo = {o->device ? o->device : "cpu", o->threads, bf16};
+    gk_backend_opts bo = {o->device ? o->device : "cpu", o->threads, bf16, 0};
     if (!rc) rc = gk_backend_open(&dev, &bo, err);
     if (!rc) {
         int single_cpu = !strcmp(dev->ops->name, "cpu") && o->threads == 1;

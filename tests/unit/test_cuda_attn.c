@@ -32,7 +32,7 @@ static gk_backend *open_device(int bf16)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {device(), 0, bf16};
+    gk_backend_opts o = {device(), 0, bf16, 0};
     if (gk_backend_open(&be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         return NULL;
@@ -44,7 +44,7 @@ static gk_backend *open_ref(void)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {"ref", 1, 0};
+    gk_backend_opts o = {"ref", 1, 0, 0};
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
     return be;
 }

@@ -18,6 +18,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/bf16.h"
+#include "kernels/comm/comm.h"
 #include "kernels/rng.h"
 #include "test.h"
 
@@ -30,7 +31,7 @@ static gk_backend *open_backend(const char *name, int bf16)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {name, 1, bf16};
+    gk_backend_opts o = {name, 1, bf16, 0};
     if (gk_backend_open(&be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         return NULL;
@@ -476,6 +477,37 @@ static void test_optim(void)
             }
 }
 
+/* One rank through the device's NCCL (on a GPU the real library; test_nccl_emu has the ranks):
+ * comm_id, comm_open of a world of 1, an allreduce between two ops on the device's stream (it must
+ * see the first and the second must see it: x * 2, sum of one rank, * 0.5 is x again), allreduce_host
+ * and barrier, close. */
+static void test_comm_one_rank(void)
+{
+    gk_backend *be = dev[0];
+    if (!be) SKIP("no CUDA device library");
+    unsigned char id[128];
+    size_t n = 0, len = 1001;
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    CHECK_OK(be->ops->comm_id(be, id, sizeof id, &n, &e), &e);
+    CHECK_OK(be->ops->comm_open(be, id, n, 0, 1, 60, &c, &e), &e);
+    if (!c) return;
+    float *x = rnd(len, 1, 0), *d = put(be, x, len, GK_F32, 0);
+    be->ops->scale(be, d, 2.0f, len);
+    CHECK_OK(c->ops->allreduce(c, d, len, &e), &e);
+    be->ops->scale(be, d, 0.5f, len);
+    float *y = get(be, d, len, GK_F32);
+    CHECK(memcmp(x, y, len * sizeof(float)) == 0);
+    double v[2] = {1.5, -2};
+    CHECK_OK(c->ops->allreduce_host(c, v, 2, &e), &e);
+    CHECK(v[0] == 1.5 && v[1] == -2);
+    CHECK_OK(c->ops->barrier(c, &e), &e);
+    gk_comm_close(c);
+    CHECK_OK(gk_backend_status(be, &e), &e);
+    unput(be, d, GK_F32, 0);
+    free(x), free(y);
+}
+
 /* Opens the device with both activation types and the reference; reserves scratch for the
  * largest shapes below. */
 static void test_open(void)
@@ -498,6 +530,7 @@ int main(void)
     RUN(test_xent);
     RUN(test_elementwise);
     RUN(test_optim);
+    RUN(test_comm_one_rank);
     gk_backend_free(dev[0]), gk_backend_free(dev[1]), gk_backend_free(ref);
     return TEST_END();
 }

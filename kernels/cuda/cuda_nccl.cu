@@ -1,0 +1,334 @@
+/* cuda_nccl.cu: collectives across CUDA ranks on NCCL: the comm_id and comm_open slots of gk_ops
+ * and the gk_comm (kernels/comm/comm.h) that comm_open returns.
+ * Owns: the NCCL communicator (nonblocking mode, so that no NCCL call waits past a deadline), its
+ * stream and the two events that order it against the backend's stream, the device and pinned
+ * host scratch of allreduce_host and barrier, and the checks that turn NCCL and CUDA failures
+ * into one-line GK_EIO errors ("nccl allreduce: remote process exited or there was a network
+ * error: ...").
+ * Ordering: a collective records `ready` on the backend's stream and the comm stream waits for it
+ * (so it sees every op launched before), runs on the comm stream, records `done`; the host then
+ * polls `done` and ncclCommGetAsyncError with short sleeps until the collective has ended, an
+ * error shows or timeout_s has passed, and the backend's stream waits for `done` (so every op
+ * launched after sees the result). An error or a timeout aborts the communicator (ncclCommAbort
+ * stops its kernels) and every later call fails at once with the first error.
+ * Under the emulator (GK_CUDA_EMU) the same code runs on kernels/emu/emu_nccl's socket collectives.
+ * Thread safety: a comm is used by the backend's one host thread; close it before the backend. */
+#include "kernels/cuda/cuda_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/comm/comm.h"
+
+#define NC_MIN_SCRATCH 16 /* doubles of allreduce_host scratch before it grows */
+
+typedef struct nc_comm {
+    gk_comm base;       /* base.impl points back here */
+    gk_backend *be;
+    ncclComm_t nccl;    /* NULL once aborted or destroyed */
+    cudaStream_t stream;
+    cudaEvent_t ready, done;
+    double *dev;        /* device scratch of allreduce_host and barrier: cap doubles */
+    double *host;       /* pinned staging of allreduce_host: cap doubles */
+    int cap;
+    double timeout_s;
+    gk_err failure;     /* the first failure (code 0 while the comm works) */
+} nc_comm;
+
+#define NC(gc) ((nc_comm *)(gc)->impl)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, 100 * 1000}; /* 100 us: a poll costs far less than a collective */
+    nanosleep(&ts, NULL);
+}
+
+/* ---- errors ---- */
+
+/* Fails the comm with "nccl OP: MESSAGE" unless it failed before (the first failure is kept),
+ * aborts the NCCL communicator, and copies the failure to e. Returns GK_EIO. */
+static int nc_fail(nc_comm *c, gk_err *e, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int nc_fail(nc_comm *c, gk_err *e, const char *op, const char *fmt, ...)
+{
+    if (!c->failure.code) {
+        char msg[sizeof c->failure.msg - 64];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        for (char *p = msg; *p; p++) /* one line */
+            if (*p == '\n' || *p == '\r') *p = ' ';
+        for (size_t n = strlen(msg); n > 0 && msg[n - 1] == ' ';) msg[--n] = 0;
+        gk_errf(&c->failure, GK_EIO, "nccl %s: %s", op, msg);
+        if (c->nccl) ncclCommAbort(c->nccl);
+        c->nccl = NULL;
+    }
+    return gk_errf(e, GK_EIO, "%s", c->failure.msg);
+}
+
+/* A failed NCCL result: its string and NCCL's last error message. */
+static int nc_fail_nccl(nc_comm *c, gk_err *e, const char *op, ncclResult_t rc)
+{
+    const char *last = ncclGetLastError(c->nccl);
+    if (last && *last) return nc_fail(c, e, op, "%s: %s", ncclGetErrorString(rc), last);
+    return nc_fail(c, e, op, "%s", ncclGetErrorString(rc));
+}
+
+static int nc_timeout(nc_comm *c, gk_err *e, const char *op)
+{
+    if (strcmp(op, "init") == 0)
+        return nc_fail(c, e, op, "rank %d of %d: not every rank joined within %g s", c->base.rank,
+                       c->base.world, c->timeout_s);
+    return nc_fail(c, e, op, "not done within %g s (a rank died or stopped calling collectives)",
+                   c->timeout_s);
+}
+
+/* A CUDA runtime call on the comm's behalf ("nccl OP: cuda CALL: MESSAGE"). */
+static int nc_cuda(nc_comm *c, cudaError_t rc, const char *call, const char *op, gk_err *e)
+{
+    if (rc == cudaSuccess) return 0;
+    return nc_fail(c, e, op, "cuda %.*s: %s", (int)strcspn(call, "("), call, cudaGetErrorString(rc));
+}
+#define NC_CUDA(c, op, e, call) nc_cuda((c), (call), #call, (op), (e))
+
+/* The result of an NCCL call: ncclSuccess, or ncclInProgress (nonblocking mode) polled until the
+ * communicator settles or the deadline passes; anything else fails the comm. */
+static int nc_settle(nc_comm *c, ncclResult_t rc, const char *op, double deadline, gk_err *e)
+{
+    while (rc == ncclInProgress) {
+        if (now_s() > deadline) return nc_timeout(c, e, op);
+        nap();
+        ncclResult_t st = ncclCommGetAsyncError(c->nccl, &rc);
+        if (st != ncclSuccess) rc = st;
+    }
+    return rc == ncclSuccess ? 0 : nc_fail_nccl(c, e, op, rc);
+}
+#define NC_CHECK(c, op, deadline, e, call) nc_settle((c), (call), (op), (deadline), (e))
+
+/* ---- ordering and waiting ---- */
+
+/* Before a collective: refuses a failed comm or backend, sets the deadline and orders the comm
+ * stream after every op launched on the backend's stream so far. */
+static int nc_begin(nc_comm *c, const char *op, double *deadline, gk_err *e)
+{
+    if (c->failure.code)
+        return gk_errf(e, GK_EIO, "nccl %s: the communicator failed earlier: %s", op, c->failure.msg);
+    if (c->be->err.code)
+        return gk_errf(e, c->be->err.code, "nccl %s: the backend failed earlier: %s", op, c->be->err.msg);
+    *deadline = now_s() + c->timeout_s;
+    if (NC_CUDA(c, op, e, cudaEventRecord(c->ready, CU(c->be)->stream))) return GK_EIO;
+    return NC_CUDA(c, op, e, cudaStreamWaitEvent(c->stream, c->ready, 0));
+}
+
+/* After a collective: waits (polling, see the top) until it has ended, then orders the backend's
+ * stream after it. */
+static int nc_end(nc_comm *c, const char *op, double deadline, gk_err *e)
+{
+    if (NC_CUDA(c, op, e, cudaEventRecord(c->done, c->stream))) return GK_EIO;
+    for (;;) {
+        cudaError_t q = cudaEventQuery(c->done);
+        if (q == cudaSuccess) break;
+        if (q != cudaErrorNotReady) return nc_cuda(c, q, "cudaEventQuery", op, e);
+        ncclResult_t async = ncclSuccess, st = ncclCommGetAsyncError(c->nccl, &async);
+        if (st != ncclSuccess) async = st;
+        if (async != ncclSuccess && async != ncclInProgress) return nc_fail_nccl(c, e, op, async);
+        if (now_s() > deadline) return nc_timeout(c, e, op);
+        nap();
+    }
+    return NC_CUDA(c, op, e, cudaStreamWaitEvent(CU(c->be)->stream, c->done, 0));
+}
+
+/* Scratch for n doubles (the collectives before have ended: nothing uses the old one). */
+static int nc_scratch(nc_comm *c, int n, const char *op, gk_err *e)
+{
+    if (n <= c->cap) return 0;
+    cudaFree(c->dev), cudaFreeHost(c->host);
+    c->dev = c->host = NULL, c->cap = 0;
+    if (NC_CUDA(c, op, e, cudaMalloc(&c->dev, (size_t)n * sizeof(double))) ||
+        NC_CUDA(c, op, e, cudaMallocHost(&c->host, (size_t)n * sizeof(double))) ||
+        NC_CUDA(c, op, e, cudaMemset(c->dev, 0, (size_t)n * sizeof(double))))
+        return GK_EIO;
+    c->cap = n;
+    return 0;
+}
+
+/* ---- the collectives (comm.h) ---- */
+
+static int nc_allreduce(gk_comm *gc, float *buf, size_t n, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    double dl = 0;
+    int rc = nc_begin(c, "allreduce", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "allreduce", dl, e, ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
+    return rc ? rc : nc_end(c, "allreduce", dl, e);
+}
+
+static int nc_allreduce_host(gk_comm *gc, double *vals, int n, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    const char *op = "allreduce_host";
+    if (n < 0) return gk_errf(e, GK_EUSAGE, "nccl %s: %d values", op, n);
+    double dl = 0;
+    size_t bytes = (size_t)n * sizeof(double);
+    int rc = nc_begin(c, op, &dl, e);
+    if (!rc) rc = nc_scratch(c, n, op, e);
+    if (rc) return rc;
+    if (n) memcpy(c->host, vals, bytes);
+    if (NC_CUDA(c, op, e, cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, c->stream)) ||
+        NC_CHECK(c, op, dl, e, ncclAllReduce(c->dev, c->dev, (size_t)n, ncclFloat64, ncclSum, c->nccl, c->stream)) ||
+        NC_CUDA(c, op, e, cudaMemcpyAsync(c->host, c->dev, bytes, cudaMemcpyDeviceToHost, c->stream)) ||
+        nc_end(c, op, dl, e))
+        return GK_EIO;
+    if (n) memcpy(vals, c->host, bytes);
+    return 0;
+}
+
+static int nc_reduce_scatter(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    double dl = 0;
+    int rc = nc_begin(c, "reduce_scatter", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "reduce_scatter", dl, e,
+                      ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl, c->stream));
+    return rc ? rc : nc_end(c, "reduce_scatter", dl, e);
+}
+
+static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    double dl = 0;
+    int rc = nc_begin(c, "all_gather", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "all_gather", dl, e, ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
+    return rc ? rc : nc_end(c, "all_gather", dl, e);
+}
+
+static int nc_broadcast(gk_comm *gc, void *buf, size_t n, int root, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    if (root < 0 || root >= gc->world)
+        return gk_errf(e, GK_EUSAGE, "nccl broadcast: root %d of %d ranks", root, gc->world);
+    double dl = 0;
+    int rc = nc_begin(c, "broadcast", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "broadcast", dl, e, ncclBroadcast(buf, buf, n, ncclUint8, root, c->nccl, c->stream));
+    return rc ? rc : nc_end(c, "broadcast", dl, e);
+}
+
+/* A one-element allreduce that the host waits for. */
+static int nc_barrier(gk_comm *gc, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    double dl = 0;
+    int rc = nc_begin(c, "barrier", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "barrier", dl, e, ncclAllReduce(c->dev, c->dev, 1, ncclFloat64, ncclSum, c->nccl, c->stream));
+    return rc ? rc : nc_end(c, "barrier", dl, e);
+}
+
+/* Finalizes and destroys the communicator (aborts it when that fails or does not end within the
+ * timeout), then frees the stream, events and scratch. */
+static void nc_close(gk_comm *gc)
+{
+    if (!gc) return;
+    nc_comm *c = NC(gc);
+    if (c->nccl) {
+        gk_err e = {0, {0}};
+        if (NC_CHECK(c, "close", now_s() + c->timeout_s, &e, ncclCommFinalize(c->nccl)) == 0)
+            ncclCommDestroy(c->nccl); /* nc_settle aborted it otherwise */
+        c->nccl = NULL;
+    }
+    if (c->done) cudaEventDestroy(c->done);
+    if (c->ready) cudaEventDestroy(c->ready);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    cudaFree(c->dev);
+    cudaFreeHost(c->host);
+    (void)cudaGetLastError();
+    free(c);
+}
+
+static const gk_comm_ops nc_ops = {
+    "nccl", nc_allreduce, nc_allreduce_host, nc_reduce_scatter, nc_all_gather,
+    nc_broadcast, nc_barrier, nc_close,
+};
+
+/* ---- the gk_ops slots ---- */
+
+int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e)
+{
+    (void)be;
+    ncclUniqueId uid;
+    if (cap < sizeof uid)
+        return gk_errf(e, GK_EUSAGE, "nccl id: needs %zu bytes, the buffer has %zu", sizeof uid, cap);
+    ncclResult_t rc = ncclGetUniqueId(&uid);
+    if (rc != ncclSuccess) {
+        const char *last = ncclGetLastError(NULL);
+        return gk_errf(e, GK_EIO, "nccl id: %s%s%s", ncclGetErrorString(rc), last && *last ? ": " : "",
+                       last ? last : "");
+    }
+    memcpy(id, &uid, sizeof uid);
+    *n = sizeof uid;
+    return 0;
+}
+
+/* Device state, then ncclCommInitRankConfig (nonblocking) settled within the timeout. */
+static int nc_init(nc_comm *c, const void *id, gk_err *e)
+{
+    const char *op = "init";
+    double dl = now_s() + c->timeout_s;
+    if (NC_CUDA(c, op, e, cudaSetDevice(CU(c->be)->device)) ||
+        NC_CUDA(c, op, e, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) ||
+        NC_CUDA(c, op, e, cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming)) ||
+        NC_CUDA(c, op, e, cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming)) ||
+        nc_scratch(c, NC_MIN_SCRATCH, op, e))
+        return GK_EIO;
+    ncclUniqueId uid;
+    memcpy(&uid, id, sizeof uid);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = NULL;
+    ncclResult_t rc = ncclCommInitRankConfig(&comm, c->base.world, uid, c->base.rank, &config);
+    c->nccl = comm;
+    return nc_settle(c, rc, op, dl, e);
+}
+
+int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,
+                 gk_comm **out, gk_err *e)
+{
+    *out = NULL;
+    if (n != sizeof(ncclUniqueId))
+        return gk_errf(e, GK_EUSAGE, "nccl init: the id has %zu bytes, not %zu", n, sizeof(ncclUniqueId));
+    if (world < 1 || rank < 0 || rank >= world)
+        return gk_errf(e, GK_EUSAGE, "nccl init: rank %d of %d", rank, world);
+    if (!(timeout_s > 0))
+        return gk_errf(e, GK_EUSAGE, "nccl init: timeout %g s", timeout_s);
+    if (be->err.code)
+        return gk_errf(e, be->err.code, "nccl init: the backend failed earlier: %s", be->err.msg);
+    nc_comm *c = (nc_comm *)calloc(1, sizeof *c);
+    if (!c) return gk_errf(e, GK_ENOMEM, "nccl init: out of memory");
+    c->base.ops = &nc_ops;
+    c->base.rank = rank, c->base.world = world;
+    c->base.impl = c;
+    c->be = be;
+    c->timeout_s = timeout_s;
+    int rc = nc_init(c, id, e);
+    if (rc) {
+        nc_close(&c->base);
+        return rc;
+    }
+    *out = &c->base;
+    return 0;
+}

@@ -1,0 +1,383 @@
+/* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/cuda_nccl.cu, the comm_id and
+ * comm_open slots) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as
+ * processes forked before anything is opened. Rank 0 makes the id and hands it to the others
+ * through pipes; every rank opens device = cuda-emu and its comm and moves data only through the
+ * ops interface. Sums are compared bit for bit with the sum in rank order (the emulator's order).
+ * Failures: a rank SIGKILLed before a collective, a rank that stops calling (the timeout), a rank
+ * that never joins, ranks that disagree on a collective: the others get GK_EIO in bounded time.
+ * A child's exit status carries its checks (0 passed, 1 failed, 77 no cuda-emu library: skip). */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/backend.h"
+#include "kernels/comm/comm.h"
+#include "test.h"
+
+#define MAX_RANKS 3
+#define NO_LIBRARY 77
+
+typedef struct rank_ctx {
+    int rank, world;
+    gk_backend *be;
+    unsigned char id[256];
+    size_t id_n;
+} rank_ctx;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void pause_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- ranks as processes ---- */
+
+static int open_comm(rank_ctx *r, double timeout_s, gk_comm **c, gk_err *e)
+{
+    return r->be->ops->comm_open(r->be, r->id, r->id_n, r->rank, r->world, timeout_s, c, e);
+}
+
+/* One rank: opens cuda-emu, makes (rank 0) or reads the id, runs fn; exits with its checks. */
+static void rank_main(int rank, int world, int fds[][2], void (*fn)(rank_ctx *))
+{
+    signal(SIGPIPE, SIG_IGN);
+    t_cur_failed = 0;
+    rank_ctx r = {rank, world, NULL, {0}, 0};
+    gk_err e = {0};
+    gk_backend_opts o = {"cuda-emu", 1, 0, 0};
+    if (gk_backend_open(&r.be, &o, &e)) {
+        fprintf(stderr, "note: %s\n", e.msg);
+        exit(NO_LIBRARY);
+    }
+    if (rank == 0) {
+        CHECK_OK(r.be->ops->comm_id(r.be, r.id, sizeof r.id, &r.id_n, &e), &e);
+        CHECK(r.id_n == 128);
+        for (int q = 1; q < world; q++)
+            CHECK(write(fds[q][1], r.id, r.id_n) == (ssize_t)r.id_n);
+    } else {
+        r.id_n = (size_t)read(fds[rank][0], r.id, sizeof r.id); /* one write of 128 bytes */
+        CHECKF(r.id_n == 128, "rank %d got no id", rank);
+    }
+    for (int q = 1; q < world; q++)
+        close(fds[q][0]), close(fds[q][1]);
+    if (!t_cur_failed) fn(&r);
+    gk_backend_free(r.be);
+    exit(t_cur_failed ? 1 : 0);
+}
+
+/* Forks world ranks running fn and waits (at most 30 s) for them; status[r] as waitpid's, or -1
+ * for a rank that had to be killed. Returns 1 if a rank found no library (skip). */
+static int run_ranks(int world, void (*fn)(rank_ctx *), int *status)
+{
+    int fds[MAX_RANKS][2];
+    pid_t pid[MAX_RANKS];
+    for (int q = 1; q < world; q++)
+        if (pipe(fds[q])) abort();
+    fflush(NULL);
+    for (int q = 0; q < world; q++) {
+        pid[q] = fork();
+        if (pid[q] == 0) rank_main(q, world, fds, fn);
+    }
+    for (int q = 1; q < world; q++)
+        close(fds[q][0]), close(fds[q][1]);
+    int skip = 0, left = world;
+    double deadline = now_s() + 30;
+    for (int q = 0; q < world; q++) status[q] = -1;
+    while (left > 0 && now_s() < deadline) {
+        for (int q = 0; q < world; q++)
+            if (pid[q] > 0 && waitpid(pid[q], &status[q], WNOHANG) == pid[q]) {
+                pid[q] = 0, left--;
+                skip |= WIFEXITED(status[q]) && WEXITSTATUS(status[q]) == NO_LIBRARY;
+            }
+        pause_s(0.01);
+    }
+    for (int q = 0; q < world; q++)
+        if (pid[q] > 0) {
+            kill(pid[q], SIGKILL), waitpid(pid[q], NULL, 0);
+            status[q] = -1;
+        }
+    return skip;
+}
+
+#define CHECK_EXITED_OK(st, q) CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status %d", q, st)
+
+/* ---- the collectives ---- */
+
+static float value(int rank, size_t i, int salt)
+{
+    return sinf((float)i * 0.37f + (float)rank * 1.3f + (float)salt) * (float)(1 + rank) + 1e-3f * (float)i;
+}
+
+/* dev (n floats) = host x */
+static float *to_dev(rank_ctx *r, const float *x, size_t n)
+{
+    float *d = r->be->ops->alloc(r->be, n * sizeof(float));
+    r->be->ops->to_device(r->be, d, x, n * sizeof(float));
+    return d;
+}
+
+static void check_allreduce(rank_ctx *r, gk_comm *c)
+{
+    gk_err e = {0};
+    size_t n = 1003;
+    float x[1003], want[1003], got[1003];
+    for (size_t i = 0; i < n; i++) {
+        x[i] = value(r->rank, i, 0);
+        want[i] = value(0, i, 0);
+        for (int q = 1; q < r->world; q++) want[i] += value(q, i, 0);
+    }
+    float *d = to_dev(r, x, n);
+    CHECK_OK(c->ops->allreduce(c, d, n, &e), &e);
+    r->be->ops->to_host(r->be, got, d, sizeof got);
+    CHECKF(memcmp(got, want, sizeof got) == 0, "rank %d: %g vs %g", r->rank, got[5], want[5]);
+    r->be->ops->free(r->be, d);
+
+    double v[3] = {r->rank + 0.25, 1e15 * (r->rank + 1), -r->rank}, w = r->world;
+    CHECK_OK(c->ops->allreduce_host(c, v, 3, &e), &e);
+    CHECKF(v[0] == w * (w - 1) / 2 + 0.25 * w && v[1] == 1e15 * w * (w + 1) / 2 && v[2] == -w * (w - 1) / 2,
+           "rank %d: %g %g %g", r->rank, v[0], v[1], v[2]);
+}
+
+static void check_reduce_scatter(rank_ctx *r, gk_comm *c)
+{
+    gk_err e = {0};
+    enum { COUNT = 257 };
+    float in[MAX_RANKS * COUNT], want[COUNT], got[COUNT];
+    size_t all = (size_t)r->world * COUNT;
+    for (size_t i = 0; i < all; i++) in[i] = value(r->rank, i, 1);
+    for (size_t i = 0; i < COUNT; i++) {
+        size_t at = (size_t)r->rank * COUNT + i;
+        want[i] = value(0, at, 1);
+        for (int q = 1; q < r->world; q++) want[i] += value(q, at, 1);
+    }
+    float *d_in = to_dev(r, in, all), *d_out = r->be->ops->alloc(r->be, sizeof got);
+    CHECK_OK(c->ops->reduce_scatter(c, d_in, d_out, COUNT, &e), &e);
+    r->be->ops->to_host(r->be, got, d_out, sizeof got);
+    CHECKF(memcmp(got, want, sizeof got) == 0, "rank %d: %g vs %g", r->rank, got[3], want[3]);
+    r->be->ops->free(r->be, d_in), r->be->ops->free(r->be, d_out);
+}
+
+/* Out of place, then in place (in = out + rank * count). */
+static void check_all_gather(rank_ctx *r, gk_comm *c)
+{
+    gk_err e = {0};
+    enum { COUNT = 129 };
+    float in[COUNT], want[MAX_RANKS * COUNT], got[MAX_RANKS * COUNT];
+    size_t all = (size_t)r->world * COUNT;
+    for (size_t i = 0; i < COUNT; i++) in[i] = value(r->rank, i, 2);
+    for (int q = 0; q < r->world; q++)
+        for (size_t i = 0; i < COUNT; i++) want[(size_t)q * COUNT + i] = value(q, i, 2);
+    float *d_in = to_dev(r, in, COUNT), *d_out = r->be->ops->alloc(r->be, all * sizeof(float));
+    CHECK_OK(c->ops->all_gather(c, d_in, d_out, COUNT, &e), &e);
+    r->be->ops->to_host(r->be, got, d_out, all * sizeof(float));
+    CHECK(memcmp(got, want, all * sizeof(float)) == 0);
+    r->be->ops->zero(r->be, d_out, all * sizeof(float));
+    float *mine = d_out + (size_t)r->rank * COUNT;
+    r->be->ops->to_device(r->be, mine, in, sizeof in);
+    CHECK_OK(c->ops->all_gather(c, mine, d_out, COUNT, &e), &e);
+    r->be->ops->to_host(r->be, got, d_out, all * sizeof(float));
+    CHECK(memcmp(got, want, all * sizeof(float)) == 0);
+    r->be->ops->free(r->be, d_in), r->be->ops->free(r->be, d_out);
+}
+
+static void check_broadcast(rank_ctx *r, gk_comm *c)
+{
+    gk_err e = {0};
+    unsigned char buf[37], want[37];
+    int root = r->world - 1;
+    for (int i = 0; i < 37; i++) want[i] = (unsigned char)(i * 11 + 3), buf[i] = r->rank == root ? want[i] : 0;
+    unsigned char *d = r->be->ops->alloc(r->be, sizeof buf);
+    r->be->ops->to_device(r->be, d, buf, sizeof buf);
+    CHECK_OK(c->ops->broadcast(c, d, sizeof buf, root, &e), &e);
+    r->be->ops->to_host(r->be, buf, d, sizeof buf);
+    CHECK(memcmp(buf, want, sizeof buf) == 0);
+    CHECK(c->ops->broadcast(c, d, sizeof buf, r->world, &e) == GK_EUSAGE);
+    r->be->ops->free(r->be, d);
+}
+
+static void collectives(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    CHECK_OK(open_comm(r, 10, &c, &e), &e);
+    if (!c) return;
+    CHECK(strcmp(c->ops->name, "nccl") == 0 && c->rank == r->rank && c->world == r->world);
+    check_allreduce(r, c);
+    check_reduce_scatter(r, c);
+    check_all_gather(r, c);
+    check_broadcast(r, c);
+    CHECK_OK(c->ops->barrier(c, &e), &e);
+    gk_comm_close(c);
+}
+
+static void test_collectives(void)
+{
+    int st[MAX_RANKS];
+    for (int world = 1; world <= 3; world++) {
+        if (run_ranks(world, collectives, st)) SKIP("no cuda-emu library");
+        for (int q = 0; q < world; q++) CHECK_EXITED_OK(st[q], q);
+    }
+}
+
+/* ---- failures ---- */
+
+/* Rank 1 dies after a barrier: ranks 0 and 2 fail their next collective at once, and every later
+ * call fails with the first error. */
+static void killed(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    CHECK_OK(open_comm(r, 20, &c, &e), &e);
+    if (!c) return;
+    CHECK_OK(c->ops->barrier(c, &e), &e);
+    if (r->rank == 1) raise(SIGKILL);
+    float *d = r->be->ops->alloc(r->be, 64 * sizeof(float));
+    double t0 = now_s();
+    CHECK(c->ops->allreduce(c, d, 64, &e) == GK_EIO);
+    CHECKF(now_s() - t0 < 10, "%.1f s", now_s() - t0);
+    CHECKF(strstr(e.msg, "nccl allreduce: remote process exited or there was a network error: rank ") == e.msg,
+           "%s", e.msg);
+    CHECKF(strstr(e.msg, r->rank == 0 ? "rank 1 closed its connection" : "rank 0 closed its connection"), "%s",
+           e.msg);
+    CHECK(c->ops->barrier(c, &e) == GK_EIO);
+    CHECKF(strstr(e.msg, "nccl barrier: the communicator failed earlier: nccl allreduce: "), "%s", e.msg);
+    r->be->ops->free(r->be, d);
+    gk_comm_close(c);
+}
+
+static void test_killed_rank(void)
+{
+    int st[MAX_RANKS];
+    if (run_ranks(3, killed, st)) SKIP("no cuda-emu library");
+    CHECKF(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL, "rank 1: status %d", st[1]);
+    CHECK_EXITED_OK(st[0], 0);
+    CHECK_EXITED_OK(st[2], 2);
+}
+
+/* Rank 1 stops calling for 2.5 s: rank 0 gives up after its timeout (1 s), and rank 1 then finds
+ * the communicator closed. */
+static void silent(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    CHECK_OK(open_comm(r, 1, &c, &e), &e);
+    if (!c) return;
+    if (r->rank == 1) {
+        pause_s(2.5);
+        CHECK(c->ops->barrier(c, &e) == GK_EIO);
+        CHECKF(strstr(e.msg, "nccl barrier: remote process exited or there was a network error"), "%s", e.msg);
+    } else {
+        double t0 = now_s();
+        CHECK(c->ops->allreduce_host(c, (double[]){1}, 1, &e) == GK_EIO);
+        double t = now_s() - t0;
+        CHECKF(t >= 1 && t < 2.4, "%.2f s", t);
+        CHECKF(strcmp(e.msg, "nccl allreduce_host: not done within 1 s (a rank died or stopped calling "
+                             "collectives)") == 0, "%s", e.msg);
+    }
+    gk_comm_close(c);
+}
+
+/* Rank 1 never opens the communicator: rank 0's open times out. */
+static void absent(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    if (r->rank == 1) {
+        pause_s(1.5);
+        return;
+    }
+    double t0 = now_s();
+    CHECK(open_comm(r, 0.5, &c, &e) == GK_EIO);
+    CHECK(c == NULL);
+    CHECKF(now_s() - t0 < 1.4, "%.2f s", now_s() - t0);
+    CHECKF(strcmp(e.msg, "nccl init: rank 0 of 2: not every rank joined within 0.5 s") == 0, "%s", e.msg);
+}
+
+/* The ranks call allreduce with different counts. */
+static void mismatch(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    CHECK_OK(open_comm(r, 10, &c, &e), &e);
+    if (!c) return;
+    float *d = r->be->ops->alloc(r->be, 16 * sizeof(float));
+    CHECK(c->ops->allreduce(c, d, r->rank ? 12 : 10, &e) == GK_EIO);
+    if (r->rank == 0)
+        CHECKF(strstr(e.msg, "nccl allreduce: invalid usage") == e.msg &&
+               strstr(e.msg, "rank 1 called allreduce of 12 (type 7, root 0), rank 0 allreduce of 10"), "%s", e.msg);
+    else
+        CHECKF(strstr(e.msg, "rank 0 closed its connection"), "%s", e.msg);
+    r->be->ops->free(r->be, d);
+    gk_comm_close(c);
+}
+
+static void test_failures(void)
+{
+    int st[MAX_RANKS];
+    if (run_ranks(2, silent, st)) SKIP("no cuda-emu library");
+    CHECK_EXITED_OK(st[0], 0);
+    CHECK_EXITED_OK(st[1], 1);
+    run_ranks(2, absent, st);
+    CHECK_EXITED_OK(st[0], 0);
+    CHECK_EXITED_OK(st[1], 1);
+    run_ranks(2, mismatch, st);
+    CHECK_EXITED_OK(st[0], 0);
+    CHECK_EXITED_OK(st[1], 1);
+}
+
+/* ---- the backend's side: the ops slots and the gpu ordinal ---- */
+
+static void ordinal(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_backend *be = NULL;
+    char what[128];
+    CHECK(r->be->ops->comm_id && r->be->ops->comm_open);
+    gk_backend_opts o = {"cuda-emu", 1, 0, 2};
+    CHECK_OK(gk_backend_open(&be, &o, &e), &e);
+    CHECKF(be && strstr(gk_backend_describe(be, what, sizeof what), "cuda-emu (GPU 2: "), "%s", what);
+    gk_backend_free(be);
+    o.gpu = -1;
+    CHECK(gk_backend_open(&be, &o, &e) == GK_ENOTFOUND);
+    CHECKF(strcmp(e.msg, "cuda-emu: no GPU -1 (this machine has 1)") == 0, "%s", e.msg);
+    o.device = "cpu";
+    o.gpu = 0;
+    CHECK_OK(gk_backend_open(&be, &o, &e), &e);
+    CHECK(be && !be->ops->comm_id && !be->ops->comm_open);
+    gk_backend_free(be);
+    size_t n = 0;
+    unsigned char small[64];
+    CHECK(r->be->ops->comm_id(r->be, small, sizeof small, &n, &e) == GK_EUSAGE);
+    gk_comm *c = NULL;
+    CHECK(r->be->ops->comm_open(r->be, r->id, 100, 0, 1, 1, &c, &e) == GK_EUSAGE);
+    CHECK(r->be->ops->comm_open(r->be, r->id, r->id_n, 1, 1, 1, &c, &e) == GK_EUSAGE);
+    CHECK(c == NULL);
+}
+
+static void test_backend_side(void)
+{
+    int st[1];
+    if (run_ranks(1, ordinal, st)) SKIP("no cuda-emu library");
+    CHECK_EXITED_OK(st[0], 0);
+}
+
+int main(void)
+{
+    RUN(test_collectives);
+    RUN(test_killed_rank);
+    RUN(test_failures);
+    RUN(test_backend_side);
+    return TEST_END();
+}
