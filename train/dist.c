@@ -41,11 +41,31 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
     return rc ? rc : rendezvous(d, e);
 }
 
+/* The backend's own collectives (NCCL): rank 0 makes the communicator's id, the store carries it. */
+static int backend_comm(tr_dist *d, gk_backend *be, gk_err *e)
+{
+    unsigned char id[256];
+    void *got = NULL;
+    size_t n = 0;
+    int rc = 0;
+    if (d->rank == 0) {
+        rc = be->ops->comm_id(be, id, sizeof id, &n, e);
+        if (!rc)
+            rc = gk_store_set(d->store, "comm/id", id, n, e);
+    } else if (!(rc = gk_store_get(d->store, "comm/id", &got, &n, e))) {
+        memcpy(id, got, n < sizeof id ? n : sizeof id);
+        n = n < sizeof id ? n : sizeof id;
+    }
+    free(got);
+    return rc ? rc : be->ops->comm_open(be, id, n, d->rank, d->world, d->timeout_s, &d->comm, e);
+}
+
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e)
 {
-    (void)be;
     if (d->world == 1)
         return gk_comm_open_single(&d->comm, e);
+    if (be->ops->comm_open)
+        return backend_comm(d, be, e);
     return gk_comm_open_gloo(&d->comm, d->store, d->rank, d->world, d->timeout_s, e);
 }
 

@@ -45,3 +45,8 @@ run gpt-train -q "${ARGS[@]}" --out_dir=bad --total_batch_size=100
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3
 RANK=0 WORLD_SIZE=2 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=2
 test ! -e bad
+# CUDA ranks under the emulator (their NCCL calls on host collectives) train as the CPU ranks do
+two_ranks emu --device=cuda-emu --dtype=float32
+losses emu/metrics.jsonl > emu.l
+close emu.l torchrun.l 2e-5 && st_close emu/latest.safetensors torchrun/latest.safetensors 1e-3 && \
+  echo "cuda-emu, 2 ranks: the CPU's 2 ranks"
