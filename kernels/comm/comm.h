@@ -48,8 +48,17 @@ struct gk_comm {
 
 /* A comm of one rank (rank 0, world 1): the collectives return their input. */
 int gk_comm_open_single(gk_comm **out, gk_err *e);
-/* Gloo over TCP on this host's interfaces (GLOO_SOCKET_IFNAME picks one), bootstrapped through
- * the store; collectives give up after timeout_s seconds. */
+/* Gloo over TCP, bootstrapped through the store (keys "gloo/N/..."; one store can bootstrap
+ * several comms in turn); collectives give up after timeout_s seconds. The device listens on the
+ * interface GLOO_SOCKET_IFNAME names (its first, if a list), else on the address this host reaches
+ * the store from (gk_store_local_host), so MASTER_ADDR must be an address rank 0 itself connects
+ * to as the others do (not 127.0.0.1 on a job of several hosts). A failed collective names who
+ * caused it: "allreduce: rank 1 is gone: Connection closed by peer [10.0.0.2]:41234" (at once
+ * when a rank dies), "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv
+ * operation to complete" (a rank that hangs: after the timeout and 2 s more), "allreduce: rank 0
+ * (the store at 10.0.0.1:29500) is gone: ...". Gloo writes to sockets without MSG_NOSIGNAL, so
+ * opening sets SIGPIPE to SIG_IGN for the process when it has its default action. The store
+ * must outlive the comm and is used by it only from the thread that calls the collectives. */
 int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world, double timeout_s,
                       gk_err *e);
 /* Frees c (NULL: no-op). */

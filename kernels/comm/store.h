@@ -21,14 +21,22 @@ typedef struct gk_store gk_store;
 
 /* Connects to host:port as rank `rank`, retrying until timeout_s seconds have passed; serve = 1
  * (rank 0) first starts the server there (port 0: any free port, see gk_store_port). Errors name
- * the address: "rendezvous at 10.0.0.1:29500: no store answered within 300 s" (GK_EIO), "cannot
- * listen on port 29500: Address already in use" (GK_EIO). */
+ * the address: "rendezvous at 10.0.0.1:29500: no store answered within 300 s (Connection
+ * refused)" (GK_EIO; the last attempt's error in parentheses), "cannot listen on port 29500:
+ * Address already in use" (GK_EIO). Every later wait of this store is bounded by timeout_s too.
+ * Once a request fails mid-way (the store closed the connection, or did not answer within the
+ * timeout), the connection is dropped and every later call fails at once with that reason:
+ * "rendezvous at 10.0.0.1:29500: the store closed the connection". */
 int gk_store_open(gk_store **out, const char *host, int port, int serve, int rank,
                   double timeout_s, gk_err *e);
 /* The port the store listens on (the one given, or the one chosen for port 0). */
 int gk_store_port(const gk_store *s);
-/* "host:port", for messages. */
+/* "host:port" ("[host]:port" when host has a colon), for messages. */
 const char *gk_store_address(const gk_store *s);
+/* The numeric address of this end of the connection to the store ("10.0.0.2"): the address by
+ * which this host reaches rank 0's, so the one to offer the other ranks when no interface is
+ * named (the Gloo device binds to it). */
+const char *gk_store_local_host(const gk_store *s);
 
 /* Sets key to n bytes (keys up to 255 bytes, values up to 64 MiB). */
 int gk_store_set(gk_store *s, const char *key, const void *val, size_t n, gk_err *e);
@@ -37,18 +45,24 @@ int gk_store_set(gk_store *s, const char *key, const void *val, size_t n, gk_err
  * GK_EIO "rendezvous at HOST:PORT: key 'K' not set within N s". */
 int gk_store_get(gk_store *s, const char *key, void **val, size_t *n, gk_err *e);
 /* Atomically adds delta to the integer stored at key (a missing key counts 0) and returns the
- * new value in *result (delta 0 reads it). */
+ * new value in *result (delta 0 reads it). The value is kept as decimal text ("3"), which
+ * gk_store_get returns; a key that holds anything else is GK_EFORMAT "... is not an integer". */
 int gk_store_add(gk_store *s, const char *key, int64_t delta, int64_t *result, gk_err *e);
 /* Waits until every key exists (at most the store's timeout; the error names the first missing). */
 int gk_store_wait(gk_store *s, const char *const *keys, int nkeys, gk_err *e);
 /* 1 if key exists now, else 0 (no wait); negative on error. */
 int gk_store_check(gk_store *s, const char *key, gk_err *e);
 /* The ranks whose client connection to the server has closed (their process died or closed the
- * store), ascending, up to cap of them in ranks; returns how many there are. */
+ * store) and that have no other open, in the order they left (the first is the likeliest cause
+ * of a failure), up to cap of them in ranks; returns how many there are. A connection's close
+ * is seen as soon as its host's kernel closes the socket (at once when the process dies); a host
+ * that vanishes is only seen by TCP, much later. */
 int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e);
 
 /* Closes the client; on rank 0 also stops the server, after waiting (at most the timeout) until
- * every other rank's client has closed, so that no rank loses the store while it still needs it. */
+ * every other rank's client has closed, so that no rank loses the store while it still needs it
+ * (the server answers them meanwhile). Only connected ranks are waited for: one that has not
+ * connected yet then finds no store. NULL: no-op. */
 void gk_store_close(gk_store *s);
 
 #ifdef __cplusplus

@@ -1,0 +1,382 @@
+/* comm_gloo.cc: the Gloo comm (comm.h): collectives over TCP among CPU ranks, bootstrapped
+ * through the rendezvous store (store.h).
+ * The device binds to the interface GLOO_SOCKET_IFNAME names (the first, if it lists several, as
+ * PyTorch's), else to the address this host reaches the store from (gk_store_local_host: the
+ * interface that routes to rank 0, which is 127.0.0.1 when every rank is on one host).
+ * Each open takes fresh store keys ("gloo/N/...", N counted per rank), so a store can bootstrap
+ * several comms one after another. Collectives run with increasing tags, the same on every rank
+ * as long as every rank calls the same collectives in the same order (comm.h's contract).
+ * Sums use Gloo's ring allreduce: each chunk is reduced on one rank in a fixed order and then
+ * copied to the others, so every rank gets the same bits, run after run. reduce_scatter is an
+ * allreduce of the whole buffer (twice the traffic of a true reduce-scatter) and a copy.
+ * No C++ exception leaves this file: a Gloo failure becomes GK_EIO with one line naming the
+ * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
+ * that did not report the same timeout), and the comm fails every later call at once.
+ * Opening a comm sets SIGPIPE to be ignored when it has its default action (see ignore_sigpipe). */
+#include "kernels/comm/comm.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/* A store failure inside Gloo: its message already names the store's address. */
+struct StoreError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/* The rendezvous store as Gloo's bootstrap sees it: keys under prefix. */
+class Store : public gloo::rendezvous::Store {
+  public:
+    Store(gk_store *s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
+
+    void set(const std::string &key, const std::vector<char> &data) override
+    {
+        gk_err e{};
+        if (gk_store_set(s_, (prefix_ + key).c_str(), data.data(), data.size(), &e))
+            throw StoreError(e.msg);
+    }
+
+    std::vector<char> get(const std::string &key) override
+    {
+        gk_err e{};
+        void *val = nullptr;
+        size_t n = 0;
+        if (gk_store_get(s_, (prefix_ + key).c_str(), &val, &n, &e))
+            throw StoreError(e.msg);
+        std::vector<char> out(static_cast<char *>(val), static_cast<char *>(val) + n);
+        free(val);
+        return out;
+    }
+
+    void wait(const std::vector<std::string> &keys) override
+    {
+        std::vector<std::string> full;
+        std::vector<const char *> ptrs;
+        for (const auto &k : keys)
+            full.push_back(prefix_ + k);
+        for (const auto &k : full)
+            ptrs.push_back(k.c_str());
+        gk_err e{};
+        if (gk_store_wait(s_, ptrs.data(), static_cast<int>(ptrs.size()), &e))
+            throw StoreError(e.msg);
+    }
+
+    /* The store's own timeout (the comm's, in practice) bounds the wait. */
+    void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &) override
+    {
+        wait(keys);
+    }
+
+  private:
+    gk_store *s_;
+    std::string prefix_;
+};
+
+struct Gloo {
+    gk_store *store = nullptr;
+    std::chrono::milliseconds timeout{0};
+    std::shared_ptr<gloo::transport::Device> dev; /* declared first: destroyed after ctx */
+    std::shared_ptr<gloo::rendezvous::Context> ctx;
+    char prefix[48] = {0}; /* of its store keys: "gloo/N/" */
+    uint32_t tag = 0;      /* the next collective's */
+    bool broken = false;
+    char why[900] = {0}; /* the failure that broke it */
+    std::vector<float> scratch;
+};
+
+Gloo *impl(gk_comm *c) { return static_cast<Gloo *>(c->impl); }
+
+/* Gloo's message, one line, without the "[file.cc:123] " it starts with. */
+void one_line(const char *msg, char *out, size_t cap)
+{
+    const char *close = msg[0] == '[' ? strstr(msg, "] ") : nullptr;
+    if (close && memchr(msg, ':', static_cast<size_t>(close - msg)))
+        msg = close + 2;
+    snprintf(out, cap, "%.*s", static_cast<int>(strcspn(msg, "\n")), msg);
+}
+
+/* Who is gone, for a failure's message: "rank 1 is gone" (those that left after it follow:
+ * "rank 1 is gone (then 2, 3)"), the store itself, or that every rank is still connected. A rank
+ * that just died may not have reached the store's books yet: patient asks again for a second.
+ * Returns how many are gone, -1 when the store is. */
+int who_is_gone(gk_store *store, bool patient, char *out, size_t cap)
+{
+    int gone[8], n = 0;
+    gk_err e{};
+    for (int tries = 0; tries < (patient ? 20 : 1); tries++) {
+        if ((n = gk_store_gone(store, gone, 8, &e)) != 0)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (n < 0) {
+        snprintf(out, cap, "rank 0 (the store at %s) is gone", gk_store_address(store));
+        return n;
+    }
+    if (n == 0) {
+        snprintf(out, cap, "every rank is still connected to the store");
+        return n;
+    }
+    size_t len = static_cast<size_t>(snprintf(out, cap, "rank %d is gone", gone[0]));
+    for (int i = 1; i < n && i < 8 && len < cap; i++)
+        len += static_cast<size_t>(snprintf(out + len, cap - len, "%s%d", i == 1 ? " (then " : ", ",
+                                            gone[i]));
+    if (n > 1 && len < cap)
+        snprintf(out + len, cap - len, "%s)", n > 8 ? ", ..." : "");
+    return n;
+}
+
+/* After a timeout with every rank still connected, names the ranks that are stuck: each rank
+ * whose collective timed out says so in the store, and those that have not within 2 s are
+ * "not responding". Returns 0, or -1 when it cannot tell (the store fails, or all timed out). */
+int who_is_stuck(gk_comm *c, char *out, size_t cap)
+{
+    Gloo *g = impl(c);
+    char key[96];
+    gk_err e{};
+    int stuck[8], n = 0;
+    snprintf(key, sizeof key, "%stimeout/%u/%d", g->prefix, g->tag - 1, c->rank);
+    if (gk_store_set(g->store, key, "", 0, &e))
+        return -1;
+    for (int tries = 0; tries < 40; tries++) {
+        n = 0;
+        for (int r = 0; r < c->world; r++) {
+            snprintf(key, sizeof key, "%stimeout/%u/%d", g->prefix, g->tag - 1, r);
+            int rc = gk_store_check(g->store, key, &e);
+            if (rc < 0)
+                return -1;
+            if (rc == 0 && n++ < 8)
+                stuck[n - 1] = r;
+        }
+        if (n == 0)
+            return -1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    size_t len = static_cast<size_t>(snprintf(out, cap, "rank%s %d", n > 1 ? "s" : "", stuck[0]));
+    for (int i = 1; i < n && i < 8 && len < cap; i++)
+        len += static_cast<size_t>(snprintf(out + len, cap - len, ", %d", stuck[i]));
+    if (len < cap)
+        snprintf(out + len, cap - len, "%s %s not responding", n > 8 ? ", ..." : "",
+                 n > 1 ? "are" : "is");
+    return 0;
+}
+
+/* Breaks the comm: "allreduce: rank 1 is gone: Connection closed by peer [10.0.0.2]:41234",
+ * "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv operation ...". */
+int fail(gk_comm *c, const char *what, const char *msg, gk_err *e)
+{
+    Gloo *g = impl(c);
+    char line[600], gone[200];
+    one_line(msg, line, sizeof line);
+    bool timeout = strstr(line, "Timed out") != nullptr;
+    if (who_is_gone(g->store, !timeout, gone, sizeof gone) == 0 && timeout)
+        who_is_stuck(c, gone, sizeof gone);
+    g->broken = true;
+    snprintf(g->why, sizeof g->why, "%s: %s: %s", what, gone, line);
+    return gk_errf(e, GK_EIO, "%s", g->why);
+}
+
+/* Runs one collective f(g) unless the comm is broken; any exception breaks it. */
+template <class F> int guarded(gk_comm *c, const char *what, gk_err *e, F f)
+{
+    Gloo *g = impl(c);
+    if (g->broken)
+        return gk_errf(e, GK_EIO, "%s: the comm failed earlier: %s", what, g->why);
+    try {
+        f(g);
+        return 0;
+    } catch (const std::exception &x) {
+        return fail(c, what, x.what(), e);
+    } catch (...) {
+        return fail(c, what, "unknown exception", e);
+    }
+}
+
+template <class T> void sum_ring(Gloo *g, T *buf, size_t n)
+{
+    gloo::AllreduceOptions o(g->ctx);
+    o.setOutput(buf, n);
+    o.setReduceFunction(static_cast<void (*)(void *, const void *, const void *, size_t)>(
+        &gloo::sum<T>));
+    o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    o.setTag(g->tag++);
+    o.setTimeout(g->timeout);
+    gloo::allreduce(o);
+}
+
+int gloo_allreduce(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    if (n == 0)
+        return 0;
+    return guarded(c, "allreduce", e, [&](Gloo *g) { sum_ring(g, buf, n); });
+}
+
+int gloo_allreduce_host(gk_comm *c, double *vals, int n, gk_err *e)
+{
+    if (n <= 0)
+        return 0;
+    return guarded(c, "allreduce", e, [&](Gloo *g) { sum_ring(g, vals, static_cast<size_t>(n)); });
+}
+
+int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    if (count == 0)
+        return 0;
+    return guarded(c, "reduce_scatter", e, [&](Gloo *g) {
+        g->scratch.assign(in, in + count * static_cast<size_t>(c->world));
+        sum_ring(g, g->scratch.data(), g->scratch.size());
+        memcpy(out, g->scratch.data() + count * static_cast<size_t>(c->rank), count * sizeof *out);
+    });
+}
+
+int gloo_all_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    if (count == 0)
+        return 0;
+    return guarded(c, "all_gather", e, [&](Gloo *g) {
+        gloo::AllgatherOptions o(g->ctx);
+        if (in != out + count * static_cast<size_t>(c->rank)) /* else in place */
+            o.setInput(const_cast<float *>(in), count);
+        o.setOutput(out, count * static_cast<size_t>(c->world));
+        o.setTag(g->tag++);
+        o.setTimeout(g->timeout);
+        gloo::allgather(o);
+    });
+}
+
+int gloo_broadcast(gk_comm *c, void *buf, size_t n, int root, gk_err *e)
+{
+    if (root < 0 || root >= c->world)
+        return gk_errf(e, GK_EUSAGE, "broadcast: root %d of %d ranks", root, c->world);
+    if (n == 0)
+        return 0;
+    return guarded(c, "broadcast", e, [&](Gloo *g) {
+        gloo::BroadcastOptions o(g->ctx);
+        o.setOutput(static_cast<unsigned char *>(buf), n);
+        o.setRoot(root);
+        o.setTag(g->tag++);
+        o.setTimeout(g->timeout);
+        gloo::broadcast(o);
+    });
+}
+
+int gloo_barrier(gk_comm *c, gk_err *e)
+{
+    return guarded(c, "barrier", e, [&](Gloo *g) {
+        gloo::BarrierOptions o(g->ctx);
+        o.setTag(g->tag++);
+        o.setTimeout(g->timeout);
+        gloo::barrier(o);
+    });
+}
+
+void gloo_close(gk_comm *c)
+{
+    delete impl(c);
+    delete c;
+}
+
+const gk_comm_ops gloo_ops = {
+    "gloo",         gloo_allreduce, gloo_allreduce_host, gloo_reduce_scatter, gloo_all_gather,
+    gloo_broadcast, gloo_barrier,   gloo_close,
+};
+
+/* The device's address: GLOO_SOCKET_IFNAME's first interface, else the store connection's. */
+gloo::transport::tcp::attr device_attr(gk_store *store)
+{
+    gloo::transport::tcp::attr attr;
+    const char *ifname = getenv("GLOO_SOCKET_IFNAME");
+    if (ifname && *ifname)
+        attr.iface = std::string(ifname, strcspn(ifname, ","));
+    else
+        attr.hostname = gk_store_local_host(store);
+    return attr;
+}
+
+/* Connects rank to every other through the store; on failure *e is set and it throws nothing. */
+int open_gloo(Gloo *g, int rank, int world, gk_err *e)
+{
+    try {
+        int64_t opens = 0;
+        char key[64];
+        snprintf(key, sizeof key, "gloo/opens/%d", rank);
+        if (gk_store_add(g->store, key, 1, &opens, e))
+            return e->code;
+        g->dev = gloo::transport::tcp::CreateDevice(device_attr(g->store));
+        g->ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
+        g->ctx->setTimeout(g->timeout);
+        snprintf(g->prefix, sizeof g->prefix, "gloo/%lld/", static_cast<long long>(opens));
+        Store store(g->store, g->prefix);
+        g->ctx->connectFullMesh(store, g->dev);
+        return 0;
+    } catch (const StoreError &x) {
+        return gk_errf(e, GK_EIO, "%s", x.what());
+    } catch (const std::exception &x) {
+        char line[900];
+        one_line(x.what(), line, sizeof line);
+        return gk_errf(e, GK_EIO, "gloo: %s", line);
+    } catch (...) {
+        return gk_errf(e, GK_EIO, "gloo: unknown exception");
+    }
+}
+
+/* Gloo writes to its sockets without MSG_NOSIGNAL (its own tests ignore SIGPIPE; so does Python,
+ * for PyTorch): with SIGPIPE's default action, a peer gone mid-write would kill this process
+ * instead of failing the collective. A handler the program installed is left alone. */
+void ignore_sigpipe()
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
+
+} // namespace
+
+extern "C" int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world,
+                                 double timeout_s, gk_err *e)
+{
+    *out = nullptr;
+    if (!store || world < 1 || rank < 0 || rank >= world || !(timeout_s > 0))
+        return gk_errf(e, GK_EUSAGE, "gloo: rank %d of %d with a timeout of %g s: out of range",
+                       rank, world, timeout_s);
+    Gloo *g = new (std::nothrow) Gloo;
+    gk_comm *c = new (std::nothrow) gk_comm{};
+    if (!g || !c) {
+        delete g;
+        delete c;
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    }
+    ignore_sigpipe();
+    g->store = store;
+    g->timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3 + 0.5));
+    int rc = open_gloo(g, rank, world, e);
+    if (rc) {
+        delete g;
+        delete c;
+        return rc;
+    }
+    c->ops = &gloo_ops;
+    c->rank = rank, c->world = world;
+    c->impl = g;
+    *out = c;
+    return 0;
+}

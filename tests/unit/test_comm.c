@@ -1,0 +1,603 @@
+/* test_comm.c: the rendezvous store and the Gloo comm across processes on loopback. Each case
+ * forks its ranks (before any store or Gloo thread exists in them); rank 0 opens the store on a
+ * free port and passes the port to the others through a pipe; a rank's failed CHECKs become its
+ * exit status, which the parent checks, killing every rank that outlives the case's limit. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/comm/comm.h"
+#include "kernels/comm/store.h"
+#include "test.h"
+
+#define MAX_WORLD 4
+#define LIMIT_S 30.0 /* a case that runs longer has hung */
+
+static int port_pipe[2] = {-1, -1};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms) { poll(NULL, 0, ms); }
+
+static int starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A port no one listens on now (the kernel's pick for port 0, released again). */
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, len) &&
+        !getsockname(fd, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+typedef void (*rank_fn)(int rank, int world);
+
+/* Runs fn(rank, world) in world processes; status[r] gets waitpid's status (-1: killed by us
+ * after LIMIT_S). */
+static void spawn(int world, rank_fn fn, int *status)
+{
+    pid_t pid[MAX_WORLD] = {0};
+    if (pipe(port_pipe)) {
+        CHECK(!"pipe");
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < world; r++) {
+        status[r] = -1;
+        if ((pid[r] = fork()) == 0) {
+            t_cur_failed = 0;
+            fn(r, world);
+            exit(t_cur_failed);
+        }
+        CHECK(pid[r] > 0);
+    }
+    close(port_pipe[0]);
+    close(port_pipe[1]);
+    double deadline = now() + LIMIT_S;
+    for (int left = world; left > 0;) {
+        for (int r = 0; r < world; r++)
+            if (pid[r] > 0 && waitpid(pid[r], &status[r], WNOHANG) == pid[r])
+                pid[r] = 0, left--;
+        if (left > 0 && now() > deadline) {
+            for (int r = 0; r < world; r++)
+                if (pid[r] > 0) {
+                    kill(pid[r], SIGKILL);
+                    waitpid(pid[r], NULL, 0);
+                    status[r] = -1;
+                    CHECKF(0, "rank %d still ran after %g s", r, LIMIT_S);
+                }
+            break;
+        }
+        sleep_ms(10);
+    }
+}
+
+/* Runs fn in world processes and checks that each exited 0. */
+static void run_ranks(int world, rank_fn fn)
+{
+    int status[MAX_WORLD];
+    spawn(world, fn, status);
+    for (int r = 0; r < world; r++)
+        CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+               "rank %d: status 0x%x", r, status[r]);
+}
+
+/* Opens the store on loopback: rank 0 serves on a free port and tells the others. */
+static gk_store *join(int rank, int world, double timeout_s)
+{
+    gk_store *s = NULL;
+    gk_err e = {0};
+    int port = 0;
+    if (rank == 0) {
+        CHECK_OK(gk_store_open(&s, "127.0.0.1", 0, 1, 0, timeout_s, &e), &e);
+        port = s ? gk_store_port(s) : -1;
+        for (int r = 1; r < world; r++)
+            CHECK(write(port_pipe[1], &port, sizeof port) == sizeof port);
+        return s;
+    }
+    struct pollfd pf = {port_pipe[0], POLLIN, 0};
+    CHECK(poll(&pf, 1, 10000) == 1 && read(port_pipe[0], &port, sizeof port) == sizeof port);
+    if (port > 0)
+        CHECK_OK(gk_store_open(&s, "127.0.0.1", port, 0, rank, timeout_s, &e), &e);
+    return s;
+}
+
+/* Waits until every rank has set "sync/NAME/r". */
+static void sync_ranks(gk_store *s, const char *name, int rank, int world)
+{
+    char key[MAX_WORLD][64];
+    const char *keys[MAX_WORLD];
+    gk_err e = {0};
+    for (int r = 0; r < world; r++)
+        snprintf(key[r], sizeof key[r], "sync/%s/%d", name, r), keys[r] = key[r];
+    CHECK_OK(gk_store_set(s, key[rank], "", 0, &e), &e);
+    CHECK_OK(gk_store_wait(s, keys, world, &e), &e);
+}
+
+/* ---- the store ---- */
+
+static void store_ops_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_err e = {0};
+    if (!s)
+        return;
+    char key[32], want[32];
+    snprintf(key, sizeof key, "k/%d", rank);
+    snprintf(want, sizeof want, "value of %d", rank);
+    CHECK_OK(gk_store_set(s, key, want, strlen(want), &e), &e);
+    int64_t v = 0;
+    CHECK_OK(gk_store_add(s, "count", 1, &v, &e), &e);
+    CHECK(v >= 1 && v <= world);
+    if (rank == 1) { /* a large value, and one set late: rank 2's get waits for it */
+        size_t n = 3 << 20;
+        unsigned char *big = malloc(n);
+        for (size_t i = 0; i < n; i++)
+            big[i] = (unsigned char)(i * 7 + 3);
+        CHECK_OK(gk_store_set(s, "big", big, n, &e), &e);
+        free(big);
+        sleep_ms(200);
+        CHECK_OK(gk_store_set(s, "late", "", 0, &e), &e);
+    }
+    for (int r = 0; r < world; r++) {
+        void *val = NULL;
+        size_t n = 0;
+        snprintf(key, sizeof key, "k/%d", r);
+        snprintf(want, sizeof want, "value of %d", r);
+        CHECK_OK(gk_store_get(s, key, &val, &n, &e), &e);
+        CHECK(val && n == strlen(want) && strcmp(val, want) == 0);
+        free(val);
+    }
+    if (rank == 2) {
+        void *val = NULL;
+        size_t n = 1;
+        double t0 = now();
+        CHECK_OK(gk_store_get(s, "late", &val, &n, &e), &e);
+        CHECK(n == 0 && val && ((char *)val)[0] == 0);
+        free(val);
+        CHECK_OK(gk_store_get(s, "big", &val, &n, &e), &e);
+        CHECK(n == 3 << 20);
+        for (size_t i = 0; val && n == 3 << 20 && i < n; i += 4099)
+            CHECKF(((unsigned char *)val)[i] == (unsigned char)(i * 7 + 3), "byte %zu", i);
+        free(val);
+        CHECK(now() - t0 < 5);
+    }
+    sync_ranks(s, "added", rank, world);
+    CHECK_OK(gk_store_add(s, "count", 0, &v, &e), &e);
+    CHECK(v == world);
+    void *val = NULL;
+    size_t n = 0;
+    CHECK_OK(gk_store_get(s, "count", &val, &n, &e), &e); /* kept as text */
+    CHECK(val && strcmp(val, "3") == 0);
+    free(val);
+    CHECK(gk_store_check(s, "k/0", &e) == 1);
+    CHECK(gk_store_check(s, "nothing", &e) == 0);
+    CHECK(gk_store_add(s, "k/0", 1, &v, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "key 'k/0' is not an integer") != NULL, "%s", e.msg);
+    int gone[4];
+    CHECK(gk_store_gone(s, gone, 4, &e) == 0);
+    CHECK(strcmp(gk_store_local_host(s), "127.0.0.1") == 0);
+    sync_ranks(s, "checked", rank, world);
+    if (rank == 1) { /* rank 0 is closing by now: its store still answers */
+        sleep_ms(300);
+        CHECK_OK(gk_store_set(s, "after", "x", 1, &e), &e);
+    }
+    double t0 = now();
+    gk_store_close(s);
+    if (rank == 0) /* it waited for rank 1 */
+        CHECKF(now() - t0 > 0.25 && now() - t0 < 5, "close took %g s", now() - t0);
+}
+
+static void test_store_ops(void) { run_ranks(3, store_ops_rank); }
+
+/* The server drops a connection that sends a frame too long, or a request before HELLO, and
+ * serves on. */
+static void send_junk(gk_store *s, const unsigned char *junk, size_t n)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(gk_store_port(s)),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    char c;
+    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(send(fd, junk, n, MSG_NOSIGNAL) == (ssize_t)n);
+    struct pollfd pf = {fd, POLLIN, 0};
+    CHECK(poll(&pf, 1, 2000) == 1 && recv(fd, &c, 1, 0) == 0);
+    close(fd);
+    gk_err e = {0};
+    CHECK(gk_store_check(s, "here", &e) >= 0);
+}
+
+/* Rank 1's waits time out after 1 s (rank 0's store waits up to 10 s for it to close). */
+static void store_timeout_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, rank == 0 ? 10 : 1);
+    gk_err e = {0};
+    if (s) /* rank 1 has connected before rank 0 closes (closing waits only for ranks it knows) */
+        sync_ranks(s, "joined", rank, world);
+    if (s && rank == 1) {
+        char want[128];
+        double t0 = now();
+        void *val = (void *)1;
+        size_t n = 1;
+        CHECK(gk_store_get(s, "missing", &val, &n, &e) == GK_EIO);
+        CHECK(val == NULL && n == 0);
+        snprintf(want, sizeof want, "rendezvous at 127.0.0.1:%d: key 'missing' not set within 1 s",
+                 gk_store_port(s));
+        CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
+        CHECKF(now() - t0 >= 0.9 && now() - t0 < 3, "took %g s", now() - t0);
+        const char *keys[] = {"here", "absent"};
+        CHECK_OK(gk_store_set(s, "here", "1", 1, &e), &e); /* the connection is still in step */
+        CHECK(gk_store_wait(s, keys, 2, &e) == GK_EIO);
+        CHECKF(strstr(e.msg, ": key 'absent' not set within 1 s") != NULL, "%s", e.msg);
+        CHECK(gk_store_check(s, "here", &e) == 1);
+    }
+    if (s && rank == 0) {
+        send_junk(s, (const unsigned char[]){0xff, 0xff, 0xff, 0xff}, 4);
+        send_junk(s, (const unsigned char[]){5, 0, 0, 0, 2, 1, 0, 0, 0}, 9); /* SET, no HELLO */
+    }
+    gk_store_close(s);
+}
+
+static void test_store_timeout(void) { run_ranks(2, store_timeout_rank); }
+
+static void test_store_no_server(void)
+{
+    int port = free_port();
+    gk_store *s = (gk_store *)1;
+    gk_err e = {0};
+    char want[128];
+    double t0 = now();
+    CHECK(gk_store_open(&s, "127.0.0.1", port, 0, 1, 1, &e) == GK_EIO);
+    CHECK(s == NULL);
+    snprintf(want, sizeof want, "rendezvous at 127.0.0.1:%d: no store answered within 1 s "
+             "(Connection refused)", port);
+    CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
+    CHECKF(now() - t0 >= 0.9 && now() - t0 < 3, "took %g s", now() - t0);
+}
+
+static void test_store_port_taken(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0 && !bind(fd, (struct sockaddr *)&a, len) && !listen(fd, 1) &&
+          !getsockname(fd, (struct sockaddr *)&a, &len));
+    gk_store *s = NULL;
+    gk_err e = {0};
+    char want[128];
+    CHECK(gk_store_open(&s, "127.0.0.1", ntohs(a.sin_port), 1, 0, 1, &e) == GK_EIO);
+    snprintf(want, sizeof want, "cannot listen on port %d: Address already in use",
+             ntohs(a.sin_port));
+    CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
+    close(fd);
+}
+
+/* Rank 1 starts first and keeps trying until rank 0 serves, half a second later. */
+static int late_port;
+
+static void late_server_rank(int rank, int world)
+{
+    (void)world;
+    gk_store *s = NULL;
+    gk_err e = {0};
+    if (rank == 0)
+        sleep_ms(500);
+    CHECK_OK(gk_store_open(&s, "localhost", late_port, rank == 0, rank, 5, &e), &e);
+    if (!s)
+        return;
+    void *val = NULL;
+    size_t n = 0;
+    if (rank == 1)
+        CHECK_OK(gk_store_set(s, "hi", "there", 5, &e), &e);
+    else
+        CHECK_OK(gk_store_get(s, "hi", &val, &n, &e), &e);
+    CHECK(rank == 1 || (val && strcmp(val, "there") == 0));
+    free(val);
+    gk_store_close(s);
+}
+
+static void test_store_late_server(void)
+{
+    late_port = free_port();
+    run_ranks(2, late_server_rank);
+}
+
+/* Rank 2 dies (exits without closing); the store then lists it, and only it, as gone. */
+static void gone_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_err e = {0};
+    if (!s)
+        return;
+    sync_ranks(s, "joined", rank, world);
+    if (rank == 2)
+        _exit(0);
+    int gone[4] = {-1, -1, -1, -1}, n = 0;
+    double t0 = now();
+    while ((n = gk_store_gone(s, gone, 4, &e)) == 0 && now() - t0 < 5)
+        sleep_ms(20);
+    CHECKF(n == 1 && gone[0] == 2, "%d gone: %d %s", n, gone[0], n < 0 ? e.msg : "");
+    sync_ranks(s, "seen", rank, 2);
+    gk_store_close(s);
+}
+
+static void test_store_gone(void)
+{
+    int status[3];
+    spawn(3, gone_rank, status);
+    for (int r = 0; r < 3; r++)
+        CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+               "rank %d: status 0x%x", r, status[r]);
+}
+
+/* ---- the Gloo comm ---- */
+
+static gk_comm *open_comm(gk_store *s, int rank, int world, double timeout_s)
+{
+    gk_comm *c = NULL;
+    gk_err e = {0};
+    if (s)
+        CHECK_OK(gk_comm_open_gloo(&c, s, rank, world, timeout_s, &e), &e);
+    CHECK(!c || (c->rank == rank && c->world == world && strcmp(c->ops->name, "gloo") == 0));
+    return c;
+}
+
+/* Sums of values that are exact in float (multiples of 1/4 below 2^20): the same bits on every
+ * rank, equal to the sum by hand. n above a megabyte crosses Gloo's segments. */
+static void check_allreduce(gk_comm *c, size_t n)
+{
+    int rank = c->rank, world = c->world;
+    float *buf = malloc(n * sizeof *buf);
+    gk_err e = {0};
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (float)(rank + 1) * (float)(i % 1021) * 0.25f - (float)rank;
+    CHECK_OK(c->ops->allreduce(c, buf, n, &e), &e);
+    float tri = (float)(world * (world + 1) / 2), ranks = (float)(world * (world - 1) / 2);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += buf[i] != tri * (float)(i % 1021) * 0.25f - ranks;
+    CHECKF(bad == 0, "%zu of %zu floats differ", bad, n);
+    free(buf);
+}
+
+static void check_collectives(gk_comm *c)
+{
+    int rank = c->rank, world = c->world;
+    gk_err e = {0};
+    check_allreduce(c, 1);
+    check_allreduce(c, 1000);
+    check_allreduce(c, 600000);
+    double d[3] = {rank, 1.5, -0.5 * rank};
+    CHECK_OK(c->ops->allreduce_host(c, d, 3, &e), &e);
+    double ranks = world * (world - 1) / 2.0;
+    CHECK(d[0] == ranks && d[1] == 1.5 * world && d[2] == -0.5 * ranks);
+
+    enum { COUNT = 5 };
+    float in[MAX_WORLD * COUNT], out[MAX_WORLD * COUNT];
+    for (int j = 0; j < world * COUNT; j++)
+        in[j] = (float)(rank * 1000 + j);
+    CHECK_OK(c->ops->reduce_scatter(c, in, out, COUNT, &e), &e);
+    for (int i = 0; i < COUNT; i++)
+        CHECKF(out[i] == (float)(1000 * ranks + world * (rank * COUNT + i)), "out[%d] %g", i,
+               out[i]);
+
+    for (int i = 0; i < COUNT; i++)
+        in[i] = (float)(rank * 100 + i);
+    CHECK_OK(c->ops->all_gather(c, in, out, COUNT, &e), &e);
+    for (int j = 0; j < world * COUNT; j++)
+        CHECKF(out[j] == (float)(j / COUNT * 100 + j % COUNT), "out[%d] %g", j, out[j]);
+    memset(out, 0, sizeof out);
+    for (int i = 0; i < COUNT; i++) /* in place: in is this rank's part of out */
+        out[rank * COUNT + i] = (float)(rank * 10 - i);
+    CHECK_OK(c->ops->all_gather(c, out + rank * COUNT, out, COUNT, &e), &e);
+    for (int j = 0; j < world * COUNT; j++)
+        CHECKF(out[j] == (float)(j / COUNT * 10 - j % COUNT), "in place: out[%d] %g", j, out[j]);
+
+    char msg[40] = {0};
+    if (rank == world - 1)
+        snprintf(msg, sizeof msg, "from the last rank, %d", rank);
+    CHECK_OK(c->ops->broadcast(c, msg, sizeof msg, world - 1, &e), &e);
+    char want[40];
+    snprintf(want, sizeof want, "from the last rank, %d", world - 1);
+    CHECKF(strcmp(msg, want) == 0, "'%s'", msg);
+    CHECK(c->ops->broadcast(c, msg, sizeof msg, world, &e) == GK_EUSAGE);
+
+    if (rank == 0)
+        sleep_ms(300);
+    double t0 = now();
+    CHECK_OK(c->ops->barrier(c, &e), &e);
+    CHECKF(rank == 0 || now() - t0 > 0.2, "rank %d left the barrier after %g s", rank, now() - t0);
+}
+
+static void collectives_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 10);
+    if (c)
+        check_collectives(c);
+    gk_comm_close(c);
+    c = open_comm(s, rank, world, 10); /* a second comm on the same store */
+    if (c)
+        check_allreduce(c, 100);
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_two_ranks(void) { run_ranks(2, collectives_rank); }
+
+static void test_gloo_three_ranks(void) { run_ranks(3, collectives_rank); }
+
+/* Rank 1 is killed after the first allreduce: the others' next allreduce fails at once (well
+ * within the timeout) naming it, and the comm fails every later call. */
+static void killed_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 5);
+    gk_err e = {0};
+    float buf[64] = {0};
+    if (!c)
+        return;
+    CHECK_OK(c->ops->allreduce(c, buf, 64, &e), &e);
+    if (rank == 1)
+        raise(SIGKILL);
+    double t0 = now();
+    CHECK(c->ops->allreduce(c, buf, 64, &e) == GK_EIO);
+    /* rank 1 first; the other survivor may have left too by the time the store is asked */
+    CHECKF(starts(e.msg, "allreduce: rank 1 is gone: ") ||
+               starts(e.msg, "allreduce: rank 1 is gone (then "), "%s", e.msg);
+    CHECKF(now() - t0 < 5, "took %g s", now() - t0);
+    CHECK(c->ops->barrier(c, &e) == GK_EIO);
+    CHECKF(starts(e.msg, "barrier: the comm failed earlier: allreduce: rank 1 is gone"),
+           "%s", e.msg);
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_rank_killed(void)
+{
+    int status[3];
+    spawn(3, killed_rank, status);
+    CHECKF(status[1] != -1 && WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL,
+           "rank 1: status 0x%x", status[1]);
+    for (int r = 0; r < 3; r += 2)
+        CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+               "rank %d: status 0x%x", r, status[r]);
+}
+
+/* Rank 1 stops (SIGSTOP) after the first allreduce: the others' next one times out after the
+ * comm's 1 s and names it as not responding; then rank 0 kills it. */
+static void stopped_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 1);
+    gk_err e = {0};
+    float buf[64] = {0};
+    if (!c)
+        return;
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    if (rank == 1)
+        CHECK_OK(gk_store_set(s, "pid", pid, strlen(pid), &e), &e);
+    CHECK_OK(c->ops->allreduce(c, buf, 64, &e), &e);
+    if (rank == 1)
+        raise(SIGSTOP);
+    double t0 = now();
+    CHECK(c->ops->allreduce(c, buf, 64, &e) == GK_EIO);
+    CHECKF(starts(e.msg, "allreduce: rank 1 is not responding: Timed out"), "%s", e.msg);
+    CHECKF(now() - t0 > 0.9 && now() - t0 < 5, "took %g s", now() - t0);
+    sync_ranks(s, "failed", rank / 2, 2); /* ranks 0 and 2 */
+    void *val = NULL;
+    size_t n = 0;
+    if (rank == 0) {
+        CHECK_OK(gk_store_get(s, "pid", &val, &n, &e), &e);
+        CHECK(val && kill(atoi(val), SIGKILL) == 0);
+        free(val);
+    }
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_rank_stopped(void)
+{
+    int status[3];
+    spawn(3, stopped_rank, status);
+    CHECKF(status[1] != -1 && WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL,
+           "rank 1: status 0x%x", status[1]);
+    for (int r = 0; r < 3; r += 2)
+        CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+               "rank %d: status 0x%x", r, status[r]);
+}
+
+/* Rank 0, which hosts the store, is killed: rank 1 says so. */
+static void store_killed_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 5);
+    gk_err e = {0};
+    float buf[64] = {0};
+    if (!c)
+        return;
+    CHECK_OK(c->ops->allreduce(c, buf, 64, &e), &e);
+    if (rank == 0)
+        raise(SIGKILL);
+    char want[128];
+    snprintf(want, sizeof want, "allreduce: rank 0 (the store at %s) is gone: ",
+             gk_store_address(s));
+    CHECK(c->ops->allreduce(c, buf, 64, &e) == GK_EIO);
+    CHECKF(starts(e.msg, want), "%s", e.msg);
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_store_killed(void)
+{
+    int status[2];
+    spawn(2, store_killed_rank, status);
+    CHECKF(status[0] != -1 && WIFSIGNALED(status[0]), "rank 0: status 0x%x", status[0]);
+    CHECKF(status[1] != -1 && WIFEXITED(status[1]) && WEXITSTATUS(status[1]) == 0,
+           "rank 1: status 0x%x", status[1]);
+}
+
+/* Rank 1 never opens its comm: rank 0's open gives up after the timeout, naming the key. */
+static void absent_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, rank == 0 ? 1 : 10);
+    gk_comm *c = NULL;
+    gk_err e = {0};
+    if (s && rank == 0) {
+        double t0 = now();
+        CHECK(gk_comm_open_gloo(&c, s, 0, 2, 1, &e) == GK_EIO && c == NULL);
+        char want[128];
+        snprintf(want, sizeof want, "rendezvous at %s: key 'gloo/1/1' not set within 1 s",
+                 gk_store_address(s));
+        CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
+        CHECKF(now() - t0 < 4, "took %g s", now() - t0);
+        CHECK_OK(gk_store_set(s, "gave up", "", 0, &e), &e);
+    } else if (s) {
+        void *val = NULL;
+        size_t n = 0;
+        CHECK_OK(gk_store_get(s, "gave up", &val, &n, &e), &e);
+        free(val);
+    }
+    gk_store_close(s);
+}
+
+static void test_gloo_rendezvous_timeout(void) { run_ranks(2, absent_rank); }
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_DFL); /* the store must not need SIGPIPE ignored */
+    RUN(test_store_ops);
+    RUN(test_store_timeout);
+    RUN(test_store_no_server);
+    RUN(test_store_port_taken);
+    RUN(test_store_late_server);
+    RUN(test_store_gone);
+    RUN(test_gloo_two_ranks);
+    RUN(test_gloo_three_ranks);
+    RUN(test_gloo_rank_killed);
+    RUN(test_gloo_rank_stopped);
+    RUN(test_gloo_store_killed);
+    RUN(test_gloo_rendezvous_timeout);
+    return TEST_END();
+}
