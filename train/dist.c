@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/progress.h" /* gk_now */
+
 int tr_dist_is_root(const tr_dist *d) { return d->rank == 0; }
 
 /* Every rank adds itself to a counter; the last to arrive sets "rdzv/ready", which all wait for. */
@@ -57,16 +59,87 @@ static int backend_comm(tr_dist *d, gk_backend *be, gk_err *e)
         n = n < sizeof id ? n : sizeof id;
     }
     free(got);
-    return rc ? rc : be->ops->comm_open(be, id, n, d->rank, d->world, d->timeout_s, &d->comm, e);
+    return rc ? rc : be->ops->comm_open(be, id, n, d->rank, d->world, d->timeout_s, &d->inner, e);
+}
+
+/* ---- the timed comm: forwards to d->inner, adding the time each collective takes ---- */
+
+#define TIMED(d, call)                                \
+    do {                                              \
+        double t0_ = gk_now();                        \
+        int rc_ = (call);                             \
+        (d)->comm_secs += gk_now() - t0_;             \
+        return rc_;                                   \
+    } while (0)
+
+static tr_dist *dist_of(gk_comm *c) { return c->impl; }
+
+static int timed_allreduce(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->allreduce(d->inner, buf, n, e));
+}
+
+static int timed_allreduce_host(gk_comm *c, double *v, int n, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->allreduce_host(d->inner, v, n, e));
+}
+
+static int timed_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->reduce_scatter(d->inner, in, out, count, e));
+}
+
+static int timed_all_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->all_gather(d->inner, in, out, count, e));
+}
+
+static int timed_broadcast(gk_comm *c, void *buf, size_t n, int root, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->broadcast(d->inner, buf, n, root, e));
+}
+
+static int timed_barrier(gk_comm *c, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->barrier(d->inner, e));
+}
+
+static void timed_close(gk_comm *c)
+{
+    tr_dist *d = dist_of(c);
+    gk_comm_close(d->inner);
+    d->inner = NULL;
+}
+
+static const gk_comm_ops timed_ops = {
+    "timed", timed_allreduce, timed_allreduce_host, timed_reduce_scatter, timed_all_gather,
+    timed_broadcast, timed_barrier, timed_close,
+};
+
+double tr_dist_comm_secs(tr_dist *d)
+{
+    double s = d->comm_secs;
+    d->comm_secs = 0;
+    return s;
 }
 
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e)
 {
     if (d->world == 1)
         return gk_comm_open_single(&d->comm, e);
-    if (be->ops->comm_open)
-        return backend_comm(d, be, e);
-    return gk_comm_open_gloo(&d->comm, d->store, d->rank, d->world, d->timeout_s, e);
+    int rc = be->ops->comm_open ? backend_comm(d, be, e)
+                                : gk_comm_open_gloo(&d->inner, d->store, d->rank, d->world, d->timeout_s, e);
+    if (rc)
+        return rc;
+    d->timed = (gk_comm){&timed_ops, d->rank, d->world, d};
+    d->comm = &d->timed;
+    return 0;
 }
 
 int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e)

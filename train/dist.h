@@ -28,6 +28,9 @@ typedef struct tr_dist {
     int64_t accum;        /* micro-batches of one step this rank computes */
     int64_t accum_total;  /* micro-batches of one step over all ranks */
     int quiet_error;      /* this rank's error is rank 0's too, which reports it: print nothing */
+    gk_comm timed;        /* comm's collectives, timed: d->comm points here (world > 1) */
+    gk_comm *inner;       /* the comm that does the work */
+    double comm_secs;     /* seconds spent in collectives since the last tr_dist_comm_secs */
 } tr_dist;
 
 /* Joins the run l describes: with world > 1, rank 0 hosts the store and every rank connects to
@@ -38,6 +41,9 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e);
  * emulated under cuda-emu) when it has them, "single" for one process. */
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e);
 int tr_dist_is_root(const tr_dist *d);
+
+/* Seconds this rank spent in collectives since the last call (0 for one process). */
+double tr_dist_comm_secs(tr_dist *d);
 
 /* Splits accum_total micro-batches of a step over the ranks: GK_EUSAGE when it does not divide. */
 int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e);

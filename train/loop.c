@@ -225,6 +225,8 @@ static void log_step(tr_run *r, const tr_step_record *rec)
            (long long)r->s.max_iters, shown(rec->loss), rec->lr, shown(rec->grad_norm), rec->ms, rec->tokens_per_s);
     if (rec->has & TR_HAS_MFU)
         printf(" | mfu %.1f%%", 100 * rec->mfu);
+    if (rec->has & TR_HAS_COMM)
+        printf(" | comm %.1f ms", rec->comm_ms);
     if (rec->skipped)
         printf(" | skipped %lld", (long long)rec->skipped);
     printf("\n");
@@ -277,6 +279,7 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
                              gk_gpt2_cfg(r->model)->block_size;
     tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->s.peak_tflops > 0 ? TR_HAS_MFU : 0)};
     rec.lr = tr_learning_rate(&r->s, r->st.step);
+    tr_dist_comm_secs(&r->dist); /* from here: this step's collectives */
     double t0 = gk_now();
     int updated, rc = train_step(r, &rec, &updated, e);
     if (rc)
@@ -285,6 +288,8 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     rec.ms = secs * 1e3;
     rec.tokens_per_s = tokens_per_step / secs;
     rec.mfu = rec.has & TR_HAS_MFU ? mfu(r, secs) : NAN;
+    rec.comm_ms = 1e3 * tr_dist_comm_secs(&r->dist);
+    rec.has |= r->dist.world > 1 ? TR_HAS_COMM : 0;
     int failed = !updated && (rc = nonfinite_step(r, &rec, e)) != 0;
     rec.skipped = r->st.skipped;
     int eval_now = !failed && (rec.step % r->s.eval_interval == 0 || rec.step == r->s.max_iters);

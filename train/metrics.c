@@ -114,6 +114,8 @@ int tr_metrics_log(tr_metrics *m, const tr_step_record *r, gk_err *e)
     }
     if (r->has & TR_HAS_MFU)
         set_num(o, "mfu", r->mfu);
+    if (r->has & TR_HAS_COMM)
+        set_num(o, "comm_ms", r->comm_ms);
     if (r->has & TR_HAS_TRAIN_LOSS)
         set_num(o, "train_loss", r->train_loss);
     if (r->has & TR_HAS_VAL_LOSS)
