@@ -30,8 +30,6 @@ struct tr_ckpt_writer {
     tr_snapshot *snap;       /* the thread's while busy, else the run thread's */
     char *out_dir;
     int64_t keep_last;
-    int has_moments;
-    tr_moments_src moments;  /* ZeRO-1's source of the moments (checkpoint.h) */
 };
 
 int64_t tr_ckpt_step(const char *name)
@@ -150,19 +148,6 @@ static int writer_create(tr_run *r, gk_err *e)
     return 0;
 }
 
-int tr_checkpoint_set_moments(tr_run *r, const tr_moments_src *src, gk_err *e)
-{
-    int rc = r->writer ? 0 : writer_create(r, e);
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&r->writer->mu); /* (moments is only read by the run's thread) */
-    r->writer->has_moments = src != NULL;
-    if (src)
-        r->writer->moments = *src;
-    pthread_mutex_unlock(&r->writer->mu);
-    return 0;
-}
-
 int tr_checkpoint(tr_run *r, gk_err *e)
 {
     int rc = tr_checkpoint_wait(r, e); /* the snapshot is free again, the last write's error out */
@@ -173,8 +158,7 @@ int tr_checkpoint(tr_run *r, gk_err *e)
     struct tr_ckpt_writer *w = r->writer;
     if (!w->snap && (rc = tr_snapshot_create(&w->snap, r->model, 1, e)))
         return rc;
-    rc = tr_snapshot_take(w->snap, r->model, w->has_moments ? &w->moments : NULL, r->vocab, &r->st,
-                          r->settings_json, e);
+    rc = tr_snapshot_take(w->snap, r->model, r->vocab, &r->st, r->settings_json, e);
     if (rc)
         return rc;
     r->last_saved_step = r->st.step;

@@ -1,6 +1,5 @@
 /* checkpoint.h: the background checkpoint writer's extras (tr_checkpoint, _wait and _close are in
- * run.h). Owns: r->writer, from the first tr_checkpoint (or tr_checkpoint_set_moments) to
- * tr_checkpoint_close. Thread safety: called from the run's thread only; the writer's own thread
+ * run.h). Owns: r->writer, from the first tr_checkpoint to tr_checkpoint_close. Thread safety: called from the run's thread only; the writer's own thread
  * touches only its snapshot and out_dir, never the model or the backend. */
 #ifndef TR_CHECKPOINT_H
 #define TR_CHECKPOINT_H
@@ -11,8 +10,5 @@
  * under way, or written). For the loop to stop soon after a failed write rather than at the
  * next checkpoint. */
 int tr_checkpoint_poll(tr_run *r, gk_err *e);
-/* Where the next snapshots get the AdamW moments (model_io.h; src is copied, NULL: the model's
- * own). ZeRO-1: a source that gathers the shards of all ranks into the full moments. */
-int tr_checkpoint_set_moments(tr_run *r, const tr_moments_src *src, gk_err *e);
 
 #endif

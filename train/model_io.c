@@ -110,8 +110,8 @@ void tr_snapshot_free(tr_snapshot *s)
     free(s);
 }
 
-/* The tensors of m into s: parameters, and the moments (from src, else m's own). */
-static int take_tensors(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *src, gk_err *e)
+/* The tensors of m into s: parameters, and (with_opt) the moments. */
+static int take_tensors(tr_snapshot *s, gk_gpt2 *m, gk_err *e)
 {
     if (gk_gpt2_n_params(m) != s->n || gk_gpt2_num_scalars(m) != s->numel)
         return gk_errf(e, GK_EUSAGE, "checkpoint snapshot: not made for this model");
@@ -119,18 +119,16 @@ static int take_tensors(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *src, g
     for (int i = 0; !rc && i < s->n; i++) {
         float *p = (float *)s->params[i].data; /* s->buf, which s owns */
         rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_PARAM, p, e);
-        if (!rc && s->with_opt && !src)
+        if (!rc && s->with_opt)
             rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_M, p + s->numel, e);
-        if (!rc && s->with_opt && !src)
+        if (!rc && s->with_opt)
             rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_V, p + 2 * s->numel, e);
     }
-    if (!rc && s->with_opt && src)
-        rc = src->fill(src->ctx, s->buf + s->numel, s->buf + 2 * s->numel, s->numel, e);
     return rc;
 }
 
-int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *moments, const gk_vocab *v,
-                     const tr_state *st, const char *settings_json, gk_err *e)
+int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
+                     const char *settings_json, gk_err *e)
 {
     s->taken = 0;
     free(s->config_json);
@@ -141,7 +139,7 @@ int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *moments, 
     s->step = st ? st->step : -1;
     if (!s->config_json || (st && !s->state_json))
         return gk_errf(e, GK_ENOMEM, "out of memory preparing the checkpoint");
-    int rc = take_tensors(s, m, moments, e);
+    int rc = take_tensors(s, m, e);
     s->taken = rc == 0;
     return rc;
 }
@@ -165,7 +163,7 @@ int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
     tr_snapshot *s;
     int rc = tr_snapshot_create(&s, m, with_optimizer, e);
     if (!rc)
-        rc = tr_snapshot_take(s, m, NULL, v, st, settings_json, e);
+        rc = tr_snapshot_take(s, m, v, st, settings_json, e);
     if (!rc)
         rc = tr_snapshot_save(s, path, e);
     tr_snapshot_free(s);

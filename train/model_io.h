@@ -38,22 +38,14 @@ int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e)
  * by every take: 3 x parameters x 4 bytes with the moments (GPT-2 124M: 1.5 GB), 1 x without. */
 typedef struct tr_snapshot tr_snapshot;
 
-/* Where a take gets the AdamW moments. A NULL source reads the model's own (gk_gpt2_tensor_get).
- * ZeRO-1, where each rank holds a shard, passes one that gathers the full moments into m and v:
- * gk_gpt2_num_scalars floats each, the table's entries one after the other in table order
- * (entry i at the sum of the earlier entries' numel; wte's padded rows not included). */
-typedef struct tr_moments_src {
-    int (*fill)(void *ctx, float *m, float *v, size_t n, gk_err *e);
-    void *ctx;
-} tr_moments_src;
-
 /* Allocates a snapshot for m's parameter table (GK_ENOMEM naming the size). */
 int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_err *e);
-/* Copies m's tensors (the moments from moments, or m's own when NULL), the config, st (NULL: not
- * a training checkpoint) with settings_json embedded, and v (may be NULL) into s. Drives m's
+/* Copies m's tensors (gk_gpt2_tensor_get: the parameters and, with_optimizer, its moments; under
+ * ZeRO-1 the caller gathers them first, gk_gpt2_moments_gather), the config, st (NULL: not a
+ * training checkpoint) with settings_json embedded, and v (may be NULL) into s. Drives m's
  * backend. On failure s holds nothing that may be saved. */
-int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const tr_moments_src *moments, const gk_vocab *v,
-                     const tr_state *st, const char *settings_json, gk_err *e);
+int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
+                     const char *settings_json, gk_err *e);
 /* Writes the last take to path atomically (temp file, fsync, rename: gk_ckpt_save). */
 int tr_snapshot_save(const tr_snapshot *s, const char *path, gk_err *e);
 /* The trainer state's step of the last take (-1: none, or it had no state). */

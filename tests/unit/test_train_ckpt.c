@@ -3,8 +3,7 @@
  * synchronous tr_save's of the same state even when the model moves on at once; a write that
  * fails (missing out_dir, file too large midway) is returned by the next wait, poll or checkpoint,
  * leaves no temporary and latest on the last complete checkpoint; a second checkpoint waits for
- * the first; a moments source (ZeRO-1's hook) fills the moments; the writer thread blocks the
- * stop signals. */
+ * the first; close waits for the write under way; the writer thread blocks the stop signals. */
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>
@@ -241,73 +240,88 @@ static void test_fails_midway(void)
     free_run(&r);
 }
 
-/* ---- a second checkpoint waits for the first, seen from a moments source */
+/* ---- a second checkpoint waits for the first */
 
-typedef struct probe {
-    const char *out_dir;
-    int calls;
-    int64_t latest_seen; /* latest's step when the second take began */
-} probe;
-
-/* ZeRO-1's hook as a test sees it: m[i] = i, v[i] = -i; notes what latest holds. */
-static int fill_moments(void *ctx, float *m, float *v, size_t n, gk_err *e)
+/* Every tensor of kind of the model, one after the other in table order (malloc'd). */
+static float *model_tensors(tr_run *r, enum gk_tensor_kind kind)
 {
-    (void)e;
-    probe *p = ctx;
-    if (p->calls++ == 1)
-        p->latest_seen = latest_step(p->out_dir);
-    for (size_t i = 0; i < n; i++) {
-        m[i] = (float)i;
-        v[i] = -(float)i;
+    gk_err e = {0};
+    float *all = malloc(gk_gpt2_num_scalars(r->model) * sizeof *all), *at = all;
+    for (int i = 0; i < gk_gpt2_n_params(r->model); i++) {
+        CHECK_OK(gk_gpt2_tensor_get(r->model, i, kind, at, &e), &e);
+        at += gk_gpt2_param(r->model, i)->numel;
     }
-    return 0;
+    return all;
 }
 
+/* Whether out_dir/ckpt_STEP.safetensors opens complete (every tensor of kind 0, 'm' and 'v'
+ * reads, all values finite) and holds want[0], want[1], want[2] (as model_tensors) and step. */
+static int ckpt_holds(tr_run *r, const char *out_dir, int64_t step, float *const want[3])
+{
+    char path[192];
+    snprintf(path, sizeof path, "%s/ckpt_%08lld.safetensors", out_dir, (long long)step);
+    static const int kinds[3] = {0, 'm', 'v'};
+    gk_ckpt *c = NULL;
+    gk_err e = {0};
+    tr_state st = {0};
+    int ok = gk_ckpt_open(&c, path, &e) == 0 &&
+             tr_state_parse(gk_ckpt_train_json(c), path, &st, &e) == 0 && st.step == step;
+    size_t off = 0;
+    for (int i = 0; ok && i < gk_gpt2_n_params(r->model); i++) {
+        const gk_param *t = gk_gpt2_param(r->model, i);
+        int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
+        float *got = malloc(t->numel * sizeof *got);
+        for (int k = 0; ok && k < 3; k++)
+            ok = gk_ckpt_read(c, kinds[k], t->name, t->ndim, shape, got, &e) == 0 &&
+                 memcmp(got, want[k] + off, t->numel * sizeof *got) == 0;
+        free(got);
+        off += t->numel;
+    }
+    if (!ok && e.msg[0])
+        fprintf(stderr, "%s\n", e.msg);
+    else if (!ok)
+        fprintf(stderr, "%s: holds another state\n", path);
+    gk_ckpt_close(c);
+    return ok;
+}
+
+static void free3(float *a[3])
+{
+    for (int k = 0; k < 3; k++)
+        free(a[k]);
+}
+
+/* tr_checkpoint right after another returns only once the first is written: its file is then
+ * complete with the first state, latest names it (or already the second), and the second file,
+ * once waited for, holds the second state although the model moved on again at once. */
 static void test_second_waits(void)
 {
-    char out[128], path[192];
+    char out[128];
     snprintf(out, sizeof out, "%s/sw", dir);
     tr_run r;
     gk_err e = {0};
     CHECK_OK(make_run(&r, out, &e), &e);
-    probe p = {out, 0, -1};
-    tr_moments_src src = {fill_moments, &p};
-    CHECK_OK(tr_checkpoint_set_moments(&r, &src, &e), &e);
-    size_t n = gk_gpt2_num_scalars(r.model);
-    float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got), *at = want;
-    for (int i = 0; i < gk_gpt2_n_params(r.model); i++) {
-        CHECK_OK(gk_gpt2_tensor_get(r.model, i, GK_TENSOR_PARAM, at, &e), &e);
-        at += gk_gpt2_param(r.model, i)->numel;
-    }
+    set_pattern(&r, GK_TENSOR_ADAM_M, 0.5f);
+    set_pattern(&r, GK_TENSOR_ADAM_V, 0.25f);
+    float *first[3] = {model_tensors(&r, GK_TENSOR_PARAM), model_tensors(&r, GK_TENSOR_ADAM_M),
+                       model_tensors(&r, GK_TENSOR_ADAM_V)};
     CHECK_OK(tr_checkpoint(&r, &e), &e);
     move_on(&r, 6.0f);
+    float *second[3] = {model_tensors(&r, GK_TENSOR_PARAM), model_tensors(&r, GK_TENSOR_ADAM_M),
+                        model_tensors(&r, GK_TENSOR_ADAM_V)};
     CHECK_OK(tr_checkpoint(&r, &e), &e); /* takes its snapshot only once step 1 is written */
-    CHECK(p.calls == 2 && p.latest_seen == 1);
+    CHECK(ckpt_holds(&r, out, 1, first));
+    int64_t latest = latest_step(out);
+    CHECKF(latest == 1 || latest == 2, "latest is at step %lld", (long long)latest);
+    CHECK(r.last_saved_step == 2);
+    move_on(&r, 7.0f);
     CHECK_OK(tr_checkpoint_wait(&r, &e), &e);
     CHECK(latest_step(out) == 2);
-    /* step 1's file holds step 1's parameters and the source's moments */
-    snprintf(path, sizeof path, "%s/ckpt_00000001.safetensors", out);
-    gk_ckpt *c = NULL;
-    CHECK_OK(gk_ckpt_open(&c, path, &e), &e);
-    int same_p = 1, same_m = 1;
-    at = got;
-    for (int i = 0; c && i < gk_gpt2_n_params(r.model); i++) {
-        const gk_param *t = gk_gpt2_param(r.model, i);
-        int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
-        float *mv = malloc(t->numel * sizeof *mv);
-        CHECK_OK(gk_ckpt_read(c, 0, t->name, t->ndim, shape, at, &e), &e);
-        CHECK_OK(gk_ckpt_read(c, 'm', t->name, t->ndim, shape, mv, &e), &e);
-        size_t off = (size_t)(at - got);
-        for (size_t j = 0; j < t->numel; j++)
-            same_m &= mv[j] == (float)(off + j);
-        free(mv);
-        at += t->numel;
-    }
-    gk_ckpt_close(c);
-    same_p = memcmp(want, got, n * sizeof *want) == 0;
-    CHECK(same_p && same_m);
-    free(want);
-    free(got);
+    CHECK(ckpt_holds(&r, out, 2, second));
+    CHECK(ckpt_holds(&r, out, 1, first)); /* keep_last = 2: both kept */
+    CHECK(count_temps(out) == 0);
+    free3(first);
+    free3(second);
     free_run(&r);
 }
 
@@ -345,13 +359,15 @@ static unsigned long long blocked_of(long tid)
  * handler sets the stop flag, never interrupt a write), the run's thread does not. */
 static void test_signals_blocked_in_writer(void)
 {
+    char out[128];
+    snprintf(out, sizeof out, "%s/sig", dir);
+    tr_run r;
+    gk_err e = {0};
+    CHECK_OK(make_run(&r, out, &e), &e);
     long before[256], after[256], writer = 0;
     int nb = list_tasks(before, 256);
-    tr_run r;
-    memset(&r, 0, sizeof r);
-    r.s.out_dir = dir;
-    gk_err e = {0};
-    CHECK_OK(tr_checkpoint_set_moments(&r, NULL, &e), &e); /* starts the writer, nothing else */
+    CHECK_OK(tr_checkpoint(&r, &e), &e); /* starts the writer, which stays for the next ones */
+    CHECK_OK(tr_checkpoint_wait(&r, &e), &e);
     int na = list_tasks(after, 256), fresh = 0;
     for (int i = 0; i < na; i++) {
         int old = 0;
@@ -366,10 +382,11 @@ static void test_signals_blocked_in_writer(void)
     unsigned long long want = 1ULL << (SIGINT - 1) | 1ULL << (SIGTERM - 1);
     CHECKF((blocked_of(writer) & want) == want, "writer %ld blocks %llx", writer, blocked_of(writer));
     CHECK((blocked_of((long)syscall(SYS_gettid)) & want) == 0);
-    tr_checkpoint_close(&r);
+    free_run(&r);
 }
 
-/* Close and wait without any checkpoint, and close of a writer that never wrote. */
+/* Close and wait without any checkpoint (no writer), twice; close right after a checkpoint
+ * waits for its write to complete (file and latest) and frees the writer. */
 static void test_close_unused(void)
 {
     tr_run r;
@@ -378,11 +395,20 @@ static void test_close_unused(void)
     CHECK(tr_checkpoint_wait(&r, &e) == 0);
     tr_checkpoint_close(&r);
     tr_checkpoint_close(&r);
-    r.s.out_dir = dir;
-    CHECK_OK(tr_checkpoint_set_moments(&r, NULL, &e), &e);
+    CHECK(r.writer == NULL);
+    char out[128];
+    snprintf(out, sizeof out, "%s/cl", dir);
+    CHECK_OK(make_run(&r, out, &e), &e);
+    float *want[3] = {model_tensors(&r, GK_TENSOR_PARAM), model_tensors(&r, GK_TENSOR_ADAM_M),
+                      model_tensors(&r, GK_TENSOR_ADAM_V)};
+    CHECK_OK(tr_checkpoint(&r, &e), &e);
     CHECK(r.writer != NULL);
     tr_checkpoint_close(&r);
     CHECK(r.writer == NULL);
+    CHECK(ckpt_holds(&r, out, 1, want));
+    CHECK(latest_step(out) == 1 && count_temps(out) == 0);
+    free3(want);
+    free_run(&r);
 }
 
 int main(void)
