@@ -12,6 +12,7 @@
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
 #include "kernels/generate.h"
+#include "checkpoint.h"
 #include "run.h"
 
 double tr_learning_rate(const tr_settings *s, int64_t step)
@@ -275,13 +276,18 @@ static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
 /* One step of the loop: train, log, evaluate and checkpoint when due. */
 static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
 {
+    /* a checkpoint write that failed in the background stops the run now, not at the next one */
+    int rc = tr_dist_is_root(&r->dist) ? tr_checkpoint_poll(r, e) : 0;
+    if (rc)
+        return rc;
     double tokens_per_step = (double)(r->s.batch_size * r->dist.accum_total) *
                              gk_gpt2_cfg(r->model)->block_size;
     tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->s.peak_tflops > 0 ? TR_HAS_MFU : 0)};
     rec.lr = tr_learning_rate(&r->s, r->st.step);
     tr_dist_comm_secs(&r->dist); /* from here: this step's collectives */
     double t0 = gk_now();
-    int updated, rc = train_step(r, &rec, &updated, e);
+    int updated;
+    rc = train_step(r, &rec, &updated, e);
     if (rc)
         return rc;
     double secs = gk_now() - t0;

@@ -13,7 +13,8 @@
 # Shared CPUs: train_step S alone, then two at once on the same cores; each one's median step
 # time as a ratio to alone (a fair share of the cores is about 2x; target: within 2.5x), with
 # gptkit's bounded spin and with libgomp's default spin (GOMP_SPINCOUNT=300000) side by side.
-# BENCH=tokenize, BENCH=train, BENCH=sample or BENCH=shared runs one part.
+# Data parallel and checkpoints: tests/bench/dist.sh (1 vs 2 ranks, the cost of a checkpoint).
+# BENCH=tokenize, BENCH=train, BENCH=sample, BENCH=shared or BENCH=dist runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -145,5 +146,6 @@ case "${BENCH:-all}" in
   train) train_bench ;;
   sample) sample_bench ;;
   shared) shared_bench ;;
-  *) tokenize_bench; train_bench; shared_bench; sample_bench ;;
+  dist) bash "$top/tests/bench/dist.sh" "$build" ;;
+  *) tokenize_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build" ;;
 esac
