@@ -176,9 +176,10 @@ int tr_dist_share(tr_dist *d, const char *key, int ok, char *text, size_t cap, g
     if (rc)
         return rc;
     const char *s = val;
-    if (n > 0 && s[0] == '!')
+    if (n > 0 && s[0] == '!') {
         rc = gk_errf(e, GK_EIO, "rank 0: %s", s + 1);
-    else
+        d->quiet_error = 1; /* rank 0 reports it */
+    } else
         snprintf(text, cap, "%s", n > 0 ? s + 1 : "");
     free(val);
     return rc;

@@ -55,8 +55,8 @@ int64_t tr_dist_micro(const tr_dist *d, int64_t k);
 /* Sums n host doubles over the ranks (losses, counts, flags). */
 int tr_dist_sum(tr_dist *d, double *v, int n, gk_err *e);
 /* Every rank gets root's text: rank 0 passes ok = 0 and its text, or its error (ok < 0, text =
- * e->msg), which every other rank returns as "rank 0: MSG"; key names the agreement. text has
- * cap bytes. A one-process run returns at once. */
+ * e->msg), which every other rank returns as "rank 0: MSG" (quiet_error set: rank 0 reports
+ * it); key names the agreement. text has cap bytes. A one-process run returns at once. */
 int tr_dist_share(tr_dist *d, const char *key, int ok, char *text, size_t cap, gk_err *e);
 /* Every rank reports how its setup went (rc, e); returns this rank's own failure, else the first
  * of any rank ("rank 1: train_data: no file matches ..."), so that all ranks stop together
