@@ -277,7 +277,10 @@ static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *
             rc = pick_start(&r->s, path, cap, resume, e);
         if (!rc && !*resume && !r->s.eval_only && is_dir(r->s.out_dir))
             rc = check_fresh_out_dir(&r->s, e);
-        snprintf(text, sizeof text, "%d%s", *resume, rc ? e->msg : path);
+        if (rc)
+            snprintf(text, sizeof text, "%s", e->msg);
+        else
+            snprintf(text, sizeof text, "%d%s", *resume, path);
         int src = tr_dist_share(&r->dist, "start", rc, text, sizeof text, e);
         return rc ? rc : src;
     }

@@ -27,7 +27,8 @@ grep -c '^step [0-9]*/' torchrun.log
 gpt-train -q "${ARGS[@]}" --out_dir=spawned --nproc_per_node=2 > spawned.log
 same spawned
 if command -v mpirun > /dev/null; then
-  mpirun --allow-run-as-root --oversubscribe -np 2 gpt-train -q "${ARGS[@]}" --out_dir=mpi > mpi.log
+  MASTER_PORT=$(free_port) mpirun --allow-run-as-root --oversubscribe -x MASTER_PORT -np 2 \
+    gpt-train -q "${ARGS[@]}" --out_dir=mpi > mpi.log
   same mpi
 else
   echo "mpi: the one-process run" # (mpirun absent: .ci/deps.sh installs openmpi-bin)
@@ -50,3 +51,9 @@ two_ranks emu --device=cuda-emu --dtype=float32
 losses emu/metrics.jsonl > emu.l
 close emu.l torchrun.l 2e-5 && st_close emu/latest.safetensors torchrun/latest.safetensors 1e-3 && \
   echo "cuda-emu, 2 ranks: the CPU's 2 ranks"
+# rank 0's setup error (nothing to resume) ends both ranks, and only rank 0 reports it
+port=$(free_port) rc0=0 rc1=0
+RANK=1 WORLD_SIZE=2 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --out_dir=none --init_from=resume 2> r1.err & p=$!
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --out_dir=none --init_from=resume 2> r0.err || rc0=$?
+wait $p || rc1=$?
+echo "exit $rc0 and $rc1: $(cat r0.err r1.err)"
