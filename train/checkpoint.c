@@ -10,11 +10,15 @@
 #include "checkpoint.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -32,13 +36,31 @@ struct tr_ckpt_writer {
     int64_t keep_last;
 };
 
+/* The length of "ckpt_DIGITS.safetensors" at the start of name (digits only, no sign or space),
+ * else 0; *step its number. Temporaries (NAME.tmp.XXXXXX) have the same start and more after. */
+static size_t ckpt_prefix(const char *name, int64_t *step)
+{
+    static const char ext[] = ".safetensors";
+    if (strncmp(name, "ckpt_", 5) != 0)
+        return 0;
+    size_t i = 5;
+    int64_t v = 0;
+    for (; name[i] >= '0' && name[i] <= '9'; i++) {
+        if (v > (INT64_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (name[i] - '0');
+    }
+    if (i == 5 || strncmp(name + i, ext, sizeof ext - 1) != 0)
+        return 0;
+    *step = v;
+    return i + sizeof ext - 1;
+}
+
 int64_t tr_ckpt_step(const char *name)
 {
-    long long step;
-    char tail[32];
-    if (sscanf(name, "ckpt_%lld.safetensor%31s", &step, tail) == 2 && strcmp(tail, "s") == 0)
-        return step;
-    return -1;
+    int64_t step;
+    size_t n = ckpt_prefix(name, &step);
+    return n && name[n] == '\0' ? step : -1;
 }
 
 /* ---------------------------------------------------------------- the writer thread */
@@ -49,8 +71,9 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Removes all but the newest keep_last step checkpoints. */
-static void prune(const char *out_dir, int64_t keep_last)
+/* Removes all but the newest keep_last step checkpoints, never the one just written (`keep`, the
+ * one latest names: a run killed between a checkpoint's rename and latest's leaves a newer one). */
+static void prune(const char *out_dir, int64_t keep_last, int64_t keep)
 {
     DIR *d = opendir(out_dir);
     if (!d)
@@ -61,13 +84,14 @@ static void prune(const char *out_dir, int64_t keep_last)
     while ((de = readdir(d)) && n < 4096)
         if (tr_ckpt_step(de->d_name) >= 0)
             steps[n++] = tr_ckpt_step(de->d_name);
-    closedir(d);
     qsort(steps, n, sizeof *steps, cmp_i64);
-    for (size_t i = 0; i + (size_t)keep_last < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/ckpt_%08lld.safetensors", out_dir, (long long)steps[i]);
-        unlink(path);
+    rewinddir(d);
+    while (n > (size_t)keep_last && (de = readdir(d))) {
+        int64_t step = tr_ckpt_step(de->d_name);
+        if (step >= 0 && step != keep && step < steps[n - (size_t)keep_last])
+            unlinkat(dirfd(d), de->d_name, 0); /* by its own name: ckpt_5 or ckpt_00000005 */
     }
+    closedir(d);
 }
 
 /* The snapshot to out_dir/ckpt_STEP.safetensors, then latest re-pointed and the old pruned. */
@@ -87,7 +111,7 @@ static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
         unlink(tmp);
         return rc;
     }
-    prune(w->out_dir, w->keep_last);
+    prune(w->out_dir, w->keep_last, tr_snapshot_step(w->snap));
     gk_info("saved %s", path);
     return 0;
 }
@@ -113,6 +137,74 @@ static void *writer_main(void *arg)
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+/* ---------------------------------------------------------------- what a killed run left */
+
+/* Whether tail is ".tmp." and 6 letters or digits: gk_outfile's temporary of the name before. */
+static int is_outfile_tail(const char *tail)
+{
+    if (strncmp(tail, ".tmp.", 5) != 0)
+        return 0;
+    tail += 5;
+    for (int i = 0; i < 6; i++)
+        if (!((tail[i] >= '0' && tail[i] <= '9') || (tail[i] >= 'a' && tail[i] <= 'z') ||
+              (tail[i] >= 'A' && tail[i] <= 'Z')))
+            return 0;
+    return tail[6] == '\0';
+}
+
+/* Whether name is a temporary this tool makes in out_dir: a checkpoint's or loss.svg's
+ * (NAME.tmp.XXXXXX, a regular file) or latest's (latest.safetensors.tmp.PID, a symlink). */
+static int is_own_temp(const char *name, int *is_link)
+{
+    static const char latest[] = "latest.safetensors.tmp.", svg[] = "loss.svg";
+    int64_t step;
+    size_t n = ckpt_prefix(name, &step);
+    *is_link = 0;
+    if (n)
+        return is_outfile_tail(name + n);
+    if (strncmp(name, svg, sizeof svg - 1) == 0)
+        return is_outfile_tail(name + sizeof svg - 1);
+    if (strncmp(name, latest, sizeof latest - 1) != 0)
+        return 0;
+    const char *p = name + sizeof latest - 1;
+    *is_link = 1;
+    return *p && strspn(p, "0123456789") == strlen(p);
+}
+
+/* Removes name when it is what is_own_temp says and no process holds it (a live gk_outfile
+ * keeps an exclusive flock on its temporary until the rename). */
+static int remove_if_stale(int dir, const char *name, int is_link)
+{
+    struct stat named;
+    if (fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    if (is_link)
+        return S_ISLNK(named.st_mode) && unlinkat(dir, name, 0) == 0;
+    int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat held;
+    int gone = fd >= 0 && S_ISREG(named.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+               fstat(fd, &held) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino &&
+               unlinkat(dir, name, 0) == 0;
+    if (fd >= 0)
+        close(fd);
+    return gone;
+}
+
+int tr_checkpoint_clean_stale(const char *out_dir)
+{
+    DIR *d = opendir(out_dir);
+    if (!d)
+        return 0;
+    int removed = 0, is_link;
+    for (struct dirent *de; (de = readdir(d));)
+        if (is_own_temp(de->d_name, &is_link) && remove_if_stale(dirfd(d), de->d_name, is_link)) {
+            gk_info("removed %s/%s (a temporary file left by a run that was killed)", out_dir, de->d_name);
+            removed++;
+        }
+    closedir(d);
+    return removed;
 }
 
 /* ---------------------------------------------------------------- the run's side */

@@ -11,4 +11,10 @@
  * next checkpoint. */
 int tr_checkpoint_poll(tr_run *r, gk_err *e);
 
+/* Removes the temporary files a killed run left in out_dir (checkpoints' and loss.svg's
+ * NAME.tmp.XXXXXX that no process holds, latest's latest.safetensors.tmp.PID symlinks), never
+ * any other file; says which on the log. For rank 0 with out_dir's lock held, before training.
+ * Returns how many it removed. */
+int tr_checkpoint_clean_stale(const char *out_dir);
+
 #endif

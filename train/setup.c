@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "kernels/backend.h"
 #include "kernels/gpt2_load.h"
+#include "checkpoint.h"
 #include "run.h"
 
 static int make_dirs(const char *path, gk_err *e)
@@ -44,6 +45,22 @@ static gk_gpt2_config config_from_settings(const tr_settings *s)
                             (int)s->vocab_size, s->bias, (float)s->dropout};
 }
 
+/* The newest step checkpoint in out_dir into path (temporaries never match): 1, else 0. For a run
+ * killed between its first checkpoint's rename and latest's, or a latest whose file is gone. */
+static int newest_ckpt(const char *out_dir, char *path, size_t cap)
+{
+    int64_t newest = -1;
+    DIR *d = opendir(out_dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (tr_ckpt_step(de->d_name) > newest) {
+            newest = tr_ckpt_step(de->d_name);
+            snprintf(path, cap, "%s/%s", out_dir, de->d_name);
+        }
+    if (d)
+        closedir(d);
+    return newest >= 0;
+}
+
 /* Which checkpoint to start from: NULL for scratch. *resume: it is this run's own latest. */
 static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume, gk_err *e)
 {
@@ -57,6 +74,8 @@ static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume,
     if (strcmp(s->init_from, "resume") == 0 || strcmp(s->init_from, "auto") == 0) {
         if (!exists && strcmp(s->init_from, "resume") == 0)
             return gk_errf(e, GK_ENOTFOUND, "init_from=resume: %s not found", path);
+        if (!exists && (exists = newest_ckpt(s->out_dir, path, cap)))
+            gk_info("%s/latest.safetensors missing: continuing from %s", s->out_dir, path);
         *resume = exists;
         if (!exists)
             path[0] = '\0';
@@ -375,6 +394,8 @@ int tr_run_start(tr_run *r, gk_err *e)
     int rc = make_dirs(r->s.out_dir, e);
     if (!rc)
         rc = tr_lock_take(&r->lock, r->s.out_dir, e);
+    if (!rc)
+        tr_checkpoint_clean_stale(r->s.out_dir); /* the lock held: no run of ours writes there */
     if (!rc)
         rc = tr_metrics_open(&r->metrics, r->s.out_dir, r->resumed ? r->st.step : -1, e);
     return rc;
