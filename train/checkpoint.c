@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/io/outfile.h"
 #include "common/log.h"
 
 struct tr_ckpt_writer {
@@ -111,6 +112,7 @@ static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
         unlink(tmp);
         return rc;
     }
+    gk_sync_dir_of(link); /* latest's new target survives a power cut too */
     prune(w->out_dir, w->keep_last, tr_snapshot_step(w->snap));
     gk_info("saved %s", path);
     return 0;

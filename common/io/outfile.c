@@ -283,7 +283,7 @@ int gk_outfile_pwrite(gk_outfile *o, const void *data, size_t n, long off, gk_er
     return 0;
 }
 
-static int sync_dir_of(const char *path)
+int gk_sync_dir_of(const char *path)
 {
     char *copy = strdup(path);
     if (!copy)
@@ -319,7 +319,7 @@ int gk_outfile_commit(gk_outfile *o, gk_err *e)
         rc = gk_errno(e, o->path);
     o->fp = NULL;
     if (rc == 0)
-        sync_dir_of(o->path);
+        gk_sync_dir_of(o->path);
     outfile_reset(o);
     return rc;
 }

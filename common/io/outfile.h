@@ -46,4 +46,8 @@ void gk_outfile_unlink_temps(void);
  * handle these signals themselves; call once from main before threads start. */
 void gk_outfile_cleanup_on_signals(void);
 
+/* fsyncs the directory that holds path (after a rename in it), best effort: -1 when it cannot
+ * be opened, else 0 (some file systems refuse fsync on a directory). */
+int gk_sync_dir_of(const char *path);
+
 #endif
