@@ -1,4 +1,5 @@
-/* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c), what they
+/* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c,
+ * verify.c), what they
  * share (cmd.c: the option prologue, opening a checkpoint, tensor helpers), the tensor table
  * (table.c) and llm.c's checkpoint format (llmc.c).
  * Owns: ck_table (ck_table_make / ck_table_free). Subcommands own everything they open until they
@@ -23,6 +24,7 @@ int ck_import_main(int argc, char **argv, gk_err *e);
 int ck_info_main(int argc, char **argv, gk_err *e);
 int ck_export_main(int argc, char **argv, gk_err *e);
 int ck_convert_main(int argc, char **argv, gk_err *e);
+int ck_verify_main(int argc, char **argv, gk_err *e); /* prints its own errors: e->msg left empty */
 
 /* ---- what every subcommand shares (cmd.c) ---- */
 /* The prologue: a subcommand's option table points its -q / -v entries at quiet / verbose. */

@@ -39,6 +39,8 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
     conv *cv = NULL;
     int rc = gk_st_open(&f, in, e);
     if (!rc)
+        rc = gk_ckpt_verify(f, e);
+    if (!rc)
         rc = gk_st_writer_create(&w, e);
     size_t n = f ? gk_st_count(f) : 0, kept = 0, stripped = 0;
     if (!rc && !(cv = calloc(n ? n : 1, sizeof *cv)))

@@ -1,5 +1,5 @@
 /* main.c: gpt-ckpt: checkpoints in and out: import from HuggingFace or llm.c, info, export,
- * convert. Picks the subcommand; each module parses its own options (ck.h). */
+ * convert, verify. Picks the subcommand; each module parses its own options (ck.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +17,7 @@ static const struct command {
     {"info", ck_info_main, "FILE [--stats] [--json]", "what a checkpoint holds"},
     {"export", ck_export_main, "FILE --hf DIR | --llmc FILE", "checkpoint -> HuggingFace / llm.c"},
     {"convert", ck_convert_main, "FILE -o OUT --dtype TYPE", "parameters as float32, bfloat16 or float16"},
+    {"verify", ck_verify_main, "FILE...", "check header, sizes and checksums"},
 };
 
 static void usage(FILE *f)
@@ -49,11 +50,11 @@ static int run(int argc, char **argv, gk_err *e)
         int rc = commands[i].run(argc - 1, argv + 1, e); /* help and version are printed */
         if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
             return 0;
-        if (rc)
+        if (rc && e->msg[0]) /* empty: the command printed its errors (verify) */
             gk_error("%s", e->msg);
         return gk_exit_status(rc);
     }
-    gk_error("unknown command '%s' (import, info, export, convert; see --help)", argv[1]);
+    gk_error("unknown command '%s' (import, info, export, convert, verify; see --help)", argv[1]);
     return 2;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/io/safetensors.h"
+#include "common/log.h"
 
 struct gk_ckpt {
     gk_st_file *f;
@@ -108,12 +109,23 @@ int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const 
 
 /* ---------------------------------------------------------------- loading */
 
+int gk_ckpt_verify(const gk_st_file *f, gk_err *e)
+{
+    int verified = 0;
+    int rc = gk_st_verify(f, &verified, e);
+    if (rc == 0 && !verified)
+        gk_verbose("%s has no checksums (written before gptkit 0.1.0): not verified", gk_st_path(f));
+    return rc;
+}
+
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e)
 {
     gk_ckpt *c = calloc(1, sizeof *c);
     if (!c)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     int rc = gk_st_open(&c->f, path, e);
+    if (rc == 0 && (rc = gk_ckpt_verify(c->f, e)) != 0)
+        gk_st_close(c->f);
     if (rc) {
         free(c);
         return rc;

@@ -6,7 +6,9 @@
  *     array) and "tokenizer.merges" (merges.txt text; absent for char-level),
  *   - __metadata__: "gptkit.config" (model config JSON, nanoGPT key names), "gptkit.train"
  *     (trainer state JSON), "gptkit.tokenizer" ({"type": "gpt2-bpe"|"char", "fingerprint": N}),
- *     and "format": "pt" so transformers loads the file as it is.
+ *     "gptkit.checksums" (a CRC-32 of every tensor's bytes, written and checked by the
+ *     safetensors layer: see safetensors.h), and "format": "pt" so transformers loads the file
+ *     as it is.
  * Owns: an open checkpoint (the mapped file) until gk_ckpt_close; saving borrows its inputs.
  * Thread safety: one gk_ckpt per thread; loading into distinct buffers may run in parallel. */
 #ifndef GK_CKPT_H
@@ -17,6 +19,8 @@
 
 #include "common/err.h"
 #include "common/text/vocab.h"
+
+struct gk_st_file;
 
 typedef struct gk_ckpt_param {
     const char *name;     /* HuggingFace name, e.g. "transformer.h.0.attn.c_attn.weight" */
@@ -39,7 +43,14 @@ int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const 
 
 typedef struct gk_ckpt gk_ckpt;
 
+/* Opens and validates path, and verifies every tensor's checksum (gk_ckpt_verify): a damaged
+ * file is GK_EFORMAT naming the file and the tensor. */
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e);
+/* Verifies an open safetensors file's checksums (gk_st_verify: 0.26-0.43 s for GPT-2
+ * 124M's 498 MB on the 2-core development machine, against 0.29 s for gk_ckpt_read of every
+ * parameter and 0.15 s for cat of the cached file); a file
+ * without them (written before checksums) passes, with a note at verbose level. */
+int gk_ckpt_verify(const struct gk_st_file *f, gk_err *e);
 void gk_ckpt_close(gk_ckpt *c); /* NULL-safe */
 const char *gk_ckpt_path(const gk_ckpt *c);
 /* __metadata__ values, or NULL when absent. */

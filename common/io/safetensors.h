@@ -107,6 +107,21 @@ int gk_st_writer_meta(gk_st_writer *w, const char *key, const char *value, gk_er
  * be written again or freed afterwards. */
 int gk_st_writer_write(gk_st_writer *w, const char *path, gk_err *err);
 
+/* ---- checksums (safetensors_sum.c) ---------------------------------------------------- */
+
+/* The writer stores a CRC-32 (zlib's polynomial) of every tensor's data bytes in __metadata__
+ * under this key: a JSON object, in the file's tensor order, {"NAME": "1a2b3c4d", ...} (8
+ * lowercase hex digits, one entry per tensor), replacing any value set with gk_st_writer_meta. */
+#define GK_ST_CHECKSUMS_KEY "gptkit.checksums"
+
+/* zlib's crc32 of n bytes continuing crc (0 to start); large buffers are split over threads. */
+uint32_t gk_crc32(uint32_t crc, const void *data, size_t n);
+/* Checks every tensor's bytes against the stored checksums: 0 with *verified = 1 when all match,
+ * 0 with *verified = 0 when the file has none (not written by gptkit, or before checksums);
+ * GK_EFORMAT on a mismatch ("FILE: tensor NAME: checksum mismatch (the file is damaged)"), a
+ * tensor without a checksum or a malformed key. Reads every byte of the data section. */
+int gk_st_verify(const gk_st_file *f, int *verified, gk_err *err);
+
 /* ---- fp16 / bf16 ----------------------------------------------------------------------- */
 
 /* Round to nearest even; NaN stays NaN (quiet), +-inf stay inf. */

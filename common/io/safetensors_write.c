@@ -1,7 +1,12 @@
-/* safetensors_write.c: the safetensors writer (see safetensors.h for the format). */
+/* safetensors_write.c: the safetensors writer (see safetensors.h for the format), with the
+ * per-tensor checksums in __metadata__ (GK_ST_CHECKSUMS_KEY). The header comes first in the file
+ * but holds the checksums of the data after it: into a seekable output the data is written once,
+ * checksummed on the way, and the header (of the same length: checksums are fixed-width) written
+ * again at the end; into a pipe the checksums are computed in a pass before writing. */
 #include "common/io/safetensors.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +26,7 @@ typedef struct st_entry {
     gk_st_fill_fn fill; /* ... or fill(ctx) */
     void *ctx;
     size_t seq;         /* order added */
+    uint32_t crc;       /* of the data, once computed (0 before) */
 } st_entry;
 
 struct gk_st_writer {
@@ -139,10 +145,36 @@ static json_t *tensor_json(const st_entry *e, uint64_t begin)
                      "data_offsets", (json_int_t)begin, (json_int_t)(begin + e->nbytes));
 }
 
+/* Sets the checksums metadata from the entries' crc fields (fixed width: 8 hex digits each). */
+static int set_checksums(gk_st_writer *w, st_entry **order, gk_err *err)
+{
+    if (w->n == 0) /* nothing to check: the empty file stays "{}" */
+        return 0;
+    json_t *sums = json_object();
+    char hex[9];
+    for (size_t i = 0; sums && i < w->n; i++) {
+        snprintf(hex, sizeof hex, "%08x", (unsigned)order[i]->crc);
+        if (json_object_set_new(sums, order[i]->name, json_string(hex)) != 0) {
+            json_decref(sums);
+            return gk_errf(err, GK_EUSAGE, "safetensors writer: tensor '%.100s': cannot encode "
+                           "(name not UTF-8?)", order[i]->name);
+        }
+    }
+    char *text = sums ? json_dumps(sums, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(sums);
+    int rc = text ? gk_st_writer_meta(w, GK_ST_CHECKSUMS_KEY, text, err)
+                  : gk_errf(err, GK_ENOMEM, "safetensors writer: out of memory");
+    free(text);
+    return rc;
+}
+
 /* The padded header text into *out (malloc'd; *len is a multiple of 8), tensors in order. */
 static int build_header(gk_st_writer *w, st_entry **order, char **out, size_t *len, gk_err *err)
 {
     *out = NULL;
+    int rc = set_checksums(w, order, err);
+    if (rc)
+        return rc;
     json_t *h = json_object();
     if (h && json_object_size(w->meta))
         json_object_set(h, "__metadata__", w->meta);
@@ -171,14 +203,19 @@ static int build_header(gk_st_writer *w, st_entry **order, char **out, size_t *l
     return 0;
 }
 
-static int write_tensor(gk_outfile *o, const st_entry *e, char *buf, gk_err *err)
+/* Writes e's data to o (o == NULL: only checksums it), setting e->crc. */
+static int write_tensor(gk_outfile *o, st_entry *e, char *buf, gk_err *err)
 {
-    if (!e->fill)
-        return gk_outfile_write(o, e->data, (size_t)e->nbytes, err);
+    if (!e->fill) {
+        e->crc = gk_crc32(0, e->data, (size_t)e->nbytes);
+        return o ? gk_outfile_write(o, e->data, (size_t)e->nbytes, err) : 0;
+    }
+    e->crc = 0;
     for (uint64_t off = 0; off < e->nbytes; off += FILL_CHUNK) {
         size_t n = e->nbytes - off < FILL_CHUNK ? (size_t)(e->nbytes - off) : FILL_CHUNK;
         int rc = e->fill(e->ctx, off, buf, n, err);
-        if (rc == 0)
+        e->crc = gk_crc32(e->crc, buf, n);
+        if (rc == 0 && o)
             rc = gk_outfile_write(o, buf, n, err);
         if (rc != 0)
             return rc;
@@ -186,22 +223,55 @@ static int write_tensor(gk_outfile *o, const st_entry *e, char *buf, gk_err *err
     return 0;
 }
 
-static int write_all(gk_outfile *o, const char *hdr, size_t hlen, st_entry **order, size_t n,
-                     gk_err *err)
+/* Every tensor's data to o in order (o == NULL: only their checksums). */
+static int write_data(gk_outfile *o, st_entry **order, size_t n, const char *path, gk_err *err)
 {
-    uint8_t lenbuf[8];
-    gk_put_le64(lenbuf, (uint64_t)hlen);
-    int rc = gk_outfile_write(o, lenbuf, 8, err);
-    if (rc == 0)
-        rc = gk_outfile_write(o, hdr, hlen, err);
     char *buf = NULL;
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (order[i]->fill && !buf && !(buf = malloc(FILL_CHUNK)))
-            rc = gk_errf(err, GK_ENOMEM, "%s: out of memory", gk_outfile_name(o));
+            rc = gk_errf(err, GK_ENOMEM, "%s: out of memory", path);
         if (rc == 0)
             rc = write_tensor(o, order[i], buf, err);
     }
     free(buf);
+    return rc;
+}
+
+/* The length and the header at the start of o (in_place: over the ones written before). */
+static int write_header(gk_outfile *o, const char *hdr, size_t hlen, int in_place, gk_err *err)
+{
+    uint8_t lenbuf[8];
+    gk_put_le64(lenbuf, (uint64_t)hlen);
+    if (in_place)
+        return gk_outfile_pwrite(o, hdr, hlen, 8, err);
+    int rc = gk_outfile_write(o, lenbuf, 8, err);
+    return rc ? rc : gk_outfile_write(o, hdr, hlen, err);
+}
+
+/* Header, data, and (seekable output) the header again with the checksums the data pass found;
+ * a pipe gets a checksum pass first. */
+static int write_all(gk_st_writer *w, gk_outfile *o, st_entry **order, char **hdr, size_t hlen,
+                     const char *path, gk_err *err)
+{
+    size_t again = 0;
+    int rc = 0;
+    if (!o->seekable && (rc = write_data(NULL, order, w->n, path, err)) == 0) {
+        free(*hdr);
+        rc = build_header(w, order, hdr, &again, err);
+    }
+    if (rc == 0)
+        rc = write_header(o, *hdr, hlen, 0, err);
+    if (rc == 0)
+        rc = write_data(o, order, w->n, path, err);
+    if (rc == 0 && o->seekable) {
+        free(*hdr);
+        rc = build_header(w, order, hdr, &again, err);
+        if (rc == 0 && again != hlen) /* cannot happen: every checksum is 8 digits */
+            rc = gk_errf(err, GK_EIO, "%s: header changed length", path);
+        if (rc == 0)
+            rc = write_header(o, *hdr, hlen, 1, err);
+    }
     return rc;
 }
 
@@ -220,7 +290,7 @@ int gk_st_writer_write(gk_st_writer *w, const char *path, gk_err *err)
         rc = gk_errf(err, GK_EFORMAT, "%s: header of %zu bytes exceeds the safetensors limit", path, hlen);
     gk_outfile o;
     if (rc == 0 && (rc = gk_outfile_open(&o, path, err)) == 0) {
-        rc = write_all(&o, hdr, hlen, order, w->n, err);
+        rc = write_all(w, &o, order, &hdr, hlen, path, err);
         if (rc == 0)
             rc = gk_outfile_commit(&o, err);
         else

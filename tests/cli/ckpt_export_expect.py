@@ -33,6 +33,7 @@ def describe(hfdir):
     n = struct.unpack_from("<Q", raw, 0)[0]
     header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
     meta = header.pop("__metadata__", {})
+    meta.pop("gptkit.checksums", None)  # gptkit's own per-tensor CRCs; transformers ignores them
     tensors = {}
     for name, t in header.items():
         b, e = t["data_offsets"]

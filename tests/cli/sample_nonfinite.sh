@@ -4,17 +4,26 @@
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 gpt-train -q "${TINY[@]}" --max_iters=4 --eval_interval=4 --out_dir=o > train.log
-# poison FILE TENSOR INDEX VALUE: overwrites one float32 of an F32 tensor in place
+# poison FILE TENSOR INDEX VALUE: overwrites one float32 of an F32 tensor in place, and its
+# checksum in gptkit.checksums (as a diverged run would have written it: not a damaged file)
 poison() {
   python3 - "$@" <<'EOF'
-import json, struct, sys
+import json, re, struct, sys, zlib
 path, name, index, value = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 with open(path, 'r+b') as f:
     n = struct.unpack('<Q', f.read(8))[0]
-    t = json.loads(f.read(n))[name]
+    hdr = f.read(n)
+    t = json.loads(hdr)[name]
     assert t['dtype'] == 'F32'
-    f.seek(8 + n + t['data_offsets'][0] + 4 * index)
-    f.write(struct.pack('<f', value))
+    b, e = t['data_offsets']
+    f.seek(8 + n + b)
+    data = bytearray(f.read(e - b))
+    data[4 * index:4 * index + 4] = struct.pack('<f', value)
+    f.seek(8 + n + b)
+    f.write(data)
+    key = re.compile(rb'[{,]\\"' + re.escape(name.encode()) + rb'\\":\\"([0-9a-f]{8})')
+    f.seek(8 + key.search(hdr).start(1))
+    f.write(b'%08x' % zlib.crc32(data))
 EOF
 }
 code() { "$@" > out 2> err && echo "exit 0" || echo "exit $?"; echo "$(wc -l < err) line(s), $(wc -c < out) bytes out"; }

@@ -143,6 +143,71 @@ static void test_bad_file(void)
     CHECKF(strstr(e.msg, "bad.safetensors") != NULL, "%s", e.msg);
 }
 
+/* Flips one byte of path at offset off. */
+static void flip_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "r+b");
+    int c = f && fseek(f, off, SEEK_SET) == 0 ? fgetc(f) : EOF;
+    CHECK(c != EOF);
+    if (c != EOF && fseek(f, off, SEEK_SET) == 0)
+        fputc(c ^ 0x10, f);
+    if (f)
+        fclose(f);
+}
+
+/* A flipped byte in a tensor's data is refused naming that tensor; a file without the
+ * checksums key (as written before them) opens unverified. */
+static void test_checksums(void)
+{
+    float w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {-1, 0.5f, 0.25f};
+    gk_ckpt_param p[2] = {
+        {"transformer.h.0.mlp.c_fc.weight", 2, {2, 3}, w, NULL, NULL},
+        {"transformer.h.0.mlp.c_fc.bias", 1, {3, 0}, b, NULL, NULL},
+    };
+    gk_ckpt_info info = {"{}", NULL, NULL, 0};
+    char path[128];
+    snprintf(path, sizeof path, "%s/sum.safetensors", dir);
+    gk_err e = {0};
+    CHECK_OK(gk_ckpt_save(path, p, 2, &info, &e), &e);
+    gk_st_file *f = NULL;
+    int verified = 0;
+    CHECK_OK(gk_st_open(&f, path, &e), &e);
+    CHECK_OK(f ? gk_st_verify(f, &verified, &e) : -1, &e);
+    CHECK(verified == 1);
+    const gk_st_tensor *t = f ? gk_st_find(f, p[1].name) : NULL;
+    long off = t ? (long)((const char *)t->data - (const char *)gk_st_at(f, 0)->data) : -1;
+    long data_start = f ? (long)(gk_st_at(f, 0)->offset) : 0;
+    long hlen = 0;
+    FILE *fp = fopen(path, "rb");
+    unsigned char len8[8] = {0};
+    if (fp && fread(len8, 1, 8, fp) == 8)
+        for (int i = 7; i >= 0; i--) hlen = hlen * 256 + len8[i];
+    if (fp) fclose(fp);
+    gk_st_close(f);
+    CHECK(off >= 0 && data_start == 0);
+    flip_byte(path, 8 + hlen + off + 1);
+    gk_ckpt *c = NULL;
+    CHECK(gk_ckpt_open(&c, path, &e) == GK_EFORMAT && c == NULL);
+    char want[300];
+    snprintf(want, sizeof want, "%s: tensor %s: checksum mismatch (the file is damaged)", path, p[1].name);
+    CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
+    /* the key renamed (same length), as a file written before checksums: opens unverified */
+    static char buf[4096];
+    fp = fopen(path, "r+b");
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    char *k = n > 8 ? memmem(buf, n, "gptkit.checksums", 16) : NULL;
+    CHECK(k != NULL);
+    if (k && fseek(fp, (long)(k - buf) + 15, SEEK_SET) == 0)
+        fputc('z', fp);
+    if (fp) fclose(fp);
+    CHECK_OK(gk_ckpt_open(&c, path, &e), &e);
+    float out[3] = {0};
+    int64_t shape[1] = {3};
+    CHECK_OK(c ? gk_ckpt_read(c, 0, p[1].name, 1, shape, out, &e) : -1, &e);
+    CHECK(memcmp(out, b, sizeof b) != 0); /* the damage was not seen */
+    gk_ckpt_close(c);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/gk_test_ckpt_XXXXXX");
@@ -152,6 +217,7 @@ int main(void)
     RUN(test_bf16_storage);
     RUN(test_nonfinite);
     RUN(test_bad_file);
+    RUN(test_checksums);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
