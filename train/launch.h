@@ -1,4 +1,5 @@
-/* launch.h: where this process sits in a distributed run, and the local launcher.
+/* launch.h: where this process sits in a distributed run (launch.c), and the local launcher
+ * (spawn.c).
  * Reads the launcher's variables: torchrun-style (RANK, WORLD_SIZE, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: torchrun, Kubeflow PyTorchJob, DLRover ElasticJob,
  * TensorStack), else OpenMPI's (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE), else Slurm's
@@ -24,6 +25,12 @@ typedef struct tr_launch {
                              * SLURM_NODELIST when simple), default 127.0.0.1 */
     int master_port;        /* MASTER_PORT, default 29500 */
 } tr_launch;
+
+/* Ranks, sizes and node counts above this are typing errors. */
+#define TR_LAUNCH_MAX_COUNT (1 << 24)
+
+/* The variable's value; NULL when it is unset or empty. */
+const char *tr_launch_env(const char *name);
 
 /* Fills l from the environment, from the first launcher whose variables are set (a variable set
  * but empty counts as unset). GPT_TRAIN_SPAWNED=1 (set by tr_launch_spawn): the torchrun-style

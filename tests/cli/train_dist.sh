@@ -40,8 +40,9 @@ same tokens
 # ZeRO-1: the moments sharded across 2 ranks; checkpoints hold them whole
 two_ranks zero --zero_stage=1
 same zero
-# errors: a total batch that does not split, nproc_per_node under a launcher
-run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/" err.txt)"; }
+# errors: a total batch that does not split, nproc_per_node under a launcher (the launcher adds
+# "; stopped the other ranks" when another rank was still running: when is a race)
+run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/; s/; stopped the other ranks//" err.txt)"; }
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --total_batch_size=100
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3
 RANK=0 WORLD_SIZE=2 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=2
