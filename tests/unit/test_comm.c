@@ -473,16 +473,19 @@ static void killed_rank(int rank, int world)
     gk_store_close(s);
 }
 
-static void test_gloo_rank_killed(void)
+/* 3 ranks of fn: rank 1 ends killed by SIGKILL, ranks 0 and 2 exit 0. */
+static void run_rank1_killed(rank_fn fn)
 {
     int status[3];
-    spawn(3, killed_rank, status);
+    spawn(3, fn, status);
     CHECKF(status[1] != -1 && WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL,
            "rank 1: status 0x%x", status[1]);
     for (int r = 0; r < 3; r += 2)
         CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
                "rank %d: status 0x%x", r, status[r]);
 }
+
+static void test_gloo_rank_killed(void) { run_rank1_killed(killed_rank); }
 
 /* Rank 1 stops (SIGSTOP) after the first allreduce: the others' next one times out after the
  * comm's 1 s and names it as not responding; then rank 0 kills it. */
@@ -517,16 +520,7 @@ static void stopped_rank(int rank, int world)
     gk_store_close(s);
 }
 
-static void test_gloo_rank_stopped(void)
-{
-    int status[3];
-    spawn(3, stopped_rank, status);
-    CHECKF(status[1] != -1 && WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL,
-           "rank 1: status 0x%x", status[1]);
-    for (int r = 0; r < 3; r += 2)
-        CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-               "rank %d: status 0x%x", r, status[r]);
-}
+static void test_gloo_rank_stopped(void) { run_rank1_killed(stopped_rank); }
 
 /* Rank 0, which hosts the store, is killed: rank 1 says so. */
 static void store_killed_rank(int rank, int world)
