@@ -19,7 +19,7 @@ MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
 # Gloo (libgloo-dev) has no pkg-config module: its header tells.
 MISSING += $(if $(wildcard /usr/include/gloo/config.h),,libgloo-dev)
 ifneq ($(strip $(MISSING)),)
-ifeq ($(filter deps test check demo bench bench-gpu clean,$(MAKECMDGOALS)),)
+ifeq ($(filter deps test check fuzz demo bench bench-gpu clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Run 'make deps' (installs them with apt-get))
 endif
 endif
@@ -40,6 +40,13 @@ GK_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 GK_CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
+# FUZZ=1 (make fuzz: clang, with SAN=1): coverage for libFuzzer; clang's OpenMP runtime.
+, := ,
+ifeq ($(FUZZ),1)
+GK_CFLAGS += -fsanitize=fuzzer-no-link
+GK_CXXFLAGS += -fsanitize=fuzzer-no-link
+LDLIBS := $(subst -Wl$(,)-Bstatic -lgomp -Wl$(,)-Bdynamic,-fopenmp,$(LDLIBS))
+endif
 
 TOOLS        := tokenize train sample evalppl ckpt
 BUILT_TOOLS  := $(foreach t,$(TOOLS),$(if $(wildcard $(t)/main.c),$(t)))
@@ -52,6 +59,12 @@ KERNELS_LIB  := $(BUILD)/libgptkernels.a
 LIBS         := $(KERNELS_LIB) $(COMMON_LIB)
 UNIT_SRC     := $(wildcard tests/unit/test_*.c)
 UNIT_BINS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# tests/fuzz/fuzz_NAME.c: a libFuzzer target, built as BUILD/fuzz/fuzz_NAME by `make fuzz` and as
+# the replay test BUILD/tests/test_fuzz_NAME (tests/fuzz/replay.c as its main) by `make test`.
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TESTS   := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%)
+FUZZERS      := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/fuzz/fuzz_%)
+FUZZ_SECONDS ?= 60
 
 obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.c,$(BUILD)/obj/%.o,$(1)))
 
@@ -95,7 +108,7 @@ GK_CFLAGS    += -Werror
 GK_CXXFLAGS  += -Werror
 endif
 
-.PHONY: all deps test check demo bench bench-gpu install clean lint
+.PHONY: all deps test check fuzz demo bench bench-gpu install clean lint
 all: $(BINS) $(CUDA_LIBS)
 
 $(BUILD)/obj/%.o: %.c
@@ -125,6 +138,17 @@ tool_objs = $(call obj,$(filter-out $(1)/main.c,$(wildcard $(1)/*.c)))
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $$(call tool_objs,$$(firstword $$(subst _, ,$$*))) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# A fuzz target named fuzz_TOOL_WHAT also links TOOL's modules, as the unit tests do.
+$(BUILD)/tests/test_fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/replay.o \
+    $(BUILD)/obj/tests/fuzz/util.o $$(call tool_objs,$$(firstword $$(subst _, ,$$*))) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/util.o \
+    $$(call tool_objs,$$(firstword $$(subst _, ,$$*))) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 # ---- the CUDA backend's rules (its variables are above `all`) ----
 $(BUILD)/cuda/%.o: %.cu
@@ -186,8 +210,17 @@ test: deps
 	@bash tests/run.sh $(BUILD)
 
 # test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib)
-units: $(UNIT_BINS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
+units: $(UNIT_BINS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
 .PHONY: units
+
+# Each fuzz target for FUZZ_SECONDS (default 60) under ASan + UBSan, built by clang in
+# build-fuzz (FUZZ_TARGETS=PATTERN picks some); tests/fuzz/run.sh says what to do with a crash.
+fuzz: deps
+	@bash .ci/deps.sh fuzz
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang CXX=clang++ SAN=1 FUZZ=1 OPT=-O1 fuzzers
+	@bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzzers: $(FUZZERS)
+.PHONY: fuzz fuzzers
 
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 all units
@@ -227,6 +260,6 @@ install: all
 	if [ -d train/configs ]; then install -m 644 train/configs/*.conf $(DESTDIR)$(PREFIX)/share/gptkit/configs; fi
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(shell find $(BUILD)/obj $(BUILD)/cuda $(BUILD)/emu -name '*.d' 2>/dev/null)

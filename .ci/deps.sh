@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages gptkit needs to build and test, if any are missing.
+# Installs the Debian/Ubuntu packages gptkit needs to build and test (with `fuzz`: to fuzz), if any are missing.
 # Prints what it installs; does nothing (quietly) when everything is present.
 set -euo pipefail
 need=(build-essential pkg-config libpcre2-dev libarchive-dev libjansson-dev libopenblas-dev
       zlib1g-dev libcurl4-openssl-dev libssl-dev libgloo-dev openmpi-bin python3-yaml mandoc xz-utils zstd lz4 zip gzip bzip2 python3 bc jq)
+# `deps.sh fuzz` (make fuzz): clang with libFuzzer and its sanitizer runtimes, clang's OpenMP.
+[ "${1:-}" = fuzz ] && need=(clang libclang-rt-14-dev libomp-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

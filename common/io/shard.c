@@ -278,6 +278,8 @@ int gk_shard_map_get(const gk_shard_map *m, int64_t start, size_t n, uint32_t vo
     if (start < 0 || start + (int64_t)n > m->count)
         return gk_errf(e, GK_EFORMAT, "%s: tokens [%lld, %lld) are past its end (%lld)", m->name,
                        (long long)start, (long long)(start + (int64_t)n), (long long)m->count);
+    if (n == 0)
+        return 0; /* an empty shard maps nothing: no pointer to offset */
     const unsigned char *p = m->tokens + (size_t)start * (size_t)m->width;
     size_t ok = gk_shard_decode(p, n, m->width, vocab_limit, out);
     if (ok < n)
