@@ -283,7 +283,7 @@ static int needs_quotes(const char *s)
 {
     if (!*s || s[0] == ' ' || s[0] == '\t' || s[strlen(s) - 1] == ' ' || s[strlen(s) - 1] == '\t')
         return 1;
-    return strpbrk(s, "#\"'\\\n\t") != NULL;
+    return strpbrk(s, "#\"'\\\n\r\t") != NULL;
 }
 
 static void format_string(const char *s, char *buf, size_t cap)
@@ -301,9 +301,9 @@ static void format_string(const char *s, char *buf, size_t cap)
     buf[o++] = '"';
     for (; *s && o + 4 < cap; s++) {
         char c = *s;
-        if (c == '"' || c == '\\' || c == '\n' || c == '\t') {
+        if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t') {
             buf[o++] = '\\';
-            c = c == '\n' ? 'n' : c == '\t' ? 't' : c;
+            c = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : c;
         }
         buf[o++] = c;
     }
@@ -326,17 +326,30 @@ int gk_config_format(const gk_config *cfg, const char *key, char *buf, size_t ca
     return 0;
 }
 
+/* Key i's value as .conf text, whole however long (malloc'd; NULL when out of memory). */
+static char *format_whole(const gk_config *cfg, size_t i)
+{
+    size_t cap = 64; /* an int, a bool, a double's %.17g */
+    if (cfg->table[i].type == GK_CT_STRING)
+        cap = 2 * strlen(*(const char *const *)field(cfg, i)) + 6; /* every char escaped, quotes */
+    char *buf = malloc(cap);
+    if (buf)
+        gk_config_format(cfg, cfg->table[i].name, buf, cap);
+    return buf;
+}
+
 void gk_config_print(const gk_config *cfg, FILE *f)
 {
-    char buf[4096];
     for (size_t i = 0; i < cfg->n; i++) {
-        gk_config_format(cfg, cfg->table[i].name, buf, sizeof buf);
+        char *text = format_whole(cfg, i);
+        const char *buf = text ? text : "?";
         int changed = cfg->defs[i] && strcmp(buf, cfg->defs[i]) != 0;
         if (changed)
             fprintf(f, "%s = %s  # %s\n", cfg->table[i].name, buf,
                     cfg->origins[i] ? cfg->origins[i] : "changed");
         else
             fprintf(f, "%s = %s\n", cfg->table[i].name, buf);
+        free(text);
     }
 }
 

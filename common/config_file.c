@@ -49,7 +49,7 @@ static int unquote(char *p, char **rest)
         }
         if (*s == '\\' && s[1]) {
             s++;
-            *o++ = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s;
+            *o++ = *s == 'n' ? '\n' : *s == 'r' ? '\r' : *s == 't' ? '\t' : *s;
         } else {
             *o++ = *s;
         }

@@ -163,6 +163,10 @@ static int build_tok_tab(gk_vocab *v, const char *path, gk_err *e)
         const unsigned char *b = v->bytes + v->off[id];
         size_t len = v->off[id + 1] - v->off[id];
         if (len == 0) return gk_errf(e, GK_EFORMAT, "%s: token %u is empty", path, id);
+        /* it would be the special token in the vocab's JSON text (a checkpoint's copy) */
+        if (len == strlen(GK_EOT_TEXT) && !memcmp(b, GK_EOT_TEXT, len))
+            return gk_errf(e, GK_EFORMAT, "%s: token %u is the text of the special token %s", path,
+                           id, GK_EOT_TEXT);
         uint32_t other = gk_vocab_lookup(v, b, len);
         if (other != GK_NONE)
             return gk_errf(e, GK_EFORMAT, "%s: tokens %u and %u have the same bytes", path,
