@@ -32,7 +32,7 @@ int gk_hub_cache_dir(char *out, size_t cap, gk_err *e)
     return 0;
 }
 
-static int valid_part(const char *s, size_t n)
+int hub_valid_name(const char *s, size_t n)
 {
     if (n == 0 || n > 96)
         return 0;
@@ -49,8 +49,8 @@ int gk_hub_valid_repo(const char *repo)
 {
     const char *slash = strchr(repo, '/');
     if (!slash)
-        return valid_part(repo, strlen(repo));
-    return valid_part(repo, (size_t)(slash - repo)) && valid_part(slash + 1, strlen(slash + 1));
+        return hub_valid_name(repo, strlen(repo));
+    return hub_valid_name(repo, (size_t)(slash - repo)) && hub_valid_name(slash + 1, strlen(slash + 1));
 }
 
 static int mkdirs(char *path, gk_err *e)
@@ -87,7 +87,7 @@ static void read_ref(const char *repodir, char *rev, size_t cap)
     if (fgets(rev, (int)cap, f))
         rev[strcspn(rev, " \r\n")] = '\0';
     fclose(f);
-    if (!valid_part(rev, strlen(rev)))
+    if (!hub_valid_name(rev, strlen(rev)))
         rev[0] = '\0';
 }
 
@@ -195,6 +195,24 @@ static int fetch_blob(repo_ctx *r, const char *file, const char *url, const hub_
     return 0;
 }
 
+int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, const char *url,
+                   const char *file, int required, gk_err *e)
+{
+    if (h->status == 404 && !required)
+        return 0;
+    if (h->status == 404)
+        return gk_errf(e, GK_ENOTFOUND, "%s: the hub (%s) has no file %s in this repository",
+                       repo, endpoint, file);
+    if (h->status == 401 || h->status == 403)
+        return gk_errf(e, GK_ENOTFOUND, "%s: repository not found on %s (or private or gated: "
+                       "set HF_TOKEN)", repo, endpoint);
+    if (h->status >= 400 || h->status < 200)
+        return gk_errf(e, GK_EIO, "%s: HTTP %ld", url, h->status);
+    if (!h->etag[0] || !hub_valid_name(h->etag, strlen(h->etag)))
+        return gk_errf(e, GK_EFORMAT, "%s: no usable ETag in the hub's answer", url);
+    return 1;
+}
+
 /* 1: fetched, 0: absent on the hub and optional, < 0: error. */
 static int fetch_file(repo_ctx *r, const char *file, int required, gk_err *e)
 {
@@ -202,22 +220,12 @@ static int fetch_file(repo_ctx *r, const char *file, int required, gk_err *e)
     snprintf(url, sizeof url, "%s/%s/resolve/main/%s", r->endpoint, r->repo, file);
     hub_head h;
     int rc = hub_http_head(url, r->endpoint, &h, e);
-    if (rc)
+    if (rc == 0)
+        rc = hub_head_check(&h, r->repo, r->endpoint, url, file, required, e);
+    if (rc <= 0)
         return rc;
-    if (h.status == 404 && !required)
-        return 0;
-    if (h.status == 404)
-        return gk_errf(e, GK_ENOTFOUND, "%s: the hub (%s) has no file %s in this repository",
-                       r->repo, r->endpoint, file);
-    if (h.status == 401 || h.status == 403)
-        return gk_errf(e, GK_ENOTFOUND, "%s: repository not found on %s (or private or gated: "
-                       "set HF_TOKEN)", r->repo, r->endpoint);
-    if (h.status >= 400 || h.status < 200)
-        return gk_errf(e, GK_EIO, "%s: HTTP %ld", url, h.status);
-    if (!h.etag[0] || !valid_part(h.etag, strlen(h.etag)))
-        return gk_errf(e, GK_EFORMAT, "%s: no usable ETag in the hub's answer", url);
     if (!r->rev[0])
-        snprintf(r->rev, sizeof r->rev, "%s", h.commit[0] && valid_part(h.commit, strlen(h.commit))
+        snprintf(r->rev, sizeof r->rev, "%s", h.commit[0] && hub_valid_name(h.commit, strlen(h.commit))
                                                   ? h.commit : "main");
     rc = fetch_blob(r, file, url, &h, e);
     return rc ? rc : 1;

@@ -73,13 +73,6 @@ static int net_error(gk_err *e, const char *endpoint, CURLcode rc, const char *e
 
 /* ---------------------------------------------------------------- HEAD */
 
-typedef struct head_state {
-    hub_head *h;
-    char location[2048];
-    char linked_etag[160], etag[160];
-    int64_t linked_size, length;
-} head_state;
-
 static void trim_copy(char *dst, size_t cap, const char *v, size_t n)
 {
     while (n && (*v == ' ' || *v == '\t')) v++, n--;
@@ -91,18 +84,24 @@ static void trim_copy(char *dst, size_t cap, const char *v, size_t n)
     dst[n] = '\0';
 }
 
-static size_t on_head_header(char *buf, size_t size, size_t nitems, void *ud)
+void hub_head_begin(hub_head_parse *s, hub_head *h)
 {
-    head_state *s = ud;
-    size_t n = size * nitems;
+    memset(h, 0, sizeof *h);
+    memset(s, 0, sizeof *s);
+    s->h = h;
+    s->linked_size = s->length = -1;
+}
+
+void hub_head_line(hub_head_parse *s, const char *buf, size_t n)
+{
     if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) { /* a new response: forget the last one's */
         s->location[0] = s->linked_etag[0] = s->etag[0] = s->h->commit[0] = '\0';
         s->linked_size = s->length = -1;
-        return n;
+        return;
     }
     const char *colon = memchr(buf, ':', n);
     if (!colon)
-        return n;
+        return;
     size_t klen = (size_t)(colon - buf), vlen = n - klen - 1;
     const char *v = colon + 1;
     char num[32];
@@ -123,7 +122,28 @@ static size_t on_head_header(char *buf, size_t size, size_t nitems, void *ud)
             *(IS("content-length") ? &s->length : &s->linked_size) = x;
     }
 #undef IS
-    return n;
+}
+
+int hub_head_end(hub_head_parse *s, long status, const char *endpoint, char *next, size_t cap)
+{
+    hub_head *h = s->h;
+    h->status = status;
+    snprintf(h->etag, sizeof h->etag, "%s", s->linked_etag[0] ? s->linked_etag : s->etag);
+    h->size = s->linked_size >= 0 ? s->linked_size : s->length;
+    if (!(status >= 300 && status < 400 && s->location[0] == '/'))
+        return 0;
+    /* relative redirect: the repo was renamed; ask again at the new place */
+    const char *p = strstr(endpoint, "://");
+    const char *host_end = p ? strchr(p + 3, '/') : NULL;
+    int hostlen = host_end ? (int)(host_end - endpoint) : (int)strlen(endpoint);
+    snprintf(next, cap, "%.*s%s", hostlen, endpoint, s->location);
+    return 1;
+}
+
+static size_t on_head_header(char *buf, size_t size, size_t nitems, void *ud)
+{
+    hub_head_line(ud, buf, size * nitems);
+    return size * nitems;
 }
 
 int hub_http_head(const char *url, const char *endpoint, hub_head *h, gk_err *e)
@@ -138,30 +158,22 @@ int hub_http_head(const char *url, const char *endpoint, hub_head *h, gk_err *e)
         CURL *c = new_handle(cur, errbuf, &hdrs);
         if (!c)
             return gk_errf(e, GK_ENOMEM, "libcurl: cannot create a handle");
-        memset(h, 0, sizeof *h);
-        head_state s = {.h = h, .linked_size = -1, .length = -1};
+        hub_head_parse s;
+        hub_head_begin(&s, h);
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_head_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
         CURLcode cr = curl_easy_perform(c);
+        long status = 0;
         if (cr == CURLE_OK)
-            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->status);
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(c);
         curl_slist_free_all(hdrs);
         if (cr != CURLE_OK)
             return net_error(e, endpoint, cr, errbuf);
-        snprintf(h->etag, sizeof h->etag, "%s", s.linked_etag[0] ? s.linked_etag : s.etag);
-        h->size = s.linked_size >= 0 ? s.linked_size : s.length;
-        if (h->status >= 300 && h->status < 400 && s.location[0] == '/') {
-            /* relative redirect: the repo was renamed; ask again at the new place */
-            const char *p = strstr(endpoint, "://");
-            const char *host_end = p ? strchr(p + 3, '/') : NULL;
-            int hostlen = host_end ? (int)(host_end - endpoint) : (int)strlen(endpoint);
-            snprintf(cur, sizeof cur, "%.*s%s", hostlen, endpoint, s.location);
-            continue;
-        }
-        return 0;
+        if (!hub_head_end(&s, status, endpoint, cur, sizeof cur))
+            return 0;
     }
     return gk_errf(e, GK_EIO, "%s: too many redirects", url);
 }

@@ -1,8 +1,11 @@
-/* hub_int.h: the HTTP side of hub.c (hub_http.c): one HEAD, one resumable GET. Not part of the
- * API. Owns nothing past a call; each call makes its own curl handle (thread-safe). */
+/* hub_int.h: the HTTP side of hub.c (hub_http.c): one HEAD, one resumable GET; and the parsing
+ * of a HEAD answer and hub.c's checks of it as pure functions apart from the network (so that
+ * tests/fuzz/fuzz_hub.c feeds them arbitrary bytes). Not part of the API. Owns nothing past a
+ * call; each call makes its own curl handle (thread-safe). */
 #ifndef GK_HUB_INT_H
 #define GK_HUB_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -13,6 +16,30 @@ typedef struct hub_head {
     char etag[160];       /* X-Linked-Etag, else ETag, without W/ and quotes, or "" */
     int64_t size;         /* X-Linked-Size, else Content-Length, or -1 */
 } hub_head;
+
+/* The parsing of one HEAD answer: hub_head_begin, then hub_head_line for every header line as
+ * libcurl hands it (CRLF included, not NUL-terminated; a status line "HTTP/..." starts a new
+ * response and forgets the last one's headers), then hub_head_end with the HTTP status. */
+typedef struct hub_head_parse {
+    hub_head *h;
+    char location[2048];
+    char linked_etag[160], etag[160];
+    int64_t linked_size, length;
+} hub_head_parse;
+void hub_head_begin(hub_head_parse *s, hub_head *h); /* clears h */
+void hub_head_line(hub_head_parse *s, const char *line, size_t n);
+/* Fills h's status, etag and size. A relative redirect (3xx, Location "/..."): returns 1 with
+ * the URL to ask next (endpoint's scheme and host + Location) in next[0..cap); else 0. */
+int hub_head_end(hub_head_parse *s, long status, const char *endpoint, char *next, size_t cap);
+
+/* hub.c's reading of a HEAD answer h for file of repo (asked at url): 1 when it names a blob
+ * to fetch (an ETag that is a safe file name: no '/', no leading '.', no ".."), 0 when the file
+ * is absent and not required, else a GK_E* error naming repo or url. */
+int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, const char *url,
+                   const char *file, int required, gk_err *e);
+/* Whether s[0..n) may name a directory entry of the cache (ETag, commit): 1..96 characters of
+ * [A-Za-z0-9._-], not starting with '.', no "..". */
+int hub_valid_name(const char *s, size_t n);
 
 /* HEAD url; follows relative redirects only (renamed repos), as huggingface_hub does.
  * Network failures are GK_EIO naming the endpoint; HTTP errors are left in h->status. */

@@ -82,7 +82,7 @@ struct gk_st_file {
     char *path;
     const uint8_t *map; /* whole file, read-only */
     size_t map_len;
-    void *copy;         /* aligned copy of the data section, when the file's layout needs it */
+    void *copy;         /* aligned copies of the tensors, when the file's layout needs them */
     const uint8_t *data;
     uint64_t data_len;
     json_t *header;     /* owns the name and metadata strings */
@@ -324,25 +324,36 @@ static int by_name(const void *a, const void *b)
     return strcmp((*(const gk_st_tensor *const *)a)->name, (*(const gk_st_tensor *const *)b)->name);
 }
 
-/* Points every tensor at its bytes, copying the data section if the file misaligns any. */
+/* Points every tensor at its bytes. A foreign file may misalign some (its data section at an
+ * odd file offset, or a tensor at an offset that is no multiple of its element size after
+ * smaller ones): then every tensor is copied into its own 64-byte aligned slot of one buffer
+ * (copying the data section whole would keep a tensor's own misalignment). */
 static int place_data(gk_st_file *f, gk_err *err)
 {
     int aligned = 1;
-    for (size_t i = 0; i < f->n; i++)
+    uint64_t need = 0;
+    for (size_t i = 0; i < f->n; i++) {
         if (f->tensors[i].nbytes
             && (uintptr_t)(f->data + f->tensors[i].offset) % gk_dtype_size(f->tensors[i].dtype))
             aligned = 0;
+        need += (f->tensors[i].nbytes + 63) / 64 * 64;
+    }
+    uint8_t *slot = NULL;
     if (!aligned) {
-        f->copy = aligned_alloc(64, (f->data_len + 63) / 64 * 64);
-        if (!f->copy)
+        f->copy = slot = aligned_alloc(64, need ? need : 64);
+        if (!slot)
             return gk_errf(err, GK_ENOMEM, "%s: out of memory (%llu bytes)", f->path,
-                           (unsigned long long)f->data_len);
-        memcpy(f->copy, f->data, f->data_len);
-        f->data = f->copy;
+                           (unsigned long long)need);
     }
     for (size_t i = 0; i < f->n; i++) {
-        f->tensors[i].data = f->data + f->tensors[i].offset;
-        f->by_name[i] = &f->tensors[i];
+        gk_st_tensor *t = &f->tensors[i];
+        t->data = f->data + t->offset;
+        if (slot) {
+            memcpy(slot, t->data, t->nbytes);
+            t->data = slot;
+            slot += (t->nbytes + 63) / 64 * 64;
+        }
+        f->by_name[i] = t;
     }
     qsort((void *)f->by_name, f->n, sizeof *f->by_name, by_name);
     return 0;

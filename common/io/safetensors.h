@@ -18,8 +18,8 @@
  * no gaps, and together cover the data section exactly (it is file size - 8 - N bytes long).
  * The writer pads the header with spaces so that the data section starts at a multiple of 8, and
  * orders tensors by decreasing element size (then as added), so every tensor is aligned to its
- * element size; the reader guarantees that alignment to its callers (copying the data section
- * into an aligned buffer when a foreign file's layout does not give it). */
+ * element size; the reader guarantees that alignment to its callers (copying the tensors into
+ * aligned buffers when a foreign file's layout does not give it). */
 #ifndef GK_SAFETENSORS_H
 #define GK_SAFETENSORS_H
 

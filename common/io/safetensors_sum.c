@@ -67,13 +67,9 @@ static int damaged(const gk_st_file *f, gk_err *err, const char *name, const cha
 static int stored_crc(json_t *sums, const char *name, uint32_t *out)
 {
     const char *hex = json_string_value(json_object_get(sums, name));
-    char *end;
-    if (!hex || strlen(hex) != 8)
-        return -1;
-    unsigned long v = strtoul(hex, &end, 16);
-    if (*end)
-        return -1;
-    *out = (uint32_t)v;
+    if (!hex || strlen(hex) != 8 || strspn(hex, "0123456789abcdefABCDEF") != 8)
+        return -1; /* strtoul alone would take a sign or spaces */
+    *out = (uint32_t)strtoul(hex, NULL, 16);
     return 0;
 }
 
