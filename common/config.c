@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/num.h"
+#include "common/text/utf8.h"
 
 struct gk_config {
     const gk_config_key *table;
@@ -123,6 +124,10 @@ static int in_choices(const char *choices, const char *s)
 static int set_string(gk_config *cfg, size_t i, const char *value, const char *origin, gk_err *err)
 {
     const gk_config_key *k = &cfg->table[i];
+    size_t len = strlen(value), ok = gk_utf8_valid_prefix(value, len);
+    if (ok < len) /* the config goes into checkpoints as JSON, which holds UTF-8 only */
+        return gk_errf(err, GK_EUSAGE, "%s: %s: not UTF-8 (byte 0x%02X at offset %zu)", origin,
+                       k->name, (unsigned char)value[ok], ok);
     if (k->choices && !in_choices(k->choices, value))
         return gk_errf(err, GK_EUSAGE, "%s: %s: '%s' is not one of %s", origin, k->name, value,
                        k->choices);

@@ -184,8 +184,11 @@ static int build_tok_tab(gk_vocab *v, const char *path, gk_err *e)
     return 0;
 }
 
-/* Calls fn for every split of every token into two tokens; returns the number of splits. */
-static size_t each_pair(gk_vocab *v, void (*fn)(gk_vocab *, uint32_t, uint32_t, uint32_t))
+/* Calls fn for every split of every token into two tokens; returns the number of splits.
+ * has_len[k]: some token is k bytes long. Only splits into two such lengths are looked up, so
+ * that a long token costs its length times the number of lengths, not its length squared. */
+static size_t each_pair(gk_vocab *v, const unsigned char *has_len,
+                        void (*fn)(gk_vocab *, uint32_t, uint32_t, uint32_t))
 {
     size_t count = 0;
     for (uint32_t id = 0; id < v->n; id++) {
@@ -193,6 +196,7 @@ static size_t each_pair(gk_vocab *v, void (*fn)(gk_vocab *, uint32_t, uint32_t, 
         const unsigned char *b = v->bytes + v->off[id];
         size_t len = v->off[id + 1] - v->off[id];
         for (size_t k = 1; k < len; k++) {
+            if (!has_len[k] || !has_len[len - k]) continue;
             uint32_t l = gk_vocab_lookup(v, b, k), r;
             if (l == GK_NONE || (r = gk_vocab_lookup(v, b + k, len - k)) == GK_NONE) continue;
             count++;
@@ -229,12 +233,22 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e)
 {
     int rc = build_tok_tab(v, path, e);
     if (rc) return rc;
-    size_t pairs = each_pair(v, NULL);
+    size_t maxlen = 0;
+    for (uint32_t id = 0; id < v->n; id++)
+        if (v->off[id + 1] - v->off[id] > maxlen) maxlen = v->off[id + 1] - v->off[id];
+    unsigned char *has_len = calloc(maxlen + 1, 1);
+    if (!has_len) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    for (uint32_t id = 0; id < v->n; id++)
+        if ((int32_t)id != v->eot) has_len[v->off[id + 1] - v->off[id]] = 1;
+    size_t pairs = each_pair(v, has_len, NULL);
     v->pair_mask = pow2_at_least(pairs + pairs / 2 + 1) - 1;
     v->pair_tab = malloc(((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
+    if (v->pair_tab) {
+        memset(v->pair_tab, 0xFF, ((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
+        each_pair(v, has_len, pair_insert);
+    }
+    free(has_len);
     if (!v->pair_tab) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
-    memset(v->pair_tab, 0xFF, ((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
-    each_pair(v, pair_insert);
     if (!(v->byte_pair = malloc(65536 * sizeof *v->byte_pair)))
         return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
     for (uint32_t k = 0; k < 65536; k++)

@@ -93,7 +93,7 @@ static void encode(const gk_vocab *v, const char *text, size_t len, int flags, i
     if (skip) FZ_ASSERT(n && ids[0] == (uint32_t)gk_vocab_eot(v), "no eot first");
     for (size_t i = skip ? 1 : 0; i < n && !(flags & GK_ENCODE_SPECIAL); i++)
         FZ_ASSERT((int32_t)ids[i] != gk_vocab_eot(v), "eot at %zu of ordinary text", i);
-    FZ_ASSERT(dl == skip + clean_len && !memcmp(got + skip, clean, clean_len),
+    FZ_ASSERT(dl == skip + clean_len && (!clean_len || !memcmp(got + skip, clean, clean_len)),
               "decoded %zu bytes, want %zu", dl, skip + clean_len);
     free(got);
     free(clean);
