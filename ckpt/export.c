@@ -3,7 +3,8 @@
  * it is) and/or an llm.c checkpoint (llmc.c).
  * A bias = false model is written with zero biases (both formats always have them), which gives
  * the same outputs. A new directory is built as DIR.tmp.PID.N beside it and renamed into place;
- * into an existing directory each file is written atomically. */
+ * for an existing directory the files are written into DIR/.export.tmp.PID.N and moved into it
+ * once all are written, so that a failure (a full disk) leaves no mix of old and new files. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -22,7 +23,7 @@
 
 static int write_text(const char *dir, const char *name, const char *text, size_t len, gk_err *e)
 {
-    char path[4200];
+    char path[4400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     gk_outfile o;
     int rc = gk_outfile_open(&o, path, e);
@@ -108,7 +109,7 @@ static int write_model(const gk_ckpt *c, const ck_table *t, const char *dir, enu
                        gk_err *e)
 {
     gk_st_writer *w;
-    char path[4200];
+    char path[4400];
     size_t widest = 0;
     for (int i = 0; i < t->n; i++)
         widest = t->e[i].zero && t->e[i].numel > widest ? t->e[i].numel : widest;
@@ -212,15 +213,16 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-/* Makes a new directory beside dir (for "out/": "out.tmp.PID.N") with mode 0777 less the
- * umask, as mkdir applies it: no umask() call, which would race with other threads. */
-static int make_temp_dir(const char *dir, char *tmp, size_t cap, gk_err *e)
+/* Makes a new directory for the files (mode 0777 less the umask, as mkdir applies it: no
+ * umask() call, which would race with other threads): beside dir ("out.tmp.PID.N" for "out/"),
+ * or with inside, in it (".export.tmp.PID.N": the same file system as the files it replaces). */
+static int make_temp_dir(const char *dir, int inside, char *tmp, size_t cap, gk_err *e)
 {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/')
         n--;
     for (unsigned k = 0; k < 1000; k++) {
-        snprintf(tmp, cap, "%.*s.tmp.%ld.%u", (int)n, dir, (long)getpid(), k);
+        snprintf(tmp, cap, "%.*s%s.tmp.%ld.%u", (int)n, dir, inside ? "/.export" : "", (long)getpid(), k);
         if (mkdir(tmp, 0777) == 0)
             return 0;
         if (errno == ENOENT) { /* say which: the output's parent, not the output */
@@ -232,25 +234,66 @@ static int make_temp_dir(const char *dir, char *tmp, size_t cap, gk_err *e)
         if (errno != EEXIST)
             return gk_errno(e, dir);
     }
-    return gk_errf(e, GK_EIO, "%s: cannot make a temporary directory beside it", dir);
+    return gk_errf(e, GK_EIO, "%s: cannot make a temporary directory %s", dir,
+                   inside ? "in it" : "beside it");
 }
 
+/* An error about a file in the temporary directory names the file as it would have been named. */
+static void name_as_final(gk_err *e, const char *tmp, const char *dir)
+{
+    size_t n = strlen(tmp), d = strlen(dir);
+    while (d > 1 && dir[d - 1] == '/')
+        d--;
+    if (strncmp(e->msg, tmp, n) != 0 || e->msg[n] != '/')
+        return;
+    char rest[sizeof e->msg];
+    snprintf(rest, sizeof rest, "%s", e->msg + n);
+    gk_errf(e, e->code, "%.*s%s", (int)d, dir, rest);
+}
+
+/* Moves every file of tmp into dir (the same file system: renames, which need no data space). */
+static int move_files(const char *tmp, const char *dir, gk_err *e)
+{
+    DIR *d = opendir(tmp);
+    if (!d)
+        return gk_errno(e, tmp);
+    char from[4600], to[4600];
+    int rc = 0, moved = 0;
+    for (struct dirent *x; rc == 0 && (x = readdir(d));) {
+        if (!strcmp(x->d_name, ".") || !strcmp(x->d_name, ".."))
+            continue;
+        snprintf(from, sizeof from, "%s/%s", tmp, x->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, x->d_name);
+        if (rename(from, to) != 0)
+            rc = gk_errno(e, to);
+        moved = 1;
+    }
+    closedir(d);
+    if (rc == 0 && moved)
+        gk_sync_dir_of(to); /* the renames survive a power cut */
+    return rc;
+}
+
+/* Every file is written into a temporary directory first, so that a failure (a full disk)
+ * leaves dir as it was: a new dir is that directory renamed; into an existing one the files
+ * are moved once all of them are written. */
 static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *dir, gk_err *e)
 {
     struct stat st;
-    if (stat(dir, &st) == 0) {
-        if (!S_ISDIR(st.st_mode))
-            return gk_errf(e, GK_EIO, "%s: exists and is not a directory", dir);
-        return write_hf_files(c, cfg, dir, e);
-    }
+    int exists = stat(dir, &st) == 0;
+    if (exists && !S_ISDIR(st.st_mode))
+        return gk_errf(e, GK_EIO, "%s: exists and is not a directory", dir);
     char tmp[4200];
-    int rc = make_temp_dir(dir, tmp, sizeof tmp, e);
+    int rc = make_temp_dir(dir, exists, tmp, sizeof tmp, e);
     if (rc)
         return rc;
-    rc = write_hf_files(c, cfg, tmp, e);
-    if (rc == 0 && rename(tmp, dir) != 0)
+    if ((rc = write_hf_files(c, cfg, tmp, e)))
+        name_as_final(e, tmp, dir);
+    else if (exists)
+        rc = move_files(tmp, dir, e);
+    else if (rename(tmp, dir) != 0)
         rc = gk_errno(e, dir);
-    if (rc)
+    if (rc || exists)
         remove_tree(tmp);
     return rc;
 }

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/io/shard.h"
@@ -130,8 +131,13 @@ static int write_split(tk_sink *s, gk_err *e)
     int rc = target_write(&s->train, s->held, cut, e);
     if (!rc)
         rc = target_write(&s->val, s->held + cut, s->held_n - cut, e);
-    if (!rc && !(rc = target_finish(&s->val, e)))
-        return target_finish(&s->train, e);
+    if (!rc && !(rc = target_finish(&s->val, e))) {
+        /* The last of the training data reaches the disk only now: if it fails (a full disk),
+         * the validation shard just committed goes too, so that no half of a split is left. */
+        if ((rc = target_finish(&s->train, e)) && strcmp(s->o.val_output, "-") != 0)
+            unlink(s->o.val_output);
+        return rc;
+    }
     target_abort(&s->val);
     target_abort(&s->train);
     return rc;

@@ -1,6 +1,7 @@
 /* metrics.c: metrics.jsonl and loss.svg (see metrics.h). */
 #include "metrics.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stddef.h>
@@ -101,6 +102,36 @@ static void set_num(json_t *o, const char *key, double v)
     json_object_set_new(o, key, isfinite(v) ? json_real(v) : json_null());
 }
 
+/* Appends text and a newline to the log, all or nothing: a write that a full disk cuts short is
+ * truncated away, so that the log never ends in half a line. Written to the descriptor (the
+ * stream's buffer stays empty), so that the cut is known to the byte. */
+static int append_line(tr_metrics *m, const char *text, gk_err *e)
+{
+    size_t n = strlen(text), done = 0;
+    char *line = malloc(n + 1);
+    if (!line)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    memcpy(line, text, n);
+    line[n++] = '\n';
+    int fd = fileno(m->jsonl), err = 0;
+    off_t end = lseek(fd, 0, SEEK_END);
+    while (done < n && !err) {
+        ssize_t w = write(fd, line + done, n - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (!(w < 0 && errno == EINTR))
+            err = w < 0 ? errno : EIO;
+    }
+    free(line);
+    if (!err)
+        return 0;
+    if (done > 0 && end >= 0 && ftruncate(fd, end) != 0) {
+        /* the cut line stays; a resume removes it (load_old) */
+    }
+    errno = err;
+    return gk_errno(e, m->jsonl_path);
+}
+
 int tr_metrics_log(tr_metrics *m, const tr_step_record *r, gk_err *e)
 {
     json_t *o = json_object();
@@ -130,8 +161,8 @@ int tr_metrics_log(tr_metrics *m, const tr_step_record *r, gk_err *e)
     int rc = 0;
     if (!s || add_point(m, &p) != 0)
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
-    else if (fprintf(m->jsonl, "%s\n", s) < 0 || fflush(m->jsonl) != 0)
-        rc = gk_errno(e, m->jsonl_path);
+    else
+        rc = append_line(m, s, e);
     free(s);
     return rc;
 }
