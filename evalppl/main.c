@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
@@ -123,6 +124,11 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
             rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", context, r.cfg.block_size);
     }
     int stride = o->stride ? (int)o->stride : context;
+    if (!rc) rc = gk_gpt2_runner_check(&r, 1, context, bf16, "lower --context, or try --dtype bfloat16", e);
+    if (rc == GK_ENOMEM && gk_mem_check_mode() == 1) { /* GPT_MEM_CHECK=warn */
+        gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
+        rc = 0;
+    }
     if (!rc) rc = gk_gpt2_runner_load(&r, 1, context, bf16, e);
     if (!rc) rc = ep_scorer_create(&sc, r.model, context, stride, e);
     int64_t tokens = 0, bytes = 0;

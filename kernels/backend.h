@@ -178,6 +178,14 @@ typedef struct gk_ops {
      * timeout_s). Close *out (gk_comm_close) before freeing be. */
     int (*comm_open)(gk_backend *be, const void *id, size_t n, int rank, int world,
                      double timeout_s, struct gk_comm **out, gk_err *e);
+
+    /* ---- memory report (the tools' up-front "does it fit" checks) ---- */
+    /* *free_bytes = device memory that allocations may still take, *total_bytes = all of it
+     * (cuda: cudaMemGetInfo; cpu and ref: the host's, common/mem.h). 0 or a negative GK_E* code. */
+    int (*mem_info)(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e);
+    /* 1: device memory is host memory (cpu, ref, cuda-emu): the host's limits apply to it and the
+     * host-side buffers of a tool come out of the same memory (gk_backend_mem_info). */
+    int host_memory;
 } gk_ops;
 
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */
@@ -203,6 +211,12 @@ int gk_backend_fail(gk_backend *be, int code, const char *file, int line, const 
 int gk_backend_status(gk_backend *be, gk_err *err);
 /* Waits for every op launched so far (ops->sync), then returns gk_backend_status. */
 int gk_backend_sync(gk_backend *be, gk_err *err);
+
+/* The memory a model may still take on be (ops->mem_info): *free_bytes, *total_bytes; with
+ * ops->host_memory, free is capped by the host's limits (common/mem.h: MemAvailable, the cgroup,
+ * RLIMIT_AS) and *bound names the one that binds ("MemAvailable", ...); else *bound = NULL. */
+int gk_backend_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, const char **bound,
+                        gk_err *err);
 
 /* Frees a backend from any constructor; NULL is a no-op. */
 void gk_backend_free(gk_backend *be);
@@ -231,7 +245,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts or this struct). */
-#define GK_BACKEND_ABI 3
+#define GK_BACKEND_ABI 4
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

@@ -90,6 +90,21 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
 /* Frees everything; NULL is a no-op. */
 void gk_gpt2_free(gk_gpt2 *m);
 
+/* The memory gk_gpt2_create_ex takes, by part, in bytes, computed without allocating. */
+typedef struct gk_gpt2_mem {
+    size_t params;      /* fp32 parameters and bf16 weight copies (wte rows padded to 64) */
+    size_t grads;       /* fp32 gradients (0 for inference models) */
+    size_t optimizer;   /* AdamW m and v (0 for inference models) */
+    size_t activations; /* every activation for max_B x max_T (inference: the KV cache and one
+                         * layer's buffers), plus GK_GPT2_MEM_SCRATCH for the ops' scratch */
+    size_t total;       /* the sum */
+} gk_gpt2_mem;
+#define GK_GPT2_MEM_SCRATCH ((size_t)64 << 20) /* cuBLASLt workspace (32 MiB) and op scratch */
+/* Fills *out for cfg on a backend of activation type act (be->act) with flags as
+ * gk_gpt2_create_ex's; sizes past what a size_t holds saturate. 0 or GK_EUSAGE (a bad config). */
+int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                         gk_gpt2_mem *out, gk_err *err);
+
 const gk_gpt2_config *gk_gpt2_cfg(const gk_gpt2 *m);
 int gk_gpt2_padded_vocab(const gk_gpt2 *m);
 /* The parameter table: n entries, i in [0,n). Drives checkpoint I/O and tests. */

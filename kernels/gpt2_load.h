@@ -29,6 +29,15 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
 int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
                   int required, gk_vocab **v, gk_err *e);
 
+/* Refuses a model that would not fit, before anything is allocated: need (gk_gpt2_mem_estimate)
+ * against gk_backend_mem_info of be, and extra bytes of host buffers (extra_what names them, e.g.
+ * "checkpoint copy"; 0 for none) against the host's memory, which is the device's on cpu, ref
+ * and cuda-emu (the two then add up). GK_ENOMEM with "model + batch need 31.2 GB (parameters
+ * 6.2 GB, gradients 6.2 GB, optimizer 12.4 GB, activations 6.4 GB) but 22.9 GB are available
+ * (MemAvailable): HINT". The caller honours gk_mem_check_mode (common/mem.h). */
+int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,
+                      const char *hint, gk_err *e);
+
 /* A checkpoint opened to run (gpt-sample, gpt-evalppl): two steps, so that a tool can use the
  * config and vocabulary (encode a prompt, check a context) before the model is made. */
 typedef struct gk_gpt2_runner {
@@ -43,6 +52,10 @@ typedef struct gk_gpt2_runner {
  * (gk_gpt2_vocab with vocab and required). On an error r holds what was opened: close it. */
 int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                         const char *vocab, int required, gk_err *e);
+/* gk_gpt2_mem_check for the model gk_gpt2_runner_load(r, max_B, max_T, bf16) would make; 0 when
+ * $GPT_MEM_CHECK is "off" (the tool turns the error into a warning for "warn"). */
+int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, const char *hint,
+                         gk_err *e);
 /* Creates r->model for inference (bf16 == 1: bf16 weights, GK_GPT2_BF16) for batches up to
  * max_B x max_T, loads the checkpoint's weights into it and closes the checkpoint. */
 int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e);

@@ -380,3 +380,49 @@ int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap)
     free(t.p_init);
     return t.n_params;
 }
+
+/* Rough activation bytes in floating point, to see whether layout()'s size_t sums could wrap. */
+static double act_bytes_approx(const gk_gpt2_config *c, int max_B, int max_T, size_t A)
+{
+    double BT = (double)max_B * max_T, C = c->n_embd;
+    double per_layer = 16 * C * A + 4.0 * 8 + (double)c->n_head * 4;
+    return BT * (c->n_layer * per_layer + (c->vocab_size + 64.0) * A + 16 * C * A + 32);
+}
+
+int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                         gk_gpt2_mem *out, gk_err *err)
+{
+    int rc = gk_gpt2_config_check(cfg, err);
+    if (rc) return rc;
+    if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
+        return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
+                       max_B, max_T, cfg->block_size);
+    gk_gpt2 t = {0};
+    t.cfg = *cfg;
+    t.Vp = (cfg->vocab_size + 63) / 64 * 64;
+    t.max_B = max_B;
+    t.max_T = max_T;
+    t.flags = flags & GK_GPT2_BF16 ? flags | GK_GPT2_INFERENCE : flags;
+    t.act = act;
+    t.wt = (t.flags & GK_GPT2_BF16) || act == GK_BF16 ? GK_BF16 : GK_F32;
+    int maxp = 4 + cfg->n_layer * L_COUNT;
+    t.params = calloc(maxp, sizeof *t.params);
+    t.p_init = calloc(maxp, sizeof *t.p_init);
+    t.acts = calloc(cfg->n_layer, sizeof *t.acts);
+    if (!t.params || !t.p_init || !t.acts) rc = gk_errf(err, GK_ENOMEM, "out of memory");
+    if (!rc) {
+        walk(&t, add_param);
+        size_t fp32 = t.n_floats * sizeof(float);
+        double approx = act_bytes_approx(cfg, max_B, max_T, gk_elt_size(act));
+        out->params = fp32 + t.n_copy * gk_elt_size(t.wt);
+        out->grads = t.flags & GK_GPT2_INFERENCE ? 0 : fp32;
+        out->optimizer = 2 * out->grads;
+        out->activations = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
+        out->activations += GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
+        out->total = out->params + out->grads + out->optimizer + out->activations;
+    }
+    free(t.params);
+    free(t.p_init);
+    free(t.acts);
+    return rc;
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
@@ -182,6 +183,12 @@ static int run(const options *o, gk_err *e)
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
     if (!rc) rc = encode_prompt(o, r.vocab, &prompt, &n, &hidden, e);
+    if (!rc) rc = gk_gpt2_runner_check(&r, (int)o->num_samples, r.cfg.block_size, bf16,
+                                       "lower --num-samples, or try --dtype bfloat16", e);
+    if (rc == GK_ENOMEM && gk_mem_check_mode() == 1) { /* GPT_MEM_CHECK=warn */
+        gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
+        rc = 0;
+    }
     if (!rc) rc = gk_gpt2_runner_load(&r, (int)o->num_samples, r.cfg.block_size, bf16, e);
     if (!rc && n > r.cfg.block_size)
         gk_warn("the prompt's %lld tokens are cropped to the last %d (block_size)", (long long)n,

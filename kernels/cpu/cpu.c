@@ -149,6 +149,7 @@ static const gk_ops cpu_ops = {
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
     .attention_fwd_at = cpu_attention_fwd_at,
+    .mem_info = host_mem_info, .host_memory = 1,
 };
 
 static void cpu_destroy(gk_backend *be)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mem.h"
+
 void *host_alloc(gk_backend *be, size_t n)
 {
     (void)be;
@@ -35,3 +37,14 @@ void host_zero(gk_backend *be, void *p, size_t n)
 }
 
 void host_sync(gk_backend *be) { (void)be; }
+
+int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err)
+{
+    (void)be;
+    (void)err;
+    gk_host_mem h;
+    gk_host_mem_read(&h);
+    *free_bytes = h.avail;
+    *total_bytes = h.total;
+    return 0;
+}

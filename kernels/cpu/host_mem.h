@@ -15,5 +15,7 @@ void host_copy(gk_backend *be, void *dst, const void *src, size_t n);
 void host_zero(gk_backend *be, void *p, size_t n);
 /* Host ops are synchronous: nothing to wait for. */
 void host_sync(gk_backend *be);
+/* mem_info: the host's available memory (common/mem.h) and MemTotal. */
+int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err);
 
 #endif

@@ -386,6 +386,7 @@ const gk_ops gk_ref_ops = {
     .xent_fwd = ref_xent_fwd, .xent_bwd = ref_xent_bwd,
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,
     .attention_fwd_at = ref_attention_fwd_at,
+    .mem_info = host_mem_info, .host_memory = 1,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }

@@ -38,20 +38,21 @@ int cu_check(gk_backend *be, cudaError_t rc, const char *call, const char *file,
     char name[64];
     call_name(name, sizeof name, call);
     int code = rc == cudaErrorMemoryAllocation ? GK_ENOMEM : GK_EIO;
-    return gk_backend_fail(be, code, file, line, "cuda %s: %s", name, cudaGetErrorString(rc));
+    return gk_backend_fail(be, code, file, line, "CUDA error: %s (%s) in %s", cudaGetErrorString(rc),
+                           cudaGetErrorName(rc), name);
 }
 
 int cu_launched(gk_backend *be, const char *kernel, const char *file, int line)
 {
     cudaError_t rc = cudaGetLastError();
     if (rc != cudaSuccess)
-        return gk_backend_fail(be, GK_EIO, file, line, "cuda launch %s: %s", kernel,
-                               cudaGetErrorString(rc));
+        return gk_backend_fail(be, GK_EIO, file, line, "CUDA error: %s (%s) in kernel %s",
+                               cudaGetErrorString(rc), cudaGetErrorName(rc), kernel);
     if (!CU(be)->sync_each) return 0;
     rc = cudaStreamSynchronize(CU(be)->stream);
     if (rc != cudaSuccess)
-        return gk_backend_fail(be, GK_EIO, file, line, "cuda kernel %s (GPT_CUDA_SYNC=1): %s",
-                               kernel, cudaGetErrorString(rc));
+        return gk_backend_fail(be, GK_EIO, file, line, "CUDA error: %s (%s) in kernel %s (GPT_CUDA_SYNC=1)",
+                               cudaGetErrorString(rc), cudaGetErrorName(rc), kernel);
     return 0;
 }
 
@@ -189,6 +190,17 @@ void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, s
         CU_LAUNCH(be, (cast_kernel<float, bf16>), blocks, threads, 0, (float *)dst, (const bf16 *)src, n);
 }
 
+/* ---- memory report ---- */
+
+static int cu_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err)
+{
+    cudaError_t rc = cudaSetDevice(CU(be)->device);
+    if (rc == cudaSuccess) rc = cudaMemGetInfo(free_bytes, total_bytes);
+    if (rc == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    return gk_errf(err, GK_EIO, "%s: cudaMemGetInfo: %s", be->what, cudaGetErrorString(rc));
+}
+
 /* ---- the table ---- */
 
 /* Filled by name (C++17 has no designated initializers); every slot is set. */
@@ -208,6 +220,10 @@ static gk_ops make_ops(void)
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
     o.attention_fwd_at = cu_attention_fwd_at;
     o.comm_id = cu_comm_id, o.comm_open = cu_comm_open;
+    o.mem_info = cu_mem_info;
+#ifdef GK_CUDA_EMU
+    o.host_memory = 1; /* the emulator's device memory is host memory */
+#endif
     return o;
 }
 static const gk_ops cu_ops = make_ops();
