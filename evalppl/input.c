@@ -55,17 +55,43 @@ static int take_tokens(ep_stream *s, const unsigned char *p, size_t count, int w
     return 0;
 }
 
+/* A shard header against the model's vocabulary. */
+static int check_header(const char *name, const gk_shard_header *h, const gk_vocab *v,
+                        uint32_t vocab_limit, gk_err *e)
+{
+    if (v && h->fingerprint && h->fingerprint != gk_vocab_fingerprint(v))
+        return gk_errf(e, GK_EFORMAT, "%s: tokenized with another vocabulary (fingerprint %08x, "
+                       "the model's is %08x)", name, h->fingerprint, gk_vocab_fingerprint(v));
+    if (h->vocab_size > vocab_limit)
+        return gk_errf(e, GK_EFORMAT, "%s: made with a vocabulary of %u tokens, the model has %u",
+                       name, h->vocab_size, vocab_limit);
+    return 0;
+}
+
 /* b[0..len): a whole shard whose header gk_shard_parse read into h */
 static int take_shard(ep_stream *s, const unsigned char *b, const gk_shard_header *h,
                       const gk_vocab *v, uint32_t vocab_limit, gk_err *e)
 {
-    if (v && h->fingerprint && h->fingerprint != gk_vocab_fingerprint(v))
-        return gk_errf(e, GK_EFORMAT, "%s: tokenized with another vocabulary (fingerprint %08x, "
-                       "the model's is %08x)", s->name, h->fingerprint, gk_vocab_fingerprint(v));
-    if (h->vocab_size > vocab_limit)
-        return gk_errf(e, GK_EFORMAT, "%s: made with a vocabulary of %u tokens, the model has %u",
-                       s->name, h->vocab_size, vocab_limit);
+    int rc = check_header(s->name, h, v, vocab_limit, e);
+    if (rc) return rc;
     return take_tokens(s, b + GK_SHARD_HEADER_BYTES, (size_t)h->tokens, h->width, vocab_limit, e);
+}
+
+int ep_precheck(const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit, gk_err *e)
+{
+    if (raw || strcmp(path, "-") == 0) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return gk_errno(e, path);
+    unsigned char b[GK_SHARD_HEADER_BYTES];
+    size_t n = fread(b, 1, sizeof b, f);
+    int rc = ferror(f) ? gk_errno(e, path) : 0;
+    fseeko(f, 0, SEEK_END);
+    int64_t size = (int64_t)ftello(f);
+    fclose(f);
+    gk_shard_kind kind;
+    gk_shard_header h;
+    if (!rc) rc = gk_shard_parse(b, n, size, path, &kind, &h, e);
+    return rc || kind != GK_SHARD_HEADER ? rc : check_header(path, &h, v, vocab_limit, e);
 }
 
 static int encode_text(ep_stream *s, const unsigned char *b, size_t len, const gk_vocab *v,

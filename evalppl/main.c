@@ -124,6 +124,8 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
             rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", context, r.cfg.block_size);
     }
     int stride = o->stride ? (int)o->stride : context;
+    for (int i = 0; rc == 0 && i < ninputs; i++) /* a bad header stops the run before the model is made */
+        rc = ep_precheck(inputs[i], v, o->raw, (uint32_t)r.cfg.vocab_size, e);
     if (!rc) rc = gk_gpt2_runner_check(&r, 1, context, bf16, "lower --context, or try --dtype bfloat16", e);
     if (rc == GK_ENOMEM && gk_mem_check_mode() == 1) { /* GPT_MEM_CHECK=warn */
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);

@@ -93,6 +93,49 @@ int tr_data_open(tr_data **out, const char *patterns, int T, uint32_t vocab_limi
     return 0;
 }
 
+/* Every token of shard m below vocab_size (1M tokens at a time). */
+static int scan_tokens(const gk_shard_map *m, uint32_t vocab_size, const char *what, gk_err *e)
+{
+    enum { CHUNK = 1 << 20 };
+    uint32_t *buf = malloc(CHUNK * sizeof *buf);
+    if (!buf)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int64_t at = 0; rc == 0 && at < m->count; at += CHUNK) {
+        size_t n = m->count - at < CHUNK ? (size_t)(m->count - at) : CHUNK;
+        const unsigned char *p = m->tokens + (size_t)at * (size_t)m->width;
+        gk_shard_decode(p, n, m->width, 0, buf);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (buf[i] >= vocab_size)
+                rc = gk_errf(e, GK_EUSAGE, "%s: %s: token %u at position %lld is outside the model's "
+                             "vocabulary (vocab_size %u)", what, m->name, buf[i], (long long)(at + (int64_t)i),
+                             vocab_size);
+    }
+    free(buf);
+    return rc;
+}
+
+int tr_data_check(tr_data *d, uint32_t vocab_size, uint32_t *fingerprint, const char *whose,
+                  const char *what, gk_err *e)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const gk_shard_map *m = &d->shards[i];
+        if (m->fingerprint && *fingerprint && m->fingerprint != *fingerprint)
+            return gk_errf(e, GK_EUSAGE, "%s: %s was tokenized with another vocabulary (fingerprint "
+                           "%08x) than %s (%08x)", what, m->name, m->fingerprint, whose, *fingerprint);
+        if (m->fingerprint && !*fingerprint)
+            *fingerprint = m->fingerprint;
+        if (m->vocab_size > vocab_size)
+            return gk_errf(e, GK_EUSAGE, "%s: %s was made with a vocabulary of %u tokens, but the "
+                           "model has %u (vocab_size)", what, m->name, m->vocab_size, vocab_size);
+        int rc = m->vocab_size ? 0 : scan_tokens(m, vocab_size, what, e);
+        if (rc)
+            return rc;
+    }
+    d->vocab_limit = vocab_size;
+    return 0;
+}
+
 int64_t tr_data_tokens(const tr_data *d) { return d->tokens; }
 size_t tr_data_shards(const tr_data *d) { return d->n; }
 uint32_t tr_data_fingerprint(const tr_data *d) { return d->shards[0].fingerprint; }

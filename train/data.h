@@ -26,6 +26,14 @@ size_t tr_data_shards(const tr_data *d);
 /* Fingerprint and vocab size of the first shard's header (0 when unknown). */
 uint32_t tr_data_fingerprint(const tr_data *d);
 uint32_t tr_data_vocab_size(const tr_data *d);
+/* Checks every shard of d against the model before any training: a fingerprint other than
+ * *fingerprint (0: unknown; then the first shard that has one sets it, for the next calls too)
+ * and a header vocab size above vocab_size are errors naming the shard (`what` its config key,
+ * `whose` what *fingerprint belongs to: "the model's vocabulary"); a shard that does not say
+ * its vocab size (0, or nanoGPT's header-less files) has every token checked (one pass over
+ * it). Windows are checked against vocab_size from then on. */
+int tr_data_check(tr_data *d, uint32_t vocab_size, uint32_t *fingerprint, const char *whose,
+                  const char *what, gk_err *e);
 /* Window j of batch `batch` in stream: x[0..T) inputs, y[0..T) targets. */
 int tr_data_window(const tr_data *d, uint64_t seed, int stream, uint64_t batch, uint64_t j,
                    uint32_t *x, uint32_t *y, gk_err *e);

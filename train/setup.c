@@ -234,6 +234,18 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
     return 0;
 }
 
+/* Every shard of train_data and val_data against the model, before anything is built: the
+ * vocabulary's fingerprint (else the first shard's), the vocab size (header or tokens). */
+static int check_data(tr_run *r, const gk_gpt2_config *mc, const gk_ckpt *c, gk_err *e)
+{
+    uint32_t fp = r->vocab ? gk_vocab_fingerprint(r->vocab) : 0;
+    const char *whose = !r->vocab ? "the first shard" : c ? gk_ckpt_path(c) : r->s.vocab;
+    int rc = tr_data_check(r->train, (uint32_t)mc->vocab_size, &fp, whose, "train_data", e);
+    if (!rc && r->val)
+        rc = tr_data_check(r->val, (uint32_t)mc->vocab_size, &fp, whose, "val_data", e);
+    return rc;
+}
+
 static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
 {
     int rc = tr_data_open(&r->train, r->s.train_data, T, vocab_limit, "train_data", e);
@@ -386,6 +398,8 @@ static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
         rc = split_batch(r, mc.block_size, e);
     if (!rc)
         rc = pick_vocab(r, c, e);
+    if (!rc)
+        rc = check_data(r, &mc, c, e);
     if (!rc)
         rc = create_model(r, &mc, e);
     if (!rc)

@@ -1,6 +1,7 @@
 /* ckpt.c: gptkit checkpoints over safetensors (see ckpt.h). */
 #include "common/io/ckpt.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -90,8 +91,12 @@ int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const 
         if (!rc)
             rc = add_moments(w, p, e);
     }
+    char version[16];
+    snprintf(version, sizeof version, "%d", GK_CKPT_FORMAT_VERSION);
     if (!rc)
         rc = gk_st_writer_meta(w, "format", "pt", e);
+    if (!rc)
+        rc = gk_st_writer_meta(w, "gptkit.format_version", version, e);
     if (!rc)
         rc = gk_st_writer_meta(w, "gptkit.config", info->config_json, e);
     if (!rc && info->train_json)
@@ -118,13 +123,31 @@ int gk_ckpt_verify(const gk_st_file *f, gk_err *e)
     return rc;
 }
 
+int gk_ckpt_check_version(const gk_st_file *f, gk_err *e)
+{
+    const char *v = gk_st_meta(f, "gptkit.format_version");
+    if (!v)
+        return 0; /* version 1 */
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < 1)
+        return gk_errf(e, GK_EFORMAT, "%s: format version '%.40s' is not a number", gk_st_path(f), v);
+    if (n > GK_CKPT_FORMAT_VERSION)
+        return gk_errf(e, GK_EFORMAT, "%s: format version %ld is newer than this gptkit reads (%d): "
+                       "upgrade gptkit", gk_st_path(f), n, GK_CKPT_FORMAT_VERSION);
+    return 0;
+}
+
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e)
 {
     gk_ckpt *c = calloc(1, sizeof *c);
     if (!c)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     int rc = gk_st_open(&c->f, path, e);
-    if (rc == 0 && (rc = gk_ckpt_verify(c->f, e)) != 0)
+    if (rc == 0 && (rc = gk_ckpt_check_version(c->f, e)) != 0)
+        gk_st_close(c->f);
+    else if (rc == 0 && (rc = gk_ckpt_verify(c->f, e)) != 0)
         gk_st_close(c->f);
     if (rc) {
         free(c);

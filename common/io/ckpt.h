@@ -43,6 +43,14 @@ int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const 
 
 typedef struct gk_ckpt gk_ckpt;
 
+/* The checkpoint format this gptkit writes and the newest it reads: "gptkit.format_version" in
+ * __metadata__ (a decimal integer; files without it, from before it existed, are version 1).
+ * Bump it on any change older readers would misread. */
+#define GK_CKPT_FORMAT_VERSION 2
+/* GK_EFORMAT "FILE: format version 3 is newer than this gptkit reads (2): upgrade gptkit" for a
+ * newer (or unreadable) format version; 0 otherwise. gk_ckpt_open checks it first. */
+int gk_ckpt_check_version(const struct gk_st_file *f, gk_err *e);
+
 /* Opens and validates path, and verifies every tensor's checksum (gk_ckpt_verify): a damaged
  * file is GK_EFORMAT naming the file and the tensor. */
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e);
