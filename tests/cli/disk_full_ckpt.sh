@@ -15,7 +15,7 @@ echo "== convert"
 for kb in 0 40 76; do
   fill fs $kb; try gpt-ckpt convert -q a.safetensors -o fs/c.safetensors --dtype bf16; leftovers fs
 done
-fill fs 80; gpt-ckpt convert -q a.safetensors -o fs/c.safetensors --dtype bf16 && gpt-ckpt verify fs/c.safetensors | cut -d' ' -f1-2
+fill fs 96; gpt-ckpt convert -q a.safetensors -o fs/c.safetensors --dtype bf16 && gpt-ckpt verify fs/c.safetensors | cut -d' ' -f1-2
 rm fs/c.safetensors
 echo "== export --hf into a new directory"
 # model.safetensors (nothing free, then its last page), vocab.json, merges.txt, config.json,
