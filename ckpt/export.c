@@ -222,7 +222,8 @@ static int make_temp_dir(const char *dir, int inside, char *tmp, size_t cap, gk_
     while (n > 1 && dir[n - 1] == '/')
         n--;
     for (unsigned k = 0; k < 1000; k++) {
-        snprintf(tmp, cap, "%.*s%s.tmp.%ld.%u", (int)n, dir, inside ? "/.export" : "", (long)getpid(), k);
+        snprintf(tmp, cap, "%.*s%s.tmp.%ld.%u", (int)n, dir, inside ? "/.export" : "",
+                 (long)getpid(), k);
         if (mkdir(tmp, 0777) == 0)
             return 0;
         if (errno == ENOENT) { /* say which: the output's parent, not the output */
