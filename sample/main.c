@@ -131,6 +131,7 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
 typedef struct gen_watch {
     gs_sampleout *out;
     double prompt_end;
+    int64_t *made;     /* tokens generated so far, over all samples */
 } gen_watch;
 
 static void on_prompt_done(void *ctx, int64_t tokens)
@@ -141,19 +142,20 @@ static void on_prompt_done(void *ctx, int64_t tokens)
 
 static int on_token(void *ctx, int sample, int tok, gk_err *e)
 {
+    ++*((gen_watch *)ctx)->made;
     return gs_sampleout_token(((gen_watch *)ctx)->out, sample, tok, e);
 }
 
 /* Generates and prints the samples of prompt[0..n); says how long the prompt and the new
  * tokens took. */
 static int generate(const options *o, gk_gpt2 *m, const gk_vocab *v, const int *prompt,
-                    int64_t n, int hidden, gk_err *e)
+                    int64_t n, int hidden, int64_t *made, gk_err *e)
 {
     gs_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot ? gk_vocab_eot(v) : -1,
                       (int)gk_vocab_size(v),
                       {(float)o->temperature, (int)o->top_k, (float)o->top_p, (uint64_t)o->seed}};
     gs_sampleout so;
-    gen_watch w = {&so, 0};
+    gen_watch w = {&so, 0, made};
     gs_gen_hooks hooks = {&w, on_prompt_done, on_token};
     gs_gen_counts st;
     int rc = gs_sampleout_init(&so, v, o->ids, (int)o->num_samples, stdout, "standard output", e);
@@ -193,7 +195,17 @@ static int run(const options *o, gk_err *e)
     if (!rc && n > r.cfg.block_size)
         gk_warn("the prompt's %lld tokens are cropped to the last %d (block_size)", (long long)n,
                 r.cfg.block_size);
-    if (!rc) rc = generate(o, r.model, r.vocab, prompt, n, hidden, e);
+    int64_t made = -1;
+    if (!rc) {
+        made = 0;
+        rc = generate(o, r.model, r.vocab, prompt, n, hidden, &made, e);
+    }
+    if (rc && made >= 0 && gk_backend_status(r.be, NULL)) { /* a device fault mid-generation */
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        rc = gk_errf(e, rc, "after %lld generated token%s: %.900s", (long long)made,
+                     made == 1 ? "" : "s", msg);
+    }
     free(prompt);
     gk_gpt2_runner_close(&r);
     return rc;

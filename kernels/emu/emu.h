@@ -40,7 +40,8 @@
  * or dims above (1024, 1024, 64), grid.y/z above 65535, dynamic shared memory above 48 KiB without
  * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) or above 227 KiB. Static __shared__ sizes are not
  * checked. GK_EMU_FAIL_LAUNCH=N makes the Nth launch (counted from the first launch that sees this
- * value) fail with cudaErrorLaunchFailure. */
+ * value) fail with cudaErrorLaunchFailure; GK_EMU_LOSE_DEVICE=N makes it lose the device
+ * (cudaErrorDevicesUnavailable, which cudaDeviceReset does not clear). */
 #ifndef GK_EMU_H
 #define GK_EMU_H
 

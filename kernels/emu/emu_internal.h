@@ -141,8 +141,11 @@ const char *collective_name(int kind);
 /* emu_runtime.cpp: error state. A fault is sticky (until cudaDeviceReset); a config error is not. */
 void record_error(cudaError_t code, bool fault, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 cudaError_t sticky_error();
-/* True when this is the Nth call since env's value was first seen (fault injection). */
+/* True when this is the Nth call since env's value was first seen (fault injection); which (0..2)
+ * picks the counter: 0 cudaMalloc, 1 launches, 2 launches for GK_EMU_LOSE_DEVICE. */
 bool nth_call_fails(const char *env, int which);
+/* GK_EMU_LOSE_DEVICE: the device is gone; its error stays past cudaDeviceReset. */
+void lose_device(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int env_int(const char *name, int fallback, int lo, int hi);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
 

@@ -318,6 +318,10 @@ void launch(const LaunchSpec &s, BodyFn body, const void *closure)
         record_error(e, false, "kernel '%s': %s", s.name, why);
         return;
     }
+    if (nth_call_fails("GK_EMU_LOSE_DEVICE", 2)) {
+        lose_device("device lost at kernel '%s' (injected by GK_EMU_LOSE_DEVICE)", s.name);
+        return;
+    }
     if (nth_call_fails("GK_EMU_FAIL_LAUNCH", 1)) {
         record_error(cudaErrorLaunchFailure, true, "kernel '%s': launch failure injected by GK_EMU_FAIL_LAUNCH",
                      s.name);

@@ -45,6 +45,20 @@ void record_error(cudaError_t code, bool fault, const char *fmt, ...)
 
 cudaError_t sticky_error() { return (cudaError_t)sticky.load(std::memory_order_relaxed); }
 
+static std::atomic<bool> lost{false};
+
+void lose_device(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    lost.store(true);
+    sticky.store(cudaErrorDevicesUnavailable); /* replaces any fault: the device is gone */
+    record_error(cudaErrorDevicesUnavailable, true, "%s", buf);
+}
+
 /* A failed call: the error is also what cudaGetLastError returns next. */
 static cudaError_t fail(cudaError_t code, const char *call)
 {
@@ -55,8 +69,8 @@ static cudaError_t fail(cudaError_t code, const char *call)
 bool nth_call_fails(const char *env, int which)
 {
     static std::mutex mu;
-    static std::string seen[2];
-    static long calls[2];
+    static std::string seen[3];
+    static long calls[3];
     const char *v = getenv(env);
     std::lock_guard<std::mutex> lock(mu);
     if (seen[which] != (v ? v : "")) {
@@ -201,6 +215,7 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t) { 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     if (!free_bytes || !total_bytes) return fail(cudaErrorInvalidValue, "cudaMemGetInfo");
+    if (lost.load()) return cudaErrorDevicesUnavailable;
     *free_bytes = meminfo("MemAvailable");
     *total_bytes = meminfo("MemTotal");
     return cudaSuccess;
@@ -302,6 +317,7 @@ const char *cudaGetErrorName(cudaError_t error)
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorDevicesUnavailable: return "cudaErrorDevicesUnavailable";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
@@ -319,6 +335,7 @@ const char *cudaGetErrorString(cudaError_t error)
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorDevicesUnavailable: return "CUDA-capable device(s) is/are busy or unavailable";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
@@ -330,6 +347,7 @@ const char *cudaGetErrorString(cudaError_t error)
 
 cudaError_t cudaDeviceReset(void)
 {
+    if (lost.load()) return cudaErrorDevicesUnavailable;
     sticky.store(cudaSuccess);
     last_error = cudaSuccess;
     return cudaSuccess;

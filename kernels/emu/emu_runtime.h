@@ -5,7 +5,9 @@
  * Errors: a launch's configuration error is returned once by cudaGetLastError (as on a GPU); a
  * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds, GK_EMU_FAIL_LAUNCH)
  * is sticky as on a GPU: every later launch, copy, set and synchronize returns it until
- * cudaDeviceReset. cudaGetErrorString of the last such code on the calling host thread returns the
+ * cudaDeviceReset. GK_EMU_LOSE_DEVICE=N loses the device at the Nth launch (a GPU fallen off the
+ * bus): cudaErrorDevicesUnavailable, sticky past cudaDeviceReset, cudaMemGetInfo included.
+ * cudaGetErrorString of the last such code on the calling host thread returns the
  * detailed message (kernel, block, thread). */
 #ifndef GK_EMU_RUNTIME_H
 #define GK_EMU_RUNTIME_H
@@ -39,6 +41,7 @@ enum cudaError {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorDevicesUnavailable = 46,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400,
