@@ -98,7 +98,8 @@ int gk_opt_parse(const gk_opt *tab, int argc, char **argv, int *first_operand, g
     lopts[nl] = (struct option){"help", no_argument, NULL, OPT_HELP};
     lopts[nl + 1] = (struct option){"version", no_argument, NULL, OPT_VERSION};
     opterr = 0;
-    optind = 1;
+    optind = 0; /* 0, not 1: also drops what getopt kept of an earlier parse (the rest of an
+                 * option cluster it stopped in, in argv strings that may be gone) */
     int rc = GK_OPT_DONE, c;
     while (rc == GK_OPT_DONE && (c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
         if (c == 'h' || c == OPT_HELP)
