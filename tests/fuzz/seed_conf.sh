@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Remakes tests/fuzz/corpus/conf (layout in fuzz_conf.c: MAIN \0 A \0 B \0 ARGS \0
 # JSON): gpt-train --print-config's printout of presets (no '/' in it), include chains through
-# a.conf, b.conf and a preset, overrides, a checkpoint's JSON copy, quoting, and three mistakes
-# (a cycle, a missing include, a key set twice).
+# a.conf, b.conf and a preset, overrides, two command lines, a checkpoint's JSON copy, quoting,
+# and three mistakes (a cycle, a missing include, a key set twice).
 # Usage: tests/fuzz/seed_conf.sh [BUILD]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +24,7 @@ seed quoted $'out_dir = "out dir #1"\nvocab = \'it\\\'s\'\ntrain_data = a.bin,b.
   "" "" $'--dropout=0.1\n--seed=1K\n--total_batch_size=0.5Mi' ""
 seed json "" "" "" "--init_from=resume" \
   '{"n_layer": 2, "n_head": 4, "n_embd": 128, "learning_rate": 0.001, "bias": true, "out_dir": "x", "max_iters": 1e3}'
+seed command_lines "" $'n_layer = 3\n' "" $'-q\n-c\na.conf\n--n_head=3\n--print-config\n\n-vc\nshakespeare_char\n--n_layer=1' ""
 seed cycle $'include = a.conf\n' $'include = main.conf\n' "" "" ""
 seed missing_include $'n_layer = 2\ninclude = nowhere.conf\n' "" "" "" ""
 seed duplicate $'n_layer = 2\nn_layer = 3\n' "" "" "" ""
