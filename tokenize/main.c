@@ -1,5 +1,6 @@
 /* main.c: gpt-tokenize: text, files or archives in, token shards out; -d decodes back.
  * Parses options, resolves the vocabulary and wires reader -> encoder -> shard outputs. */
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +103,12 @@ static int save_char_vocab(const gk_vocab *v, const char *path, gk_err *e)
     if (rc)
         return rc;
     if ((rc = gk_vocab_save_chars(v, f.fp, e))) {
+        int err = errno;
         gk_outfile_abort(&f);
+        if (rc == GK_EIO) { /* a write error: name the file, not the writer */
+            errno = err;
+            rc = gk_errno(e, path);
+        }
         return rc;
     }
     return gk_outfile_commit(&f, e);
