@@ -93,26 +93,44 @@ int tr_data_open(tr_data **out, const char *patterns, int T, uint32_t vocab_limi
     return 0;
 }
 
-/* Every token of shard m below vocab_size (1M tokens at a time). */
+/* The largest token of n at p (width 2 or 4, little-endian): a loop the compiler vectorizes. */
+static uint32_t max_token(const unsigned char *p, size_t n, int width)
+{
+    uint32_t mx = 0;
+    if (width == 2)
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8;
+            mx = v > mx ? v : mx;
+        }
+    else
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
+                         (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+            mx = v > mx ? v : mx;
+        }
+    return mx;
+}
+
+/* Every token of shard m below vocab_size: a pass at memory speed (16M tokens at a time), then,
+ * in a chunk that has one too many, the first such token for the message. */
 static int scan_tokens(const gk_shard_map *m, uint32_t vocab_size, const char *what, gk_err *e)
 {
-    enum { CHUNK = 1 << 20 };
-    uint32_t *buf = malloc(CHUNK * sizeof *buf);
-    if (!buf)
-        return gk_errf(e, GK_ENOMEM, "out of memory");
-    int rc = 0;
-    for (int64_t at = 0; rc == 0 && at < m->count; at += CHUNK) {
+    enum { CHUNK = 1 << 24 };
+    if (m->width == 2 && vocab_size >= 65536)
+        return 0;
+    for (int64_t at = 0; at < m->count; at += CHUNK) {
         size_t n = m->count - at < CHUNK ? (size_t)(m->count - at) : CHUNK;
         const unsigned char *p = m->tokens + (size_t)at * (size_t)m->width;
-        gk_shard_decode(p, n, m->width, 0, buf);
-        for (size_t i = 0; rc == 0 && i < n; i++)
-            if (buf[i] >= vocab_size)
-                rc = gk_errf(e, GK_EUSAGE, "%s: %s: token %u at position %lld is outside the model's "
-                             "vocabulary (vocab_size %u)", what, m->name, buf[i], (long long)(at + (int64_t)i),
-                             vocab_size);
+        if (max_token(p, n, m->width) < vocab_size)
+            continue;
+        for (size_t i = 0;; i++)
+            if (max_token(p + i * (size_t)m->width, 1, m->width) >= vocab_size)
+                return gk_errf(e, GK_EUSAGE, "%s: %s: token %u at position %lld is outside the model's "
+                               "vocabulary (vocab_size %u)", what, m->name,
+                               max_token(p + i * (size_t)m->width, 1, m->width),
+                               (long long)(at + (int64_t)i), vocab_size);
     }
-    free(buf);
-    return rc;
+    return 0;
 }
 
 int tr_data_check(tr_data *d, uint32_t vocab_size, uint32_t *fingerprint, const char *whose,
