@@ -21,8 +21,9 @@ static long status_of(const char *line, size_t n)
     if (n < 5 || strncmp(line, "HTTP/", 5) != 0)
         return -1;
     const char *sp = memchr(line, ' ', n);
+    size_t from = sp ? (size_t)(sp - line) + 1 : n;
     long v = 0;
-    for (size_t i = sp ? (size_t)(sp - line) + 1 : n; i < n && i < 64 && line[i] >= '0' && line[i] <= '9'; i++)
+    for (size_t i = from; i < n && i < from + 3 && line[i] >= '0' && line[i] <= '9'; i++)
         v = v * 10 + (line[i] - '0');
     return v;
 }

@@ -2,7 +2,10 @@
  * table, __metadata__) and gk_ckpt_open's reading of a file (gptkit.checksums, parameters, the
  * model config, the embedded vocabulary) on arbitrary bytes. Properties: whatever opens has
  * every tensor inside the data section, tiling it in offset order, aligned to its element size,
- * holding exactly the file's bytes and found by its name; a checkpoint's tensors read back. */
+ * holding exactly the file's bytes and found by its name; a checkpoint's tensors read back.
+ * Each input also runs with its header length set to where its JSON ends (mutations of the
+ * header would otherwise mostly stop at the length check). */
+#include <jansson.h>
 #include <string.h>
 
 #include "common/io/ckpt.h"
@@ -74,11 +77,11 @@ static void read_ckpt(const gk_ckpt *c)
         gk_vocab_free(v);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void run(const uint8_t *data, size_t size)
 {
     const char *path = fz_file(0, data, size);
     if (!path)
-        return 0;
+        return;
     gk_err e = {0};
     gk_st_file *f = NULL;
     if (gk_st_open(&f, path, &e) == 0) {
@@ -93,5 +96,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         read_ckpt(c);
         gk_ckpt_close(c);
     }
+}
+
+/* The input as it is, and (when a mutation moved the end of the JSON header) with the header
+ * length rewritten to where the JSON ends, so that edits of the header reach the table. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    run(data, size);
+    if (size <= 8)
+        return 0;
+    json_error_t je;
+    json_t *j = json_loadb((const char *)data + 8, size - 8, JSON_DISABLE_EOF_CHECK, &je);
+    json_decref(j);
+    if (!j || (uint64_t)je.position == gk_le64(data))
+        return 0;
+    uint8_t *fixed = malloc(size);
+    if (!fixed)
+        return 0;
+    memcpy(fixed, data, size);
+    gk_put_le64(fixed, (uint64_t)je.position);
+    run(fixed, size);
+    free(fixed);
     return 0;
 }
