@@ -259,10 +259,13 @@ static int after_eval(tr_run *r, const tr_step_record *rec, gk_err *e)
     return rc;
 }
 
-/* Prefixes the error of step `step` with "step N: " (N the step under way), so that a device
- * fault says when it struck: "step 7: CUDA error: ... in kernel K (FILE:LINE)". */
-static int at_step(gk_err *e, int rc, int64_t step, const char *what)
+/* A device fault (the backend's sticky error) during step `step`: its message gets "step N: " in
+ * front, so that it says when it struck: "step 7: CUDA error: ... in kernel K (FILE:LINE)". Other
+ * errors (data, collectives, writes) say what they are about already. */
+static int at_step(tr_run *r, gk_err *e, int rc, int64_t step, const char *what)
 {
+    if (rc == GK_EINTR || !gk_backend_status(r->be, NULL))
+        return rc;
     char msg[sizeof e->msg];
     snprintf(msg, sizeof msg, "%s", e->msg);
     return gk_errf(e, rc, "step %lld%s: %.1000s", (long long)step, what, msg);
@@ -274,7 +277,7 @@ static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
     int rc = eval_now ? evaluate(r, rec, e) : 0;
     int interrupted = rc == GK_EINTR;
     if (rc && !interrupted)
-        rc = at_step(e, rc, rec->step, " (evaluation)");
+        rc = at_step(r, e, rc, rec->step, " (evaluation)");
     if (interrupted)
         rc = 0; /* the loop ends at the stop flag and checkpoints */
     if (!rc && rec->has && tr_dist_is_root(&r->dist)) /* (an interrupted evaluation at step 0 leaves nothing to log) */
@@ -300,7 +303,7 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     int updated;
     rc = train_step(r, &rec, &updated, e);
     if (rc)
-        return rc == GK_EINTR ? rc : at_step(e, rc, rec.step, "");
+        return at_step(r, e, rc, rec.step, "");
     double secs = gk_now() - t0;
     rec.ms = secs * 1e3;
     rec.tokens_per_s = tokens_per_step / secs;
