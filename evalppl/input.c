@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/text/encode_text.h"
@@ -79,7 +80,9 @@ static int take_shard(ep_stream *s, const unsigned char *b, const gk_shard_heade
 
 int ep_precheck(const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit, gk_err *e)
 {
-    if (raw || strcmp(path, "-") == 0) return 0;
+    struct stat st;
+    if (raw || strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0; /* a pipe is read once, by ep_load; a missing file is its error too */
     FILE *f = fopen(path, "rb");
     if (!f) return gk_errno(e, path);
     unsigned char b[GK_SHARD_HEADER_BYTES];
