@@ -27,9 +27,8 @@ int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t
             gk_err *e);
 void ep_stream_free(ep_stream *s);
 /* Before anything is scored: the header of input path (a regular file; stdin, pipes and raw
- * inputs pass) when it
- * is a shard, its fingerprint and vocab size checked as ep_load does, so that a later input's
- * mismatch stops the run before the first is scored. */
+ * inputs pass) when it is a shard, its fingerprint and vocab size checked as ep_load does, so
+ * that a later input's mismatch stops the run before the first is scored. */
 int ep_precheck(const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit, gk_err *e);
 
 #endif
