@@ -50,8 +50,8 @@ static void check_answer(const uint8_t *data, size_t size, const char *endpoint)
     if (redirect) {
         const char *host_end = strchr(strstr(endpoint, "://") + 3, '/');
         size_t hostlen = host_end ? (size_t)(host_end - endpoint) : strlen(endpoint);
-        FZ_ASSERT(memchr(next, 0, sizeof next) && strncmp(next, endpoint, hostlen) == 0 && next[hostlen] == '/',
-                  "redirect to '%.200s' leaves %s", next, endpoint);
+        FZ_ASSERT(memchr(next, 0, sizeof next) && strncmp(next, endpoint, hostlen) == 0 &&
+                  next[hostlen] == '/', "redirect to '%.200s' leaves %s", next, endpoint);
     }
     gk_err e = {0};
     int rc = hub_head_check(&h, "org/model", endpoint, "URL", "model.safetensors", status & 1, &e);
@@ -72,8 +72,8 @@ static void check_repo(const uint8_t *data, size_t size)
     if (!gk_hub_valid_repo(repo))
         return;
     const char *slash = strchr(repo, '/');
-    FZ_ASSERT(repo[0] != '.' && !strstr(repo, "..") && (!slash || (slash[1] != '.' && !strchr(slash + 1, '/'))),
-              "repo id '%s' accepted", repo);
+    FZ_ASSERT(repo[0] != '.' && !strstr(repo, "..") &&
+              (!slash || (slash[1] != '.' && !strchr(slash + 1, '/'))), "repo id '%s' accepted", repo);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

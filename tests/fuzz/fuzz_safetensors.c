@@ -30,8 +30,8 @@ static void check_table(const gk_st_file *f, const uint8_t *data, size_t size)
         int64_t numel = 1;
         for (int d = 0; d < t->ndim; d++)
             numel *= t->shape[d];
-        FZ_ASSERT(numel == t->numel && (uint64_t)t->numel * el == t->nbytes, "tensor %s: numel %lld, %zu bytes",
-                  t->name, (long long)t->numel, t->nbytes);
+        FZ_ASSERT(numel == t->numel && (uint64_t)t->numel * el == t->nbytes,
+                  "tensor %s: numel %lld, %zu bytes", t->name, (long long)t->numel, t->nbytes);
         FZ_ASSERT(t->offset == at && t->offset + t->nbytes <= len, "tensor %s at %llu, %zu bytes, data %llu",
                   t->name, (unsigned long long)t->offset, t->nbytes, (unsigned long long)len);
         FZ_ASSERT(!t->nbytes || (uintptr_t)t->data % el == 0, "tensor %s misaligned", t->name);
