@@ -1,4 +1,4 @@
-# gptkit: one entry point. make | make test | make check | make demo | make bench | make bench-gpu | make install
+# gptkit: one entry point. make | make test | make check | make fuzz | make tsan | make valgrind | make demo | make bench | make bench-gpu | make install
 # Sources are found by wildcard: common/**.c -> libgptcommon.a, kernels/**.c -> libgptkernels.a,
 # <tool>/*.c -> bin/gpt-<tool>, tests/unit/test_*.c -> one test binary each.
 
@@ -19,7 +19,7 @@ MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
 # Gloo (libgloo-dev) has no pkg-config module: its header tells.
 MISSING += $(if $(wildcard /usr/include/gloo/config.h),,libgloo-dev)
 ifneq ($(strip $(MISSING)),)
-ifeq ($(filter deps test check fuzz demo bench bench-gpu clean,$(MAKECMDGOALS)),)
+ifeq ($(filter deps test check fuzz tsan valgrind demo bench bench-gpu clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Run 'make deps' (installs them with apt-get))
 endif
 endif
@@ -41,6 +41,15 @@ GK_CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 LDFLAGS  += -fsanitize=address,undefined
 endif
 # FUZZ=1 (make fuzz: clang, with SAN=1): coverage for libFuzzer; clang's OpenMP runtime.
+# TSAN=1 (make tsan): ThreadSanitizer, for the code that runs threads of its own.
+ifeq ($(TSAN),1)
+GK_CFLAGS += -fsanitize=thread -fno-omit-frame-pointer
+GK_CXXFLAGS += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=thread
+# The CPU kernels are OpenMP (not checkable) and pick their code by ifunc resolvers, which run
+# before TSan's runtime is up: they are left uninstrumented.
+$(BUILD)/obj/kernels/cpu/%.o: GK_CFLAGS := $(filter-out -fsanitize=thread,$(GK_CFLAGS))
+endif
 , := ,
 ifeq ($(FUZZ),1)
 GK_CFLAGS += -fsanitize=fuzzer-no-link
@@ -108,7 +117,7 @@ GK_CFLAGS    += -Werror
 GK_CXXFLAGS  += -Werror
 endif
 
-.PHONY: all deps test check fuzz demo bench bench-gpu install clean lint
+.PHONY: all deps test check fuzz tsan valgrind demo bench bench-gpu install clean lint
 all: $(BINS) $(CUDA_LIBS)
 
 $(BUILD)/obj/%.o: %.c
@@ -213,6 +222,20 @@ test: deps
 units: $(UNIT_BINS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
 .PHONY: units
 
+# ThreadSanitizer on the code with threads of its own (not OpenMP's: libgomp is not
+# instrumented): the checkpoint writer, the store server and Gloo, the checksum workers, the
+# tokenizer's pool (tests/sanitize/tsan.sh lists the tests). valgrind: memcheck on CLI tests.
+TSAN_TOOLS := tokenize train ckpt evalppl
+TSAN_TESTS := test_ckpt test_comm test_outfile test_train_ckpt test_train_launch
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan TSAN=1 OPT=-O1 $(TSAN_TOOLS:%=build-tsan/bin/gpt-%) \
+	  $(TSAN_TESTS:%=build-tsan/tests/%)
+	@bash tests/sanitize/tsan.sh build-tsan
+valgrind: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/sanitize/valgrind.sh $(BUILD)
+.PHONY: tsan valgrind
+
 # Each fuzz target for FUZZ_SECONDS (default 60) under ASan + UBSan, built by clang in
 # build-fuzz (FUZZ_TARGETS=PATTERN picks some); tests/fuzz/run.sh says what to do with a crash.
 fuzz: deps
@@ -260,6 +283,6 @@ install: all
 	if [ -d train/configs ]; then install -m 644 train/configs/*.conf $(DESTDIR)$(PREFIX)/share/gptkit/configs; fi
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-tsan build-vg
 
 -include $(shell find $(BUILD)/obj $(BUILD)/cuda $(BUILD)/emu -name '*.d' 2>/dev/null)

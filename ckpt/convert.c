@@ -39,6 +39,8 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
     conv *cv = NULL;
     int rc = gk_st_open(&f, in, e);
     if (!rc)
+        rc = gk_ckpt_check_version(f, e);
+    if (!rc)
         rc = gk_ckpt_verify(f, e);
     if (!rc)
         rc = gk_st_writer_create(&w, e);

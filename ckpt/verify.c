@@ -7,6 +7,7 @@
 #include "ck.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/io/ckpt.h"
 #include "common/io/safetensors.h"
 
 /* Verifies one file and prints its line; 0 or the error code (e filled, not printed). */
@@ -15,6 +16,8 @@ static int verify_one(const char *path, gk_err *e)
     gk_st_file *f = NULL;
     int verified = 0;
     int rc = gk_st_open(&f, path, e);
+    if (rc == 0)
+        rc = gk_ckpt_check_version(f, e);
     if (rc == 0)
         rc = gk_st_verify(f, &verified, e);
     struct stat st;

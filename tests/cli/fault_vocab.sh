@@ -56,4 +56,7 @@ try gpt-train "${T[@]}" --train_data=d/train.bin --init_from=auto --max_iters=4 
 try gpt-sample -m v3.safetensors -n 5
 try gpt-evalppl -m v3.safetensors d/val.bin
 try gpt-ckpt info v3.safetensors
+try gpt-ckpt verify v3.safetensors
+try gpt-ckpt convert v3.safetensors -o conv.safetensors --dtype bf16
+ls conv.safetensors 2>/dev/null || echo "no conv.safetensors"
 ls v3run
