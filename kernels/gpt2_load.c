@@ -2,6 +2,7 @@
 #include "kernels/gpt2_load.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,12 +17,21 @@ int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *c
     if (!o) return gk_errf(e, GK_EFORMAT, "%s: bad model config JSON: %s", origin, je.text);
     int bias = 1;
     double dropout = 0;
+    json_int_t dims[5]; /* read as JSON's 64-bit integers: "i" would cast 2^32 + 2 to 2 */
+    static const char *const names[5] = {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"};
     gk_gpt2_config c = {0};
-    int rc = json_unpack_ex(o, &je, 0, "{s:i, s:i, s:i, s:i, s:i, s?b, s?F}", "n_layer", &c.n_layer,
-                            "n_head", &c.n_head, "n_embd", &c.n_embd, "block_size", &c.block_size,
-                            "vocab_size", &c.vocab_size, "bias", &bias, "dropout", &dropout);
+    int rc = json_unpack_ex(o, &je, 0, "{s:I, s:I, s:I, s:I, s:I, s?b, s?F}", names[0], &dims[0],
+                            names[1], &dims[1], names[2], &dims[2], names[3], &dims[3], names[4],
+                            &dims[4], "bias", &bias, "dropout", &dropout);
     json_decref(o);
     if (rc != 0) return gk_errf(e, GK_EFORMAT, "%s: model config: %s", origin, je.text);
+    int *fields[5] = {&c.n_layer, &c.n_head, &c.n_embd, &c.block_size, &c.vocab_size};
+    for (int i = 0; i < 5; i++) {
+        if (dims[i] < 1 || dims[i] > INT_MAX)
+            return gk_errf(e, GK_EFORMAT, "%s: model config: %s = %lld is out of range", origin,
+                           names[i], (long long)dims[i]);
+        *fields[i] = (int)dims[i];
+    }
     c.bias = bias;
     c.dropout = (float)dropout;
     gk_err sub;

@@ -17,14 +17,14 @@
 
 /* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B bf16 rows at stride ldb (cpu_rows_ksplit) */
 #define PNN_AHEAD 4
-GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int lda,
+GK_CLONES static void bf16_part_nn(float *restrict acc, const float *restrict A, int lda,
                               const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {
     const uint16_t *Bm = Bv;
     for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
     for (int kk = k0; kk < k1; kk++) {
         const uint16_t *brow = Bm + (size_t)kk * ldb;
-        if (kk + PNN_AHEAD < k1) /* prefetch a later row (see rows_nt) */
+        if (kk + PNN_AHEAD < k1) /* prefetch a later row (see bf16_rows_nt) */
             for (int j = 0; j < N; j += 32) __builtin_prefetch(brow + (size_t)PNN_AHEAD * ldb + j);
         for (int r = 0; r < M; r++) {
             float a = A[(size_t)r * lda + kk];
@@ -37,7 +37,7 @@ GK_CLONES static void part_nn(float *restrict acc, const float *restrict A, int 
 
 /* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) bf16 rows at stride ldb (the tied lm_head). */
 #define RNT_AHEAD 16
-GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
+GK_CLONES static void bf16_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
                               const uint16_t *restrict Bm, int ldb, int M, int K, int j0, int j1,
                               float alpha, float beta)
 {
@@ -91,7 +91,7 @@ void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, con
         return;
     }
     if (M <= CPU_GEMM_ROWS_MAX && !tb
-        && cpu_rows_ksplit(be, part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        && cpu_rows_ksplit(be, bf16_part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     if (M <= CPU_GEMM_ROWS_MAX) {
         int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
@@ -100,7 +100,7 @@ void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, con
             int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
             if (j0 >= j1) continue;
             if (tb)
-                rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
+                bf16_rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
             else /* no scratch: one slab of columns per thread, still exact */
                 for (int r = 0; r < M; r++)
                     for (int j = j0; j < j1; j++) {

@@ -5,7 +5,7 @@
  * block 16, B=2, T=16, bias on) and gpt2_tiny_nobias.bin (1 layer, bias off), written by
  * tests/ref/gpt2_tiny_ref.py, whose docstring gives the byte layout; fix_load below reads it
  * section by section and checks every count against the file size. They are committed: a missing
- * fixture is a failure, not a skip. */
+ * fixture is a failure, not a skip. Also the parser of gptkit.config. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/ref.h"
 #include "kernels/gpt2.h"
+#include "kernels/gpt2_load.h"
 #include "test.h"
 
 typedef struct fixture {
@@ -409,8 +410,27 @@ static void test_grad_accumulation(void)
     free(f.buf);
 }
 
+/* gptkit.config: the one parser of a checkpoint's model config takes JSON's 64-bit integers
+ * and refuses what does not fit an int (it once read 2^32 + 2 layers as 2). */
+static void test_config_parse(void)
+{
+    gk_gpt2_config c;
+    gk_err e = {0};
+    CHECK(gk_gpt2_config_parse("{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, \"block_size\": 16, "
+                               "\"vocab_size\": 50, \"bias\": false}", "x", &c, &e) == 0);
+    CHECK(c.n_layer == 2 && c.n_head == 2 && c.n_embd == 8 && c.block_size == 16 && c.vocab_size == 50);
+    CHECK(c.bias == 0);
+    CHECK(gk_gpt2_config_parse("{\"n_layer\": 4294967298, \"n_head\": 2, \"n_embd\": 8, "
+                               "\"block_size\": 16, \"vocab_size\": 50}", "x", &c, &e) != 0);
+    CHECKF(strstr(e.msg, "x: model config: n_layer = 4294967298 is out of range") != NULL, "%s", e.msg);
+    CHECK(gk_gpt2_config_parse("{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, \"block_size\": 0, "
+                               "\"vocab_size\": 50}", "x", &c, &e) != 0);
+    CHECKF(strstr(e.msg, "block_size = 0 is out of range") != NULL, "%s", e.msg);
+}
+
 int main(void)
 {
+    RUN(test_config_parse);
     RUN(test_param_table);
     RUN(test_fixture_cpu);
     RUN(test_fixture_ref);
