@@ -3,9 +3,10 @@
  * gk_vocab_load), 2 the texts of a checkpoint (gk_vocab_load_mem), 3 a .tiktoken file, 4 a char
  * vocab file; bits 3-4 are gk_text_encode's flags. The rest is FILE1 \0 FILE2 \0 TEXT for the two
  * BPE texts, FILE \0 TEXT for the one-file formats. Properties: a failure is one gk_err with a
- * message; what loads has sane tokens (BPE: the eot's text, no empty token), its JSON text (and
- * merges) load back to the same fingerprint, and it encodes TEXT and the vocabulary's own
- * characters to ids that decode to the sanitized text byte for byte. */
+ * message; the two BPE texts that load from files load from memory to the same vocab; what
+ * loads has sane tokens (BPE: the eot's text, no empty token), its JSON text (and merges) load
+ * back to the same fingerprint, and it encodes TEXT and the vocabulary's own characters to ids
+ * that decode to the sanitized text byte for byte. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -173,6 +174,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_failure(rc, &e);
         FZ_ASSERT(!v, "a vocab with an error");
         return 0;
+    }
+    if (mode <= 1) { /* the same texts from memory (a checkpoint's copy) make the same vocab */
+        gk_vocab *w = NULL;
+        rc = gk_vocab_load_mem(&w, (const char *)f1, n1, (const char *)f2, n2, "mem", &e);
+        FZ_ASSERT(rc == 0 && gk_vocab_fingerprint(w) == gk_vocab_fingerprint(v), "from memory: %s",
+                  rc ? e.msg : "another vocab");
+        gk_vocab_free(w);
     }
     check(v, (const char *)text, nt, flags);
     gk_vocab_free(v);
