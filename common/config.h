@@ -5,7 +5,8 @@
  * File syntax (.conf), one statement per line:
  *   # whole-line comment                 blank lines are ignored
  *   learning_rate = 6e-4   # trailing comment ('#' ends an unquoted value)
- *   out_dir = "out dir/#1"               quotes ("..." or '...') keep '#' and spaces; \" \' \\ escape
+ *   out_dir = "out dir/#1"               quotes ("..." or '...') keep '#' and spaces; \" \' \\ escape,
+ *                                        and \n \r \t stand for newline, CR and tab
  *   include = base.conf                  relative to the including file's directory; if not found
  *                                        and the name has no '/', looked up like a preset
  *                                        (gk_config_resolve_path); cycles and depth > 16 are errors
@@ -14,7 +15,8 @@
  *          overflow and [min, max] checked (see num.h)
  *   double strtod syntax, whole string, finite, [min, max] checked
  *   bool   true/false, 1/0, yes/no, on/off (any case; so Python's True/False work)
- *   string anything; `choices` ("cpu|cuda"), when set, lists the accepted values
+ *   string any valid UTF-8 (refused where set otherwise: configs are stored as JSON); `choices`
+ *          ("cpu|cuda"), when set, lists the accepted values
  * A key may be set once per file ("FILE:LINE: duplicate key 'n_layer' (first set at FILE:LINE)");
  * across files the later assignment wins (a file overrides what it included before, and
  * --key=value overrides files). Errors are one line: "FILE:LINE: unknown key 'lerning_rate' (did

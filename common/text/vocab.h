@@ -10,7 +10,8 @@
  *    exactly 0..N-1. The merges file: optional "#version..." first line, then lines "A B" where
  *    A, B and AB must all be tokens; its raw text is kept (gk_vocab_merges_text).
  *  - a .tiktoken file: lines "BASE64 RANK", ranks exactly 0..N-1 (id = rank); the special
- *    token "<|endoftext|>" is added as id N.
+ *    token "<|endoftext|>" is added as id N (so no rank may have that text: its JSON copy
+ *    would hold the key twice).
  *  - a char vocab file: a JSON array of one-character strings in id order, code points
  *    strictly ascending (what gk_vocab_save_chars writes).
  * In memory (gk_vocab_load_mem; a checkpoint's U8 tensors tokenizer.vocab, tokenizer.merges):
