@@ -39,6 +39,8 @@ gpt-train -q "${TINY[@]}" --max_iters=9 --eval_interval=3 --out_dir=o --init_fro
 echo "== out of inodes: the lock file (1), latest re-pointed to step 3 (5), to step 6 (7)"
 for n in 1 5 7; do
   small_fs o 2048 $n
-  try gpt-train -q "${TINY[@]}" --max_iters=6 --eval_interval=3 --out_dir=o
+  # the checkpoint writer's link and loss.svg race for the last inode: either may be refused
+  try gpt-train -q "${TINY[@]}" --max_iters=6 --eval_interval=3 --out_dir=o |
+    sed -E 's#: o/(latest\.safetensors|loss\.svg: cannot create a file in o): No space#: o/latest.safetensors or o/loss.svg: No space#'
   leftovers o; echo "latest: $(readlink o/latest.safetensors || echo none)"
 done
