@@ -1,22 +1,13 @@
 # A model or batch that does not fit in memory is refused before any long work (before the model
-# is built or the data read), within a second, with one line giving the bytes needed by part and
+# is built), with one line giving the bytes needed by part and
 # the bytes available, and exit 1; gpt-train writes nothing. On cpu and on cuda-emu (whose device
 # memory is the host's): GPT-2 XL's shape with a batch of 512 x 1024, and a tiny model with a huge
-# batch; under ulimit -v the limit is named. gpt-sample and gpt-evalppl: a checkpoint whose config
-# says 1000 layers of 8192 (a few TB) is refused before its weights are read. GPT_MEM_CHECK=warn
-# turns the refusal into a warning (the run then goes on and fails as it may).
+# batch. gpt-sample and gpt-evalppl: a checkpoint whose config says 1000 layers of 8192 (a few TB)
+# is refused before its weights are read. (ulimit -v and GPT_MEM_CHECK=warn: fault_mem_ulimit.)
 source "$TOP/tests/cli/lib.bash"; need_data
 set +e
 tiny_data d
-# timed CMD...: runs it; prints its exit status and lines of stderr, and whether it took < 1 s
-timed() {
-  local t0 t1 rc
-  t0=$(date +%s.%N); "$@" > out.txt 2> err.txt; rc=$?; t1=$(date +%s.%N)
-  echo "exit $rc ($(wc -l < err.txt) line), $(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a < 1.0) ? "under a second" : "too slow: " b - a " s" }')"
-  grep -v '^gpt-[a-z]*: device' err.txt | numbers
-}
-# numbers: sizes and the machine's own limit left out
-numbers() { sed -E 's/[0-9]+\.[0-9] (kB|MB|GB|TB)/X \1/g; s/\((MemAvailable|cgroup memory limit)\)/(MemAvailable or cgroup)/'; }
+source "$TOP/tests/cli/fault_mem.bash"
 XL=(--n_layer=48 --n_head=25 --n_embd=1600 --block_size=1024 --batch_size=512)
 for dev in cpu cuda-emu; do
   echo "== gpt-train, $dev"
@@ -24,13 +15,6 @@ for dev in cpu cuda-emu; do
   timed gpt-train -q "${TINY[@]}" --block_size=1024 --batch_size=1000000 --device=$dev --max_iters=1 --out_dir=o
 done
 test ! -e o && echo "nothing written"
-echo "== ulimit -v"
-(ulimit -v 2000000; timed gpt-train -q "${TINY[@]}" --batch_size=100000 --max_iters=1 --out_dir=o)
-test ! -e o && echo "nothing written"
-echo "== GPT_MEM_CHECK=warn"
-(ulimit -v 2000000; GPT_MEM_CHECK=warn gpt-train "${TINY[@]}" --batch_size=100000 --max_iters=1 --out_dir=o > /dev/null 2> err.txt)
-echo "exit $?"
-grep -v '^gpt-train: device\|^  \|config:$' err.txt | numbers
 echo "== gpt-sample, gpt-evalppl"
 gpt-train -q "${TINY[@]}" --max_iters=1 --out_dir=small > /dev/null
 python3 - small/latest.safetensors huge.safetensors <<'PY'
