@@ -4,7 +4,7 @@
 # invalid access, a use of uninitialized memory, or a definite or indirect leak makes the tool
 # exit 99 (so the test fails) and its report is printed. Still-reachable blocks at exit are not
 # leaks. Left out by default: gpt-train's tests (training under valgrind takes ~50x as long),
-# gpt-sample's that generate (minutes each: make check runs them under ASan),
+# gpt-sample's that generate and evalppl_basic (minutes each: make check runs them under ASan),
 # tokenize_cases (200 runs of the GPT-2 encoder: make check and fuzz_bpe_roundtrip cover it),
 # tokenize_archives (libarchive's decompressors: minutes), and the tests that close stdin
 # (tokenize_messages, tokenize_shard_readers: under valgrind fd 0 is not closed when the tool
@@ -16,7 +16,7 @@ build=$(cd "${1:-build}" && pwd); shift || true
 patterns=("$@")
 [ ${#patterns[@]} -gt 0 ] || patterns=(tokenize_char tokenize_errors tokenize_shakespeare
   tokenize_signal tokenize_split tokenize_threads tokenize_vocab ckpt_errors ckpt_export_ref
-  ckpt_hub ckpt_info ckpt_llmc ckpt_stdout ckpt_verify sample_errors evalppl_basic evalppl_vocab)
+  ckpt_hub ckpt_info ckpt_llmc ckpt_stdout ckpt_verify sample_errors evalppl_vocab)
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 vg=$build-vg
 logs=$vg/logs
