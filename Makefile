@@ -40,7 +40,6 @@ GK_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 GK_CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-# FUZZ=1 (make fuzz: clang, with SAN=1): coverage for libFuzzer; clang's OpenMP runtime.
 # TSAN=1 (make tsan): ThreadSanitizer, for the code that runs threads of its own.
 ifeq ($(TSAN),1)
 GK_CFLAGS += -fsanitize=thread -fno-omit-frame-pointer
@@ -50,6 +49,8 @@ LDFLAGS  += -fsanitize=thread
 # before TSan's runtime is up: they are left uninstrumented.
 $(BUILD)/obj/kernels/cpu/%.o: GK_CFLAGS := $(filter-out -fsanitize=thread,$(GK_CFLAGS))
 endif
+# FUZZ=1 (make fuzz: clang, with SAN=1): coverage for libFuzzer; clang's OpenMP runtime
+# instead of the static libgomp (`,` names a comma inside $(subst)).
 , := ,
 ifeq ($(FUZZ),1)
 GK_CFLAGS += -fsanitize=fuzzer-no-link
