@@ -4,16 +4,9 @@
 # version 5 (bf16, as tests/cli/ckpt_llmc.sh makes it), and its bare 1024-byte header.
 # Usage: tests/fuzz/seed_ckpt_llmc.sh [BUILD]
 set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$(cd "${1:-$top/build}" && pwd)/bin
-out=$top/tests/fuzz/corpus/ckpt_llmc
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-cd "$work"
-printf 'abcdef\n%.0s' {1..60} > input.txt
-"$bin/gpt-tokenize" -q --char input.txt --vocab-out vocab.json -o train.bin
-"$bin/gpt-train" -q --train_data=train.bin --val_data=train.bin --vocab=vocab.json --n_layer=1 \
-  --n_head=2 --n_embd=8 --block_size=4 --batch_size=2 --max_iters=1 --eval_interval=1 \
-  --eval_iters=1 --warmup_iters=1 --threads=1 --out_dir=o > /dev/null
+source "$(dirname "$0")/seed_lib.bash"
+seed_begin ckpt_llmc "${1:-}"
+tiny_ckpt $'abcdef\n' 60 4
 rm -rf "$out" && mkdir -p "$out"
 "$bin/gpt-ckpt" export -q o/ckpt_00000001.safetensors --llmc "$out/fp32.bin"
 python3 - "$out/fp32.bin" "$out/bf16.bin" <<'PY'

@@ -6,16 +6,9 @@
 # dtypes, no metadata).
 # Usage: tests/fuzz/seed_safetensors.sh [BUILD]
 set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$(cd "${1:-$top/build}" && pwd)/bin
-out=$top/tests/fuzz/corpus/safetensors
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-cd "$work"
-printf 'to be or not to be, that is the question.\n%.0s' {1..40} > input.txt
-"$bin/gpt-tokenize" -q --char input.txt --vocab-out vocab.json -o train.bin
-"$bin/gpt-train" -q --train_data=train.bin --val_data=train.bin --vocab=vocab.json --n_layer=1 \
-  --n_head=2 --n_embd=8 --block_size=8 --batch_size=2 --max_iters=1 --eval_interval=1 \
-  --eval_iters=1 --warmup_iters=1 --threads=1 --out_dir=o > /dev/null
+source "$(dirname "$0")/seed_lib.bash"
+seed_begin safetensors "${1:-}"
+tiny_ckpt $'to be or not to be, that is the question.\n' 40 8
 rm -rf "$out" && mkdir -p "$out"
 cp o/ckpt_00000001.safetensors "$out/train.safetensors"
 "$bin/gpt-ckpt" convert -q o/ckpt_00000001.safetensors --dtype bf16 --strip-optimizer -o "$out/bf16.safetensors"
