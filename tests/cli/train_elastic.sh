@@ -51,4 +51,4 @@ for _ in $(seq 600); do [ -e h/metrics.jsonl ] && [ "$(losses h/metrics.jsonl | 
 kill -STOP $p1
 rc0=0; wait $p0 || rc0=$?
 kill -KILL $p1
-echo "SIGSTOP to rank 1: rank 0 exit $rc0: $(sed 's/[0-9]*ms/Nms/' h.err)"
+echo "SIGSTOP to rank 1: rank 0 exit $rc0: $(sed -E 's/[0-9]*ms/Nms/; s/for (send|recv) operation/for send or recv operation/' h.err)"
