@@ -3,12 +3,13 @@
 # TSAN=1): the unit tests built there, then the CLI tests of gpt-tokenize (its worker pool) and
 # of gpt-train's asynchronous checkpoints and Gloo ranks at one OpenMP thread each (libgomp is
 # not instrumented: its threads would be reported as races). A data race or a lock-order
-# inversion fails the test that hit it, with TSan's report in its log.
+# inversion fails the test that hit it, with TSan's report in its log. Reports from inside
+# libraries gptkit does not own are suppressed in tsan.supp, each with its reason.
 # Usage: tests/sanitize/tsan.sh BUILD
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build-tsan}
-export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$top/tests/sanitize/tsan.supp ${TSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1
 rc=0
 for p in test_ tokenize train_ckpt_fail train_kill9; do
