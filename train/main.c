@@ -1,6 +1,6 @@
 /* main.c: gpt-train: trains GPT-2 family models from token shards.
- * Parses -c FILE and --key=value overrides into the settings (one gk_opt table), checks them
- * all, prints the effective config, and hands over to the run (setup.c, loop.c). */
+ * Parses -c FILE and --key=value overrides into the settings (settings.h's tr_cli table), checks
+ * them all, prints the effective config, and hands over to the run (setup.c, loop.c). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,44 +38,25 @@ static const char usage[] =
 
 static const char footer[] = "settings (--key=value, or key = value in a config file):\n";
 
-static int load_config(void *cfg, const char *name, gk_err *e)
-{
-    char path[4096];
-    int rc = gk_config_resolve_path(name, path, sizeof path, e);
-    return rc ? rc : gk_config_load_file(cfg, path, e);
-}
-
-static int set_setting(void *cfg, const char *arg, gk_err *e)
-{
-    return gk_config_set_arg(cfg, arg, e);
-}
-
 /* Applies argv in order and checks the result; returns 1 when the run should not start (help,
  * version, print-config). */
 static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *e)
 {
-    int quiet = 0, verbose = 0, print_only = 0, first = 0;
-    gk_opt_call load = {load_config, r->cfg}, set = {set_setting, r->cfg};
-    const gk_opt tab[] = {
-        {'c', "config", GK_OPT_CALL, &load, "FILE", "config file or preset name", 0, 0},
-        {0, "KEY=VALUE", GK_OPT_KEYVAL, &set, NULL, "set one setting (listed below)", 0, 0},
-        {'q', "quiet", GK_OPT_FLAG, &quiet, NULL, "no messages but errors (the training log still goes to stdout)", 0, 0},
-        {'v', "verbose", GK_OPT_FLAG, &verbose, NULL, "more messages", 0, 0},
-        {0, "print-config", GK_OPT_FLAG, &print_only, NULL, "print the effective config and exit", 0, 0},
-        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
-    };
-    int rc = gk_opt_parse_main(tab, "gpt-train", usage, footer, argc, argv, &first, e);
+    int first = 0;
+    tr_cli c;
+    tr_cli_init(&c, r->cfg, tr_settings_load_config);
+    int rc = gk_opt_parse_main(c.tab, "gpt-train", usage, footer, argc, argv, &first, e);
     if (rc == GK_OPT_HELP)
         gk_config_help(tr_settings_keys, stdout);
     if (rc)
         return rc == GK_OPT_HELP || rc == GK_OPT_VERSION ? 1 : rc;
-    *verbosity = quiet ? GK_LOG_QUIET : verbose ? GK_LOG_VERBOSE : GK_LOG_NORMAL;
+    *verbosity = c.quiet ? GK_LOG_QUIET : c.verbose ? GK_LOG_VERBOSE : GK_LOG_NORMAL;
     if (first < argc)
         return gk_errf(e, GK_EUSAGE, "unexpected argument '%s' (settings are --key=value; see --help)",
                        argv[first]);
     if ((rc = tr_settings_check(&r->s, r->cfg, e)))
         return rc;
-    if (print_only) {
+    if (c.print_only) {
         gk_config_print(r->cfg, stdout);
         return 1;
     }

@@ -67,6 +67,37 @@ int tr_settings_is_model_key(const char *key)
     return 0;
 }
 
+/* ---- the command line ----------------------------------------------------------------- */
+
+int tr_settings_load_config(void *cfg, const char *name, gk_err *e)
+{
+    char path[4096];
+    int rc = gk_config_resolve_path(name, path, sizeof path, e);
+    return rc ? rc : gk_config_load_file(cfg, path, e);
+}
+
+static int set_setting(void *cfg, const char *arg, gk_err *e)
+{
+    return gk_config_set_arg(cfg, arg, e);
+}
+
+void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load)
+{
+    memset(c, 0, sizeof *c);
+    c->load = (gk_opt_call){load, cfg};
+    c->set = (gk_opt_call){set_setting, cfg};
+    const gk_opt tab[] = {
+        {'c', "config", GK_OPT_CALL, &c->load, "FILE", "config file or preset name", 0, 0},
+        {0, "KEY=VALUE", GK_OPT_KEYVAL, &c->set, NULL, "set one setting (listed below)", 0, 0},
+        {'q', "quiet", GK_OPT_FLAG, &c->quiet, NULL, "no messages but errors (the training log still goes to stdout)", 0, 0},
+        {'v', "verbose", GK_OPT_FLAG, &c->verbose, NULL, "more messages", 0, 0},
+        {0, "print-config", GK_OPT_FLAG, &c->print_only, NULL, "print the effective config and exit", 0, 0},
+        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
+    };
+    _Static_assert(sizeof tab == sizeof c->tab, "tr_cli.tab holds the whole table");
+    memcpy(c->tab, tab, sizeof tab);
+}
+
 /* ---- checks across keys ---------------------------------------------------------------- */
 
 /* Where key's value came from: FILE:LINE, --key, or "default". */

@@ -1,8 +1,9 @@
 /* settings.h: every gpt-train setting, with nanoGPT's key names and train.py's defaults, in one
  * typed key table that drives config files, --key=value overrides, --help, the effective-config
  * printout and the copy stored in checkpoints.
- * Owns: the table (static, read-only). A tr_settings is plain values; string fields point into
- * the gk_config that filled them. Thread-safe (read-only). */
+ * Owns: the key table (static, read-only) and gpt-train's option table (tr_cli, filled by
+ * tr_cli_init). A tr_settings is plain values; string fields point into the gk_config that filled
+ * them. The key table is thread-safe (read-only); a tr_cli is one parse's, on one thread. */
 #ifndef TR_SETTINGS_H
 #define TR_SETTINGS_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/opt.h"
 
 typedef struct tr_settings {
     /* data and I/O */
@@ -43,5 +45,20 @@ int tr_settings_is_model_key(const char *key);
  * the config that filled s. GK_EUSAGE with one line led by the FILE:LINE (or --key) of a key at
  * fault and naming the other key's origin. Call before anything is printed, read or written. */
 int tr_settings_check(tr_settings *s, gk_config *cfg, gk_err *e);
+
+/* gpt-train's command line, one option table: -c FILE (a config file or preset, loaded into cfg
+ * where it stands), --key=value (one setting of cfg), -q, -v, --print-config (the flags below).
+ * tab points into the struct itself: fill it in place with tr_cli_init, never copy it. */
+typedef struct tr_cli {
+    int quiet, verbose, print_only;
+    gk_opt_call load, set;
+    gk_opt tab[6];
+} tr_cli;
+
+/* How -c finds and loads NAME into cfg (a gk_config *): gpt-train's is tr_settings_load_config. */
+typedef int (*tr_cli_load_fn)(void *cfg, const char *name, gk_err *e);
+void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load);
+/* -c NAME as gpt-train reads it: a path, else a preset (gk_config_resolve_path), loaded into cfg. */
+int tr_settings_load_config(void *cfg, const char *name, gk_err *e);
 
 #endif

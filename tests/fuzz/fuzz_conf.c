@@ -2,11 +2,12 @@
  * includes, --key=value overrides and a checkpoint's JSON copy. Input: MAIN \0 A \0 B \0 ARGS \0
  * JSON. MAIN, A and B are written as main.conf, a.conf and b.conf in one directory (an include
  * names them, or a preset of train/configs); inputs with a '/' in them are skipped so that no
- * include leaves those. ARGS holds gpt-train's command lines (its option table: -c NAME, --key=value), one
- * argument a line, an empty line between two command lines. Properties: a failure is one gk_err
- * with a message, a missing include included; every value always lies in its key's range and
- * choices (a rejected value is never stored); a config tr_settings_check accepts keeps what it
- * checks; gk_config_print's text and gk_config_to_json's reload to the same values. */
+ * include leaves those. ARGS holds gpt-train's command lines (its own option table, tr_cli: -c
+ * NAME, --key=value, -q, -v, --print-config), one argument a line, an empty line between two
+ * command lines. Properties: a failure is one gk_err with a message, a missing include
+ * included; every value always lies in its key's range and choices (a rejected value is never
+ * stored); a config tr_settings_check accepts keeps what it checks; gk_config_print's text and
+ * gk_config_to_json's reload to the same values. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,9 +15,10 @@
 
 #include "common/opt.h"
 #include "tests/fuzz/fuzz.h"
-/* gpt-train's table and checks themselves. Compiled in here rather than linked as a target named
- * fuzz_train_* would be: train's other modules pull in the kernels, which do not link under
- * clang's sanitizers and libFuzzer (C++ UBSan runtime, duplicate ifunc resolvers). */
+/* gpt-train's key table, option table and checks themselves. Compiled in here rather than
+ * linked as a target named fuzz_train_* would be: train's other modules pull in the kernels,
+ * which do not link under clang's sanitizers and libFuzzer (C++ UBSan runtime, duplicate ifunc
+ * resolvers). */
 #include "train/settings.c"
 
 static char dir[64];
@@ -129,38 +131,29 @@ static void reload(const tr_settings *s, const gk_config *cfg)
     free(json);
 }
 
-/* gpt-train's -c: the name in the fuzz directory, else as gpt-train finds it (path, preset). */
+/* gpt-train's -c: the name in the fuzz directory, else as gpt-train finds it (path, preset:
+ * tr_settings_load_config). */
 static int load_config(void *cfg, const char *name, gk_err *e)
 {
     char path[4096];
     if (strchr(name, '/')) return 0; /* stay inside the fuzz directory and the presets */
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int rc = access(path, F_OK) == 0 ? 0 : gk_config_resolve_path(name, path, sizeof path, e);
-    return rc ? rc : gk_config_load_file(cfg, path, e);
+    return access(path, F_OK) == 0 ? gk_config_load_file(cfg, path, e) : tr_settings_load_config(cfg, name, e);
 }
 
-static int set_setting(void *cfg, const char *arg, gk_err *e) { return gk_config_set_arg(cfg, arg, e); }
-
-/* The lines of text as gpt-train's command line (its option table): 0, 1 (help or version) or
- * an error. */
+/* The lines of text as gpt-train's command line (settings.h's tr_cli, the table gpt-train
+ * parses with; -c through load_config): 0, 1 (help or version) or an error. */
 static int args(gk_config *cfg, char *text, gk_err *e)
 {
-    int quiet = 0, verbose = 0, print_only = 0, first = 0, argc = 1;
-    gk_opt_call load = {load_config, cfg}, set = {set_setting, cfg};
-    const gk_opt tab[] = {
-        {'c', "config", GK_OPT_CALL, &load, "FILE", "config file or preset name", 0, 0},
-        {0, "KEY=VALUE", GK_OPT_KEYVAL, &set, NULL, "set one setting (listed below)", 0, 0},
-        {'q', "quiet", GK_OPT_FLAG, &quiet, NULL, "no messages but errors", 0, 0},
-        {'v', "verbose", GK_OPT_FLAG, &verbose, NULL, "more messages", 0, 0},
-        {0, "print-config", GK_OPT_FLAG, &print_only, NULL, "print the effective config and exit", 0, 0},
-        {0, NULL, 0, NULL, NULL, NULL, 0, 0},
-    };
+    int first = 0, argc = 1;
+    tr_cli c;
+    tr_cli_init(&c, cfg, load_config);
     char *argv[65] = {"gpt-train"};
     for (char *line = text, *nl; line && *text && argc < 64; line = nl ? nl + 1 : NULL) {
         if ((nl = strchr(line, '\n'))) *nl = '\0';
         argv[argc++] = line;
     }
-    int rc = gk_opt_parse(tab, argc, argv, &first, e);
+    int rc = gk_opt_parse(c.tab, argc, argv, &first, e);
     FZ_ASSERT(rc <= 0 || rc == GK_OPT_HELP || rc == GK_OPT_VERSION, "gk_opt_parse: %d", rc);
     FZ_ASSERT(rc || (first >= 1 && first <= argc), "first operand %d of %d", first, argc);
     return rc;
