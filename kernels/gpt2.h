@@ -159,6 +159,15 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * its shard and all-gathers the parameters. The moments held now are kept (each rank its shard),
  * so load them before. 0, or GK_EUSAGE for a model too small to shard. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
+/* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
+ * In a data-parallel run without ZeRO that backward sums each layer's gradients over the ranks
+ * as soon as the layer's backward has written them (comm.h allreduce_start), so that the sums
+ * run while the layers below are differentiated, and waits for them at its end (the first
+ * layer's, with the embeddings, cannot overlap); update then sums nothing more. The sums are
+ * update's one sum in pieces (the same bits with 2 ranks; with more, the collective may add in
+ * another order within a float's rounding). Every rank must make the same call. Without the call (or with one process, or ZeRO-1)
+ * update sums the gradients as documented above. */
+void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
 /* ZeRO-1 checkpoints: gather gathers every rank's moments into full blocks on every rank (a
  * collective: all ranks call it), so that gk_gpt2_tensor_get reads them; release frees them again.
  * Without sharding both do nothing. While sharded, tensor_get of a moment is GK_EUSAGE and

@@ -16,6 +16,52 @@ static void matmul_bwd(gk_gpt2 *m, void *dinp, float *dw, float beta, const void
                       IC, NULL, NULL);
 }
 
+/* ---- sums over the ranks inside the backward (gk_gpt2_reduce_in_next_backward) ---- */
+
+typedef struct bwd_sums {
+    gk_comm *comm; /* NULL: this backward sums nothing */
+    int rc;        /* the first failure */
+    gk_err err;
+} bwd_sums;
+
+void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m) { m->reduce_next = 1; }
+
+/* Whether this backward sums the gradients (consumes the request). */
+static bwd_sums sums_begin(gk_gpt2 *m)
+{
+    bwd_sums s = {NULL, 0, {0, {0}}};
+    if (m->reduce_next && m->comm && m->comm->world > 1 && !m->zero) s.comm = m->comm;
+    m->reduce_next = m->grads_reduced = 0;
+    return s;
+}
+
+/* The gradient floats of layer l: from its first tensor to the next layer's; the last layer's
+ * run to the end of the block (ln_f's, written before it), layer -1 is wte and wpe (the head). */
+static void sum_layer(gk_gpt2 *m, bwd_sums *s, int l)
+{
+    int L = m->cfg.n_layer;
+    size_t lo = l < 0 ? 0 : (size_t)(LG(m, l, L_LN1W) - m->g_block);
+    size_t hi = l + 1 < L ? (size_t)(LG(m, l + 1, L_LN1W) - m->g_block) : m->n_floats;
+    if (s->comm && !s->rc)
+        s->rc = s->comm->ops->allreduce_start(s->comm, m->g_block + lo, hi - lo, &s->err);
+}
+
+/* Waits for the sums; the backend's error first, then the comm's. */
+static int sums_end(gk_gpt2 *m, bwd_sums *s, gk_err *err)
+{
+    if (s->comm) {
+        gk_err e;
+        int rc = s->comm->ops->allreduce_wait(s->comm, &e);
+        if (rc && !s->rc) s->rc = rc, s->err = e;
+        m->grads_reduced = !s->rc;
+    }
+    int rc = gk_backend_status(m->be, err);
+    if (rc || !s->rc) return rc;
+    m->grads_reduced = 0;
+    *err = s->err;
+    return s->rc;
+}
+
 int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
 {
     gk_backend *be = m->be;
@@ -28,9 +74,11 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         return gk_errf(err, GK_EUSAGE, "backward: the last forward had no targets");
     int n_valid = 0;
     for (int i = 0; i < N; i++) n_valid += m->h_targets[i] >= 0;
-    if (!n_valid) {
+    bwd_sums sums = sums_begin(m);
+    if (!n_valid) { /* no gradient; the ranks still make the same sums */
         gk_gpt2_grads_flush(m);
-        return gk_backend_status(be, err);
+        for (int l = c->n_layer - 1; l >= -1; l--) sum_layer(m, &sums, l);
+        return sums_end(m, &sums, err);
     }
     float p = m->fwd_dropout ? c->dropout : 0.0f;
     uint64_t ctr = m->fwd_counter;
@@ -83,9 +131,11 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
                    3 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);
+        sum_layer(m, &sums, l); /* layer l's gradients are final */
     }
     op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,
                     KEY(0, SITE_EMB));
+    sum_layer(m, &sums, -1);
 #undef KEY
-    return gk_backend_status(be, err);
+    return sums_end(m, &sums, err);
 }

@@ -59,6 +59,8 @@ struct gk_gpt2 {
     float *gp[G_COUNT], *gg[G_COUNT];
     void *gw[G_COUNT];
     gk_comm *comm;          /* gk_gpt2_set_comm; NULL: one process */
+    int reduce_next;        /* gk_gpt2_reduce_in_next_backward was called */
+    int grads_reduced;      /* the last backward summed g_block over the ranks (update need not) */
     int zero;               /* ZeRO-1 (gpt2_shard.c): moments of this rank's shard only */
     size_t shard_count;     /* floats per rank's shard; the tail past world x count is shared */
     float *m_shard, *v_shard; /* (shard_count + tail): the shard's moments, then the tail's */

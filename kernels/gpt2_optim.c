@@ -10,7 +10,11 @@
  * 124M). The small tensors are zeroed by the backward before it adds to them
  * (gk_gpt2_grads_begin). Everything that reads gradients other than the backward (grad_norm,
  * update) zeroes the whole block first if it is still pending, so the deferral is invisible. */
-void gk_gpt2_zero_grad(gk_gpt2 *m) { m->grads_pending_zero = m->g_block != NULL; }
+void gk_gpt2_zero_grad(gk_gpt2 *m)
+{
+    m->grads_pending_zero = m->g_block != NULL;
+    m->grads_reduced = 0;
+}
 
 /* Carries out a pending zero_grad on the whole block. */
 void gk_gpt2_grads_flush(gk_gpt2 *m)
@@ -60,10 +64,11 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
     if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     gk_gpt2_grads_flush(m);
     if (m->zero) return gk_gpt2_update_sharded(m, h, lr, grad_norm, err);
-    if (m->comm && m->comm->world > 1) {
+    if (m->comm && m->comm->world > 1 && !m->grads_reduced) {
         int rc = m->comm->ops->allreduce(m->comm, m->g_block, m->n_floats, err);
         if (rc) return rc;
     }
+    m->grads_reduced = 0;
     double norm = gk_gpt2_grad_norm(m);
     if (grad_norm) *grad_norm = norm;
     if (!isfinite(norm)) return gk_backend_status(be, err); /* nothing updated: the caller decides */

@@ -36,6 +36,8 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
     d->world = l->world_size > 0 ? l->world_size : 1;
     d->timeout_s = timeout_s;
     d->accum = d->accum_total = 1;
+    const char *overlap = getenv("GPT_GRAD_OVERLAP");
+    d->overlap = !(overlap && strcmp(overlap, "0") == 0);
     if (d->world == 1)
         return 0;
     int rc = gk_store_open(&d->store, l->master_addr, l->master_port, d->rank == 0, d->rank,
@@ -110,6 +112,18 @@ static int timed_barrier(gk_comm *c, gk_err *e)
     TIMED(d, d->inner->ops->barrier(d->inner, e));
 }
 
+static int timed_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->allreduce_start(d->inner, buf, n, e));
+}
+
+static int timed_allreduce_wait(gk_comm *c, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->allreduce_wait(d->inner, e));
+}
+
 static void timed_close(gk_comm *c)
 {
     tr_dist *d = dist_of(c);
@@ -119,7 +133,7 @@ static void timed_close(gk_comm *c)
 
 static const gk_comm_ops timed_ops = {
     "timed", timed_allreduce, timed_allreduce_host, timed_reduce_scatter, timed_all_gather,
-    timed_broadcast, timed_barrier, timed_close,
+    timed_broadcast, timed_barrier, timed_close, timed_allreduce_start, timed_allreduce_wait,
 };
 
 double tr_dist_comm_secs(tr_dist *d)

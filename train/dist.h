@@ -31,6 +31,7 @@ typedef struct tr_dist {
     gk_comm timed;        /* comm's collectives, timed: d->comm points here (world > 1) */
     gk_comm *inner;       /* the comm that does the work */
     double comm_secs;     /* seconds spent in collectives since the last tr_dist_comm_secs */
+    int overlap;          /* sum each layer's gradients during the backward (not GPT_GRAD_OVERLAP=0) */
 } tr_dist;
 
 /* Joins the run l describes: with world > 1, rank 0 hosts the store and every rank connects to

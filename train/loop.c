@@ -84,6 +84,8 @@ static int micro_steps(tr_run *r, double *loss_sum, gk_err *e)
         int rc = load_batch(r, r->train, TR_STREAM_TRAIN, (uint64_t)r->st.step, g * (uint64_t)B, e);
         if (!rc)
             rc = gk_gpt2_forward(r->model, r->x, r->y, B, T, &l, e);
+        if (!rc && k == d->accum - 1 && d->overlap) /* sums overlapped with the backward */
+            gk_gpt2_reduce_in_next_backward(r->model);
         if (!rc)
             rc = gk_gpt2_backward(r->model, 1.0f / (float)d->accum_total, e);
         if (rc)

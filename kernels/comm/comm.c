@@ -41,6 +41,12 @@ static int single_barrier(gk_comm *c, gk_err *e)
     return 0;
 }
 
+static int single_allreduce_wait(gk_comm *c, gk_err *e)
+{
+    (void)c, (void)e;
+    return 0;
+}
+
 static void single_close(gk_comm *c)
 {
     free(c);
@@ -48,7 +54,7 @@ static void single_close(gk_comm *c)
 
 static const gk_comm_ops single_ops = {
     "single", single_allreduce, single_allreduce_host, single_reduce_scatter, single_all_gather,
-    single_broadcast, single_barrier, single_close,
+    single_broadcast, single_barrier, single_close, single_allreduce, single_allreduce_wait,
 };
 
 int gk_comm_open_single(gk_comm **out, gk_err *e)

@@ -7,7 +7,8 @@
  * flags, counts.
  * Errors: a collective that fails (a peer gone, a timeout) returns GK_EIO with a message; after a
  * failure the comm is unusable and every later call fails at once.
- * Owns: its connections and scratch. Lifetime: open .. close. Thread safety: one thread. */
+ * Owns: its connections and scratch (and, for Gloo, the thread that runs started sums).
+ * Lifetime: open .. close. Thread safety: one thread calls it. */
 #ifndef GK_COMM_H
 #define GK_COMM_H
 
@@ -38,6 +39,14 @@ typedef struct gk_comm_ops {
     /* Returns when every rank has called it. */
     int (*barrier)(gk_comm *c, gk_err *e);
     void (*close)(gk_comm *c);
+    /* Starts buf (n floats) = the sum over ranks, as allreduce does, and may return before it
+     * has ended, so that other work goes on meanwhile (the backward of the layers below). Every
+     * rank starts the same sums in the same order. Until allreduce_wait returns, nothing may read
+     * or write buf (the host or the backend's ops) and no other collective may be called. */
+    int (*allreduce_start)(gk_comm *c, float *buf, size_t n, gk_err *e);
+    /* Returns when every sum started is in place (on a device: ordered before the ops launched
+     * after this call), or with the first failure among them (the comm is then broken). */
+    int (*allreduce_wait)(gk_comm *c, gk_err *e);
 } gk_comm_ops;
 
 struct gk_comm {

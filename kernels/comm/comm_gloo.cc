@@ -12,6 +12,9 @@
  * No C++ exception leaves this file: a Gloo failure becomes GK_EIO with one line naming the
  * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
  * that did not report the same timeout), and the comm fails every later call at once.
+ * Started sums (allreduce_start) run on a thread of the comm, one after another in the order
+ * started; the calling thread makes no other collective until allreduce_wait (comm.h), so Gloo
+ * and the store are never used by two threads at once.
  * Opening a comm sets SIGPIPE to be ignored when it has its default action (see ignore_sigpipe). */
 #include "kernels/comm/comm.h"
 
@@ -27,13 +30,17 @@
 #include <signal.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -101,6 +108,14 @@ struct Gloo {
     bool broken = false;
     char why[900] = {0}; /* the failure that broke it */
     std::vector<float> scratch;
+    /* started sums (allreduce_start), run in order by `worker`, which the calling thread hands
+     * the comm to until allreduce_wait: the two never run collectives at the same time */
+    std::thread worker;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::pair<float *, size_t>> queue;
+    bool running = false, quit = false; /* guarded by mu */
+    gk_err started_err{};               /* the first failure of a started sum (under mu) */
 };
 
 Gloo *impl(gk_comm *c) { return static_cast<Gloo *>(c->impl); }
@@ -236,6 +251,56 @@ int gloo_allreduce_host(gk_comm *c, double *vals, int n, gk_err *e)
     return guarded(c, "allreduce", e, [&](Gloo *g) { sum_ring(g, vals, static_cast<size_t>(n)); });
 }
 
+/* The worker: runs each started sum in turn, keeping the first failure for allreduce_wait. */
+void run_started(gk_comm *c)
+{
+    Gloo *g = impl(c);
+    std::unique_lock<std::mutex> lock(g->mu);
+    for (;;) {
+        g->cv.wait(lock, [g] { return g->quit || !g->queue.empty(); });
+        if (g->queue.empty())
+            return;
+        std::pair<float *, size_t> job = g->queue.front();
+        g->running = true;
+        lock.unlock();
+        gk_err e{};
+        int rc = gloo_allreduce(c, job.first, job.second, &e);
+        lock.lock();
+        g->queue.pop_front();
+        g->running = false;
+        if (rc && !g->started_err.code)
+            g->started_err = e;
+        g->cv.notify_all();
+    }
+}
+
+int gloo_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    Gloo *g = impl(c);
+    try {
+        if (!g->worker.joinable())
+            g->worker = std::thread(run_started, c);
+        std::lock_guard<std::mutex> lock(g->mu);
+        g->queue.emplace_back(buf, n);
+    } catch (const std::exception &x) {
+        return gk_errf(e, GK_ENOMEM, "allreduce: cannot start a sum: %s", x.what());
+    }
+    g->cv.notify_all();
+    return 0;
+}
+
+int gloo_allreduce_wait(gk_comm *c, gk_err *e)
+{
+    Gloo *g = impl(c);
+    std::unique_lock<std::mutex> lock(g->mu);
+    g->cv.wait(lock, [g] { return g->queue.empty() && !g->running; });
+    if (!g->started_err.code)
+        return g->broken ? gk_errf(e, GK_EIO, "allreduce: the comm failed earlier: %s", g->why) : 0;
+    *e = g->started_err;
+    g->started_err = gk_err{};
+    return e->code;
+}
+
 int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
     if (count == 0)
@@ -290,13 +355,22 @@ int gloo_barrier(gk_comm *c, gk_err *e)
 
 void gloo_close(gk_comm *c)
 {
-    delete impl(c);
+    Gloo *g = impl(c);
+    if (g->worker.joinable()) {
+        {
+            std::lock_guard<std::mutex> lock(g->mu);
+            g->quit = true;
+        }
+        g->cv.notify_all();
+        g->worker.join(); /* after the sums started: each ends or fails within the timeout */
+    }
+    delete g;
     delete c;
 }
 
 const gk_comm_ops gloo_ops = {
-    "gloo",         gloo_allreduce, gloo_allreduce_host, gloo_reduce_scatter, gloo_all_gather,
-    gloo_broadcast, gloo_barrier,   gloo_close,
+    "gloo",         gloo_allreduce, gloo_allreduce_host, gloo_reduce_scatter,  gloo_all_gather,
+    gloo_broadcast, gloo_barrier,   gloo_close,          gloo_allreduce_start, gloo_allreduce_wait,
 };
 
 /* The device's address: GLOO_SOCKET_IFNAME's first interface, else the store connection's. */

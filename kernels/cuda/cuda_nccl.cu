@@ -11,6 +11,8 @@
  * error shows or timeout_s has passed, and the backend's stream waits for `done` (so every op
  * launched after sees the result). An error or a timeout aborts the communicator (ncclCommAbort
  * stops its kernels) and every later call fails at once with the first error.
+ * allreduce_start is a collective without its end: the host goes on launching ops on the backend's
+ * stream while the comm stream sums; allreduce_wait is the end of the last one started.
  * Under the emulator (GK_CUDA_EMU) the same code runs on kernels/emu/emu_nccl's socket collectives.
  * Thread safety: a comm is used by the backend's one host thread; close it before the backend. */
 #include "kernels/cuda/cuda_internal.h"
@@ -35,6 +37,8 @@ typedef struct nc_comm {
     double *host;       /* pinned staging of allreduce_host: cap doubles */
     int cap;
     double timeout_s;
+    int started;        /* sums started (allreduce_start) and not yet waited for */
+    double started_deadline; /* the first one's */
     gk_err failure;     /* the first failure (code 0 while the comm works) */
 } nc_comm;
 
@@ -175,6 +179,29 @@ static int nc_allreduce(gk_comm *gc, float *buf, size_t n, gk_err *e)
     return rc ? rc : nc_end(c, "allreduce", dl, e);
 }
 
+/* allreduce without its end: the comm stream runs it while the backend's stream goes on. */
+static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    double dl = 0;
+    int rc = nc_begin(c, "allreduce", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "allreduce", dl, e, ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
+    if (!rc && !c->started++) c->started_deadline = dl;
+    return rc;
+}
+
+/* The end of every started sum: they are in order on the comm stream, so the last one's. */
+static int nc_allreduce_wait(gk_comm *gc, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    if (!c->started)
+        return c->failure.code ? gk_errf(e, GK_EIO, "%s", c->failure.msg) : 0;
+    c->started = 0;
+    if (c->failure.code) return gk_errf(e, GK_EIO, "%s", c->failure.msg);
+    return nc_end(c, "allreduce", c->started_deadline, e);
+}
+
 static int nc_allreduce_host(gk_comm *gc, double *vals, int n, gk_err *e)
 {
     nc_comm *c = NC(gc);
@@ -262,7 +289,7 @@ static void nc_close(gk_comm *gc)
 
 static const gk_comm_ops nc_ops = {
     "nccl", nc_allreduce, nc_allreduce_host, nc_reduce_scatter, nc_all_gather,
-    nc_broadcast, nc_barrier, nc_close,
+    nc_broadcast, nc_barrier, nc_close, nc_allreduce_start, nc_allreduce_wait,
 };
 
 /* ---- the gk_ops slots ---- */

@@ -23,6 +23,11 @@ same() { # same NAME: OUT_DIR's losses and weights are one's
 two_ranks torchrun
 same torchrun
 test ! -s torchrun.r1.log && echo "rank 1 printed nothing"
+# each layer's gradients summed during the backward (the default) give the bits of one sum after
+# it (2 ranks: a + b either way)
+(export GPT_GRAD_OVERLAP=0; two_ranks serial)
+losses serial/metrics.jsonl | cmp - torchrun.l && cmp <(st_data serial/latest.safetensors) \
+  <(st_data torchrun/latest.safetensors) && echo "sums during the backward: the bits of one sum after it"
 grep -c '^step [0-9]*/' torchrun.log
 gpt-train -q "${ARGS[@]}" --out_dir=spawned --nproc_per_node=2 > spawned.log
 same spawned

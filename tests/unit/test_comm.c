@@ -1,138 +1,6 @@
-/* test_comm.c: the rendezvous store and the Gloo comm across processes on loopback. Each case
- * forks its ranks (before any store or Gloo thread exists in them); rank 0 opens the store on a
- * free port and passes the port to the others through a pipe; a rank's failed CHECKs become its
- * exit status, which the parent checks, killing every rank that outlives the case's limit. */
-#include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdint.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "kernels/comm/comm.h"
-#include "kernels/comm/store.h"
-#include "test.h"
-
-#define MAX_WORLD 4
-#define LIMIT_S 30.0 /* a case that runs longer has hung */
-
-static int port_pipe[2] = {-1, -1};
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(int ms) { poll(NULL, 0, ms); }
-
-static int starts(const char *s, const char *prefix)
-{
-    return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-/* A port no one listens on now (the kernel's pick for port 0, released again). */
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, len) &&
-        !getsockname(fd, (struct sockaddr *)&a, &len))
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
-typedef void (*rank_fn)(int rank, int world);
-
-/* Runs fn(rank, world) in world processes; status[r] gets waitpid's status (-1: killed by us
- * after LIMIT_S). */
-static void spawn(int world, rank_fn fn, int *status)
-{
-    pid_t pid[MAX_WORLD] = {0};
-    if (pipe(port_pipe)) {
-        CHECK(!"pipe");
-        return;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    for (int r = 0; r < world; r++) {
-        status[r] = -1;
-        if ((pid[r] = fork()) == 0) {
-            t_cur_failed = 0;
-            fn(r, world);
-            exit(t_cur_failed);
-        }
-        CHECK(pid[r] > 0);
-    }
-    close(port_pipe[0]);
-    close(port_pipe[1]);
-    double deadline = now() + LIMIT_S;
-    for (int left = world; left > 0;) {
-        for (int r = 0; r < world; r++)
-            if (pid[r] > 0 && waitpid(pid[r], &status[r], WNOHANG) == pid[r])
-                pid[r] = 0, left--;
-        if (left > 0 && now() > deadline) {
-            for (int r = 0; r < world; r++)
-                if (pid[r] > 0) {
-                    kill(pid[r], SIGKILL);
-                    waitpid(pid[r], NULL, 0);
-                    status[r] = -1;
-                    CHECKF(0, "rank %d still ran after %g s", r, LIMIT_S);
-                }
-            break;
-        }
-        sleep_ms(10);
-    }
-}
-
-/* Runs fn in world processes and checks that each exited 0. */
-static void run_ranks(int world, rank_fn fn)
-{
-    int status[MAX_WORLD];
-    spawn(world, fn, status);
-    for (int r = 0; r < world; r++)
-        CHECKF(status[r] != -1 && WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-               "rank %d: status 0x%x", r, status[r]);
-}
-
-/* Opens the store on loopback: rank 0 serves on a free port and tells the others. */
-static gk_store *join(int rank, int world, double timeout_s)
-{
-    gk_store *s = NULL;
-    gk_err e = {0};
-    int port = 0;
-    if (rank == 0) {
-        CHECK_OK(gk_store_open(&s, "127.0.0.1", 0, 1, 0, timeout_s, &e), &e);
-        port = s ? gk_store_port(s) : -1;
-        for (int r = 1; r < world; r++)
-            CHECK(write(port_pipe[1], &port, sizeof port) == sizeof port);
-        return s;
-    }
-    struct pollfd pf = {port_pipe[0], POLLIN, 0};
-    CHECK(poll(&pf, 1, 10000) == 1 && read(port_pipe[0], &port, sizeof port) == sizeof port);
-    if (port > 0)
-        CHECK_OK(gk_store_open(&s, "127.0.0.1", port, 0, rank, timeout_s, &e), &e);
-    return s;
-}
-
-/* Waits until every rank has set "sync/NAME/r". */
-static void sync_ranks(gk_store *s, const char *name, int rank, int world)
-{
-    char key[MAX_WORLD][64];
-    const char *keys[MAX_WORLD];
-    gk_err e = {0};
-    for (int r = 0; r < world; r++)
-        snprintf(key[r], sizeof key[r], "sync/%s/%d", name, r), keys[r] = key[r];
-    CHECK_OK(gk_store_set(s, key[rank], "", 0, &e), &e);
-    CHECK_OK(gk_store_wait(s, keys, world, &e), &e);
-}
+/* test_comm.c: the rendezvous store and the Gloo comm across processes on loopback (the ranks:
+ * comm_harness.h). */
+#include "comm_harness.h"
 
 /* ---- the store ---- */
 
@@ -487,6 +355,75 @@ static void run_rank1_killed(rank_fn fn)
 
 static void test_gloo_rank_killed(void) { run_rank1_killed(killed_rank); }
 
+/* ---- started sums (allreduce_start .. allreduce_wait) ---- */
+
+/* Sums started one after another (sizes across Gloo's segments, as check_allreduce's values)
+ * equal the sums by hand after one wait; collectives before and after keep working. */
+static void started_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 10);
+    gk_err e = {0};
+    if (!c)
+        return;
+    CHECK_OK(c->ops->allreduce_wait(c, &e), &e); /* none started */
+    static const size_t n[] = {1, 1000, 600000, 3};
+    float *buf[4];
+    for (int k = 0; k < 4; k++) {
+        buf[k] = malloc(n[k] * sizeof(float));
+        for (size_t i = 0; i < n[k]; i++)
+            buf[k][i] = (float)(rank + 1) * (float)((i + (size_t)k) % 1021) * 0.25f;
+        CHECK_OK(c->ops->allreduce_start(c, buf[k], n[k], &e), &e);
+    }
+    CHECK_OK(c->ops->allreduce_wait(c, &e), &e);
+    float tri = (float)(world * (world + 1) / 2);
+    for (int k = 0; k < 4; k++) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n[k]; i++)
+            bad += buf[k][i] != tri * (float)((i + (size_t)k) % 1021) * 0.25f;
+        CHECKF(bad == 0, "sum %d: %zu of %zu floats differ", k, bad, n[k]);
+        free(buf[k]);
+    }
+    check_allreduce(c, 1000);
+    float last[8] = {(float)rank};
+    CHECK_OK(c->ops->allreduce_start(c, last, 8, &e), &e); /* closed before its wait */
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_started_sums(void) { run_ranks(3, started_rank); }
+
+/* Rank 1 is killed while the others' started sums run: their wait fails naming it, well within
+ * the timeout, and the comm fails every later call. */
+static void started_killed_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 5);
+    gk_err e = {0};
+    float a[64] = {0}, b[4096] = {0};
+    if (!c)
+        return;
+    CHECK_OK(c->ops->allreduce(c, a, 64, &e), &e);
+    if (rank == 1)
+        raise(SIGKILL);
+    double t0 = now();
+    CHECK_OK(c->ops->allreduce_start(c, a, 64, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, b, 4096, &e), &e);
+    CHECK(c->ops->allreduce_wait(c, &e) == GK_EIO);
+    CHECKF(starts(e.msg, "allreduce: rank 1 is gone"), "%s", e.msg);
+    CHECKF(now() - t0 < 5, "took %g s", now() - t0);
+    CHECK(c->ops->allreduce_wait(c, &e) == GK_EIO);
+    CHECKF(starts(e.msg, "allreduce: the comm failed earlier: allreduce: rank 1 is gone"), "%s",
+           e.msg);
+    CHECK(c->ops->allreduce(c, a, 64, &e) == GK_EIO);
+    CHECKF(starts(e.msg, "allreduce: the comm failed earlier: allreduce: rank 1 is gone"), "%s",
+           e.msg);
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_started_rank_killed(void) { run_rank1_killed(started_killed_rank); }
+
 /* Rank 1 stops (SIGSTOP) after the first allreduce: the others' next one times out after the
  * comm's 1 s and names it as not responding; then rank 0 kills it. */
 static void stopped_rank(int rank, int world)
@@ -591,6 +528,8 @@ int main(void)
     RUN(test_gloo_three_ranks);
     RUN(test_gloo_rank_killed);
     RUN(test_gloo_rank_stopped);
+    RUN(test_gloo_started_sums);
+    RUN(test_gloo_started_rank_killed);
     RUN(test_gloo_store_killed);
     RUN(test_gloo_rendezvous_timeout);
     return TEST_END();

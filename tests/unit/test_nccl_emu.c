@@ -2,7 +2,8 @@
  * comm_open slots) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as
  * processes forked before anything is opened. Rank 0 makes the id and hands it to the others
  * through pipes; every rank opens device = cuda-emu and its comm and moves data only through the
- * ops interface. Sums are compared bit for bit with the sum in rank order (the emulator's order).
+ * ops interface. Sums (one at a time, and started then waited for) are compared bit for bit with
+ * the sum in rank order (the emulator's order).
  * Failures: a rank SIGKILLed before a collective, a rank that stops calling (the timeout), a rank
  * that never joins, ranks that disagree on a collective: the others get GK_EIO in bounded time.
  * A child's exit status carries its checks (0 passed, 1 failed, 77 no cuda-emu library: skip). */
@@ -150,6 +151,27 @@ static void check_allreduce(rank_ctx *r, gk_comm *c)
            "rank %d: %g %g %g", r->rank, v[0], v[1], v[2]);
 }
 
+/* Sums started one after another (allreduce_start), then one wait; a wait with none started. */
+static void check_started(rank_ctx *r, gk_comm *c)
+{
+    gk_err e = {0};
+    enum { N0 = 1003, N1 = 5 };
+    float x[N0 + N1], want[N0 + N1], got[N0 + N1];
+    for (size_t i = 0; i < N0 + N1; i++) {
+        x[i] = value(r->rank, i, 3);
+        want[i] = value(0, i, 3);
+        for (int q = 1; q < r->world; q++) want[i] += value(q, i, 3);
+    }
+    float *d = to_dev(r, x, N0 + N1);
+    CHECK_OK(c->ops->allreduce_wait(c, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, d + N0, N1, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, d, N0, &e), &e);
+    CHECK_OK(c->ops->allreduce_wait(c, &e), &e);
+    r->be->ops->to_host(r->be, got, d, sizeof got);
+    CHECKF(memcmp(got, want, sizeof got) == 0, "rank %d: %g vs %g", r->rank, got[N0], want[N0]);
+    r->be->ops->free(r->be, d);
+}
+
 static void check_reduce_scatter(rank_ctx *r, gk_comm *c)
 {
     gk_err e = {0};
@@ -215,6 +237,7 @@ static void collectives(rank_ctx *r)
     if (!c) return;
     CHECK(strcmp(c->ops->name, "nccl") == 0 && c->rank == r->rank && c->world == r->world);
     check_allreduce(r, c);
+    check_started(r, c);
     check_reduce_scatter(r, c);
     check_all_gather(r, c);
     check_broadcast(r, c);
@@ -253,6 +276,9 @@ static void killed(rank_ctx *r)
            e.msg);
     CHECK(c->ops->barrier(c, &e) == GK_EIO);
     CHECKF(strstr(e.msg, "nccl barrier: the communicator failed earlier: nccl allreduce: "), "%s", e.msg);
+    CHECK(c->ops->allreduce_start(c, d, 64, &e) == GK_EIO);
+    CHECK(c->ops->allreduce_wait(c, &e) == GK_EIO);
+    CHECKF(strstr(e.msg, "nccl allreduce: remote process exited") == e.msg, "%s", e.msg);
     r->be->ops->free(r->be, d);
     gk_comm_close(c);
 }
