@@ -49,6 +49,36 @@ static struct archive *new_reader(void)
     return a;
 }
 
+/* The compressions around the data, innermost first ("gzip inside xz"), in buf. */
+static const char *layers(tk_source *s, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i + 1 < archive_filter_count(s->a) && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? " inside " : "",
+                                archive_filter_name(s->a, i));
+    return buf;
+}
+
+/* One layer of compression at most, and none around an archive that compresses its members
+ * (zip, 7z): each layer multiplies what a few bytes expand to (gzip, 1000 times at most; a gzip of
+ * a gzip of a gzip of 1 GB of zeros is 651 bytes), and nothing but a decompression bomb needs two. */
+static int check_layers(tk_source *s, int format, gk_err *e)
+{
+    char chain[256];
+    int n = archive_filter_count(s->a) - 1; /* the last "filter" reads the bytes as stored */
+    const char *compresses = format == ARCHIVE_FORMAT_ZIP    ? "zip"
+                             : format == ARCHIVE_FORMAT_7ZIP ? "7z"
+                                                             : NULL;
+    if (n > 1)
+        return gk_errf(e, GK_EFORMAT, "%s: compressed %d times (%s): gpt-tokenize reads one layer of "
+                       "compression", s->name, n, layers(s, chain, sizeof chain));
+    if (n == 1 && compresses)
+        return gk_errf(e, GK_EFORMAT, "%s: a %s archive compressed with %s: gpt-tokenize reads zip and "
+                       "7z archives uncompressed", s->name, compresses, layers(s, chain, sizeof chain));
+    return 0;
+}
+
 int tk_source_open(tk_source **out, const char *path, gk_err *e)
 {
     int is_stdin = strcmp(path, "-") == 0;
@@ -68,6 +98,8 @@ int tk_source_open(tk_source **out, const char *path, gk_err *e)
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
     else if (archive_read_open_fd(s->a, s->fd, 1 << 16) != ARCHIVE_OK)
         rc = archive_fail(s, e);
+    else
+        rc = check_layers(s, 0, e);
     if (rc) {
         tk_source_close(s);
         return rc;
@@ -114,6 +146,8 @@ int tk_source_next(tk_source *s, int *more, gk_err *e)
         }
         if (r < ARCHIVE_WARN)
             return archive_fail(s, e);
+        if (!s->started && (r = check_layers(s, archive_format(s->a) & ARCHIVE_FORMAT_BASE_MASK, e)))
+            return r;
         s->in_archive = archive_format(s->a) != ARCHIVE_FORMAT_RAW &&
                         archive_format(s->a) != ARCHIVE_FORMAT_EMPTY;
         s->started = 1;

@@ -12,7 +12,10 @@
 
 typedef struct tk_source tk_source;
 
-/* Opens path ("-" for stdin). Errors name the input. */
+/* Opens path ("-" for stdin). Errors name the input. One layer of compression at most (a tar
+ * may have one; a zip or 7z none): more is refused as GK_EFORMAT (here or at the first
+ * tk_source_next), as a decompression bomb's nesting would be. Reading needs a fixed amount of
+ * memory whatever the input declares. */
 int tk_source_open(tk_source **out, const char *path, gk_err *e);
 /* Moves to the next document; *more = 0 when there is none left. */
 int tk_source_next(tk_source *s, int *more, gk_err *e);

@@ -1,19 +1,20 @@
 /* fuzz_tokenize_input.c: gpt-tokenize's inputs (tokenize/input.c through libarchive: plain text,
- * gzip, bzip2, xz, lzma, zstd, lz4, tar, zip, 7z, any nesting libarchive accepts). The input is
- * the bytes of one input file, read three ways: as a file (tk_source_open on a path: seekable,
- * so zip and 7z read their central directory), as stdin on a pipe (tk_source_open "-": zip
- * streamed), and by tk_read_all, gpt-tokenize's reading loop, from the pipe with --doc-sep.
- * Every document is read to its end (at most TEXT_MAX bytes of text in all: a decompression
- * bomb's tail is the harness's limit, not the reader's).
- * Properties: each call returns 0 or a negative gk_err code with a message (GK_EFORMAT or
- * GK_EIO for bad bytes); after an error nothing more is called but close; a read returns at
- * most the bytes asked for, and 0 again after a document's end; the position never goes back
- * and never passes the file's size; text that no format claims (printable ASCII under 512 bytes,
- * not bzip2's "BZh") is one document holding exactly the input; file and pipe give the same
- * text unless the input is a zip or 7z (read differently without seeking); tk_read_all's
- * documents, cut at the separator, are the pipe's text. */
+ * gzip, bzip2, xz, lzma, zstd, lz4, tar, zip, 7z). The input is the bytes of one input file, read
+ * three ways: as a file (tk_source_open on a path: seekable, so zip and 7z read their central
+ * directory), as stdin on a pipe (tk_source_open "-": zip streamed), and by tk_read_all,
+ * gpt-tokenize's reading loop, from the pipe with a --doc-sep. Every document is read to its end
+ * (at most TEXT_MAX bytes of text in all: a decompression bomb's tail is the harness's limit).
+ * Properties: each call returns 0 or a negative gk_err code with a message, and after an error
+ * nothing more is called but close; a read returns at most the bytes asked for, and 0 again
+ * after a document's end; the position never goes back and never passes the file's size; text
+ * that no format claims (printable ASCII under 512 bytes, not bzip2's "BZh") is one document
+ * holding exactly the input; a gzip around a gzip, zip or 7z is refused (one layer of
+ * compression at most); file and pipe give the same documents unless the input may be a zip or
+ * 7z (read differently without seeking); tk_read_all's documents are the pipe's documents cut at
+ * the separator, empty pieces dropped, with the same count of skipped binary members. */
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "tests/fuzz/fuzz.h"
 #include "tokenize/input.h"
@@ -32,6 +33,7 @@ typedef struct text {
 
 static void append(text *t, const char *p, size_t n)
 {
+    if (n == 0) return;
     if (t->len + n > t->cap) {
         t->cap = t->cap ? t->cap : 4096;
         while (t->cap < t->len + n) t->cap *= 2;
@@ -115,20 +117,18 @@ static void same_pieces(const tk_collector *c, const text *whole, const char *se
 {
     size_t k = 0, sl = strlen(sep);
     for (size_t d = 0; d < whole->docs; d++) {
-        const char *p = whole->p + whole->starts[d];
-        const char *end = whole->p + (d + 1 < whole->docs ? whole->starts[d + 1] : whole->len);
+        size_t p = whole->starts[d], end = d + 1 < whole->docs ? whole->starts[d + 1] : whole->len;
         while (p < end) {
-            const char *hit = memmem(p, (size_t)(end - p), sep, sl);
-            const char *stop = hit ? hit : end;
+            const char *hit = memmem(whole->p + p, end - p, sep, sl);
+            size_t stop = hit ? (size_t)(hit - whole->p) : end;
             if (stop > p) {
-                size_t n = (size_t)(stop - p), at = k < c->ndocs ? c->starts[k] : 0;
+                size_t n = stop - p, at = k < c->ndocs ? c->starts[k] : 0;
                 size_t cend = k + 1 < c->ndocs ? c->starts[k + 1] : c->len;
-                FZ_ASSERT(k < c->ndocs && cend - at == n && !memcmp(c->text + at, p, n),
-                          "piece %zu (%zu bytes at %zu of document %zu) differs", k, n,
-                          (size_t)(p - whole->p), d);
+                FZ_ASSERT(k < c->ndocs && cend - at == n && !memcmp(c->text + at, whole->p + p, n),
+                          "piece %zu (%zu bytes at %zu of document %zu) differs", k, n, p, d);
                 k++;
             }
-            p = hit ? hit + sl : end;
+            p = hit ? stop + sl : end;
         }
     }
     FZ_ASSERT(k == c->ndocs, "%zu documents, %zu expected", c->ndocs, k);
@@ -185,9 +185,27 @@ static int plain_text(const uint8_t *data, size_t size)
     return 1;
 }
 
+/* Whether data is a gzip whose first bytes inflate to another gzip, a zip or a 7z: a second layer
+ * of compression, which the reader refuses (a decompression bomb's shape). */
+static int gzip_around_compression(const uint8_t *data, size_t size)
+{
+    unsigned char out[8];
+    z_stream z = {.next_in = (unsigned char *)data, .avail_in = (unsigned)size, .next_out = out,
+                  .avail_out = sizeof out};
+    if (size < 2 || data[0] != 0x1f || data[1] != 0x8b || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+        return 0;
+    int r = Z_OK;
+    while (r == Z_OK && z.avail_out > 0)
+        r = inflate(&z, Z_SYNC_FLUSH);
+    size_t n = sizeof out - z.avail_out;
+    inflateEnd(&z);
+    return (n >= 2 && out[0] == 0x1f && out[1] == 0x8b) || (n >= 4 && !memcmp(out, "PK\3\4", 4)) ||
+           (n >= 6 && !memcmp(out, "7z\xbc\xaf\x27\x1c", 6));
+}
+
 static int seeks(const uint8_t *data, size_t size)
 {
-    return memmem(data, size, "PK", 2) || memmem(data, size, "7z\xbc\xaf\x27\x1c", 6);
+    return size && (memmem(data, size, "PK", 2) || memmem(data, size, "7z\xbc\xaf\x27\x1c", 6));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -197,9 +215,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!path) return 0;
     read_source(path, size, &file);
     if (plain_text(data, size))
-        FZ_ASSERT(!file.failed && file.docs == 1 && file.len == size && !memcmp(file.p, data, size),
+        FZ_ASSERT(!file.failed && file.docs == 1 && file.len == size && (!size || !memcmp(file.p, data, size)),
                   "plain text of %zu bytes: %s, %zu documents, %zu bytes", size,
                   file.failed ? "failed" : "read", file.docs, file.len);
+    if (gzip_around_compression(data, size))
+        FZ_ASSERT(file.failed, "compressed twice, read: %zu documents, %zu bytes", file.docs, file.len);
     int saved = size <= FZ_PIPE_MAX ? with_stdin(data, size) : -1;
     if (saved >= 0) {
         read_source("-", size, &piped);
