@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Remakes tests/fuzz/corpus/tokenize_input: gpt-tokenize inputs made with standard tools (tar,
 # zip, gzip, bzip2, xz, zstd, lz4; 7z through libarchive's own writer, by python3's ctypes):
-# plain text (empty, with NULs), each compressed file, tar (ustar, pax and GNU long names, a
-# directory, a symlink, a binary member), tar.gz/.xz/.zst, zip (stored, deflated, streamed with
-# data descriptors), 7z, and truncated ones. Each a few hundred bytes.
+# plain text (empty, with NULs), each compressed file (and a gzip of a gzip, refused), tar
+# (ustar, pax and GNU long names, a directory, a symlink, a binary member), tar.gz/.xz/.zst, zip
+# (stored, deflated, streamed with data descriptors), 7z, and truncated ones. A few KB in all.
 # Usage: tests/fuzz/seed_tokenize_input.sh   (needs no gptkit build)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
