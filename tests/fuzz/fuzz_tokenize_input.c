@@ -8,7 +8,7 @@
  * nothing more is called but close; a read returns at most the bytes asked for, and 0 again
  * after a document's end; the position never goes back and never passes the file's size; text
  * that no format claims (printable ASCII under 512 bytes, not bzip2's "BZh") is one document
- * holding exactly the input; a gzip around a gzip, zip or 7z is refused (one layer of
+ * holding exactly the input; a gzip around a gzip or a zip is refused (one layer of
  * compression at most); file and pipe give the same documents unless the input may be a zip or
  * 7z (read differently without seeking); tk_read_all's documents are the pipe's documents cut at
  * the separator, empty pieces dropped, with the same count of skipped binary members. */
@@ -185,22 +185,33 @@ static int plain_text(const uint8_t *data, size_t size)
     return 1;
 }
 
-/* Whether data is a gzip whose first bytes inflate to another gzip, a zip or a 7z: a second layer
- * of compression, which the reader refuses (a decompression bomb's shape). */
-static int gzip_around_compression(const uint8_t *data, size_t size)
+/* Inflates a gzip stream's first bytes into out[0..cap): how many, or 0 if it is none; *header:
+ * whether zlib read its whole gzip header (libarchive takes such bytes for gzip). */
+static size_t gunzip(const uint8_t *data, size_t size, uint8_t *out, size_t cap, int *header)
 {
-    unsigned char out[8];
-    z_stream z = {.next_in = (unsigned char *)data, .avail_in = (unsigned)size, .next_out = out,
-                  .avail_out = sizeof out};
+    z_stream z = {.next_in = (uint8_t *)data, .avail_in = (unsigned)size, .next_out = out,
+                  .avail_out = (unsigned)cap};
+    gz_header head = {0};
+    *header = 0;
     if (size < 2 || data[0] != 0x1f || data[1] != 0x8b || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
         return 0;
+    inflateGetHeader(&z, &head);
     int r = Z_OK;
     while (r == Z_OK && z.avail_out > 0)
         r = inflate(&z, Z_SYNC_FLUSH);
-    size_t n = sizeof out - z.avail_out;
+    *header = head.done == 1;
     inflateEnd(&z);
-    return (n >= 2 && out[0] == 0x1f && out[1] == 0x8b) || (n >= 4 && !memcmp(out, "PK\3\4", 4)) ||
-           (n >= 6 && !memcmp(out, "7z\xbc\xaf\x27\x1c", 6));
+    return cap - z.avail_out;
+}
+
+/* Whether data is a gzip whose text starts with a gzip header or a zip's: a second layer of
+ * compression, which the reader refuses (a decompression bomb's shape). */
+static int gzip_around_compression(const uint8_t *data, size_t size)
+{
+    static uint8_t in[1 << 16], inner[16];
+    int header;
+    size_t n = gunzip(data, size, in, sizeof in, &header);
+    return (n >= 4 && !memcmp(in, "PK\3\4", 4)) || (gunzip(in, n, inner, sizeof inner, &header), header);
 }
 
 static int seeks(const uint8_t *data, size_t size)
