@@ -123,10 +123,15 @@ typedef struct gk_ops {
     /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout, x the pre-GELU values; dinp may alias dout. */
     void (*gelu_bwd)(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
 
-    /* ---- residual ---- */
-    /* out (N,C) = res + dropout(x + bias) (bias may be NULL; out may alias res or x). */
-    void (*residual_fwd)(gk_backend *be, void *out, const void *res, const void *x,
-                         const float *bias, int N, int C, float p, uint64_t key);
+    /* ---- residual (fused with the layernorm that follows it) ---- */
+    /* res_out (N,C) = res + dropout(x + bias) (bias (C) may be NULL; res_out may alias res or x),
+     * then ln_out (N,C), mean (N), rstd (N) = the layernorm of res_out as stored (rounded to
+     * be->act) with ln_weight (C), ln_bias (C) or NULL: the same values as the residual add
+     * followed by layernorm_fwd on its output, in one pass over each row. */
+    void (*residual_layernorm_fwd)(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                                   float *rstd, const void *res, const void *x, const float *bias,
+                                   float p, uint64_t key, const float *ln_weight,
+                                   const float *ln_bias, int N, int C);
     /* dout (n) -> dinp (n) = dout * mask / (1-p) (the backward of a dropout; may alias). */
     void (*dropout_bwd)(gk_backend *be, void *dinp, const void *dout, size_t n, float p,
                         uint64_t key);
@@ -245,7 +250,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts or this struct). */
-#define GK_BACKEND_ABI 4
+#define GK_BACKEND_ABI 5
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

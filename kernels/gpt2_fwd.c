@@ -1,5 +1,6 @@
 /* gpt2_fwd.c: the forward pass, written once against backend.h ops (never branching on the device).
- * Pre-LN blocks: x += attn(ln_1(x)); x += mlp(ln_2(x)); then ln_f and the tied lm_head. */
+ * Pre-LN blocks: x += attn(ln_1(x)); x += mlp(ln_2(x)); then ln_f and the tied lm_head. Each
+ * residual add is one op with the layernorm that reads its output (ln_2, the next ln_1, ln_f). */
 #include <stdlib.h>
 
 #include "kernels/gpt2_internal.h"
@@ -62,28 +63,31 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
 
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
     gk_gpt2_embed(m, B, T, 0, p, KEY(0, SITE_EMB));
+    // layer 0's ln_1; every later layernorm is fused with the residual add before it
+    op->layernorm_fwd(be, m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd, m->acts[0].res,
+                      LP(m, 0, L_LN1W), LP(m, 0, L_LN1B), N, C);
     for (int l = 0; l < c->n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
-        void *next = l + 1 < c->n_layer ? m->acts[l + 1].res : m->res_out;
-        // attention branch: res (N,C) -> res2 (N,C)
-        op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
-                          LP(m, l, L_LN1B), N, C);
+        // attention branch: ln1 (N,C) -> res2 (N,C) = res + attn, and ln2 = ln_2(res2)
         gk_gpt2_matmul(m, a->qkv, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
         op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
         gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, C, C);
-        op->residual_fwd(be, a->res2, a->res, m->tmp, LP(m, l, L_ATTPB), N, C, p,
-                         KEY(l, SITE_ATTN_RESID));
-        // MLP branch: res2 (N,C) -> next (N,C)
-        op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
-                          LP(m, l, L_LN2B), N, C);
+        op->residual_layernorm_fwd(be, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res, m->tmp,
+                                   LP(m, l, L_ATTPB), p, KEY(l, SITE_ATTN_RESID),
+                                   LP(m, l, L_LN2W), LP(m, l, L_LN2B), N, C);
+        // MLP branch: ln2 (N,C) -> next (N,C) = res2 + mlp, and the next layer's ln_1 (or ln_f)
         gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
         gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
-        op->residual_fwd(be, next, a->res2, m->tmp, LP(m, l, L_FCPB), N, C, p,
-                         KEY(l, SITE_MLP_RESID));
+        int last = l + 1 == c->n_layer;
+        gk_layer_acts *nx = &m->acts[last ? l : l + 1];
+        op->residual_layernorm_fwd(be, last ? m->res_out : nx->res, last ? m->lnf : nx->ln1,
+                                   last ? m->lnf_mean : nx->ln1_mean,
+                                   last ? m->lnf_rstd : nx->ln1_rstd, a->res2, m->tmp,
+                                   LP(m, l, L_FCPB), p, KEY(l, SITE_MLP_RESID),
+                                   last ? m->gp[G_LNFW] : LP(m, l + 1, L_LN1W),
+                                   last ? m->gp[G_LNFB] : LP(m, l + 1, L_LN1B), N, C);
     }
 #undef KEY
-    op->layernorm_fwd(be, m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->gp[G_LNFW],
-                      m->gp[G_LNFB], N, C);
     // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
     gk_gpt2_lm_head(m, N);
     if (!targets) return gk_backend_status(be, err);

@@ -145,7 +145,7 @@ static const gk_ops cpu_ops = {
     .layernorm_fwd = cpu_layernorm_fwd, .layernorm_bwd = cpu_layernorm_bwd,
     .attention_fwd = cpu_attention_fwd, .attention_bwd = cpu_attention_bwd,
     .gelu_bwd = cpu_gelu_bwd,
-    .residual_fwd = cpu_residual_fwd, .dropout_bwd = cpu_dropout_bwd,
+    .residual_layernorm_fwd = cpu_residual_layernorm_fwd, .dropout_bwd = cpu_dropout_bwd,
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
     .attention_fwd_at = cpu_attention_fwd_at,

@@ -260,29 +260,41 @@ void cpu_gelu_bwd(gk_backend *be, void *dinp_, const void *x_, const void *dout_
         gelu_bwd_row(dinp + (size_t)i * C, x + (size_t)i * C, dout + (size_t)i * C, C);
 }
 
-/* ---- residual / dropout ---- */
+/* ---- residual + layernorm / dropout ---- */
 
-// res (N,C), x (N,C) -> out (N,C) = res + dropout(x + bias)
-void cpu_residual_fwd(gk_backend *be, void *out_, const void *res_, const void *x_,
-                      const float *bias, int N, int C, float p, uint64_t key)
+/* o (C) = r + dropout(x + bias) for row i of a (N,C) tensor (o may alias r or x). */
+GK_CLONES static void residual_row(float *o, const float *r, const float *x,
+                                   const float *restrict bias, size_t i, int C, float p,
+                                   uint64_t key)
 {
-    float *out = out_;
+    size_t o0 = i * C;
+    if (p > 0) {
+        for (int c = 0; c < C; c++)
+            o[c] = r[c] + (x[c] + (bias ? bias[c] : 0.0f)) * gk_rng_dropout(key, o0 + c, p);
+    } else if (bias) {
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = r[c] + (x[c] + bias[c]);
+    } else {
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = r[c] + x[c];
+    }
+}
+
+// res (N,C), x (N,C) -> res_out (N,C) = res + dropout(x + bias), then its layernorm ln_out (N,C),
+// mean (N), rstd (N): each row's layernorm runs while the row it just wrote is in cache.
+void cpu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                                float *rstd, const void *res_, const void *x_, const float *bias,
+                                float p, uint64_t key, const float *w, const float *b, int N,
+                                int C)
+{
+    float *out = res_out, *ln = ln_out;
     const float *res = res_;
     const float *x = x_;
 #pragma omp parallel for NT(be) schedule(static)
     for (int i = 0; i < N; i++) {
         size_t o = (size_t)i * C;
-        if (p > 0) {
-            for (int c = 0; c < C; c++)
-                out[o + c] = res[o + c] + (x[o + c] + (bias ? bias[c] : 0.0f)) *
-                                              gk_rng_dropout(key, o + c, p);
-        } else if (bias) {
-#pragma omp simd
-            for (int c = 0; c < C; c++) out[o + c] = res[o + c] + (x[o + c] + bias[c]);
-        } else {
-#pragma omp simd
-            for (int c = 0; c < C; c++) out[o + c] = res[o + c] + x[o + c];
-        }
+        residual_row(out + o, res + o, x + o, bias, (size_t)i, C, p, key);
+        ln_fwd_row(ln + o, mean + i, rstd + i, out + o, w, b, C);
     }
 }
 

@@ -25,8 +25,10 @@ void cpu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias,
                        const void *dout, const void *inp, const float *weight,
                        const float *mean, const float *rstd, int N, int C);
 void cpu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
-void cpu_residual_fwd(gk_backend *be, void *out, const void *res, const void *x,
-                      const float *bias, int N, int C, float p, uint64_t key);
+void cpu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                                float *rstd, const void *res, const void *x, const float *bias,
+                                float p, uint64_t key, const float *ln_weight,
+                                const float *ln_bias, int N, int C);
 void cpu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, float p,
                      uint64_t key);
 void cpu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits,

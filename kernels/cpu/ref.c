@@ -268,21 +268,24 @@ static void ref_gelu_bwd(gk_backend *be, void *dinp_, const void *x_, const void
     }
 }
 
-/* ---- residual / dropout ---- */
+/* ---- residual + layernorm / dropout ---- */
 
-// res (N,C), x (N,C) -> out (N,C) = res + dropout(x + bias)
-static void ref_residual_fwd(gk_backend *be, void *out_, const void *res_, const void *x_,
-                             const float *bias, int N, int C, float p, uint64_t key)
+// res (N,C), x (N,C) -> res_out (N,C) = res + dropout(x + bias); then the layernorm of res_out:
+// ln_out (N,C), mean (N), rstd (N). The two steps one after the other.
+static void ref_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                                       float *rstd, const void *res_, const void *x_,
+                                       const float *bias, float p, uint64_t key, const float *w,
+                                       const float *b, int N, int C)
 {
-    float *out = out_;
+    float *out = res_out;
     const float *res = res_;
     const float *x = x_;
-    (void)be;
     for (size_t i = 0; i < (size_t)N * C; i++) {
         float y = x[i] + (bias ? bias[i % C] : 0.0f);
         if (p > 0) y *= gk_rng_dropout(key, i, p);
         out[i] = res[i] + y;
     }
+    ref_layernorm_fwd(be, ln_out, mean, rstd, out, w, b, N, C);
 }
 // dout (n) -> dinp (n)
 static void ref_dropout_bwd(gk_backend *be, void *dinp_, const void *dout_, size_t n, float p,
@@ -382,7 +385,7 @@ const gk_ops gk_ref_ops = {
     .layernorm_fwd = ref_layernorm_fwd, .layernorm_bwd = ref_layernorm_bwd,
     .attention_fwd = ref_attention_fwd, .attention_bwd = ref_attention_bwd,
     .gelu_bwd = ref_gelu_bwd,
-    .residual_fwd = ref_residual_fwd, .dropout_bwd = ref_dropout_bwd,
+    .residual_layernorm_fwd = ref_residual_layernorm_fwd, .dropout_bwd = ref_dropout_bwd,
     .xent_fwd = ref_xent_fwd, .xent_bwd = ref_xent_bwd,
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,
     .attention_fwd_at = ref_attention_fwd_at,

@@ -77,7 +77,7 @@ void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float 
              void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
 /* Frees gemm_cache (the backend's destroy calls it). */
 void cu_gemm_cache_free(gk_backend *be);
-/* cuda_ops.cu */
+/* cuda_ops.cu, cuda_ops_rows.cu */
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
                     const float *wpe, int B, int T, int C, float p, uint64_t key);
@@ -85,12 +85,14 @@ void cu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout, 
                     int B, int T, int C, float p, uint64_t key);
 void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
                       const float *weight, const float *bias, int N, int C);
+void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                               float *rstd, const void *res, const void *x, const float *bias,
+                               float p, uint64_t key, const float *ln_weight, const float *ln_bias,
+                               int N, int C);
 void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout,
                       const void *inp, const float *weight, const float *mean, const float *rstd,
                       int N, int C);
 void cu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
-void cu_residual_fwd(gk_backend *be, void *out, const void *res, const void *x, const float *bias,
-                     int N, int C, float p, uint64_t key);
 void cu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, float p, uint64_t key);
 void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets,
                  int N, int V, int Vp);

@@ -1,7 +1,7 @@
-/* cuda_ops.cu: the CUDA backend's element-wise ops and column reductions: bias backward, the
- * embedding (forward; backward by a deterministic token sort), GELU backward, residual, dropout
- * backward, and the optimizer's sum of squares, scale and AdamW. Row-wise ops (layernorm, softmax
- * cross-entropy) are in cuda_ops_rows.cu.
+/* cuda_ops.cu: the CUDA backend's element-wise ops and column reductions: bias backward, GELU
+ * backward, dropout backward, and the optimizer's sum of squares, scale and AdamW. Row-wise ops
+ * (the embedding, layernorm and the residual add fused with it, softmax cross-entropy) are in
+ * cuda_ops_rows.cu.
  * Every kernel is a template on one parameter P (an op_cfg: the activation type T and the pack
  * width V), so that CU_LAUNCH's macro arguments hold no comma. A pack is V consecutive elements
  * moved by 16-byte loads; V = 1 is the fallback when a row length or a pointer is not aligned.
@@ -94,7 +94,7 @@ void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C)
     }
 }
 
-/* ---- element-wise: GELU backward, residual, dropout backward ---- */
+/* ---- element-wise: GELU backward, dropout backward ---- */
 
 #define EW_THREADS 256
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -139,47 +139,6 @@ void cu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, in
     if (n == 0) return;
     if (be->act == GK_BF16) gelu_bwd_run<bf16>(be, (bf16 *)dinp, (const bf16 *)x, (const bf16 *)dout, n);
     else gelu_bwd_run<float>(be, (float *)dinp, (const float *)x, (const float *)dout, n);
-}
-
-/* out = res + dropout(x + bias): packs never cross a row (V divides C when V > 1). */
-template <class P>
-static __global__ void residual_fwd_kernel(typename P::T *out, const typename P::T *res, const typename P::T *x,
-                                    const float *bias, size_t n, int C, float p, uint64_t key)
-{
-    constexpr int V = P::V;
-    GRID_STRIDE(k, n / V)
-    {
-        size_t i = k * V;
-        float r[V], a[V], b[V] = {};
-        load_f<V>(r, res + i);
-        load_f<V>(a, x + i);
-        if (bias) load_f<V>(b, bias + i % (size_t)C);
-        for (int j = 0; j < V; j++) r[j] += (a[j] + b[j]) * dropout_of(key, i + j, p);
-        store_f<V>(out + i, r);
-    }
-}
-
-template <typename T> static void residual_run(gk_backend *be, T *out, const T *res, const T *x, const float *bias, int N, int C,
-                                               float p, uint64_t key)
-{
-    size_t n = (size_t)N * C;
-    constexpr int VW = 16 / sizeof(T);
-    if (C % VW == 0 && aligned16(out) && aligned16(res) && aligned16(x) && aligned16(bias)) {
-        typedef op_cfg<T, VW> P;
-        CU_LAUNCH(be, residual_fwd_kernel<P>, grid_for(be, n / VW, EW_THREADS), EW_THREADS, 0, out, res, x, bias, n, C, p, key);
-    } else {
-        typedef op_cfg<T, 1> P;
-        CU_LAUNCH(be, residual_fwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, out, res, x, bias, n, C, p, key);
-    }
-}
-
-void cu_residual_fwd(gk_backend *be, void *out, const void *res, const void *x, const float *bias, int N, int C, float p,
-                     uint64_t key)
-{
-    CU_BEGIN(be);
-    if (N <= 0 || C <= 0) return;
-    if (be->act == GK_BF16) residual_run<bf16>(be, (bf16 *)out, (const bf16 *)res, (const bf16 *)x, bias, N, C, p, key);
-    else residual_run<float>(be, (float *)out, (const float *)res, (const float *)x, bias, N, C, p, key);
 }
 
 template <int V, typename T> static __device__ __forceinline__ void dropout_at(T *dinp, const T *dout, size_t i, float p, uint64_t key)

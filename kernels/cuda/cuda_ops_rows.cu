@@ -1,6 +1,7 @@
 /* cuda_ops_rows.cu: the CUDA backend's row-wise ops: the embedding (forward; backward through a
- * deterministic sort of the tokens), layernorm forward and backward, and softmax cross-entropy
- * forward and backward (one block per row, online max and sum in fp32).
+ * deterministic sort of the tokens), layernorm forward (alone, or fused with the residual add that
+ * feeds it) and backward, and softmax cross-entropy forward and backward (one block per row,
+ * online max and sum in fp32).
  * Kernels are templates on one parameter P (an op_cfg: activation type T, pack width V; see
  * cuda_pack.h), packs are 16-byte loads, V = 1 when a row or pointer is not aligned. Reductions
  * over rows have a fixed split (a function of the shapes only) with per-block partials in the
@@ -214,52 +215,105 @@ void cu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout, 
     }
 }
 
-/* ---- layernorm ---- */
+/* ---- layernorm, alone or fused with the residual add before it ---- */
 
 #define LN_FWD_THREADS 256 /* a warp per row */
 #define LN_EPS 1e-5f
+#define LN_REG_FLOATS 32   /* values of its row a lane keeps in registers (vector packs) */
 
-template <class P>
-static __global__ void layernorm_fwd_kernel(typename P::T *out, float *mean, float *rstd, const typename P::T *inp, const float *weight,
-                                     const float *bias, int N, int C)
+/* The values v (V) of the pack at flat index i (column c) of a row: with x, res + dropout(x + bias)
+ * in fp32, stored to res_out rounded to T, and v = the rounded values (what layernorm_fwd would
+ * read back); without x, v = res. */
+template <int V, typename T>
+static __device__ __forceinline__ void res_ln_take(float *v, T *res_out, const T *res, const T *x, const float *bias, size_t i,
+                                                   int c, float p, uint64_t key)
 {
-    constexpr int V = P::V;
+    load_f<V>(v, res + i);
+    if (!x) return;
+    float a[V], b[V] = {};
+    load_f<V>(a, x + i);
+    if (bias) load_f<V>(b, bias + c);
+    for (int j = 0; j < V; j++) v[j] += (a[j] + b[j]) * dropout_of(key, i + j, p);
+    store_f<V>(res_out + i, v);
+    for (int j = 0; j < V; j++) v[j] = cu_f(cu_to<T>(v[j]));
+}
+
+/* o[cp*V ..) = (f - m) * rs * weight + lnb, pack cp of a row (f is clobbered). */
+template <int V, typename T>
+static __device__ __forceinline__ void ln_put(T *o, float *f, int cp, float m, float rs, const float *weight, const float *lnb)
+{
+    float w[V], b[V] = {};
+    load_f<V>(w, weight + (size_t)cp * V);
+    if (lnb) load_f<V>(b, lnb + (size_t)cp * V);
+    for (int j = 0; j < V; j++) f[j] = (f[j] - m) * rs * w[j] + b[j];
+    store_f<V>(o + (size_t)cp * V, f);
+}
+
+/* A warp per row: v = res + dropout(x + bias) -> res_out (rounded to T) when x is not NULL, else
+ * v = res; then out = layernorm(v) with weight, lnb (or NULL), mean, rstd (or NULL). Lane l takes
+ * packs l, l+32, ...; its first K packs stay in registers, the rest are read back (from res_out,
+ * which this lane wrote, or res). Sums run in pack order, so the fused op rounds exactly as the
+ * residual add and then the plain layernorm. res_out may alias res or x: each element is read
+ * before the same thread writes it. */
+template <class P>
+static __global__ void res_ln_fwd_kernel(typename P::T *res_out, typename P::T *out, float *mean, float *rstd, const typename P::T *res,
+                                         const typename P::T *x, const float *bias, float p, uint64_t key, const float *weight,
+                                         const float *lnb, int N, int C)
+{
+    typedef typename P::T T;
+    constexpr int V = P::V, K = V > 1 ? LN_REG_FLOATS / V : 8;
     int lane = threadIdx.x % 32, row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, row_packs = C / V;
     if (row >= N) return; /* the whole warp */
-    const typename P::T *x = inp + (size_t)row * C;
-    float f[V], s = 0.0f, q = 0.0f;
-    for (int cp = lane; cp < row_packs; cp += 32) {
-        load_f<V>(f, x + (size_t)cp * V);
+    size_t base = (size_t)row * C;
+    const T *back = x ? res_out : res; /* where packs past the registers are read again */
+    float v[K][V] = {}, f[V], s = 0.0f, q = 0.0f;
+    GK_UNROLL
+    for (int k = 0; k < K; k++) {
+        int cp = lane + 32 * k;
+        if (cp >= row_packs) break;
+        res_ln_take<V>(v[k], res_out, res, x, bias, base + (size_t)cp * V, cp * V, p, key);
+        for (int j = 0; j < V; j++) s += v[k][j];
+    }
+    for (int cp = lane + 32 * K; cp < row_packs; cp += 32) {
+        res_ln_take<V>(f, res_out, res, x, bias, base + (size_t)cp * V, cp * V, p, key);
         for (int j = 0; j < V; j++) s += f[j];
     }
     float m = warp_sum(s) / C;
-    for (int cp = lane; cp < row_packs; cp += 32) {
-        load_f<V>(f, x + (size_t)cp * V);
+    GK_UNROLL
+    for (int k = 0; k < K; k++) {
+        if (lane + 32 * k >= row_packs) break;
+        for (int j = 0; j < V; j++) q += (v[k][j] - m) * (v[k][j] - m);
+    }
+    for (int cp = lane + 32 * K; cp < row_packs; cp += 32) {
+        load_f<V>(f, back + base + (size_t)cp * V);
         for (int j = 0; j < V; j++) q += (f[j] - m) * (f[j] - m);
     }
     float rs = 1.0f / sqrtf(warp_sum(q) / C + LN_EPS);
-    for (int cp = lane; cp < row_packs; cp += 32) {
-        float w[V], b[V] = {};
-        load_f<V>(f, x + (size_t)cp * V);
-        load_f<V>(w, weight + (size_t)cp * V);
-        if (bias) load_f<V>(b, bias + (size_t)cp * V);
-        for (int j = 0; j < V; j++) f[j] = (f[j] - m) * rs * w[j] + b[j];
-        store_f<V>(out + (size_t)row * C + (size_t)cp * V, f);
+    GK_UNROLL
+    for (int k = 0; k < K; k++) {
+        int cp = lane + 32 * k;
+        if (cp >= row_packs) break;
+        ln_put<V>(out + base, v[k], cp, m, rs, weight, lnb);
+    }
+    for (int cp = lane + 32 * K; cp < row_packs; cp += 32) {
+        load_f<V>(f, back + base + (size_t)cp * V);
+        ln_put<V>(out + base, f, cp, m, rs, weight, lnb);
     }
     if (lane == 0 && mean) mean[row] = m;
     if (lane == 0 && rstd) rstd[row] = rs;
 }
 
 template <typename T>
-static void layernorm_fwd_run(gk_backend *be, T *out, float *mean, float *rstd, const T *inp, const float *w, const float *b, int N,
-                              int C)
+static void res_ln_fwd_run(gk_backend *be, T *res_out, T *out, float *mean, float *rstd, const T *res, const T *x, const float *bias,
+                           float p, uint64_t key, const float *w, const float *b, int N, int C)
 {
     typedef op_cfg<T, 16 / sizeof(T)> PV;
     typedef op_cfg<T, 1> P1;
     unsigned grid = cu_blocks((size_t)N, LN_FWD_THREADS / 32);
-    if (C % PV::V == 0 && aligned16(out) && aligned16(inp) && aligned16(w) && aligned16(b))
-        CU_LAUNCH(be, layernorm_fwd_kernel<PV>, grid, LN_FWD_THREADS, 0, out, mean, rstd, inp, w, b, N, C);
-    else CU_LAUNCH(be, layernorm_fwd_kernel<P1>, grid, LN_FWD_THREADS, 0, out, mean, rstd, inp, w, b, N, C);
+    if (C % PV::V == 0 && aligned16(res_out) && aligned16(out) && aligned16(res) && aligned16(x) && aligned16(bias) &&
+        aligned16(w) && aligned16(b))
+        CU_LAUNCH(be, res_ln_fwd_kernel<PV>, grid, LN_FWD_THREADS, 0, res_out, out, mean, rstd, res, x, bias, p, key, w, b, N, C);
+    else CU_LAUNCH(be, res_ln_fwd_kernel<P1>, grid, LN_FWD_THREADS, 0, res_out, out, mean, rstd, res, x, bias, p, key, w, b, N, C);
 }
 
 void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp, const float *weight, const float *bias,
@@ -267,8 +321,21 @@ void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const
 {
     CU_BEGIN(be);
     if (N <= 0 || C <= 0) return;
-    if (be->act == GK_BF16) layernorm_fwd_run(be, (bf16 *)out, mean, rstd, (const bf16 *)inp, weight, bias, N, C);
-    else layernorm_fwd_run(be, (float *)out, mean, rstd, (const float *)inp, weight, bias, N, C);
+    if (be->act == GK_BF16)
+        res_ln_fwd_run<bf16>(be, NULL, (bf16 *)out, mean, rstd, (const bf16 *)inp, NULL, NULL, 0.0f, 0, weight, bias, N, C);
+    else res_ln_fwd_run<float>(be, NULL, (float *)out, mean, rstd, (const float *)inp, NULL, NULL, 0.0f, 0, weight, bias, N, C);
+}
+
+void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean, float *rstd, const void *res, const void *x,
+                               const float *bias, float p, uint64_t key, const float *ln_weight, const float *ln_bias, int N, int C)
+{
+    CU_BEGIN(be);
+    if (N <= 0 || C <= 0) return;
+    if (be->act == GK_BF16)
+        res_ln_fwd_run<bf16>(be, (bf16 *)res_out, (bf16 *)ln_out, mean, rstd, (const bf16 *)res, (const bf16 *)x, bias, p, key,
+                             ln_weight, ln_bias, N, C);
+    else res_ln_fwd_run<float>(be, (float *)res_out, (float *)ln_out, mean, rstd, (const float *)res, (const float *)x, bias, p, key,
+                               ln_weight, ln_bias, N, C);
 }
 
 /* Backward: a warp per row (rows dealt round-robin to the warps of at most LN_BWD_BLOCKS blocks:

@@ -1,7 +1,7 @@
 /* test_backend_err.c: the sticky backend error (backend.h): the first failure of any op is kept,
  * with its call and file:line, and comes back from gk_backend_sync and from the GPT-2 graph's
- * entry points. Ops are made to fail by a copy of the reference vtable whose layernorm_fwd and
- * adamw record a failure, as a device op would on a fault. */
+ * entry points. Ops are made to fail by a copy of the reference vtable whose layernorm_fwd,
+ * residual_layernorm_fwd and adamw record a failure, as a device op would on a fault. */
 #include <string.h>
 
 #include "kernels/backend.h"
@@ -25,6 +25,20 @@ static void failing_layernorm_fwd(gk_backend *be, void *out, float *mean, float 
     gk_ref_ops.layernorm_fwd(be, out, mean, rstd, inp, weight, bias, N, C);
 }
 
+/* The fused residual + layernorm fails the same way (every later layernorm of the graph is one). */
+static void failing_res_ln(gk_backend *be, void *res_out, void *ln_out, float *mean, float *rstd,
+                           const void *res, const void *x, const float *bias, float p, uint64_t key,
+                           const float *w, const float *b, int N, int C)
+{
+    if (fail_on) {
+        n_calls++;
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "test residual_layernorm_fwd: call %d", n_calls);
+        return;
+    }
+    gk_ref_ops.residual_layernorm_fwd(be, res_out, ln_out, mean, rstd, res, x, bias, p, key, w, b,
+                                      N, C);
+}
+
 static void failing_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v,
                           size_t n, float lr, float b1, float b2, float eps, float wd, int t,
                           float gs, void *copy, gk_elt tc)
@@ -46,6 +60,7 @@ static gk_backend *failing_backend(void)
     if (gk_ref_create(&be, &err)) return NULL;
     failing_ops = gk_ref_ops;
     failing_ops.layernorm_fwd = failing_layernorm_fwd;
+    failing_ops.residual_layernorm_fwd = failing_res_ln;
     failing_ops.adamw = failing_adamw;
     be->ops = &failing_ops;
     fail_on = n_calls = 0;

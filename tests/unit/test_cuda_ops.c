@@ -356,67 +356,121 @@ static void test_xent(void)
     }
 }
 
-/* ---- element-wise: GELU backward, residual, dropout backward ---- */
+/* ---- the residual add fused with layernorm ---- */
 
-static void check_elementwise(gk_backend *be, int N, int C, int with_bias, float p, int off, int alias)
+/* res_out = res + dropout(x + bias) against the reference's (two roundings, and bf16's), dropped
+ * elements exactly res; ln_out, mean, rstd against the reference's layernorm of the device's
+ * res_out as stored (so bf16 runs add only the output's rounding), as in check_layernorm.
+ * alias: 0 none, 1 res_out is res, 2 res_out is x. */
+static void check_res_ln(gk_backend *be, int N, int C, int with_bias, float p, int off, int alias)
 {
     int rb = be->act == GK_BF16;
     size_t n = (size_t)N * C;
     gk_elt t = be->act;
-    float *x = rnd(n, 3, rb), *y = rnd(n, 1, rb), *b = rnd((size_t)C, 1, 0);
-    uint64_t key = gk_rng_key(11, (uint64_t)N, (uint32_t)C, 1);
+    float *x = rnd(n, 3, rb), *y = rnd(n, 1, rb), *b = rnd((size_t)C, 1, 0), *w = rnd((size_t)C, 1, 0), *lb = rnd((size_t)C, 1, 0);
+    for (int i = 0; i < N; i++) y[(size_t)i * C] = rnd_act(be, y[(size_t)i * C] + 3.0f); /* rows with a mean */
+    uint64_t key = gk_rng_key(13, (uint64_t)N, (uint32_t)C, 2);
     float *rx = put(ref, x, n, GK_F32, 0), *ry = put(ref, y, n, GK_F32, 0), *rbias = put(ref, b, C, GK_F32, 0);
-    float *rg = ref->ops->alloc(ref, 4 * n), *rr = ref->ops->alloc(ref, 4 * n), *rd = ref->ops->alloc(ref, 4 * n);
-    ref->ops->gelu_bwd(ref, rg, rx, ry, N, C);
-    ref->ops->residual_fwd(ref, rr, ry, rx, with_bias ? rbias : NULL, N, C, p, key);
-    ref->ops->dropout_bwd(ref, rd, ry, n, p, key);
-    void *dx = put(be, x, n, t, off), *dy[3], *out[3];
-    float *dbias = put(be, b, C, GK_F32, 0);
-    for (int k = 0; k < 3; k++) dy[k] = put(be, y, n, t, off), out[k] = alias ? dy[k] : put(be, y, n, t, off);
-    be->ops->gelu_bwd(be, out[0], dx, dy[0], N, C);
-    be->ops->residual_fwd(be, out[1], dy[1], dx, with_bias ? dbias : NULL, N, C, p, key);
-    be->ops->dropout_bwd(be, out[2], dy[2], n, p, key);
-    float *got[3];
-    for (int k = 0; k < 3; k++) got[k] = get(be, out[k], n, t);
+    float *rw = put(ref, w, C, GK_F32, 0), *rlb = put(ref, lb, C, GK_F32, 0), *rr = ref->ops->alloc(ref, 4 * n);
+    float *ro = ref->ops->alloc(ref, 4 * n), *rst = ref->ops->alloc(ref, 8 * (size_t)N);
+    ref->ops->residual_layernorm_fwd(ref, rr, ro, rst, rst + N, ry, rx, with_bias ? rbias : NULL, p, key, rw, rlb, N, C);
+    void *dx = put(be, x, n, t, off), *dy = put(be, y, n, t, off), *dout = alias ? NULL : put(be, y, n, t, off);
+    void *res_out = alias == 1 ? dy : alias == 2 ? dx : dout, *dln = put(be, x, n, t, off);
+    float *dbias = put(be, b, C, GK_F32, 0), *dw = put(be, w, C, GK_F32, 0), *dlb = put(be, lb, C, GK_F32, 0);
+    float *dst = be->ops->alloc(be, 8 * (size_t)N);
+    be->ops->residual_layernorm_fwd(be, res_out, dln, dst, dst + N, dy, dx, with_bias ? dbias : NULL, p, key, dw,
+                                    with_bias ? dlb : NULL, N, C);
+    float *got = get(be, res_out, n, t), *gln = get(be, dln, n, t), *gst = get(be, dst, 2 * (size_t)N, GK_F32);
     CHECK(gk_backend_sync(be, NULL) == 0);
-    float *wg = get(ref, rg, n, GK_F32), *wr = get(ref, rr, n, GK_F32), *wd = get(ref, rd, n, GK_F32);
+    float *wr = get(ref, rr, n, GK_F32), *dres = put(ref, got, n, GK_F32, 0); /* the layernorm of got */
+    ref->ops->layernorm_fwd(ref, ro, rst, rst + N, dres, rw, with_bias ? rlb : NULL, N, C);
+    float *wo = get(ref, ro, n, GK_F32), *wst = get(ref, rst, 2 * (size_t)N, GK_F32);
+    char what[128];
+    snprintf(what, sizeof what, "residual_layernorm_fwd act=%d N=%d C=%d bias=%d p=%g off=%d alias=%d", t, N, C, with_bias, p,
+             off, alias);
+    expect(what, got, wr, NULL, n, 2 * U32, 2 * U32 + (rb ? 2 * U16 : 0)); /* res + (x + b) m: two roundings */
+    for (size_t i = 0; p > 0 && i < n; i++) /* dropped elements (ref's mask) are res exactly */
+        if (gk_rng_dropout(key, i, p) == 0.0f && got[i] != y[i]) {
+            CHECKF(0, "%s: element %zu is %.8g, want res %.8g (dropped)", what, i, got[i], y[i]);
+            break;
+        }
+    double g = (C + 4) * U32;
+    expect(what, gst, wst, NULL, N, g, g);
+    expect(what, gst + N, wst + N, NULL, N, 0, 4 * g);
+    expect(what, gln, wo, NULL, n, 8 * g, rb ? 2 * U16 : 0);
+    ref->ops->free(ref, rx), ref->ops->free(ref, ry), ref->ops->free(ref, rbias), ref->ops->free(ref, rw), ref->ops->free(ref, rlb);
+    ref->ops->free(ref, rr), ref->ops->free(ref, ro), ref->ops->free(ref, rst), ref->ops->free(ref, dres);
+    unput(be, dx, t, off), unput(be, dy, t, off), unput(be, dln, t, off);
+    if (!alias) unput(be, dout, t, off);
+    be->ops->free(be, dbias), be->ops->free(be, dw), be->ops->free(be, dlb), be->ops->free(be, dst);
+    free(x), free(y), free(b), free(w), free(lb), free(got), free(gln), free(gst), free(wr), free(wo), free(wst);
+}
+
+static void test_residual_layernorm(void)
+{
+    if (!dev[0] || !dev[1]) SKIP("no CUDA device library");
+    /* packs and the scalar fallback (C % 8, C % 4, off 1); rows longer than the registers keep
+     * (bf16 past 1024 or 256, fp32 past 1024) */
+    static const struct { int N, C, bias; float p; int off, alias; } cs[] = {
+        {1, 1, 1, 0, 0, 0},      {7, 24, 1, 0, 0, 0},     {7, 24, 0, 0, 0, 1},      {65, 100, 0, 0.2f, 0, 0},
+        {65, 100, 1, 0.2f, 0, 1}, {3, 7, 1, 0.5f, 1, 0},  {129, 64, 1, 0.1f, 1, 2}, {5, 768, 1, 0.1f, 0, 1},
+        {4, 300, 1, 0, 0, 2},    {3, 1040, 1, 0.1f, 0, 0}, {2, 6200, 0, 0.1f, 0, 1},
+    };
+    for (int a = 0; a < 2; a++)
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+            check_res_ln(dev[a], cs[i].N, cs[i].C, cs[i].bias, cs[i].p, cs[i].off, cs[i].alias);
+}
+
+/* ---- element-wise: GELU backward, dropout backward ---- */
+
+static void check_elementwise(gk_backend *be, int N, int C, float p, int off, int alias)
+{
+    int rb = be->act == GK_BF16;
+    size_t n = (size_t)N * C;
+    gk_elt t = be->act;
+    float *x = rnd(n, 3, rb), *y = rnd(n, 1, rb);
+    uint64_t key = gk_rng_key(11, (uint64_t)N, (uint32_t)C, 1);
+    float *rx = put(ref, x, n, GK_F32, 0), *ry = put(ref, y, n, GK_F32, 0);
+    float *rg = ref->ops->alloc(ref, 4 * n), *rd = ref->ops->alloc(ref, 4 * n);
+    ref->ops->gelu_bwd(ref, rg, rx, ry, N, C);
+    ref->ops->dropout_bwd(ref, rd, ry, n, p, key);
+    void *dx = put(be, x, n, t, off), *dy[2], *out[2];
+    for (int k = 0; k < 2; k++) dy[k] = put(be, y, n, t, off), out[k] = alias ? dy[k] : put(be, y, n, t, off);
+    be->ops->gelu_bwd(be, out[0], dx, dy[0], N, C);
+    be->ops->dropout_bwd(be, out[1], dy[1], n, p, key);
+    float *got[2];
+    for (int k = 0; k < 2; k++) got[k] = get(be, out[k], n, t);
+    CHECK(gk_backend_sync(be, NULL) == 0);
+    float *wg = get(ref, rg, n, GK_F32), *wd = get(ref, rd, n, GK_F32);
     char what[112];
-    snprintf(what, sizeof what, "act=%d N=%d C=%d bias=%d p=%g off=%d alias=%d", t, N, C, with_bias, p, off, alias);
+    snprintf(what, sizeof what, "act=%d N=%d C=%d p=%g off=%d alias=%d", t, N, C, p, off, alias);
     /* gelu': tanhf and a few products, 16 u32 of the tensor's scale (it crosses zero near x = -0.75) */
     char name[160];
     snprintf(name, sizeof name, "gelu_bwd %s", what);
     expect(name, got[0], wg, NULL, n, 16 * U32, 16 * U32 + (rb ? 2 * U16 : 0));
-    snprintf(name, sizeof name, "residual_fwd %s", what); /* res + (x + b) m: two roundings */
-    expect(name, got[1], wr, NULL, n, 2 * U32, 2 * U32 + (rb ? 2 * U16 : 0));
     snprintf(name, sizeof name, "dropout_bwd %s", what); /* one product: exact, then rounded */
     round_to(be, wd, n);
-    expect(name, got[2], wd, NULL, n, 0, 0);
-    for (size_t i = 0; p > 0 && i < n; i++) /* dropped elements (ref's mask) are res exactly */
-        if (gk_rng_dropout(key, i, p) == 0.0f && got[1][i] != y[i]) {
-            CHECKF(0, "residual_fwd %s: element %zu is %.8g, want res %.8g (dropped)", what, i, got[1][i], y[i]);
-            break;
-        }
-    ref->ops->free(ref, rx), ref->ops->free(ref, ry), ref->ops->free(ref, rbias), ref->ops->free(ref, rg), ref->ops->free(ref, rr);
-    ref->ops->free(ref, rd), unput(be, dx, t, off), be->ops->free(be, dbias);
-    for (int k = 0; k < 3; k++) {
+    expect(name, got[1], wd, NULL, n, 0, 0);
+    ref->ops->free(ref, rx), ref->ops->free(ref, ry), ref->ops->free(ref, rg), ref->ops->free(ref, rd), unput(be, dx, t, off);
+    for (int k = 0; k < 2; k++) {
         unput(be, dy[k], t, off);
         if (!alias) unput(be, out[k], t, off);
         free(got[k]);
     }
-    free(x), free(y), free(b), free(wg), free(wr), free(wd);
+    free(x), free(y), free(wg), free(wd);
 }
 
 static void test_elementwise(void)
 {
     if (!dev[0] || !dev[1]) SKIP("no CUDA device library");
     for (int a = 0; a < 2; a++) {
-        check_elementwise(dev[a], 1, 1, 1, 0, 0, 0);
-        check_elementwise(dev[a], 7, 24, 1, 0, 0, 0);
-        check_elementwise(dev[a], 7, 24, 0, 0, 0, 1);
-        check_elementwise(dev[a], 65, 100, 0, 0.2f, 0, 0);
-        check_elementwise(dev[a], 65, 100, 1, 0.2f, 0, 1);
-        check_elementwise(dev[a], 3, 7, 1, 0.5f, 1, 0);
-        check_elementwise(dev[a], 129, 64, 1, 0.1f, 1, 1);
+        check_elementwise(dev[a], 1, 1, 0, 0, 0);
+        check_elementwise(dev[a], 7, 24, 0, 0, 0);
+        check_elementwise(dev[a], 7, 24, 0, 0, 1);
+        check_elementwise(dev[a], 65, 100, 0.2f, 0, 0);
+        check_elementwise(dev[a], 65, 100, 0.2f, 0, 1);
+        check_elementwise(dev[a], 3, 7, 0.5f, 1, 0);
+        check_elementwise(dev[a], 129, 64, 0.1f, 1, 1);
     }
 }
 
@@ -527,6 +581,7 @@ int main(void)
     RUN(test_bias_bwd);
     RUN(test_encoder);
     RUN(test_layernorm);
+    RUN(test_residual_layernorm);
     RUN(test_xent);
     RUN(test_elementwise);
     RUN(test_optim);

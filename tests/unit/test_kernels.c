@@ -118,12 +118,22 @@ static void test_rowwise_ops(void)
     cpu->ops->gelu_bwd(cpu, o1, g2, d, N, C);
     ref->ops->gelu_bwd(ref, o2, g2, d, N, C);
     CMP(o1, o2, n, 2 * 24 * U, "gelu_bwd");
-    /* residual with and without dropout: same masks, two roundings */
-    for (int k = 0; k < 2; k++) {
-        float p = k ? 0.3f : 0.0f;
-        cpu->ops->residual_fwd(cpu, o1, x, d, bias, N, C, p, 77);
-        ref->ops->residual_fwd(ref, o2, x, d, bias, N, C, p, 77);
-        CMP(o1, o2, n, 4 * U, "residual_fwd");
+    /* residual + layernorm with and without dropout: same masks, two roundings for the residual,
+     * then a layernorm of it; with res_out aliasing res too */
+    for (int k = 0; k < 4; k++) {
+        float p = k & 1 ? 0.3f : 0.0f, *l1 = dup(d, n), *l2 = dup(d, n);
+        float *s1 = k & 2 ? dup(x, n) : o1, *s2 = k & 2 ? dup(x, n) : o2;
+        cpu->ops->residual_layernorm_fwd(cpu, s1, l1, m1, r1, k & 2 ? s1 : x, d, bias, p, 77, w, bias, N, C);
+        ref->ops->residual_layernorm_fwd(ref, s2, l2, m2, r2, k & 2 ? s2 : x, d, bias, p, 77, w, bias, N, C);
+        CMP(s1, s2, n, 4 * U, "residual_layernorm_fwd res_out");
+        CMP(l1, l2, n, 2 * (C + 12) * U, "residual_layernorm_fwd ln_out");
+        CMP(r1, r2, N, 2 * (C + 12) * U, "residual_layernorm_fwd rstd");
+        /* the layernorm is of res_out: the same as layernorm_fwd on it, bit for bit */
+        float *l3 = dup(d, n), m3[50], r3[50];
+        cpu->ops->layernorm_fwd(cpu, l3, m3, r3, s1, w, bias, N, C);
+        CHECK(memcmp(l1, l3, 4 * n) == 0 && memcmp(m1, m3, sizeof m3) == 0 && memcmp(r1, r3, sizeof r3) == 0);
+        if (k & 2) free(s1), free(s2);
+        free(l1), free(l2), free(l3);
         cpu->ops->dropout_bwd(cpu, o1, d, n, p, 77);
         ref->ops->dropout_bwd(ref, o2, d, n, p, 77);
         CMP(o1, o2, n, 2 * U, "dropout_bwd");
@@ -236,10 +246,11 @@ static void test_optim(void)
 typedef struct fdctx {
     int op, N, C, B, T, NH, V;
     float p, *a, *b, *c; /* op inputs */
+    float *lw, *lb;      /* the layernorm's weight and bias (FD_RESID, FD_RESLN) */
     int *tok;
 } fdctx;
 
-enum { FD_LN, FD_GELU, FD_ATTN, FD_XENT, FD_ENC, FD_GEMM, FD_RESID };
+enum { FD_LN, FD_GELU, FD_ATTN, FD_XENT, FD_ENC, FD_GEMM, FD_RESID, FD_RESLN };
 
 /* Runs the reference forward of op on ctx's inputs into out. */
 static void fwd(fdctx *x, float *out)
@@ -263,7 +274,14 @@ static void fwd(fdctx *x, float *out)
         o->gemm(ref, 0, 0, x->N, x->C, x->T, 1.0f, x->a, F32, x->T, x->b, F32, x->C, 0.0f, out, F32,
                 x->C, NULL, NULL);
         break;
-    case FD_RESID: o->residual_fwd(ref, out, x->a, x->b, x->c, x->N, x->C, x->p, 6); break;
+    case FD_RESID: /* the residual (out) of the fused op */
+    case FD_RESLN: { /* its layernorm (out) */
+        size_t n = (size_t)x->N * x->C;
+        float *r = x->op == FD_RESID ? out : tmp, *l = x->op == FD_RESID ? tmp : out;
+        o->residual_layernorm_fwd(ref, r, l, tmp + n, tmp + n + x->N, x->a, x->b, x->c, x->p, 6,
+                                  x->lw, x->lb, x->N, x->C);
+        break;
+    }
     }
 }
 
@@ -339,14 +357,23 @@ static void test_fd_gelu_gemm_resid(void)
     free(y.a), free(y.b), free(r2);
     /* residual + dropout: d res = r, d x = dropout_bwd(r), d bias = column sums of that */
     fdctx z = {.op = FD_RESID, .N = 4, .C = 8, .p = 0.3f};
-    z.a = rnd(32, 1), z.b = rnd(32, 1), z.c = rnd(8, 1);
+    z.a = rnd(32, 1), z.b = rnd(32, 1), z.c = rnd(8, 1), z.lw = rnd(8, 1), z.lb = rnd(8, 1);
     float *r3 = rnd(32, 1), dx[32], dbias[8] = {0};
     ref->ops->dropout_bwd(ref, dx, r3, 32, 0.3f, 6);
     ref->ops->bias_bwd(ref, dbias, dx, 4, 8);
     fd_check("residual dres", &z, z.a, 32, r3, r3, 32);
     fd_check("residual dx", &z, z.b, 32, dx, r3, 32);
     fd_check("residual dbias", &z, z.c, 8, dbias, r3, 32);
-    free(z.a), free(z.b), free(z.c), free(r3);
+    /* its layernorm: d res = layernorm_bwd(r) at the residual, d x = dropout_bwd of that */
+    z.op = FD_RESLN;
+    float res[32], ln[32], mean[4], rstd[4], dres[32] = {0}, dlw[8] = {0}, dlb[8] = {0};
+    ref->ops->residual_layernorm_fwd(ref, res, ln, mean, rstd, z.a, z.b, z.c, 0.3f, 6, z.lw, z.lb, 4, 8);
+    ref->ops->layernorm_bwd(ref, dres, dlw, dlb, r3, res, z.lw, mean, rstd, 4, 8);
+    ref->ops->dropout_bwd(ref, dx, dres, 32, 0.3f, 6);
+    fd_check("residual+layernorm dres", &z, z.a, 32, dres, r3, 32);
+    fd_check("residual+layernorm dx", &z, z.b, 32, dx, r3, 32);
+    fd_check("residual+layernorm dweight", &z, z.lw, 8, dlw, r3, 32);
+    free(z.a), free(z.b), free(z.c), free(z.lw), free(z.lb), free(r3);
 }
 
 static void test_fd_attention(void)
