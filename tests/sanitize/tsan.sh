@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the tests of gptkit's own threads under ThreadSanitizer (make tsan builds BUILD with
 # TSAN=1): the unit tests built there, then the CLI tests of gpt-tokenize (its worker pool) and
-# of gpt-train's asynchronous checkpoints and Gloo ranks at one OpenMP thread each (libgomp is
+# of gpt-train's asynchronous checkpoints and Gloo ranks (their gradient sums run on a thread of
+# the comm during the backward: train_elastic) at one OpenMP thread each (libgomp is
 # not instrumented: its threads would be reported as races). A data race or a lock-order
 # inversion fails the test that hit it, with TSan's report in its log. Reports from inside
 # libraries gptkit does not own are suppressed in tsan.supp, each with its reason.
@@ -12,7 +13,7 @@ build=${1:-build-tsan}
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$top/tests/sanitize/tsan.supp ${TSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1
 rc=0
-for p in test_ tokenize train_ckpt_fail train_kill9; do
+for p in test_ tokenize train_ckpt_fail train_kill9 train_elastic; do
   bash "$top/tests/run.sh" "$build" "$p" || rc=1
 done
 exit $rc
