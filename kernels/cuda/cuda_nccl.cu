@@ -169,16 +169,6 @@ static int nc_scratch(nc_comm *c, int n, const char *op, gk_err *e)
 
 /* ---- the collectives (comm.h) ---- */
 
-static int nc_allreduce(gk_comm *gc, float *buf, size_t n, gk_err *e)
-{
-    nc_comm *c = NC(gc);
-    double dl = 0;
-    int rc = nc_begin(c, "allreduce", &dl, e);
-    if (!rc)
-        rc = NC_CHECK(c, "allreduce", dl, e, ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
-    return rc ? rc : nc_end(c, "allreduce", dl, e);
-}
-
 /* allreduce without its end: the comm stream runs it while the backend's stream goes on. */
 static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
 {
@@ -200,6 +190,12 @@ static int nc_allreduce_wait(gk_comm *gc, gk_err *e)
     c->started = 0;
     if (c->failure.code) return gk_errf(e, GK_EIO, "%s", c->failure.msg);
     return nc_end(c, "allreduce", c->started_deadline, e);
+}
+
+static int nc_allreduce(gk_comm *gc, float *buf, size_t n, gk_err *e)
+{
+    int rc = nc_allreduce_start(gc, buf, n, e);
+    return rc ? rc : nc_allreduce_wait(gc, e);
 }
 
 static int nc_allreduce_host(gk_comm *gc, double *vals, int n, gk_err *e)
