@@ -167,6 +167,13 @@ static void p_sumsq(gk_backend *be, double *o, const float *x, size_t n) { FWD(P
 static void p_scale(gk_backend *be, float *x, float s, size_t n) { FWD(P_SCALE, IN(be)->ops->scale(IN(be), x, s, n)); }
 static void p_adamw(gk_backend *be, float *pa, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps, float wd, int t, float gs, void *copy, gk_elt tc) { FWD(P_ADAMW, IN(be)->ops->adamw(IN(be), pa, g, m, v, n, lr, b1, b2, eps, wd, t, gs, copy, tc)); }
 
+static int p_mem_info(gk_backend *be, size_t *f, size_t *t, gk_err *e)
+{
+    int rc = IN(be)->ops->mem_info(IN(be), f, t, e);
+    take_err(be);
+    return rc;
+}
+
 static void prof_destroy(gk_backend *be) { free(be->impl); free(be); }
 
 /* A wrapper around in (borrowed: free it after the wrapper); times by CPU time when
@@ -185,7 +192,8 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
         p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
         p_att_fwd, p_att_bwd, p_gelu_bwd, p_res_ln_fwd, p_drop_bwd, p_xent_fwd, p_xent_bwd, p_sumsq,
-        p_scale, p_adamw, p_att_at, NULL, NULL}; /* no collectives through the profiler */
+        p_scale, p_adamw, p_att_at, NULL, NULL, /* no collectives through the profiler */
+        p_mem_info, in->ops->host_memory};
     be->ops = &p->ops;
     be->act = in->act;
     be->impl = p;
