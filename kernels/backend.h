@@ -119,7 +119,11 @@ typedef struct gk_ops {
                           const void *out, const float *lse, int B, int T, int C, int NH,
                           float p, uint64_t key);
 
-    /* ---- GELU backward (the forward is gemm's epilogue) ---- */
+    /* ---- GELU (tanh form; the forward of a layer is gemm's epilogue) ---- */
+    /* x (N,C) -> out (N,C) = gelu(x): what gemm's epilogue stores in C from pre_gelu (bit for bit
+     * on cpu and ref; within the rounding of be->act on cuda, whose epilogue is cuBLASLt's), so
+     * that the backward can recompute the GELU output instead of keeping it. out may not alias x. */
+    void (*gelu_fwd)(gk_backend *be, void *out, const void *x, int N, int C);
     /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout, x the pre-GELU values; dinp may alias dout. */
     void (*gelu_bwd)(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
 
@@ -250,7 +254,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts or this struct). */
-#define GK_BACKEND_ABI 5
+#define GK_BACKEND_ABI 6
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */
