@@ -74,8 +74,9 @@ static int check_layers(tk_source *s, int format, gk_err *e)
         return gk_errf(e, GK_EFORMAT, "%s: compressed %d times (%s): gpt-tokenize reads one layer of "
                        "compression", s->name, n, layers(s, chain, sizeof chain));
     if (n == 1 && compresses)
-        return gk_errf(e, GK_EFORMAT, "%s: a %s archive compressed with %s: gpt-tokenize reads zip and "
-                       "7z archives uncompressed", s->name, compresses, layers(s, chain, sizeof chain));
+        return gk_errf(e, GK_EFORMAT, "%s: a %s archive inside %s: gpt-tokenize reads zip and 7z "
+                       "archives as they are, not compressed again", s->name, compresses,
+                       layers(s, chain, sizeof chain));
     return 0;
 }
 
