@@ -111,7 +111,7 @@ static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float 
     int rows = ldc == N ? M : 1;
     for (int i = 0; i < M; i += rows) {
         float *c = (float *)C + (size_t)i * ldc, *o = out + (size_t)i * ldc;
-        if (pre_gelu) cpu_gelu_fwd(be, c, o, bias, rows, N);
+        if (pre_gelu) cpu_bias_gelu(be, c, o, bias, rows, N);
         else cpu_bias_add(be, c, bias, rows, N);
     }
 }
@@ -144,7 +144,7 @@ static const gk_ops cpu_ops = {
     .encoder_fwd = cpu_encoder_fwd, .encoder_bwd = cpu_encoder_bwd,
     .layernorm_fwd = cpu_layernorm_fwd, .layernorm_bwd = cpu_layernorm_bwd,
     .attention_fwd = cpu_attention_fwd, .attention_bwd = cpu_attention_bwd,
-    .gelu_bwd = cpu_gelu_bwd,
+    .gelu_fwd = cpu_gelu_fwd, .gelu_bwd = cpu_gelu_bwd,
     .residual_layernorm_fwd = cpu_residual_layernorm_fwd, .dropout_bwd = cpu_dropout_bwd,
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,

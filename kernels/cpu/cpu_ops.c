@@ -217,25 +217,38 @@ void cpu_layernorm_bwd(gk_backend *be, void *dinp_, float *dw, float *db, const 
 
 #define GELU_K 0.7978845608028654f
 
-GK_CLONES static void gelu_fwd_row(float *restrict o, float *restrict x, const float *restrict b,
-                                   int C)
+/* o (C) = gelu(x (C)): the one GELU of the backend (gemm's epilogue and gelu_fwd both call it, so
+ * they agree bit for bit). */
+GK_CLONES static void gelu_fwd_row(float *restrict o, const float *restrict x, int C)
 {
-    if (b) {
-#pragma omp simd
-        for (int c = 0; c < C; c++) x[c] += b[c];
-    }
 #pragma omp simd
     for (int c = 0; c < C; c++) {
         float xi = x[c], u = GELU_K * (xi + 0.044715f * xi * xi * xi);
         o[c] = xi / (1.0f + gk_vexpf(-2.0f * u));
     }
 }
+GK_CLONES static void bias_add_row(float *restrict x, const float *restrict b, int C)
+{
+#pragma omp simd
+    for (int c = 0; c < C; c++) x[c] += b[c];
+}
 
 // x (N,C) += bias; out (N,C) = gelu(x)
-void cpu_gelu_fwd(gk_backend *be, float *out, float *x, const float *bias, int N, int C)
+void cpu_bias_gelu(gk_backend *be, float *out, float *x, const float *bias, int N, int C)
 {
 #pragma omp parallel for NT(be) schedule(static)
-    for (int i = 0; i < N; i++) gelu_fwd_row(out + (size_t)i * C, x + (size_t)i * C, bias, C);
+    for (int i = 0; i < N; i++) {
+        if (bias) bias_add_row(x + (size_t)i * C, bias, C);
+        gelu_fwd_row(out + (size_t)i * C, x + (size_t)i * C, C);
+    }
+}
+
+// x (N,C) -> out (N,C) = gelu(x)
+void cpu_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C)
+{
+#pragma omp parallel for NT(be) schedule(static)
+    for (int i = 0; i < N; i++)
+        gelu_fwd_row((float *)out + (size_t)i * C, (const float *)x + (size_t)i * C, C);
 }
 
 GK_CLONES static void gelu_bwd_row(float *di, const float *restrict x, const float *d, int C)

@@ -10,9 +10,9 @@
 #include "kernels/backend.h"
 
 /* The gemm epilogues (cpu.c), not vtable slots: x (N,C) += bias (C); and x (N,C) += bias (C or
- * NULL) in place, out (N,C) = gelu(x). */
+ * NULL) in place, out (N,C) = gelu(x) (the same GELU as cpu_gelu_fwd, bit for bit). */
 void cpu_bias_add(gk_backend *be, float *x, const float *bias, int N, int C);
-void cpu_gelu_fwd(gk_backend *be, float *out, float *x, const float *bias, int N, int C);
+void cpu_bias_gelu(gk_backend *be, float *out, float *x, const float *bias, int N, int C);
 
 void cpu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cpu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
@@ -24,6 +24,7 @@ void cpu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, cons
 void cpu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias,
                        const void *dout, const void *inp, const float *weight,
                        const float *mean, const float *rstd, int N, int C);
+void cpu_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C);
 void cpu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
 void cpu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean,
                                 float *rstd, const void *res, const void *x, const float *bias,

@@ -252,6 +252,12 @@ static double gelu(double x)
 {
     return 0.5 * x * (1.0 + tanh(GELU_K * (x + 0.044715 * x * x * x)));
 }
+// x (N,C) -> out (N,C) = gelu(x), as gemm's epilogue rounds it
+static void ref_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C)
+{
+    (void)be;
+    for (size_t i = 0; i < (size_t)N * C; i++) ((float *)out)[i] = (float)gelu(((const float *)x)[i]);
+}
 // dout (N,C) -> dinp (N,C) =
 static void ref_gelu_bwd(gk_backend *be, void *dinp_, const void *x_, const void *dout_, int N,
                          int C)
@@ -384,7 +390,7 @@ const gk_ops gk_ref_ops = {
     .encoder_fwd = ref_encoder_fwd, .encoder_bwd = ref_encoder_bwd,
     .layernorm_fwd = ref_layernorm_fwd, .layernorm_bwd = ref_layernorm_bwd,
     .attention_fwd = ref_attention_fwd, .attention_bwd = ref_attention_bwd,
-    .gelu_bwd = ref_gelu_bwd,
+    .gelu_fwd = ref_gelu_fwd, .gelu_bwd = ref_gelu_bwd,
     .residual_layernorm_fwd = ref_residual_layernorm_fwd, .dropout_bwd = ref_dropout_bwd,
     .xent_fwd = ref_xent_fwd, .xent_bwd = ref_xent_bwd,
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,

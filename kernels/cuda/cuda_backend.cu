@@ -215,7 +215,7 @@ static gk_ops make_ops(void)
     o.encoder_fwd = cu_encoder_fwd, o.encoder_bwd = cu_encoder_bwd;
     o.layernorm_fwd = cu_layernorm_fwd, o.layernorm_bwd = cu_layernorm_bwd;
     o.attention_fwd = cu_attention_fwd, o.attention_bwd = cu_attention_bwd;
-    o.gelu_bwd = cu_gelu_bwd, o.dropout_bwd = cu_dropout_bwd;
+    o.gelu_fwd = cu_gelu_fwd, o.gelu_bwd = cu_gelu_bwd, o.dropout_bwd = cu_dropout_bwd;
     o.residual_layernorm_fwd = cu_residual_layernorm_fwd;
     o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd;
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;

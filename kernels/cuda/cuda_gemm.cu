@@ -13,13 +13,7 @@
 #include <string.h>
 
 
-/* ---- kernels: epilogue math shared by the fallbacks ---- */
-
-__device__ __forceinline__ float gelu_tanh(float x)
-{
-    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-}
+/* ---- kernels: epilogue math shared by the fallbacks (gelu_tanh: cuda_internal.h) ---- */
 
 /* Stores result r of element c (column j): + bias, then either C = r or, with pre non-NULL,
  * pre = r and C = gelu(pre) computed from the stored (rounded) pre-activation. */

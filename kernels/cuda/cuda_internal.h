@@ -57,6 +57,12 @@ __device__ __forceinline__ float cu_f(bf16 x) { return __bfloat162float(x); }
 template <typename T> __device__ __forceinline__ T cu_to(float x);
 template <> __device__ __forceinline__ float cu_to<float>(float x) { return x; }
 template <> __device__ __forceinline__ bf16 cu_to<bf16>(float x) { return __float2bfloat16(x); }
+/* GELU's tanh form in fp32: the fallback gemm epilogue (cuda_gemm.cu) and gelu_fwd (cuda_ops.cu). */
+static __device__ __forceinline__ float gelu_tanh(float x)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
 
 static inline unsigned cu_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
@@ -92,6 +98,7 @@ void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, floa
 void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout,
                       const void *inp, const float *weight, const float *mean, const float *rstd,
                       int N, int C);
+void cu_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C);
 void cu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
 void cu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, float p, uint64_t key);
 void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets,

@@ -1,7 +1,7 @@
 /* cuda_ops.cu: the CUDA backend's element-wise ops and column reductions: bias backward, GELU
- * backward, dropout backward, and the optimizer's sum of squares, scale and AdamW. Row-wise ops
- * (the embedding, layernorm and the residual add fused with it, softmax cross-entropy) are in
- * cuda_ops_rows.cu.
+ * forward (the recompute of gemm's epilogue) and backward, dropout backward, and the optimizer's
+ * sum of squares, scale and AdamW. Row-wise ops (the embedding, layernorm and the residual add
+ * fused with it, softmax cross-entropy) are in cuda_ops_rows.cu.
  * Every kernel is a template on one parameter P (an op_cfg: the activation type T and the pack
  * width V), so that CU_LAUNCH's macro arguments hold no comma. A pack is V consecutive elements
  * moved by 16-byte loads; V = 1 is the fallback when a row length or a pointer is not aligned.
@@ -94,7 +94,7 @@ void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C)
     }
 }
 
-/* ---- element-wise: GELU backward, dropout backward ---- */
+/* ---- element-wise: GELU forward and backward, dropout backward ---- */
 
 #define EW_THREADS 256
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -103,6 +103,42 @@ static __device__ __forceinline__ float gelu_grad(float x)
 {
     float th = tanhf(GELU_K * (x + 0.044715f * x * x * x));
     return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* gelu_fwd: x (n) -> out (n) = gelu(x) in fp32, rounded to T (as gemm's GELU epilogue). */
+template <int V, typename T> static __device__ __forceinline__ void gelu_fwd_at(T *out, const T *x, size_t i)
+{
+    float a[V];
+    load_f<V>(a, x + i);
+    for (int j = 0; j < V; j++) a[j] = gelu_tanh(a[j]);
+    store_f<V>(out + i, a);
+}
+/* n elements: packs first, then the n % V tail one by one. */
+template <class P> static __global__ void gelu_fwd_kernel(typename P::T *out, const typename P::T *x, size_t n)
+{
+    constexpr int V = P::V;
+    GRID_STRIDE(k, n / V) gelu_fwd_at<V>(out, x, k * V);
+    GRID_STRIDE(k, n % V) gelu_fwd_at<1>(out, x, n / V * V + k);
+}
+
+template <typename T> static void gelu_fwd_run(gk_backend *be, T *out, const T *x, size_t n)
+{
+    if (aligned16(out) && aligned16(x)) {
+        typedef op_cfg<T, 16 / sizeof(T)> P;
+        CU_LAUNCH(be, gelu_fwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0, out, x, n);
+    } else {
+        typedef op_cfg<T, 1> P;
+        CU_LAUNCH(be, gelu_fwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, out, x, n);
+    }
+}
+
+void cu_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C)
+{
+    CU_BEGIN(be);
+    size_t n = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
+    if (n == 0) return;
+    if (be->act == GK_BF16) gelu_fwd_run<bf16>(be, (bf16 *)out, (const bf16 *)x, n);
+    else gelu_fwd_run<float>(be, (float *)out, (const float *)x, n);
 }
 
 template <int V, typename T> static __device__ __forceinline__ void gelu_bwd_at(T *dinp, const T *x, const T *dout, size_t i)

@@ -45,12 +45,12 @@ static int cmp(const void *a, const void *b)
  * op is timed alone. The real backend's sticky error is copied into the wrapper after every
  * op, so that gk_backend_status/sync on the wrapper (and the model's entry points) see it. ---- */
 enum { P_GEMM, P_BIAS_BWD, P_ENC_FWD, P_ENC_BWD, P_LN_FWD, P_LN_BWD, P_ATT_FWD, P_ATT_BWD,
-       P_ATT_AT, P_GELU_BWD, P_RES_LN_FWD, P_DROP_BWD, P_XENT_FWD, P_XENT_BWD, P_ZERO, P_SUMSQ,
-       P_SCALE, P_ADAMW, P_CAST, P_COPY, P_N };
+       P_ATT_AT, P_GELU_FWD, P_GELU_BWD, P_RES_LN_FWD, P_DROP_BWD, P_XENT_FWD, P_XENT_BWD, P_ZERO,
+       P_SUMSQ, P_SCALE, P_ADAMW, P_CAST, P_COPY, P_N };
 static const char *p_names[P_N] = {"gemm", "bias_bwd", "encoder_fwd", "encoder_bwd",
     "layernorm_fwd", "layernorm_bwd", "attention_fwd", "attention_bwd", "attention_fwd_at",
-    "gelu_bwd", "residual_layernorm_fwd", "dropout_bwd", "xent_fwd", "xent_bwd", "zero", "sumsq", "scale",
-    "adamw", "cast", "copy"};
+    "gelu_fwd", "gelu_bwd", "residual_layernorm_fwd", "dropout_bwd", "xent_fwd", "xent_bwd", "zero",
+    "sumsq", "scale", "adamw", "cast", "copy"};
 #define PROF_SHAPES 48
 #define MEM_BLOCKS 64
 typedef struct prof {
@@ -158,6 +158,7 @@ static void p_ln_bwd(gk_backend *be, void *dx, float *dw, float *db, const void 
 static void p_att_fwd(gk_backend *be, void *o, float *lse, const void *qkv, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_FWD, IN(be)->ops->attention_fwd(IN(be), o, lse, qkv, B, T, C, NH, pr, k)); }
 static void p_att_bwd(gk_backend *be, void *dqkv, const void *d, const void *qkv, const void *o, const float *lse, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_BWD, IN(be)->ops->attention_bwd(IN(be), dqkv, d, qkv, o, lse, B, T, C, NH, pr, k)); }
 static void p_att_at(gk_backend *be, void *o, const void *qkv, int B, int Tc, int t0, int n, int C, int NH) { FWD(P_ATT_AT, IN(be)->ops->attention_fwd_at(IN(be), o, qkv, B, Tc, t0, n, C, NH)); }
+static void p_gelu_fwd(gk_backend *be, void *o, const void *x, int N, int C) { FWD(P_GELU_FWD, IN(be)->ops->gelu_fwd(IN(be), o, x, N, C)); }
 static void p_gelu_bwd(gk_backend *be, void *dx, const void *x, const void *d, int N, int C) { FWD(P_GELU_BWD, IN(be)->ops->gelu_bwd(IN(be), dx, x, d, N, C)); }
 static void p_res_ln_fwd(gk_backend *be, void *ro, void *lo, float *mu, float *rs, const void *r, const void *x, const float *b, float pr, uint64_t k, const float *lw, const float *lb, int N, int C) { FWD(P_RES_LN_FWD, IN(be)->ops->residual_layernorm_fwd(IN(be), ro, lo, mu, rs, r, x, b, pr, k, lw, lb, N, C)); }
 static void p_drop_bwd(gk_backend *be, void *dx, const void *d, size_t n, float pr, uint64_t k) { FWD(P_DROP_BWD, IN(be)->ops->dropout_bwd(IN(be), dx, d, n, pr, k)); }
@@ -191,8 +192,8 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->async = strcmp(in->ops->name, "cpu") != 0 && strcmp(in->ops->name, "ref") != 0;
     p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
         p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
-        p_att_fwd, p_att_bwd, p_gelu_bwd, p_res_ln_fwd, p_drop_bwd, p_xent_fwd, p_xent_bwd, p_sumsq,
-        p_scale, p_adamw, p_att_at, NULL, NULL, /* no collectives through the profiler */
+        p_att_fwd, p_att_bwd, p_gelu_fwd, p_gelu_bwd, p_res_ln_fwd, p_drop_bwd, p_xent_fwd,
+        p_xent_bwd, p_sumsq, p_scale, p_adamw, p_att_at, NULL, NULL, /* no collectives through the profiler */
         p_mem_info, in->ops->host_memory};
     be->ops = &p->ops;
     be->act = in->act;

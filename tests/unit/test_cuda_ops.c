@@ -421,7 +421,7 @@ static void test_residual_layernorm(void)
             check_res_ln(dev[a], cs[i].N, cs[i].C, cs[i].bias, cs[i].p, cs[i].off, cs[i].alias);
 }
 
-/* ---- element-wise: GELU backward, dropout backward ---- */
+/* ---- element-wise: GELU forward and backward, dropout backward ---- */
 
 static void check_elementwise(gk_backend *be, int N, int C, float p, int off, int alias)
 {
@@ -431,33 +431,38 @@ static void check_elementwise(gk_backend *be, int N, int C, float p, int off, in
     float *x = rnd(n, 3, rb), *y = rnd(n, 1, rb);
     uint64_t key = gk_rng_key(11, (uint64_t)N, (uint32_t)C, 1);
     float *rx = put(ref, x, n, GK_F32, 0), *ry = put(ref, y, n, GK_F32, 0);
-    float *rg = ref->ops->alloc(ref, 4 * n), *rd = ref->ops->alloc(ref, 4 * n);
+    float *rg = ref->ops->alloc(ref, 4 * n), *rd = ref->ops->alloc(ref, 4 * n), *rf = ref->ops->alloc(ref, 4 * n);
+    ref->ops->gelu_fwd(ref, rf, rx, N, C);
     ref->ops->gelu_bwd(ref, rg, rx, ry, N, C);
     ref->ops->dropout_bwd(ref, rd, ry, n, p, key);
-    void *dx = put(be, x, n, t, off), *dy[2], *out[2];
+    void *dx = put(be, x, n, t, off), *df = put(be, y, n, t, off), *dy[2], *out[2];
+    be->ops->gelu_fwd(be, df, dx, N, C);
     for (int k = 0; k < 2; k++) dy[k] = put(be, y, n, t, off), out[k] = alias ? dy[k] : put(be, y, n, t, off);
     be->ops->gelu_bwd(be, out[0], dx, dy[0], N, C);
     be->ops->dropout_bwd(be, out[1], dy[1], n, p, key);
-    float *got[2];
+    float *got[2], *gf = get(be, df, n, t);
     for (int k = 0; k < 2; k++) got[k] = get(be, out[k], n, t);
     CHECK(gk_backend_sync(be, NULL) == 0);
-    float *wg = get(ref, rg, n, GK_F32), *wd = get(ref, rd, n, GK_F32);
+    float *wg = get(ref, rg, n, GK_F32), *wd = get(ref, rd, n, GK_F32), *wf = get(ref, rf, n, GK_F32);
     char what[112];
     snprintf(what, sizeof what, "act=%d N=%d C=%d p=%g off=%d alias=%d", t, N, C, p, off, alias);
-    /* gelu': tanhf and a few products, 16 u32 of the tensor's scale (it crosses zero near x = -0.75) */
     char name[160];
+    snprintf(name, sizeof name, "gelu_fwd %s", what); /* tanhf and a few products, then rounded */
+    expect(name, gf, wf, NULL, n, 8 * U32, 8 * U32 + (rb ? 2 * U16 : 0));
+    /* gelu': tanhf and a few products, 16 u32 of the tensor's scale (it crosses zero near x = -0.75) */
     snprintf(name, sizeof name, "gelu_bwd %s", what);
     expect(name, got[0], wg, NULL, n, 16 * U32, 16 * U32 + (rb ? 2 * U16 : 0));
     snprintf(name, sizeof name, "dropout_bwd %s", what); /* one product: exact, then rounded */
     round_to(be, wd, n);
     expect(name, got[1], wd, NULL, n, 0, 0);
-    ref->ops->free(ref, rx), ref->ops->free(ref, ry), ref->ops->free(ref, rg), ref->ops->free(ref, rd), unput(be, dx, t, off);
+    ref->ops->free(ref, rx), ref->ops->free(ref, ry), ref->ops->free(ref, rg), ref->ops->free(ref, rd), ref->ops->free(ref, rf);
+    unput(be, dx, t, off), unput(be, df, t, off);
     for (int k = 0; k < 2; k++) {
         unput(be, dy[k], t, off);
         if (!alias) unput(be, out[k], t, off);
         free(got[k]);
     }
-    free(x), free(y), free(wg), free(wd);
+    free(x), free(y), free(wg), free(wd), free(gf), free(wf);
 }
 
 static void test_elementwise(void)

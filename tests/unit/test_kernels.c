@@ -118,6 +118,22 @@ static void test_rowwise_ops(void)
     cpu->ops->gelu_bwd(cpu, o1, g2, d, N, C);
     ref->ops->gelu_bwd(ref, o2, g2, d, N, C);
     CMP(o1, o2, n, 2 * 24 * U, "gelu_bwd");
+    /* gelu_fwd: the epilogue's GELU, bit for bit on each backend (cpu: also when the rows are cut
+     * otherwise, one long row or one column), and cpu against ref as the epilogue */
+    float *e1 = calloc(n, 4), *e2 = calloc(n, 4);
+    cpu->ops->gemm(cpu, 0, 0, N, C, C, 1.0f, x, F32, C, eye, F32, C, 0.0f, o1, F32, C, bias, g1);
+    ref->ops->gemm(ref, 0, 0, N, C, C, 1.0f, x, F32, C, eye, F32, C, 0.0f, o2, F32, C, bias, g2);
+    cpu->ops->gelu_fwd(cpu, e1, g1, N, C);
+    ref->ops->gelu_fwd(ref, e2, g2, N, C);
+    CHECKF(memcmp(e1, o1, 4 * n) == 0, "cpu gelu_fwd is not the gemm epilogue's GELU");
+    CHECKF(memcmp(e2, o2, 4 * n) == 0, "ref gelu_fwd is not the gemm epilogue's GELU");
+    CMP(e1, e2, n, 2 * 16 * U, "gelu_fwd");
+    for (int k = 0; k < 2; k++) {
+        memset(e1, 0, 4 * n);
+        cpu->ops->gelu_fwd(cpu, e1, g1, k ? (int)n : 1, k ? 1 : (int)n);
+        CHECKF(memcmp(e1, o1, 4 * n) == 0, "cpu gelu_fwd as %s differs", k ? "one column" : "one row");
+    }
+    free(e1), free(e2);
     /* residual + layernorm with and without dropout: same masks, two roundings for the residual,
      * then a layernorm of it; with res_out aliasing res too */
     for (int k = 0; k < 4; k++) {
