@@ -69,10 +69,15 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * GK_GPT2_BF16 (implies INFERENCE): the weight matrices (wte and the four per layer) are kept
  *   as bf16 only (rounded to nearest even from fp32 when set), halving the bytes read per
  *   token; matmuls read bf16 weights with fp32 accumulation. wpe, biases and LayerNorm stay fp32.
+ * GK_GPT2_RECOMPUTE (training models): the backward recomputes each layer's GELU output from
+ *   its input (ops->gelu_fwd) instead of keeping it, so one (B*T, 4C) buffer serves every layer:
+ *   a quarter of the activations (llm.c's recompute = 1), for one elementwise pass per layer.
+ *   The numbers are the same on cpu and ref; on cuda the recomputed values may differ from
+ *   cuBLASLt's epilogue in their last bit.
  * On a backend with bf16 activations the weight matrices are always read as bf16: a training
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
-enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2 };
+enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);

@@ -107,6 +107,9 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             dbranch = m->ddrop;
         }
         if (LG(m, l, L_FCPB)) op->bias_bwd(be, LG(m, l, L_FCPB), dbranch, N, C);
+        /* recompute: one buffer, which still holds the last layer's from the forward */
+        if ((m->flags & GK_GPT2_RECOMPUTE) && l < c->n_layer - 1)
+            op->gelu_fwd(be, a->fch_gelu, a->fch, N, 4 * C);
         matmul_bwd(m, m->dfch, LG(m, l, L_FCPW), beta, dbranch, a->fch_gelu, LW(m, l, L_FCPW),
                    N, 4 * C, C);
         op->gelu_bwd(be, m->dfch, a->fch, m->dfch, N, 4 * C);

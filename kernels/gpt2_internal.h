@@ -26,14 +26,14 @@ typedef struct gk_layer_acts {
     void *ln2;
     float *ln2_mean, *ln2_rstd;
     void *fch;             /* (BT,4C) c_fc output + bias (GELU input) */
-    void *fch_gelu;        /* (BT,4C) */
+    void *fch_gelu;        /* (BT,4C); with GK_GPT2_RECOMPUTE one buffer for all layers */
 } gk_layer_acts;
 
 struct gk_gpt2 {
     gk_gpt2_config cfg;
     gk_backend *be;
     int Vp, max_B, max_T;
-    int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16 */
+    int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE */
     gk_elt act;             /* activation type: the backend's */
     gk_elt wt;              /* type of the weight matrices the matmuls read: GK_BF16 with bf16
                              * weights (GK_GPT2_BF16) or bf16 activations, else GK_F32 */

@@ -142,12 +142,13 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 
 /* Carves the activation block (base NULL: just count). Returns its size in bytes. Activations
  * (A) have the backend's type, statistics (F) and token ids (I) 4 bytes. Inference models:
- * layer 0's buffers serve every layer (nothing is kept for a backward), but qkv, the KV cache. */
+ * layer 0's buffers serve every layer (nothing is kept for a backward), but qkv, the KV cache.
+ * GK_GPT2_RECOMPUTE: layer 0's fch_gelu serves every layer (the backward recomputes it). */
 static size_t layout(gk_gpt2 *m, char *base)
 {
     size_t off = 0, BT = (size_t)m->max_B * m->max_T, C = m->cfg.n_embd;
     size_t A = gk_elt_size(m->act), F = sizeof(float), I = sizeof(int);
-    int infer = m->flags & GK_GPT2_INFERENCE;
+    int infer = m->flags & GK_GPT2_INFERENCE, recompute = m->flags & GK_GPT2_RECOMPUTE;
     size_t lse = (size_t)m->max_B * m->cfg.n_head * m->max_T;
 #define TAKE(ptr, n, size)                                    \
     do {                                                      \
@@ -175,7 +176,10 @@ static size_t layout(gk_gpt2 *m, char *base)
         TAKE(a->ln2_mean, BT, F);
         TAKE(a->ln2_rstd, BT, F);
         TAKE(a->fch, BT * 4 * C, A);
-        TAKE(a->fch_gelu, BT * 4 * C, A);
+        if (recompute && l > 0)
+            a->fch_gelu = m->acts[0].fch_gelu;
+        else
+            TAKE(a->fch_gelu, BT * 4 * C, A);
     }
     TAKE(m->res_out, BT * C, A);
     TAKE(m->lnf, BT * C, A);
@@ -220,6 +224,7 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->max_B = max_B;
     m->max_T = max_T;
     if (flags & GK_GPT2_BF16) flags |= GK_GPT2_INFERENCE;
+    if (flags & GK_GPT2_INFERENCE) flags &= ~GK_GPT2_RECOMPUTE; /* nothing kept to recompute */
     m->flags = flags;
     m->act = be->act;
     m->wt = (flags & GK_GPT2_BF16) || be->act == GK_BF16 ? GK_BF16 : GK_F32;
@@ -385,7 +390,7 @@ int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap)
 static double act_bytes_approx(const gk_gpt2_config *c, int max_B, int max_T, size_t A)
 {
     double BT = (double)max_B * max_T, C = c->n_embd;
-    double per_layer = 16 * C * A + 4.0 * 8 + (double)c->n_head * 4;
+    double per_layer = 16 * C * A + 4.0 * 8 + (double)c->n_head * 4; /* without recompute */
     return BT * (c->n_layer * per_layer + (c->vocab_size + 64.0) * A + 16 * C * A + 32);
 }
 
@@ -403,6 +408,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
     t.max_B = max_B;
     t.max_T = max_T;
     t.flags = flags & GK_GPT2_BF16 ? flags | GK_GPT2_INFERENCE : flags;
+    if (t.flags & GK_GPT2_INFERENCE) t.flags &= ~GK_GPT2_RECOMPUTE;
     t.act = act;
     t.wt = (t.flags & GK_GPT2_BF16) || act == GK_BF16 ? GK_BF16 : GK_F32;
     int maxp = 4 + cfg->n_layer * L_COUNT;

@@ -27,7 +27,7 @@ typedef struct tr_settings {
     double learning_rate, weight_decay, beta1, beta2, grad_clip, min_lr;
     bool decay_lr, skip_nonfinite;
     /* system */
-    const char *device, *dtype;
+    const char *device, *dtype, *recompute;
     int64_t seed, threads;
     double peak_tflops;
     /* data parallel (dist.h, launch.h) */

@@ -254,6 +254,17 @@ static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
     return rc;
 }
 
+/* The model's gk_gpt2_create_ex flags: recompute = auto is on for the CUDA backends (GPU memory
+ * is what limits the batch; the recompute costs ~2% of a step there) and off on the CPU (where it
+ * costs ~7% of a step on this machine and memory is seldom the limit). */
+static int model_flags(const tr_run *r)
+{
+    const char *rc = r->s.recompute;
+    int cuda = strncmp(r->be->ops->name, "cuda", 4) == 0; /* cuda, cuda-emu */
+    int on = strcmp(rc, "true") == 0 || (strcmp(rc, "auto") == 0 && cuda);
+    return on ? GK_GPT2_RECOMPUTE : 0;
+}
+
 /* Refuses, before anything is allocated, a model and batch that do not fit: parameters,
  * gradients, AdamW moments and activations for batch_size x block_size on the device, and on rank
  * 0 the host copy a checkpoint is written from (tr_snapshot: 3 x the fp32 parameters). Measured
@@ -267,7 +278,8 @@ static int check_memory(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     if (mode == 2)
         return 0;
     gk_gpt2_mem need;
-    int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size, 0, &need, e);
+    int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size,
+                                  model_flags(r), &need, e);
     size_t snap = tr_dist_is_root(&r->dist) ? 3 * need.grads : 0;
     if (!rc)
         rc = gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", "lower batch_size or block_size", e);
@@ -298,7 +310,8 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     if (!rc)
         rc = check_memory(r, mc, e);
     if (!rc)
-        rc = gk_gpt2_create(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size, e);
+        rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size,
+                               model_flags(r), e);
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;
     r->x = malloc(n * sizeof *r->x);
     r->y = malloc(n * sizeof *r->y);

@@ -169,6 +169,15 @@ static void test_estimate_by_hand(void)
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_BF16, &m, &e), &e);
     CHECKF(m.params == 1472 + 8192 && m.grads == 0 && m.optimizer == 0, "%zu", m.params);
     CHECKF(m.activations == 34496 - 10240 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
+    /* recompute keeps one fch_gelu for all layers: with one layer, nothing saved; with 3, two
+     * layers' 4096 bytes (each other layer adds 16704) */
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE, &m, &e), &e);
+    CHECKF(m.activations == 34496 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
+    c.n_layer = 3;
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE, &m, &e), &e);
+    CHECKF(m.activations == 34496 + 2 * (16704 - 4096) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
+           m.activations);
+    c.n_layer = 1;
     /* a bad config or batch is refused */
     CHECK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 9, 0, &m, &e) == GK_EUSAGE);
 }
@@ -195,8 +204,9 @@ static void test_estimate_matches_create(void)
     ops.alloc = counting_alloc;
     be->ops = &ops;
     gk_gpt2_config c = {3, 4, 64, 32, 301, 1, 0.1f};
-    const int flags[] = {0, GK_GPT2_INFERENCE, GK_GPT2_BF16};
-    for (int i = 0; i < 3; i++) {
+    const int flags[] = {0, GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE,
+                         GK_GPT2_INFERENCE | GK_GPT2_RECOMPUTE};
+    for (int i = 0; i < 5; i++) {
         gk_gpt2 *m = NULL;
         gk_gpt2_mem est;
         allocated = 0;
