@@ -274,9 +274,8 @@ static void res_ln_cases(int N, int C)
                             N, C, bias, p, alias == 1 ? "res" : alias == 2 ? "x" : "none");
         int o = add(c, B_ACT, R_OUT, n, 1, 0.5f * (alias == 1)); /* res or x when aliased */
         c->b[o].stages = b16, c->b[o].mask = v == 2;
-        c->b[add(c, B_ACT, R_OUT, n, 1, 0)].stages = 2 * b16; /* on the rounded residual */
-        c->b[add(c, B_F32, R_OUT, (size_t)N, 1, 0)].stages = b16;
-        c->b[add(c, B_F32, R_OUT, (size_t)N, 1, 0)].stages = b16;
+        for (int k = 0; k < 3; k++) /* ln_out, mean, rstd: of the rounded residual */
+            c->b[add(c, k ? B_F32 : B_ACT, R_OUT, k ? (size_t)N : n, 1, 0)].stages = 2 * b16;
         add(c, B_ACT, alias == 1 ? R_NONE : R_IN, n, v == 2 ? 0.0f : 1.0f, 0.5f);
         add(c, B_ACT, alias == 2 ? R_NONE : R_IN, n, 1, 0);
         add(c, B_F32, bias ? R_IN : R_NONE, (size_t)C, 1, 0);
