@@ -22,7 +22,7 @@ note "gptkit $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-g
 nproc=$(nproc)
 step build make -j"$nproc" all units
 export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
-for t in test_ops test_cuda_ops test_cuda_attn; do step "$t" "build/tests/$t"; done
+for t in test_ops test_ops_fused test_cuda_ops test_cuda_attn; do step "$t" "build/tests/$t"; done
 for tool in memcheck racecheck synccheck; do
   for t in test_cuda_ops test_cuda_attn; do
     step "sanitizer-$tool-$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "build/tests/$t"

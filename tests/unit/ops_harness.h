@@ -1,4 +1,5 @@
-/* ops_harness.h: the driver of test_ops.c (header-only, like test.h: it is that binary's main).
+/* ops_harness.h: the driver of test_ops.c and test_ops_fused.c (header-only, like test.h: it is
+ * each binary's main).
  * Owns: the device under test and the reference backend, the case description (buffers by element
  * class and role, the function that runs the op on one backend), running a case on both backends
  * through the ops interface only, the tolerance check described in test_ops.c, and the loop over
@@ -24,6 +25,8 @@
 
 static gk_backend *dev, *ref;
 static const char *dev_name;
+static const int NS[] = {1, 7, 65}; /* rows of the cases: not multiples of tiles */
+#define NKEY 0x5eed0fd20b0u        /* the cases' dropout key */
 static uint64_t seed = 1;
 
 /* Opens dev_name with bf16 activations or not; 0, or the error in e. */
@@ -87,13 +90,6 @@ static int add(tcase *c, bclass cls, brole role, size_t n, float scale, float of
     return c->nb++;
 }
 static int bf16_run(void) { return dev->act == GK_BF16; }
-static int *rand_ints(size_t n, int lo, int hi)
-{
-    int *x = malloc(sizeof(int) * n);
-    for (size_t i = 0; i < n; i++) x[i] = lo + (int)(gk_rng_uniform(seed, i) * (float)(hi - lo));
-    seed++;
-    return x;
-}
 
 /* ---- the driver ---- */
 
