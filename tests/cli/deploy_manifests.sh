@@ -32,7 +32,10 @@ FAKE
 cat > bin/scancel << 'FAKE'
 #!/bin/bash
 echo "scancel $*" >> "$LOG"
-kill -TERM "$(cat srun.pid)"
+pid=$(cat srun.pid)
+kill -TERM "$pid"
+# the step ends before the script's trap returns: the race that once lost srun's exit status
+while kill -0 "$pid" 2> /dev/null; do sleep 0.01; done
 FAKE
 cat > bin/srun << 'FAKE'
 #!/bin/bash
