@@ -9,7 +9,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
 pattern=${2:-}
 export GPT_TEST_DATA=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" 2>/dev/null && pwd || echo /nonexistent)
-export PATH="$build/bin:$PATH" TOP="$top" FIX="$top/tests/fixtures" DATA="$GPT_TEST_DATA"
+export PATH="$build/bin:$PATH" TOP="$top" FIX="$top/tests/fixtures" DATA="$GPT_TEST_DATA" GK_TEST_BUILD="$build"
 export LC_ALL=C.UTF-8
 passed=0 failed=0 skipped=0
 failures=()

@@ -30,10 +30,14 @@
  * How it runs: a launch runs to completion before it returns. Blocks run on a pool of host threads
  * (GK_EMU_THREADS, default the number of cores; results do not depend on it except for the order of
  * float atomics); a block's threads are coroutines on one host thread, run in order of their
- * linear id, each straight through until it reaches __syncthreads or a warp collective. Warps are
+ * linear id, each straight through until it reaches __syncthreads or a warp collective.
+ * GK_EMU_ORDER=reverse or shuffle starts and releases them in descending or in a shuffled order
+ * (a new permutation per block and launch) and runs the blocks in reverse: a GPU promises no
+ * order, so a kernel whose results change with it has a race (tests/cli/emu_orders.sh). Warps are
  * 32 consecutive linear thread ids (x fastest). These are launch errors naming the kernel, block and
  * thread (cudaGetErrorString of the code returns that message): a __syncthreads or warp collective
- * that not every thread it waits for reaches (exited, or waiting at another one), a warp
+ * that not every thread it waits for reaches (exited, or waiting at another one that waits for
+ * it too), a warp
  * collective whose mask leaves out the calling lane or names lanes past the block, a dynamic shared
  * memory access past its end (a guard page follows it; the check granularity is 16 bytes), a
  * thread stack overflow (GK_EMU_STACK_KB, default 128 per thread), a block of more than 1024 threads

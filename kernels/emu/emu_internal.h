@@ -31,6 +31,10 @@ enum : size_t {
 
 enum ThreadState : unsigned char { T_NEW, T_RUN, T_READY, T_BARRIER, T_WARP, T_DONE };
 
+/* GK_EMU_ORDER: the order threads start and are released in, and blocks run in. A GPU promises
+ * none, so a kernel whose results change with it has a race (a missing barrier). */
+enum Order : unsigned char { ORDER_FORWARD, ORDER_REVERSE, ORDER_SHUFFLE, ORDER_INVALID };
+
 /* A suspended context: a stack pointer (x86-64, emu_fiber.cpp's switch) or a jmp_buf. */
 #if defined(__x86_64__) && !defined(GK_EMU_PORTABLE_SWITCH)
 #define GK_EMU_ASM_SWITCH 1
@@ -71,6 +75,8 @@ struct Grid {
     const void *closure;
     uint64_t nblocks;
     int nthreads; /* per block */
+    Order order;
+    uint64_t seq; /* this launch's number, for ORDER_SHUFFLE's permutations */
     std::atomic<uint64_t> next{0};
     std::atomic<bool> failed{false};
     std::mutex mu;
@@ -97,6 +103,7 @@ struct Worker {
     std::vector<Thread> threads;
     std::vector<Warp> warps;
     std::vector<int> ready; /* ring of thread ids to resume */
+    std::vector<int> order; /* thread ids in start and release order (not ORDER_FORWARD) */
     int ready_head = 0, ready_count = 0;
     int next_start = 0, ndone = 0, at_barrier = 0, at_activemask = 0;
     bool failed = false;
@@ -148,6 +155,7 @@ bool nth_call_fails(const char *env, int which);
 void lose_device(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int env_int(const char *name, int fallback, int lo, int hi);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
+Order schedule_order(); /* GK_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */
 
 } // namespace gk_emu
 

@@ -178,6 +178,7 @@ static void run_blocks(Worker *w, Grid *g)
         if (g->failed) break;
         uint64_t b = g->next.fetch_add(1);
         if (b >= g->nblocks) break;
+        if (g->order != ORDER_FORWARD) b = g->nblocks - 1 - b;
         w->block = b;
         w->running = 1;
         run_block(w, b);
@@ -327,8 +328,17 @@ void launch(const LaunchSpec &s, BodyFn body, const void *closure)
                      s.name);
         return;
     }
+    static std::atomic<uint64_t> launches{0};
+    Order order = schedule_order();
+    if (order == ORDER_INVALID) {
+        record_error(cudaErrorInvalidValue, false, "kernel '%s': GK_EMU_ORDER='%s': expected forward, reverse or shuffle",
+                     s.name, getenv("GK_EMU_ORDER"));
+        return;
+    }
     install_handler();
     Grid g;
+    g.order = order;
+    g.seq = launches.fetch_add(1);
     g.spec = &s;
     g.body = body;
     g.closure = closure;

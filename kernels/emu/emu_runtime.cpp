@@ -89,6 +89,14 @@ int env_int(const char *name, int fallback, int lo, int hi)
     return v && *v && !*end && n >= lo && n <= hi ? (int)n : fallback;
 }
 
+Order schedule_order()
+{
+    const char *v = getenv("GK_EMU_ORDER");
+    if (v && !strcmp(v, "reverse")) return ORDER_REVERSE;
+    if (v && !strcmp(v, "shuffle")) return ORDER_SHUFFLE;
+    return !v || !*v || !strcmp(v, "forward") ? ORDER_FORWARD : ORDER_INVALID;
+}
+
 static std::mutex attr_mu;
 static std::unordered_map<const void *, int> smem_limits;
 

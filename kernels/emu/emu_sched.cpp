@@ -1,10 +1,10 @@
 /* emu_sched.cpp: runs one block: its threads as coroutines on one host thread.
  * Owns: the block scheduler, __syncthreads, the warp collective rendezvous, __activemask, and the
  * deadlock report (the stacks and switches are emu_fiber.cpp's). Threads start in order of
- * linear id; one that ends hands its stack straight to the next (a block without barriers runs
- * without a single switch); one that waits yields to the scheduler, which resumes released
- * threads, then starts new ones. When nothing can run and threads still wait, the block fails
- * naming who is missing. */
+ * linear id (GK_EMU_ORDER=reverse or shuffle: another order, to expose races); one that ends hands
+ * its stack straight to the next (a block without barriers runs without a single switch); one
+ * that waits yields to the scheduler, which resumes released threads, then starts new ones. When
+ * nothing can run and threads still wait, the block fails naming who is missing. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -83,9 +83,12 @@ void recycle_fibers(Worker *w)
 
 /* ---- switching ---- */
 
+/* The id of the thread that starts next, or that is released k-th at a barrier. */
+static int nth_thread(const Worker *w, int k) { return w->grid->order == ORDER_FORWARD ? k : w->order[k]; }
+
 static void start_thread(Worker *w, Fiber *f)
 {
-    int id = w->next_start++;
+    int id = nth_thread(w, w->next_start++);
     Thread *t = &w->threads[id];
     const dim3 &b = w->grid->spec->block;
     t->idx = uint3{id % b.x, (id / b.x) % b.y, id / (b.x * b.y)};
@@ -185,6 +188,21 @@ static void wait_here(Worker *w, ThreadState why)
 
 /* ---- the block ---- */
 
+/* w->order for block b: descending ids, or a permutation drawn from (launch, block). */
+static void make_order(Worker *w, uint64_t b)
+{
+    int n = w->n;
+    w->order.resize(n);
+    for (int i = 0; i < n; i++) w->order[i] = n - 1 - i;
+    if (w->grid->order != ORDER_SHUFFLE) return;
+    uint64_t x = (w->grid->seq * 0x9E3779B97F4A7C15ull ^ b) | 1;
+    for (int i = n - 1; i > 0; i--) { /* Fisher-Yates on xorshift64 */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int j = (int)(x % (uint64_t)(i + 1)), t = w->order[i];
+        w->order[i] = w->order[j], w->order[j] = t;
+    }
+}
+
 static void setup_block(Worker *w, uint64_t b)
 {
     const LaunchSpec &s = *w->grid->spec;
@@ -198,6 +216,7 @@ static void setup_block(Worker *w, uint64_t b)
         w->warps.resize((n + 31) / 32);
     }
     for (int i = 0; i < n; i++) w->threads[i].state = T_NEW;
+    if (w->grid->order != ORDER_FORWARD) make_order(w, b);
     for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = 0;
     w->ready_head = w->ready_count = 0;
     w->next_start = w->ndone = w->at_barrier = w->at_activemask = 0;
@@ -257,7 +276,7 @@ void run_block(Worker *w, uint64_t b)
         } else if (w->next_start < w->n) {
             Fiber *f = fiber_get(w);
             if (!f) {
-                fail_block(w, &w->threads[w->next_start], "no memory for another thread stack");
+                fail_block(w, &w->threads[nth_thread(w, w->next_start)], "no memory for another thread stack");
                 break;
             }
             start_thread(w, f);
@@ -301,23 +320,35 @@ uint64_t warp_collective(WarpSlot *s)
         fail_thread(w, "%s with mask 0x%08x names lanes past the end of the block (this warp has %d)",
                     collective_name(s->kind), s->mask, lanes);
     Warp &wp = w->warps[base / 32];
-    for (int l = 0; l < 32; l++) { /* a lane this one waits for that waits elsewhere: a deadlock */
+    /* A lane this one waits for that waits elsewhere, for this one too: a deadlock. One that waits
+     * only for others may still go on once they arrive (as in some other thread order), so the
+     * collective completes once every lane of its mask is at it. */
+    unsigned here = 1u << lane;
+    for (int l = 0; l < 32; l++) {
         const WarpSlot *o = wp.slot[l];
-        if ((wp.arrived >> l & 1) && (s->mask >> l & 1) && (o->kind != s->kind || o->mask != s->mask))
+        if (!(wp.arrived >> l & 1) || !(s->mask >> l & 1)) continue;
+        if (o->kind == s->kind && o->mask == s->mask) {
+            here |= 1u << l;
+            continue;
+        }
+        if (o->mask >> lane & 1)
             fail_thread(w, "warp collectives do not match: lane %d at %s (mask 0x%08x), lane %d at %s (mask 0x%08x)",
                         l, collective_name(o->kind), o->mask, lane, collective_name(s->kind), s->mask);
     }
     wp.slot[lane] = s;
     wp.arrived |= 1u << lane;
     t->slot = s;
-    if ((wp.arrived & s->mask) != s->mask) {
+    if (here != s->mask) {
         wait_here(w, T_WARP);
         return s->result;
     }
     complete_collective(wp.slot, s->mask);
     wp.arrived &= ~s->mask;
-    for (int l = 0; l < 32; l++)
+    bool down = w->grid->order != ORDER_FORWARD;
+    for (int k = 0; k < 32; k++) {
+        int l = down ? 31 - k : k;
         if ((s->mask >> l & 1) && l != lane) make_ready(w, base + l);
+    }
     return s->result;
 }
 
@@ -331,8 +362,10 @@ void __syncthreads()
     if (!w) return;
     if (++w->at_barrier == w->n) {
         w->at_barrier = 0;
-        for (int i = 0; i < w->n; i++)
+        for (int k = 0; k < w->n; k++) {
+            int i = nth_thread(w, k);
             if (w->threads[i].state == T_BARRIER) make_ready(w, i);
+        }
         return;
     }
     wait_here(w, T_BARRIER);

@@ -128,13 +128,13 @@ void wmma_store(float *p, const float *x, unsigned ldm, bool col_major)
 {
     Worker *w = wmma_worker("store_matrix_sync", p, ldm, sizeof(float));
     if (!w) return;
+    wmma_rendezvous(WOP_WMMA_STORE, p, ldm);
     int lane = lane_id(w);
     for (int e = 0; e < 8; e++) {
         int r, c;
         frag_coord(WMMA_ACC, lane, e, &r, &c);
         p[col_major ? (size_t)c * ldm + r : (size_t)r * ldm + c] = x[e];
     }
-    wmma_rendezvous(WOP_WMMA_STORE, p, ldm);
 }
 
 void wmma_mma(float *d, const __nv_bfloat16 *a, const __nv_bfloat16 *b, const float *c)

@@ -3,7 +3,12 @@
  * fragment<accumulator, 16,16,16, float>, and fill_fragment, load_matrix_sync, store_matrix_sync,
  * mma_sync. As on a GPU each lane holds 8 elements of the 16x16 tile in .x[] in a fixed mapping
  * that kernels must not rely on (elementwise work on .x[] is fine), and load, store and mma are
- * warp collectives: all 32 lanes of a full warp call them, or the launch fails. The pointer must
+ * warp collectives: all 32 lanes of a full warp call them, or the launch fails. Neither orders
+ * memory between lanes (only __syncwarp does): a load reads the lane's part when the lane gets
+ * there, before the others may have written theirs, and a store writes the lane's part only
+ * once all lanes are there, so a lane that leaves it may not see the others' part yet. The
+ * __syncwarp a kernel needs before a load of what other lanes wrote, and after a store that other
+ * lanes read, is thus never hidden. The pointer must
  * be 32-byte aligned and ldm a multiple of 16 bytes, as on a GPU; mma accumulates in fp32. */
 #ifndef GK_EMU_WMMA_H
 #define GK_EMU_WMMA_H
@@ -13,7 +18,8 @@
 
 namespace gk_emu {
 enum WmmaUse { WMMA_A, WMMA_B, WMMA_ACC };
-/* Lane-local part of a load or store, then a warp collective that all 32 lanes must reach. */
+/* The lane's part of a load, then a warp collective that all 32 lanes must reach; a store's
+ * collective comes first, then the lane's part (see above: neither orders memory between lanes). */
 GK_EMU_API void wmma_load(int use, bool col_major, void *x, const void *p, unsigned ldm);
 GK_EMU_API void wmma_store(float *p, const float *x, unsigned ldm, bool col_major);
 /* d = a b + c over the 32 lanes' fragments (each lane passes its own). */

@@ -225,6 +225,35 @@ __global__ void wmma_from_one_lane(const float *C, float *D)
     if (threadIdx.x == 0) wmma::load_matrix_sync(acc, C, 16, wmma::mem_row_major); /* a lane cannot do it alone */
     wmma::store_matrix_sync(D, acc, 16, wmma::mem_row_major);
 }
+/* The lanes write a tile (a stripe each) and load it as a fragment: with the __syncwarp that must
+ * come between, or (the race) without it. out[lane] = how many of its 8 entries it saw written. */
+__global__ void load_after_write(float *tile, int *out, int sync)
+{
+    for (int i = threadIdx.x; i < 256; i += 32) tile[i] = 0.0f;
+    __syncwarp();
+    for (int i = threadIdx.x; i < 256; i += 32) tile[i] = 1.0f;
+    if (sync) __syncwarp();
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::load_matrix_sync(acc, tile, 16, wmma::mem_row_major);
+    int seen = 0;
+    for (int e = 0; e < acc.num_elements; e++) seen += acc.x[e] == 1.0f;
+    out[threadIdx.x] = seen;
+}
+
+/* Each lane reads back the whole tile it stored with the warp: with the __syncwarp that must
+ * follow a store, or (the race) without it. out[lane] = how many entries it saw stored. */
+__global__ void read_after_store(float *tile, int *out, int sync)
+{
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 1.0f);
+    for (int i = threadIdx.x; i < 256; i += 32) tile[i] = 0.0f;
+    __syncwarp();
+    wmma::store_matrix_sync(tile, acc, 16, wmma::mem_row_major);
+    if (sync) __syncwarp();
+    int seen = 0;
+    for (int i = 0; i < 256; i++) seen += tile[i] == 1.0f;
+    out[threadIdx.x] = seen;
+}
 #endif
 
 static void test_wmma_fragments(void)
@@ -249,6 +278,27 @@ static void test_wmma_fragments(void)
     const char *align[] = {"fragment_ownership", "not 32-byte aligned"};
     CHECK(launch_failed_with(cudaErrorLaunchFailure, align, 2));
     CUDA_OK(cudaDeviceReset());
+    /* wmma orders no memory between lanes: a missing __syncwarp shows (emu_wmma.h) */
+    int seen[32], *d_seen = to_dev<int>(NULL, 32);
+    for (int sync = 1; sync >= 0; sync--) {
+        int full_loads = 0, full_reads = 0;
+        GK_LAUNCH(load_after_write, 1, 32, 0, 0, o, d_seen, sync);
+        CUDA_OK(cudaGetLastError());
+        to_host(seen, d_seen, 32);
+        for (int l = 0; l < 32; l++) full_loads += seen[l] == 8;
+        GK_LAUNCH(read_after_store, 1, 32, 0, 0, o, d_seen, sync);
+        CUDA_OK(cudaGetLastError());
+        to_host(seen, d_seen, 32);
+        for (int l = 0; l < 32; l++) full_reads += seen[l] == 256;
+        if (sync) {
+            CHECKF(full_loads == 32, "with __syncwarp: %d of 32 lanes loaded what the others wrote", full_loads);
+            CHECKF(full_reads == 32, "with __syncwarp: %d of 32 lanes read what the others stored", full_reads);
+        } else {
+            CHECKF(full_loads < 32, "without __syncwarp every lane loaded what the others wrote: the race is hidden");
+            CHECKF(full_reads < 32, "without __syncwarp every lane read what the others stored: the race is hidden");
+        }
+    }
+    cudaFree(d_seen);
 #endif
     cudaFree(C), cudaFree(o);
 }
