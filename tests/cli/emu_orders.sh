@@ -2,7 +2,7 @@
 # them one after another, so a missing __syncthreads or __syncwarp can pass in its usual order.
 # Every CUDA op test runs again with threads started and released in reverse and in shuffled
 # order (GK_EMU_ORDER, blocks reversed too): a race would change the results
-# (tests/unit/emu/test_emu_sched.cu shows that a missing barrier does change them). Whole
+# (tests/unit/emu/test_emu_order.cu shows that a missing barrier does change them). Whole
 # training steps in shuffled order: emu_orders_train.sh.
 source "$TOP/tests/cli/lib.bash"
 [ -f "$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GK_TEST_BUILD" >&2; exit 77; }
