@@ -253,8 +253,8 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
- * to gk_ops, gk_backend, gk_backend_opts or this struct). */
-#define GK_BACKEND_ABI 6
+ * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
+#define GK_BACKEND_ABI 7
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

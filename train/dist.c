@@ -143,7 +143,7 @@ double tr_dist_comm_secs(tr_dist *d)
     return s;
 }
 
-int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e)
+int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
 {
     if (d->world == 1)
         return gk_comm_open_single(&d->comm, e);
@@ -151,7 +151,8 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e)
                                 : gk_comm_open_gloo(&d->inner, d->store, d->rank, d->world, d->timeout_s, e);
     if (rc)
         return rc;
-    d->timed = (gk_comm){&timed_ops, d->rank, d->world, d};
+    d->inner->sum_type = sum_type;
+    d->timed = (gk_comm){&timed_ops, d->rank, d->world, d, sum_type};
     d->comm = &d->timed;
     return 0;
 }

@@ -39,8 +39,9 @@ typedef struct tr_dist {
  * arrived within 300 s"). */
 int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e);
 /* Opens the collectives for the backend's memory: Gloo on CPU backends, the backend's own (NCCL,
- * emulated under cuda-emu) when it has them, "single" for one process. */
-int tr_dist_comm(tr_dist *d, gk_backend *be, gk_err *e);
+ * emulated under cuda-emu) when it has them, "single" for one process. The gradient sums travel
+ * and add in sum_type (GK_F32 or GK_BF16: comm.h); one process has no sums. */
+int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e);
 int tr_dist_is_root(const tr_dist *d);
 
 /* Seconds this rank spent in collectives since the last call (0 for one process). */

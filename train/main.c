@@ -91,8 +91,9 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
     if (!rc)
         rc = tr_dist_open(&r->dist, &l, r->s.dist_timeout, e);
     if (!rc && l.world_size > 1)
-        gk_info("rank 0 of %d (%s), rendezvous at %s", l.world_size, l.source,
-                gk_store_address(r->dist.store));
+        gk_info("rank 0 of %d (%s), rendezvous at %s%s", l.world_size, l.source,
+                gk_store_address(r->dist.store),
+                strcmp(r->s.reduce_dtype, "bfloat16") == 0 ? "; gradient sums in bfloat16" : "");
     return rc;
 }
 

@@ -53,6 +53,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, total_batch_size, "0", 0, 1e15, "tokens per optimizer step over all ranks (0: batch_size x block_size x gradient_accumulation_steps); sets gradient_accumulation_steps"),
     GK_CK_INT_R(S, nproc_per_node, "1", 1, 1024, "ranks to start on this machine (as torchrun --nproc_per_node)"),
     GK_CK_INT_R(S, zero_stage, "0", 0, 1, "1: shard the AdamW moments across ranks (ZeRO-1)"),
+    GK_CK_STR(S, reduce_dtype, "float32", "type of the gradient sums across ranks: float32, or bfloat16 (or fp32, bf16): half the bytes, rounded to bf16"),
     GK_CK_DOUBLE_R(S, dist_timeout, "300", 0.1, 1e6, "seconds a rank waits for the others (rendezvous, collectives) before giving up"),
     GK_CK_END,
 };
@@ -124,28 +125,37 @@ static int pair_error(const gk_config *cfg, const char *a, const char *b, gk_err
     return gk_errf(e, GK_EUSAGE, "%s: %s (%s: %s)", origin(cfg, lead), msg, other, origin(cfg, other));
 }
 
-/* dtype: auto, or a spelling gk_dtype_from_user knows, which becomes nanoGPT's name; float32
- * or bfloat16 (activations and matmul inputs; master weights, gradients and AdamW stay float32);
- * the CPU does float32. */
+/* A dtype key's value, a spelling gk_dtype_from_user knows, as float32 or bfloat16 (written back
+ * under nanoGPT's name, keeping its origin: the printout says where it was set). */
+static int check_dtype_value(gk_config *cfg, const char *key, const char **value, enum gk_dtype *dt,
+                             gk_err *e)
+{
+    int model = strcmp(key, "dtype") == 0; /* else the sums' */
+    if (gk_dtype_from_user(*value, dt) != 0 || (!model && *dt != GK_DT_F32 && *dt != GK_DT_BF16))
+        return gk_errf(e, GK_EUSAGE, "%s: %s: '%s' is not one of %sfloat32, bfloat16 (or fp32, bf16)",
+                       origin(cfg, key), key, *value, model ? "auto, " : "");
+    if (*dt != GK_DT_F32 && *dt != GK_DT_BF16)
+        return gk_errf(e, GK_EUSAGE, "%s: %s = %s: gptkit trains in float32 or bfloat16 "
+                       "(float16 would need loss scaling)", origin(cfg, key), key, *value);
+    const char *name = gk_dtype_user_name(*dt);
+    if (strcmp(name, *value) == 0)
+        return 0;
+    char *from = strdup(origin(cfg, key));
+    int rc = from ? gk_config_set(cfg, key, name, from, e) : gk_errf(e, GK_ENOMEM, "out of memory");
+    free(from);
+    return rc;
+}
+
+/* dtype: auto, or float32 or bfloat16 (activations and matmul inputs; master weights, gradients
+ * and AdamW stay float32); the CPU does float32. reduce_dtype: float32 or bfloat16 on any device. */
 static int check_dtype(tr_settings *s, gk_config *cfg, gk_err *e)
 {
     enum gk_dtype dt;
-    if (strcmp(s->dtype, "auto") == 0)
-        return 0;
-    if (gk_dtype_from_user(s->dtype, &dt) != 0)
-        return gk_errf(e, GK_EUSAGE, "%s: dtype: '%s' is not one of auto, float32, bfloat16 (or "
-                       "fp32, bf16)", origin(cfg, "dtype"), s->dtype);
-    if (dt != GK_DT_F32 && dt != GK_DT_BF16)
-        return gk_errf(e, GK_EUSAGE, "%s: dtype = %s: gptkit trains in float32 or bfloat16 "
-                       "(float16 would need loss scaling)", origin(cfg, "dtype"), s->dtype);
-    const char *name = gk_dtype_user_name(dt);
-    if (strcmp(name, s->dtype) != 0) { /* keep the origin: the printout says where it was set */
-        char *from = strdup(origin(cfg, "dtype"));
-        int rc = from ? gk_config_set(cfg, "dtype", name, from, e) : gk_errf(e, GK_ENOMEM, "out of memory");
-        free(from);
-        if (rc)
-            return rc;
-    }
+    int rc = check_dtype_value(cfg, "reduce_dtype", &s->reduce_dtype, &dt, e);
+    if (rc || strcmp(s->dtype, "auto") == 0)
+        return rc;
+    if ((rc = check_dtype_value(cfg, "dtype", &s->dtype, &dt, e)))
+        return rc;
     if (dt != GK_DT_F32 && (strcmp(s->device, "cpu") == 0 || strcmp(s->device, "ref") == 0))
         return pair_error(cfg, "dtype", "device", e, "dtype = %s: device = %s trains in float32 only",
                           s->dtype, s->device);

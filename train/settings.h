@@ -32,6 +32,7 @@ typedef struct tr_settings {
     double peak_tflops;
     /* data parallel (dist.h, launch.h) */
     int64_t total_batch_size, nproc_per_node, zero_stage;
+    const char *reduce_dtype;
     double dist_timeout;
 } tr_settings;
 
@@ -41,7 +42,8 @@ extern const gk_config_key tr_settings_keys[];
 int tr_settings_is_model_key(const char *key);
 
 /* Checks what no single key can (n_head divides n_embd, lr_decay_iters above warmup_iters, min_lr
- * at most learning_rate, dtype for the device, ...) and writes dtype as nanoGPT names it. cfg is
+ * at most learning_rate, dtype for the device, ...) and writes dtype and reduce_dtype as nanoGPT
+ * names them. cfg is
  * the config that filled s. GK_EUSAGE with one line led by the FILE:LINE (or --key) of a key at
  * fault and naming the other key's origin. Call before anything is printed, read or written. */
 int tr_settings_check(tr_settings *s, gk_config *cfg, gk_err *e);

@@ -436,7 +436,8 @@ int tr_run_setup(tr_run *r, gk_err *e)
     r->last_saved_step = resume ? r->st.step : -1;
     if ((rc = tr_dist_agree(&r->dist, "setup", rc, e)))
         return rc;
-    if ((rc = tr_dist_comm(&r->dist, r->be, e)))
+    gk_elt sums = strcmp(r->s.reduce_dtype, "bfloat16") == 0 ? GK_BF16 : GK_F32;
+    if ((rc = tr_dist_comm(&r->dist, r->be, sums, e)))
         return rc;
     return gk_gpt2_set_comm(r->model, r->dist.comm, (int)r->s.zero_stage, e);
 }

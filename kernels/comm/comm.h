@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "common/err.h"
+#include "kernels/backend.h" /* gk_elt */
 #include "kernels/comm/store.h"
 
 #ifdef __cplusplus
@@ -53,6 +54,7 @@ struct gk_comm {
     const gk_comm_ops *ops;
     int rank, world;
     void *impl;
+    gk_elt sum_type; /* GK_F32 or GK_BF16 (see the top); set before the first collective */
 };
 
 /* A comm of one rank (rank 0, world 1): the collectives return their input. */

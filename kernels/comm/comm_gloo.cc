@@ -9,6 +9,8 @@
  * Sums use Gloo's ring allreduce: each chunk is reduced on one rank in a fixed order and then
  * copied to the others, so every rank gets the same bits, run after run. reduce_scatter is an
  * allreduce of the whole buffer (twice the traffic of a true reduce-scatter) and a copy.
+ * bf16 sums (sum_type GK_BF16) round the floats into a uint16_t buffer of the comm's, run the same
+ * ring on it with a bf16 add, and widen the result back.
  * No C++ exception leaves this file: a Gloo failure becomes GK_EIO with one line naming the
  * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
  * that did not report the same timeout), and the comm fails every later call at once.
@@ -17,6 +19,8 @@
  * and the store are never used by two threads at once.
  * Opening a comm sets SIGPIPE to be ignored when it has its default action (see ignore_sigpipe). */
 #include "kernels/comm/comm.h"
+
+#include "kernels/bf16.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -108,6 +112,7 @@ struct Gloo {
     bool broken = false;
     char why[900] = {0}; /* the failure that broke it */
     std::vector<float> scratch;
+    std::vector<uint16_t> wire; /* bf16 sums' buffer */
     /* started sums (allreduce_start), run in order by `worker`, which the calling thread hands
      * the comm to until allreduce_wait: the two never run collectives at the same time */
     std::thread worker;
@@ -237,11 +242,50 @@ template <class T> void sum_ring(Gloo *g, T *buf, size_t n)
     gloo::allreduce(o);
 }
 
+/* Gloo's reduce function for bf16 sums: c = a + b, rounded to bf16. */
+void sum_bf16(void *c, const void *a, const void *b, size_t n)
+{
+    uint16_t *out = static_cast<uint16_t *>(c);
+    const uint16_t *x = static_cast<const uint16_t *>(a), *y = static_cast<const uint16_t *>(b);
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = gk_f2bf16(gk_bf16f(x[i]) + gk_bf16f(y[i]));
+}
+
+/* g->wire (n bf16) = the sum over ranks of every rank's in (n floats), in bf16. */
+void sum_ring_bf16(Gloo *g, const float *in, size_t n)
+{
+    g->wire.resize(n);
+    uint16_t *w = g->wire.data();
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        w[i] = gk_f2bf16(in[i]);
+    gloo::AllreduceOptions o(g->ctx);
+    o.setOutput(w, n);
+    o.setReduceFunction(sum_bf16);
+    o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    o.setTag(g->tag++);
+    o.setTimeout(g->timeout);
+    gloo::allreduce(o);
+}
+
+void widen(const uint16_t *w, float *out, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = gk_bf16f(w[i]);
+}
+
 int gloo_allreduce(gk_comm *c, float *buf, size_t n, gk_err *e)
 {
     if (n == 0)
         return 0;
-    return guarded(c, "allreduce", e, [&](Gloo *g) { sum_ring(g, buf, n); });
+    return guarded(c, "allreduce", e, [&](Gloo *g) {
+        if (c->sum_type != GK_BF16)
+            return sum_ring(g, buf, n);
+        sum_ring_bf16(g, buf, n);
+        widen(g->wire.data(), buf, n);
+    });
 }
 
 int gloo_allreduce_host(gk_comm *c, double *vals, int n, gk_err *e)
@@ -305,10 +349,15 @@ int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, g
 {
     if (count == 0)
         return 0;
+    size_t all = count * static_cast<size_t>(c->world), mine = count * static_cast<size_t>(c->rank);
     return guarded(c, "reduce_scatter", e, [&](Gloo *g) {
-        g->scratch.assign(in, in + count * static_cast<size_t>(c->world));
-        sum_ring(g, g->scratch.data(), g->scratch.size());
-        memcpy(out, g->scratch.data() + count * static_cast<size_t>(c->rank), count * sizeof *out);
+        if (c->sum_type == GK_BF16) {
+            sum_ring_bf16(g, in, all);
+            return widen(g->wire.data() + mine, out, count);
+        }
+        g->scratch.assign(in, in + all);
+        sum_ring(g, g->scratch.data(), all);
+        memcpy(out, g->scratch.data() + mine, count * sizeof *out);
     });
 }
 

@@ -77,6 +77,9 @@ void cu_zero(gk_backend *be, void *p, size_t n);
 void cu_sync(gk_backend *be);
 int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err);
 void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
+/* cu_cast's kernel launched on stream (the comm's), n > 0 elements to dt from the other type;
+ * sets no error: check cudaGetLastError after it. */
+void cu_cast_on(gk_backend *be, cudaStream_t stream, void *dst, gk_elt dt, const void *src, size_t n);
 /* cuda_gemm.cu */
 void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
              const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,

@@ -13,6 +13,8 @@
  * stops its kernels) and every later call fails at once with the first error.
  * allreduce_start is a collective without its end: the host goes on launching ops on the backend's
  * stream while the comm stream sums; allreduce_wait is the end of the last one started.
+ * bf16 sums (sum_type GK_BF16): on the comm stream, the floats are cast into the comm's bf16
+ * buffer (`wire`), NCCL sums it as ncclBfloat16 (in place), and the result is cast back.
  * Under the emulator (GK_CUDA_EMU) the same code runs on kernels/emu/emu_nccl's socket collectives.
  * Thread safety: a comm is used by the backend's one host thread; close it before the backend. */
 #include "kernels/cuda/cuda_internal.h"
@@ -36,6 +38,8 @@ typedef struct nc_comm {
     double *dev;        /* device scratch of allreduce_host and barrier: cap doubles */
     double *host;       /* pinned staging of allreduce_host: cap doubles */
     int cap;
+    bf16 *wire;         /* bf16 sums' buffer: wire_cap elements */
+    size_t wire_cap;
     double timeout_s;
     int started;        /* sums started (allreduce_start) and not yet waited for */
     double started_deadline; /* the first one's */
@@ -167,6 +171,50 @@ static int nc_scratch(nc_comm *c, int n, const char *op, gk_err *e)
     return 0;
 }
 
+/* The buffer of bf16 sums, n elements. It grows only when nothing on the comm stream uses it: a
+ * larger sum while started ones run (in a run's first step) waits for those first. */
+static int nc_wire(nc_comm *c, size_t n, const char *op, gk_err *e)
+{
+    if (n <= c->wire_cap) return 0;
+    if (c->started && nc_end(c, op, c->started_deadline, e)) return GK_EIO;
+    cudaFree(c->wire);
+    c->wire = NULL, c->wire_cap = 0;
+    if (NC_CUDA(c, op, e, cudaMalloc(&c->wire, n * sizeof(bf16)))) return GK_EIO;
+    c->wire_cap = n;
+    return 0;
+}
+
+/* dst (n elements of dt) = src (n of the other type), on the comm stream. */
+static int nc_cast(nc_comm *c, void *dst, gk_elt dt, const void *src, size_t n, const char *op, gk_err *e)
+{
+    if (!n) return 0;
+    cu_cast_on(c->be, c->stream, dst, dt, src, n);
+    return nc_cuda(c, cudaGetLastError(), "cast_kernel", op, e);
+}
+
+/* buf (n floats) = the sum over ranks, in bf16 (through wire), on the comm stream. */
+static int nc_sum_bf16(nc_comm *c, float *buf, size_t n, double dl, gk_err *e)
+{
+    const char *op = "allreduce";
+    if (nc_wire(c, n, op, e) || nc_cast(c, c->wire, GK_BF16, buf, n, op, e) ||
+        NC_CHECK(c, op, dl, e, ncclAllReduce(c->wire, c->wire, n, ncclBfloat16, ncclSum, c->nccl, c->stream)))
+        return GK_EIO;
+    return nc_cast(c, buf, GK_F32, c->wire, n, op, e);
+}
+
+/* out (count floats) = the sum over ranks of part `rank` of in, in bf16: in place in wire, where
+ * this rank's part becomes its result. */
+static int nc_scatter_bf16(nc_comm *c, const float *in, float *out, size_t count, double dl, gk_err *e)
+{
+    const char *op = "reduce_scatter";
+    size_t all = count * (size_t)c->base.world;
+    if (nc_wire(c, all, op, e) || nc_cast(c, c->wire, GK_BF16, in, all, op, e)) return GK_EIO;
+    bf16 *mine = c->wire + count * (size_t)c->base.rank;
+    if (NC_CHECK(c, op, dl, e, ncclReduceScatter(c->wire, mine, count, ncclBfloat16, ncclSum, c->nccl, c->stream)))
+        return GK_EIO;
+    return nc_cast(c, out, GK_F32, mine, count, op, e);
+}
+
 /* ---- the collectives (comm.h) ---- */
 
 /* allreduce without its end: the comm stream runs it while the backend's stream goes on. */
@@ -175,7 +223,9 @@ static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
     nc_comm *c = NC(gc);
     double dl = 0;
     int rc = nc_begin(c, "allreduce", &dl, e);
-    if (!rc)
+    if (!rc && gc->sum_type == GK_BF16)
+        rc = nc_sum_bf16(c, buf, n, dl, e);
+    else if (!rc)
         rc = NC_CHECK(c, "allreduce", dl, e, ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
     if (!rc && !c->started++) c->started_deadline = dl;
     return rc;
@@ -222,11 +272,13 @@ static int nc_reduce_scatter(gk_comm *gc, const float *in, float *out, size_t co
 {
     nc_comm *c = NC(gc);
     double dl = 0;
-    int rc = nc_begin(c, "reduce_scatter", &dl, e);
-    if (!rc)
-        rc = NC_CHECK(c, "reduce_scatter", dl, e,
-                      ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl, c->stream));
-    return rc ? rc : nc_end(c, "reduce_scatter", dl, e);
+    const char *op = "reduce_scatter";
+    int rc = nc_begin(c, op, &dl, e);
+    if (!rc && gc->sum_type == GK_BF16)
+        rc = nc_scatter_bf16(c, in, out, count, dl, e);
+    else if (!rc)
+        rc = NC_CHECK(c, op, dl, e, ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl, c->stream));
+    return rc ? rc : nc_end(c, op, dl, e);
 }
 
 static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)
@@ -279,6 +331,7 @@ static void nc_close(gk_comm *gc)
     if (c->stream) cudaStreamDestroy(c->stream);
     cudaFree(c->dev);
     cudaFreeHost(c->host);
+    cudaFree(c->wire);
     (void)cudaGetLastError();
     free(c);
 }

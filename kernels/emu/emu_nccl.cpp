@@ -30,6 +30,8 @@
 
 #include "kernels/emu/emu_nccl.h"
 
+#include "kernels/bf16.h"
+
 enum Op : uint32_t { OP_ALLREDUCE = 1, OP_REDUCE_SCATTER, OP_ALL_GATHER, OP_BROADCAST };
 
 struct ncclComm {
@@ -85,7 +87,10 @@ size_t type_size(ncclDataType_t t)
     }
     return 0;
 }
-bool summable(ncclDataType_t t) { return t == ncclFloat32 || t == ncclFloat64 || t == ncclInt32 || t == ncclInt64; }
+bool summable(ncclDataType_t t)
+{
+    return t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclInt32 || t == ncclInt64;
+}
 const char *op_name(uint32_t op)
 {
     static const char *names[] = {"?", "allreduce", "reduce-scatter", "all-gather", "broadcast"};
@@ -98,10 +103,18 @@ template <class T> void add(void *acc, const void *x, size_t n)
     const T *b = static_cast<const T *>(x);
     for (size_t i = 0; i < n; i++) a[i] += b[i];
 }
+/* bf16 as NCCL adds it: in float, each partial sum rounded to bf16 */
+void add_bf16(void *acc, const void *x, size_t n)
+{
+    uint16_t *a = static_cast<uint16_t *>(acc);
+    const uint16_t *b = static_cast<const uint16_t *>(x);
+    for (size_t i = 0; i < n; i++) a[i] = gk_f2bf16(gk_bf16f(a[i]) + gk_bf16f(b[i]));
+}
 void add_typed(void *acc, const void *x, size_t n, ncclDataType_t t)
 {
     if (t == ncclFloat32) add<float>(acc, x, n);
     else if (t == ncclFloat64) add<double>(acc, x, n);
+    else if (t == ncclBfloat16) add_bf16(acc, x, n);
     else if (t == ncclInt32) add<int32_t>(acc, x, n);
     else add<int64_t>(acc, x, n);
 }
@@ -343,7 +356,7 @@ ncclResult_t collective(ncclComm *c, Op op, const void *send, void *recv, size_t
     size_t es = type_size(type);
     if (!es) return fail(c, ncclInvalidArgument, "%s: unknown data type %d", call, (int)type);
     if ((op == OP_ALLREDUCE || op == OP_REDUCE_SCATTER) && !summable(type))
-        return fail(c, ncclInvalidArgument, "%s: the emulator sums only float32, float64, int32 and int64", call);
+        return fail(c, ncclInvalidArgument, "%s: the emulator sums only float32, float64, bfloat16, int32 and int64", call);
     if (root < 0 || root >= c->world) return fail(c, ncclInvalidArgument, "%s: root %d of %d ranks", call, root, c->world);
     if (count > ((size_t)1 << 40) / es) return fail(c, ncclInvalidArgument, "%s: count %zu too large", call, count);
     if (count && (!recv || (!send && (op != OP_BROADCAST || c->rank == root))))

@@ -2,9 +2,10 @@
 # gpu_session.sh: what a development session with a borrowed GPU runs, in one go (the device
 # tool's `run`, from the repository root, with ../shared/data copied into .gpudata/ and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
-# the same under compute-sanitizer (memcheck, racecheck, synccheck), a Shakespeare run on cuda
-# beside the CPU, and make bench-gpu. Everything lands in $OUT (summary.txt first); a step that
-# fails is noted and the rest still run. Record the results, dated, in tests/bench/gpu-results.md.
+# the same under compute-sanitizer (memcheck, racecheck, synccheck), one rank through NCCL, a
+# Shakespeare run on cuda beside the CPU, and make bench-gpu. Everything lands in $OUT
+# (summary.txt first); a step that fails is noted and the rest still run. Record the results,
+# dated, in tests/bench/gpu-results.md.
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -22,7 +23,8 @@ note "gptkit $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-g
 nproc=$(nproc)
 step build make -j"$nproc" all units
 export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
-for t in test_ops test_ops_fused test_cuda_ops test_cuda_attn; do step "$t" "build/tests/$t"; done
+# test_nccl_emu on cuda: one rank through the real NCCL (communicator, fp32 and bf16 sums, ...)
+for t in test_ops test_ops_fused test_cuda_ops test_cuda_attn test_nccl_emu; do step "$t" "build/tests/$t"; done
 for tool in memcheck racecheck synccheck; do
   for t in test_cuda_ops test_cuda_attn; do
     step "sanitizer-$tool-$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "build/tests/$t"

@@ -1,7 +1,8 @@
 # Data-parallel training on this machine: 2 ranks started with the torchrun-style variables, by
 # --nproc_per_node and by mpirun train the same model as one process with the same global batch
 # (the same losses and final weights, within float32 reduction order); zero_stage = 1 equals
-# zero_stage = 0, and its checkpoint (full moments, gathered) equals the unsharded one.
+# zero_stage = 0, and its checkpoint (full moments, gathered) equals the unsharded one; bf16
+# gradient sums (reduce_dtype) on Gloo and on the emulated NCCL.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 ARGS=("${TINY[@]}" --threads=1 --dropout=0.1 --gradient_accumulation_steps=4 --max_iters=6
@@ -45,10 +46,17 @@ same tokens
 # ZeRO-1: the moments sharded across 2 ranks; checkpoints hold them whole
 two_ranks zero --zero_stage=1
 same zero
-# errors: a total batch that does not split, nproc_per_node under a launcher (the launcher adds
+# gradient sums in bf16 (reduce_dtype): the losses stay within 1e-3 of the float32 sums' (bf16
+# rounds each gradient by at most 2^-9 of itself), and the weights are not the same bits
+two_ranks bf16 --reduce_dtype=bf16
+losses bf16/metrics.jsonl > bf16.l
+close bf16.l torchrun.l 1e-3 && ! cmp -s <(st_data bf16/latest.safetensors) <(st_data torchrun/latest.safetensors) && \
+  echo "bf16 sums: the float32 sums' losses within 1e-3, other weights"
+# errors: a total batch that does not split, a sum type gptkit has not, nproc_per_node under a launcher (the launcher adds
 # "; stopped the other ranks" when another rank was still running: when is a race)
 run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/; s/; stopped the other ranks//" err.txt)"; }
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --total_batch_size=100
+run gpt-train -q "${ARGS[@]}" --out_dir=bad --reduce_dtype=float16
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3
 RANK=0 WORLD_SIZE=2 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=2
 test ! -e bad
@@ -57,6 +65,11 @@ two_ranks emu --device=cuda-emu --dtype=float32
 losses emu/metrics.jsonl > emu.l
 close emu.l torchrun.l 2e-5 && st_close emu/latest.safetensors torchrun/latest.safetensors 1e-3 && \
   echo "cuda-emu, 2 ranks: the CPU's 2 ranks"
+# bf16 sums through NCCL (emulated) as through Gloo: with 2 ranks both add the same two roundings;
+# 1e-6 tells them from float32 sums (whose losses differ from bf16.l by 3e-6 or more)
+two_ranks emu16 --device=cuda-emu --dtype=float32 --reduce_dtype=bf16
+losses emu16/metrics.jsonl > emu16.l
+close emu16.l bf16.l 1e-6 && echo "cuda-emu, 2 ranks, bf16 sums: the CPU's"
 # rank 0's setup error (nothing to resume) ends both ranks, and only rank 0 reports it
 port=$(free_port) rc0=0 rc1=0
 RANK=1 WORLD_SIZE=2 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --out_dir=none --init_from=resume 2> r1.err & p=$!

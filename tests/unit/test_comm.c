@@ -1,6 +1,7 @@
 /* test_comm.c: the rendezvous store and the Gloo comm across processes on loopback (the ranks:
  * comm_harness.h). */
 #include "comm_harness.h"
+#include "kernels/bf16.h"
 
 /* ---- the store ---- */
 
@@ -393,6 +394,53 @@ static void started_rank(int rank, int world)
 
 static void test_gloo_started_sums(void) { run_ranks(3, started_rank); }
 
+/* ---- bf16 sums (sum_type GK_BF16) ---- */
+
+static float bf16_round(float x) { return gk_bf16f(gk_f2bf16(x)); }
+static float bf16_value(int rank, size_t i) { return sinf((float)i * 0.37f + (float)rank) * (float)(rank + 1); }
+
+/* Two ranks: a sum is the bf16 rounding of the two roundings' sum, by hand and over 600000 floats
+ * (a sum, sums started in two parts, a reduce-scatter); float32 sums again after. */
+static void bf16_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_comm *c = open_comm(s, rank, world, 10);
+    gk_err e = {0};
+    if (!c)
+        return;
+    c->sum_type = GK_BF16;
+    /* 256 + 1 is 256 in bf16's 8 significant bits (257 in float32); 1 + 2^-9 is 1 in bf16 */
+    float hand[3] = {rank ? 1.0f : 256.0f, 1.0f + 0x1p-9f, -3.0f};
+    CHECK_OK(c->ops->allreduce(c, hand, 3, &e), &e);
+    CHECKF(hand[0] == 256.0f && hand[1] == 2.0f && hand[2] == -6.0f, "%g %g %g", hand[0], hand[1], hand[2]);
+    size_t n = 600000, bad = 0, bad_started = 0, bad_scatter = 0;
+    float *sum = malloc(n * sizeof *sum), *started = malloc(n * sizeof *started), in[10], part[5];
+    for (size_t i = 0; i < n; i++)
+        sum[i] = started[i] = bf16_value(rank, i);
+    for (size_t i = 0; i < 10; i++)
+        in[i] = bf16_value(rank, i);
+    CHECK_OK(c->ops->allreduce(c, sum, n, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, started + 1000, n - 1000, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, started, 1000, &e), &e);
+    CHECK_OK(c->ops->allreduce_wait(c, &e), &e);
+    CHECK_OK(c->ops->reduce_scatter(c, in, part, 5, &e), &e);
+    for (size_t i = 0; i < n; i++) {
+        float want = bf16_round(bf16_round(bf16_value(0, i)) + bf16_round(bf16_value(1, i)));
+        bad += sum[i] != want, bad_started += started[i] != want;
+        if (i < 5) /* this rank's part of in */
+            bad_scatter += part[i] != sum[(size_t)rank * 5 + i];
+    }
+    CHECKF(bad == 0 && bad_started == 0 && bad_scatter == 0, "%zu, %zu started, %zu scattered differ",
+           bad, bad_started, bad_scatter);
+    c->sum_type = GK_F32;
+    check_allreduce(c, 1000);
+    free(sum), free(started);
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_bf16_sums(void) { run_ranks(2, bf16_rank); }
+
 /* Rank 1 is killed while the others' started sums run: their wait fails naming it, well within
  * the timeout, and the comm fails every later call. */
 static void started_killed_rank(int rank, int world)
@@ -530,6 +578,7 @@ int main(void)
     RUN(test_gloo_rank_stopped);
     RUN(test_gloo_started_sums);
     RUN(test_gloo_started_rank_killed);
+    RUN(test_gloo_bf16_sums);
     RUN(test_gloo_store_killed);
     RUN(test_gloo_rendezvous_timeout);
     return TEST_END();

@@ -1,12 +1,13 @@
 /* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/cuda_nccl.cu, the comm_id and
  * comm_open slots) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as
  * processes forked before anything is opened. Rank 0 makes the id and hands it to the others
- * through pipes; every rank opens device = cuda-emu and its comm and moves data only through the
- * ops interface. Sums (one at a time, and started then waited for) are compared bit for bit with
+ * through pipes; every rank opens device $GK_TEST_CUDA (default cuda-emu) and its comm and moves
+ * data only through the ops interface. With GK_TEST_CUDA=cuda (a real GPU, and real NCCL) only the
+ * one-rank cases run: the lent machines have one GPU, and NCCL takes one rank per GPU. Sums (one at a time, and started then waited for) are compared bit for bit with
  * the sum in rank order (the emulator's order).
  * Failures: a rank SIGKILLed before a collective, a rank that stops calling (the timeout), a rank
  * that never joins, ranks that disagree on a collective: the others get GK_EIO in bounded time.
- * A child's exit status carries its checks (0 passed, 1 failed, 77 no cuda-emu library: skip). */
+ * A child's exit status carries its checks (0 passed, 1 failed, 77 no backend library: skip). */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,9 @@
 
 #define MAX_RANKS 3
 #define NO_LIBRARY 77
+
+static const char *device = "cuda-emu"; /* $GK_TEST_CUDA */
+static int emulated = 1;                 /* device is cuda-emu: any number of ranks */
 
 typedef struct rank_ctx {
     int rank, world;
@@ -50,14 +54,14 @@ static int open_comm(rank_ctx *r, double timeout_s, gk_comm **c, gk_err *e)
     return r->be->ops->comm_open(r->be, r->id, r->id_n, r->rank, r->world, timeout_s, c, e);
 }
 
-/* One rank: opens cuda-emu, makes (rank 0) or reads the id, runs fn; exits with its checks. */
+/* One rank: opens the device, makes (rank 0) or reads the id, runs fn; exits with its checks. */
 static void rank_main(int rank, int world, int fds[][2], void (*fn)(rank_ctx *))
 {
     signal(SIGPIPE, SIG_IGN);
     t_cur_failed = 0;
     rank_ctx r = {rank, world, NULL, {0}, 0};
     gk_err e = {0};
-    gk_backend_opts o = {"cuda-emu", 1, 0, 0};
+    gk_backend_opts o = {device, 1, 0, 0};
     if (gk_backend_open(&r.be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         exit(NO_LIBRARY);
@@ -229,6 +233,47 @@ static void check_broadcast(rank_ctx *r, gk_comm *c)
     r->be->ops->free(r->be, d);
 }
 
+/* bf16 sums (sum_type GK_BF16): each rank's floats rounded, added in rank order with each partial
+ * sum rounded (256 + 1 stays 256: 8 significant bits); a larger sum started after a smaller one
+ * (the bf16 buffer grows while a sum runs); a reduce-scatter. Then float32 sums again. */
+static float bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1)) & 0xffff0000u; /* to nearest even (no NaNs here) */
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static void check_bf16(rank_ctx *r, gk_comm *c)
+{
+    gk_err e = {0};
+    enum { N0 = 5, N1 = 1003, N = N0 + N1 };
+    float x[N], want[N], got[N], hand = r->rank ? 1.0f : 256.0f;
+    for (size_t i = 0; i < N; i++) {
+        x[i] = value(r->rank, i, 4);
+        want[i] = bf16_round(value(0, i, 4));
+        for (int q = 1; q < r->world; q++) want[i] = bf16_round(want[i] + bf16_round(value(q, i, 4)));
+    }
+    c->sum_type = GK_BF16;
+    float *d = to_dev(r, x, N), *h = to_dev(r, &hand, 1);
+    CHECK_OK(c->ops->allreduce_start(c, d, N0, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, d + N0, N1, &e), &e);
+    CHECK_OK(c->ops->allreduce_wait(c, &e), &e);
+    CHECK_OK(c->ops->allreduce(c, h, 1, &e), &e);
+    r->be->ops->to_host(r->be, got, d, sizeof got);
+    r->be->ops->to_host(r->be, &hand, h, sizeof hand);
+    CHECKF(memcmp(got, want, sizeof got) == 0 && hand == 256.0f, "rank %d: %g vs %g, %g", r->rank, got[7], want[7], hand);
+    float *d_in = to_dev(r, x, (size_t)r->world * 7), *d_out = r->be->ops->alloc(r->be, 7 * sizeof(float));
+    CHECK_OK(c->ops->reduce_scatter(c, d_in, d_out, 7, &e), &e);
+    r->be->ops->to_host(r->be, got, d_out, 7 * sizeof(float));
+    CHECK(memcmp(got, want + (size_t)r->rank * 7, 7 * sizeof(float)) == 0);
+    c->sum_type = GK_F32;
+    r->be->ops->free(r->be, d), r->be->ops->free(r->be, h);
+    r->be->ops->free(r->be, d_in), r->be->ops->free(r->be, d_out);
+    check_allreduce(r, c);
+}
+
 static void collectives(rank_ctx *r)
 {
     gk_err e = {0};
@@ -241,6 +286,7 @@ static void collectives(rank_ctx *r)
     check_reduce_scatter(r, c);
     check_all_gather(r, c);
     check_broadcast(r, c);
+    check_bf16(r, c);
     CHECK_OK(c->ops->barrier(c, &e), &e);
     gk_comm_close(c);
 }
@@ -248,8 +294,8 @@ static void collectives(rank_ctx *r)
 static void test_collectives(void)
 {
     int st[MAX_RANKS];
-    for (int world = 1; world <= 3; world++) {
-        if (run_ranks(world, collectives, st)) SKIP("no cuda-emu library");
+    for (int world = 1; world <= (emulated ? 3 : 1); world++) {
+        if (run_ranks(world, collectives, st)) SKIP("no backend library");
         for (int q = 0; q < world; q++) CHECK_EXITED_OK(st[q], q);
     }
 }
@@ -286,6 +332,7 @@ static void killed(rank_ctx *r)
 static void test_killed_rank(void)
 {
     int st[MAX_RANKS];
+    if (!emulated) SKIP("needs 3 ranks: emulator only");
     if (run_ranks(3, killed, st)) SKIP("no cuda-emu library");
     CHECKF(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL, "rank 1: status %d", st[1]);
     CHECK_EXITED_OK(st[0], 0);
@@ -352,6 +399,7 @@ static void mismatch(rank_ctx *r)
 static void test_failures(void)
 {
     int st[MAX_RANKS];
+    if (!emulated) SKIP("needs 2 ranks: emulator only");
     if (run_ranks(2, silent, st)) SKIP("no cuda-emu library");
     CHECK_EXITED_OK(st[0], 0);
     CHECK_EXITED_OK(st[1], 1);
@@ -395,12 +443,15 @@ static void ordinal(rank_ctx *r)
 static void test_backend_side(void)
 {
     int st[1];
+    if (!emulated) SKIP("the emulator's GPU count: emulator only");
     if (run_ranks(1, ordinal, st)) SKIP("no cuda-emu library");
     CHECK_EXITED_OK(st[0], 0);
 }
 
 int main(void)
 {
+    const char *d = getenv("GK_TEST_CUDA");
+    if (d && *d) device = d, emulated = strcmp(d, "cuda-emu") == 0;
     RUN(test_collectives);
     RUN(test_killed_rank);
     RUN(test_failures);
