@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kernels/backend.h"
+#include "kernels/bf16.h"
 #include "kernels/comm/comm.h"
 #include "test.h"
 
@@ -236,14 +237,7 @@ static void check_broadcast(rank_ctx *r, gk_comm *c)
 /* bf16 sums (sum_type GK_BF16): each rank's floats rounded, added in rank order with each partial
  * sum rounded (256 + 1 stays 256: 8 significant bits); a larger sum started after a smaller one
  * (the bf16 buffer grows while a sum runs); a reduce-scatter. Then float32 sums again. */
-static float bf16_round(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u = (u + 0x7fffu + ((u >> 16) & 1)) & 0xffff0000u; /* to nearest even (no NaNs here) */
-    memcpy(&x, &u, 4);
-    return x;
-}
+static float bf16_round(float x) { return gk_bf16f(gk_f2bf16(x)); }
 
 static void check_bf16(rank_ctx *r, gk_comm *c)
 {
