@@ -30,7 +30,7 @@ for bin in "$build"/fuzz/fuzz_*; do
   else
     failed+=("$name")
     echo "FAIL fuzz $name (exit $rc):"
-    grep -E 'ERROR|SUMMARY|property failed|Test unit written|^ *#[0-9]+ .* in ' "$work/.log" | head -n 30 | sed 's/^/  /'
+    grep -E 'ERROR|SUMMARY|property failed|Test unit written|^ *#[0-9]+ ' "$work/.log" | head -n 40 | sed 's/^/  /'
     echo "  replay it: build/tests/test_fuzz_$name FILE; keep it: copy FILE into tests/fuzz/regressions/$name/ and fix the cause"
   fi
   rm -rf "$work"
