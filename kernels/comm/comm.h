@@ -30,7 +30,8 @@ typedef struct gk_comm_ops {
     int (*allreduce)(gk_comm *c, float *buf, size_t n, gk_err *e);
     /* vals (n host doubles) = the elementwise sum over ranks (n small: losses, flags). */
     int (*allreduce_host)(gk_comm *c, double *vals, int n, gk_err *e);
-    /* in holds world x count floats; out (count floats) = the sum over ranks of part `rank` of in. */
+    /* in holds world x count floats; out (count floats) = the sum over ranks of part `rank` of in.
+     * out may be in + rank * count (in place). */
     int (*reduce_scatter)(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
     /* out (world x count floats) = every rank's in (count floats), in rank order; in may be
      * out + rank * count. */

@@ -249,6 +249,25 @@ static void check_allreduce(gk_comm *c, size_t n)
     free(buf);
 }
 
+/* Each rank's in is world parts of count floats; out (in place: part `rank` of in, as ZeRO-1
+ * does) gets the sum of part `rank` (whole numbers: exact in any order). */
+static void check_reduce_scatter(gk_comm *c, size_t count, int in_place)
+{
+    int rank = c->rank, world = c->world;
+    gk_err e = {0};
+    float *in = malloc((world + 1) * count * sizeof *in);
+    float *out = in_place ? in + rank * count : in + world * count;
+    for (size_t j = 0; j < world * count; j++)
+        in[j] = (float)(rank * 1000) + (float)(j % 4099);
+    CHECK_OK(c->ops->reduce_scatter(c, in, out, count, &e), &e);
+    float ranks = (float)(world * (world - 1) / 2);
+    size_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += out[i] != 1000 * ranks + (float)world * (float)((rank * count + i) % 4099);
+    CHECKF(bad == 0, "%zu of %zu floats differ", bad, count);
+    free(in);
+}
+
 static void check_collectives(gk_comm *c)
 {
     int rank = c->rank, world = c->world;
@@ -261,15 +280,11 @@ static void check_collectives(gk_comm *c)
     double ranks = world * (world - 1) / 2.0;
     CHECK(d[0] == ranks && d[1] == 1.5 * world && d[2] == -0.5 * ranks);
 
+    check_reduce_scatter(c, 5, 0);
+    check_reduce_scatter(c, 100003, 1);
+
     enum { COUNT = 5 };
     float in[MAX_WORLD * COUNT], out[MAX_WORLD * COUNT];
-    for (int j = 0; j < world * COUNT; j++)
-        in[j] = (float)(rank * 1000 + j);
-    CHECK_OK(c->ops->reduce_scatter(c, in, out, COUNT, &e), &e);
-    for (int i = 0; i < COUNT; i++)
-        CHECKF(out[i] == (float)(1000 * ranks + world * (rank * COUNT + i)), "out[%d] %g", i,
-               out[i]);
-
     for (int i = 0; i < COUNT; i++)
         in[i] = (float)(rank * 100 + i);
     CHECK_OK(c->ops->all_gather(c, in, out, COUNT, &e), &e);
