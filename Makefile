@@ -16,8 +16,8 @@ DEBS    := libpcre2-8:libpcre2-dev libarchive:libarchive-dev jansson:libjansson-
            openblas:libopenblas-dev libcurl:libcurl4-openssl-dev libcrypto:libssl-dev
 MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
              echo "$(DEBS) $$p:$$p" | tr ' ' '\n' | grep -m1 "^$$p:" | cut -d: -f2; done)
-# Gloo (libgloo-dev) has no pkg-config module: its header tells.
-MISSING += $(if $(wildcard /usr/include/gloo/config.h),,libgloo-dev)
+# Gloo (libgloo-dev) has no pkg-config module: its header tells (in /usr/include or on CPATH).
+MISSING += $(if $(wildcard $(addsuffix /gloo/config.h,/usr/include $(subst :, ,$(CPATH)))),,libgloo-dev)
 ifneq ($(strip $(MISSING)),)
 ifeq ($(filter deps test check fuzz tsan valgrind demo bench bench-gpu clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Run 'make deps' (installs them with apt-get))
@@ -90,6 +90,8 @@ NVCC := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin
 endif
 CUDA_ARCH  ?= 80 90
 CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(NVCC)))
+# NCCL_HOME: NCCL's folder (include/, lib/) when it is not in CUDA_HOME (tests/bench/gpu_kit.sh).
+NCCL_HOME  ?=
 CUDA_SRC   := $(wildcard kernels/cuda/*.cu)
 CUDA_CSRC  := common/err.c kernels/backend_err.c
 CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
@@ -98,7 +100,8 @@ HAVE_CXX   := $(shell command -v $(CXX) 2>/dev/null)
 CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX),$(CUDA_SRC)),$(EMU_LIB))
 NVCC_FLAGS := -std=c++17 -O3 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \
-              -Xcompiler -fPIC,-Wall,-Wextra,-fvisibility=hidden -I. -MMD -MP
+              -Xcompiler -fPIC,-Wall,-Wextra,-fvisibility=hidden -I. -MMD -MP \
+              $(if $(NCCL_HOME),-I$(NCCL_HOME)/include)
 EMU_CXXFLAGS := $(OPT) -g -std=c++17 -D_GNU_SOURCE -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wall -Wextra -I. \
                 $(shell pkg-config --cflags openblas 2>/dev/null) -MMD -MP
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
@@ -177,6 +180,7 @@ $(BUILD)/lib/gptkit-cuda.map:
 
 $(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
 	$(CXX) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
+	  $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(,)-rpath$(,)$(NCCL_HOME)/lib) \
 	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lnccl -lcublasLt -lcudart -lm
 
 $(BUILD)/emu/%.o: %.cu

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_session.sh: what a development session with a borrowed GPU runs, in one go (the device
-# tool's `run`, from the repository root, with ../shared/data copied into .gpudata/ and carried):
+# tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # the same under compute-sanitizer (memcheck, racecheck, synccheck), one rank through NCCL, a
 # Shakespeare run on cuda beside the CPU, and make bench-gpu. Everything lands in $OUT
@@ -9,6 +9,8 @@
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
+# the build dependencies and data that tests/bench/gpu_kit.sh packed here (the device has neither)
+[ -f .gpukit/env.sh ] && . .gpukit/env.sh
 data=${GPT_TEST_DATA:-$PWD/.gpudata}
 [ -d "$data" ] || data=$PWD/../shared/data
 sum="$out/summary.txt"

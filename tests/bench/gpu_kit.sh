@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# gpu_kit.sh: packs, here, what a borrowed GPU machine lacks to build and test gptkit, into the
+# ignored folder .gpukit/ that the device tool's `run` carries (carry [".gpukit"]). The device
+# image has nvcc, the CUDA libraries and PyTorch but none of our -dev packages, and cannot fetch
+# any, so the kit holds:
+#   sysroot.tar.xz  Debian's libpcre2, libarchive, jansson, zlib, OpenBLAS, libcurl, OpenSSL and
+#                   Gloo packages with the libraries they load, unpacked by dpkg -x (no scripts),
+#                   docs and static libraries left out (about 25 MB)
+#   data/           gpt2/ and tinyshakespeare/ from ../shared/data
+#   env.sh          sourced there (tests/bench/gpu_session.sh does): unpacks the sysroot into
+#                   /tmp/gpukit-root once and points pkg-config, the compilers and the linker at it.
+#                   The tools get an RPATH to it (nothing else on the machine sees those libraries),
+#                   and NCCL is found in CUDA's folder or, failing that, in PyTorch's pip wheel.
+# Usage (here, root, with Debian's package lists: apt-get update first): tests/bench/gpu_kit.sh
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+kit=$top/.gpukit
+data=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" && pwd)
+want=(libpcre2-dev libarchive-dev libjansson-dev zlib1g-dev libopenblas-dev libcurl4-openssl-dev
+      libssl-dev libgloo-dev)
+# What the device's base system has (C library, compiler runtime, PAM and the like), and the
+# OpenBLAS builds we do not link: not packed.
+skip='^(adduser|cdebconf|debconf|dpkg|gcc-[0-9]+-base|install-info|libaudit.*|libc-dev-bin|libc6|libc6-dev|libcap-ng0|libcrypt-dev|libcrypt1|libdb5\.3|libdebian-installer4|libgcc-s1|libgomp1|libmd0|libnewt0\.52|libnsl-dev|libnsl2|libpam.*|libreadline8|libselinux1|libsemanage.*|libsepol2|libslang2|libstdc\+\+6|libtextwrap1|libtinfo6|libtirpc.*|linux-libc-dev|passwd|readline-common|rpcsvc-proto|tar|libopenblas.*-(openmp|serial).*)$'
+work=$(mktemp -d)
+chmod 755 "$work" # apt-get download runs as _apt
+trap 'rm -rf "$work"' EXIT
+apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+  --no-replaces --no-enhances "${want[@]}" | grep '^[a-z0-9]' | sort -u | grep -v -E "$skip" > "$work/pkgs"
+mkdir -p "$work/debs" "$work/root"
+(cd "$work/debs" && apt-get download $(cat "$work/pkgs") > /dev/null)
+for deb in "$work"/debs/*.deb; do dpkg -x "$deb" "$work/root"; done
+rm -rf "$work"/root/usr/share/{doc,man,info,locale,lintian,bug,bash-completion}
+find "$work/root" -name '*.a' -delete
+rm -rf "$kit"
+mkdir -p "$kit/data"
+tar -C "$work/root" -cJf "$kit/sysroot.tar.xz" .
+cp -r "$data/gpt2" "$data/tinyshakespeare" "$kit/data/"
+cat > "$kit/env.sh" <<'EOF'
+# .gpukit/env.sh (written by tests/bench/gpu_kit.sh): source it from the repository root.
+kit=$PWD/.gpukit
+R=/tmp/gpukit-root
+[ -d "$R/usr" ] || { mkdir -p "$R" && { tar -C "$R" -xJf "$kit/sysroot.tar.xz" 2>/dev/null ||
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$kit/sysroot.tar.xz" "$R"; }; }
+lib=$R/usr/lib/x86_64-linux-gnu
+dirs="$lib:$lib/openblas-pthread:$R/lib/x86_64-linux-gnu:$R/usr/lib"
+export PKG_CONFIG_SYSROOT_DIR=$R PKG_CONFIG_LIBDIR=$lib/pkgconfig:$lib/openblas-pthread/pkgconfig:$R/usr/share/pkgconfig
+export CPATH=$R/usr/include:$R/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
+export LIBRARY_PATH=$dirs${LIBRARY_PATH:+:$LIBRARY_PATH}
+export LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$dirs -Wl,-rpath-link,$dirs"
+export GPT_TEST_DATA=$kit/data
+cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/{include,lib/libnccl.so.2}
+  inc=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null ||
+        find / -path /proc -prune -o -name nccl.h -path '*nvidia/nccl/include*' -print 2>/dev/null | head -n 1 | xargs -r dirname | xargs -r dirname)
+  if [ -n "$inc" ] && [ -f "$inc/include/nccl.h" ]; then
+    mkdir -p "$R/nccl/lib"
+    ln -sfn "$inc/include" "$R/nccl/include"
+    ln -sf "$(ls "$inc"/lib/libnccl.so* | head -n 1)" "$R/nccl/lib/libnccl.so"
+    ln -sf "$(ls "$inc"/lib/libnccl.so* | head -n 1)" "$R/nccl/lib/libnccl.so.2"
+    export NCCL_HOME=$R/nccl
+  fi
+fi
+echo "gpukit: sysroot $R, NCCL ${NCCL_HOME:-in $cuda}, data $GPT_TEST_DATA"
+EOF
+echo "gpu_kit: $(du -sh "$kit" | cut -f1) in $kit ($(wc -l < "$work/pkgs") packages); carry [\".gpukit\"]"
