@@ -232,7 +232,7 @@ units: $(UNIT_BINS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
 # instrumented): the checkpoint writer, the store server and Gloo, the checksum workers, the
 # tokenizer's pool (tests/sanitize/tsan.sh lists the tests). valgrind: memcheck on CLI tests.
 TSAN_TOOLS := tokenize train ckpt evalppl
-TSAN_TESTS := test_ckpt test_comm test_outfile test_train_ckpt test_train_launch
+TSAN_TESTS := test_ckpt test_comm test_outfile test_store test_train_ckpt test_train_launch
 tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan TSAN=1 OPT=-O1 $(TSAN_TOOLS:%=build-tsan/bin/gpt-%) \
 	  $(TSAN_TESTS:%=build-tsan/tests/%)

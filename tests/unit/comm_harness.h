@@ -1,7 +1,7 @@
-/* comm_harness.h: the ranks of a multi-process unit test (test_comm.c): each case forks its
- * ranks (before any store or Gloo thread exists in them); rank 0 opens the store on a free port
- * and passes the port to the others through a pipe; a rank's failed CHECKs become its exit
- * status, which the parent checks, killing every rank that outlives the case's limit. */
+/* comm_harness.h: the ranks of a multi-process unit test (test_store.c, test_comm.c): each case
+ * forks its ranks (before any store or Gloo thread exists in them); rank 0 opens the store on a
+ * free port and passes the port to the others through a pipe; a rank's failed CHECKs become its
+ * exit status, which the parent checks, killing every rank that outlives the case's limit. */
 #ifndef GK_TEST_COMM_HARNESS_H
 #define GK_TEST_COMM_HARNESS_H
 
@@ -33,13 +33,13 @@ static double now(void)
 
 static void sleep_ms(int ms) { poll(NULL, 0, ms); }
 
-static int starts(const char *s, const char *prefix)
+static inline int starts(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
 /* A port no one listens on now (the kernel's pick for port 0, released again). */
-static int free_port(void)
+static inline int free_port(void)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t len = sizeof a;
