@@ -10,7 +10,8 @@
 #   env.sh          sourced there (tests/bench/gpu_session.sh does): unpacks the sysroot into
 #                   /tmp/gpukit-root once and points pkg-config, the compilers and the linker at it.
 #                   The tools get an RPATH to it (nothing else on the machine sees those libraries),
-#                   and NCCL is found in CUDA's folder or, failing that, in PyTorch's pip wheel.
+#                   and NCCL is found in CUDA's folder or, failing that, in PyTorch's pip wheel
+#   nccl-include/   this machine's nccl.h, for a wheel that has the library but no header
 # Usage (here, root, with Debian's package lists: apt-get update first): tests/bench/gpu_kit.sh
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +36,8 @@ rm -rf "$kit"
 mkdir -p "$kit/data"
 tar -C "$work/root" -cJf "$kit/sysroot.tar.xz" .
 cp -r "$data/gpt2" "$data/tinyshakespeare" "$kit/data/"
+nccl_h=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include/nccl.h
+[ -f "$nccl_h" ] && mkdir -p "$kit/nccl-include" && cp "$nccl_h" "$kit/nccl-include/"
 cat > "$kit/env.sh" <<'EOF'
 # .gpukit/env.sh (written by tests/bench/gpu_kit.sh): source it from the repository root.
 kit=$PWD/.gpukit
@@ -49,14 +52,16 @@ export LIBRARY_PATH=$dirs${LIBRARY_PATH:+:$LIBRARY_PATH}
 export LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$dirs -Wl,-rpath-link,$dirs"
 export GPT_TEST_DATA=$kit/data
 cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
-if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/{include,lib/libnccl.so.2}
-  inc=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null ||
-        find / -path /proc -prune -o -name nccl.h -path '*nvidia/nccl/include*' -print 2>/dev/null | head -n 1 | xargs -r dirname | xargs -r dirname)
-  if [ -n "$inc" ] && [ -f "$inc/include/nccl.h" ]; then
+if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/lib/libnccl.so.2
+  so=$(python3 -c 'import glob, nvidia.nccl as n; print(sorted(glob.glob(list(n.__path__)[0] + "/lib/libnccl.so*"))[0])' 2>/dev/null ||
+       find /opt /usr -name 'libnccl.so*' 2>/dev/null | head -n 1)
+  if [ -n "$so" ]; then # its header beside it, else the one packed here (NCCL's C API is stable)
+    inc=$(dirname "$(dirname "$so")")/include
+    [ -f "$inc/nccl.h" ] || inc=$kit/nccl-include
     mkdir -p "$R/nccl/lib"
-    ln -sfn "$inc/include" "$R/nccl/include"
-    ln -sf "$(ls "$inc"/lib/libnccl.so* | head -n 1)" "$R/nccl/lib/libnccl.so"
-    ln -sf "$(ls "$inc"/lib/libnccl.so* | head -n 1)" "$R/nccl/lib/libnccl.so.2"
+    ln -sfn "$inc" "$R/nccl/include"
+    ln -sf "$so" "$R/nccl/lib/libnccl.so"
+    ln -sf "$so" "$R/nccl/lib/libnccl.so.2"
     export NCCL_HOME=$R/nccl
   fi
 fi
