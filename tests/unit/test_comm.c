@@ -169,11 +169,14 @@ static void run_rank1_killed(rank_fn fn)
                "rank %d: status 0x%x", r, status[r]);
 }
 
-static void test_gloo_rank_killed(void)
+/* run_rank1_killed(fn) with an allreduce failing, then with a reduce-scatter. */
+static void run_rank1_killed_both(rank_fn fn)
 {
     for (scatter_fails = 0; scatter_fails < 2; scatter_fails++)
-        run_rank1_killed(killed_rank);
+        run_rank1_killed(fn);
 }
+
+static void test_gloo_rank_killed(void) { run_rank1_killed_both(killed_rank); }
 
 /* ---- started sums (allreduce_start .. allreduce_wait) ---- */
 
@@ -326,11 +329,7 @@ static void stopped_rank(int rank, int world)
     gk_store_close(s);
 }
 
-static void test_gloo_rank_stopped(void)
-{
-    for (scatter_fails = 0; scatter_fails < 2; scatter_fails++)
-        run_rank1_killed(stopped_rank);
-}
+static void test_gloo_rank_stopped(void) { run_rank1_killed_both(stopped_rank); }
 
 /* Rank 0, which hosts the store, is killed: rank 1 says so. */
 static void store_killed_rank(int rank, int world)
