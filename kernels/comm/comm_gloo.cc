@@ -350,9 +350,10 @@ int gloo_allreduce_wait(gk_comm *c, gk_err *e)
 /* Ring reduce-scatter, in world - 1 steps: at step s, this rank sends the running sum of part
  * (rank - s - 1) to the next rank and receives that of part (rank - s - 2) from the one before,
  * adding its own share of that part; the last step leaves part `rank` summed over all ranks, in
- * the order rank + 1, rank + 2, ..., rank. Gloo's tcp transport keeps the messages of one slot
- * between two ranks in order. T is the wire type: float, or uint16_t for bf16 sums, where own()
- * rounds this rank's floats and each partial sum is rounded (sum_bf16), as the allreduce does. */
+ * the order rank + 1, rank + 2, ..., rank. A rank sends a step's part only once its last one has
+ * arrived, so one slot serves every step. T is the wire type: float, or uint16_t for bf16 sums,
+ * where own() rounds this rank's floats and each partial sum is rounded (sum_bf16), as the
+ * allreduce does. */
 template <class T, class Own, class Add>
 const T *scatter_ring(Gloo *g, gk_comm *c, std::vector<T> &buf, size_t count, Own own, Add add)
 {
