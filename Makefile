@@ -112,6 +112,9 @@ EMU_SAN    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 EMU_CXXFLAGS += $(EMU_SAN)
 EMU_LDFLAGS := -fsanitize=address,undefined
 endif
+# EXTRA_LDFLAGS: for every program and library linked here (tests/bench/gpu_kit.sh: its RPATH).
+LDFLAGS     += $(EXTRA_LDFLAGS)
+EMU_LDFLAGS += $(EXTRA_LDFLAGS)
 PIC_CFLAGS := $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC -fvisibility=hidden -I.
 # WERROR=1 (CI): every warning of nvcc, the host compiler under it, g++ and cc is an error.
 ifeq ($(WERROR),1)
@@ -179,7 +182,7 @@ $(BUILD)/lib/gptkit-cuda.map:
 	printf '{ global: gk_cuda_backend_entry; local: *; };\n' >$@
 
 $(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
-	$(CXX) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
+	$(CXX) -shared $(EXTRA_LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
 	  $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(,)-rpath$(,)$(NCCL_HOME)/lib) \
 	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lnccl -lcublasLt -lcudart -lm
 

@@ -49,7 +49,7 @@ dirs="$lib:$lib/openblas-pthread:$R/lib/x86_64-linux-gnu:$R/usr/lib"
 export PKG_CONFIG_SYSROOT_DIR=$R PKG_CONFIG_LIBDIR=$lib/pkgconfig:$lib/openblas-pthread/pkgconfig:$R/usr/share/pkgconfig
 export CPATH=$R/usr/include:$R/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
 export LIBRARY_PATH=$dirs${LIBRARY_PATH:+:$LIBRARY_PATH}
-export LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$dirs -Wl,-rpath-link,$dirs"
+export EXTRA_LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$dirs -Wl,-rpath-link,$dirs"
 export GPT_TEST_DATA=$kit/data
 cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
 if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/lib/libnccl.so.2
