@@ -6,7 +6,8 @@
 #   sysroot.tar.xz  Debian's libpcre2, libarchive, jansson, zlib, OpenBLAS, libcurl, OpenSSL and
 #                   Gloo packages with the libraries they load, unpacked by dpkg -x (no scripts),
 #                   docs and static libraries left out (about 25 MB)
-#   data/           gpt2/ and tinyshakespeare/ from ../shared/data
+#   data/           ../shared/data (gpt2/, tinyshakespeare/, tokenizer-cases/: 3 MB), so that
+#                   tests/run.sh runs whole there too
 #   env.sh          sourced there (tests/bench/gpu_session.sh does): unpacks the sysroot into
 #                   /tmp/gpukit-root once and points pkg-config, the compilers and the linker at it.
 #                   The tools get an RPATH to it (nothing else on the machine sees those libraries),
@@ -35,7 +36,7 @@ find "$work/root" -name '*.a' -delete
 rm -rf "$kit"
 mkdir -p "$kit/data"
 tar -C "$work/root" -cJf "$kit/sysroot.tar.xz" .
-cp -r "$data/gpt2" "$data/tinyshakespeare" "$kit/data/"
+cp -r "$data/gpt2" "$data/tinyshakespeare" "$data/tokenizer-cases" "$kit/data/"
 nccl_h=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include/nccl.h
 [ -f "$nccl_h" ] && mkdir -p "$kit/nccl-include" && cp "$nccl_h" "$kit/nccl-include/"
 cat > "$kit/env.sh" <<'EOF'
