@@ -4,7 +4,8 @@
 # image has nvcc, the CUDA libraries and PyTorch but none of our -dev packages, and cannot fetch
 # any, so the kit holds:
 #   sysroot.tar.xz  Debian's libpcre2, libarchive, jansson, zlib, OpenBLAS, libcurl, OpenSSL and
-#                   Gloo packages with the libraries they load, unpacked by dpkg -x (no scripts),
+#                   Gloo packages with the libraries they load, and pkgconf (pkg-config, used when
+#                   the device has none), unpacked by dpkg -x (no scripts),
 #                   docs and static libraries left out (about 25 MB)
 #   data/           ../shared/data (gpt2/, tinyshakespeare/, tokenizer-cases/: 3 MB), so that
 #                   tests/run.sh runs whole there too
@@ -19,7 +20,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 kit=$top/.gpukit
 data=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" && pwd)
 want=(libpcre2-dev libarchive-dev libjansson-dev zlib1g-dev libopenblas-dev libcurl4-openssl-dev
-      libssl-dev libgloo-dev)
+      libssl-dev libgloo-dev pkgconf)
 # What the device's base system has (C library, compiler runtime, PAM and the like), and the
 # OpenBLAS builds we do not link: not packed.
 skip='^(adduser|cdebconf|debconf|dpkg|gcc-[0-9]+-base|install-info|libaudit.*|libc-dev-bin|libc6|libc6-dev|libcap-ng0|libcrypt-dev|libcrypt1|libdb5\.3|libdebian-installer4|libgcc-s1|libgomp1|libmd0|libnewt0\.52|libnsl-dev|libnsl2|libpam.*|libreadline8|libselinux1|libsemanage.*|libsepol2|libslang2|libstdc\+\+6|libtextwrap1|libtinfo6|libtirpc.*|linux-libc-dev|passwd|readline-common|rpcsvc-proto|tar|libopenblas.*-(openmp|serial).*)$'
@@ -52,6 +53,12 @@ export CPATH=$R/usr/include:$R/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
 export LIBRARY_PATH=$dirs${LIBRARY_PATH:+:$LIBRARY_PATH}
 export EXTRA_LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$dirs -Wl,-rpath-link,$dirs"
 export GPT_TEST_DATA=$kit/data
+if ! command -v pkg-config > /dev/null; then # the kit's pkgconf, on its own libpkgconf
+  mkdir -p "$R/kitbin"
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$lib" "$R/usr/bin/pkgconf" > "$R/kitbin/pkg-config"
+  chmod +x "$R/kitbin/pkg-config"
+  export PATH=$PATH:$R/kitbin
+fi
 cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
 if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/lib/libnccl.so.2
   so=$(python3 -c 'import glob, nvidia.nccl as n; print(sorted(glob.glob(list(n.__path__)[0] + "/lib/libnccl.so*"))[0])' 2>/dev/null ||
