@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gpu_kit.sh: packs, here, what a borrowed GPU machine lacks to build and test gptkit, into the
 # ignored folder .gpukit/ that the device tool's `run` carries (carry [".gpukit"]). The device
-# image has nvcc, the CUDA libraries and PyTorch but none of our -dev packages, and cannot fetch
-# any, so the kit holds:
+# image is described as nvcc, the CUDA libraries and PyTorch; nothing says it has our -dev
+# packages, and it cannot fetch any, so the kit holds:
 #   sysroot.tar.xz  Debian's libpcre2, libarchive, jansson, zlib, OpenBLAS, libcurl, OpenSSL and
 #                   Gloo packages with the libraries they load, and pkgconf (pkg-config, used when
 #                   the device has none), unpacked by dpkg -x (no scripts),
@@ -11,8 +11,9 @@
 #                   tests/run.sh runs whole there too
 #   env.sh          sourced there (tests/bench/gpu_session.sh does): unpacks the sysroot into
 #                   /tmp/gpukit-root once and points pkg-config, the compilers and the linker at it.
-#                   The tools get an RPATH to it (nothing else on the machine sees those libraries),
-#                   and NCCL is found in CUDA's folder or, failing that, in PyTorch's pip wheel
+#                   Every program and library built gets an RPATH to it (EXTRA_LDFLAGS: nothing
+#                   else on the machine sees those libraries), and NCCL is found in CUDA's folder
+#                   or, failing that, in PyTorch's pip wheel (NCCL_HOME)
 #   nccl-include/   this machine's nccl.h, for a wheel that has the library but no header
 # Usage (here, root, with Debian's package lists: apt-get update first): tests/bench/gpu_kit.sh
 set -euo pipefail
