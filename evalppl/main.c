@@ -1,5 +1,6 @@
 /* main.c: gpt-evalppl: perplexity of a checkpoint on shards or text. Parses options, loads the
- * model, turns each input into tokens (input.h) and scores them in sliding windows (score.h). */
+ * model, turns each input into tokens (input.h) and scores them in sliding windows (score.h);
+ * with --hellaswag, multiple-choice accuracy on HellaSwag's JSON Lines (choice.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "common/proc.h"
 #include "common/progress.h"
 #include "common/text/vocab.h"
+#include "evalppl/choice.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
 #include "kernels/gpt2_load.h"
@@ -20,18 +22,22 @@ typedef struct options {
     const char *device, *dtype;
     const char *model, *vocab;
     int64_t context, stride;
-    int json, per_doc, raw, quiet, verbose;
+    int json, per_doc, raw, hellaswag, quiet, verbose;
 } options;
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
     "                   [--dtype float32|bfloat16] [--device NAME] [FILE...]\n"
-    "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE).";
+    "gpt-evalppl --hellaswag [-m CKPT] [--context N] [--json] [--per-doc] [FILE.jsonl...]\n"
+    "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE), or its\n"
+    "accuracy on multiple-choice items in HellaSwag's JSON Lines format.";
 
 static const char footer[] =
     "A FILE starting with the shard magic is a shard, else text, encoded with the checkpoint's\n"
     "vocabulary. Windows of N tokens every S tokens; each token is scored once (the first has no\n"
     "context). Prints tokens, mean NLL (nats), perplexity and, for text, bits per byte.\n"
+    "--hellaswag: each ending scored after its context, as llm.c does; prints acc (lowest\n"
+    "summed NLL) and acc_norm (lowest NLL per token).\n"
     "Example: gpt-tokenize < val.txt | gpt-evalppl -m model.safetensors --stride 512\n";
 
 static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
@@ -41,8 +47,9 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "context", GK_OPT_INT, &o->context, "N", "tokens per window (default block_size)", 1, 1 << 20},
         {0, "stride", GK_OPT_INT, &o->stride, "S", "tokens between window starts (default N)", 1, 1 << 20},
         {0, "json", GK_OPT_FLAG, &o->json, NULL, "print a JSON object {tokens, nll, ppl[, bpb]}", 0, 0},
-        {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>)", 0, 0},
+        {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>), or per item", 0, 0},
         {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
+        {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL, "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "model in memory: float32 or bfloat16 (fp32, bf16; default: bfloat16 on cuda, else float32)", 0, 0},
         {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
@@ -51,6 +58,15 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
     return gk_opt_parse_main(tab, "gpt-evalppl", usage, footer, argc, argv, first, e);
+}
+
+/* Prints j on one line and frees it. */
+static void put_json(json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    if (s) puts(s);
+    free(s);
+    json_decref(j);
 }
 
 static void print_result(const options *o, const char *file, long doc, int64_t tokens, double nll,
@@ -67,10 +83,7 @@ static void print_result(const options *o, const char *file, long doc, int64_t t
         json_object_set_new(j, "nll", json_real(mean));
         json_object_set_new(j, "ppl", json_real(exp(mean)));
         if (bytes > 0) json_object_set_new(j, "bpb", json_real(nll / log(2.0) / (double)bytes));
-        char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
-        if (s) puts(s);
-        free(s);
-        json_decref(j);
+        put_json(j);
         return;
     }
     if (file) printf("%s doc %ld: ", file, doc);
@@ -105,33 +118,49 @@ static void doc_token(void *ctx, size_t pos, double nll)
     a->nll += nll;
 }
 
-static int run(const options *o, char **inputs, int ninputs, gk_err *e)
+/* Opens the backend, the checkpoint and its vocabulary (need_vocab: or fails); *context is
+ * --context, else the model's block_size. */
+static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *context, int need_vocab,
+                      gk_err *e)
 {
-    gk_gpt2_runner r = {0};
-    ep_scorer *sc = NULL;
-    int bf16;
-    int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16, 0};
-    if (!rc) /* shards need no vocabulary */
-        rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 0, e);
+    *bf16 = 0;
+    int rc = gk_opt_dtype(o->dtype, bf16, e); /* a usage error before any file */
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, *bf16, 0};
+    if (!rc) rc = gk_gpt2_runner_open(r, &bo, gk_opt_model_path(o->model), o->vocab, need_vocab, e);
     char what[128];
-    if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
-    const gk_vocab *v = r.vocab;
-    int context = o->context ? (int)o->context : 0;
+    if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what)); /* -v: tests compare stderr */
+    *context = o->context ? (int)o->context : 0;
     if (!rc) {
-        if (!context) context = r.cfg.block_size;
-        if (context > r.cfg.block_size)
-            rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", context, r.cfg.block_size);
+        if (!*context) *context = r->cfg.block_size;
+        if (*context > r->cfg.block_size)
+            rc = gk_errf(e, GK_EUSAGE, "--context %d: the model's block_size is %d", *context,
+                         r->cfg.block_size);
     }
-    int stride = o->stride ? (int)o->stride : context;
-    for (int i = 0; rc == 0 && i < ninputs; i++) /* a bad header stops the run before the model is made */
-        rc = ep_precheck(inputs[i], v, o->raw, (uint32_t)r.cfg.vocab_size, e);
-    if (!rc) rc = gk_gpt2_runner_check(&r, 1, context, bf16, "lower --context, or try --dtype bfloat16", e);
+    return rc;
+}
+
+/* The memory check, then the model for batches up to max_B x max_T. */
+static int load_model(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e)
+{
+    int rc = gk_gpt2_runner_check(r, max_B, max_T, bf16, "lower --context, or try --dtype bfloat16", e);
     if (rc == GK_ENOMEM && gk_mem_check_mode() == 1) { /* GPT_MEM_CHECK=warn */
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;
     }
-    if (!rc) rc = gk_gpt2_runner_load(&r, 1, context, bf16, e);
+    return rc ? rc : gk_gpt2_runner_load(r, max_B, max_T, bf16, e);
+}
+
+static int run(const options *o, char **inputs, int ninputs, gk_err *e)
+{
+    gk_gpt2_runner r = {0};
+    ep_scorer *sc = NULL;
+    int bf16, context;
+    int rc = open_model(o, &r, &bf16, &context, 0, e); /* shards need no vocabulary */
+    const gk_vocab *v = r.vocab;
+    int stride = o->stride ? (int)o->stride : context;
+    for (int i = 0; rc == 0 && i < ninputs; i++) /* a bad header stops the run before the model is made */
+        rc = ep_precheck(inputs[i], v, o->raw, (uint32_t)r.cfg.vocab_size, e);
+    if (!rc) rc = load_model(&r, 1, context, bf16, e);
     if (!rc) rc = ep_scorer_create(&sc, r.model, context, stride, e);
     int64_t tokens = 0, bytes = 0;
     int all_text = 1;
@@ -166,6 +195,84 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     return rc;
 }
 
+/* --per-doc with --hellaswag: one line per item */
+static void print_item(const options *o, const ep_choice_set *s, const ep_choice_item *it,
+                       const ep_choice_result *res)
+{
+    if (o->json) {
+        json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:i}", "file", s->name, "line",
+                              (json_int_t)it->line, "label", it->label, "pred", res->pred,
+                              "pred_norm", res->pred_norm);
+        json_t *nll = json_array(), *tokens = json_array();
+        for (int k = 0; k < it->n_endings; k++) {
+            json_array_append_new(nll, json_real(res->nll[k]));
+            json_array_append_new(tokens, json_integer(res->tokens[k]));
+        }
+        json_object_set_new(j, "nll", nll);
+        json_object_set_new(j, "tokens", tokens);
+        put_json(j);
+        return;
+    }
+    printf("%s:%ld: label %d  pred %d  pred_norm %d\n", s->name, it->line, it->label, res->pred,
+           res->pred_norm);
+}
+
+static void print_accuracy(const options *o, size_t items, size_t right, size_t right_norm)
+{
+    double acc = (double)right / (double)items, acc_norm = (double)right_norm / (double)items;
+    if (o->json)
+        put_json(json_pack("{s:I, s:f, s:f}", "items", (json_int_t)items, "acc", acc, "acc_norm",
+                           acc_norm));
+    else
+        printf("items %zu  acc %.4f  acc_norm %.4f\n", items, acc, acc_norm);
+}
+
+/* Reads every input whole (all checked before the model is made), then scores item by item. */
+static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
+{
+    gk_gpt2_runner r = {0};
+    int bf16, context, max_B = 0, max_T = 0;
+    size_t items = 0, right = 0, right_norm = 0;
+    int rc = open_model(o, &r, &bf16, &context, 1, e);
+    ep_choice_set *sets = calloc((size_t)ninputs, sizeof *sets);
+    if (!rc && !sets) rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < ninputs; i++) {
+        rc = ep_choice_load(&sets[i], inputs[i], r.vocab, (uint32_t)r.cfg.vocab_size, context, e);
+        items += sets[i].n;
+        if (sets[i].max_endings > max_B) max_B = sets[i].max_endings;
+        if (sets[i].max_row - 1 > max_T) max_T = sets[i].max_row - 1;
+    }
+    if (!rc && !items) rc = gk_errf(e, GK_EFORMAT, "nothing to score: no items in the input%s",
+                                    ninputs > 1 ? "s" : "");
+    if (!rc) rc = load_model(&r, max_B, max_T < context ? max_T : context, bf16, e);
+    gk_progress bar;
+    gk_progress_start(&bar, "hellaswag", (int64_t)items);
+    double t0 = gk_now();
+    for (int i = 0, done = 0; !rc && i < ninputs; i++)
+        for (size_t k = 0; !rc && k < sets[i].n; k++) {
+            ep_choice_result res;
+            rc = ep_choice_score(r.model, &sets[i].items[k], context, &res, e);
+            if (rc) break;
+            right += res.pred == sets[i].items[k].label;
+            right_norm += res.pred_norm == sets[i].items[k].label;
+            gk_progress_clear(&bar);
+            if (o->per_doc) print_item(o, &sets[i], &sets[i].items[k], &res);
+            char note[64];
+            snprintf(note, sizeof note, "%d/%zu items", ++done, items);
+            gk_progress_line(&bar, (double)done / (double)items, note);
+        }
+    gk_progress_end(&bar);
+    if (!rc) {
+        print_accuracy(o, items, right, right_norm);
+        rc = gk_std_finish(e);
+    }
+    if (!rc) gk_info("%zu items in %.2f s", items, gk_now() - t0);
+    for (int i = 0; sets && i < ninputs; i++) ep_choice_free(&sets[i]);
+    free(sets);
+    gk_gpt2_runner_close(&r);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
@@ -181,9 +288,13 @@ int main(int argc, char **argv)
         if (rc == 0 && o.stride && o.context && o.stride > o.context)
             rc = gk_errf(&e, GK_EUSAGE, "--stride %lld exceeds --context %lld", (long long)o.stride,
                          (long long)o.context);
+        if (rc == 0 && o.hellaswag && (o.raw || o.stride))
+            rc = gk_errf(&e, GK_EUSAGE, "--hellaswag: items are scored whole; --%s does not apply",
+                         o.raw ? "raw" : "stride");
         static char *stdin_only[] = {"-"};
-        if (rc == 0)
-            rc = first < argc ? run(&o, argv + first, argc - first, &e) : run(&o, stdin_only, 1, &e);
+        char **in = first < argc ? argv + first : stdin_only;
+        int nin = first < argc ? argc - first : 1;
+        if (rc == 0) rc = o.hellaswag ? run_choice(&o, in, nin, &e) : run(&o, in, nin, &e);
     }
     if (rc == 0) rc = gk_std_finish(&e); /* a result that did not reach stdout (a full disk) fails */
     if (rc) {

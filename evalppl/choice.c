@@ -1,0 +1,222 @@
+/* choice.c: multiple-choice items in HellaSwag's JSON Lines format and their scoring (see
+ * choice.h). jansson parses each line; the texts are encoded by gk_text_encode, as every tool
+ * encodes text; the per-token losses come from the model's forward with targets. */
+#include "evalppl/choice.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/proc.h"
+#include "common/text/encode_text.h"
+
+static int item_error(gk_err *e, const char *name, long line, const char *what)
+{
+    return gk_errf(e, GK_EFORMAT, "%s:%ld: %s", name, line, what);
+}
+
+/* Appends the tokens of text to it->ids (length *n, capacity *cap); *count: how many. */
+static int encode(const ep_choice_set *s, ep_choice_item *it, const char *text, const gk_vocab *v,
+                  size_t *n, size_t *cap, size_t *count, gk_err *e)
+{
+    size_t before = *n;
+    int rc = gk_text_encode(v, text, strlen(text), 0, &it->ids, n, cap, NULL, e);
+    *count = *n - before;
+    if (rc == GK_EFORMAT) { /* a character a char vocabulary lacks: name the line */
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        rc = item_error(e, s->name, it->line, msg);
+    }
+    return rc;
+}
+
+/* The keys of one line: ctx (string), endings (2..EP_CHOICE_MAX strings), label (integer, or a
+ * string of digits as some copies of HellaSwag hold it). */
+static int check_keys(json_t *o, int *label, char *why, size_t cap)
+{
+    json_t *ctx = json_object_get(o, "ctx"), *ends = json_object_get(o, "endings");
+    json_t *lab = json_object_get(o, "label");
+    size_t k = json_array_size(ends);
+    if (!json_is_string(ctx)) return snprintf(why, cap, "no \"ctx\" string"), -1;
+    if (!json_is_array(ends) || k < 2 || k > EP_CHOICE_MAX)
+        return snprintf(why, cap, "\"endings\" must be an array of 2 to %d strings", EP_CHOICE_MAX), -1;
+    for (size_t i = 0; i < k; i++)
+        if (!json_is_string(json_array_get(ends, i)))
+            return snprintf(why, cap, "ending %zu is not a string", i), -1;
+    char *end = NULL;
+    long l = -1;
+    if (json_is_integer(lab)) l = (long)json_integer_value(lab);
+    else if (json_is_string(lab) && *json_string_value(lab)) {
+        errno = 0;
+        l = strtol(json_string_value(lab), &end, 10);
+        if (*end || errno) l = -1;
+    } else {
+        return snprintf(why, cap, "no \"label\" (the index of the right ending)"), -1;
+    }
+    if (l < 0 || (size_t)l >= k)
+        return snprintf(why, cap, "\"label\" must be 0 to %zu", k - 1), -1;
+    *label = (int)l;
+    return 0;
+}
+
+/* Parses and encodes one line into it. */
+static int take_line(ep_choice_set *s, ep_choice_item *it, const char *text, const gk_vocab *v,
+                     uint32_t vocab_limit, int context, gk_err *e)
+{
+    json_error_t je;
+    char why[200];
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(o)) {
+        if (o) snprintf(why, sizeof why, "not a JSON object");
+        else snprintf(why, sizeof why, "not JSON: %s", je.text);
+        json_decref(o);
+        return item_error(e, s->name, it->line, why);
+    }
+    int rc = check_keys(o, &it->label, why, sizeof why) ? item_error(e, s->name, it->line, why) : 0;
+    size_t n = 0, cap = 0, count = 0;
+    if (!rc) rc = encode(s, it, json_string_value(json_object_get(o, "ctx")), v, &n, &cap, &count, e);
+    it->n_ctx = (int)count;
+    if (!rc && !count) rc = item_error(e, s->name, it->line, "\"ctx\" is empty");
+    json_t *ends = json_object_get(o, "endings");
+    it->n_endings = rc ? 0 : (int)json_array_size(ends);
+    for (int k = 0; !rc && k < it->n_endings; k++) {
+        const char *end = json_string_value(json_array_get(ends, (size_t)k));
+        char *spaced = malloc(strlen(end) + 2);
+        if (!spaced) rc = gk_errf(e, GK_ENOMEM, "out of memory");
+        else sprintf(spaced, " %s", end);
+        if (!rc) rc = encode(s, it, spaced, v, &n, &cap, &count, e);
+        free(spaced);
+        it->end_len[k] = (int)count;
+        if (!rc && count > (size_t)context) {
+            snprintf(why, sizeof why, "ending %d is %zu tokens, more than the context (%d)", k,
+                     count, context);
+            rc = item_error(e, s->name, it->line, why);
+        }
+        int row = it->n_ctx + (int)count;
+        if (row > s->max_row) s->max_row = row;
+    }
+    for (size_t i = 0; !rc && i < n; i++)
+        if (it->ids[i] >= vocab_limit) {
+            snprintf(why, sizeof why, "token %u is outside the model's vocabulary (%u)", it->ids[i],
+                     vocab_limit);
+            rc = item_error(e, s->name, it->line, why);
+        }
+    if (!rc && it->n_endings > s->max_endings) s->max_endings = it->n_endings;
+    json_decref(o);
+    return rc;
+}
+
+static int blank(const char *line)
+{
+    return line[strspn(line, " \t\r\n")] == '\0';
+}
+
+static int read_items(ep_choice_set *s, FILE *f, const gk_vocab *v, uint32_t vocab_limit,
+                      int context, gk_err *e)
+{
+    char *line = NULL;
+    size_t linecap = 0, cap = 0;
+    long lineno = 0;
+    int rc = 0;
+    for (ssize_t len; !rc && (len = getline(&line, &linecap, f)) >= 0;) {
+        lineno++;
+        if (blank(line)) continue;
+        if (strlen(line) != (size_t)len) {
+            rc = item_error(e, s->name, lineno, "a NUL byte: not JSON Lines");
+            break;
+        }
+        if (s->n == cap) {
+            ep_choice_item *ni = realloc(s->items, (cap = cap ? 2 * cap : 256) * sizeof *ni);
+            if (!ni) {
+                rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
+                break;
+            }
+            s->items = ni;
+        }
+        ep_choice_item *it = &s->items[s->n++];
+        memset(it, 0, sizeof *it);
+        it->line = lineno;
+        rc = take_line(s, it, line, v, vocab_limit, context, e);
+    }
+    if (!rc && ferror(f)) rc = gk_errf(e, GK_EIO, "%s: read failed", s->name);
+    free(line);
+    return rc;
+}
+
+int ep_choice_load(ep_choice_set *s, const char *path, const gk_vocab *v, uint32_t vocab_limit,
+                   int context, gk_err *e)
+{
+    memset(s, 0, sizeof *s);
+    int is_stdin = strcmp(path, "-") == 0;
+    s->name = strdup(is_stdin ? "stdin" : path);
+    if (!s->name) return gk_errf(e, GK_ENOMEM, "out of memory");
+    if (!v)
+        return gk_errf(e, GK_ENOTFOUND, "%s: multiple-choice items need a vocabulary: the "
+                       "checkpoint has none; give -V", s->name);
+    if (is_stdin && gk_std_was_closed(STDIN_FILENO)) /* reopened on /dev/null: not an input */
+        return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
+    FILE *f = is_stdin ? stdin : fopen(path, "r");
+    if (!f) return gk_errno(e, path);
+    int rc = read_items(s, f, v, vocab_limit, context, e);
+    if (!is_stdin) fclose(f);
+    return rc;
+}
+
+void ep_choice_free(ep_choice_set *s)
+{
+    for (size_t i = 0; i < s->n; i++) free(s->items[i].ids);
+    free(s->items);
+    free(s->name);
+    memset(s, 0, sizeof *s);
+}
+
+/* Row k's inputs and targets, padded to T (pad: input 0, target -1): the last context + 1 tokens
+ * of ctx ++ ending k, the targets before the ending -1. */
+static void fill_row(const ep_choice_item *it, int k, int context, int T, int *in, int *tg)
+{
+    const uint32_t *end = it->ids + it->n_ctx;
+    for (int j = 0; j < k; j++) end += it->end_len[j];
+    int len = it->n_ctx + it->end_len[k];
+    int drop = len - 1 > context ? len - 1 - context : 0;
+    for (int t = 0; t < T; t++) {
+        int i = drop + t; /* position of the input token in the row */
+        in[t] = 0;
+        tg[t] = -1;
+        if (i + 1 >= len) continue;
+        in[t] = (int)(i < it->n_ctx ? it->ids[i] : end[i - it->n_ctx]);
+        if (i + 1 >= it->n_ctx) tg[t] = (int)end[i + 1 - it->n_ctx];
+    }
+}
+
+int ep_choice_score(gk_gpt2 *m, const ep_choice_item *it, int context, ep_choice_result *r,
+                    gk_err *e)
+{
+    int B = it->n_endings, T = 0;
+    for (int k = 0; k < B; k++) {
+        int len = it->n_ctx + it->end_len[k] - 1;
+        if (len > T) T = len;
+    }
+    if (T > context) T = context;
+    int *in = calloc(2 * (size_t)B * (size_t)T, sizeof *in);
+    if (!in) return gk_errf(e, GK_ENOMEM, "out of memory");
+    int *tg = in + (size_t)B * (size_t)T;
+    for (int k = 0; k < B; k++) fill_row(it, k, context, T, in + k * T, tg + k * T);
+    int rc = gk_gpt2_forward(m, in, tg, B, T, NULL, e);
+    const float *loss = rc ? NULL : gk_gpt2_token_losses(m);
+    r->pred = r->pred_norm = 0;
+    for (int k = 0; loss && k < B; k++) {
+        double sum = 0;
+        int n = 0;
+        for (int t = 0; t < T; t++)
+            if (tg[k * T + t] >= 0) sum += loss[k * T + t], n++;
+        r->nll[k] = sum;
+        r->tokens[k] = n;
+        if (sum < r->nll[r->pred]) r->pred = k;
+        if (sum / n < r->nll[r->pred_norm] / r->tokens[r->pred_norm]) r->pred_norm = k;
+    }
+    free(in);
+    return rc;
+}

@@ -1,0 +1,48 @@
+# gpt-evalppl --hellaswag on the tiny transformers fixture: every item's summed NLL per ending,
+# token counts, predictions and the accuracies equal what transformers computed
+# (tests/ref/hellaswag_tiny.py -> tests/fixtures/hellaswag/expect.json), item 4 needing its
+# context cut to the model's 32 tokens; cuda-emu gives the same; the text form; errors.
+source "$TOP/tests/cli/lib.bash"
+gpt-ckpt import -q "$FIX/hf_tiny" -o m.safetensors
+export GPT_MODEL=m.safetensors
+H="$FIX/hellaswag"
+gpt-evalppl -q --hellaswag --per-doc --json "$H/items.jsonl" > got.jsonl
+tail -n 1 got.jsonl
+# per item: labels, predictions and counts exactly; the sums within float32 rounding
+jq -s -c --slurpfile want "$H/expect.json" '
+  [.[:-1], $want[0].items] | transpose | map(
+    (.[0].line == .[1].line and .[0].label == .[1].label and .[0].pred == .[1].pred and
+     .[0].pred_norm == .[1].pred_norm and .[0].tokens == .[1].tokens and
+     ([.[0].nll, .[1].nll] | transpose | all(((.[0] - .[1]) | fabs) <= 1e-5 * (.[1] | fabs))))
+  ) | {items: length, all_match: all}' got.jsonl
+jq -s -c --slurpfile want "$H/expect.json" \
+  '.[-1] | {acc_match: (.acc - $want[0].acc | fabs < 1e-12), acc_norm_match: (.acc_norm - $want[0].acc_norm | fabs < 1e-12)}' got.jsonl
+# the same on cuda-emu (fp32), from stdin
+gpt-evalppl -q --hellaswag --per-doc --json --device cuda-emu --dtype float32 < "$H/items.jsonl" |
+  jq -s -c --slurpfile cpu got.jsonl '[.[:-1], $cpu[0:-1]] | transpose |
+    all(.[0].pred == .[1].pred and .[0].pred_norm == .[1].pred_norm and
+        ([.[0].nll, .[1].nll] | transpose | all(((.[0] - .[1]) | fabs) <= 1e-4 * (.[1] | fabs))))'
+# the human form, two files: totals add up
+cp "$H/items.jsonl" items.jsonl
+gpt-evalppl -q --hellaswag items.jsonl items.jsonl
+gpt-evalppl -q --hellaswag --per-doc items.jsonl | head -n 2
+code() { "$@" > out 2> err && echo "exit 0" || echo "exit $?"; cat err; [ -s out ] && echo "stdout not empty" || true; }
+item() { printf '%s\n' '{"ctx": "A cat sat on", "endings": ["the mat.", "a dog."], "label": 0}' "$1" > bad.jsonl; }
+for bad in '{"ctx": "A cat", "endings": ["x", "y"], "label": 2}' \
+    '{"ctx": "A cat", "endings": ["x"], "label": 0}' \
+    '{"ctx": "", "endings": ["x", "y"], "label": 0}' \
+    '{"ctx": "A cat", "endings": ["x", "y"]}' \
+    '{"ctx": "A cat", "endings": ["x", 7], "label": "1"}' \
+    '{"ctx": "A cat", "endings": ["x", "y"], "label": 0' \
+    '["A cat"]'; do
+  item "$bad"
+  code gpt-evalppl --hellaswag bad.jsonl
+done
+item '{"ctx": "A cat", "endings": ["x", "a very long ending that does not fit"], "label": 0}'
+code gpt-evalppl --hellaswag --context 16 bad.jsonl
+printf '\n \n' > empty.jsonl
+code gpt-evalppl --hellaswag empty.jsonl
+code gpt-evalppl --hellaswag nope.jsonl
+code gpt-evalppl --hellaswag --stride 4 "$H/items.jsonl"
+code gpt-evalppl --hellaswag --raw "$H/items.jsonl"
+code gpt-evalppl --hellaswag <&-

@@ -1,0 +1,79 @@
+/* fuzz_evalppl_choice.c: gpt-evalppl --hellaswag's reader (evalppl/choice.c) on arbitrary bytes
+ * as a .jsonl file, with a char vocabulary of printable ASCII and newline, and a context of
+ * CONTEXT tokens; what loads is scored on a tiny random model (the ref backend).
+ * Properties: a failure is one gk_err with a message naming the file; a load that succeeds has
+ * items with 2..EP_CHOICE_MAX endings, a label among them, a non-empty ctx, endings of 1..CONTEXT
+ * tokens, ids inside the vocabulary, and max_row / max_endings that bound every item; scoring an
+ * item succeeds, scores exactly each ending's tokens, with finite non-negative NLLs, and its
+ * predictions are the argmins of the sums and of the means. */
+#include <math.h>
+#include <string.h>
+
+#include "evalppl/choice.h"
+#include "kernels/cpu/ref.h"
+#include "tests/fuzz/fuzz.h"
+
+enum { CONTEXT = 24, SCORED_MAX = 8 };
+
+static gk_vocab *vocab;
+static gk_gpt2 *model;
+
+static void setup(void)
+{
+    uint32_t cps[96];
+    int n = 0;
+    cps[n++] = '\n';
+    for (uint32_t c = 32; c < 127; c++) cps[n++] = c;
+    gk_err e = {0};
+    gk_backend *be = NULL;
+    gk_gpt2_config cfg = {1, 2, 8, CONTEXT, n, 1, 0.0f};
+    FZ_ASSERT(gk_vocab_from_chars(&vocab, cps, (size_t)n, &e) == 0, "%s", e.msg);
+    FZ_ASSERT(gk_ref_create(&be, &e) == 0, "%s", e.msg);
+    FZ_ASSERT(gk_gpt2_create(&model, &cfg, be, EP_CHOICE_MAX, CONTEXT, &e) == 0, "%s", e.msg);
+    FZ_ASSERT(gk_gpt2_init(model, 3, &e) == 0, "%s", e.msg);
+}
+
+static void check_item(const ep_choice_set *s, const ep_choice_item *it, int score)
+{
+    FZ_ASSERT(it->n_endings >= 2 && it->n_endings <= EP_CHOICE_MAX && it->n_endings <= s->max_endings,
+              "%d endings", it->n_endings);
+    FZ_ASSERT(it->label >= 0 && it->label < it->n_endings, "label %d", it->label);
+    FZ_ASSERT(it->n_ctx >= 1, "empty ctx");
+    size_t n = (size_t)it->n_ctx;
+    for (int k = 0; k < it->n_endings; k++) {
+        FZ_ASSERT(it->end_len[k] >= 1 && it->end_len[k] <= CONTEXT, "ending of %d", it->end_len[k]);
+        FZ_ASSERT(it->n_ctx + it->end_len[k] <= s->max_row, "row over max_row %d", s->max_row);
+        n += (size_t)it->end_len[k];
+    }
+    for (size_t i = 0; i < n; i++) FZ_ASSERT(it->ids[i] < 96, "id %u", it->ids[i]);
+    if (!score) return;
+    ep_choice_result r;
+    gk_err e = {0};
+    FZ_ASSERT(ep_choice_score(model, it, CONTEXT, &r, &e) == 0, "%s", e.msg);
+    for (int k = 0; k < it->n_endings; k++) {
+        FZ_ASSERT(r.tokens[k] == it->end_len[k], "ending %d: %d tokens scored of %d", k,
+                  r.tokens[k], it->end_len[k]);
+        FZ_ASSERT(isfinite(r.nll[k]) && r.nll[k] >= 0, "nll %g", r.nll[k]);
+        FZ_ASSERT(r.nll[r.pred] <= r.nll[k], "pred %d is not the lowest sum", r.pred);
+        FZ_ASSERT(r.nll[r.pred_norm] / r.tokens[r.pred_norm] <= r.nll[k] / r.tokens[k],
+                  "pred_norm %d is not the lowest mean", r.pred_norm);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!vocab) setup();
+    const char *path = fz_file(0, data, size);
+    if (!path) return 0;
+    ep_choice_set s;
+    gk_err e = {0};
+    int rc = ep_choice_load(&s, path, vocab, 96, CONTEXT, &e);
+    if (rc) {
+        FZ_ASSERT(rc < 0 && e.code == rc && strstr(e.msg, path), "rc %d, code %d, message '%s'",
+                  rc, e.code, e.msg);
+    } else {
+        for (size_t i = 0; i < s.n; i++) check_item(&s, &s.items[i], i < SCORED_MAX);
+    }
+    ep_choice_free(&s);
+    return 0;
+}
