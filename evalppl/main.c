@@ -13,7 +13,8 @@
 #include "common/proc.h"
 #include "common/progress.h"
 #include "common/text/vocab.h"
-#include "evalppl/choice.h"
+#include "common/io/choice.h"
+#include "kernels/choice.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
 #include "kernels/gpt2_load.h"
@@ -196,8 +197,8 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 }
 
 /* --per-doc with --hellaswag: one line per item */
-static void print_item(const options *o, const ep_choice_set *s, const ep_choice_item *it,
-                       const ep_choice_result *res)
+static void print_item(const options *o, const gk_choice_set *s, const gk_choice_item *it,
+                       const gk_choice_result *res)
 {
     if (o->json) {
         json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:i}", "file", s->name, "line",
@@ -234,10 +235,10 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
     int bf16, context, max_B = 0, max_T = 0;
     size_t items = 0, right = 0, right_norm = 0;
     int rc = open_model(o, &r, &bf16, &context, 1, e);
-    ep_choice_set *sets = calloc((size_t)ninputs, sizeof *sets);
+    gk_choice_set *sets = calloc((size_t)ninputs, sizeof *sets);
     if (!rc && !sets) rc = gk_errf(e, GK_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < ninputs; i++) {
-        rc = ep_choice_load(&sets[i], inputs[i], r.vocab, (uint32_t)r.cfg.vocab_size, context, e);
+        rc = gk_choice_load(&sets[i], inputs[i], r.vocab, (uint32_t)r.cfg.vocab_size, context, e);
         items += sets[i].n;
         if (sets[i].max_endings > max_B) max_B = sets[i].max_endings;
         if (sets[i].max_row - 1 > max_T) max_T = sets[i].max_row - 1;
@@ -250,8 +251,8 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
     double t0 = gk_now();
     for (int i = 0, done = 0; !rc && i < ninputs; i++)
         for (size_t k = 0; !rc && k < sets[i].n; k++) {
-            ep_choice_result res;
-            rc = ep_choice_score(r.model, &sets[i].items[k], context, &res, e);
+            gk_choice_result res;
+            rc = gk_choice_score(r.model, &sets[i].items[k], context, max_B, &res, e);
             if (rc) break;
             right += res.pred == sets[i].items[k].label;
             right_norm += res.pred_norm == sets[i].items[k].label;
@@ -267,7 +268,7 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
         rc = gk_std_finish(e);
     }
     if (!rc) gk_info("%zu items in %.2f s", items, gk_now() - t0);
-    for (int i = 0; sets && i < ninputs; i++) ep_choice_free(&sets[i]);
+    for (int i = 0; sets && i < ninputs; i++) gk_choice_free(&sets[i]);
     free(sets);
     gk_gpt2_runner_close(&r);
     return rc;

@@ -11,6 +11,7 @@
 #include "common/progress.h"
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
+#include "kernels/choice.h"
 #include "kernels/generate.h"
 #include "checkpoint.h"
 #include "run.h"
@@ -65,6 +66,27 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
     }
     int rc = tr_dist_sum(&r->dist, &sum, 1, e);
     *loss = sum / (double)r->s.eval_iters;
+    return rc;
+}
+
+int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e)
+{
+    double right[2] = {0, 0};
+    gk_gpt2_set_training(r->model, 0);
+    for (size_t i = (size_t)r->dist.rank; i < r->hellaswag.n; i += (size_t)r->dist.world) {
+        if (*r->stop && r->dist.world == 1) /* a signal: checkpoint now rather than after the eval */
+            return gk_errf(e, GK_EINTR, "evaluation interrupted by a signal");
+        gk_choice_result res;
+        const gk_choice_item *it = &r->hellaswag.items[i];
+        int rc = gk_choice_score(r->model, it, gk_gpt2_cfg(r->model)->block_size,
+                                 (int)r->s.batch_size, &res, e);
+        if (rc) return rc;
+        right[0] += res.pred == it->label;
+        right[1] += res.pred_norm == it->label;
+    }
+    int rc = tr_dist_sum(&r->dist, right, 2, e);
+    *acc = right[0] / (double)r->hellaswag.n;
+    *acc_norm = right[1] / (double)r->hellaswag.n;
     return rc;
 }
 
@@ -200,14 +222,19 @@ static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
     int rc = tr_estimate_loss(r, r->train, TR_STREAM_EVAL_TRAIN, &rec->train_loss, e);
     if (!rc && r->val)
         rc = tr_estimate_loss(r, r->val, TR_STREAM_EVAL_VAL, &rec->val_loss, e);
+    if (!rc && r->hellaswag.n)
+        rc = tr_hellaswag(r, &rec->hellaswag_acc, &rec->hellaswag_acc_norm, e);
     if (rc)
         return rc;
-    rec->has |= TR_HAS_TRAIN_LOSS | (r->val ? TR_HAS_VAL_LOSS : 0);
+    rec->has |= TR_HAS_TRAIN_LOSS | (r->val ? TR_HAS_VAL_LOSS : 0) |
+                (r->hellaswag.n ? TR_HAS_HELLASWAG : 0);
     if (!tr_dist_is_root(&r->dist))
         return 0;
     printf("step %lld: train loss %.4f", (long long)rec->step, shown(rec->train_loss));
     if (r->val)
         printf(", val loss %.4f", shown(rec->val_loss));
+    if (r->hellaswag.n)
+        printf(", hellaswag acc_norm %.4f", rec->hellaswag_acc_norm);
     printf("\n");
     log_failed(r);
     return print_sample(r, rec->step, e);

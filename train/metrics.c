@@ -151,6 +151,10 @@ int tr_metrics_log(tr_metrics *m, const tr_step_record *r, gk_err *e)
         set_num(o, "train_loss", r->train_loss);
     if (r->has & TR_HAS_VAL_LOSS)
         set_num(o, "val_loss", r->val_loss);
+    if (r->has & TR_HAS_HELLASWAG) {
+        set_num(o, "hellaswag_acc", r->hellaswag_acc);
+        set_num(o, "hellaswag_acc_norm", r->hellaswag_acc_norm);
+    }
     if (r->skipped > 0)
         json_object_set_new(o, "skipped", json_integer(r->skipped));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));

@@ -35,12 +35,13 @@ enum {
     TR_HAS_TRAIN_LOSS = 4, /* an evaluation: train_loss */
     TR_HAS_VAL_LOSS = 8,   /* an evaluation with val data: val_loss */
     TR_HAS_COMM = 16,      /* several ranks: comm_ms, the step's time in collectives */
+    TR_HAS_HELLASWAG = 32, /* an evaluation with hellaswag items: hellaswag_acc, _acc_norm */
 };
 
 typedef struct tr_step_record {
     int64_t step;
     double loss, lr, grad_norm, ms, tokens_per_s, mfu, comm_ms;
-    double train_loss, val_loss;
+    double train_loss, val_loss, hellaswag_acc, hellaswag_acc_norm;
     int64_t skipped;             /* written when > 0 */
     unsigned has;                /* TR_HAS_* */
 } tr_step_record;

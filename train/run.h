@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "common/config.h"
+#include "common/io/choice.h"
 #include "common/text/vocab.h"
 #include "data.h"
 #include "dist.h"
@@ -26,6 +27,7 @@ typedef struct tr_run {
     gk_gpt2 *model;
     gk_vocab *vocab;            /* embedded in checkpoints; NULL when unknown */
     tr_data *train, *val;
+    gk_choice_set hellaswag;    /* the hellaswag key's items (n = 0: none) */
     tr_state st;
     tr_metrics metrics;
     tr_lock lock;               /* out_dir/gpt-train.lock, held while training */
@@ -59,6 +61,9 @@ void tr_run_free(tr_run *r);
 double tr_learning_rate(const tr_settings *s, int64_t step);
 /* Mean loss over eval_iters batches of data (stream: TR_STREAM_EVAL_TRAIN or _VAL). */
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e);
+/* Accuracy on the hellaswag items: every rank scores items rank, rank + world, ...; the counts
+ * are summed over the ranks. */
+int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e);
 /* Saves out_dir/ckpt_STEP.safetensors, re-points latest, prunes to keep_last. */
 int tr_checkpoint(tr_run *r, gk_err *e);
 /* Waits for the checkpoint write under way, if any; returns its error. */

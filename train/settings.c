@@ -22,6 +22,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, eval_iters, "200", 1, 1e9, "batches per evaluation of train and val loss"),
     GK_CK_INT_R(S, keep_last, "2", 1, 1e6, "step checkpoints kept in out_dir (latest always kept)"),
     GK_CK_INT_R(S, sample_tokens, "0", 0, 1e6, "print a sample of N tokens at each eval (0: none)"),
+    GK_CK_STR(S, hellaswag, "", "HellaSwag items (.jsonl) scored at each eval: acc_norm in the log and metrics (empty: none)"),
     GK_CK_BOOL(S, eval_only, "false", "evaluate once and exit"),
     GK_CK_BOOL(S, always_save_checkpoint, "true", "checkpoint at every eval, not only when val loss improves"),
     GK_CK_INT_R(S, n_layer, "12", 1, 1000, "transformer blocks"),

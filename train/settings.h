@@ -16,6 +16,7 @@
 typedef struct tr_settings {
     /* data and I/O */
     const char *train_data, *val_data, *out_dir, *init_from, *vocab;
+    const char *hellaswag;
     int64_t eval_interval, log_interval, eval_iters, keep_last, sample_tokens;
     bool eval_only, always_save_checkpoint;
     /* model */

@@ -393,6 +393,25 @@ static int split_batch(tr_run *r, int T, gk_err *e)
     return tr_dist_split(&r->dist, accum, e);
 }
 
+/* The hellaswag key's items, encoded with the vocabulary to embed, for windows of block_size. */
+static int load_hellaswag(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
+{
+    if (!r->s.hellaswag[0]) return 0;
+    if (!r->vocab)
+        return gk_errf(e, GK_EUSAGE, "hellaswag: the items need a vocabulary: set vocab (none came "
+                       "with the data or the checkpoint)");
+    int rc = gk_choice_load(&r->hellaswag, r->s.hellaswag, r->vocab, (uint32_t)mc->vocab_size,
+                            mc->block_size, e);
+    if (rc) { /* name the key */
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        rc = gk_errf(e, rc, "hellaswag: %s", msg);
+    }
+    if (!rc && !r->hellaswag.n) rc = gk_errf(e, GK_EFORMAT, "hellaswag: %s holds no items", r->s.hellaswag);
+    if (!rc) gk_verbose("hellaswag: %zu items from %s", r->hellaswag.n, r->s.hellaswag);
+    return rc;
+}
+
 /* The part of setup every rank does: the model, its weights, the data, the vocabulary. */
 static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
 {
@@ -411,6 +430,8 @@ static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
         rc = split_batch(r, mc.block_size, e);
     if (!rc)
         rc = pick_vocab(r, c, e);
+    if (!rc)
+        rc = load_hellaswag(r, &mc, e);
     if (!rc)
         rc = check_data(r, &mc, c, e);
     if (!rc)
@@ -467,6 +488,7 @@ void tr_run_free(tr_run *r)
     gk_gpt2_free(r->model);
     gk_backend_free(r->be);
     gk_vocab_free(r->vocab);
+    gk_choice_free(&r->hellaswag);
     free(r->x);
     free(r->y);
     free(r->window);

@@ -1,7 +1,6 @@
-/* choice.c: multiple-choice items in HellaSwag's JSON Lines format and their scoring (see
- * choice.h). jansson parses each line; the texts are encoded by gk_text_encode, as every tool
- * encodes text; the per-token losses come from the model's forward with targets. */
-#include "evalppl/choice.h"
+/* choice.c: multiple-choice items in HellaSwag's JSON Lines format (see choice.h). jansson
+ * parses each line; the texts are encoded by gk_text_encode, as every tool encodes text. */
+#include "common/io/choice.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -19,7 +18,7 @@ static int item_error(gk_err *e, const char *name, long line, const char *what)
 }
 
 /* Appends the tokens of text to it->ids (length *n, capacity *cap); *count: how many. */
-static int encode(const ep_choice_set *s, ep_choice_item *it, const char *text, const gk_vocab *v,
+static int encode(const gk_choice_set *s, gk_choice_item *it, const char *text, const gk_vocab *v,
                   size_t *n, size_t *cap, size_t *count, gk_err *e)
 {
     size_t before = *n;
@@ -33,7 +32,7 @@ static int encode(const ep_choice_set *s, ep_choice_item *it, const char *text, 
     return rc;
 }
 
-/* The keys of one line: ctx (string), endings (2..EP_CHOICE_MAX strings), label (integer, or a
+/* The keys of one line: ctx (string), endings (2..GK_CHOICE_MAX strings), label (integer, or a
  * string of digits as some copies of HellaSwag hold it). */
 static int check_keys(json_t *o, int *label, char *why, size_t cap)
 {
@@ -41,8 +40,8 @@ static int check_keys(json_t *o, int *label, char *why, size_t cap)
     json_t *lab = json_object_get(o, "label");
     size_t k = json_array_size(ends);
     if (!json_is_string(ctx)) return snprintf(why, cap, "no \"ctx\" string"), -1;
-    if (!json_is_array(ends) || k < 2 || k > EP_CHOICE_MAX)
-        return snprintf(why, cap, "\"endings\" must be an array of 2 to %d strings", EP_CHOICE_MAX), -1;
+    if (!json_is_array(ends) || k < 2 || k > GK_CHOICE_MAX)
+        return snprintf(why, cap, "\"endings\" must be an array of 2 to %d strings", GK_CHOICE_MAX), -1;
     for (size_t i = 0; i < k; i++)
         if (!json_is_string(json_array_get(ends, i)))
             return snprintf(why, cap, "ending %zu is not a string", i), -1;
@@ -63,7 +62,7 @@ static int check_keys(json_t *o, int *label, char *why, size_t cap)
 }
 
 /* Parses and encodes one line into it. */
-static int take_line(ep_choice_set *s, ep_choice_item *it, const char *text, const gk_vocab *v,
+static int take_line(gk_choice_set *s, gk_choice_item *it, const char *text, const gk_vocab *v,
                      uint32_t vocab_limit, int context, gk_err *e)
 {
     json_error_t je;
@@ -114,7 +113,7 @@ static int blank(const char *line)
     return line[strspn(line, " \t\r\n")] == '\0';
 }
 
-static int read_items(ep_choice_set *s, FILE *f, const gk_vocab *v, uint32_t vocab_limit,
+static int read_items(gk_choice_set *s, FILE *f, const gk_vocab *v, uint32_t vocab_limit,
                       int context, gk_err *e)
 {
     char *line = NULL;
@@ -129,14 +128,14 @@ static int read_items(ep_choice_set *s, FILE *f, const gk_vocab *v, uint32_t voc
             break;
         }
         if (s->n == cap) {
-            ep_choice_item *ni = realloc(s->items, (cap = cap ? 2 * cap : 256) * sizeof *ni);
+            gk_choice_item *ni = realloc(s->items, (cap = cap ? 2 * cap : 256) * sizeof *ni);
             if (!ni) {
                 rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
                 break;
             }
             s->items = ni;
         }
-        ep_choice_item *it = &s->items[s->n++];
+        gk_choice_item *it = &s->items[s->n++];
         memset(it, 0, sizeof *it);
         it->line = lineno;
         rc = take_line(s, it, line, v, vocab_limit, context, e);
@@ -146,7 +145,7 @@ static int read_items(ep_choice_set *s, FILE *f, const gk_vocab *v, uint32_t voc
     return rc;
 }
 
-int ep_choice_load(ep_choice_set *s, const char *path, const gk_vocab *v, uint32_t vocab_limit,
+int gk_choice_load(gk_choice_set *s, const char *path, const gk_vocab *v, uint32_t vocab_limit,
                    int context, gk_err *e)
 {
     memset(s, 0, sizeof *s);
@@ -165,58 +164,10 @@ int ep_choice_load(ep_choice_set *s, const char *path, const gk_vocab *v, uint32
     return rc;
 }
 
-void ep_choice_free(ep_choice_set *s)
+void gk_choice_free(gk_choice_set *s)
 {
     for (size_t i = 0; i < s->n; i++) free(s->items[i].ids);
     free(s->items);
     free(s->name);
     memset(s, 0, sizeof *s);
-}
-
-/* Row k's inputs and targets, padded to T (pad: input 0, target -1): the last context + 1 tokens
- * of ctx ++ ending k, the targets before the ending -1. */
-static void fill_row(const ep_choice_item *it, int k, int context, int T, int *in, int *tg)
-{
-    const uint32_t *end = it->ids + it->n_ctx;
-    for (int j = 0; j < k; j++) end += it->end_len[j];
-    int len = it->n_ctx + it->end_len[k];
-    int drop = len - 1 > context ? len - 1 - context : 0;
-    for (int t = 0; t < T; t++) {
-        int i = drop + t; /* position of the input token in the row */
-        in[t] = 0;
-        tg[t] = -1;
-        if (i + 1 >= len) continue;
-        in[t] = (int)(i < it->n_ctx ? it->ids[i] : end[i - it->n_ctx]);
-        if (i + 1 >= it->n_ctx) tg[t] = (int)end[i + 1 - it->n_ctx];
-    }
-}
-
-int ep_choice_score(gk_gpt2 *m, const ep_choice_item *it, int context, ep_choice_result *r,
-                    gk_err *e)
-{
-    int B = it->n_endings, T = 0;
-    for (int k = 0; k < B; k++) {
-        int len = it->n_ctx + it->end_len[k] - 1;
-        if (len > T) T = len;
-    }
-    if (T > context) T = context;
-    int *in = calloc(2 * (size_t)B * (size_t)T, sizeof *in);
-    if (!in) return gk_errf(e, GK_ENOMEM, "out of memory");
-    int *tg = in + (size_t)B * (size_t)T;
-    for (int k = 0; k < B; k++) fill_row(it, k, context, T, in + k * T, tg + k * T);
-    int rc = gk_gpt2_forward(m, in, tg, B, T, NULL, e);
-    const float *loss = rc ? NULL : gk_gpt2_token_losses(m);
-    r->pred = r->pred_norm = 0;
-    for (int k = 0; loss && k < B; k++) {
-        double sum = 0;
-        int n = 0;
-        for (int t = 0; t < T; t++)
-            if (tg[k * T + t] >= 0) sum += loss[k * T + t], n++;
-        r->nll[k] = sum;
-        r->tokens[k] = n;
-        if (sum < r->nll[r->pred]) r->pred = k;
-        if (sum / n < r->nll[r->pred_norm] / r->tokens[r->pred_norm]) r->pred_norm = k;
-    }
-    free(in);
-    return rc;
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Remakes tests/fuzz/corpus/evalppl_choice: HellaSwag-format items (tests/fixtures/hellaswag,
+# Remakes tests/fuzz/corpus/choice: HellaSwag-format items (tests/fixtures/hellaswag,
 # one a file and all together), a label given as a string, blank lines, a long ctx.
-# Usage: tests/fuzz/seed_evalppl_choice.sh
+# Usage: tests/fuzz/seed_choice.sh
 set -euo pipefail
 source "$(dirname "$0")/seed_lib.bash"
-seed_begin evalppl_choice
+seed_begin choice
 rm -rf "$out" && mkdir -p "$out"
 items=$top/tests/fixtures/hellaswag/items.jsonl
 cp "$items" "$out/all.jsonl"

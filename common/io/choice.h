@@ -1,0 +1,40 @@
+/* choice.h: multiple-choice items in HellaSwag's JSON Lines format (hellaswag_val.jsonl: an
+ * object a line with "ctx", "endings" (2..GK_CHOICE_MAX strings) and "label", the index of the
+ * right ending; other keys are ignored), read and encoded for scoring as llm.c and build-nanogpt
+ * score HellaSwag (kernels/choice.h): the tokens of ctx, then those of " " + endings[k] for each
+ * k, each text encoded apart, without <|endoftext|>.
+ * Owns: gk_choice_set's items and their tokens until gk_choice_free. One thread. */
+#ifndef GK_IO_CHOICE_H
+#define GK_IO_CHOICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/text/vocab.h"
+
+enum { GK_CHOICE_MAX = 16 };
+
+typedef struct gk_choice_item {
+    long line;                     /* 1-based line in its file */
+    int label, n_endings, n_ctx;   /* n_ctx: tokens of ctx */
+    int end_len[GK_CHOICE_MAX];    /* tokens of each ending */
+    uint32_t *ids;                 /* ctx's tokens, then each ending's */
+} gk_choice_item;
+
+typedef struct gk_choice_set {
+    char *name;                    /* path or "stdin" */
+    gk_choice_item *items;
+    size_t n;
+    int max_endings, max_row;      /* over the items: endings, tokens of the longest row */
+} gk_choice_set;
+
+/* Reads path ("-" = stdin), a JSON object a line (blank lines skipped), encoding each text with
+ * v. Every problem (not JSON, a missing or mistyped key, a label out of range, an empty ctx, a
+ * token outside vocab_limit, an ending longer than context tokens) is GK_EFORMAT naming
+ * "path:line". */
+int gk_choice_load(gk_choice_set *s, const char *path, const gk_vocab *v, uint32_t vocab_limit,
+                   int context, gk_err *e);
+void gk_choice_free(gk_choice_set *s); /* zeroes s */
+
+#endif
