@@ -29,7 +29,7 @@ typedef struct options {
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
     "                   [--dtype float32|bfloat16] [--device NAME] [FILE...]\n"
-    "gpt-evalppl --hellaswag [-m CKPT] [--context N] [--json] [--per-doc] [FILE.jsonl...]\n"
+    "       gpt-evalppl --hellaswag [-m CKPT] [--context N] [--json] [--per-doc] [FILE.jsonl...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE), or its\n"
     "accuracy on multiple-choice items in HellaSwag's JSON Lines format.";
 
