@@ -22,14 +22,15 @@
 typedef struct options {
     const char *device, *dtype;
     const char *model, *vocab;
-    int64_t context, stride;
+    int64_t context, stride, batch;
     int json, per_doc, raw, hellaswag, quiet, verbose;
 } options;
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
     "                   [--dtype float32|bfloat16] [--device NAME] [FILE...]\n"
-    "       gpt-evalppl --hellaswag [-m CKPT] [--context N] [--json] [--per-doc] [FILE.jsonl...]\n"
+    "       gpt-evalppl --hellaswag [-m CKPT] [--context N] [--batch R] [--json] [--per-doc]\n"
+    "                   [FILE.jsonl...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE), or its\n"
     "accuracy on multiple-choice items in HellaSwag's JSON Lines format.";
 
@@ -51,6 +52,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>), or per item", 0, 0},
         {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
         {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL, "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
+        {0, "batch", GK_OPT_INT, &o->batch, "R", "with --hellaswag: rows (endings) per forward (default 16)", 1, 4096},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "model in memory: float32 or bfloat16 (fp32, bf16; default: bfloat16 on cuda, else float32)", 0, 0},
         {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
@@ -228,46 +230,64 @@ static void print_accuracy(const options *o, size_t items, size_t right, size_t 
         printf("items %zu  acc %.4f  acc_norm %.4f\n", items, acc, acc_norm);
 }
 
-/* Reads every input whole (all checked before the model is made), then scores item by item. */
+typedef struct tally {
+    size_t items, done, right, right_norm;
+    gk_progress bar;
+} tally;
+
+/* Scores set's items in chunks (rows packed into forwards of `rows`), printing per item with
+ * --per-doc. */
+static int score_set(const options *o, gk_gpt2 *m, const gk_choice_set *set, int context,
+                     int rows, tally *t, gk_err *e)
+{
+    enum { CHUNK = 64 };
+    gk_choice_result res[CHUNK];
+    int rc = 0;
+    for (size_t i0 = 0; !rc && i0 < set->n; i0 += CHUNK) {
+        size_t n = set->n - i0 < CHUNK ? set->n - i0 : CHUNK;
+        rc = gk_choice_score_many(m, set->items + i0, n, context, rows, res, e);
+        gk_progress_clear(&t->bar);
+        for (size_t i = 0; !rc && i < n; i++) {
+            const gk_choice_item *it = &set->items[i0 + i];
+            t->right += res[i].pred == it->label;
+            t->right_norm += res[i].pred_norm == it->label;
+            if (o->per_doc) print_item(o, set, it, &res[i]);
+        }
+        t->done += n;
+        char note[64];
+        snprintf(note, sizeof note, "%zu/%zu items", t->done, t->items);
+        gk_progress_line(&t->bar, (double)t->done / (double)t->items, note);
+    }
+    return rc;
+}
+
+/* Reads every input whole (all checked before the model is made), then scores them. */
 static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     gk_gpt2_runner r = {0};
-    int bf16, context, max_B = 0, max_T = 0;
-    size_t items = 0, right = 0, right_norm = 0;
+    int bf16, context, max_T = 0, rows = o->batch ? (int)o->batch : 16;
+    tally t = {0};
     int rc = open_model(o, &r, &bf16, &context, 1, e);
     gk_choice_set *sets = calloc((size_t)ninputs, sizeof *sets);
     if (!rc && !sets) rc = gk_errf(e, GK_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < ninputs; i++) {
         rc = gk_choice_load(&sets[i], inputs[i], r.vocab, (uint32_t)r.cfg.vocab_size, context, e);
-        items += sets[i].n;
-        if (sets[i].max_endings > max_B) max_B = sets[i].max_endings;
+        t.items += sets[i].n;
         if (sets[i].max_row - 1 > max_T) max_T = sets[i].max_row - 1;
     }
-    if (!rc && !items) rc = gk_errf(e, GK_EFORMAT, "nothing to score: no items in the input%s",
-                                    ninputs > 1 ? "s" : "");
-    if (!rc) rc = load_model(&r, max_B, max_T < context ? max_T : context, bf16, e);
-    gk_progress bar;
-    gk_progress_start(&bar, "hellaswag", (int64_t)items);
+    if (!rc && !t.items) rc = gk_errf(e, GK_EFORMAT, "nothing to score: no items in the input%s",
+                                      ninputs > 1 ? "s" : "");
+    if (!rc) rc = load_model(&r, rows, max_T < context ? max_T : context, bf16, e);
+    gk_progress_start(&t.bar, "hellaswag", (int64_t)t.items);
     double t0 = gk_now();
-    for (int i = 0, done = 0; !rc && i < ninputs; i++)
-        for (size_t k = 0; !rc && k < sets[i].n; k++) {
-            gk_choice_result res;
-            rc = gk_choice_score(r.model, &sets[i].items[k], context, max_B, &res, e);
-            if (rc) break;
-            right += res.pred == sets[i].items[k].label;
-            right_norm += res.pred_norm == sets[i].items[k].label;
-            gk_progress_clear(&bar);
-            if (o->per_doc) print_item(o, &sets[i], &sets[i].items[k], &res);
-            char note[64];
-            snprintf(note, sizeof note, "%d/%zu items", ++done, items);
-            gk_progress_line(&bar, (double)done / (double)items, note);
-        }
-    gk_progress_end(&bar);
+    for (int i = 0; !rc && i < ninputs; i++)
+        rc = score_set(o, r.model, &sets[i], max_T < context ? max_T : context, rows, &t, e);
+    gk_progress_end(&t.bar);
     if (!rc) {
-        print_accuracy(o, items, right, right_norm);
+        print_accuracy(o, t.items, t.right, t.right_norm);
         rc = gk_std_finish(e);
     }
-    if (!rc) gk_info("%zu items in %.2f s", items, gk_now() - t0);
+    if (!rc) gk_info("%zu items in %.2f s (%d rows a forward)", t.items, gk_now() - t0, rows);
     for (int i = 0; sets && i < ninputs; i++) gk_choice_free(&sets[i]);
     free(sets);
     gk_gpt2_runner_close(&r);
@@ -289,6 +309,8 @@ int main(int argc, char **argv)
         if (rc == 0 && o.stride && o.context && o.stride > o.context)
             rc = gk_errf(&e, GK_EUSAGE, "--stride %lld exceeds --context %lld", (long long)o.stride,
                          (long long)o.context);
+        if (rc == 0 && o.batch && !o.hellaswag)
+            rc = gk_errf(&e, GK_EUSAGE, "--batch applies to --hellaswag only");
         if (rc == 0 && o.hellaswag && (o.raw || o.stride))
             rc = gk_errf(&e, GK_EUSAGE, "--hellaswag: items are scored whole; --%s does not apply",
                          o.raw ? "raw" : "stride");

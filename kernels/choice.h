@@ -18,9 +18,13 @@ typedef struct gk_choice_result {
     int tokens[GK_CHOICE_MAX];     /* tokens scored per ending */
 } gk_choice_result;
 
-/* Scores it on m in forwards of at most max_rows rows (m was created with max_B >= max_rows and
- * max_T >= min(context, the longest row - 1); items of gk_choice_load(..., context, ...)). The
- * model should be in eval mode (gk_gpt2_set_training(m, 0)). */
+/* Scores items[0..n) into r[0..n) on m, the rows of consecutive items packed into forwards of
+ * at most max_rows rows (an item's rows may span two). m was created with max_B >= max_rows and
+ * max_T >= min(context, the longest row - 1), the items by gk_choice_load(..., context, ...).
+ * The model should be in eval mode (gk_gpt2_set_training(m, 0)). */
+int gk_choice_score_many(gk_gpt2 *m, const gk_choice_item *items, size_t n, int context,
+                         int max_rows, gk_choice_result *r, gk_err *e);
+/* One item: gk_choice_score_many(m, it, 1, ...). */
 int gk_choice_score(gk_gpt2 *m, const gk_choice_item *it, int context, int max_rows,
                     gk_choice_result *r, gk_err *e);
 

@@ -71,22 +71,28 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
 
 int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e)
 {
+    enum { CHUNK = 64 }; /* items between two looks at the stop flag */
+    gk_choice_result res[CHUNK];
+    size_t n = r->hellaswag.n, world = (size_t)r->dist.world, rank = (size_t)r->dist.rank;
+    size_t end = n * (rank + 1) / world;
     double right[2] = {0, 0};
     gk_gpt2_set_training(r->model, 0);
-    for (size_t i = (size_t)r->dist.rank; i < r->hellaswag.n; i += (size_t)r->dist.world) {
+    for (size_t i0 = n * rank / world; i0 < end; i0 += CHUNK) {
         if (*r->stop && r->dist.world == 1) /* a signal: checkpoint now rather than after the eval */
             return gk_errf(e, GK_EINTR, "evaluation interrupted by a signal");
-        gk_choice_result res;
-        const gk_choice_item *it = &r->hellaswag.items[i];
-        int rc = gk_choice_score(r->model, it, gk_gpt2_cfg(r->model)->block_size,
-                                 (int)r->s.batch_size, &res, e);
+        size_t k = end - i0 < CHUNK ? end - i0 : CHUNK;
+        const gk_choice_item *items = r->hellaswag.items + i0;
+        int rc = gk_choice_score_many(r->model, items, k, gk_gpt2_cfg(r->model)->block_size,
+                                      (int)r->s.batch_size, res, e);
         if (rc) return rc;
-        right[0] += res.pred == it->label;
-        right[1] += res.pred_norm == it->label;
+        for (size_t i = 0; i < k; i++) {
+            right[0] += res[i].pred == items[i].label;
+            right[1] += res[i].pred_norm == items[i].label;
+        }
     }
     int rc = tr_dist_sum(&r->dist, right, 2, e);
-    *acc = right[0] / (double)r->hellaswag.n;
-    *acc_norm = right[1] / (double)r->hellaswag.n;
+    *acc = right[0] / (double)n;
+    *acc_norm = right[1] / (double)n;
     return rc;
 }
 

@@ -61,8 +61,8 @@ void tr_run_free(tr_run *r);
 double tr_learning_rate(const tr_settings *s, int64_t step);
 /* Mean loss over eval_iters batches of data (stream: TR_STREAM_EVAL_TRAIN or _VAL). */
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e);
-/* Accuracy on the hellaswag items: every rank scores items rank, rank + world, ...; the counts
- * are summed over the ranks. */
+/* Accuracy on the hellaswag items: each rank scores its world-size-th of them (in forwards of
+ * batch_size rows); the counts are summed over the ranks. */
 int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e);
 /* Saves out_dir/ckpt_STEP.safetensors, re-points latest, prunes to keep_last. */
 int tr_checkpoint(tr_run *r, gk_err *e);

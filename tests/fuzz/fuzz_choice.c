@@ -7,7 +7,8 @@
  * tokens, ids inside the vocabulary, and max_row / max_endings that bound every item; scoring an
  * item succeeds, scores exactly each ending's tokens, with finite non-negative NLLs, its
  * predictions are the argmins of the sums and of the means, and scoring in forwards of fewer
- * rows (1 + the item's line mod 3) gives the same sums. */
+ * rows (1 + the item's line mod 3), or the items together with their rows packed 5 a forward,
+ * gives the same sums. */
 #include <math.h>
 #include <string.h>
 
@@ -36,7 +37,8 @@ static void setup(void)
     FZ_ASSERT(gk_gpt2_init(model, 3, &e) == 0, "%s", e.msg);
 }
 
-static void check_item(const gk_choice_set *s, const gk_choice_item *it, int score)
+static void check_item(const gk_choice_set *s, const gk_choice_item *it, int score, /* out: when score */
+                       gk_choice_result *out)
 {
     FZ_ASSERT(it->n_endings >= 2 && it->n_endings <= GK_CHOICE_MAX && it->n_endings <= s->max_endings,
               "%d endings", it->n_endings);
@@ -67,6 +69,7 @@ static void check_item(const gk_choice_set *s, const gk_choice_item *it, int sco
     for (int k = 0; k < it->n_endings; k++)
         FZ_ASSERT(few.tokens[k] == r.tokens[k] && fabs(few.nll[k] - r.nll[k]) <= 1e-5 * r.nll[k] + 1e-6,
                   "ending %d: %g in rows of %d, %g in one forward", k, few.nll[k], rows, r.nll[k]);
+    *out = r;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -81,7 +84,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_ASSERT(rc < 0 && e.code == rc && strstr(e.msg, path), "rc %d, code %d, message '%s'",
                   rc, e.code, e.msg);
     } else {
-        for (size_t i = 0; i < s.n; i++) check_item(&s, &s.items[i], i < SCORED_MAX);
+        gk_choice_result one[SCORED_MAX], many[SCORED_MAX];
+        for (size_t i = 0; i < s.n; i++) check_item(&s, &s.items[i], i < SCORED_MAX, i < SCORED_MAX ? &one[i] : NULL);
+        size_t n = s.n < SCORED_MAX ? s.n : SCORED_MAX;
+        FZ_ASSERT(gk_choice_score_many(model, s.items, n, CONTEXT, 5, many, &e) == 0, "%s", e.msg);
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < s.items[i].n_endings; k++)
+                FZ_ASSERT(many[i].tokens[k] == one[i].tokens[k] &&
+                              fabs(many[i].nll[k] - one[i].nll[k]) <= 1e-5 * one[i].nll[k] + 1e-6,
+                          "item %zu ending %d: %g packed, %g alone", i, k, many[i].nll[k], one[i].nll[k]);
     }
     gk_choice_free(&s);
     return 0;
