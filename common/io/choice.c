@@ -17,12 +17,21 @@ static int item_error(gk_err *e, const char *name, long line, const char *what)
     return gk_errf(e, GK_EFORMAT, "%s:%ld: %s", name, line, what);
 }
 
+/* What every line of a load needs. */
+typedef struct loader {
+    gk_choice_set *s;
+    gk_text_encoder *enc;
+    uint32_t vocab_limit;
+    int context;
+} loader;
+
 /* Appends the tokens of text to it->ids (length *n, capacity *cap); *count: how many. */
-static int encode(const gk_choice_set *s, gk_choice_item *it, const char *text, const gk_vocab *v,
-                  size_t *n, size_t *cap, size_t *count, gk_err *e)
+static int encode(const loader *ld, gk_choice_item *it, const char *text, size_t *n, size_t *cap,
+                  size_t *count, gk_err *e)
 {
+    const gk_choice_set *s = ld->s;
     size_t before = *n;
-    int rc = gk_text_encode(v, text, strlen(text), 0, &it->ids, n, cap, NULL, e);
+    int rc = gk_text_encoder_run(ld->enc, text, strlen(text), 0, &it->ids, n, cap, NULL, e);
     *count = *n - before;
     if (rc == GK_EFORMAT) { /* a character a char vocabulary lacks: name the line */
         char msg[sizeof e->msg];
@@ -62,9 +71,11 @@ static int check_keys(json_t *o, int *label, char *why, size_t cap)
 }
 
 /* Parses and encodes one line into it. */
-static int take_line(gk_choice_set *s, gk_choice_item *it, const char *text, const gk_vocab *v,
-                     uint32_t vocab_limit, int context, gk_err *e)
+static int take_line(const loader *ld, gk_choice_item *it, const char *text, gk_err *e)
 {
+    gk_choice_set *s = ld->s;
+    int context = ld->context;
+    uint32_t vocab_limit = ld->vocab_limit;
     json_error_t je;
     char why[200];
     json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
@@ -76,7 +87,7 @@ static int take_line(gk_choice_set *s, gk_choice_item *it, const char *text, con
     }
     int rc = check_keys(o, &it->label, why, sizeof why) ? item_error(e, s->name, it->line, why) : 0;
     size_t n = 0, cap = 0, count = 0;
-    if (!rc) rc = encode(s, it, json_string_value(json_object_get(o, "ctx")), v, &n, &cap, &count, e);
+    if (!rc) rc = encode(ld, it, json_string_value(json_object_get(o, "ctx")), &n, &cap, &count, e);
     it->n_ctx = (int)count;
     if (!rc && !count) rc = item_error(e, s->name, it->line, "\"ctx\" is empty");
     json_t *ends = json_object_get(o, "endings");
@@ -86,7 +97,7 @@ static int take_line(gk_choice_set *s, gk_choice_item *it, const char *text, con
         char *spaced = malloc(strlen(end) + 2);
         if (!spaced) rc = gk_errf(e, GK_ENOMEM, "out of memory");
         else sprintf(spaced, " %s", end);
-        if (!rc) rc = encode(s, it, spaced, v, &n, &cap, &count, e);
+        if (!rc) rc = encode(ld, it, spaced, &n, &cap, &count, e);
         free(spaced);
         it->end_len[k] = (int)count;
         if (!rc && count > (size_t)context) {
@@ -113,9 +124,9 @@ static int blank(const char *line)
     return line[strspn(line, " \t\r\n")] == '\0';
 }
 
-static int read_items(gk_choice_set *s, FILE *f, const gk_vocab *v, uint32_t vocab_limit,
-                      int context, gk_err *e)
+static int read_items(const loader *ld, FILE *f, gk_err *e)
 {
+    gk_choice_set *s = ld->s;
     char *line = NULL;
     size_t linecap = 0, cap = 0;
     long lineno = 0;
@@ -138,7 +149,7 @@ static int read_items(gk_choice_set *s, FILE *f, const gk_vocab *v, uint32_t voc
         gk_choice_item *it = &s->items[s->n++];
         memset(it, 0, sizeof *it);
         it->line = lineno;
-        rc = take_line(s, it, line, v, vocab_limit, context, e);
+        rc = take_line(ld, it, line, e);
     }
     if (!rc && ferror(f)) rc = gk_errf(e, GK_EIO, "%s: read failed", s->name);
     free(line);
@@ -157,10 +168,13 @@ int gk_choice_load(gk_choice_set *s, const char *path, const gk_vocab *v, uint32
                        "checkpoint has none; give -V", s->name);
     if (is_stdin && gk_std_was_closed(STDIN_FILENO)) /* reopened on /dev/null: not an input */
         return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
-    FILE *f = is_stdin ? stdin : fopen(path, "r");
-    if (!f) return gk_errno(e, path);
-    int rc = read_items(s, f, v, vocab_limit, context, e);
-    if (!is_stdin) fclose(f);
+    loader ld = {s, NULL, vocab_limit, context};
+    int rc = gk_text_encoder_create(&ld.enc, v, e);
+    FILE *f = rc ? NULL : is_stdin ? stdin : fopen(path, "r");
+    if (!rc && !f) rc = gk_errno(e, path);
+    if (!rc) rc = read_items(&ld, f, e);
+    if (f && !is_stdin) fclose(f);
+    gk_text_encoder_free(ld.enc);
     return rc;
 }
 

@@ -20,29 +20,58 @@ static int push(uint32_t id, uint32_t **ids, size_t *n, size_t *cap, gk_err *e)
     return 0;
 }
 
+struct gk_text_encoder {
+    const gk_vocab *v;
+    gk_bpe *bpe;       /* BPE vocabularies */
+    char *clean;       /* the sanitized text */
+    size_t clean_cap;
+};
+
+int gk_text_encoder_create(gk_text_encoder **out, const gk_vocab *v, gk_err *e)
+{
+    gk_text_encoder *t = calloc(1, sizeof *t);
+    if (!(*out = t)) return gk_errf(e, GK_ENOMEM, "out of memory");
+    t->v = v;
+    int rc = gk_vocab_type(v) == GK_VOCAB_BPE ? gk_bpe_create(&t->bpe, v, e) : 0;
+    if (rc) {
+        gk_text_encoder_free(t);
+        *out = NULL;
+    }
+    return rc;
+}
+
+void gk_text_encoder_free(gk_text_encoder *t)
+{
+    if (!t) return;
+    gk_bpe_free(t->bpe);
+    free(t->clean);
+    free(t);
+}
+
+int gk_text_encoder_run(gk_text_encoder *t, const char *text, size_t len, int flags,
+                        uint32_t **ids, size_t *n, size_t *cap, size_t *replaced, gk_err *e)
+{
+    size_t clean_len = 0;
+    size_t bad = gk_utf8_sanitize(text, len, &t->clean, &t->clean_cap, &clean_len);
+    if (replaced) *replaced = bad == (size_t)-1 ? 0 : bad;
+    if (bad == (size_t)-1) return gk_errf(e, GK_ENOMEM, "out of memory");
+    int rc = 0;
+    int32_t eot = gk_vocab_eot(t->v);
+    if ((flags & GK_ENCODE_EOT_FIRST) && eot >= 0) rc = push((uint32_t)eot, ids, n, cap, e);
+    if (rc == 0 && t->bpe)
+        rc = gk_bpe_encode(t->bpe, t->clean, clean_len, !!(flags & GK_ENCODE_SPECIAL), ids, n, cap, e);
+    else if (rc == 0)
+        rc = gk_char_encode(t->v, t->clean, clean_len, ids, n, cap, e);
+    return rc;
+}
+
 int gk_text_encode(const gk_vocab *v, const char *text, size_t len, int flags, uint32_t **ids,
                    size_t *n, size_t *cap, size_t *replaced, gk_err *e)
 {
-    char *clean = NULL;
-    size_t clean_cap = 0, clean_len = 0;
-    size_t bad = gk_utf8_sanitize(text, len, &clean, &clean_cap, &clean_len);
-    if (replaced) *replaced = bad == (size_t)-1 ? 0 : bad;
-    if (bad == (size_t)-1) {
-        free(clean);
-        return gk_errf(e, GK_ENOMEM, "out of memory");
-    }
-    int rc = 0;
-    int32_t eot = gk_vocab_eot(v);
-    if ((flags & GK_ENCODE_EOT_FIRST) && eot >= 0) rc = push((uint32_t)eot, ids, n, cap, e);
-    if (rc == 0 && gk_vocab_type(v) == GK_VOCAB_BPE) {
-        gk_bpe *b = NULL;
-        if ((rc = gk_bpe_create(&b, v, e)) == 0)
-            rc = gk_bpe_encode(b, clean, clean_len, !!(flags & GK_ENCODE_SPECIAL), ids, n, cap, e);
-        gk_bpe_free(b);
-    } else if (rc == 0) {
-        rc = gk_char_encode(v, clean, clean_len, ids, n, cap, e);
-    }
-    free(clean);
+    gk_text_encoder *t = NULL;
+    int rc = gk_text_encoder_create(&t, v, e);
+    if (!rc) rc = gk_text_encoder_run(t, text, len, flags, ids, n, cap, replaced, e);
+    gk_text_encoder_free(t);
     return rc;
 }
 

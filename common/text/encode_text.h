@@ -2,8 +2,10 @@
  * prompt, gpt-evalppl's text inputs, gpt-train's sample start): invalid UTF-8 is replaced by
  * U+FFFD and counted (the caller warns, as gpt-tokenize does), then BPE (tiktoken's encoding)
  * or char-level encoding with the vocabulary; optionally <|endoftext|> first.
- * Owns: nothing past a call; the ids array is the caller's (free()).
- * Thread safety: reentrant (each call makes its own BPE encoder); v is only read. */
+ * Owns: nothing past a call but a gk_text_encoder (its BPE encoder and buffer, until freed); the
+ * ids array is the caller's (free()).
+ * Thread safety: gk_text_encode is reentrant (each call makes its own BPE encoder); an encoder is
+ * one thread's; v is only read. */
 #ifndef GK_ENCODE_TEXT_H
 #define GK_ENCODE_TEXT_H
 
@@ -24,6 +26,14 @@ enum {
  * (in the sanitized text); GK_ENOMEM when out of memory. */
 int gk_text_encode(const gk_vocab *v, const char *text, size_t len, int flags, uint32_t **ids,
                    size_t *n, size_t *cap, size_t *replaced, gk_err *e);
+
+/* The same for many texts with one encoder (the BPE encoder's set-up and cache kept between
+ * texts): create, run as gk_text_encode, free (NULL-safe). v must outlive it. */
+typedef struct gk_text_encoder gk_text_encoder;
+int gk_text_encoder_create(gk_text_encoder **out, const gk_vocab *v, gk_err *e);
+int gk_text_encoder_run(gk_text_encoder *t, const char *text, size_t len, int flags,
+                        uint32_t **ids, size_t *n, size_t *cap, size_t *replaced, gk_err *e);
+void gk_text_encoder_free(gk_text_encoder *t);
 
 /* The token a generation with no prompt starts from: <|endoftext|>, or for a char vocabulary
  * the newline. GK_EFORMAT when the vocabulary has neither. */

@@ -1,7 +1,9 @@
 /* test_encode_text.c: gk_text_encode and gk_text_start_token (common/text/encode_text.h), the
  * one text -> ids path of gpt-sample, gpt-evalppl and gpt-train: invalid UTF-8 is replaced and
  * counted, <|endoftext|> first on request, a literal <|endoftext|> a token only on request, char
- * vocabularies encode per character and start from "\n". BPE on the tiny transformers fixture. */
+ * vocabularies encode per character and start from "\n"; one gk_text_encoder run over many texts
+ * (appending to one array) gives each text's gk_text_encode ids. BPE on the tiny transformers
+ * fixture. */
 #include <stdint.h>
 
 #include "common/text/encode_text.h"
@@ -78,9 +80,52 @@ static void test_char(void)
     gk_vocab_free(v);
 }
 
+/* One encoder over texts of every kind, flags varying: the ids gk_text_encode gives each. */
+static void check_encoder(const gk_vocab *v)
+{
+    static const char *texts[] = {"ab cd", "", "ab\x80 cd\xc3", " a<|endoftext|>b ab", "ba\n\nab",
+                                  "\xc3\xa9" "a b", "ab cd"};
+    enum { N = sizeof texts / sizeof *texts };
+    gk_text_encoder *t = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_text_encoder_create(&t, v, &e), &e);
+    uint32_t *all = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; t && i < 2 * N; i++) {
+        const char *text = texts[i % N];
+        int flags = i & 3; /* EOT_FIRST and SPECIAL, all four ways */
+        size_t bad = 99, want_bad = 98, before = n;
+        uint32_t want[64];
+        long nw = enc(v, text, flags, want, 64, &want_bad);
+        int rc = gk_text_encoder_run(t, text, strlen(text), flags, &all, &n, &cap, &bad, &e);
+        CHECKF((rc == 0) == (nw >= 0), "text %d: rc %d, gk_text_encode %ld", i, rc, nw);
+        if (rc) continue;
+        CHECKF(n - before == (size_t)nw && bad == want_bad &&
+                   memcmp(all + before, want, sizeof *want * (size_t)nw) == 0,
+               "text %d: %zu ids, %ld by gk_text_encode", i, n - before, nw);
+    }
+    free(all);
+    gk_text_encoder_free(t);
+}
+
+static void test_encoder(void)
+{
+    gk_vocab *v = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_vocab_load(&v, "tests/fixtures/hf_tiny", &e), &e);
+    if (v) check_encoder(v);
+    gk_vocab_free(v);
+    uint32_t cps[6] = {'\n', ' ', 'a', 'b', 'c', 'd'};
+    CHECK_OK(gk_vocab_from_chars(&v, cps, 6, &e), &e);
+    if (v) check_encoder(v); /* some texts fail (characters it lacks): so must the encoder */
+    gk_vocab_free(v);
+    gk_text_encoder_free(NULL);
+}
+
 int main(void)
 {
     RUN(test_bpe);
     RUN(test_char);
+    RUN(test_encoder);
     return TEST_END();
 }
