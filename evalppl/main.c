@@ -1,6 +1,7 @@
 /* main.c: gpt-evalppl: perplexity of a checkpoint on shards or text. Parses options, loads the
  * model, turns each input into tokens (input.h) and scores them in sliding windows (score.h);
- * with --hellaswag, multiple-choice accuracy on HellaSwag's JSON Lines (choice.h). */
+ * with --hellaswag, multiple-choice accuracy on HellaSwag's JSON Lines (common/io/choice.h,
+ * kernels/choice.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,11 +13,11 @@
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
-#include "common/text/vocab.h"
 #include "common/io/choice.h"
-#include "kernels/choice.h"
+#include "common/text/vocab.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
+#include "kernels/choice.h"
 #include "kernels/gpt2_load.h"
 
 typedef struct options {

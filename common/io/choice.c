@@ -131,6 +131,7 @@ static int read_items(const loader *ld, FILE *f, gk_err *e)
     size_t linecap = 0, cap = 0;
     long lineno = 0;
     int rc = 0;
+    errno = 0;
     for (ssize_t len; !rc && (len = getline(&line, &linecap, f)) >= 0;) {
         lineno++;
         if (blank(line)) continue;
@@ -151,7 +152,7 @@ static int read_items(const loader *ld, FILE *f, gk_err *e)
         it->line = lineno;
         rc = take_line(ld, it, line, e);
     }
-    if (!rc && ferror(f)) rc = gk_errf(e, GK_EIO, "%s: read failed", s->name);
+    if (!rc && ferror(f)) rc = gk_errno(e, s->name); /* a directory: EISDIR */
     free(line);
     return rc;
 }

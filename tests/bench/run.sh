@@ -9,7 +9,8 @@
 # weights (rand_ckpt.c), batch 1, 16-token prompt, 256 new tokens, 2 threads, fp32 and bf16
 # weights, as a fraction of the bandwidth bound (bytes of weights and KV cache read per token /
 # read bandwidth), beside nanoGPT-style generation in torch (torch_sample.py, no KV cache); and
-# gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny Shakespeare.
+# gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny Shakespeare, and its
+# HellaSwag items/s beside llm.c's scoring in torch (torch_hellaswag.py).
 # Shared CPUs: train_step S alone, then two at once on the same cores; each one's median step
 # time as a ratio to alone (a fair share of the cores is about 2x; target: within 2.5x), with
 # gptkit's bounded spin and with libgomp's default spin (GOMP_SPINCOUNT=300000) side by side.
@@ -120,6 +121,33 @@ sample_bench() {
     local line; line=$($nobl gpt-evalppl --device cpu -m "$model" --dtype $dt --raw --context 1024 "$work/eval4k.raw" 2>&1 >/dev/null | tail -n 1)
     printf '%-22s %10.0f\n' "gptkit $dt" "$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')"
   done
+  hellaswag_bench
+}
+
+# HellaSwag scoring (gpt-evalppl --hellaswag) on 124M random weights, 32 items shaped like
+# HellaSwag's (a ~60-token context, 4 endings of ~25 tokens, from Tiny Shakespeare), fp32, 2
+# threads: rows packed 4 (one item) and 16 a forward, beside llm.c's way in torch.
+hellaswag_bench() {
+  local items="$work/hellaswag32.jsonl"
+  python3 - "$data/tinyshakespeare/input.txt" > "$items" <<'PY'
+import json, sys
+text = open(sys.argv[1], encoding="utf-8").read().replace("\n", " ")
+for i in range(32):
+    at = 1000 + 20011 * i
+    ends = [text[at + 250 + 3001 * k:at + 350 + 3001 * k] for k in range(4)]
+    print(json.dumps({"ctx": text[at:at + 250], "endings": ends, "label": i % 4}))
+PY
+  printf '%-22s %10s\n' hellaswag items/s
+  for rows in 4 16; do
+    local line; line=$($nobl gpt-evalppl --device cpu -m "$model" -V "$vocab" --hellaswag --batch $rows "$items" 2>&1 >/dev/null | tail -n 1)
+    local n s; n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) items in \([0-9.]*\) s.*/\1/p'); s=$(echo "$line" | sed -n 's/.* items in \([0-9.]*\) s.*/\1/p')
+    printf '%-22s %10.2f   (%s rows a forward)\n' "gptkit fp32" "$(echo "$n / $s" | bc -l)" $rows
+  done
+  if /usr/bin/python3 -c 'import torch, tiktoken' 2>/dev/null; then
+    local t; t=$($nobl OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$top/tests/bench/torch_hellaswag.py" "$items" 2)
+    printf '%-22s %10.2f   (llm.c dev/data/hellaswag.py: an item a forward)\n' "torch fp32" \
+      "$(echo "$t" | sed -n 's/.*(\([0-9.]*\) items\/s).*/\1/p')"
+  fi
 }
 
 shared_bench() {

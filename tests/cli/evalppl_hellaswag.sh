@@ -51,6 +51,7 @@ code gpt-evalppl --hellaswag --context 16 bad.jsonl
 printf '\n \n' > empty.jsonl
 code gpt-evalppl --hellaswag empty.jsonl
 code gpt-evalppl --hellaswag nope.jsonl
+code gpt-evalppl --hellaswag .
 code gpt-evalppl --hellaswag --stride 4 "$H/items.jsonl"
 code gpt-evalppl --hellaswag --raw "$H/items.jsonl"
 code gpt-evalppl --batch 4 "$H/items.jsonl"
