@@ -143,8 +143,12 @@ PY
     local n s; n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) items in \([0-9.]*\) s.*/\1/p'); s=$(echo "$line" | sed -n 's/.* items in \([0-9.]*\) s.*/\1/p')
     printf '%-22s %10.2f   (%s rows a forward)\n' "gptkit fp32" "$(echo "$n / $s" | bc -l)" $rows
   done
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null && ! /usr/bin/python3 -c 'import tiktoken' 2>/dev/null; then
+    echo "bench: installing tiktoken (pip) for Debian's python3, for the reference run" >&2
+    /usr/bin/python3 -m pip install -q --break-system-packages tiktoken >&2 || true
+  fi
   if /usr/bin/python3 -c 'import torch, tiktoken' 2>/dev/null; then
-    local t; t=$($nobl OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$top/tests/bench/torch_hellaswag.py" "$items" 2)
+    local t; t=$($nobl OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$top/tests/bench/torch_hellaswag.py" "$vocab" "$items" 2)
     printf '%-22s %10.2f   (llm.c dev/data/hellaswag.py: an item a forward)\n' "torch fp32" \
       "$(echo "$t" | sed -n 's/.*(\([0-9.]*\) items\/s).*/\1/p')"
   fi

@@ -9,11 +9,15 @@ from tiktoken.load import data_gym_to_mergeable_bpe_ranks
 
 PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
+def local_gpt2(vocab):
+    """tiktoken's "gpt2" from VOCAB_DIR's encoder.json and vocab.bpe (also torch_hellaswag.py's)."""
+    ranks = data_gym_to_mergeable_bpe_ranks(f"{vocab}/vocab.bpe", f"{vocab}/encoder.json")
+    return tiktoken.Encoding("gpt2-local", pat_str=PAT, mergeable_ranks=ranks,
+                             special_tokens={"<|endoftext|>": 50256})
+
 def main():
     vocab, path = sys.argv[1], sys.argv[2]
-    ranks = data_gym_to_mergeable_bpe_ranks(f"{vocab}/vocab.bpe", f"{vocab}/encoder.json")
-    enc = tiktoken.Encoding("gpt2-local", pat_str=PAT, mergeable_ranks=ranks,
-                            special_tokens={"<|endoftext|>": 50256})
+    enc = local_gpt2(vocab)
     text = open(path, "rb").read().decode("utf-8", errors="replace")
     nbytes = len(text.encode("utf-8"))
     best = None

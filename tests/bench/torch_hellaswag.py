@@ -6,7 +6,8 @@ of tests/ref/gpt2_tiny_ref.py: GPT-2 124M, random weights), the cross-entropy of
 tokens summed and averaged. Run with Debian's torch and tiktoken:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \\
-        /usr/bin/python3 tests/bench/torch_hellaswag.py ITEMS.jsonl [threads]
+        /usr/bin/python3 tests/bench/torch_hellaswag.py VOCAB_DIR ITEMS.jsonl [threads]
+(VOCAB_DIR: GPT-2's encoder.json and vocab.bpe, from which tiktoken's "gpt2" is built offline.)
 Prints: torch-hellaswag: N items in S s (R items/s), T threads
 """
 import json
@@ -14,12 +15,13 @@ import os
 import sys
 import time
 
-import tiktoken
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ref"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "ref"), HERE]
 from gpt2_tiny_ref import GPT  # noqa: E402
+from tokenize_tiktoken import local_gpt2  # noqa: E402
 
 
 def score(model, enc, item):
@@ -44,13 +46,13 @@ def score(model, enc, item):
 
 
 def main():
-    path = sys.argv[1]
-    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    vocab, path = sys.argv[1], sys.argv[2]
+    threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     torch.set_num_threads(threads)
     cfg = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024, vocab_size=50257, bias=True)
     torch.manual_seed(1337)
     model = GPT(cfg).eval()
-    enc = tiktoken.get_encoding("gpt2")
+    enc = local_gpt2(vocab)
     with open(path, encoding="utf-8") as f:
         items = [json.loads(line) for line in f if line.strip()]
     with torch.no_grad():

@@ -1,8 +1,8 @@
 # gpt-evalppl --hellaswag on the tiny transformers fixture: every item's summed NLL per ending,
 # token counts, predictions and the accuracies equal what transformers computed
 # (tests/ref/hellaswag_tiny.py -> tests/fixtures/hellaswag/expect.json), item 4 needing its
-# context cut to the model's 32 tokens; rows packed 1, 3 or 16 a forward and cuda-emu give the
-# same; the text form; errors.
+# context cut to the model's 32 tokens; rows packed 1, 3, 4 (the default) or 16 a forward and
+# cuda-emu give the same; the text form; errors.
 source "$TOP/tests/cli/lib.bash"
 gpt-ckpt import -q "$FIX/hf_tiny" -o m.safetensors
 export GPT_MODEL=m.safetensors
@@ -18,8 +18,8 @@ jq -s -c --slurpfile want "$H/expect.json" '
   ) | {items: length, all_match: all}' got.jsonl
 jq -s -c --slurpfile want "$H/expect.json" \
   '.[-1] | {acc_match: (.acc - $want[0].acc | fabs < 1e-12), acc_norm_match: (.acc_norm - $want[0].acc_norm | fabs < 1e-12)}' got.jsonl
-# rows packed 1, 3 or 16 (the default) a forward: the same sums
-for rows in 1 3; do
+# rows packed 1, 3 or 16 a forward: the sums of 4 (the default)
+for rows in 1 3 16; do
   gpt-evalppl -q --hellaswag --per-doc --json --batch $rows "$H/items.jsonl" |
     jq -s -c --slurpfile d got.jsonl --argjson r $rows '[.[:-1], $d[0:-1]] | transpose |
       {rows: $r, same: all(.[0].pred == .[1].pred and .[0].tokens == .[1].tokens and
