@@ -129,14 +129,7 @@ sample_bench() {
 # threads: rows packed 4 (one item) and 16 a forward, beside llm.c's way in torch.
 hellaswag_bench() {
   local items="$work/hellaswag32.jsonl"
-  python3 - "$data/tinyshakespeare/input.txt" > "$items" <<'PY'
-import json, sys
-text = open(sys.argv[1], encoding="utf-8").read().replace("\n", " ")
-for i in range(32):
-    at = 1000 + 20011 * i
-    ends = [text[at + 250 + 3001 * k:at + 350 + 3001 * k] for k in range(4)]
-    print(json.dumps({"ctx": text[at:at + 250], "endings": ends, "label": i % 4}))
-PY
+  python3 "$top/tests/bench/hellaswag_items.py" "$data/tinyshakespeare/input.txt" 32 > "$items"
   printf '%-22s %10s\n' hellaswag items/s
   for rows in 4 16; do
     local line; line=$($nobl gpt-evalppl --device cpu -m "$model" -V "$vocab" --hellaswag --batch $rows "$items" 2>&1 >/dev/null | tail -n 1)

@@ -8,6 +8,7 @@
 # Decode: gpt-sample's single-stream tokens/s (batch 1, greedy, 16-token prompt, 256 new tokens)
 # on GPT-2 124M with bf16 weights and random values (rand_ckpt.c), and the bound the bytes read
 # per token put on it at BENCH_BW_GBS GB/s (default 3350: the H100 SXM's HBM3 by its datasheet).
+# HellaSwag: gpt-evalppl --hellaswag items/s on that model at 4, 16 and 64 rows a forward.
 # Usage: bash tests/bench/run_gpu.sh BUILD   (BUILD holds bench/train_step, bench/rand_ckpt,
 # bin/gpt-sample and lib/libgptkit-cuda.so). Environment:
 #   BENCH_DEVICE=cuda|cuda-emu (default cuda). BENCH_CONFIG=G|S (default G; S: 4 layers, 4 heads,
@@ -23,9 +24,9 @@ device=${BENCH_DEVICE:-cuda} config=${BENCH_CONFIG:-G} peak=${BENCH_PEAK_TFLOPS:
 python=${PYTHON:-python3} bw=${BENCH_BW_GBS:-3350}
 case $config in
   G) batches=${BENCH_BATCHES:-16 64} steps=${BENCH_STEPS:-20} T=1024 L=12 H=12 C=768 Vtrain=50304
-     sample_cfg="12 12 768 1024 50257" new_tokens=256 ;;
+     sample_cfg="12 12 768 1024 50257" new_tokens=256 n_items=256 ;;
   S) batches=${BENCH_BATCHES:-4 8} steps=${BENCH_STEPS:-2} T=64 L=4 H=4 C=128 Vtrain=128
-     sample_cfg="4 4 128 512 50257" new_tokens=32 ;;
+     sample_cfg="4 4 128 512 50257" new_tokens=32 n_items=16 ;;
   *) echo "run_gpu.sh: BENCH_CONFIG=$config: not G or S" >&2; exit 2 ;;
 esac
 work="$build/bench/gpu"; mkdir -p "$work"
@@ -140,6 +141,31 @@ decode_bench() {
     "$(echo "$bw * 1000000000 / $bytes" | bc -l)" "$np" "$new_tokens" "$bw"
 }
 
+# HellaSwag scoring: gpt-evalppl --hellaswag items/s on the decode model (bf16), n_items items of
+# HellaSwag's shape from Tiny Shakespeare, at 4 (the default: one item), 16 and 64 rows a forward.
+hellaswag_bench() {
+  local data vocab model="$work/decode-$config.safetensors" items="$work/hellaswag$n_items.jsonl"
+  data=${GPT_TEST_DATA:-$top/../shared/data}
+  vocab=${GPT_VOCAB:-$data/gpt2}
+  [ -s "$model" ] && [ -s "$data/tinyshakespeare/input.txt" ] ||
+    { echo "hellaswag: skipped: no decode model or no Tiny Shakespeare"; return 0; }
+  "$python" "$top/tests/bench/hellaswag_items.py" "$data/tinyshakespeare/input.txt" "$n_items" > "$items" ||
+    { echo "hellaswag: hellaswag_items.py FAILED"; failed=1; return 1; }
+  echo
+  printf '%-22s %10s\n' hellaswag items/s
+  local rows line
+  for rows in 4 16 64; do
+    if ! line=$("$build/bin/gpt-evalppl" --device "$device" -m "$model" -V "$vocab" --dtype bf16 \
+                  --hellaswag --batch $rows "$items" 2>&1 >/dev/null | tail -n 1) ||
+       ! echo "$line" | grep -q ' items in '; then
+      echo "hellaswag: gpt-evalppl FAILED: $line"; failed=1; return 1
+    fi
+    printf '%-22s %10.1f   (%s rows a forward)\n' "gptkit $device bf16" \
+      "$(echo "$line" | sed -n 's/.*: \([0-9]*\) items in \([0-9.]*\) s.*/\1 \/ \2/p' | bc -l)" $rows
+  done
+}
+
 train_bench
 decode_bench
+hellaswag_bench
 exit $failed
