@@ -21,25 +21,15 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "ref"), HERE]
 from gpt2_tiny_ref import GPT  # noqa: E402
+from hellaswag_tiny import rows_of  # noqa: E402
 from tokenize_tiktoken import local_gpt2  # noqa: E402
 
 
 def score(model, enc, item):
-    ctx = enc.encode(item["ctx"])
-    rows, masks = [], []
-    for end in item["endings"]:
-        e = enc.encode(" " + end)
-        rows.append(ctx + e)
-        masks.append([0] * len(ctx) + [1] * len(e))
-    width = max(len(r) for r in rows)
-    tokens = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (r, m) in enumerate(zip(rows, masks)):
-        tokens[i, :len(r)] = torch.tensor(r)
-        mask[i, :len(m)] = torch.tensor(m)
+    tokens, mask = rows_of(enc.encode, item)
     logits, _ = model(tokens, tokens)
     losses = F.cross_entropy(logits[:, :-1, :].reshape(-1, logits.size(-1)),
-                             tokens[:, 1:].reshape(-1), reduction="none").view(len(rows), -1)
+                             tokens[:, 1:].reshape(-1), reduction="none").view(tokens.size(0), -1)
     shift = mask[:, 1:]
     sums = (losses * shift).sum(dim=1)
     return int(sums.argmin()), int((sums / shift.sum(dim=1)).argmin())

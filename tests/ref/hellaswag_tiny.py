@@ -20,31 +20,40 @@ import os
 
 import torch
 import torch.nn.functional as F
-from transformers import GPT2LMHeadModel, GPT2Tokenizer
 
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 TINY = os.path.join(TOP, "tests", "fixtures", "hf_tiny")
 DIR = os.path.join(TOP, "tests", "fixtures", "hellaswag")
 
 
-def score(model, tok, item, context):
-    ctx = tok.encode(item["ctx"])
+def rows_of(encode, item, context=None):
+    """(tokens, mask): the item's rows (ctx + " " + ending, each encoded apart) padded with 0 into
+    (endings, width) tensors, mask 1 on the ending's tokens; rows cut to their last context + 1
+    tokens when context is given. Also tests/bench/torch_hellaswag.py's."""
+    ctx = encode(item["ctx"])
     rows, masks = [], []
     for ending in item["endings"]:
-        end = tok.encode(" " + ending)
+        end = encode(" " + ending)
         row, mask = ctx + end, [0] * len(ctx) + [1] * len(end)
-        rows.append(row[-(context + 1):])
-        masks.append(mask[-(context + 1):])
+        keep = len(row) if context is None else context + 1
+        rows.append(row[-keep:])
+        masks.append(mask[-keep:])
     width = max(len(r) for r in rows)
     tokens = torch.zeros((len(rows), width), dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, (r, m) in enumerate(zip(rows, masks)):
         tokens[i, :len(r)] = torch.tensor(r)
         mask[i, :len(m)] = torch.tensor(m)
+    return tokens, mask
+
+
+def score(model, tok, item, context):
+    tokens, mask = rows_of(tok.encode, item, context)
+    rows = tokens.size(0)
     with torch.no_grad():  # the last token of a row is never an input
         logits = model(tokens[:, :-1]).logits.double()
     losses = F.cross_entropy(logits.reshape(-1, logits.size(-1)),
-                             tokens[:, 1:].reshape(-1), reduction="none").view(len(rows), -1)
+                             tokens[:, 1:].reshape(-1), reduction="none").view(rows, -1)
     scored = mask[:, 1:]
     sums = (losses * scored).sum(dim=1)
     counts = scored.sum(dim=1)
@@ -52,6 +61,7 @@ def score(model, tok, item, context):
 
 
 def main():
+    from transformers import GPT2LMHeadModel, GPT2Tokenizer
     tok = GPT2Tokenizer(os.path.join(TINY, "vocab.json"), os.path.join(TINY, "merges.txt"))
     model = GPT2LMHeadModel.from_pretrained(TINY).eval()
     context = model.config.n_positions
