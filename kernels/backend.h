@@ -91,10 +91,12 @@ typedef struct gk_ops {
     void (*bias_bwd)(gk_backend *be, float *dbias, const void *dout, int N, int C);
 
     /* ---- embedding ---- */
-    /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t], then dropout(p, key). wte has type tw
-     * (fp32 master or the bf16 weights), wpe is fp32. */
+    /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t0 + t], then dropout(p, key). wte has type
+     * tw (fp32 master or the bf16 weights), wpe is fp32. t0 is a device int read when the op runs
+     * (so that a recorded decode step replays at the next position), or NULL for 0. */
     void (*encoder_fwd)(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
-                        const float *wpe, int B, int T, int C, float p, uint64_t key);
+                        const float *wpe, const int *t0, int B, int T, int C, float p,
+                        uint64_t key);
     /* dout (B,T,C) -> dwte (V,C) +=, dwpe (T,C) +=, undoing the dropout of the forward. */
     void (*encoder_bwd)(gk_backend *be, float *dwte, float *dwpe, const void *dout,
                         const int *tokens, int B, int T, int C, float p, uint64_t key);
@@ -167,13 +169,28 @@ typedef struct gk_ops {
                   void *copy, gk_elt tcopy);
 
     /* ---- inference with a KV cache (gk_gpt2_forward_at) ---- */
-    /* Causal attention of n new query positions t0..t0+n-1 over a cache, no dropout, no lse:
-     * qkv (B,Tc,3C) [q | k | v as attention_fwd] holds, for each batch row b, rows 0..t0+n-1:
-     * rows t0..t0+n-1 the new positions' q, k, v, rows < t0 the k, v of earlier calls (their q is
-     * not read) -> out (B,n,C) =, row i of batch b attending to cache rows 0..t0+i.
-     * 0 <= t0, 1 <= n, t0 + n <= Tc. With t0 = 0 and n = Tc it equals attention_fwd's out. */
-    void (*attention_fwd_at)(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0,
-                             int n, int C, int NH);
+    /* Causal attention of n new query positions t0..t0+n-1 over a cache, no dropout, no lse.
+     * t0 is a device int read when the op runs (a recorded decode step replays at the next
+     * position); the caller keeps 0 <= t0 and t0 + n <= Tc (cuda clamps t0 into that range, cpu
+     * and ref fail with GK_EUSAGE). cache (B,Tc,3C) [q | k | v as attention_fwd] holds, for each
+     * batch row b, the k, v of rows < t0 from earlier calls. qkv_new (B,n,3C), when not NULL, is
+     * first copied to the cache's rows t0..t0+n-1; NULL: they are in the cache already. Then
+     * out (B,n,C) =, row i of batch b attending to cache rows 0..t0+i. With t0 = 0 and n = Tc it
+     * equals attention_fwd's out. */
+    void (*attention_fwd_at)(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
+                             int Tc, const int *t0, int n, int C, int NH);
+
+    /* ---- recorded steps (optional: NULL where a launch costs nothing to issue: cpu, ref) ---- */
+    /* The ops launched between record_begin and record_end are recorded, not run (a CUDA stream
+     * capture into a graph); replay runs them again in order, with the same pointers and
+     * arguments, reading device memory as it is when they run. record_begin returns 0, or
+     * nonzero when the backend will not record now (GPT_CUDA_SYNC=1, GPT_CUDA_GRAPHS=0): nothing
+     * is recorded and no error is set. record_end returns the recording, or NULL with the sticky
+     * error set (an op that may not be recorded fails it). record_free(NULL) is a no-op. */
+    int (*record_begin)(gk_backend *be);
+    void *(*record_end)(gk_backend *be);
+    void (*replay)(gk_backend *be, void *rec);
+    void (*record_free)(gk_backend *be, void *rec);
 
     /* ---- collectives across processes (optional: NULL on cpu and ref, which use Gloo) ---- */
     /* Makes a communicator id (NCCL's unique id: *n = 128 bytes written to id, cap >= 128). Rank 0
@@ -254,7 +271,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 7
+#define GK_BACKEND_ABI 8
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

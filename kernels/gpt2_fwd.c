@@ -20,11 +20,10 @@ void gk_gpt2_lm_head(gk_gpt2 *m, int N)
                      m->logits, m->act, Vp, NULL, NULL);
 }
 
-void gk_gpt2_embed(gk_gpt2 *m, int B, int T, int t0, float p, uint64_t key)
+void gk_gpt2_embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key)
 {
-    int C = m->cfg.n_embd;
     m->be->ops->encoder_fwd(m->be, m->acts[0].res, m->d_inputs, m->gw[G_WTE], m->wt,
-                            m->gp[G_WPE] + (size_t)t0 * C, B, T, C, p, key);
+                            m->gp[G_WPE], t0, B, T, m->cfg.n_embd, p, key);
 }
 
 #define W(l, k) LW(m, l, k)
@@ -62,7 +61,7 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
 #define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
 
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
-    gk_gpt2_embed(m, B, T, 0, p, KEY(0, SITE_EMB));
+    gk_gpt2_embed(m, B, T, NULL, p, KEY(0, SITE_EMB));
     // layer 0's ln_1; every later layernorm is fused with the residual add before it
     op->layernorm_fwd(be, m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd, m->acts[0].res,
                       LP(m, 0, L_LN1W), LP(m, 0, L_LN1B), N, C);

@@ -75,6 +75,9 @@ struct gk_gpt2 {
     float *losses, *xent_lse; /* (BT) */
     void *tmp;              /* (BT,C) c_proj output before the residual add */
     int *d_inputs, *d_targets; /* (BT) */
+    int *d_pos;             /* (1) forward_at's first position, read by its ops when they run */
+    void *decode_rec;       /* forward_at's one-row step recorded for replay (ops->record_*), */
+    int decode_rec_B;       /* for batch decode_rec_B; NULL: none yet (or the backend has none) */
     int *h_targets;         /* host copy of the last targets (NULL entries: none) */
     int last_B, last_T, last_has_targets;
     float *h_losses;        /* host (BT) */
@@ -98,8 +101,8 @@ void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const
                     void *pre_gelu, int N, int IC, int OC);
 /* logits (N,Vp) = lnf (N,C) @ wte^T (the tied lm_head) */
 void gk_gpt2_lm_head(gk_gpt2 *m, int N);
-/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]) */
-void gk_gpt2_embed(gk_gpt2 *m, int B, int T, int t0, float p, uint64_t key);
+/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]), t0 a device int (NULL: 0) */
+void gk_gpt2_embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key);
 /* Activation row r of buffer x (C wide): a pointer, for the graph's row offsets. */
 static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_t C)
 {

@@ -198,6 +198,7 @@ static size_t layout(gk_gpt2 *m, char *base)
     }
     TAKE(m->d_inputs, BT, I);
     TAKE(m->d_targets, BT, I);
+    TAKE(m->d_pos, 1, I);
 #undef TAKE
     return off;
 }
@@ -275,6 +276,7 @@ void gk_gpt2_free(gk_gpt2 *m)
 {
     if (!m) return;
     gk_backend *be = m->be;
+    if (m->decode_rec) be->ops->record_free(be, m->decode_rec);
     be->ops->free(be, m->p_block);
     be->ops->free(be, m->g_block);
     be->ops->free(be, m->m_block);

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/host_mem.h"
 #include "kernels/cpu/ref.h"
 
 /* ---- attention over a KV cache ---- */
@@ -52,18 +53,20 @@ GK_CLONES static void combine(float *restrict o, const float *restrict w, const 
 }
 
 // qkv cache (B,Tc,3C), new rows t0..t0+n-1 -> out (B,n,C)
-void cpu_attention_fwd_at(gk_backend *be, void *out_, const void *qkv_, int B, int Tc, int t0,
-                          int n, int C, int NH)
+void cpu_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void *qkv_new, int B,
+                          int Tc, const int *t0p, int n, int C, int NH)
 {
     float *out = out_;
-    const float *qkv = qkv_;
+    const float *qkv = cache;
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = (size_t)Tc; /* scores of one row, per thread */
     float *scr = cpu_scratch(be, (size_t)nt * per);
     if (!scr) {
-        gk_ref_ops.attention_fwd_at(be, out, qkv, B, Tc, t0, n, C, NH);
+        gk_ref_ops.attention_fwd_at(be, out, cache, qkv_new, B, Tc, t0p, n, C, NH);
         return;
     }
+    int t0 = host_cache_store(be, "cpu", cache, qkv_new, B, Tc, t0p, n, C);
+    if (t0 < 0) return;
     float scale = 1.0f / sqrtf((float)hs);
     size_t ld = 3 * (size_t)C;
     int tasks = B * NH * n;

@@ -9,8 +9,8 @@
 
 #include "kernels/backend.h"
 
-void cpu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0,
-                          int n, int C, int NH);
+void cpu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
+                          int Tc, const int *t0, int n, int C, int NH);
 /* gemm for M <= CPU_GEMM_ROWS_MAX rows, !transA (decoding): returns 1 if done, 0 if the shape is
  * not one it takes (the caller then runs sgemm). */
 #define CPU_GEMM_ROWS_MAX 8

@@ -68,10 +68,11 @@ void cpu_bias_bwd(gk_backend *be, float *dbias, const void *dout_, int N, int C)
 
 // tokens (B,T) -> out (B,T,C)
 void cpu_encoder_fwd(gk_backend *be, void *out_, const int *tok, const void *wte_, gk_elt tw,
-                     const float *wpe, int B, int T, int C, float p, uint64_t key)
+                     const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key)
 {
     float *out = out_;
     const float *wte = wte_;
+    if (t0) wpe += (size_t)*t0 * C;
     if (tw == GK_BF16) { /* bf16 weights are for inference: no dropout */
         if (p > 0) {
             GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu encoder_fwd: dropout with bf16 weights");

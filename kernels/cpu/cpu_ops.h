@@ -16,7 +16,7 @@ void cpu_bias_gelu(gk_backend *be, float *out, float *x, const float *bias, int 
 
 void cpu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cpu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
-                     const float *wpe, int B, int T, int C, float p, uint64_t key);
+                     const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key);
 void cpu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout,
                      const int *tokens, int B, int T, int C, float p, uint64_t key);
 void cpu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,

@@ -1,4 +1,4 @@
-/* host_mem.c: memory slots of the host backends (see host_mem.h). */
+/* host_mem.c: memory slots of the host backends and their KV-cache store (see host_mem.h). */
 #include "kernels/cpu/host_mem.h"
 
 #include <stdlib.h>
@@ -47,4 +47,21 @@ int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_er
     *free_bytes = h.avail;
     *total_bytes = h.total;
     return 0;
+}
+
+int host_cache_store(gk_backend *be, const char *op, float *cache, const float *qkv_new, int B,
+                     int Tc, const int *t0, int n, int C)
+{
+    int p = t0 ? *t0 : 0;
+    if (p < 0 || n < 1 || p > Tc - n) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "%s attention_fwd_at: rows %d..%d outside a cache of %d", op,
+                        p, p + n - 1, Tc);
+        return -1;
+    }
+    size_t row = 3 * (size_t)C;
+    if (qkv_new)
+        for (int b = 0; b < B; b++)
+            memmove(cache + ((size_t)b * Tc + p) * row, qkv_new + (size_t)b * n * row,
+                    sizeof(float) * n * row);
+    return p;
 }

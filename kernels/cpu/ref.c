@@ -68,10 +68,12 @@ static void ref_bias_bwd(gk_backend *be, float *dbias, const void *dout_, int N,
 
 // tokens (B,T) -> out (B,T,C)
 static void ref_encoder_fwd(gk_backend *be, void *out_, const int *tok, const void *wte,
-                            gk_elt tw, const float *wpe, int B, int T, int C, float p, uint64_t key)
+                            gk_elt tw, const float *wpe, const int *t0, int B, int T, int C,
+                            float p, uint64_t key)
 {
     float *out = out_;
     (void)be;
+    if (t0) wpe += (size_t)*t0 * C;
     for (int bt = 0; bt < B * T; bt++)
         for (int c = 0; c < C; c++) {
             size_t i = (size_t)bt * C + c;
@@ -379,8 +381,8 @@ static void ref_cast(gk_backend *be, void *dst, gk_elt td, const void *src, gk_e
 }
 
 /* at the end of this file */
-static void ref_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc,
-                                 int t0, int n, int C, int NH);
+static void ref_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new,
+                                 int B, int Tc, const int *t0, int n, int C, int NH);
 
 const gk_ops gk_ref_ops = {
     .name = "ref",
@@ -415,11 +417,13 @@ int gk_ref_create(gk_backend **out, gk_err *err)
 /* ---- inference: attention over a KV cache ---- */
 
 // qkv cache (B,Tc,3C), new rows t0..t0+n-1 -> out (B,n,C)
-static void ref_attention_fwd_at(gk_backend *be, void *out_, const void *qkv_, int B, int Tc,
-                                 int t0, int n, int C, int NH)
+static void ref_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void *qkv_new,
+                                 int B, int Tc, const int *t0p, int n, int C, int NH)
 {
     float *out = out_;
-    const float *qkv = qkv_;
+    const float *qkv = cache;
+    int t0 = host_cache_store(be, "ref", cache, qkv_new, B, Tc, t0p, n, C);
+    if (t0 < 0) return;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);
     double *s = malloc(sizeof(double) * (size_t)(t0 + n));

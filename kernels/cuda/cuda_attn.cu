@@ -13,6 +13,7 @@
  * chunks of keys (partial max, sum and weighted values per chunk in scratch, merged in chunk
  * order) so that a single row runs on many blocks. */
 #include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/cuda_pack.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,20 +92,28 @@ static __host__ __device__ size_t row_part_floats(int hs) { return (size_t)(hs >
 
 /* ---- forward (also the KV-cache decode): one block per (query row i, head, batch) ---- */
 
-/* qkv (B,Tc,3C); query rows t0 + i for i < n attend to rows 0..t0+i -> out (B,n,C), lse
- * ((b*NH + h)*Tc + t) when not NULL (then t0 = 0, n = Tc). Dropout p on the probabilities.
- * Shared: q (hs), scores (t0+n), part, red. */
+/* The first new row of a KV-cache op: *t0p (0 when NULL), clamped so that rows t0..t0+n-1 lie
+ * in a cache of Tc (the host cannot check a value that the device reads). */
+__device__ __forceinline__ int cache_t0(const int *t0p, int Tc, int n)
+{
+    int t0 = t0p ? *t0p : 0;
+    return t0 > Tc - n ? Tc - n : t0 < 0 ? 0 : t0;
+}
+
+/* qkv (B,Tc,3C); query rows t0 + i for i < n (t0 = cache_t0) attend to rows 0..t0+i -> out
+ * (B,n,C), lse ((b*NH + h)*Tc + t) when not NULL (then t0 = 0, n = Tc). Dropout p on the
+ * probabilities. Shared: q (hs), scores (Tc), part, red. */
 template <typename E>
 __global__ void __launch_bounds__(ROW_THREADS)
-    attn_rows_fwd(E *out, float *lse, const E *qkv, int Tc, int t0, int n, int C, int NH,
+    attn_rows_fwd(E *out, float *lse, const E *qkv, int Tc, const int *t0p, int n, int C, int NH,
                   float p, uint64_t key)
 {
     GK_DYN_SMEM(float, sm);
     int i = n - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long rows first */
-    int hs = C / NH, t = t0 + i, nk = t + 1, warp = threadIdx.x / 32;
+    int hs = C / NH, t = cache_t0(t0p, Tc, n) + i, nk = t + 1, warp = threadIdx.x / 32;
     size_t ld = 3 * (size_t)C;
     const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
-    float *q = sm, *s = q + hs, *part = s + t0 + n, *red = part + row_part_floats(hs);
+    float *q = sm, *s = q + hs, *part = s + Tc, *red = part + row_part_floats(hs);
     float scale = 1.0f / sqrtf((float)hs);
 
     for (int k = threadIdx.x; k < hs; k += ROW_THREADS) q[k] = cu_f(qb[(size_t)t * ld + k]);
@@ -140,13 +149,13 @@ static size_t rows_fwd_smem(int hs, int nkeys)
 /* Launches attn_rows_fwd for activations of type E; 0 or the error recorded. */
 template <typename E>
 static void rows_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int Tc,
-                     int t0, int n, int C, int NH, float p, uint64_t key)
+                     const int *t0, int n, int C, int NH, float p, uint64_t key)
 {
-    size_t smem = rows_fwd_smem(C / NH, t0 + n);
+    size_t smem = rows_fwd_smem(C / NH, Tc);
     if (smem > 48 * 1024) {
         if (smem > CU(be)->smem_optin) {
             GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention: %d keys do not fit in shared memory",
-                            t0 + n);
+                            Tc);
             return;
         }
         if (CU_CHECK(be, cudaFuncSetAttribute(attn_rows_fwd<E>,
@@ -163,16 +172,19 @@ static void rows_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int
 
 #define DEC_KEYS 64 /* keys per block */
 
-/* grid (key chunks, NH, B*n): the softmax of query row t0 + i over the keys of chunk c alone:
+/* grid (key chunks, NH, B*n): the softmax of query row t0 + i (t0 = cache_t0) over the keys of
+ * chunk c alone:
  * part[((bi*NH + h)*nch + c)*(hs+2) ...] = max m, sum l of exp(s - m), o[hs] = sum exp(s - m) v
  * (bi = b*n + i; an empty chunk: m = -inf, l = 0, o = 0). Shared as attn_rows_fwd's, DEC_KEYS
  * scores. */
 template <typename E>
 __global__ void __launch_bounds__(ROW_THREADS)
-    attn_decode_part(float *part, const E *qkv, int Tc, int t0, int n, int C, int NH, int nch)
+    attn_decode_part(float *part, const E *qkv, int Tc, const int *t0p, int n, int C, int NH,
+                     int nch)
 {
     GK_DYN_SMEM(float, sm);
-    int c = blockIdx.x, h = blockIdx.y, bi = blockIdx.z, b = bi / n, t = t0 + bi % n;
+    int c = blockIdx.x, h = blockIdx.y, bi = blockIdx.z, b = bi / n;
+    int t = cache_t0(t0p, Tc, n) + bi % n;
     int hs = C / NH, warp = threadIdx.x / 32, u0 = c * DEC_KEYS;
     int nk = t + 1 - u0 < DEC_KEYS ? t + 1 - u0 : DEC_KEYS;
     size_t ld = 3 * (size_t)C;
@@ -220,13 +232,15 @@ __global__ void attn_decode_merge(E *out, const float *part, int C, int NH, int 
     }
 }
 
-/* The split decode when it has more than one chunk and its partials fit in the reserved
- * scratch; returns 0 when it did not run (the caller takes attn_rows_fwd). */
+/* The split decode when a cache of Tc has more than one chunk and their partials fit in the
+ * reserved scratch; returns 0 when it did not run (the caller takes attn_rows_fwd). The choice
+ * and the grid depend on Tc, not on t0, which the kernels read (chunks past a row's last key
+ * leave at once), so that a recorded step replays at any position. */
 template <typename E>
-static int decode_split(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0, int n,
-                        int C, int NH)
+static int decode_split(gk_backend *be, void *out, const void *qkv, int B, int Tc, const int *t0,
+                        int n, int C, int NH)
 {
-    int hs = C / NH, nch = (t0 + n + DEC_KEYS - 1) / DEC_KEYS;
+    int hs = C / NH, nch = (Tc + DEC_KEYS - 1) / DEC_KEYS;
     size_t need = sizeof(float) * (size_t)B * n * NH * nch * (hs + 2);
     if (nch < 2 || need > CU(be)->scratch_bytes || (size_t)B * n > 65535) return 0;
     float *part = (float *)cu_scratch(be, need, "attention_fwd_at");
@@ -362,9 +376,9 @@ void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
     if (use_flash(be, C / NH, qkv, out, out))
         cu_flash_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
     else if (be->act == GK_BF16)
-        rows_fwd<bf16>(be, out, lse, qkv, B, T, 0, T, C, NH, p, key);
+        rows_fwd<bf16>(be, out, lse, qkv, B, T, NULL, T, C, NH, p, key);
     else
-        rows_fwd<float>(be, out, lse, qkv, B, T, 0, T, C, NH, p, key);
+        rows_fwd<float>(be, out, lse, qkv, B, T, NULL, T, C, NH, p, key);
 }
 
 void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
@@ -384,21 +398,42 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
         rows_bwd<float>(be, dqkv, dsum, dout, qkv, lse, B, T, C, NH, p, key);
 }
 
-void cu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0, int n,
-                         int C, int NH)
+/* cache (B,Tc,row) rows t0..t0+n-1 of each batch row = new (B,n,row), t0 = cache_t0. */
+template <typename E>
+__global__ void cache_store(E *cache, const E *fresh, const int *t0p, int B, int Tc, int n, int row)
+{
+    int t0 = cache_t0(t0p, Tc, n);
+    size_t per = (size_t)n * row;
+    GRID_STRIDE(k, (size_t)B * per)
+    {
+        size_t b = k / per, r = k - b * per;
+        cache[(b * Tc + t0) * row + r] = fresh[k];
+    }
+}
+
+void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
+                         int Tc, const int *t0, int n, int C, int NH)
 {
     CU_BEGIN(be);
     if (bad_shape(be, "attention_fwd_at", B, Tc, C, NH)) return;
-    if (t0 < 0 || n < 1 || t0 + n > Tc) {
-        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention_fwd_at: rows %d..%d outside a cache of %d",
-                        t0, t0 + n - 1, Tc);
+    if (n < 1 || n > Tc) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention_fwd_at: %d rows in a cache of %d", n, Tc);
         return;
     }
+    size_t total = (size_t)B * n * 3 * C;
+    unsigned grid = cu_blocks(total, 256), cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 8;
     if (be->act == GK_BF16) {
-        if (!decode_split<bf16>(be, out, qkv, B, Tc, t0, n, C, NH))
-            rows_fwd<bf16>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
-    } else if (!decode_split<float>(be, out, qkv, B, Tc, t0, n, C, NH)) {
-        rows_fwd<float>(be, out, NULL, qkv, B, Tc, t0, n, C, NH, 0.0f, 0);
+        if (qkv_new)
+            CU_LAUNCH(be, cache_store<bf16>, grid < cap ? grid : cap, 256, 0, (bf16 *)cache,
+                      (const bf16 *)qkv_new, t0, B, Tc, n, 3 * C);
+        if (!decode_split<bf16>(be, out, cache, B, Tc, t0, n, C, NH))
+            rows_fwd<bf16>(be, out, NULL, cache, B, Tc, t0, n, C, NH, 0.0f, 0);
+    } else {
+        if (qkv_new)
+            CU_LAUNCH(be, cache_store<float>, grid < cap ? grid : cap, 256, 0, (float *)cache,
+                      (const float *)qkv_new, t0, B, Tc, n, 3 * C);
+        if (!decode_split<float>(be, out, cache, B, Tc, t0, n, C, NH))
+            rows_fwd<float>(be, out, NULL, cache, B, Tc, t0, n, C, NH, 0.0f, 0);
     }
 }
 

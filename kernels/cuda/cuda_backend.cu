@@ -226,6 +226,8 @@ static gk_ops make_ops(void)
     o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd;
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
     o.attention_fwd_at = cu_attention_fwd_at;
+    o.record_begin = cu_record_begin, o.record_end = cu_record_end;
+    o.replay = cu_replay, o.record_free = cu_record_free;
     o.comm_id = cu_comm_id, o.comm_open = cu_comm_open;
     o.mem_info = cu_mem_info;
 #ifdef GK_CUDA_EMU
@@ -279,6 +281,8 @@ static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
     c->smem_optin = prop.sharedMemPerBlockOptin;
     const char *sync = getenv("GPT_CUDA_SYNC");
     c->sync_each = sync && strcmp(sync, "1") == 0;
+    const char *graphs = getenv("GPT_CUDA_GRAPHS");
+    c->graphs = !(graphs && strcmp(graphs, "0") == 0);
     be->act = bf16_acts ? GK_BF16 : GK_F32;
     char ordinal[24] = "";
     if (gpu) snprintf(ordinal, sizeof ordinal, "GPU %d: ", gpu);

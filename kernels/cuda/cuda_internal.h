@@ -21,6 +21,7 @@ typedef struct cu_ctx {
     void *scratch;          /* op scratch sized by reserve (partial sums of reductions, ...) */
     size_t scratch_bytes;
     int sync_each;          /* GPT_CUDA_SYNC=1: synchronize after every launch */
+    int graphs;             /* record steps as CUDA graphs (GPT_CUDA_GRAPHS=0: never) */
     int sm_count;
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
     void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
@@ -89,7 +90,7 @@ void cu_gemm_cache_free(gk_backend *be);
 /* cuda_ops.cu, cuda_ops_rows.cu */
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
-                    const float *wpe, int B, int T, int C, float p, uint64_t key);
+                    const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key);
 void cu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout, const int *tokens,
                     int B, int T, int C, float p, uint64_t key);
 void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
@@ -119,10 +120,15 @@ void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
 void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
                       const void *out, const float *lse, int B, int T, int C, int NH, float p,
                       uint64_t key);
-void cu_attention_fwd_at(gk_backend *be, void *out, const void *qkv, int B, int Tc, int t0, int n,
-                         int C, int NH);
+void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
+                         int Tc, const int *t0, int n, int C, int NH);
 /* The scratch attention needs for heads of head_size over sequences of T (reserve sizes it). */
 size_t cu_attention_scratch(int B, int NH, int T, int head_size);
+/* cuda_graph.cu: recorded steps (the record_begin, record_end, replay and record_free slots) */
+int cu_record_begin(gk_backend *be);
+void *cu_record_end(gk_backend *be);
+void cu_replay(gk_backend *be, void *rec);
+void cu_record_free(gk_backend *be, void *rec);
 /* cuda_nccl.cu: NCCL communicators (the comm_id and comm_open slots) */
 int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e);
 int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,

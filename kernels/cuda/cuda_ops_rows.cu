@@ -18,13 +18,15 @@ static __device__ __forceinline__ float warp_sum(float v)
 
 #define EW_THREADS 256
 
-/* out (B*T rows of C) = dropout(wte[token] + wpe[t]); packs never cross a row. */
+/* out (B*T rows of C) = dropout(wte[token] + wpe[t0 + t]), t0 = *t0p (0 when NULL); packs never
+ * cross a row. */
 template <class P>
-static __global__ void encoder_fwd_kernel(typename P::T *out, const int *tokens, const typename P::W *wte, const float *wpe, int BT, int T,
-                                   int C, float p, uint64_t key)
+static __global__ void encoder_fwd_kernel(typename P::T *out, const int *tokens, const typename P::W *wte, const float *wpe,
+                                          const int *t0p, int BT, int T, int C, float p, uint64_t key)
 {
     constexpr int V = P::V;
     size_t row_packs = (size_t)(C / V);
+    if (t0p) wpe += (size_t)*t0p * C;
     GRID_STRIDE(k, (size_t)BT * row_packs)
     {
         size_t bt = k / row_packs, c = (k - bt * row_packs) * V, i = bt * C + c;
@@ -37,8 +39,8 @@ static __global__ void encoder_fwd_kernel(typename P::T *out, const int *tokens,
 }
 
 template <typename T, typename W>
-static void encoder_fwd_run(gk_backend *be, T *out, const int *tokens, const W *wte, const float *wpe, int B, int Tn, int C, float p,
-                            uint64_t key)
+static void encoder_fwd_run(gk_backend *be, T *out, const int *tokens, const W *wte, const float *wpe, const int *t0, int B, int Tn,
+                            int C, float p, uint64_t key)
 {
     constexpr int VW = 16 / sizeof(T);
     size_t n = (size_t)B * Tn * C;
@@ -46,16 +48,16 @@ static void encoder_fwd_run(gk_backend *be, T *out, const int *tokens, const W *
     if (C % VW == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
         typedef enc_cfg<T, W, VW> P;
         unsigned grid = cu_blocks(n / VW, threads);
-        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, B * Tn, Tn, C, p, key);
+        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, t0, B * Tn, Tn, C, p, key);
     } else {
         typedef enc_cfg<T, W, 1> P;
         unsigned grid = cu_blocks(n, threads);
-        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, B * Tn, Tn, C, p, key);
+        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, t0, B * Tn, Tn, C, p, key);
     }
 }
 
-void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw, const float *wpe, int B, int T, int C,
-                    float p, uint64_t key)
+void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw, const float *wpe, const int *t0, int B,
+                    int T, int C, float p, uint64_t key)
 {
     CU_BEGIN(be);
     if (tw != GK_F32 && tw != GK_BF16) {
@@ -64,11 +66,11 @@ void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wt
     }
     if (B <= 0 || T <= 0 || C <= 0) return;
     if (be->act == GK_BF16) {
-        if (tw == GK_BF16) encoder_fwd_run(be, (bf16 *)out, tokens, (const bf16 *)wte, wpe, B, T, C, p, key);
-        else encoder_fwd_run(be, (bf16 *)out, tokens, (const float *)wte, wpe, B, T, C, p, key);
+        if (tw == GK_BF16) encoder_fwd_run(be, (bf16 *)out, tokens, (const bf16 *)wte, wpe, t0, B, T, C, p, key);
+        else encoder_fwd_run(be, (bf16 *)out, tokens, (const float *)wte, wpe, t0, B, T, C, p, key);
     } else {
-        if (tw == GK_BF16) encoder_fwd_run(be, (float *)out, tokens, (const bf16 *)wte, wpe, B, T, C, p, key);
-        else encoder_fwd_run(be, (float *)out, tokens, (const float *)wte, wpe, B, T, C, p, key);
+        if (tw == GK_BF16) encoder_fwd_run(be, (float *)out, tokens, (const bf16 *)wte, wpe, t0, B, T, C, p, key);
+        else encoder_fwd_run(be, (float *)out, tokens, (const float *)wte, wpe, t0, B, T, C, p, key);
     }
 }
 

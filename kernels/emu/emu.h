@@ -25,12 +25,16 @@
  * Not there: __CUDA_ARCH__, __constant__, cooperative groups, textures, clock(), inline PTX,
  * __syncthreads_count/_and/_or, half precision, device-side malloc.
  * Host side (emu_runtime.h, emu_cublaslt.h, emu_nccl.h): the runtime, cuBLASLt and NCCL calls
- * listed there (NCCL's collectives between processes over loopback TCP).
+ * listed there (NCCL's collectives between processes over loopback TCP), stream capture into
+ * graphs and their replay (cudaStreamBeginCapture/EndCapture/IsCapturing, cudaGraphInstantiate,
+ * cudaGraphLaunch, cudaGraphExecDestroy, cudaGraphDestroy: one stream per capture, no fork/join).
  *
- * How it runs: a launch runs to completion before it returns. Blocks run on a pool of host threads
- * (GK_EMU_THREADS, default the number of cores; results do not depend on it except for the order of
- * float atomics); a block's threads are coroutines on one host thread, run in order of their
- * linear id, each straight through until it reaches __syncthreads or a warp collective.
+ * How it runs: a launch runs to completion before it returns; on a capturing stream it is
+ * recorded instead (with a copy of its arguments) and runs, as a launch made then, at each
+ * cudaGraphLaunch (emu_graph.cpp). Blocks run on a pool of host threads (GK_EMU_THREADS, default
+ * the number of cores; results do not depend on it except for the order of float atomics); a
+ * block's threads are coroutines on one host thread, run in order of their linear id, each
+ * straight through until it reaches __syncthreads or a warp collective.
  * GK_EMU_ORDER=reverse or shuffle starts and releases them in descending or in a shuffled order
  * (a new permutation per block and launch) and runs the blocks in reverse: a GPU promises no
  * order, so a kernel whose results change with it has a race (tests/cli/emu_orders.sh). Warps are
@@ -44,13 +48,15 @@
  * or dims above (1024, 1024, 64), grid.y/z above 65535, dynamic shared memory above 48 KiB without
  * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) or above 227 KiB. Static __shared__ sizes are not
  * checked. GK_EMU_FAIL_LAUNCH=N makes the Nth launch (counted from the first launch that sees this
- * value) fail with cudaErrorLaunchFailure; GK_EMU_LOSE_DEVICE=N makes it lose the device
- * (cudaErrorDevicesUnavailable, which cudaDeviceReset does not clear). */
+ * value; a graph's launches count when it runs, not at capture) fail with cudaErrorLaunchFailure;
+ * GK_EMU_LOSE_DEVICE=N makes it lose the device (cudaErrorDevicesUnavailable, which
+ * cudaDeviceReset does not clear). */
 #ifndef GK_EMU_H
 #define GK_EMU_H
 
 #include <stdio.h>
 
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -69,13 +75,15 @@ struct LaunchSpec {
     cudaStream_t stream;
 };
 typedef void (*BodyFn)(const void *closure);
+typedef std::shared_ptr<const void> (*KeepFn)(const void *closure); /* a copy of it that owns its arguments */
 
-/* Runs body(closure) once per thread of the grid; errors go where cudaGetLastError finds them. */
-GK_EMU_API void launch(const LaunchSpec &spec, BodyFn body, const void *closure);
+/* Runs body(closure) once per thread of the grid; errors go where cudaGetLastError finds them.
+ * On a capturing stream it records keep(closure) instead, for cudaGraphLaunch to run. */
+GK_EMU_API void launch(const LaunchSpec &spec, BodyFn body, const void *closure, KeepFn keep);
 
 /* GK_LAUNCH(k, grid, block, smem, stream, args...) is launcher(...)(args...): the arguments are
  * converted to the kernel's parameter types once, as by <<<...>>>, and every thread calls k with
- * copies of them. */
+ * copies of them (a captured launch keeps a heap copy of them for its replays). */
 template <class... P> struct Launcher {
     LaunchSpec spec;
     void (*fn)(P...);
@@ -87,10 +95,16 @@ template <class... P> struct Launcher {
             std::tuple<typename std::decay<P>::type...> args;
         };
         const Closure c{fn, std::tuple<typename std::decay<P>::type...>(std::forward<A>(args)...)};
-        launch(spec, [](const void *p) {
-            const Closure *cl = static_cast<const Closure *>(p);
-            std::apply(cl->fn, cl->args);
-        }, &c);
+        launch(
+            spec,
+            [](const void *p) {
+                const Closure *cl = static_cast<const Closure *>(p);
+                std::apply(cl->fn, cl->args);
+            },
+            &c,
+            [](const void *p) -> std::shared_ptr<const void> {
+                return std::make_shared<Closure>(*static_cast<const Closure *>(p));
+            });
     }
 };
 template <class... P>

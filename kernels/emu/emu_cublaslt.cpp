@@ -328,11 +328,23 @@ static void matmul_one(const gk_emu_lt_desc *d, const Problem &p, float alpha, f
         }
 }
 
+/* Every batch of one matmul; descriptors by value, so that a captured call keeps them as they were. */
+static void matmul_all(const gk_emu_lt_desc &d, const Problem &p, float alpha, float beta, const void *A,
+                       const gk_emu_lt_layout &Al, const void *B, const gk_emu_lt_layout &Bl, const void *C,
+                       const gk_emu_lt_layout &Cl, void *D, const gk_emu_lt_layout &Dl)
+{
+    for (int b = 0; b < Dl.batch; b++)
+        matmul_one(&d, p, alpha, beta, at(A, &Al, b), &Al, at(B, &Bl, b), &Bl, at(C, &Cl, b), &Cl,
+                   const_cast<char *>(at(D, &Dl, b)), &Dl, b);
+}
+
+/* On a capturing stream the call is checked now and recorded with copies of its descriptors, alpha
+ * and beta (host pointers: read at the call, as cuBLASLt's host pointer mode does). */
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
                               cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
                               const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *, void *, size_t,
-                              cudaStream_t)
+                              cudaStream_t stream)
 {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     Problem p;
@@ -341,8 +353,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     if (gk_emu::sticky_error()) return CUBLAS_STATUS_EXECUTION_FAILED;
     float al = *static_cast<const float *>(alpha), be = *static_cast<const float *>(beta);
     if (be != 0.0f && !C) return CUBLAS_STATUS_INVALID_VALUE;
-    for (int b = 0; b < Ddesc->batch; b++)
-        matmul_one(desc, p, al, be, at(A, Adesc, b), Adesc, at(B, Bdesc, b), Bdesc, at(C, Cdesc, b), Cdesc,
-                   const_cast<char *>(at(D, Ddesc, b)), Ddesc, b);
+    bool captured = false;
+    if (gk_emu::capture_route(stream, "cublasLtMatmul", &captured)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    if (!captured) {
+        matmul_all(*desc, p, al, be, A, *Adesc, B, *Bdesc, C, *Cdesc, D, *Ddesc);
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    gk_emu_lt_desc d = *desc;
+    gk_emu_lt_layout Al = *Adesc, Bl = *Bdesc, Cl = *Cdesc, Dl = *Ddesc;
+    gk_emu::capture_add(stream, [=](cudaStream_t) {
+        if (cudaError_t e = gk_emu::sticky_error()) return e;
+        matmul_all(d, p, al, be, A, Al, B, Bl, C, Cl, D, Dl);
+        return cudaSuccess;
+    });
     return CUBLAS_STATUS_SUCCESS;
 }

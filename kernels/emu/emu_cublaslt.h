@@ -6,7 +6,9 @@
  * widened to fp32, the product is an fp32 sgemm, a bf16 D is rounded to nearest even). C may be
  * D. Epilogues: DEFAULT, BIAS, GELU, GELU_BIAS, GELU_AUX, GELU_AUX_BIAS (GELU is the tanh form;
  * aux holds the GELU input, its ld a multiple of 8 and >= rows, its type D's unless set); others
- * return CUBLAS_STATUS_NOT_SUPPORTED. Workspace, algo and stream are accepted and unused. */
+ * return CUBLAS_STATUS_NOT_SUPPORTED. Workspace and algo are accepted and unused. On a capturing
+ * stream cublasLtMatmul is checked, then recorded with copies of its descriptors and layouts and of
+ * *alpha and *beta (see emu_runtime.h); an invalidated capture makes it EXECUTION_FAILED. */
 #ifndef GK_EMU_CUBLASLT_H
 #define GK_EMU_CUBLASLT_H
 

@@ -3,8 +3,9 @@
  * dynamic shared memory with its guard), the Grid a launch shares between host threads, and the
  * error and device-limit helpers. emu_sched.cpp runs blocks, emu_fiber.cpp owns the stacks and
  * switches, emu_launch.cpp runs grids, emu_warp.cpp computes warp collectives and wmma,
- * emu_runtime.cpp keeps the error state, emu_cublaslt.cpp maps cuBLASLt to CBLAS, emu_nccl.cpp
- * runs NCCL's collectives over sockets (it needs nothing here). */
+ * emu_runtime.cpp keeps the error state, emu_graph.cpp captures streams and replays graphs,
+ * emu_cublaslt.cpp maps cuBLASLt to CBLAS, emu_nccl.cpp runs NCCL's collectives over sockets (it
+ * needs nothing here). */
 #ifndef GK_EMU_INTERNAL_H
 #define GK_EMU_INTERNAL_H
 
@@ -13,11 +14,16 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernels/emu/emu.h"
+
+struct gk_emu_stream {
+    unsigned flags; /* cudaStreamNonBlocking or not */
+};
 
 namespace gk_emu {
 
@@ -156,6 +162,28 @@ void lose_device(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int env_int(const char *name, int fallback, int lo, int hi);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
 Order schedule_order(); /* GK_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */
+
+/* emu_launch.cpp: a launch as GK_LAUNCH runs it outside capture; returns the error it recorded
+ * (or the sticky fault it met). cudaGraphLaunch runs a captured launch through it. */
+cudaError_t run_launch(const LaunchSpec &spec, BodyFn body, const void *closure);
+
+/* emu_graph.cpp: stream capture. A Node is one recorded call; it runs on the stream given. */
+typedef std::function<cudaError_t(cudaStream_t)> Node;
+/* Before work issued to stream s runs. cudaSuccess: run it now (*captured false), or s captures
+ * (*captured true): check the call's arguments, then capture_add or capture_invalidate. An error
+ * (recorded, call names the call): s's capture is invalidated, or s is stream 0 while a blocking
+ * stream captures (that capture is invalidated): the call returns it and does nothing. */
+cudaError_t capture_route(cudaStream_t s, const char *call, bool *captured);
+void capture_add(cudaStream_t s, Node node);
+void capture_invalidate(cudaStream_t s);
+/* cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost, cudaMemcpy, cudaMemset: cudaSuccess, or
+ * cudaErrorStreamCaptureUnsupported (recorded) when a capture's mode forbids them here (it is
+ * invalidated). */
+cudaError_t capture_forbids(const char *call);
+/* cudaStreamSynchronize / cudaStreamQuery of s (device: cudaDeviceSynchronize, s unused):
+ * cudaSuccess, or the error (recorded) when it would wait for a capture (invalidated). */
+cudaError_t capture_sync(cudaStream_t s, bool device, const char *call);
+void capture_forget(cudaStream_t s); /* cudaStreamDestroy: its capture, if any, is dropped */
 
 } // namespace gk_emu
 

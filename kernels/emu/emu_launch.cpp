@@ -306,34 +306,41 @@ static cudaError_t check_config(const LaunchSpec &s, char *why, size_t n)
     return cudaSuccess;
 }
 
-void launch(const LaunchSpec &s, BodyFn body, const void *closure)
+/* What a launch checks before it runs: the error (recorded), the sticky fault (not recorded) or 0. */
+static cudaError_t launch_checks(const LaunchSpec &s)
 {
-    if (sticky_error()) return; /* cudaGetLastError reports the earlier fault */
+    if (cudaError_t e = sticky_error()) return e; /* cudaGetLastError reports the earlier fault */
     if (kernel_worker()) {
         record_error(cudaErrorLaunchFailure, true, "kernel '%s' launched from a kernel (no dynamic parallelism)",
                      s.name);
-        return;
+        return cudaErrorLaunchFailure;
     }
     char why[256];
     if (cudaError_t e = check_config(s, why, sizeof why)) {
         record_error(e, false, "kernel '%s': %s", s.name, why);
-        return;
+        return e;
     }
+    return cudaSuccess;
+}
+
+cudaError_t run_launch(const LaunchSpec &s, BodyFn body, const void *closure)
+{
+    if (cudaError_t e = launch_checks(s)) return e;
     if (nth_call_fails("GK_EMU_LOSE_DEVICE", 2)) {
         lose_device("device lost at kernel '%s' (injected by GK_EMU_LOSE_DEVICE)", s.name);
-        return;
+        return cudaErrorDevicesUnavailable;
     }
     if (nth_call_fails("GK_EMU_FAIL_LAUNCH", 1)) {
         record_error(cudaErrorLaunchFailure, true, "kernel '%s': launch failure injected by GK_EMU_FAIL_LAUNCH",
                      s.name);
-        return;
+        return cudaErrorLaunchFailure;
     }
     static std::atomic<uint64_t> launches{0};
     Order order = schedule_order();
     if (order == ORDER_INVALID) {
         record_error(cudaErrorInvalidValue, false, "kernel '%s': GK_EMU_ORDER='%s': expected forward, reverse or shuffle",
                      s.name, getenv("GK_EMU_ORDER"));
-        return;
+        return cudaErrorInvalidValue;
     }
     install_handler();
     Grid g;
@@ -346,7 +353,30 @@ void launch(const LaunchSpec &s, BodyFn body, const void *closure)
     g.nthreads = (int)(s.block.x * s.block.y * s.block.z);
     bool parallel = pool_threads() > 1 && g.nblocks > 1 && g.nblocks * g.nthreads >= 2048;
     if (!parallel || !run_on_pool(&g)) run_blocks(this_worker(), &g);
-    if (g.failed) record_error(cudaErrorLaunchFailure, true, "%s", g.err.c_str());
+    if (!g.failed) return cudaSuccess;
+    record_error(cudaErrorLaunchFailure, true, "%s", g.err.c_str());
+    return cudaErrorLaunchFailure;
+}
+
+void launch(const LaunchSpec &s, BodyFn body, const void *closure, KeepFn keep)
+{
+    bool captured = false;
+    if (sticky_error() || capture_route(s.stream, s.name, &captured)) return;
+    if (!captured) {
+        run_launch(s, body, closure);
+        return;
+    }
+    if (launch_checks(s)) { /* a configuration error shows at capture, as on a GPU */
+        capture_invalidate(s.stream);
+        return;
+    }
+    std::shared_ptr<const void> args = keep(closure);
+    LaunchSpec spec = s;
+    capture_add(s.stream, [spec, body, args](cudaStream_t stream) {
+        LaunchSpec at = spec;
+        at.stream = stream;
+        return run_launch(at, body, args.get());
+    });
 }
 
 } // namespace gk_emu

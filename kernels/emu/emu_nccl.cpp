@@ -349,9 +349,12 @@ ncclResult_t run(ncclComm *c, std::function<ncclResult_t()> job)
 }
 
 ncclResult_t collective(ncclComm *c, Op op, const void *send, void *recv, size_t count, ncclDataType_t type, int root,
-                        const char *call)
+                        const char *call, cudaStream_t stream)
 {
     if (!c) return fail(nullptr, ncclInvalidArgument, "%s: no communicator", call);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (stream && cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+        return fail(c, ncclInvalidUsage, "%s: the emulator cannot capture NCCL calls into a graph", call);
     if (c->busy.load()) return fail(nullptr, ncclInvalidUsage, "%s: a call is still in progress", call);
     size_t es = type_size(type);
     if (!es) return fail(c, ncclInvalidArgument, "%s: unknown data type %d", call, (int)type);
@@ -495,27 +498,28 @@ const char *ncclGetLastError(ncclComm_t comm)
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t)
+                           ncclComm_t comm, cudaStream_t stream)
 {
     if (op != ncclSum) return fail(comm, ncclInvalidArgument, "ncclAllReduce: the emulator has only ncclSum");
-    return collective(comm, OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, 0, "ncclAllReduce");
+    return collective(comm, OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, 0, "ncclAllReduce", stream);
 }
 
 ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
-                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t)
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     if (op != ncclSum) return fail(comm, ncclInvalidArgument, "ncclReduceScatter: the emulator has only ncclSum");
-    return collective(comm, OP_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, 0, "ncclReduceScatter");
+    return collective(comm, OP_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, 0, "ncclReduceScatter",
+                      stream);
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
-                           ncclComm_t comm, cudaStream_t)
+                           ncclComm_t comm, cudaStream_t stream)
 {
-    return collective(comm, OP_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, 0, "ncclAllGather");
+    return collective(comm, OP_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, 0, "ncclAllGather", stream);
 }
 
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-                           ncclComm_t comm, cudaStream_t)
+                           ncclComm_t comm, cudaStream_t stream)
 {
-    return collective(comm, OP_BROADCAST, sendbuff, recvbuff, count, datatype, root, "ncclBroadcast");
+    return collective(comm, OP_BROADCAST, sendbuff, recvbuff, count, datatype, root, "ncclBroadcast", stream);
 }

@@ -76,7 +76,8 @@ GK_EMU_API ncclResult_t ncclCommAbort(ncclComm_t comm);
 GK_EMU_API const char *ncclGetErrorString(ncclResult_t result);
 GK_EMU_API const char *ncclGetLastError(ncclComm_t comm);
 
-/* Collectives: sum only (ncclSum); streams are accepted and ignored (the emulator is synchronous). */
+/* Collectives: sum only (ncclSum); streams are accepted and ignored (the emulator is synchronous),
+ * but a capturing stream is refused (ncclInvalidUsage: not captured into graphs here). */
 GK_EMU_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 GK_EMU_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,

@@ -2,6 +2,7 @@
  * Owns: the error state (per host thread: the last error and the detailed message of the last
  * emulator error; per process: the sticky fault), device memory on the host heap, streams and
  * events as handles, the one device's properties, kernel attributes, fault injection counters.
+ * What a capturing stream does with a call is emu_graph.cpp's: the calls here ask it first.
  * GK_EMU_NO_DEVICE=1 makes the emulator report no device (cudaErrorNoDevice), for tests of that. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,9 +14,6 @@
 
 #include "kernels/emu/emu_internal.h"
 
-struct gk_emu_stream {
-    unsigned flags;
-};
 struct gk_emu_event {
     unsigned flags;
     bool recorded;
@@ -171,6 +169,7 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
     if (!ptr) return fail(cudaErrorInvalidValue, "cudaMalloc");
     *ptr = nullptr;
     if (cudaError_t e = sticky_error()) return e;
+    if (cudaError_t e = capture_forbids("cudaMalloc")) return e;
     if (nth_call_fails("GK_EMU_FAIL_MALLOC", 0)) {
         record_error(cudaErrorMemoryAllocation, false, "cudaMalloc(%zu bytes): failure injected by GK_EMU_FAIL_MALLOC",
                      size);
@@ -182,43 +181,87 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
 
 cudaError_t cudaFree(void *ptr)
 {
+    if (cudaError_t e = capture_forbids("cudaFree")) return e;
     return host_free(ptr, device_blocks) ? fail(cudaErrorInvalidValue, "cudaFree") : cudaSuccess;
 }
 
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
     if (!ptr) return fail(cudaErrorInvalidValue, "cudaMallocHost");
+    if (cudaError_t e = capture_forbids("cudaMallocHost")) return e;
     return host_alloc(ptr, size, host_blocks, false) ? fail(cudaErrorMemoryAllocation, "cudaMallocHost")
                                                       : cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void *ptr)
 {
+    if (cudaError_t e = capture_forbids("cudaFreeHost")) return e;
     return host_free(ptr, host_blocks) ? fail(cudaErrorInvalidValue, "cudaFreeHost") : cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+static bool copy_args_bad(const void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+{
+    return (unsigned)kind > cudaMemcpyDefault || (count && (!dst || !src));
+}
+
+static cudaError_t copy_now(void *dst, const void *src, size_t count, cudaMemcpyKind kind, const char *call)
 {
     if (cudaError_t e = sticky_error()) return e;
-    if ((unsigned)kind > cudaMemcpyDefault || (count && (!dst || !src))) return fail(cudaErrorInvalidValue, "cudaMemcpy");
+    if (copy_args_bad(dst, src, count, kind)) return fail(cudaErrorInvalidValue, call);
     if (count) memmove(dst, src, count);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind, cudaStream_t)
-{
-    return cudaMemcpy(dst, src, count, kind);
-}
-
-cudaError_t cudaMemset(void *ptr, int value, size_t count)
+static cudaError_t set_now(void *ptr, int value, size_t count, const char *call)
 {
     if (cudaError_t e = sticky_error()) return e;
-    if (count && !ptr) return fail(cudaErrorInvalidValue, "cudaMemset");
+    if (count && !ptr) return fail(cudaErrorInvalidValue, call);
     if (count) memset(ptr, value, count);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t) { return cudaMemset(ptr, value, count); }
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+{
+    bool legacy = false; /* stream 0's work: refused beside a blocking capture */
+    if (cudaError_t e = capture_forbids("cudaMemcpy")) return e;
+    if (cudaError_t e = capture_route(nullptr, "cudaMemcpy", &legacy)) return e;
+    return copy_now(dst, src, count, kind, "cudaMemcpy");
+}
+
+/* On a capturing stream: the arguments are checked now, the copy made at each replay. */
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind, cudaStream_t stream)
+{
+    bool captured = false;
+    if (cudaError_t e = capture_route(stream, "cudaMemcpyAsync", &captured)) return e;
+    if (!captured) return copy_now(dst, src, count, kind, "cudaMemcpyAsync");
+    if (copy_args_bad(dst, src, count, kind)) {
+        capture_invalidate(stream);
+        return fail(cudaErrorInvalidValue, "cudaMemcpyAsync");
+    }
+    capture_add(stream, [=](cudaStream_t) { return copy_now(dst, src, count, kind, "cudaMemcpyAsync"); });
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *ptr, int value, size_t count)
+{
+    bool legacy = false;
+    if (cudaError_t e = capture_forbids("cudaMemset")) return e;
+    if (cudaError_t e = capture_route(nullptr, "cudaMemset", &legacy)) return e;
+    return set_now(ptr, value, count, "cudaMemset");
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream)
+{
+    bool captured = false;
+    if (cudaError_t e = capture_route(stream, "cudaMemsetAsync", &captured)) return e;
+    if (!captured) return set_now(ptr, value, count, "cudaMemsetAsync");
+    if (count && !ptr) {
+        capture_invalidate(stream);
+        return fail(cudaErrorInvalidValue, "cudaMemsetAsync");
+    }
+    capture_add(stream, [=](cudaStream_t) { return set_now(ptr, value, count, "cudaMemsetAsync"); });
+    return cudaSuccess;
+}
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
@@ -243,20 +286,38 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWith
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     if (!stream) return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy");
+    capture_forget(stream);
     delete stream;
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return sticky_error(); }
-cudaError_t cudaStreamQuery(cudaStream_t) { return sticky_error(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    if (cudaError_t e = capture_sync(stream, false, "cudaStreamSynchronize")) return e;
+    return sticky_error();
+}
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned flags)
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    if (cudaError_t e = capture_sync(stream, false, "cudaStreamQuery")) return e;
+    return sticky_error();
+}
+
+/* In a capturing stream: accepted, nothing recorded (one stream per capture). */
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
 {
     if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent");
     if (flags) return fail(cudaErrorInvalidValue, "cudaStreamWaitEvent");
+    bool captured = false;
+    if (cudaError_t e = capture_route(stream, "cudaStreamWaitEvent", &captured)) return e;
     return sticky_error();
 }
-cudaError_t cudaDeviceSynchronize(void) { return sticky_error(); }
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    if (cudaError_t e = capture_sync(nullptr, true, "cudaDeviceSynchronize")) return e;
+    return sticky_error();
+}
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
 {
@@ -268,10 +329,13 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
 
 cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t)
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     if (!event) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord");
     if (cudaError_t e = sticky_error()) return e;
+    bool captured = false;
+    if (cudaError_t e = capture_route(stream, "cudaEventRecord", &captured)) return e;
+    if (captured) return cudaSuccess; /* one stream per capture: nothing to record */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     event->ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
@@ -329,8 +393,14 @@ const char *cudaGetErrorName(cudaError_t error)
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     }
     return "cudaErrorUnknown";
 }
@@ -347,8 +417,16 @@ const char *cudaGetErrorString(cudaError_t error)
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
+    case cudaErrorStreamCaptureImplicit:
+        return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureWrongThread:
+        return "attempt to terminate a thread-local capture sequence from another thread";
     }
     return "unknown error";
 }

@@ -1,7 +1,8 @@
 /* emu_runtime.h: the CUDA runtime API subset of the emulator (see emu.h for the whole subset).
  * Owns: the vector and dimension types (dim3, uint3, float2/4, int4, uint4), cudaError_t and the
  * enums' real numeric values, and the runtime calls on host memory. Every call is synchronous:
- * a launch or copy has finished when it returns; streams and events are plain handles.
+ * a launch or copy has finished when it returns; streams and events are plain handles, except
+ * that a stream can capture its work into a graph that cudaGraphLaunch replays (see below).
  * Errors: a launch's configuration error is returned once by cudaGetLastError (as on a GPU); a
  * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds, GK_EMU_FAIL_LAUNCH)
  * is sticky as on a GPU: every later launch, copy, set and synchronize returns it until
@@ -45,8 +46,14 @@ enum cudaError {
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorIllegalState = 401,
     cudaErrorNotReady = 600,
     cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureUnmatched = 903,
+    cudaErrorStreamCaptureImplicit = 906,
+    cudaErrorStreamCaptureWrongThread = 908,
 };
 typedef enum cudaError cudaError_t;
 
@@ -90,6 +97,19 @@ enum cudaDeviceAttr {
 
 typedef struct gk_emu_stream *cudaStream_t;
 typedef struct gk_emu_event *cudaEvent_t;
+typedef struct gk_emu_graph *cudaGraph_t;
+typedef struct gk_emu_graph_exec *cudaGraphExec_t;
+
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2,
+};
 
 /* The fields of cudaDeviceProp the emulator fills (a subset of the real struct: use only these). */
 struct cudaDeviceProp {
@@ -147,6 +167,44 @@ GK_EMU_API cudaError_t cudaEventSynchronize(cudaEvent_t event);
 GK_EMU_API cudaError_t cudaEventQuery(cudaEvent_t event); /* cudaSuccess: the event has completed */
 GK_EMU_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 GK_EMU_API cudaError_t cudaEventDestroy(cudaEvent_t event);
+
+/* Stream capture and graphs (emu_graph.cpp). One stream per capture: events are accepted in a
+ * capturing stream and do nothing, so no other stream joins a capture (no fork/join).
+ * - cudaStreamBeginCapture: the legacy stream 0 -> cudaErrorStreamCaptureUnsupported; a stream
+ *   already capturing -> cudaErrorIllegalState; a mode not in the enum -> cudaErrorInvalidValue.
+ * - While a stream captures, what is issued to it is recorded in order and not run: GK_LAUNCH
+ *   (its arguments copied then, as by <<<...>>>), cudaMemcpyAsync, cudaMemsetAsync,
+ *   cublasLtMatmul (its descriptors, layouts, alpha and beta copied then). Pointers are kept:
+ *   memory is read and written when the graph runs. A launch's configuration error (grid, block,
+ *   dynamic shared memory) and a copy's or set's bad argument are returned (and by
+ *   cudaGetLastError) at capture, and invalidate the capture. cudaEventRecord and
+ *   cudaStreamWaitEvent on it are accepted and record nothing (the event is not marked recorded).
+ *   Other streams run their work as before. Stream 0's work (launch, copy or set, event record,
+ *   cudaStreamSynchronize(0), cudaGraphLaunch) while a blocking stream (not
+ *   cudaStreamNonBlocking) captures -> cudaErrorStreamCaptureImplicit, and invalidates that capture.
+ * - Calls not allowed during capture -> cudaErrorStreamCaptureUnsupported, and the capture that
+ *   forbids them is invalidated (not sticky: later calls work): cudaMalloc, cudaFree,
+ *   cudaMallocHost, cudaFreeHost, cudaMemcpy, cudaMemset from any thread while a Global capture
+ *   is active, or from the thread that began a ThreadLocal or Global one (Relaxed allows them);
+ *   cudaStreamSynchronize / cudaStreamQuery of a capturing stream, cudaGraphLaunch into one, and
+ *   cudaDeviceSynchronize during any capture (any mode).
+ * - Once invalidated, work issued to the stream -> cudaErrorStreamCaptureInvalidated and
+ *   cudaStreamIsCapturing says Invalidated until cudaStreamEndCapture, which returns
+ *   cudaErrorStreamCaptureInvalidated with *graph NULL and ends the capture.
+ * - cudaStreamEndCapture: a stream not capturing -> cudaErrorIllegalState; from another thread than
+ *   BeginCapture's (not Relaxed) -> cudaErrorStreamCaptureWrongThread (the capture goes on).
+ * - cudaStreamIsCapturing(0) while a blocking stream captures -> cudaErrorStreamCaptureImplicit.
+ * - cudaGraphInstantiate copies the graph (flags must be 0); cudaGraphLaunch(exec, stream) runs its
+ *   nodes in order on stream, each as the call it recorded would run now (launch checks, sticky
+ *   faults, GK_EMU_FAIL_LAUNCH / GK_EMU_LOSE_DEVICE counting, GK_EMU_ORDER), stops at the first
+ *   error and returns it. NCCL calls are not captured: on a capturing stream they are refused. */
+GK_EMU_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+GK_EMU_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+GK_EMU_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status);
+GK_EMU_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags = 0);
+GK_EMU_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+GK_EMU_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+GK_EMU_API cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 /* Errors. */
 GK_EMU_API cudaError_t cudaGetLastError(void);

@@ -3,9 +3,9 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # the same under compute-sanitizer (memcheck, racecheck, synccheck), one rank through NCCL, a
-# Shakespeare run on cuda beside the CPU, and make bench-gpu. Everything lands in $OUT
-# (summary.txt first); a step that fails is noted and the rest still run. Record the results,
-# dated, in tests/bench/gpu-results.md.
+# Shakespeare run on cuda beside the CPU, greedy decoding with and without CUDA graphs, and make
+# bench-gpu. Everything lands in $OUT (summary.txt first); a step that fails is noted and the
+# rest still run. Record the results, dated, in tests/bench/gpu-results.md.
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -26,9 +26,10 @@ nproc=$(nproc)
 step build make -j"$nproc" all units
 export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 # test_nccl_emu on cuda: one rank through the real NCCL (communicator, fp32 and bf16 sums, ...)
-for t in test_ops test_ops_fused test_cuda_ops test_cuda_attn test_nccl_emu; do step "$t" "build/tests/$t"; done
+# test_infer on cuda: decoding steps recorded as one CUDA graph and replayed = unrecorded
+for t in test_ops test_ops_fused test_cuda_ops test_cuda_attn test_nccl_emu test_infer; do step "$t" "build/tests/$t"; done
 for tool in memcheck racecheck synccheck; do
-  for t in test_cuda_ops test_cuda_attn; do
+  for t in test_cuda_ops test_cuda_attn test_infer; do
     step "sanitizer-$tool-$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "build/tests/$t"
   done
 done
@@ -43,5 +44,16 @@ for run in cuda:bfloat16 cuda:float32 cpu:float32; do
   (cd "$work" && step "train-$dev-$dt" "$top/build/bin/gpt-train" -c "$top/train/configs/shakespeare.conf" \
     --device="$dev" --dtype="$dt" --max_iters=500 --eval_interval=250 --out_dir="out-$dev-$dt")
 done
+# greedy decoding on the GPU's checkpoint: the same tokens with and without CUDA graphs
+decode() {
+  build/bin/gpt-sample -q -m "$work/out-cuda-bfloat16/latest.safetensors" --device=cuda -t 0 -n 200 \
+    -p 'ROMEO:' --ids
+}
+decode_graphs() {
+  local a b
+  a=$(decode) && b=$(GPT_CUDA_GRAPHS=0 decode) || return 1
+  [ -n "$a" ] && [ "$a" = "$b" ] && echo "the same 200 tokens with and without CUDA graphs"
+}
+step decode-graphs decode_graphs
 step bench-gpu make bench-gpu
 note "logs in $out"

@@ -5,8 +5,8 @@
 # op timed alone (prof); beside it the same step in PyTorch (tests/bench/torch_gpu_step.py: nanoGPT's
 # model, bf16 autocast, SDPA flash attention, fused AdamW; eager and torch.compile) when
 # `python3 -c 'import torch; assert torch.cuda.is_available()'` works.
-# Decode: gpt-sample's single-stream tokens/s (batch 1, greedy, 16-token prompt, 256 new tokens)
-# on GPT-2 124M with bf16 weights and random values (rand_ckpt.c), and the bound the bytes read
+# Decode: gpt-sample's single-stream tokens/s (batch 1, greedy, 16-token prompt, 256 new tokens),
+# with each token's step replayed as one CUDA graph and without (GPT_CUDA_GRAPHS=0), on GPT-2 124M with bf16 weights and random values (rand_ckpt.c), and the bound the bytes read
 # per token put on it at BENCH_BW_GBS GB/s (default 3350: the H100 SXM's HBM3 by its datasheet).
 # HellaSwag: gpt-evalppl --hellaswag items/s on that model at 4, 16 and 64 rows a forward.
 # Usage: bash tests/bench/run_gpu.sh BUILD   (BUILD holds bench/train_step, bench/rand_ckpt,
@@ -122,23 +122,27 @@ decode_bench() {
   [ -s "$model" ] || "$build/bench/rand_ckpt" "$model" $sample_cfg ||
     { echo "decode: rand_ckpt FAILED"; failed=1; return 1; }
   local prompt="First Citizen: Before we proceed any further, hear me speak. All: Speak"
-  local line
-  if ! line=$("$build/bin/gpt-sample" --device "$device" -m "$model" -V "$vocab" --dtype bf16 \
-                -p "$prompt" -n $new_tokens -t 0 --ids 2>&1 >/dev/null | tail -n 1) ||
-     ! echo "$line" | grep -q 'tokens/s'; then
-    echo "decode: gpt-sample FAILED: $line"; failed=1; return 1
-  fi
-  local tps np cfg; read -r -a cfg <<< "$sample_cfg"
-  tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
-  np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
-  # bytes read per token: bf16 weight matrices (12 C^2 per layer, the tied lm_head over the
-  # padded vocab) and the KV cache (bf16 k and v per layer at the mean context np + new/2)
-  local Lc=${cfg[0]} Cc=${cfg[2]} Vp=$(( (cfg[4] + 63) / 64 * 64 ))
-  local bytes=$(( 2 * (Lc * 12 * Cc * Cc + Vp * Cc) + 2 * 2 * Cc * Lc * (np + new_tokens / 2) ))
+  local line graphs cfg; read -r -a cfg <<< "$sample_cfg"
   printf '%-22s %10s %10s %14s\n' decode tokens/s MB/token "bound tokens/s"
-  printf '%-22s %10s %10.1f %14.0f   (prompt %s tokens, %s new; bound at %s GB/s)\n' \
-    "gptkit $device bf16" "$tps" "$(echo "$bytes / 1000000" | bc -l)" \
-    "$(echo "$bw * 1000000000 / $bytes" | bc -l)" "$np" "$new_tokens" "$bw"
+  # each token's step as one CUDA graph (the default), and launched op by op (GPT_CUDA_GRAPHS=0)
+  for graphs in 1 0; do
+    if ! line=$(GPT_CUDA_GRAPHS=$graphs "$build/bin/gpt-sample" --device "$device" -m "$model" \
+                  -V "$vocab" --dtype bf16 -p "$prompt" -n $new_tokens -t 0 --ids 2>&1 >/dev/null |
+                  tail -n 1) || ! echo "$line" | grep -q 'tokens/s'; then
+      echo "decode: gpt-sample FAILED: $line"; failed=1; return 1
+    fi
+    local tps np
+    tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
+    np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
+    # bytes read per token: bf16 weight matrices (12 C^2 per layer, the tied lm_head over the
+    # padded vocab) and the KV cache (bf16 k and v per layer at the mean context np + new/2)
+    local Lc=${cfg[0]} Cc=${cfg[2]} Vp=$(( (cfg[4] + 63) / 64 * 64 ))
+    local bytes=$(( 2 * (Lc * 12 * Cc * Cc + Vp * Cc) + 2 * 2 * Cc * Lc * (np + new_tokens / 2) ))
+    printf '%-22s %10s %10.1f %14.0f   (prompt %s tokens, %s new; bound at %s GB/s)\n' \
+      "gptkit $device bf16$([ $graphs = 1 ] || echo ', no graph')" "$tps" \
+      "$(echo "$bytes / 1000000" | bc -l)" "$(echo "$bw * 1000000000 / $bytes" | bc -l)" "$np" \
+      "$new_tokens" "$bw"
+  done
 }
 
 # HellaSwag scoring: gpt-evalppl --hellaswag items/s on the decode model (bf16), n_items items of

@@ -151,13 +151,13 @@ static void p_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float al
     if (s >= 0) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
 }
 static void p_bias_bwd(gk_backend *be, float *db, const void *d, int N, int C) { FWD(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C)); }
-static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw, const float *wpe, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, B, T, C, pr, k)); }
+static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw, const float *wpe, const int *t0, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, t0, B, T, C, pr, k)); }
 static void p_enc_bwd(gk_backend *be, float *dwte, float *dwpe, const void *d, const int *t, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_BWD, IN(be)->ops->encoder_bwd(IN(be), dwte, dwpe, d, t, B, T, C, pr, k)); }
 static void p_ln_fwd(gk_backend *be, void *o, float *mu, float *rs, const void *x, const float *w, const float *b, int N, int C) { FWD(P_LN_FWD, IN(be)->ops->layernorm_fwd(IN(be), o, mu, rs, x, w, b, N, C)); }
 static void p_ln_bwd(gk_backend *be, void *dx, float *dw, float *db, const void *d, const void *x, const float *w, const float *mu, const float *rs, int N, int C) { FWD(P_LN_BWD, IN(be)->ops->layernorm_bwd(IN(be), dx, dw, db, d, x, w, mu, rs, N, C)); }
 static void p_att_fwd(gk_backend *be, void *o, float *lse, const void *qkv, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_FWD, IN(be)->ops->attention_fwd(IN(be), o, lse, qkv, B, T, C, NH, pr, k)); }
 static void p_att_bwd(gk_backend *be, void *dqkv, const void *d, const void *qkv, const void *o, const float *lse, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_BWD, IN(be)->ops->attention_bwd(IN(be), dqkv, d, qkv, o, lse, B, T, C, NH, pr, k)); }
-static void p_att_at(gk_backend *be, void *o, const void *qkv, int B, int Tc, int t0, int n, int C, int NH) { FWD(P_ATT_AT, IN(be)->ops->attention_fwd_at(IN(be), o, qkv, B, Tc, t0, n, C, NH)); }
+static void p_att_at(gk_backend *be, void *o, void *qkv, const void *qn, int B, int Tc, const int *t0, int n, int C, int NH) { FWD(P_ATT_AT, IN(be)->ops->attention_fwd_at(IN(be), o, qkv, qn, B, Tc, t0, n, C, NH)); }
 static void p_gelu_fwd(gk_backend *be, void *o, const void *x, int N, int C) { FWD(P_GELU_FWD, IN(be)->ops->gelu_fwd(IN(be), o, x, N, C)); }
 static void p_gelu_bwd(gk_backend *be, void *dx, const void *x, const void *d, int N, int C) { FWD(P_GELU_BWD, IN(be)->ops->gelu_bwd(IN(be), dx, x, d, N, C)); }
 static void p_res_ln_fwd(gk_backend *be, void *ro, void *lo, float *mu, float *rs, const void *r, const void *x, const float *b, float pr, uint64_t k, const float *lw, const float *lb, int N, int C) { FWD(P_RES_LN_FWD, IN(be)->ops->residual_layernorm_fwd(IN(be), ro, lo, mu, rs, r, x, b, pr, k, lw, lb, N, C)); }
@@ -193,7 +193,9 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
         p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
         p_att_fwd, p_att_bwd, p_gelu_fwd, p_gelu_bwd, p_res_ln_fwd, p_drop_bwd, p_xent_fwd,
-        p_xent_bwd, p_sumsq, p_scale, p_adamw, p_att_at, NULL, NULL, /* no collectives through the profiler */
+        p_xent_bwd, p_sumsq, p_scale, p_adamw, p_att_at,
+        NULL, NULL, NULL, NULL, /* no recording: the profiler times each op */
+        NULL, NULL, /* no collectives through the profiler */
         p_mem_info, in->ops->host_memory};
     be->ops = &p->ops;
     be->act = in->act;

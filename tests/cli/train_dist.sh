@@ -53,8 +53,9 @@ losses bf16/metrics.jsonl > bf16.l
 close bf16.l torchrun.l 1e-3 && ! cmp -s <(st_data bf16/latest.safetensors) <(st_data torchrun/latest.safetensors) && \
   echo "bf16 sums: the float32 sums' losses within 1e-3, other weights"
 # errors: a total batch that does not split, a sum type gptkit has not, nproc_per_node under a launcher (the launcher adds
-# "; stopped the other ranks" when another rank was still running: when is a race)
-run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/; s/; stopped the other ranks//" err.txt)"; }
+# "; stopped the other ranks" when another rank was still running: when is a race; so is the order
+# of rank 0's error and the launcher's line when another rank exits first: the lines are sorted)
+run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/; s/; stopped the other ranks//" err.txt | LC_ALL=C sort)"; }
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --total_batch_size=100
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --reduce_dtype=float16
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3

@@ -225,8 +225,11 @@ static void test_decode(void)
             size_t no = (size_t)B * n * C;
             float *want = malloc(sizeof(float) * no);
             void *dout = dev->ops->alloc(dev, no * gk_elt_size(dev->act));
-            ref->ops->attention_fwd_at(ref, want, qkv, B, Tc, t0, n, C, NH);
-            dev->ops->attention_fwd_at(dev, dout, dq, B, Tc, t0, n, C, NH);
+            int *dt0 = dev->ops->alloc(dev, sizeof(int)); /* the position: a device int */
+            dev->ops->to_device(dev, dt0, &t0, sizeof t0);
+            ref->ops->attention_fwd_at(ref, want, qkv, NULL, B, Tc, &t0, n, C, NH);
+            dev->ops->attention_fwd_at(dev, dout, dq, NULL, B, Tc, dt0, n, C, NH);
+            dev->ops->free(dev, dt0);
             float *got = get(dev, dout, no, dev->act);
             char what[64];
             snprintf(what, sizeof what, "%s decode t0=%d n=%d", bf16 ? "bf16" : "fp32", t0, n);

@@ -155,8 +155,8 @@ static void check_encoder_fwd(gk_backend *be, int B, int T, int C, int V, gk_elt
     float *ro = ref->ops->alloc(ref, sizeof(float) * (size_t)N * C);
     void *dout = be->ops->alloc(be, gk_elt_size(be->act) * (size_t)N * C);
     uint64_t key = gk_rng_key(3, 1, 0, 0);
-    ref->ops->encoder_fwd(ref, ro, rt, rw, tw, rp, B, T, C, p, key);
-    be->ops->encoder_fwd(be, dout, dt, dw, tw, dp, B, T, C, p, key);
+    ref->ops->encoder_fwd(ref, ro, rt, rw, tw, rp, NULL, B, T, C, p, key);
+    be->ops->encoder_fwd(be, dout, dt, dw, tw, dp, NULL, B, T, C, p, key);
     float *want = get(ref, ro, (size_t)N * C, GK_F32), *got = get(be, dout, (size_t)N * C, be->act);
     CHECK(gk_backend_sync(be, NULL) == 0);
     round_to(be, want, (size_t)N * C);

@@ -1,7 +1,8 @@
 /* test_infer.c: inference with a KV cache (gk_gpt2_forward_at, the attention_fwd_at op) and the
  * CPU backend's few-row gemm: the incremental logits of a prompt and several single-token steps
  * equal the full forward's logits at the same positions (batch 2, CPU and reference backends);
- * the op equals attention_fwd when it covers the whole sequence; cpu_gemm_rows equals sgemm.
+ * the op equals attention_fwd when it covers the whole sequence; cpu_gemm_rows equals sgemm. On
+ * cuda-emu (or $GK_TEST_CUDA), the recorded and replayed one-row step (a CUDA graph) gives the same as unrecorded.
  * Errors are normalized: ||a - b|| / ||b|| per row, bounded by a small multiple of fp32 epsilon
  * times the depth of the sums (the two paths add in different orders).
  * Inference models (GK_GPT2_INFERENCE) give the training model's logits bit for bit and refuse
@@ -98,6 +99,45 @@ static void test_incremental_cpu(void)
     gk_backend_free(be);
 }
 
+/* $GK_TEST_CUDA (default cuda-emu): the one-row steps are recorded once and replayed (a CUDA graph; the position is read
+ * from device memory by the replay), and give the full forward's logits as the unrecorded steps
+ * do (GPT_CUDA_GRAPHS=0). Replays are counted through the backend's own table. */
+static const gk_ops *emu_ops;
+static int replays;
+static void counted_replay(gk_backend *be, void *rec)
+{
+    replays++;
+    emu_ops->replay(be, rec);
+}
+
+static void test_incremental_recorded(void)
+{
+    for (int graphs = 1; graphs >= 0; graphs--) {
+        setenv("GPT_CUDA_GRAPHS", graphs ? "1" : "0", 1);
+        gk_backend *be = NULL;
+        gk_err e = {0};
+        const char *name = getenv("GK_TEST_CUDA"); /* "cuda" on a GPU */
+        gk_backend_opts o = {name && *name ? name : "cuda-emu", 0, 0, 0};
+        if (gk_backend_open(&be, &o, &e) != 0) {
+            unsetenv("GPT_CUDA_GRAPHS");
+            SKIP(e.msg);
+        }
+        static gk_ops counted;
+        emu_ops = be->ops;
+        CHECK(emu_ops->replay != NULL && emu_ops->record_begin != NULL);
+        counted = *emu_ops;
+        counted.replay = counted_replay;
+        be->ops = &counted;
+        replays = 0;
+        check_incremental(be, 1, 1e-5);
+        /* 12 one-row steps of batch 2 (positions 6..17), all replays of one recording */
+        CHECKF(replays == (graphs ? 12 : 0), "graphs %d: %d replays", graphs, replays);
+        be->ops = emu_ops;
+        gk_backend_free(be);
+    }
+    unsetenv("GPT_CUDA_GRAPHS");
+}
+
 static void test_incremental_ref(void)
 {
     gk_backend *be = NULL;
@@ -124,11 +164,11 @@ static void test_attention_op(void)
     for (int k = 0; k < 2; k++) {
         gk_backend *be = bes[k];
         be->ops->attention_fwd(be, want, lse, qkv, B, T, C, NH, 0.0f, 0);
-        be->ops->attention_fwd_at(be, got, qkv, B, T, 0, T, C, NH);
+        be->ops->attention_fwd_at(be, got, qkv, NULL, B, T, &(int){0}, T, C, NH);
         double d = rel_err(got, want, (size_t)B * T * C);
         CHECKF(d < 1e-6, "%s: whole sequence: %.3e", be->ops->name, d);
         int t0 = 5, n = T - t0;
-        be->ops->attention_fwd_at(be, part, qkv, B, T, t0, n, C, NH);
+        be->ops->attention_fwd_at(be, part, qkv, NULL, B, T, &t0, n, C, NH);
         double worst = 0;
         for (int b = 0; b < B; b++) {
             double r = rel_err(part + (size_t)b * n * C, want + ((size_t)b * T + t0) * C, (size_t)n * C);
@@ -259,8 +299,8 @@ static void test_bf16_ops(void)
     int tokens[6] = {0, 9, 3, 3, 7, 1};
     float wpe[3 * 30];
     fill(wpe, 90, 8);
-    be->ops->encoder_fwd(be, c1, tokens, H, GK_BF16, wpe, 2, 3, 30, 0.0f, 0);
-    ref->ops->encoder_fwd(ref, c2, tokens, H, GK_BF16, wpe, 2, 3, 30, 0.0f, 0);
+    be->ops->encoder_fwd(be, c1, tokens, H, GK_BF16, wpe, NULL, 2, 3, 30, 0.0f, 0);
+    ref->ops->encoder_fwd(ref, c2, tokens, H, GK_BF16, wpe, NULL, 2, 3, 30, 0.0f, 0);
     CHECK(rel_err(c1, c2, 180) < 1e-7);
     free(A);
     free(W);
@@ -335,6 +375,7 @@ int main(void)
 {
     RUN(test_incremental_cpu);
     RUN(test_incremental_ref);
+    RUN(test_incremental_recorded);
     RUN(test_attention_op);
     RUN(test_gemm_rows);
     RUN(test_inference_model);

@@ -170,8 +170,8 @@ static void test_encoder(void)
     float *o1 = calloc((size_t)B * T * C, 4), *o2 = calloc((size_t)B * T * C, 4);
     for (int k = 0; k < 2; k++) {
         float p = k ? 0.25f : 0.0f;
-        cpu->ops->encoder_fwd(cpu, o1, tok, wte, F32, wpe, B, T, C, p, 5);
-        ref->ops->encoder_fwd(ref, o2, tok, wte, F32, wpe, B, T, C, p, 5);
+        cpu->ops->encoder_fwd(cpu, o1, tok, wte, F32, wpe, NULL, B, T, C, p, 5);
+        ref->ops->encoder_fwd(ref, o2, tok, wte, F32, wpe, NULL, B, T, C, p, 5);
         CMP(o1, o2, (size_t)B * T * C, 2 * U, "encoder_fwd");
         float *a1 = calloc((size_t)V * C, 4), *a2 = calloc((size_t)V * C, 4);
         float *q1 = calloc((size_t)T * C, 4), *q2 = calloc((size_t)T * C, 4);
@@ -285,7 +285,7 @@ static void fwd(fdctx *x, float *out)
     }
     case FD_ATTN: o->attention_fwd(ref, out, tmp, x->a, x->B, x->T, x->C, x->NH, x->p, 3); break;
     case FD_XENT: o->xent_fwd(ref, out, tmp, x->a, x->tok, x->N, x->V, x->V); break;
-    case FD_ENC: o->encoder_fwd(ref, out, x->tok, x->a, F32, x->b, x->B, x->T, x->C, x->p, 4); break;
+    case FD_ENC: o->encoder_fwd(ref, out, x->tok, x->a, F32, x->b, NULL, x->B, x->T, x->C, x->p, 4); break;
     case FD_GEMM:
         o->gemm(ref, 0, 0, x->N, x->C, x->T, 1.0f, x->a, F32, x->T, x->b, F32, x->C, 0.0f, out, F32,
                 x->C, NULL, NULL);

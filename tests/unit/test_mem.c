@@ -151,8 +151,9 @@ static void test_mem_text(void)
  *   activations (BT = 16 rows): layer: res, ln1, atty, res2, ln2 5 x 1024 bytes, qkv 3072, fch and
  *     fch_gelu 2 x 4096, 4 LayerNorm stats + lse 5 x 64 -> 16704; res_out, lnf, tmp 3 x 1024,
  *     lnf stats 2 x 64, logits 16 x 64 x 4 = 4096, losses and lse 2 x 64 -> 7424; backward: dres,
- *     dtmp, ddrop 3 x 1024, dqkv 3072, dfch 4096 -> 10240; token ids 2 x 64 -> 34496 bytes, plus
- *     the 64 MiB scratch allowance and the host's (BT) targets and losses (128 bytes).
+ *     dtmp, ddrop 3 x 1024, dqkv 3072, dfch 4096 -> 10240; token ids 2 x 64 and the decoding
+ *     position 64 -> 34560 bytes, plus the 64 MiB scratch allowance and the host's (BT) targets
+ *     and losses (128 bytes).
  * bf16 inference: masters only for wpe 128, biases and LayerNorms 240 floats -> 1472 bytes; bf16
  * copies of wte 1024, c_attn 768, attn c_proj 256, c_fc 1024, mlp c_proj 1024 -> 8192 bytes;
  * activations without the backward's 10240. */
@@ -164,18 +165,18 @@ static void test_estimate_by_hand(void)
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, 0, &m, &e), &e);
     CHECKF(m.params == 17856 && m.grads == 17856 && m.optimizer == 35712, "%zu %zu %zu", m.params,
            m.grads, m.optimizer);
-    CHECKF(m.activations == 34496 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
+    CHECKF(m.activations == 34560 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
     CHECK(m.total == 4 * 17856 + m.activations);
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_BF16, &m, &e), &e);
     CHECKF(m.params == 1472 + 8192 && m.grads == 0 && m.optimizer == 0, "%zu", m.params);
-    CHECKF(m.activations == 34496 - 10240 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
+    CHECKF(m.activations == 34560 - 10240 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
     /* recompute keeps one fch_gelu for all layers: with one layer, nothing saved; with 3, two
      * layers' 4096 bytes (each other layer adds 16704) */
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE, &m, &e), &e);
-    CHECKF(m.activations == 34496 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
+    CHECKF(m.activations == 34560 + GK_GPT2_MEM_SCRATCH + 128, "%zu", m.activations);
     c.n_layer = 3;
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE, &m, &e), &e);
-    CHECKF(m.activations == 34496 + 2 * (16704 - 4096) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
+    CHECKF(m.activations == 34560 + 2 * (16704 - 4096) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
            m.activations);
     c.n_layer = 1;
     /* a bad config or batch is refused */

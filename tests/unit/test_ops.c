@@ -171,7 +171,8 @@ static int *rand_ints(size_t n, int lo, int hi)
 
 static void run_enc_fwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
-    be->ops->encoder_fwd(be, p[0], p[1], p[2], t[2], p[3], c->ip[0], c->ip[1], c->ip[2], c->fp[0], NKEY);
+    const int *t0 = c->ip[3] ? p[4] : NULL; /* a device int: the first position */
+    be->ops->encoder_fwd(be, p[0], p[1], p[2], t[2], p[3], t0, c->ip[0], c->ip[1], c->ip[2], c->fp[0], NKEY);
 }
 static void run_enc_bwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
@@ -185,21 +186,22 @@ static void test_encoder(void)
     const int V = 11;                                    /* few tokens: many repeats in dwte */
     for (int s = 0; s < 3; s++)
         for (int j = 0; j < 3; j++)
-            for (int v = 0; v < 3; v++) { /* fp32 wte; bf16 wte; dropout */
-                int B = bt[s][0], T = bt[s][1], C = CS[j];
+            for (int v = 0; v < 4; v++) { /* fp32 wte; bf16 wte; dropout; from position 3 */
+                int B = bt[s][0], T = bt[s][1], C = CS[j], t0 = v == 3 ? 3 : 0;
                 float p = v == 2 ? 0.2f : 0.0f;
                 size_t n = (size_t)B * T * C;
-                tcase *c = new_case(run_enc_fwd, 2, "encoder_fwd B%d T%d C%d wte %s p %g", B, T, C,
-                                    v == 1 ? "bf16" : "f32", p);
+                tcase *c = new_case(run_enc_fwd, 2, "encoder_fwd B%d T%d C%d wte %s p %g t0 %d", B, T,
+                                    C, v == 1 ? "bf16" : "f32", p, t0);
                 c->wt = v == 1 ? GK_BF16 : GK_F32;
                 int o = add(c, B_ACT, R_OUT, n, 1, 0);
                 c->b[o].stages = bf16_run(), c->b[o].mask = p > 0;
                 c->ints[add(c, B_INT, R_IN, (size_t)B * T, 0, 0)] = rand_ints((size_t)B * T, 0, V);
                 add(c, B_WT, R_IN, (size_t)V * C, 1, 0);
-                add(c, B_F32, R_IN, (size_t)T * C, 1, 0);
-                c->ip[0] = B, c->ip[1] = T, c->ip[2] = C, c->fp[0] = p;
+                add(c, B_F32, R_IN, (size_t)(t0 + T) * C, 1, 0);
+                if (t0) c->ints[add(c, B_INT, R_IN, 1, 0, 0)] = rand_ints(1, t0, t0 + 1);
+                c->ip[0] = B, c->ip[1] = T, c->ip[2] = C, c->ip[3] = t0, c->fp[0] = p;
                 check(c);
-                if (v == 1) continue;
+                if (v == 1 || v == 3) continue;
                 c = new_case(run_enc_bwd, B * T, "encoder_bwd B%d T%d C%d p %g", B, T, C, p);
                 add(c, B_F32, R_OUT, (size_t)V * C, 1, 0);
                 add(c, B_F32, R_OUT, (size_t)T * C, 1, 0);
@@ -275,7 +277,8 @@ static void run_attn_at(gk_backend *be, void *const p[], const gk_elt t[], const
 {
     (void)t;
     const int *i = c->ip;
-    be->ops->attention_fwd_at(be, p[0], p[1], i[0], i[1], i[4], i[5], i[2], i[3]);
+    const void *fresh = i[6] ? p[3] : NULL; /* the new rows, or none: in the cache already */
+    be->ops->attention_fwd_at(be, p[0], p[1], fresh, i[0], i[1], p[2], i[5], i[2], i[3]);
 }
 
 static void test_attention(void)
@@ -305,16 +308,21 @@ static void test_attention(void)
         c->ip[0] = B, c->ip[1] = T, c->ip[2] = C, c->ip[3] = NH, c->fp[0] = p;
         check(c);
     }
-    /* KV cache: B, Tc, NH, hs, t0, n */
-    static const int at[][6] = {{2, 9, 3, 16, 0, 9}, {1, 65, 4, 64, 64, 1}, {2, 20, 1, 24, 7, 5}};
-    for (int k = 0; k < 3; k++) {
+    /* KV cache: B, Tc, NH, hs, t0, n, new rows passed apart (stored into the cache by the op,
+     * which is then compared too: exact copies) */
+    static const int at[][7] = {{2, 9, 3, 16, 0, 9, 0}, {1, 65, 4, 64, 64, 1, 0}, {2, 20, 1, 24, 7, 5, 0},
+                                {2, 20, 1, 24, 7, 5, 1}, {1, 65, 4, 64, 64, 1, 1}, {3, 130, 2, 32, 100, 1, 1}};
+    for (int k = 0; k < 6; k++) {
         const int *a = at[k];
         int C = a[2] * a[3];
-        tcase *c = new_case(run_attn_at, a[3] + a[1] + 8, "attention_fwd_at B%d Tc%d NH%d hs%d t0 %d n %d",
-                            a[0], a[1], a[2], a[3], a[4], a[5]);
+        tcase *c = new_case(run_attn_at, a[3] + a[1] + 8, "attention_fwd_at B%d Tc%d NH%d hs%d t0 %d n %d%s",
+                            a[0], a[1], a[2], a[3], a[4], a[5], a[6] ? " new rows apart" : "");
         c->b[add(c, B_ACT, R_OUT, (size_t)a[0] * a[5] * C, 1, 0)].stages = 2 * b16;
-        add(c, B_ACT, R_IN, (size_t)a[0] * a[1] * 3 * C, 2, 0);
+        add(c, B_ACT, a[6] ? R_OUT : R_IN, (size_t)a[0] * a[1] * 3 * C, 2, 0);
+        c->ints[add(c, B_INT, R_IN, 1, 0, 0)] = rand_ints(1, a[4], a[4] + 1);
+        if (a[6]) add(c, B_ACT, R_IN, (size_t)a[0] * a[5] * 3 * C, 2, 0);
         c->ip[0] = a[0], c->ip[1] = a[1], c->ip[2] = C, c->ip[3] = a[2], c->ip[4] = a[4], c->ip[5] = a[5];
+        c->ip[6] = a[6];
         check(c);
     }
 }
