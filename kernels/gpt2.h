@@ -46,6 +46,8 @@ typedef struct gk_adamw {
     float eps;            /* 1e-8 */
     float weight_decay;   /* on 2-D tensors only */
     float grad_clip;      /* clip the global L2 norm to this; 0 = no clipping */
+    double skip_norm;     /* a global norm above this updates nothing, as a non-finite one
+                           * (the trainer's spike skipping); 0 = no limit */
 } gk_adamw;
 
 typedef struct gk_gpt2 gk_gpt2;
@@ -182,7 +184,8 @@ void gk_gpt2_moments_release(gk_gpt2 *m);
 /* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as torch.nn.utils.clip_grad_norm_,
  * then AdamW with learning rate lr (refreshing the bf16 weight copies in the same pass); step
  * count t += 1. *grad_norm (may be NULL) = the norm before clipping (of the summed gradients). A norm that
- * is not finite updates nothing (weights, moments and t stay): the caller sees it in *grad_norm. */
+ * is not finite, or above h->skip_norm when that is set, updates nothing (weights, moments and t
+ * stay): the caller sees it in *grad_norm. */
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
 /* Optimizer updates done so far (AdamW's t); set it when resuming. */
 int64_t gk_gpt2_get_step(const gk_gpt2 *m);

@@ -113,6 +113,8 @@ static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_
 void gk_gpt2_grads_flush(gk_gpt2 *m);
 float gk_gpt2_grads_begin(gk_gpt2 *m);
 float gk_gpt2_clip_scale(const gk_adamw *h, double norm);
+/* 1 when update leaves everything alone: a norm not finite or above h->skip_norm. */
+int gk_gpt2_norm_skips(const gk_adamw *h, double norm);
 /* gpt2_shard.c: update under ZeRO-1 (grads flushed); tensor access to sharded moments. */
 int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
 int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,

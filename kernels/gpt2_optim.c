@@ -50,6 +50,11 @@ double gk_gpt2_grad_norm(gk_gpt2 *m)
     return sqrt(s);
 }
 
+int gk_gpt2_norm_skips(const gk_adamw *h, double norm)
+{
+    return !isfinite(norm) || (h->skip_norm > 0 && norm > h->skip_norm);
+}
+
 float gk_gpt2_clip_scale(const gk_adamw *h, double norm)
 {
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to <= 1 */
@@ -71,7 +76,7 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
     m->grads_reduced = 0;
     double norm = gk_gpt2_grad_norm(m);
     if (grad_norm) *grad_norm = norm;
-    if (!isfinite(norm)) return gk_backend_status(be, err); /* nothing updated: the caller decides */
+    if (gk_gpt2_norm_skips(h, norm)) return gk_backend_status(be, err); /* the caller decides */
     float scale = gk_gpt2_clip_scale(h, norm);
     m->step++;
     for (int i = 0; i < m->n_params; i++) {

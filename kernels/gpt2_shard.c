@@ -82,7 +82,7 @@ int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad
     double norm = NAN;
     if (!rc) rc = global_norm(m, &norm, err);
     if (grad_norm) *grad_norm = norm;
-    if (rc || !isfinite(norm)) return rc ? rc : gk_backend_status(m->be, err);
+    if (rc || gk_gpt2_norm_skips(h, norm)) return rc ? rc : gk_backend_status(m->be, err);
     float scale = gk_gpt2_clip_scale(h, norm);
     m->step++;
     adamw_range(m, h, lr, scale, lo, lo + cnt, lo, m->m_shard, m->v_shard);

@@ -124,16 +124,41 @@ static int micro_steps(tr_run *r, double *loss_sum, gk_err *e)
     return 0;
 }
 
-/* One optimizer step: gradient accumulation over micro-batches (of every rank: the gradient hook
- * sums them), then clip + AdamW, unless the loss or the gradient norm is not finite: then the
- * weights are left alone (*updated = 0) and the caller stops or skips (skip_nonfinite). The
- * ranks agree here on the loss and on whether to stop after this step (a signal on any rank, a
- * failed log write on rank 0). The step counter advances only on an update. */
-static int train_step(tr_run *r, tr_step_record *rec, int *updated, gk_err *e)
+/* What became of a step's update; for a spike, the value and the window's statistics. */
+enum { STEP_UPDATED, STEP_NONFINITE, STEP_SPIKE };
+typedef struct step_outcome {
+    int kind;
+    const char *what; /* "loss", "gradient norm" */
+    double x, mean, sd;
+} step_outcome;
+
+/* Whether x is above the limit window w sets for z (then its statistics go to o); x then joins
+ * the window. */
+static int spikes(tr_window *w, double z, const char *what, double x, step_outcome *o)
 {
-    gk_adamw h = {(float)r->s.beta1, (float)r->s.beta2, 1e-8f, (float)r->s.weight_decay, (float)r->s.grad_clip};
+    double limit = tr_window_limit(w, z);
+    int spike = limit > 0 && x > limit;
+    if (spike) {
+        *o = (step_outcome){STEP_SPIKE, what, x, 0, 0};
+        (void)tr_window_stats(w, &o->mean, &o->sd);
+    }
+    tr_window_push(w, x);
+    return spike;
+}
+
+/* One optimizer step: gradient accumulation over micro-batches (of every rank: the gradient hook
+ * sums them), then clip + AdamW, unless the loss or the gradient norm is not finite or spikes
+ * (skip_loss_z, skip_grad_z: above the limit the last steps' values set): then the weights are
+ * left alone and the caller stops or skips (skipped_step). The ranks agree here on the loss and
+ * on whether to stop after this step (a signal on any rank, a failed log write on rank 0); the
+ * loss and the norm are the global ones, so every rank skips the same steps. The step counter
+ * advances only on an update. */
+static int train_step(tr_run *r, tr_step_record *rec, step_outcome *out, gk_err *e)
+{
+    gk_adamw h = {(float)r->s.beta1, (float)r->s.beta2, 1e-8f, (float)r->s.weight_decay, (float)r->s.grad_clip,
+                  tr_window_limit(&r->st.recent_norm, r->s.skip_grad_z)};
     double v[2];
-    *updated = 0;
+    out->kind = STEP_NONFINITE;
     gk_gpt2_zero_grad(r->model);
     gk_gpt2_set_training(r->model, 1);
     int rc = micro_steps(r, &v[0], e);
@@ -145,14 +170,15 @@ static int train_step(tr_run *r, tr_step_record *rec, int *updated, gk_err *e)
     rec->loss = v[0] / (double)r->dist.accum_total;
     r->stop_all = v[1] > 0;
     rec->grad_norm = NAN;
-    if (!isfinite(rec->loss))
+    if (!isfinite(rec->loss) || spikes(&r->st.recent_loss, r->s.skip_loss_z, "loss", rec->loss, out))
         return 0;
     rc = gk_gpt2_update(r->model, &h, (float)rec->lr, &rec->grad_norm, e);
-    if (rc || !isfinite(rec->grad_norm))
-        return rc;
+    if (rc || !isfinite(rec->grad_norm) ||
+        spikes(&r->st.recent_norm, r->s.skip_grad_z, "gradient norm", rec->grad_norm, out))
+        return rc; /* a spiking norm updated nothing: it is above h.skip_norm, the same limit */
     r->st.step++;
     r->st.tokens += r->dist.accum_total * r->s.batch_size * gk_gpt2_cfg(r->model)->block_size;
-    *updated = 1;
+    out->kind = STEP_UPDATED;
     return 0;
 }
 
@@ -162,11 +188,13 @@ static double shown(double v)
     return isnan(v) ? NAN : v;
 }
 
-/* A non-finite step: skip_nonfinite passes over its data (step and AdamW's count advance, the
- * weights and moments do not); otherwise the run ends here, with no checkpoint of this state. */
-static int nonfinite_step(tr_run *r, const tr_step_record *rec, gk_err *e)
+/* A step whose update was left out: a spike (skip_loss_z, skip_grad_z) is passed over, as is a
+ * non-finite step with skip_nonfinite (step and AdamW's count advance, the weights and moments
+ * do not); a non-finite step otherwise ends the run here, with no checkpoint of this state. */
+static int skipped_step(tr_run *r, const tr_step_record *rec, const step_outcome *o, gk_err *e)
 {
-    if (!r->s.skip_nonfinite) {
+    char why[200];
+    if (o->kind == STEP_NONFINITE && !r->s.skip_nonfinite) {
         char last[64] = "none written by this run";
         if (r->last_saved_step >= 0)
             snprintf(last, sizeof last, "ckpt_%08lld.safetensors", (long long)r->last_saved_step);
@@ -174,11 +202,17 @@ static int nonfinite_step(tr_run *r, const tr_step_record *rec, gk_err *e)
                        "good checkpoint kept (%s); skip_nonfinite = true skips such steps",
                        (long long)rec->step, shown(rec->loss), shown(rec->grad_norm), last);
     }
+    if (o->kind == STEP_SPIKE)
+        snprintf(why, sizeof why, "%s %g is %.3g standard deviations above the mean of the last %d "
+                 "steps' (%g, sd %g)", o->what, o->x, o->sd > 0 ? (o->x - o->mean) / o->sd : INFINITY,
+                 TR_SPIKE_WINDOW, o->mean, o->sd);
+    else
+        snprintf(why, sizeof why, "loss %g, gradient norm %g", shown(rec->loss), shown(rec->grad_norm));
     r->st.step++;
     r->st.skipped++;
     gk_gpt2_set_step(r->model, r->st.step); /* AdamW's t stays equal to step, as on resume */
-    gk_warn("step %lld: loss %g, gradient norm %g: update skipped (%lld so far)", (long long)rec->step,
-            shown(rec->loss), shown(rec->grad_norm), (long long)r->st.skipped);
+    gk_warn("step %lld: %s: update skipped (%lld so far)", (long long)rec->step, why,
+            (long long)r->st.skipped);
     return 0;
 }
 
@@ -335,8 +369,8 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     rec.lr = tr_learning_rate(&r->s, r->st.step);
     tr_dist_comm_secs(&r->dist); /* from here: this step's collectives */
     double t0 = gk_now();
-    int updated;
-    rc = train_step(r, &rec, &updated, e);
+    step_outcome outcome;
+    rc = train_step(r, &rec, &outcome, e);
     if (rc)
         return at_step(r, e, rc, rec.step, "");
     double secs = gk_now() - t0;
@@ -345,7 +379,7 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     rec.mfu = rec.has & TR_HAS_MFU ? mfu(r, secs) : NAN;
     rec.comm_ms = 1e3 * tr_dist_comm_secs(&r->dist);
     rec.has |= r->dist.world > 1 ? TR_HAS_COMM : 0;
-    int failed = !updated && (rc = nonfinite_step(r, &rec, e)) != 0;
+    int failed = outcome.kind != STEP_UPDATED && (rc = skipped_step(r, &rec, &outcome, e)) != 0;
     rec.skipped = r->st.skipped;
     int eval_now = !failed && (rec.step % r->s.eval_interval == 0 || rec.step == r->s.max_iters);
     int root = tr_dist_is_root(&r->dist);

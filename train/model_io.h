@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "common/text/vocab.h"
 #include "kernels/gpt2.h"
+#include "spikes.h"
 
 /* Trainer state stored in every training checkpoint. The data position is `step`: windows are a
  * function of (seed, step), see data.h. */
@@ -22,7 +23,8 @@ typedef struct tr_state {
     uint64_t rng_counter;/* dropout RNG counter (training forwards done) */
     double best_val_loss;/* lowest val loss seen at an eval (INFINITY if none) */
     int world_size;      /* processes at save time (informational: checkpoints do not depend on it) */
-    int64_t skipped;     /* steps whose update was skipped for a non-finite loss or gradient norm */
+    int64_t skipped;     /* steps whose update was skipped: a non-finite or spiking loss or norm */
+    tr_window recent_loss, recent_norm; /* the last steps' losses and gradient norms (spikes.h) */
 } tr_state;
 
 /* The model config JSON (gptkit.config) is kernels/gpt2_load.h's gk_gpt2_config_json/_parse. */

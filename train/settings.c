@@ -45,6 +45,8 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_DOUBLE_R(S, min_lr, "6e-5", 0, 10, "learning rate at the end of the decay"),
     GK_CK_BOOL(S, decay_lr, "true", "warmup + cosine decay; false: constant learning_rate"),
     GK_CK_BOOL(S, skip_nonfinite, "false", "skip a step whose loss or gradient norm is NaN/Inf (default: stop there)"),
+    GK_CK_DOUBLE_R(S, skip_loss_z, "0", 0, 1e6, "skip the update of a step whose loss is more than this many standard deviations above the mean of the last 128 steps' (0: never; llm.c's -sl)"),
+    GK_CK_DOUBLE_R(S, skip_grad_z, "0", 0, 1e6, "skip the update of a step whose gradient norm is more than this many standard deviations above the mean of the last 128 steps' (0: never; llm.c's -sg)"),
     GK_CK_CHOICE(S, device, "auto", "cpu|ref|cuda|cuda-emu|auto", "compute device (auto: cuda when a GPU is found, else cpu)"),
     GK_CK_STR(S, dtype, "auto", "compute precision: auto (bfloat16 on cuda, else float32), float32 or bfloat16 (or fp32, bf16); the CPU trains in float32"),
     GK_CK_INT_R(S, seed, "1337", 0, 9.2e18, "seed of initialization, data order and dropout"),

@@ -27,6 +27,7 @@ typedef struct tr_settings {
     int64_t batch_size, gradient_accumulation_steps, max_iters, warmup_iters, lr_decay_iters;
     double learning_rate, weight_decay, beta1, beta2, grad_clip, min_lr;
     bool decay_lr, skip_nonfinite;
+    double skip_loss_z, skip_grad_z;
     /* system */
     const char *device, *dtype, *recompute;
     int64_t seed, threads;

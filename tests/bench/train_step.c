@@ -327,7 +327,7 @@ static int run_steps(gk_gpt2 *m, gk_backend *be, const int *x, const int *y, int
                      int warmup, int steps, int profile, double *ms, float *loss, long *sleeps,
                      gk_err *err)
 {
-    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
     struct rusage ru;
     int rc = gk_backend_sync(be, err);
     for (int s = 0; !rc && s < warmup + steps; s++) {

@@ -138,7 +138,7 @@ static void test_update_returns_op_error(void)
     if (!m) goto out;
     CHECK_OK(gk_gpt2_init(m, 7, &err), &err);
     int in[4] = {1, 2, 3, 4}, tg[4] = {2, 3, 4, 5};
-    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
     CHECK_OK(gk_gpt2_forward(m, in, tg, 1, 4, NULL, &err), &err);
     CHECK_OK(gk_gpt2_backward(m, 1.0f, &err), &err);
     CHECK_OK(gk_gpt2_update(m, &h, 1e-3f, NULL, &err), &err);

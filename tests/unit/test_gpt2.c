@@ -146,7 +146,7 @@ static void check_fixture(const char *path, gk_backend *be, int max_steps)
     }
     fprintf(stderr, "  %s %s: logits/loss/grads ok (worst grad relerr %.2g)\n", be->ops->name,
             path, worst);
-    gk_adamw hy = {f.b1, f.b2, f.eps, f.wd, f.clip};
+    gk_adamw hy = {f.b1, f.b2, f.eps, f.wd, f.clip, 0};
     int steps = f.steps < max_steps ? f.steps : max_steps;
     for (int s = 0; s < steps; s++) {
         double norm = 0;
@@ -276,7 +276,7 @@ static run run_once(const fixture *f, gk_backend *be, float dropout, uint64_t co
     if (!m) return r;
     gk_gpt2_set_training(m, 1);
     gk_gpt2_set_rng(m, 42, counter);
-    gk_adamw hy = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    gk_adamw hy = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
     for (int s = 0; s < steps; s++) {
         gk_gpt2_zero_grad(m);
         if (gk_gpt2_forward(m, f->inputs, f->targets, f->B, f->T, &r.loss, &err) ||

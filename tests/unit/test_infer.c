@@ -245,7 +245,7 @@ static void test_inference_model(void)
     CHECK(memcmp(a, b, sizeof(float) * n) == 0);
     CHECK(l1 == l2);
     CHECK(gk_gpt2_backward(inf, 1.0f, &e) == GK_EUSAGE);
-    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    gk_adamw h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
     CHECK(gk_gpt2_update(inf, &h, 1e-3f, NULL, &e) == GK_EUSAGE);
     CHECK(gk_gpt2_grad_norm(inf) == 0.0);
     gk_gpt2_zero_grad(inf);

@@ -1,6 +1,7 @@
 /* test_train.c: gpt-train's modules on their own: the data-window hash (pinned: data order must
- * not change), the learning-rate schedule, and metrics.jsonl (null for non-finite values, history
- * kept on resume). */
+ * not change), the learning-rate schedule, metrics.jsonl (null for non-finite values, history
+ * kept on resume), and the spike windows (hand-checked statistics; kept exactly in the trainer
+ * state, bad ones refused). */
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -9,6 +10,8 @@
 #include "test.h"
 #include "train/data.h"
 #include "train/metrics.h"
+#include "train/model_io.h"
+#include "train/spikes.h"
 
 static char dir[64];
 
@@ -74,6 +77,50 @@ static void test_metrics_resume_appends(void)
     CHECKF(strcmp(slurp(path), want) == 0, "got %s", slurp(path));
 }
 
+/* 64 ones and 64 threes: mean 2, sd 1, so z = 2 puts the limit at 4; no limit while the window
+ * fills or with z = 0; a NaN is not kept; a new value drops the oldest. */
+static void test_spike_window(void)
+{
+    tr_window w = {{0}, 0};
+    double mean = 0, sd = 0;
+    for (int i = 0; i < TR_SPIKE_WINDOW - 1; i++)
+        tr_window_push(&w, i % 2 ? 3.0 : 1.0);
+    CHECK(!tr_window_stats(&w, &mean, &sd) && tr_window_limit(&w, 2.0) == 0);
+    tr_window_push(&w, NAN);
+    CHECK(w.n == TR_SPIKE_WINDOW - 1);
+    tr_window_push(&w, 3.0);
+    CHECK(tr_window_stats(&w, &mean, &sd) && mean == 2.0 && sd == 1.0);
+    CHECK(tr_window_limit(&w, 2.0) == 4.0 && tr_window_limit(&w, 0) == 0);
+    tr_window_push(&w, 5.0); /* drops a 1: 63 ones, 64 threes, a 5 */
+    CHECK(w.n == TR_SPIKE_WINDOW && w.v[0] == 3.0 && w.v[TR_SPIKE_WINDOW - 1] == 5.0);
+    CHECK(tr_window_stats(&w, &mean, &sd) && mean == 260.0 / 128);
+}
+
+/* The windows go through the trainer state's JSON bit for bit; a state without them has empty
+ * ones; a window that is not an array of at most 128 finite numbers is refused by name. */
+static void test_state_windows(void)
+{
+    gk_err e = {0};
+    tr_state s = {.step = 3, .best_val_loss = INFINITY, .world_size = 1}, t;
+    for (int i = 0; i < TR_SPIKE_WINDOW + 5; i++)
+        tr_window_push(&s.recent_loss, 1.0 / (i + 3));
+    tr_window_push(&s.recent_norm, 0.1 + 0.2);
+    char *json = tr_state_json(&s, NULL);
+    CHECK_OK(tr_state_parse(json, "x", &t, &e), &e);
+    CHECK(t.recent_loss.n == TR_SPIKE_WINDOW && t.recent_norm.n == 1 &&
+          memcmp(t.recent_loss.v, s.recent_loss.v, sizeof s.recent_loss.v) == 0 &&
+          t.recent_norm.v[0] == 0.1 + 0.2);
+    free(json);
+    CHECK_OK(tr_state_parse("{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4}", "x", &t, &e), &e);
+    CHECK(t.recent_loss.n == 0 && t.recent_norm.n == 0);
+    const char *bad[] = {"{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4,\"recent_loss\":{}}",
+                         "{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4,\"recent_grad_norm\":[1,\"a\"]}"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(tr_state_parse(bad[i], "x", &t, &e) == GK_EFORMAT);
+        CHECKF(strstr(e.msg, i ? "recent_grad_norm[1]" : "recent_loss") != NULL, "%s", e.msg);
+    }
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/gk_test_train_%ld", (long)getpid());
@@ -81,6 +128,8 @@ int main(void)
     RUN(test_hash_pinned);
     RUN(test_metrics_null);
     RUN(test_metrics_resume_appends);
+    RUN(test_spike_window);
+    RUN(test_state_windows);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
