@@ -76,10 +76,14 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  *   a quarter of the activations (llm.c's recompute = 1), for one elementwise pass per layer.
  *   The numbers are the same on cpu and ref; on cuda the recomputed values may differ from
  *   cuBLASLt's epilogue in their last bit.
+ * GK_GPT2_RECOMPUTE_LN (training models): the same for the two LayerNorm outputs of each block
+ *   (ln_1, ln_2), recomputed from the residual stream they normalize (ops->layernorm_fwd, the
+ *   values the fused residual add + LayerNorm stored): one (B*T, C) buffer each serves every
+ *   layer, another eighth of the activations (with RECOMPUTE: llm.c's recompute = 2).
  * On a backend with bf16 activations the weight matrices are always read as bf16: a training
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
-enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4 };
+enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);

@@ -100,6 +100,8 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
 
     for (int l = c->n_layer - 1; l >= 0; l--) {
         gk_layer_acts *a = &m->acts[l];
+        /* recompute: one buffer, which still holds the last layer's from the forward */
+        int recompute_ln = (m->flags & GK_GPT2_RECOMPUTE_LN) && l < c->n_layer - 1;
         // MLP branch: dres (N,C) is d next; -> d res2 accumulated into dres
         const void *dbranch = m->dres;
         if (p > 0) {
@@ -114,6 +116,9 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
                    N, 4 * C, C);
         op->gelu_bwd(be, m->dfch, a->fch, m->dfch, N, 4 * C);
         if (LG(m, l, L_FCB)) op->bias_bwd(be, LG(m, l, L_FCB), m->dfch, N, 4 * C);
+        if (recompute_ln) /* ln_2 of res2, as the fused residual add + LayerNorm stored it */
+            op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
+                              LP(m, l, L_LN2B), N, C);
         matmul_bwd(m, m->dtmp, LG(m, l, L_FCW), beta, m->dfch, a->ln2, LW(m, l, L_FCW), N, C,
                    4 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN2W), LG(m, l, L_LN2B), m->dtmp, a->res2,
@@ -130,6 +135,9 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         op->attention_bwd(be, m->dqkv, m->dtmp, a->qkv, a->atty, a->lse, B, T, C, NH, p,
                           KEY(l, SITE_ATTN));
         if (LG(m, l, L_QKVB)) op->bias_bwd(be, LG(m, l, L_QKVB), m->dqkv, N, 3 * C);
+        if (recompute_ln)
+            op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
+                              LP(m, l, L_LN1B), N, C);
         matmul_bwd(m, m->dtmp, LG(m, l, L_QKVW), beta, m->dqkv, a->ln1, LW(m, l, L_QKVW), N, C,
                    3 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,

@@ -17,7 +17,7 @@ enum { G_WTE, G_WPE, G_LNFW, G_LNFB, G_COUNT };
  * void *: elements of the backend's activation type m->act; float *: fp32 always. */
 typedef struct gk_layer_acts {
     void *res;             /* (BT,C)  input of the block (the residual stream) */
-    void *ln1;             /* (BT,C) */
+    void *ln1;             /* (BT,C); with GK_GPT2_RECOMPUTE_LN one buffer for all layers, as ln2 */
     float *ln1_mean, *ln1_rstd; /* (BT), (BT) */
     void *qkv;             /* (BT,3C) */
     void *atty;            /* (BT,C)  attention output, before c_proj */
@@ -33,7 +33,7 @@ struct gk_gpt2 {
     gk_gpt2_config cfg;
     gk_backend *be;
     int Vp, max_B, max_T;
-    int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE */
+    int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE(_LN) */
     gk_elt act;             /* activation type: the backend's */
     gk_elt wt;              /* type of the weight matrices the matmuls read: GK_BF16 with bf16
                              * weights (GK_GPT2_BF16) or bf16 activations, else GK_F32 */

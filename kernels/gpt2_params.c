@@ -143,12 +143,14 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 /* Carves the activation block (base NULL: just count). Returns its size in bytes. Activations
  * (A) have the backend's type, statistics (F) and token ids (I) 4 bytes. Inference models:
  * layer 0's buffers serve every layer (nothing is kept for a backward), but qkv, the KV cache.
- * GK_GPT2_RECOMPUTE: layer 0's fch_gelu serves every layer (the backward recomputes it). */
+ * GK_GPT2_RECOMPUTE: layer 0's fch_gelu serves every layer (the backward recomputes it);
+ * GK_GPT2_RECOMPUTE_LN: likewise its ln1 and ln2. */
 static size_t layout(gk_gpt2 *m, char *base)
 {
     size_t off = 0, BT = (size_t)m->max_B * m->max_T, C = m->cfg.n_embd;
     size_t A = gk_elt_size(m->act), F = sizeof(float), I = sizeof(int);
     int infer = m->flags & GK_GPT2_INFERENCE, recompute = m->flags & GK_GPT2_RECOMPUTE;
+    int recompute_ln = m->flags & GK_GPT2_RECOMPUTE_LN;
     size_t lse = (size_t)m->max_B * m->cfg.n_head * m->max_T;
 #define TAKE(ptr, n, size)                                    \
     do {                                                      \
@@ -165,14 +167,20 @@ static size_t layout(gk_gpt2 *m, char *base)
             continue;
         }
         TAKE(a->res, BT * C, A);
-        TAKE(a->ln1, BT * C, A);
+        if (recompute_ln && l > 0)
+            a->ln1 = m->acts[0].ln1;
+        else
+            TAKE(a->ln1, BT * C, A);
         TAKE(a->ln1_mean, BT, F);
         TAKE(a->ln1_rstd, BT, F);
         TAKE(a->qkv, BT * 3 * C, A);
         TAKE(a->atty, BT * C, A);
         TAKE(a->lse, lse, F);
         TAKE(a->res2, BT * C, A);
-        TAKE(a->ln2, BT * C, A);
+        if (recompute_ln && l > 0)
+            a->ln2 = m->acts[0].ln2;
+        else
+            TAKE(a->ln2, BT * C, A);
         TAKE(a->ln2_mean, BT, F);
         TAKE(a->ln2_rstd, BT, F);
         TAKE(a->fch, BT * 4 * C, A);
@@ -225,7 +233,8 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->max_B = max_B;
     m->max_T = max_T;
     if (flags & GK_GPT2_BF16) flags |= GK_GPT2_INFERENCE;
-    if (flags & GK_GPT2_INFERENCE) flags &= ~GK_GPT2_RECOMPUTE; /* nothing kept to recompute */
+    if (flags & GK_GPT2_INFERENCE) /* nothing kept to recompute */
+        flags &= ~(GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN);
     m->flags = flags;
     m->act = be->act;
     m->wt = (flags & GK_GPT2_BF16) || be->act == GK_BF16 ? GK_BF16 : GK_F32;
@@ -410,7 +419,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
     t.max_B = max_B;
     t.max_T = max_T;
     t.flags = flags & GK_GPT2_BF16 ? flags | GK_GPT2_INFERENCE : flags;
-    if (t.flags & GK_GPT2_INFERENCE) t.flags &= ~GK_GPT2_RECOMPUTE;
+    if (t.flags & GK_GPT2_INFERENCE) t.flags &= ~(GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN);
     t.act = act;
     t.wt = (t.flags & GK_GPT2_BF16) || act == GK_BF16 ? GK_BF16 : GK_F32;
     int maxp = 4 + cfg->n_layer * L_COUNT;

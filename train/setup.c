@@ -254,14 +254,16 @@ static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
     return rc;
 }
 
-/* The model's gk_gpt2_create_ex flags: recompute = auto is on for the CUDA backends (GPU memory
+/* The model's gk_gpt2_create_ex flags: recompute = auto is gelu for the CUDA backends (GPU memory
  * is what limits the batch; the recompute costs ~2% of a step there) and off on the CPU (where it
  * costs ~7% of a step on this machine and memory is seldom the limit). */
 static int model_flags(const tr_run *r)
 {
     const char *rc = r->s.recompute;
     int cuda = strncmp(r->be->ops->name, "cuda", 4) == 0; /* cuda, cuda-emu */
-    int on = strcmp(rc, "true") == 0 || (strcmp(rc, "auto") == 0 && cuda);
+    if (strcmp(rc, "gelu+ln") == 0)
+        return GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN;
+    int on = strcmp(rc, "true") == 0 || strcmp(rc, "gelu") == 0 || (strcmp(rc, "auto") == 0 && cuda);
     return on ? GK_GPT2_RECOMPUTE : 0;
 }
 
@@ -278,11 +280,14 @@ static int check_memory(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     if (mode == 2)
         return 0;
     gk_gpt2_mem need;
-    int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size,
-                                  model_flags(r), &need, e);
+    int flags = model_flags(r);
+    int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size, flags,
+                                  &need, e);
     size_t snap = tr_dist_is_root(&r->dist) ? 3 * need.grads : 0;
+    const char *hint = flags & GK_GPT2_RECOMPUTE_LN ? "lower batch_size or block_size"
+                                                    : "lower batch_size or block_size, or set recompute = gelu+ln";
     if (!rc)
-        rc = gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", "lower batch_size or block_size", e);
+        rc = gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
     if (rc == GK_ENOMEM && mode == 1) {
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;

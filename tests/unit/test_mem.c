@@ -178,6 +178,10 @@ static void test_estimate_by_hand(void)
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE, &m, &e), &e);
     CHECKF(m.activations == 34560 + 2 * (16704 - 4096) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
            m.activations);
+    /* and the LayerNorm outputs: each other layer keeps neither ln1 nor ln2 (2 x 1024 bytes) */
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN, &m, &e), &e);
+    CHECKF(m.activations == 34560 + 2 * (16704 - 4096 - 2048) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
+           m.activations);
     c.n_layer = 1;
     /* a bad config or batch is refused */
     CHECK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 9, 0, &m, &e) == GK_EUSAGE);
@@ -206,8 +210,9 @@ static void test_estimate_matches_create(void)
     be->ops = &ops;
     gk_gpt2_config c = {3, 4, 64, 32, 301, 1, 0.1f};
     const int flags[] = {0, GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE,
-                         GK_GPT2_INFERENCE | GK_GPT2_RECOMPUTE};
-    for (int i = 0; i < 5; i++) {
+                         GK_GPT2_INFERENCE | GK_GPT2_RECOMPUTE,
+                         GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN};
+    for (int i = 0; i < 6; i++) {
         gk_gpt2 *m = NULL;
         gk_gpt2_mem est;
         allocated = 0;
