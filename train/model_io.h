@@ -1,5 +1,4 @@
-/* model_io.h: moving a gk_gpt2 in and out of checkpoints (common/ckpt.h), and the JSON of the
- * model config (gptkit.config) and trainer state (gptkit.train).
+/* model_io.h: moving a gk_gpt2 in and out of checkpoints (common/ckpt.h).
  * Owns: a tr_snapshot (host copy of a checkpoint) from tr_snapshot_create to _free; the other
  * functions own nothing past a call. Thread safety: whatever takes a gk_gpt2 drives its backend
  * (the model's thread only); tr_snapshot_save touches no model and may run on another thread. */
@@ -12,26 +11,10 @@
 #include "common/err.h"
 #include "common/text/vocab.h"
 #include "kernels/gpt2.h"
-#include "spikes.h"
+#include "state.h"
 
-/* Trainer state stored in every training checkpoint. The data position is `step`: windows are a
- * function of (seed, step), see data.h. */
-typedef struct tr_state {
-    int64_t step;        /* optimizer updates completed */
-    int64_t tokens;      /* training tokens seen */
-    uint64_t seed;       /* data and dropout seed */
-    uint64_t rng_counter;/* dropout RNG counter (training forwards done) */
-    double best_val_loss;/* lowest val loss seen at an eval (INFINITY if none) */
-    int world_size;      /* processes at save time (informational: checkpoints do not depend on it) */
-    int64_t skipped;     /* steps whose update was skipped: a non-finite or spiking loss or norm */
-    tr_window recent_loss, recent_norm; /* the last steps' losses and gradient norms (spikes.h) */
-} tr_state;
-
-/* The model config JSON (gptkit.config) is kernels/gpt2_load.h's gk_gpt2_config_json/_parse. */
-/* Trainer state JSON; settings_json (the effective config object, may be NULL) is embedded as
- * "config". malloc'd. */
-char *tr_state_json(const tr_state *s, const char *settings_json);
-int tr_state_parse(const char *json, const char *origin, tr_state *s, gk_err *e);
+/* The model config JSON (gptkit.config) is kernels/gpt2_load.h's gk_gpt2_config_json/_parse;
+ * the trainer state's (gptkit.train) is state.h's. */
 
 /* A host copy of everything a checkpoint holds, to be written later (by another thread):
  * every parameter table entry's parameter and, with_optimizer, its AdamW moments, the model
