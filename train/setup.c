@@ -254,40 +254,48 @@ static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
     return rc;
 }
 
-/* The model's gk_gpt2_create_ex flags: recompute = auto is gelu for the CUDA backends (GPU memory
- * is what limits the batch; the recompute costs ~2% of a step there) and off on the CPU (where it
- * costs ~7% of a step on this machine and memory is seldom the limit). */
-static int model_flags(const tr_run *r)
+/* What recompute asks for: its flags, or -1 for auto. */
+static int recompute_setting(const char *rc)
 {
-    const char *rc = r->s.recompute;
-    int cuda = strncmp(r->be->ops->name, "cuda", 4) == 0; /* cuda, cuda-emu */
+    if (strcmp(rc, "auto") == 0)
+        return -1;
     if (strcmp(rc, "gelu+ln") == 0)
         return GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN;
-    int on = strcmp(rc, "true") == 0 || strcmp(rc, "gelu") == 0 || (strcmp(rc, "auto") == 0 && cuda);
-    return on ? GK_GPT2_RECOMPUTE : 0;
+    return strcmp(rc, "true") == 0 || strcmp(rc, "gelu") == 0 ? GK_GPT2_RECOMPUTE : 0;
 }
 
-/* Refuses, before anything is allocated, a model and batch that do not fit: parameters,
- * gradients, AdamW moments and activations for batch_size x block_size on the device, and on rank
- * 0 the host copy a checkpoint is written from (tr_snapshot: 3 x the fp32 parameters). Measured
- * against the peak RSS of gpt-train on the CPU (the shakespeare_char preset: 10.8M parameters,
- * batch 64 x 256, 2 steps and a checkpoint): estimate 3.125 GB, peak RSS 3.091 GB (1% over; the
- * activations, 2.82 GB, are nearly all of it). GPT_MEM_CHECK=warn|off (common/mem.h) goes past
- * an estimate that is wrong. */
-static int check_memory(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
+/* Whether the model (with flags) and a batch fit the device: 0, or GK_ENOMEM with the message
+ * (gpt2 mem_check's; hint names what would help), or another error. */
+static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const char *hint, gk_err *e)
 {
-    int mode = gk_mem_check_mode();
-    if (mode == 2)
-        return 0;
     gk_gpt2_mem need;
-    int flags = model_flags(r);
     int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size, flags,
                                   &need, e);
     size_t snap = tr_dist_is_root(&r->dist) ? 3 * need.grads : 0;
-    const char *hint = flags & GK_GPT2_RECOMPUTE_LN ? "lower batch_size or block_size"
-                                                    : "lower batch_size or block_size, or set recompute = gelu+ln";
-    if (!rc)
-        rc = gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
+    return rc ? rc : gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
+}
+
+/* Measured against the peak RSS of gpt-train on the CPU (the shakespeare_char preset: 10.8M
+ * parameters, batch 64 x 256, 2 steps and a checkpoint): estimate 3.125 GB, peak RSS 3.091 GB
+ * (1% over; the activations, 2.82 GB, are nearly all of it). GPT_MEM_CHECK=warn|off
+ * (common/mem.h) goes past an estimate that is wrong. */
+int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err *e)
+{
+    static const int levels[] = {0, GK_GPT2_RECOMPUTE, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN};
+    static const char *names[] = {"false", "gelu", "gelu+ln"};
+    int set = recompute_setting(r->s.recompute), cuda = strncmp(r->be->ops->name, "cuda", 4) == 0;
+    int lo = cuda ? 1 : 0, k = lo, mode = gk_mem_check_mode(), rc = 0;
+    *flags = set >= 0 ? set : levels[lo];
+    if (mode == 2)
+        return 0;
+    do { /* auto: from the device's default up, until one fits */
+        if (set < 0)
+            *flags = levels[k];
+        rc = mem_fits(r, mc, *flags, *flags & GK_GPT2_RECOMPUTE_LN ? "lower batch_size or block_size"
+                      : "lower batch_size or block_size, or set recompute = gelu+ln", e);
+    } while (set < 0 && rc == GK_ENOMEM && ++k < 3);
+    if (!rc && set < 0 && k > lo)
+        gk_info("recompute = auto: %s, so that the model and batch fit", names[k]);
     if (rc == GK_ENOMEM && mode == 1) {
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;
@@ -312,11 +320,11 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
         gk_info("device %s", gk_backend_describe(r->be, what, sizeof what));
     if (!rc && bf16 == 1 && r->be->act != GK_BF16)
         rc = gk_errf(e, GK_EUSAGE, "dtype = bfloat16: device %s trains in float32 only", what);
+    int flags = 0;
     if (!rc)
-        rc = check_memory(r, mc, e);
+        rc = tr_model_flags(r, mc, &flags, e);
     if (!rc)
-        rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size,
-                               model_flags(r), e);
+        rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size, flags, e);
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;
     r->x = malloc(n * sizeof *r->x);
     r->y = malloc(n * sizeof *r->y);

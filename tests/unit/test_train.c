@@ -1,7 +1,8 @@
 /* test_train.c: gpt-train's modules on their own: the data-window hash (pinned: data order must
  * not change), the learning-rate schedule, metrics.jsonl (null for non-finite values, history
- * kept on resume), and the spike windows (hand-checked statistics; kept exactly in the trainer
- * state, bad ones refused). */
+ * kept on resume), the spike windows (hand-checked statistics; kept exactly in the trainer
+ * state, bad ones refused), and recompute = auto's choice on a device that reports a given free
+ * memory. */
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -10,7 +11,9 @@
 #include "test.h"
 #include "train/data.h"
 #include "train/metrics.h"
+#include "kernels/cpu/ref.h"
 #include "train/model_io.h"
+#include "train/run.h"
 #include "train/spikes.h"
 
 static char dir[64];
@@ -121,6 +124,55 @@ static void test_state_windows(void)
     }
 }
 
+static size_t fake_free;
+static int fake_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e)
+{
+    (void)be, (void)e;
+    *free_bytes = fake_free;
+    *total_bytes = 2 * fake_free;
+    return 0;
+}
+
+/* recompute = auto on a "cuda" device: gelu when it fits, gelu+ln when only that fits (the
+ * memory between the two estimates), an error naming the smaller need without the recompute
+ * hint when nothing fits; an explicit setting is kept, and its refusal suggests gelu+ln. */
+static void test_recompute_auto(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_ref_create(&be, &e), &e);
+    if (!be) return;
+    static gk_ops ops;
+    ops = gk_ref_ops;
+    ops.name = "cuda", ops.mem_info = fake_mem_info, ops.host_memory = 0;
+    be->ops = &ops;
+    unsetenv("GPT_MEM_CHECK");
+    gk_gpt2_config c = {3, 4, 64, 32, 301, 1, 0.0f};
+    tr_run r;
+    memset(&r, 0, sizeof r);
+    r.be = be, r.s.batch_size = 8, r.s.recompute = "auto";
+    const int gelu = GK_GPT2_RECOMPUTE, ln = GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN;
+    gk_gpt2_mem m1, m2;
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 8, 32, gelu, &m1, &e), &e);
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 8, 32, ln, &m2, &e), &e);
+    CHECK(m2.total < m1.total);
+    int flags = -1;
+    fake_free = m1.total;
+    CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == gelu);
+    fake_free = m1.total - 1;
+    CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == ln);
+    fake_free = m2.total - 1;
+    CHECK(tr_model_flags(&r, &c, &flags, &e) == GK_ENOMEM);
+    CHECKF(strstr(e.msg, ": lower batch_size or block_size") && !strstr(e.msg, "recompute"), "%s", e.msg);
+    r.s.recompute = "gelu";
+    fake_free = m1.total - 1;
+    CHECK(tr_model_flags(&r, &c, &flags, &e) == GK_ENOMEM && flags == gelu);
+    CHECKF(strstr(e.msg, ", or set recompute = gelu+ln") != NULL, "%s", e.msg);
+    ops.name = "cpu", r.s.recompute = "auto", fake_free = m1.total * 4;
+    CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == 0); /* the CPU's default */
+    gk_backend_free(be);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/gk_test_train_%ld", (long)getpid());
@@ -130,6 +182,7 @@ int main(void)
     RUN(test_metrics_resume_appends);
     RUN(test_spike_window);
     RUN(test_state_windows);
+    RUN(test_recompute_auto);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
