@@ -80,6 +80,19 @@ train_bench() {
     printf '%-8s %14.1f %14.1f %7.2fx   (gptkit peak RSS %s MB)\n' $cfg "$ours_ms" "$torch_ms" "$ratio" "$rss"
   done
   echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; ratio < 1: gptkit faster)"
+  # what gpt-train's recompute costs and saves on the CPU: config S, whose activations are most
+  # of its memory, each setting against false in turn
+  local rc line act0 ms0
+  printf '\n%-16s %10s %8s %16s\n' recompute ms/step ratio activations
+  for rc in false gelu gelu+ln; do
+    line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/train_step" --recompute $rc S)
+    local ms act
+    ms=$(echo "$line" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+    act=$(echo "$line" | sed -n 's/.*in order): .* \([0-9.]*\) *$/\1/p')
+    [ $rc = false ] && act0=$act ms0=$ms
+    printf '%-16s %10.1f %7.2fx %12s MiB   (%.0f%% of false'"'"'s)\n' "$rc" "$ms" "$(echo "$ms / $ms0" | bc -l)" \
+      "$act" "$(echo "100 * $act / $act0" | bc -l)"
+  done
 }
 
 sample_bench() {

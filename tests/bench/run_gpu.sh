@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench-gpu: gptkit on one GPU beside PyTorch, in one run on one machine.
 # Training: train_step (median ms per step of forward + backward + AdamW, random tokens) of GPT-2
-# 124M, T=1024, bf16 activations, at B=16 and B=64 on --device cuda, then again at B=16 with every
+# 124M, T=1024, bf16 activations, at B=16 and B=64 on --device cuda, at B=16 again with the GELU
+# outputs and with the LayerNorm outputs too recomputed (gpt-train's recompute), and with every
 # op timed alone (prof); beside it the same step in PyTorch (tests/bench/torch_gpu_step.py: nanoGPT's
 # model, bf16 autocast, SDPA flash attention, fused AdamW; eager and torch.compile) when
 # `python3 -c 'import torch; assert torch.cuda.is_available()'` works.
@@ -61,22 +62,22 @@ run_step() {
   fi
 }
 
-# One row of the table from train_step's output.
+# One row of the table from train_step's output (WHAT: the label's tail, default bf16).
 step_row() {
-  local out=$1 B=$2
+  local out=$1 B=$2 what=${3:-bf16}
   local ms tps mfu mem
   ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$out")
   tps=$(sed -n 's/^tokens\/s \([0-9]*\),.*/\1/p' "$out")
   mfu=$(sed -n 's/.*MFU \([0-9.e+-]*\)%.*/\1/p' "$out")
   mem=$(sed -n 's/.*by the model: \([0-9.]*\) MiB peak.*/\1/p' "$out")
-  printf '%-22s %4s %10s %12s %7s%% %12s\n' "gptkit $device bf16" "$B" "$ms" "$tps" "$mfu" \
+  printf '%-30s %4s %10s %12s %7s%% %12s\n' "gptkit $device $what" "$B" "$ms" "$tps" "$mfu" \
     "$(printf '%.2f GiB' "$(echo "$mem / 1024" | bc -l)")"
 }
 
 # One row from torch_gpu_step.py's line ("... 47.0 ms/step, 348,000 tokens/s, peak 16.1 GiB, MFU 26.0%").
 torch_row() {
   local line=$1 what=$2 B=$3
-  printf '%-22s %4s %10s %12s %7s%% %12s\n' "$what" "$B" \
+  printf '%-30s %4s %10s %12s %7s%% %12s\n' "$what" "$B" \
     "$(echo "$line" | sed -n 's/.*: \([0-9.]*\) ms\/step.*/\1/p')" \
     "$(echo "$line" | sed -n 's/.* \([0-9,]*\) tokens\/s.*/\1/p' | tr -d ,)" \
     "$(echo "$line" | sed -n 's/.*MFU \([0-9.]*\)%.*/\1/p')" \
@@ -87,7 +88,7 @@ train_bench() {
   local torch_ok=0 B line
   "$python" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && torch_ok=1
   echo
-  printf '%-22s %4s %10s %12s %8s %12s\n' what B ms/step tokens/s MFU memory
+  printf '%-30s %4s %10s %12s %8s %12s\n' what B ms/step tokens/s MFU memory
   for B in $batches; do
     run_step "b$B" --batch "$B" "$config" "$steps" && step_row "$work/b$B.out" "$B"
     [ $torch_ok = 1 ] || continue
@@ -98,12 +99,18 @@ train_bench() {
          [ -n "$line" ]; then
         torch_row "$line" "torch $mode" "$B"
       else
-        printf '%-22s %4s   failed: %s\n' "torch $mode" "$B" "$(tail -n 1 "$work/torch.err")"
+        printf '%-30s %4s   failed: %s\n' "torch $mode" "$B" "$(tail -n 1 "$work/torch.err")"
       fi
     done
   done
   [ $torch_ok = 1 ] || echo "(PyTorch with CUDA not found by $python: no torch rows)"
-  local B0; B0=$(echo "$batches" | awk '{print $1}')
+  local B0 rc; B0=$(echo "$batches" | awk '{print $1}')
+  # what the backward recomputes costs in time and saves in memory (the rows above: nothing;
+  # gpt-train's recompute = auto is gelu on cuda)
+  for rc in gelu gelu+ln; do
+    run_step "rc-$rc" --recompute "$rc" --batch "$B0" "$config" "$steps" &&
+      step_row "$work/rc-$rc.out" "$B0" "bf16 $rc"
+  done
   echo
   echo "gptkit per-op profile, B=$B0:"
   run_step prof --batch "$B0" "$config" "$(( steps < 5 ? steps : 5 ))" 1 prof && cat "$work/prof.out"
@@ -123,7 +130,7 @@ decode_bench() {
     { echo "decode: rand_ckpt FAILED"; failed=1; return 1; }
   local prompt="First Citizen: Before we proceed any further, hear me speak. All: Speak"
   local line graphs cfg; read -r -a cfg <<< "$sample_cfg"
-  printf '%-22s %10s %10s %14s\n' decode tokens/s MB/token "bound tokens/s"
+  printf '%-30s %10s %10s %14s\n' decode tokens/s MB/token "bound tokens/s"
   # each token's step as one CUDA graph (the default), and launched op by op (GPT_CUDA_GRAPHS=0)
   for graphs in 1 0; do
     if ! line=$(GPT_CUDA_GRAPHS=$graphs "$build/bin/gpt-sample" --device "$device" -m "$model" \
@@ -138,7 +145,7 @@ decode_bench() {
     # padded vocab) and the KV cache (bf16 k and v per layer at the mean context np + new/2)
     local Lc=${cfg[0]} Cc=${cfg[2]} Vp=$(( (cfg[4] + 63) / 64 * 64 ))
     local bytes=$(( 2 * (Lc * 12 * Cc * Cc + Vp * Cc) + 2 * 2 * Cc * Lc * (np + new_tokens / 2) ))
-    printf '%-22s %10s %10.1f %14.0f   (prompt %s tokens, %s new; bound at %s GB/s)\n' \
+    printf '%-30s %10s %10.1f %14.0f   (prompt %s tokens, %s new; bound at %s GB/s)\n' \
       "gptkit $device bf16$([ $graphs = 1 ] || echo ', no graph')" "$tps" \
       "$(echo "$bytes / 1000000" | bc -l)" "$(echo "$bw * 1000000000 / $bytes" | bc -l)" "$np" \
       "$new_tokens" "$bw"
@@ -156,7 +163,7 @@ hellaswag_bench() {
   "$python" "$top/tests/bench/hellaswag_items.py" "$data/tinyshakespeare/input.txt" "$n_items" > "$items" ||
     { echo "hellaswag: hellaswag_items.py FAILED"; failed=1; return 1; }
   echo
-  printf '%-22s %10s\n' hellaswag items/s
+  printf '%-30s %10s\n' hellaswag items/s
   local rows line
   for rows in 4 16 64; do
     if ! line=$("$build/bin/gpt-evalppl" --device "$device" -m "$model" -V "$vocab" --dtype bf16 \
@@ -164,7 +171,7 @@ hellaswag_bench() {
        ! echo "$line" | grep -q ' items in '; then
       echo "hellaswag: gpt-evalppl FAILED: $line"; failed=1; return 1
     fi
-    printf '%-22s %10.1f   (%s rows a forward)\n' "gptkit $device bf16" \
+    printf '%-30s %10.1f   (%s rows a forward)\n' "gptkit $device bf16" \
       "$(echo "$line" | sed -n 's/.*: \([0-9]*\) items in \([0-9.]*\) s.*/\1 \/ \2/p' | bc -l)" $rows
   done
 }

@@ -255,7 +255,7 @@ static void mem_print(gk_backend *be)
 
 /* ---- command line ---- */
 typedef struct options {
-    const char *device, *dtype, *config;
+    const char *device, *dtype, *config, *recompute;
     int64_t batch;
     double peak_tflops;
     int steps, threads, profile;
@@ -263,7 +263,7 @@ typedef struct options {
 
 static const char usage[] =
     "train_step [--device NAME] [--dtype float32|bfloat16] [--batch N] [--peak-tflops F]\n"
-    "                  S|M|G [steps] [threads] [prof]\n"
+    "                  [--recompute false|gelu|gelu+ln] S|M|G [steps] [threads] [prof]\n"
     "Times training steps (forward, backward, AdamW) of GPT-2 on one backend.";
 static const char footer[] =
     "Configs: S 4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64; M GPT-2 124M, B=4, T=64;\n"
@@ -278,6 +278,7 @@ static int parse(options *o, int argc, char **argv, gk_err *e)
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "activations: float32 or bfloat16 (default: the device's)", 0, 0},
         {0, "batch", GK_OPT_INT, &o->batch, "N", "batch size B (default: the config's)", 1, 1 << 20},
         {0, "peak-tflops", GK_OPT_DOUBLE, &o->peak_tflops, "F", "peak for MFU (default 989.5: H100 SXM bf16 dense)", 1e-6, 1e9},
+        {0, "recompute", GK_OPT_STR, &o->recompute, "WHAT", "false (default), gelu or gelu+ln: what the backward recomputes (gpt-train's recompute)", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
     int first = 0, rc = gk_opt_parse_main(tab, "train_step", usage, footer, argc, argv, &first, e);
@@ -295,6 +296,9 @@ static int parse(options *o, int argc, char **argv, gk_err *e)
     if (n > 3 && !o->profile) return gk_errf(e, GK_EUSAGE, "'%s': not prof", a[3]);
     if (o->steps < 1 || o->threads < 1)
         return gk_errf(e, GK_EUSAGE, "steps and threads must be positive integers");
+    if (o->recompute && strcmp(o->recompute, "false") && strcmp(o->recompute, "gelu") &&
+        strcmp(o->recompute, "gelu+ln"))
+        return gk_errf(e, GK_EUSAGE, "--recompute '%s': not false, gelu or gelu+ln", o->recompute);
     return 0;
 }
 
@@ -399,7 +403,10 @@ static int bench(const options *o, gk_err *err)
         int single_cpu = !strcmp(dev->ops->name, "cpu") && o->threads == 1;
         rc = prof_wrap(&be, dev, single_cpu || !strcmp(dev->ops->name, "ref"), err);
     }
-    if (!rc) rc = gk_gpt2_create(&m, &c, be, B, T, err);
+    const char *rcp = o->recompute ? o->recompute : "false";
+    int flags = !strcmp(rcp, "gelu") ? GK_GPT2_RECOMPUTE
+                : !strcmp(rcp, "gelu+ln") ? GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN : 0;
+    if (!rc) rc = gk_gpt2_create_ex(&m, &c, be, B, T, flags, err);
     if (!rc) rc = gk_gpt2_init(m, 1337, err);
     if (!rc) rc = make_tokens(&x, &y, B * T, c.vocab_size, err);
     if (!rc)
