@@ -55,7 +55,8 @@ int tr_run_setup(tr_run *r, gk_err *e);
  * (tr_snapshot: 3 x the fp32 parameters). recompute = auto starts from the device's default
  * (gelu on cuda, where GPU memory limits the batch; false on the CPU, where it cost 1% to 7% of
  * a step on the development machines and memory is seldom the limit) and, when that does not
- * fit, takes the first of gelu and gelu+ln that does, saying so. 0, or GK_ENOMEM naming what is
+ * fit, takes the first of gelu and gelu+ln that does, saying so (each rank for its own device:
+ * the choice changes memory, not the numbers beyond rounding). 0, or GK_ENOMEM naming what is
  * needed and available (GPT_MEM_CHECK=warn: a warning and 0; off: no check). */
 int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err *e);
 /* Training starts: creates out_dir, locks it, opens the metrics log. */
