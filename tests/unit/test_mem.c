@@ -14,6 +14,7 @@
 #include "kernels/cpu/ref.h"
 #include "kernels/gpt2.h"
 #include "kernels/gpt2_load.h"
+#include "fake_gpu.h"
 #include "test.h"
 
 static char root[64];
@@ -228,47 +229,31 @@ static void test_estimate_matches_create(void)
 
 /* gk_gpt2_mem_check on a device that reports 1 GB free: the message names every part, the total,
  * what is available and the hint; the model alone too big gets another hint. */
-static size_t fake_free;
-static int fake_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e)
-{
-    (void)be;
-    (void)e;
-    *free_bytes = fake_free;
-    *total_bytes = 2 * fake_free;
-    return 0;
-}
-
 static void test_check_message(void)
 {
-    gk_backend *be = NULL;
     gk_err e = {0};
-    CHECK_OK(gk_ref_create(&be, &e), &e);
+    gk_backend *be = fake_gpu_open(&e);
+    CHECKF(be != NULL, "%s", e.msg);
     if (!be) return;
-    static gk_ops ops;
-    ops = gk_ref_ops;
-    ops.mem_info = fake_mem_info;
-    ops.host_memory = 0; /* a GPU: only its own memory counts */
-    be->ops = &ops;
-    snprintf(be->what, sizeof be->what, "cuda (Fake GPU, bf16)");
-    fake_free = 1000000000;
+    fake_gpu_free = 1000000000;
     gk_gpt2_mem need = {200000000, 200000000, 400000000, 800000000, 1600000000};
     CHECK(gk_gpt2_mem_check(be, &need, 0, NULL, "lower batch_size or block_size", &e) == GK_ENOMEM);
     CHECKF(strcmp(e.msg, "model + batch need 1.6 GB (parameters 200.0 MB, gradients 200.0 MB, "
                   "optimizer 400.0 MB, activations 800.0 MB) but 1.0 GB are available on cuda "
                   "(Fake GPU, bf16): lower batch_size or block_size") == 0, "%s", e.msg);
-    fake_free = 700000000;
+    fake_gpu_free = 700000000;
     CHECK(gk_gpt2_mem_check(be, &need, 0, NULL, "lower batch_size or block_size", &e) == GK_ENOMEM);
     CHECKF(strstr(e.msg, ": even without its batch the model needs 800.0 MB") != NULL, "%s", e.msg);
-    fake_free = 1600000000;
+    fake_gpu_free = 1600000000;
     CHECK_OK(gk_gpt2_mem_check(be, &need, 0, NULL, "x", &e), &e);
     /* host memory: the host-side extra adds to the device's need */
-    ops.host_memory = 1;
-    fake_free = 1700000000; /* (the host's own limits may lower it further: then they are named) */
+    fake_gpu_ops.host_memory = 1;
+    fake_gpu_free = 1700000000; /* (the host's own limits may lower it further: then they are named) */
     gk_host_mem h;
     gk_host_mem_read(&h);
     int rc = gk_gpt2_mem_check(be, &need, 200000000, "checkpoint copy", "x", &e);
     CHECK(rc == GK_ENOMEM);
-    if (h.avail > fake_free)
+    if (h.avail > fake_gpu_free)
         CHECKF(strstr(e.msg, "need 1.8 GB (") && strstr(e.msg, ", checkpoint copy 200.0 MB) but 1.7 GB "
                                                       "are available on cuda (Fake GPU, bf16): x"), "%s", e.msg);
     else

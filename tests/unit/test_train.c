@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake_gpu.h"
 #include "test.h"
 #include "train/data.h"
 #include "train/metrics.h"
-#include "kernels/cpu/ref.h"
 #include "train/model_io.h"
 #include "train/run.h"
 #include "train/spikes.h"
@@ -124,28 +124,15 @@ static void test_state_windows(void)
     }
 }
 
-static size_t fake_free;
-static int fake_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e)
-{
-    (void)be, (void)e;
-    *free_bytes = fake_free;
-    *total_bytes = 2 * fake_free;
-    return 0;
-}
-
 /* recompute = auto on a "cuda" device: gelu when it fits, gelu+ln when only that fits (the
  * memory between the two estimates), an error naming the smaller need without the recompute
  * hint when nothing fits; an explicit setting is kept, and its refusal suggests gelu+ln. */
 static void test_recompute_auto(void)
 {
-    gk_backend *be = NULL;
     gk_err e = {0};
-    CHECK_OK(gk_ref_create(&be, &e), &e);
+    gk_backend *be = fake_gpu_open(&e);
+    CHECKF(be != NULL, "%s", e.msg);
     if (!be) return;
-    static gk_ops ops;
-    ops = gk_ref_ops;
-    ops.name = "cuda", ops.mem_info = fake_mem_info, ops.host_memory = 0;
-    be->ops = &ops;
     unsetenv("GPT_MEM_CHECK");
     gk_gpt2_config c = {3, 4, 64, 32, 301, 1, 0.0f};
     tr_run r;
@@ -157,18 +144,18 @@ static void test_recompute_auto(void)
     CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 8, 32, ln, &m2, &e), &e);
     CHECK(m2.total < m1.total);
     int flags = -1;
-    fake_free = m1.total;
+    fake_gpu_free = m1.total;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == gelu);
-    fake_free = m1.total - 1;
+    fake_gpu_free = m1.total - 1;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == ln);
-    fake_free = m2.total - 1;
+    fake_gpu_free = m2.total - 1;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == GK_ENOMEM);
     CHECKF(strstr(e.msg, ": lower batch_size or block_size") && !strstr(e.msg, "recompute"), "%s", e.msg);
     r.s.recompute = "gelu";
-    fake_free = m1.total - 1;
+    fake_gpu_free = m1.total - 1;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == GK_ENOMEM && flags == gelu);
     CHECKF(strstr(e.msg, ", or set recompute = gelu+ln") != NULL, "%s", e.msg);
-    ops.name = "cpu", r.s.recompute = "auto", fake_free = m1.total * 4;
+    fake_gpu_ops.name = "cpu", r.s.recompute = "auto", fake_gpu_free = m1.total * 4;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == 0); /* the CPU's default */
     gk_backend_free(be);
 }
