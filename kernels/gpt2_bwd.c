@@ -100,7 +100,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
 
     for (int l = c->n_layer - 1; l >= 0; l--) {
         gk_layer_acts *a = &m->acts[l];
-        /* recompute: one buffer, which still holds the last layer's from the forward */
+        /* ln1 and ln2 shared by all layers: they still hold the last layer's from the forward */
         int recompute_ln = (m->flags & GK_GPT2_RECOMPUTE_LN) && l < c->n_layer - 1;
         // MLP branch: dres (N,C) is d next; -> d res2 accumulated into dres
         const void *dbranch = m->dres;
