@@ -70,17 +70,21 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* A port nothing listens on now (the kernel's choice for port 0), as torchrun's standalone mode
- * picks one. Another program may take it before rank 0 does, which is unlikely. */
-static int free_port(int *port, gk_err *e)
+/* A free port for rank 0's store (the kernel's choice for port 0), held by *fd, bound but not
+ * listening, until the ranks end. With SO_REUSEADDR on both sockets rank 0's store can still
+ * listen there, while the kernel gives the port to no outgoing connection and another program's
+ * bind is refused, so nothing takes it between our choice and rank 0's listen. */
+static int reserve_port(int *port, int *fd, gk_err *e)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len))
+    int one = 1, rc = 0;
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*fd < 0 || setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(*fd, (struct sockaddr *)&a, sizeof a) || getsockname(*fd, (struct sockaddr *)&a, &len))
         rc = gk_errno(e, "picking a free port for the local ranks");
-    if (fd >= 0)
-        close(fd);
+    if (rc && *fd >= 0)
+        close(*fd), *fd = -1;
     *port = ntohs(a.sin_port);
     return rc;
 }
@@ -311,7 +315,7 @@ static void start_all(supervisor *s, const tr_launch *l, const start_args *a, ch
 int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double grace_s, gk_err *e)
 {
     char exe[4096];
-    int port = l->master_port, rc = 0;
+    int port = l->master_port, held = -1, rc = 0;
     if (nproc < 1 || nproc > 4096 || argc < 1 || l->nnodes < 1 || l->node_rank < 0 ||
         l->node_rank >= l->nnodes || (long long)l->nnodes * nproc > TR_LAUNCH_MAX_COUNT)
         return gk_errf(e, GK_EUSAGE, "cannot start %d local ranks as node %d of %d (1 to 4096 ranks per node)",
@@ -320,7 +324,7 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
     if (len < 0)
         return gk_errno(e, "cannot find this program to start the local ranks: /proc/self/exe");
     exe[len] = '\0';
-    if (l->nnodes == 1 && !env("MASTER_PORT") && !env("PET_MASTER_PORT") && (rc = free_port(&port, e)))
+    if (l->nnodes == 1 && !env("MASTER_PORT") && !env("PET_MASTER_PORT") && (rc = reserve_port(&port, &held, e)))
         return rc;
 
     char **ours, **av = calloc((size_t)argc + 1, sizeof *av), **envp = child_env(&ours);
@@ -349,6 +353,8 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     rc = outcome(&s, grace_s, e);
 out:
+    if (held >= 0)
+        close(held);
     free(s.c);
     free(envp);
     free(av);

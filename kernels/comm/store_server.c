@@ -478,6 +478,7 @@ static int server_listen(server *sv, int port, int *bound, gk_err *e)
         a->sin_family = AF_INET, a->sin_addr.s_addr = htonl(INADDR_ANY), a->sin_port = htons(port);
         len = sizeof *a;
     }
+    /* also lets gpt-train's spawner hold the port for us until we listen (train/spawn.c) */
     setsockopt(sv->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(sv->lfd, (struct sockaddr *)&ss, len) || listen(sv->lfd, 1024) ||
         getsockname(sv->lfd, (struct sockaddr *)&ss, &len))

@@ -29,8 +29,24 @@ TINY=(--train_data=d/train.bin --val_data=d/val.bin --vocab=d/vocab.json --n_lay
 st_data() { local n; n=$(od -An -tu8 -N8 "$1" | tr -d ' '); tail -c +$((9 + n)) "$1"; }
 # losses FILE: "step loss" per line from a metrics.jsonl.
 losses() { sed -n 's/.*"step":\([0-9]*\),"loss":\([^,}]*\).*/\1 \2/p' "$1"; }
-# free_port: a TCP port nobody listens on now (for a test's rendezvous).
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port: a TCP port nobody listens on now (for a test's rendezvous), drawn at random below
+# the kernel's ephemeral range, so that no outgoing connection (mpirun's own, another test's) is
+# given it before the test's rank 0 listens there.
+free_port() {
+  python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(100):
+    port = random.randrange(10000, max(low, 10001))
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", port))
+    except OSError:
+        continue
+    print(port)
+    break
+'
+}
 # st_close A B TOL: the two safetensors files hold the same data as float32s, within TOL of the
 # larger magnitude (absolute below 1e-6): prints the largest difference when they do not.
 st_close() {

@@ -10,6 +10,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,18 +40,30 @@ static inline int starts(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* A port no one listens on now (the kernel's pick for port 0, released again). */
+/* A port no one listens on now, drawn at random below the kernel's ephemeral range so that no
+ * outgoing connection is given it before the test listens there; -1 when none was found. */
 static inline int free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, len) &&
-        !getsockname(fd, (struct sockaddr *)&a, &len))
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    int low = 32768;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f && fscanf(f, "%d", &low) != 1)
+        low = 32768;
+    if (f)
+        fclose(f);
+    if (low <= 10001)
+        low = 10001;
+    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    for (int tries = 0; tries < 100; tries++) {
+        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(low - 10000));
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                                .sin_addr.s_addr = htonl(INADDR_ANY)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0), ok = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a);
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return port;
+    }
+    return -1;
 }
 
 typedef void (*rank_fn)(int rank, int world);
