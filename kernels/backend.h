@@ -185,8 +185,11 @@ typedef struct gk_ops {
      * capture into a graph); replay runs them again in order, with the same pointers and
      * arguments, reading device memory as it is when they run. record_begin returns 0, or
      * nonzero when the backend will not record now (GPT_CUDA_SYNC=1, GPT_CUDA_GRAPHS=0): nothing
-     * is recorded and no error is set. record_end returns the recording, or NULL with the sticky
-     * error set (an op that may not be recorded fails it). record_free(NULL) is a no-op. */
+     * is recorded and no error is set. record_end returns the recording, or NULL: with the sticky
+     * error set when an op failed for another reason, else because a call between them may not be
+     * recorded on this device, and then the backend records nothing more (record_begin returns
+     * nonzero), says why in be->note, and the caller runs the ops unrecorded instead.
+     * record_free(NULL) is a no-op. */
     int (*record_begin)(gk_backend *be);
     void *(*record_end)(gk_backend *be);
     void (*replay)(gk_backend *be, void *rec);
@@ -223,6 +226,8 @@ struct gk_backend {
     gk_err err;        /* the sticky error: code 0 until an op fails (gk_backend_fail) */
     char what[96];     /* set by the constructor for messages: "cpu (8 threads)",
                         * "cuda (NVIDIA H100 80GB HBM3, bf16)" */
+    char note[256];    /* empty, or something a tool should warn of once that is not an error:
+                        * "CUDA graphs off: ..." (record_end). Tools print it at the end. */
 };
 
 /* Records an op's failure in be unless an error is already recorded (the first one is kept):
@@ -271,7 +276,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 8
+#define GK_BACKEND_ABI 9
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

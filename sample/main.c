@@ -206,6 +206,7 @@ static int run(const options *o, gk_err *e)
         rc = gk_errf(e, rc, "after %lld generated token%s: %.900s", (long long)made,
                      made == 1 ? "" : "s", msg);
     }
+    if (r.be && r.be->note[0]) gk_warn("%s", r.be->note); /* e.g. CUDA graphs turned off */
     free(prompt);
     gk_gpt2_runner_close(&r);
     return rc;

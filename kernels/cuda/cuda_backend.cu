@@ -7,6 +7,7 @@
  * Thread safety: as backend.h (one host thread per backend). */
 #include "kernels/cuda/cuda_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,22 +33,35 @@ static void call_name(char *buf, size_t n, const char *call)
     buf[len] = 0;
 }
 
+int cu_fail(gk_backend *be, int code, const char *file, int line, const char *fmt, ...)
+{
+    cu_ctx *c = CU(be);
+    char msg[sizeof c->capture_fail];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!c->capturing) return gk_backend_fail(be, code, file, line, "%s", msg);
+    if (!c->capture_fail[0]) snprintf(c->capture_fail, sizeof c->capture_fail, "%s", msg);
+    return code;
+}
+
 int cu_check(gk_backend *be, cudaError_t rc, const char *call, const char *file, int line)
 {
     if (rc == cudaSuccess) return 0;
     char name[64];
     call_name(name, sizeof name, call);
     int code = rc == cudaErrorMemoryAllocation ? GK_ENOMEM : GK_EIO;
-    return gk_backend_fail(be, code, file, line, "CUDA error: %s (%s) in %s", cudaGetErrorString(rc),
-                           cudaGetErrorName(rc), name);
+    return cu_fail(be, code, file, line, "CUDA error: %s (%s) in %s", cudaGetErrorString(rc),
+                   cudaGetErrorName(rc), name);
 }
 
 int cu_launched(gk_backend *be, const char *kernel, const char *file, int line)
 {
     cudaError_t rc = cudaGetLastError();
     if (rc != cudaSuccess)
-        return gk_backend_fail(be, GK_EIO, file, line, "CUDA error: %s (%s) in kernel %s",
-                               cudaGetErrorString(rc), cudaGetErrorName(rc), kernel);
+        return cu_fail(be, GK_EIO, file, line, "CUDA error: %s (%s) in kernel %s",
+                       cudaGetErrorString(rc), cudaGetErrorName(rc), kernel);
     if (!CU(be)->sync_each) return 0;
     rc = cudaStreamSynchronize(CU(be)->stream);
     if (rc != cudaSuccess)

@@ -190,8 +190,7 @@ void cu_gemm_cache_free(gk_backend *be)
 static int lt_fail(gk_backend *be, cublasStatus_t st, const char *call, int line)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
-    return gk_backend_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call,
-                           cublasLtGetStatusString(st));
+    return cu_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call, cublasLtGetStatusString(st));
 }
 #define LT(be, call, name) lt_fail((be), (call), (name), __LINE__)
 

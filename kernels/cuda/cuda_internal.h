@@ -22,6 +22,8 @@ typedef struct cu_ctx {
     size_t scratch_bytes;
     int sync_each;          /* GPT_CUDA_SYNC=1: synchronize after every launch */
     int graphs;             /* record steps as CUDA graphs (GPT_CUDA_GRAPHS=0: never) */
+    int capturing;          /* between record_begin and the end of record_end */
+    char capture_fail[160]; /* the first call that failed while capturing (cu_fail) */
     int sm_count;
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
     void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
@@ -35,6 +37,12 @@ typedef struct cu_ctx {
         if ((be)->err.code) return;  \
     } while (0)
 
+/* Records a failed CUDA or cuBLASLt call: the sticky error, "MESSAGE (file:line)", and code.
+ * While a step is recorded (c->capturing) nothing runs, so no failure there is the device's: it
+ * goes to c->capture_fail instead, and record_end runs the step unrecorded (cuda_graph.cu), where
+ * a failure that is not the capture's shows again. Returns code. */
+int cu_fail(gk_backend *be, int code, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Records a failed CUDA runtime call as the sticky error ("cuda CALL: MESSAGE (file:line)");
  * returns 0 when rc is cudaSuccess, else GK_EIO (GK_ENOMEM for allocation failures). */
 int cu_check(gk_backend *be, cudaError_t rc, const char *call, const char *file, int line);
