@@ -2,49 +2,72 @@
 # gpu_session.sh: what a development session with a borrowed GPU runs, in one go (the device
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
-# the same under compute-sanitizer (memcheck, racecheck, synccheck), one rank through NCCL, a
-# Shakespeare run on cuda beside the CPU, greedy decoding with and without CUDA graphs, and make
-# bench-gpu. Everything lands in $OUT (summary.txt first); a step that fails is noted and the
-# rest still run. Record the results, dated, in tests/bench/gpu-results.md.
+# one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
+# make bench-gpu, the op tests under compute-sanitizer (memcheck, then racecheck and synccheck),
+# and the Shakespeare run in fp32 and on the CPU for comparison.
+#
+# The device tool lends 15 minutes in all, machine start included, and at most 10 a command, so
+# the steps run most valuable first, each under its own time limit, and all of them end by
+# GPU_SESSION_S seconds (default 480) after the start: a step that would not fit is skipped and
+# noted, and a step that fails is noted while the rest still run. $OUT gets three files (the tool
+# brings back 8 at most): summary.txt (one line a step), bench-gpu.txt (make bench-gpu's report)
+# and logs.tar.gz (every step's log), rewritten after each step, so that a run stopped at the
+# tool's limit still returns what it did. Record the results, dated, in tests/bench/gpu-results.md.
 set -uo pipefail
+t_start=$(date +%s)
+budget=${GPU_SESSION_S:-480}
 out=${OUT:-/tmp/gpu-session}
-mkdir -p "$out"
+logs=/tmp/gpu-session-logs work=/tmp/gpu-session-work
+rm -rf "$logs" "$work"
+mkdir -p "$out" "$logs" "$work"
 # the build dependencies and data that tests/bench/gpu_kit.sh packed here (the device has neither)
 [ -f .gpukit/env.sh ] && . .gpukit/env.sh
 data=${GPT_TEST_DATA:-$PWD/.gpudata}
 [ -d "$data" ] || data=$PWD/../shared/data
 sum="$out/summary.txt"
 note() { echo "$*" | tee -a "$sum"; }
-step() { # step NAME CMD...: runs CMD with its output in $out/NAME.log, notes the verdict and time
-  local name=$1 t0 rc=0; shift
+left() { echo $(( t_start + budget - $(date +%s) )); }
+# step NAME LIMIT CMD...: runs CMD for at most LIMIT seconds (less when less is left), its output
+# in NAME.log; notes the verdict, the time and the log's last line, then repacks the logs.
+step() {
+  local name=$1 limit=$2 t0 rc=0 l; shift 2
+  l=$(left)
+  if [ "$l" -lt 15 ]; then note "$name: skipped, ${l} s left"; return; fi
+  [ "$limit" -gt "$l" ] && limit=$l
   t0=$(date +%s)
-  "$@" > "$out/$name.log" 2>&1 || rc=$?
-  note "$name: exit $rc, $(( $(date +%s) - t0 )) s; $(tail -n 1 "$out/$name.log")"
+  timeout -k 5 "$limit" "$@" > "$logs/$name.log" 2>&1 || rc=$?
+  [ "$rc" = 124 ] && echo "(stopped at its limit of $limit s)" >> "$logs/$name.log"
+  note "$name: exit $rc, $(( $(date +%s) - t0 )) s; $(tail -n 1 "$logs/$name.log")"
+  tar -C "$logs" -czf "$out/logs.tar.gz.tmp" . && mv "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
-note "gptkit $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F)"
-nproc=$(nproc)
-step build make -j"$nproc" all units
+note "gptkit $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), budget $budget s"
+san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
+      /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+note "$(nvcc --version 2>/dev/null | tail -n 1); compute-sanitizer: ${san:-none}"
+
+# 1. build: the H100's sm_90 alone (half the nvcc work of the default 80 90)
+step build 240 make -j"$(nproc)" CUDA_ARCH=90 all units
 export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
-# test_nccl_emu on cuda: one rank through the real NCCL (communicator, fp32 and bf16 sums, ...)
-# test_infer on cuda: decoding steps recorded as one CUDA graph and replayed = unrecorded
-for t in test_ops test_ops_fused test_cuda_ops test_cuda_attn test_nccl_emu test_infer; do step "$t" "build/tests/$t"; done
-for tool in memcheck racecheck synccheck; do
-  for t in test_cuda_ops test_cuda_attn test_infer; do
-    step "sanitizer-$tool-$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "build/tests/$t"
-  done
+
+# 2. the op tests on cuda against the reference; test_nccl_emu: one rank through the real NCCL
+# (communicator, fp32 and bf16 sums, ...); test_infer: decoding steps recorded as one CUDA graph
+# and replayed = unrecorded, and a step whose capture breaks runs unrecorded
+for t in test_cuda_ops test_ops test_ops_fused test_cuda_attn test_infer test_nccl_emu; do
+  step "$t" 90 "build/tests/$t"
 done
-# the README's Shakespeare run on the GPU (bf16 and fp32) beside the CPU: final losses side by side
-work="$out/shakespeare"
+
+# 3. the README's Shakespeare run on the GPU, then greedy decoding on its checkpoint: the same
+# tokens with and without CUDA graphs
 mkdir -p "$work/data/shakespeare_char"
 build/bin/gpt-tokenize -q --char "$data/tinyshakespeare/input.txt" --vocab-out "$work/data/shakespeare_char/vocab.json" \
   -o "$work/data/shakespeare_char/train.bin" --val-fraction 0.1 --val-output "$work/data/shakespeare_char/val.bin"
 top=$PWD
-for run in cuda:bfloat16 cuda:float32 cpu:float32; do
-  dev=${run%:*} dt=${run#*:}
-  (cd "$work" && step "train-$dev-$dt" "$top/build/bin/gpt-train" -c "$top/train/configs/shakespeare.conf" \
-    --device="$dev" --dtype="$dt" --max_iters=500 --eval_interval=250 --out_dir="out-$dev-$dt")
-done
-# greedy decoding on the GPU's checkpoint: the same tokens with and without CUDA graphs
+train() { # train DEVICE DTYPE LIMIT
+  (cd "$work" && step "train-$1-$2" "$3" "$top/build/bin/gpt-train" -c "$top/train/configs/shakespeare.conf" \
+    --device="$1" --dtype="$2" --max_iters=500 --eval_interval=250 --out_dir="out-$1-$2")
+}
+train cuda bfloat16 90
+export work
 decode() {
   build/bin/gpt-sample -q -m "$work/out-cuda-bfloat16/latest.safetensors" --device=cuda -t 0 -n 200 \
     -p 'ROMEO:' --ids
@@ -54,6 +77,21 @@ decode_graphs() {
   a=$(decode) && b=$(GPT_CUDA_GRAPHS=0 decode) || return 1
   [ -n "$a" ] && [ "$a" = "$b" ] && echo "the same 200 tokens with and without CUDA graphs"
 }
-step decode-graphs decode_graphs
-step bench-gpu make bench-gpu
-note "logs in $out"
+export -f decode decode_graphs # timeout runs programs, not functions: through bash
+step decode-graphs 60 bash -c decode_graphs
+
+# 4. speed beside PyTorch and llm.c's figures
+step bench-gpu 200 make bench-gpu
+cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
+
+# 5. the op tests under compute-sanitizer: memcheck first, then the slower racecheck, synccheck
+for tool in memcheck racecheck synccheck; do
+  for t in test_cuda_ops test_cuda_attn test_infer; do
+    step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" --error-exitcode 9 "build/tests/$t"
+  done
+done
+
+# 6. the same Shakespeare run in fp32 and on the CPU: final losses side by side
+train cuda float32 60
+train cpu float32 90
+note "done in $(( $(date +%s) - t_start )) s; logs in $out/logs.tar.gz"
