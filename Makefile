@@ -81,7 +81,8 @@ obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.c,$(BUILD)/obj/%.o,$(1)))
 
 # ---- the CUDA backend: kernels/cuda/*.cu as two shared libraries the tools dlopen ----
 # libgptkit-cuda.so: nvcc (when found: $(NVCC), else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
-# one -gencode per CUDA_ARCH plus PTX of the last, linked with NCCL, cuBLASLt and the CUDA runtime.
+# one -gencode per CUDA_ARCH plus PTX of the last, linked with cuBLASLt and the CUDA runtime (NCCL
+# is loaded at run time: see NCCL below).
 # libgptkit-cuda-emu.so: the same sources by $(CXX) against kernels/emu (the CUDA emulator), built
 # whenever a C++ compiler is present. Both export one symbol (-fvisibility=hidden) and carry the
 # C objects they need (common/err.c, kernels/backend_err.c) compiled -fPIC.
@@ -92,6 +93,10 @@ CUDA_ARCH  ?= 80 90
 CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(NVCC)))
 # NCCL_HOME: NCCL's folder (include/, lib/) when it is not in CUDA_HOME (tests/bench/gpu_kit.sh).
 NCCL_HOME  ?=
+# NCCL=1 when nccl.h is found: libgptkit-cuda.so then loads libnccl.so.2 when a run of several
+# CUDA ranks opens its communicator (one GPU needs no NCCL at all). NCCL=0 (or no nccl.h) builds
+# it without: such a run is refused with a line saying so.
+NCCL       ?= $(if $(wildcard $(NCCL_HOME)/include/nccl.h $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h),1,0)
 CUDA_SRC   := $(wildcard kernels/cuda/*.cu)
 CUDA_CSRC  := common/err.c kernels/backend_err.c
 CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
@@ -101,7 +106,7 @@ CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX
 NVCC_FLAGS := -std=c++17 -O3 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \
               -Xcompiler -fPIC,-Wall,-Wextra,-fvisibility=hidden -I. -MMD -MP \
-              $(if $(NCCL_HOME),-I$(NCCL_HOME)/include)
+              $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(filter 0,$(NCCL)),-DGK_NO_NCCL)
 EMU_CXXFLAGS := $(OPT) -g -std=c++17 -D_GNU_SOURCE -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wall -Wextra -I. \
                 $(shell pkg-config --cflags openblas 2>/dev/null) -MMD -MP
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
@@ -184,7 +189,9 @@ $(BUILD)/lib/gptkit-cuda.map:
 $(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
 	$(CXX) -shared $(EXTRA_LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
 	  $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(,)-rpath$(,)$(NCCL_HOME)/lib) \
-	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lnccl -lcublasLt -lcudart -lm
+	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lcublasLt -lcudart -ldl -lpthread -lm
+	@$(if $(filter 0,$(NCCL)),echo "note: $@ has no NCCL (no nccl.h found): one GPU a run;" \
+	  "install NCCL's development files (libnccl-dev) and rebuild for several")
 
 $(BUILD)/emu/%.o: %.cu
 	@mkdir -p $(dir $@)

@@ -15,7 +15,10 @@
  * stream while the comm stream sums; allreduce_wait is the end of the last one started.
  * bf16 sums (sum_type GK_BF16): on the comm stream, the floats are cast into the comm's bf16
  * buffer (`wire`), NCCL sums it as ncclBfloat16 (in place), and the result is cast back.
- * Under the emulator (GK_CUDA_EMU) the same code runs on kernels/emu/emu_nccl's socket collectives.
+ * NCCL is loaded (dlopen libnccl.so.2) when the first communicator is made, not linked, so that
+ * one GPU needs no NCCL: a build without nccl.h (GK_NO_NCCL) or a machine without the library
+ * refuses several CUDA ranks with one line saying so. Under the emulator (GK_CUDA_EMU) the same
+ * code runs on kernels/emu/emu_nccl's socket collectives, called directly.
  * Thread safety: a comm is used by the backend's one host thread; close it before the backend. */
 #include "kernels/cuda/cuda_internal.h"
 
@@ -26,6 +29,74 @@
 #include <time.h>
 
 #include "kernels/comm/comm.h"
+
+#ifdef GK_NO_NCCL
+
+static int no_nccl(gk_err *e)
+{
+    return gk_errf(e, GK_EUSAGE, "nccl: this CUDA backend was built without NCCL (no nccl.h was found): "
+                   "a run of several CUDA ranks needs it: install NCCL (libnccl-dev) and rebuild");
+}
+
+int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e)
+{
+    (void)be, (void)id, (void)cap, (void)n;
+    return no_nccl(e);
+}
+
+int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,
+                 gk_comm **out, gk_err *e)
+{
+    (void)be, (void)id, (void)n, (void)rank, (void)world, (void)timeout_s;
+    *out = NULL;
+    return no_nccl(e);
+}
+
+#else
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* ---- NCCL's functions: loaded from libnccl.so.2 on first use (the emulator's: linked) ---- */
+
+#define NCCL_FUNCS(X)                                                                             \
+    X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommGetAsyncError) X(ncclCommAbort)        \
+    X(ncclCommFinalize) X(ncclCommDestroy) X(ncclAllReduce) X(ncclReduceScatter) X(ncclAllGather) \
+    X(ncclBroadcast) X(ncclGetErrorString) X(ncclGetLastError)
+#define NC_FIELD(f) decltype(&::f) f;
+static struct { NCCL_FUNCS(NC_FIELD) } api;
+static char api_error[200]; /* why it did not load; empty when it did */
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+
+static void api_load(void)
+{
+#ifdef GK_CUDA_EMU
+#define NC_LINKED(f) api.f = &::f;
+    NCCL_FUNCS(NC_LINKED)
+#else
+    /* RTLD_GLOBAL is not needed: only we call it. Searched as dlopen does, with this library's
+     * RPATH (CUDA_HOME/lib64, NCCL_HOME/lib) first. */
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(api_error, sizeof api_error, "cannot load NCCL: %s", why ? why : "libnccl.so.2");
+        return;
+    }
+#define NC_DLSYM(f)                                                                                    \
+    if (!api_error[0] && !(api.f = (decltype(&::f))dlsym(h, #f)))                                      \
+        snprintf(api_error, sizeof api_error, "libnccl.so.2 has no %s: NCCL 2.14 or later is needed", #f);
+    NCCL_FUNCS(NC_DLSYM)
+#endif
+}
+
+/* 0 once NCCL's functions are in api, else GK_ENOTFOUND naming what is missing. */
+static int api_ready(gk_err *e)
+{
+    pthread_once(&api_once, api_load);
+    if (!api_error[0]) return 0;
+    return gk_errf(e, GK_ENOTFOUND, "nccl: %s (a run of several CUDA ranks needs NCCL: install it, or "
+                   "point LD_LIBRARY_PATH at its lib folder)", api_error);
+}
 
 #define NC_MIN_SCRATCH 16 /* doubles of allreduce_host scratch before it grows */
 
@@ -79,7 +150,7 @@ static int nc_fail(nc_comm *c, gk_err *e, const char *op, const char *fmt, ...)
             if (*p == '\n' || *p == '\r') *p = ' ';
         for (size_t n = strlen(msg); n > 0 && msg[n - 1] == ' ';) msg[--n] = 0;
         gk_errf(&c->failure, GK_EIO, "nccl %s: %s", op, msg);
-        if (c->nccl) ncclCommAbort(c->nccl);
+        if (c->nccl) api.ncclCommAbort(c->nccl);
         c->nccl = NULL;
     }
     return gk_errf(e, GK_EIO, "%s", c->failure.msg);
@@ -88,9 +159,9 @@ static int nc_fail(nc_comm *c, gk_err *e, const char *op, const char *fmt, ...)
 /* A failed NCCL result: its string and NCCL's last error message. */
 static int nc_fail_nccl(nc_comm *c, gk_err *e, const char *op, ncclResult_t rc)
 {
-    const char *last = ncclGetLastError(c->nccl);
-    if (last && *last) return nc_fail(c, e, op, "%s: %s", ncclGetErrorString(rc), last);
-    return nc_fail(c, e, op, "%s", ncclGetErrorString(rc));
+    const char *last = api.ncclGetLastError(c->nccl);
+    if (last && *last) return nc_fail(c, e, op, "%s: %s", api.ncclGetErrorString(rc), last);
+    return nc_fail(c, e, op, "%s", api.ncclGetErrorString(rc));
 }
 
 static int nc_timeout(nc_comm *c, gk_err *e, const char *op)
@@ -117,7 +188,7 @@ static int nc_settle(nc_comm *c, ncclResult_t rc, const char *op, double deadlin
     while (rc == ncclInProgress) {
         if (now_s() > deadline) return nc_timeout(c, e, op);
         nap();
-        ncclResult_t st = ncclCommGetAsyncError(c->nccl, &rc);
+        ncclResult_t st = api.ncclCommGetAsyncError(c->nccl, &rc);
         if (st != ncclSuccess) rc = st;
     }
     return rc == ncclSuccess ? 0 : nc_fail_nccl(c, e, op, rc);
@@ -148,7 +219,7 @@ static int nc_end(nc_comm *c, const char *op, double deadline, gk_err *e)
         cudaError_t q = cudaEventQuery(c->done);
         if (q == cudaSuccess) break;
         if (q != cudaErrorNotReady) return nc_cuda(c, q, "cudaEventQuery", op, e);
-        ncclResult_t async = ncclSuccess, st = ncclCommGetAsyncError(c->nccl, &async);
+        ncclResult_t async = ncclSuccess, st = api.ncclCommGetAsyncError(c->nccl, &async);
         if (st != ncclSuccess) async = st;
         if (async != ncclSuccess && async != ncclInProgress) return nc_fail_nccl(c, e, op, async);
         if (now_s() > deadline) return nc_timeout(c, e, op);
@@ -197,7 +268,7 @@ static int nc_sum_bf16(nc_comm *c, float *buf, size_t n, double dl, gk_err *e)
 {
     const char *op = "allreduce";
     if (nc_wire(c, n, op, e) || nc_cast(c, c->wire, GK_BF16, buf, n, op, e) ||
-        NC_CHECK(c, op, dl, e, ncclAllReduce(c->wire, c->wire, n, ncclBfloat16, ncclSum, c->nccl, c->stream)))
+        NC_CHECK(c, op, dl, e, api.ncclAllReduce(c->wire, c->wire, n, ncclBfloat16, ncclSum, c->nccl, c->stream)))
         return GK_EIO;
     return nc_cast(c, buf, GK_F32, c->wire, n, op, e);
 }
@@ -210,7 +281,7 @@ static int nc_scatter_bf16(nc_comm *c, const float *in, float *out, size_t count
     size_t all = count * (size_t)c->base.world;
     if (nc_wire(c, all, op, e) || nc_cast(c, c->wire, GK_BF16, in, all, op, e)) return GK_EIO;
     bf16 *mine = c->wire + count * (size_t)c->base.rank;
-    if (NC_CHECK(c, op, dl, e, ncclReduceScatter(c->wire, mine, count, ncclBfloat16, ncclSum, c->nccl, c->stream)))
+    if (NC_CHECK(c, op, dl, e, api.ncclReduceScatter(c->wire, mine, count, ncclBfloat16, ncclSum, c->nccl, c->stream)))
         return GK_EIO;
     return nc_cast(c, out, GK_F32, mine, count, op, e);
 }
@@ -226,7 +297,7 @@ static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
     if (!rc && gc->sum_type == GK_BF16)
         rc = nc_sum_bf16(c, buf, n, dl, e);
     else if (!rc)
-        rc = NC_CHECK(c, "allreduce", dl, e, ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
+        rc = NC_CHECK(c, "allreduce", dl, e, api.ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
     if (!rc && !c->started++) c->started_deadline = dl;
     return rc;
 }
@@ -260,7 +331,7 @@ static int nc_allreduce_host(gk_comm *gc, double *vals, int n, gk_err *e)
     if (rc) return rc;
     if (n) memcpy(c->host, vals, bytes);
     if (NC_CUDA(c, op, e, cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, c->stream)) ||
-        NC_CHECK(c, op, dl, e, ncclAllReduce(c->dev, c->dev, (size_t)n, ncclFloat64, ncclSum, c->nccl, c->stream)) ||
+        NC_CHECK(c, op, dl, e, api.ncclAllReduce(c->dev, c->dev, (size_t)n, ncclFloat64, ncclSum, c->nccl, c->stream)) ||
         NC_CUDA(c, op, e, cudaMemcpyAsync(c->host, c->dev, bytes, cudaMemcpyDeviceToHost, c->stream)) ||
         nc_end(c, op, dl, e))
         return GK_EIO;
@@ -277,7 +348,7 @@ static int nc_reduce_scatter(gk_comm *gc, const float *in, float *out, size_t co
     if (!rc && gc->sum_type == GK_BF16)
         rc = nc_scatter_bf16(c, in, out, count, dl, e);
     else if (!rc)
-        rc = NC_CHECK(c, op, dl, e, ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl, c->stream));
+        rc = NC_CHECK(c, op, dl, e, api.ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl, c->stream));
     return rc ? rc : nc_end(c, op, dl, e);
 }
 
@@ -287,7 +358,7 @@ static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count,
     double dl = 0;
     int rc = nc_begin(c, "all_gather", &dl, e);
     if (!rc)
-        rc = NC_CHECK(c, "all_gather", dl, e, ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
+        rc = NC_CHECK(c, "all_gather", dl, e, api.ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
     return rc ? rc : nc_end(c, "all_gather", dl, e);
 }
 
@@ -299,7 +370,7 @@ static int nc_broadcast(gk_comm *gc, void *buf, size_t n, int root, gk_err *e)
     double dl = 0;
     int rc = nc_begin(c, "broadcast", &dl, e);
     if (!rc)
-        rc = NC_CHECK(c, "broadcast", dl, e, ncclBroadcast(buf, buf, n, ncclUint8, root, c->nccl, c->stream));
+        rc = NC_CHECK(c, "broadcast", dl, e, api.ncclBroadcast(buf, buf, n, ncclUint8, root, c->nccl, c->stream));
     return rc ? rc : nc_end(c, "broadcast", dl, e);
 }
 
@@ -310,7 +381,7 @@ static int nc_barrier(gk_comm *gc, gk_err *e)
     double dl = 0;
     int rc = nc_begin(c, "barrier", &dl, e);
     if (!rc)
-        rc = NC_CHECK(c, "barrier", dl, e, ncclAllReduce(c->dev, c->dev, 1, ncclFloat64, ncclSum, c->nccl, c->stream));
+        rc = NC_CHECK(c, "barrier", dl, e, api.ncclAllReduce(c->dev, c->dev, 1, ncclFloat64, ncclSum, c->nccl, c->stream));
     return rc ? rc : nc_end(c, "barrier", dl, e);
 }
 
@@ -322,8 +393,8 @@ static void nc_close(gk_comm *gc)
     nc_comm *c = NC(gc);
     if (c->nccl) {
         gk_err e = {0, {0}};
-        if (NC_CHECK(c, "close", now_s() + c->timeout_s, &e, ncclCommFinalize(c->nccl)) == 0)
-            ncclCommDestroy(c->nccl); /* nc_settle aborted it otherwise */
+        if (NC_CHECK(c, "close", now_s() + c->timeout_s, &e, api.ncclCommFinalize(c->nccl)) == 0)
+            api.ncclCommDestroy(c->nccl); /* nc_settle aborted it otherwise */
         c->nccl = NULL;
     }
     if (c->done) cudaEventDestroy(c->done);
@@ -349,10 +420,11 @@ int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e)
     ncclUniqueId uid;
     if (cap < sizeof uid)
         return gk_errf(e, GK_EUSAGE, "nccl id: needs %zu bytes, the buffer has %zu", sizeof uid, cap);
-    ncclResult_t rc = ncclGetUniqueId(&uid);
+    if (api_ready(e)) return GK_ENOTFOUND;
+    ncclResult_t rc = api.ncclGetUniqueId(&uid);
     if (rc != ncclSuccess) {
-        const char *last = ncclGetLastError(NULL);
-        return gk_errf(e, GK_EIO, "nccl id: %s%s%s", ncclGetErrorString(rc), last && *last ? ": " : "",
+        const char *last = api.ncclGetLastError(NULL);
+        return gk_errf(e, GK_EIO, "nccl id: %s%s%s", api.ncclGetErrorString(rc), last && *last ? ": " : "",
                        last ? last : "");
     }
     memcpy(id, &uid, sizeof uid);
@@ -376,7 +448,7 @@ static int nc_init(nc_comm *c, const void *id, gk_err *e)
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm = NULL;
-    ncclResult_t rc = ncclCommInitRankConfig(&comm, c->base.world, uid, c->base.rank, &config);
+    ncclResult_t rc = api.ncclCommInitRankConfig(&comm, c->base.world, uid, c->base.rank, &config);
     c->nccl = comm;
     return nc_settle(c, rc, op, dl, e);
 }
@@ -393,6 +465,7 @@ int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, 
         return gk_errf(e, GK_EUSAGE, "nccl init: timeout %g s", timeout_s);
     if (be->err.code)
         return gk_errf(e, be->err.code, "nccl init: the backend failed earlier: %s", be->err.msg);
+    if (api_ready(e)) return GK_ENOTFOUND;
     nc_comm *c = (nc_comm *)calloc(1, sizeof *c);
     if (!c) return gk_errf(e, GK_ENOMEM, "nccl init: out of memory");
     c->base.ops = &nc_ops;
@@ -408,3 +481,5 @@ int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, 
     *out = &c->base;
     return 0;
 }
+
+#endif /* GK_NO_NCCL */

@@ -18,7 +18,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
+#ifndef GK_NO_NCCL /* built without NCCL's header: cuda_nccl.cu refuses several ranks */
 #include <nccl.h>
+#endif
 
 #define GK_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
     kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
