@@ -35,3 +35,9 @@ void gk_error(const char *fmt, ...) { GK_LOG_BODY(GK_LOG_QUIET, ""); }
 void gk_warn(const char *fmt, ...) { GK_LOG_BODY(GK_LOG_NORMAL, "warning: "); }
 void gk_info(const char *fmt, ...) { GK_LOG_BODY(GK_LOG_NORMAL, ""); }
 void gk_verbose(const char *fmt, ...) { GK_LOG_BODY(GK_LOG_VERBOSE, ""); }
+
+void gk_warn_note(char *note)
+{
+    if (note && note[0]) gk_warn("%s", note);
+    if (note) note[0] = 0;
+}

@@ -18,5 +18,8 @@ void gk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gk_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Printed with -v: "prog: message". */
 void gk_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A note kept for the tool to warn of once (a backend's be->note): printed as gk_warn when not
+ * empty, then emptied. */
+void gk_warn_note(char *note);
 
 #endif

@@ -133,6 +133,7 @@ static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *conte
     if (!rc) rc = gk_gpt2_runner_open(r, &bo, gk_opt_model_path(o->model), o->vocab, need_vocab, e);
     char what[128];
     if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what)); /* -v: tests compare stderr */
+    if (r->be) gk_warn_note(r->be->note); /* e.g. why device auto is not cuda */
     *context = o->context ? (int)o->context : 0;
     if (!rc) {
         if (!*context) *context = r->cfg.block_size;

@@ -226,8 +226,10 @@ struct gk_backend {
     gk_err err;        /* the sticky error: code 0 until an op fails (gk_backend_fail) */
     char what[96];     /* set by the constructor for messages: "cpu (8 threads)",
                         * "cuda (NVIDIA H100 80GB HBM3, bf16)" */
-    char note[256];    /* empty, or something a tool should warn of once that is not an error:
-                        * "CUDA graphs off: ..." (record_end). Tools print it at the end. */
+    char note[512];    /* empty, or something a tool should warn of once that is not an error:
+                        * "device auto: the CPU, since device cuda: ..." (gk_backend_open),
+                        * "CUDA graphs off: ..." (record_end). Tools print it (and empty it)
+                        * after opening the backend and again at the end. */
 };
 
 /* Records an op's failure in be unless an error is already recorded (the first one is kept):
@@ -266,7 +268,7 @@ typedef struct gk_backend_opts {
 /* Opens the backend o->device names (backend_open.c): "cpu", "ref", "cuda" and "cuda-emu" (loaded
  * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's
  * ../lib, else the dlopen search path), "auto" (cuda when its library loads and sees a GPU, else
- * cpu). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
+ * cpu; when the library was there but failed to load, or the GPU failed, be->note says why). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
  * with one line naming the device. */
 int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e);
 /* Writes what be is for a tool's message, e.g. "cpu (8 threads)", "cuda (NVIDIA H100, bf16)";

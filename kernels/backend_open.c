@@ -129,10 +129,14 @@ int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e)
     if (strcmp(device, "cuda") == 0 || strcmp(device, "cuda-emu") == 0)
         return open_cuda(out, device, o, e);
     if (strcmp(device, "auto") == 0) {
-        gk_err ignored = {0};
-        if (open_cuda(out, "cuda", o, &ignored) == 0)
+        gk_err why = {0};
+        if (open_cuda(out, "cuda", o, &why) == 0)
             return 0;
-        return open_cpu(out, "cpu", o, e);
+        int rc = open_cpu(out, "cpu", o, e);
+        /* no library or no GPU is the quiet case; a library or GPU that failed is worth a word */
+        if (!rc && why.code != GK_ENOTFOUND)
+            snprintf((*out)->note, sizeof (*out)->note, "device auto: the CPU, since %.470s", why.msg);
+        return rc;
     }
     return gk_errf(e, GK_EUSAGE, "device '%s': not one of cpu, ref, cuda, cuda-emu, auto", device);
 }

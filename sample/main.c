@@ -184,6 +184,7 @@ static int run(const options *o, gk_err *e)
     if (!rc) rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
+    if (r.be) gk_warn_note(r.be->note); /* e.g. why device auto is not cuda */
     if (!rc) rc = encode_prompt(o, r.vocab, &prompt, &n, &hidden, e);
     if (!rc) rc = gk_gpt2_runner_check(&r, (int)o->num_samples, r.cfg.block_size, bf16,
                                        "lower --num-samples, or try --dtype bfloat16", e);
@@ -206,7 +207,7 @@ static int run(const options *o, gk_err *e)
         rc = gk_errf(e, rc, "after %lld generated token%s: %.900s", (long long)made,
                      made == 1 ? "" : "s", msg);
     }
-    if (r.be && r.be->note[0]) gk_warn("%s", r.be->note); /* e.g. CUDA graphs turned off */
+    if (r.be) gk_warn_note(r.be->note); /* e.g. CUDA graphs turned off */
     free(prompt);
     gk_gpt2_runner_close(&r);
     return rc;

@@ -243,8 +243,7 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
     gs_sampleout_free(&so);
     printf("\n");
     fflush(stdout);
-    if (r->be->note[0] && !r->noted) /* e.g. CUDA graphs turned off */
-        gk_warn("%s", r->be->note), r->noted = 1;
+    gk_warn_note(r->be->note); /* e.g. CUDA graphs turned off */
     return rc;
 }
 

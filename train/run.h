@@ -38,7 +38,6 @@ typedef struct tr_run {
     volatile sig_atomic_t *stop;/* set by SIGINT/SIGTERM: finish the step, checkpoint, exit */
     int stop_all;               /* the ranks agreed at the last step to stop after it */
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
-    int noted;                  /* be->note was printed (once per run) */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
 } tr_run;
 

@@ -318,6 +318,8 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     char what[128];
     if (!rc)
         gk_info("device %s", gk_backend_describe(r->be, what, sizeof what));
+    if (!rc)
+        gk_warn_note(r->be->note); /* e.g. why device auto is not cuda */
     if (!rc && bf16 == 1 && r->be->act != GK_BF16)
         rc = gk_errf(e, GK_EUSAGE, "dtype = bfloat16: device %s trains in float32 only", what);
     int flags = 0;

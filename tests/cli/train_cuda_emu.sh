@@ -45,3 +45,7 @@ run gpt-sample -m cpu/latest.safetensors --device=cuda -n 1
 # bfloat16 asked of auto, which finds no GPU here: the CPU trains in float32 only
 run gpt-train -q "${TINY[@]}" --device=auto --dtype=bfloat16 --max_iters=1 --out_dir=nogpu
 test ! -e nogpu
+# a CUDA library that is there but does not load: auto takes the CPU and says why, once
+echo "not a library" > junk.so
+GPT_CUDA_LIB=$PWD/junk.so gpt-evalppl -m cpu/latest.safetensors --device=auto d/val.bin 2>&1 >/dev/null |
+  grep -c "^gpt-evalppl: warning: device auto: the CPU, since device cuda: GPT_CUDA_LIB=$PWD/junk.so: "

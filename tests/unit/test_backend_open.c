@@ -66,6 +66,7 @@ static void test_cuda_missing(void)
     setenv("GPT_CUDA_LIB", "/nonexistent/libgptkit-cuda.so", 1);
     CHECK(open_dev(&be, "auto", 2, &e) == 0);
     CHECK(be && strcmp(be->ops->name, "cpu") == 0 && e.code == 0);
+    CHECKF(be && be->note[0] == 0, "no library is no news: '%s'", be ? be->note : "");
     gk_backend_free(be);
     setenv("GPT_CUDA_LIB", "/nonexistent/libgptkit-cuda.so", 1);
     CHECK(open_dev(&be, "cuda", 0, &e) == GK_ENOTFOUND);
@@ -126,6 +127,18 @@ static void test_fake_libraries(void)
         e = (gk_err){0};
         CHECK(open_dev(&be, "auto", 1, &e) == 0); /* no GPU: the CPU */
         CHECK(be && strcmp(be->ops->name, "cpu") == 0);
+        CHECKF(be && be->note[0] == 0, "no GPU is no news: '%s'", be ? be->note : "");
+        gk_backend_free(be);
+
+        /* a library that is there but does not load: the CPU, and a note saying why */
+        snprintf(src, sizeof src, "#define ABI %d\n%s", GK_BACKEND_ABI + 41, fake_src);
+        CHECK(build_so(dir, "wrongabi", src, so, sizeof so) == 0);
+        setenv("GPT_CUDA_LIB", so, 1);
+        CHECK(open_dev(&be, "auto", 1, &e) == 0);
+        CHECK(be && strcmp(be->ops->name, "cpu") == 0);
+        snprintf(want, sizeof want, "device auto: the CPU, since device cuda: %s has backend ABI "
+                 "version %d", so, GK_BACKEND_ABI + 41);
+        CHECKF(be && strstr(be->note, want) == be->note, "note: '%s'", be ? be->note : "");
         gk_backend_free(be);
 
         CHECK(build_so(dir, "noentry", "int gk_something_else(void) { return 1; }\n", so, sizeof so) == 0);
