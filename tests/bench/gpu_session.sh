@@ -3,8 +3,8 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# make bench-gpu, the op tests under compute-sanitizer (memcheck, then racecheck and synccheck),
-# and the Shakespeare run in fp32 and on the CPU for comparison.
+# 100 steps of GPT-2 124M through gpt-train, make bench-gpu, the op tests under compute-sanitizer
+# (memcheck, then racecheck and synccheck), and the Shakespeare run in fp32 and on the CPU.
 #
 # The device tool lends 15 minutes in all, machine start included, and at most 10 a command, so
 # the steps run most valuable first, each under its own time limit, and all of them end by
@@ -80,18 +80,28 @@ decode_graphs() {
 export -f decode decode_graphs # timeout runs programs, not functions: through bash
 step decode-graphs 60 bash -c decode_graphs
 
-# 4. speed beside PyTorch and llm.c's figures
+# 4. GPT-2 124M through gpt-train on cuda: Tiny Shakespeare in GPT-2 BPE, B=16 x T=1024, 100 steps
+# (the loss falls from ~10.9; the last line is the checkpoint, written asynchronously)
+mkdir -p "$work/bpe"
+build/bin/gpt-tokenize -q -V "$data/gpt2" "$data/tinyshakespeare/input.txt" -o "$work/bpe/train.bin" \
+  --val-fraction 0.1 --val-output "$work/bpe/val.bin"
+(cd "$work" && step train-gpt2-124m 120 "$top/build/bin/gpt-train" -c "$top/train/configs/gpt2.conf" \
+  --device=cuda --train_data=bpe/train.bin --val_data=bpe/val.bin --out_dir=out-124m --batch_size=16 \
+  --gradient_accumulation_steps=1 --max_iters=100 --warmup_iters=10 --lr_decay_iters=100 \
+  --eval_interval=100 --eval_iters=5 --log_interval=10)
+
+# 5. speed beside PyTorch and llm.c's figures
 step bench-gpu 200 make bench-gpu
 cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
 
-# 5. the op tests under compute-sanitizer: memcheck first, then the slower racecheck, synccheck
+# 6. the op tests under compute-sanitizer: memcheck first, then the slower racecheck, synccheck
 for tool in memcheck racecheck synccheck; do
   for t in test_cuda_ops test_cuda_attn test_infer; do
     step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" --error-exitcode 9 "build/tests/$t"
   done
 done
 
-# 6. the same Shakespeare run in fp32 and on the CPU: final losses side by side
+# 7. the same Shakespeare run in fp32 and on the CPU: final losses side by side
 train cuda float32 60
 train cpu float32 90
 note "done in $(( $(date +%s) - t_start )) s; logs in $out/logs.tar.gz"
