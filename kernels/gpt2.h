@@ -80,10 +80,14 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  *   (ln_1, ln_2), recomputed from the residual stream they normalize (ops->layernorm_fwd, the
  *   values the fused residual add + LayerNorm stored): one (B*T, C) buffer each serves every
  *   layer, another eighth of the activations (with RECOMPUTE: llm.c's recompute = 2).
+ * GK_GPT2_DEFER_MOMENTS (training models): create allocates no AdamW moments; gk_gpt2_set_comm
+ *   does, as this rank's shard alone with ZeRO-1 (so that the full moments are never on the
+ *   device), else whole. Call it before anything uses them (init, update, loading them).
  * On a backend with bf16 activations the weight matrices are always read as bf16: a training
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
-enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8 };
+enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8,
+       GK_GPT2_DEFER_MOMENTS = 16 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);
@@ -112,9 +116,14 @@ typedef struct gk_gpt2_mem {
 } gk_gpt2_mem;
 #define GK_GPT2_MEM_SCRATCH ((size_t)64 << 20) /* cuBLASLt workspace (32 MiB) and op scratch */
 /* Fills *out for cfg on a backend of activation type act (be->act) with flags as
- * gk_gpt2_create_ex's; sizes past what a size_t holds saturate. 0 or GK_EUSAGE (a bad config). */
+ * gk_gpt2_create_ex's; sizes past what a size_t holds saturate. 0 or GK_EUSAGE (a bad config).
+ * optimizer is the whole moments' (with GK_GPT2_DEFER_MOMENTS too: what set_comm allocates
+ * without sharding). */
 int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
                          gk_gpt2_mem *out, gk_err *err);
+/* The same with the moments sharded over world ranks (ZeRO-1, GK_GPT2_DEFER_MOMENTS): optimizer
+ * becomes one rank's shard and the shared tail, and total follows. */
+void gk_gpt2_mem_shard(gk_gpt2_mem *m, int world);
 
 const gk_gpt2_config *gk_gpt2_cfg(const gk_gpt2 *m);
 int gk_gpt2_padded_vocab(const gk_gpt2 *m);
@@ -167,8 +176,10 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * all ranks), so the sum is the global mean). zero_stage 1 (ZeRO-1) shards the AdamW moments:
  * rank r keeps those of floats [r n/W, (r+1) n/W) of the parameter block (plus a shared tail of
  * under 16 W floats), and update reduce-scatters the gradients, takes the global norm, updates
- * its shard and all-gathers the parameters. The moments held now are kept (each rank its shard),
- * so load them before. 0, or GK_EUSAGE for a model too small to shard. */
+ * its shard and all-gathers the parameters. The moments held now are kept (each rank its shard);
+ * a model made with GK_GPT2_DEFER_MOMENTS gets them here (zero), its shard only, or whole
+ * without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for a model too small to
+ * shard. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
  * In a data-parallel run without ZeRO that backward sums each layer's gradients over the ranks
@@ -179,11 +190,13 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
  * another order within a float's rounding). Every rank must make the same call. Without the call (or with one process, or ZeRO-1)
  * update sums the gradients as documented above. */
 void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
-/* ZeRO-1 checkpoints: gather gathers every rank's moments into full blocks on every rank (a
- * collective: all ranks call it), so that gk_gpt2_tensor_get reads them; release frees them again.
- * Without sharding both do nothing. While sharded, tensor_get of a moment is GK_EUSAGE and
- * tensor_set of one keeps this rank's part. */
-int gk_gpt2_moments_gather(gk_gpt2 *m, gk_err *err);
+/* ZeRO-1 checkpoints: gather collects every rank's moments (a collective: all ranks call it) in
+ * pieces through a small device buffer (no rank holds them whole on the device) into host memory
+ * of the ranks that keep them (keep != 0: the one that writes the checkpoint), where
+ * gk_gpt2_tensor_get reads them; release frees them again. Without sharding both do nothing.
+ * While sharded and not gathered here, tensor_get of a moment is GK_EUSAGE; tensor_set of one
+ * keeps this rank's part. */
+int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err);
 void gk_gpt2_moments_release(gk_gpt2 *m);
 /* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as torch.nn.utils.clip_grad_norm_,
  * then AdamW with learning rate lr (refreshing the bf16 weight copies in the same pass); step

@@ -54,8 +54,7 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
     if (!d && m->zero && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
-        return gk_errf(err, GK_EUSAGE, "%s: the %s is sharded across ranks (gk_gpt2_moments_gather "
-                       "first)", p->name, kind_name(kind));
+        return gk_gpt2_shard_moment_get(m, i, kind, host, err);
     if (d) {
         be->ops->to_host(be, host, d, p->numel * sizeof(float));
     } else if (kind == GK_TENSOR_PARAM && p->copy) {

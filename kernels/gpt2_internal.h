@@ -64,6 +64,8 @@ struct gk_gpt2 {
     int zero;               /* ZeRO-1 (gpt2_shard.c): moments of this rank's shard only */
     size_t shard_count;     /* floats per rank's shard; the tail past world x count is shared */
     float *m_shard, *v_shard; /* (shard_count + tail): the shard's moments, then the tail's */
+    float *m_host, *v_host; /* every rank's moments in host memory (n_floats each) while gathered
+                             * for a checkpoint (gk_gpt2_moments_gather with keep), else NULL */
 
     /* activations (inference models: every layer's entry but qkv points at the same buffers) */
     void *act_block;
@@ -117,6 +119,8 @@ float gk_gpt2_clip_scale(const gk_adamw *h, double norm);
 int gk_gpt2_norm_skips(const gk_adamw *h, double norm);
 /* gpt2_shard.c: update under ZeRO-1 (grads flushed); tensor access to sharded moments. */
 int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
+/* tensor_get of a sharded moment: from the host copy gk_gpt2_moments_gather keeps, else GK_EUSAGE. */
+int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err);
 int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
                              gk_err *err);
 

@@ -69,6 +69,9 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
     if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     gk_gpt2_grads_flush(m);
     if (m->zero) return gk_gpt2_update_sharded(m, h, lr, grad_norm, err);
+    if (!m->m_block)
+        return gk_errf(err, GK_EUSAGE, "update: the AdamW moments are not allocated yet "
+                       "(GK_GPT2_DEFER_MOMENTS: gk_gpt2_set_comm first)");
     if (m->comm && m->comm->world > 1 && !m->grads_reduced) {
         int rc = m->comm->ops->allreduce(m->comm, m->g_block, m->n_floats, err);
         if (rc) return rc;

@@ -124,8 +124,8 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
         p->data = m->p_block + p->offset;
         if (m->g_block) {
             p->grad = m->g_block + p->offset;
-            p->m = m->m_block + p->offset;
-            p->v = m->v_block + p->offset;
+            p->m = m->m_block ? m->m_block + p->offset : NULL; /* NULL: deferred, or sharded */
+            p->v = m->v_block ? m->v_block + p->offset : NULL;
         }
     }
     void *w = p->copy ? p->copy : (void *)p->data;
@@ -257,10 +257,11 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     if (m->n_copy && !(m->w_block = be->ops->alloc(be, m->n_copy * gk_elt_size(m->wt))))
         goto nomem;
     if (!(flags & GK_GPT2_INFERENCE)) {
+        int moments = !(flags & GK_GPT2_DEFER_MOMENTS); /* else gk_gpt2_set_comm's */
         m->g_block = be->ops->alloc(be, bytes);
-        m->m_block = be->ops->alloc(be, bytes);
-        m->v_block = be->ops->alloc(be, bytes);
-        if (!m->g_block || !m->m_block || !m->v_block) goto nomem;
+        m->m_block = moments ? be->ops->alloc(be, bytes) : NULL;
+        m->v_block = moments ? be->ops->alloc(be, bytes) : NULL;
+        if (!m->g_block || (moments && (!m->m_block || !m->v_block))) goto nomem;
     }
     m->n_params = 0;
     walk(m, set_ptrs);
@@ -294,6 +295,8 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->v_shard);
     be->ops->free(be, m->w_block);
     be->ops->free(be, m->act_block);
+    free(m->m_host);
+    free(m->v_host);
     free(m->params);
     free(m->p_init);
     free(m->lp);

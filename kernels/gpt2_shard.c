@@ -2,12 +2,31 @@
  * moments sharded across ranks, the sharded update, gathering the moments for checkpoints.
  * The parameter block (n floats) splits into W shards of `count` floats (a multiple of 16, so
  * every shard starts 64-byte aligned) and a tail of the n - W count floats left over, which every
- * rank updates alike (its gradients are all-reduced), so the collectives always move equal parts. */
+ * rank updates alike (its gradients are all-reduced), so the collectives always move equal parts.
+ * With GK_GPT2_DEFER_MOMENTS the full moments are never on the device: set_comm allocates the
+ * shard, and a checkpoint gathers them in pieces into host memory. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/gpt2_internal.h"
 
+/* Floats per rank's shard for n floats over world ranks (0: too few to shard). */
+static size_t shard_count_of(size_t n, int world) { return n / (size_t)world / 16 * 16; }
+
 static size_t tail_of(const gk_gpt2 *m) { return m->n_floats - m->shard_count * (size_t)m->comm->world; }
+
+/* Allocates the shard buffers (zero): this rank's count floats and the tail, for m and v. */
+static int alloc_shards(gk_gpt2 *m, gk_err *err)
+{
+    gk_backend *be = m->be;
+    size_t bytes = (m->shard_count + tail_of(m)) * sizeof(float);
+    m->m_shard = be->ops->alloc(be, bytes);
+    m->v_shard = be->ops->alloc(be, bytes);
+    if (!m->m_shard || !m->v_shard)
+        return gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory for %zu bytes of moments", 2 * bytes);
+    return 0;
+}
 
 /* Moves the moments of this rank's shard and the tail out of the full blocks into the shard
  * buffers, then frees the full blocks. */
@@ -15,30 +34,60 @@ static int shard_moments(gk_gpt2 *m, gk_err *err)
 {
     gk_backend *be = m->be;
     size_t cnt = m->shard_count, tail = tail_of(m), lo = (size_t)m->comm->rank * cnt;
-    size_t bytes = (cnt + tail) * sizeof(float);
-    m->m_shard = be->ops->alloc(be, bytes);
-    m->v_shard = be->ops->alloc(be, bytes);
-    if (!m->m_shard || !m->v_shard)
-        return gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory for %zu bytes of moments", 2 * bytes);
+    int rc = alloc_shards(m, err);
+    if (rc) return rc;
     float *full[2] = {m->m_block, m->v_block}, *part[2] = {m->m_shard, m->v_shard};
     for (int k = 0; k < 2; k++) {
         be->ops->copy(be, part[k], full[k] + lo, cnt * sizeof(float));
         if (tail) be->ops->copy(be, part[k] + cnt, full[k] + cnt * (size_t)m->comm->world, tail * sizeof(float));
     }
-    gk_gpt2_moments_release(m); /* the full blocks go */
+    be->ops->free(be, m->m_block); /* the full blocks go */
+    be->ops->free(be, m->v_block);
+    m->m_block = m->v_block = NULL;
+    for (int i = 0; i < m->n_params; i++) m->params[i].m = m->params[i].v = NULL;
     return gk_backend_status(be, err);
+}
+
+/* GK_GPT2_DEFER_MOMENTS without sharding: the full blocks, now. */
+static int alloc_full_moments(gk_gpt2 *m, gk_err *err)
+{
+    gk_backend *be = m->be;
+    size_t bytes = m->n_floats * sizeof(float);
+    m->m_block = be->ops->alloc(be, bytes);
+    m->v_block = be->ops->alloc(be, bytes);
+    if (!m->m_block || !m->v_block) {
+        be->ops->free(be, m->m_block);
+        be->ops->free(be, m->v_block);
+        m->m_block = m->v_block = NULL;
+        return gk_errf(err, GK_ENOMEM, "gpt2: out of memory for %zu bytes of AdamW moments", 2 * bytes);
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        gk_param *p = &m->params[i];
+        p->m = m->m_block + p->offset;
+        p->v = m->v_block + p->offset;
+    }
+    return 0;
 }
 
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
 {
     m->comm = c;
-    if (!zero_stage || !c || c->world == 1 || !m->g_block || m->zero) return 0;
-    m->shard_count = m->n_floats / (size_t)c->world / 16 * 16;
+    if (!m->g_block || m->zero) return 0;
+    if (!zero_stage || !c || c->world == 1)
+        return m->m_block ? 0 : alloc_full_moments(m, err);
+    m->shard_count = shard_count_of(m->n_floats, c->world);
     if (m->shard_count == 0)
         return gk_errf(err, GK_EUSAGE, "zero_stage 1: %zu parameters do not shard over %d ranks",
                        m->n_floats, c->world);
     m->zero = 1;
-    return shard_moments(m, err);
+    return m->m_block ? shard_moments(m, err) : alloc_shards(m, err);
+}
+
+void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
+{
+    size_t n = mem->optimizer / (2 * sizeof(float)), cnt = world > 1 ? shard_count_of(n, world) : n;
+    if (world > 1 && cnt) mem->optimizer = 2 * (cnt + n - cnt * (size_t)world) * sizeof(float);
+    mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
 /* AdamW on the floats [a, b) of the parameter block, their moments at mom + (a - base). */
@@ -96,47 +145,68 @@ int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad
     return gk_backend_status(m->be, err);
 }
 
-/* Points every entry's moments into the full blocks (NULL: none). */
-static void point_moments(gk_gpt2 *m)
-{
-    for (int i = 0; i < m->n_params; i++) {
-        gk_param *p = &m->params[i];
-        p->m = m->m_block ? m->m_block + p->offset : NULL;
-        p->v = m->v_block ? m->v_block + p->offset : NULL;
-    }
-}
+/* Floats of each rank's shard that one all_gather moves (its device buffer: world of them). */
+#define GATHER_PIECE ((size_t)1 << 20)
 
-int gk_gpt2_moments_gather(gk_gpt2 *m, gk_err *err)
+/* One kind of moments (part: this rank's shard and tail) of every rank into host (n_floats),
+ * piece by piece: each all_gather brings the same stretch of every rank's shard into stage
+ * (world x piece floats); host NULL: this rank only takes part. */
+static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage, size_t piece, gk_err *err)
 {
-    if (!m->zero || m->m_block) return 0;
     gk_backend *be = m->be;
     gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, tail = tail_of(m), bytes = m->n_floats * sizeof(float);
-    m->m_block = be->ops->alloc(be, bytes);
-    m->v_block = be->ops->alloc(be, bytes);
-    if (!m->m_block || !m->v_block) {
-        gk_gpt2_moments_release(m);
-        return gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory gathering %zu bytes of moments", 2 * bytes);
-    }
-    float *full[2] = {m->m_block, m->v_block}, *part[2] = {m->m_shard, m->v_shard};
+    size_t cnt = m->shard_count, W = (size_t)c->world;
     int rc = 0;
-    for (int k = 0; k < 2 && !rc; k++) {
-        rc = c->ops->all_gather(c, part[k], full[k], cnt, err);
-        if (tail) be->ops->copy(be, full[k] + cnt * (size_t)c->world, part[k] + cnt, tail * sizeof(float));
+    for (size_t off = 0; off < cnt && !rc; off += piece) {
+        size_t n = cnt - off < piece ? cnt - off : piece;
+        rc = c->ops->all_gather(c, part + off, stage, n, err);
+        for (size_t r = 0; r < W && !rc && host; r++)
+            be->ops->to_host(be, host + r * cnt + off, stage + r * n, n * sizeof(float));
     }
-    if (!rc) rc = gk_backend_status(be, err);
+    if (!rc && host && tail_of(m)) be->ops->to_host(be, host + cnt * W, part + cnt, tail_of(m) * sizeof(float));
+    return rc ? rc : gk_backend_status(be, err);
+}
+
+int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
+{
+    if (!m->zero || m->m_host) return 0;
+    gk_backend *be = m->be;
+    size_t piece = m->shard_count < GATHER_PIECE ? m->shard_count : GATHER_PIECE;
+    float *stage = be->ops->alloc(be, piece * (size_t)m->comm->world * sizeof(float));
+    if (keep) {
+        m->m_host = malloc(m->n_floats * sizeof(float));
+        m->v_host = malloc(m->n_floats * sizeof(float));
+    }
+    /* the ranks agree first, so that none waits in a collective that another has left */
+    double failed = !stage || (keep && (!m->m_host || !m->v_host));
+    int rc = m->comm->ops->allreduce_host(m->comm, &failed, 1, err);
+    if (!rc && failed > 0)
+        rc = gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory gathering %zu bytes of moments "
+                     "(on %g of the ranks)", 2 * m->n_floats * sizeof(float), failed);
+    float *host[2] = {m->m_host, m->v_host}, *part[2] = {m->m_shard, m->v_shard};
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = gather_kind(m, part[k], host[k], stage, piece, err);
+    be->ops->free(be, stage);
     if (rc) gk_gpt2_moments_release(m);
-    else point_moments(m);
     return rc;
 }
 
 void gk_gpt2_moments_release(gk_gpt2 *m)
 {
-    if (!m->zero) return;
-    m->be->ops->free(m->be, m->m_block);
-    m->be->ops->free(m->be, m->v_block);
-    m->m_block = m->v_block = NULL;
-    point_moments(m);
+    free(m->m_host);
+    free(m->v_host);
+    m->m_host = m->v_host = NULL;
+}
+
+int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err)
+{
+    const gk_param *p = &m->params[i];
+    const float *all = kind == GK_TENSOR_ADAM_M ? m->m_host : m->v_host;
+    if (!all)
+        return gk_errf(err, GK_EUSAGE, "%s: the %s moment is sharded across ranks "
+                       "(gk_gpt2_moments_gather first)", p->name, kind == GK_TENSOR_ADAM_M ? "first" : "second");
+    memcpy(host, all + p->offset, p->numel * sizeof(float));
+    return 0;
 }
 
 int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,

@@ -305,10 +305,10 @@ static void log_step(tr_run *r, const tr_step_record *rec)
 }
 
 /* Rank 0 writes the checkpoint; the others only note the step, so that all decide alike. With
- * ZeRO-1 every rank first lends its shard of the moments (a collective). */
+ * ZeRO-1 every rank first lends its shard of the moments to rank 0's host copy (a collective). */
 static int checkpoint(tr_run *r, gk_err *e)
 {
-    int rc = gk_gpt2_moments_gather(r->model, e);
+    int rc = gk_gpt2_moments_gather(r->model, tr_dist_is_root(&r->dist), e);
     if (!rc && tr_dist_is_root(&r->dist))
         rc = tr_checkpoint(r, e); /* copies the state to the host before it returns */
     gk_gpt2_moments_release(r->model);

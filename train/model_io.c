@@ -132,10 +132,10 @@ int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
 
 /* ---------------------------------------------------------------- loading */
 
-/* Every tensor of c into m: the parameters, and the AdamW moments with with_optimizer. A
- * checkpoint with a larger block_size than m's (crop) has its wpe tensors read whole and their
- * first rows kept (wpe is [block_size, C] row-major). */
-int tr_load(const gk_ckpt *c, gk_gpt2 *m, int with_optimizer, gk_err *e)
+/* The tensors of c that `what` names into m. A checkpoint with a larger block_size than m's
+ * (crop) has its wpe tensors read whole and their first rows kept (wpe is [block_size, C]
+ * row-major). */
+int tr_load(const gk_ckpt *c, gk_gpt2 *m, int what, gk_err *e)
 {
     gk_gpt2_config full;
     int rc = gk_gpt2_ckpt_config(c, &full, e);
@@ -155,8 +155,9 @@ int tr_load(const gk_ckpt *c, gk_gpt2 *m, int with_optimizer, gk_err *e)
         int64_t shape[2] = {t->shape[0], t->ndim > 1 ? t->shape[1] : 0};
         if (strcmp(t->name, "transformer.wpe.weight") == 0 && full.block_size > shape[0])
             shape[0] = full.block_size;
-        for (int k = 0; rc == 0 && k < (with_optimizer ? 3 : 1); k++)
-            if ((rc = gk_ckpt_read(c, kinds[k], t->name, t->ndim, shape, host, e)) == 0)
+        for (int k = 0; rc == 0 && k < 3; k++)
+            if ((what & (k ? TR_LOAD_MOMENTS : TR_LOAD_PARAMS)) &&
+                (rc = gk_ckpt_read(c, kinds[k], t->name, t->ndim, shape, host, e)) == 0)
                 rc = gk_gpt2_tensor_set(m, i, dst[k], host, e);
     }
     free(host);

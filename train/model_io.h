@@ -41,9 +41,10 @@ void tr_snapshot_free(tr_snapshot *s); /* NULL-safe */
  * saved at once. */
 int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e);
-/* Loads every parameter (gk_gpt2_load) and, with_optimizer, the AdamW moments from c. A model
- * with a smaller block_size than c's gets the first rows of wpe (and of its moments): nanoGPT's
- * crop_block_size. */
-int tr_load(const gk_ckpt *c, gk_gpt2 *m, int with_optimizer, gk_err *e);
+/* What tr_load reads: the parameters, the AdamW moments, or both (|). */
+enum { TR_LOAD_PARAMS = 1, TR_LOAD_MOMENTS = 2 };
+/* Loads what (TR_LOAD_*) from c into m. A model with a smaller block_size than c's gets the
+ * first rows of wpe (and of its moments): nanoGPT's crop_block_size. */
+int tr_load(const gk_ckpt *c, gk_gpt2 *m, int what, gk_err *e);
 
 #endif

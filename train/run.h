@@ -8,6 +8,7 @@
 
 #include "common/config.h"
 #include "common/io/choice.h"
+#include "common/io/ckpt.h"
 #include "common/text/vocab.h"
 #include "data.h"
 #include "dist.h"
@@ -39,6 +40,8 @@ typedef struct tr_run {
     int stop_all;               /* the ranks agreed at the last step to stop after it */
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
+    gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
+                                 * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
 } tr_run;
 
 /* Resolves init_from, creates backend and model, loads weights/state, opens the data, opens the

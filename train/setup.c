@@ -271,7 +271,11 @@ static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const 
     gk_gpt2_mem need;
     int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size, flags,
                                   &need, e);
-    size_t snap = tr_dist_is_root(&r->dist) ? 3 * need.grads : 0;
+    int zero = r->s.zero_stage == 1 && r->dist.world > 1;
+    if (!rc && zero)
+        gk_gpt2_mem_shard(&need, r->dist.world);
+    /* rank 0's host copies for a checkpoint: the snapshot, and with ZeRO-1 the gathered moments */
+    size_t snap = tr_dist_is_root(&r->dist) ? (zero ? 5 : 3) * need.grads : 0;
     return rc ? rc : gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
 }
 
@@ -326,7 +330,8 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     if (!rc)
         rc = tr_model_flags(r, mc, &flags, e);
     if (!rc)
-        rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size, flags, e);
+        rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size,
+                               flags | GK_GPT2_DEFER_MOMENTS, e); /* moments(): maybe a shard */
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;
     r->x = malloc(n * sizeof *r->x);
     r->y = malloc(n * sizeof *r->y);
@@ -336,7 +341,9 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     return rc;
 }
 
-static int init_weights(tr_run *r, const gk_ckpt *c, int resume, gk_err *e)
+/* The parameters; a resumed checkpoint's moments are loaded once set_comm has allocated them
+ * (r->moments_from: c, which the caller then keeps open). */
+static int init_weights(tr_run *r, gk_ckpt *c, int resume, gk_err *e)
 {
     if (!resume)
         r->st = (tr_state){.seed = (uint64_t)r->s.seed, .best_val_loss = INFINITY, .world_size = 1};
@@ -345,8 +352,10 @@ static int init_weights(tr_run *r, const gk_ckpt *c, int resume, gk_err *e)
     int with_opt = resume && gk_ckpt_has_optimizer(c);
     if (resume && !with_opt)
         gk_warn("%s holds no optimizer state: AdamW moments start at zero", gk_ckpt_path(c));
-    int rc = tr_load(c, r->model, with_opt, e);
+    int rc = tr_load(c, r->model, TR_LOAD_PARAMS, e);
     gk_gpt2_set_step(r->model, r->st.step);
+    if (!rc && with_opt)
+        r->moments_from = c;
     return rc;
 }
 
@@ -457,8 +466,21 @@ static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
     if (!rc && c)
         gk_info("%s from %s at step %lld", resume ? "resuming" : "initialized", gk_ckpt_path(c),
                 (long long)r->st.step);
-    gk_ckpt_close(c);
+    if (c != r->moments_from)
+        gk_ckpt_close(c);
     return rc;
+}
+
+/* The AdamW moments, allocated by set_comm (this rank's shard alone with ZeRO-1) and loaded from
+ * the resumed checkpoint; every rank learns whether all of them managed. */
+static int moments(tr_run *r, gk_err *e)
+{
+    int rc = gk_gpt2_set_comm(r->model, r->dist.comm, (int)r->s.zero_stage, e);
+    if (!rc && r->moments_from)
+        rc = tr_load(r->moments_from, r->model, TR_LOAD_MOMENTS, e);
+    gk_ckpt_close(r->moments_from);
+    r->moments_from = NULL;
+    return tr_dist_agree(&r->dist, "optimizer state", rc, e);
 }
 
 int tr_run_setup(tr_run *r, gk_err *e)
@@ -475,7 +497,7 @@ int tr_run_setup(tr_run *r, gk_err *e)
     gk_elt sums = strcmp(r->s.reduce_dtype, "bfloat16") == 0 ? GK_BF16 : GK_F32;
     if ((rc = tr_dist_comm(&r->dist, r->be, sums, e)))
         return rc;
-    return gk_gpt2_set_comm(r->model, r->dist.comm, (int)r->s.zero_stage, e);
+    return moments(r, e);
 }
 
 int tr_run_start(tr_run *r, gk_err *e)
@@ -500,6 +522,7 @@ void tr_run_free(tr_run *r)
     tr_lock_release(&r->lock);
     tr_data_close(r->train);
     tr_data_close(r->val);
+    gk_ckpt_close(r->moments_from); /* a setup that failed before moments() */
     gk_gpt2_free(r->model);
     gk_backend_free(r->be);
     gk_vocab_free(r->vocab);

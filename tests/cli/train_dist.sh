@@ -1,7 +1,8 @@
 # Data-parallel training on this machine: 2 ranks started with the torchrun-style variables, by
 # --nproc_per_node and by mpirun train the same model as one process with the same global batch
 # (the same losses and final weights, within float32 reduction order); zero_stage = 1 equals
-# zero_stage = 0, and its checkpoint (full moments, gathered) equals the unsharded one; bf16
+# zero_stage = 0, and its checkpoint (full moments, gathered) equals the unsharded one, also
+# across a resume into shards or into one rank; bf16
 # gradient sums (reduce_dtype) on Gloo and on the emulated NCCL.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
@@ -46,6 +47,14 @@ same tokens
 # ZeRO-1: the moments sharded across 2 ranks; checkpoints hold them whole
 two_ranks zero --zero_stage=1
 same zero
+# ... and resume into shards: stopped at step 3, continued by 2 ZeRO-1 ranks (each loads its
+# shard of the moments) and by 1 rank (the whole moments)
+two_ranks zres --zero_stage=1 --max_iters=3
+cp -r zres zres1
+two_ranks zres --zero_stage=1 --init_from=resume
+same zres
+gpt-train -q "${ARGS[@]}" --out_dir=zres1 --zero_stage=1 --init_from=resume > zres1.log
+same zres1
 # gradient sums in bf16 (reduce_dtype): the losses stay within 1e-3 of the float32 sums' (bf16
 # rounds each gradient by at most 2^-9 of itself), and the weights are not the same bits
 two_ranks bf16 --reduce_dtype=bf16

@@ -11,6 +11,7 @@
 
 #include "common/mem.h"
 #include "kernels/backend.h"
+#include "kernels/comm/comm.h"
 #include "kernels/cpu/ref.h"
 #include "kernels/gpt2.h"
 #include "kernels/gpt2_load.h"
@@ -227,6 +228,85 @@ static void test_estimate_matches_create(void)
     gk_backend_free(be);
 }
 
+/* ZeRO-1 with GK_GPT2_DEFER_MOMENTS, rank 1 of 2 (the other rank played by a comm whose
+ * all_gather returns -x - 1 for its part): create allocates no moments, set_comm this rank's
+ * shard alone (gk_gpt2_mem_shard's number), and a checkpoint's gather a device buffer of at most
+ * 2 x 2^20 floats while every rank's moments land in host memory in their places. The model has
+ * over 2^21 floats, so that the gather takes several pieces. */
+static int fake_all_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    (void)c, (void)e;
+    for (size_t i = 0; i < count; i++) out[count + i] = in[i], out[i] = -in[i] - 1;
+    return 0;
+}
+static int fake_allreduce_host(gk_comm *c, double *vals, int n, gk_err *e)
+{
+    (void)c, (void)vals, (void)n, (void)e; /* the other rank adds 0 */
+    return 0;
+}
+static float moment_at(size_t x) { return (float)(x % 1000) * 0.25f; }
+
+static void test_zero1_memory(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_ref_create(&be, &e), &e);
+    if (!be) return;
+    static gk_ops ops;
+    ops = gk_ref_ops;
+    ref_alloc = ops.alloc;
+    ops.alloc = counting_alloc;
+    be->ops = &ops;
+    static const gk_comm_ops fake_ops = {.name = "fake", .allreduce_host = fake_allreduce_host,
+                                         .all_gather = fake_all_gather};
+    gk_comm comm = {&fake_ops, 1, 2, NULL, GK_F32};
+    gk_gpt2_config c = {2, 4, 256, 8, 4096, 1, 0.0f};
+    gk_gpt2 *m = NULL;
+    gk_gpt2_mem est;
+    allocated = 0;
+    CHECK_OK(gk_gpt2_create_ex(&m, &c, be, 1, 8, GK_GPT2_DEFER_MOMENTS, &e), &e);
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 1, 8, GK_GPT2_DEFER_MOMENTS, &est, &e), &e);
+    size_t host = GK_GPT2_MEM_SCRATCH + 8 * 2 * sizeof(int), n = est.grads / sizeof(float);
+    CHECKF(est.total - host - est.optimizer == allocated, "no moments: %zu, allocated %zu",
+           est.total - host - est.optimizer, allocated);
+    allocated = 0;
+    CHECK_OK(gk_gpt2_set_comm(m, &comm, 1, &e), &e);
+    gk_gpt2_mem_shard(&est, 2);
+    size_t cnt = n / 2 / 16 * 16;
+    CHECKF(allocated == est.optimizer && est.optimizer == 2 * (n - cnt) * sizeof(float),
+           "shard: allocated %zu, estimate %zu, by hand %zu", allocated, est.optimizer,
+           2 * (n - cnt) * sizeof(float));
+    CHECK(n > (2u << 20) && cnt > (1u << 20)); /* several pieces */
+    /* this rank's moments (tensor_set keeps its part: floats [cnt, 2 cnt) and the tail) */
+    for (int i = 0; i < gk_gpt2_n_params(m); i++) {
+        const gk_param *p = gk_gpt2_param(m, i);
+        float *h = malloc(p->numel * sizeof *h);
+        for (size_t j = 0; h && j < p->numel; j++) h[j] = moment_at(p->offset + j);
+        CHECK_OK(gk_gpt2_tensor_set(m, i, GK_TENSOR_ADAM_V, h, &e), &e);
+        free(h);
+    }
+    CHECK(gk_gpt2_tensor_get(m, 0, GK_TENSOR_ADAM_V, &(float){0}, &e) == GK_EUSAGE);
+    allocated = 0;
+    CHECK_OK(gk_gpt2_moments_gather(m, 1, &e), &e);
+    CHECKF(allocated == 2 * ((size_t)1 << 20) * sizeof(float), "gather's device buffer: %zu", allocated);
+    size_t wrong = 0;
+    for (int i = 0; i < gk_gpt2_n_params(m); i++) {
+        const gk_param *p = gk_gpt2_param(m, i);
+        float *h = malloc(p->numel * sizeof *h);
+        CHECK_OK(gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_V, h, &e), &e);
+        for (size_t j = 0; h && j < p->numel; j++) {
+            size_t x = p->offset + j; /* rank 0's part: what the fake made of ours */
+            float want = x < cnt ? -moment_at(x + cnt) - 1 : moment_at(x);
+            wrong += h[j] != want;
+        }
+        free(h);
+    }
+    CHECKF(wrong == 0, "%zu gathered moments out of place", wrong);
+    gk_gpt2_moments_release(m);
+    gk_gpt2_free(m);
+    gk_backend_free(be);
+}
+
 /* gk_gpt2_mem_check on a device that reports 1 GB free: the message names every part, the total,
  * what is available and the hint; the model alone too big gets another hint. */
 static void test_check_message(void)
@@ -271,6 +351,7 @@ int main(void)
     RUN(test_mem_text);
     RUN(test_estimate_by_hand);
     RUN(test_estimate_matches_create);
+    RUN(test_zero1_memory);
     RUN(test_check_message);
     if (root[0]) {
         char cmd[128];
