@@ -277,6 +277,34 @@ static int lt_check(gk_backend *be, cublasStatus_t st, const char *call, int lin
                            cublasLtGetStatusString(st));
 }
 
+/* One empty kernel, launched at create: on a GPU this library has no code for, it fails. */
+__global__ void probe_kernel(int unused) { (void)unused; }
+
+/* Whether this library's kernels run on the device: a GPU older than sm_80 (their bf16 and wmma
+ * need Ampere), or one the build left out of CUDA_ARCH, is refused with one line saying what
+ * would help, so that device = auto takes the CPU instead. */
+static void cu_probe(gk_backend *be, cu_ctx *c, const cudaDeviceProp *prop)
+{
+    GK_LAUNCH(probe_kernel, 1, 1, 0, c->stream, 0);
+    cudaError_t rc = cudaGetLastError();
+    if (rc == cudaSuccess) rc = cudaStreamSynchronize(c->stream);
+    int cc = prop->major * 10 + prop->minor;
+    if (rc != cudaErrorNoKernelImageForDevice && rc != cudaErrorInvalidDeviceFunction &&
+        rc != cudaErrorUnsupportedPtxVersion) {
+        CU_CHECK(be, rc);
+        return;
+    }
+    (void)cudaGetLastError();
+    if (cc < 80)
+        gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "%.60s has compute capability %d.%d; the CUDA "
+                        "backend needs 8.0 or newer (A100, RTX 30xx, H100 and later): use --device=cpu",
+                        prop->name, prop->major, prop->minor);
+    else
+        gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "%.60s (compute capability %d.%d): this "
+                        "libgptkit-cuda.so has no code for it: rebuild with CUDA_ARCH=\"%d\" (%s)",
+                        prop->name, prop->major, prop->minor, cc, cudaGetErrorString(rc));
+}
+
 /* Fills the context of be on device c->device (named GPU gpu in be->what when not 0); any
  * failure is left in be->err. */
 static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
@@ -289,6 +317,8 @@ static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
         CU_CHECK(be, cudaMalloc(&c->workspace, CU_WORKSPACE_BYTES)) ||
         CU_CHECK(be, cudaMalloc(&c->scratch, CU_MIN_SCRATCH)))
         return;
+    cu_probe(be, c, &prop);
+    if (be->err.code) return;
     c->workspace_bytes = CU_WORKSPACE_BYTES;
     c->scratch_bytes = CU_MIN_SCRATCH;
     c->sm_count = prop.multiProcessorCount;

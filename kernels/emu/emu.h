@@ -50,7 +50,9 @@
  * checked. GK_EMU_FAIL_LAUNCH=N makes the Nth launch (counted from the first launch that sees this
  * value; a graph's launches count when it runs, not at capture) fail with cudaErrorLaunchFailure;
  * GK_EMU_LOSE_DEVICE=N makes it lose the device (cudaErrorDevicesUnavailable, which
- * cudaDeviceReset does not clear). */
+ * cudaDeviceReset does not clear). GK_EMU_SM=XY makes the device report compute capability X.Y
+ * (default 9.0); below 8.0 every launch fails with cudaErrorNoKernelImageForDevice, as on a GPU
+ * that a library built for sm_80 and newer has no code for. */
 #ifndef GK_EMU_H
 #define GK_EMU_H
 

@@ -157,6 +157,8 @@ cudaError_t sticky_error();
 /* True when this is the Nth call since env's value was first seen (fault injection); which (0..2)
  * picks the counter: 0 cudaMalloc, 1 launches, 2 launches for GK_EMU_LOSE_DEVICE. */
 bool nth_call_fails(const char *env, int which);
+/* The emulated device's compute capability as major*10+minor: GK_EMU_SM (10..199), else 90. */
+int emu_compute_capability(void);
 /* GK_EMU_LOSE_DEVICE: the device is gone; its error stays past cudaDeviceReset. */
 void lose_device(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int env_int(const char *name, int fallback, int lo, int hi);

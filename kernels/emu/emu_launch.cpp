@@ -330,6 +330,11 @@ cudaError_t run_launch(const LaunchSpec &s, BodyFn body, const void *closure)
         lose_device("device lost at kernel '%s' (injected by GK_EMU_LOSE_DEVICE)", s.name);
         return cudaErrorDevicesUnavailable;
     }
+    if (int sm = emu_compute_capability(); sm < 80) { /* as a GPU the library has no code for */
+        record_error(cudaErrorNoKernelImageForDevice, false, "kernel '%s': no code for compute capability "
+                     "%d.%d (GK_EMU_SM; kernels/cuda needs 8.0)", s.name, sm / 10, sm % 10);
+        return cudaErrorNoKernelImageForDevice;
+    }
     if (nth_call_fails("GK_EMU_FAIL_LAUNCH", 1)) {
         record_error(cudaErrorLaunchFailure, true, "kernel '%s': launch failure injected by GK_EMU_FAIL_LAUNCH",
                      s.name);

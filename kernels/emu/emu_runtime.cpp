@@ -131,6 +131,14 @@ static size_t meminfo(const char *key)
     return kb * 1024;
 }
 
+int emu_compute_capability(void)
+{
+    const char *v = getenv("GK_EMU_SM");
+    char *end = NULL;
+    long sm = v && *v ? strtol(v, &end, 10) : 90;
+    return end && *end == 0 && sm >= 10 && sm <= 199 ? (int)sm : 90;
+}
+
 } // namespace gk_emu
 
 using namespace gk_emu;
@@ -390,6 +398,9 @@ const char *cudaGetErrorName(cudaError_t error)
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorDevicesUnavailable: return "cudaErrorDevicesUnavailable";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoKernelImageForDevice: return "cudaErrorNoKernelImageForDevice";
+    case cudaErrorUnsupportedPtxVersion: return "cudaErrorUnsupportedPtxVersion";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
@@ -414,6 +425,9 @@ const char *cudaGetErrorString(cudaError_t error)
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorDevicesUnavailable: return "CUDA-capable device(s) is/are busy or unavailable";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
+    case cudaErrorUnsupportedPtxVersion: return "the provided PTX was compiled with an unsupported toolchain.";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
@@ -482,8 +496,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
     prop->maxThreadsPerMultiProcessor = 2048;
     prop->multiProcessorCount = kNumSMs;
     prop->l2CacheSize = 50 * 1024 * 1024;
-    prop->major = 9;
-    prop->minor = 0;
+    int sm = emu_compute_capability();
+    prop->major = sm / 10;
+    prop->minor = sm % 10;
     return cudaSuccess;
 }
 

@@ -45,6 +45,14 @@ run gpt-sample -m cpu/latest.safetensors --device=cuda -n 1
 # bfloat16 asked of auto, which finds no GPU here: the CPU trains in float32 only
 run gpt-train -q "${TINY[@]}" --device=auto --dtype=bfloat16 --max_iters=1 --out_dir=nogpu
 test ! -e nogpu
+# a GPU older than sm_80 (the emulator reporting compute capability 7.5, where no kernel loads):
+# device cuda-emu is one line naming it and what to do; auto (given the emulator as its cuda
+# library) takes the CPU and says why
+rc=0; GK_EMU_SM=75 gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=oldgpu 2> err.txt || rc=$?
+echo "exit $rc: $(wc -l < err.txt) line: $(sed 's/ (kernels[^)]*)$//' err.txt)"
+GK_EMU_SM=75 GPT_CUDA_LIB=$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so gpt-evalppl -m cpu/latest.safetensors \
+  --device=auto d/val.bin 2>&1 >/dev/null | grep -c "warning: device auto: the CPU, since cuda-emu backend: .* 7.5; "
+test ! -e oldgpu
 # a CUDA library that is there but does not load: auto takes the CPU and says why, once
 echo "not a library" > junk.so
 GPT_CUDA_LIB=$PWD/junk.so gpt-evalppl -m cpu/latest.safetensors --device=auto d/val.bin 2>&1 >/dev/null |
