@@ -378,16 +378,24 @@ static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
     return 0;
 }
 
-/* Devices the runtime sees; no driver or no GPU is 0, not an error. */
+/* Devices the runtime sees; no GPU or no NVIDIA driver at all is 0, not an error. A driver
+ * older than this library's CUDA (nvidia-smi sees the GPU, CUDA does not) is one, naming both
+ * versions: device = auto then says why it took the CPU. */
 static int cu_device_count(gk_err *err)
 {
-    (void)err;
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return n;
+    int n = 0, drv = 0, rt = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc == cudaSuccess) return n;
+    (void)cudaGetLastError();
+    (void)cudaDriverGetVersion(&drv);
+    (void)cudaRuntimeGetVersion(&rt);
+    (void)cudaGetLastError();
+    if (rc == cudaErrorNoDevice || (rc == cudaErrorInsufficientDriver && drv == 0)) return 0;
+    if (rc == cudaErrorInsufficientDriver)
+        return gk_errf(err, GK_EIO, "%s: the NVIDIA driver supports CUDA %d.%d, this libgptkit-cuda.so "
+                       "was built with CUDA %d.%d: update the driver (or build gptkit with an older "
+                       "CUDA)", CU_NAME, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    return gk_errf(err, GK_EIO, "%s: %s (%s)", CU_NAME, cudaGetErrorString(rc), cudaGetErrorName(rc));
 }
 
 static const gk_backend_entry cu_entry = {GK_BACKEND_ABI, CU_NAME, cu_device_count, cu_create};

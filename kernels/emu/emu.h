@@ -52,7 +52,9 @@
  * GK_EMU_LOSE_DEVICE=N makes it lose the device (cudaErrorDevicesUnavailable, which
  * cudaDeviceReset does not clear). GK_EMU_SM=XY makes the device report compute capability X.Y
  * (default 9.0); below 8.0 every launch fails with cudaErrorNoKernelImageForDevice, as on a GPU
- * that a library built for sm_80 and newer has no code for. */
+ * that a library built for sm_80 and newer has no code for. GK_EMU_DRIVER=N is the CUDA version
+ * the driver supports (cudaDriverGetVersion; 0: none installed); below 13000 cudaGetDeviceCount
+ * fails with cudaErrorInsufficientDriver. */
 #ifndef GK_EMU_H
 #define GK_EMU_H
 

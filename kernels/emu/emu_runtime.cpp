@@ -397,6 +397,7 @@ const char *cudaGetErrorName(cudaError_t error)
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorDevicesUnavailable: return "cudaErrorDevicesUnavailable";
     case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
     case cudaErrorNoKernelImageForDevice: return "cudaErrorNoKernelImageForDevice";
@@ -424,6 +425,7 @@ const char *cudaGetErrorString(cudaError_t error)
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorDevicesUnavailable: return "CUDA-capable device(s) is/are busy or unavailable";
     case cudaErrorInvalidDeviceFunction: return "invalid device function";
     case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
@@ -455,9 +457,28 @@ cudaError_t cudaDeviceReset(void)
 
 /* ---- the device ---- */
 
+static const int kRuntimeVersion = 13000;
+static int driver_version() { return env_int("GK_EMU_DRIVER", kRuntimeVersion, 0, 99999); }
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    if (!version) return fail(cudaErrorInvalidValue, "cudaDriverGetVersion");
+    *version = driver_version();
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    if (!version) return fail(cudaErrorInvalidValue, "cudaRuntimeGetVersion");
+    *version = kRuntimeVersion;
+    return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceCount(int *count)
 {
     if (!count) return fail(cudaErrorInvalidValue, "cudaGetDeviceCount");
+    *count = 0;
+    if (driver_version() < kRuntimeVersion) return fail(cudaErrorInsufficientDriver, "cudaGetDeviceCount");
     *count = no_device() ? 0 : 1;
     return *count ? cudaSuccess : fail(cudaErrorNoDevice, "cudaGetDeviceCount");
 }

@@ -42,6 +42,7 @@ enum cudaError {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorInsufficientDriver = 35,
     cudaErrorDevicesUnavailable = 46,
     cudaErrorInvalidDeviceFunction = 98,
     cudaErrorNoDevice = 100,
@@ -219,6 +220,11 @@ GK_EMU_API cudaError_t cudaDeviceReset(void);
 
 /* Device: one sm_90-like device, "gptkit CUDA emulator". */
 GK_EMU_API cudaError_t cudaGetDeviceCount(int *count);
+/* The CUDA version the driver supports (GK_EMU_DRIVER, default 13000; 0: no driver installed,
+ * as on a machine without NVIDIA's driver) and the runtime's (13000). A driver below the
+ * runtime's version makes cudaGetDeviceCount fail with cudaErrorInsufficientDriver. */
+GK_EMU_API cudaError_t cudaDriverGetVersion(int *version);
+GK_EMU_API cudaError_t cudaRuntimeGetVersion(int *version);
 GK_EMU_API cudaError_t cudaSetDevice(int device);
 GK_EMU_API cudaError_t cudaGetDevice(int *device);
 GK_EMU_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
