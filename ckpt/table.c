@@ -209,7 +209,8 @@ int ck_hf_config_load(const char *path, gk_gpt2_config *c, gk_err *e)
     json_t *inner = json_object_get(o, "n_inner");
     if (rc == 0 && inner && !json_is_null(inner) &&
         (!json_is_integer(inner) || json_integer_value(inner) != 4 * (json_int_t)c->n_embd))
-        rc = gk_errf(e, GK_EFORMAT, "%s: n_inner must be null or 4 * n_embd (%d)", path, 4 * c->n_embd);
+        rc = gk_errf(e, GK_EFORMAT, "%s: n_inner must be null or 4 * n_embd (%lld)", path,
+                     4 * (long long)c->n_embd);
     gk_err sub = {0};
     if (rc == 0 && gk_gpt2_config_check(c, &sub))
         rc = gk_errf(e, GK_EFORMAT, "%s: %s", path, sub.msg);

@@ -18,15 +18,23 @@
 
 double tr_learning_rate(const tr_settings *s, int64_t step)
 {
-    if (!s->decay_lr)
-        return s->learning_rate;
+    double top = s->learning_rate, low = s->min_lr;
+    if (!s->decay_lr || strcmp(s->lr_schedule, "constant") == 0)
+        return top;
     if (step < s->warmup_iters)
-        return s->learning_rate * (double)(step + 1) / (double)(s->warmup_iters + 1);
+        return top * (double)(step + 1) / (double)(s->warmup_iters + 1);
     if (step > s->lr_decay_iters)
-        return s->min_lr;
+        return low;
+    if (strcmp(s->lr_schedule, "wsd") == 0) { /* llm.c's: constant, then 1 - sqrt */
+        int64_t start = tr_wsd_decay_start(s);
+        if (step < start)
+            return top;
+        return low + (1.0 - sqrt((double)(step - start) / (double)(s->lr_decay_iters - start))) * (top - low);
+    }
     double ratio = (double)(step - s->warmup_iters) / (double)(s->lr_decay_iters - s->warmup_iters);
-    double coeff = 0.5 * (1.0 + cos(M_PI * (ratio > 1 ? 1 : ratio < 0 ? 0 : ratio)));
-    return s->min_lr + coeff * (s->learning_rate - s->min_lr);
+    ratio = ratio > 1 ? 1 : ratio < 0 ? 0 : ratio;
+    double coeff = strcmp(s->lr_schedule, "linear") == 0 ? 1.0 - ratio : 0.5 * (1.0 + cos(M_PI * ratio));
+    return low + coeff * (top - low);
 }
 
 /* Fills r->x, r->y with batch `batch` (windows first_window .. + B) of stream. */

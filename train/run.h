@@ -70,7 +70,9 @@ int tr_run_train(tr_run *r, gk_err *e);
 int tr_run_eval_only(tr_run *r, gk_err *e);
 void tr_run_free(tr_run *r);
 
-/* nanoGPT's get_lr: linear warmup, then cosine decay to min_lr at lr_decay_iters. */
+/* The learning rate of step: nanoGPT's get_lr (linear warmup, then a cosine decay to min_lr at
+ * lr_decay_iters, min_lr after), or with lr_schedule = linear | wsd | constant llm.c's other
+ * schedules (the same warmup; wsd keeps learning_rate until tr_wsd_decay_start). */
 double tr_learning_rate(const tr_settings *s, int64_t step);
 /* Mean loss over eval_iters batches of data (stream: TR_STREAM_EVAL_TRAIN or _VAL). */
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e);

@@ -2,6 +2,7 @@
 #include "settings.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -36,14 +37,16 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, gradient_accumulation_steps, "40", 1, 1 << 20, "micro-batches per optimizer step (all ranks together)"),
     GK_CK_INT_R(S, max_iters, "600000", 0, 1e12, "optimizer steps in all"),
     GK_CK_INT_R(S, warmup_iters, "2000", 0, 1e12, "linear warmup steps"),
-    GK_CK_INT_R(S, lr_decay_iters, "600000", 1, 1e12, "cosine decay reaches min_lr here"),
+    GK_CK_INT_R(S, lr_decay_iters, "600000", 1, 1e12, "the decay reaches min_lr here"),
     GK_CK_DOUBLE_R(S, learning_rate, "6e-4", 0, 10, "peak learning rate"),
     GK_CK_DOUBLE_R(S, weight_decay, "1e-1", 0, 10, "AdamW weight decay (2-D weights only)"),
     GK_CK_DOUBLE_R(S, beta1, "0.9", 0, 0.999999, "AdamW beta1"),
     GK_CK_DOUBLE_R(S, beta2, "0.95", 0, 0.999999, "AdamW beta2"),
     GK_CK_DOUBLE_R(S, grad_clip, "1.0", 0, 1e9, "clip the global gradient norm to this (0: off)"),
     GK_CK_DOUBLE_R(S, min_lr, "6e-5", 0, 10, "learning rate at the end of the decay"),
-    GK_CK_BOOL(S, decay_lr, "true", "warmup + cosine decay; false: constant learning_rate"),
+    GK_CK_BOOL(S, decay_lr, "true", "warmup + the lr_schedule; false: constant learning_rate"),
+    GK_CK_CHOICE(S, lr_schedule, "cosine", "cosine|linear|wsd|constant", "after warmup: a cosine (nanoGPT's) or a straight line from learning_rate down to min_lr at lr_decay_iters; wsd: learning_rate, then 1 - sqrt down to min_lr over the last wsd_decay_frac of lr_decay_iters; constant: learning_rate throughout (llm.c's -k)"),
+    GK_CK_DOUBLE_R(S, wsd_decay_frac, "0.2", 0, 1, "lr_schedule = wsd: the part of lr_decay_iters that the decay takes (llm.c: 0.2)"),
     GK_CK_BOOL(S, skip_nonfinite, "false", "skip a step whose loss or gradient norm is NaN/Inf (default: stop there)"),
     GK_CK_DOUBLE_R(S, skip_loss_z, "0", 0, 1e6, "skip the update of a step whose loss is more than this many standard deviations above the mean of the last 128 steps' (0: never; llm.c's -sl)"),
     GK_CK_DOUBLE_R(S, skip_grad_z, "0", 0, 1e6, "skip the update of a step whose gradient norm is more than this many standard deviations above the mean of the last 128 steps' (0: never; llm.c's -sg)"),
@@ -195,17 +198,33 @@ static int check_shape(const tr_settings *s, const gk_config *cfg, gk_err *e)
     return 0;
 }
 
-/* nanoGPT's get_lr: warmup to learning_rate, then a cosine from learning_rate down to min_lr
- * between warmup_iters and lr_decay_iters. */
+int64_t tr_wsd_decay_start(const tr_settings *s)
+{
+    return s->lr_decay_iters - (int64_t)llround(s->wsd_decay_frac * (double)s->lr_decay_iters);
+}
+
+/* The schedule (tr_learning_rate): warmup to learning_rate, then the decay down to min_lr, which
+ * must have steps of its own and must go down. */
 static int check_schedule(const tr_settings *s, const gk_config *cfg, gk_err *e)
 {
-    if (!s->decay_lr)
+    if (!s->decay_lr || strcmp(s->lr_schedule, "constant") == 0)
         return 0;
     if (s->lr_decay_iters <= s->warmup_iters)
         return pair_error(cfg, "lr_decay_iters", "warmup_iters", e,
                           "lr_decay_iters = %lld is not above warmup_iters = %lld: no steps "
-                          "left for the cosine decay",
+                          "left for the decay",
                           (long long)s->lr_decay_iters, (long long)s->warmup_iters);
+    int64_t start = tr_wsd_decay_start(s);
+    int wsd = strcmp(s->lr_schedule, "wsd") == 0;
+    if (wsd && start >= s->lr_decay_iters)
+        return pair_error(cfg, "wsd_decay_frac", "lr_decay_iters", e,
+                          "wsd_decay_frac = %g of lr_decay_iters = %lld leaves the decay no step",
+                          s->wsd_decay_frac, (long long)s->lr_decay_iters);
+    if (wsd && start < s->warmup_iters)
+        return pair_error(cfg, "wsd_decay_frac", "warmup_iters", e,
+                          "wsd_decay_frac = %g of lr_decay_iters = %lld starts the decay at step %lld, "
+                          "before warmup_iters = %lld", s->wsd_decay_frac, (long long)s->lr_decay_iters,
+                          (long long)start, (long long)s->warmup_iters);
     if (s->min_lr > s->learning_rate)
         return pair_error(cfg, "min_lr", "learning_rate", e,
                           "min_lr = %g is above learning_rate = %g: the decay would raise it",

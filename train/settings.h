@@ -27,7 +27,8 @@ typedef struct tr_settings {
     int64_t batch_size, gradient_accumulation_steps, max_iters, warmup_iters, lr_decay_iters;
     double learning_rate, weight_decay, beta1, beta2, grad_clip, min_lr;
     bool decay_lr, skip_nonfinite;
-    double skip_loss_z, skip_grad_z;
+    const char *lr_schedule;
+    double wsd_decay_frac, skip_loss_z, skip_grad_z;
     /* system */
     const char *device, *dtype, *recompute;
     int64_t seed, threads;
@@ -39,6 +40,10 @@ typedef struct tr_settings {
 } tr_settings;
 
 extern const gk_config_key tr_settings_keys[];
+
+/* lr_schedule = wsd: the step at which the decay starts (lr_decay_iters less its
+ * wsd_decay_frac, rounded). */
+int64_t tr_wsd_decay_start(const tr_settings *s);
 
 /* Keys that describe the model (stored as gptkit.config in checkpoints). */
 int tr_settings_is_model_key(const char *key);

@@ -102,8 +102,11 @@ static void checked(const tr_settings *s, const gk_config *cfg)
     if (!strcmp(s->init_from, "scratch") || (gk_config_origin(cfg, "n_head") && gk_config_origin(cfg, "n_embd")))
         FZ_ASSERT(s->n_embd % s->n_head == 0, "n_head %lld, n_embd %lld", (long long)s->n_head, (long long)s->n_embd);
     FZ_ASSERT(s->batch_size * s->block_size <= 0x7FFFFFFF, "tokens per micro-batch");
-    if (s->decay_lr)
+    if (s->decay_lr && strcmp(s->lr_schedule, "constant"))
         FZ_ASSERT(s->lr_decay_iters > s->warmup_iters && s->min_lr <= s->learning_rate, "schedule");
+    if (s->decay_lr && !strcmp(s->lr_schedule, "wsd"))
+        FZ_ASSERT(tr_wsd_decay_start(s) >= s->warmup_iters && tr_wsd_decay_start(s) < s->lr_decay_iters,
+                  "wsd decay from step %lld", (long long)tr_wsd_decay_start(s));
 }
 
 /* The printout and the JSON copy load into fresh configs with the same values. */
