@@ -404,6 +404,9 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     }
     if ((rc = log_and_eval(r, &rec, eval_now, e)))
         return rc;
+    int64_t every = r->s.checkpoint_interval;
+    if (every > 0 && rec.step % every == 0 && rec.step != r->last_saved_step && (rc = checkpoint(r, e)))
+        return rc;
     char note[64];
     snprintf(note, sizeof note, "step %lld/%lld, loss %.4f", (long long)rec.step,
              (long long)r->s.max_iters, rec.loss);

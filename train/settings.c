@@ -20,6 +20,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_STR(S, vocab, "", "vocabulary to embed in checkpoints (empty: the data's, when found)"),
     GK_CK_INT_R(S, eval_interval, "2000", 1, 1e12, "evaluate (and checkpoint) every N steps"),
     GK_CK_INT_R(S, log_interval, "1", 1, 1e12, "print a log line every N steps"),
+    GK_CK_INT_R(S, checkpoint_interval, "0", 0, 1e12, "also checkpoint every N steps, whatever the val loss, without evaluating (0: at evaluations only; llm.c's -n)"),
     GK_CK_INT_R(S, eval_iters, "200", 1, 1e9, "batches per evaluation of train and val loss"),
     GK_CK_INT_R(S, keep_last, "2", 1, 1e6, "step checkpoints kept in out_dir (latest always kept)"),
     GK_CK_INT_R(S, sample_tokens, "0", 0, 1e6, "print a sample of N tokens at each eval (0: none)"),

@@ -16,3 +16,8 @@ ls b | grep -c '^ckpt_'
 diff <(grep '^step' a.log | tail -n 11 | sed 's/| [0-9.]* ms.*//') <(grep '^step' b2.log | sed 's/| [0-9.]* ms.*//')
 # auto resumes when a checkpoint exists, and trains nothing more at max_iters
 gpt-train -q "${TINY[@]}" --max_iters=20 --out_dir=b --init_from=auto
+# checkpoint_interval: a checkpoint every 3 steps without an evaluation (eval_interval 100), and
+# the last step's; evaluations at steps 0 and 7 only
+gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=3 --keep_last=5 --out_dir=c > /dev/null
+ls c | grep '^ckpt_' | tr '\n' ' '; echo
+grep -c '"val_loss"' c/metrics.jsonl
