@@ -45,6 +45,13 @@ static const char *kind_name(enum gk_tensor_kind kind)
     return names[kind];
 }
 
+/* A training model made with GK_GPT2_DEFER_MOMENTS before gk_gpt2_set_comm. */
+static int moments_deferred(const gk_param *p, enum gk_tensor_kind kind, gk_err *err)
+{
+    return gk_errf(err, GK_EUSAGE, "%s: the %s is not allocated yet (GK_GPT2_DEFER_MOMENTS: "
+                   "gk_gpt2_set_comm first)", p->name, kind_name(kind));
+}
+
 int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err)
 {
     gk_backend *be = m->be;
@@ -53,8 +60,8 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     const gk_param *p = &m->params[i];
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
-    if (!d && m->zero && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
-        return gk_gpt2_shard_moment_get(m, i, kind, host, err);
+    if (!d && m->g_block && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
+        return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err) : moments_deferred(p, kind, err);
     if (d) {
         be->ops->to_host(be, host, d, p->numel * sizeof(float));
     } else if (kind == GK_TENSOR_PARAM && p->copy) {
@@ -87,8 +94,8 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
     }
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
-    if (!d && m->zero && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
-        return gk_gpt2_shard_moment_set(m, i, kind, host, err);
+    if (!d && m->g_block && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
+        return m->zero ? gk_gpt2_shard_moment_set(m, i, kind, host, err) : moments_deferred(p, kind, err);
     if (!d) return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));
     be->ops->to_device(be, d, host, p->numel * sizeof(float));
     if (kind == GK_TENSOR_PARAM && p->copy) be->ops->cast(be, p->copy, m->wt, d, GK_F32, p->numel);

@@ -269,6 +269,11 @@ static void test_zero1_memory(void)
     size_t host = GK_GPT2_MEM_SCRATCH + 8 * 2 * sizeof(int), n = est.grads / sizeof(float);
     CHECKF(est.total - host - est.optimizer == allocated, "no moments: %zu, allocated %zu",
            est.total - host - est.optimizer, allocated);
+    /* before set_comm the moments are nowhere: using them is refused, naming the order */
+    gk_adamw h = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f};
+    CHECK(gk_gpt2_update(m, &h, 1e-3f, NULL, &e) == GK_EUSAGE && strstr(e.msg, "gk_gpt2_set_comm first"));
+    CHECK(gk_gpt2_tensor_get(m, 0, GK_TENSOR_ADAM_M, &(float){0}, &e) == GK_EUSAGE &&
+          strstr(e.msg, "not allocated yet"));
     allocated = 0;
     CHECK_OK(gk_gpt2_set_comm(m, &comm, 1, &e), &e);
     gk_gpt2_mem_shard(&est, 2);
