@@ -199,17 +199,26 @@ static void *counting_alloc(gk_backend *be, size_t n)
     return ref_alloc(be, n);
 }
 
-static void test_estimate_matches_create(void)
+/* A reference backend whose allocations are counted in `allocated` (NULL when it cannot open). */
+static gk_backend *counting_backend(void)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
     CHECK_OK(gk_ref_create(&be, &e), &e);
-    if (!be) return;
+    if (!be) return NULL;
     static gk_ops ops;
     ops = gk_ref_ops;
     ref_alloc = ops.alloc;
     ops.alloc = counting_alloc;
     be->ops = &ops;
+    return be;
+}
+
+static void test_estimate_matches_create(void)
+{
+    gk_backend *be = counting_backend();
+    gk_err e = {0};
+    if (!be) return;
     gk_gpt2_config c = {3, 4, 64, 32, 301, 1, 0.1f};
     const int flags[] = {0, GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE,
                          GK_GPT2_INFERENCE | GK_GPT2_RECOMPUTE,
@@ -248,15 +257,9 @@ static float moment_at(size_t x) { return (float)(x % 1000) * 0.25f; }
 
 static void test_zero1_memory(void)
 {
-    gk_backend *be = NULL;
+    gk_backend *be = counting_backend();
     gk_err e = {0};
-    CHECK_OK(gk_ref_create(&be, &e), &e);
     if (!be) return;
-    static gk_ops ops;
-    ops = gk_ref_ops;
-    ref_alloc = ops.alloc;
-    ops.alloc = counting_alloc;
-    be->ops = &ops;
     static const gk_comm_ops fake_ops = {.name = "fake", .allreduce_host = fake_allreduce_host,
                                          .all_gather = fake_all_gather};
     gk_comm comm = {&fake_ops, 1, 2, NULL, GK_F32};
