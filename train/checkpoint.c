@@ -34,7 +34,7 @@ struct tr_ckpt_writer {
     gk_err err;
     tr_snapshot *snap;       /* the thread's while busy, else the run thread's */
     char *out_dir;
-    int64_t keep_last;
+    int64_t keep_last, keep_every;
 };
 
 /* The length of "ckpt_DIGITS.safetensors" at the start of name (digits only, no sign or space),
@@ -72,9 +72,13 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Whether a step checkpoint is one keep_every keeps for good. */
+static int milestone(int64_t step, int64_t keep_every) { return keep_every > 0 && step > 0 && step % keep_every == 0; }
+
 /* Removes all but the newest keep_last step checkpoints, never the one just written (`keep`, the
- * one latest names: a run killed between a checkpoint's rename and latest's leaves a newer one). */
-static void prune(const char *out_dir, int64_t keep_last, int64_t keep)
+ * one latest names: a run killed between a checkpoint's rename and latest's leaves a newer one),
+ * nor a milestone of keep_every's (not counted among the keep_last either). */
+static void prune(const char *out_dir, int64_t keep_last, int64_t keep_every, int64_t keep)
 {
     DIR *d = opendir(out_dir);
     if (!d)
@@ -83,13 +87,13 @@ static void prune(const char *out_dir, int64_t keep_last, int64_t keep)
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < 4096)
-        if (tr_ckpt_step(de->d_name) >= 0)
+        if (tr_ckpt_step(de->d_name) >= 0 && !milestone(tr_ckpt_step(de->d_name), keep_every))
             steps[n++] = tr_ckpt_step(de->d_name);
     qsort(steps, n, sizeof *steps, cmp_i64);
     rewinddir(d);
     while (n > (size_t)keep_last && (de = readdir(d))) {
         int64_t step = tr_ckpt_step(de->d_name);
-        if (step >= 0 && step != keep && step < steps[n - (size_t)keep_last])
+        if (step >= 0 && step != keep && !milestone(step, keep_every) && step < steps[n - (size_t)keep_last])
             unlinkat(dirfd(d), de->d_name, 0); /* by its own name: ckpt_5 or ckpt_00000005 */
     }
     closedir(d);
@@ -113,7 +117,7 @@ static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
         return rc;
     }
     gk_sync_dir_of(link); /* latest's new target survives a power cut too */
-    prune(w->out_dir, w->keep_last, tr_snapshot_step(w->snap));
+    prune(w->out_dir, w->keep_last, w->keep_every, tr_snapshot_step(w->snap));
     gk_info("saved %s", path);
     return 0;
 }
@@ -221,6 +225,7 @@ static int writer_create(tr_run *r, gk_err *e)
         return gk_errf(e, GK_ENOMEM, "out of memory starting the checkpoint writer");
     }
     w->keep_last = r->s.keep_last;
+    w->keep_every = r->s.keep_every;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     sigset_t block, old;

@@ -23,6 +23,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, checkpoint_interval, "0", 0, 1e12, "also checkpoint every N steps, whatever the val loss, without evaluating (0: at evaluations only; llm.c's -n)"),
     GK_CK_INT_R(S, eval_iters, "200", 1, 1e9, "batches per evaluation of train and val loss"),
     GK_CK_INT_R(S, keep_last, "2", 1, 1e6, "step checkpoints kept in out_dir (latest always kept)"),
+    GK_CK_INT_R(S, keep_every, "0", 0, 1e12, "step checkpoints at multiples of N steps are kept for good, apart from keep_last's (0: none; llm.c's -nm)"),
     GK_CK_INT_R(S, sample_tokens, "0", 0, 1e6, "print a sample of N tokens at each eval (0: none)"),
     GK_CK_STR(S, hellaswag, "", "HellaSwag items (.jsonl) scored at each eval: acc_norm in the log and metrics (empty: none)"),
     GK_CK_BOOL(S, eval_only, "false", "evaluate once and exit"),

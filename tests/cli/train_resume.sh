@@ -21,3 +21,6 @@ gpt-train -q "${TINY[@]}" --max_iters=20 --out_dir=b --init_from=auto
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=3 --keep_last=5 --out_dir=c > /dev/null
 ls c | grep '^ckpt_' | tr '\n' ' '; echo
 grep -c '"val_loss"' c/metrics.jsonl
+# keep_every: a checkpoint every step, keep_last 2, and those of steps 3 and 6 kept for good
+gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=k > /dev/null
+ls k | grep '^ckpt_' | tr '\n' ' '; echo
