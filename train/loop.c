@@ -295,7 +295,7 @@ static double mfu(const tr_run *r, double secs)
     double N = (double)gk_gpt2_num_scalars(r->model) - (double)c->block_size * c->n_embd;
     double per_token = 6 * N + 12.0 * c->n_layer * c->n_embd * c->block_size;
     double per_iter = per_token * c->block_size * (double)(r->s.batch_size * r->dist.accum);
-    return per_iter / secs / (r->s.peak_tflops * 1e12); /* one rank's share on its device */
+    return per_iter / secs / (r->peak_tflops * 1e12); /* one rank's share on its device */
 }
 
 static void log_step(tr_run *r, const tr_step_record *rec)
@@ -374,7 +374,7 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
         return rc;
     double tokens_per_step = (double)(r->s.batch_size * r->dist.accum_total) *
                              gk_gpt2_cfg(r->model)->block_size;
-    tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->s.peak_tflops > 0 ? TR_HAS_MFU : 0)};
+    tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->peak_tflops > 0 ? TR_HAS_MFU : 0)};
     rec.lr = tr_learning_rate(&r->s, r->st.step);
     tr_dist_comm_secs(&r->dist); /* from here: this step's collectives */
     double t0 = gk_now();

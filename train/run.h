@@ -39,6 +39,7 @@ typedef struct tr_run {
     volatile sig_atomic_t *stop;/* set by SIGINT/SIGTERM: finish the step, checkpoint, exit */
     int stop_all;               /* the ranks agreed at the last step to stop after it */
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
+    double peak_tflops;         /* the MFU column's peak: peak_tflops, else the GPU's (0: none) */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
                                  * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
