@@ -175,20 +175,23 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * sums the gradients of every rank (each rank's backward scales its loss by 1/(micro-batches of
  * all ranks), so the sum is the global mean). zero_stage 1 (ZeRO-1) shards the AdamW moments:
  * rank r keeps those of floats [r n/W, (r+1) n/W) of the parameter block (plus a shared tail of
- * under 16 W floats), and update reduce-scatters the gradients, takes the global norm, updates
- * its shard and all-gathers the parameters. The moments held now are kept (each rank its shard);
+ * under 16 W floats), and update reduce-scatters the gradients (unless the backward summed them:
+ * gk_gpt2_reduce_in_next_backward), takes the global norm, updates its shard and all-gathers the
+ * parameters. The moments held now are kept (each rank its shard);
  * a model made with GK_GPT2_DEFER_MOMENTS gets them here (zero), its shard only, or whole
  * without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for a model too small to
  * shard. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
- * In a data-parallel run without ZeRO that backward sums each layer's gradients over the ranks
- * as soon as the layer's backward has written them (comm.h allreduce_start), so that the sums
- * run while the layers below are differentiated, and waits for them at its end (the first
- * layer's, with the embeddings, cannot overlap); update then sums nothing more. The sums are
- * update's one sum in pieces (the same bits with 2 ranks; with more, the collective may add in
- * another order within a float's rounding). Every rank must make the same call. Without the call (or with one process, or ZeRO-1)
- * update sums the gradients as documented above. */
+ * In a data-parallel run that backward sums each layer's gradients over the ranks as soon as the
+ * layer's backward has written them (comm.h allreduce_start), so that the sums run while the
+ * layers below are differentiated, and waits for them at its end (the first layer's, with the
+ * embeddings, cannot overlap); update then sums nothing more. The sums are update's one sum in
+ * pieces (the same bits with 2 ranks; with more, the collective may add in another order within
+ * a float's rounding). With ZeRO-1 they are whole sums too (as PyTorch's DDP beside a
+ * ZeroRedundancyOptimizer): twice the bytes of update's reduce-scatter, but hidden behind the
+ * backward; each rank then updates its shard of them. Every rank must make the same call.
+ * Without the call (or with one process) update sums the gradients as documented above. */
 void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
 /* ZeRO-1 checkpoints: gather collects every rank's moments (a collective: all ranks call it) in
  * pieces through a small device buffer (no rank holds them whole on the device) into host memory

@@ -30,7 +30,7 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m) { m->reduce_next = 1; }
 static bwd_sums sums_begin(gk_gpt2 *m)
 {
     bwd_sums s = {NULL, 0, {0, {0}}};
-    if (m->reduce_next && m->comm && m->comm->world > 1 && !m->zero) s.comm = m->comm;
+    if (m->reduce_next && m->comm && m->comm->world > 1) s.comm = m->comm; /* ZeRO-1 too */
     m->reduce_next = m->grads_reduced = 0;
     return s;
 }

@@ -126,8 +126,12 @@ int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad
 {
     gk_comm *c = m->comm;
     size_t cnt = m->shard_count, tail = tail_of(m), lo = (size_t)c->rank * cnt, main = cnt * (size_t)c->world;
-    int rc = c->ops->reduce_scatter(c, m->g_block, m->g_block + lo, cnt, err);
-    if (!rc && tail) rc = c->ops->allreduce(c, m->g_block + main, tail, err);
+    int rc = 0;
+    if (!m->grads_reduced) { /* else summed whole during the backward (reduce_in_next_backward) */
+        rc = c->ops->reduce_scatter(c, m->g_block, m->g_block + lo, cnt, err);
+        if (!rc && tail) rc = c->ops->allreduce(c, m->g_block + main, tail, err);
+    }
+    m->grads_reduced = 0;
     double norm = NAN;
     if (!rc) rc = global_norm(m, &norm, err);
     if (grad_norm) *grad_norm = norm;

@@ -47,6 +47,11 @@ same tokens
 # ZeRO-1: the moments sharded across 2 ranks; checkpoints hold them whole
 two_ranks zero --zero_stage=1
 same zero
+# ... its gradients summed whole during the backward (the default) or reduce-scattered after it
+# (GPT_GRAD_OVERLAP=0): with 2 ranks both add a + b
+(export GPT_GRAD_OVERLAP=0; two_ranks zserial --zero_stage=1)
+losses zserial/metrics.jsonl | cmp - zero.l && cmp <(st_data zserial/latest.safetensors) \
+  <(st_data zero/latest.safetensors) && echo "ZeRO-1 sums during the backward: the bits of the reduce-scatter after it"
 # ... and resume into shards: stopped at step 3, continued by 2 ZeRO-1 ranks (each loads its
 # shard of the moments) and by 1 rank (the whole moments)
 two_ranks zres --zero_stage=1 --max_iters=3

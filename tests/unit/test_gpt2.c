@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/comm/comm.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/ref.h"
 #include "kernels/gpt2.h"
@@ -410,6 +411,74 @@ static void test_grad_accumulation(void)
     free(f.buf);
 }
 
+/* ZeRO-1 with the gradients summed during the backward (gk_gpt2_reduce_in_next_backward): each
+ * layer's sum is started as it is written and update reduce-scatters nothing more; without the
+ * call update reduce-scatters them. Rank 0 of 2 here, the other rank played by a comm that adds
+ * zeros (and leaves the other shard's weights as they were), so both ways give the same bits. */
+static int zc_starts, zc_scatters;
+static int zc_sum(gk_comm *c, float *buf, size_t n, gk_err *e) { (void)c, (void)buf, (void)n, (void)e; return 0; }
+static int zc_start(gk_comm *c, float *buf, size_t n, gk_err *e) { zc_starts++; return zc_sum(c, buf, n, e); }
+static int zc_wait(gk_comm *c, gk_err *e) { (void)c, (void)e; return 0; }
+static int zc_host(gk_comm *c, double *v, int n, gk_err *e) { (void)c, (void)v, (void)n, (void)e; return 0; }
+static int zc_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    (void)e;
+    zc_scatters++;
+    if (out != in + (size_t)c->rank * count) memmove(out, in + (size_t)c->rank * count, count * sizeof *out);
+    return 0;
+}
+static int zc_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    (void)e;
+    if (in != out + (size_t)c->rank * count) memmove(out + (size_t)c->rank * count, in, count * sizeof *out);
+    return 0;
+}
+
+static void test_zero1_sums_in_backward(void)
+{
+    fixture f;
+    if (fix_load(&f, "tests/fixtures/gpt2_tiny.bin")) {
+        CHECKF(0, "cannot load tests/fixtures/gpt2_tiny.bin");
+        free(f.buf);
+        return;
+    }
+    static const gk_comm_ops ops = {.name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host,
+                                    .reduce_scatter = zc_scatter, .all_gather = zc_gather,
+                                    .allreduce_start = zc_start, .allreduce_wait = zc_wait};
+    gk_comm comm = {&ops, 0, 2, NULL, GK_F32};
+    gk_err err;
+    gk_backend *be = NULL;
+    CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
+    gk_gpt2 *m[2] = {model_from(&f, be, 0.0f), model_from(&f, be, 0.0f)};
+    gk_adamw h = {f.b1, f.b2, f.eps, f.wd, f.clip, 0};
+    int starts[2], scatters[2];
+    for (int k = 0; k < 2 && m[0] && m[1]; k++) { /* k = 0: sums in the backward */
+        float loss;
+        CHECK_OK(gk_gpt2_set_comm(m[k], &comm, 1, &err), &err);
+        zc_starts = zc_scatters = 0;
+        gk_gpt2_zero_grad(m[k]);
+        CHECK_OK(gk_gpt2_forward(m[k], f.inputs, f.targets, f.B, f.T, &loss, &err), &err);
+        if (k == 0) gk_gpt2_reduce_in_next_backward(m[k]);
+        CHECK_OK(gk_gpt2_backward(m[k], 1.0f, &err), &err);
+        CHECK_OK(gk_gpt2_update(m[k], &h, f.lr, NULL, &err), &err);
+        starts[k] = zc_starts, scatters[k] = zc_scatters;
+    }
+    CHECKF(starts[0] == f.cfg.n_layer + 1 && scatters[0] == 0, "in the backward: %d sums started, %d "
+           "reduce-scatters", starts[0], scatters[0]);
+    CHECKF(starts[1] == 0 && scatters[1] == 1, "after it: %d sums started, %d reduce-scatters", starts[1],
+           scatters[1]);
+    size_t differ = 0;
+    for (int i = 0; m[0] && m[1] && i < gk_gpt2_n_params(m[0]); i++) {
+        const gk_param *a = gk_gpt2_param(m[0], i), *b = gk_gpt2_param(m[1], i);
+        differ += memcmp(a->data, b->data, a->numel * sizeof(float)) != 0;
+    }
+    CHECKF(differ == 0, "%zu tensors differ", differ);
+    gk_gpt2_free(m[0]);
+    gk_gpt2_free(m[1]);
+    gk_backend_free(be);
+    free(f.buf);
+}
+
 /* gptkit.config: the one parser of a checkpoint's model config takes JSON's 64-bit integers
  * and refuses what does not fit an int (it once read 2^32 + 2 layers as 2). */
 static void test_config_parse(void)
@@ -437,5 +506,6 @@ int main(void)
     RUN(test_threads_bitexact);
     RUN(test_dropout);
     RUN(test_grad_accumulation);
+    RUN(test_zero1_sums_in_backward);
     return TEST_END();
 }
