@@ -6,17 +6,17 @@ source "$TOP/tests/cli/lib.bash"
 lib=$GK_TEST_BUILD/lib/libgptkit-cuda.so
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [ -f "$lib" ] && [ -x "$nvcc" ] || { echo "no nvcc build of the CUDA backend" >&2; exit 77; }
-readelf -d "$lib" | grep -q 'NEEDED.*nccl' && echo "libgptkit-cuda.so is linked against NCCL"
-nm -D --undefined-only "$lib" | grep -q ' nccl' && echo "libgptkit-cuda.so needs NCCL symbols at load"
+readelf -d "$lib" | grep 'NEEDED.*nccl' > /dev/null && echo "libgptkit-cuda.so is linked against NCCL"
+nm -D --undefined-only "$lib" | grep ' nccl' > /dev/null && echo "libgptkit-cuda.so needs NCCL symbols at load"
 echo "loaded at run time"
 # make, where neither CUDA_HOME nor NCCL_HOME has nccl.h: every nvcc line says GK_NO_NCCL
 mkdir -p nocuda/include
 make -s -n -C "$TOP" BUILD="$PWD/b" CUDA_HOME="$PWD/nocuda" NCCL_HOME= "$PWD/b/lib/libgptkit-cuda.so" > plan.txt
-[ -f /usr/include/nccl.h ] || { grep nvcc plan.txt | grep -v -q -- -DGK_NO_NCCL && echo "an nvcc line without GK_NO_NCCL"; }
+[ -f /usr/include/nccl.h ] || { grep nvcc plan.txt | grep -v -- -DGK_NO_NCCL > /dev/null && echo "an nvcc line without GK_NO_NCCL"; }
 grep -q 'note: .* has no NCCL' plan.txt && echo "make says so"
 # the object without NCCL: compiles warning-free, defines the two slots, references no nccl*
 "$nvcc" -std=c++17 -gencode arch=compute_90,code=sm_90 -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
   -I"$TOP" -DGK_NO_NCCL -c "$TOP/kernels/cuda/cuda_nccl.cu" -o nonccl.o
 nm -C nonccl.o | grep -c ' T cu_comm_\(id\|open\)('
-nm -u nonccl.o | grep -q nccl && echo "nonccl.o references NCCL"
+nm -u nonccl.o | grep nccl > /dev/null && echo "nonccl.o references NCCL"
 echo "GK_NO_NCCL builds"
