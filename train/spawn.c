@@ -14,7 +14,8 @@
  * read the terminal (gpt-train never does).
  *
  * A child that exits non-zero, or is killed by a signal the parent did not pass on to it, has
- * failed: the others get SIGTERM, then SIGKILL after grace_s, and the error names the first rank
+ * failed: the others get SETTLE_S seconds to end on their own (after a bad setting all do, and
+ * rank 0 says why), then SIGTERM, then SIGKILL after grace_s, and the error names the first rank
  * that failed. A child killed by a signal the parent passed on (a second Ctrl-C, or a first one
  * before its handler was installed) was interrupted: GK_EINTR, after the others have ended.
  *
@@ -57,9 +58,11 @@ typedef struct supervisor {
     int n;
     int failed;           /* index of the first child that failed, -1 */
     char start_err[400];  /* why a child could not be started, "" */
-    int stopping;         /* the others were sent SIGTERM after a failure */
+    int stopping;         /* a child failed: the others are being stopped */
+    int termed;           /* ... and were sent SIGTERM (at term_at) */
     int stopped_others;   /* ... and some were still alive then */
-    double kill_at;       /* when the ones still alive get SIGKILL (monotonic seconds) */
+    double term_at;       /* when the ones still alive get SIGTERM (monotonic seconds) */
+    double kill_at;       /* when the ones still alive get SIGKILL */
     int killed;           /* SIGKILL sent: the first rank that needed it, -1 */
 } supervisor;
 
@@ -69,6 +72,9 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+/* Seconds the other ranks get to end on their own after one failed, before SIGTERM. */
+#define SETTLE_S 2.0
 
 /* A free port for rank 0's store (the kernel's choice for port 0), held by *fd, bound but not
  * listening, until the ranks end. With SO_REUSEADDR on both sockets rank 0's store can still
@@ -167,16 +173,27 @@ static void signal_all(supervisor *s, int sig)
             s->c[i].sent |= 1u << sig;
 }
 
-/* Sends SIGTERM to the children still alive after the first failure; SIGKILL follows. */
-static void begin_stop(supervisor *s, double grace_s)
+/* After the first failure: the others get settle_s seconds to end on their own (a bad setting
+ * ends every rank at once, and rank 0, the one that says why, must not be stopped before it has
+ * said it), then SIGTERM, then SIGKILL grace_s later (stop_due). */
+static void begin_stop(supervisor *s, double settle_s, double grace_s)
 {
     if (s->stopping)
         return;
     s->stopping = 1;
+    s->term_at = now_s() + settle_s;
+    s->kill_at = s->term_at + (grace_s > 0 ? grace_s : 0);
+}
+
+/* SIGTERM to the children still alive once term_at has come. */
+static void stop_due(supervisor *s)
+{
+    if (!s->stopping || s->termed || now_s() < s->term_at)
+        return;
+    s->termed = 1;
     for (int i = 0; i < s->n; i++)
         s->stopped_others |= s->c[i].alive;
     signal_all(s, SIGTERM);
-    s->kill_at = now_s() + (grace_s > 0 ? grace_s : 0);
 }
 
 static int has_failed(const child *c)
@@ -207,7 +224,7 @@ static void reap(supervisor *s, double grace_s)
     }
     if (best >= 0) {
         s->failed = best;
-        begin_stop(s, grace_s);
+        begin_stop(s, SETTLE_S, grace_s);
     }
 }
 
@@ -226,8 +243,13 @@ static void supervise(supervisor *s, const sigset_t *set, double grace_s)
         reap(s, grace_s);
         if (!any_alive(s))
             return;
+        stop_due(s);
         double wait = 1.0; /* a poll besides SIGCHLD, in case one was taken by another thread */
-        if (s->stopping && s->killed < 0) {
+        if (s->stopping && !s->termed)
+            wait = s->term_at - now_s() < wait ? s->term_at - now_s() : wait;
+        if (wait < 0)
+            wait = 0;
+        if (s->termed && s->killed < 0) {
             double left = s->kill_at - now_s();
             if (left <= 0) {
                 for (int i = 0; i < s->n && s->killed < 0; i++)
@@ -304,7 +326,8 @@ static void start_all(supervisor *s, const tr_launch *l, const start_args *a, ch
         if (pid < 0) {
             snprintf(s->start_err, sizeof s->start_err, "cannot start rank %d: %.300s: %s", s->c[i].rank,
                      err == EAGAIN || err == ENOMEM ? "fork" : exe, strerror(err));
-            begin_stop(s, grace_s);
+            begin_stop(s, 0, grace_s);
+            stop_due(s);
             return;
         }
         s->c[i].pid = pid;

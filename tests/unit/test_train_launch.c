@@ -220,6 +220,7 @@ static int await(const char *name, int rank)
 }
 
 /* child-ok: writes what tr_launch_from_env read. child-fail: rank 1 exits 3, rank 0 sleeps.
+ * child-usage: every rank exits 2 (a bad setting), rank 0 only after 0.5 s and a file (its message).
  * child-crash: rank 1 ignores SIGTERM, rank 0 kills itself with SIGKILL once rank 1 is ready.
  * child-signal: waits for SIGINT/SIGTERM (a second one ends it, as in gpt-train), then takes
  * 300 ms to "checkpoint" and exits 0. */
@@ -241,6 +242,13 @@ static int child_main(char **argv)
             return 3;
         sleep_s(30);
         return 0;
+    }
+    if (strcmp(mode, "child-usage") == 0) { /* a bad setting: rank 0 takes a while to say so */
+        if (l.rank == 0) {
+            sleep_s(0.5);
+            put(dir, "said", 0, "");
+        }
+        return 2;
     }
     if (strcmp(mode, "child-crash") == 0) {
         if (l.rank == 1) {
@@ -365,6 +373,19 @@ static void test_spawn_failure(void)
     CHECKF(dt < 4, "took %.2f s", dt);
 }
 
+/* Every rank stops on a bad setting, rank 0 last since it says why: the first failure does not
+ * stop it before it has (the others get seconds to end on their own), and no rank was stopped. */
+static void test_spawn_all_fail(void)
+{
+    tr_launch l = one_node();
+    gk_err e;
+    int rc = spawn("child-usage", &l, 3, 5, &e);
+    CHECKF(rc == GK_EIO && strstr(e.msg, ") exited with status 2") && !strstr(e.msg, "stopped"), "rc %d: %s",
+           rc, e.msg);
+    CHECK(exists("said", 0));
+    slurp("said", 0);
+}
+
 /* Rank 0 dies of SIGKILL; rank 1 ignores SIGTERM and is killed after grace_s. */
 static void test_spawn_crash(void)
 {
@@ -476,6 +497,7 @@ int main(int argc, char **argv)
     RUN(test_spawn_one_node);
     RUN(test_spawn_second_node);
     RUN(test_spawn_failure);
+    RUN(test_spawn_all_fail);
     RUN(test_spawn_crash);
     RUN(test_spawn_signal);
     RUN(test_spawn_second_signal);
