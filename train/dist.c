@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/progress.h" /* gk_now */
 
@@ -237,6 +238,23 @@ int tr_dist_agree(tr_dist *d, const char *key, int rc, gk_err *e)
     for (int r = 0; r < d->world && !rc; r++)
         rc = agreed(d, key, r, e);
     return rc;
+}
+
+void tr_dist_reported(tr_dist *d)
+{
+    gk_err ignored;
+    if (d->store && d->rank == 0)
+        gk_store_set(d->store, "reported", "1", 1, &ignored);
+}
+
+void tr_dist_await_report(const tr_dist *d)
+{
+    gk_err ignored;
+    for (int i = 0; d->store && d->quiet_error && i < 100; i++) {
+        if (gk_store_check(d->store, "reported", &ignored) != 0)
+            return; /* there, or the store is gone */
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
 }
 
 void tr_dist_close(tr_dist *d)

@@ -132,6 +132,10 @@ int main(int argc, char **argv)
         rc = run(&r, argc, argv, &e);
     if (rc < 0 && !r.dist.quiet_error) /* (else rank 0 says it) before rank 0 waits for the */
         gk_error("%s", e.msg);         /* other ranks to leave its store (tr_run_free) */
+    if (rc < 0) {
+        tr_dist_reported(&r.dist);
+        tr_dist_await_report(&r.dist);
+    }
     tr_run_free(&r);
     return rc < 0 ? gk_exit_status(rc) : 0;
 }
