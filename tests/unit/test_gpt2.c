@@ -91,6 +91,15 @@ static double relerr(const float *a, const float *b, size_t n)
     return r > 0 ? sqrt(d / r) : sqrt(d);
 }
 
+/* The tiny fixture into f; nonzero (a failed check, f freed) when it cannot be read. */
+static int load_tiny(fixture *f)
+{
+    if (!fix_load(f, "tests/fixtures/gpt2_tiny.bin")) return 0;
+    CHECKF(0, "cannot load tests/fixtures/gpt2_tiny.bin");
+    free(f->buf);
+    return -1;
+}
+
 static gk_gpt2 *model_from(const fixture *f, gk_backend *be, float dropout)
 {
     gk_err err;
@@ -309,11 +318,7 @@ static void run_free(run *r) { free(r->grads), free(r->logits); }
 static void test_threads_bitexact(void)
 {
     fixture f;
-    if (fix_load(&f, "tests/fixtures/gpt2_tiny.bin")) {
-        CHECKF(0, "cannot load tests/fixtures/gpt2_tiny.bin");
-        free(f.buf);
-        return;
-    }
+    if (load_tiny(&f)) return;
     gk_err err;
     gk_backend *b1 = NULL, *b2 = NULL;
     CHECK_OK(gk_cpu_create(&b1, 1, &err), &err);
@@ -338,11 +343,7 @@ static void test_threads_bitexact(void)
 static void test_dropout(void)
 {
     fixture f;
-    if (fix_load(&f, "tests/fixtures/gpt2_tiny.bin")) {
-        CHECKF(0, "cannot load tests/fixtures/gpt2_tiny.bin");
-        free(f.buf);
-        return;
-    }
+    if (load_tiny(&f)) return;
     gk_err err;
     gk_backend *cpu = NULL, *ref = NULL;
     CHECK_OK(gk_cpu_create(&cpu, 2, &err), &err);
@@ -376,11 +377,7 @@ static void test_dropout(void)
 static void test_grad_accumulation(void)
 {
     fixture f;
-    if (fix_load(&f, "tests/fixtures/gpt2_tiny.bin")) {
-        CHECKF(0, "cannot load tests/fixtures/gpt2_tiny.bin");
-        free(f.buf);
-        return;
-    }
+    if (load_tiny(&f)) return;
     gk_err err;
     gk_backend *be = NULL;
     CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
@@ -437,11 +434,7 @@ static int zc_gather(gk_comm *c, const float *in, float *out, size_t count, gk_e
 static void test_zero1_sums_in_backward(void)
 {
     fixture f;
-    if (fix_load(&f, "tests/fixtures/gpt2_tiny.bin")) {
-        CHECKF(0, "cannot load tests/fixtures/gpt2_tiny.bin");
-        free(f.buf);
-        return;
-    }
+    if (load_tiny(&f)) return;
     static const gk_comm_ops ops = {.name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host,
                                     .reduce_scatter = zc_scatter, .all_gather = zc_gather,
                                     .allreduce_start = zc_start, .allreduce_wait = zc_wait};
