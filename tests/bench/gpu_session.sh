@@ -13,6 +13,8 @@
 # brings back 8 at most): summary.txt (one line a step), bench-gpu.txt (make bench-gpu's report)
 # and logs.tar.gz (every step's log), rewritten after each step, so that a run stopped at the
 # tool's limit still returns what it did. Record the results, dated, in tests/bench/gpu-results.md.
+# GPU_SESSION_ONLY=REGEX runs only the steps whose names match it (build always runs), for a
+# second call that rechecks a fix or runs what the first call had no time for.
 set -uo pipefail
 t_start=$(date +%s)
 budget=${GPU_SESSION_S:-480}
@@ -32,6 +34,7 @@ left() { echo $(( t_start + budget - $(date +%s) )); }
 step() {
   local name=$1 limit=$2 t0 rc=0 l; shift 2
   l=$(left)
+  if [ "$name" != build ] && [ -n "${GPU_SESSION_ONLY:-}" ] && ! [[ $name =~ $GPU_SESSION_ONLY ]]; then return; fi
   if [ "$l" -lt 15 ]; then note "$name: skipped, ${l} s left"; return; fi
   [ "$limit" -gt "$l" ] && limit=$l
   t0=$(date +%s)
