@@ -372,7 +372,12 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, co
             load_f<V>(d, dout + base + (size_t)cp * V);
             load_f<V>(x, inp + base + (size_t)cp * V);
             load_f<V>(w, weight + (size_t)cp * V);
-            for (int j = 0; j < V; j++) a += d[j] * w[j], b += d[j] * w[j] * ((x[j] - m) * rs);
+            /* d w rounded (__fmul_rn) here and below, never contracted into the sum or the
+             * difference: with C = 1, d w - a is then 0, as in exact arithmetic */
+            for (int j = 0; j < V; j++) {
+                float dn = __fmul_rn(d[j], w[j]);
+                a += dn, b += dn * ((x[j] - m) * rs);
+            }
         }
         a = warp_sum(a) / C, b = warp_sum(b) / C;
         for (int cp = lane; cp < row_packs; cp += 32) {
@@ -383,7 +388,7 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, co
             load_f<V>(di, dinp + off);
             for (int j = 0; j < V; j++) {
                 float norm = (x[j] - m) * rs;
-                di[j] += (d[j] * w[j] - a - norm * b) * rs;
+                di[j] += (__fmul_rn(d[j], w[j]) - a - norm * b) * rs;
                 dw[j * row_packs + cp] += d[j] * norm;
                 db[j * row_packs + cp] += d[j];
             }

@@ -17,7 +17,7 @@
  *   atomicMax/atomicMin (int, unsigned), atomicCAS (int, unsigned, unsigned long long),
  *   atomicExch (int, unsigned, unsigned long long, float)
  * - libm float math (expf logf sqrtf tanhf fabsf fmaxf fminf powf fmaf isnan isinf INFINITY NAN..),
- *   rsqrtf __expf __logf __fdividef __frcp_rn __fsqrt_rn __saturatef, max/min (int, unsigned,
+ *   rsqrtf __expf __logf __fdividef __frcp_rn __fsqrt_rn __fmul_rn __saturatef, max/min (int, unsigned,
  *   long long, unsigned long long, float), __popc __ffs __clz, __float_as_int/uint and back,
  *   __ldg __ldcs __ldcg __stcs __stcg (plain loads and stores)
  * - float2 float3 float4 int2 int4 uint4 and make_*, uint3, dim3

@@ -167,6 +167,14 @@ inline float __logf(float x) { return logf(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
+/* a product rounded on its own: never contracted into a fused multiply-add (the empty asm makes
+ * the compiler treat the rounded value as opaque) */
+inline float __fmul_rn(float a, float b)
+{
+    float r = a * b;
+    __asm__("" : "+x"(r));
+    return r;
+}
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline int min(int a, int b) { return a < b ? a : b; }

@@ -31,6 +31,7 @@ case $config in
   *) echo "run_gpu.sh: BENCH_CONFIG=$config: not G or S" >&2; exit 2 ;;
 esac
 work="$build/bench/gpu"; mkdir -p "$work"
+calc() { awk "BEGIN { print $1 }"; } # arithmetic on decimals (the device image has no bc)
 failed=0
 
 echo "== gptkit bench-gpu: $(date -u +%Y-%m-%dT%H:%MZ), device $device, config $config =="
@@ -71,7 +72,7 @@ step_row() {
   mfu=$(sed -n 's/.*MFU \([0-9.e+-]*\)%.*/\1/p' "$out")
   mem=$(sed -n 's/.*by the model: \([0-9.]*\) MiB peak.*/\1/p' "$out")
   printf '%-30s %4s %10s %12s %7s%% %12s\n' "gptkit $device $what" "$B" "$ms" "$tps" "$mfu" \
-    "$(printf '%.2f GiB' "$(echo "$mem / 1024" | bc -l)")"
+    "$(printf '%.2f GiB' "$(calc "$mem / 1024")")"
 }
 
 # One row from torch_gpu_step.py's line ("... 47.0 ms/step, 348,000 tokens/s, peak 16.1 GiB, MFU 26.0%").
@@ -147,7 +148,7 @@ decode_bench() {
     local bytes=$(( 2 * (Lc * 12 * Cc * Cc + Vp * Cc) + 2 * 2 * Cc * Lc * (np + new_tokens / 2) ))
     printf '%-30s %10s %10.1f %14.0f   (prompt %s tokens, %s new; bound at %s GB/s)\n' \
       "gptkit $device bf16$([ $graphs = 1 ] || echo ', no graph')" "$tps" \
-      "$(echo "$bytes / 1000000" | bc -l)" "$(echo "$bw * 1000000000 / $bytes" | bc -l)" "$np" \
+      "$(calc "$bytes / 1000000")" "$(calc "$bw * 1000000000 / $bytes")" "$np" \
       "$new_tokens" "$bw"
   done
 }
@@ -172,7 +173,7 @@ hellaswag_bench() {
       echo "hellaswag: gpt-evalppl FAILED: $line"; failed=1; return 1
     fi
     printf '%-30s %10.1f   (%s rows a forward)\n' "gptkit $device bf16" \
-      "$(echo "$line" | sed -n 's/.*: \([0-9]*\) items in \([0-9.]*\) s.*/\1 \/ \2/p' | bc -l)" $rows
+      "$(calc "$(echo "$line" | sed -n 's/.*: \([0-9]*\) items in \([0-9.]*\) s.*/\1 \/ \2/p')")" $rows
   done
 }
 

@@ -39,7 +39,9 @@ static void run_gelu_fwd(gk_backend *be, void *const p[], const gk_elt t[], cons
  * emulator as the library) takes GELU of the fp32 sum and rounds pre and C each to be->act, while
  * gelu_fwd starts from the rounded pre; so per element |gelu_fwd - C| <= one rounding of pre (u
  * |pre|) times max |gelu'| (1.13), plus one rounding of each output (u |C| twice), u = 2^-24 in
- * fp32, 2^-8 in bf16. Under the emulator in fp32 the two agree bit for bit (pre is not rounded). */
+ * fp32, 2^-8 in bf16. Under the emulator in fp32 the two agree bit for bit (pre is not rounded).
+ * On a GPU cuBLASLt's GELU is not our tanhf (an H100 differed by up to 1e-5 relative, 2026-11-27):
+ * plus 2^-11 |pre|, half of 2^-10 relative error in tanh (a hardware tanh's error is 2^-11). */
 static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
 {
     size_t n = (size_t)M * N, es = gk_elt_size(be->act);
@@ -54,10 +56,10 @@ static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
     gk_err e = {0};
     CHECKF(gk_backend_sync(be, &e) == 0, "%s gelu_fwd recompute: %s", be->ops->name, e.msg);
     int exact = strncmp(be->ops->name, "cuda", 4) != 0 || (be->ops->host_memory && be->act == GK_F32);
-    double u = be->act == GK_BF16 ? U16 : U32;
+    double u = be->act == GK_BF16 ? U16 : U32, epi = be->ops->host_memory ? 0 : 0x1p-11;
     size_t bad = 0, w0 = 0;
     for (size_t i = 0; i < n; i++) {
-        double lim = exact ? 0 : 1.13 * u * fabs(pre[i]) + 2 * u * fabs(out[i]);
+        double lim = exact ? 0 : 1.13 * u * fabs(pre[i]) + 2 * u * fabs(out[i]) + epi * fabs(pre[i]);
         if (!(fabs((double)re[i] - out[i]) <= lim) && !bad++) w0 = i;
     }
     CHECKF(bad == 0, "%s %s M%d N%d K%d wt %d: gelu_fwd(pre_gelu) is not gemm's GELU output in %zu of %zu (%s; first "
@@ -132,8 +134,8 @@ static void res_ln_cases(int N, int C)
 }
 
 /* The fused op is the residual add and then be's own layernorm_fwd: res_out = res + dropout(x +
- * bias) computed here in fp32 and rounded to be->act (within one unit of its last place: a device
- * may contract to a fused multiply-add), and ln_out, mean, rstd are those of layernorm_fwd on that
+ * bias) computed here in fp32 and rounded to be->act (within one unit of its last place and half
+ * a unit of the dropped-out term: a device may contract to a fused multiply-add), and ln_out, mean, rstd are those of layernorm_fwd on that
  * res_out as stored, bit for bit. */
 static void check_two_steps(gk_backend *be, int N, int C, int bias, float p, int alias)
 {
@@ -164,7 +166,8 @@ static void check_two_steps(gk_backend *be, int N, int C, int bias, float p, int
         if (p > 0) y *= gk_rng_dropout(NKEY, i, p);
         float r = res[i] + y;
         if (t == GK_BF16) r = gk_bf16f(gk_f2bf16(r));
-        if (fabsf(got[i] - r) > fabsf(r) * (t == GK_BF16 ? 0x1p-7f : 0x1p-23f) && !bad++) w = i;
+        /* a contracted res + y rounds once where this rounds y first: half a unit of y more */
+        if (fabsf(got[i] - r) > fabsf(r) * (t == GK_BF16 ? 0x1p-7f : 0x1p-23f) + fabsf(y) * 0x1p-24f && !bad++) w = i;
     }
     CHECKF(bad == 0, "%s: res_out is not res + dropout(x + bias) in %zu of %zu (first [%zu]: %.9g)", what, bad, n, w,
            got[w]);
