@@ -260,6 +260,7 @@ static void cu_destroy(gk_backend *be)
         if (c->stream) cudaStreamSynchronize(c->stream);
         cu_gemm_cache_free(be);
         cudaFree(c->scratch);
+        cudaFree(c->bias16);
         cudaFree(c->workspace);
         if (c->lt) cublasLtDestroy(c->lt);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -315,7 +316,8 @@ static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
         CU_CHECK(be, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) ||
         lt_check(be, cublasLtCreate(&c->lt), "cublasLtCreate", __LINE__) ||
         CU_CHECK(be, cudaMalloc(&c->workspace, CU_WORKSPACE_BYTES)) ||
-        CU_CHECK(be, cudaMalloc(&c->scratch, CU_MIN_SCRATCH)))
+        CU_CHECK(be, cudaMalloc(&c->scratch, CU_MIN_SCRATCH)) ||
+        CU_CHECK(be, cudaMalloc(&c->bias16, CU_BIAS16_MAX * sizeof(bf16))))
         return;
     cu_probe(be, c, &prop);
     if (be->err.code) return;

@@ -1,7 +1,8 @@
 /* cuda_gemm.cu: the one matmul (gk_ops.gemm) of the CUDA backend.
  * Owns: the mapping of backend.h's row-major BLAS semantics onto column-major cuBLASLt (the
  * row-major C (M,N) is the column-major C^T (N,M) = op(B)^T op(A)^T, so A and B swap places and
- * keep their transposes), the bias and GELU epilogues, a cache of cuBLASLt descriptors and
+ * keep their transposes), the bias and GELU epilogues (a bf16 D's bias rounded to bf16 first:
+ * cuBLASLt takes the bias in D's type only), a cache of cuBLASLt descriptors and
  * algorithms per problem, and the fallbacks: an epilogue kernel when cuBLASLt refuses an epilogue
  * for a combination, and a small tiled kernel for type combinations cuBLASLt does not take (A and
  * B of different types, fp32 inputs into bf16) or that it refuses outright.
@@ -9,6 +10,7 @@
 #include "kernels/cuda/cuda_internal.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,19 +196,28 @@ static int lt_fail(gk_backend *be, cublasStatus_t st, const char *call, int line
 }
 #define LT(be, call, name) lt_fail((be), (call), (name), __LINE__)
 
-/* The column-major problem: D (N,M) = op(B as stored) (N,K) * op(A as stored) (K,M). */
-static int plan_descs(gk_backend *be, gemm_plan *p)
+/* A new matmul descriptor (the old one destroyed): no epilogue attribute of an earlier try left
+ * in it (a real cuBLASLt refuses even the plain matmul while a bias type it does not take is set). */
+static int plan_desc(gk_backend *be, gemm_plan *p)
 {
     const gemm_key *k = &p->key;
     cublasOperation_t opa = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    p->desc = NULL;
     return LT(be, cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
               "cublasLtMatmulDescCreate") ||
            LT(be, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa),
               "cublasLtMatmulDescSetAttribute(TRANSA)") ||
            LT(be, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb),
-              "cublasLtMatmulDescSetAttribute(TRANSB)") ||
-           LT(be, cublasLtMatrixLayoutCreate(&p->la, lt_type((gk_elt)k->tB), k->tb ? k->K : k->N,
+              "cublasLtMatmulDescSetAttribute(TRANSB)");
+}
+
+/* The column-major problem: D (N,M) = op(B as stored) (N,K) * op(A as stored) (K,M). */
+static int plan_layouts(gk_backend *be, gemm_plan *p)
+{
+    const gemm_key *k = &p->key;
+    return LT(be, cublasLtMatrixLayoutCreate(&p->la, lt_type((gk_elt)k->tB), k->tb ? k->K : k->N,
                                              k->tb ? k->N : k->K, k->ldb), "cublasLtMatrixLayoutCreate(B)") ||
            LT(be, cublasLtMatrixLayoutCreate(&p->lb, lt_type((gk_elt)k->tA), k->ta ? k->M : k->K,
                                              k->ta ? k->K : k->M, k->lda), "cublasLtMatrixLayoutCreate(A)") ||
@@ -215,7 +226,7 @@ static int plan_descs(gk_backend *be, gemm_plan *p)
 }
 
 /* Sets the epilogue (bias and/or GELU with its aux output) and this call's pointers. */
-static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const float *bias_ptr,
+static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const void *bias_ptr,
                         void *pre_ptr)
 {
     cublasLtEpilogue_t epi = gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
@@ -225,7 +236,7 @@ static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const 
            "cublasLtMatmulDescSetAttribute(EPILOGUE)"))
         return -1;
     if (bias) {
-        int32_t bt = CUDA_R_32F; /* the bias is an fp32 master weight whatever D's type */
+        int32_t bt = lt_type((gk_elt)p->key.tC); /* D's type: a bf16 D's bias is c->bias16 */
         if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
                                                   sizeof bias_ptr), "cublasLtMatmulDescSetAttribute(BIAS_POINTER)") ||
             LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
@@ -305,13 +316,16 @@ static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, void *pr
 {
     const gemm_key *k = &p->key;
     if (!lt_takes(k)) return 0;
-    if (plan_descs(be, p)) return -1;
-    /* GELU's aux output: ld a multiple of 8 and 16-byte alignment, else cuBLASLt refuses */
+    if (plan_layouts(be, p)) return -1;
+    /* GELU's aux output: ld a multiple of 8 and 16-byte alignment, else cuBLASLt refuses; GELU
+     * comes after the bias, so it is fused only where the bias is */
     int aux_ok = k->ldc % 8 == 0 && k->align_pre >= 16;
-    int tries[3][2] = {{k->bias, k->gelu && aux_ok}, {k->bias, 0}, {0, 0}};
+    int lt_bias = k->bias && (k->tC == GK_F32 || k->N <= CU_BIAS16_MAX);
+    int lt_gelu = k->gelu && aux_ok && (lt_bias || !k->bias);
+    int tries[3][2] = {{lt_bias, lt_gelu}, {lt_bias, 0}, {0, 0}};
     for (int t = 0; t < 3; t++) {
         if (t > 0 && tries[t][0] == tries[t - 1][0] && tries[t][1] == tries[t - 1][1]) continue;
-        if (set_epilogue(be, p, tries[t][0], tries[t][1], bias, pre)) return -1;
+        if (plan_desc(be, p) || set_epilogue(be, p, tries[t][0], tries[t][1], bias, pre)) return -1;
         int found = find_algo(be, p);
         if (found < 0) return -1;
         if (found) {
@@ -319,7 +333,11 @@ static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, void *pr
             return 0;
         }
     }
-    return 0; /* refused every way: gemm_small_kernel */
+    /* refused every way: gemm_small_kernel, correct but some 100 times slower, so say so once */
+    if (!be->note[0])
+        snprintf(be->note, sizeof be->note, "cuda gemm: cuBLASLt refused M %d N %d K %d (types %d %d %d, bias %d, "
+                 "gelu %d): a slow fallback kernel runs it", k->M, k->N, k->K, k->tA, k->tB, k->tC, k->bias, k->gelu);
+    return 0;
 }
 
 /* The cached plan for key, or a new one (replacing the oldest once the cache is full). */
@@ -356,7 +374,13 @@ static void run_plan(gk_backend *be, gemm_plan *p, float alpha, const void *A, c
 {
     cu_ctx *c = CU(be);
     const gemm_key *k = &p->key;
-    if (set_epilogue(be, p, p->lt_bias, p->lt_gelu, bias, pre)) return;
+    const void *lt_bias = bias;
+    if (p->lt_bias && k->tC == GK_BF16) { /* cuBLASLt takes D's type: bias rounded to bf16 */
+        cu_cast_on(be, c->stream, c->bias16, GK_BF16, bias, (size_t)k->N);
+        if (CU_LAUNCHED(be, "cast_kernel (gemm bias)")) return;
+        lt_bias = c->bias16;
+    }
+    if (set_epilogue(be, p, p->lt_bias, p->lt_gelu, lt_bias, pre)) return;
     void *D = pre && !p->lt_gelu ? pre : C; /* GELU by the kernel: the matmul writes pre */
     if (LT(be, cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, D, p->lc, D, p->lc,
                               &p->algo, c->workspace, c->workspace_bytes, c->stream), "cublasLtMatmul"))

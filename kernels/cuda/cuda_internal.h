@@ -27,7 +27,12 @@ typedef struct cu_ctx {
     int sm_count;
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
     void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
+    void *bias16;           /* cuda_gemm.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
 } cu_ctx;
+
+/* cuBLASLt adds a bias only in D's type: a bf16 gemm's bias goes through c->bias16 (as under
+ * PyTorch's autocast and in llm.c); a wider one is added by cuda_gemm.cu's epilogue kernel. */
+#define CU_BIAS16_MAX 65536
 
 #define CU(be) ((cu_ctx *)(be)->impl)
 

@@ -105,7 +105,10 @@ cublasStatus_t check(const gk_emu_lt_desc *d, const gk_emu_lt_layout *A, const g
     p->bias = d->epilogue & CUBLASLT_EPILOGUE_BIAS;
     p->gelu = d->epilogue & CUBLASLT_EPILOGUE_GELU;
     p->aux = d->epilogue & 128;
-    p->bias_type = d->bias_type == -1 ? D->type : d->bias_type;
+    /* the bias in D's type only (cublasLt.h; fp8 and integer kernels aside), and a real cuBLASLt
+     * (13.0, H100) refuses even the plain matmul while another bias type is set */
+    if (d->bias_type != -1 && d->bias_type != D->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->bias_type = D->type;
     p->aux_type = d->aux_type == -1 ? D->type : d->aux_type;
     if ((p->bias && !is_float_type(p->bias_type)) || (p->aux && !is_float_type(p->aux_type)))
         return CUBLAS_STATUS_NOT_SUPPORTED;

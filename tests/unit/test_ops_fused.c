@@ -55,6 +55,9 @@ static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
     get_vals(be, pre, dpre, n, be->act), get_vals(be, out, dout, n, be->act), get_vals(be, re, dre, n, be->act);
     gk_err e = {0};
     CHECKF(gk_backend_sync(be, &e) == 0, "%s gelu_fwd recompute: %s", be->ops->name, e.msg);
+    /* cuBLASLt took the bias + GELU epilogue (an H100's refusal once left every such gemm of a
+     * training step to the slow fallback kernel: correct, and 100 times slower) */
+    CHECKF(!be->note[0], "%s: %s", be->ops->name, be->note);
     int exact = strncmp(be->ops->name, "cuda", 4) != 0 || (be->ops->host_memory && be->act == GK_F32);
     double u = be->act == GK_BF16 ? U16 : U32, epi = be->ops->host_memory ? 0 : 0x1p-11;
     size_t bad = 0, w0 = 0;

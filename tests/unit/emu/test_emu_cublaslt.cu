@@ -75,14 +75,14 @@ static void run(cublasLtHandle_t lt, const Problem &p, bool in_place)
     if (in_place) sd = sc;
     std::vector<float> hA, hB, hC, hbias, hD0;
     void *A = make(hA, sa * p.batch, p.ab_type, 1), *B = make(hB, sb * p.batch, p.ab_type, 2);
-    void *C = make(hC, sc * p.batch, p.cd_type, 3), *bias = make(hbias, p.m, CUDA_R_32F, 4);
+    void *C = make(hC, sc * p.batch, p.cd_type, 3), *bias = make(hbias, p.m, p.cd_type, 4);
     void *D = in_place ? C : make(hD0, sd * p.batch, p.cd_type, 5);
     void *aux = NULL;
     cudaMalloc(&aux, (size_t)ldaux * p.n * 4);
     cublasLtMatmulDesc_t desc;
     LT_OK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t ta = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int32_t bias_type = CUDA_R_32F, aux_type = CUDA_R_32F;
+    int32_t bias_type = p.cd_type, aux_type = CUDA_R_32F; /* the bias in D's type only */
     int64_t aux_ld = ldaux;
     LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
@@ -195,6 +195,17 @@ static void test_refusals(void)
           CUBLAS_STATUS_INVALID_VALUE); /* B has more columns than D */
     CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, thin, f32, f32, f32, pref, 1, &h, &found) ==
           CUBLAS_STATUS_INVALID_VALUE); /* ld < rows */
+    /* a bias type other than D's: refused, even without a bias epilogue (as an H100 did) */
+    int32_t f32_bias = CUDA_R_32F, b16_bias = CUDA_R_16BF;
+    LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &f32_bias, sizeof f32_bias));
+    LT_OK(cublasLtMatmulAlgoGetHeuristic(lt, desc, f32, f32, f32, f32, pref, 1, &h, &found));
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, b16, b16, b16, b16, pref, 1, &h, &found) ==
+          CUBLAS_STATUS_NOT_SUPPORTED);
+    LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &b16_bias, sizeof b16_bias));
+    LT_OK(cublasLtMatmulAlgoGetHeuristic(lt, desc, b16, b16, b16, b16, pref, 1, &h, &found));
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, f32, f32, f32, f32, pref, 1, &h, &found) ==
+          CUBLAS_STATUS_NOT_SUPPORTED);
+    LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &f32_bias, sizeof f32_bias));
     cublasLtEpilogue_t bgrad = CUBLASLT_EPILOGUE_BGRADB;
     LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &bgrad, sizeof bgrad));
     CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, f32, f32, f32, f32, pref, 1, &h, &found) ==
