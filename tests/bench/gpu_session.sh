@@ -49,7 +49,7 @@ san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 
 note "$(nvcc --version 2>/dev/null | tail -n 1); compute-sanitizer: ${san:-none}"
 
 # 1. build: the H100's sm_90 alone (half the nvcc work of the default 80 90)
-step build 240 make -j"$(nproc)" CUDA_ARCH=90 all units
+step build 240 make -j"$(nproc)" CUDA_ARCH=90 all units build/bench/train_step build/bench/rand_ckpt
 export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 
 # 2. the op tests on cuda against the reference; test_nccl_emu: one rank through the real NCCL
