@@ -43,7 +43,9 @@ step() {
   note "$name: exit $rc, $(( $(date +%s) - t0 )) s; $(tail -n 1 "$logs/$name.log")"
   tar -C "$logs" -czf "$out/logs.tar.gz.tmp" . && mv "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
-note "gptkit $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), budget $budget s"
+# the tree sent is the working tree, but its .git can be the one the session began with: pass
+# GPU_SESSION_REV=$(git rev-parse --short HEAD) from here to name the commit in the summary
+note "gptkit ${GPU_SESSION_REV:-$(git rev-parse --short HEAD 2>/dev/null)} on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), budget $budget s"
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
       /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
 note "$(nvcc --version 2>/dev/null | tail -n 1); compute-sanitizer: ${san:-none}"
