@@ -109,6 +109,12 @@ NVCC_FLAGS := -std=c++17 -O3 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a)
               $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(filter 0,$(NCCL)),-DGK_NO_NCCL)
 EMU_CXXFLAGS := $(OPT) -g -std=c++17 -D_GNU_SOURCE -DGK_CUDA_EMU -fPIC -fvisibility=hidden -Wall -Wextra -I. \
                 $(shell pkg-config --cflags openblas 2>/dev/null) -MMD -MP
+# The kernels' sources (.cu) under the emulator contract a * b + c into fused multiply-adds, as
+# nvcc does by default, so that a test whose bound misses a GPU's contraction fails here too (an
+# H100 found three such, 2026-11-27); on a build machine with FMA, which every x86-64 CPU since
+# 2013 has (GK_EMU_CONTRACT=0: off).
+GK_EMU_CONTRACT ?= $(if $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo y),1,0)
+EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast)
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined
 EMU_SAN    :=
@@ -195,7 +201,7 @@ $(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.
 
 $(BUILD)/emu/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_CUFLAGS) -x c++ -c $< -o $@
 
 $(BUILD)/emu/%.o: %.cpp
 	@mkdir -p $(dir $@)

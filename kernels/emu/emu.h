@@ -1,7 +1,9 @@
 /* emu.h: the CUDA emulator, a test harness that runs kernels/cuda/ on the CPU (C++17, g++).
  * Owns: the launcher behind GK_LAUNCH (kernels/cuda/dialect.h) and the list below, which is the
  * whole CUDA subset kernel code may use: kernels/cuda/ sources (.cu) are written in plain CUDA plus the
- * dialect header, and must compile with nvcc and with g++ -DGK_CUDA_EMU against this.
+ * dialect header, and must compile with nvcc and with g++ -DGK_CUDA_EMU against this. The
+ * Makefile compiles them with -mfma -ffp-contract=fast (GK_EMU_CONTRACT), so that a * b + c may be
+ * one rounding here as on a GPU (nvcc contracts by default); __fmul_rn keeps a product rounded.
  *
  * Kernel side (emu_device.h, emu_bf16.h, emu_wmma.h):
  * - __global__ __device__ __host__ __forceinline__ __noinline__ __restrict__ __launch_bounds__(..)

@@ -38,8 +38,10 @@ static void run_gelu_fwd(gk_backend *be, void *const p[], const gk_elt t[], cons
  * cpu and ref: bit for bit (one GELU function each). cuda: the epilogue is cuBLASLt's, which (the
  * emulator as the library) takes GELU of the fp32 sum and rounds pre and C each to be->act, while
  * gelu_fwd starts from the rounded pre; so per element |gelu_fwd - C| <= one rounding of pre (u
- * |pre|) times max |gelu'| (1.13), plus one rounding of each output (u |C| twice), u = 2^-24 in
- * fp32, 2^-8 in bf16. Under the emulator in fp32 the two agree bit for bit (pre is not rounded).
+ * |pre|) times max |gelu'| (1.13), plus one rounding of each output (u |C| twice), plus what two
+ * evaluations of 0.5 x (1 + tanh) may differ by (each rounds tanh's t to about 2u of 1, and 1 + t
+ * cancels: u |pre|), u = 2^-24 in fp32, 2^-8 in bf16 (under the emulator too, whose kernels
+ * contract multiply-adds as nvcc does).
  * On a GPU cuBLASLt's GELU is not our tanhf (an H100 differed by up to 1e-5 relative, 2026-11-27):
  * plus 2^-11 |pre|, half of 2^-10 relative error in tanh (a hardware tanh's error is 2^-11). */
 static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
@@ -58,11 +60,11 @@ static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
     /* cuBLASLt took the bias + GELU epilogue (an H100's refusal once left every such gemm of a
      * training step to the slow fallback kernel: correct, and 100 times slower) */
     CHECKF(!be->note[0], "%s: %s", be->ops->name, be->note);
-    int exact = strncmp(be->ops->name, "cuda", 4) != 0 || (be->ops->host_memory && be->act == GK_F32);
+    int exact = strncmp(be->ops->name, "cuda", 4) != 0;
     double u = be->act == GK_BF16 ? U16 : U32, epi = be->ops->host_memory ? 0 : 0x1p-11;
     size_t bad = 0, w0 = 0;
     for (size_t i = 0; i < n; i++) {
-        double lim = exact ? 0 : 1.13 * u * fabs(pre[i]) + 2 * u * fabs(out[i]) + epi * fabs(pre[i]);
+        double lim = exact ? 0 : 2.13 * u * fabs(pre[i]) + 2 * u * fabs(out[i]) + epi * fabs(pre[i]);
         if (!(fabs((double)re[i] - out[i]) <= lim) && !bad++) w0 = i;
     }
     CHECKF(bad == 0, "%s %s M%d N%d K%d wt %d: gelu_fwd(pre_gelu) is not gemm's GELU output in %zu of %zu (%s; first "
