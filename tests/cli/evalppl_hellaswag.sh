@@ -30,6 +30,11 @@ gpt-evalppl -q --hellaswag --per-doc --json --device cuda-emu --dtype float32 < 
   jq -s -c --slurpfile cpu got.jsonl '[.[:-1], $cpu[0:-1]] | transpose |
     all(.[0].pred == .[1].pred and .[0].pred_norm == .[1].pred_norm and
         ([.[0].nll, .[1].nll] | transpose | all(((.[0] - .[1]) | fabs) <= 1e-4 * (.[1] | fabs))))'
+# without --batch: 4 rows a forward on the CPU and under the emulator (host memory), 64 on a GPU
+for dev in cpu cuda-emu; do
+  err=$(gpt-evalppl --hellaswag --device $dev --dtype float32 "$H/items.jsonl" 2>&1 > /dev/null)
+  [[ $err == *"(4 rows a forward)"* ]] && echo "$dev: 4 rows a forward"
+done
 # the human form, two files: totals add up
 cp "$H/items.jsonl" items.jsonl
 gpt-evalppl -q --hellaswag items.jsonl items.jsonl
