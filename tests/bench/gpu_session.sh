@@ -3,7 +3,8 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# 100 steps of GPT-2 124M through gpt-train, make bench-gpu, the op tests under compute-sanitizer
+# where the time goes (train_step's per-op profile; ncu on the decode kernels and on the flash-
+# attention kernels), 100 steps of GPT-2 124M through gpt-train, make bench-gpu, the op tests under compute-sanitizer
 # (memcheck, then racecheck and synccheck), and the Shakespeare run in fp32 and on the CPU.
 #
 # The device tool lends 15 minutes in all, machine start included, and at most 10 a command, so
@@ -109,6 +110,20 @@ PY
 export -f ncu_decode
 export logs
 step ncu-decode 90 bash -c ncu_decode
+# the flash-attention kernels of one B=16 training step (half its time on 2026-11-27), with ncu's
+# sections on occupancy, memory and shared-memory traffic, tensor pipes and warp stalls: what
+# the next kernel change should aim at
+ncu_attention() {
+  local k
+  for k in flash_fwd flash_bwd_kv flash_bwd_q; do # the first launch of each
+    "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none -k "regex:^$k" -c 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+      --section ComputeWorkloadAnalysis --section WarpStateStats \
+      build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 1 || return 1
+  done
+}
+export -f ncu_attention
+step ncu-attention 120 bash -c ncu_attention
 
 # 4. GPT-2 124M through gpt-train on cuda: Tiny Shakespeare in GPT-2 BPE, B=16 x T=1024, 100 steps
 # (the loss falls from ~10.9; the last line is the checkpoint, written asynchronously)
