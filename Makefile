@@ -103,7 +103,10 @@ CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
 EMU_LIB    := $(BUILD)/lib/libgptkit-cuda-emu.so
 HAVE_CXX   := $(shell command -v $(CXX) 2>/dev/null)
 CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX),$(CUDA_SRC)),$(EMU_LIB))
-NVCC_FLAGS := -std=c++17 -O3 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+# CUDA_DEFS: -D knobs for the kernels, in both builds (cuda_attn_flash.cu's, measured by
+# tests/bench/gpu_session.sh's flash-variants step).
+CUDA_DEFS  ?=
+NVCC_FLAGS := -std=c++17 -O3 $(CUDA_DEFS) $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \
               -Xcompiler -fPIC,-Wall,-Wextra,-fvisibility=hidden -I. -MMD -MP \
               $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(filter 0,$(NCCL)),-DGK_NO_NCCL)
@@ -114,7 +117,7 @@ EMU_CXXFLAGS := $(OPT) -g -std=c++17 -D_GNU_SOURCE -DGK_CUDA_EMU -fPIC -fvisibil
 # H100 found three such, 2026-11-27); on a build machine with FMA, which every x86-64 CPU since
 # 2013 has (GK_EMU_CONTRACT=0: off).
 GK_EMU_CONTRACT ?= $(if $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo y),1,0)
-EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast)
+EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast) $(CUDA_DEFS)
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined
 EMU_SAN    :=

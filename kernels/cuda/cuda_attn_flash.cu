@@ -69,6 +69,73 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, size_t ld,
     }
 }
 
+/* Knobs for measuring on a GPU (tests/bench/gpu_session.sh builds variants; the defaults are
+ * the kernels as first measured, 2026-11-27): FL_PREFETCH 1 issues the next tile's global load
+ * one iteration ahead, into registers, so that its latency hides behind the current tile's math;
+ * FL_FWD_BLOCKS, FL_BWD_KV_BLOCKS, FL_BWD_Q_BLOCKS ask ptxas for that many blocks per SM (fewer
+ * registers a thread; shared memory allows 4, 2 and 3 at D = 64). */
+#ifndef FL_PREFETCH
+#define FL_PREFETCH 0
+#endif
+/* unset: no minimum (not the same as 1: ptxas then takes more registers) */
+#ifdef FL_FWD_BLOCKS
+#define FL_FWD_BOUNDS __launch_bounds__(FL_THREADS, FL_FWD_BLOCKS)
+#else
+#define FL_FWD_BOUNDS __launch_bounds__(FL_THREADS)
+#endif
+#ifdef FL_BWD_KV_BLOCKS
+#define FL_BWD_KV_BOUNDS __launch_bounds__(FL_THREADS, FL_BWD_KV_BLOCKS)
+#else
+#define FL_BWD_KV_BOUNDS __launch_bounds__(FL_THREADS)
+#endif
+#ifdef FL_BWD_Q_BLOCKS
+#define FL_BWD_Q_BOUNDS __launch_bounds__(FL_THREADS, FL_BWD_Q_BLOCKS)
+#else
+#define FL_BWD_Q_BOUNDS __launch_bounds__(FL_THREADS)
+#endif
+
+/* A tile on its way to shared memory: fetch_tile starts its global load, put_tile stores it. With
+ * FL_PREFETCH 0 fetch_tile does nothing and put_tile is load_tile (the arguments say which
+ * tile), so that the kernels compile as without these. The same element-to-thread map as
+ * load_tile. */
+template <int D> struct tile_fetch {
+#if FL_PREFETCH
+    static constexpr int per_thread = (FL_TILE * D / 8 + FL_THREADS - 1) / FL_THREADS;
+    vec8 v[per_thread];
+#endif
+};
+template <int D>
+__device__ __forceinline__ void fetch_tile(tile_fetch<D> &f, const bf16 *src, size_t ld, int row0, int T)
+{
+#if FL_PREFETCH
+    constexpr int per_row = D / 8;
+    for (int i = 0; i < f.per_thread; i++) {
+        int c = threadIdx.x + i * FL_THREADS, r = c / per_row, k = (c % per_row) * 8;
+        vec8 v = {{0, 0, 0, 0}};
+        if (c < FL_TILE * per_row && row0 + r < T) v = *(const vec8 *)(src + (size_t)(row0 + r) * ld + k);
+        f.v[i] = v;
+    }
+#else
+    (void)f, (void)src, (void)ld, (void)row0, (void)T;
+#endif
+}
+/* dst = the tile fetch_tile(f, src, ld, row0, T) started. */
+template <int D>
+__device__ __forceinline__ void put_tile(bf16 *dst, const tile_fetch<D> &f, const bf16 *src, size_t ld, int row0, int T)
+{
+#if FL_PREFETCH
+    constexpr int per_row = D / 8;
+    (void)src, (void)ld, (void)row0, (void)T;
+    for (int i = 0; i < f.per_thread; i++) {
+        int c = threadIdx.x + i * FL_THREADS, r = c / per_row, k = (c % per_row) * 8;
+        if (c < FL_TILE * per_row) *(vec8 *)(dst + r * ld_tile(D) + k) = f.v[i];
+    }
+#else
+    (void)f;
+    load_tile<D>(dst, src, ld, row0, T);
+#endif
+}
+
 /* A (16,16) fp32 tile whose row r is f (the caller's lane holds row lane/2; both lanes of a row
  * write half), loaded as an accumulator fragment. */
 __device__ __forceinline__ void row_factor_frag(frag_acc &f, float *tile, float x)
@@ -160,7 +227,7 @@ template <int D> static constexpr size_t fwd_smem() { return FL_SMEM_SLACK + 2 *
 
 /* grid (query tiles, NH, B), FL_THREADS. qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T). */
 template <int D>
-__global__ void __launch_bounds__(FL_THREADS)
+__global__ void FL_FWD_BOUNDS
     flash_fwd(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float p, uint64_t key)
 {
     GK_DYN_SMEM(unsigned char, raw);
@@ -178,6 +245,9 @@ __global__ void __launch_bounds__(FL_THREADS)
 
     frag_a qf[D / 16];
     frag_acc of[D / 16], fac;
+    tile_fetch<D> kn, vn; /* the next key tile's K and V */
+    fetch_tile<D>(kn, qb + C, ld, 0, T);
+    fetch_tile<D>(vn, qb + 2 * C, ld, 0, T);
     load_tile<D>(ks, qb, ld, qt * FL_TILE, T);
     __syncthreads();
     load_rows<D>(qf, ks);
@@ -185,8 +255,12 @@ __global__ void __launch_bounds__(FL_THREADS)
     float m = -INFINITY, l = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads(); /* every warp is done with ks, vs */
-        load_tile<D>(ks, qb + C, ld, kt * FL_TILE, T);
-        load_tile<D>(vs, qb + 2 * C, ld, kt * FL_TILE, T);
+        put_tile<D>(ks, kn, qb + C, ld, kt * FL_TILE, T);
+        put_tile<D>(vs, vn, qb + 2 * C, ld, kt * FL_TILE, T);
+        if (kt < qt) {
+            fetch_tile<D>(kn, qb + C, ld, (kt + 1) * FL_TILE, T);
+            fetch_tile<D>(vn, qb + 2 * C, ld, (kt + 1) * FL_TILE, T);
+        }
         __syncthreads();
         rows_times_tile_t<D>(ss, qf, ks);
         __syncwarp();
@@ -244,7 +318,7 @@ template <int D> static constexpr size_t bwd_kv_smem() { return FL_SMEM_SLACK + 
  * diagonal on. Warp w owns keys w*16..+16 of the tile; its scores are computed transposed
  * (S^T = K Q^T, dP^T = V dO^T) so that dV += P^T dO and dK += dS^T Q read them as row-major A. */
 template <int D>
-__global__ void __launch_bounds__(FL_THREADS)
+__global__ void FL_BWD_KV_BOUNDS
     flash_bwd_kv(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                  const float *dsum, int T, int C, int NH, float p, uint64_t key)
 {
@@ -272,10 +346,17 @@ __global__ void __launch_bounds__(FL_THREADS)
     load_rows<D>(kf, qs);
     load_rows<D>(vf, gs);
     for (int j = 0; j < D / 16; j++) wmma::fill_fragment(dk[j], 0.0f), wmma::fill_fragment(dv[j], 0.0f);
+    tile_fetch<D> qn, gn; /* the next query tile's Q and dO */
+    fetch_tile<D>(qn, qb, ld, kt * FL_TILE, T);
+    fetch_tile<D>(gn, gb, (size_t)C, kt * FL_TILE, T);
     for (int qt = kt; qt < nt; qt++) {
         __syncthreads();
-        load_tile<D>(qs, qb, ld, qt * FL_TILE, T);
-        load_tile<D>(gs, gb, (size_t)C, qt * FL_TILE, T);
+        put_tile<D>(qs, qn, qb, ld, qt * FL_TILE, T);
+        put_tile<D>(gs, gn, gb, (size_t)C, qt * FL_TILE, T);
+        if (qt + 1 < nt) {
+            fetch_tile<D>(qn, qb, ld, (qt + 1) * FL_TILE, T);
+            fetch_tile<D>(gn, gb, (size_t)C, (qt + 1) * FL_TILE, T);
+        }
         for (int i = threadIdx.x; i < FL_TILE; i += FL_THREADS) {
             int t = qt * FL_TILE + i;
             zs[i] = t < T ? lse[bh * T + t] : 0.0f;
@@ -311,7 +392,7 @@ template <int D> static constexpr size_t bwd_q_smem() { return FL_SMEM_SLACK + 2
 /* grid (query tiles, NH, B), FL_THREADS: dQ of one query tile, over the key tiles up to the
  * diagonal. */
 template <int D>
-__global__ void __launch_bounds__(FL_THREADS)
+__global__ void FL_BWD_Q_BOUNDS
     flash_bwd_q(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                 const float *dsum, int T, int C, int NH, float p, uint64_t key)
 {
@@ -338,10 +419,17 @@ __global__ void __launch_bounds__(FL_THREADS)
     load_rows<D>(qf, ks);
     load_rows<D>(gf, vs);
     for (int j = 0; j < D / 16; j++) wmma::fill_fragment(dq[j], 0.0f);
+    tile_fetch<D> kn, vn; /* the next key tile's K and V */
+    fetch_tile<D>(kn, qb + C, ld, 0, T);
+    fetch_tile<D>(vn, qb + 2 * C, ld, 0, T);
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        load_tile<D>(ks, qb + C, ld, kt * FL_TILE, T);
-        load_tile<D>(vs, qb + 2 * C, ld, kt * FL_TILE, T);
+        put_tile<D>(ks, kn, qb + C, ld, kt * FL_TILE, T);
+        put_tile<D>(vs, vn, qb + 2 * C, ld, kt * FL_TILE, T);
+        if (kt < qt) {
+            fetch_tile<D>(kn, qb + C, ld, (kt + 1) * FL_TILE, T);
+            fetch_tile<D>(vn, qb + 2 * C, ld, (kt + 1) * FL_TILE, T);
+        }
         __syncthreads();
         rows_times_tile_t<D>(ss, qf, ks);
         rows_times_tile_t<D>(gs, gf, vs);

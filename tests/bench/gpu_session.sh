@@ -90,6 +90,23 @@ step decode-graphs 60 bash -c decode_graphs
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
 # graphs off so that each kernel is seen alone; ncu.csv in the logs)
 step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
+# 3c. the flash-attention knobs (cuda_attn_flash.cu: FL_PREFETCH, FL_*_BLOCKS), side by side: each
+# variant's library built apart (CUDA_DEFS), checked by test_cuda_attn on the GPU, then the B=16
+# step's attention times with it (GPT_CUDA_LIB); the first variant is the default, as a baseline
+flash_variants() {
+  local i=0 v lib
+  IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3}"
+  for v in "${vs[@]}"; do
+    i=$((i + 1)) lib=/tmp/flash-v$i/lib/libgptkit-cuda.so
+    echo "== variant $i: [${v# }]"
+    make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
+    GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
+    GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof 2>&1 |
+      grep -E 'median|attention_(fwd|bwd) '
+  done
+}
+export -f flash_variants
+step flash-variants 150 bash -c flash_variants
 ncu_decode() {
   build/bench/rand_ckpt "$work/decode.safetensors" 12 12 768 1024 50257 > /dev/null &&
   GPT_CUDA_GRAPHS=0 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none --print-units base \
