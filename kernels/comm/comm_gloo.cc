@@ -107,14 +107,17 @@ class Store : public gloo::rendezvous::Store {
 struct Gloo {
     gk_store *store = nullptr;
     std::chrono::milliseconds timeout{0};
-    std::shared_ptr<gloo::transport::Device> dev; /* declared first: destroyed after ctx */
+    /* the buffers collectives send from and receive into, declared before the transport so that
+     * they are destroyed after it: after a failed collective a pair may still be sending from
+     * them until the device's loop thread is joined */
+    std::vector<float> scratch;
+    std::vector<uint16_t> wire; /* bf16 sums' buffer */
+    std::shared_ptr<gloo::transport::Device> dev; /* declared before ctx: destroyed after it */
     std::shared_ptr<gloo::rendezvous::Context> ctx;
     char prefix[48] = {0}; /* of its store keys: "gloo/N/" */
     uint32_t tag = 0;      /* the next collective's */
     bool broken = false;
     char why[900] = {0}; /* the failure that broke it */
-    std::vector<float> scratch;
-    std::vector<uint16_t> wire; /* bf16 sums' buffer */
     /* started sums (allreduce_start), run in order by `worker`, which the calling thread hands
      * the comm to until allreduce_wait: the two never run collectives at the same time */
     std::thread worker;
