@@ -140,8 +140,8 @@ static void res_ln_cases(int N, int C)
 
 /* The fused op is the residual add and then be's own layernorm_fwd: res_out = res + dropout(x +
  * bias) computed here in fp32 and rounded to be->act (within one unit of its last place and half
- * a unit of the dropped-out term: a device may contract to a fused multiply-add), and ln_out, mean, rstd are those of layernorm_fwd on that
- * res_out as stored, bit for bit. */
+ * a unit of the dropped-out term: a device may contract to a fused multiply-add), and ln_out,
+ * mean, rstd are those of layernorm_fwd on that res_out as stored, bit for bit. */
 static void check_two_steps(gk_backend *be, int N, int C, int bias, float p, int alias)
 {
     size_t n = (size_t)N * C;
