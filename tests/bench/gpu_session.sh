@@ -3,9 +3,10 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# where the time goes (train_step's per-op profile; ncu on the decode kernels and on the flash-
-# attention kernels), 100 steps of GPT-2 124M through gpt-train, make bench-gpu, the op tests under compute-sanitizer
-# (memcheck, then racecheck and synccheck), and the Shakespeare run in fp32 and on the CPU.
+# where the time goes (train_step's per-op profile; the flash-attention knobs side by side; ncu
+# on the decode kernels and on the flash-attention kernels), 100 steps of GPT-2 124M through
+# gpt-train, make bench-gpu, the op tests under compute-sanitizer (memcheck, then racecheck and
+# synccheck), and the Shakespeare run in fp32 and on the CPU.
 #
 # The device tool lends 15 minutes in all, machine start included, and at most 10 a command, so
 # the steps run most valuable first, each under its own time limit, and all of them end by
