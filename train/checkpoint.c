@@ -86,9 +86,11 @@ static void prune(const char *out_dir, int64_t keep_last, int64_t keep_every, in
     int64_t steps[4096];
     size_t n = 0;
     struct dirent *de;
-    while ((de = readdir(d)) && n < 4096)
-        if (tr_ckpt_step(de->d_name) >= 0 && !milestone(tr_ckpt_step(de->d_name), keep_every))
-            steps[n++] = tr_ckpt_step(de->d_name);
+    while ((de = readdir(d)) && n < 4096) {
+        int64_t step = tr_ckpt_step(de->d_name);
+        if (step >= 0 && !milestone(step, keep_every))
+            steps[n++] = step;
+    }
     qsort(steps, n, sizeof *steps, cmp_i64);
     rewinddir(d);
     while (n > (size_t)keep_last && (de = readdir(d))) {

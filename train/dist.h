@@ -65,13 +65,13 @@ int tr_dist_share(tr_dist *d, const char *key, int ok, char *text, size_t cap, g
  * rather than wait. A rank other than 0 whose failure is rank 0's too sets quiet_error. */
 int tr_dist_agree(tr_dist *d, const char *key, int rc, gk_err *e);
 
-/* Closes the comm and the store (rank 0 waits for the others to leave it). */
 /* After a failure that rank 0 reports for every rank (quiet_error): rank 0 says it has printed
  * it (tr_dist_reported), and a quiet rank waits for that, 5 s at most, before it exits
  * (tr_dist_await_report), so that a launcher that ends every rank once one has exited (mpirun,
  * srun) cannot stop rank 0 before it has said why. */
 void tr_dist_reported(tr_dist *d);
 void tr_dist_await_report(const tr_dist *d);
+/* Closes the comm and the store (rank 0 waits for the others to leave it). */
 void tr_dist_close(tr_dist *d);
 
 #endif

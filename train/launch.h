@@ -55,9 +55,8 @@ int tr_launch_from_env(tr_launch *l, gk_err *e);
  * once, through this process); a child whose parent dies gets SIGTERM. When one fails (non-zero
  * exit, or a signal not passed on to it) the others get 2 s to end on their own (after a bad
  * setting every rank does, and rank 0 must get to say why), then SIGTERM, then SIGKILL after
- * grace_s, and
- * GK_EIO names the first rank that failed and how ("rank 1 (pid 4242) was killed by signal 9
- * (Killed); stopped the other ranks"). GK_EINTR when a child was killed by a signal passed on to
+ * grace_s, and GK_EIO names the first rank that failed and how ("rank 1 (pid 4242) was killed
+ * by signal 9 (Killed); stopped the other ranks"). GK_EINTR when a child was killed by a signal passed on to
  * it (a second Ctrl-C). Returns 0 when every child exited 0. Call it before starting threads:
  * it waits for SIGINT, SIGTERM and SIGCHLD with them blocked in the calling thread only. */
 int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double grace_s,

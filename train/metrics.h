@@ -1,7 +1,7 @@
 /* metrics.h: what a training run leaves for people and scripts: out_dir/metrics.jsonl (one JSON
  * object per step: step, loss, lr, grad_norm (before clipping), ms, tokens_per_s, mfu when
- * there is a peak (peak_tflops, or tr_peak_tflops), train_loss/val_loss on eval steps, skipped (steps skipped so far) once a
- * step was skipped; a NaN or infinite value is written as null) and out_dir/loss.svg, a
+ * there is a peak (peak_tflops, or tr_peak_tflops), train_loss/val_loss on eval steps, skipped
+ * (steps skipped so far) once a step was skipped; a NaN or infinite value is written as null) and out_dir/loss.svg, a
  * self-contained plot of the train and val loss against step, rewritten at every eval.
  * On resume metrics.jsonl is appended to, never rewritten: lines past the resumed step (logged by
  * a run killed after its last checkpoint) stay, and the resumed run logs those steps again, so a

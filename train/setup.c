@@ -325,9 +325,12 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     if (!rc)
         gk_warn_note(r->be->note); /* e.g. why device auto is not cuda */
     r->peak_tflops = r->s.peak_tflops;
-    if (!rc && r->peak_tflops == 0 && r->be->act == GK_BF16 && (r->peak_tflops = tr_peak_tflops(what)) > 0)
-        gk_verbose("mfu: against %g TFLOP/s, the GPU's bf16 peak (peak_tflops to set another)",
-                   r->peak_tflops);
+    if (!rc && r->peak_tflops == 0 && r->be->act == GK_BF16) {
+        r->peak_tflops = tr_peak_tflops(what);
+        if (r->peak_tflops > 0)
+            gk_verbose("mfu: against %g TFLOP/s, the GPU's bf16 peak (peak_tflops to set another)",
+                       r->peak_tflops);
+    }
     if (!rc && bf16 == 1 && r->be->act != GK_BF16)
         rc = gk_errf(e, GK_EUSAGE, "dtype = bfloat16: device %s trains in float32 only", what);
     int flags = 0;
