@@ -1,5 +1,6 @@
 /* outfile.c: atomic output files, their temporaries, and the removal of those on a signal or
- * on the next run (see outfile.h). */
+ * on the next run; what an output path names (a symbolic link followed, a device or FIFO written
+ * in place) (see outfile.h). */
 #include "common/io/outfile.h"
 
 #include <dirent.h>
@@ -93,7 +94,9 @@ static int is_temp_of(const char *name, const char *base)
 }
 
 /* Removes PATH.tmp.XXXXXX files that no process holds (their writer died: killed, or power lost).
- * A live writer holds an exclusive flock on its temporary from creation to rename. */
+ * A live writer holds an exclusive flock on its temporary from creation to rename. Only called
+ * for a regular or absent PATH (never beside a device: no sweep of /dev), and only regular files
+ * go. */
 static void sweep_stale(const char *path)
 {
     char *d = strdup(path), *b = strdup(path);
@@ -105,6 +108,7 @@ static void sweep_stale(const char *path)
         int fd = openat(dirfd(dir), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat held, named;
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 &&
+            S_ISREG(held.st_mode) &&
             fstatat(dirfd(dir), de->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
             held.st_dev == named.st_dev && held.st_ino == named.st_ino)
             unlinkat(dirfd(dir), de->d_name, 0);
@@ -138,9 +142,9 @@ static void random_name(char *out)
  * umask() toggling), locked against other runs' sweeps. Returns the fd, or -1 with errno set. */
 static int create_temp(gk_outfile *o, size_t cap)
 {
-    size_t n = strlen(o->path);
+    size_t n = strlen(o->target);
     for (int tries = 0; tries < 100; tries++) {
-        snprintf(o->tmp_path, cap, "%s" TMP_SUFFIX, o->path);
+        snprintf(o->tmp_path, cap, "%s" TMP_SUFFIX, o->target);
         random_name(o->tmp_path + n + strlen(TMP_SUFFIX));
         int fd = open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno == EEXIST)
@@ -164,6 +168,7 @@ static void outfile_reset(gk_outfile *o)
 {
     temp_unregister(o->slot);
     free(o->path);
+    free(o->target);
     free(o->tmp_path);
     memset(o, 0, sizeof *o);
     o->slot = -1;
@@ -190,11 +195,12 @@ static int open_stdout(gk_outfile *o)
     return 0;
 }
 
-/* Why a file cannot be created at path (errno from the attempt), naming its directory. */
-static int create_error(const char *path, gk_err *e)
+/* Why a file cannot be created at target (errno from the attempt), naming path (what the user
+ * gave) and target's directory. */
+static int create_error(const char *path, const char *target, gk_err *e)
 {
     int err = errno;
-    char *copy = strdup(path);
+    char *copy = strdup(target);
     const char *dir = copy ? dirname(copy) : ".";
     int rc = err == ENOENT    ? gk_errf(e, GK_ENOTFOUND, "%s: directory %s does not exist", path, dir)
              : err == ENOTDIR ? gk_errf(e, GK_ENOTFOUND, "%s: %s is not a directory", path, dir)
@@ -204,25 +210,113 @@ static int create_error(const char *path, gk_err *e)
     return rc;
 }
 
-int gk_outfile_check(const char *path, gk_err *e)
+/* ---------------------------------------------------------------- what a path names */
+
+enum { MAX_HOPS = 40 }; /* as the kernel's limit on nested symbolic links */
+
+/* The name a chain of symbolic links from path ends at, whether or not it exists (a dangling
+ * link's target is where the file goes, as shell redirection and cp do). A relative link is read
+ * against the directory of the link. NULL with errno set on failure (ELOOP for a cycle). */
+static char *follow_links(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            return cur; /* the end of the chain: absent, or not a link */
+        char link[4096];
+        ssize_t n = hops < MAX_HOPS ? readlink(cur, link, sizeof link - 1) : -1;
+        if (hops >= MAX_HOPS)
+            errno = ELOOP;
+        if (n < 0) {
+            free(cur);
+            return NULL;
+        }
+        link[n] = '\0';
+        const char *slash = strrchr(cur, '/');
+        size_t keep = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = malloc(keep + (size_t)n + 1);
+        if (next) {
+            memcpy(next, cur, keep);
+            memcpy(next + keep, link, (size_t)n + 1);
+        }
+        free(cur);
+        cur = next;
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* What path names, through any symbolic links: *in_place = 1 for a character device or a FIFO
+ * (written where it is: nothing to rename over), else *target = the name of the regular file or
+ * absent file that the output replaces atomically (the caller frees it). A directory, block
+ * device or socket is refused, naming path. */
+static int resolve(const char *path, char **target, int *in_place, gk_err *e)
 {
     struct stat st;
-    if (!path || strcmp(path, "-") == 0)
-        return 0;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return gk_errf(e, GK_EIO, "%s: is a directory", path);
-    char *copy = strdup(path);
+    *target = NULL;
+    *in_place = 0;
+    if (stat(path, &st) == 0) { /* follows links, /proc's magic ones (/dev/stdout) too */
+        if (S_ISDIR(st.st_mode))
+            return gk_errf(e, GK_EIO, "%s: is a directory", path);
+        if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+            return gk_errf(e, GK_EIO, "%s: is a %s: give a file, a character device or a FIFO",
+                           path, S_ISBLK(st.st_mode) ? "block device" : "socket");
+        *in_place = !S_ISREG(st.st_mode);
+    } else if (errno == ELOOP) {
+        return gk_errno(e, path);
+    }
+    *target = *in_place ? strdup(path) : follow_links(path);
+    if (!*target)
+        return errno == ENOMEM ? gk_errf(e, GK_ENOMEM, "%s: out of memory", path) : gk_errno(e, path);
+    return 0;
+}
+
+/* Whether the directory that would hold target exists (name: the path in messages). */
+static int check_dir(const char *name, const char *target, gk_err *e)
+{
+    struct stat st;
+    char *copy = strdup(target);
     if (!copy)
-        return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+        return gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
     int rc = 0;
     if (stat(dirname(copy), &st) != 0)
-        rc = create_error(path, e);
+        rc = create_error(name, target, e);
     else if (!S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
-        rc = create_error(path, e);
+        rc = create_error(name, target, e);
     }
     free(copy);
     return rc;
+}
+
+int gk_outfile_check(const char *path, gk_err *e)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return 0;
+    char *target;
+    int in_place, rc = resolve(path, &target, &in_place, e);
+    if (rc == 0 && !in_place)
+        rc = check_dir(path, target, e);
+    free(target);
+    return rc;
+}
+
+/* Opens a character device or FIFO where it is (a FIFO waits for its reader, as `> fifo` does). */
+static int open_in_place(gk_outfile *o, gk_err *e)
+{
+    int fd = open(o->target, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    o->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!o->fp) {
+        int rc = gk_errno(e, o->path);
+        if (fd >= 0)
+            close(fd);
+        outfile_reset(o);
+        return rc;
+    }
+    o->in_place = 1;
+    o->start = -1;
+    return 0;
 }
 
 int gk_outfile_open(gk_outfile *o, const char *path, gk_err *e)
@@ -231,20 +325,24 @@ int gk_outfile_open(gk_outfile *o, const char *path, gk_err *e)
     o->slot = -1;
     if (!path || strcmp(path, "-") == 0)
         return open_stdout(o);
-    int rc = gk_outfile_check(path, e);
-    if (rc)
-        return rc;
-    size_t cap = strlen(path) + sizeof TMP_SUFFIX + TMP_RANDOM;
-    o->path = strdup(path);
-    o->tmp_path = malloc(cap);
-    if (!o->path || !o->tmp_path) {
+    int in_place, rc = resolve(path, &o->target, &in_place, e);
+    if (rc == 0 && !(o->path = strdup(path)))
+        rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    if (rc == 0 && in_place)
+        return open_in_place(o, e);
+    if (rc == 0)
+        rc = check_dir(path, o->target, e);
+    size_t cap = rc ? 0 : strlen(o->target) + sizeof TMP_SUFFIX + TMP_RANDOM;
+    if (rc == 0 && !(o->tmp_path = malloc(cap)))
+        rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    if (rc) {
         outfile_reset(o);
-        return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+        return rc;
     }
-    sweep_stale(path);
+    sweep_stale(o->target);
     int fd = create_temp(o, cap);
     if (fd < 0) {
-        rc = create_error(path, e);
+        rc = create_error(path, o->target, e);
         outfile_reset(o);
         return rc;
     }
@@ -302,14 +400,16 @@ int gk_outfile_commit(gk_outfile *o, gk_err *e)
     int rc = 0;
     if (fflush(o->fp) != 0 || ferror(o->fp))
         rc = gk_errno(e, gk_outfile_name(o));
-    if (!o->path) { /* stdout: nothing to rename */
+    if (!o->path || o->in_place) { /* stdout, a device or a FIFO: nothing to rename */
+        if (o->in_place && fclose(o->fp) != 0 && rc == 0)
+            rc = gk_errno(e, o->path);
         outfile_reset(o);
         return rc;
     }
     if (rc == 0 && fsync(fileno(o->fp)) != 0)
         rc = gk_errno(e, o->path);
     /* Renamed while still open: the lock keeps other runs' sweeps off it until it has its name. */
-    if (rc == 0 && rename(o->tmp_path, o->path) != 0)
+    if (rc == 0 && rename(o->tmp_path, o->target) != 0)
         rc = gk_errno(e, o->path);
     if (rc != 0)
         unlink(o->tmp_path);
@@ -319,7 +419,7 @@ int gk_outfile_commit(gk_outfile *o, gk_err *e)
         rc = gk_errno(e, o->path);
     o->fp = NULL;
     if (rc == 0)
-        gk_sync_dir_of(o->path);
+        gk_sync_dir_of(o->target);
     outfile_reset(o);
     return rc;
 }
@@ -329,7 +429,8 @@ void gk_outfile_abort(gk_outfile *o)
     if (!o || !o->fp)
         return;
     if (o->path) {
-        unlink(o->tmp_path);
+        if (o->tmp_path)
+            unlink(o->tmp_path);
         fclose(o->fp);
     } else if (o->start >= 0) {
         fflush(o->fp);
