@@ -4,7 +4,8 @@
  * A bias = false model is written with zero biases (both formats always have them), which gives
  * the same outputs. A new directory is built as DIR.tmp.PID.N beside it and renamed into place;
  * for an existing directory the files are written into DIR/.export.tmp.PID.N and moved into it
- * once all are written, so that a failure (a full disk) leaves no mix of old and new files. */
+ * once all are written, so that a failure (a full disk) leaves no mix of old and new files; an
+ * earlier export's vocab.json and merges.txt that this one does not write are then removed. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -275,9 +276,46 @@ static int move_files(const char *tmp, const char *dir, gk_err *e)
     return rc;
 }
 
+/* The files an export may write and not always does (a model without a GPT-2 vocabulary), and
+ * tokenizer files of other origins, which transformers would load beside the model. */
+static const char *const vocab_files[] = {"vocab.json", "merges.txt"};
+static const char *const foreign_files[] = {"tokenizer.json", "tokenizer_config.json",
+                                            "special_tokens_map.json", "added_tokens.json"};
+#define COUNT(a) (sizeof (a) / sizeof *(a))
+
+/* After an export into an existing dir (files of tmp moved in): an earlier export's vocab.json
+ * and merges.txt that this one did not write go (they would pair the model with another
+ * tokenizer); tokenizer files gptkit never writes are named in a warning. */
+static int drop_stale(const char *dir, int wrote_vocab, gk_err *e)
+{
+    char path[4600], seen[200] = "";
+    int removed = 0;
+    for (size_t i = 0; !wrote_vocab && i < COUNT(vocab_files); i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, vocab_files[i]);
+        if (unlink(path) == 0)
+            removed++;
+        else if (errno != ENOENT)
+            return gk_errno(e, path);
+    }
+    if (removed)
+        gk_info("%s: removed vocab.json / merges.txt of an earlier export (this model has no "
+                "GPT-2 tokenizer)", dir);
+    for (size_t i = 0; i < COUNT(foreign_files); i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, foreign_files[i]);
+        if (access(path, F_OK) == 0)
+            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", *seen ? ", " : "",
+                     foreign_files[i]);
+    }
+    if (*seen)
+        gk_warn("%s: also holds %s, not written by this export: transformers may load it with "
+                "the model", dir, seen);
+    return 0;
+}
+
 /* Every file is written into a temporary directory first, so that a failure (a full disk)
  * leaves dir as it was: a new dir is that directory renamed; into an existing one the files
- * are moved once all of them are written. */
+ * are moved once all of them are written, then an earlier export's files this one does not
+ * write are removed. */
 static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *dir, gk_err *e)
 {
     struct stat st;
@@ -288,10 +326,15 @@ static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *di
     int rc = make_temp_dir(dir, exists, tmp, sizeof tmp, e);
     if (rc)
         return rc;
+    char vocab[4300];
+    snprintf(vocab, sizeof vocab, "%s/%s", tmp, vocab_files[0]);
     if ((rc = write_hf_files(c, cfg, tmp, e)))
         name_as_final(e, tmp, dir);
-    else if (exists)
-        rc = move_files(tmp, dir, e);
+    else if (exists) {
+        int wrote_vocab = access(vocab, F_OK) == 0;
+        if ((rc = move_files(tmp, dir, e)) == 0)
+            rc = drop_stale(dir, wrote_vocab, e);
+    }
     else if (rename(tmp, dir) != 0)
         rc = gk_errno(e, dir);
     if (rc || exists)
