@@ -114,8 +114,13 @@ int gk_st_writer_write(gk_st_writer *w, const char *path, gk_err *err);
  * lowercase hex digits, one entry per tensor), replacing any value set with gk_st_writer_meta. */
 #define GK_ST_CHECKSUMS_KEY "gptkit.checksums"
 
-/* zlib's crc32 of n bytes continuing crc (0 to start); large buffers are split over threads. */
+/* zlib's crc32 of n bytes continuing crc (0 to start); buffers of 16 MB and more are split
+ * over threads (gk_crc32_parts with k = n / 8 MB, at most the CPUs online and 8). */
 uint32_t gk_crc32(uint32_t crc, const void *data, size_t n);
+/* The same, with the buffer split into k parts (k clamped to 1..8) summed on k threads, the last
+ * part taking the remainder, joined with crc32_combine. Exposed for the tests, which compare it
+ * with zlib's crc32 on every split. */
+uint32_t gk_crc32_parts(uint32_t crc, const void *data, size_t n, size_t k);
 /* Checks every tensor's bytes against the stored checksums: 0 with *verified = 1 when all match,
  * 0 with *verified = 0 when the file has none (not written by gptkit, or before checksums);
  * GK_EFORMAT on a mismatch ("FILE: tensor NAME: checksum mismatch (the file is damaged)"), a

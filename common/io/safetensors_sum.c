@@ -33,6 +33,11 @@ uint32_t gk_crc32(uint32_t crc, const void *data, size_t n)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t k = n / PART_MIN;
     if (cpus > 0 && k > (size_t)cpus) k = (size_t)cpus;
+    return gk_crc32_parts(crc, data, n, k);
+}
+
+uint32_t gk_crc32_parts(uint32_t crc, const void *data, size_t n, size_t k)
+{
     if (k > MAX_THREADS) k = MAX_THREADS;
     if (k < 2)
         return (uint32_t)crc32_z(crc, data, n);
