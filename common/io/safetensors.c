@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/io/shard.h"
 #include "common/le.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -359,6 +360,27 @@ static int place_data(gk_st_file *f, gk_err *err)
     return 0;
 }
 
+/* The files of gptkit's and llm.c's other formats, told by their first int32 when their first 8
+ * bytes make no safetensors header length: what the file is and what reads it. 0 when unknown. */
+static int other_format(gk_st_file *f, const uint8_t *head, gk_err *err)
+{
+    enum { LLMC_MODEL = 20240326, LLMC_STATE = 20240527 }; /* llm.c's train_gpt2.cu */
+    char msg[300];
+    uint32_t magic = gk_le32(head);
+    if (magic == GK_SHARD_MAGIC)
+        return bad(f, err, NULL, NULL, "a token shard, not a checkpoint (gpt-tokenize -d decodes "
+                   "it; gpt-evalppl scores a checkpoint on it; gpt-train trains on it)");
+    if (magic == LLMC_MODEL) {
+        snprintf(msg, sizeof msg, "an llm.c checkpoint, not a safetensors one: convert it with "
+                 "gpt-ckpt import %.200s", f->path);
+        return bad(f, err, NULL, NULL, msg);
+    }
+    if (magic == LLMC_STATE)
+        return bad(f, err, NULL, NULL, "llm.c's training state (optimizer moments), not a model: "
+                   "gpt-ckpt import reads llm.c's model file (model_NNNNNNNN.bin, gpt2_124M.bin)");
+    return 0;
+}
+
 /* Checks the header length against the file and maps the file. */
 static int map_file(gk_st_file *f, int fd, uint64_t *hlen, gk_err *err)
 {
@@ -378,6 +400,8 @@ static int map_file(gk_st_file *f, int fd, uint64_t *hlen, gk_err *err)
     if (pread(fd, lenbuf, 8, 0) != 8)
         return gk_errno(err, f->path);
     *hlen = gk_le64(lenbuf);
+    if ((*hlen > size - 8 || *hlen > MAX_HEADER) && other_format(f, lenbuf, err))
+        return GK_EFORMAT;
     if (*hlen > size - 8) {
         snprintf(msg, sizeof msg, "header length %llu exceeds file size %llu (truncated or not a safetensors file)",
                  (unsigned long long)*hlen, (unsigned long long)size);

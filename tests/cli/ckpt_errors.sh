@@ -1,7 +1,8 @@
 # gpt-ckpt refuses bad inputs with one line naming the file and the problem, exit 1 (usage: 2),
 # and leaves no output behind: truncated safetensors, bad JSON header, shapes that do not match
 # config.json, pickle files, a truncated llm.c file, a non-gptkit file given to export, a gptkit
-# checkpoint given to import, an export onto a file or into a missing directory.
+# checkpoint given to import, an export onto a file or into a missing directory, a token shard
+# or an llm.c checkpoint given to info, verify, export or convert.
 source "$TOP/tests/cli/lib.bash"
 set +e
 # model NAME: a copy of the tiny HuggingFace fixture in NAME/
@@ -43,6 +44,15 @@ try gpt-ckpt import ok.safetensors -o again.safetensors
 echo "not a directory" > notdir
 try gpt-ckpt export ok.safetensors --hf notdir
 try gpt-ckpt export ok.safetensors --hf nodir/sub
+# a token shard and an llm.c checkpoint where a checkpoint goes: named, with what reads them
+printf 'hello\n' | gpt-tokenize -q --char -o shard.bin
+try gpt-ckpt info shard.bin
+try gpt-ckpt verify shard.bin
+try gpt-ckpt export shard.bin --hf out2
+try gpt-ckpt convert --dtype bf16 shard.bin -o x.safetensors
+try gpt-ckpt info ok.bin
+try gpt-ckpt verify ok.bin
+try gpt-ckpt convert --dtype bf16 ok.bin -o x.safetensors
 echo "== usage"
 try gpt-ckpt
 try gpt-ckpt frobnicate

@@ -357,6 +357,25 @@ static void test_corrupt_headers(void)
                "not a safetensors file (bad JSON header at byte 19: duplicate object key near '\"a\"')");
 }
 
+/* gptkit's and llm.c's other .bin files, told by their first int32 (the low half of a header
+ * length too large for the file), named with what reads them; a near miss keeps the usual line. */
+static void test_other_formats(void)
+{
+    expect_bad(raw_file("", 20240520LL + (1LL << 32), 1016), GK_EFORMAT, "a token shard, not a "
+               "checkpoint (gpt-tokenize -d decodes it; gpt-evalppl scores a checkpoint on it; "
+               "gpt-train trains on it)");
+    const char *p = raw_file("", 20240326LL + (3LL << 32), 1016);
+    char want[600];
+    snprintf(want, sizeof want, "an llm.c checkpoint, not a safetensors one: convert it with "
+             "gpt-ckpt import %s", p);
+    expect_bad(p, GK_EFORMAT, want);
+    expect_bad(raw_file("", 20240527LL + (1LL << 32), 1016), GK_EFORMAT, "llm.c's training "
+               "state (optimizer moments), not a model: gpt-ckpt import reads llm.c's model file "
+               "(model_NNNNNNNN.bin, gpt2_124M.bin)");
+    expect_bad(raw_file("", 20240521LL + (1LL << 32), 1016), GK_EFORMAT, "header length "
+               "4315207817 exceeds file size 1024 (truncated or not a safetensors file)");
+}
+
 static void test_corrupt_layout(void)
 {
     const char *two = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
@@ -518,6 +537,7 @@ int main(void)
     RUN(test_writer_errors);
     RUN(test_disk_full);
     RUN(test_corrupt_headers);
+    RUN(test_other_formats);
     RUN(test_corrupt_layout);
     RUN(test_unaligned_foreign_file);
     RUN(test_truncations_and_flips);
