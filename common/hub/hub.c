@@ -240,6 +240,44 @@ static int snapshot_has(const repo_ctx *r, const char *file)
     return exists(path);
 }
 
+/* The files of need[0..n) that the cached snapshot lacks, as "a, b and c", into out; how many. */
+static size_t snapshot_lacks(const repo_ctx *r, const char *const *need, size_t n, char *out,
+                             size_t cap)
+{
+    size_t missing = 0, len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        missing += !snapshot_has(r, need[i]);
+    for (size_t i = 0, k = 0; i < n && len < cap; i++) {
+        if (snapshot_has(r, need[i]))
+            continue;
+        k++;
+        const char *sep = k == 1 ? "" : k == missing ? " and " : ", ";
+        int w = snprintf(out + len, cap - len, "%s%s", sep, need[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return missing;
+}
+
+/* A snapshot in the cache that lacks some files is named with them (not "not in the cache"):
+ * offline, or when fetching them failed (e holds why). */
+static int partial_snapshot(const repo_ctx *r, const char *const *need, size_t n, int offline,
+                            int rc, gk_err *e)
+{
+    char lacks[1024], why[sizeof e->msg];
+    size_t missing = snapshot_lacks(r, need, n, lacks, sizeof lacks);
+    if (missing == 0 || missing == n)
+        return rc;
+    if (offline)
+        return gk_errf(e, GK_ENOTFOUND, "%s: the HuggingFace cache's snapshot %s/snapshots/%s "
+                       "lacks %s, and HF_HUB_OFFLINE is set (copy %s there, or unset "
+                       "HF_HUB_OFFLINE to download %s)", r->repo, r->repodir, r->rev, lacks,
+                       missing == 1 ? "it" : "them", missing == 1 ? "it" : "them");
+    snprintf(why, sizeof why, "%s", e->msg);
+    return gk_errf(e, rc, "%s; the cached snapshot %s/snapshots/%s lacks %s", why, r->repodir,
+                   r->rev, lacks);
+}
+
 int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *need, size_t n_need,
                     const char *const *want, size_t n_want, gk_err *e)
 {
@@ -262,9 +300,12 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
         have += (size_t)snapshot_has(&r, need[i]);
     if (!r.rev[0] || have < n_need) {
         const char *off = getenv("HF_HUB_OFFLINE"), *ep = getenv("HF_ENDPOINT");
-        if (off && *off && strcmp(off, "0") != 0)
-            return gk_errf(e, GK_ENOTFOUND, "%s: not in the HuggingFace cache (%s) and "
-                           "HF_HUB_OFFLINE is set", repo, r.repodir);
+        if (off && *off && strcmp(off, "0") != 0) {
+            rc = gk_errf(e, GK_ENOTFOUND, "%s: not in the HuggingFace cache (%s) and "
+                         "HF_HUB_OFFLINE is set", repo, r.repodir);
+            return r.rev[0] ? partial_snapshot(&r, need, n_need, 1, rc, e) : rc;
+        }
+        repo_ctx cached = r; /* its rev: the snapshot to name if fetching fails */
         char endpoint[1024];
         snprintf(endpoint, sizeof endpoint, "%s", ep && *ep ? ep : DEFAULT_ENDPOINT);
         for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)
@@ -277,7 +318,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
             rc = fetch_file(&r, file, required, e);
         }
         if (rc < 0)
-            return rc;
+            return cached.rev[0] ? partial_snapshot(&cached, need, n_need, 0, rc, e) : rc;
         if ((rc = write_ref(r.repodir, r.rev, e)))
             return rc;
     }

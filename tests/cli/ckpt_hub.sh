@@ -1,7 +1,8 @@
 # gpt-ckpt import NAME from a fake hub on 127.0.0.1 (tests/cli/fake_hub.py): the HuggingFace cache
 # layout, an interrupted transfer resumed by a Range request, a partial .incomplete blob continued,
 # the sha256 check, a cached model used without network, and the errors: unknown repo, a repo
-# without model.safetensors, offline, no server.
+# without model.safetensors, offline, no server, a cached snapshot lacking vocab.json and
+# merges.txt (offline, no server).
 source "$TOP/tests/cli/lib.bash"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
@@ -58,4 +59,10 @@ HF_HUB_OFFLINE=1 gpt-ckpt import -q org/other 2>&1 | show; echo "exit ${PIPESTAT
 HF_ENDPOINT=http://127.0.0.1:9 gpt-ckpt import -q org/other 2>&1 | sed 's/\(cannot reach [^ ]*\): [^(]*/\1: ... /'
 echo "exit ${PIPESTATUS[0]}"
 gpt-ckpt import -q 'bad..name' 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
+# a cached snapshot that lacks only the tokenizer files: named, offline and with no network
+nv=hf/hub/models--org--novocab; mkdir -p $nv/refs $nv/snapshots/abc123
+echo abc123 > $nv/refs/main; cp "$FIX"/hf_tiny/{config.json,model.safetensors} $nv/snapshots/abc123/
+HF_HUB_OFFLINE=1 gpt-ckpt import -q org/novocab 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
+HF_ENDPOINT=http://127.0.0.1:9 gpt-ckpt import -q org/novocab 2>&1 | sed 's/\(cannot reach [^ ]*\): [^(]*/\1: ... /' | show
+echo "exit ${PIPESTATUS[0]}"
 ls *.safetensors
