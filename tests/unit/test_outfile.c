@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -206,6 +208,27 @@ static void test_fifo_written_in_place(void)
     unlink(tmp("p.tmp.Ab12cD"));
 }
 
+/* A socket (as a block device) is neither a file to replace nor one to write in place: refused,
+ * before and at open, and left where it is. */
+static void test_socket_refused(void)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", tmp("s"));
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    gk_outfile o;
+    gk_err e = {0};
+    CHECK(gk_outfile_check(tmp("s"), &e) == GK_EIO);
+    CHECK(gk_outfile_open(&o, tmp("s"), &e) == GK_EIO);
+    CHECKF(strstr(e.msg, "/s: is a socket: give a file, a character device or a FIFO") != NULL, "%s",
+           e.msg);
+    struct stat st;
+    CHECK(lstat(tmp("s"), &st) == 0 && S_ISSOCK(st.st_mode) && count_entries() == 1);
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp("s"));
+}
+
 /* A character device is written in place, its write errors reported: the real /dev/null and
  * /dev/full (as root, where a rename would replace them: they must stay character devices), and
  * a node of /dev/null's numbers in the test's directory with a stale-looking temporary beside it
@@ -255,6 +278,7 @@ int main(void)
     RUN(test_signal_removes_temps);
     RUN(test_symlink_followed);
     RUN(test_fifo_written_in_place);
+    RUN(test_socket_refused);
     RUN(test_devices_written_in_place);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
