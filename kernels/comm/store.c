@@ -1,7 +1,7 @@
-/* store.c: the rendezvous store's client (store.h), one per rank, and the wire helpers that it
- * shares with the server thread (store_wire.h, store_server.c; rank 0 starts one). Every read and
- * write polls against a deadline; a connection that fails or times out mid-request is dropped and
- * every later call fails at once with the reason. */
+/* store.c: the rendezvous store's client (store.h), one per rank (rank 0 starts the server
+ * thread too: store_server.c). Every read and write polls against a deadline; a connection that
+ * fails or times out mid-request is dropped and every later call fails at once with the reason;
+ * a refused HELLO fails the open. */
 #include "kernels/comm/store.h"
 
 #include <errno.h>
@@ -21,122 +21,16 @@
 
 #define RETRY_MS 100 /* pause between connection attempts */
 
-/* ---- the wire helpers (store_wire.h) ---- */
-
-double gks_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Rounded up, so that a poll does not wake early and spin. */
-int gks_ms_until(double deadline)
-{
-    double ms = (deadline - gks_now()) * 1e3;
-    return ms <= 0 ? 0 : ms >= INT_MAX ? INT_MAX : (int)ms + 1;
-}
-
-void gks_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> 8 * i);
-}
-
-uint32_t gks_get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-void gks_put_u64(uint8_t *p, uint64_t v)
-{
-    gks_put_u32(p, (uint32_t)v);
-    gks_put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-uint64_t gks_get_u64(const uint8_t *p)
-{
-    return gks_get_u32(p) | (uint64_t)gks_get_u32(p + 4) << 32;
-}
-
-int gks_buf_reserve(gks_buf *b, size_t more)
-{
-    if (b->cap - b->n >= more)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->n < more)
-        cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p, b->cap = cap;
-    return 0;
-}
-
-int gks_buf_put(gks_buf *b, const void *p, size_t n)
-{
-    if (gks_buf_reserve(b, n))
-        return -1;
-    if (n)
-        memcpy(b->p + b->n, p, n);
-    b->n += n;
-    return 0;
-}
-
-int gks_buf_field(gks_buf *b, const void *p, size_t n)
-{
-    uint8_t len[4];
-    gks_put_u32(len, (uint32_t)n);
-    return gks_buf_put(b, len, 4) || gks_buf_put(b, p, n) ? -1 : 0;
-}
-
-size_t gks_frame_begin(gks_buf *b, int code, int *fail)
-{
-    size_t at = b->n;
-    uint8_t head[5] = {0, 0, 0, 0, (uint8_t)code};
-    *fail |= gks_buf_put(b, head, 5);
-    return at;
-}
-
-void gks_frame_end(gks_buf *b, size_t at) { gks_put_u32(b->p + at, (uint32_t)(b->n - at - 4)); }
-
-int gks_rd_field(gks_rd *r, const uint8_t **p, size_t *n)
-{
-    if (r->n < 4 || r->n - 4 < gks_get_u32(r->p))
-        return -1;
-    *n = gks_get_u32(r->p), *p = r->p + 4;
-    r->p += 4 + *n, r->n -= 4 + *n;
-    return 0;
-}
-
-int gks_rd_u64(gks_rd *r, uint64_t *v)
-{
-    const uint8_t *p;
-    size_t n;
-    if (gks_rd_field(r, &p, &n) || n != 8)
-        return -1;
-    *v = gks_get_u64(p);
-    return 0;
-}
-
-int gks_rd_key(gks_rd *r, char *key)
-{
-    const uint8_t *p;
-    size_t n;
-    if (gks_rd_field(r, &p, &n) || n == 0 || n > MAX_KEY || memchr(p, 0, n))
-        return -1;
-    memcpy(key, p, n);
-    key[n] = 0;
-    return 0;
-}
-
 /* ---- the client ---- */
 
 struct gk_store {
     int fd, rank, port;
     double timeout_s;
     gks_server *srv; /* rank 0's */
+    const volatile sig_atomic_t *stop;
+    size_t most; /* the job's longest value, as HELLO's answer says */
     char host[256], addr[300], local[INET6_ADDRSTRLEN + 16], lost[200];
+    char token[MAX_TOKEN + 1], token_name[64];
 };
 
 typedef struct field {
@@ -180,6 +74,21 @@ static int xfer(gk_store *s, int wr, uint8_t *p, size_t n, double deadline, doub
     return 0;
 }
 
+/* A REFUSED answer to HELLO (r: its fields): GK_EUSAGE naming why, the token's variable for a
+ * wrong token. The store closes the connection. */
+static int refused(gk_store *s, gks_rd *r, gk_err *e)
+{
+    const uint8_t *why, *text;
+    size_t n, len;
+    if (gks_rd_field(r, &why, &n) || n != 1 || gks_rd_field(r, &text, &len))
+        return lose(s, "malformed answer", e);
+    int named = why[0] == RF_TOKEN && s->token_name[0];
+    gk_errf(e, GK_EUSAGE, "rendezvous at %s: refused: %.*s%s%s%s", s->addr, (int)len,
+            (const char *)text, named ? " (" : "", named ? s->token_name : "", named ? ")" : "");
+    lose(s, e->msg + strlen("rendezvous at ") + strlen(s->addr) + 2, NULL);
+    return GK_EUSAGE;
+}
+
 /* One request (op, fields) and its reply, within span seconds. The reply's body goes to *reply
  * (status byte first; the caller frees reply->p). Returns ST_OK, ST_TIMEOUT (when may_wait) or
  * an error. */
@@ -217,6 +126,8 @@ static int call(gk_store *s, int op, const field *f, int nf, double span, int ma
     if (reply->p[0] == ST_ERR && !gks_rd_field(&r, &text, &n))
         return gk_errf(e, GK_EFORMAT, "rendezvous at %s: %.*s", s->addr, (int)n,
                        (const char *)text);
+    if (reply->p[0] == ST_REFUSED && op == OP_HELLO)
+        return refused(s, &r, e);
     if (reply->p[0] == ST_OK || (may_wait && reply->p[0] == ST_TIMEOUT))
         return reply->p[0];
     return lose(s, "malformed answer", e);
@@ -250,10 +161,9 @@ int gk_store_set(gk_store *s, const char *key, const void *val, size_t n, gk_err
 {
     if (check_key(s, key, e))
         return e->code;
-    if (n > MAX_VALUE)
-        return gk_errf(e, GK_EUSAGE,
-                       "rendezvous at %s: key '%s': a value of %zu bytes (at most %zu)", s->addr,
-                       key, n, MAX_VALUE);
+    if (n > s->most)
+        return gk_errf(e, GK_EUSAGE, "rendezvous at %s: key '%s': a value of %zu bytes (this "
+                       "job's values: %zu at most)", s->addr, key, n, s->most);
     field f[2] = {{key, strlen(key)}, {val, n}};
     gks_buf r;
     int rc = call(s, OP_SET, f, 2, s->timeout_s, 0, &r, e);
@@ -312,7 +222,9 @@ int gk_store_add(gk_store *s, const char *key, int64_t delta, int64_t *result, g
     return rc;
 }
 
-int gk_store_wait(gk_store *s, const char *const *keys, int nkeys, gk_err *e)
+/* WAIT for keys up to timeout_s: 0, 1 when the time passed (*missing: the first key absent). */
+static int wait_keys(gk_store *s, const char *const *keys, int nkeys, double timeout_s,
+                     int *missing, gk_err *e)
 {
     if (nkeys <= 0)
         return 0;
@@ -320,7 +232,7 @@ int gk_store_wait(gk_store *s, const char *const *keys, int nkeys, gk_err *e)
     if (!f)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     uint8_t ms[8];
-    gks_put_u64(ms, (uint64_t)(s->timeout_s * 1e3 + 0.5));
+    gks_put_u64(ms, (uint64_t)(timeout_s * 1e3 + 0.5));
     f[0] = (field){ms, 8};
     int rc = 0;
     for (int i = 0; i < nkeys && !rc; i++) {
@@ -329,16 +241,31 @@ int gk_store_wait(gk_store *s, const char *const *keys, int nkeys, gk_err *e)
     }
     gks_buf r = {0};
     if (!rc)
-        rc = call(s, OP_WAIT, f, nkeys + 1, s->timeout_s + GRACE_S, 1, &r, e);
+        rc = call(s, OP_WAIT, f, nkeys + 1, timeout_s + GRACE_S, 1, &r, e);
     free(f);
     const uint8_t *p;
     if (rc == ST_TIMEOUT && !(p = answer(s, &r, 4, NULL, e)))
         rc = GK_EIO;
+    else if (rc == ST_TIMEOUT && gks_get_u32(p) >= (uint32_t)nkeys)
+        rc = lose(s, "malformed answer", e);
     else if (rc == ST_TIMEOUT)
-        rc = gks_get_u32(p) < (uint32_t)nkeys ? not_set(s, keys[gks_get_u32(p)], e)
-                                               : lose(s, "malformed answer", e);
+        *missing = (int)gks_get_u32(p);
     free(r.p);
     return rc;
+}
+
+int gk_store_wait(gk_store *s, const char *const *keys, int nkeys, gk_err *e)
+{
+    int missing = 0, rc = wait_keys(s, keys, nkeys, s->timeout_s, &missing, e);
+    return rc == ST_TIMEOUT ? not_set(s, keys[missing], e) : rc;
+}
+
+int gk_store_wait_for(gk_store *s, const char *const *keys, int nkeys, double timeout_s, gk_err *e)
+{
+    int missing = 0;
+    if (!(timeout_s >= 0) || timeout_s > 1e9)
+        return gk_errf(e, GK_EUSAGE, "rendezvous at %s: a wait of %g s", s->addr, timeout_s);
+    return wait_keys(s, keys, nkeys, timeout_s, &missing, e);
 }
 
 int gk_store_check(gk_store *s, const char *key, gk_err *e)
@@ -368,6 +295,17 @@ int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e)
         for (int i = 0; i < rc && i < cap; i++)
             ranks[i] = (int)gks_get_u32(p + 4 * (size_t)i);
     }
+    free(r.p);
+    return rc;
+}
+
+int gk_store_connected(gk_store *s, gk_err *e)
+{
+    gks_buf r;
+    int rc = call(s, OP_RANKS, NULL, 0, s->timeout_s, 0, &r, e);
+    const uint8_t *p;
+    if (!rc)
+        rc = (p = answer(s, &r, 4, NULL, e)) ? (int)(gks_get_u32(p) & 0x7fffffff) : GK_EIO;
     free(r.p);
     return rc;
 }
@@ -436,47 +374,87 @@ static void local_name(gk_store *s)
         memmove(s->local, s->local + 7, strlen(s->local + 7) + 1);
 }
 
-/* Connects (retrying until the timeout: rank 0 may start after the others) and says HELLO. */
+/* HELLO: rank, protocol version, token, pid. */
+static int hello(gk_store *s, double deadline, gk_err *e)
+{
+    uint8_t rank[8], version[8], pid[8];
+    gks_put_u64(rank, (uint64_t)s->rank);
+    gks_put_u64(version, VERSION);
+    gks_put_u64(pid, (uint64_t)getpid());
+    field f[4] = {{rank, 8}, {version, 8}, {s->token, strlen(s->token)}, {pid, 8}};
+    gks_buf r;
+    double left = deadline - gks_now();
+    int rc = call(s, OP_HELLO, f, 4, left > 1 ? left : 1, 0, &r, e);
+    const uint8_t *most;
+    if (!rc && !(most = answer(s, &r, 8, NULL, e)))
+        rc = GK_EIO;
+    else if (!rc)
+        s->most = gks_get_u64(most) < MAX_VALUE ? (size_t)gks_get_u64(most) : MAX_VALUE;
+    free(r.p);
+    return rc;
+}
+
+static int stopped(const gk_store *s, gk_err *e)
+{
+    return gk_errf(e, GK_EINTR, "rendezvous at %s: stopped by a signal while connecting", s->addr);
+}
+
+/* Connects and says HELLO, retrying until the timeout (rank 0 may start after the others, and a
+ * store short of descriptors may drop a connection): an answer, a refusal or the timeout ends it. */
 static int client_connect(gk_store *s, gk_err *e)
 {
     double deadline = gks_now() + s->timeout_s;
     char why[320] = "no address tried";
-    while ((s->fd = dial(s, deadline, why, sizeof why)) < 0) {
+    for (;;) {
+        if (s->stop && *s->stop)
+            return stopped(s, e);
+        if ((s->fd = dial(s, deadline, why, sizeof why)) >= 0) {
+            int one = 1;
+            setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            local_name(s);
+            int rc = hello(s, deadline, e);
+            if (rc != GK_EIO || s->fd >= 0)
+                return rc; /* answered, refused, or out of memory */
+            snprintf(why, sizeof why, "%s", s->lost); /* the store dropped it: again */
+        }
         int ms = gks_ms_until(deadline);
         if (ms == 0)
             return gk_errf(e, GK_EIO, "rendezvous at %s: no store answered within %g s (%s)",
                            s->addr, s->timeout_s, why);
         poll(NULL, 0, ms < RETRY_MS ? ms : RETRY_MS);
     }
-    int one = 1;
-    setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    local_name(s);
-    uint8_t rank[8];
-    gks_put_u64(rank, (uint64_t)s->rank);
-    field f = {rank, 8};
-    gks_buf r;
-    double left = deadline - gks_now();
-    int rc = call(s, OP_HELLO, &f, 1, left > 1 ? left : 1, 0, &r, e);
-    free(r.p);
-    return rc;
 }
 
-int gk_store_open(gk_store **out, const char *host, int port, int serve, int rank,
-                  double timeout_s, gk_err *e)
+static int check_open(const char *host, int port, int rank, const gk_store_opts *o, gk_err *e)
 {
-    *out = NULL;
     if (!host || !*host || strlen(host) >= 256)
         return gk_errf(e, GK_EUSAGE, "rendezvous: host '%.64s' is empty or too long",
                        host ? host : "");
-    if (port < !serve || port > 65535 || rank < 0 || rank >= MAX_RANK || !(timeout_s > 0))
-        return gk_errf(e, GK_EUSAGE, "rendezvous at %s:%d as rank %d with a timeout of %g s: "
-                       "a value is out of range", host, port, rank, timeout_s);
+    if (port < !o->serve || port > 65535 || rank < 0 || rank >= MAX_RANK ||
+        !(o->timeout_s > 0) || o->world < 0 || (o->world > 0 && rank >= o->world))
+        return gk_errf(e, GK_EUSAGE, "rendezvous at %s:%d as rank %d of %d with a timeout of %g "
+                       "s: a value is out of range", host, port, rank, o->world, o->timeout_s);
+    if (o->token && strlen(o->token) > MAX_TOKEN)
+        return gk_errf(e, GK_EUSAGE, "rendezvous: the job token has %zu bytes (at most %d)",
+                       strlen(o->token), MAX_TOKEN);
+    return 0;
+}
+
+int gk_store_open_opts(gk_store **out, const char *host, int port, int rank,
+                       const gk_store_opts *o, gk_err *e)
+{
+    *out = NULL;
+    if (check_open(host, port, rank, o, e))
+        return e->code;
     gk_store *s = calloc(1, sizeof *s);
     if (!s)
         return gk_errf(e, GK_ENOMEM, "out of memory");
-    s->fd = -1, s->rank = rank, s->port = port, s->timeout_s = timeout_s;
+    s->fd = -1, s->rank = rank, s->port = port, s->timeout_s = o->timeout_s, s->stop = o->stop;
     snprintf(s->host, sizeof s->host, "%s", host);
-    int rc = serve ? gks_server_start(&s->srv, port, timeout_s, &s->port, e) : 0;
+    snprintf(s->token, sizeof s->token, "%s", o->token ? o->token : "");
+    snprintf(s->token_name, sizeof s->token_name, "%s", o->token_name ? o->token_name : "");
+    gks_config cf = {host, o->token, port, o->world, o->local, o->timeout_s};
+    int rc = o->serve ? gks_server_start(&s->srv, &cf, &s->port, e) : 0;
     snprintf(s->addr, sizeof s->addr, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, s->port);
     if (!rc)
         rc = client_connect(s, e);
@@ -491,6 +469,15 @@ int gk_store_open(gk_store **out, const char *host, int port, int serve, int ran
     *out = s;
     return 0;
 }
+
+int gk_store_open(gk_store **out, const char *host, int port, int serve, int rank,
+                  double timeout_s, gk_err *e)
+{
+    gk_store_opts o = {.serve = serve, .local = 1, .timeout_s = timeout_s};
+    return gk_store_open_opts(out, host, port, rank, &o, e);
+}
+
+const char *gk_store_bound(const gk_store *s) { return s->srv ? gks_server_bound(s->srv) : NULL; }
 
 int gk_store_port(const gk_store *s) { return s->port; }
 

@@ -1,17 +1,20 @@
-/* store_server.c: the rendezvous store's server (store_wire.h): one thread polling the listening
- * socket, a wake pipe (gks_server_stop) and every client connection, all non-blocking. It alone
- * touches its keys (a hash table) and connections, so it takes no lock. It knows which ranks'
- * connections have closed, and in which order (GONE); when stopping, it serves on until every
- * ranked connection has closed or the time allowed has passed.
- * Owns: the listening socket, the thread, the keys. Lifetime: gks_server_start .. stop. */
-#include "kernels/comm/store_wire.h"
+/* store_server.c: the rendezvous store's server thread (store_wire.h): one thread polling the
+ * listening socket, a wake pipe (gks_server_stop) and every client connection, all non-blocking;
+ * store_serve.c answers the requests. It alone touches the keys and connections, so it takes no
+ * lock. A connection may hold one request and its reply at a time, of the job's size
+ * (gks_limits); one that has not said HELLO within HELLO_S is dropped, and the oldest of those
+ * is refused when more than the job's share of them wait. With no descriptor left (EMFILE) it
+ * stops accepting for ACCEPT_PAUSE_S at a time, serving the connections it has. When stopping,
+ * it serves on until every ranked connection has closed or the time allowed has passed.
+ * Owns: the listening socket, the thread. Lifetime: gks_server_start .. stop. */
+#include "kernels/comm/store_server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,248 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-typedef struct kv {
-    struct kv *next;
-    char *key;
-    uint8_t *val;
-    size_t n;
-} kv;
-
-typedef struct conn {
-    int fd, rank; /* rank: -1 until its HELLO */
-    int waiting, dead;
-    double deadline; /* of the GET or WAIT it is waiting in */
-    gks_buf in, out;
-} conn;
-
-struct gks_server {
-    int lfd, wake[2], stopping;
-    double stop_wait, stop_deadline;
-    pthread_t thread;
-    conn **c;
-    int nc, cc;
-    kv **tab;
-    size_t nb, nkeys;    /* buckets (a power of 2), keys */
-    int *live;           /* per rank: connections open after HELLO */
-    uint64_t *left;      /* per rank: when its last connection closed (a departure's number) */
-    uint64_t departures; /* so far */
-    int nr;              /* ranks live and left have room for */
-};
-typedef struct gks_server server;
-
-static size_t kv_bucket(const server *sv, const char *key)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *key; key++)
-        h = (h ^ (uint8_t)*key) * 1099511628211ull;
-    return (size_t)h & (sv->nb - 1);
-}
-
-static kv *kv_find(const server *sv, const char *key)
-{
-    for (kv *x = sv->tab[kv_bucket(sv, key)]; x; x = x->next)
-        if (strcmp(x->key, key) == 0)
-            return x;
-    return NULL;
-}
-
-static int kv_grow(server *sv)
-{
-    size_t nb = sv->nb * 2, old = sv->nb;
-    kv **tab = calloc(nb, sizeof *tab), **was = sv->tab;
-    if (!tab)
-        return -1;
-    sv->tab = tab, sv->nb = nb;
-    for (size_t i = 0; i < old; i++)
-        for (kv *x = was[i], *next; x; x = next) {
-            next = x->next;
-            size_t b = kv_bucket(sv, x->key);
-            x->next = tab[b], tab[b] = x;
-        }
-    free(was);
-    return 0;
-}
-
-static int kv_put(server *sv, const char *key, const void *val, size_t n)
-{
-    uint8_t *copy = malloc(n ? n : 1);
-    if (!copy)
-        return -1;
-    if (n)
-        memcpy(copy, val, n);
-    kv *x = kv_find(sv, key);
-    if (!x) {
-        if (sv->nkeys >= sv->nb && kv_grow(sv))
-            return free(copy), -1;
-        if (!(x = calloc(1, sizeof *x)) || !(x->key = strdup(key)))
-            return free(x), free(copy), -1;
-        size_t b = kv_bucket(sv, key);
-        x->next = sv->tab[b], sv->tab[b] = x;
-        sv->nkeys++;
-    }
-    free(x->val);
-    x->val = copy, x->n = n;
-    return 0;
-}
-
-static int rank_hello(server *sv, int rank)
-{
-    if (rank >= sv->nr) {
-        int nr = rank + 64;
-        int *live = realloc(sv->live, nr * sizeof *live);
-        if (live)
-            sv->live = live;
-        uint64_t *left = live ? realloc(sv->left, nr * sizeof *left) : NULL;
-        if (!left)
-            return -1;
-        sv->left = left;
-        memset(sv->live + sv->nr, 0, (nr - sv->nr) * sizeof *live);
-        memset(sv->left + sv->nr, 0, (nr - sv->nr) * sizeof *left);
-        sv->nr = nr;
-    }
-    sv->live[rank]++;
-    sv->left[rank] = 0;
-    return 0;
-}
-
-/* Appends a reply with status and up to one field (p, n; p NULL: none). */
-static int reply(conn *c, int status, const void *p, size_t n)
-{
-    int fail = 0;
-    size_t at = gks_frame_begin(&c->out, status, &fail);
-    if (p)
-        fail |= gks_buf_field(&c->out, p, n);
-    if (!fail)
-        gks_frame_end(&c->out, at);
-    return fail ? -1 : 1;
-}
-
-static int reply_u32(conn *c, int status, uint32_t v)
-{
-    uint8_t b[4];
-    gks_put_u32(b, v);
-    return reply(c, status, b, 4);
-}
-
-/* A GET or WAIT whose key `missing` is absent: waits, or answers TIMEOUT once expired. */
-static int pend(conn *c, uint64_t timeout_ms, uint32_t missing, int expired)
-{
-    if (expired)
-        return reply_u32(c, ST_TIMEOUT, missing);
-    if (!c->waiting)
-        c->waiting = 1, c->deadline = gks_now() + (double)timeout_ms * 1e-3;
-    return 0;
-}
-
-static int serve_add(server *sv, conn *c, gks_rd *r, int *changed)
-{
-    char key[MAX_KEY + 1], text[MAX_KEY + 40];
-    uint64_t delta;
-    if (gks_rd_key(r, key) || gks_rd_u64(r, &delta))
-        return -1;
-    kv *x = kv_find(sv, key);
-    long long v = 0;
-    if (x) {
-        char *end;
-        snprintf(text, 32, "%.*s", (int)(x->n < 31 ? x->n : 31), (const char *)x->val);
-        errno = 0;
-        v = strtoll(text, &end, 10);
-        if (x->n == 0 || x->n > 30 || *end || errno) {
-            snprintf(text, sizeof text, "key '%s' is not an integer", key);
-            return reply(c, ST_ERR, text, strlen(text));
-        }
-    }
-    v = (long long)((uint64_t)v + delta);
-    snprintf(text, sizeof text, "%lld", v);
-    if (kv_put(sv, key, text, strlen(text)))
-        return -1;
-    *changed = 1;
-    uint8_t b[8];
-    gks_put_u64(b, (uint64_t)v);
-    return reply(c, ST_OK, b, 8);
-}
-
-static int serve_wait(server *sv, conn *c, gks_rd *r, int expired)
-{
-    char key[MAX_KEY + 1];
-    uint64_t ms;
-    if (gks_rd_u64(r, &ms))
-        return -1;
-    for (uint32_t i = 0; r->n; i++) {
-        if (gks_rd_key(r, key))
-            return -1;
-        if (!kv_find(sv, key))
-            return pend(c, ms, i, expired);
-    }
-    return reply(c, ST_OK, NULL, 0);
-}
-
-static int by_departure(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The ranks gone, in the order they left: the first is the likeliest cause of a failure. */
-static int serve_gone(server *sv, conn *c)
-{
-    uint64_t *order = malloc((size_t)(sv->nr + 1) * sizeof *order);
-    uint8_t *list = malloc((size_t)(sv->nr + 1) * 4);
-    int n = 0, rc = -1;
-    for (int rank = 0; order && list && rank < sv->nr; rank++)
-        if (sv->left[rank] && !sv->live[rank])
-            order[n++] = sv->left[rank] << 24 | (uint64_t)rank;
-    if (order && list) {
-        qsort(order, (size_t)n, sizeof *order, by_departure);
-        for (int i = 0; i < n; i++)
-            gks_put_u32(list + 4 * i, (uint32_t)(order[i] & (MAX_RANK - 1)));
-        rc = reply(c, ST_OK, list, 4 * (size_t)n);
-    }
-    free(order);
-    free(list);
-    return rc;
-}
-
-/* Answers one request (body, n bytes): 1 answered, 0 waiting, -1 malformed or out of memory. */
-static int serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, int *changed)
-{
-    gks_rd r = {body + 1, n - 1};
-    char key[MAX_KEY + 1];
-    const uint8_t *p;
-    size_t len;
-    uint64_t v;
-    kv *x;
-    if (c->rank < 0 && body[0] != OP_HELLO)
-        return -1;
-    switch (body[0]) {
-    case OP_HELLO:
-        if (c->rank >= 0 || gks_rd_u64(&r, &v) || v >= MAX_RANK || rank_hello(sv, (int)v))
-            return -1;
-        c->rank = (int)v;
-        return reply(c, ST_OK, NULL, 0);
-    case OP_SET:
-        if (gks_rd_key(&r, key) || gks_rd_field(&r, &p, &len) || len > MAX_VALUE ||
-            kv_put(sv, key, p, len))
-            return -1;
-        *changed = 1;
-        return reply(c, ST_OK, NULL, 0);
-    case OP_GET:
-        if (gks_rd_key(&r, key) || gks_rd_u64(&r, &v))
-            return -1;
-        return (x = kv_find(sv, key)) ? reply(c, ST_OK, x->val, x->n) : pend(c, v, 0, expired);
-    case OP_ADD:
-        return serve_add(sv, c, &r, changed);
-    case OP_CHECK:
-        if (gks_rd_key(&r, key))
-            return -1;
-        return reply(c, ST_OK, kv_find(sv, key) ? "\1" : "\0", 1);
-    case OP_WAIT:
-        return serve_wait(sv, c, &r, expired);
-    case OP_GONE:
-        return serve_gone(sv, c);
-    }
-    return -1;
-}
+#define ACCEPT_PAUSE_S 0.1 /* after accept failed for want of descriptors or memory */
 
 static void conn_flush(conn *c)
 {
@@ -275,14 +37,28 @@ static void conn_flush(conn *c)
             c->dead = 1;
     }
     c->out.n = c->out.off = 0;
+    if (c->closing)
+        c->dead = 1;
 }
 
-static void conn_read(conn *c)
+/* The most a connection's frame may be: a HELLO before its HELLO, else the job's. */
+static size_t frame_cap(const server *sv, const conn *c)
 {
-    size_t want = 65536, have = c->in.n - c->in.off;
+    return c->rank < 0 ? HELLO_FRAME : sv->lim.frame;
+}
+
+static void conn_read(server *sv, conn *c)
+{
+    size_t want = 1024, have = c->in.n - c->in.off;
+    if (c->closing)
+        return;
+    if (have >= 4 && gks_get_u32(c->in.p + c->in.off) > frame_cap(sv, c)) {
+        c->dead = 1; /* conn_process would drop it too */
+        return;
+    }
     if (have >= 4 && gks_get_u32(c->in.p + c->in.off) + (size_t)4 > have)
         want = gks_get_u32(c->in.p + c->in.off) + (size_t)4 - have;
-    if (have > 2 * MAX_FRAME || gks_buf_reserve(&c->in, want)) {
+    if (have > 2 * frame_cap(sv, c) + 8 || gks_buf_reserve(&c->in, want)) {
         c->dead = 1;
         return;
     }
@@ -293,28 +69,30 @@ static void conn_read(conn *c)
         c->dead = 1;
 }
 
-/* Answers c's complete requests in order, stopping at one that waits. */
+/* Answers c's complete requests in order, one at a time: stops at one that waits, and while a
+ * reply is still being sent. */
 static void conn_process(server *sv, conn *c, int expired, int *changed)
 {
-    while (!c->dead && c->in.n - c->in.off >= 4) {
+    conn_flush(c);
+    while (!c->dead && !c->closing && c->out.n == 0 && c->in.n - c->in.off >= 4) {
         uint32_t len = gks_get_u32(c->in.p + c->in.off);
-        if (len == 0 || len > MAX_FRAME) {
+        if (len == 0 || len > frame_cap(sv, c)) {
             c->dead = 1;
             break;
         }
         if (c->in.n - c->in.off - 4 < len)
             break;
-        int rc = serve(sv, c, c->in.p + c->in.off + 4, len, expired, changed);
+        int rc = gks_serve(sv, c, c->in.p + c->in.off + 4, len, expired, changed);
         if (rc < 0)
             c->dead = 1;
         if (rc <= 0)
             break;
         c->waiting = expired = 0;
         c->in.off += 4 + (size_t)len;
+        conn_flush(c);
     }
     if (c->in.off == c->in.n)
         c->in.n = c->in.off = 0;
-    conn_flush(c);
 }
 
 /* Answers everything answerable, expiring waits that are due, until nothing changes. */
@@ -326,6 +104,8 @@ static void pump(server *sv)
         changed = 0;
         for (int i = 0; i < sv->nc; i++) {
             conn *c = sv->c[i];
+            if (c->rank < 0 && !c->closing && now >= c->deadline)
+                c->dead = 1; /* no HELLO in time */
             conn_process(sv, c, c->waiting && now >= c->deadline, &changed);
         }
     } while (changed);
@@ -333,9 +113,7 @@ static void pump(server *sv)
 
 static void conn_free(server *sv, conn *c)
 {
-    if (c->rank >= 0)
-        if (--sv->live[c->rank] == 0)
-            sv->left[c->rank] = ++sv->departures;
+    gks_conn_left(sv, c);
     close(c->fd);
     free(c->in.p);
     free(c->out.p);
@@ -358,12 +136,50 @@ static int reap(server *sv)
     return ranks;
 }
 
+/* With more connections waiting for their HELLO than the job allows, the oldest is refused. */
+static void limit_pending(server *sv)
+{
+    int pending = 0;
+    conn *oldest = NULL;
+    for (int i = 0; i < sv->nc; i++) {
+        conn *c = sv->c[i];
+        if (c->rank < 0 && !c->dead && !c->closing) {
+            pending++;
+            if (!oldest || c->deadline < oldest->deadline)
+                oldest = c;
+        }
+    }
+    if (oldest && pending > sv->lim.pending) {
+        char why[120];
+        snprintf(why, sizeof why, "more than %d connections are waiting to say HELLO",
+                 sv->lim.pending);
+        gks_refuse(oldest, RF_BUSY, why);
+        conn_flush(oldest);
+    }
+}
+
+static void peer_name(int fd, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[INET6_ADDRSTRLEN], port[16];
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) ||
+        getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV))
+        snprintf(out, cap, "an unknown address");
+    else
+        snprintf(out, cap, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+}
+
 static void accept_all(server *sv)
 {
     for (;;) {
         int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+            errno != ECONNABORTED)
+            sv->accept_at = gks_now() + ACCEPT_PAUSE_S; /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
         if (fd < 0)
-            return; /* EAGAIN, or a connection that died in the queue */
+            return;
         conn *c = calloc(1, sizeof *c);
         if (sv->nc == sv->cc) {
             int cc = sv->cc ? 2 * sv->cc : 16;
@@ -374,23 +190,43 @@ static void accept_all(server *sv)
         if (!c || sv->nc == sv->cc) {
             free(c);
             close(fd);
-            continue;
+            sv->accept_at = gks_now() + ACCEPT_PAUSE_S;
+            return;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        c->fd = fd, c->rank = -1;
+        c->fd = fd, c->rank = -1, c->deadline = gks_now() + HELLO_S;
+        peer_name(fd, c->peer, sizeof c->peer);
         sv->c[sv->nc++] = c;
+        limit_pending(sv);
     }
 }
 
-/* The poll timeout: until the first wait expires or the stop deadline, else none. */
+/* The poll timeout: until the first wait or HELLO expires, accepting resumes, or the stop
+ * deadline, else none. */
 static int next_timeout(const server *sv)
 {
     double t = sv->stopping ? sv->stop_deadline : -1;
+    if (sv->accept_at > 0)
+        t = t < 0 || sv->accept_at < t ? sv->accept_at : t;
     for (int i = 0; i < sv->nc; i++)
-        if (sv->c[i]->waiting && (t < 0 || sv->c[i]->deadline < t))
+        if ((sv->c[i]->waiting || sv->c[i]->rank < 0) && (t < 0 || sv->c[i]->deadline < t))
             t = sv->c[i]->deadline;
     return t < 0 ? -1 : gks_ms_until(t);
+}
+
+/* Polls the wake pipe, the listening socket (unless accepting is paused) and the connections. */
+static int poll_all(server *sv, struct pollfd *pf)
+{
+    int nc = sv->nc, listening = sv->accept_at <= gks_now();
+    if (listening)
+        sv->accept_at = 0;
+    pf[0] = (struct pollfd){sv->wake[0], POLLIN, 0};
+    pf[1] = (struct pollfd){listening ? sv->lfd : -1, POLLIN, 0};
+    for (int i = 0; i < nc; i++)
+        pf[i + 2] = (struct pollfd){sv->c[i]->fd,
+                                    (sv->c[i]->closing ? 0 : POLLIN) | (sv->c[i]->out.n ? POLLOUT : 0), 0};
+    return poll(pf, nc + 2, next_timeout(sv)) < 0 && errno != EINTR ? -1 : 0;
 }
 
 static void *server_main(void *arg)
@@ -409,13 +245,8 @@ static void *server_main(void *arg)
                 break; /* out of memory: the clients see the store close */
             pf = p, npf = sv->nc + 16;
         }
-        pf[0] = (struct pollfd){sv->wake[0], POLLIN, 0};
-        pf[1] = (struct pollfd){sv->lfd, POLLIN, 0};
         int nc = sv->nc;
-        for (int i = 0; i < nc; i++)
-            pf[i + 2] = (struct pollfd){sv->c[i]->fd,
-                                        POLLIN | (sv->c[i]->out.n ? POLLOUT : 0), 0};
-        if (poll(pf, nc + 2, next_timeout(sv)) < 0 && errno != EINTR)
+        if (poll_all(sv, pf))
             break;
         char why;
         if ((pf[0].revents & POLLIN) && read(sv->wake[0], &why, 1) == 1 && !sv->stopping)
@@ -424,7 +255,7 @@ static void *server_main(void *arg)
             if (pf[i + 2].revents & POLLOUT)
                 conn_flush(sv->c[i]);
             if (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR))
-                conn_read(sv->c[i]);
+                conn_read(sv, sv->c[i]);
         }
         if (pf[1].revents & POLLIN)
             accept_all(sv);
@@ -443,64 +274,110 @@ static void server_free(server *sv)
     for (int i = 0; i < 2; i++)
         if (sv->wake[i] >= 0)
             close(sv->wake[i]);
-    for (size_t i = 0; sv->tab && i < sv->nb; i++)
-        for (kv *x = sv->tab[i], *next; x; x = next) {
-            next = x->next;
-            free(x->key);
-            free(x->val);
-            free(x);
-        }
-    free(sv->tab);
+    gks_keys_free(sv);
     free(sv->c);
     free(sv->live);
     free(sv->left);
     free(sv);
 }
 
-/* Listens on every address (IPv6 and IPv4 when the host has IPv6) at port; *bound: the port. */
-static int server_listen(server *sv, int port, int *bound, gk_err *e)
+static int is_loopback(const struct sockaddr *a)
 {
-    int one = 1, zero = 0, v6 = 1;
-    sv->lfd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (sv->lfd < 0)
-        v6 = 0, sv->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (sv->lfd < 0)
-        return gk_errno(e, "socket");
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6, a->sin6_addr = in6addr_any, a->sin6_port = htons(port);
-        setsockopt(sv->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET, a->sin_addr.s_addr = htonl(INADDR_ANY), a->sin_port = htons(port);
-        len = sizeof *a;
-    }
+    if (a->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+    return a->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+/* Listens at address a: 0, or errno (EADDRNOTAVAIL: not an address of this machine). */
+static int listen_at(server *sv, const struct sockaddr *a, socklen_t len)
+{
+    int one = 1, zero = 0;
+    int fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    if (a->sa_family == AF_INET6) /* "::" takes IPv4 too */
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
     /* also lets gpt-train's spawner hold the port for us until we listen (train/spawn.c) */
-    setsockopt(sv->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(sv->lfd, (struct sockaddr *)&ss, len) || listen(sv->lfd, 1024) ||
-        getsockname(sv->lfd, (struct sockaddr *)&ss, &len))
-        return gk_errf(e, GK_EIO, "cannot listen on port %d: %s", port, strerror(errno));
-    *bound = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                      : ((struct sockaddr_in *)&ss)->sin_port);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, a, len) || listen(fd, 1024)) {
+        int err = errno;
+        close(fd);
+        return err;
+    }
+    sv->lfd = fd;
     return 0;
 }
 
+/* Listens on every address (IPv6 and IPv4 when the host has IPv6). */
+static int listen_any(server *sv, int port)
+{
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any,
+                              .sin6_port = htons(port)};
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
+                             .sin_port = htons(port)};
+    int err = listen_at(sv, (struct sockaddr *)&a6, sizeof a6);
+    return err == EAFNOSUPPORT ? listen_at(sv, (struct sockaddr *)&a4, sizeof a4) : err;
+}
+
+/* Listens at the first address of host that is this machine's (a loopback one only when every
+ * rank is local: a host name that this machine's /etc/hosts maps to 127.0.1.1 is reached by the
+ * other nodes at another address), else on every address. *bound: the port. */
+static int server_listen(server *sv, const gks_config *cf, int *bound, gk_err *e)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", cf->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    int g = getaddrinfo(cf->host, port, &hints, &res), err = EADDRNOTAVAIL;
+    if (g)
+        return gk_errf(e, GK_EIO, "cannot listen at %s: %s", cf->host,
+                       g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+    for (struct addrinfo *a = res; a && err == EADDRNOTAVAIL; a = a->ai_next)
+        if (cf->local || !is_loopback(a->ai_addr))
+            err = listen_at(sv, a->ai_addr, a->ai_addrlen);
+    freeaddrinfo(res);
+    if (err == EADDRNOTAVAIL) /* not this machine's: a service's address, say */
+        err = listen_any(sv, cf->port);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (!err && getsockname(sv->lfd, (struct sockaddr *)&ss, &len))
+        err = errno;
+    if (err)
+        return gk_errf(e, GK_EIO, "cannot listen on port %d: %s", cf->port, strerror(err));
+    char host[INET6_ADDRSTRLEN], serv[16];
+    if (getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV))
+        snprintf(host, sizeof host, "?"), snprintf(serv, sizeof serv, "%d", cf->port);
+    snprintf(sv->bound, sizeof sv->bound, "%s", host);
+    *bound = atoi(serv);
+    return 0;
+}
+
+static int server_config(server *sv, const gks_config *cf, gk_err *e)
+{
+    size_t n = cf->token ? strlen(cf->token) : 0;
+    if (n > MAX_TOKEN)
+        return gk_errf(e, GK_EUSAGE, "the job token has %zu bytes (at most %d)", n, MAX_TOKEN);
+    memcpy(sv->token, cf->token ? cf->token : "", n + 1);
+    sv->token_n = n;
+    sv->world = cf->world > 0 && cf->world <= MAX_RANK ? cf->world : 0;
+    gks_limits_for(&sv->lim, sv->world);
+    sv->stop_wait = cf->stop_wait;
+    sv->nb = 64;
+    sv->tab = calloc(sv->nb, sizeof *sv->tab);
+    return sv->tab ? 0 : gk_errf(e, GK_ENOMEM, "out of memory");
+}
+
 /* The thread takes no signals: they go to the process's other threads. */
-int gks_server_start(gks_server **out, int port, double stop_wait, int *bound, gk_err *e)
+int gks_server_start(gks_server **out, const gks_config *cf, int *bound, gk_err *e)
 {
     server *sv = calloc(1, sizeof *sv);
     if (!sv)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     sv->lfd = sv->wake[0] = sv->wake[1] = -1;
-    sv->stop_wait = stop_wait;
-    sv->nb = 64;
-    sv->tab = calloc(sv->nb, sizeof *sv->tab);
-    int rc = sv->tab ? 0 : gk_errf(e, GK_ENOMEM, "out of memory");
+    int rc = server_config(sv, cf, e);
     if (!rc)
-        rc = server_listen(sv, port, bound, e);
+        rc = server_listen(sv, cf, bound, e);
     if (!rc && pipe2(sv->wake, O_CLOEXEC | O_NONBLOCK))
         rc = gk_errno(e, "pipe");
     if (!rc) {
@@ -518,6 +395,8 @@ int gks_server_start(gks_server **out, int port, double stop_wait, int *bound, g
         *out = sv;
     return rc;
 }
+
+const char *gks_server_bound(const gks_server *sv) { return sv->bound; }
 
 void gks_server_stop(gks_server *sv, char how)
 {

@@ -1,7 +1,14 @@
 /* test_store.c: the rendezvous store (kernels/comm/store.h) across processes on loopback (the
  * ranks: comm_harness.h): its operations, timeouts, junk on the wire, a taken port, a late
- * server, and ranks that are gone. */
+ * server, and ranks that are gone; and what it lets in: the address it listens on, the job
+ * token, a duplicate rank, floods of values and connections, descriptors used up. */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/resource.h>
+
 #include "comm_harness.h"
+#include "kernels/comm/store_wire.h"
 
 static void store_ops_rank(int rank, int world)
 {
@@ -17,7 +24,7 @@ static void store_ops_rank(int rank, int world)
     CHECK_OK(gk_store_add(s, "count", 1, &v, &e), &e);
     CHECK(v >= 1 && v <= world);
     if (rank == 1) { /* a large value, and one set late: rank 2's get waits for it */
-        size_t n = 3 << 20;
+        size_t n = 60 << 10;
         unsigned char *big = malloc(n);
         for (size_t i = 0; i < n; i++)
             big[i] = (unsigned char)(i * 7 + 3);
@@ -43,8 +50,8 @@ static void store_ops_rank(int rank, int world)
         CHECK(n == 0 && val && ((char *)val)[0] == 0);
         free(val);
         CHECK_OK(gk_store_get(s, "big", &val, &n, &e), &e);
-        CHECK(n == 3 << 20);
-        for (size_t i = 0; val && n == 3 << 20 && i < n; i += 4099)
+        CHECK(n == 60 << 10);
+        for (size_t i = 0; val && n == 60 << 10 && i < n; i += 409)
             CHECKF(((unsigned char *)val)[i] == (unsigned char)(i * 7 + 3), "byte %zu", i);
         free(val);
         CHECK(now() - t0 < 5);
@@ -217,6 +224,285 @@ static void test_store_gone(void)
                "rank %d: status 0x%x", r, status[r]);
 }
 
+/* ---- what the store lets in ---- */
+
+/* A raw connection to the store at port on loopback: the fd, or -1. */
+static int raw_connect(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Whether the peer closes fd within ms (reading and discarding what it sends). */
+static int closed_within(int fd, int ms)
+{
+    char buf[256];
+    double end = now() + ms * 1e-3;
+    for (;;) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        int left = (int)((end - now()) * 1e3);
+        if (left <= 0 || poll(&pf, 1, left) != 1)
+            return 0;
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        if (k <= 0)
+            return 1;
+    }
+}
+
+/* Appends a HELLO of rank with token (version 2, pid 1). */
+static void hello_frame(gks_buf *b, int rank, const char *token)
+{
+    uint8_t r[8], v[8], pid[8];
+    int fail = 0;
+    gks_put_u64(r, (uint64_t)rank), gks_put_u64(v, VERSION), gks_put_u64(pid, 1);
+    size_t at = gks_frame_begin(b, OP_HELLO, &fail);
+    fail |= gks_buf_field(b, r, 8) | gks_buf_field(b, v, 8) |
+            gks_buf_field(b, token, strlen(token)) | gks_buf_field(b, pid, 8);
+    CHECK(!fail);
+    gks_frame_end(b, at);
+}
+
+static gk_store *open_as(const char *host, int port, int rank, int world, const char *token,
+                         gk_err *e)
+{
+    gk_store *s = NULL;
+    gk_store_opts o = {.serve = port == 0, .world = world, .local = 1, .token = token,
+                       .token_name = "GPT_DIST_TOKEN", .timeout_s = 5};
+    memset(e, 0, sizeof *e);
+    gk_store_open_opts(&s, host, port, rank, &o, e);
+    return s;
+}
+
+/* A loopback job's store listens on 127.0.0.1 only: not on this machine's other addresses. */
+static void test_store_bind_loopback(void)
+{
+    gk_err e;
+    gk_store *s = open_as("127.0.0.1", 0, 0, 2, "t", &e);
+    CHECK_OK(e.code, &e);
+    if (!s)
+        return;
+    CHECKF(strcmp(gk_store_bound(s), "127.0.0.1") == 0, "bound to %s", gk_store_bound(s));
+    struct ifaddrs *ifs = NULL, *i;
+    char name[INET_ADDRSTRLEN] = "";
+    getifaddrs(&ifs);
+    for (i = ifs; i; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+            !(i->ifa_flags & IFF_LOOPBACK))
+            break;
+    if (i) {
+        struct sockaddr_in a = *(struct sockaddr_in *)i->ifa_addr;
+        a.sin_port = htons(gk_store_port(s));
+        inet_ntop(AF_INET, &a.sin_addr, name, sizeof name);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        CHECKF(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0 &&
+               errno == ECONNREFUSED, "the store answered at %s", name);
+        close(fd);
+    }
+    freeifaddrs(ifs);
+    gk_store_close(s);
+    /* a multi-node job whose host name maps to loopback here: every address */
+    gk_store_opts o = {.serve = 1, .world = 2, .timeout_s = 5};
+    CHECK_OK(gk_store_open_opts(&s, "127.0.0.1", 0, 0, &o, &e), &e);
+    CHECKF(s && strcmp(gk_store_bound(s), "::") == 0, "bound to %s", s ? gk_store_bound(s) : "");
+    gk_store_close(s);
+    if (!i)
+        SKIP("no non-loopback IPv4 address to try the loopback store at");
+}
+
+/* A client without the job's token is refused at HELLO and never reaches a key. */
+static void test_store_token(void)
+{
+    gk_err e, e2;
+    gk_store *s = open_as("127.0.0.1", 0, 0, 2, "s3cret", &e);
+    CHECK_OK(e.code, &e);
+    if (!s)
+        return;
+    int port = gk_store_port(s);
+    char want[200];
+    snprintf(want, sizeof want, "rendezvous at 127.0.0.1:%d: refused: wrong or missing job token "
+             "(GPT_DIST_TOKEN)", port);
+    const char *bad[] = {NULL, "", "s3cres", "s3cret2", "s3cre"};
+    for (int k = 0; k < 5; k++) {
+        CHECK(open_as("127.0.0.1", port, 1, 2, bad[k], &e2) == NULL);
+        CHECKF(e2.code == GK_EUSAGE && strcmp(e2.msg, want) == 0, "%s", e2.msg);
+    }
+    /* a HELLO with a wrong token, then a SET: the connection closes and the key is not set */
+    gks_buf b = {0};
+    hello_frame(&b, 1, "s3creT");
+    int fail = 0;
+    size_t at = gks_frame_begin(&b, OP_SET, &fail);
+    fail |= gks_buf_field(&b, "x", 1) | gks_buf_field(&b, "y", 1);
+    gks_frame_end(&b, at);
+    int fd = raw_connect(port);
+    CHECK(!fail && fd >= 0 && send(fd, b.p, b.n, MSG_NOSIGNAL) == (ssize_t)b.n);
+    free(b.p);
+    CHECK(closed_within(fd, 2000));
+    close(fd);
+    CHECK(gk_store_check(s, "x", &e) == 0);
+    gk_store *ok = open_as("127.0.0.1", port, 1, 2, "s3cret", &e2);
+    CHECK_OK(e2.code, &e2);
+    gk_store_close(ok);
+    gk_store_close(s);
+}
+/* A second live rank 1 is refused, naming both; so is a rank outside the job. */
+static void test_store_duplicate(void)
+{
+    gk_err e, e2;
+    gk_store *s = open_as("127.0.0.1", 0, 0, 2, "t", &e);
+    CHECK_OK(e.code, &e);
+    if (!s)
+        return;
+    int port = gk_store_port(s);
+    gk_store *one = open_as("127.0.0.1", port, 1, 2, "t", &e2);
+    CHECK_OK(e2.code, &e2);
+    CHECK(open_as("127.0.0.1", port, 1, 2, "t", &e2) == NULL);
+    char want[200];
+    snprintf(want, sizeof want, "rendezvous at 127.0.0.1:%d: refused: rank 1 is already connected "
+             "from 127.0.0.1:", port);
+    CHECKF(e2.code == GK_EUSAGE && starts(e2.msg, want), "%s", e2.msg);
+    snprintf(want, sizeof want, " (pid %d); refusing a second rank 1 from 127.0.0.1:", (int)getpid());
+    CHECKF(strstr(e2.msg, want) != NULL, "%s", e2.msg);
+    snprintf(want, sizeof want, " (pid %d)", (int)getpid());
+    CHECKF(strlen(e2.msg) > strlen(want) &&
+           strcmp(e2.msg + strlen(e2.msg) - strlen(want), want) == 0, "%s", e2.msg);
+    CHECK(open_as("127.0.0.1", port, 2, 3, "t", &e2) == NULL); /* the client thinks 3 ranks */
+    CHECKF(strstr(e2.msg, "refused: rank 2 is not below the job's 2 ranks") != NULL, "%s", e2.msg);
+    CHECK(gk_store_connected(s, &e) == 2);
+    gk_store_close(one); /* then rank 1 may connect again */
+    for (double t0 = now(); gk_store_connected(s, &e) != 1 && now() - t0 < 2;)
+        sleep_ms(10);
+    one = open_as("127.0.0.1", port, 1, 2, "t", &e2);
+    CHECK_OK(e2.code, &e2);
+    gk_store_close(one);
+    gk_store_close(s);
+}
+
+/* A client sets values until the store refuses: it holds no more than a job of 2 may, and serves
+ * on; a frame longer than the job's is dropped unread; so is a long frame before HELLO. */
+static void test_store_flood_values(void)
+{
+    gk_err e;
+    gk_store *s = open_as("127.0.0.1", 0, 0, 2, "t", &e);
+    CHECK_OK(e.code, &e);
+    if (!s)
+        return;
+    gks_limits lim;
+    gks_limits_for(&lim, 2);
+    size_t n = 60 << 10, sets = 0;
+    char *val = calloc(1, lim.value + 1), key[32];
+    CHECK(gk_store_set(s, "big", val, lim.value + 1, &e) == GK_EUSAGE);
+    CHECKF(strstr(e.msg, "key 'big': a value of ") && strstr(e.msg, " at most)"), "%s", e.msg);
+    for (; sets < 1000; sets++) {
+        snprintf(key, sizeof key, "v/%zu", sets);
+        if (gk_store_set(s, key, val, n, &e))
+            break;
+    }
+    CHECKF(sets * n <= lim.bytes && sets * n + 2 * n > lim.bytes, "%zu values of %zu", sets, n);
+    CHECKF(e.code == GK_EFORMAT && strstr(e.msg, "bytes (this job's most: "), "%s", e.msg);
+    for (sets = 0; sets < 1000; sets++) {
+        snprintf(key, sizeof key, "k/%zu", sets);
+        if (gk_store_set(s, key, "", 0, &e))
+            break;
+    }
+    CHECKF(sets < lim.keys && strstr(e.msg, "keys, this job's most"), "%zu keys: %s", sets, e.msg);
+    CHECK(gk_store_check(s, "v/0", &e) == 1);
+    gks_buf b = {0};
+    hello_frame(&b, 1, "t");
+    uint8_t huge[5] = {0, 0, 0, 4, OP_SET}; /* 64 MiB declared */
+    gks_buf_put(&b, huge, 5);
+    int fd = raw_connect(gk_store_port(s));
+    CHECK(fd >= 0 && send(fd, b.p, b.n, MSG_NOSIGNAL) == (ssize_t)b.n && closed_within(fd, 2000));
+    close(fd);
+    fd = raw_connect(gk_store_port(s)); /* before HELLO: 4 KiB is too long */
+    CHECK(fd >= 0 && send(fd, (uint8_t[]){0, 16, 0, 0, OP_HELLO}, 5, MSG_NOSIGNAL) == 5 &&
+          closed_within(fd, 2000));
+    close(fd);
+    free(b.p);
+    free(val);
+    gk_store_close(s);
+}
+
+/* 100 connections that never say HELLO: all but the job's few are refused at once, and a rank
+ * still connects. */
+static void test_store_flood_connections(void)
+{
+    gk_err e;
+    gk_store *s = open_as("127.0.0.1", 0, 0, 2, "t", &e);
+    CHECK_OK(e.code, &e);
+    if (!s)
+        return;
+    gks_limits lim;
+    gks_limits_for(&lim, 2);
+    int fd[100], closed = 0;
+    for (int i = 0; i < 100; i++)
+        fd[i] = raw_connect(gk_store_port(s));
+    for (int i = 0; i < 100; i++)
+        closed += fd[i] >= 0 && closed_within(fd[i], i < 100 - lim.pending ? 2000 : 50);
+    CHECKF(closed == 100 - lim.pending, "%d of 100 closed", closed);
+    gk_store *one = open_as("127.0.0.1", gk_store_port(s), 1, 2, "t", &e);
+    CHECK_OK(e.code, &e);
+    gk_store_close(one);
+    for (int i = 0; i < 100; i++)
+        close(fd[i]);
+    gk_store_close(s);
+}
+
+/* Rank 0's process has no descriptor left: its store does not spin (CPU time over a second),
+ * and rank 1, waiting in the listen queue, connects once descriptors are freed. */
+static void emfile_rank(int rank, int world)
+{
+    (void)world;
+    gk_store *s = NULL;
+    gk_err e = {0};
+    int port = 0;
+    if (rank == 1) {
+        struct pollfd pf = {port_pipe[0], POLLIN, 0};
+        CHECK(poll(&pf, 1, 10000) == 1 && read(port_pipe[0], &port, sizeof port) == sizeof port);
+        CHECK_OK(gk_store_open(&s, "127.0.0.1", port, 0, 1, 10, &e), &e);
+        CHECK_OK(gk_store_set(s, "hi", "1", 1, &e), &e);
+        gk_store_close(s);
+        return;
+    }
+    CHECK_OK(gk_store_open(&s, "127.0.0.1", 0, 1, 0, 10, &e), &e);
+    if (!s)
+        return;
+    struct rlimit rl = {64, 64};
+    CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    int held[64], nheld = 0;
+    while (nheld < 64 && (held[nheld] = dup(0)) >= 0)
+        nheld++;
+    CHECK(errno == EMFILE);
+    port = gk_store_port(s);
+    CHECK(write(port_pipe[1], &port, sizeof port) == sizeof port);
+    sleep_ms(200); /* rank 1 connects */
+    struct rusage r0, r1;
+    double t0 = now();
+    getrusage(RUSAGE_SELF, &r0);
+    sleep_ms(1000);
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
+                          r0.ru_stime.tv_sec) +
+                 (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
+                          r0.ru_stime.tv_usec) * 1e-6;
+    CHECKF(cpu < 0.2 * (now() - t0), "%.2f s of CPU in %.2f s", cpu, now() - t0);
+    CHECK(gk_store_check(s, "hi", &e) == 0); /* served meanwhile */
+    while (nheld > 0)
+        close(held[--nheld]);
+    void *v = NULL;
+    size_t n;
+    CHECK_OK(gk_store_get(s, "hi", &v, &n, &e), &e);
+    free(v);
+    gk_store_close(s);
+}
+
+static void test_store_emfile(void) { run_ranks(2, emfile_rank); }
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* the store must not need SIGPIPE ignored */
@@ -226,5 +512,11 @@ int main(void)
     RUN(test_store_port_taken);
     RUN(test_store_late_server);
     RUN(test_store_gone);
+    RUN(test_store_bind_loopback);
+    RUN(test_store_token);
+    RUN(test_store_duplicate);
+    RUN(test_store_flood_values);
+    RUN(test_store_flood_connections);
+    RUN(test_store_emfile);
     return TEST_END();
 }
