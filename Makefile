@@ -150,6 +150,10 @@ $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(GK_CXXFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# Gloo's TCP headers (gloo_mesh.cc subclasses its pair) include gloo/common/memory.h, which
+# Debian's libgloo-dev leaves out: a copy from the same Gloo commit, found after the system's.
+$(BUILD)/obj/kernels/comm/gloo_mesh.o: GK_CXXFLAGS += -idirafter kernels/comm/gloo_compat
+
 $(COMMON_LIB): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

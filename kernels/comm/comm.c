@@ -1,4 +1,5 @@
-/* comm.c: the comm of one process (every collective is the identity) and gk_comm_close. */
+/* comm.c: the comm of one process (every collective is the identity), gk_comm_stop_on and
+ * gk_comm_close. */
 #include "kernels/comm/comm.h"
 
 #include <stdlib.h>
@@ -66,6 +67,13 @@ int gk_comm_open_single(gk_comm **out, gk_err *e)
     c->world = 1;
     *out = c;
     return 0;
+}
+
+int gk_comm_stop_on(gk_comm *c, const volatile sig_atomic_t *flag, double grace_s, gk_err *e)
+{
+    if (!c || strcmp(c->ops->name, "gloo") != 0)
+        return 0;
+    return gk_comm_gloo_stop_on(c, flag, grace_s, e);
 }
 
 void gk_comm_close(gk_comm *c)

@@ -12,6 +12,7 @@
 #ifndef GK_COMM_H
 #define GK_COMM_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -66,13 +67,21 @@ int gk_comm_open_single(gk_comm **out, gk_err *e);
  * the store from (gk_store_local_host), so MASTER_ADDR must be an address rank 0 itself connects
  * to as the others do (not 127.0.0.1 on a job of several hosts). A failed collective names who
  * caused it: "allreduce: rank 1 is gone: Connection closed by peer [10.0.0.2]:41234" (at once
- * when a rank dies), "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv
+ * when a rank dies, even for a send Gloo had queued: gloo_mesh.h), "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv
  * operation to complete" (a rank that hangs: after the timeout and 2 s more), "allreduce: rank 0
  * (the store at 10.0.0.1:29500) is gone: ...". Gloo writes to sockets without MSG_NOSIGNAL, so
  * opening sets SIGPIPE to SIG_IGN for the process when it has its default action. The store
  * must outlive the comm and is used by it only from the thread that calls the collectives. */
 int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world, double timeout_s,
                       gk_err *e);
+/* From now on, once *flag is set (by the tool's SIGTERM/SIGINT handler), a collective in which
+ * no transfer has ended for grace_s seconds fails: "allreduce: stopped by a signal: rank 1 made no
+ * progress for 5 s" (a rank that hangs, or a peer gone unnoticed, would otherwise hold it for the
+ * whole timeout). A collective that progresses is left to end, so that ranks stopped together
+ * still agree on their last step. Gloo comms (a thread of the comm reads the flag); others
+ * (single, NCCL) and NULL: no-op. */
+int gk_comm_stop_on(gk_comm *c, const volatile sig_atomic_t *flag, double grace_s, gk_err *e);
+int gk_comm_gloo_stop_on(gk_comm *c, const volatile sig_atomic_t *flag, double grace_s, gk_err *e);
 /* Frees c (NULL: no-op). */
 void gk_comm_close(gk_comm *c);
 

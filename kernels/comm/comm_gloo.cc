@@ -21,13 +21,13 @@
 #include "kernels/comm/comm.h"
 
 #include "kernels/bf16.h"
+#include "kernels/comm/gloo_mesh.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
@@ -105,6 +105,7 @@ class Store : public gloo::rendezvous::Store {
 };
 
 struct Gloo {
+    gk_gloo::Watch watch; /* first: the pairs report to it until they are destroyed */
     gk_store *store = nullptr;
     std::chrono::milliseconds timeout{0};
     /* the buffers collectives send from and receive into, declared before the transport so that
@@ -113,7 +114,7 @@ struct Gloo {
     std::vector<float> scratch;
     std::vector<uint16_t> wire; /* bf16 sums' buffer */
     std::shared_ptr<gloo::transport::Device> dev; /* declared before ctx: destroyed after it */
-    std::shared_ptr<gloo::rendezvous::Context> ctx;
+    std::shared_ptr<gk_gloo::MeshContext> ctx;
     char prefix[48] = {0}; /* of its store keys: "gloo/N/" */
     uint32_t tag = 0;      /* the next collective's */
     bool broken = false;
@@ -205,17 +206,28 @@ int who_is_stuck(gk_comm *c, char *out, size_t cap)
 }
 
 /* Breaks the comm: "allreduce: rank 1 is gone: Connection closed by peer [10.0.0.2]:41234",
- * "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv operation ...". */
-int fail(gk_comm *c, const char *what, const char *msg, gk_err *e)
+ * "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv operation ...",
+ * "allreduce: stopped by a signal: rank 1 made no progress for 5 s" (stopped). Every pair is
+ * failed, so that the other ranks see this one leave at once and nothing sends on. */
+int fail(gk_comm *c, const char *what, const char *msg, bool stopped, gk_err *e)
 {
     Gloo *g = impl(c);
     char line[600], gone[200];
     one_line(msg, line, sizeof line);
     bool timeout = strstr(line, "Timed out") != nullptr;
-    if (who_is_gone(g->store, !timeout, gone, sizeof gone) == 0 && timeout)
-        who_is_stuck(c, gone, sizeof gone);
+    if (stopped)
+        snprintf(g->why, sizeof g->why, "%s: %s", what, line);
+    else {
+        if (who_is_gone(g->store, !timeout, gone, sizeof gone) == 0 && timeout)
+            who_is_stuck(c, gone, sizeof gone);
+        snprintf(g->why, sizeof g->why, "%s: %s: %s", what, gone, line);
+    }
     g->broken = true;
-    snprintf(g->why, sizeof g->why, "%s: %s: %s", what, gone, line);
+    g->watch.abort(line, stopped);
+    try {
+        g->ctx->fail_all(line);
+    } catch (...) {
+    }
     return gk_errf(e, GK_EIO, "%s", g->why);
 }
 
@@ -227,11 +239,14 @@ template <class F> int guarded(gk_comm *c, const char *what, gk_err *e, F f)
         return gk_errf(e, GK_EIO, "%s: the comm failed earlier: %s", what, g->why);
     try {
         f(g);
+        g->watch.check(); /* a wait Gloo's algorithm let go of (aborted) fails it after all */
         return 0;
+    } catch (const gk_gloo::Aborted &x) {
+        return fail(c, what, x.what(), x.stopped, e);
     } catch (const std::exception &x) {
-        return fail(c, what, x.what(), e);
+        return fail(c, what, x.what(), false, e);
     } catch (...) {
-        return fail(c, what, "unknown exception", e);
+        return fail(c, what, "unknown exception", false, e);
     }
 }
 
@@ -491,11 +506,11 @@ int open_gloo(Gloo *g, int rank, int world, gk_err *e)
         if (gk_store_add(g->store, key, 1, &opens, e))
             return e->code;
         g->dev = gloo::transport::tcp::CreateDevice(device_attr(g->store));
-        g->ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
+        g->ctx = std::make_shared<gk_gloo::MeshContext>(rank, world, &g->watch);
         g->ctx->setTimeout(g->timeout);
         snprintf(g->prefix, sizeof g->prefix, "gloo/%lld/", static_cast<long long>(opens));
         Store store(g->store, g->prefix);
-        g->ctx->connectFullMesh(store, g->dev);
+        g->ctx->connect(store, g->dev);
         return 0;
     } catch (const StoreError &x) {
         return gk_errf(e, GK_EIO, "%s", x.what());
@@ -520,6 +535,17 @@ void ignore_sigpipe()
 }
 
 } // namespace
+
+extern "C" int gk_comm_gloo_stop_on(gk_comm *c, const volatile sig_atomic_t *flag, double grace_s,
+                                   gk_err *e)
+{
+    try {
+        impl(c)->watch.stop_on(flag, grace_s);
+        return 0;
+    } catch (const std::exception &x) {
+        return gk_errf(e, GK_ENOMEM, "gloo: cannot start the stop watch: %s", x.what());
+    }
+}
 
 extern "C" int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world,
                                  double timeout_s, gk_err *e)

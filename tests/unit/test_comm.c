@@ -3,6 +3,8 @@
 #include "comm_harness.h"
 #include "kernels/bf16.h"
 
+#include <pthread.h>
+
 /* ---- the Gloo comm ---- */
 
 static gk_comm *open_comm(gk_store *s, int rank, int world, double timeout_s)
@@ -361,6 +363,107 @@ static void test_gloo_store_killed(void)
            "rank 1: status 0x%x", status[1]);
 }
 
+/* Rank 1 broadcasts 32 MB to rank 0, which has posted its receive and then stopped (SIGSTOP), so
+ * that the data waits in Gloo's send queue; then rank 0 is killed. Rank 1's broadcast fails
+ * within 3 s of the kill, naming rank 0 (Gloo fails the pair but not a send it had queued: the
+ * send used to wait for the whole timeout, 15 s here). */
+static double killed_at;
+
+static void *stop_self(void *arg)
+{
+    (void)arg;
+    sleep_ms(150);
+    raise(SIGSTOP);
+    return NULL;
+}
+
+static void *kill_rank0(void *arg)
+{
+    sleep_ms(400);
+    killed_at = now();
+    kill((pid_t)(intptr_t)arg, SIGKILL);
+    return NULL;
+}
+
+static void queued_send_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 20);
+    gk_comm *c = open_comm(s, rank, world, 15);
+    gk_err e = {0};
+    size_t n = (size_t)32 << 20;
+    char *buf = calloc(n, 1), pid[32];
+    void *val = NULL;
+    size_t len = 0;
+    pthread_t helper;
+    if (!c || !buf)
+        return;
+    if (rank == 0) {
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        CHECK_OK(gk_store_set(s, "pid", pid, strlen(pid), &e), &e);
+        CHECK(pthread_create(&helper, NULL, stop_self, NULL) == 0);
+        c->ops->broadcast(c, buf, n, 1, &e); /* stopped, then killed, in it */
+        CHECK(!"rank 0 outlived its broadcast");
+        return;
+    }
+    CHECK_OK(gk_store_get(s, "pid", &val, &len, &e), &e);
+    CHECK(val && atoi(val) > 0);
+    sleep_ms(400); /* rank 0 is in its broadcast, stopped */
+    CHECK(pthread_create(&helper, NULL, kill_rank0, (void *)(intptr_t)atoi(val)) == 0);
+    free(val);
+    CHECK(c->ops->broadcast(c, buf, n, 1, &e) == GK_EIO);
+    pthread_join(helper, NULL);
+    char want[128];
+    snprintf(want, sizeof want, "broadcast: rank 0 (the store at %s) is gone: ", gk_store_address(s));
+    CHECKF(starts(e.msg, want), "%s", e.msg);
+    CHECKF(now() - killed_at < 3, "ended %g s after the kill", now() - killed_at);
+    free(buf);
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_queued_send_peer_killed(void)
+{
+    int status[2];
+    spawn(2, queued_send_rank, status);
+    CHECKF(status[0] != -1 && WIFSIGNALED(status[0]) && WTERMSIG(status[0]) == SIGKILL,
+           "rank 0: status 0x%x", status[0]);
+    CHECKF(status[1] != -1 && WIFEXITED(status[1]) && WEXITSTATUS(status[1]) == 0,
+           "rank 1: status 0x%x", status[1]);
+}
+
+/* A stop flag (set by the tool's SIGTERM handler) leaves a collective that progresses alone, and
+ * fails one that has waited 0.5 s on rank 1 (sleeping 3 s), well within the 10 s timeout. */
+static volatile sig_atomic_t stop_flag;
+
+static void stop_flag_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 20);
+    gk_comm *c = open_comm(s, rank, world, 10);
+    gk_err e = {0};
+    float buf[64] = {0};
+    if (!c)
+        return;
+    if (rank == 0) {
+        CHECK_OK(gk_comm_stop_on(c, &stop_flag, 0.5, &e), &e);
+        __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+    }
+    check_allreduce(c, 600000);
+    if (rank == 1)
+        sleep_ms(3000);
+    double t0 = now();
+    int rc = c->ops->allreduce(c, buf, 64, &e);
+    CHECK(rc == GK_EIO);
+    if (rank == 0) {
+        CHECKF(strcmp(e.msg, "allreduce: stopped by a signal: rank 1 made no progress for 0.5 s") == 0,
+               "%s", e.msg);
+        CHECKF(now() - t0 > 0.4 && now() - t0 < 2, "took %g s", now() - t0);
+    }
+    gk_comm_close(c);
+    gk_store_close(s);
+}
+
+static void test_gloo_stop_flag(void) { run_ranks(2, stop_flag_rank); }
+
 /* Rank 1 never opens its comm: rank 0's open gives up after the timeout, naming the key. */
 static void absent_rank(int rank, int world)
 {
@@ -398,6 +501,8 @@ int main(void)
     RUN(test_gloo_started_rank_killed);
     RUN(test_gloo_bf16_sums);
     RUN(test_gloo_store_killed);
+    RUN(test_gloo_queued_send_peer_killed);
+    RUN(test_gloo_stop_flag);
     RUN(test_gloo_rendezvous_timeout);
     return TEST_END();
 }
