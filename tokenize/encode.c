@@ -44,7 +44,6 @@ struct tk_encoder {
     block blocks[NBLOCKS];
     block *fill;         /* blocks[submitted % NBLOCKS]: the pending text of the current document */
     size_t max_chunks;
-    size_t next_try;     /* pending size at which to try cutting again (no safe cut found yet) */
     size_t submitted;    /* blocks handed to the workers */
     size_t written;      /* blocks whose chunks are all written (caller only) */
     size_t wr_chunk;     /* next chunk to write in block `written` (caller only) */
@@ -55,6 +54,17 @@ struct tk_encoder {
     pthread_cond_t work, done;       /* work: a chunk was queued or stop; done: a chunk finished */
     pthread_t *workers;
     int nworkers, sync_ok;
+    /* serial mode: a stretch with no safe cut (one piece of hundreds of MB), encoded by the caller
+     * in order as it arrives, holding at most GK_BPE_PART_KEEP bytes of it plus one read */
+    int serial;
+    char *tail;          /* sanitized text not yet encoded */
+    size_t tail_len, tail_cap;
+    char hold[4];        /* an incomplete UTF-8 sequence at the end of what was fed */
+    size_t nhold;
+    char *raw, *clean;   /* scratch: hold + new bytes; their sanitized form */
+    size_t raw_cap, clean_cap;
+    uint32_t *sids;
+    size_t scap;
     tk_stats stats;
 };
 
@@ -171,6 +181,32 @@ int tk_encoder_create(tk_encoder **out, const gk_vocab *v, int allow_special, in
     return 0;
 }
 
+/* Char-level: any character boundary; a cut before a byte that no sequence can continue (not
+ * 10xxxxxx, or after three such bytes) replaces invalid UTF-8 the same on both sides. */
+static size_t char_split_point(const char *text, size_t len, size_t from)
+{
+    const unsigned char *u = (const unsigned char *)text;
+    for (size_t p = from < 1 ? 1 : from; p < len; p++)
+        if ((u[p] & 0xC0) != 0x80 ||
+            (p >= 3 && (u[p - 1] & 0xC0) == 0x80 && (u[p - 2] & 0xC0) == 0x80 && (u[p - 3] & 0xC0) == 0x80))
+            return p;
+    return len;
+}
+
+static size_t split_at(const tk_encoder *enc, const char *text, size_t len, size_t from)
+{
+    return enc->bpe_mode ? gk_bpe_split_point(text, len, from) : char_split_point(text, len, from);
+}
+
+/* The last cut in text[0, len), or len if there is none. */
+static size_t last_cut(const tk_encoder *enc, const char *text, size_t len)
+{
+    size_t last = len;
+    for (size_t p = split_at(enc, text, len, 1); p < len; p = split_at(enc, text, len, p + 1))
+        last = p;
+    return last;
+}
+
 /* Cuts b->text[0, b->len) into chunks at safe points; returns how many, and where the last ends. */
 static size_t plan_chunks(tk_encoder *enc, block *b, int final, size_t *consumed)
 {
@@ -181,7 +217,9 @@ static size_t plan_chunks(tk_encoder *enc, block *b, int final, size_t *consumed
     while (k < enc->max_chunks && begin < limit) {
         size_t cut = limit;
         if (k + 1 < enc->max_chunks || !final)
-            cut = begin + target < limit ? gk_bpe_split_point(b->text, limit, begin + target) : limit;
+            cut = begin + target < limit ? split_at(enc, b->text, limit, begin + target) : limit;
+        if (cut >= limit && !final && k == 0)
+            cut = last_cut(enc, b->text, limit); /* a stretch without a cut follows */
         if (cut >= limit && !final)
             break; /* the tail may continue in text not yet read */
         chunk *c = &b->chunks[k++];
@@ -276,6 +314,88 @@ static int submit(tk_encoder *enc, int final, int *none, gk_err *e)
     return drain(enc, enc->submitted, 0, e); /* write what is already finished */
 }
 
+/* ---------------------------------------------------------------- serial mode */
+
+static int grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1 << 16;
+    while (c < need)
+        c *= 2;
+    char *nb = realloc(*buf, c);
+    if (!nb)
+        return -1;
+    *buf = nb;
+    *cap = c;
+    return 0;
+}
+
+/* Where an incomplete UTF-8 sequence begins at the end of u[0, n) (n if none). */
+static size_t complete_utf8(const unsigned char *u, size_t n)
+{
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = u[n - k];
+        if ((c & 0xC0) == 0x80)
+            continue;
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > k ? n - k : n;
+    }
+    return n;
+}
+
+/* Encodes tail[0, len) (the whole when final, else what later text cannot change), writes its
+ * ids and drops the encoded bytes from the tail. */
+static int serial_encode(tk_encoder *enc, size_t len, int final, gk_err *e)
+{
+    size_t n = 0, used;
+    int rc = gk_bpe_encode_part(enc->bpe[0], enc->tail, len, final, enc->allow_special, &enc->sids,
+                                &n, &enc->scap, &used, e);
+    if (!rc) {
+        enc->stats.tokens += (int64_t)n;
+        rc = tk_sink_write(enc->sink, enc->sids, n, e);
+    }
+    memmove(enc->tail, enc->tail + used, enc->tail_len - used);
+    enc->tail_len -= used;
+    return rc;
+}
+
+/* Serial mode: sanitizes the new bytes onto the tail and encodes what can be; once the tail has
+ * a safe cut, encodes up to it and hands the rest back to the parallel blocks. */
+static int serial_feed(tk_encoder *enc, const char *text, size_t n, int final, gk_err *e)
+{
+    size_t rn = enc->nhold + n, clen = 0;
+    if (grow(&enc->raw, &enc->raw_cap, rn))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    memcpy(enc->raw, enc->hold, enc->nhold);
+    if (n)
+        memcpy(enc->raw + enc->nhold, text, n);
+    size_t cut = final ? rn : complete_utf8((const unsigned char *)enc->raw, rn);
+    enc->nhold = rn - cut;
+    memcpy(enc->hold, enc->raw + cut, enc->nhold);
+    size_t rep = gk_utf8_sanitize(enc->raw, cut, &enc->clean, &enc->clean_cap, &clen);
+    if (rep == (size_t)-1 || grow(&enc->tail, &enc->tail_cap, enc->tail_len + clen))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    enc->stats.replaced += (int64_t)rep;
+    memcpy(enc->tail + enc->tail_len, enc->clean, clen);
+    enc->tail_len += clen;
+    size_t p = gk_bpe_split_point(enc->tail, enc->tail_len, 1);
+    if (p == enc->tail_len && !final)
+        return serial_encode(enc, enc->tail_len, 0, e);
+    int rc = serial_encode(enc, p, 1, e);
+    block *b = enc->fill; /* empty: serial mode began with its text */
+    if (!rc && reserve(b, enc->tail_len + enc->nhold, (size_t)CHUNK_BYTES * enc->max_chunks))
+        rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    if (rc)
+        return rc;
+    memcpy(b->text, enc->tail, enc->tail_len);
+    memcpy(b->text + enc->tail_len, enc->hold, enc->nhold);
+    b->len = enc->tail_len + enc->nhold;
+    enc->tail_len = enc->nhold = 0;
+    enc->serial = 0;
+    return 0;
+}
+
 int tk_encoder_begin(tk_encoder *enc, gk_err *e)
 {
     enc->stats.docs++;
@@ -289,26 +409,34 @@ int tk_encoder_begin(tk_encoder *enc, gk_err *e)
 
 int tk_encoder_feed(tk_encoder *enc, const char *text, size_t n, gk_err *e)
 {
+    enc->stats.bytes += (int64_t)n;
+    if (enc->serial)
+        return serial_feed(enc, text, n, 0, e);
     block *b = enc->fill;
     if (reserve(b, b->len + n, (size_t)CHUNK_BYTES * enc->max_chunks))
         return gk_errf(e, GK_ENOMEM, "out of memory (a document of %zu bytes)", b->len + n);
     if (n)
         memcpy(b->text + b->len, text, n);
     b->len += n;
-    enc->stats.bytes += (int64_t)n;
-    size_t size = (size_t)CHUNK_BYTES * enc->max_chunks;
-    if (b->len < size || b->len < enc->next_try)
+    if (b->len < (size_t)CHUNK_BYTES * enc->max_chunks)
         return 0;
     int none = 0, rc = submit(enc, 0, &none, e);
-    /* No safe cut in a long stretch (one huge line): wait for twice as much before rescanning. */
-    enc->next_try = none ? 2 * b->len : 0;
-    return rc;
+    if (rc || !none)
+        return rc;
+    /* No safe cut in the whole block: encode it in order as it comes, in bounded parts. */
+    if ((rc = drain(enc, enc->submitted, 1, e)))
+        return rc;
+    size_t len = b->len;
+    b->len = 0;
+    enc->serial = 1;
+    return serial_feed(enc, b->text, len, 0, e);
 }
 
 int tk_encoder_end(tk_encoder *enc, gk_err *e)
 {
-    enc->next_try = 0;
-    int none = 0, rc = enc->fill->len ? submit(enc, 1, &none, e) : 0;
+    int none = 0, rc = enc->serial ? serial_feed(enc, NULL, 0, 1, e) : 0;
+    if (!rc && enc->fill->len)
+        rc = submit(enc, 1, &none, e);
     return rc ? rc : drain(enc, enc->submitted, 1, e);
 }
 
@@ -342,6 +470,10 @@ void tk_encoder_free(tk_encoder *enc)
         free(b->chunks);
         free(b->text);
     }
+    free(enc->tail);
+    free(enc->raw);
+    free(enc->clean);
+    free(enc->sids);
     free(enc->workers);
     free(enc->bpe);
     free(enc);

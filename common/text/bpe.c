@@ -12,6 +12,9 @@
 #define CACHE_BYTES 26          /* longest piece cached */
 #define CACHE_IDS 8             /* most ids a cached piece may have */
 #define HEAP_MIN 64             /* default: pieces this long use the heap merge */
+#define LONG_WIN GK_BPE_LONG_WIN /* pieces longer than this are merged window by window */
+#define LONG_KEEP (LONG_WIN / 4) /* no token within this of a window's end is committed */
+#define LOOKAHEAD 16            /* bytes past a piece the regex may look at (one character) */
 
 typedef struct cslot {
     uint32_t tag;               /* high hash bits; 0 with len 0: empty */
@@ -33,6 +36,10 @@ struct gk_bpe {
     size_t scap;                /* node capacity of the scratch below */
     uint32_t *tid, *next, *prev;
     hent *heap;
+    size_t win_max;             /* window of long pieces (LONG_WIN; smaller in tests) */
+    uint32_t *wids;             /* long pieces: a window's ids (win_max) */
+    unsigned char *mark;        /* long pieces: boundaries each run agrees on (win_max + 1) */
+    int cont;                   /* gk_bpe_encode_part stopped inside a long piece */
 };
 
 int gk_bpe_create(gk_bpe **out, const gk_vocab *v, gk_err *e)
@@ -46,6 +53,7 @@ int gk_bpe_create(gk_bpe **out, const gk_vocab *v, gk_err *e)
     }
     b->v = v;
     b->heap_min = HEAP_MIN;
+    b->win_max = LONG_WIN;
     int rc = gk_pretok_create(&b->pt, e);
     if (rc) {
         gk_bpe_free(b);
@@ -64,12 +72,19 @@ void gk_bpe_free(gk_bpe *b)
     free(b->next);
     free(b->prev);
     free(b->heap);
+    free(b->wids);
+    free(b->mark);
     free(b);
 }
 
 void gk_bpe_set_heap_min(gk_bpe *b, size_t bytes)
 {
     b->heap_min = bytes < 2 ? 2 : bytes > HEAP_MIN ? HEAP_MIN : bytes;
+}
+
+void gk_bpe_set_window(gk_bpe *b, size_t bytes)
+{
+    b->win_max = bytes < 1024 ? 1024 : bytes > LONG_WIN ? LONG_WIN : bytes;
 }
 
 /* ---------------------------------------------------------------- merging one piece */
@@ -190,6 +205,83 @@ static size_t merge_heap(gk_bpe *b, const unsigned char *p, size_t n, uint32_t *
     return m;
 }
 
+/* ---------------------------------------------------------------- long pieces */
+
+/* A piece of hundreds of MB (one letter repeated, a run of digits or spaces) is merged in
+ * windows of win_max bytes, so that its cost is bounded. Where the merge of the whole piece has
+ * a token boundary at q, it is the merge of [0, q) followed by the merge of [q, n): no merge
+ * crosses q, and the merges on either side happen in the same order without the other side.
+ * A window commits the tokens before the last boundary q that three merges of its start agree
+ * on, ending at its end, one byte and 131 bytes (longer than any token) before it, with q at
+ * least win_max / 4 before the end: the end of the text then no longer moves q in practice
+ * (checked against tiktoken on 1-5 MB pieces of every kind; tests/ref/long_pieces.py). */
+
+static int long_scratch(gk_bpe *b)
+{
+    if (b->wids) return 0;
+    b->wids = malloc(LONG_WIN * sizeof *b->wids);
+    b->mark = malloc(LONG_WIN + 1);
+    return b->wids && b->mark ? 0 : GK_ENOMEM;
+}
+
+/* Merges p[0..w) into ids and counts in mark[] each boundary that every run so far had (run r
+ * of 0..2); returns the id count or (size_t)-1. */
+static size_t mark_run(gk_bpe *b, const unsigned char *p, size_t w, int r, uint32_t *ids)
+{
+    size_t m = merge_heap(b, p, w, ids), at = 0;
+    for (size_t k = 0; k < m && m != (size_t)-1; k++) {
+        at += b->v->off[ids[k] + 1] - b->v->off[ids[k]];
+        if (b->mark[at] == r) b->mark[at] = (unsigned char)(r + 1);
+    }
+    return m;
+}
+
+/* Commits the tokens of the window p[0..w) up to the boundary its runs agree on (not before an
+ * apostrophe: a restart there could read a contraction); returns its offset, or (size_t)-1
+ * when out of memory. The ids go to out (room for w), their count to *m. */
+static size_t window_commit(gk_bpe *b, const unsigned char *p, size_t w, uint32_t *out, size_t *m)
+{
+    size_t q = 0, keep = b->win_max / 4, k, at = 0;
+    if (long_scratch(b)) return (size_t)-1;
+    memset(b->mark, 0, w + 1);
+    if (mark_run(b, p, w, 0, b->wids) == (size_t)-1 || mark_run(b, p, w - 1, 1, b->wids) == (size_t)-1 ||
+        (k = mark_run(b, p, w - 131, 2, out)) == (size_t)-1)
+        return (size_t)-1;
+    for (size_t x = w - keep; x > 0 && !q; x--)
+        if (b->mark[x] == 3 && p[x] != '\'') q = x;
+    if (!q) /* no agreement (never seen): the last run's boundary nearest the middle */
+        for (size_t x = w / 2; x > 0 && !q; x--)
+            if (b->mark[x] >= 1 && x <= w - 131) q = x;
+    *m = 0; /* the last run's tokens before q are the merge of p[0..q) */
+    while (at < q) {
+        at += b->v->off[out[*m] + 1] - b->v->off[out[*m]];
+        ++*m;
+    }
+    return at;
+}
+
+/* Merges the piece p[0..n) window by window into out (room for n ids); whole: the piece ends
+ * at n, else more of it follows and at most win_max bytes are left. *done: bytes encoded.
+ * Returns the id count or (size_t)-1. */
+static size_t merge_long(gk_bpe *b, const unsigned char *p, size_t n, int whole, uint32_t *out,
+                         size_t *done)
+{
+    size_t c = 0, m = 0, k;
+    while (n - c > b->win_max) {
+        size_t q = window_commit(b, p + c, b->win_max, out + m, &k);
+        if (q == (size_t)-1) return q;
+        c += q;
+        m += k;
+    }
+    if (whole && c < n) {
+        if ((k = merge_heap(b, p + c, n - c, out + m)) == (size_t)-1) return k;
+        m += k;
+        c = n;
+    }
+    *done = c;
+    return m;
+}
+
 /* Encodes one piece into out (room for n ids); returns the count or (size_t)-1. */
 static size_t encode_piece(gk_bpe *b, const unsigned char *p, size_t n, uint32_t *out)
 {
@@ -197,6 +289,10 @@ static size_t encode_piece(gk_bpe *b, const unsigned char *p, size_t n, uint32_t
     if (n == 1) {
         out[0] = v->byte_id[p[0]];
         return 1;
+    }
+    if (n > b->win_max) {
+        size_t done;
+        return merge_long(b, p, n, 1, out, &done);
     }
     cslot *s = NULL;
     uint32_t tag = 0;
@@ -228,52 +324,109 @@ static size_t encode_piece(gk_bpe *b, const unsigned char *p, size_t n, uint32_t
 
 /* ---------------------------------------------------------------- whole texts */
 
-static int encode_ordinary(gk_bpe *b, const char *s, size_t len, uint32_t **ids, size_t *n,
-                           size_t *cap, gk_err *e)
+/* Encodes the pieces of s[0..len); when !final more text follows, so only the pieces that it
+ * cannot change are encoded (those ending LOOKAHEAD bytes before len; of a longer one that may go
+ * on, all but its last window); *used: the bytes encoded. */
+static int encode_run(gk_bpe *b, const char *s, size_t len, int final, uint32_t **ids, size_t *n,
+                      size_t *cap, size_t *used, gk_err *e)
 {
-    for (size_t i = 0; i < len;) {
-        size_t j = gk_pretok_next(b->pt, s, len, i, e);
+    size_t i = 0;
+    int cont = b->cont; /* s starts inside a piece: its rest is merged, not looked up whole */
+    b->cont = 0;
+    while (i < len) {
+        size_t j = gk_pretok_next(b->pt, s, len, i, e), done = j - i;
         if (!j) return GK_EFORMAT;
+        int whole = final || j + LOOKAHEAD <= len;
+        if (!whole && j - i <= b->win_max) {
+            b->cont = cont;
+            break;
+        }
         if (*n + (j - i) > *cap && gk_ids_reserve(ids, cap, *n + (j - i)))
             return gk_errf(e, GK_ENOMEM, "BPE encoder: out of memory");
-        size_t m = encode_piece(b, (const unsigned char *)s + i, j - i, *ids + *n);
+        const unsigned char *u = (const unsigned char *)s + i;
+        size_t m = whole && !cont ? encode_piece(b, u, j - i, *ids + *n)
+                                  : merge_long(b, u, j - i, whole, *ids + *n, &done);
         if (m == (size_t)-1) return gk_errf(e, GK_ENOMEM, "BPE encoder: out of memory");
         *n += m;
-        i = j;
+        i += done;
+        if (!whole) {
+            b->cont = cont || done > 0;
+            break;
+        }
+        cont = 0;
     }
+    *used = i;
     return 0;
+}
+
+int gk_bpe_encode_part(gk_bpe *b, const char *text, size_t len, int final, int allow_special,
+                       uint32_t **ids, size_t *n, size_t *cap, size_t *used, gk_err *e)
+{
+    static const char eot[] = GK_EOT_TEXT;
+    const size_t el = sizeof eot - 1;
+    size_t base = 0, u;
+    if (allow_special && b->v->eot >= 0) {
+        const char *hit;
+        while ((hit = memmem(text + base, len - base, eot, el))) {
+            size_t seg = (size_t)(hit - text) - base;
+            int rc = encode_run(b, text + base, seg, 1, ids, n, cap, &u, e);
+            if (!rc && gk_ids_reserve(ids, cap, *n + 1))
+                rc = gk_errf(e, GK_ENOMEM, "BPE encoder: out of memory");
+            if (rc) return rc;
+            (*ids)[(*n)++] = (uint32_t)b->v->eot;
+            base += seg + el;
+        }
+        if (!final) { /* an "<|endoftext|>" may begin in the last el - 1 bytes */
+            size_t end = len - base < el ? base : len - (el - 1);
+            while (end > base && ((unsigned char)text[end] & 0xC0) == 0x80) end--;
+            len = end;
+        }
+    }
+    int rc = encode_run(b, text + base, len - base, final, ids, n, cap, &u, e);
+    *used = base + u;
+    return rc;
 }
 
 int gk_bpe_encode(gk_bpe *b, const char *text, size_t len, int allow_special, uint32_t **ids,
                   size_t *n, size_t *cap, gk_err *e)
 {
-    static const char eot[] = GK_EOT_TEXT;
-    const size_t el = sizeof eot - 1;
-    if (!allow_special || b->v->eot < 0) return encode_ordinary(b, text, len, ids, n, cap, e);
-    for (;;) {
-        const char *hit = memmem(text, len, eot, el);
-        size_t seg = hit ? (size_t)(hit - text) : len;
-        int rc = encode_ordinary(b, text, seg, ids, n, cap, e);
-        if (rc || !hit) return rc;
-        if (gk_ids_reserve(ids, cap, *n + 1)) return gk_errf(e, GK_ENOMEM, "BPE encoder: out of memory");
-        (*ids)[(*n)++] = (uint32_t)b->v->eot;
-        text += seg + el;
-        len -= seg + el;
-    }
+    size_t used;
+    b->cont = 0;
+    return gk_bpe_encode_part(b, text, len, 1, allow_special, ids, n, cap, &used, e);
 }
 
 static int graph(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
 
+/* ASCII classes for cutting: 1 letter, 2 digit, 3 White_Space, 4 other, 0 non-ASCII. */
+static unsigned char cut_class(unsigned char c)
+{
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return 1;
+    if (c >= '0' && c <= '9') return 2;
+    if (c == ' ' || (c >= '\t' && c <= '\r')) return 3;
+    return c < 0x80 ? 4 : 0;
+}
+
+/* Whether p lies inside a literal "<|endoftext|>" (which --allow-special reads as one token). */
+static int in_eot(const char *text, size_t len, size_t p)
+{
+    static const char eot[] = GK_EOT_TEXT;
+    const size_t el = sizeof eot - 1;
+    size_t a = p >= el ? p - el + 1 : 0, z = p + el - 1 < len ? p + el - 1 : len;
+    return memmem(text + a, z - a, eot, el) != NULL;
+}
+
+static int cut_ok(const unsigned char *u, size_t len, size_t p)
+{
+    unsigned char a = cut_class(u[p - 1]), c = cut_class(u[p]);
+    if (a == 3) /* the newline rule */
+        return u[p - 1] == '\n' && p >= 2 && graph(u[p - 2]) && graph(u[p]);
+    return a && c && a != c && u[p - 1] != '\'' && !in_eot((const char *)u, len, p);
+}
+
 size_t gk_bpe_split_point(const char *text, size_t len, size_t from)
 {
     const unsigned char *u = (const unsigned char *)text;
-    size_t p = from < 2 ? 2 : from;
-    while (p < len) {
-        const unsigned char *nl = memchr(u + p - 1, '\n', len - p);
-        if (!nl) break;
-        p = (size_t)(nl - u) + 1;
-        if (graph(u[p - 2]) && graph(u[p])) return p;
-        p++;
-    }
+    for (size_t p = from < 1 ? 1 : from; p < len; p++)
+        if (cut_ok(u, len, p)) return p;
     return len;
 }

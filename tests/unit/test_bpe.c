@@ -217,6 +217,116 @@ static void test_long_pieces(void)
     gk_vocab_free(v);
 }
 
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+/* ---------------------------------------------------------------- very long pieces */
+
+/* The text of a tests/fixtures/long_pieces.txt case, as tests/ref/long_pieces.py makes it. */
+static char *long_text(const char *name, uint64_t seed, size_t chars, size_t *len)
+{
+    static const struct {
+        const char *name, *alpha[30];
+    } al[] = {
+        {"a", {"a"}}, {"letters", {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
+        "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z"}}, {"ab", {"a", "b"}},
+        {"digits", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}, {"zeros", {"0"}},
+        {"spaces", {" "}}, {"newlines", {"\n"}}, {"blanks", {" ", "\t", "\n"}},
+        {"punct", {"!", "#", "$", "%", "&", "'", "(", ")", "*", "+", ",", "-", ".", "/", ":", ";",
+        "<", "=", ">", "?", "@", "[", "]", "^", "_", "`", "{", "|", "}", "~"}},
+        {"eacute", {"\xc3\xa9"}},
+        {"unicode", {"\xc3\xa9", "\xc3\xa0", "\xc3\xbc", "\xc3\x9f", "\xe4\xb8\xad", "\xe6\x96\x87", "a"}},
+    };
+    for (size_t k = 0; k < sizeof al / sizeof al[0]; k++) {
+        if (strcmp(al[k].name, name)) continue;
+        size_t na = 0, o = 0;
+        while (na < 30 && al[k].alpha[na]) na++;
+        char *t = malloc(chars * 3 + 1);
+        for (size_t i = 0; i < chars; i++) {
+            const char *c = al[k].alpha[na == 1 ? 0 : rng_next(&seed) % na];
+            size_t l = strlen(c);
+            memcpy(t + o, c, l);
+            o += l;
+        }
+        *len = o;
+        return t;
+    }
+    return NULL;
+}
+
+static uint64_t fnv_ids(const uint32_t *ids, size_t n)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 4; k++) h = (h ^ ((ids[i] >> (8 * k)) & 0xFF)) * 0x100000001B3ull;
+    return h;
+}
+
+/* Encodes t in parts of `part` bytes through gk_bpe_encode_part, as gpt-tokenize streams a
+ * document; checks that it never holds more than GK_BPE_PART_KEEP bytes back. */
+static uint32_t *enc_parts(gk_bpe *b, const char *t, size_t len, size_t part, size_t *n)
+{
+    uint32_t *ids = NULL;
+    size_t cap = 0, at = 0, fed = 0, used;
+    gk_err e;
+    *n = 0;
+    while (at < len) {
+        fed = fed + part < len ? fed + part : len;
+        while (fed < len && ((unsigned char)t[fed] & 0xC0) == 0x80) fed++;
+        CHECK_OK(gk_bpe_encode_part(b, t + at, fed - at, fed == len, 0, &ids, n, &cap, &used, &e), &e);
+        at += used;
+        CHECKF(fed - at <= GK_BPE_PART_KEEP, "%zu bytes held back", fed - at);
+    }
+    return ids;
+}
+
+/* Pieces of up to 5 MB equal tiktoken's ids: whole, in windows of 1 KB, and streamed. */
+static void test_long_fixture(void)
+{
+    char name[32];
+    FILE *f = fopen("tests/fixtures/long_pieces.txt", "r");
+    gk_vocab *v = load_gpt2();
+    if (!f || !v) {
+        if (f) fclose(f);
+        gk_vocab_free(v);
+        SKIP("no tests/fixtures/long_pieces.txt (run from the source tree) or gpt2 vocab");
+    }
+    gk_bpe *b, *w;
+    gk_err e;
+    CHECK_OK(gk_bpe_create(&b, v, &e), &e);
+    CHECK_OK(gk_bpe_create(&w, v, &e), &e);
+    gk_bpe_set_window(w, 1024);
+    unsigned long long seed, chars, count, hash;
+    int cases = 0;
+    while (fscanf(f, "%31s %llu %llu %llu %llx", name, &seed, &chars, &count, &hash) == 5) {
+        size_t len, n;
+        char *t = long_text(name, seed, chars, &len);
+        CHECKF(t != NULL, "%s: unknown case", name);
+        if (!t) continue;
+        uint32_t *ids = enc(b, t, len, 0, &n);
+        CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu: %zu ids, want %llu", name, chars, n, count);
+        free(ids);
+        ids = enc_parts(b, t, len, 10007, &n);
+        CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu streamed: %zu ids", name, chars, n);
+        free(ids);
+        if (len <= 1100000) {
+            ids = enc(w, t, len, 0, &n);
+            CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu, 1 KB windows: %zu ids", name, chars, n);
+            free(ids);
+        }
+        free(t);
+        cases++;
+    }
+    CHECKF(cases >= 18, "only %d cases read", cases);
+    fclose(f);
+    gk_bpe_free(b);
+    gk_bpe_free(w);
+    gk_vocab_free(v);
+}
+
 /* Cutting tinyshakespeare at every split point and encoding the parts gives the same ids. */
 static void test_split_points(void)
 {
@@ -246,12 +356,18 @@ static void test_split_points(void)
     CHECKF(same(whole, nw, parts, n), "split encode differs (%zu vs %zu ids)", n, nw);
     CHECKF(cuts > 10000, "only %zu cuts", cuts);
     /* the rule on small strings */
-    CHECK(gk_bpe_split_point("ab\ncd", 5, 0) == 3);
+    CHECK(gk_bpe_split_point("ab\ncd", 5, 0) == 2);   /* letter, then White_Space */
+    CHECK(gk_bpe_split_point("ab\ncd", 5, 3) == 3);   /* the newline between graphic chars */
     CHECK(gk_bpe_split_point("ab\ncd", 5, 4) == 5);
-    CHECK(gk_bpe_split_point("a \ncd", 5, 0) == 5);
-    CHECK(gk_bpe_split_point("ab\n cd", 6, 0) == 6);
-    CHECK(gk_bpe_split_point("ab\n", 3, 0) == 3);
-    CHECK(gk_bpe_split_point("\nb", 2, 0) == 2);
+    CHECK(gk_bpe_split_point("  \n  x", 6, 0) == 6);  /* never after White_Space but that */
+    CHECK(gk_bpe_split_point(" \nb", 3, 0) == 3);
+    CHECK(gk_bpe_split_point("12ab!? x", 8, 0) == 2); /* digit, letter, other, space */
+    CHECK(gk_bpe_split_point("12ab!? x", 8, 3) == 4);
+    CHECK(gk_bpe_split_point("12ab!? x", 8, 5) == 6);
+    CHECK(gk_bpe_split_point("''s", 3, 0) == 3);      /* not after an apostrophe */
+    CHECK(gk_bpe_split_point("a\xc3\xa9" "b", 4, 0) == 4); /* ASCII on both sides only */
+    CHECK(gk_bpe_split_point("a<|endoftext|>b", 15, 0) == 1);
+    CHECK(gk_bpe_split_point("a<|endoftext|>b", 15, 2) == 14); /* not inside the literal */
     free(whole);
     free(parts);
     free(t);
@@ -259,11 +375,6 @@ static void test_split_points(void)
     gk_vocab_free(v);
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
 
 /* Random text made of the fragments the regex cares about: words, digits, contractions,
  * apostrophe runs, punctuation, whitespace runs of every kind, controls and some non-ASCII. */
@@ -368,6 +479,7 @@ int main(void)
     RUN(test_cases);
     RUN(test_extra_cases);
     RUN(test_long_pieces);
+    RUN(test_long_fixture);
     RUN(test_split_points);
     RUN(test_pretok_fast_vs_regex);
     RUN(test_pretok_edges);
