@@ -1,32 +1,114 @@
 /* dist.c: the data-parallel run: rendezvous, collectives, agreements (see dist.h). */
 #include "dist.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/progress.h" /* gk_now */
 
 int tr_dist_is_root(const tr_dist *d) { return d->rank == 0; }
 
-/* Every rank adds itself to a counter; the last to arrive sets "rdzv/ready", which all wait for. */
+/* The signal that stopped the rendezvous (SIGINT or SIGTERM), else 0: the rendezvous has
+ * handlers of its own, as the run's are installed only once it has begun. */
+static volatile sig_atomic_t rdzv_signal;
+
+static void on_rdzv_signal(int sig) { rdzv_signal = sig; }
+
+static int rdzv_stopped(const tr_launch *l, gk_err *e)
+{
+    return gk_errf(e, GK_EINTR, strchr(l->master_addr, ':') ? "stopped by %s while waiting at "
+                   "rendezvous at [%s]:%d" : "stopped by %s while waiting at rendezvous at %s:%d",
+                   rdzv_signal == SIGINT ? "SIGINT" : "SIGTERM", l->master_addr, l->master_port);
+}
+
+/* The timeout's message: the ranks that arrived (and are still connected) and, when more are
+ * connected, how many: a rank may connect without arriving (it died or hangs in between). */
+static int rdzv_timeout(tr_dist *d, gk_err *e)
+{
+    int gone[64], ready = 0, ng = gk_store_gone(d->store, gone, 64, e);
+    int connected = ng < 0 ? ng : gk_store_connected(d->store, e);
+    if (connected < 0)
+        return e->code;
+    for (int r = 0; r < d->world; r++) {
+        char key[40];
+        int left = 0;
+        snprintf(key, sizeof key, "rdzv/rank/%d", r);
+        for (int i = 0; i < ng && i < 64; i++)
+            left |= gone[i] == r;
+        int here = gk_store_check(d->store, key, e);
+        if (here < 0)
+            return here;
+        ready += here && !left;
+    }
+    char more[64] = "";
+    if (connected > ready)
+        snprintf(more, sizeof more, " (%d connected)", connected);
+    return gk_errf(e, GK_EIO, "rendezvous at %s: %d of %d ranks arrived within %g s%s",
+                   gk_store_address(d->store), ready, d->world, d->timeout_s, more);
+}
+
+/* Every rank says it is here and adds itself to a counter; the last to arrive sets
+ * "rdzv/ready", which all wait for, a quarter of a second at a time (a signal stops the wait).
+ * Rank 0 says once, after a second, how many it still waits for. */
 static int rendezvous(tr_dist *d, gk_err *e)
 {
+    char key[40];
     int64_t arrived = 0;
-    int rc = gk_store_add(d->store, "rdzv/arrived", 1, &arrived, e);
+    snprintf(key, sizeof key, "rdzv/rank/%d", d->rank);
+    int rc = gk_store_set(d->store, key, "1", 1, e);
+    if (!rc)
+        rc = gk_store_add(d->store, "rdzv/arrived", 1, &arrived, e);
     if (!rc && arrived == d->world)
         rc = gk_store_set(d->store, "rdzv/ready", "1", 1, e);
+    const char *ready = "rdzv/ready";
+    double t0 = gk_now(), left;
+    int said = 0;
+    while (!rc && (left = t0 + d->timeout_s - gk_now()) > 0) {
+        if ((rc = gk_store_wait_for(d->store, &ready, 1, left < 0.25 ? left : 0.25, e)) != 1)
+            return rc;
+        rc = rdzv_signal ? rdzv_stopped(&d->where, e) : 0;
+        if (!rc && !said && d->rank == 0 && gk_now() - t0 >= 1.0 &&
+            !(rc = gk_store_add(d->store, "rdzv/arrived", 0, &arrived, e))) {
+            gk_info("waiting for %lld more rank%s at %s", (long long)(d->world - arrived),
+                    d->world - arrived == 1 ? "" : "s", gk_store_address(d->store));
+            said = 1;
+        }
+    }
     if (rc)
         return rc;
-    const char *ready = "rdzv/ready";
-    gk_err why;
-    if (gk_store_wait(d->store, &ready, 1, &why) == 0)
-        return 0;
-    if (gk_store_add(d->store, "rdzv/arrived", 0, &arrived, e) != 0)
-        return gk_errf(e, GK_EIO, "%s", why.msg);
-    return gk_errf(e, GK_EIO, "rendezvous at %s: %lld of %d ranks arrived within %g s",
-                   gk_store_address(d->store), (long long)arrived, d->world, d->timeout_s);
+    rc = gk_store_check(d->store, ready, e); /* one that arrived just now */
+    return rc == 1 ? 0 : rc < 0 ? rc : rdzv_timeout(d, e);
+}
+
+/* Opens the store and waits for every rank, with SIGINT and SIGTERM stopping the wait. Without
+ * GPT_DIST_TOKEN (gpt-train's own launcher makes one) rank 0's store takes any client. */
+static int dist_join(tr_dist *d, const tr_launch *l, gk_err *e)
+{
+    const char *token = tr_launch_env("GPT_DIST_TOKEN");
+    gk_store_opts o = {.serve = d->rank == 0, .world = d->world,
+                       .local = l->local_world_size >= l->world_size, .token = token,
+                       .token_name = "GPT_DIST_TOKEN", .timeout_s = d->timeout_s,
+                       .stop = &rdzv_signal};
+    struct sigaction sa = {.sa_handler = on_rdzv_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    rdzv_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int rc = gk_store_open_opts(&d->store, l->master_addr, l->master_port, d->rank, &o, e);
+    if (rc == GK_EINTR)
+        rc = rdzv_stopped(l, e);
+    if (!rc && !token && d->rank == 0)
+        gk_warn("GPT_DIST_TOKEN is not set: the rendezvous store at %s (listening on %s) accepts "
+                "any client that reaches it", gk_store_address(d->store), gk_store_bound(d->store));
+    if (!rc)
+        rc = rendezvous(d, e);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return !rc && rdzv_signal ? rdzv_stopped(l, e) : rc; /* one at the very end */
 }
 
 int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
@@ -39,11 +121,7 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
     d->accum = d->accum_total = 1;
     const char *overlap = getenv("GPT_GRAD_OVERLAP");
     d->overlap = !(overlap && strcmp(overlap, "0") == 0);
-    if (d->world == 1)
-        return 0;
-    int rc = gk_store_open(&d->store, l->master_addr, l->master_port, d->rank == 0, d->rank,
-                           timeout_s, e);
-    return rc ? rc : rendezvous(d, e);
+    return d->world == 1 ? 0 : dist_join(d, l, e);
 }
 
 /* The backend's own collectives (NCCL): rank 0 makes the communicator's id, the store carries it. */

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,7 +43,8 @@ extern char **environ;
 
 /* The variables each child gets; anything else of this environment is passed on as it is. */
 static const char *const child_vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                         "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "GPT_TRAIN_SPAWNED"};
+                                         "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "GPT_TRAIN_SPAWNED",
+                                         "GPT_DIST_TOKEN"};
 #define N_CHILD_VARS (sizeof child_vars / sizeof child_vars[0])
 
 typedef struct child {
@@ -93,6 +95,27 @@ static int reserve_port(int *port, int *fd, gk_err *e)
         close(*fd), *fd = -1;
     *port = ntohs(a.sin_port);
     return rc;
+}
+
+/* The ranks' job token (GPT_DIST_TOKEN): the one given, else on one node 32 random hex digits
+ * (a node's ranks share nothing else); "" on several nodes without one (rank 0 warns). */
+static int job_token(const tr_launch *l, char *tok, size_t cap, gk_err *e)
+{
+    const char *given = env("GPT_DIST_TOKEN");
+    unsigned char r[16];
+    *tok = '\0';
+    if (given || l->nnodes > 1) {
+        if (given && strlen(given) >= cap)
+            return gk_errf(e, GK_EUSAGE, "GPT_DIST_TOKEN has %zu bytes (at most %zu)", strlen(given),
+                           cap - 1);
+        snprintf(tok, cap, "%s", given ? given : "");
+        return 0;
+    }
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return gk_errno(e, "making the ranks' job token: getrandom");
+    for (size_t i = 0; i < sizeof r; i++)
+        snprintf(tok + 2 * i, cap - 2 * i, "%02x", r[i]);
+    return 0;
 }
 
 /* This environment without child_vars, with N_CHILD_VARS free slots at *ours and a NULL after. */
@@ -166,11 +189,16 @@ static pid_t start_child(const start_args *a, int *err)
     return pid;
 }
 
+/* sig to every live child; with SIGINT and SIGTERM a SIGCONT too, so that a stopped one
+ * (SIGSTOP, a debugger's) handles it now rather than be killed grace_s later. */
 static void signal_all(supervisor *s, int sig)
 {
     for (int i = 0; i < s->n; i++)
-        if (s->c[i].alive && kill(s->c[i].pid, sig) == 0)
+        if (s->c[i].alive && kill(s->c[i].pid, sig) == 0) {
             s->c[i].sent |= 1u << sig;
+            if (sig == SIGINT || sig == SIGTERM)
+                kill(s->c[i].pid, SIGCONT);
+        }
 }
 
 /* After the first failure: the others get settle_s seconds to end on their own (a bad setting
@@ -307,7 +335,7 @@ static int outcome(const supervisor *s, double grace_s, gk_err *e)
 
 /* Starts the children one after another; a child that cannot be started stops the others. */
 static void start_all(supervisor *s, const tr_launch *l, const start_args *a, char **ours,
-                      const char *exe, int port, double grace_s)
+                      const char *exe, int port, const char *token, double grace_s)
 {
     char vars[N_CHILD_VARS][300];
     for (int i = 0; i < s->n; i++) {
@@ -320,6 +348,8 @@ static void start_all(supervisor *s, const tr_launch *l, const start_args *a, ch
         snprintf(vars[k++], sizeof vars[0], "MASTER_ADDR=%s", l->master_addr);
         snprintf(vars[k++], sizeof vars[0], "MASTER_PORT=%d", port);
         snprintf(vars[k++], sizeof vars[0], "GPT_TRAIN_SPAWNED=1");
+        if (*token)
+            snprintf(vars[k++], sizeof vars[0], "GPT_DIST_TOKEN=%s", token);
         for (int j = 0; j < k; j++)
             ours[j] = vars[j];
         pid_t pid = start_child(a, &err);
@@ -337,7 +367,7 @@ static void start_all(supervisor *s, const tr_launch *l, const start_args *a, ch
 
 int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double grace_s, gk_err *e)
 {
-    char exe[4096];
+    char exe[4096], token[257];
     int port = l->master_port, held = -1, rc = 0;
     if (nproc < 1 || nproc > 4096 || argc < 1 || l->nnodes < 1 || l->node_rank < 0 ||
         l->node_rank >= l->nnodes || (long long)l->nnodes * nproc > TR_LAUNCH_MAX_COUNT)
@@ -347,6 +377,8 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
     if (len < 0)
         return gk_errno(e, "cannot find this program to start the local ranks: /proc/self/exe");
     exe[len] = '\0';
+    if ((rc = job_token(l, token, sizeof token, e)))
+        return rc;
     if (l->nnodes == 1 && !env("MASTER_PORT") && !env("PET_MASTER_PORT") && (rc = reserve_port(&port, &held, e)))
         return rc;
 
@@ -370,7 +402,7 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
     sigaction(SIGCHLD, &dfl, &old_chld); /* not SIG_IGN: that would reap the children for us */
     fflush(NULL);
     start_args a = {av, envp, &old_mask, &old_chld};
-    start_all(&s, l, &a, ours, exe, port, grace_s);
+    start_all(&s, l, &a, ours, exe, port, token, grace_s);
     supervise(&s, &set, grace_s);
     sigaction(SIGCHLD, &old_chld, NULL);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);

@@ -223,7 +223,8 @@ static int await(const char *name, int rank)
  * child-usage: every rank exits 2 (a bad setting), rank 0 only after 0.5 s and a file (its message).
  * child-crash: rank 1 ignores SIGTERM, rank 0 kills itself with SIGKILL once rank 1 is ready.
  * child-signal: waits for SIGINT/SIGTERM (a second one ends it, as in gpt-train), then takes
- * 300 ms to "checkpoint" and exits 0. */
+ * 300 ms to "checkpoint" and exits 0. child-token: writes its GPT_DIST_TOKEN ("-" unset).
+ * child-stopped: rank 1 stops itself (SIGSTOP) and exits 0 on SIGTERM; rank 0 then exits 3. */
 static int child_main(char **argv)
 {
     const char *mode = argv[1];
@@ -249,6 +250,21 @@ static int child_main(char **argv)
             put(dir, "said", 0, "");
         }
         return 2;
+    }
+    if (strcmp(mode, "child-token") == 0) {
+        put(dir, "token", l.rank, getenv("GPT_DIST_TOKEN") ? getenv("GPT_DIST_TOKEN") : "-");
+        return 0;
+    }
+    if (strcmp(mode, "child-stopped") == 0) {
+        if (l.rank == 0)
+            return await("ready", 1) == 0 ? (sleep_s(0.2), 3) : 4;
+        struct sigaction sa = {.sa_handler = on_signal};
+        sigaction(SIGTERM, &sa, NULL);
+        put(dir, "ready", 1, "");
+        raise(SIGSTOP);
+        if (!got_signal) /* handled as it was continued */
+            sleep_s(30);
+        return got_signal ? 0 : 6;
     }
     if (strcmp(mode, "child-crash") == 0) {
         if (l.rank == 1) {
@@ -402,6 +418,45 @@ static void test_spawn_crash(void)
     CHECKF(dt >= 0.5 && dt < 5, "took %.2f s", dt);
 }
 
+/* The ranks of one node share a token made for them (32 hex digits), a new one each launch; a
+ * GPT_DIST_TOKEN given is theirs; several nodes without one get none. */
+static void test_spawn_token(void)
+{
+    tr_launch l = one_node();
+    gk_err e;
+    char first[64];
+    unsetenv("GPT_DIST_TOKEN");
+    CHECK_OK(spawn("child-token", &l, 2, 2, &e), &e);
+    snprintf(first, sizeof first, "%s", slurp("token", 0));
+    CHECKF(strlen(first) == 32 && strspn(first, "0123456789abcdef") == 32, "'%s'", first);
+    CHECK(strcmp(slurp("token", 1), first) == 0);
+    CHECK_OK(spawn("child-token", &l, 2, 2, &e), &e);
+    CHECK(strcmp(slurp("token", 0), first) != 0);
+    slurp("token", 1);
+    setenv("GPT_DIST_TOKEN", "given", 1);
+    CHECK_OK(spawn("child-token", &l, 2, 2, &e), &e);
+    CHECK(strcmp(slurp("token", 0), "given") == 0 && strcmp(slurp("token", 1), "given") == 0);
+    unsetenv("GPT_DIST_TOKEN");
+    l.nnodes = 2;
+    CHECK_OK(spawn("child-token", &l, 1, 2, &e), &e);
+    CHECK(strcmp(slurp("token", 0), "-") == 0);
+}
+
+/* Rank 0 fails while rank 1 is stopped (SIGSTOP): the SIGTERM that stops the others comes with a
+ * SIGCONT, so rank 1 ends at once, not by SIGKILL grace_s later. */
+static void test_spawn_stopped_rank(void)
+{
+    tr_launch l = one_node();
+    gk_err e;
+    double t0 = now_s();
+    int rc = spawn("child-stopped", &l, 2, 5, &e);
+    double dt = now_s() - t0;
+    slurp("ready", 1);
+    CHECKF(rc == GK_EIO && strstr(e.msg, ") exited with status 3; stopped the other ranks") &&
+               !strstr(e.msg, "SIGKILL"), "rc %d: %s", rc, e.msg);
+    CHECKF(dt < 4.5, "took %.2f s", dt);
+}
+
 /* A process that sends sig to this one (to its process group: -1) `times` times, 50 ms apart,
  * once n ranks are ready. */
 static pid_t killer(int sig, int n, int times)
@@ -499,6 +554,8 @@ int main(int argc, char **argv)
     RUN(test_spawn_failure);
     RUN(test_spawn_all_fail);
     RUN(test_spawn_crash);
+    RUN(test_spawn_token);
+    RUN(test_spawn_stopped_rank);
     RUN(test_spawn_signal);
     RUN(test_spawn_second_signal);
     RUN(test_spawn_terminal_group);
