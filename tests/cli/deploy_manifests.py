@@ -2,8 +2,8 @@
 
 Parses every YAML manifest and asserts what README.md promises: one image everywhere, the same
 gpt-train command with init_from=auto in every workload, out_dir and the data on the shared
-volume's mount, the launcher variables each manifest must set, and the Dockerfile's stages,
-runtime libraries and ENTRYPOINT. Prints one line per file; a failed check exits 1 naming it.
+volume's mount, the launcher variables each manifest must set, GPT_DIST_TOKEN from the Secret
+gptkit-dist-token, and the Dockerfile's stages, runtime libraries and ENTRYPOINT. Prints one line per file; a failed check exits 1 naming it.
 Writes the workloads' common gpt-train argv, one word a line, to the file given as argv[2].
 """
 import json
@@ -61,6 +61,10 @@ def workload(name, docs):
         path = opts.get(key, "")
         check(any(path.startswith(p.rstrip("/") + "/") for p in shared),
               f"{name}: {key} = '{path}' is not on the shared volume ({shared})")
+    for c in conts:
+        ref = env_of(c).get("GPT_DIST_TOKEN", {}).get("valueFrom", {}).get("secretKeyRef", {})
+        check(ref.get("name") == "gptkit-dist-token" and ref.get("key") == "token",
+              f"{name}: GPT_DIST_TOKEN does not come from the Secret gptkit-dist-token (key token)")
     gpus = [d["limits"]["nvidia.com/gpu"] for doc in docs for d in walk(doc)
             if "nvidia.com/gpu" in d.get("limits", {})]
     check(gpus, f"{name}: no nvidia.com/gpu limit")
@@ -191,7 +195,7 @@ def readme(image, env_names):
               "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
               "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "--nproc_per_node",
               "NCCL_DEBUG=INFO", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE=1", "GLOO_SOCKET_IFNAME",
-              "emulator only"])
+              "emulator only", "kubectl create secret generic gptkit-dist-token"])
     for w in words:
         check(w in text, f"README.md does not mention {w}")
     return "README.md: names the image, every file, the variables and the NCCL knobs"
