@@ -34,9 +34,13 @@ typedef struct tr_dist {
     int overlap;          /* sum each layer's gradients during the backward (not GPT_GRAD_OVERLAP=0) */
 } tr_dist;
 
-/* Joins the run l describes: with world > 1, rank 0 hosts the store and every rank connects to
- * it and waits (timeout_s) until all have arrived ("rendezvous at 10.0.0.1:29500: 1 of 2 ranks
- * arrived within 300 s"). */
+/* Joins the run l describes: with world > 1, rank 0 hosts the store (on loopback when every
+ * rank is local; the token GPT_DIST_TOKEN, without which rank 0 warns that it accepts any
+ * client) and every rank connects to it and waits (timeout_s) until all have arrived
+ * ("rendezvous at 10.0.0.1:29500: 1 of 2 ranks arrived within 300 s", "... (2 connected)" when
+ * a rank connected without arriving); rank 0 says once, after a second, how many it waits for.
+ * SIGINT or SIGTERM meanwhile: GK_EINTR "stopped by SIGTERM while waiting at rendezvous at
+ * HOST:PORT" (handlers of its own, restored after). */
 int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e);
 /* Opens the collectives for the backend's memory: Gloo on CPU backends, the backend's own (NCCL,
  * emulated under cuda-emu) when it has them, "single" for one process. The gradient sums travel

@@ -48,11 +48,13 @@ int tr_launch_from_env(tr_launch *l, gk_err *e);
 
 /* Starts nproc local ranks of this node (l: the node's place; the ranks are l->node_rank * nproc
  * + i of l->nnodes * nproc) by re-running /proc/self/exe with argv and RANK, WORLD_SIZE,
- * LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT and GPT_TRAIN_SPAWNED=1 set
- * (a spawned rank never spawns; on one node without MASTER_PORT a free port is picked).
+ * LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, GPT_TRAIN_SPAWNED=1 and
+ * GPT_DIST_TOKEN set (a spawned rank never spawns; on one node without MASTER_PORT a free port is
+ * picked; the token is GPT_DIST_TOKEN's, else on one node 32 random hex digits, else none).
  * Supervises them: the children run in process groups of their own, and each SIGINT or SIGTERM
  * this process gets is passed on once to every live child (a terminal's Ctrl-C reaches them
- * once, through this process); a child whose parent dies gets SIGTERM. When one fails (non-zero
+ * once, through this process; each SIGINT and SIGTERM comes with a SIGCONT, so that a stopped
+ * child handles it); a child whose parent dies gets SIGTERM. When one fails (non-zero
  * exit, or a signal not passed on to it) the others get 2 s to end on their own (after a bad
  * setting every rank does, and rank 0 must get to say why), then SIGTERM, then SIGKILL after
  * grace_s, and GK_EIO names the first rank that failed and how ("rank 1 (pid 4242) was killed

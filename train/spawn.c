@@ -9,7 +9,9 @@
  * `kill PID` signal the parent only, which suits this. Something that signals every process of
  * a cgroup or step (systemd's KillMode=control-group, Slurm's scancel) reaches each child
  * directly and through the parent: twice. Each child has PR_SET_PDEATHSIG = SIGTERM, so a
- * parent killed outright (SIGKILL) still stops its ranks cleanly. Ctrl-Z stops the parent only.
+ * parent killed outright (SIGKILL) still stops its ranks cleanly. Ctrl-Z stops the parent only;
+ * every SIGINT and SIGTERM sent to a child comes with a SIGCONT, so that a stopped one handles it.
+ * The ranks share a job token (GPT_DIST_TOKEN) that rank 0's rendezvous store asks of them.
  * The children inherit stdin; as they are not in the terminal's foreground group they must not
  * read the terminal (gpt-train never does).
  *
