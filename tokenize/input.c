@@ -21,6 +21,8 @@ struct tk_source {
     char sniff[SNIFF_BYTES]; /* archive members: bytes read while checking for binary */
     size_t sniff_len, sniff_pos;
     size_t skipped;
+    size_t special[TK_SKIP_KINDS]; /* members that are not regular files, by kind */
+    int empty_format;              /* an archive format with no members: its ARCHIVE_FORMAT_ base */
 };
 
 static int archive_fail(tk_source *s, gk_err *e)
@@ -125,6 +127,24 @@ static int sniff_binary(tk_source *s, int *binary, gk_err *e)
     return 0;
 }
 
+/* A member that is not a regular file: its TK_SKIP_* kind; -2 for a directory (skipped without
+ * a count: its files are members of their own); -1 for a regular file. A hard link names a
+ * member before it, whatever type it claims. */
+static int special_kind(struct archive_entry *entry)
+{
+    if (archive_entry_hardlink(entry))
+        return TK_SKIP_LINK;
+    switch (archive_entry_filetype(entry)) {
+    case AE_IFREG: return -1;
+    case AE_IFDIR: return -2;
+    case AE_IFLNK: return TK_SKIP_LINK;
+    case AE_IFCHR:
+    case AE_IFBLK: return TK_SKIP_DEVICE;
+    case AE_IFIFO: return TK_SKIP_FIFO;
+    default: return TK_SKIP_OTHER;
+    }
+}
+
 int tk_source_next(tk_source *s, int *more, gk_err *e)
 {
     *more = 0;
@@ -141,6 +161,8 @@ int tk_source_next(tk_source *s, int *more, gk_err *e)
             if (!s->started && plain) { /* an empty plain input is still one (empty) document */
                 s->started = 1;
                 *more = 1;
+            } else if (!s->started) {
+                s->empty_format = fmt & ARCHIVE_FORMAT_BASE_MASK;
             }
             s->done = 1;
             return 0;
@@ -157,7 +179,10 @@ int tk_source_next(tk_source *s, int *more, gk_err *e)
             *more = 1;
             return 0;
         }
-        if (archive_entry_filetype(entry) != AE_IFREG)
+        int kind = special_kind(entry);
+        if (kind >= 0)
+            s->special[kind]++;
+        if (kind != -1)
             continue;
         int binary = 0, rc = sniff_binary(s, &binary, e);
         if (rc)
@@ -192,6 +217,21 @@ int tk_source_read(tk_source *s, char *buf, size_t cap, size_t *got, gk_err *e)
 }
 
 size_t tk_source_skipped(const tk_source *s) { return s->skipped; }
+
+size_t tk_source_skipped_special(const tk_source *s, int kind) { return s->special[kind]; }
+
+const char *tk_source_empty_archive(const tk_source *s)
+{
+    switch (s->empty_format) {
+    case 0: return NULL;
+    /* libarchive takes any input that starts with a 512-byte block of NULs for a tar archive
+     * that ends there: a real empty tar is only such blocks, so the two cannot be told apart */
+    case ARCHIVE_FORMAT_TAR: return "an empty tar archive (it starts with 512 NUL bytes, a tar's end)";
+    case ARCHIVE_FORMAT_ZIP: return "an empty zip archive";
+    case ARCHIVE_FORMAT_7ZIP: return "an empty 7z archive";
+    default: return "an empty archive";
+    }
+}
 
 long long tk_source_position(const tk_source *s)
 {

@@ -1,8 +1,9 @@
 /* input.h: documents from one input (a file or stdin) through libarchive.
  * Owns: an open libarchive reader. A plain file, stdin, or a single compressed file (.gz, .xz,
  * .zst, .bz2: detected by content) is one document; each regular member of a tar/zip/7z archive
- * is one document, except members that look binary (a NUL in their first 8 KB), which are skipped
- * and counted. Lifetime: open .. close. Thread safety: one source per thread. */
+ * is one document, except members that look binary (a NUL in their first 8 KB) and members that
+ * are links, devices, FIFOs or other special files, which are skipped and counted (directories are
+ * skipped silently). Lifetime: open .. close. Thread safety: one source per thread. */
 #ifndef TK_INPUT_H
 #define TK_INPUT_H
 
@@ -11,6 +12,9 @@
 #include "common/err.h"
 
 typedef struct tk_source tk_source;
+
+/* Archive members that are not regular files, by kind (hard and symbolic links are links). */
+enum { TK_SKIP_LINK, TK_SKIP_DEVICE, TK_SKIP_FIFO, TK_SKIP_OTHER, TK_SKIP_KINDS };
 
 /* Opens path ("-" for stdin). Errors name the input. One layer of compression at most (a tar
  * may have one; a zip or 7z none): more is refused as GK_EFORMAT (here or at the first
@@ -23,6 +27,11 @@ int tk_source_next(tk_source *s, int *more, gk_err *e);
 int tk_source_read(tk_source *s, char *buf, size_t cap, size_t *got, gk_err *e);
 /* Archive members skipped as binary so far. */
 size_t tk_source_skipped(const tk_source *s);
+/* Archive members of one TK_SKIP_* kind skipped so far. */
+size_t tk_source_skipped_special(const tk_source *s, int kind);
+/* After the last document: what the input was when it was an archive with no members at all
+ * ("an empty tar archive (...)"), else NULL. */
+const char *tk_source_empty_archive(const tk_source *s);
 /* Compressed bytes consumed so far (for progress). */
 long long tk_source_position(const tk_source *s);
 void tk_source_close(tk_source *s);

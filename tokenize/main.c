@@ -133,6 +133,25 @@ static void format_rate(char *out, size_t cap, double bytes_per_s)
 
 static const char *plural(long long n) { return n == 1 ? "" : "s"; }
 
+/* "skipped 4 archive members that are not regular files: 2 links, 1 device, 1 FIFO" */
+static void special_summary(const tk_read_stats *rs)
+{
+    static const char *kinds[TK_SKIP_KINDS] = {"link", "device", "FIFO", "other"};
+    char list[256] = "";
+    long long total = 0;
+    for (int k = 0; k < TK_SKIP_KINDS; k++) {
+        long long n = (long long)rs->skipped_special[k];
+        size_t len = strlen(list);
+        if (n)
+            snprintf(list + len, sizeof list - len, "%s%lld %s%s", total ? ", " : "", n, kinds[k],
+                     k == TK_SKIP_OTHER ? "" : plural(n));
+        total += n;
+    }
+    if (total)
+        gk_info("skipped %lld archive member%s that %s: %s", total, plural(total),
+                total == 1 ? "is not a regular file" : "are not regular files", list);
+}
+
 static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
 {
     if (st->replaced)
@@ -141,6 +160,7 @@ static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
     if (rs->skipped_binary)
         gk_info("skipped %lld binary archive member%s", (long long)rs->skipped_binary,
                 plural(rs->skipped_binary));
+    special_summary(rs);
     char took[64] = "", rate[32];
     if (secs >= 1)
         snprintf(took, sizeof took, " in %.2f s", secs);

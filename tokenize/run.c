@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/progress.h"
 #include "common/text/utf8.h"
 #include "input.h"
@@ -99,6 +100,13 @@ static int read_input(const char *path, const tk_consumer *c, splitter *sp, tk_r
     }
     if (rc == 0) {
         st->skipped_binary += (int64_t)tk_source_skipped(src);
+        for (int k = 0; k < TK_SKIP_KINDS; k++)
+            st->skipped_special[k] += (int64_t)tk_source_skipped_special(src, k);
+        if (tk_source_empty_archive(src)) {
+            gk_progress_clear(bar);
+            gk_info("%s: %s: no documents", strcmp(path, "-") ? path : "stdin",
+                    tk_source_empty_archive(src));
+        }
         st->input_bytes += tk_source_position(src);
     }
     tk_source_close(src);

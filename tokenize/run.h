@@ -11,6 +11,7 @@
 
 #include "common/err.h"
 #include "common/text/vocab.h"
+#include "input.h"
 
 typedef struct tk_consumer {
     int (*begin)(void *ctx, gk_err *e);
@@ -27,6 +28,7 @@ typedef struct tk_read_opts {
 
 typedef struct tk_read_stats {
     int64_t skipped_binary;
+    int64_t skipped_special[TK_SKIP_KINDS]; /* members that are not regular files, by kind */
     int64_t input_bytes; /* bytes read from the inputs as stored (compressed where they are) */
 } tk_read_stats;
 
