@@ -65,6 +65,8 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 }
 
 /* Prints j on one line and frees it. */
+static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
+
 static void put_json(json_t *j)
 {
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
@@ -180,7 +182,7 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
             tokens += s.n > 1 ? (int64_t)s.n - 1 : 0;
             if (s.bytes < 0) all_text = 0;
             else bytes += s.bytes;
-            gk_verbose("%s: %zu tokens", s.name, s.n);
+            gk_verbose("%s: %zu token%s", s.name, s.n, plural(s.n));
         }
         ep_stream_free(&s);
     }
@@ -192,8 +194,8 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
         rc = gk_std_finish(e); /* before the summary: a result lost is a failure */
     }
     if (!rc) {
-        gk_info("%lld tokens in %.2f s (%.0f tokens/s), windows of %d every %d", (long long)tokens,
-                secs, tokens / (secs > 1e-9 ? secs : 1e-9), context, stride);
+        gk_info("%lld token%s in %.2f s (%.0f tokens/s), windows of %d every %d", (long long)tokens,
+                plural((size_t)tokens), secs, tokens / (secs > 1e-9 ? secs : 1e-9), context, stride);
     }
     ep_scorer_free(sc);
     gk_gpt2_runner_close(&r);
@@ -257,7 +259,7 @@ static int score_set(const options *o, gk_gpt2 *m, const gk_choice_set *set, int
         }
         t->done += n;
         char note[64];
-        snprintf(note, sizeof note, "%zu/%zu items", t->done, t->items);
+        snprintf(note, sizeof note, "%zu/%zu item%s", t->done, t->items, plural(t->items));
         gk_progress_line(&t->bar, (double)t->done / (double)t->items, note);
     }
     return rc;
@@ -301,7 +303,9 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
         print_accuracy(o, t.items, t.right, t.right_norm);
         rc = gk_std_finish(e);
     }
-    if (!rc) gk_info("%zu items in %.2f s (%d rows a forward)", t.items, gk_now() - t0, rows);
+    if (!rc)
+        gk_info("%zu item%s in %.2f s (%d row%s a forward)", t.items, plural(t.items), gk_now() - t0,
+                rows, plural((size_t)rows));
     for (int i = 0; sets && i < ninputs; i++) gk_choice_free(&sets[i]);
     free(sets);
     gk_gpt2_runner_close(&r);

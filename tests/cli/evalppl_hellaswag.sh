@@ -42,6 +42,8 @@ gpt-evalppl -q --hellaswag --per-doc items.jsonl | head -n 2
 code() { "$@" > out 2> err && echo "exit 0" || echo "exit $?"; cat err; [ -s out ] && echo "stdout not empty" || true; }
 item() { printf '%s\n' '{"ctx": "A cat sat on", "endings": ["the mat.", "a dog."], "label": 0}' "$1" > bad.jsonl; }
 for bad in '{"ctx": "A cat", "endings": ["x", "y"], "label": 2}' \
+    '{"ctx": "A cat", "endings": ["x", "y"], "label": 1.5}' \
+    '{"ctx": "A cat", "endings": ["x", "y"], "label": "+1"}' \
     '{"ctx": "A cat", "endings": ["x"], "label": 0}' \
     '{"ctx": "", "endings": ["x", "y"], "label": 0}' \
     '{"ctx": "A cat", "endings": ["x", "y"]}' \
@@ -53,6 +55,14 @@ for bad in '{"ctx": "A cat", "endings": ["x", "y"], "label": 2}' \
 done
 item '{"ctx": "A cat", "endings": ["x", "a very long ending that does not fit"], "label": 0}'
 code gpt-evalppl --hellaswag --context 16 bad.jsonl
+# a byte-order mark at the start of the file is skipped; elsewhere it is shown escaped, as
+# control characters are; one item and one row a forward are singular
+printf '\xEF\xBB\xBF{"ctx": "A cat sat on", "endings": ["the mat.", "a dog."], "label": 0}\n' > bom.jsonl
+gpt-evalppl --hellaswag --batch 1 bom.jsonl 2>&1 | sed -E 's/[0-9]+\.[0-9]+ s/X s/'
+cat bom.jsonl bom.jsonl > bom2.jsonl
+code gpt-evalppl --hellaswag bom2.jsonl
+printf '\x01\n' > ctl.jsonl
+code gpt-evalppl --hellaswag ctl.jsonl
 printf '\n \n' > empty.jsonl
 code gpt-evalppl --hellaswag empty.jsonl
 code gpt-evalppl --hellaswag nope.jsonl

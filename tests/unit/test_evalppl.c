@@ -9,6 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "common/io/choice.h"
+#include "common/text/encode_text.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
 #include "kernels/cpu/cpu.h"
@@ -136,8 +140,110 @@ static void test_inputs(void)
     CHECK(system(cmd) == 0);
 }
 
+/* A long ctx is encoded only from a whitespace that no pre-token spans (common/io/choice.c):
+ * its kept tokens are the last `context` of the whole text's, for contexts from 1 to 64 and
+ * Tiny Shakespeare cut at many lengths (the cut falls after words, punctuation, digits and
+ * before spaces, newlines and runs of them). */
+static void test_choice_ctx_tail(void)
+{
+    char path[4096], dir[] = "/tmp/test_evalppl_XXXXXX", items[128];
+    snprintf(path, sizeof path, "%s/tinyshakespeare/input.txt", test_data_dir());
+    FILE *f = fopen(path, "rb");
+    snprintf(path, sizeof path, "%s/gpt2", test_data_dir());
+    gk_vocab *v = NULL;
+    gk_err e = {0};
+    if (!f || gk_vocab_load(&v, path, &e)) {
+        if (f) fclose(f);
+        SKIP("no tinyshakespeare or gpt2 vocab in the test data dir");
+    }
+    enum { LEN = 60000 };
+    char *text = calloc(LEN + 1, 1);
+    CHECK(fread(text, 1, LEN, f) == LEN);
+    fclose(f);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(items, sizeof items, "%s/items.jsonl", dir);
+    int contexts[] = {1, 3, 16, 64}, checked = 0;
+    for (int c = 0; c < 4; c++) {
+        FILE *out = fopen(items, "w");
+        for (size_t len = 20000; len <= LEN; len += 997) {
+            char save = text[len];
+            text[len] = '\0';
+            json_t *o = json_pack("{s:s, s:[s, s], s:i}", "ctx", text, "endings", "a", "b", "label", 0);
+            text[len] = save;
+            char *line = json_dumps(o, JSON_COMPACT);
+            fprintf(out, "%s\n", line);
+            free(line);
+            json_decref(o);
+        }
+        fclose(out);
+        gk_choice_set set;
+        CHECK_OK(gk_choice_load(&set, items, v, 50257, contexts[c], &e), &e);
+        for (size_t i = 0; i < set.n; i++) {
+            size_t len = 20000 + 997 * i, n = 0, cap = 0;
+            uint32_t *ids = NULL;
+            CHECK_OK(gk_text_encode(v, text, len, 0, &ids, &n, &cap, NULL, &e), &e);
+            const gk_choice_item *it = &set.items[i];
+            CHECKF(it->n_ctx == contexts[c] &&
+                   memcmp(it->ids, ids + n - (size_t)contexts[c], (size_t)contexts[c] * 4) == 0,
+                   "context %d, %zu bytes: the last tokens differ", contexts[c], len);
+            checked++;
+            free(ids);
+        }
+        gk_choice_free(&set);
+    }
+    CHECK(checked == 4 * 41);
+    remove(items);
+    rmdir(dir);
+    free(text);
+    gk_vocab_free(v);
+}
+
+/* Every cut gk_choice_ctx_start picks encodes in two parts as the whole does: 2000 bytes of Tiny
+ * Shakespeare and a text of whitespace runs, contractions, digits and non-ASCII letters, with
+ * every keep from 0 to the length. */
+static void test_choice_ctx_start(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tinyshakespeare/input.txt", test_data_dir());
+    FILE *f = fopen(path, "rb");
+    snprintf(path, sizeof path, "%s/gpt2", test_data_dir());
+    gk_vocab *v = NULL;
+    gk_err e = {0};
+    if (!f || gk_vocab_load(&v, path, &e)) {
+        if (f) fclose(f);
+        SKIP("no tinyshakespeare or gpt2 vocab in the test data dir");
+    }
+    char shakespeare[2001] = {0};
+    CHECK(fread(shakespeare, 1, 2000, f) == 2000);
+    fclose(f);
+    const char *texts[] = {shakespeare, "it's  a \n\n  test's 12  345\t\tdon't\r\n 'll x  \u00e9t\u00e9  "
+                           "caf\u00e9 \u00a0 z .  ,, \"q\" \n"};
+    int cuts = 0;
+    for (int t = 0; t < 2; t++) {
+        size_t len = strlen(texts[t]), nw = 0, cw = 0;
+        uint32_t *whole = NULL;
+        CHECK_OK(gk_text_encode(v, texts[t], len, 0, &whole, &nw, &cw, NULL, &e), &e);
+        for (size_t keep = 0, last = 0; keep <= len; keep++) {
+            size_t p = gk_choice_ctx_start(texts[t], len, keep), n = 0, cap = 0;
+            if (p == 0 || p == last) continue;
+            last = p;
+            uint32_t *ids = NULL;
+            CHECK_OK(gk_text_encode(v, texts[t], p, 0, &ids, &n, &cap, NULL, &e), &e);
+            CHECK_OK(gk_text_encode(v, texts[t] + p, len - p, 0, &ids, &n, &cap, NULL, &e), &e);
+            CHECKF(n == nw && memcmp(ids, whole, n * sizeof *ids) == 0, "text %d cut at %zu", t, p);
+            free(ids);
+            cuts++;
+        }
+        free(whole);
+    }
+    CHECKF(cuts > 300, "%d cuts", cuts);
+    gk_vocab_free(v);
+}
+
 int main(void)
 {
+    RUN(test_choice_ctx_start);
+    RUN(test_choice_ctx_tail);
     RUN(test_windows_equal_forward);
     RUN(test_inputs);
     return TEST_END();
