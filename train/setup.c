@@ -433,12 +433,12 @@ static int load_hellaswag(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
                        "with the data or the checkpoint)");
     int rc = gk_choice_load(&r->hellaswag, r->s.hellaswag, r->vocab, (uint32_t)mc->vocab_size,
                             mc->block_size, e);
-    if (rc) { /* name the key */
+    if (rc) { /* name the key; a file missing or bad is a setup error, as a missing vocabulary */
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
-        rc = gk_errf(e, rc, "hellaswag: %s", msg);
+        rc = gk_errf(e, rc == GK_ENOMEM || rc == GK_EINTR ? rc : GK_EUSAGE, "hellaswag: %s", msg);
     }
-    if (!rc && !r->hellaswag.n) rc = gk_errf(e, GK_EFORMAT, "hellaswag: %s holds no items", r->s.hellaswag);
+    if (!rc && !r->hellaswag.n) rc = gk_errf(e, GK_EUSAGE, "hellaswag: %s holds no items", r->s.hellaswag);
     if (!rc) gk_verbose("hellaswag: %zu items from %s", r->hellaswag.n, r->s.hellaswag);
     return rc;
 }

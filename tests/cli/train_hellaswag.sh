@@ -33,7 +33,12 @@ jq -c 'select(.hellaswag_acc_norm != null) | {step, hellaswag_acc, hellaswag_acc
   cmp - one.acc && echo "2 ranks: the same accuracies"
 gpt-train -q "${ARGS[@]}" --out_dir=one --init_from=resume --eval_only=true | sed -E 's/[0-9]+\.[0-9]+/X/g'
 code() { "$@" > out 2> err && echo "exit 0" || echo "exit $?"; cat err; }
+# setup errors (exit 2) alike: no items file, no vocabulary (the data's found beside it, so the
+# shards are copied away from it), no items, a bad item
 code gpt-train -q "${ARGS[@]}" --out_dir=bad --hellaswag=nope.jsonl
+mkdir nv && cp d/train.bin d/val.bin nv/
+code gpt-train -q "${ARGS[@]}" --out_dir=bad --train_data=nv/train.bin --val_data=nv/val.bin --vocab= \
+  --hellaswag=items.jsonl
 printf '%s\n' '{"ctx": "a", "endings": ["b", "c"], "label": 0}' '{"ctx": "a", "endings": ["b", "%"], "label": 0}' > bad.jsonl
 printf '\n' > empty.jsonl
 code gpt-train -q "${ARGS[@]}" --out_dir=bad --hellaswag=empty.jsonl
