@@ -450,7 +450,11 @@ int tr_run_train(tr_run *r, gk_err *e)
         gk_info("already at step %lld = max_iters: nothing to train", (long long)r->st.step);
         return gk_std_finish(e);
     }
-    int rc = tr_run_start(r, e);
+    /* after a stop signal, a collective stalled for 5 s (a rank hung or gone unseen) fails the run
+     * instead of holding it until dist_timeout: launchers kill a rank 30 s after SIGTERM */
+    int rc = gk_comm_stop_on(r->dist.inner, r->stop, 5.0, e);
+    if (!rc)
+        rc = tr_run_start(r, e);
     if (!rc && r->st.step == 0) {
         tr_step_record rec = {.step = 0};
         rc = log_and_eval(r, &rec, 1, e);

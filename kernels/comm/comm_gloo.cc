@@ -11,9 +11,13 @@
  * of our own on Gloo's transport (scatter_ring): half the traffic of an allreduce.
  * bf16 sums (sum_type GK_BF16) round the floats into a uint16_t buffer of the comm's, run the same
  * ring on it with a bf16 add, and widen the result back.
+ * The pairs and the waits of every collective are watched (gloo_mesh.h): a pair that fails aborts
+ * the collective at once, and so does a stop flag (gk_comm_stop_on) when no wait has ended for a
+ * grace period.
  * No C++ exception leaves this file: a Gloo failure becomes GK_EIO with one line naming the
  * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
- * that did not report the same timeout), and the comm fails every later call at once.
+ * that did not report the same timeout), and the comm fails every later call at once (and every
+ * pair, so that the other ranks see it leave).
  * Started sums (allreduce_start) run on a thread of the comm, one after another in the order
  * started; the calling thread makes no other collective until allreduce_wait (comm.h), so Gloo
  * and the store are never used by two threads at once.
