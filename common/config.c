@@ -272,6 +272,16 @@ const char *gk_config_origin(const gk_config *cfg, const char *key)
     return i < 0 ? NULL : cfg->origins[i];
 }
 
+const char *gk_config_multiples(int64_t v, int64_t m, char *out, size_t cap)
+{
+    int64_t lo = v / m * m;
+    if (lo > 0 && lo != v)
+        snprintf(out, cap, "%lld or %lld", (long long)lo, (long long)(lo + m));
+    else
+        snprintf(out, cap, "%lld", (long long)(lo == v && v > 0 ? v : lo + m));
+    return out;
+}
+
 /* ---- formatting and printing ----------------------------------------------------------- */
 
 /* Shortest %g form that reads back as the same double. */

@@ -84,6 +84,11 @@ int gk_config_set_arg(gk_config *cfg, const char *arg, gk_err *err);
 
 /* Where the key's current value came from, or NULL if it is the default (or unknown key). */
 const char *gk_config_origin(const gk_config *cfg, const char *key);
+
+/* For "v is not a multiple of m" messages: the multiples of m (> 0) nearest v (> 0), the one
+ * below and the one above ("4 or 6"), or only the one above where the one below would be 0
+ * ("3"); written to out[0..cap), which is returned. */
+const char *gk_config_multiples(int64_t v, int64_t m, char *out, size_t cap);
 /* The table entry for key, or NULL. */
 const gk_config_key *gk_config_find(const gk_config *cfg, const char *key);
 /* The value of a key as .conf text (quoted if needed) into buf. Returns 0, or GK_ENOTFOUND. */

@@ -399,15 +399,14 @@ static int split_batch(tr_run *r, int T, gk_err *e)
 {
     tr_settings *s = &r->s;
     int64_t BT = s->batch_size * T, W = r->dist.world, accum = s->gradient_accumulation_steps;
+    char near[64];
     if (s->total_batch_size > 0) {
-        if (s->total_batch_size % (BT * W) != 0) {
-            int64_t lo = s->total_batch_size / (BT * W) * BT * W;
+        if (s->total_batch_size % (BT * W) != 0)
             return gk_errf(e, GK_EUSAGE, "%s: total_batch_size = %lld is not a multiple of "
-                           "batch_size x block_size x ranks = %lld x %d x %lld = %lld: %lld or %lld would be",
+                           "batch_size x block_size x ranks = %lld x %d x %lld = %lld: %s would be",
                            gk_config_origin(r->cfg, "total_batch_size"), (long long)s->total_batch_size,
                            (long long)s->batch_size, T, (long long)W, (long long)(BT * W),
-                           (long long)(lo ? lo : BT * W), (long long)(lo ? lo + BT * W : 2 * BT * W));
-        }
+                           gk_config_multiples(s->total_batch_size, BT * W, near, sizeof near));
         accum = s->total_batch_size / BT;
         char v[32];
         snprintf(v, sizeof v, "%lld", (long long)accum);
@@ -417,9 +416,8 @@ static int split_batch(tr_run *r, int T, gk_err *e)
     } else if (accum % W != 0) {
         const char *o = gk_config_origin(r->cfg, "gradient_accumulation_steps");
         return gk_errf(e, GK_EUSAGE, "%s: gradient_accumulation_steps = %lld does not split over %lld "
-                       "ranks: %lld or %lld would (or set total_batch_size)", o ? o : "default",
-                       (long long)accum, (long long)W, (long long)(accum / W ? accum / W * W : W),
-                       (long long)((accum / W + 1) * W));
+                       "ranks: %s would (or set total_batch_size)", o ? o : "default",
+                       (long long)accum, (long long)W, gk_config_multiples(accum, W, near, sizeof near));
     }
     return tr_dist_split(&r->dist, accum, e);
 }

@@ -388,6 +388,21 @@ static void test_edit_distance(void)
     CHECK(gk_edit_distance("lerning_rate", "learning_rate") == 1);
 }
 
+/* The multiples suggested when a value does not split: distinct, the lower only when above 0
+ * (was: "2 does not split over 3 ranks: 3 or 3 would"). */
+static void test_multiples(void)
+{
+    static const struct { int64_t v, m; const char *want; } cases[] = {
+        {2, 3, "3"}, {1, 2, "2"}, {4, 3, "3 or 6"}, {5, 3, "3 or 6"}, {7, 8, "8"},
+        {9, 8, "8 or 16"}, {100, 64, "64 or 128"}, {63, 64, "64"}, {6, 4, "4 or 8"},
+    };
+    char out[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECKF(strcmp(gk_config_multiples(cases[i].v, cases[i].m, out, sizeof out), cases[i].want) == 0,
+               "%lld over %lld: '%s', want '%s'", (long long)cases[i].v, (long long)cases[i].m, out,
+               cases[i].want);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -407,6 +422,7 @@ int main(void)
     RUN(test_json_round_trip);
     RUN(test_resolve_path);
     RUN(test_edit_distance);
+    RUN(test_multiples);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
