@@ -266,13 +266,15 @@ int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err)
     if (strchr(name, '/'))
         return gk_errf(err, GK_EUSAGE, "%s: %s", name, strerror(ENOENT));
     const char *env = getenv("GPTKIT_CONFIG_DIR");
-    char presets[PATH_MAX];
+    char presets[PATH_MAX], checkout[PATH_MAX];
     gk_datadir(presets, sizeof presets - 8);
     strcat(presets, "/configs");
-    const char *dirs[2] = { env && *env ? env : NULL, presets };
+    /* a binary of a build directory in a checkout: that checkout's presets before installed ones */
+    const char *dirs[3] = { env && *env ? env : NULL,
+                            gk_datadir_checkout_configs(checkout, sizeof checkout), presets };
     size_t n = strlen(name);
     int has_ext = n > 5 && strcmp(name + n - 5, ".conf") == 0;
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 3; d++) {
         for (int e = 0; dirs[d] && e < (has_ext ? 1 : 2); e++) {
             int r = try_path(dirs[d], name, e ? ".conf" : "", out, cap);
             if (r == 0)
@@ -281,6 +283,7 @@ int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err)
                 return gk_errf(err, GK_EUSAGE, "%s: path too long", name);
         }
     }
-    return gk_errf(err, GK_EUSAGE, "%s: no such config (looked in ., %s%s%s)", name,
-                   dirs[0] ? dirs[0] : "", dirs[0] ? ", " : "", dirs[1]);
+    return gk_errf(err, GK_EUSAGE, "%s: no such config (looked in ., %s%s%s%s%s)", name,
+                   dirs[0] ? dirs[0] : "", dirs[0] ? ", " : "", dirs[1] ? dirs[1] : "",
+                   dirs[1] ? ", " : "", dirs[2]);
 }

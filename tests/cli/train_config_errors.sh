@@ -1,6 +1,6 @@
 # Config mistakes: one line naming file:line (or the option) and the nearest key; exit 2.
 source "$TOP/tests/cli/lib.bash"
-run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(cat err.txt)"; }
+run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s|$TOP|TOP|g" err.txt)"; }
 printf 'batch_size = 4\nlerning_rate = 1e-3\n' > typo.conf
 run gpt-train -c typo.conf
 printf 'dropout = lots\n' > bad.conf

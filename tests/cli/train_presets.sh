@@ -1,7 +1,8 @@
 # `-c NAME` finds presets in PREFIX/share/gptkit/configs of the PREFIX the binary is installed in
 # (BIN/../share/gptkit, found at run time), whatever PREFIX it was built with: here a copy of the
 # built binary in a fresh prefix, as `make install PREFIX=...` after a plain `make` leaves it.
-# Every shipped preset passes the config checks.
+# A binary of a build directory at the top of a checkout finds that checkout's presets. Every
+# shipped preset passes the config checks.
 source "$TOP/tests/cli/lib.bash"
 unset GPTKIT_CONFIG_DIR
 prefix=$PWD/prefix
@@ -17,6 +18,9 @@ show -c local.conf
 rc=0; "$prefix/bin/gpt-train" -c nope.conf 2> err.txt || rc=$?
 echo "exit $rc: $(sed "s|$prefix|PREFIX|" err.txt)"
 cd ..
+# the built binary, on the PATH as the README's tour has it, run outside the checkout: the
+# checkout's presets (BUILD/../train/configs) before any installed ones (was: not found)
+(cd work && gpt-train -c shakespeare.conf --print-config | grep '^n_layer ' | sed "s|$TOP|TOP|")
 for p in "$TOP"/train/configs/*.conf; do
   gpt-train -c "$p" --print-config > /dev/null && echo "ok $(basename "$p")"
 done
