@@ -149,7 +149,7 @@ static int take_line(const loader *ld, gk_choice_item *it, const char *text, gk_
     for (int k = 0; !rc && k < it->n_endings; k++) {
         const char *end = json_string_value(json_array_get(ends, (size_t)k));
         char *spaced = malloc(strlen(end) + 2);
-        if (!spaced) rc = gk_errf(e, GK_ENOMEM, "out of memory");
+        if (!spaced) rc = gk_errf(e, GK_ENOMEM, "%s:%ld: out of memory", s->name, it->line);
         else sprintf(spaced, " %s", end);
         if (!rc) rc = encode(ld, it, spaced, strlen(spaced), &n, &cap, &count, e);
         free(spaced);
@@ -198,7 +198,7 @@ static int read_items(const loader *ld, FILE *f, gk_err *e)
         if (s->n == cap) {
             gk_choice_item *ni = realloc(s->items, (cap = cap ? 2 * cap : 256) * sizeof *ni);
             if (!ni) {
-                rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
+                rc = gk_errf(e, GK_ENOMEM, "%s:%ld: out of memory", s->name, lineno);
                 break;
             }
             s->items = ni;
@@ -207,8 +207,12 @@ static int read_items(const loader *ld, FILE *f, gk_err *e)
         memset(it, 0, sizeof *it);
         it->line = lineno;
         rc = take_line(ld, it, line, e);
+        errno = 0; /* for the next getline's */
     }
-    if (!rc && ferror(f)) rc = gk_errno(e, s->name); /* a directory: EISDIR */
+    if (!rc && !feof(f) && errno == ENOMEM) /* getline could not hold the next line */
+        rc = gk_errf(e, GK_ENOMEM, "%s:%ld: out of memory", s->name, lineno + 1);
+    else if (!rc && ferror(f))
+        rc = gk_errno(e, s->name); /* a directory: EISDIR */
     free(line);
     return rc;
 }
