@@ -12,8 +12,8 @@
  * bf16 sums (sum_type GK_BF16) round the floats into a uint16_t buffer of the comm's, run the same
  * ring on it with a bf16 add, and widen the result back.
  * The pairs and the waits of every collective are watched (gloo_mesh.h): a pair that fails aborts
- * the collective at once, and so does a stop flag (gk_comm_stop_on) when no wait has ended for a
- * grace period.
+ * its queued sends too, and a stop flag (gk_comm_stop_on) aborts a collective in which no wait
+ * has ended for a grace period.
  * No C++ exception leaves this file: a Gloo failure becomes GK_EIO with one line naming the
  * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
  * that did not report the same timeout), and the comm fails every later call at once (and every
@@ -243,7 +243,6 @@ template <class F> int guarded(gk_comm *c, const char *what, gk_err *e, F f)
         return gk_errf(e, GK_EIO, "%s: the comm failed earlier: %s", what, g->why);
     try {
         f(g);
-        g->watch.check(); /* a wait Gloo's algorithm let go of (aborted) fails it after all */
         return 0;
     } catch (const gk_gloo::Aborted &x) {
         return fail(c, what, x.what(), x.stopped, e);

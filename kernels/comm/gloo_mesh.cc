@@ -8,6 +8,7 @@
 #include <gloo/transport/tcp/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/pair.h>
+#include <gloo/transport/tcp/unbound_buffer.h>
 
 #include <algorithm>
 #include <string>
@@ -52,11 +53,17 @@ void Watch::end(UnboundBuffer *buf)
     ended_++;
 }
 
-void Watch::check()
+void Watch::pair_failed(const std::string &why)
 {
     std::lock_guard<std::mutex> lock(mu_);
-    if (aborted_)
-        throw Aborted(why_, stopped_);
+    if (why_.empty())
+        why_ = why;
+}
+
+void Watch::aborted()
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    throw Aborted(why_.empty() ? "a wait was aborted" : why_, stopped_);
 }
 
 void Watch::abort_locked(const std::string &why, bool stopped)
@@ -64,7 +71,8 @@ void Watch::abort_locked(const std::string &why, bool stopped)
     if (aborted_)
         return;
     aborted_ = true, stopped_ = stopped;
-    why_ = why;
+    if (stopped || why_.empty())
+        why_ = why;
     for (const Waiting &w : waiting_) {
         if (w.send)
             w.buf->abortWaitSend();
@@ -123,8 +131,8 @@ void Watch::run()
 
 /* ---- pairs and buffers ---- */
 
-/* A pair that aborts the watch when it fails (Gloo's pairs fail their own pending sends and
- * receives, not a send queued for the device thread; the watch aborts every wait). */
+/* A pair that, when it fails, tells the watch why and aborts the waits of the sends it had queued
+ * for the device thread: Gloo fails its pending sends and receives, not those. */
 class WatchedPair : public tcp::Pair {
   public:
     WatchedPair(tcp::Context *ctx, tcp::Device *dev, int rank, std::chrono::milliseconds timeout,
@@ -141,9 +149,14 @@ class WatchedPair : public tcp::Pair {
             try {
                 std::rethrow_exception(ex_);
             } catch (const std::exception &x) {
-                watch_->abort(x.what(), false);
+                watch_->pair_failed(x.what());
             } catch (...) {
-                watch_->abort("a pair failed", false);
+                watch_->pair_failed("a pair failed");
+            }
+            for (auto &op : tx_) { /* not written whole: their waits cannot end */
+                gloo::NonOwningPtr<tcp::UnboundBuffer> buf(op.ubuf);
+                if (buf)
+                    buf->abortWaitSend();
             }
         }
         tcp::Pair::changeState(next);
@@ -153,8 +166,9 @@ class WatchedPair : public tcp::Pair {
     Watch *watch_;
 };
 
-/* An unbound buffer whose waits the watch can abort: throws Aborted where Gloo's would return
- * false (its algorithms do not look). Everything else goes to Gloo's buffer. */
+/* An unbound buffer whose waits can be aborted (by the watch, or by its pair failing): throws
+ * Aborted where Gloo's would return false (its algorithms do not look). Everything else goes to
+ * Gloo's buffer. */
 class Abortable : public UnboundBuffer {
   public:
     Abortable(std::unique_ptr<UnboundBuffer> in, Watch *w)
@@ -206,7 +220,7 @@ class Abortable : public UnboundBuffer {
         }
         watch_->end(in_.get());
         if (!done)
-            watch_->check();
+            watch_->aborted();
         return done;
     }
 

@@ -1,9 +1,10 @@
 /* gloo_mesh.h: the transport under comm_gloo.cc: Gloo's TCP pairs in a full mesh, watched so that
  * a collective never waits on a peer that is gone. Gloo fails a pair whose peer closed, and the
  * sends and receives it had pending, but not a send it had queued on a full socket: that one
- * waited for the whole timeout. Here every wait of a collective (on the unbound buffers Gloo's
- * algorithms create) is registered with a Watch, and a pair that fails, or a stop flag set while
- * no wait has ended for a grace period, aborts them all: they throw Aborted.
+ * waited for the whole timeout: here a pair that fails aborts those (and only those: a transfer
+ * already done still counts). Every wait of a collective (on the unbound buffers Gloo's
+ * algorithms create) is registered with a Watch, and a stop flag set while no wait has ended for
+ * a grace period aborts them all. An aborted wait throws Aborted.
  * Owns: the Watch owns its thread (stop_on); MeshContext owns the pairs. The Watch must outlive
  * the context (pairs report to it). Thread safety: the Watch is called from the collectives'
  * thread, Gloo's device thread (a pair failing) and its own; the mesh as Gloo's contexts are. */
@@ -40,9 +41,11 @@ class Watch {
     /* A wait on buf (its send or its receive, with peer) begins; throws Aborted when it is over. */
     void begin(gloo::transport::UnboundBuffer *buf, bool send, int peer);
     void end(gloo::transport::UnboundBuffer *buf);
-    /* Throws Aborted if the watch has aborted. */
-    void check();
-    /* Aborts every wait, now and later, with why (the first call's reason stays). */
+    /* A pair failed (why: Gloo's message): the reason an aborted send gives. */
+    void pair_failed(const std::string &why);
+    /* Throws Aborted with the reason (a wait returned aborted). */
+    [[noreturn]] void aborted();
+    /* Aborts every wait, now and later, with why (the first reason stays, but for stopped). */
     void abort(const std::string &why, bool stopped);
     /* From now on, *flag set (by a signal handler) aborts a wait after grace_s seconds in which
      * no wait of a collective ended. Starts the watch's thread; throws std::system_error. */
