@@ -45,7 +45,10 @@ struct WarpSlot {
 enum WarpOp {
     WOP_SYNCWARP, WOP_SHFL, WOP_SHFL_UP, WOP_SHFL_DOWN, WOP_SHFL_XOR,
     WOP_BALLOT, WOP_ANY, WOP_ALL, WOP_WMMA_LOAD, WOP_WMMA_STORE, WOP_WMMA_MMA, WOP_ACTIVEMASK,
+    WOP_WARP_FN, /* emu_mma.cpp: value is a WarpFn that completes it, param names the operation */
 };
+/* Completes a WOP_WARP_FN collective once all lanes are there (slots by lane). */
+typedef void (*WarpFn)(WarpSlot *const slots[32]);
 /* Waits until every lane of slot->mask arrived at the same collective, then returns this lane's
  * result. A mask without the calling lane, lanes that exit first, or lanes at another collective
  * end the launch with an error. */

@@ -17,9 +17,9 @@ const char *collective_name(int kind)
     static const char *const names[] = {
         "__syncwarp",    "__shfl_sync",  "__shfl_up_sync", "__shfl_down_sync",       "__shfl_xor_sync",
         "__ballot_sync", "__any_sync",   "__all_sync",     "wmma::load_matrix_sync", "wmma::store_matrix_sync",
-        "wmma::mma_sync", "__activemask",
+        "wmma::mma_sync", "__activemask", "mma.h warp primitive",
     };
-    return kind >= 0 && kind <= WOP_ACTIVEMASK ? names[kind] : "?";
+    return kind >= 0 && kind <= WOP_WARP_FN ? names[kind] : "?";
 }
 
 static int shuffle_source(const WarpSlot *s, int lane)
@@ -73,6 +73,7 @@ void complete_collective(WarpSlot *const slots[32], unsigned mask)
                             slots[0]->param);
         break;
     case WOP_WMMA_MMA: wmma_mma_complete(slots); return;
+    case WOP_WARP_FN: reinterpret_cast<WarpFn>(slots[__builtin_ctz(mask)]->value)(slots); return;
     }
     for (int l = 0; l < 32; l++)
         if (mask >> l & 1) slots[l]->result = result;
