@@ -4,7 +4,8 @@
  * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
  * the reference the flash kernels are tested against. Env GK_CUDA_ATTN=plain forces the plain
  * path, =flash (the default) takes flash wherever it applies (bf16, head sizes 16, 32, 64, 128,
- * 16-byte aligned buffers).
+ * 16-byte aligned buffers), =fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers)
+ * where flash applies, with flash's backward.
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -27,6 +28,10 @@ void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, i
 void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
                        const bf16 *out, const float *lse, float *dsum, int B, int T, int C,
                        int NH, float p, uint64_t key);
+/* cuda_attn_fa2.cu */
+int cu_fa2_attn_takes(int hs);
+void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
+                     int NH, float p, uint64_t key);
 
 #define ROW_THREADS 128
 #define ROW_WARPS (ROW_THREADS / 32)
@@ -353,12 +358,18 @@ static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, 
 /* ---- the ops ---- */
 
 /* Flash unless GK_CUDA_ATTN=plain, for bf16 activations and the head sizes it takes. Read per
- * call so that a test can compare the two paths in one process. */
+ * call so that a test can compare the paths in one process. */
 static int use_flash(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
     const char *m = getenv("GK_CUDA_ATTN");
     if (m && !strcmp(m, "plain")) return 0;
     return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b, c);
+}
+/* The forward of cuda_attn_fa2.cu where flash applies, when GK_CUDA_ATTN=fa2. */
+static int use_fa2(gk_backend *be, int hs, const void *a, const void *b)
+{
+    const char *m = getenv("GK_CUDA_ATTN");
+    return m && !strcmp(m, "fa2") && use_flash(be, hs, a, b, b) && cu_fa2_attn_takes(hs);
 }
 
 static int bad_shape(gk_backend *be, const char *op, int B, int T, int C, int NH)
@@ -373,7 +384,9 @@ void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
 {
     CU_BEGIN(be);
     if (bad_shape(be, "attention_fwd", B, T, C, NH)) return;
-    if (use_flash(be, C / NH, qkv, out, out))
+    if (use_fa2(be, C / NH, qkv, out))
+        cu_fa2_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
+    else if (use_flash(be, C / NH, qkv, out, out))
         cu_flash_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
     else if (be->act == GK_BF16)
         rows_fwd<bf16>(be, out, lse, qkv, B, T, NULL, T, C, NH, p, key);

@@ -4,7 +4,10 @@
  * - fp32 activations (plain path) against ref: forward, lse, backward, decode;
  * - bf16 activations, the plain path (GK_CUDA_ATTN=plain) and the flash kernels against ref run
  *   on the bf16-rounded inputs, and flash against plain; T = 1, 7, 64, 65, 130, odd head counts,
- *   head sizes 16, 24 (no flash kernel: plain), 32, 64; dropout p > 0 (masks keyed as ref's).
+ *   head sizes 16, 24 (no flash kernel: plain), 32, 64; dropout p > 0 (masks keyed as ref's);
+ * - the fa2 forward (GK_CUDA_ATTN=fa2, cuda_attn_fa2.cu) likewise against ref and plain: out, lse,
+ *   and the gradient of flash's backward run on its out and lse, on those shapes and on several
+ *   B and heads with T past a multiple of its 64-row tiles (T = 127, 129, 200).
  * Tolerances (|got - want| <= atol + rtol |want|, atol scaled by the tensor's largest |want|):
  * fp32: the same sums in another order, rtol 1e-5, atol 1e-6 x max. bf16 has unit roundoff
  * u = 2^-9: the plain path rounds only its outputs (rtol 2u, atol 2u x max for the accumulated
@@ -205,6 +208,43 @@ static void test_bf16_flash_and_plain(void)
     gk_backend_free(ref);
 }
 
+static const attn_case fa2_cases[] = {
+    {3, 127, 128, 2, 0.0f}, {2, 129, 192, 3, 0.0f}, {1, 200, 256, 4, 0.0f}, {2, 200, 64, 2, 0.0f},
+    {2, 129, 128, 1, 0.1f},
+};
+#define NFA2 (sizeof fa2_cases / sizeof fa2_cases[0])
+
+/* bf16: the fa2 forward (with flash's backward) against ref and plain, on cases and fa2_cases. */
+static void test_bf16_fa2(void)
+{
+    gk_backend *dev = open_device(1), *ref = open_ref();
+    if (!dev) {
+        gk_backend_free(ref);
+        SKIP("no device library");
+    }
+    const double u = 1.0 / 512;
+    for (size_t k = 0; k < NCASES + NFA2; k++) {
+        const attn_case *c = k < NCASES ? &cases[k] : &fa2_cases[k - NCASES];
+        size_t n1 = (size_t)c->B * c->T * c->C;
+        float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
+        attn_result want = run_attention(ref, c, qkv, dout, 31 + k);
+        setenv("GK_CUDA_ATTN", "plain", 1);
+        attn_result plain = run_attention(dev, c, qkv, dout, 31 + k);
+        setenv("GK_CUDA_ATTN", "fa2", 1);
+        attn_result fa2 = run_attention(dev, c, qkv, dout, 31 + k);
+        unsetenv("GK_CUDA_ATTN");
+        expect_same("bf16 fa2", c, &fa2, &want, 4 * u, 4 * u);
+        expect_same("bf16 fa2 vs plain", c, &fa2, &plain, 4 * u, 4 * u);
+        int hs = c->C / c->NH;
+        if (c->T >= 7 && hs % 16 == 0) /* P in bf16 changes some bits: fa2 did run */
+            CHECKF(memcmp(fa2.out, plain.out, sizeof(float) * n1) != 0,
+                   "T=%d hs=%d: GK_CUDA_ATTN=fa2 gave the plain path's bits", c->T, hs);
+        free_result(&want), free_result(&plain), free_result(&fa2), free(qkv), free(dout);
+    }
+    gk_backend_free(dev);
+    gk_backend_free(ref);
+}
+
 /* The KV-cache decode against ref's, for n = 1 (single-stream decode) and a few rows, and against
  * the forward (t0 = 0, n = Tc). */
 static void test_decode(void)
@@ -252,8 +292,8 @@ static void test_deterministic(void)
     const attn_case c = {2, 65, 64, 2, 0.1f};
     size_t n1 = (size_t)c.B * c.T * c.C;
     float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
-    const char *paths[] = {"plain", "flash"};
-    for (int i = 0; i < 2; i++) {
+    const char *paths[] = {"plain", "flash", "fa2"};
+    for (int i = 0; i < 3; i++) {
         setenv("GK_CUDA_ATTN", paths[i], 1);
         attn_result a = run_attention(dev, &c, qkv, dout, 9), b = run_attention(dev, &c, qkv, dout, 9);
         CHECKF(!memcmp(a.out, b.out, sizeof(float) * n1) &&
@@ -270,6 +310,7 @@ int main(void)
 {
     RUN(test_fp32_vs_ref);
     RUN(test_bf16_flash_and_plain);
+    RUN(test_bf16_fa2);
     RUN(test_decode);
     RUN(test_deterministic);
     return TEST_END();

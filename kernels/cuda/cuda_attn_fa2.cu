@@ -1,0 +1,200 @@
+/* cuda_attn_fa2.cu: the causal attention forward as FlashAttention-2 does it, for bf16
+ * activations, on the warp-level primitives of mma.h (mma.sync m16n8k16, ldmatrix, cp.async);
+ * cuda_attn.cu decides when it runs (GK_CUDA_ATTN), and the backward stays cuda_attn_flash.cu's,
+ * which reads the lse written here exactly as its own forward writes it.
+ * A block is 4 warps over a tile of 64 query rows (16 rows a warp) and walks the key tiles of 64
+ * up to the diagonal, K and V double-buffered in shared memory by cp.async (tile kt+1 loads while
+ * tile kt computes). Everything after the loads stays in registers: the warp's Q fragments
+ * (ldmatrix once), S = Q K^T in mma accumulators (K by ldmatrix), the online softmax on those
+ * accumulators (each row is held by the 4 lanes of a quad: row max and sum by two shuffles), P
+ * packed to bf16 straight into A fragments (the m16n8k16 accumulator layout of two adjacent n8
+ * tiles is the A layout of a 16-wide k slice), O += P V by mma with V by ldmatrix.trans, O in
+ * fp32 accumulators. Exponentials in base 2 with the scale folded in (exp2f(s log2e / sqrt(D) -
+ * m)); lse = m ln 2 + log(l). Causal tiles past the diagonal are never loaded; the diagonal tile
+ * masks keys past the row and past T (rows and keys past T are zero-filled by cp.async and never
+ * stored). Dropout as the other paths key it. Head sizes 16, 32, 64, 128. */
+#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/mma.h"
+
+#include <stdint.h>
+
+#include "kernels/rng.h"
+
+#define FA_BQ 64 /* query rows per block: FA_WARPS x 16 */
+#define FA_BK 64 /* keys per tile */
+#define FA_WARPS 4
+#define FA_THREADS (32 * FA_WARPS)
+
+/* b16 per shared row: 16 bytes of padding, so that the 8 rows of an ldmatrix fall on distinct banks */
+static __host__ __device__ constexpr int fa_ld(int D) { return D + 8; }
+/* Q tile, then two buffers of (K tile, V tile). */
+template <int D> static constexpr size_t fa2_fwd_smem()
+{
+    return sizeof(bf16) * (size_t)(FA_BQ + 4 * FA_BK) * fa_ld(D);
+}
+
+/* dst (ROWS, fa_ld(D)) <- rows row0.. of src (row stride ld) by cp.async; rows >= T are zeros
+ * (read from row 0, which exists, with 0 source bytes). Every thread of the block takes part;
+ * the caller commits the group. */
+template <int D, int ROWS>
+__device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld, int row0, int T)
+{
+    constexpr int per_row = D / 8;
+    for (int c = threadIdx.x; c < ROWS * per_row; c += FA_THREADS) {
+        int r = c / per_row, k = (c % per_row) * 8, in = row0 + r < T;
+        cp_async16(dst + r * fa_ld(D) + k, src + (size_t)(in ? row0 + r : 0) * ld + k, in ? 16 : 0);
+    }
+}
+
+/* x of this lane's two rows (i = 0: the quad's row g, 1: g + 8) reduced over the quad's 4 lanes */
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* grid (query tiles, NH, B), FA_THREADS, fa2_fwd_smem<D>(). qkv (B,T,3C) -> out (B,T,C), lse
+ * (B,NH,T) when not NULL. */
+template <int D>
+__global__ void __launch_bounds__(FA_THREADS)
+    fa2_fwd(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float p, uint64_t key)
+{
+    GK_DYN_SMEM(bf16, sm);
+    int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* long rows first */
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+    size_t ld = 3 * (size_t)C, bh = (size_t)b * NH + h;
+    const bf16 *qb = qkv + (size_t)b * T * ld + (size_t)h * D;
+    constexpr int tile = FA_BK * fa_ld(D);
+    bf16 *qs = sm, *kv = sm + FA_BQ * fa_ld(D);
+    const float sl2 = 1.4426950408889634f / sqrtf((float)D); /* log2(e) / sqrt(D) */
+    int row = qt * FA_BQ + warp * 16 + g;                     /* this lane's rows: row, row + 8 */
+
+    async_tile<D, FA_BQ>(qs, qb, ld, qt * FA_BQ, T);
+    async_tile<D, FA_BK>(kv, qb + C, ld, 0, T);
+    async_tile<D, FA_BK>(kv + tile, qb + 2 * C, ld, 0, T);
+    cp_async_commit();
+
+    uint32_t qf[D / 16][4];
+    float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    for (int j = 0; j < D / 8; j++)
+        for (int i = 0; i < 4; i++) o[j][i] = 0.0f;
+    for (int kt = 0; kt <= qt; kt++) {
+        const bf16 *ks = kv + (kt & 1) * 2 * tile, *vs = ks + tile;
+        if (kt < qt) { /* the next tile into the other buffer, which every warp is done with */
+            bf16 *kn = kv + ((kt + 1) & 1) * 2 * tile;
+            async_tile<D, FA_BK>(kn, qb + C, ld, (kt + 1) * FA_BK, T);
+            async_tile<D, FA_BK>(kn + tile, qb + 2 * C, ld, (kt + 1) * FA_BK, T);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); /* tile kt (and at kt = 0 the Q tile) is in, from every thread */
+        if (kt == 0)
+            for (int kk = 0; kk < D / 16; kk++)
+                ldmatrix<4, false>(qf[kk], qs + (warp * 16 + lane % 16) * fa_ld(D) + kk * 16 + lane / 16 * 8);
+
+        /* S (16, FA_BK) = Q K^T: n8 tiles 2n, 2n+1 from one ldmatrix.x4 of 16 keys x 16 dims */
+        float s[FA_BK / 8][4];
+        for (int n = 0; n < FA_BK / 8; n++)
+            for (int i = 0; i < 4; i++) s[n][i] = 0.0f;
+        for (int kk = 0; kk < D / 16; kk++)
+            for (int n = 0; n < FA_BK / 16; n++) {
+                uint32_t kf[4];
+                ldmatrix<4, false>(kf, ks + (n * 16 + lane / 16 * 8 + lane % 8) * fa_ld(D) + kk * 16 + lane / 8 % 2 * 8);
+                mma_16816(s[2 * n], qf[kk], kf, s[2 * n]);
+                mma_16816(s[2 * n + 1], qf[kk], kf + 2, s[2 * n + 1]);
+            }
+
+        /* online softmax in base 2 on the accumulators: element i of tile n is row row + 8*(i/2),
+         * key kt*FA_BK + 8n + 2tq + i%2; only the diagonal tile has keys past a row or past T */
+        float mx[2] = {-INFINITY, -INFINITY};
+        for (int n = 0; n < FA_BK / 8; n++)
+            for (int i = 0; i < 4; i++) {
+                int u = kt * FA_BK + n * 8 + 2 * tq + i % 2, t = row + 8 * (i / 2);
+                s[n][i] = kt == qt && (u > t || u >= T) ? -INFINITY : s[n][i] * sl2;
+                mx[i / 2] = fmaxf(mx[i / 2], s[n][i]);
+            }
+        for (int r = 0; r < 2; r++) {
+            float mnew = fmaxf(m[r], quad_max(mx[r])); /* finite: key 0 is in every row's first tile */
+            float alpha = exp2f(m[r] - mnew);
+            m[r] = mnew;
+            l[r] *= alpha;
+            for (int j = 0; j < D / 8; j++) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
+        }
+        for (int n = 0; n < FA_BK / 8; n++)
+            for (int i = 0; i < 4; i++) {
+                float e = exp2f(s[n][i] - m[i / 2]);
+                l[i / 2] += e; /* this lane's columns; the quad's sum at the end */
+                if (p > 0.0f && e != 0.0f) {
+                    int u = kt * FA_BK + n * 8 + 2 * tq + i % 2, t = row + 8 * (i / 2);
+                    e *= gk_rng_dropout(key, (bh * T + t) * T + u, p);
+                }
+                s[n][i] = e;
+            }
+
+        /* O += P V: P's 16-key slice c is the A fragment of tiles 2c, 2c+1; V (16 keys x 16 dims)
+         * by ldmatrix.x4.trans gives the B fragments of dims 16dn..+8 and +8..+16 */
+        for (int c = 0; c < FA_BK / 16; c++) {
+            uint32_t pa[4] = {pack_bf16x2(s[2 * c][0], s[2 * c][1]), pack_bf16x2(s[2 * c][2], s[2 * c][3]),
+                              pack_bf16x2(s[2 * c + 1][0], s[2 * c + 1][1]),
+                              pack_bf16x2(s[2 * c + 1][2], s[2 * c + 1][3])};
+            for (int dn = 0; dn < D / 16; dn++) {
+                uint32_t vf[4];
+                ldmatrix<4, true>(vf, vs + (c * 16 + lane / 8 % 2 * 8 + lane % 8) * fa_ld(D) + dn * 16 + lane / 16 * 8);
+                mma_16816(o[2 * dn], pa, vf, o[2 * dn]);
+                mma_16816(o[2 * dn + 1], pa, vf + 2, o[2 * dn + 1]);
+            }
+        }
+        __syncthreads(); /* every warp is done with this buffer before the loads of kt + 2 */
+    }
+
+    for (int r = 0; r < 2; r++) {
+        int t = row + 8 * r;
+        float sum = quad_sum(l[r]), inv = 1.0f / sum;
+        if (t >= T) continue;
+        if (lse && tq == 0) lse[bh * T + t] = m[r] * 0.6931471805599453f + logf(sum);
+        bf16 *dst = out + ((size_t)b * T + t) * C + (size_t)h * D + 2 * tq;
+        for (int j = 0; j < D / 8; j++)
+            *(uint32_t *)(dst + j * 8) = pack_bf16x2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    }
+}
+
+/* ---- host side ---- */
+
+/* The head sizes with an fa2 kernel (cuda_attn.cu checks the 16-byte alignment first). */
+int cu_fa2_attn_takes(int hs) { return hs == 16 || hs == 32 || hs == 64 || hs == 128; }
+
+template <int D>
+static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
+                int NH, float p, uint64_t key)
+{
+    size_t smem = fa2_fwd_smem<D>();
+    if (smem > 48 * 1024) {
+        if (smem > CU(be)->smem_optin) {
+            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: %zu bytes of shared memory", smem);
+            return;
+        }
+        if (CU_CHECK(be, cudaFuncSetAttribute(fa2_fwd<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return;
+    }
+    dim3 grid((unsigned)((T + FA_BQ - 1) / FA_BQ), (unsigned)NH, (unsigned)B);
+    CU_LAUNCH(be, fa2_fwd<D>, grid, FA_THREADS, smem, out, lse, qkv, T, C, NH, p, key);
+}
+
+void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
+                     int NH, float p, uint64_t key)
+{
+    switch (C / NH) {
+    case 16: fwd<16>(be, out, lse, qkv, B, T, C, NH, p, key); break;
+    case 32: fwd<32>(be, out, lse, qkv, B, T, C, NH, p, key); break;
+    case 64: fwd<64>(be, out, lse, qkv, B, T, C, NH, p, key); break;
+    case 128: fwd<128>(be, out, lse, qkv, B, T, C, NH, p, key); break;
+    default: GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: head size %d", C / NH);
+    }
+}
