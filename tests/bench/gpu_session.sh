@@ -3,8 +3,8 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# where the time goes (train_step's per-op profile; the flash-attention knobs side by side; ncu
-# on the decode kernels and on the flash-attention kernels), 100 steps of GPT-2 124M through
+# where the time goes (train_step's per-op profile; the fa2 forward and the flash-attention knobs
+# side by side; ncu on the decode kernels and on the attention kernels), 100 steps of GPT-2 124M through
 # gpt-train, make bench-gpu, the op tests under compute-sanitizer (memcheck, then racecheck and
 # synccheck), and the Shakespeare run in fp32 and on the CPU.
 #
@@ -91,9 +91,12 @@ step decode-graphs 60 bash -c decode_graphs
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
 # graphs off so that each kernel is seen alone; ncu.csv in the logs)
 step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
-# 3c. the flash-attention knobs (cuda_attn_flash.cu: FL_PREFETCH, FL_*_BLOCKS), side by side: each
-# variant's library built apart (CUDA_DEFS), checked by test_cuda_attn on the GPU, then the B=16
-# step's attention times with it (GPT_CUDA_LIB); the first variant is the default, as a baseline
+# 3c. the attention forwards and the flash-attention knobs (cuda_attn_flash.cu: FL_PREFETCH,
+# FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS), checked by
+# test_cuda_attn on the GPU (flash, fa2 and plain against the reference), then the B=16 step's
+# attention times with it (GPT_CUDA_LIB) on the wmma flash kernels (GK_CUDA_ATTN=flash); the
+# first variant is the default, as a baseline, timed also with the mma.sync forward of
+# cuda_attn_fa2.cu (GK_CUDA_ATTN=fa2, flash's backward): attention_fwd side by side
 flash_variants() {
   local i=0 v lib
   IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3}"
@@ -102,12 +105,15 @@ flash_variants() {
     echo "== variant $i: [${v# }]"
     make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
     GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
-    GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof 2>&1 |
-      grep -E 'median|attention_(fwd|bwd) '
+    for a in flash $([ $i = 1 ] && echo fa2); do
+      echo "-- GK_CUDA_ATTN=$a"
+      GK_CUDA_ATTN=$a GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof 2>&1 |
+        grep -E 'median|attention_(fwd|bwd) '
+    done
   done
 }
 export -f flash_variants
-step flash-variants 150 bash -c flash_variants
+step flash-variants 165 bash -c flash_variants
 ncu_decode() {
   build/bench/rand_ckpt "$work/decode.safetensors" 12 12 768 1024 50257 > /dev/null &&
   GPT_CUDA_GRAPHS=0 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none --print-units base \
@@ -128,12 +134,13 @@ PY
 export -f ncu_decode
 export logs
 step ncu-decode 90 bash -c ncu_decode
-# the flash-attention kernels of one B=16 training step (half its time on 2026-11-27), with ncu's
-# sections on occupancy, memory and shared-memory traffic, tensor pipes and warp stalls: what
-# the next kernel change should aim at
+# the flash-attention kernels of one B=16 training step (half its time on 2026-11-27), and the
+# fa2 forward (GK_CUDA_ATTN=fa2), with ncu's sections on occupancy, memory and shared-memory
+# traffic, tensor pipes and warp stalls: what the next kernel change should aim at
 ncu_attention() {
   local k
-  for k in flash_fwd flash_bwd_kv flash_bwd_q; do # the first launch of each
+  for k in fa2_fwd flash_fwd flash_bwd_kv flash_bwd_q; do # the first launch of each
+    GK_CUDA_ATTN=$([ $k = fa2_fwd ] && echo fa2 || echo flash) \
     "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none -k "regex:^$k" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats \
@@ -141,7 +148,7 @@ ncu_attention() {
   done
 }
 export -f ncu_attention
-step ncu-attention 120 bash -c ncu_attention
+step ncu-attention 140 bash -c ncu_attention
 
 # 4. GPT-2 124M through gpt-train on cuda: Tiny Shakespeare in GPT-2 BPE, B=16 x T=1024, 100 steps
 # (the loss falls from ~10.9; the last line is the checkpoint, written asynchronously)
