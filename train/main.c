@@ -16,7 +16,9 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_requested = 1; /* the loop finishes its step, checkpoints and exits 0 */
+    /* the loop finishes its step, checkpoints and exits 0; stored atomically: the comm's watch
+     * thread reads it too (gk_comm_stop_on) */
+    __atomic_store_n(&stop_requested, 1, __ATOMIC_RELAXED);
 }
 
 static void install_signals(void)

@@ -5,7 +5,14 @@
 # token as tiktoken gives (tests/fixtures/long_pieces.txt), the text back from -d.
 source "$TOP/tests/cli/lib.bash"; need_data
 [ -x /usr/bin/time ] || { echo "/usr/bin/time not installed (Debian package time)" >&2; exit 77; }
-rss() { /usr/bin/time -f %M -o rss.txt "$@"; r=$(cat rss.txt); [ "$r" -lt 100000 ] || echo "peak RSS $r kB"; }
+# Under make check or make tsan the sanitizers' shadow memory and quarantine are part of the RSS:
+# there the bound is not checked (the outputs still are).
+ldd "$(command -v gpt-tokenize)" > ldd.txt
+san=$(grep -o -m1 "lib[at]san" ldd.txt || true)
+rss() {
+  /usr/bin/time -f %M -o rss.txt "$@"; r=$(cat rss.txt)
+  [ -n "$san" ] || [ "$r" -lt 100000 ] || echo "peak RSS $r kB"
+}
 head -c 16M /dev/zero | tr '\0' a | zstd -q > a.zst
 rss gpt-tokenize -q -j2 a.zst -o a.bin
 header_int a.bin 2
