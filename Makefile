@@ -115,9 +115,17 @@ EMU_CXXFLAGS := $(OPT) -g -std=c++17 -D_GNU_SOURCE -DGK_CUDA_EMU -fPIC -fvisibil
 # The kernels' sources (.cu) under the emulator contract a * b + c into fused multiply-adds, as
 # nvcc does by default, so that a test whose bound misses a GPU's contraction fails here too (an
 # H100 found three such, 2026-11-27); on a build machine with FMA, which every x86-64 CPU since
-# 2013 has (GK_EMU_CONTRACT=0: off).
-GK_EMU_CONTRACT ?= $(if $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo y),1,0)
-EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast) $(CUDA_DEFS)
+# 2013 has (GK_EMU_CONTRACT=0: off; tests/unit/emu/test_emu_contract.cu fails then, and skips
+# on a CPU without FMA).
+CPU_FMA := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo y)
+GK_EMU_CONTRACT ?= $(if $(CPU_FMA),1,0)
+$(if $(or $(CPU_FMA),$(filter 1,$(GK_EMU_CONTRACT)),$(if $(HAVE_CXX),,n)),,$(warning this CPU has no FMA: \
+  the CUDA emulator's kernels are built without fused multiply-adds, unlike on a GPU (GK_EMU_CONTRACT=0)))
+# The race checker (kernels/emu/emu_race.cpp) sees the kernels' loads and stores through GCC's
+# ThreadSanitizer instrumentation of the .cu sources, with the emulator as its runtime (no
+# libtsan is linked); not with SAN=1, which ASan excludes.
+EMU_RACE := $(if $(filter 1,$(SAN)),,-fsanitize=thread --param=tsan-instrument-func-entry-exit=0)
+EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast) $(CUDA_DEFS) $(EMU_RACE)
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined
 EMU_SAN    :=
@@ -206,7 +214,15 @@ $(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.
 	@$(if $(filter 0,$(NCCL)),echo "note: $@ has no NCCL (no nccl.h found): one GPU a run;" \
 	  "install NCCL's development files (libnccl-dev) and rebuild for several")
 
-$(BUILD)/emu/%.o: %.cu
+# The .cu objects depend on their flags (contraction, CUDA_DEFS, the race checker): this file
+# changes when they do.
+$(BUILD)/emu/cuflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(EMU_CUFLAGS)' | cmp -s - $@ || echo '$(EMU_CUFLAGS)' >$@
+FORCE:
+.PHONY: FORCE
+
+$(BUILD)/emu/%.o: %.cu $(BUILD)/emu/cuflags
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) $(EMU_CUFLAGS) -x c++ -c $< -o $@
 

@@ -52,15 +52,29 @@
  * memory access past its end (a guard page follows it; the check granularity is 16 bytes), a
  * thread stack overflow (GK_EMU_STACK_KB, default 128 per thread), a block of more than 1024 threads
  * or dims above (1024, 1024, 64), grid.y/z above 65535, dynamic shared memory above 48 KiB without
- * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) or above 227 KiB. Static __shared__ sizes are not
- * checked. GK_EMU_FAIL_LAUNCH=N makes the Nth launch (counted from the first launch that sees this
+ * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) or above 227 KiB, and a shared-memory race
+ * (below). Static __shared__ sizes are not checked. GK_EMU_FAIL_LAUNCH=N makes the Nth launch
+ * (counted from the first launch that sees this
  * value; a graph's launches count when it runs, not at capture) fail with cudaErrorLaunchFailure;
  * GK_EMU_LOSE_DEVICE=N makes it lose the device (cudaErrorDevicesUnavailable, which
  * cudaDeviceReset does not clear). GK_EMU_SM=XY makes the device report compute capability X.Y
  * (default 9.0); below 8.0 every launch fails with cudaErrorNoKernelImageForDevice, as on a GPU
  * that a library built for sm_80 and newer has no code for. GK_EMU_DRIVER=N is the CUDA version
  * the driver supports (cudaDriverGetVersion; 0: none installed); below 13000 cudaGetDeviceCount
- * fails with cudaErrorInsufficientDriver. */
+ * fails with cudaErrorInsufficientDriver.
+ *
+ * Shared-memory races (emu_race.cpp, after compute-sanitizer's racecheck; always on in a build
+ * without SAN=1, GK_EMU_RACECHECK=0 turns it off): the Makefile compiles the .cu sources with
+ * -fsanitize=thread and links no libtsan: the emulator answers the instrumentation's calls
+ * itself. Each byte of a block's shared memory (dynamic, and static __shared__) records which
+ * threads read and wrote it since the block's last __syncthreads; a write of a byte that another
+ * thread read or wrote there, or a read of one another thread wrote, is a launch error naming
+ * the kernel, both threads and the offset (a static __shared__ variable by name): "shared memory
+ * race: it writes dynamic shared memory at offset 0, which thread (31,0,0) read in the same
+ * barrier interval". Except between lanes of one warp when a collective of both (__syncwarp, a
+ * shuffle, a vote, wmma, mma.h) came between them. Not seen: atomics (never a race here),
+ * memcpy/memset calls, and the accesses the emulator's .cpp makes for a kernel unless it reports
+ * them (race_access: wmma loads and stores do). */
 #ifndef GK_EMU_H
 #define GK_EMU_H
 

@@ -4,8 +4,8 @@
  * error and device-limit helpers. emu_sched.cpp runs blocks, emu_fiber.cpp owns the stacks and
  * switches, emu_launch.cpp runs grids, emu_warp.cpp computes warp collectives and wmma,
  * emu_runtime.cpp keeps the error state, emu_graph.cpp captures streams and replays graphs,
- * emu_cublaslt.cpp maps cuBLASLt to CBLAS, emu_nccl.cpp runs NCCL's collectives over sockets (it
- * needs nothing here). */
+ * emu_race.cpp checks shared memory for races, emu_cublaslt.cpp maps cuBLASLt to CBLAS,
+ * emu_nccl.cpp runs NCCL's collectives over sockets (it needs nothing here). */
 #ifndef GK_EMU_INTERNAL_H
 #define GK_EMU_INTERNAL_H
 
@@ -68,10 +68,28 @@ struct Thread {
     Fiber *fiber;
     WarpSlot *slot; /* while T_WARP */
 };
+enum : uint32_t { kRaceRing = 64 }; /* completed collectives a warp remembers (emu_race.cpp) */
 struct Warp {
     unsigned arrived;        /* lanes waiting at a collective with a mask */
     unsigned at_activemask;  /* lanes waiting at __activemask */
     WarpSlot *slot[32];
+    uint32_t seq;                /* collectives completed in this block (the race checker's clock) */
+    unsigned masks[kRaceRing];   /* the mask of collective seq at masks[seq % kRaceRing] */
+};
+
+/* What the race checker knows of one byte of shared memory in barrier interval epoch: the last
+ * writer (at its warp's seq wseq), the readers since (rwarp: their warp, or several; rlanes and
+ * rseq: their lanes and the latest seq; rfirst, rlast: two of them, to name). */
+struct RaceCell {
+    uint32_t epoch, wseq, rseq, rlanes;
+    uint16_t writer, rwarp, rfirst, rlast;
+};
+struct RaceState {
+    bool on = false;    /* checking the running launch */
+    uint32_t epoch = 0; /* the barrier interval: one more at each block start and __syncthreads */
+    uintptr_t dyn = 0, dyn_len = 0; /* this launch's dynamic shared memory */
+    uintptr_t tls = 0, tls_len = 0; /* this host thread's copy of the module's TLS (static __shared__) */
+    std::vector<RaceCell> dyn_cells, tls_cells;
 };
 
 /* One launch, shared by the host threads that run its blocks. */
@@ -116,6 +134,7 @@ struct Worker {
     std::string msg;
     Thread *cur = nullptr;
     uint64_t block = 0; /* linear index of the running block */
+    RaceState race;
     /* read by the signal handler */
     volatile sig_atomic_t running = 0;
     volatile sig_atomic_t fault_kind = 0; /* 1 shared memory, 2 stack */
@@ -146,6 +165,14 @@ std::string thread_name(const Worker *w, const Thread *t); /* "(x,y,z)" */
 void fail_block(Worker *w, const Thread *t, const std::string &what);
 /* fail_block for the running thread, then back to the scheduler for good. */
 [[noreturn]] void fail_thread(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* emu_race.cpp: the shared-memory race checker (what the kernels' instrumented accesses call). */
+void race_launch(Worker *w, const LaunchSpec &s); /* before w runs blocks of s (w->smem set) */
+void race_interval(Worker *w);                    /* a block starts, or its __syncthreads releases */
+void race_warp_synced(Warp &wp, unsigned mask);   /* a collective of these lanes completed */
+/* An access of the running kernel thread that uninstrumented emulator code makes for it (wmma,
+ * mma.h): checked as the kernel's own, when it is in the block's shared memory. */
+void race_access(const void *p, size_t n, bool write);
 
 /* emu_warp.cpp: fills every slot's result once all lanes of mask arrived (slots by lane). */
 void complete_collective(WarpSlot *const slots[32], unsigned mask);

@@ -167,6 +167,7 @@ static void run_blocks(Worker *w, Grid *g)
     }
     w->smem = w->smem_guard - round16(s.smem);
     memset(w->smem, 0xff, s.smem); /* what the last kernel left: never zeros to rely on */
+    race_launch(w, s);
     if (sigsetjmp(w->fault, 0)) {
         w->running = 0;
         fault_to_error(w, g);

@@ -217,7 +217,8 @@ static void setup_block(Worker *w, uint64_t b)
     }
     for (int i = 0; i < n; i++) w->threads[i].state = T_NEW;
     if (w->grid->order != ORDER_FORWARD) make_order(w, b);
-    for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = 0;
+    for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = w->warps[i].seq = 0;
+    race_interval(w);
     w->ready_head = w->ready_count = 0;
     w->next_start = w->ndone = w->at_barrier = w->at_activemask = 0;
     w->failed = false;
@@ -344,6 +345,7 @@ uint64_t warp_collective(WarpSlot *s)
     }
     complete_collective(wp.slot, s->mask);
     wp.arrived &= ~s->mask;
+    race_warp_synced(wp, s->mask);
     bool down = w->grid->order != ORDER_FORWARD;
     for (int k = 0; k < 32; k++) {
         int l = down ? 31 - k : k;
@@ -362,6 +364,7 @@ void __syncthreads()
     if (!w) return;
     if (++w->at_barrier == w->n) {
         w->at_barrier = 0;
+        race_interval(w);
         for (int k = 0; k < w->n; k++) {
             int i = nth_thread(w, k);
             if (w->threads[i].state == T_BARRIER) make_ready(w, i);

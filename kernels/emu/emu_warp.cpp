@@ -119,6 +119,7 @@ void wmma_load(int use, bool col_major, void *x, const void *p, unsigned ldm)
         int r, c;
         frag_coord(use, lane, e, &r, &c);
         size_t at = col_major ? (size_t)c * ldm + r : (size_t)r * ldm + c;
+        race_access(static_cast<const char *>(p) + at * elem, elem, false);
         if (use == WMMA_ACC) static_cast<float *>(x)[e] = static_cast<const float *>(p)[at];
         else static_cast<__nv_bfloat16 *>(x)[e] = static_cast<const __nv_bfloat16 *>(p)[at];
     }
@@ -134,7 +135,9 @@ void wmma_store(float *p, const float *x, unsigned ldm, bool col_major)
     for (int e = 0; e < 8; e++) {
         int r, c;
         frag_coord(WMMA_ACC, lane, e, &r, &c);
-        p[col_major ? (size_t)c * ldm + r : (size_t)r * ldm + c] = x[e];
+        float *at = p + (col_major ? (size_t)c * ldm + r : (size_t)r * ldm + c);
+        race_access(at, sizeof *at, true);
+        *at = x[e];
     }
 }
 
