@@ -123,8 +123,11 @@ $(if $(or $(CPU_FMA),$(filter 1,$(GK_EMU_CONTRACT)),$(if $(HAVE_CXX),,n)),,$(war
   the CUDA emulator's kernels are built without fused multiply-adds, unlike on a GPU (GK_EMU_CONTRACT=0)))
 # The race checker (kernels/emu/emu_race.cpp) sees the kernels' loads and stores through GCC's
 # ThreadSanitizer instrumentation of the .cu sources, with the emulator as its runtime (no
-# libtsan is linked); not with SAN=1, which ASan excludes.
-EMU_RACE := $(if $(filter 1,$(SAN)),,-fsanitize=thread --param=tsan-instrument-func-entry-exit=0)
+# libtsan is linked); GCC only, and not with SAN=1, which ASan excludes. (-Wno-tsan: fences need
+# nothing among coroutines.)
+CXX_IS_GCC := $(shell $(CXX) --version 2>/dev/null | grep -q 'Free Software Foundation' && echo y)
+EMU_RACE := $(if $(filter 1,$(SAN)),,$(if $(CXX_IS_GCC), \
+              -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -Wno-tsan))
 EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast) $(CUDA_DEFS) $(EMU_RACE)
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined

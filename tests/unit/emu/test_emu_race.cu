@@ -7,15 +7,16 @@
  * are plain CUDA (nvcc compiles them too); the race errors are the emulator's. */
 #include "tests/unit/emu/emu_test.h"
 
-/* The race errors are the emulator's, when its build has the checker (SAN=1 has not: ASan excludes
- * -fsanitize=thread; those tests skip, saying so). nvcc checks only the results. */
+/* The race errors are the emulator's, when its build has the checker (one with SAN=1, which
+ * excludes -fsanitize=thread, or by a compiler other than GCC has not: those parts skip, saying
+ * so). nvcc checks only the results. */
 #if defined(GK_CUDA_EMU) && defined(__SANITIZE_THREAD__)
 #define RACE_CHECKED 1
 #else
 #define RACE_CHECKED 0
 #endif
 #if defined(GK_CUDA_EMU) && !RACE_CHECKED
-#define SKIP_UNCHECKED() SKIP("built with SAN=1, which excludes the race checker's -fsanitize=thread")
+#define SKIP_UNCHECKED() SKIP("no race checker in this build (SAN=1 excludes its -fsanitize=thread; GCC only)")
 #else
 #define SKIP_UNCHECKED() ((void)0)
 #endif
