@@ -13,7 +13,8 @@
  *   ldmatrix: matrix i's rows are at the addresses lanes 8i..8i+7 give; lane l gets row l/4,
  *   columns 2t, 2t+1 (.trans: column l/4, rows 2t, 2t+1).
  * mma and ldmatrix are warp collectives: all 32 lanes execute them together (converged). Under
- * the emulator cp.async copies at once and the waits are no-ops (emu_mma.cpp). */
+ * the emulator cp.async writes its destination only at the wait that covers it, so that a
+ * missing wait shows (emu_mma.cpp). */
 #ifndef GK_CUDA_MMA_H
 #define GK_CUDA_MMA_H
 
@@ -92,6 +93,8 @@ __device__ __forceinline__ void cp_async_commit()
 {
 #if defined(__CUDACC__)
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+    gk_emu::cp_async_commit();
 #endif
 }
 
@@ -99,6 +102,8 @@ template <int N> __device__ __forceinline__ void cp_async_wait()
 {
 #if defined(__CUDACC__)
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#else
+    gk_emu::cp_async_wait(N);
 #endif
 }
 

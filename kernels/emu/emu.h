@@ -26,8 +26,8 @@
  * - __nv_bfloat16 / __nv_bfloat162: see emu_bf16.h; nvcuda::wmma 16x16x16 bf16: see emu_wmma.h
  * - kernels/cuda/mma.h (inline PTX on a GPU, emu_mma.h here, with the PTX ISA's lane layouts):
  *   mma_16816 (mma.sync m16n8k16 bf16 -> fp32), ldmatrix<1|2|4, trans> (m8n8 b16), cp_async16
- *   with cp_async_commit / cp_async_wait<N> (here the copy happens at once and the waits do
- *   nothing: a missing wait is not caught), pack_bf16x2
+ *   with cp_async_commit / cp_async_wait<N> (here the destination is written at the thread's
+ *   wait that covers the copy, so a read before it sees the old bytes), pack_bf16x2
  * Not there: __CUDA_ARCH__, __constant__, cooperative groups, textures, clock(), inline PTX (but mma.h),
  * __syncthreads_count/_and/_or, half precision, device-side malloc.
  * Host side (emu_runtime.h, emu_cublaslt.h, emu_nccl.h): the runtime, cuBLASLt and NCCL calls

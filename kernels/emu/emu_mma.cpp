@@ -13,9 +13,15 @@
  * mma accumulates in fp32 in k order (bf16 products are exact in fp32); ldmatrix reads the lane's
  * own rows when the lane gets there (as wmma loads do: the __syncwarp that orders other lanes'
  * writes before it is never hidden) and exchanges them once all 32 lanes are there.
- * cp.async copies at once, when the thread issues it; commit_group and wait_group are no-ops, so
- * a missing wait (or a read of the destination before it) is not caught here. */
+ * cp.async reads its source when the thread issues it but writes the destination only at the
+ * thread's wait_group that covers its group (commit_group closes one), so that a read of the
+ * destination before that wait (or by another thread before a barrier after it) sees what was
+ * there before: a missing wait shows. Copies never committed, or not yet waited for when the
+ * block ends, are dropped. */
 #include <string.h>
+
+#include <unordered_map>
+#include <vector>
 
 #include "kernels/emu/emu_internal.h"
 #include "kernels/emu/emu_mma.h"
@@ -113,14 +119,64 @@ void ldmatrix(int n, bool trans, uint32_t *r, const void *row)
     warp_collective(&s);
 }
 
+/* ---- cp.async ---- */
+
+struct AsyncCopy {
+    void *dst;
+    unsigned char bytes[16]; /* the source, read at issue, zero-filled past src-size */
+};
+struct AsyncQueue {          /* one kernel thread's copies in flight */
+    uint64_t launch = ~(uint64_t)0, block = 0;
+    std::vector<AsyncCopy> copies;
+    std::vector<size_t> groups; /* the end (in copies) of each committed group, oldest first */
+};
+/* by kernel thread (a block runs on one host thread); reset when it runs another block */
+static thread_local std::unordered_map<const Thread *, AsyncQueue> async_queues;
+
+static AsyncQueue &async_queue(Worker *w)
+{
+    AsyncQueue &q = async_queues[w->cur];
+    if (q.launch != w->grid->seq || q.block != w->block) {
+        q.copies.clear(), q.groups.clear();
+        q.launch = w->grid->seq, q.block = w->block;
+    }
+    return q;
+}
+
 void cp_async16(void *dst, const void *src, int src_bytes)
 {
     Worker *w = kernel_worker();
     if (w && ((uintptr_t)dst % 16 || (uintptr_t)src % 16))
         fail_thread(w, "cp.async 16 bytes from %p to %p: not 16-byte aligned", src, dst);
     if (w && (src_bytes < 0 || src_bytes > 16)) fail_thread(w, "cp.async with src-size %d (0..16)", src_bytes);
-    if (src_bytes > 0) memcpy(dst, src, (size_t)src_bytes);
-    memset(static_cast<char *>(dst) + src_bytes, 0, (size_t)(16 - src_bytes));
+    AsyncCopy c{dst, {0}};
+    if (src_bytes > 0) memcpy(c.bytes, src, (size_t)src_bytes);
+    if (!w) {
+        memcpy(dst, c.bytes, sizeof c.bytes);
+        return;
+    }
+    async_queue(w).copies.push_back(c);
+}
+
+void cp_async_commit()
+{
+    Worker *w = kernel_worker();
+    if (!w) return;
+    AsyncQueue &q = async_queue(w);
+    q.groups.push_back(q.copies.size());
+}
+
+void cp_async_wait(int n)
+{
+    Worker *w = kernel_worker();
+    if (!w) return;
+    AsyncQueue &q = async_queue(w);
+    if ((int)q.groups.size() <= n) return;
+    size_t done = q.groups[q.groups.size() - 1 - n]; /* the copies of all but the n newest groups */
+    for (size_t i = 0; i < done; i++) memcpy(q.copies[i].dst, q.copies[i].bytes, sizeof q.copies[i].bytes);
+    q.copies.erase(q.copies.begin(), q.copies.begin() + (ptrdiff_t)done);
+    q.groups.erase(q.groups.begin(), q.groups.end() - n);
+    for (size_t &g : q.groups) g -= done;
 }
 
 } // namespace gk_emu

@@ -3,7 +3,8 @@
  * Owns: mma.sync m16n8k16 (bf16 A and B, fp32 C and D), ldmatrix m8n8 .x1/.x2/.x4 (.trans) of b16,
  * and cp.async 16 bytes shared <- global with its groups. mma and ldmatrix are warp collectives
  * (all 32 lanes of the warp, or the launch fails) that exchange the lanes' registers with the
- * lane layouts of the PTX ISA (emu_mma.cpp's top comment); cp.async copies at once (see there). */
+ * lane layouts of the PTX ISA (emu_mma.cpp's top comment); cp.async writes its destination only
+ * at the thread's wait that covers it (see there). */
 #ifndef GK_EMU_MMA_H
 #define GK_EMU_MMA_H
 
@@ -18,8 +19,11 @@ GK_EMU_API void mma_m16n8k16_bf16(float *d, const uint32_t *a, const uint32_t *b
  * address (row, a 16-byte aligned address of 8 b16, as given by this lane). */
 GK_EMU_API void ldmatrix(int n, bool trans, uint32_t *r, const void *row);
 /* cp.async.{ca,cg}.shared.global [dst], [src], 16, src_bytes: src_bytes (0..16) copied, the rest
- * of the 16 zeroed; both addresses 16-byte aligned. */
+ * of the 16 zeroed; both addresses 16-byte aligned. dst is written at the cp_async_wait that
+ * covers it (cp.async.commit_group closes a group; wait_group n completes all but the n newest). */
 GK_EMU_API void cp_async16(void *dst, const void *src, int src_bytes);
+GK_EMU_API void cp_async_commit();
+GK_EMU_API void cp_async_wait(int n);
 } // namespace gk_emu
 
 #endif
