@@ -1,7 +1,7 @@
 /* cuda_attn_fa2.cu: the causal attention forward as FlashAttention-2 does it, for bf16
  * activations, on the warp-level primitives of mma.h (mma.sync m16n8k16, ldmatrix, cp.async);
- * cuda_attn.cu decides when it runs (the default forward; GK_CUDA_ATTN), and the backward stays
- * cuda_attn_flash.cu's, which reads the lse written here exactly as its own forward writes it.
+ * cuda_attn.cu decides when it runs (GK_CUDA_ATTN), and the backward stays cuda_attn_flash.cu's,
+ * which reads the lse written here exactly as its own forward writes it.
  * A block is 4 warps over a tile of 64 query rows (16 rows a warp) and walks the key tiles of 64
  * up to the diagonal, K and V double-buffered in shared memory by cp.async (tile kt+1 loads while
  * tile kt computes). Everything after the loads stays in registers: the warp's Q fragments
