@@ -13,6 +13,7 @@
 #include "common/proc.h"
 #include "common/progress.h"
 #include "common/text/vocab.h"
+#include "collect.h"
 #include "decode.h"
 #include "encode.h"
 #include "output.h"
@@ -175,7 +176,8 @@ static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
             (long long)st->bytes, plural(st->bytes), (long long)st->tokens, plural(st->tokens), took);
 }
 
-/* Encodes; with --char and no -V the text is read whole first to build the vocabulary. */
+/* Encodes; with --char and no -V the text is read whole first to build the vocabulary (held in
+ * a temporary file, then replayed). */
 static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     double t0 = gk_now();
@@ -189,7 +191,9 @@ static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
     int rc = 0;
     if (collect) {
         tk_consumer c = tk_collector_consumer(&held);
-        rc = tk_read_all(&ro, &c, &rs, e);
+        rc = tk_collector_init(&held, e);
+        if (!rc)
+            rc = tk_read_all(&ro, &c, &rs, e);
         if (!rc)
             rc = tk_collector_char_vocab(&held, &v, e);
     } else {

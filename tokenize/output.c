@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/io/shard.h"
+#include "spill.h"
 
 /* One destination: a single shard or a numbered series. */
 typedef struct target {
@@ -19,11 +20,10 @@ struct tk_sink {
     tk_sink_opts o;
     target train, val; /* val: with --val-fraction */
     int64_t tokens;
-    /* validation split: everything held until finish */
-    uint32_t *held;
-    size_t held_n, held_cap;
-    size_t *doc_starts;
-    size_t ndocs, docs_cap;
+    /* validation split: the tokens and each document's first token index, in temporary files
+     * until finish, when the split point is known */
+    tk_spill held, starts;
+    int64_t ndocs;
 };
 
 static int target_open(target *t, const char *path, int64_t shard_tokens, const tk_sink_opts *o,
@@ -69,22 +69,13 @@ int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
         free(s);
         return rc;
     }
+    if (o->val_fraction > 0 &&
+        ((rc = tk_spill_open(&s->held, "the tokens held for --val-fraction", e)) ||
+         (rc = tk_spill_open(&s->starts, "the documents held for --val-fraction", e)))) {
+        tk_sink_abort(s);
+        return rc;
+    }
     *out = s;
-    return 0;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *np = realloc(*p, c * size);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = c;
     return 0;
 }
 
@@ -92,10 +83,9 @@ int tk_sink_doc(tk_sink *s, gk_err *e)
 {
     if (s->o.val_fraction <= 0)
         return 0;
-    if (grow((void **)&s->doc_starts, &s->docs_cap, s->ndocs + 1, sizeof(size_t)))
-        return gk_errf(e, GK_ENOMEM, "out of memory holding documents for the validation split");
-    s->doc_starts[s->ndocs++] = s->held_n;
-    return 0;
+    int64_t at = s->held.size / (int64_t)sizeof(uint32_t);
+    s->ndocs++;
+    return tk_spill_write(&s->starts, &at, sizeof at, e);
 }
 
 int tk_sink_write(tk_sink *s, const uint32_t *ids, size_t n, gk_err *e)
@@ -103,34 +93,55 @@ int tk_sink_write(tk_sink *s, const uint32_t *ids, size_t n, gk_err *e)
     s->tokens += (int64_t)n;
     if (s->o.val_fraction <= 0)
         return target_write(&s->train, ids, n, e);
-    if (grow((void **)&s->held, &s->held_cap, s->held_n + n, sizeof(uint32_t)))
-        return gk_errf(e, GK_ENOMEM, "out of memory holding tokens for the validation split");
-    memcpy(s->held + s->held_n, ids, n * sizeof *ids);
-    s->held_n += n;
-    return 0;
+    return tk_spill_write(&s->held, ids, n * sizeof *ids, e);
 }
 
 /* Token index where validation starts: a document boundary, or a token count for one doc. */
-static size_t split_point(const tk_sink *s)
+static int split_point(tk_sink *s, int64_t *cut, gk_err *e)
 {
     double keep = 1.0 - s->o.val_fraction;
+    int64_t held_n = s->held.size / (int64_t)sizeof(uint32_t);
     if (s->ndocs > 1) {
-        size_t train_docs = (size_t)((double)s->ndocs * keep);
+        int64_t train_docs = (int64_t)((double)s->ndocs * keep);
         if (train_docs == 0)
             train_docs = 1;
-        return train_docs < s->ndocs ? s->doc_starts[train_docs] : s->held_n;
+        *cut = held_n;
+        if (train_docs >= s->ndocs)
+            return 0;
+        int rc = tk_spill_rewind(&s->starts, e);
+        return rc ? rc : tk_spill_pread(&s->starts, cut, sizeof *cut,
+                                        train_docs * (int64_t)sizeof *cut, e);
     }
-    return (size_t)((double)s->held_n * keep);
+    *cut = (int64_t)((double)held_n * keep);
+    return 0;
+}
+
+/* Copies the held tokens: the first cut to the training output, the rest to validation. */
+static int copy_held(tk_sink *s, int64_t cut, gk_err *e)
+{
+    enum { CHUNK = 1 << 14 };
+    static uint32_t buf[CHUNK];
+    int64_t n = s->held.size / (int64_t)sizeof(uint32_t);
+    int rc = tk_spill_rewind(&s->held, e);
+    for (int64_t i = 0; rc == 0 && i < n;) {
+        int64_t stop = i < cut ? cut : n;
+        size_t k = stop - i < CHUNK ? (size_t)(stop - i) : CHUNK;
+        rc = tk_spill_read(&s->held, buf, k * sizeof *buf, e);
+        if (rc == 0)
+            rc = target_write(i < cut ? &s->train : &s->val, buf, k, e);
+        i += (int64_t)k;
+    }
+    return rc;
 }
 
 static int write_split(tk_sink *s, gk_err *e)
 {
-    size_t cut = split_point(s);
-    if (cut == s->held_n)
+    int64_t cut = 0;
+    int rc = split_point(s, &cut, e);
+    if (rc == 0 && cut == s->held.size / (int64_t)sizeof(uint32_t))
         gk_warn("--val-fraction %g leaves the validation shard empty", s->o.val_fraction);
-    int rc = target_write(&s->train, s->held, cut, e);
     if (!rc)
-        rc = target_write(&s->val, s->held + cut, s->held_n - cut, e);
+        rc = copy_held(s, cut, e);
     if (!rc && !(rc = target_finish(&s->val, e))) {
         /* The last of the training data reaches the disk only now: if it fails (a full disk),
          * the validation shard just committed goes too, so that no half of a split is left. */
@@ -145,8 +156,8 @@ static int write_split(tk_sink *s, gk_err *e)
 
 static void sink_free(tk_sink *s)
 {
-    free(s->held);
-    free(s->doc_starts);
+    tk_spill_close(&s->held);
+    tk_spill_close(&s->starts);
     free(s);
 }
 

@@ -1,8 +1,8 @@
 /* output.h: where gpt-tokenize's tokens go: one shard (a file or stdout), numbered shards, and
  * optionally a validation shard holding the last fraction of documents (of tokens when there
  * is only one document), as nanoGPT's prepare.py splits. With a validation split every token is
- * held in memory until the end, since the split point is known only then.
- * Owns: the open shard writers and that buffer. Lifetime: open .. finish/abort. Not thread-safe. */
+ * held in a temporary file (spill.h) until the end, since the split point is known only then.
+ * Owns: the open shard writers and those files. Lifetime: open .. finish/abort. Not thread-safe. */
 #ifndef TK_OUTPUT_H
 #define TK_OUTPUT_H
 

@@ -1,4 +1,4 @@
-/* run.c: reading inputs into documents; the in-memory collector (see run.h). */
+/* run.c: reading inputs into documents (see run.h). */
 #include "run.h"
 
 #include <stdlib.h>
@@ -6,7 +6,6 @@
 
 #include "common/log.h"
 #include "common/progress.h"
-#include "common/text/utf8.h"
 #include "input.h"
 
 #define READ_BYTES (1 << 16)
@@ -126,105 +125,4 @@ int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, 
     gk_progress_end(&bar);
     free(sp.work);
     return rc;
-}
-
-/* ---------------------------------------------------------------- collector */
-
-static int collect_begin(void *ctx, gk_err *e)
-{
-    tk_collector *c = ctx;
-    if (c->ndocs == c->docs_cap) {
-        size_t cap = c->docs_cap ? 2 * c->docs_cap : 64;
-        size_t *ns = realloc(c->starts, cap * sizeof *ns);
-        if (!ns)
-            return gk_errf(e, GK_ENOMEM, "out of memory");
-        c->starts = ns;
-        c->docs_cap = cap;
-    }
-    c->starts[c->ndocs++] = c->len;
-    return 0;
-}
-
-static int collect_feed(void *ctx, const char *text, size_t n, gk_err *e)
-{
-    tk_collector *c = ctx;
-    if (c->len + n > c->cap) {
-        size_t cap = c->cap ? c->cap : 1 << 20;
-        while (cap < c->len + n)
-            cap *= 2;
-        char *nt = realloc(c->text, cap);
-        if (!nt)
-            return gk_errf(e, GK_ENOMEM, "out of memory holding %zu bytes of text", c->len + n);
-        c->text = nt;
-        c->cap = cap;
-    }
-    memcpy(c->text + c->len, text, n);
-    c->len += n;
-    return 0;
-}
-
-static int collect_end(void *ctx, gk_err *e)
-{
-    (void)ctx;
-    (void)e;
-    return 0;
-}
-
-tk_consumer tk_collector_consumer(tk_collector *c)
-{
-    return (tk_consumer){collect_begin, collect_feed, collect_end, c};
-}
-
-int tk_collector_replay(const tk_collector *c, const tk_consumer *to, gk_err *e)
-{
-    for (size_t d = 0; d < c->ndocs; d++) {
-        size_t end = d + 1 < c->ndocs ? c->starts[d + 1] : c->len;
-        int rc = to->begin(to->ctx, e);
-        if (!rc && end > c->starts[d])
-            rc = to->feed(to->ctx, c->text + c->starts[d], end - c->starts[d], e);
-        if (!rc)
-            rc = to->end(to->ctx, e);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-int tk_collector_char_vocab(const tk_collector *c, gk_vocab **out, gk_err *e)
-{
-    enum { NCP = 0x110000 };
-    unsigned char *seen = calloc(NCP / 8, 1);
-    char *clean = NULL;
-    size_t cap = 0, len = 0;
-    if (!seen || gk_utf8_sanitize(c->text, c->len, &clean, &cap, &len) == (size_t)-1) {
-        free(seen);
-        free(clean);
-        return gk_errf(e, GK_ENOMEM, "out of memory");
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < len;) {
-        uint32_t cp;
-        i += gk_utf8_next((const unsigned char *)clean + i, len - i, &cp);
-        if (!(seen[cp >> 3] & (1u << (cp & 7))))
-            n++;
-        seen[cp >> 3] |= (unsigned char)(1u << (cp & 7));
-    }
-    uint32_t *cps = malloc((n ? n : 1) * sizeof *cps);
-    int rc = cps ? 0 : gk_errf(e, GK_ENOMEM, "out of memory");
-    for (uint32_t cp = 0, k = 0; rc == 0 && cp < NCP; cp++)
-        if (seen[cp >> 3] & (1u << (cp & 7)))
-            cps[k++] = cp;
-    if (rc == 0)
-        rc = gk_vocab_from_chars(out, cps, n, e);
-    free(cps);
-    free(seen);
-    free(clean);
-    return rc;
-}
-
-void tk_collector_free(tk_collector *c)
-{
-    free(c->text);
-    free(c->starts);
-    memset(c, 0, sizeof *c);
 }

@@ -1,7 +1,6 @@
 /* run.h: the reading side of gpt-tokenize: every input's documents, cut further by --doc-sep,
- * handed to a document consumer (the encoder, or the collector that char-level mode needs to see
- * all text before its vocabulary exists).
- * Owns: nothing past a call; the collector owns the text it holds (create .. free).
+ * handed to a document consumer (the encoder, or the collector of collect.h).
+ * Owns: nothing past a call.
  * Not thread-safe. */
 #ifndef TK_RUN_H
 #define TK_RUN_H
@@ -10,7 +9,6 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "common/text/vocab.h"
 #include "input.h"
 
 typedef struct tk_consumer {
@@ -34,21 +32,5 @@ typedef struct tk_read_stats {
 
 /* Reads every input and passes its documents to c. */
 int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, gk_err *e);
-
-/* Collector: holds documents in memory. */
-typedef struct tk_collector {
-    char *text;
-    size_t len, cap;
-    size_t *starts; /* byte offset where each document starts */
-    size_t ndocs, docs_cap;
-} tk_collector;
-
-tk_consumer tk_collector_consumer(tk_collector *c);
-/* Replays the held documents into another consumer. */
-int tk_collector_replay(const tk_collector *c, const tk_consumer *to, gk_err *e);
-/* Char-level vocabulary: the sorted distinct code points of the held text (invalid UTF-8 counts
- * as U+FFFD). */
-int tk_collector_char_vocab(const tk_collector *c, gk_vocab **out, gk_err *e);
-void tk_collector_free(tk_collector *c);
 
 #endif

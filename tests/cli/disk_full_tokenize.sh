@@ -33,3 +33,7 @@ fill fs 64; gpt-tokenize -q in.txt -o fs/t.bin --val-fraction 0.1 --val-output b
 echo "== --char --vocab-out"
 rm -f fs/t.bin big/v.bin
 fill fs 0; try gpt-tokenize -q --char in.txt --vocab-out fs/vocab.json -o big/c.bin; leftovers fs; leftovers big
+echo "== a full TMPDIR (the tokens held for --val-fraction, the text for --char)"
+rm -f big/*
+fill fs 0; TMPDIR=fs try gpt-tokenize -q in.txt -o big/t.bin --val-fraction 0.1 --val-output big/v.bin; leftovers fs; leftovers big
+TMPDIR=fs try gpt-tokenize -q --char in.txt -o big/c.bin; leftovers fs; leftovers big

@@ -3,6 +3,9 @@
 # both through zstd in a pipe. Before: 530 MB and 350 MB of peak RSS (the whole document, its
 # tokens and a merge heap of 32 bytes per byte held at once); now about 20 MB. The ids: 4 'a' per
 # token as tiktoken gives (tests/fixtures/long_pieces.txt), the text back from -d.
+# Then the same 100 MB with --val-fraction (tokens held in a temporary file until the split point
+# is known; before: 230 MB) and with --char (the text held to find its characters; before: 850 MB):
+# train + validation are the tokens of the run without a split, and the char shard decodes back.
 source "$TOP/tests/cli/lib.bash"; need_data
 [ -x /usr/bin/time ] || { echo "/usr/bin/time not installed (Debian package time)" >&2; exit 77; }
 # Under make check or make tsan the sanitizers' shadow memory and quarantine are part of the RSS:
@@ -21,3 +24,9 @@ for i in $(seq 100); do cat "$DATA/tinyshakespeare/input.txt"; done | zstd -q -1
 rss gpt-tokenize -q -j2 s.zst -o s.bin
 header_int s.bin 2
 zstd -dc s.zst | cmp - <(gpt-tokenize -d s.bin) && echo "decodes back"
+rss gpt-tokenize -q -j2 s.zst -o t.bin --val-fraction 0.1 --val-output v.bin
+header_int v.bin 2
+cmp <(tail -c +1025 s.bin) <(tail -c +1025 t.bin; tail -c +1025 v.bin) && echo "train + val = all"
+rss gpt-tokenize -q -j2 --char s.zst -o c.bin --vocab-out voc.json
+header_int c.bin 2
+zstd -dc s.zst | cmp - <(gpt-tokenize -d -V voc.json c.bin) && echo "char decodes back"
