@@ -128,7 +128,10 @@ $(if $(or $(CPU_FMA),$(filter 1,$(GK_EMU_CONTRACT)),$(if $(HAVE_CXX),,n)),,$(war
 CXX_IS_GCC := $(shell $(CXX) --version 2>/dev/null | grep -q 'Free Software Foundation' && echo y)
 EMU_RACE := $(if $(filter 1,$(SAN)),,$(if $(CXX_IS_GCC), \
               -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -Wno-tsan))
-EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),-mfma -ffp-contract=fast) $(CUDA_DEFS) $(EMU_RACE)
+# GCC forms fused multiply-adds only with -fexpensive-optimizations, which -O1 (make check, make
+# tsan) leaves off: it is asked for, so that every build of the kernels contracts alike.
+EMU_CONTRACT_FLAGS := -mfma -ffp-contract=fast $(if $(CXX_IS_GCC),-fexpensive-optimizations)
+EMU_CUFLAGS := $(if $(filter 1,$(GK_EMU_CONTRACT)),$(EMU_CONTRACT_FLAGS)) $(CUDA_DEFS) $(EMU_RACE)
 EMU_LDLIBS := $(shell pkg-config --libs openblas 2>/dev/null) -pthread -ldl -lm
 EMU_LDFLAGS := -Wl,--no-undefined
 EMU_SAN    :=
