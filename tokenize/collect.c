@@ -31,20 +31,6 @@ static int reserve(char **buf, size_t *cap, size_t need)
     return 0;
 }
 
-/* Where an incomplete UTF-8 sequence begins at the end of u[0, n) (n if none): the text before
- * it decodes the same whatever follows. */
-static size_t complete_utf8(const unsigned char *u, size_t n)
-{
-    for (size_t k = 1; k <= 3 && k <= n; k++) {
-        unsigned char ch = u[n - k];
-        if ((ch & 0xC0) == 0x80)
-            continue;
-        size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-        return need > k ? n - k : n;
-    }
-    return n;
-}
-
 /* Marks the code points of the pending bytes and text[0, n); final: nothing follows. */
 static int mark(tk_collector *c, const char *text, size_t n, int final, gk_err *e)
 {
@@ -53,7 +39,7 @@ static int mark(tk_collector *c, const char *text, size_t n, int final, gk_err *
         return gk_errf(e, GK_ENOMEM, "out of memory");
     memcpy(c->work, c->pend, c->npend);
     memcpy(c->work + c->npend, text, n);
-    size_t done = final ? len : complete_utf8((const unsigned char *)c->work, len);
+    size_t done = final ? len : gk_utf8_complete_len(c->work, len);
     if (gk_utf8_sanitize(c->work, done, &c->clean, &c->clean_cap, &out) == (size_t)-1)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     for (size_t i = 0; i < out;) {

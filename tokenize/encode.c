@@ -331,19 +331,6 @@ static int grow(char **buf, size_t *cap, size_t need)
     return 0;
 }
 
-/* Where an incomplete UTF-8 sequence begins at the end of u[0, n) (n if none). */
-static size_t complete_utf8(const unsigned char *u, size_t n)
-{
-    for (size_t k = 1; k <= 3 && k <= n; k++) {
-        unsigned char c = u[n - k];
-        if ((c & 0xC0) == 0x80)
-            continue;
-        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        return need > k ? n - k : n;
-    }
-    return n;
-}
-
 /* Encodes tail[0, len) (the whole when final, else what later text cannot change), writes its
  * ids and drops the encoded bytes from the tail. */
 static int serial_encode(tk_encoder *enc, size_t len, int final, gk_err *e)
@@ -370,7 +357,7 @@ static int serial_feed(tk_encoder *enc, const char *text, size_t n, int final, g
     memcpy(enc->raw, enc->hold, enc->nhold);
     if (n)
         memcpy(enc->raw + enc->nhold, text, n);
-    size_t cut = final ? rn : complete_utf8((const unsigned char *)enc->raw, rn);
+    size_t cut = final ? rn : gk_utf8_complete_len(enc->raw, rn);
     enc->nhold = rn - cut;
     memcpy(enc->hold, enc->raw + cut, enc->nhold);
     size_t rep = gk_utf8_sanitize(enc->raw, cut, &enc->clean, &enc->clean_cap, &clen);

@@ -67,6 +67,19 @@ size_t gk_utf8_put(uint32_t cp, unsigned char out[4])
     return 4;
 }
 
+size_t gk_utf8_complete_len(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = u[n - k];
+        if ((c & 0xC0) == 0x80)
+            continue;
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > k ? n - k : n;
+    }
+    return n;
+}
+
 size_t gk_utf8_valid_prefix(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;

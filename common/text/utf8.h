@@ -22,6 +22,10 @@ size_t gk_utf8_put(uint32_t cp, unsigned char out[4]);
 /* Length of the longest valid UTF-8 prefix of s[0..n). Equals n when s is valid. */
 size_t gk_utf8_valid_prefix(const char *s, size_t n);
 
+/* Where an incomplete UTF-8 sequence begins at the end of s[0..n) (n if none): the text before
+ * it decodes the same whatever bytes follow (a stream cut there splits no character). */
+size_t gk_utf8_complete_len(const char *s, size_t n);
+
 /* Copies in[0..n) into *buf (grown with realloc, capacity *cap; *buf may start NULL), replacing
  * each invalid sequence (maximal subpart) with U+FFFD as bytes.decode('utf-8', 'replace') does;
  * *out_len is the bytes written. Returns the number of U+FFFD inserted, or (size_t)-1 when an

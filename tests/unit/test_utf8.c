@@ -93,10 +93,26 @@ static void test_sanitize_exhaustive_small(void)
     free(buf);
 }
 
+/* Where a stream may be cut: before an incomplete sequence at the end, never inside a complete one
+ * (hand-checked: "\xC3\xA9" is é, "\xE2\x82\xAC" €, "\xF0\x9F\x98\x80" an emoji). */
+static void test_complete_len(void)
+{
+    CHECK(gk_utf8_complete_len("", 0) == 0);
+    CHECK(gk_utf8_complete_len("ab", 2) == 2);
+    CHECK(gk_utf8_complete_len("a\xC3\xA9", 3) == 3);
+    CHECK(gk_utf8_complete_len("a\xC3", 2) == 1);
+    CHECK(gk_utf8_complete_len("a\xE2\x82", 3) == 1);
+    CHECK(gk_utf8_complete_len("a\xE2\x82\xAC", 4) == 4);
+    CHECK(gk_utf8_complete_len("a\xF0\x9F\x98", 4) == 1);
+    CHECK(gk_utf8_complete_len("\xF0\x9F\x98\x80", 4) == 4);
+    CHECK(gk_utf8_complete_len("a\x80", 2) == 2); /* a stray continuation byte: nothing to wait for */
+}
+
 int main(void)
 {
     RUN(test_sanitize_cases);
     RUN(test_decode_put_roundtrip);
     RUN(test_sanitize_exhaustive_small);
+    RUN(test_complete_len);
     return TEST_END();
 }
