@@ -7,13 +7,14 @@ VERSION := 0.1.0
 BUILD   ?= build
 CC      ?= cc
 SAN     ?=
-PKGS    := libpcre2-8 libarchive jansson zlib openblas libcurl libcrypto
+PKGS    := libpcre2-8 libarchive jansson zlib openblas libcurl libcrypto libzstd snappy liblz4
 
 # Plain `make` on a machine without the -dev packages names the missing ones (as Debian packages)
 # instead of failing on a header; the targets that install them first (deps, test, check, demo,
 # bench) are let through. DEBS pairs each pkg-config module with its Debian package.
 DEBS    := libpcre2-8:libpcre2-dev libarchive:libarchive-dev jansson:libjansson-dev zlib:zlib1g-dev \
-           openblas:libopenblas-dev libcurl:libcurl4-openssl-dev libcrypto:libssl-dev
+           openblas:libopenblas-dev libcurl:libcurl4-openssl-dev libcrypto:libssl-dev \
+           libzstd:libzstd-dev snappy:libsnappy-dev liblz4:liblz4-dev
 MISSING := $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || \
              echo "$(DEBS) $$p:$$p" | tr ' ' '\n' | grep -m1 "^$$p:" | cut -d: -f2; done)
 # Gloo (libgloo-dev) has no pkg-config module: its header tells (in /usr/include or on CPATH).

@@ -3,7 +3,7 @@
 # Prints what it installs; does nothing (quietly) when everything is present.
 set -euo pipefail
 need=(build-essential pkg-config libpcre2-dev libarchive-dev libjansson-dev libopenblas-dev
-      zlib1g-dev libcurl4-openssl-dev libssl-dev libgloo-dev openmpi-bin python3-yaml valgrind mandoc xz-utils zstd lz4 zip gzip bzip2 python3 bc jq time iproute2)
+      zlib1g-dev libzstd-dev libsnappy-dev liblz4-dev libcurl4-openssl-dev libssl-dev libgloo-dev openmpi-bin python3-yaml valgrind mandoc xz-utils zstd lz4 zip gzip bzip2 python3 bc jq time iproute2)
 # `deps.sh fuzz` (make fuzz): clang with libFuzzer and its sanitizer runtimes, clang's OpenMP.
 [ "${1:-}" = fuzz ] && need=(clang libclang-rt-14-dev libomp-dev)
 missing=()
