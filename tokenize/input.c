@@ -216,6 +216,8 @@ int tk_source_read(tk_source *s, char *buf, size_t cap, size_t *got, gk_err *e)
     return 0;
 }
 
+int tk_source_is_archive(const tk_source *s) { return s->in_archive; }
+
 size_t tk_source_skipped(const tk_source *s) { return s->skipped; }
 
 size_t tk_source_skipped_special(const tk_source *s, int kind) { return s->special[kind]; }

@@ -25,6 +25,9 @@ int tk_source_open(tk_source **out, const char *path, gk_err *e);
 int tk_source_next(tk_source *s, int *more, gk_err *e);
 /* Reads the current document; *got = 0 at its end. */
 int tk_source_read(tk_source *s, char *buf, size_t cap, size_t *got, gk_err *e);
+/* After tk_source_next: whether the input is an archive (its documents are members), not one
+ * plain or compressed stream. */
+int tk_source_is_archive(const tk_source *s);
 /* Archive members skipped as binary so far. */
 size_t tk_source_skipped(const tk_source *s);
 /* Archive members of one TK_SKIP_* kind skipped so far. */

@@ -1,4 +1,4 @@
-/* main.c: gpt-tokenize: text, files or archives in, token shards out; -d decodes back.
+/* main.c: gpt-tokenize: text, files, archives or JSON Lines in, token shards out; -d decodes back.
  * Parses options, resolves the vocabulary and wires reader -> encoder -> shard outputs. */
 #include <errno.h>
 #include <omp.h>
@@ -20,9 +20,9 @@
 #include "run.h"
 
 typedef struct options {
-    const char *output, *vocab, *vocab_out, *doc_sep, *val_output;
-    int decode, char_level, allow_special, quiet, verbose;
-    int64_t threads, shard_tokens;
+    const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field;
+    int decode, char_level, allow_special, quiet, verbose, skip_bad;
+    int64_t threads, shard_tokens, max_docs, max_tokens, val_docs, val_tokens, max_line;
     double val_fraction;
 } options;
 
@@ -31,10 +31,13 @@ static const char usage[] =
     "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
     "Encodes text into a token shard with GPT-2 BPE or a char-level vocabulary; -d decodes\n"
     "shards back to text. Inputs: files or stdin, plain or compressed (gzip, bzip2, xz, lzma,\n"
-    "zstd, lz4), and archives (tar, zip, 7z), recognised by content.";
+    "zstd, lz4), archives (tar, zip, 7z) and JSON Lines (one document a line), recognised by\n"
+    "content. Every document starts with <|endoftext|>.";
 
 static const char footer[] =
     "The vocabulary comes from -V, else $GPT_VOCAB, else the HuggingFace cache (gpt2).\n"
+    "An input is JSON Lines when its first non-blank byte is '{' and its name ends in .jsonl,\n"
+    ".ndjson or .json (before a compression suffix such as .zst), or --field is given.\n"
     "Example: gpt-tokenize -V ../shared/data/gpt2 input.txt -o train.bin --val-fraction 0.1 "
     "--val-output val.bin\n";
 
@@ -50,7 +53,14 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "doc-sep", GK_OPT_STR, &o->doc_sep, "STR", "also start a new document at each STR (removed)", 0, 0},
         {0, "shard-tokens", GK_OPT_INT, &o->shard_tokens, "N", "numbered shards of N tokens each (e.g. 100M)", 1, 2147483647.0},
         {0, "val-fraction", GK_OPT_DOUBLE, &o->val_fraction, "F", "put the last fraction F of documents into --val-output", 0, 0.999999},
+        {0, "val-docs", GK_OPT_INT, &o->val_docs, "N", "put the first N documents into --val-output", 1, 9.2e18},
+        {0, "val-tokens", GK_OPT_INT, &o->val_tokens, "N", "put the first N tokens into --val-output (a document may straddle)", 1, 9.2e18},
         {0, "val-output", GK_OPT_STR, &o->val_output, "FILE", "the validation shard", 0, 0},
+        {0, "max-docs", GK_OPT_INT, &o->max_docs, "N", "stop after N documents", 1, 9.2e18},
+        {0, "max-tokens", GK_OPT_INT, &o->max_tokens, "N", "stop after N tokens (the last document cut)", 1, 9.2e18},
+        {0, "field", GK_OPT_STR, &o->field, "NAME", "JSON Lines: the text field (default text; a.b reaches into objects)", 0, 0},
+        {0, "skip-bad", GK_OPT_FLAG, &o->skip_bad, NULL, "JSON Lines: skip and count bad lines instead of failing", 0, 0},
+        {0, "max-line", GK_OPT_INT, &o->max_line, "N", "JSON Lines: the longest line in bytes (default 64M)", 1, 1e12},
         {'j', "threads", GK_OPT_INT, &o->threads, "N", "encoding threads (default: all cores)", 1, 1024},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no summary, progress or warnings", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
@@ -66,8 +76,14 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 
 static int check_options(const options *o, gk_err *e)
 {
-    if ((o->val_fraction > 0) != (o->val_output != NULL))
-        return gk_errf(e, GK_EUSAGE, "--val-fraction and --val-output go together");
+    int vals = (o->val_fraction > 0) + (o->val_docs > 0) + (o->val_tokens > 0);
+    if (vals > 1)
+        return gk_errf(e, GK_EUSAGE, "--val-fraction, --val-docs and --val-tokens: give one of them");
+    if ((vals > 0) != (o->val_output != NULL))
+        return gk_errf(e, GK_EUSAGE, "%s and --val-output go together",
+                       o->val_docs ? "--val-docs" : o->val_tokens ? "--val-tokens" : "--val-fraction");
+    if (o->field && !*o->field)
+        return gk_errf(e, GK_EUSAGE, "--field: empty name");
     if (o->shard_tokens && !o->output)
         return gk_errf(e, GK_EUSAGE, "--shard-tokens needs -o PREFIX");
     if (o->vocab_out && !o->char_level)
@@ -115,9 +131,30 @@ static int save_char_vocab(const gk_vocab *v, const char *path, gk_err *e)
     return gk_outfile_commit(&f, e);
 }
 
-static int enc_begin(void *c, gk_err *e) { return tk_encoder_begin(c, e); }
-static int enc_feed(void *c, const char *t, size_t n, gk_err *e) { return tk_encoder_feed(c, t, n, e); }
-static int enc_end(void *c, gk_err *e) { return tk_encoder_end(c, e); }
+/* The encoder as a document consumer, stopping the reading at --max-docs or --max-tokens
+ * (documents begin only after the last one's tokens are all written, so the count is exact). */
+typedef struct limiter {
+    tk_encoder *enc;
+    tk_sink *sink;
+    int64_t max_docs, docs;
+} limiter;
+
+static int enc_begin(void *c, gk_err *e)
+{
+    limiter *l = c;
+    if ((l->max_docs && l->docs >= l->max_docs) || tk_sink_full(l->sink))
+        return TK_STOP;
+    l->docs++;
+    return tk_encoder_begin(l->enc, e);
+}
+
+static int enc_feed(void *c, const char *t, size_t n, gk_err *e)
+{
+    limiter *l = c;
+    return tk_sink_full(l->sink) ? TK_STOP : tk_encoder_feed(l->enc, t, n, e);
+}
+
+static int enc_end(void *c, gk_err *e) { return tk_encoder_end(((limiter *)c)->enc, e); }
 
 /* "12.3 MB/s", "850 kB/s", "96 B/s": three significant figures in the unit that fits. */
 static void format_rate(char *out, size_t cap, double bytes_per_s)
@@ -153,7 +190,30 @@ static void special_summary(const tk_read_stats *rs)
                 total == 1 ? "is not a regular file" : "are not regular files", list);
 }
 
-static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
+/* What the sink saw, kept for the summary (the sink is gone by then). */
+typedef struct outcome {
+    int64_t tokens, val_docs, val_tokens;
+} outcome;
+
+/* The lines about what gpt-tokenize's own options did: bad lines skipped, an early stop, the
+ * first documents sent to validation. */
+static void options_summary(const options *o, const tk_stats *st, const tk_read_stats *rs,
+                            const outcome *out)
+{
+    if (rs->bad_lines)
+        gk_warn("skipped %lld bad JSON line%s (the first: %s)", (long long)rs->bad_lines,
+                plural(rs->bad_lines), rs->first_bad);
+    if (rs->stopped && o->max_docs && st->docs >= o->max_docs)
+        gk_info("stopped after %lld document%s (--max-docs)", (long long)st->docs, plural(st->docs));
+    else if (rs->stopped)
+        gk_info("stopped after %lld token%s (--max-tokens)", (long long)out->tokens,
+                plural(out->tokens));
+    if (o->val_docs || o->val_tokens)
+        gk_info("validation: %lld document%s (the first), %lld token%s", (long long)out->val_docs,
+                plural(out->val_docs), (long long)out->val_tokens, plural(out->val_tokens));
+}
+
+static void summary(const tk_stats *st, const tk_read_stats *rs, const outcome *out, double secs)
 {
     if (st->replaced)
         gk_warn("replaced %lld invalid UTF-8 sequence%s with U+FFFD", (long long)st->replaced,
@@ -173,7 +233,8 @@ static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
         snprintf(took + strlen(took), sizeof took - strlen(took), " (%s)", rate);
     }
     gk_info("%lld document%s, %lld byte%s, %lld token%s%s", (long long)st->docs, plural(st->docs),
-            (long long)st->bytes, plural(st->bytes), (long long)st->tokens, plural(st->tokens), took);
+            (long long)st->bytes, plural(st->bytes), (long long)out->tokens, plural(out->tokens),
+            took);
 }
 
 /* Encodes; with --char and no -V the text is read whole first to build the vocabulary (held in
@@ -181,7 +242,7 @@ static void summary(const tk_stats *st, const tk_read_stats *rs, double secs)
 static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     double t0 = gk_now();
-    tk_read_opts ro = {inputs, ninputs, o->doc_sep};
+    tk_read_opts ro = {inputs, ninputs, o->doc_sep, o->field, (size_t)o->max_line, o->skip_bad, NULL};
     tk_read_stats rs = {0};
     tk_collector held = {0};
     gk_vocab *v = NULL;
@@ -202,22 +263,34 @@ static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     if (!rc && o->vocab_out)
         rc = save_char_vocab(v, o->vocab_out, e);
-    tk_sink_opts so = {o->output, o->shard_tokens, o->val_fraction, o->val_output,
-                       v ? gk_vocab_size(v) : 0, v ? gk_vocab_fingerprint(v) : 0};
+    tk_sink_opts so = {o->output,     o->shard_tokens, o->val_fraction,
+                       o->val_docs,   o->val_tokens,   o->val_output,
+                       o->max_tokens, v ? gk_vocab_size(v) : 0,
+                       v ? gk_vocab_fingerprint(v) : 0};
     if (!rc)
         rc = tk_sink_open(&sink, &so, e);
     int threads = o->threads ? (int)o->threads : omp_get_num_procs();
     if (!rc)
         rc = tk_encoder_create(&enc, v, o->allow_special, threads, sink, e);
-    tk_consumer c = {enc_begin, enc_feed, enc_end, enc};
-    if (!rc)
-        rc = collect ? tk_collector_replay(&held, &c, e) : tk_read_all(&ro, &c, &rs, e);
+    limiter lim = {enc, sink, o->max_docs, 0};
+    tk_consumer c = {enc_begin, enc_feed, enc_end, &lim};
+    if (!rc && collect && (rc = tk_collector_replay(&held, &c, e)) == TK_STOP) {
+        rs.stopped = 1;
+        rc = 0;
+    } else if (!rc && !collect) {
+        ro.tokens = &tk_encoder_stats(enc)->tokens;
+        rc = tk_read_all(&ro, &c, &rs, e);
+    }
+    outcome out = {0};
     if (!rc) {
+        out = (outcome){tk_sink_tokens(sink), tk_sink_val_docs(sink), tk_sink_val_tokens(sink)};
         rc = tk_sink_finish(sink, e);
         sink = NULL;
     }
-    if (!rc)
-        summary(tk_encoder_stats(enc), &rs, gk_now() - t0);
+    if (!rc) {
+        options_summary(o, tk_encoder_stats(enc), &rs, &out);
+        summary(tk_encoder_stats(enc), &rs, &out, gk_now() - t0);
+    }
     tk_sink_abort(sink);
     tk_encoder_free(enc);
     tk_collector_free(&held);

@@ -18,8 +18,11 @@ typedef struct target {
 
 struct tk_sink {
     tk_sink_opts o;
-    target train, val; /* val: with --val-fraction */
-    int64_t tokens;
+    target train, val; /* val: with a validation split */
+    int split, head;   /* a validation split; of the first documents or tokens (no spill) */
+    int64_t tokens, docs;
+    int64_t val_written, val_docs; /* head split: tokens and documents sent to val */
+    int in_val;        /* head split by documents: the current document goes to val */
     /* validation split: the tokens and each document's first token index, in temporary files
      * until finish, when the split point is known */
     tk_spill held, starts;
@@ -62,8 +65,10 @@ int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
     if (!s)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     s->o = *o;
+    s->head = o->val_docs > 0 || o->val_tokens > 0;
+    s->split = s->head || o->val_fraction > 0;
     int rc = target_open(&s->train, o->output, o->shard_tokens, o, e);
-    if (rc == 0 && o->val_fraction > 0 && (rc = target_open(&s->val, o->val_output, 0, o, e)))
+    if (rc == 0 && s->split && (rc = target_open(&s->val, o->val_output, 0, o, e)))
         target_abort(&s->train);
     if (rc) {
         free(s);
@@ -81,6 +86,11 @@ int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
 
 int tk_sink_doc(tk_sink *s, gk_err *e)
 {
+    s->docs++;
+    if (s->head) {
+        s->in_val = s->o.val_docs > 0 ? s->docs <= s->o.val_docs : s->val_written < s->o.val_tokens;
+        s->val_docs += s->in_val;
+    }
     if (s->o.val_fraction <= 0)
         return 0;
     int64_t at = s->held.size / (int64_t)sizeof(uint32_t);
@@ -88,9 +98,28 @@ int tk_sink_doc(tk_sink *s, gk_err *e)
     return tk_spill_write(&s->starts, &at, sizeof at, e);
 }
 
+/* Head split: the first documents (or tokens) to val, the rest to train. */
+static int head_write(tk_sink *s, const uint32_t *ids, size_t n, gk_err *e)
+{
+    size_t k = s->in_val ? n : 0;
+    if (s->o.val_tokens > 0) {
+        int64_t left = s->o.val_tokens - s->val_written;
+        k = left <= 0 ? 0 : (int64_t)n < left ? n : (size_t)left;
+    }
+    s->val_written += (int64_t)k;
+    int rc = k ? target_write(&s->val, ids, k, e) : 0;
+    return rc || k == n ? rc : target_write(&s->train, ids + k, n - k, e);
+}
+
 int tk_sink_write(tk_sink *s, const uint32_t *ids, size_t n, gk_err *e)
 {
+    if (s->o.max_tokens > 0 && (int64_t)n > s->o.max_tokens - s->tokens)
+        n = (size_t)(s->o.max_tokens - s->tokens);
     s->tokens += (int64_t)n;
+    if (n == 0)
+        return 0;
+    if (s->head)
+        return head_write(s, ids, n, e);
     if (s->o.val_fraction <= 0)
         return target_write(&s->train, ids, n, e);
     return tk_spill_write(&s->held, ids, n * sizeof *ids, e);
@@ -134,14 +163,9 @@ static int copy_held(tk_sink *s, int64_t cut, gk_err *e)
     return rc;
 }
 
-static int write_split(tk_sink *s, gk_err *e)
+/* Commits both shards of a split, validation first. */
+static int finish_split(tk_sink *s, int rc, gk_err *e)
 {
-    int64_t cut = 0;
-    int rc = split_point(s, &cut, e);
-    if (rc == 0 && cut == s->held.size / (int64_t)sizeof(uint32_t))
-        gk_warn("--val-fraction %g leaves the validation shard empty", s->o.val_fraction);
-    if (!rc)
-        rc = copy_held(s, cut, e);
     if (!rc && !(rc = target_finish(&s->val, e))) {
         /* The last of the training data reaches the disk only now: if it fails (a full disk),
          * the validation shard just committed goes too, so that no half of a split is left. */
@@ -154,6 +178,26 @@ static int write_split(tk_sink *s, gk_err *e)
     return rc;
 }
 
+static int write_split(tk_sink *s, gk_err *e)
+{
+    int64_t cut = 0;
+    int rc = split_point(s, &cut, e);
+    if (rc == 0 && cut == s->held.size / (int64_t)sizeof(uint32_t))
+        gk_warn("--val-fraction %g leaves the validation shard empty", s->o.val_fraction);
+    if (!rc)
+        rc = copy_held(s, cut, e);
+    return finish_split(s, rc, e);
+}
+
+static int write_head(tk_sink *s, gk_err *e)
+{
+    if (s->val_written == s->tokens)
+        gk_warn("%s %lld takes every document: the training output is empty",
+                s->o.val_docs > 0 ? "--val-docs" : "--val-tokens",
+                (long long)(s->o.val_docs > 0 ? s->o.val_docs : s->o.val_tokens));
+    return finish_split(s, 0, e);
+}
+
 static void sink_free(tk_sink *s)
 {
     tk_spill_close(&s->held);
@@ -163,7 +207,8 @@ static void sink_free(tk_sink *s)
 
 int tk_sink_finish(tk_sink *s, gk_err *e)
 {
-    int rc = s->o.val_fraction > 0 ? write_split(s, e) : target_finish(&s->train, e);
+    int rc = s->head ? write_head(s, e)
+             : s->o.val_fraction > 0 ? write_split(s, e) : target_finish(&s->train, e);
     sink_free(s);
     return rc;
 }
@@ -173,9 +218,17 @@ void tk_sink_abort(tk_sink *s)
     if (!s)
         return;
     target_abort(&s->train);
-    if (s->o.val_fraction > 0)
+    if (s->split)
         target_abort(&s->val);
     sink_free(s);
 }
 
 int64_t tk_sink_tokens(const tk_sink *s) { return s->tokens; }
+
+int tk_sink_full(const tk_sink *s) { return s->o.max_tokens > 0 && s->tokens >= s->o.max_tokens; }
+
+int64_t tk_sink_docs(const tk_sink *s) { return s->docs; }
+
+int64_t tk_sink_val_docs(const tk_sink *s) { return s->val_docs; }
+
+int64_t tk_sink_val_tokens(const tk_sink *s) { return s->val_written; }

@@ -1,7 +1,10 @@
 /* output.h: where gpt-tokenize's tokens go: one shard (a file or stdout), numbered shards, and
- * optionally a validation shard holding the last fraction of documents (of tokens when there
- * is only one document), as nanoGPT's prepare.py splits. With a validation split every token is
- * held in a temporary file (spill.h) until the end, since the split point is known only then.
+ * optionally a validation shard holding either the last fraction of documents (of tokens when
+ * there is only one document), as nanoGPT's prepare.py splits, or the first documents (val_docs)
+ * or first tokens (val_tokens), as llm.c's fineweb.py makes its first shard the validation split.
+ * With --val-fraction every token is held in a temporary file (spill.h) until the end, since the
+ * split point is known only then; the first-documents splits hold nothing. max_tokens caps the
+ * tokens written (the rest dropped; tk_sink_full says when the cap is reached).
  * Owns: the open shard writers and those files. Lifetime: open .. finish/abort. Not thread-safe. */
 #ifndef TK_OUTPUT_H
 #define TK_OUTPUT_H
@@ -14,8 +17,11 @@
 typedef struct tk_sink_opts {
     const char *output;     /* file, "-"/NULL for stdout, or PREFIX when shard_tokens > 0 */
     int64_t shard_tokens;   /* > 0: numbered shards of this many tokens */
-    double val_fraction;    /* > 0: split off a validation shard */
-    const char *val_output; /* its file */
+    double val_fraction;    /* > 0: the last fraction of documents to val_output */
+    int64_t val_docs;       /* > 0: the first val_docs documents to val_output */
+    int64_t val_tokens;     /* > 0: the first val_tokens tokens to val_output */
+    const char *val_output; /* the validation shard's file (with one of the three) */
+    int64_t max_tokens;     /* > 0: write no more tokens than this */
     uint32_t vocab_size, fingerprint;
 } tk_sink_opts;
 
@@ -31,5 +37,12 @@ int tk_sink_finish(tk_sink *s, gk_err *e);
 void tk_sink_abort(tk_sink *s);
 /* Tokens written so far (train + validation). */
 int64_t tk_sink_tokens(const tk_sink *s);
+/* Whether max_tokens tokens have been written. */
+int tk_sink_full(const tk_sink *s);
+/* Documents begun, and of those, the ones whose first token went to validation. */
+int64_t tk_sink_docs(const tk_sink *s);
+int64_t tk_sink_val_docs(const tk_sink *s);
+/* With val_docs or val_tokens: the tokens sent to validation. */
+int64_t tk_sink_val_tokens(const tk_sink *s);
 
 #endif

@@ -1,12 +1,15 @@
 /* run.c: reading inputs into documents (see run.h). */
 #include "run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/progress.h"
 #include "input.h"
+#include "jsonl.h"
 
 #define READ_BYTES (1 << 16)
 
@@ -67,49 +70,154 @@ static int split_feed(splitter *s, size_t n, int final, gk_err *e)
 
 /* ---------------------------------------------------------------- reading */
 
-static int read_document(tk_source *src, const tk_consumer *c, splitter *sp, gk_err *e)
+/* The state of one tk_read_all: where the documents go and what the progress line shows. */
+typedef struct reader {
+    const tk_read_opts *o;
+    const tk_consumer *c;
+    splitter *sp;
+    tk_read_stats *st;
+    gk_progress bar;
+    int file;        /* the input being read, from 1 */
+    int64_t total;   /* bytes of all inputs as stored; 0 when one is a pipe */
+} reader;
+
+static void progress(reader *r, int64_t pos)
 {
-    int rc = sp ? 0 : c->begin(c->ctx, e);
-    size_t got = 1;
-    while (rc == 0 && got > 0) {
-        if (sp) {
-            rc = tk_source_read(src, sp->work + sp->carry, READ_BYTES, &got, e);
-            if (rc == 0)
-                rc = split_feed(sp, got, got == 0, e);
-        } else {
-            char buf[READ_BYTES];
-            rc = tk_source_read(src, buf, sizeof buf, &got, e);
-            if (rc == 0 && got > 0)
-                rc = c->feed(c->ctx, buf, got, e);
-        }
-    }
-    if (rc)
-        return rc;
-    return sp ? close_doc(sp, e) : c->end(c->ctx, e);
+    if (!r->bar.active)
+        return;
+    char note[160];
+    int n = snprintf(note, sizeof note, "file %d/%d, %lld docs", r->file, r->o->ninputs,
+                     (long long)r->st->docs);
+    double secs = gk_now() - r->bar.start;
+    if (r->o->tokens && secs > 0 && n > 0)
+        snprintf(note + n, sizeof note - (size_t)n, ", %lld tokens, %.2fM tokens/s",
+                 (long long)*r->o->tokens, (double)*r->o->tokens / secs / 1e6);
+    gk_progress_update(&r->bar, r->st->input_bytes + pos, note);
 }
 
-static int read_input(const char *path, const tk_consumer *c, splitter *sp, tk_read_stats *st,
-                      gk_progress *bar, gk_err *e)
+/* Feeds text[0, n) into the current document: through the splitter when there is one. */
+static int feed_text(reader *r, const char *text, size_t n, gk_err *e)
 {
+    splitter *sp = r->sp;
+    if (!sp)
+        return n ? r->c->feed(r->c->ctx, text, n, e) : 0;
+    memcpy(sp->work + sp->carry, text, n); /* n <= READ_BYTES */
+    return split_feed(sp, n, 0, e);
+}
+
+/* One text document: head[0, nhead) (bytes already read), then the rest of the member. */
+static int read_document(reader *r, tk_source *src, const char *head, size_t nhead, gk_err *e)
+{
+    r->st->docs++;
+    int rc = r->sp ? 0 : r->c->begin(r->c->ctx, e);
+    if (rc == 0 && nhead)
+        rc = feed_text(r, head, nhead, e);
+    char buf[READ_BYTES];
+    for (size_t got = 1; rc == 0 && got > 0;) {
+        if ((rc = tk_source_read(src, buf, sizeof buf, &got, e)) == 0 && got)
+            rc = feed_text(r, buf, got, e);
+        progress(r, tk_source_position(src));
+    }
+    if (rc == 0 && r->sp)
+        rc = split_feed(r->sp, 0, 1, e);
+    if (rc)
+        return rc;
+    return r->sp ? close_doc(r->sp, e) : r->c->end(r->c->ctx, e);
+}
+
+/* One document from a row's text (JSON Lines, Parquet): --doc-sep does not apply. */
+static int read_row(reader *r, const char *text, size_t n, gk_err *e)
+{
+    r->st->docs++;
+    int rc = r->c->begin(r->c->ctx, e);
+    if (rc == 0 && n)
+        rc = r->c->feed(r->c->ctx, text, n, e);
+    return rc ? rc : r->c->end(r->c->ctx, e);
+}
+
+static int read_jsonl(reader *r, tk_source *src, const char *name, const char *head, size_t nhead,
+                      gk_err *e)
+{
+    tk_jsonl_opts jo = {r->o->field, r->o->max_line, r->o->skip_bad};
+    tk_jsonl *j = NULL;
+    int rc = tk_jsonl_open(&j, src, name, &jo, head, nhead, e), more = 1;
+    while (rc == 0 && more) {
+        const char *text;
+        size_t len;
+        if ((rc = tk_jsonl_next(j, &text, &len, &more, e)) == 0 && more)
+            rc = read_row(r, text, len, e);
+        progress(r, tk_source_position(src));
+    }
+    if (j && tk_jsonl_bad(j)) {
+        if (!r->st->bad_lines)
+            snprintf(r->st->first_bad, sizeof r->st->first_bad, "%s", tk_jsonl_first_bad(j));
+        r->st->bad_lines += tk_jsonl_bad(j);
+    }
+    tk_jsonl_close(j);
+    return rc;
+}
+
+/* Reads the start of a plain (not archive) input, up to its first non-blank byte, into head. */
+static int peek(tk_source *src, char *head, size_t cap, size_t *n, gk_err *e)
+{
+    *n = 0;
+    for (size_t got = 1; got > 0 && *n < cap;) {
+        int rc = tk_source_read(src, head + *n, cap - *n, &got, e);
+        if (rc)
+            return rc;
+        size_t at = *n;
+        *n += got;
+        for (; at < *n; at++)
+            if (head[at] != ' ' && head[at] != '\t' && head[at] != '\r' && head[at] != '\n')
+                return 0;
+    }
+    return 0;
+}
+
+static void input_done(reader *r, tk_source *src, const char *name)
+{
+    r->st->skipped_binary += (int64_t)tk_source_skipped(src);
+    for (int k = 0; k < TK_SKIP_KINDS; k++)
+        r->st->skipped_special[k] += (int64_t)tk_source_skipped_special(src, k);
+    if (tk_source_empty_archive(src)) {
+        gk_progress_clear(&r->bar);
+        gk_info("%s: %s: no documents", name, tk_source_empty_archive(src));
+    }
+    r->st->input_bytes += tk_source_position(src);
+}
+
+static int read_input(reader *r, const char *path, gk_err *e)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "stdin" : path;
     tk_source *src = NULL;
     int rc = tk_source_open(&src, path, e), more = 1;
     while (rc == 0 && (rc = tk_source_next(src, &more, e)) == 0 && more) {
-        rc = read_document(src, c, sp, e);
-        gk_progress_update(bar, st->input_bytes + tk_source_position(src), "");
+        char head[READ_BYTES];
+        size_t nhead = 0;
+        if (!tk_source_is_archive(src) && (rc = peek(src, head, sizeof head, &nhead, e)))
+            break;
+        if (nhead && tk_jsonl_detect(is_stdin ? NULL : path, head, nhead, r->o->field != NULL))
+            rc = read_jsonl(r, src, name, head, nhead, e);
+        else
+            rc = read_document(r, src, head, nhead, e);
     }
-    if (rc == 0) {
-        st->skipped_binary += (int64_t)tk_source_skipped(src);
-        for (int k = 0; k < TK_SKIP_KINDS; k++)
-            st->skipped_special[k] += (int64_t)tk_source_skipped_special(src, k);
-        if (tk_source_empty_archive(src)) {
-            gk_progress_clear(bar);
-            gk_info("%s: %s: no documents", strcmp(path, "-") ? path : "stdin",
-                    tk_source_empty_archive(src));
-        }
-        st->input_bytes += tk_source_position(src);
-    }
+    if (rc == 0)
+        input_done(r, src, name);
     tk_source_close(src);
     return rc;
+}
+
+static int64_t total_bytes(const tk_read_opts *o)
+{
+    int64_t total = 0;
+    for (int i = 0; i < o->ninputs; i++) {
+        struct stat st;
+        if (strcmp(o->inputs[i], "-") == 0 || stat(o->inputs[i], &st) != 0 || !S_ISREG(st.st_mode))
+            return 0;
+        total += (int64_t)st.st_size;
+    }
+    return total;
 }
 
 int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, gk_err *e)
@@ -117,12 +225,18 @@ int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, 
     splitter sp = {.c = c, .sep = o->doc_sep, .seplen = o->doc_sep ? strlen(o->doc_sep) : 0};
     if (o->doc_sep && !(sp.work = malloc(READ_BYTES + sp.seplen)))
         return gk_errf(e, GK_ENOMEM, "out of memory");
-    gk_progress bar;
-    gk_progress_start(&bar, "reading", 0);
+    reader r = {.o = o, .c = c, .sp = o->doc_sep ? &sp : NULL, .st = st, .total = total_bytes(o)};
+    gk_progress_start(&r.bar, "reading", r.total);
     int rc = 0;
-    for (int i = 0; rc == 0 && i < o->ninputs; i++)
-        rc = read_input(o->inputs[i], c, o->doc_sep ? &sp : NULL, st, &bar, e);
-    gk_progress_end(&bar);
+    for (int i = 0; rc == 0 && i < o->ninputs; i++) {
+        r.file = i + 1;
+        rc = read_input(&r, o->inputs[i], e);
+    }
+    gk_progress_end(&r.bar);
     free(sp.work);
+    if (rc == TK_STOP) {
+        st->stopped = 1;
+        rc = 0;
+    }
     return rc;
 }

@@ -1,5 +1,6 @@
-/* run.h: the reading side of gpt-tokenize: every input's documents, cut further by --doc-sep,
- * handed to a document consumer (the encoder, or the collector of collect.h).
+/* run.h: the reading side of gpt-tokenize: every input's documents (a text file or archive
+ * member, cut further by --doc-sep; a JSON Lines line, jsonl.h), handed to a document consumer
+ * (the encoder, or the collector of collect.h), with a progress line across all inputs.
  * Owns: nothing past a call.
  * Not thread-safe. */
 #ifndef TK_RUN_H
@@ -11,6 +12,10 @@
 #include "common/err.h"
 #include "input.h"
 
+/* A consumer's call may return TK_STOP to end the reading early (--max-docs, --max-tokens):
+ * tk_read_all then returns 0 with stats->stopped set. */
+#define TK_STOP 1
+
 typedef struct tk_consumer {
     int (*begin)(void *ctx, gk_err *e);
     int (*feed)(void *ctx, const char *text, size_t n, gk_err *e);
@@ -21,13 +26,21 @@ typedef struct tk_consumer {
 typedef struct tk_read_opts {
     char **inputs;       /* paths, "-" for stdin */
     int ninputs;
-    const char *doc_sep; /* NULL: one document per input or archive member */
+    const char *doc_sep; /* NULL: one document per input or archive member (text only) */
+    const char *field;   /* JSON Lines: the field (NULL: "text"); given: detect by content alone */
+    size_t max_line;     /* JSON Lines: longest line in bytes (0: the default) */
+    int skip_bad;        /* JSON Lines: skip and count bad lines rather than fail */
+    const int64_t *tokens; /* NULL, or the tokens written so far (for the progress line) */
 } tk_read_opts;
 
 typedef struct tk_read_stats {
     int64_t skipped_binary;
     int64_t skipped_special[TK_SKIP_KINDS]; /* members that are not regular files, by kind */
     int64_t input_bytes; /* bytes read from the inputs as stored (compressed where they are) */
+    int64_t docs;        /* documents handed on */
+    int64_t bad_lines;   /* JSON Lines skipped with skip_bad */
+    char first_bad[1024]; /* the first one's message */
+    int stopped;         /* a consumer returned TK_STOP */
 } tk_read_stats;
 
 /* Reads every input and passes its documents to c. */
