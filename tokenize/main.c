@@ -1,4 +1,5 @@
-/* main.c: gpt-tokenize: text, files, archives or JSON Lines in, token shards out; -d decodes back.
+/* main.c: gpt-tokenize: text, files, archives, JSON Lines or Parquet in, token shards out; -d
+ * decodes back.
  * Parses options, resolves the vocabulary and wires reader -> encoder -> shard outputs. */
 #include <errno.h>
 #include <omp.h>
@@ -16,23 +17,25 @@
 #include "collect.h"
 #include "decode.h"
 #include "encode.h"
+#include "inputs.h"
 #include "output.h"
 #include "run.h"
 
 typedef struct options {
-    const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field;
+    const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field, *column;
     int decode, char_level, allow_special, quiet, verbose, skip_bad;
     int64_t threads, shard_tokens, max_docs, max_tokens, val_docs, val_tokens, max_line;
     double val_fraction;
 } options;
 
 static const char usage[] =
-    "gpt-tokenize [options] [FILE...] > out.bin\n"
+    "gpt-tokenize [options] [FILE|DIR|'GLOB'...] > out.bin\n"
     "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
     "Encodes text into a token shard with GPT-2 BPE or a char-level vocabulary; -d decodes\n"
     "shards back to text. Inputs: files or stdin, plain or compressed (gzip, bzip2, xz, lzma,\n"
-    "zstd, lz4), archives (tar, zip, 7z) and JSON Lines (one document a line), recognised by\n"
-    "content. Every document starts with <|endoftext|>.";
+    "zstd, lz4), archives (tar, zip, 7z), JSON Lines (one document a line) and Parquet (one\n"
+    "document a row), recognised by content; a directory or a quoted glob stands for its files,\n"
+    "in sorted order. Every document starts with <|endoftext|>.";
 
 static const char footer[] =
     "The vocabulary comes from -V, else $GPT_VOCAB, else the HuggingFace cache (gpt2).\n"
@@ -58,6 +61,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "val-output", GK_OPT_STR, &o->val_output, "FILE", "the validation shard", 0, 0},
         {0, "max-docs", GK_OPT_INT, &o->max_docs, "N", "stop after N documents", 1, 9.2e18},
         {0, "max-tokens", GK_OPT_INT, &o->max_tokens, "N", "stop after N tokens (the last document cut)", 1, 9.2e18},
+        {0, "column", GK_OPT_STR, &o->column, "NAME", "Parquet: the text column (default text, else the only string column)", 0, 0},
         {0, "field", GK_OPT_STR, &o->field, "NAME", "JSON Lines: the text field (default text; a.b reaches into objects)", 0, 0},
         {0, "skip-bad", GK_OPT_FLAG, &o->skip_bad, NULL, "JSON Lines: skip and count bad lines instead of failing", 0, 0},
         {0, "max-line", GK_OPT_INT, &o->max_line, "N", "JSON Lines: the longest line in bytes (default 64M)", 1, 1e12},
@@ -84,6 +88,8 @@ static int check_options(const options *o, gk_err *e)
                        o->val_docs ? "--val-docs" : o->val_tokens ? "--val-tokens" : "--val-fraction");
     if (o->field && !*o->field)
         return gk_errf(e, GK_EUSAGE, "--field: empty name");
+    if (o->column && !*o->column)
+        return gk_errf(e, GK_EUSAGE, "--column: empty name");
     if (o->shard_tokens && !o->output)
         return gk_errf(e, GK_EUSAGE, "--shard-tokens needs -o PREFIX");
     if (o->vocab_out && !o->char_level)
@@ -200,6 +206,8 @@ typedef struct outcome {
 static void options_summary(const options *o, const tk_stats *st, const tk_read_stats *rs,
                             const outcome *out)
 {
+    if (rs->null_rows)
+        gk_info("skipped %lld null row%s of Parquet", (long long)rs->null_rows, plural(rs->null_rows));
     if (rs->bad_lines)
         gk_warn("skipped %lld bad JSON line%s (the first: %s)", (long long)rs->bad_lines,
                 plural(rs->bad_lines), rs->first_bad);
@@ -242,7 +250,8 @@ static void summary(const tk_stats *st, const tk_read_stats *rs, const outcome *
 static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     double t0 = gk_now();
-    tk_read_opts ro = {inputs, ninputs, o->doc_sep, o->field, (size_t)o->max_line, o->skip_bad, NULL};
+    tk_read_opts ro = {inputs, ninputs, o->doc_sep, o->column, o->field, (size_t)o->max_line,
+                       o->skip_bad, NULL};
     tk_read_stats rs = {0};
     tk_collector held = {0};
     gk_vocab *v = NULL;
@@ -333,12 +342,20 @@ int main(int argc, char **argv)
     static char *stdin_only[] = {"-"};
     char **inputs = first < argc ? argv + first : stdin_only;
     int ninputs = first < argc ? argc - first : 1;
+    tk_inputs in = {0};
+    if (rc == 0 && !o.decode) { /* directories and patterns stand for their files */
+        for (int i = 0; rc == 0 && i < ninputs; i++)
+            rc = tk_inputs_expand(&in, inputs[i], &e);
+        inputs = in.paths;
+        ninputs = in.n;
+    }
     if (rc == 0)
         rc = check_stdin(inputs, ninputs, &e);
     if (rc == 0) {
         gk_outfile_cleanup_on_signals(); /* no OUT.tmp.XXXXXX left by SIGINT or SIGTERM */
         rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, inputs, ninputs, &e);
     }
+    tk_inputs_free(&in);
     if (rc == 0)
         rc = gk_std_finish(&e); /* a summary or text that could not be written is a failure */
     if (rc) {

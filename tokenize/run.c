@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/io/parquet.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "input.h"
@@ -157,6 +160,38 @@ static int read_jsonl(reader *r, tk_source *src, const char *name, const char *h
     return rc;
 }
 
+static int read_parquet(reader *r, const char *path, gk_err *e)
+{
+    gk_parquet *p = NULL;
+    int rc = gk_parquet_open(&p, path, r->o->column, e), more = 1;
+    while (rc == 0 && more) {
+        const char *text;
+        size_t len;
+        if ((rc = gk_parquet_next(p, &text, &len, &more, e)) == 0 && more)
+            rc = read_row(r, text, len, e);
+        progress(r, gk_parquet_position(p));
+    }
+    if (rc == 0 || rc == TK_STOP) {
+        r->st->null_rows += gk_parquet_nulls(p);
+        r->st->parquet_files++;
+        r->st->input_bytes += gk_parquet_file_size(p);
+    }
+    gk_parquet_close(p);
+    return rc;
+}
+
+/* Whether path is a file that starts with Parquet's magic. */
+static int is_parquet(const char *path)
+{
+    char head[4];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    return n == (ssize_t)sizeof head && gk_parquet_magic(head, sizeof head);
+}
+
 /* Reads the start of a plain (not archive) input, up to its first non-blank byte, into head. */
 static int peek(tk_source *src, char *head, size_t cap, size_t *n, gk_err *e)
 {
@@ -190,6 +225,8 @@ static int read_input(reader *r, const char *path, gk_err *e)
 {
     int is_stdin = strcmp(path, "-") == 0;
     const char *name = is_stdin ? "stdin" : path;
+    if (!is_stdin && is_parquet(path))
+        return read_parquet(r, path, e);
     tk_source *src = NULL;
     int rc = tk_source_open(&src, path, e), more = 1;
     while (rc == 0 && (rc = tk_source_next(src, &more, e)) == 0 && more) {
@@ -197,6 +234,11 @@ static int read_input(reader *r, const char *path, gk_err *e)
         size_t nhead = 0;
         if (!tk_source_is_archive(src) && (rc = peek(src, head, sizeof head, &nhead, e)))
             break;
+        if (is_stdin && gk_parquet_magic(head, nhead)) {
+            rc = gk_errf(e, GK_EUSAGE, "stdin: a Parquet file (read from its end): give it as a "
+                         "file operand");
+            break;
+        }
         if (nhead && tk_jsonl_detect(is_stdin ? NULL : path, head, nhead, r->o->field != NULL))
             rc = read_jsonl(r, src, name, head, nhead, e);
         else

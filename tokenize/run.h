@@ -1,5 +1,6 @@
 /* run.h: the reading side of gpt-tokenize: every input's documents (a text file or archive
- * member, cut further by --doc-sep; a JSON Lines line, jsonl.h), handed to a document consumer
+ * member, cut further by --doc-sep; a JSON Lines line, jsonl.h; a Parquet row, common/io/parquet.h),
+ * handed to a document consumer
  * (the encoder, or the collector of collect.h), with a progress line across all inputs.
  * Owns: nothing past a call.
  * Not thread-safe. */
@@ -27,6 +28,7 @@ typedef struct tk_read_opts {
     char **inputs;       /* paths, "-" for stdin */
     int ninputs;
     const char *doc_sep; /* NULL: one document per input or archive member (text only) */
+    const char *column;  /* Parquet: the column (NULL: "text", else the only string column) */
     const char *field;   /* JSON Lines: the field (NULL: "text"); given: detect by content alone */
     size_t max_line;     /* JSON Lines: longest line in bytes (0: the default) */
     int skip_bad;        /* JSON Lines: skip and count bad lines rather than fail */
@@ -39,6 +41,8 @@ typedef struct tk_read_stats {
     int64_t input_bytes; /* bytes read from the inputs as stored (compressed where they are) */
     int64_t docs;        /* documents handed on */
     int64_t bad_lines;   /* JSON Lines skipped with skip_bad */
+    int64_t null_rows;   /* Parquet rows without a value, skipped */
+    int parquet_files;
     char first_bad[1024]; /* the first one's message */
     int stopped;         /* a consumer returned TK_STOP */
 } tk_read_stats;

@@ -16,7 +16,7 @@ run gpt-tokenize -V nodir ok.txt -o e.bin
 run gpt-tokenize --threads 0 ok.txt
 run gpt-tokenize --bogus
 run gpt-tokenize --val-fraction 0.1 ok.txt -o f.bin
-run gpt-tokenize .
+mkdir emptydir; run gpt-tokenize emptydir
 # invalid UTF-8: replaced by U+FFFD (as Python's errors="replace"), one warning with the count
 printf 'a\xffb\xe2\x82' > bad.txt
 printf 'a\xef\xbf\xbdb\xef\xbf\xbd' > fixed.txt

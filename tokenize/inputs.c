@@ -1,0 +1,146 @@
+/* inputs.c: operands to inputs: files, directories, glob patterns (see inputs.h). */
+#include "inputs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e)
+{
+    if (in->n == in->cap) {
+        int cap = in->cap ? in->cap * 2 : 16;
+        char **np = realloc(in->paths, (size_t)cap * sizeof *np);
+        if (!np)
+            return gk_errf(e, GK_ENOMEM, "out of memory");
+        in->paths = np;
+        in->cap = cap;
+    }
+    if (!(in->paths[in->n] = strdup(path)))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    in->n++;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir (no hidden ones), sorted; *n of them. */
+static int list_dir(const char *dir, char ***names, size_t *n, gk_err *e)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return gk_errno(e, dir);
+    size_t cap = 0;
+    int rc = 0;
+    *names = NULL;
+    *n = 0;
+    struct dirent *ent;
+    errno = 0;
+    while (rc == 0 && (ent = readdir(d))) {
+        if (ent->d_name[0] == '.')
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nn = realloc(*names, cap * sizeof *nn);
+            if (!nn) {
+                rc = gk_errf(e, GK_ENOMEM, "out of memory");
+                break;
+            }
+            *names = nn;
+        }
+        if (!((*names)[*n] = strdup(ent->d_name)))
+            rc = gk_errf(e, GK_ENOMEM, "out of memory");
+        else
+            (*n)++;
+    }
+    if (rc == 0 && errno)
+        rc = gk_errno(e, dir);
+    closedir(d);
+    if (rc == 0)
+        qsort(*names, *n, sizeof **names, by_name);
+    return rc;
+}
+
+static int add_dir(tk_inputs *in, const char *dir, int depth, gk_err *e)
+{
+    if (depth > 64)
+        return gk_errf(e, GK_EFORMAT, "%s: directories nested too deep", dir);
+    char **names = NULL;
+    size_t n = 0;
+    int rc = list_dir(dir, &names, &n, e);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(dir) + strlen(names[i]) + 2;
+        char *path = rc ? NULL : malloc(len);
+        struct stat st, lst;
+        if (!rc && !path)
+            rc = gk_errf(e, GK_ENOMEM, "out of memory");
+        if (!rc) {
+            snprintf(path, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]);
+            if (lstat(path, &lst) != 0 || stat(path, &st) != 0)
+                rc = gk_errno(e, path);
+            else if (S_ISDIR(lst.st_mode))
+                rc = add_dir(in, path, depth + 1, e);
+            else if (S_ISREG(st.st_mode))
+                rc = tk_inputs_add(in, path, e);
+        }
+        free(path);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static int add_glob(tk_inputs *in, const char *pattern, gk_err *e)
+{
+    glob_t g;
+    int r = glob(pattern, GLOB_ERR, NULL, &g);
+    if (r == GLOB_NOMATCH)
+        return gk_errf(e, GK_ENOTFOUND, "%s: no file matches this pattern", pattern);
+    if (r != 0) {
+        globfree(&g);
+        return r == GLOB_NOSPACE ? gk_errf(e, GK_ENOMEM, "out of memory")
+                                 : gk_errf(e, GK_EIO, "%s: cannot read a directory of this pattern",
+                                           pattern);
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
+        struct stat st;
+        const char *p = g.gl_pathv[i];
+        rc = stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? add_dir(in, p, 0, e) : tk_inputs_add(in, p, e);
+    }
+    globfree(&g);
+    return rc;
+}
+
+int tk_inputs_expand(tk_inputs *in, const char *operand, gk_err *e)
+{
+    struct stat st;
+    if (strcmp(operand, "-") == 0)
+        return tk_inputs_add(in, operand, e);
+    if (stat(operand, &st) == 0 && S_ISDIR(st.st_mode)) {
+        int before = in->n, rc = add_dir(in, operand, 0, e);
+        if (rc == 0 && in->n == before)
+            rc = gk_errf(e, GK_ENOTFOUND, "%s: a directory with no files in it", operand);
+        return rc;
+    }
+    if (stat(operand, &st) == 0)
+        return tk_inputs_add(in, operand, e);
+    if (strpbrk(operand, "*?["))
+        return add_glob(in, operand, e);
+    return tk_inputs_add(in, operand, e); /* opening it says what is wrong */
+}
+
+void tk_inputs_free(tk_inputs *in)
+{
+    for (int i = 0; i < in->n; i++)
+        free(in->paths[i]);
+    free(in->paths);
+    in->paths = NULL;
+    in->n = in->cap = 0;
+}
