@@ -109,6 +109,9 @@ typedef struct pq_cursor {
     void *zstd;                /* ZSTD_DCtx, made on first use */
 } pq_cursor;
 
+/* src[0..n) compressed by c->codec into exactly dst[0..want). */
+int pq_decompress(pq_cursor *c, const uint8_t *src, size_t n, uint8_t *dst, size_t want, gk_err *e);
+
 enum { PQ_VALUE, PQ_NULL, PQ_END };
 /* Starts on chunk[0..len) (not owned); keeps the buffers of an earlier chunk for reuse. */
 void pq_cursor_begin(pq_cursor *c, const uint8_t *chunk, size_t len, int codec, int max_def,

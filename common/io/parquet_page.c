@@ -109,7 +109,7 @@ static int lz4_hadoop(const uint8_t *src, size_t n, uint8_t *dst, size_t want)
     return n == 0 && done == want ? 0 : -1;
 }
 
-static int decompress(pq_cursor *c, const uint8_t *src, size_t n, uint8_t *dst, size_t want, gk_err *e)
+int pq_decompress(pq_cursor *c, const uint8_t *src, size_t n, uint8_t *dst, size_t want, gk_err *e)
 {
     const char *name = pq_codec_name(c->codec);
     size_t got;
@@ -160,7 +160,7 @@ static int body(pq_cursor *c, const uint8_t *src, size_t n, size_t want, int com
         *buf = nb, *cap = want ? want : 1;
     }
     *out = *buf;
-    return decompress(c, src, n, *buf, want, e);
+    return pq_decompress(c, src, n, *buf, want, e);
 }
 
 /* ---- pages ---- */

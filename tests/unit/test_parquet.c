@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <jansson.h>
+#include <lz4.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -175,6 +176,35 @@ static void test_rle_hybrid(void)
     CHECK(pq_rle_next(&r, &v) == -1);
 }
 
+/* LZ4 as Hadoop frames it (two blocks, each after its big-endian sizes), and the bare block
+ * early parquet-cpp wrote under the same codec number; a wrong size is an error. */
+static void test_lz4_hadoop(void)
+{
+    enum { N = 6000 };
+    char text[N], framed[2 * N], out[N];
+    for (int i = 0; i < N; i++) text[i] = "parquet lz4 hadoop "[i % 19] + (char)(i / 1000);
+    size_t at = 0;
+    for (int half = 0; half < 2; half++) {
+        int len = LZ4_compress_default(text + half * (N / 2), framed + at + 8, N / 2, N);
+        CHECK(len > 0);
+        uint32_t sizes[2] = {N / 2, (uint32_t)len};
+        for (int k = 0; k < 8; k++) framed[at + k] = (char)(sizes[k / 4] >> (8 * (3 - k % 4)));
+        at += 8 + (size_t)len;
+    }
+    pq_cursor c = {.codec = PQ_LZ4};
+    gk_err e = {0};
+    memset(out, 0, N);
+    CHECK_OK(pq_decompress(&c, (uint8_t *)framed, at, (uint8_t *)out, N, &e), &e);
+    CHECK(memcmp(out, text, N) == 0);
+    int bare = LZ4_compress_default(text, framed, N, 2 * N);
+    memset(out, 0, N);
+    CHECK_OK(pq_decompress(&c, (uint8_t *)framed, (size_t)bare, (uint8_t *)out, N, &e), &e);
+    CHECK(memcmp(out, text, N) == 0);
+    CHECK(pq_decompress(&c, (uint8_t *)framed, (size_t)bare, (uint8_t *)out, N - 1, &e) == GK_EFORMAT);
+    CHECKF(strstr(e.msg, "LZ4 page does not uncompress to its 5999 bytes"), "%s", e.msg);
+    pq_cursor_free(&c);
+}
+
 static void test_chunk_limit(void)
 {
     gk_err e = {0};
@@ -262,6 +292,7 @@ int main(void)
     RUN(test_fixtures);
     RUN(test_column_choice);
     RUN(test_rle_hybrid);
+    RUN(test_lz4_hadoop);
     RUN(test_chunk_limit);
     RUN(test_damaged);
     return TEST_END();
