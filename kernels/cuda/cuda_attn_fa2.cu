@@ -1,7 +1,8 @@
 /* cuda_attn_fa2.cu: the causal attention forward as FlashAttention-2 does it, for bf16
  * activations, on the warp-level primitives of mma.h (mma.sync m16n8k16, ldmatrix, cp.async);
- * cuda_attn.cu decides when it runs (GK_CUDA_ATTN), and the backward stays cuda_attn_flash.cu's,
- * which reads the lse written here exactly as its own forward writes it.
+ * cuda_attn.cu decides when it runs (the fa2 path); the lse written here is the natural-log one
+ * that both backwards read: cuda_attn_fa2_bwd.cu's (the fa2 path's) and cuda_attn_flash.cu's.
+ * Tile helpers shared with the backward: fa2_tile.h.
  * A block is 4 warps over a tile of 64 query rows (16 rows a warp) and walks the key tiles of 64
  * up to the diagonal, K and V double-buffered in shared memory by cp.async (tile kt+1 loads while
  * tile kt computes). Everything after the loads stays in registers: the warp's Q fragments
@@ -14,48 +15,16 @@
  * masks keys past the row and past T (rows and keys past T are zero-filled by cp.async and never
  * stored). Dropout as the other paths key it. Head sizes 16, 32, 64, 128. */
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/mma.h"
+#include "kernels/cuda/fa2_tile.h"
 
 #include <stdint.h>
 
 #include "kernels/rng.h"
 
-#define FA_BQ 64 /* query rows per block: FA_WARPS x 16 */
-#define FA_BK 64 /* keys per tile */
-#define FA_WARPS 4
-#define FA_THREADS (32 * FA_WARPS)
-
-/* b16 per shared row: 16 bytes of padding, so that the 8 rows of an ldmatrix fall on distinct banks */
-static __host__ __device__ constexpr int fa_ld(int D) { return D + 8; }
 /* Q tile, then two buffers of (K tile, V tile). */
 template <int D> static constexpr size_t fa2_fwd_smem()
 {
     return sizeof(bf16) * (size_t)(FA_BQ + 4 * FA_BK) * fa_ld(D);
-}
-
-/* dst (ROWS, fa_ld(D)) <- rows row0.. of src (row stride ld) by cp.async; rows >= T are zeros
- * (read from row 0, which exists, with 0 source bytes). Every thread of the block takes part;
- * the caller commits the group. */
-template <int D, int ROWS>
-__device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld, int row0, int T)
-{
-    constexpr int per_row = D / 8;
-    for (int c = threadIdx.x; c < ROWS * per_row; c += FA_THREADS) {
-        int r = c / per_row, k = (c % per_row) * 8, in = row0 + r < T;
-        cp_async16(dst + r * fa_ld(D) + k, src + (size_t)(in ? row0 + r : 0) * ld + k, in ? 16 : 0);
-    }
-}
-
-/* x of this lane's two rows (i = 0: the quad's row g, 1: g + 8) reduced over the quad's 4 lanes */
-__device__ __forceinline__ float quad_max(float x)
-{
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x)
-{
-    x += __shfl_xor_sync(0xffffffffu, x, 1);
-    return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 /* grid (query tiles, NH, B), FA_THREADS, fa2_fwd_smem<D>(). qkv (B,T,3C) -> out (B,T,C), lse
@@ -71,7 +40,7 @@ __global__ void __launch_bounds__(FA_THREADS)
     const bf16 *qb = qkv + (size_t)b * T * ld + (size_t)h * D;
     constexpr int tile = FA_BK * fa_ld(D);
     bf16 *qs = sm, *kv = sm + FA_BQ * fa_ld(D);
-    const float sl2 = 1.4426950408889634f / sqrtf((float)D); /* log2(e) / sqrt(D) */
+    const float sl2 = FA_LOG2E / sqrtf((float)D); /* log2(e) / sqrt(D) */
     int row = qt * FA_BQ + warp * 16 + g;                     /* this lane's rows: row, row + 8 */
 
     async_tile<D, FA_BQ>(qs, qb, ld, qt * FA_BQ, T);
@@ -97,7 +66,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         __syncthreads(); /* tile kt (and at kt = 0 the Q tile) is in, from every thread */
         if (kt == 0)
             for (int kk = 0; kk < D / 16; kk++)
-                ldmatrix<4, false>(qf[kk], qs + (warp * 16 + lane % 16) * fa_ld(D) + kk * 16 + lane / 16 * 8);
+                frag_a<D>(qf[kk], qs, warp * 16, kk * 16);
 
         /* S (16, FA_BK) = Q K^T: n8 tiles 2n, 2n+1 from one ldmatrix.x4 of 16 keys x 16 dims */
         float s[FA_BK / 8][4];
@@ -106,7 +75,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         for (int kk = 0; kk < D / 16; kk++)
             for (int n = 0; n < FA_BK / 16; n++) {
                 uint32_t kf[4];
-                ldmatrix<4, false>(kf, ks + (n * 16 + lane / 16 * 8 + lane % 8) * fa_ld(D) + kk * 16 + lane / 8 % 2 * 8);
+                frag_b_nk<D>(kf, ks, n * 16, kk * 16);
                 mma_16816(s[2 * n], qf[kk], kf, s[2 * n]);
                 mma_16816(s[2 * n + 1], qf[kk], kf + 2, s[2 * n + 1]);
             }
@@ -141,12 +110,11 @@ __global__ void __launch_bounds__(FA_THREADS)
         /* O += P V: P's 16-key slice c is the A fragment of tiles 2c, 2c+1; V (16 keys x 16 dims)
          * by ldmatrix.x4.trans gives the B fragments of dims 16dn..+8 and +8..+16 */
         for (int c = 0; c < FA_BK / 16; c++) {
-            uint32_t pa[4] = {pack_bf16x2(s[2 * c][0], s[2 * c][1]), pack_bf16x2(s[2 * c][2], s[2 * c][3]),
-                              pack_bf16x2(s[2 * c + 1][0], s[2 * c + 1][1]),
-                              pack_bf16x2(s[2 * c + 1][2], s[2 * c + 1][3])};
+            uint32_t pa[4];
+            acc_to_a(pa, s[2 * c], s[2 * c + 1]);
             for (int dn = 0; dn < D / 16; dn++) {
                 uint32_t vf[4];
-                ldmatrix<4, true>(vf, vs + (c * 16 + lane / 8 % 2 * 8 + lane % 8) * fa_ld(D) + dn * 16 + lane / 16 * 8);
+                frag_b_kn<D>(vf, vs, c * 16, dn * 16);
                 mma_16816(o[2 * dn], pa, vf, o[2 * dn]);
                 mma_16816(o[2 * dn + 1], pa, vf + 2, o[2 * dn + 1]);
             }

@@ -1,0 +1,83 @@
+/* fa2_tile.h: the tile helpers the FlashAttention-2 kernels share (cuda_attn_fa2.cu, the forward;
+ * cuda_attn_fa2_bwd.cu, the backward), on the warp primitives of mma.h.
+ * Owns:
+ * - FA_BQ, FA_BK, FA_WARPS, FA_THREADS: 64-row tiles, 4 warps of 16 rows each;
+ * - fa_ld(D): the padded b16 row stride of a shared tile; async_tile: a tile of rows by cp.async;
+ * - quad_max, quad_sum: a value reduced over the 4 lanes of a quad (one accumulator row);
+ * - fragment loads from a row-major shared tile (row stride fa_ld(D)) by ldmatrix.x4:
+ *   frag_a: the A fragment of the 16x16 block at (r0, c0);
+ *   frag_b_nk: the B fragments (16 k x 8 n, two n8 tiles) of a tile stored n-major, B^T at rows
+ *   n0..n0+15, columns k0..k0+15 (keys as rows for Q K^T);
+ *   frag_b_kn: the same from a tile stored k-major, B at rows k0..k0+15, columns n0..n0+15 (by
+ *   .trans; values as rows for P V);
+ *   r[0..1] are the n8 tile n0..n0+7, r[2..3] n0+8..n0+15;
+ * - acc_to_a(c0, c1): two adjacent n8 accumulators packed to bf16 as the A fragment of their
+ *   16-wide k slice. */
+#ifndef GK_CUDA_FA2_TILE_H
+#define GK_CUDA_FA2_TILE_H
+
+#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/mma.h"
+
+#define FA_BQ 64 /* query rows per block: FA_WARPS x 16 */
+#define FA_BK 64 /* keys per tile */
+#define FA_WARPS 4
+#define FA_THREADS (32 * FA_WARPS)
+#define FA_LOG2E 1.4426950408889634f
+
+/* b16 per shared row: 16 bytes of padding, so that the 8 rows of an ldmatrix fall on distinct banks */
+static __host__ __device__ constexpr int fa_ld(int D) { return D + 8; }
+
+/* dst (ROWS, fa_ld(D)) <- rows row0.. of src (row stride ld) by cp.async; rows >= T are zeros
+ * (read from row 0, which exists, with 0 source bytes). Every thread of the block takes part;
+ * the caller commits the group. */
+template <int D, int ROWS>
+__device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld, int row0, int T)
+{
+    constexpr int per_row = D / 8;
+    for (int c = threadIdx.x; c < ROWS * per_row; c += FA_THREADS) {
+        int r = c / per_row, k = (c % per_row) * 8, in = row0 + r < T;
+        cp_async16(dst + r * fa_ld(D) + k, src + (size_t)(in ? row0 + r : 0) * ld + k, in ? 16 : 0);
+    }
+}
+
+/* x of this lane's two rows (i = 0: the quad's row g, 1: g + 8) reduced over the quad's 4 lanes */
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+template <int D>
+__device__ __forceinline__ void frag_a(uint32_t *r, const bf16 *tile, int r0, int c0)
+{
+    int lane = threadIdx.x % 32;
+    ldmatrix<4, false>(r, tile + (r0 + lane % 16) * fa_ld(D) + c0 + lane / 16 * 8);
+}
+template <int D>
+__device__ __forceinline__ void frag_b_nk(uint32_t *r, const bf16 *tile, int n0, int k0)
+{
+    int lane = threadIdx.x % 32;
+    ldmatrix<4, false>(r, tile + (n0 + lane / 16 * 8 + lane % 8) * fa_ld(D) + k0 + lane / 8 % 2 * 8);
+}
+template <int D>
+__device__ __forceinline__ void frag_b_kn(uint32_t *r, const bf16 *tile, int k0, int n0)
+{
+    int lane = threadIdx.x % 32;
+    ldmatrix<4, true>(r, tile + (k0 + lane / 8 % 2 * 8 + lane % 8) * fa_ld(D) + n0 + lane / 16 * 8);
+}
+
+__device__ __forceinline__ void acc_to_a(uint32_t *a, const float *c0, const float *c1)
+{
+    a[0] = pack_bf16x2(c0[0], c0[1]);
+    a[1] = pack_bf16x2(c0[2], c0[3]);
+    a[2] = pack_bf16x2(c1[0], c1[1]);
+    a[3] = pack_bf16x2(c1[2], c1[3]);
+}
+
+#endif
