@@ -21,7 +21,7 @@
 #include "kernels/gpt2_load.h"
 
 typedef struct options {
-    const char *device, *dtype;
+    const char *device, *dtype, *attention;
     const char *model, *vocab;
     int64_t context, stride, batch;
     int json, per_doc, raw, hellaswag, quiet, verbose;
@@ -29,7 +29,7 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
-    "                   [--dtype float32|bfloat16] [--device NAME] [FILE...]\n"
+    "                   [--dtype float32|bfloat16] [--device NAME] [--attention PATH] [FILE...]\n"
     "       gpt-evalppl --hellaswag [-m CKPT] [--context N] [--batch R] [--json] [--per-doc]\n"
     "                   [FILE.jsonl...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE), or its\n"
@@ -57,6 +57,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "model in memory: float32 or bfloat16 (fp32, bf16; default: bfloat16 on cuda, else float32)", 0, 0},
         {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
+        {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: the attention path: auto (default: cuDNN where it is present and takes the call, else flash), cudnn, flash, fa2 or plain; the CPU ignores it", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -131,7 +132,8 @@ static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *conte
 {
     *bf16 = 0;
     int rc = gk_opt_dtype(o->dtype, bf16, e); /* a usage error before any file */
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, *bf16, 0};
+    gk_backend_opts bo = {o->device ? o->device : "auto", 0, *bf16, 0, GK_ATTN_AUTO};
+    if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
     if (!rc) rc = gk_gpt2_runner_open(r, &bo, gk_opt_model_path(o->model), o->vocab, need_vocab, e);
     char what[128];
     if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what)); /* -v: tests compare stderr */

@@ -263,7 +263,29 @@ typedef struct gk_backend_opts {
                          * backend's act field tells what was granted */
     int gpu;            /* cuda: the device ordinal (LOCAL_RANK of a distributed run), 0 default;
                          * cuda-emu: every ordinal >= 0 is the emulator's one device */
+    int attention;      /* cuda, cuda-emu: the attention path, a gk_attention (0: auto); fixed
+                         * for the backend's life (a test compares paths by opening one backend
+                         * per path); cpu and ref have one path and ignore it */
 } gk_backend_opts;
+
+/* The CUDA backend's attention paths (the setting `attention`, gk_attention_parse).
+ * auto: cuDNN's fused attention where the library was built with it, libcudnn loads and the call
+ * is one it takes (bf16, the head sizes it supports, no dropout), else flash; cudnn: cuDNN
+ * always, an error at open where it is absent (the emulator has none) and at the op for a call
+ * it does not take; flash: the own flash kernels (cuda_attn_flash.cu) where they apply (bf16,
+ * head sizes 16, 32, 64, 128), else plain; fa2: the FlashAttention-2 forward (cuda_attn_fa2.cu)
+ * where flash applies; plain: the row kernels (any type and head size), the reference the
+ * others are tested against. */
+typedef enum gk_attention {
+    GK_ATTN_AUTO = 0, GK_ATTN_CUDNN, GK_ATTN_FLASH, GK_ATTN_FA2, GK_ATTN_PLAIN
+} gk_attention;
+/* The names in gk_attention order, for help texts and key tables. */
+#define GK_ATTENTION_CHOICES "auto|cudnn|flash|fa2|plain"
+/* *out = the path s names; 0, or GK_EUSAGE with "SETTING: 'S' is not one of auto, cudnn, flash,
+ * fa2, plain" (setting names the option or key, e.g. "--attention"). */
+int gk_attention_parse(const char *s, const char *setting, int *out, gk_err *e);
+/* The name of path a ("auto", ...); "?" when out of range. */
+const char *gk_attention_name(int a);
 
 /* Opens the backend o->device names (backend_open.c): "cpu", "ref", "cuda" and "cuda-emu" (loaded
  * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's
@@ -278,7 +300,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 9
+#define GK_BACKEND_ABI 10
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

@@ -132,6 +132,10 @@ int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e)
         gk_err why = {0};
         if (open_cuda(out, "cuda", o, &why) == 0)
             return 0;
+        if (o->attention == GK_ATTN_CUDNN && why.code != GK_ENOTFOUND) {
+            *e = why; /* a GPU without cuDNN: not the CPU, which was not asked for */
+            return why.code;
+        }
         int rc = open_cpu(out, "cpu", o, e);
         /* no library or no GPU is the quiet case; a library or GPU that failed is worth a word */
         if (!rc && why.code != GK_ENOTFOUND)
@@ -139,6 +143,25 @@ int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e)
         return rc;
     }
     return gk_errf(e, GK_EUSAGE, "device '%s': not one of cpu, ref, cuda, cuda-emu, auto", device);
+}
+
+static const char *const attention_names[] = {"auto", "cudnn", "flash", "fa2", "plain"};
+#define N_ATTENTION (int)(sizeof attention_names / sizeof attention_names[0])
+
+int gk_attention_parse(const char *s, const char *setting, int *out, gk_err *e)
+{
+    for (int i = 0; s && i < N_ATTENTION; i++)
+        if (strcmp(s, attention_names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return gk_errf(e, GK_EUSAGE, "%s: '%s' is not one of auto, cudnn, flash, fa2, plain", setting,
+                   s ? s : "");
+}
+
+const char *gk_attention_name(int a)
+{
+    return a >= 0 && a < N_ATTENTION ? attention_names[a] : "?";
 }
 
 const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n)

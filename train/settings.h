@@ -31,7 +31,7 @@ typedef struct tr_settings {
     const char *lr_schedule;
     double wsd_decay_frac, skip_loss_z, skip_grad_z;
     /* system */
-    const char *device, *dtype, *recompute;
+    const char *device, *dtype, *recompute, *attention;
     int64_t seed, threads;
     double peak_tflops;
     /* data parallel (dist.h, launch.h) */

@@ -311,7 +311,9 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
     int bf16 = strcmp(r->s.dtype, "bfloat16") == 0 ? 1 : strcmp(r->s.dtype, "float32") == 0 ? 0 : -1;
-    gk_backend_opts bo = {r->s.device, (int)r->s.threads, bf16, r->dist.where.local_rank}; /* GPU LOCAL_RANK */
+    gk_backend_opts bo = {r->s.device, (int)r->s.threads, bf16, r->dist.where.local_rank, /* GPU LOCAL_RANK */
+                          GK_ATTN_AUTO};
+    if (!rc) rc = gk_attention_parse(r->s.attention, "attention", &bo.attention, e); /* a CHOICE: known */
     int local = r->dist.where.local_world_size;
     if (bo.threads <= 0 && local > 1) { /* ranks on one machine share its cores */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -2,10 +2,11 @@
  * _fwd_at, cu_attention_scratch), the choice between the two paths, and the plain path.
  * The fused flash-attention kernels (bf16 on tensor cores) live in cuda_attn_flash.cu; the plain
  * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
- * the reference the flash kernels are tested against. Env GK_CUDA_ATTN=plain forces the plain
- * path, =flash (the default) takes flash wherever it applies (bf16, head sizes 16, 32, 64, 128,
- * 16-byte aligned buffers), =fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers)
- * where flash applies, with flash's backward.
+ * the reference the flash kernels are tested against. The backend's attention setting (cu_ctx's
+ * attention, gk_attention in backend.h) picks: plain forces the plain path, flash (and auto)
+ * take flash wherever it applies (bf16, head sizes 16, 32, 64, 128, 16-byte aligned buffers),
+ * fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers) where flash applies, with
+ * flash's backward.
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -357,19 +358,16 @@ static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, 
 
 /* ---- the ops ---- */
 
-/* Flash unless GK_CUDA_ATTN=plain, for bf16 activations and the head sizes it takes. Read per
- * call so that a test can compare the paths in one process. */
+/* Flash unless attention = plain, for bf16 activations and the head sizes it takes. */
 static int use_flash(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
-    const char *m = getenv("GK_CUDA_ATTN");
-    if (m && !strcmp(m, "plain")) return 0;
+    if (CU(be)->attention == GK_ATTN_PLAIN) return 0;
     return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b, c);
 }
-/* The forward of cuda_attn_fa2.cu where flash applies, when GK_CUDA_ATTN=fa2. */
+/* The forward of cuda_attn_fa2.cu where flash applies, when attention = fa2. */
 static int use_fa2(gk_backend *be, int hs, const void *a, const void *b)
 {
-    const char *m = getenv("GK_CUDA_ATTN");
-    return m && !strcmp(m, "fa2") && use_flash(be, hs, a, b, b) && cu_fa2_attn_takes(hs);
+    return CU(be)->attention == GK_ATTN_FA2 && use_flash(be, hs, a, b, b) && cu_fa2_attn_takes(hs);
 }
 
 static int bad_shape(gk_backend *be, const char *op, int B, int T, int C, int NH)

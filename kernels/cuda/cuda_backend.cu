@@ -352,6 +352,25 @@ static int cu_pick_device(int gpu, int *device, gk_err *err)
     return 0;
 }
 
+/* The attention path o asks for (cuda_attn.cu reads c->attention); cudnn where cuDNN is absent
+ * is refused here, once, rather than at the first step. */
+static void cu_attention_setup(gk_backend *be, cu_ctx *c, int attention)
+{
+    if (attention < GK_ATTN_AUTO || attention > GK_ATTN_PLAIN) {
+        gk_backend_fail(be, GK_EUSAGE, __FILE__, __LINE__, "attention: no path %d", attention);
+        return;
+    }
+    c->attention = attention;
+    if (attention != GK_ATTN_CUDNN) return;
+#ifdef GK_CUDA_EMU
+    gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "attention = cudnn: cuDNN does not run under "
+                    "the CUDA emulator (attention = auto or flash takes the own kernels)");
+#else
+    gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "attention = cudnn: this libgptkit-cuda.so "
+                    "was built without cuDNN (attention = auto or flash takes the own kernels)");
+#endif
+}
+
 static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
 {
     *out = NULL;
@@ -371,6 +390,7 @@ static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
     snprintf(be->what, sizeof be->what, "%s", CU_NAME);
     c->device = device;
     cu_setup(be, c, !o || o->bf16 != 0, gpu);
+    if (!be->err.code) cu_attention_setup(be, c, o ? o->attention : GK_ATTN_AUTO);
     if (be->err.code) {
         int code = gk_errf(err, be->err.code, "%s backend: %s", CU_NAME, be->err.msg);
         cu_destroy(be);

@@ -28,6 +28,7 @@ typedef struct cu_ctx {
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
     void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
     void *bias16;           /* cuda_gemm.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
+    int attention;          /* gk_attention (backend.h): the path cuda_attn.cu takes */
 } cu_ctx;
 
 /* cuBLASLt adds a bias only in D's type: a bf16 gemm's bias goes through c->bias16 (as under

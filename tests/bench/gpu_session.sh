@@ -94,9 +94,9 @@ step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 
 # 3c. the attention forwards and the flash-attention knobs (cuda_attn_flash.cu: FL_PREFETCH,
 # FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS), checked by
 # test_cuda_attn on the GPU (flash, fa2 and plain against the reference), then the B=16 step's
-# attention times with it (GPT_CUDA_LIB) on the wmma flash kernels (GK_CUDA_ATTN=flash); the
+# attention times with it (GPT_CUDA_LIB) on the wmma flash kernels (--attention=flash); the
 # first variant is the default, as a baseline, timed also with the mma.sync forward of
-# cuda_attn_fa2.cu (GK_CUDA_ATTN=fa2, flash's backward): attention_fwd side by side
+# cuda_attn_fa2.cu (--attention=fa2, flash's backward): attention_fwd side by side
 flash_variants() {
   local i=0 v lib
   IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3}"
@@ -106,8 +106,8 @@ flash_variants() {
     make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
     GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
     for a in flash $([ $i = 1 ] && echo fa2); do
-      echo "-- GK_CUDA_ATTN=$a"
-      GK_CUDA_ATTN=$a GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof 2>&1 |
+      echo "-- attention=$a"
+      GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
         grep -E 'median|attention_(fwd|bwd) '
     done
   done
@@ -135,16 +135,16 @@ export -f ncu_decode
 export logs
 step ncu-decode 90 bash -c ncu_decode
 # the flash-attention kernels of one B=16 training step (half its time on 2026-11-27), and the
-# fa2 forward (GK_CUDA_ATTN=fa2), with ncu's sections on occupancy, memory and shared-memory
+# fa2 forward (--attention=fa2), with ncu's sections on occupancy, memory and shared-memory
 # traffic, tensor pipes and warp stalls: what the next kernel change should aim at
 ncu_attention() {
   local k
   for k in fa2_fwd flash_fwd flash_bwd_kv flash_bwd_q; do # the first launch of each
-    GK_CUDA_ATTN=$([ $k = fa2_fwd ] && echo fa2 || echo flash) \
     "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none -k "regex:^$k" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats \
-      build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 1 || return 1
+      build/bench/train_step --device cuda --dtype bfloat16 --batch 16 \
+      --attention=$([ $k = fa2_fwd ] && echo fa2 || echo flash) G 1 || return 1
   done
 }
 export -f ncu_attention

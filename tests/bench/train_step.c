@@ -255,7 +255,7 @@ static void mem_print(gk_backend *be)
 
 /* ---- command line ---- */
 typedef struct options {
-    const char *device, *dtype, *config, *recompute;
+    const char *device, *dtype, *config, *recompute, *attention;
     int64_t batch;
     double peak_tflops;
     int steps, threads, profile;
@@ -263,7 +263,7 @@ typedef struct options {
 
 static const char usage[] =
     "train_step [--device NAME] [--dtype float32|bfloat16] [--batch N] [--peak-tflops F]\n"
-    "                  [--recompute false|gelu|gelu+ln] S|M|G [steps] [threads] [prof]\n"
+    "                  [--recompute false|gelu|gelu+ln] [--attention PATH] S|M|G [steps] [threads] [prof]\n"
     "Times training steps (forward, backward, AdamW) of GPT-2 on one backend.";
 static const char footer[] =
     "Configs: S 4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64; M GPT-2 124M, B=4, T=64;\n"
@@ -278,6 +278,7 @@ static int parse(options *o, int argc, char **argv, gk_err *e)
         {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "activations: float32 or bfloat16 (default: the device's)", 0, 0},
         {0, "batch", GK_OPT_INT, &o->batch, "N", "batch size B (default: the config's)", 1, 1 << 20},
         {0, "peak-tflops", GK_OPT_DOUBLE, &o->peak_tflops, "F", "peak for MFU (default 989.5: H100 SXM bf16 dense)", 1e-6, 1e9},
+        {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: auto (default), cudnn, flash, fa2 or plain (gpt-train's attention)", 0, 0},
         {0, "recompute", GK_OPT_STR, &o->recompute, "WHAT", "false (default), gelu or gelu+ln: what the backward recomputes (gpt-train's recompute)", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
@@ -397,7 +398,8 @@ static int bench(const options *o, gk_err *err)
     float loss = 0;
     long sleeps = 0;
     int rc = ms ? gk_opt_dtype(o->dtype, &bf16, err) : gk_errf(err, GK_ENOMEM, "out of memory");
-    gk_backend_opts bo = {o->device ? o->device : "cpu", o->threads, bf16, 0};
+    gk_backend_opts bo = {o->device ? o->device : "cpu", o->threads, bf16, 0, GK_ATTN_AUTO};
+    if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, err);
     if (!rc) rc = gk_backend_open(&dev, &bo, err);
     if (!rc) {
         int single_cpu = !strcmp(dev->ops->name, "cpu") && o->threads == 1;

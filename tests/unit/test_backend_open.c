@@ -12,7 +12,7 @@
 
 static int open_dev(gk_backend **be, const char *device, int threads, gk_err *e)
 {
-    gk_backend_opts o = {device, threads, -1, 0};
+    gk_backend_opts o = {device, threads, -1, 0, GK_ATTN_AUTO};
     return gk_backend_open(be, &o, e);
 }
 

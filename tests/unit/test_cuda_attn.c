@@ -2,10 +2,11 @@
  * (default cuda-emu; "cuda" on a GPU), moving data only through the ops interface, against the
  * ref backend (double-precision loops) on the same inputs:
  * - fp32 activations (plain path) against ref: forward, lse, backward, decode;
- * - bf16 activations, the plain path (GK_CUDA_ATTN=plain) and the flash kernels against ref run
+ * Each path is a backend opened with its attention setting (gk_backend_opts.attention).
+ * - bf16 activations, the plain path (attention = plain) and the flash kernels against ref run
  *   on the bf16-rounded inputs, and flash against plain; T = 1, 7, 64, 65, 130, odd head counts,
  *   head sizes 16, 24 (no flash kernel: plain), 32, 64; dropout p > 0 (masks keyed as ref's);
- * - the fa2 forward (GK_CUDA_ATTN=fa2, cuda_attn_fa2.cu) likewise against ref and plain: out, lse,
+ * - the fa2 forward (attention = fa2, cuda_attn_fa2.cu) likewise against ref and plain: out, lse,
  *   and the gradient of flash's backward run on its out and lse, on those shapes and on several
  *   B and heads with T past a multiple of its 64-row tiles (T = 127, 129, 200).
  * Tolerances (|got - want| <= atol + rtol |want|, atol scaled by the tensor's largest |want|):
@@ -29,25 +30,26 @@ static const char *device(void)
     return d && *d ? d : "cuda-emu";
 }
 
-/* The device backend with bf16 (1) or fp32 (0) activations; NULL (and the test skipped by the
- * caller) when its library does not load. */
-static gk_backend *open_device(int bf16)
+/* The device backend with bf16 (1) or fp32 (0) activations and attention path attn (a
+ * gk_attention); NULL (and the test skipped by the caller) when its library does not load. */
+static gk_backend *open_path(int bf16, int attn)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {device(), 0, bf16, 0};
+    gk_backend_opts o = {device(), 0, bf16, 0, attn};
     if (gk_backend_open(&be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         return NULL;
     }
     return be;
 }
+static gk_backend *open_device(int bf16) { return open_path(bf16, GK_ATTN_AUTO); }
 
 static gk_backend *open_ref(void)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {"ref", 1, 0, 0};
+    gk_backend_opts o = {"ref", 1, 0, 0, GK_ATTN_AUTO};
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
     return be;
 }
@@ -179,9 +181,10 @@ static void test_fp32_vs_ref(void)
 /* bf16: plain and flash against ref on the rounded inputs, and flash against plain. */
 static void test_bf16_flash_and_plain(void)
 {
-    gk_backend *dev = open_device(1), *ref = open_ref();
-    if (!dev) {
-        gk_backend_free(ref);
+    gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN), *flash_be = open_path(1, GK_ATTN_FLASH);
+    gk_backend *ref = open_ref();
+    if (!plain_be || !flash_be) {
+        gk_backend_free(plain_be), gk_backend_free(flash_be), gk_backend_free(ref);
         SKIP("no device library");
     }
     const double u = 1.0 / 512;
@@ -190,22 +193,18 @@ static void test_bf16_flash_and_plain(void)
         size_t n1 = (size_t)c->B * c->T * c->C;
         float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
         attn_result want = run_attention(ref, c, qkv, dout, 5 + k);
-        setenv("GK_CUDA_ATTN", "plain", 1);
-        attn_result plain = run_attention(dev, c, qkv, dout, 5 + k);
-        setenv("GK_CUDA_ATTN", "flash", 1);
-        attn_result flash = run_attention(dev, c, qkv, dout, 5 + k);
-        unsetenv("GK_CUDA_ATTN");
+        attn_result plain = run_attention(plain_be, c, qkv, dout, 5 + k);
+        attn_result flash = run_attention(flash_be, c, qkv, dout, 5 + k);
         expect_same("bf16 plain", c, &plain, &want, 2 * u, 2 * u);
         expect_same("bf16 flash", c, &flash, &want, 4 * u, 4 * u);
         expect_same("bf16 flash vs plain", c, &flash, &plain, 4 * u, 4 * u);
         int hs = c->C / c->NH;
         if (c->T >= 7 && (hs == 16 || hs == 32 || hs == 64)) /* P in bf16 changes some bits */
             CHECKF(memcmp(flash.out, plain.out, sizeof(float) * n1) != 0,
-                   "T=%d hs=%d: GK_CUDA_ATTN=flash gave the plain path's bits", c->T, hs);
+                   "T=%d hs=%d: attention = flash gave the plain path's bits", c->T, hs);
         free_result(&want), free_result(&plain), free_result(&flash), free(qkv), free(dout);
     }
-    gk_backend_free(dev);
-    gk_backend_free(ref);
+    gk_backend_free(plain_be), gk_backend_free(flash_be), gk_backend_free(ref);
 }
 
 static const attn_case fa2_cases[] = {
@@ -217,9 +216,10 @@ static const attn_case fa2_cases[] = {
 /* bf16: the fa2 forward (with flash's backward) against ref and plain, on cases and fa2_cases. */
 static void test_bf16_fa2(void)
 {
-    gk_backend *dev = open_device(1), *ref = open_ref();
-    if (!dev) {
-        gk_backend_free(ref);
+    gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN), *fa2_be = open_path(1, GK_ATTN_FA2);
+    gk_backend *ref = open_ref();
+    if (!plain_be || !fa2_be) {
+        gk_backend_free(plain_be), gk_backend_free(fa2_be), gk_backend_free(ref);
         SKIP("no device library");
     }
     const double u = 1.0 / 512;
@@ -228,21 +228,17 @@ static void test_bf16_fa2(void)
         size_t n1 = (size_t)c->B * c->T * c->C;
         float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
         attn_result want = run_attention(ref, c, qkv, dout, 31 + k);
-        setenv("GK_CUDA_ATTN", "plain", 1);
-        attn_result plain = run_attention(dev, c, qkv, dout, 31 + k);
-        setenv("GK_CUDA_ATTN", "fa2", 1);
-        attn_result fa2 = run_attention(dev, c, qkv, dout, 31 + k);
-        unsetenv("GK_CUDA_ATTN");
+        attn_result plain = run_attention(plain_be, c, qkv, dout, 31 + k);
+        attn_result fa2 = run_attention(fa2_be, c, qkv, dout, 31 + k);
         expect_same("bf16 fa2", c, &fa2, &want, 4 * u, 4 * u);
         expect_same("bf16 fa2 vs plain", c, &fa2, &plain, 4 * u, 4 * u);
         int hs = c->C / c->NH;
         if (c->T >= 7 && hs % 16 == 0) /* P in bf16 changes some bits: fa2 did run */
             CHECKF(memcmp(fa2.out, plain.out, sizeof(float) * n1) != 0,
-                   "T=%d hs=%d: GK_CUDA_ATTN=fa2 gave the plain path's bits", c->T, hs);
+                   "T=%d hs=%d: attention = fa2 gave the plain path's bits", c->T, hs);
         free_result(&want), free_result(&plain), free_result(&fa2), free(qkv), free(dout);
     }
-    gk_backend_free(dev);
-    gk_backend_free(ref);
+    gk_backend_free(plain_be), gk_backend_free(fa2_be), gk_backend_free(ref);
 }
 
 /* The KV-cache decode against ref's, for n = 1 (single-stream decode) and a few rows, and against
@@ -284,30 +280,76 @@ static void test_decode(void)
     }
 }
 
-/* The same inputs twice give the same bits (no atomics, fixed sums), on both bf16 paths. */
+/* The same inputs twice give the same bits (no atomics, fixed sums), on each bf16 path. */
 static void test_deterministic(void)
 {
-    gk_backend *dev = open_device(1);
-    if (!dev) SKIP("no device library");
     const attn_case c = {2, 65, 64, 2, 0.1f};
     size_t n1 = (size_t)c.B * c.T * c.C;
     float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
-    const char *paths[] = {"plain", "flash", "fa2"};
+    const int paths[] = {GK_ATTN_PLAIN, GK_ATTN_FLASH, GK_ATTN_FA2};
     for (int i = 0; i < 3; i++) {
-        setenv("GK_CUDA_ATTN", paths[i], 1);
+        gk_backend *dev = open_path(1, paths[i]);
+        if (!dev) {
+            free(qkv), free(dout);
+            SKIP("no device library");
+        }
         attn_result a = run_attention(dev, &c, qkv, dout, 9), b = run_attention(dev, &c, qkv, dout, 9);
         CHECKF(!memcmp(a.out, b.out, sizeof(float) * n1) &&
                    !memcmp(a.dqkv, b.dqkv, sizeof(float) * 3 * n1),
-               "%s: two runs differ", paths[i]);
+               "%s: two runs differ", gk_attention_name(paths[i]));
         free_result(&a), free_result(&b);
+        gk_backend_free(dev);
     }
-    unsetenv("GK_CUDA_ATTN");
     free(qkv), free(dout);
+}
+
+/* The setting: names both ways, a bad value naming the setting; cuda-emu refuses cudnn with one
+ * line at open, and auto there is flash (the same bits); cpu ignores the setting; a path number
+ * out of range is refused. */
+static void test_attention_setting(void)
+{
+    gk_err e = {0};
+    int a = -1;
+    for (int i = GK_ATTN_AUTO; i <= GK_ATTN_PLAIN; i++) {
+        CHECK_OK(gk_attention_parse(gk_attention_name(i), "attention", &a, &e), &e);
+        CHECKF(a == i, "%s parsed as %d", gk_attention_name(i), a);
+    }
+    CHECKF(gk_attention_parse("cuDNN", "--attention", &a, &e) == GK_EUSAGE &&
+               !strcmp(e.msg, "--attention: 'cuDNN' is not one of auto, cudnn, flash, fa2, plain"),
+           "bad value: %s", e.msg);
+    gk_backend *be = NULL;
+    gk_backend_opts cpu = {"cpu", 1, 0, 0, GK_ATTN_CUDNN};
+    CHECK_OK(gk_backend_open(&be, &cpu, &e), &e);
+    gk_backend_free(be), be = NULL;
+    if (strcmp(device(), "cuda-emu")) return; /* on a GPU: test_bf16_cudnn */
+    gk_backend *dev = open_device(1);
+    if (!dev) SKIP("no device library");
     gk_backend_free(dev);
+    gk_backend_opts o = {"cuda-emu", 0, 1, 0, GK_ATTN_CUDNN};
+    e.code = 0;
+    CHECKF(gk_backend_open(&be, &o, &e) == GK_EIO && !be &&
+               strstr(e.msg, "cuda-emu backend: attention = cudnn: cuDNN does not run under the "
+                             "CUDA emulator") && !strchr(e.msg, '\n'),
+           "cudnn on the emulator: %d %s", e.code, e.msg);
+    o.attention = GK_ATTN_PLAIN + 1;
+    CHECKF(gk_backend_open(&be, &o, &e) == GK_EUSAGE && !be, "path %d: %s", o.attention, e.msg);
+    const attn_case c = {2, 65, 64, 2, 0.0f};
+    size_t n1 = (size_t)c.B * c.T * c.C;
+    float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
+    gk_backend *auto_be = open_path(1, GK_ATTN_AUTO), *flash_be = open_path(1, GK_ATTN_FLASH);
+    gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN);
+    attn_result x = run_attention(auto_be, &c, qkv, dout, 3), y = run_attention(flash_be, &c, qkv, dout, 3);
+    attn_result z = run_attention(plain_be, &c, qkv, dout, 3);
+    CHECKF(!memcmp(x.out, y.out, sizeof(float) * n1) && !memcmp(x.dqkv, y.dqkv, sizeof(float) * 3 * n1),
+           "cuda-emu: attention = auto is not flash");
+    CHECKF(memcmp(x.out, z.out, sizeof(float) * n1) != 0, "cuda-emu: attention = auto gave plain's bits");
+    free_result(&x), free_result(&y), free_result(&z), free(qkv), free(dout);
+    gk_backend_free(auto_be), gk_backend_free(flash_be), gk_backend_free(plain_be);
 }
 
 int main(void)
 {
+    RUN(test_attention_setting);
     RUN(test_fp32_vs_ref);
     RUN(test_bf16_flash_and_plain);
     RUN(test_bf16_fa2);

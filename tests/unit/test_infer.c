@@ -125,7 +125,7 @@ static void test_incremental_recorded(void)
         gk_backend *be = NULL;
         gk_err e = {0};
         const char *name = getenv("GK_TEST_CUDA"); /* "cuda" on a GPU */
-        gk_backend_opts o = {name && *name ? name : "cuda-emu", 0, 0, 0};
+        gk_backend_opts o = {name && *name ? name : "cuda-emu", 0, 0, 0, GK_ATTN_AUTO};
         if (gk_backend_open(&be, &o, &e) != 0) {
             unsetenv("GPT_CUDA_GRAPHS");
             SKIP(e.msg);
