@@ -220,13 +220,13 @@ static int open_chunk(gk_parquet *p, gk_err *e)
     }
     int rc = read_at(p, p->buf, (size_t)size, start, e);
     if (rc) return rc;
-    pq_cursor_begin(&p->cur, p->buf, (size_t)size, c->codec, p->max_def, p->max_chunk);
+    pq_cursor_begin(&p->cur, p->buf, (size_t)size, c->codec, p->max_def, p->max_chunk, c->num_values);
     p->chunk_at = start;
     p->in_chunk = 1;
     return 0;
 }
 
-/* One step: a value (1), a null (0 with *null), or the end of a chunk (0). */
+/* One step: a value (*got = 1) or the end of a chunk. */
 static int step(gk_parquet *p, const char **text, size_t *len, int *got, gk_err *e)
 {
     const pq_chunk *c = &p->rgs[p->rg];
@@ -244,9 +244,11 @@ static int step(gk_parquet *p, const char **text, size_t *len, int *got, gk_err 
     int rc = pq_cursor_next(&p->cur, &s, len, &what, e);
     if (rc) return rc;
     p->position = p->chunk_at + (long long)p->cur.pos;
-    if (what == PQ_VALUE) *text = (const char *)s, *got = 1;
-    else if (what == PQ_NULL) p->nulls++;
-    else {
+    if (what == PQ_VALUE) {
+        *text = (const char *)s, *got = 1;
+    } else {
+        p->nulls += p->cur.nulls;
+        p->cur.nulls = 0;
         if (p->cur.values != c->num_values)
             return gk_errf(e, GK_EFORMAT, "the pages hold %lld values, the footer says %lld", p->cur.values, c->num_values);
         p->in_chunk = 0;
@@ -277,7 +279,7 @@ int gk_parquet_next(gk_parquet *p, const char **text, size_t *len, int *more, gk
 }
 
 long long gk_parquet_rows(const gk_parquet *p) { return p->rows; }
-long long gk_parquet_nulls(const gk_parquet *p) { return p->nulls; }
+long long gk_parquet_nulls(const gk_parquet *p) { return p->nulls + (p->in_chunk ? p->cur.nulls : 0); }
 long long gk_parquet_position(const gk_parquet *p) { return p->position; }
 long long gk_parquet_file_size(const gk_parquet *p) { return p->size; }
 int gk_parquet_row_groups(const gk_parquet *p) { return p->nrg; }

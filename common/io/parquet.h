@@ -14,13 +14,16 @@
  *     counted); a repeated leaf (a list) is refused;
  *   - data pages v1 (repetition and definition levels RLE with their 4-byte length, inside the
  *     compressed body) and v2 (levels uncompressed before the values, is_compressed honoured);
- *   - values PLAIN (4-byte length + bytes) or dictionary indices (PLAIN_DICTIONARY or
+ *   - values PLAIN (4-byte length + bytes), dictionary indices (PLAIN_DICTIONARY or
  *     RLE_DICTIONARY: a bit width byte, then the RLE/bit-packed hybrid) into a PLAIN dictionary
- *     page; a chunk may mix them (a dictionary that fell back to PLAIN);
+ *     page, DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY (lengths DELTA_BINARY_PACKED); a chunk
+ *     may mix them (a dictionary that fell back to PLAIN);
  *   - codecs UNCOMPRESSED, SNAPPY, GZIP, ZSTD, LZ4_RAW and LZ4 (Hadoop's framing, else a bare
  *     block); BROTLI and LZO are refused by name, as are other value encodings.
  * Every length, offset and count is checked against the file, the chunk and the page; an error
- * names the file and the row group. Other columns are never read. */
+ * names the file and the row group. Other columns are never read. Levels and indices are
+ * decoded one at a time (a run of nulls at once), so memory is the chunk, one page and the
+ * dictionary, whatever counts a file declares. */
 #ifndef GK_PARQUET_H
 #define GK_PARQUET_H
 

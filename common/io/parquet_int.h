@@ -15,7 +15,8 @@
 enum { PQ_BOOLEAN, PQ_INT32, PQ_INT64, PQ_INT96, PQ_FLOAT, PQ_DOUBLE, PQ_BYTE_ARRAY, PQ_FIXED };
 enum { PQ_UNCOMPRESSED, PQ_SNAPPY, PQ_GZIP, PQ_LZO, PQ_BROTLI, PQ_LZ4, PQ_ZSTD, PQ_LZ4_RAW };
 enum { PQ_DATA_PAGE, PQ_INDEX_PAGE, PQ_DICTIONARY_PAGE, PQ_DATA_PAGE_V2 };
-enum { PQ_PLAIN = 0, PQ_PLAIN_DICTIONARY = 2, PQ_RLE = 3, PQ_BIT_PACKED = 4, PQ_RLE_DICTIONARY = 8 };
+enum { PQ_PLAIN = 0, PQ_PLAIN_DICTIONARY = 2, PQ_RLE = 3, PQ_BIT_PACKED = 4, PQ_DELTA_LENGTH_BYTE_ARRAY = 6,
+       PQ_DELTA_BYTE_ARRAY = 7, PQ_RLE_DICTIONARY = 8 };
 enum { PQ_REQUIRED, PQ_OPTIONAL, PQ_REPEATED };
 
 const char *pq_type_name(int type);
@@ -86,6 +87,22 @@ typedef struct pq_rle {
 void pq_rle_init(pq_rle *r, const uint8_t *p, size_t n, int width);
 int pq_rle_next(pq_rle *r, uint32_t *v); /* 0, or -1 when the data runs out */
 
+/* DELTA_BINARY_PACKED, one value at a time (parquet_delta.c). */
+typedef struct pq_delta {
+    const uint8_t *p, *end;             /* the next block header or miniblock */
+    uint64_t per_mini, nmini, mini, in_mini, left;
+    int64_t value, min_delta;
+    const uint8_t *widths, *mini_p;
+    uint64_t mini_bytes;
+    int width, first;
+} pq_delta;
+
+/* Reads the stream's header from p[0..n): -1 if bad or over max_values values. */
+int pq_delta_init(pq_delta *d, const uint8_t *p, size_t n, long long max_values);
+int pq_delta_next(pq_delta *d, int64_t *v); /* 0, or -1 when the stream runs out or past its bytes */
+/* Where the stream ends (after its last value's miniblock), NULL if it runs past its bytes. */
+const uint8_t *pq_delta_end(const pq_delta *d);
+
 typedef struct pq_str { uint32_t off, len; } pq_str;
 
 /* One column chunk in memory, page by page. */
@@ -100,11 +117,15 @@ typedef struct pq_cursor {
     const uint8_t *dict_src;
     long long ndict, dict_entries_cap;
     int have_dict, seen_data;
-    long long values;          /* levels seen in data pages so far */
+    long long values, expect;  /* levels in the data pages so far; the footer's count */
+    long long nulls;           /* null rows skipped in this chunk */
     /* the current data page */
     long long left;
     pq_rle def, idx;
-    int use_dict;
+    int encoding;              /* PQ_PLAIN, PQ_RLE_DICTIONARY (for both), or a DELTA_* */
+    pq_delta lens, prefixes;   /* DELTA_* pages */
+    uint8_t *prev;             /* DELTA_BYTE_ARRAY's current value */
+    size_t prev_len, prev_cap;
     const uint8_t *vp, *vend;
     void *zstd;                /* ZSTD_DCtx, made on first use */
 } pq_cursor;
@@ -112,11 +133,12 @@ typedef struct pq_cursor {
 /* src[0..n) compressed by c->codec into exactly dst[0..want). */
 int pq_decompress(pq_cursor *c, const uint8_t *src, size_t n, uint8_t *dst, size_t want, gk_err *e);
 
-enum { PQ_VALUE, PQ_NULL, PQ_END };
-/* Starts on chunk[0..len) (not owned); keeps the buffers of an earlier chunk for reuse. */
+enum { PQ_VALUE, PQ_END };
+/* Starts on chunk[0..len) (not owned) of `expect` values; keeps an earlier chunk's buffers. */
 void pq_cursor_begin(pq_cursor *c, const uint8_t *chunk, size_t len, int codec, int max_def,
-                     size_t max_page);
-/* The next level of the chunk: *what = PQ_VALUE (*s, *len set), PQ_NULL or PQ_END. */
+                     size_t max_page, long long expect);
+/* The next non-null value of the chunk: *what = PQ_VALUE (*s, *len set) or PQ_END; the nulls
+ * skipped on the way are counted in c->nulls. */
 int pq_cursor_next(pq_cursor *c, const uint8_t **s, size_t *len, int *what, gk_err *e);
 void pq_cursor_free(pq_cursor *c);
 

@@ -165,8 +165,10 @@ static int body(pq_cursor *c, const uint8_t *src, size_t n, size_t want, int com
 
 /* ---- pages ---- */
 
-void pq_cursor_begin(pq_cursor *c, const uint8_t *chunk, size_t len, int codec, int max_def, size_t max_page)
+void pq_cursor_begin(pq_cursor *c, const uint8_t *chunk, size_t len, int codec, int max_def, size_t max_page,
+                     long long expect)
 {
+    c->expect = expect, c->nulls = 0;
     c->chunk = chunk, c->len = len, c->pos = 0;
     c->codec = codec, c->max_def = max_def, c->max_page = max_page;
     c->have_dict = c->seen_data = 0;
@@ -218,14 +220,46 @@ static int v1_levels(pq_rle *r, const uint8_t **p, const uint8_t *end, int width
     return 0;
 }
 
+/* The values section p[0..end) of a data page, in its encoding. */
+static int values_begin(pq_cursor *c, int enc, const uint8_t *p, const uint8_t *end, long long n, gk_err *e)
+{
+    c->vp = p, c->vend = end;
+    c->encoding = enc == PQ_PLAIN_DICTIONARY ? PQ_RLE_DICTIONARY : enc;
+    switch (c->encoding) {
+    case PQ_PLAIN: return 0;
+    case PQ_RLE_DICTIONARY:
+        if (!c->have_dict) return gk_errf(e, GK_EFORMAT, "a dictionary-encoded page and no dictionary page");
+        if (p < end && *p > 32) return gk_errf(e, GK_EFORMAT, "dictionary indices of %d bits", *p);
+        pq_rle_init(&c->idx, p + (p < end), (size_t)(end - p - (p < end)), p < end ? *p : 0);
+        return 0;
+    case PQ_DELTA_LENGTH_BYTE_ARRAY:
+    case PQ_DELTA_BYTE_ARRAY:
+        c->prev_len = 0;
+        if (p == end) { /* no values: any asked for runs past the page */
+            pq_delta_init(&c->lens, p, 0, 0);
+            c->lens.left = 0;
+            return 0;
+        }
+        if (c->encoding == PQ_DELTA_BYTE_ARRAY) {
+            if (pq_delta_init(&c->prefixes, p, (size_t)(end - p), n) || !(p = pq_delta_end(&c->prefixes)))
+                return gk_errf(e, GK_EFORMAT, "damaged DELTA_BYTE_ARRAY prefix lengths");
+        }
+        if (pq_delta_init(&c->lens, p, (size_t)(end - p), n) || !(c->vp = pq_delta_end(&c->lens)))
+            return gk_errf(e, GK_EFORMAT, "damaged %s lengths", pq_encoding_name(enc));
+        return 0;
+    default:
+        return gk_errf(e, GK_EFORMAT, "values encoded %s: not supported (PLAIN, dictionaries and DELTA_*BYTE_ARRAY are)",
+                       pq_encoding_name(enc));
+    }
+}
+
 static int data_page(pq_cursor *c, const pq_page_header *h, const uint8_t *src, gk_err *e)
 {
     int v2 = h->type == PQ_DATA_PAGE_V2, width = bit_width(c->max_def), rc;
     if (v2 ? !h->have_v2 : !h->have_data) return gk_errf(e, GK_EFORMAT, "a data page without its header");
-    int enc = h->encoding;
-    if (enc != PQ_PLAIN && enc != PQ_PLAIN_DICTIONARY && enc != PQ_RLE_DICTIONARY)
-        return gk_errf(e, GK_EFORMAT, "values encoded %s: not supported (PLAIN and dictionaries are)", pq_encoding_name(enc));
-    if (enc != PQ_PLAIN && !c->have_dict) return gk_errf(e, GK_EFORMAT, "a dictionary-encoded page and no dictionary page");
+    if (h->num_values > c->expect - c->values)
+        return gk_errf(e, GK_EFORMAT, "the pages hold over %lld values, the footer says %lld", c->values + h->num_values - 1,
+                       c->expect);
     const uint8_t *p, *end;
     if (v2) {
         long long lv = h->rep_len + h->def_len;
@@ -243,14 +277,7 @@ static int data_page(pq_cursor *c, const pq_page_header *h, const uint8_t *src, 
         end = p + h->uncompressed;
         if (c->max_def > 0 && (rc = v1_levels(&c->def, &p, end, width, h->def_encoding, e))) return rc;
     }
-    c->use_dict = enc != PQ_PLAIN;
-    c->vp = p, c->vend = end;
-    if (c->use_dict && p < end) {
-        if (*p > 32) return gk_errf(e, GK_EFORMAT, "dictionary indices of %d bits", *p);
-        pq_rle_init(&c->idx, p + 1, (size_t)(end - p - 1), *p);
-    } else if (c->use_dict) {
-        pq_rle_init(&c->idx, p, 0, 0);
-    }
+    if ((rc = values_begin(c, h->encoding, p, end, h->num_values, e))) return rc;
     c->left = h->num_values;
     c->values += h->num_values;
     c->seen_data = 1;
@@ -282,39 +309,84 @@ static int next_page(pq_cursor *c, gk_err *e)
     return 0;
 }
 
-int pq_cursor_next(pq_cursor *c, const uint8_t **s, size_t *len, int *what, gk_err *e)
+/* DELTA_BYTE_ARRAY: the previous value's first `prefix` bytes, then the suffix. */
+static int delta_value(pq_cursor *c, const uint8_t **s, size_t *len, gk_err *e)
 {
-    int rc = next_page(c, e);
-    if (rc < 0) return rc;
-    if (rc == 1) {
-        *what = PQ_END;
+    int64_t prefix = 0, n;
+    if (c->encoding == PQ_DELTA_BYTE_ARRAY && pq_delta_next(&c->prefixes, &prefix))
+        return gk_errf(e, GK_EFORMAT, "DELTA_BYTE_ARRAY prefix lengths run past the page");
+    if (pq_delta_next(&c->lens, &n)) return gk_errf(e, GK_EFORMAT, "%s lengths run past the page", pq_encoding_name(c->encoding));
+    if (n < 0 || n > c->vend - c->vp) return gk_errf(e, GK_EFORMAT, "a value of %lld bytes runs past the page", (long long)n);
+    if (c->encoding == PQ_DELTA_LENGTH_BYTE_ARRAY) {
+        *s = c->vp, *len = (size_t)n;
+        c->vp += n;
         return 0;
     }
-    c->left--;
-    if (c->max_def > 0) {
-        uint32_t d;
-        if (pq_rle_next(&c->def, &d)) return gk_errf(e, GK_EFORMAT, "definition levels run past their end");
-        if (d > (uint32_t)c->max_def) return gk_errf(e, GK_EFORMAT, "definition level %u over the column's %d", d, c->max_def);
-        if (d < (uint32_t)c->max_def) {
-            *what = PQ_NULL;
-            return 0;
-        }
+    if (prefix < 0 || (uint64_t)prefix > c->prev_len)
+        return gk_errf(e, GK_EFORMAT, "a prefix of %lld bytes of a value of %zu", (long long)prefix, c->prev_len);
+    size_t want = (size_t)prefix + (size_t)n; /* at most the page's bytes: each byte came from a suffix */
+    if (want > c->prev_cap) {
+        uint8_t *nb = realloc(c->prev, want);
+        if (!nb) return gk_errf(e, GK_ENOMEM, "out of memory for a value of %zu bytes", want);
+        c->prev = nb, c->prev_cap = want;
     }
-    if (c->use_dict) {
-        uint32_t i;
+    if (n) memcpy(c->prev + prefix, c->vp, (size_t)n);
+    c->vp += n;
+    c->prev_len = want;
+    *s = c->prev, *len = want;
+    return 0;
+}
+
+static int value(pq_cursor *c, const uint8_t **s, size_t *len, gk_err *e)
+{
+    uint32_t i, n;
+    switch (c->encoding) {
+    case PQ_RLE_DICTIONARY:
         if (pq_rle_next(&c->idx, &i)) return gk_errf(e, GK_EFORMAT, "dictionary indices run past the page");
         if (i >= c->ndict) return gk_errf(e, GK_EFORMAT, "dictionary index %u out of range (%lld values)", i, c->ndict);
         *s = c->dict_src + c->dict[i].off, *len = c->dict[i].len;
-    } else {
+        return 0;
+    case PQ_PLAIN:
         if (c->vend - c->vp < 4) return gk_errf(e, GK_EFORMAT, "values run past the page");
-        uint32_t n = (uint32_t)c->vp[0] | c->vp[1] << 8 | c->vp[2] << 16 | (uint32_t)c->vp[3] << 24;
+        n = (uint32_t)c->vp[0] | c->vp[1] << 8 | c->vp[2] << 16 | (uint32_t)c->vp[3] << 24;
         c->vp += 4;
         if (n > (size_t)(c->vend - c->vp)) return gk_errf(e, GK_EFORMAT, "a value of %u bytes runs past the page", n);
         *s = c->vp, *len = n;
         c->vp += n;
+        return 0;
+    default:
+        return delta_value(c, s, len, e);
     }
-    *what = PQ_VALUE;
-    return 0;
+}
+
+int pq_cursor_next(pq_cursor *c, const uint8_t **s, size_t *len, int *what, gk_err *e)
+{
+    for (;;) {
+        int rc = next_page(c, e);
+        if (rc < 0) return rc;
+        if (rc == 1) {
+            *what = PQ_END;
+            return 0;
+        }
+        if (c->max_def > 0 && c->def.rle_left && c->def.value < (uint32_t)c->max_def) {
+            /* a run of nulls at once: a few bytes may stand for millions */
+            long long k = (long long)c->def.rle_left < c->left ? (long long)c->def.rle_left : c->left;
+            c->def.rle_left -= (uint64_t)k, c->left -= k, c->nulls += k;
+            continue;
+        }
+        c->left--;
+        if (c->max_def > 0) {
+            uint32_t d;
+            if (pq_rle_next(&c->def, &d)) return gk_errf(e, GK_EFORMAT, "definition levels run past their end");
+            if (d > (uint32_t)c->max_def) return gk_errf(e, GK_EFORMAT, "definition level %u over the column's %d", d, c->max_def);
+            if (d < (uint32_t)c->max_def) {
+                c->nulls++;
+                continue;
+            }
+        }
+        *what = PQ_VALUE;
+        return value(c, s, len, e);
+    }
 }
 
 void pq_cursor_free(pq_cursor *c)
@@ -322,6 +394,7 @@ void pq_cursor_free(pq_cursor *c)
     free(c->page);
     free(c->dict_buf);
     free(c->dict);
+    free(c->prev);
     ZSTD_freeDCtx(c->zstd);
     *c = (pq_cursor){0};
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes the Parquet fixtures of tests/unit/test_parquet.c with pyarrow (pip install pyarrow):
 tests/fixtures/parquet/*.parquet and expected.json, which holds for each file what pyarrow reads
-from it (the column the reader should choose, its non-null rows in order, the null count, the
-file's row count) or, for a file the reader must refuse, a piece of the error message.
+from it (the column the reader should choose, its non-null rows in order or "rows_of" another
+file that has the same, the null count, the file's row count) or, for a file the reader must refuse, a piece of the error message.
 Files: every codec (none, snappy, gzip, zstd, lz4 = LZ4_RAW, brotli: refused) with data pages v1
-and dictionary encoding, and v2 with PLAIN; nulls over several row groups and pages; a dictionary
+and dictionary encoding, and v2 with PLAIN; DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY; nulls over several row groups and pages; a dictionary
 that falls back to PLAIN; a struct leaf and a list column; a file of numbers; several string
 columns; and damaged files (a page length past its chunk, a dictionary index out of range).
 Usage: python3 tests/ref/parquet_fixtures.py [OUTDIR]"""
@@ -73,6 +73,15 @@ for v in ["1.0", "2.0"]:
     name = f"nulls_v{v[0]}.parquet"
     write(name, pa.table({"text": vals}), compression="snappy", data_page_version=v, data_page_size=200)
     record(name, "text")
+# DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY (shared prefixes: sorted URLs), with nulls, both page versions
+urls = [None if i % 7 == 3 else f"https://example.org/{'abc'[i % 3]}/{i // 10}/page-{i}.html" + "é" * (i % 4)
+        for i in range(160)]
+for enc, short in [("DELTA_LENGTH_BYTE_ARRAY", "dlba"), ("DELTA_BYTE_ARRAY", "dba")]:
+    for v in ["1.0", "2.0"]:
+        name = f"{short}_v{v[0]}.parquet"
+        write(name, pa.table({"text": urls}), compression="zstd" if v == "2.0" else "none", use_dictionary=False,
+              column_encoding={"text": enc}, data_page_version=v, row_group_size=64, data_page_size=512)
+        record(name, "text")
 write("all_null.parquet", pa.table({"text": pa.array([None] * 7, pa.string())}))
 record("all_null.parquet", "text")
 write("dict_fallback.parquet", pa.table({"text": [f"doc {i} " + "y" * (i % 13) for i in range(90)]}),
@@ -149,6 +158,17 @@ buf[pos + 2] = 2  # num_values 1
 open(path, "wb").write(buf)
 record("bad_dict_index.parquet", error="dictionary index 1")
 
+# Files of the same rows (codecs, page versions) share them: "rows_of" names the entry holding them.
+first = {}
+for name in sorted(expected):
+    entry = expected[name]
+    if "rows" in entry:
+        key = json.dumps([entry["rows"], entry["nulls"]])
+        if key in first:
+            del entry["rows"]
+            entry["rows_of"] = first[key]
+        else:
+            first[key] = name
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, ensure_ascii=False, indent=0, sort_keys=True)
     f.write("\n")
