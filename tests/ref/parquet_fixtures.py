@@ -102,6 +102,8 @@ write("two_strings.parquet", pa.table({"title": texts(8, 2), "body": texts(8, 5)
 record("two_strings.parquet", error="2 string columns")
 write("content.parquet", pa.table({"n": list(range(9)), "content": texts(9, 4)}))
 record("content.parquet", "content")
+write("ambiguous.parquet", pa.table({"a.b": ["x", "y"], "a": pa.array([{"b": "z"}, {"b": "w"}]), "text": ["t", "u"]}))
+record("ambiguous.parquet", "text")
 write("text_int.parquet", pa.table({"text": pa.array(range(4), pa.int32()), "s": ["a", "b", "c", "d"]}))
 record("text_int.parquet", error="INT32")
 

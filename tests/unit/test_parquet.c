@@ -146,6 +146,8 @@ static void test_column_choice(void)
     expect_msg(DIR "nested.parquet", "meta.n", GK_EUSAGE, "'meta.n' is INT32");
     expect_msg(DIR "nested.parquet", "meta", GK_ENOTFOUND, "meta.text (BYTE_ARRAY), meta.n (INT32), "
                "tags.list.element (BYTE_ARRAY, repeated), score (DOUBLE)");
+    expect_msg(DIR "ambiguous.parquet", "a.b", GK_EUSAGE, "column name 'a.b' is ambiguous (2 columns have it); "
+               "its columns: a.b (BYTE_ARRAY), a.b (BYTE_ARRAY), text (BYTE_ARRAY)");
     expect_msg(DIR "two_strings.parquet", NULL, GK_EUSAGE, "no column 'text' and 2 string columns");
     expect_msg(DIR "numbers.parquet", NULL, GK_ENOTFOUND, "no string column; its columns: n (INT64), x (DOUBLE)");
     expect_msg(DIR "text_int.parquet", NULL, GK_EUSAGE, "column 'text' is INT32");
