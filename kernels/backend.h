@@ -49,6 +49,21 @@ static inline size_t gk_elt_size(gk_elt t) { return t == GK_BF16 ? 2 : 4; }
 typedef struct gk_backend gk_backend;
 struct gk_comm; /* kernels/comm/comm.h */
 
+/* One tensor of adamw_multi: what differs between the adamw calls it stands for. */
+typedef struct gk_adamw_tensor {
+    float *param;
+    const float *grad;
+    float *m, *v;
+    void *copy;   /* the updated param's copy (type tcopy), or NULL */
+    size_t n;
+    int decay;    /* 1: weight decay wd applies, 0: none */
+} gk_adamw_tensor;
+/* One range of zero_multi: n bytes at p. */
+typedef struct gk_span {
+    void *p;
+    size_t n;
+} gk_span;
+
 typedef struct gk_ops {
     const char *name; /* "cpu", "ref", "cuda", "cuda-emu" */
 
@@ -167,6 +182,15 @@ typedef struct gk_ops {
     void (*adamw)(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
                   void *copy, gk_elt tcopy);
+    /* adamw on count tensors in one call (one launch on cuda): for each ts[i], adamw(param, grad,
+     * m, v, n, ..., decay ? wd : 0, ..., copy, tcopy), with the same results bit for bit. ts is
+     * host memory, read during the call only; the tensors do not overlap. */
+    void (*adamw_multi)(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr,
+                        float beta1, float beta2, float eps, float wd, int t, float grad_scale,
+                        gk_elt tcopy);
+    /* zero on count ranges in one call (one launch on cuda); sp is host memory, read during the
+     * call only. */
+    void (*zero_multi)(gk_backend *be, const gk_span *sp, int count);
 
     /* ---- inference with a KV cache (gk_gpt2_forward_at) ---- */
     /* Causal attention of n new query positions t0..t0+n-1 over a cache, no dropout, no lse.

@@ -1,6 +1,9 @@
 /* gpt2_optim.c: zero_grad, global gradient norm, clipping and AdamW over the parameter table
- * (summing the gradients of all ranks first in a data-parallel run; ZeRO-1 is gpt2_shard.c). */
+ * (summing the gradients of all ranks first in a data-parallel run; ZeRO-1 is gpt2_shard.c).
+ * AdamW and the zeroing of the small gradient tensors each go to the backend as one table
+ * (ops->adamw_multi, ops->zero_multi): one launch apiece on cuda, not one per tensor. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "kernels/gpt2_internal.h"
 
@@ -31,11 +34,19 @@ void gk_gpt2_grads_flush(gk_gpt2 *m)
 float gk_gpt2_grads_begin(gk_gpt2 *m)
 {
     if (!m->grads_pending_zero) return 1.0f;
+    gk_span *sp = malloc(sizeof *sp * (size_t)m->n_params);
+    if (!sp) { /* one range at a time then */
+        gk_gpt2_grads_flush(m);
+        return 0.0f;
+    }
+    int n = 0;
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
         if (p->ndim == 1 || p->grad == m->gg[G_WPE])
-            m->be->ops->zero(m->be, p->grad, p->numel * sizeof(float));
+            sp[n].p = p->grad, sp[n++].n = p->numel * sizeof(float);
     }
+    m->be->ops->zero_multi(m->be, sp, n); /* one launch on cuda */
+    free(sp);
     m->grads_pending_zero = 0;
     return 0.0f;
 }
@@ -81,12 +92,16 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
     if (grad_norm) *grad_norm = norm;
     if (gk_gpt2_norm_skips(h, norm)) return gk_backend_status(be, err); /* the caller decides */
     float scale = gk_gpt2_clip_scale(h, norm);
-    m->step++;
+    gk_adamw_tensor *ts = malloc(sizeof *ts * (size_t)m->n_params);
+    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
         /* numel is logical: wte's padded rows (zero, zero grads) are left alone */
-        be->ops->adamw(be, p->data, p->grad, p->m, p->v, p->numel, lr, h->beta1, h->beta2, h->eps,
-                       p->decay ? h->weight_decay : 0.0f, (int)m->step, scale, p->copy, m->wt);
+        ts[i] = (gk_adamw_tensor){p->data, p->grad, p->m, p->v, p->copy, p->numel, p->decay};
     }
+    m->step++;
+    be->ops->adamw_multi(be, ts, m->n_params, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
+                         (int)m->step, scale, m->wt); /* one launch on cuda */
+    free(ts);
     return gk_backend_status(be, err);
 }

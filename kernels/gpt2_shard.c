@@ -90,21 +90,21 @@ void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
-/* AdamW on the floats [a, b) of the parameter block, their moments at mom + (a - base). */
-static void adamw_range(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, size_t a, size_t b,
-                        size_t base, float *mm, float *vv)
+/* Appends to ts the slices of the tensors in the floats [a, b) of the parameter block, their
+ * moments at mom + (a - base); returns the new count. */
+static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b, size_t base,
+                     float *mm, float *vv)
 {
-    gk_backend *be = m->be;
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
         size_t lo = p->offset > a ? p->offset : a, hi = p->offset + p->numel < b ? p->offset + p->numel : b;
         if (lo >= hi) continue;
         size_t j = lo - p->offset;
         void *copy = p->copy ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
-        be->ops->adamw(be, p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base), hi - lo, lr,
-                       h->beta1, h->beta2, h->eps, p->decay ? h->weight_decay : 0.0f, (int)m->step,
-                       scale, copy, m->wt);
+        ts[n++] = (gk_adamw_tensor){p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base), copy,
+                                    hi - lo, p->decay};
     }
+    return n;
 }
 
 /* The global gradient norm: each rank's shard, the tail counted once (by rank 0). */
@@ -137,9 +137,15 @@ int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad
     if (grad_norm) *grad_norm = norm;
     if (rc || gk_gpt2_norm_skips(h, norm)) return rc ? rc : gk_backend_status(m->be, err);
     float scale = gk_gpt2_clip_scale(h, norm);
+    /* this rank's shard and the tail: at most every tensor twice */
+    gk_adamw_tensor *ts = malloc(sizeof *ts * 2 * (size_t)m->n_params);
+    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
+    int n = slices_of(m, ts, 0, lo, lo + cnt, lo, m->m_shard, m->v_shard);
+    if (tail) n = slices_of(m, ts, n, main, m->n_floats, main - cnt, m->m_shard, m->v_shard);
     m->step++;
-    adamw_range(m, h, lr, scale, lo, lo + cnt, lo, m->m_shard, m->v_shard);
-    if (tail) adamw_range(m, h, lr, scale, main, m->n_floats, main - cnt, m->m_shard, m->v_shard);
+    m->be->ops->adamw_multi(m->be, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
+                            (int)m->step, scale, m->wt);
+    free(ts);
     if ((rc = gk_backend_status(m->be, err))) return rc;
     if ((rc = c->ops->all_gather(c, m->p_block + lo, m->p_block, cnt, err))) return rc;
     for (int i = 0; i < m->n_params; i++) { /* the other shards' weight copies */

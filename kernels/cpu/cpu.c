@@ -148,6 +148,7 @@ static const gk_ops cpu_ops = {
     .residual_layernorm_fwd = cpu_residual_layernorm_fwd, .dropout_bwd = cpu_dropout_bwd,
     .xent_fwd = cpu_xent_fwd, .xent_bwd = cpu_xent_bwd,
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
+    .adamw_multi = cpu_adamw_multi, .zero_multi = cpu_zero_multi,
     .attention_fwd_at = cpu_attention_fwd_at,
     .mem_info = host_mem_info, .host_memory = 1,
 };

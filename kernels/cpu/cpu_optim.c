@@ -1,4 +1,5 @@
-/* cpu_optim.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW.
+/* cpu_optim.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW (one
+ * tensor, or a table of them as a loop), zeroing a table of ranges.
  * Elementwise ops split freely across threads; sumsq uses a fixed split so it is deterministic. */
 #include "kernels/cpu/cpu_optim.h"
 
@@ -83,6 +84,19 @@ void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float 
         adamw_range(param, grad, m, v, lo, hi, b1, b2, eps, decay, step_size, bc2_sqrt, gscale);
         if (copy) cpu_cast(be, (char *)copy + lo * gk_elt_size(tcopy), tcopy, param + lo, GK_F32, hi - lo);
     }
+}
+
+void cpu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr, float b1,
+                     float b2, float eps, float wd, int t, float gscale, gk_elt tcopy)
+{
+    for (int i = 0; i < count; i++)
+        be->ops->adamw(be, ts[i].param, ts[i].grad, ts[i].m, ts[i].v, ts[i].n, lr, b1, b2, eps,
+                       ts[i].decay ? wd : 0.0f, t, gscale, ts[i].copy, tcopy);
+}
+
+void cpu_zero_multi(gk_backend *be, const gk_span *sp, int count)
+{
+    for (int i = 0; i < count; i++) be->ops->zero(be, sp[i].p, sp[i].n);
 }
 
 void cpu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n)

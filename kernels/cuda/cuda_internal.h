@@ -28,6 +28,7 @@ typedef struct cu_ctx {
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
     void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
     void *bias16;           /* cuda_gemm.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
+    void *optim_cache;      /* cuda_optim.cu's device copies of the multi-tensor ops' tables */
     int attention;          /* gk_attention (backend.h): the path cuda_attn.cu takes */
 } cu_ctx;
 
@@ -123,11 +124,17 @@ void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, 
                  int N, int V, int Vp);
 void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                  const int *targets, float dloss, int N, int V, int Vp);
+/* cuda_optim.cu */
 void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
 void cu_scale(gk_backend *be, float *x, float s, size_t n);
 void cu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
               float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
               void *copy, gk_elt tcopy);
+void cu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr, float beta1,
+                    float beta2, float eps, float wd, int t, float grad_scale, gk_elt tcopy);
+void cu_zero_multi(gk_backend *be, const gk_span *sp, int count);
+/* Frees optim_cache (the backend's destroy calls it). */
+void cu_optim_cache_free(gk_backend *be);
 /* cuda_attn.cu */
 void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C,
                       int NH, float p, uint64_t key);

@@ -46,11 +46,11 @@ static int cmp(const void *a, const void *b)
  * op, so that gk_backend_status/sync on the wrapper (and the model's entry points) see it. ---- */
 enum { P_GEMM, P_BIAS_BWD, P_ENC_FWD, P_ENC_BWD, P_LN_FWD, P_LN_BWD, P_ATT_FWD, P_ATT_BWD,
        P_ATT_AT, P_GELU_FWD, P_GELU_BWD, P_RES_LN_FWD, P_DROP_BWD, P_XENT_FWD, P_XENT_BWD, P_ZERO,
-       P_SUMSQ, P_SCALE, P_ADAMW, P_CAST, P_COPY, P_N };
+       P_SUMSQ, P_SCALE, P_ADAMW, P_ADAMW_MULTI, P_ZERO_MULTI, P_CAST, P_COPY, P_N };
 static const char *p_names[P_N] = {"gemm", "bias_bwd", "encoder_fwd", "encoder_bwd",
     "layernorm_fwd", "layernorm_bwd", "attention_fwd", "attention_bwd", "attention_fwd_at",
     "gelu_fwd", "gelu_bwd", "residual_layernorm_fwd", "dropout_bwd", "xent_fwd", "xent_bwd", "zero",
-    "sumsq", "scale", "adamw", "cast", "copy"};
+    "sumsq", "scale", "adamw", "adamw_multi", "zero_multi", "cast", "copy"};
 #define PROF_SHAPES 48
 #define MEM_BLOCKS 64
 typedef struct prof {
@@ -167,6 +167,8 @@ static void p_xent_bwd(gk_backend *be, void *dl, const void *lg, const float *ls
 static void p_sumsq(gk_backend *be, double *o, const float *x, size_t n) { FWD(P_SUMSQ, IN(be)->ops->sumsq(IN(be), o, x, n)); }
 static void p_scale(gk_backend *be, float *x, float s, size_t n) { FWD(P_SCALE, IN(be)->ops->scale(IN(be), x, s, n)); }
 static void p_adamw(gk_backend *be, float *pa, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps, float wd, int t, float gs, void *copy, gk_elt tc) { FWD(P_ADAMW, IN(be)->ops->adamw(IN(be), pa, g, m, v, n, lr, b1, b2, eps, wd, t, gs, copy, tc)); }
+static void p_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int cnt, float lr, float b1, float b2, float eps, float wd, int t, float gs, gk_elt tc) { FWD(P_ADAMW_MULTI, IN(be)->ops->adamw_multi(IN(be), ts, cnt, lr, b1, b2, eps, wd, t, gs, tc)); }
+static void p_zero_multi(gk_backend *be, const gk_span *sp, int cnt) { FWD(P_ZERO_MULTI, IN(be)->ops->zero_multi(IN(be), sp, cnt)); }
 
 static int p_mem_info(gk_backend *be, size_t *f, size_t *t, gk_err *e)
 {
@@ -193,7 +195,7 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
         p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
         p_att_fwd, p_att_bwd, p_gelu_fwd, p_gelu_bwd, p_res_ln_fwd, p_drop_bwd, p_xent_fwd,
-        p_xent_bwd, p_sumsq, p_scale, p_adamw, p_att_at,
+        p_xent_bwd, p_sumsq, p_scale, p_adamw, p_adamw_multi, p_zero_multi, p_att_at,
         NULL, NULL, NULL, NULL, /* no recording: the profiler times each op */
         NULL, NULL, /* no collectives through the profiler */
         p_mem_info, in->ops->host_memory};

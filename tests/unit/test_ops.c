@@ -382,6 +382,125 @@ static void test_optimizer(void)
     }
 }
 
+/* ---- the multi-tensor ops: the same bits as the one-tensor ops, on ref and the device ---- */
+
+/* Tensors of a table: sizes around the CUDA kernel's chunks (4096) and packs (4), empty ones, and
+ * starts off a 16-byte boundary (the element offsets into one buffer per array), so that one
+ * launch mixes packed and single-element entries. */
+#define MT_N 8
+static const size_t mt_n[MT_N] = {7, 4097, 0, 1, 10000, 8195, 3, 4096};
+static const size_t mt_off[MT_N] = {0, 8, 4108, 4109, 4112, 14113, 22308, 22312};
+#define MT_TOTAL 26408
+
+/* AdamW twice (t = 1 and 2) on be: by adamw_multi when multi, else one adamw per tensor.
+ * h: param, grad, m, v (MT_TOTAL floats each) in, then param, m, v and the copy (MT_TOTAL
+ * elements of tcopy, and one more) out. */
+static void mt_adamw(gk_backend *be, int multi, gk_elt tcopy, float *h[4], void *copy_out)
+{
+    size_t bytes = MT_TOTAL * sizeof(float), cb = MT_TOTAL * gk_elt_size(tcopy);
+    float *d[4];
+    char *dc = be->ops->alloc(be, cb + 4);
+    for (int k = 0; k < 4; k++) {
+        d[k] = be->ops->alloc(be, bytes);
+        if (d[k]) be->ops->to_device(be, d[k], h[k], bytes);
+    }
+    if (!d[0] || !d[1] || !d[2] || !d[3] || !dc) {
+        CHECKF(0, "%s: alloc", be->ops->name);
+        return;
+    }
+    gk_adamw_tensor ts[MT_N];
+    for (int i = 0; i < MT_N; i++) {
+        size_t o = mt_off[i];
+        /* copies: every other tensor, one of them an element off (not a pack's alignment) */
+        void *copy = i % 2 ? NULL : dc + (o + (i == 4)) * gk_elt_size(tcopy);
+        ts[i] = (gk_adamw_tensor){d[0] + o, d[1] + o, d[2] + o, d[3] + o, copy, mt_n[i], i % 3 != 1};
+    }
+    for (int t = 1; t <= 2; t++) {
+        float lr = 1e-3f * (float)t, gs = t == 1 ? 0.7f : 1.0f;
+        if (multi) be->ops->adamw_multi(be, ts, MT_N, lr, 0.9f, 0.95f, 1e-8f, 0.1f, t, gs, tcopy);
+        else
+            for (int i = 0; i < MT_N; i++)
+                be->ops->adamw(be, ts[i].param, ts[i].grad, ts[i].m, ts[i].v, ts[i].n, lr, 0.9f, 0.95f,
+                               1e-8f, ts[i].decay ? 0.1f : 0.0f, t, gs, ts[i].copy, tcopy);
+    }
+    for (int k = 0; k < 4; k++) be->ops->to_host(be, h[k], d[k], bytes);
+    be->ops->to_host(be, copy_out, dc, cb + 4);
+    gk_err e = {0};
+    CHECKF(gk_backend_sync(be, &e) == 0, "%s adamw%s: %s", be->ops->name, multi ? "_multi" : "", e.msg);
+    for (int k = 0; k < 4; k++) be->ops->free(be, d[k]);
+    be->ops->free(be, dc);
+}
+
+static void mt_adamw_on(gk_backend *be)
+{
+    for (int tc = 0; tc < 2; tc++) {
+        gk_elt tcopy = tc ? GK_BF16 : GK_F32;
+        float *h[2][4];
+        unsigned char *c[2];
+        size_t cb = MT_TOTAL * gk_elt_size(tcopy) + 4;
+        for (int r = 0; r < 2; r++) {
+            for (int k = 0; k < 4; k++) {
+                h[r][k] = malloc(MT_TOTAL * sizeof(float));
+                for (size_t i = 0; i < MT_TOTAL; i++) {
+                    float u = gk_rng_uniform(seed + (uint64_t)k, i);
+                    h[r][k][i] = k == 3 ? u * 0.01f : (u * 2.0f - 1.0f) * (k == 2 ? 0.1f : 1.0f);
+                }
+            }
+            c[r] = calloc(1, cb);
+            mt_adamw(be, r, tcopy, h[r], c[r]);
+        }
+        seed += 4;
+        static const char *what[4] = {"param", "grad", "m", "v"};
+        for (int k = 0; k < 4; k++)
+            CHECKF(memcmp(h[0][k], h[1][k], MT_TOTAL * sizeof(float)) == 0, "%s adamw_multi (copy %s): %s differs "
+                   "from one adamw per tensor", be->ops->name, tc ? "bf16" : "fp32", what[k]);
+        CHECKF(memcmp(c[0], c[1], cb) == 0, "%s adamw_multi: the %s copy differs from one adamw per tensor",
+               be->ops->name, tc ? "bf16" : "fp32");
+        for (int r = 0; r < 2; r++) {
+            for (int k = 0; k < 4; k++) free(h[r][k]);
+            free(c[r]);
+        }
+    }
+}
+
+/* zero_multi on ranges of odd starts and lengths, one past a CUDA chunk (16384 bytes), and an
+ * empty one: those bytes zero, every other byte as it was. */
+static void mt_zero_on(gk_backend *be)
+{
+    static const size_t off[] = {0, 16, 35, 100, 4000, 4000, 20000};
+    static const size_t len[] = {16, 19, 1, 3000, 0, 17, 16400};
+    const size_t n = 40000, ns = sizeof off / sizeof *off;
+    unsigned char *h = malloc(n), *got = malloc(n), *d = be->ops->alloc(be, n);
+    CHECK(d != NULL);
+    for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(1 + gk_rng_uniform(seed, i) * 254);
+    seed++;
+    gk_span sp[sizeof off / sizeof *off];
+    if (d) {
+        be->ops->to_device(be, d, h, n);
+        for (size_t k = 0; k < ns; k++) sp[k] = (gk_span){d + off[k], len[k]};
+        be->ops->zero_multi(be, sp, (int)ns);
+        be->ops->to_host(be, got, d, n);
+    }
+    gk_err e = {0};
+    CHECKF(gk_backend_sync(be, &e) == 0, "%s zero_multi: %s", be->ops->name, e.msg);
+    for (size_t k = 0; k < ns; k++) memset(h + off[k], 0, len[k]);
+    size_t bad = 0;
+    for (size_t i = 0; i < n && d; i++) bad += got[i] != h[i];
+    CHECKF(bad == 0, "%s zero_multi: %zu of %zu bytes wrong", be->ops->name, bad, n);
+    be->ops->free(be, d);
+    free(h), free(got);
+}
+
+static void test_multi(void)
+{
+    if (dev->act == GK_F32) { /* the reference once per device */
+        mt_adamw_on(ref);
+        mt_zero_on(ref);
+    }
+    mt_adamw_on(dev);
+    mt_zero_on(dev);
+}
+
 /* ---- cast: exact, round to nearest even ---- */
 
 static void test_cast(void)
@@ -427,7 +546,7 @@ int main(int argc, char **argv)
     static const ops_test tests[] = {
         OPS_TEST(test_cast),    OPS_TEST(test_gemm),      OPS_TEST(test_rowwise),
         OPS_TEST(test_encoder), OPS_TEST(test_xent),      OPS_TEST(test_attention),
-        OPS_TEST(test_optimizer),
+        OPS_TEST(test_optimizer), OPS_TEST(test_multi),
     };
     return ops_main(argc, argv, tests, (int)(sizeof tests / sizeof *tests));
 }
