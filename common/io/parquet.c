@@ -243,7 +243,8 @@ static int step(gk_parquet *p, const char **text, size_t *len, int *got, gk_err 
     const uint8_t *s = NULL;
     int rc = pq_cursor_next(&p->cur, &s, len, &what, e);
     if (rc) return rc;
-    p->position = p->chunk_at + (long long)p->cur.pos;
+    if (p->chunk_at + (long long)p->cur.pos > p->position) /* chunks out of file order: never back */
+        p->position = p->chunk_at + (long long)p->cur.pos;
     if (what == PQ_VALUE) {
         *text = (const char *)s, *got = 1;
     } else {
