@@ -9,19 +9,67 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e)
+static int add_entry(tk_inputs *in, const char *path, long long size, tk_remote rem, gk_err *e)
 {
     if (in->n == in->cap) {
         int cap = in->cap ? in->cap * 2 : 16;
         char **np = realloc(in->paths, (size_t)cap * sizeof *np);
-        if (!np)
+        if (np)
+            in->paths = np;
+        long long *ns = np ? realloc(in->sizes, (size_t)cap * sizeof *ns) : NULL;
+        if (ns)
+            in->sizes = ns;
+        tk_remote *nr = ns ? realloc(in->remote, (size_t)cap * sizeof *nr) : NULL;
+        if (!nr)
             return gk_errf(e, GK_ENOMEM, "out of memory");
-        in->paths = np;
+        in->remote = nr;
         in->cap = cap;
     }
     if (!(in->paths[in->n] = strdup(path)))
         return gk_errf(e, GK_ENOMEM, "out of memory");
+    in->sizes[in->n] = size;
+    in->remote[in->n] = rem;
     in->n++;
+    return 0;
+}
+
+int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e)
+{
+    struct stat st;
+    long long size = strcmp(path, "-") && stat(path, &st) == 0 && S_ISREG(st.st_mode)
+                         ? (long long)st.st_size : -1;
+    return add_entry(in, path, size, (tk_remote){NULL, 0}, e);
+}
+
+static int add_dataset(tk_inputs *in, const char *url, const gk_hub_conf *hub, gk_err *e)
+{
+    if (!hub)
+        return gk_errf(e, GK_EUSAGE, "%s: hub datasets are not read here", url);
+    gk_hub_dataset **ns = realloc(in->sets, (size_t)(in->nsets + 1) * sizeof *ns);
+    if (!ns)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    in->sets = ns;
+    gk_hub_dataset *d;
+    int rc = gk_hub_dataset_open(&d, url, hub, e);
+    if (rc)
+        return rc;
+    in->sets[in->nsets++] = d;
+    const char *repo_end = strchr(strchr(url + strlen("hf://datasets/"), '/') + 1, '/');
+    for (int i = 0; rc == 0 && i < gk_hub_dataset_files(d); i++) {
+        char name[2048];
+        snprintf(name, sizeof name, "%.*s/%s", (int)(repo_end - url), url, gk_hub_dataset_file(d, i));
+        rc = add_entry(in, name, gk_hub_dataset_size(d, i), (tk_remote){d, i}, e);
+    }
+    return rc;
+}
+
+int tk_inputs_fetch(tk_inputs *in, int i, char *path, size_t cap, gk_err *e)
+{
+    if (in->remote[i].d)
+        return gk_hub_dataset_fetch(in->remote[i].d, in->remote[i].i, path, cap, e);
+    if (strlen(in->paths[i]) >= cap)
+        return gk_errf(e, GK_EUSAGE, "%s: path too long", in->paths[i]);
+    strcpy(path, in->paths[i]);
     return 0;
 }
 
@@ -118,11 +166,13 @@ static int add_glob(tk_inputs *in, const char *pattern, gk_err *e)
     return rc;
 }
 
-int tk_inputs_expand(tk_inputs *in, const char *operand, gk_err *e)
+int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub, gk_err *e)
 {
     struct stat st;
     if (strcmp(operand, "-") == 0)
         return tk_inputs_add(in, operand, e);
+    if (gk_hub_is_dataset_url(operand))
+        return add_dataset(in, operand, hub, e);
     if (stat(operand, &st) == 0 && S_ISDIR(st.st_mode)) {
         int before = in->n, rc = add_dir(in, operand, 0, e);
         if (rc == 0 && in->n == before)
@@ -140,7 +190,11 @@ void tk_inputs_free(tk_inputs *in)
 {
     for (int i = 0; i < in->n; i++)
         free(in->paths[i]);
+    for (int i = 0; i < in->nsets; i++)
+        gk_hub_dataset_close(in->sets[i]);
     free(in->paths);
-    in->paths = NULL;
-    in->n = in->cap = 0;
+    free(in->sizes);
+    free(in->remote);
+    free(in->sets);
+    memset(in, 0, sizeof *in);
 }

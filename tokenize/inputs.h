@@ -4,21 +4,37 @@
  *     order of their names, names starting with '.' skipped (symbolic links to files are
  *     followed, to directories not);
  *   an operand with * ? or [ that names no file: glob(3)'s matches (shell-style, sorted; the
- *     shell left it quoted), a directory among them expanded as above; none is an error.
- * Owns: the path strings and the array (expand .. free). Not thread-safe. */
+ *     shell left it quoted), a directory among them expanded as above; none is an error;
+ *   hf://datasets/OWNER/NAME/PATH: the dataset's files PATH names (common/hub/hub.h), listed
+ *     now, each downloaded into the HF cache by tk_inputs_fetch just before it is read.
+ * Owns: the path strings, the arrays and the datasets (expand .. free). Not thread-safe. */
 #ifndef TK_INPUTS_H
 #define TK_INPUTS_H
 
+#include <stddef.h>
+
 #include "common/err.h"
+#include "common/hub/hub.h"
+
+typedef struct tk_remote {
+    gk_hub_dataset *d; /* NULL: a local input */
+    int i;             /* its file */
+} tk_remote;
 
 typedef struct tk_inputs {
-    char **paths;
+    char **paths;       /* local paths, or hf://datasets/OWNER/NAME/FILE */
+    long long *sizes;   /* bytes as stored, -1 unknown (stdin) */
+    tk_remote *remote;
     int n, cap;
+    gk_hub_dataset **sets;
+    int nsets;
 } tk_inputs;
 
 int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e);
-/* Appends what operand stands for. */
-int tk_inputs_expand(tk_inputs *in, const char *operand, gk_err *e);
+/* Appends what operand stands for; hub (NULL: hf:// refused) for hf://datasets/ operands. */
+int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub, gk_err *e);
+/* The local path of input i into path[0..cap): a remote one downloaded first (unless cached). */
+int tk_inputs_fetch(tk_inputs *in, int i, char *path, size_t cap, gk_err *e);
 void tk_inputs_free(tk_inputs *in);
 
 #endif

@@ -29,16 +29,19 @@ typedef struct options {
 } options;
 
 static const char usage[] =
-    "gpt-tokenize [options] [FILE|DIR|'GLOB'...] > out.bin\n"
+    "gpt-tokenize [options] [FILE|DIR|'GLOB'|hf://datasets/OWNER/NAME/PATH...] > out.bin\n"
     "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
     "Encodes text into a token shard with GPT-2 BPE or a char-level vocabulary; -d decodes\n"
     "shards back to text. Inputs: files or stdin, plain or compressed (gzip, bzip2, xz, lzma,\n"
     "zstd, lz4), archives (tar, zip, 7z), JSON Lines (one document a line) and Parquet (one\n"
     "document a row), recognised by content; a directory or a quoted glob stands for its files,\n"
-    "in sorted order. Every document starts with <|endoftext|>.";
+    "in sorted order; hf://datasets/... lists a hub dataset's files (PATH may be a glob) and\n"
+    "downloads each into the HuggingFace cache before reading it. Every document starts with\n"
+    "<|endoftext|>.";
 
 static const char footer[] =
     "The vocabulary comes from -V, else $GPT_VOCAB, else the HuggingFace cache (gpt2).\n"
+    "hf:// honours HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE and HF_HOME (or HF_HUB_CACHE).\n"
     "An input is JSON Lines when its first non-blank byte is '{' and its name ends in .jsonl,\n"
     ".ndjson or .json (before a compression suffix such as .zst), or --field is given.\n"
     "Example: gpt-tokenize -V ../shared/data/gpt2 input.txt -o train.bin --val-fraction 0.1 "
@@ -245,13 +248,18 @@ static void summary(const tk_stats *st, const tk_read_stats *rs, const outcome *
             took);
 }
 
+static int fetch_input(void *ctx, int i, char *path, size_t cap, gk_err *e)
+{
+    return tk_inputs_fetch(ctx, i, path, cap, e);
+}
+
 /* Encodes; with --char and no -V the text is read whole first to build the vocabulary (held in
  * a temporary file, then replayed). */
-static int encode(const options *o, char **inputs, int ninputs, gk_err *e)
+static int encode(const options *o, tk_inputs *in, gk_err *e)
 {
     double t0 = gk_now();
-    tk_read_opts ro = {inputs, ninputs, o->doc_sep, o->column, o->field, (size_t)o->max_line,
-                       o->skip_bad, NULL};
+    tk_read_opts ro = {in->paths, in->n, o->doc_sep, o->column, o->field, (size_t)o->max_line,
+                       o->skip_bad, NULL, in->sizes, fetch_input, in};
     tk_read_stats rs = {0};
     tk_collector held = {0};
     gk_vocab *v = NULL;
@@ -326,6 +334,24 @@ static int check_stdin(char **inputs, int ninputs, gk_err *e)
     return 0;
 }
 
+/* The operands as inputs; hf:// datasets with the hub settings from the environment
+ * (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE, and the cache's HF_HUB_CACHE / HF_HOME). */
+static int expand(tk_inputs *in, char **ops, int n, gk_err *e)
+{
+    char cache[2048];
+    const char *off = getenv("HF_HUB_OFFLINE");
+    gk_hub_conf hub = {getenv("HF_ENDPOINT"), getenv("HF_TOKEN"),
+                       off && *off && strcmp(off, "0") != 0, cache};
+    int rc = 0, need_hub = 0;
+    for (int i = 0; i < n; i++)
+        need_hub |= gk_hub_is_dataset_url(ops[i]);
+    if (need_hub)
+        rc = gk_hub_cache_dir(cache, sizeof cache, e);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = tk_inputs_expand(in, ops[i], &hub, e);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
@@ -343,17 +369,13 @@ int main(int argc, char **argv)
     char **inputs = first < argc ? argv + first : stdin_only;
     int ninputs = first < argc ? argc - first : 1;
     tk_inputs in = {0};
-    if (rc == 0 && !o.decode) { /* directories and patterns stand for their files */
-        for (int i = 0; rc == 0 && i < ninputs; i++)
-            rc = tk_inputs_expand(&in, inputs[i], &e);
-        inputs = in.paths;
-        ninputs = in.n;
-    }
     if (rc == 0)
         rc = check_stdin(inputs, ninputs, &e);
+    if (rc == 0 && !o.decode) /* directories, patterns and hf:// stand for their files */
+        rc = expand(&in, inputs, ninputs, &e);
     if (rc == 0) {
         gk_outfile_cleanup_on_signals(); /* no OUT.tmp.XXXXXX left by SIGINT or SIGTERM */
-        rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, inputs, ninputs, &e);
+        rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, &in, &e);
     }
     tk_inputs_free(&in);
     if (rc == 0)

@@ -255,6 +255,12 @@ static int64_t total_bytes(const tk_read_opts *o)
     int64_t total = 0;
     for (int i = 0; i < o->ninputs; i++) {
         struct stat st;
+        if (o->sizes) {
+            if (o->sizes[i] < 0)
+                return 0;
+            total += o->sizes[i];
+            continue;
+        }
         if (strcmp(o->inputs[i], "-") == 0 || stat(o->inputs[i], &st) != 0 || !S_ISREG(st.st_mode))
             return 0;
         total += (int64_t)st.st_size;
@@ -271,8 +277,16 @@ int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, 
     gk_progress_start(&r.bar, "reading", r.total);
     int rc = 0;
     for (int i = 0; rc == 0 && i < o->ninputs; i++) {
+        char local[4096];
+        const char *path = o->inputs[i];
         r.file = i + 1;
-        rc = read_input(&r, o->inputs[i], e);
+        if (o->fetch) {
+            gk_progress_clear(&r.bar); /* a download draws its own */
+            rc = o->fetch(o->fetch_ctx, i, local, sizeof local, e);
+            path = local;
+        }
+        if (rc == 0)
+            rc = read_input(&r, path, e);
     }
     gk_progress_end(&r.bar);
     free(sp.work);

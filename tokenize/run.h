@@ -33,6 +33,10 @@ typedef struct tk_read_opts {
     size_t max_line;     /* JSON Lines: longest line in bytes (0: the default) */
     int skip_bad;        /* JSON Lines: skip and count bad lines rather than fail */
     const int64_t *tokens; /* NULL, or the tokens written so far (for the progress line) */
+    const long long *sizes; /* NULL, or each input's bytes (-1 unknown), for the progress line */
+    /* NULL, or called before input i is read: its local path into path[0..cap) (a download) */
+    int (*fetch)(void *ctx, int i, char *path, size_t cap, gk_err *e);
+    void *fetch_ctx;
 } tk_read_opts;
 
 typedef struct tk_read_stats {

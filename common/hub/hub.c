@@ -53,7 +53,7 @@ int gk_hub_valid_repo(const char *repo)
     return hub_valid_name(repo, (size_t)(slash - repo)) && hub_valid_name(slash + 1, strlen(slash + 1));
 }
 
-static int mkdirs(char *path, gk_err *e)
+int hub_mkdirs(char *path, gk_err *e)
 {
     for (char *p = path + 1; *p; p++) {
         if (*p != '/')
@@ -76,7 +76,7 @@ static int exists(const char *path)
 }
 
 /* The commit refs/main names, or "" when there is none. */
-static void read_ref(const char *repodir, char *rev, size_t cap)
+void hub_read_ref(const char *repodir, char *rev, size_t cap)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/refs/main", repodir);
@@ -91,11 +91,11 @@ static void read_ref(const char *repodir, char *rev, size_t cap)
         rev[0] = '\0';
 }
 
-static int write_ref(const char *repodir, const char *rev, gk_err *e)
+int hub_write_ref(const char *repodir, const char *rev, gk_err *e)
 {
     char dir[4096], path[4200], tmp[4300];
     snprintf(dir, sizeof dir, "%s/refs", repodir);
-    int rc = mkdirs(dir, e);
+    int rc = hub_mkdirs(dir, e);
     if (rc)
         return rc;
     snprintf(path, sizeof path, "%s/main", dir);
@@ -152,18 +152,12 @@ static int is_sha256(const char *s)
 
 /* ---------------------------------------------------------------- one file */
 
-typedef struct repo_ctx {
-    const char *repo, *endpoint;
-    char repodir[2400];
-    char rev[96];
-} repo_ctx;
-
 /* Downloads the blob named by h into blobs/ (unless there) and links it into the snapshot. */
-static int fetch_blob(repo_ctx *r, const char *file, const char *url, const hub_head *h, gk_err *e)
+static int fetch_blob(hub_repo *r, const char *file, const char *url, const hub_head *h, gk_err *e)
 {
-    char blob[4300], part[4400], link[4400], target[300];
+    char blob[4300], part[4400], link[4400], target[600];
     snprintf(blob, sizeof blob, "%s/blobs", r->repodir);
-    int rc = mkdirs(blob, e);
+    int rc = hub_mkdirs(blob, e);
     if (rc)
         return rc;
     snprintf(blob, sizeof blob, "%s/blobs/%s", r->repodir, h->etag);
@@ -171,7 +165,7 @@ static int fetch_blob(repo_ctx *r, const char *file, const char *url, const hub_
         snprintf(part, sizeof part, "%s.incomplete", blob);
         if (h->size >= 0)
             gk_info("downloading %s/%s (%.1f MB)", r->repo, file, (double)h->size / 1e6);
-        rc = hub_http_get(url, r->endpoint, part, h->size, file, e);
+        rc = hub_http_get(url, r->endpoint, r->token, part, h->size, file, e);
         char hex[65];
         if (rc == 0 && is_sha256(h->etag) && (rc = gk_sha256_file(part, hex, e)) == 0 &&
             strcasecmp(hex, h->etag) != 0) {
@@ -184,11 +178,17 @@ static int fetch_blob(repo_ctx *r, const char *file, const char *url, const hub_
         if (rc)
             return rc;
     }
-    snprintf(link, sizeof link, "%s/snapshots/%s", r->repodir, r->rev);
-    if ((rc = mkdirs(link, e)))
+    /* a file in folders (data/train/x.parquet) links from as deep: ../../../../blobs/ETAG */
+    const char *slash = strrchr(file, '/');
+    snprintf(link, sizeof link, "%s/snapshots/%s/%.*s", r->repodir, r->rev,
+             slash ? (int)(slash - file) : 0, file);
+    if ((rc = hub_mkdirs(link, e)))
         return rc;
     snprintf(link, sizeof link, "%s/snapshots/%s/%s", r->repodir, r->rev, file);
-    snprintf(target, sizeof target, "../../blobs/%s", h->etag);
+    size_t len = 0;
+    for (const char *p = file; (p = strchr(p, '/')) && len + 3 < sizeof target; p++)
+        len += (size_t)snprintf(target + len, sizeof target - len, "../");
+    snprintf(target + len, sizeof target - len, "../../blobs/%s", h->etag);
     unlink(link);
     if (symlink(target, link) != 0)
         return gk_errno(e, link);
@@ -213,13 +213,13 @@ int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, co
     return 1;
 }
 
-/* 1: fetched, 0: absent on the hub and optional, < 0: error. */
-static int fetch_file(repo_ctx *r, const char *file, int required, gk_err *e)
+int hub_fetch_file(hub_repo *r, const char *file, int required, gk_err *e)
 {
     char url[4096];
-    snprintf(url, sizeof url, "%s/%s/resolve/main/%s", r->endpoint, r->repo, file);
+    snprintf(url, sizeof url, "%s/%s%s/resolve/main/%s", r->endpoint, r->url_prefix ? r->url_prefix : "",
+             r->repo, r->url_file ? r->url_file : file);
     hub_head h;
-    int rc = hub_http_head(url, r->endpoint, &h, e);
+    int rc = hub_http_head(url, r->endpoint, r->token, &h, e);
     if (rc == 0)
         rc = hub_head_check(&h, r->repo, r->endpoint, url, file, required, e);
     if (rc <= 0)
@@ -233,7 +233,7 @@ static int fetch_file(repo_ctx *r, const char *file, int required, gk_err *e)
 
 /* ---------------------------------------------------------------- snapshots */
 
-static int snapshot_has(const repo_ctx *r, const char *file)
+static int snapshot_has(const hub_repo *r, const char *file)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/snapshots/%s/%s", r->repodir, r->rev, file);
@@ -241,7 +241,7 @@ static int snapshot_has(const repo_ctx *r, const char *file)
 }
 
 /* The files of need[0..n) that the cached snapshot lacks, as "a, b and c", into out; how many. */
-static size_t snapshot_lacks(const repo_ctx *r, const char *const *need, size_t n, char *out,
+static size_t snapshot_lacks(const hub_repo *r, const char *const *need, size_t n, char *out,
                              size_t cap)
 {
     size_t missing = 0, len = 0;
@@ -261,7 +261,7 @@ static size_t snapshot_lacks(const repo_ctx *r, const char *const *need, size_t 
 
 /* A snapshot in the cache that lacks some files is named with them (not "not in the cache"):
  * offline, or when fetching them failed (e holds why). */
-static int partial_snapshot(const repo_ctx *r, const char *const *need, size_t n, int offline,
+static int partial_snapshot(const hub_repo *r, const char *const *need, size_t n, int offline,
                             int rc, gk_err *e)
 {
     char lacks[1024], why[sizeof e->msg];
@@ -283,7 +283,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
 {
     if (!gk_hub_valid_repo(repo))
         return gk_errf(e, GK_EUSAGE, "'%s' is not a HuggingFace repository id (NAME or ORG/NAME)", repo);
-    repo_ctx r = {.repo = repo};
+    hub_repo r = {.repo = repo};
     char cache[2048], mangled[256];
     int rc = gk_hub_cache_dir(cache, sizeof cache, e);
     if (rc)
@@ -294,7 +294,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
         p[0] = p[1] = '-';
     }
     snprintf(r.repodir, sizeof r.repodir, "%s/%s", cache, mangled);
-    read_ref(r.repodir, r.rev, sizeof r.rev);
+    hub_read_ref(r.repodir, r.rev, sizeof r.rev);
     size_t have = 0;
     for (size_t i = 0; r.rev[0] && i < n_need; i++)
         have += (size_t)snapshot_has(&r, need[i]);
@@ -305,21 +305,22 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
                          "HF_HUB_OFFLINE is set", repo, r.repodir);
             return r.rev[0] ? partial_snapshot(&r, need, n_need, 1, rc, e) : rc;
         }
-        repo_ctx cached = r; /* its rev: the snapshot to name if fetching fails */
+        hub_repo cached = r; /* its rev: the snapshot to name if fetching fails */
         char endpoint[1024];
         snprintf(endpoint, sizeof endpoint, "%s", ep && *ep ? ep : DEFAULT_ENDPOINT);
         for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)
             endpoint[n - 1] = '\0';
         r.endpoint = endpoint;
+        r.token = getenv("HF_TOKEN");
         r.rev[0] = '\0'; /* the hub's answer names the current commit */
         for (size_t i = 0; rc >= 0 && i < n_need + n_want; i++) {
             int required = i < n_need;
             const char *file = required ? need[i] : want[i - n_need];
-            rc = fetch_file(&r, file, required, e);
+            rc = hub_fetch_file(&r, file, required, e);
         }
         if (rc < 0)
             return cached.rev[0] ? partial_snapshot(&cached, need, n_need, 0, rc, e) : rc;
-        if ((rc = write_ref(r.repodir, r.rev, e)))
+        if ((rc = hub_write_ref(r.repodir, r.rev, e)))
             return rc;
     }
     int n = snprintf(dir, cap, "%s/snapshots/%s", r.repodir, r.rev);

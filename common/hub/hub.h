@@ -1,4 +1,4 @@
-/* hub.h: HuggingFace model repositories: the local cache layout and downloads into it.
+/* hub.h: HuggingFace model and dataset repositories: the local cache layout and downloads into it.
  * Owns nothing past a call (paths go into caller buffers). libcurl is initialised on first use;
  * a call may run on any thread, one download per call. Messages (progress, "downloading ...")
  * go to stderr through log.h / progress.h.
@@ -42,6 +42,35 @@ int gk_hub_valid_repo(const char *repo);
  * reached and why), GK_EFORMAT (checksum mismatch: the blob is deleted). */
 int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *need, size_t n_need,
                     const char *const *want, size_t n_want, gk_err *e);
+
+/* ---------------------------------------------------------------- datasets (dataset.c)
+ * hf://datasets/OWNER/NAME/PATH: PATH a file, a folder (every file under it) or a glob
+ * (fnmatch: '*' and '?' do not cross '/', a leading '.' must be named). The files are listed by
+ * GET ENDPOINT/api/datasets/OWNER/NAME/tree/main/FOLDER?recursive=1 (FOLDER: PATH's part before
+ * its first wildcard, up to a '/'; pages followed by the Link header's rel="next"), sorted by
+ * path, and fetched one at a time into CACHE/datasets--OWNER--NAME/ as model files are (HEAD
+ * and GET of ENDPOINT/datasets/OWNER/NAME/resolve/main/FILE, resumed, sha256-checked, a cached
+ * blob reused; snapshots/REV/FILE in folders as in the repository). Offline, the files are
+ * those of the cached snapshot refs/main names. The settings come from the tool. */
+typedef struct gk_hub_conf {
+    const char *endpoint; /* NULL or "": https://huggingface.co (HF_ENDPOINT) */
+    const char *token;    /* NULL or "": none (HF_TOKEN) */
+    int offline;          /* the cache only (HF_HUB_OFFLINE) */
+    const char *cache;    /* the cache directory (gk_hub_cache_dir) */
+} gk_hub_conf;
+
+typedef struct gk_hub_dataset gk_hub_dataset;
+
+/* Whether s starts with "hf://datasets/". */
+int gk_hub_is_dataset_url(const char *s);
+/* Lists the files url names (at least one, else GK_ENOTFOUND). Errors name url. */
+int gk_hub_dataset_open(gk_hub_dataset **out, const char *url, const gk_hub_conf *c, gk_err *e);
+int gk_hub_dataset_files(const gk_hub_dataset *d);
+const char *gk_hub_dataset_file(const gk_hub_dataset *d, int i); /* its path in the repository */
+long long gk_hub_dataset_size(const gk_hub_dataset *d, int i);   /* bytes, -1 unknown */
+/* Makes sure file i is in the cache (downloading it unless offline) and writes its path there. */
+int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, gk_err *e);
+void gk_hub_dataset_close(gk_hub_dataset *d); /* accepts NULL */
 
 /* sha256 of a file as 64 lowercase hex digits (+ NUL) into hex[65]. */
 int gk_sha256_file(const char *path, char hex[65], gk_err *e);

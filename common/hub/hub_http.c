@@ -36,14 +36,14 @@ static int curl_ready(gk_err *e)
     return 0;
 }
 
-/* A handle with the settings every request shares; *hdrs must be freed by the caller. */
-static CURL *new_handle(const char *url, char *errbuf, struct curl_slist **hdrs)
+/* A handle with the settings every request shares (token: sent as a bearer token unless NULL
+ * or empty); *hdrs must be freed by the caller. */
+static CURL *new_handle(const char *url, const char *token, char *errbuf, struct curl_slist **hdrs)
 {
     CURL *c = curl_easy_init();
     if (!c)
         return NULL;
     *hdrs = NULL;
-    const char *token = getenv("HF_TOKEN");
     if (token && *token) {
         char auth[512];
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
@@ -146,7 +146,7 @@ static size_t on_head_header(char *buf, size_t size, size_t nitems, void *ud)
     return size * nitems;
 }
 
-int hub_http_head(const char *url, const char *endpoint, hub_head *h, gk_err *e)
+int hub_http_head(const char *url, const char *endpoint, const char *token, hub_head *h, gk_err *e)
 {
     int rc = curl_ready(e);
     if (rc)
@@ -155,7 +155,7 @@ int hub_http_head(const char *url, const char *endpoint, hub_head *h, gk_err *e)
     snprintf(cur, sizeof cur, "%s", url);
     for (int hops = 0; hops < 5; hops++) {
         struct curl_slist *hdrs;
-        CURL *c = new_handle(cur, errbuf, &hdrs);
+        CURL *c = new_handle(cur, token, errbuf, &hdrs);
         if (!c)
             return gk_errf(e, GK_ENOMEM, "libcurl: cannot create a handle");
         hub_head_parse s;
@@ -230,8 +230,8 @@ static int64_t file_size(const char *path)
 }
 
 /* One attempt; *retry set when the transfer broke off and may be continued. */
-static int get_once(const char *url, const char *endpoint, const char *path, int64_t size,
-                    const char *label, int *retry, gk_err *e)
+static int get_once(const char *url, const char *endpoint, const char *token, const char *path,
+                    int64_t size, const char *label, int *retry, gk_err *e)
 {
     *retry = 0;
     get_state s = {.start = file_size(path), .total = size};
@@ -247,7 +247,7 @@ static int get_once(const char *url, const char *endpoint, const char *path, int
         return gk_errno(e, path);
     char errbuf[CURL_ERROR_SIZE], range[48];
     struct curl_slist *hdrs;
-    s.c = new_handle(url, errbuf, &hdrs);
+    s.c = new_handle(url, token, errbuf, &hdrs);
     if (!s.c) {
         fclose(s.fp);
         return gk_errf(e, GK_ENOMEM, "libcurl: cannot create a handle");
@@ -293,12 +293,12 @@ static int get_once(const char *url, const char *endpoint, const char *path, int
     return 0;
 }
 
-int hub_http_get(const char *url, const char *endpoint, const char *path, int64_t size,
-                 const char *label, gk_err *e)
+int hub_http_get(const char *url, const char *endpoint, const char *token, const char *path,
+                 int64_t size, const char *label, gk_err *e)
 {
     int rc = curl_ready(e), retry = 1;
     for (int attempt = 0; rc == 0 && retry && attempt < MAX_ATTEMPTS; attempt++) {
-        rc = get_once(url, endpoint, path, size, label, &retry, e);
+        rc = get_once(url, endpoint, token, path, size, label, &retry, e);
         if (rc == 0)
             retry = 0;
         else if (retry && attempt + 1 < MAX_ATTEMPTS)
@@ -310,5 +310,111 @@ int hub_http_get(const char *url, const char *endpoint, const char *path, int64_
     if (size >= 0 && got != size)
         return gk_errf(e, GK_EIO, "%s: got %lld bytes, the hub announced %lld", url,
                        (long long)got, (long long)size);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- GET into memory */
+
+typedef struct mem_state {
+    char *buf;
+    size_t len, cap, max;
+    int too_big;
+    char *next;     /* the Link header's rel="next" URL */
+    size_t next_cap;
+} mem_state;
+
+static size_t on_mem_body(char *buf, size_t size, size_t nitems, void *ud)
+{
+    mem_state *m = ud;
+    size_t n = size * nitems;
+    if (m->len + n + 1 > m->max) {
+        m->too_big = 1;
+        return 0;
+    }
+    if (m->len + n + 1 > m->cap) {
+        size_t cap = m->cap ? m->cap : 1 << 16;
+        while (cap < m->len + n + 1)
+            cap *= 2;
+        char *nb = realloc(m->buf, cap);
+        if (!nb)
+            return 0;
+        m->buf = nb;
+        m->cap = cap;
+    }
+    memcpy(m->buf + m->len, buf, n);
+    m->len += n;
+    m->buf[m->len] = '\0';
+    return n;
+}
+
+void hub_link_next(const char *line, size_t n, char *next, size_t cap)
+{
+    if (n < 5 || strncasecmp(line, "link:", 5) != 0)
+        return;
+    const char *end = line + n;
+    for (const char *p = line + 5; p < end;) {
+        const char *lt = memchr(p, '<', (size_t)(end - p));
+        const char *gt = lt ? memchr(lt, '>', (size_t)(end - lt)) : NULL;
+        if (!gt)
+            return;
+        const char *comma = memchr(gt, ',', (size_t)(end - gt));
+        const char *stop = comma ? comma : end;
+        size_t plen = (size_t)(stop - gt);
+        int is_next = 0;
+        for (size_t i = 0; i + 10 <= plen; i++)
+            if (strncasecmp(gt + i, "rel=\"next\"", 10) == 0)
+                is_next = 1;
+        size_t ulen = (size_t)(gt - lt - 1);
+        if (is_next && ulen < cap) {
+            memcpy(next, lt + 1, ulen);
+            next[ulen] = '\0';
+            return;
+        }
+        p = stop + (comma != NULL);
+    }
+}
+
+static size_t on_mem_header(char *buf, size_t size, size_t nitems, void *ud)
+{
+    mem_state *m = ud;
+    hub_link_next(buf, size * nitems, m->next, m->next_cap);
+    return size * nitems;
+}
+
+int hub_http_get_mem(const char *url, const char *endpoint, const char *token, size_t max,
+                     char **body, size_t *len, long *status, char *next, size_t next_cap, gk_err *e)
+{
+    int rc = curl_ready(e);
+    if (rc)
+        return rc;
+    char errbuf[CURL_ERROR_SIZE];
+    struct curl_slist *hdrs;
+    CURL *c = new_handle(url, token, errbuf, &hdrs);
+    if (!c)
+        return gk_errf(e, GK_ENOMEM, "libcurl: cannot create a handle");
+    mem_state m = {.max = max, .next = next, .next_cap = next_cap};
+    next[0] = '\0';
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_mem_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_mem_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &m);
+    CURLcode cr = curl_easy_perform(c);
+    *status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdrs);
+    if (m.too_big)
+        rc = gk_errf(e, GK_EFORMAT, "%s: an answer of more than %zu bytes", url, max);
+    else if (cr != CURLE_OK)
+        rc = net_error(e, endpoint, cr, errbuf);
+    if (rc) {
+        free(m.buf);
+        return rc;
+    }
+    if (!m.buf && !(m.buf = calloc(1, 1)))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    *body = m.buf;
+    *len = m.len;
     return 0;
 }

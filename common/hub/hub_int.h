@@ -41,14 +41,45 @@ int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, co
  * [A-Za-z0-9._-], not starting with '.', no "..". */
 int hub_valid_name(const char *s, size_t n);
 
+/* ---------------------------------------------------------------- hub.c, for dataset.c */
+
+/* One repository of the cache being filled. */
+typedef struct hub_repo {
+    const char *repo, *endpoint, *token; /* token: NULL or "" for none */
+    const char *url_prefix;              /* "" or NULL for models, "datasets/" for datasets */
+    const char *url_file;                /* the file's name as in URLs (escaped), NULL: as is */
+    char repodir[2400];                  /* CACHE/models--ORG--NAME */
+    char rev[96];                        /* the commit the snapshot is of; "" until known */
+} hub_repo;
+
+/* HEAD then (unless the blob is cached) a resumable GET of file, checked against a sha256 ETag;
+ * linked into snapshots/REV/FILE (REV from the answer when r->rev is ""). 1: fetched, 0: absent
+ * on the hub and not required, < 0: error. */
+int hub_fetch_file(hub_repo *r, const char *file, int required, gk_err *e);
+int hub_mkdirs(char *path, gk_err *e);
+/* refs/main of a cached repository ("" when absent or not a valid name), and writing it. */
+void hub_read_ref(const char *repodir, char *rev, size_t cap);
+int hub_write_ref(const char *repodir, const char *rev, gk_err *e);
+
+/* In every request below, token (NULL or "": none) is sent as "Authorization: Bearer TOKEN". */
+
 /* HEAD url; follows relative redirects only (renamed repos), as huggingface_hub does.
  * Network failures are GK_EIO naming the endpoint; HTTP errors are left in h->status. */
-int hub_http_head(const char *url, const char *endpoint, hub_head *h, gk_err *e);
+int hub_http_head(const char *url, const char *endpoint, const char *token, hub_head *h, gk_err *e);
 
 /* GET url (following redirects) into path, continuing what path already holds with a Range
  * request; retries interrupted transfers. size (-1: unknown) is checked at the end; label names
  * the file in the progress bar and messages. */
-int hub_http_get(const char *url, const char *endpoint, const char *path, int64_t size,
-                 const char *label, gk_err *e);
+int hub_http_get(const char *url, const char *endpoint, const char *token, const char *path,
+                 int64_t size, const char *label, gk_err *e);
+
+/* GET url (following redirects) into *body (NUL-terminated, *len bytes; the caller frees it),
+ * at most max bytes; the HTTP status in *status (an HTTP error is no error here), the Link
+ * header's rel="next" URL in next[0..cap) ("" if none: the hub's pagination). */
+int hub_http_get_mem(const char *url, const char *endpoint, const char *token, size_t max,
+                     char **body, size_t *len, long *status, char *next, size_t cap, gk_err *e);
+/* The rel="next" URL of one header line (libcurl's, CRLF included) into next, if it is a Link
+ * header that has one; else next is left as it is. */
+void hub_link_next(const char *line, size_t n, char *next, size_t cap);
 
 #endif

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""fake_hub.py: a loopback stand-in for the HuggingFace hub, for gpt-ckpt's download tests.
-Python standard library only.
+"""fake_hub.py: a loopback stand-in for the HuggingFace hub, for gpt-ckpt's download tests and
+gpt-tokenize's hf://datasets/ inputs. Python standard library only.
 
     fake_hub.py --root DIR --repo ORG/NAME --port-file FILE [--log FILE]
-                [--cut FILE:N] [--bad-etag FILE] [--missing FILE]
+                [--cut FILE:N] [--bad-etag FILE] [--missing FILE] [--dataset [--page-size N]]
 
 Serves the files of DIR as the main branch of repository ORG/NAME, the way the hub does:
   HEAD/GET /ORG/NAME/resolve/main/FILE
@@ -13,6 +13,13 @@ Serves the files of DIR as the main branch of repository ORG/NAME, the way the h
     - every answer carries X-Repo-Commit (a fixed 40-hex commit).
   GET /lfs/SHA256: the content; honours "Range: bytes=N-" (206 + Content-Range).
   Another repository: 401 (as the hub answers for missing or private repos); a missing file: 404.
+--dataset serves DIR (its subfolders too, FILE a path in it) as the dataset repository ORG/NAME:
+  HEAD/GET /datasets/ORG/NAME/resolve/main/FILE as above (*.parquet and *.zst also LFS files);
+  GET /api/datasets/ORG/NAME/tree/main[/FOLDER]?recursive=1: the files (and folders) under
+    FOLDER as the hub lists them, [{"type": "file", "oid", "size", "path", "lfs": {"oid",
+    "size", "pointerSize"}}, {"type": "directory", ...}], sorted by path, --page-size entries a
+    page with a Link: <URL&cursor=K>; rel="next" header to the next; a folder that does not
+    exist: 404.
 Options: --cut FILE:N sends the full Content-Length but closes the connection after N bytes, the
 first time FILE's content is sent (to test resuming); --bad-etag FILE announces a wrong sha256;
 --missing FILE answers 404 for FILE. Binds 127.0.0.1 on a random free port, written to
@@ -21,7 +28,9 @@ first time FILE's content is sent (to test resuming); --bad-etag FILE announces 
 import argparse
 import hashlib
 import http.server
+import json
 import os
+import urllib.parse
 import sys
 import threading
 
@@ -37,19 +46,26 @@ def main():
     ap.add_argument("--cut", default="")
     ap.add_argument("--bad-etag", default="")
     ap.add_argument("--missing", default="")
+    ap.add_argument("--dataset", action="store_true")
+    ap.add_argument("--page-size", type=int, default=1000)
     a = ap.parse_args()
     cut_file, _, cut_at = a.cut.partition(":")
     state = {"cut": int(cut_at) if cut_at else -1}
     lock = threading.Lock()
     files = {}
-    for name in os.listdir(a.root):
+    names = os.listdir(a.root)
+    if a.dataset:
+        names = [os.path.relpath(os.path.join(d, f), a.root)
+                 for d, _, fs in os.walk(a.root) for f in fs]
+    lfs_ext = (".safetensors", ".bin") + ((".parquet", ".zst") if a.dataset else ())
+    for name in names:
         path = os.path.join(a.root, name)
         if os.path.isfile(path) and name != a.missing:
             data = open(path, "rb").read()
             sha = hashlib.sha256(data).hexdigest()
             files[name] = {
                 "data": data,
-                "lfs": name.endswith((".safetensors", ".bin")),
+                "lfs": name.endswith(lfs_ext),
                 "sha256": "f" * 64 if name == a.bad_etag else sha,
                 "real": sha,
                 "gitsha": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
@@ -93,11 +109,14 @@ def main():
             parts = self.path.split("?")[0].strip("/").split("/")
             if len(parts) == 2 and parts[0] == "lfs" and parts[1] in by_sha:
                 return self.send_lfs(by_sha[parts[1]], body)
-            prefix = a.repo.split("/")
+            if a.dataset and parts[:2] == ["api", "datasets"]:
+                return self.send_tree(parts[2:], body)
+            prefix = (["datasets"] if a.dataset else []) + a.repo.split("/")
             n = len(prefix)
-            if parts[:n] != prefix or parts[n:n + 2] != ["resolve", "main"] or len(parts) != n + 3:
+            if parts[:n] != prefix or parts[n:n + 2] != ["resolve", "main"] or \
+                    len(parts) < n + 3 or (len(parts) != n + 3 and not a.dataset):
                 return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
-            f = files.get(parts[-1])
+            f = files.get(urllib.parse.unquote("/".join(parts[n + 2:])))
             if f is None:
                 return self.reply(404, [("X-Error-Code", "EntryNotFound")], b"Entry not found", body)
             if f["lfs"]:
@@ -109,6 +128,37 @@ def main():
                                         ("ETag", '"%s"' % f["gitsha"])], b"", body)
             return self.reply(200, [("X-Repo-Commit", COMMIT), ("ETag", '"%s"' % f["gitsha"])],
                               f["data"], body)
+
+        def send_tree(self, parts, body):
+            repo = a.repo.split("/")
+            if parts[:2] != repo or parts[2:4] != ["tree", "main"]:
+                return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
+            folder = urllib.parse.unquote("/".join(parts[4:]))
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            entries, dirs = [], set()
+            for name in sorted(files):
+                if folder and not name.startswith(folder + "/"):
+                    continue
+                f = files[name]
+                for k in range(name.count("/")):
+                    d = name.rsplit("/", name.count("/") - k)[0]
+                    if d not in dirs and (not folder or d.startswith(folder + "/")):
+                        dirs.add(d)
+                        entries.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": d})
+                e = {"type": "file", "oid": f["gitsha"], "size": len(f["data"]), "path": name}
+                if f["lfs"]:
+                    e["lfs"] = {"oid": f["real"], "size": len(f["data"]), "pointerSize": 134}
+                entries.append(e)
+            if folder and not entries:
+                return self.reply(404, [("X-Error-Code", "EntryNotFound")], b"Entry not found", body)
+            cursor = int(query.get("cursor", ["0"])[0])
+            page = entries[cursor:cursor + a.page_size]
+            hdr = [("Content-Type", "application/json")]
+            if cursor + a.page_size < len(entries):
+                base = self.path.split("&cursor=")[0]
+                hdr.append(("Link", '<http://127.0.0.1:%d%s&cursor=%d>; rel="next"' % (
+                    self.server.server_address[1], base, cursor + a.page_size)))
+            return self.reply(200, hdr, json.dumps(page).encode(), body)
 
         def send_lfs(self, entry, body):
             name, f = entry
