@@ -19,7 +19,8 @@
  *     page, DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY (lengths DELTA_BINARY_PACKED); a chunk
  *     may mix them (a dictionary that fell back to PLAIN);
  *   - codecs UNCOMPRESSED, SNAPPY, GZIP, ZSTD, LZ4_RAW and LZ4 (Hadoop's framing, else a bare
- *     block); BROTLI and LZO are refused by name, as are other value encodings.
+ *     block); BROTLI and LZO are refused by name, as are other value encodings;
+ *   - a page's CRC-32, where the writer gave one, is checked.
  * Every length, offset and count is checked against the file, the chunk and the page; an error
  * names the file and the row group. Other columns are never read. Levels and indices are
  * decoded one at a time (a run of nulls at once), so memory is the chunk, one page and the

@@ -70,6 +70,8 @@ typedef struct pq_page_header {
     long long def_len, rep_len;               /* v2 */
     int is_compressed;                        /* v2 */
     int have_data, have_dict, have_v2;        /* which of the three sub-headers came */
+    int have_crc;
+    uint32_t crc;                             /* CRC-32 of the page's bytes on disk */
 } pq_page_header;
 
 /* Decodes a PageHeader from p[0..n); *used = its length. */

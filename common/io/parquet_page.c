@@ -298,6 +298,8 @@ static int next_page(pq_cursor *c, gk_err *e)
             return gk_errf(e, GK_EFORMAT, "a page of %lld bytes at chunk byte %zu runs past the chunk's end (%zu bytes)",
                            h.compressed, c->pos, c->len);
         c->pos = at + (size_t)h.compressed;
+        if (h.have_crc && (uint32_t)crc32(0, c->chunk + at, (uInt)h.compressed) != h.crc)
+            return gk_errf(e, GK_EFORMAT, "the page at chunk byte %zu fails its checksum (damaged)", at - used);
         if (h.type == PQ_DICTIONARY_PAGE) {
             if (!h.have_dict) return gk_errf(e, GK_EFORMAT, "a dictionary page without its header");
             rc = dictionary(c, &h, c->chunk + at, e);

@@ -439,7 +439,7 @@ static int page_header(tbuf *b, pq_page_header *h)
     int16_t id = 0;
     int type, rc;
     unsigned have = 0;
-    long long big = 2147483647LL;
+    long long big = 2147483647LL, crc = 0;
     for (;;) {
         if (field(b, &id, &type)) return -1;
         if (type == T_STOP) break;
@@ -448,6 +448,7 @@ static int page_header(tbuf *b, pq_page_header *h)
         if (id == 1) rc = int32f(b, type, &h->type), have |= 1;
         else if (id == 2) rc = integer(b, type, 0, big, &h->uncompressed), have |= 2;
         else if (id == 3) rc = integer(b, type, 0, big, &h->compressed), have |= 4;
+        else if (id == 4 && type == T_I32) rc = integer(b, type, INT32_MIN, INT32_MAX, &crc), h->have_crc = 1;
         else if (sub && id == 5) rc = data_header(b, h, 0), h->have_data = 1;
         else if (sub && id == 7) rc = dict_header(b, h), h->have_dict = 1;
         else if (sub && id == 8) rc = data_header(b, h, 1), h->have_v2 = 1;
@@ -456,6 +457,7 @@ static int page_header(tbuf *b, pq_page_header *h)
         if (sub) b->depth--;
     }
     if (have != 7) return fail(b, "a page header without its type or sizes");
+    h->crc = (uint32_t)crc;
     return 0;
 }
 

@@ -2,11 +2,13 @@
 """Writes the Parquet fixtures of tests/unit/test_parquet.c with pyarrow (pip install pyarrow):
 tests/fixtures/parquet/*.parquet and expected.json, which holds for each file what pyarrow reads
 from it (the column the reader should choose, its non-null rows in order or "rows_of" another
-file that has the same, the null count, the file's row count) or, for a file the reader must refuse, a piece of the error message.
+file that has the same, the null count, the file's row count) or, for a file the reader must
+refuse, a piece of the error message.
 Files: every codec (none, snappy, gzip, zstd, lz4 = LZ4_RAW, brotli: refused) with data pages v1
-and dictionary encoding, and v2 with PLAIN; DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY; nulls over several row groups and pages; a dictionary
-that falls back to PLAIN; a struct leaf and a list column; a file of numbers; several string
-columns; and damaged files (a page length past its chunk, a dictionary index out of range).
+and dictionary encoding, and v2 with PLAIN; DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY; nulls
+over several row groups and pages; a dictionary that falls back to PLAIN; a struct leaf and a
+list column; a file of numbers; several string columns; page checksums; and damaged files (a
+page length past its chunk, a dictionary index out of range, a page that fails its checksum).
 Usage: python3 tests/ref/parquet_fixtures.py [OUTDIR]"""
 import json
 import os
@@ -171,6 +173,19 @@ for name in sorted(expected):
             entry["rows_of"] = first[key]
         else:
             first[key] = name
+# Page checksums (CRC-32 of each page's bytes on disk): read as they are, and with one value's byte
+# flipped (a row neither the minimum nor the maximum, so not in the page statistics).
+rows = ["alpha " + str(i) for i in range(10)] + ["middle-marker"] + ["zulu " + str(i) for i in range(10)]
+write("crc.parquet", pa.table({"text": rows}), compression="none", use_dictionary=False, write_page_checksum=True)
+record("crc.parquet", "text")
+path = os.path.join(out, "crc.parquet")
+buf = bytearray(open(path, "rb").read())
+at = buf.index(b"middle-marker")
+assert buf.find(b"middle-marker", at + 1) < 0
+buf[at] ^= 0x20
+open(os.path.join(out, "bad_crc.parquet"), "wb").write(buf)
+record("bad_crc.parquet", error="fails its checksum")
+
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, ensure_ascii=False, indent=0, sort_keys=True)
     f.write("\n")
