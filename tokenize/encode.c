@@ -11,10 +11,14 @@
 #define CHUNK_BYTES (256 << 10) /* target size of one parallel work item */
 #define NBLOCKS 3               /* block buffers: one filling, up to NBLOCKS-1 being encoded */
 
-/* One work item: a byte range of a block, encoded by whichever thread claims it. */
+/* One work item: a byte range of a block, encoded by whichever thread claims it. The documents
+ * that start in it (small ones: many to a chunk) are encoded apart, each after <|endoftext|>. */
 typedef struct chunk {
     const char *text;    /* the block's text; the range is [begin, end) */
     size_t begin, end;
+    const size_t *starts; /* the block's document starts that fall in this chunk */
+    size_t nstarts;
+    size_t *dtok, dcap;  /* after encoding: where each of those documents' tokens begin in ids */
     uint32_t *ids;
     size_t n, cap;
     char *clean;         /* the range with invalid UTF-8 replaced */
@@ -25,10 +29,14 @@ typedef struct chunk {
     gk_err err;
 } chunk;
 
-/* Text read so far, cut into chunks once it is submitted; reused after all chunks are written. */
+/* Text read so far, cut into chunks once it is submitted; reused after all chunks are written.
+ * It holds the end of one document and any number of whole ones after it: starts[] are where
+ * documents begin (offsets into text, ascending; text before the first continues a document
+ * begun in an earlier block). */
 typedef struct block {
     char *text;
     size_t len, cap;
+    size_t *starts, nstarts, scap;
     chunk *chunks;       /* max_chunks */
     size_t nchunks;
 } block;
@@ -68,21 +76,56 @@ struct tk_encoder {
     tk_stats stats;
 };
 
-static void encode_chunk(tk_encoder *enc, chunk *c, gk_bpe *bpe)
+/* Encodes text[from, to) of chunk c (a piece of one document), appending to c->ids. */
+static int encode_piece(tk_encoder *enc, chunk *c, gk_bpe *bpe, size_t from, size_t to)
 {
     size_t clean_len = 0;
-    c->n = 0;
-    c->replaced = gk_utf8_sanitize(c->text + c->begin, c->end - c->begin, &c->clean,
-                                   &c->clean_cap, &clean_len);
-    if (c->replaced == (size_t)-1) {
-        c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
-        return;
-    }
+    size_t rep = gk_utf8_sanitize(c->text + from, to - from, &c->clean, &c->clean_cap, &clean_len);
+    if (rep == (size_t)-1)
+        return gk_errf(&c->err, GK_ENOMEM, "out of memory");
+    c->replaced += rep;
     if (bpe)
-        c->rc = gk_bpe_encode(bpe, c->clean, clean_len, enc->allow_special, &c->ids, &c->n,
-                              &c->cap, &c->err);
-    else
-        c->rc = gk_char_encode(enc->vocab, c->clean, clean_len, &c->ids, &c->n, &c->cap, &c->err);
+        return gk_bpe_encode(bpe, c->clean, clean_len, enc->allow_special, &c->ids, &c->n, &c->cap,
+                             &c->err);
+    return gk_char_encode(enc->vocab, c->clean, clean_len, &c->ids, &c->n, &c->cap, &c->err);
+}
+
+static void encode_chunk(tk_encoder *enc, chunk *c, gk_bpe *bpe)
+{
+    c->n = c->replaced = 0;
+    c->rc = 0;
+    if (c->nstarts > c->dcap) {
+        size_t *nd = realloc(c->dtok, c->nstarts * sizeof *nd);
+        if (!nd) {
+            c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
+            return;
+        }
+        c->dtok = nd;
+        c->dcap = c->nstarts;
+    }
+    size_t at = c->begin;
+    uint32_t eot = enc->bpe_mode ? (uint32_t)gk_vocab_eot(enc->vocab) : 0;
+    for (size_t k = 0; c->rc == 0 && k <= c->nstarts; k++) {
+        size_t to = k < c->nstarts ? c->starts[k] : c->end;
+        if (to > at)
+            c->rc = encode_piece(enc, c, bpe, at, to);
+        at = to;
+        if (c->rc || k == c->nstarts)
+            break;
+        c->dtok[k] = c->n;
+        if (bpe && c->n == c->cap) { /* the document's <|endoftext|> */
+            size_t cap = c->cap ? c->cap * 2 : 256;
+            uint32_t *ni = realloc(c->ids, cap * sizeof *ni);
+            if (!ni) {
+                c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
+                break;
+            }
+            c->ids = ni;
+            c->cap = cap;
+        }
+        if (bpe)
+            c->ids[c->n++] = eot;
+    }
 }
 
 /* ---------------------------------------------------------------- work queue (under lock) */
@@ -207,30 +250,95 @@ static size_t last_cut(const tk_encoder *enc, const char *text, size_t len)
     return last;
 }
 
-/* Cuts b->text[0, b->len) into chunks at safe points; returns how many, and where the last ends. */
+/* The document of block b that holds byte p: [*ds, *de) (the text before the first start is
+ * one, and the last one runs to the block's end). */
+static void doc_around(const block *b, size_t p, size_t *ds, size_t *de)
+{
+    size_t lo = 0, hi = b->nstarts; /* first start > p */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (b->starts[mid] <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *ds = lo ? b->starts[lo - 1] : 0;
+    *de = lo < b->nstarts ? b->starts[lo] : b->len;
+}
+
+/* The first cut at or after p (p < len): the end of p's document, or a safe point inside it
+ * before that; b->len when there is none (the last document, still open unless final). */
+static size_t cut_after(const tk_encoder *enc, const block *b, size_t p, int final)
+{
+    size_t ds, de;
+    doc_around(b, p, &ds, &de);
+    size_t cut = ds + split_at(enc, b->text + ds, de - ds, p - ds);
+    return cut < de ? cut : de == b->len && !final ? b->len : de;
+}
+
+/* The last cut in block b (not final): a safe point of its last document, else where that
+ * document starts; b->len if neither is past 0. */
+static size_t last_cut_block(const tk_encoder *enc, const block *b)
+{
+    size_t ds = b->nstarts ? b->starts[b->nstarts - 1] : 0;
+    size_t cut = ds + last_cut(enc, b->text + ds, b->len - ds);
+    return cut < b->len ? cut : ds > 0 ? ds : b->len;
+}
+
+/* Cuts b->text[0, b->len) into chunks at document ends and safe points; returns how many, and
+ * where the last ends. Starts at or past that stay for the next block. */
 static size_t plan_chunks(tk_encoder *enc, block *b, int final, size_t *consumed)
 {
-    size_t k = 0, begin = 0, limit = b->len;
+    size_t k = 0, begin = 0, limit = b->len, si = 0;
     size_t target = limit / enc->max_chunks;
     if (target < CHUNK_BYTES)
         target = CHUNK_BYTES;
-    while (k < enc->max_chunks && begin < limit) {
+    while (k < enc->max_chunks && (begin < limit || (final && si < b->nstarts))) {
         size_t cut = limit;
         if (k + 1 < enc->max_chunks || !final)
-            cut = begin + target < limit ? split_at(enc, b->text, limit, begin + target) : limit;
+            cut = begin + target < limit ? cut_after(enc, b, begin + target, final) : limit;
         if (cut >= limit && !final && k == 0)
-            cut = last_cut(enc, b->text, limit); /* a stretch without a cut follows */
+            cut = last_cut_block(enc, b); /* a stretch without a cut follows */
         if (cut >= limit && !final)
             break; /* the tail may continue in text not yet read */
         chunk *c = &b->chunks[k++];
         c->text = b->text;
         c->begin = begin;
         c->end = cut < limit ? cut : limit;
+        c->starts = b->starts + si;
+        while (si < b->nstarts && (b->starts[si] < c->end || (final && c->end == limit)))
+            si++;
+        c->nstarts = (size_t)(b->starts + si - c->starts);
         c->done = 0;
         begin = c->end;
     }
     *consumed = begin;
     return k;
+}
+
+/* A document starts here in the output: counted unless --max-tokens dropped it. */
+static int doc_start(tk_encoder *enc, gk_err *e)
+{
+    enc->stats.docs += !tk_sink_full(enc->sink);
+    return tk_sink_doc(enc->sink, e);
+}
+
+/* Writes an encoded chunk: its tokens, with each document's start marked in the sink. Documents
+ * are counted as written (not as read), so that the count does not depend on how far reading
+ * ran ahead of a --max-tokens stop. */
+static int write_chunk(tk_encoder *enc, const chunk *c, gk_err *e)
+{
+    enc->stats.replaced += (int64_t)c->replaced;
+    enc->stats.tokens += (int64_t)c->n;
+    size_t at = 0;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < c->nstarts; k++) {
+        rc = tk_sink_write(enc->sink, c->ids + at, c->dtok[k] - at, e);
+        if (rc == 0)
+            rc = doc_start(enc, e);
+        at = c->dtok[k];
+    }
+    return rc ? rc : tk_sink_write(enc->sink, c->ids + at, c->n - at, e);
 }
 
 /* Writes finished chunks in order until block seq `upto` is written (or, if !wait, until the
@@ -257,9 +365,7 @@ static int drain(tk_encoder *enc, size_t upto, int wait, gk_err *e)
             *e = c->err;
             return c->rc;
         }
-        enc->stats.replaced += (int64_t)c->replaced;
-        enc->stats.tokens += (int64_t)c->n;
-        int rc = tk_sink_write(enc->sink, c->ids, c->n, e);
+        int rc = write_chunk(enc, c, e);
         if (rc)
             return rc;
         if (++enc->wr_chunk == enc->blocks[enc->written % NBLOCKS].nchunks) {
@@ -285,6 +391,20 @@ static int reserve(block *b, size_t need, size_t initial)
     return 0;
 }
 
+static int add_start(block *b, size_t at)
+{
+    if (b->nstarts == b->scap) {
+        size_t cap = b->scap ? b->scap * 2 : 1024;
+        size_t *ns = realloc(b->starts, cap * sizeof *ns);
+        if (!ns)
+            return -1;
+        b->starts = ns;
+        b->scap = cap;
+    }
+    b->starts[b->nstarts++] = at;
+    return 0;
+}
+
 /* Submits the pending text (all of it when final, else up to the last safe cut) and starts the
  * next block with the rest. Returns 1 in *none when there is no safe cut yet. */
 static int submit(tk_encoder *enc, int final, int *none, gk_err *e)
@@ -304,9 +424,17 @@ static int submit(tk_encoder *enc, int final, int *none, gk_err *e)
     if (rc)
         return rc;
     block *nb = &enc->blocks[enc->submitted % NBLOCKS];
-    size_t rest = b->len - consumed;
+    size_t rest = b->len - consumed, first = 0;
+    while (first < b->nstarts && b->starts[first] < consumed)
+        first++;
+    while (first < b->nstarts && b->starts[first] == consumed && final)
+        first++; /* taken by the last chunk */
+    nb->nstarts = 0;
     if (reserve(nb, rest, (size_t)CHUNK_BYTES * enc->max_chunks))
         return gk_errf(e, GK_ENOMEM, "out of memory (a document of %zu bytes)", rest);
+    for (size_t k = first; k < b->nstarts; k++)
+        if (add_start(nb, b->starts[k] - consumed))
+            return gk_errf(e, GK_ENOMEM, "out of memory");
     if (rest)
         memcpy(nb->text, b->text + consumed, rest);
     nb->len = rest;
@@ -385,13 +513,31 @@ static int serial_feed(tk_encoder *enc, const char *text, size_t n, int final, g
 
 int tk_encoder_begin(tk_encoder *enc, gk_err *e)
 {
-    enc->stats.docs++;
-    int rc = tk_sink_doc(enc->sink, e);
-    if (rc || !enc->bpe_mode)
+    if (add_start(enc->fill, enc->fill->len))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Serial mode begins with the text of enc->fill (one document or its end, no cut in it): what
+ * was submitted before is written, then this document's start if it is in the block. */
+static int enter_serial(tk_encoder *enc, gk_err *e)
+{
+    int rc = drain(enc, enc->submitted, 1, e);
+    block *b = enc->fill;
+    if (rc == 0 && b->nstarts) { /* at 0: nothing else can be before a stretch with no cut */
+        uint32_t eot = (uint32_t)gk_vocab_eot(enc->vocab);
+        enc->stats.tokens++;
+        rc = doc_start(enc, e);
+        if (rc == 0)
+            rc = tk_sink_write(enc->sink, &eot, 1, e);
+        b->nstarts = 0;
+    }
+    if (rc)
         return rc;
-    uint32_t eot = (uint32_t)gk_vocab_eot(enc->vocab);
-    enc->stats.tokens++;
-    return tk_sink_write(enc->sink, &eot, 1, e);
+    size_t len = b->len;
+    b->len = 0;
+    enc->serial = 1;
+    return serial_feed(enc, b->text, len, 0, e);
 }
 
 int tk_encoder_feed(tk_encoder *enc, const char *text, size_t n, gk_err *e)
@@ -400,29 +546,30 @@ int tk_encoder_feed(tk_encoder *enc, const char *text, size_t n, gk_err *e)
     if (enc->serial)
         return serial_feed(enc, text, n, 0, e);
     block *b = enc->fill;
+    if (n == 0)
+        return 0;
     if (reserve(b, b->len + n, (size_t)CHUNK_BYTES * enc->max_chunks))
         return gk_errf(e, GK_ENOMEM, "out of memory (a document of %zu bytes)", b->len + n);
-    if (n)
-        memcpy(b->text + b->len, text, n);
+    memcpy(b->text + b->len, text, n);
     b->len += n;
     if (b->len < (size_t)CHUNK_BYTES * enc->max_chunks)
         return 0;
     int none = 0, rc = submit(enc, 0, &none, e);
     if (rc || !none)
         return rc;
-    /* No safe cut in the whole block: encode it in order as it comes, in bounded parts. */
-    if ((rc = drain(enc, enc->submitted, 1, e)))
-        return rc;
-    size_t len = b->len;
-    b->len = 0;
-    enc->serial = 1;
-    return serial_feed(enc, b->text, len, 0, e);
+    /* No cut in the whole block: encode it in order as it comes, in bounded parts. */
+    return enter_serial(enc, e);
 }
 
 int tk_encoder_end(tk_encoder *enc, gk_err *e)
 {
+    return enc->serial ? serial_feed(enc, NULL, 0, 1, e) : 0;
+}
+
+int tk_encoder_finish(tk_encoder *enc, gk_err *e)
+{
     int none = 0, rc = enc->serial ? serial_feed(enc, NULL, 0, 1, e) : 0;
-    if (!rc && enc->fill->len)
+    if (!rc && (enc->fill->len || enc->fill->nstarts))
         rc = submit(enc, 1, &none, e);
     return rc ? rc : drain(enc, enc->submitted, 1, e);
 }
@@ -453,8 +600,10 @@ void tk_encoder_free(tk_encoder *enc)
         for (size_t k = 0; b->chunks && k < enc->max_chunks; k++) {
             free(b->chunks[k].ids);
             free(b->chunks[k].clean);
+            free(b->chunks[k].dtok);
         }
         free(b->chunks);
+        free(b->starts);
         free(b->text);
     }
     free(enc->tail);

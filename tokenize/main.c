@@ -216,7 +216,7 @@ static void options_summary(const options *o, const tk_stats *st, const tk_read_
                 plural(rs->bad_lines), rs->first_bad);
     if (rs->stopped && o->max_docs && st->docs >= o->max_docs)
         gk_info("stopped after %lld document%s (--max-docs)", (long long)st->docs, plural(st->docs));
-    else if (rs->stopped)
+    else if (o->max_tokens && out->tokens >= o->max_tokens) /* reading may have ended first */
         gk_info("stopped after %lld token%s (--max-tokens)", (long long)out->tokens,
                 plural(out->tokens));
     if (o->val_docs || o->val_tokens)
@@ -298,6 +298,8 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
         ro.tokens = &tk_encoder_stats(enc)->tokens;
         rc = tk_read_all(&ro, &c, &rs, e);
     }
+    if (!rc)
+        rc = tk_encoder_finish(enc, e);
     outcome out = {0};
     if (!rc) {
         out = (outcome){tk_sink_tokens(sink), tk_sink_val_docs(sink), tk_sink_val_tokens(sink)};

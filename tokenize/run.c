@@ -180,11 +180,15 @@ static int read_parquet(reader *r, const char *path, gk_err *e)
     return rc;
 }
 
-/* Whether path is a file that starts with Parquet's magic. */
+/* Whether path is a regular file that starts with Parquet's magic (a FIFO or device is not
+ * opened here: reading it would take its bytes). */
 static int is_parquet(const char *path)
 {
     char head[4];
-    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0)
         return 0;
     ssize_t n = read(fd, head, sizeof head);
