@@ -235,11 +235,9 @@ static int values_begin(pq_cursor *c, int enc, const uint8_t *p, const uint8_t *
     case PQ_DELTA_LENGTH_BYTE_ARRAY:
     case PQ_DELTA_BYTE_ARRAY:
         c->prev_len = 0;
-        if (p == end) { /* no values: any asked for runs past the page */
-            pq_delta_init(&c->lens, p, 0, 0);
-            c->lens.left = 0;
-            return 0;
-        }
+        memset(&c->lens, 0, sizeof c->lens); /* no values left: any asked for runs past the page */
+        memset(&c->prefixes, 0, sizeof c->prefixes);
+        if (p == end) return 0;
         if (c->encoding == PQ_DELTA_BYTE_ARRAY) {
             if (pq_delta_init(&c->prefixes, p, (size_t)(end - p), n) || !(p = pq_delta_end(&c->prefixes)))
                 return gk_errf(e, GK_EFORMAT, "damaged DELTA_BYTE_ARRAY prefix lengths");
