@@ -1,7 +1,8 @@
 /* fuzz_hub.c: the hub's reading of an HTTP answer without a network: the header lines of a HEAD
  * answer (hub_head_line: ETag / X-Linked-Etag, X-Linked-Size / Content-Length, X-Repo-Commit,
  * Location; status lines of redirects) as libcurl hands them, the redirect that follows
- * (hub_head_end) and hub.c's check of the answer (hub_head_check), plus repo ids
+ * (hub_head_end) and hub.c's check of the answer (hub_head_check), the Link header of the
+ * dataset listing's pages (hub_link_next: the next URL ends inside its buffer), plus repo ids
  * (gk_hub_valid_repo). The input is the header block, one line per '\n'; the HTTP status is the
  * number in its last "HTTP/..." line (200 without one). Properties: every field ends inside its
  * buffer; a size is -1 or >= 0; a relative redirect stays on the endpoint's host; an answer
@@ -40,6 +41,11 @@ static void check_answer(const uint8_t *data, size_t size, const char *endpoint)
         long st = status_of((const char *)data + at, n);
         status = st >= 0 ? st : status;
         hub_head_line(&s, (const char *)data + at, n);
+        char link[64];
+        memset(link, 0x55, sizeof link);
+        link[0] = '\0';
+        hub_link_next((const char *)data + at, n, link, sizeof link);
+        FZ_ASSERT(memchr(link, 0, sizeof link) && !strchr(link, '>'), "Link's next unterminated or with '>'");
         at += n;
     }
     char next[4096];

@@ -20,4 +20,5 @@ printf 'HTTP/2 200\r\netag: W/"weak-1.2"\r\nx-linked-size: 0\r\n\r\n' > weak.txt
 printf 'HTTP/1.1 404 Not Found\r\nX-Error-Code: EntryNotFound\r\nContent-Length: 0\r\n\r\n' > missing.txt
 printf 'HTTP/1.1 401 Unauthorized\r\nX-Error-Code: RepoNotFound\r\n\r\n' > gated.txt
 printf 'openai-community/gpt2-medium' > repo.txt
+printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nLink: <https://huggingface.co/api/datasets/o/n/tree/main/data?recursive=1&cursor=ZXlKbWFX>; rel="next"\r\n\r\n' > link.txt
 ls -l "$out" | awk 'NR > 1 { print $5, $9 }'
