@@ -7,39 +7,9 @@
 
 #include "common/text/bpe.h"
 #include "common/text/utf8.h"
+#include "encode_int.h"
 
-#define CHUNK_BYTES (256 << 10) /* target size of one parallel work item */
 #define NBLOCKS 3               /* block buffers: one filling, up to NBLOCKS-1 being encoded */
-
-/* One work item: a byte range of a block, encoded by whichever thread claims it. The documents
- * that start in it (small ones: many to a chunk) are encoded apart, each after <|endoftext|>. */
-typedef struct chunk {
-    const char *text;    /* the block's text; the range is [begin, end) */
-    size_t begin, end;
-    const size_t *starts; /* the block's document starts that fall in this chunk */
-    size_t nstarts;
-    size_t *dtok, dcap;  /* after encoding: where each of those documents' tokens begin in ids */
-    uint32_t *ids;
-    size_t n, cap;
-    char *clean;         /* the range with invalid UTF-8 replaced */
-    size_t clean_cap;
-    size_t replaced;
-    int done;            /* under the lock: encoded, ready to write */
-    int rc;
-    gk_err err;
-} chunk;
-
-/* Text read so far, cut into chunks once it is submitted; reused after all chunks are written.
- * It holds the end of one document and any number of whole ones after it: starts[] are where
- * documents begin (offsets into text, ascending; text before the first continues a document
- * begun in an earlier block). */
-typedef struct block {
-    char *text;
-    size_t len, cap;
-    size_t *starts, nstarts, scap;
-    chunk *chunks;       /* max_chunks */
-    size_t nchunks;
-} block;
 
 /* Pipeline: the calling thread fills block seq `submitted` while threads-1 workers (and the
  * caller when it has to wait) encode chunks of submitted blocks; the caller writes them in order.
@@ -224,98 +194,6 @@ int tk_encoder_create(tk_encoder **out, const gk_vocab *v, int allow_special, in
     return 0;
 }
 
-/* Char-level: any character boundary; a cut before a byte that no sequence can continue (not
- * 10xxxxxx, or after three such bytes) replaces invalid UTF-8 the same on both sides. */
-static size_t char_split_point(const char *text, size_t len, size_t from)
-{
-    const unsigned char *u = (const unsigned char *)text;
-    for (size_t p = from < 1 ? 1 : from; p < len; p++)
-        if ((u[p] & 0xC0) != 0x80 ||
-            (p >= 3 && (u[p - 1] & 0xC0) == 0x80 && (u[p - 2] & 0xC0) == 0x80 && (u[p - 3] & 0xC0) == 0x80))
-            return p;
-    return len;
-}
-
-static size_t split_at(const tk_encoder *enc, const char *text, size_t len, size_t from)
-{
-    return enc->bpe_mode ? gk_bpe_split_point(text, len, from) : char_split_point(text, len, from);
-}
-
-/* The last cut in text[0, len), or len if there is none. */
-static size_t last_cut(const tk_encoder *enc, const char *text, size_t len)
-{
-    size_t last = len;
-    for (size_t p = split_at(enc, text, len, 1); p < len; p = split_at(enc, text, len, p + 1))
-        last = p;
-    return last;
-}
-
-/* The document of block b that holds byte p: [*ds, *de) (the text before the first start is
- * one, and the last one runs to the block's end). */
-static void doc_around(const block *b, size_t p, size_t *ds, size_t *de)
-{
-    size_t lo = 0, hi = b->nstarts; /* first start > p */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (b->starts[mid] <= p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *ds = lo ? b->starts[lo - 1] : 0;
-    *de = lo < b->nstarts ? b->starts[lo] : b->len;
-}
-
-/* The first cut at or after p (p < len): the end of p's document, or a safe point inside it
- * before that; b->len when there is none (the last document, still open unless final). */
-static size_t cut_after(const tk_encoder *enc, const block *b, size_t p, int final)
-{
-    size_t ds, de;
-    doc_around(b, p, &ds, &de);
-    size_t cut = ds + split_at(enc, b->text + ds, de - ds, p - ds);
-    return cut < de ? cut : de == b->len && !final ? b->len : de;
-}
-
-/* The last cut in block b (not final): a safe point of its last document, else where that
- * document starts; b->len if neither is past 0. */
-static size_t last_cut_block(const tk_encoder *enc, const block *b)
-{
-    size_t ds = b->nstarts ? b->starts[b->nstarts - 1] : 0;
-    size_t cut = ds + last_cut(enc, b->text + ds, b->len - ds);
-    return cut < b->len ? cut : ds > 0 ? ds : b->len;
-}
-
-/* Cuts b->text[0, b->len) into chunks at document ends and safe points; returns how many, and
- * where the last ends. Starts at or past that stay for the next block. */
-static size_t plan_chunks(tk_encoder *enc, block *b, int final, size_t *consumed)
-{
-    size_t k = 0, begin = 0, limit = b->len, si = 0;
-    size_t target = limit / enc->max_chunks;
-    if (target < CHUNK_BYTES)
-        target = CHUNK_BYTES;
-    while (k < enc->max_chunks && (begin < limit || (final && si < b->nstarts))) {
-        size_t cut = limit;
-        if (k + 1 < enc->max_chunks || !final)
-            cut = begin + target < limit ? cut_after(enc, b, begin + target, final) : limit;
-        if (cut >= limit && !final && k == 0)
-            cut = last_cut_block(enc, b); /* a stretch without a cut follows */
-        if (cut >= limit && !final)
-            break; /* the tail may continue in text not yet read */
-        chunk *c = &b->chunks[k++];
-        c->text = b->text;
-        c->begin = begin;
-        c->end = cut < limit ? cut : limit;
-        c->starts = b->starts + si;
-        while (si < b->nstarts && (b->starts[si] < c->end || (final && c->end == limit)))
-            si++;
-        c->nstarts = (size_t)(b->starts + si - c->starts);
-        c->done = 0;
-        begin = c->end;
-    }
-    *consumed = begin;
-    return k;
-}
-
 /* A document starts here in the output: counted unless --max-tokens dropped it. */
 static int doc_start(tk_encoder *enc, gk_err *e)
 {
@@ -411,7 +289,7 @@ static int submit(tk_encoder *enc, int final, int *none, gk_err *e)
 {
     block *b = enc->fill;
     size_t consumed;
-    b->nchunks = plan_chunks(enc, b, final, &consumed);
+    b->nchunks = tk_plan_chunks(b, enc->bpe_mode, enc->max_chunks, final, &consumed);
     *none = b->nchunks == 0;
     if (*none)
         return 0;

@@ -164,6 +164,11 @@ static int read_parquet(reader *r, const char *path, gk_err *e)
 {
     gk_parquet *p = NULL;
     int rc = gk_parquet_open(&p, path, r->o->column, e), more = 1;
+    if (rc && strstr(e->msg, "its columns:")) { /* the column choice: say how to make it */
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        gk_errf(e, rc, "%.900s (--column NAME)", msg);
+    }
     while (rc == 0 && more) {
         const char *text;
         size_t len;
