@@ -63,14 +63,63 @@ static int add_dataset(tk_inputs *in, const char *url, const gk_hub_conf *hub, g
     return rc;
 }
 
+static void *prefetch_main(void *arg)
+{
+    tk_inputs *in = arg;
+    tk_prefetch *pf = &in->pf;
+    pf->rc = gk_hub_dataset_fetch(in->remote[pf->i].d, in->remote[pf->i].i, pf->path,
+                                  sizeof pf->path, 1, &pf->cancel, &pf->err);
+    return NULL;
+}
+
+/* Waits for the download in the background (stopping it first if cancel); its result. */
+static int prefetch_join(tk_inputs *in, int cancel, gk_err *e)
+{
+    if (!in->pf.running)
+        return 0;
+    if (cancel)
+        atomic_store(&in->pf.cancel, 1);
+    pthread_join(in->pf.thread, NULL);
+    in->pf.running = 0;
+    if (in->pf.rc && e)
+        *e = in->pf.err;
+    return in->pf.rc;
+}
+
+/* Starts downloading the first remote input after i, if any (a failure to start a thread
+ * leaves it to tk_inputs_fetch). Only one dataset call runs at a time: the caller's waits. */
+static void prefetch_after(tk_inputs *in, int i)
+{
+    int j = i + 1;
+    while (j < in->n && !in->remote[j].d)
+        j++;
+    if (j >= in->n)
+        return;
+    in->pf.i = j;
+    in->pf.rc = 0;
+    atomic_store(&in->pf.cancel, 0);
+    in->pf.running = pthread_create(&in->pf.thread, NULL, prefetch_main, in) == 0;
+}
+
 int tk_inputs_fetch(tk_inputs *in, int i, char *path, size_t cap, gk_err *e)
 {
-    if (in->remote[i].d)
-        return gk_hub_dataset_fetch(in->remote[i].d, in->remote[i].i, path, cap, e);
-    if (strlen(in->paths[i]) >= cap)
-        return gk_errf(e, GK_EUSAGE, "%s: path too long", in->paths[i]);
-    strcpy(path, in->paths[i]);
-    return 0;
+    int rc = 0;
+    if (in->pf.running && in->pf.i == i) {
+        if ((rc = prefetch_join(in, 0, e)) == 0 && strlen(in->pf.path) >= cap)
+            rc = gk_errf(e, GK_EUSAGE, "%s: path too long", in->pf.path);
+        if (rc == 0)
+            strcpy(path, in->pf.path);
+    } else if (in->remote[i].d) {
+        prefetch_join(in, 1, NULL);
+        rc = gk_hub_dataset_fetch(in->remote[i].d, in->remote[i].i, path, cap, 0, NULL, e);
+    } else if (strlen(in->paths[i]) >= cap) {
+        rc = gk_errf(e, GK_EUSAGE, "%s: path too long", in->paths[i]);
+    } else {
+        strcpy(path, in->paths[i]);
+    }
+    if (rc == 0 && !in->pf.running)
+        prefetch_after(in, i);
+    return rc;
 }
 
 static int by_name(const void *a, const void *b)
@@ -188,6 +237,7 @@ int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub,
 
 void tk_inputs_free(tk_inputs *in)
 {
+    prefetch_join(in, 1, NULL); /* a download stopped early resumes next time */
     for (int i = 0; i < in->n; i++)
         free(in->paths[i]);
     for (int i = 0; i < in->nsets; i++)

@@ -276,7 +276,8 @@ const char *gk_hub_dataset_file(const gk_hub_dataset *d, int i) { return d->file
 
 long long gk_hub_dataset_size(const gk_hub_dataset *d, int i) { return d->files[i].size; }
 
-int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, gk_err *e)
+int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, int background,
+                         atomic_int *cancel, gk_err *e)
 {
     const char *file = d->files[i].path;
     int rc = 0;
@@ -284,6 +285,7 @@ int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, gk_er
         char esc[3072];
         url_escape(file, esc, sizeof esc);
         d->r.url_file = esc;
+        d->r.ctl = (hub_get_ctl){background, cancel};
         rc = hub_fetch_file(&d->r, file, 1, e);
         d->r.url_file = NULL;
         if (rc > 0)

@@ -165,7 +165,7 @@ static int fetch_blob(hub_repo *r, const char *file, const char *url, const hub_
         snprintf(part, sizeof part, "%s.incomplete", blob);
         if (h->size >= 0)
             gk_info("downloading %s/%s (%.1f MB)", r->repo, file, (double)h->size / 1e6);
-        rc = hub_http_get(url, r->endpoint, r->token, part, h->size, file, e);
+        rc = hub_http_get(url, r->endpoint, r->token, part, h->size, file, &r->ctl, e);
         char hex[65];
         if (rc == 0 && is_sha256(h->etag) && (rc = gk_sha256_file(part, hex, e)) == 0 &&
             strcasecmp(hex, h->etag) != 0) {

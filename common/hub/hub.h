@@ -23,6 +23,7 @@
 #ifndef GK_HUB_H
 #define GK_HUB_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,8 +69,12 @@ int gk_hub_dataset_open(gk_hub_dataset **out, const char *url, const gk_hub_conf
 int gk_hub_dataset_files(const gk_hub_dataset *d);
 const char *gk_hub_dataset_file(const gk_hub_dataset *d, int i); /* its path in the repository */
 long long gk_hub_dataset_size(const gk_hub_dataset *d, int i);   /* bytes, -1 unknown */
-/* Makes sure file i is in the cache (downloading it unless offline) and writes its path there. */
-int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, gk_err *e);
+/* Makes sure file i is in the cache (downloading it unless offline) and writes its path there.
+ * background: no progress bar (the caller's thread draws its own); cancel (NULL: none), once
+ * set nonzero by another thread, stops the download (GK_EINTR; it resumes next time). One call
+ * at a time per dataset (any thread). */
+int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, int background,
+                         atomic_int *cancel, gk_err *e);
 void gk_hub_dataset_close(gk_hub_dataset *d); /* accepts NULL */
 
 /* sha256 of a file as 64 lowercase hex digits (+ NUL) into hex[65]. */

@@ -187,6 +187,7 @@ typedef struct get_state {
     int64_t total;        /* expected size, -1 unknown */
     int checked;          /* the response status was looked at */
     int failed_io;
+    atomic_int *cancel;
     gk_progress bar;
 } get_state;
 
@@ -220,7 +221,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     (void)dltotal, (void)ultotal, (void)ulnow;
     get_state *s = ud;
     gk_progress_update(&s->bar, s->start + (int64_t)dlnow, "");
-    return 0;
+    return s->cancel && atomic_load(s->cancel); /* nonzero: libcurl stops the transfer */
 }
 
 static int64_t file_size(const char *path)
@@ -231,10 +232,10 @@ static int64_t file_size(const char *path)
 
 /* One attempt; *retry set when the transfer broke off and may be continued. */
 static int get_once(const char *url, const char *endpoint, const char *token, const char *path,
-                    int64_t size, const char *label, int *retry, gk_err *e)
+                    int64_t size, const char *label, const hub_get_ctl *ctl, int *retry, gk_err *e)
 {
     *retry = 0;
-    get_state s = {.start = file_size(path), .total = size};
+    get_state s = {.start = file_size(path), .total = size, .cancel = ctl ? ctl->cancel : NULL};
     if (size >= 0 && s.start > size) {
         if (truncate(path, 0) != 0)
             return gk_errno(e, path);
@@ -265,6 +266,8 @@ static int get_once(const char *url, const char *endpoint, const char *token, co
     curl_easy_setopt(s.c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(s.c, CURLOPT_XFERINFODATA, &s);
     gk_progress_start(&s.bar, label, size > 0 ? size : 0);
+    if (ctl && ctl->quiet)
+        s.bar.active = 0;
     CURLcode cr = curl_easy_perform(s.c);
     gk_progress_end(&s.bar);
     long status = 0;
@@ -274,6 +277,8 @@ static int get_once(const char *url, const char *endpoint, const char *token, co
     int closed = fclose(s.fp);
     if (s.failed_io || closed != 0)
         return gk_errno(e, path);
+    if (cr == CURLE_ABORTED_BY_CALLBACK)
+        return gk_errf(e, GK_EINTR, "%s: download stopped", label);
     if (cr == CURLE_HTTP_RETURNED_ERROR && status == 416) { /* stale partial file: start over */
         if (truncate(path, 0) != 0)
             return gk_errno(e, path);
@@ -294,11 +299,11 @@ static int get_once(const char *url, const char *endpoint, const char *token, co
 }
 
 int hub_http_get(const char *url, const char *endpoint, const char *token, const char *path,
-                 int64_t size, const char *label, gk_err *e)
+                 int64_t size, const char *label, const hub_get_ctl *ctl, gk_err *e)
 {
     int rc = curl_ready(e), retry = 1;
     for (int attempt = 0; rc == 0 && retry && attempt < MAX_ATTEMPTS; attempt++) {
-        rc = get_once(url, endpoint, token, path, size, label, &retry, e);
+        rc = get_once(url, endpoint, token, path, size, label, ctl, &retry, e);
         if (rc == 0)
             retry = 0;
         else if (retry && attempt + 1 < MAX_ATTEMPTS)

@@ -8,7 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
+
 #include "common/err.h"
+
+/* How a download runs: quiet draws no progress bar (another thread draws one); cancel, when not
+ * NULL and once nonzero, stops it (GK_EINTR; the .incomplete file stays for a later resume). */
+typedef struct hub_get_ctl {
+    int quiet;
+    atomic_int *cancel;
+} hub_get_ctl;
 
 typedef struct hub_head {
     long status;          /* HTTP status of the last response (after relative redirects) */
@@ -50,6 +59,7 @@ typedef struct hub_repo {
     const char *url_file;                /* the file's name as in URLs (escaped), NULL: as is */
     char repodir[2400];                  /* CACHE/models--ORG--NAME */
     char rev[96];                        /* the commit the snapshot is of; "" until known */
+    hub_get_ctl ctl;                     /* how its downloads run */
 } hub_repo;
 
 /* HEAD then (unless the blob is cached) a resumable GET of file, checked against a sha256 ETag;
@@ -71,7 +81,7 @@ int hub_http_head(const char *url, const char *endpoint, const char *token, hub_
  * request; retries interrupted transfers. size (-1: unknown) is checked at the end; label names
  * the file in the progress bar and messages. */
 int hub_http_get(const char *url, const char *endpoint, const char *token, const char *path,
-                 int64_t size, const char *label, gk_err *e);
+                 int64_t size, const char *label, const hub_get_ctl *ctl, gk_err *e);
 
 /* GET url (following redirects) into *body (NUL-terminated, *len bytes; the caller frees it),
  * at most max bytes; the HTTP status in *status (an HTTP error is no error here), the Link

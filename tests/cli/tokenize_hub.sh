@@ -1,6 +1,7 @@
 # gpt-tokenize hf://datasets/OWNER/NAME/PATH from a fake hub on 127.0.0.1 (tests/cli/fake_hub.py
 # --dataset): the files listed through the tree API (paginated), a glob, a folder; downloaded into
-# the HF cache as model files are (datasets--ORG--NAME, snapshots in folders), an interrupted
+# the HF cache as model files are (datasets--ORG--NAME, snapshots in folders; the next file in the
+# background while one is read, stopped when the reading stops early), an interrupted
 # transfer resumed by a Range request, a partial .incomplete blob continued, the sha256 check; a
 # second run reuses the blobs, HF_HUB_OFFLINE=1 reads the cache without network; the errors.
 source "$TOP/tests/cli/lib.bash"; need_data
@@ -54,6 +55,13 @@ mkdir -p $repo/blobs; head -c 700 ds/data/train/001.parquet > $repo/blobs/$sha.i
 HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds/data/train/001.parquet' --max-docs 3 -o e.bin
 grep -c "^GET /lfs/$sha bytes=700-$" a.log
 echo "--max-docs 3: $(ids e.bin | tr ' ' '\n' | grep -c '^50256$') documents"
+
+echo "== stopped early while the next file downloads in the background, then the whole"
+rm -rf hf
+HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds/data/train/*.parquet' --max-docs 3 -o g.bin
+echo "--max-docs 3: $(ids g.bin | tr ' ' '\n' | grep -c '^50256$') documents"
+HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds/data/train/*.parquet' -o h.bin
+cmp h.bin want.bin && echo "the whole: the local files' tokens"
 
 echo "== errors"
 set +e
