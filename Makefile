@@ -99,6 +99,19 @@ NCCL_HOME  ?=
 # it without: such a run is refused with a line saying so.
 NCCL       ?= $(if $(wildcard $(NCCL_HOME)/include/nccl.h $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h),1,0)
 CUDA_SRC   := $(wildcard kernels/cuda/*.cu)
+# cuDNN's fused attention (kernels/cuda/cuda_attn_cudnn.cpp: host code on NVIDIA's header-only
+# cudnn-frontend, built by $(CXX)) is built with cuDNN when cudnn_frontend.h (CUDNN_FRONTEND_INCLUDE:
+# the include/ of the PyPI wheel nvidia-cudnn-frontend, which .ci/deps.sh copies to
+# /usr/local/include) and cudnn.h are found; libcudnn.so.9 is loaded at run time (the frontend's
+# dynamic loading), so that the library loads without it. CUDNN=0 (or no headers) builds it
+# without: attention = auto then runs the own kernels, attention = cudnn is refused in one line.
+CUDNN_FRONTEND_INCLUDE ?= $(patsubst %/cudnn_frontend.h,%,$(firstword $(wildcard \
+              $(CUDA_HOME)/include/cudnn_frontend.h /usr/local/include/cudnn_frontend.h /usr/include/cudnn_frontend.h)))
+CUDNN      ?= $(if $(and $(CUDNN_FRONTEND_INCLUDE),$(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h \
+              /usr/include/x86_64-linux-gnu/cudnn.h $(CUDNN_FRONTEND_INCLUDE)/cudnn.h)),1,0)
+CUDA_CXXSRC := kernels/cuda/cuda_attn_cudnn.cpp
+CUDNN_CXXFLAGS := -std=c++17 -O2 -fPIC -fvisibility=hidden -Wall -Wextra -I. -isystem $(CUDA_HOME)/include -MMD -MP \
+              $(if $(filter 1,$(CUDNN)),-DGK_HAVE_CUDNN -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -isystem $(CUDNN_FRONTEND_INCLUDE))
 CUDA_CSRC  := common/err.c kernels/backend_err.c
 CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
 EMU_LIB    := $(BUILD)/lib/libgptkit-cuda-emu.so
@@ -209,17 +222,23 @@ $(BUILD)/cuda/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/cuda/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CUDNN_CXXFLAGS) -c $< -o $@
+
 # Only the entry is exported: a version script also hides the C++ library's inline instantiations.
 $(BUILD)/lib/gptkit-cuda.map:
 	@mkdir -p $(dir $@)
 	printf '{ global: gk_cuda_backend_entry; local: *; };\n' >$@
 
-$(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
+$(CUDA_LIB): $(CUDA_SRC:%.cu=$(BUILD)/cuda/%.o) $(CUDA_CXXSRC:%.cpp=$(BUILD)/cuda/%.o) $(CUDA_CSRC:%.c=$(BUILD)/cuda/%.o) $(BUILD)/lib/gptkit-cuda.map
 	$(CXX) -shared $(EXTRA_LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \
 	  $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(,)-rpath$(,)$(NCCL_HOME)/lib) \
 	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--no-undefined -lcublasLt -lcudart -ldl -lpthread -lm
 	@$(if $(filter 0,$(NCCL)),echo "note: $@ has no NCCL (no nccl.h found): one GPU a run;" \
 	  "install NCCL's development files (libnccl-dev) and rebuild for several")
+	@$(if $(filter 0,$(CUDNN)),echo "note: $@ has no cuDNN attention (no cudnn_frontend.h found):" \
+	  "the own kernels; .ci/deps.sh installs the headers (CUDNN_FRONTEND_INCLUDE=DIR to name them)")
 
 # The .cu objects depend on their flags (contraction, CUDA_DEFS, the race checker): this file
 # changes when they do.
@@ -241,7 +260,8 @@ $(BUILD)/emu/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PIC_CFLAGS) $(EMU_SAN) -MMD -MP -c $< -o $@
 
-EMU_OBJS := $(CUDA_SRC:%.cu=$(BUILD)/emu/%.o) $(patsubst %.cpp,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.cpp)) \
+EMU_OBJS := $(CUDA_SRC:%.cu=$(BUILD)/emu/%.o) $(CUDA_CXXSRC:%.cpp=$(BUILD)/emu/%.o) \
+            $(patsubst %.cpp,$(BUILD)/emu/%.o,$(wildcard kernels/emu/*.cpp)) \
             $(CUDA_CSRC:%.c=$(BUILD)/emu/%.o)
 $(EMU_LIB): $(EMU_OBJS) $(BUILD)/lib/gptkit-cuda.map
 	$(CXX) -shared $(EMU_LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--version-script=$(BUILD)/lib/gptkit-cuda.map \

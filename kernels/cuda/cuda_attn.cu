@@ -3,10 +3,11 @@
  * The fused flash-attention kernels (bf16 on tensor cores) live in cuda_attn_flash.cu; the plain
  * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
  * the reference the flash kernels are tested against. The backend's attention setting (cu_ctx's
- * attention, gk_attention in backend.h) picks: plain forces the plain path, flash (and auto)
- * take flash wherever it applies (bf16, head sizes 16, 32, 64, 128, 16-byte aligned buffers),
- * fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers) where flash applies, with
- * flash's backward.
+ * attention, gk_attention in backend.h) picks: auto and cudnn first offer the call to cuDNN
+ * (cuda_attn_cudnn.cpp, which declines what it does not take under auto), plain forces the
+ * plain path, flash (and auto) take flash wherever it applies (bf16, head sizes 16, 32, 64, 128,
+ * 16-byte aligned buffers), fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers)
+ * where flash applies, with flash's backward.
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -382,6 +383,7 @@ void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
 {
     CU_BEGIN(be);
     if (bad_shape(be, "attention_fwd", B, T, C, NH)) return;
+    if (cu_cudnn_attn_fwd(be, out, lse, qkv, B, T, C, NH, p)) return; /* cuDNN ran it, or failed */
     if (use_fa2(be, C / NH, qkv, out))
         cu_fa2_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
     else if (use_flash(be, C / NH, qkv, out, out))
@@ -398,6 +400,7 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
 {
     CU_BEGIN(be);
     if (bad_shape(be, "attention_bwd", B, T, C, NH)) return;
+    if (cu_cudnn_attn_bwd(be, dqkv, dout, qkv, out, lse, B, T, C, NH, p)) return;
     float *dsum = (float *)cu_scratch(be, cu_attention_scratch(B, NH, T, C / NH), "attention_bwd");
     if (!dsum) return;
     if (use_flash(be, C / NH, qkv, dout, dqkv))
@@ -448,9 +451,10 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
     }
 }
 
-/* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none. */
+/* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none; or cuDNN's
+ * workspace where it is larger. */
 size_t cu_attention_scratch(int B, int NH, int T, int head_size)
 {
-    (void)head_size;
-    return sizeof(float) * (size_t)B * NH * T;
+    size_t dsum = sizeof(float) * (size_t)B * NH * T, dnn = cu_cudnn_scratch(B, NH, T, head_size);
+    return dsum > dnn ? dsum : dnn; /* cuda_attn_cudnn.cpp's workspace, where built with cuDNN */
 }

@@ -260,6 +260,7 @@ static void cu_destroy(gk_backend *be)
     if (c) {
         if (c->stream) cudaStreamSynchronize(c->stream);
         cu_gemm_cache_free(be);
+        cu_cudnn_close(be);
         cu_optim_cache_free(be);
         cudaFree(c->scratch);
         cudaFree(c->bias16);
@@ -363,14 +364,14 @@ static void cu_attention_setup(gk_backend *be, cu_ctx *c, int attention)
         return;
     }
     c->attention = attention;
-    if (attention != GK_ATTN_CUDNN) return;
-#ifdef GK_CUDA_EMU
-    gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "attention = cudnn: cuDNN does not run under "
-                    "the CUDA emulator (attention = auto or flash takes the own kernels)");
-#else
-    gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "attention = cudnn: this libgptkit-cuda.so "
-                    "was built without cuDNN (attention = auto or flash takes the own kernels)");
-#endif
+    if (attention != GK_ATTN_CUDNN && (attention != GK_ATTN_AUTO || be->act != GK_BF16)) return;
+    char why[320];
+    if (attention == GK_ATTN_CUDNN && be->act != GK_BF16)
+        snprintf(why, sizeof why, "cuDNN's attention is bf16: dtype = bfloat16");
+    else if (cu_cudnn_open(be, why, sizeof why) == 0 || attention == GK_ATTN_AUTO)
+        return; /* auto without cuDNN: the own kernels */
+    gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "attention = cudnn: %s (attention = auto or "
+                    "flash takes the own kernels)", why);
 }
 
 static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)

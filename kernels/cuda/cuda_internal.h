@@ -30,6 +30,7 @@ typedef struct cu_ctx {
     void *bias16;           /* cuda_gemm.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
     void *optim_cache;      /* cuda_optim.cu's device copies of the multi-tensor ops' tables */
     int attention;          /* gk_attention (backend.h): the path cuda_attn.cu takes */
+    void *cudnn;            /* cuda_attn_cudnn.cpp's handle and plans, or NULL: no cuDNN */
 } cu_ctx;
 
 /* cuBLASLt adds a bias only in D's type: a bf16 gemm's bias goes through c->bias16 (as under
@@ -145,6 +146,21 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
                          int Tc, const int *t0, int n, int C, int NH);
 /* The scratch attention needs for heads of head_size over sequences of T (reserve sizes it). */
 size_t cu_attention_scratch(int B, int NH, int T, int head_size);
+/* cuda_attn_cudnn.cpp: cuDNN's fused attention (where built with it; else these say it is absent).
+ * Loads libcudnn and makes the handle and plan cache (be's cudnn); 0, or -1 with why[n] saying
+ * why not (not built with it, the emulator, no libcudnn.so.9). */
+int cu_cudnn_open(gk_backend *be, char *why, size_t n);
+/* Frees what cu_cudnn_open made (the backend's destroy calls it); none is a no-op. */
+void cu_cudnn_close(gk_backend *be);
+/* The attention_fwd and attention_bwd ops (bf16) on cuDNN under attention = auto or cudnn:
+ * 1 when cuDNN ran the call or it failed (the sticky error set: attention = cudnn and a call it
+ * does not take, or a cuDNN failure), 0 when declined (the caller runs its own kernels). */
+int cu_cudnn_attn_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C,
+                      int NH, float p);
+int cu_cudnn_attn_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
+                      const void *out, const float *lse, int B, int T, int C, int NH, float p);
+/* The scratch cuDNN's backward may need for those sizes (0 without cuDNN). */
+size_t cu_cudnn_scratch(int B, int NH, int T, int head_size);
 /* cuda_graph.cu: recorded steps (the record_begin, record_end, replay and record_free slots) */
 int cu_record_begin(gk_backend *be);
 void *cu_record_end(gk_backend *be);

@@ -15,6 +15,8 @@
 #                   else on the machine sees those libraries), and NCCL is found in CUDA's folder
 #                   or, failing that, in PyTorch's pip wheel (NCCL_HOME)
 #   nccl-include/   this machine's nccl.h, for a wheel that has the library but no header
+#   cudnn-include/  cuDNN's frontend headers (from /usr/local/include, where .ci/deps.sh puts
+#                   them) and this CUDA's cudnn*.h, so that libgptkit-cuda.so has cuDNN's attention
 # Usage (here, root, with Debian's package lists: apt-get update first): tests/bench/gpu_kit.sh
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,6 +43,14 @@ tar -C "$work/root" -cJf "$kit/sysroot.tar.xz" .
 cp -r "$data/gpt2" "$data/tinyshakespeare" "$data/tokenizer-cases" "$kit/data/"
 nccl_h=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include/nccl.h
 [ -f "$nccl_h" ] && mkdir -p "$kit/nccl-include" && cp "$nccl_h" "$kit/nccl-include/"
+# cuDNN's frontend headers (header-only: the PyPI wheel nvidia-cudnn-frontend, which .ci/deps.sh
+# puts in /usr/local/include) and this CUDA's cudnn*.h, for cuda_attn_cudnn.cpp
+fe=${CUDNN_FRONTEND_INCLUDE:-/usr/local/include}
+if [ -f "$fe/cudnn_frontend.h" ]; then
+  mkdir -p "$kit/cudnn-include"
+  cp -r "$fe"/cudnn_frontend* "$fe"/cudnn_backend_base.h "$kit/cudnn-include/"
+  cp "$(dirname "$nccl_h")"/cudnn*.h "$kit/cudnn-include/" 2>/dev/null || true
+fi
 cat > "$kit/env.sh" <<'EOF'
 # .gpukit/env.sh (written by tests/bench/gpu_kit.sh): source it from the repository root.
 kit=$PWD/.gpukit
@@ -74,6 +84,14 @@ if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/lib/libn
     export NCCL_HOME=$R/nccl
   fi
 fi
-echo "gpukit: sysroot $R, NCCL ${NCCL_HOME:-in $cuda}, data $GPT_TEST_DATA"
+# cuDNN: the frontend's headers packed here (the Makefile's CUDNN_FRONTEND_INCLUDE), and
+# libcudnn.so.9 from CUDA's folder or else PyTorch's wheel (nvidia/cudnn/lib), loaded at run time
+[ -f "$kit/cudnn-include/cudnn_frontend.h" ] && export CUDNN_FRONTEND_INCLUDE=$kit/cudnn-include
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9' && [ ! -e "$cuda/lib64/libcudnn.so.9" ]; then
+  d=$(python3 -c 'import nvidia.cudnn as c; print(list(c.__path__)[0] + "/lib")' 2>/dev/null)
+  [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+[ -e "$cuda/lib64/libcudnn.so.9" ] && export LD_LIBRARY_PATH=$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+echo "gpukit: sysroot $R, NCCL ${NCCL_HOME:-in $cuda}, cuDNN frontend ${CUDNN_FRONTEND_INCLUDE:-none}, data $GPT_TEST_DATA"
 EOF
 echo "gpu_kit: $(du -sh "$kit" | cut -f1) in $kit ($(wc -l < "$work/pkgs") packages); carry [\".gpukit\"]"

@@ -58,7 +58,10 @@ export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 
 # 2. the op tests on cuda against the reference; test_nccl_emu: one rank through the real NCCL
 # (communicator, fp32 and bf16 sums, ...); test_infer: decoding steps recorded as one CUDA graph
-# and replayed = unrecorded, and a step whose capture breaks runs unrecorded
+# and replayed = unrecorded, and a step whose capture breaks runs unrecorded; test_cuda_attn
+# also runs cuDNN's attention (attention = cudnn: test_bf16_cudnn, against ref, plain and flash,
+# GPT-2's T = 1024 included; it skips, saying why, where the library has no cuDNN or
+# libcudnn.so.9 does not load: the build step's log says whether it has)
 for t in test_cuda_ops test_ops test_ops_fused test_cuda_attn test_infer test_nccl_emu; do
   step "$t" 90 "build/tests/$t"
 done
@@ -95,8 +98,9 @@ step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 
 # FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS), checked by
 # test_cuda_attn on the GPU (flash, fa2 and plain against the reference), then the B=16 step's
 # attention times with it (GPT_CUDA_LIB) on the wmma flash kernels (--attention=flash); the
-# first variant is the default, as a baseline, timed also with the mma.sync forward of
-# cuda_attn_fa2.cu (--attention=fa2, flash's backward): attention_fwd side by side
+# first variant is the default, as a baseline, timed also with cuda_attn_fa2.cu on mma.sync
+# (--attention=fa2) and with cuDNN's fused attention (--attention=cudnn, where the library has
+# it): attention_fwd and attention_bwd side by side
 flash_variants() {
   local i=0 v lib
   IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3}"
@@ -105,7 +109,7 @@ flash_variants() {
     echo "== variant $i: [${v# }]"
     make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
     GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
-    for a in flash $([ $i = 1 ] && echo fa2); do
+    for a in flash $([ $i = 1 ] && echo fa2 cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
         grep -E 'median|attention_(fwd|bwd) '

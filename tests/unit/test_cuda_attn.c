@@ -347,6 +347,65 @@ static void test_attention_setting(void)
     gk_backend_free(auto_be), gk_backend_free(flash_be), gk_backend_free(plain_be);
 }
 
+/* bf16: cuDNN's fused attention (attention = cudnn, cuda_attn_cudnn.cpp) against ref, plain and
+ * flash (out, lse, dqkv; flash's tolerance: cuDNN too rounds P and dS to bf16 for its tensor-core
+ * products) on the cases it takes (no dropout) and on GPT-2's shape, T = 1024; the same bits
+ * twice (its deterministic backward); dropout is refused with one line naming it. cuda-emu (no
+ * cuDNN): the open is refused (checked here and by test_attention_setting); on a GPU without
+ * cuDNN (a library built without its headers, no libcudnn.so.9) the test skips, saying why. */
+static void test_bf16_cudnn(void)
+{
+    gk_backend *dnn = NULL;
+    gk_err e = {0};
+    gk_backend_opts o = {device(), 0, 1, 0, GK_ATTN_CUDNN};
+    int rc = gk_backend_open(&dnn, &o, &e);
+    if (!strcmp(device(), "cuda-emu")) {
+        gk_backend_free(dnn);
+        if (rc == GK_ENOTFOUND) SKIP("no device library");
+        CHECKF(rc == GK_EIO && strstr(e.msg, "cuDNN does not run under the CUDA emulator"),
+               "cudnn on cuda-emu: %d %s", rc, e.msg);
+        return;
+    }
+    if (rc) {
+        fprintf(stderr, "note: %s\n", e.msg);
+        SKIP("attention = cudnn does not open here (the note says why)");
+    }
+    gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN), *flash_be = open_path(1, GK_ATTN_FLASH);
+    gk_backend *ref = open_ref();
+    const double u = 1.0 / 512;
+    static const attn_case big = {2, 1024, 768, 12, 0.0f};
+    for (size_t k = 0; k <= NCASES; k++) {
+        const attn_case *c = k < NCASES ? &cases[k] : &big;
+        if (c->p > 0) continue;
+        size_t n1 = (size_t)c->B * c->T * c->C;
+        float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
+        attn_result want = run_attention(ref, c, qkv, dout, 51 + k);
+        attn_result plain = run_attention(plain_be, c, qkv, dout, 51 + k);
+        attn_result flash = run_attention(flash_be, c, qkv, dout, 51 + k);
+        attn_result got = run_attention(dnn, c, qkv, dout, 51 + k);
+        attn_result again = run_attention(dnn, c, qkv, dout, 51 + k);
+        expect_same("bf16 cudnn", c, &got, &want, 4 * u, 4 * u);
+        expect_same("bf16 cudnn vs plain", c, &got, &plain, 4 * u, 4 * u);
+        expect_same("bf16 cudnn vs flash", c, &got, &flash, 4 * u, 4 * u);
+        CHECKF(!memcmp(got.out, again.out, sizeof(float) * n1) &&
+                   !memcmp(got.dqkv, again.dqkv, sizeof(float) * 3 * n1),
+               "cudnn T=%d: two runs differ", c->T);
+        free_result(&want), free_result(&plain), free_result(&flash), free_result(&got);
+        free_result(&again), free(qkv), free(dout);
+    }
+    gk_backend_free(dnn), gk_backend_free(plain_be), gk_backend_free(flash_be), gk_backend_free(ref);
+    /* dropout: one line naming it, a usage error, nothing run */
+    CHECK_OK(gk_backend_open(&dnn, &o, &e), &e);
+    attn_case c = {1, 8, 64, 1, 0.1f};
+    void *buf = dnn->ops->alloc(dnn, 4 * sizeof(uint16_t) * c.T * c.C);
+    float *lse = dnn->ops->alloc(dnn, sizeof(float) * c.T);
+    dnn->ops->attention_fwd(dnn, (uint16_t *)buf + 3 * c.T * c.C, lse, buf, c.B, c.T, c.C, c.NH, c.p, 1);
+    CHECKF(gk_backend_sync(dnn, &e) == GK_EUSAGE && strstr(e.msg, "attention = cudnn: dropout 0.1"),
+           "cudnn with dropout: %s", e.msg);
+    dnn->ops->free(dnn, buf), dnn->ops->free(dnn, lse);
+    gk_backend_free(dnn);
+}
+
 int main(void)
 {
     RUN(test_attention_setting);
@@ -355,5 +414,6 @@ int main(void)
     RUN(test_bf16_fa2);
     RUN(test_decode);
     RUN(test_deterministic);
+    RUN(test_bf16_cudnn);
     return TEST_END();
 }
