@@ -262,6 +262,7 @@ static void cu_destroy(gk_backend *be)
         cu_gemm_cache_free(be);
         cu_cudnn_close(be);
         cu_optim_cache_free(be);
+        cudaFree(c->col_count);
         cudaFree(c->scratch);
         cudaFree(c->bias16);
         cudaFree(c->workspace);

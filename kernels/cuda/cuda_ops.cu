@@ -20,10 +20,11 @@ static unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
     return (unsigned)(b < 1 ? 1 : b < cap ? b : cap);
 }
 
-/* ---- bias backward: column sums, partials per chunk of rows ---- */
+/* ---- bias backward: column sums in one launch, partials per chunk of rows ---- */
 
 #define COL_TX 32 /* packs of columns per block */
 #define COL_TY 8  /* rows read in parallel per block */
+#define COL_UNROLL 4 /* rows a thread loads before it adds them */
 #define COL_CHUNKS_MAX 256
 
 /* Row chunks of a column reduction over N rows: a function of N only (fixed split). */
@@ -33,52 +34,94 @@ static int col_rows_per_chunk(int N)
     return (N + chunks - 1) / chunks;
 }
 
-/* part (chunks, C) = column sums of dout over each chunk of rows. grid (col tiles, chunks). */
+/* acc[0..V) += the column sums of pack cp over rows r, r + COL_TY, ... < r1, in that order;
+ * COL_UNROLL rows loaded before they are added, so that their loads are in flight together. */
+template <int V, typename T>
+static __device__ __forceinline__ void col_rows(float *acc, const T *dout, int C, int cp, int r, int r1)
+{
+    for (; r + (COL_UNROLL - 1) * COL_TY < r1; r += COL_UNROLL * COL_TY) {
+        float d[COL_UNROLL][V];
+        GK_UNROLL
+        for (int u = 0; u < COL_UNROLL; u++) load_f<V>(d[u], dout + (size_t)(r + u * COL_TY) * C + (size_t)cp * V);
+        GK_UNROLL
+        for (int u = 0; u < COL_UNROLL; u++)
+            for (int j = 0; j < V; j++) acc[j] += d[u][j];
+    }
+    for (; r < r1; r += COL_TY) {
+        float d[V];
+        load_f<V>(d, dout + (size_t)r * C + (size_t)cp * V);
+        for (int j = 0; j < V; j++) acc[j] += d[j];
+    }
+}
+
+/* grid (column tiles, chunks). Block (x, y) writes part (chunks, C) row y = the column sums of
+ * dout over chunk y of the rows, for tile x's columns; the block of a tile that arrives last
+ * (count[x], back to 0 after it) adds the tile's sums over the chunks, in chunk order, to dbias:
+ * the same bits whichever block that is. */
 template <class P>
-static __global__ void bias_partial_kernel(float *part, const typename P::T *dout, int N, int C, int rows)
+static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *count, const typename P::T *dout,
+                                       int N, int C, int rows)
 {
     constexpr int V = P::V;
     __shared__ float red[COL_TY][V][COL_TX];
+    __shared__ int last;
     int tx = threadIdx.x, ty = threadIdx.y, cp = blockIdx.x * COL_TX + tx;
     int r0 = blockIdx.y * rows, r1 = r0 + rows < N ? r0 + rows : N;
     float acc[V] = {};
-    if (cp < C / V)
-        for (int r = r0 + ty; r < r1; r += COL_TY) {
-            float d[V];
-            load_f<V>(d, dout + (size_t)r * C + (size_t)cp * V);
-            for (int j = 0; j < V; j++) acc[j] += d[j];
-        }
+    if (cp < C / V) col_rows<V>(acc, dout, C, cp, r0 + ty, r1);
     for (int j = 0; j < V; j++) red[ty][j][tx] = acc[j];
     __syncthreads();
-    if (ty != 0 || cp >= C / V) return;
-    for (int j = 0; j < V; j++) {
-        float s = 0.0f;
-        for (int y = 0; y < COL_TY; y++) s += red[y][j][tx];
-        acc[j] = s;
+    if (ty == 0 && cp < C / V) {
+        for (int j = 0; j < V; j++) {
+            float s = 0.0f;
+            for (int y = 0; y < COL_TY; y++) s += red[y][j][tx];
+            acc[j] = s;
+        }
+        store_f<V>(part + (size_t)blockIdx.y * C + (size_t)cp * V, acc);
     }
-    store_f<V>(part + (size_t)blockIdx.y * C + (size_t)cp * V, acc);
+    __threadfence(); /* the partials are visible device-wide before the count says so */
+    __syncthreads();
+    if (tx == 0 && ty == 0) last = atomicAdd(&count[blockIdx.x], 1u) == gridDim.y - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    int c0 = blockIdx.x * COL_TX * V, nc = C - c0 < COL_TX * V ? C - c0 : COL_TX * V;
+    for (int j = ty * COL_TX + tx; j < nc; j += COL_TX * COL_TY) {
+        float s = 0.0f;
+        for (unsigned k = 0; k < gridDim.y; k++) s += __ldcg(part + (size_t)k * C + c0 + j); /* not L1 */
+        dbias[c0 + j] += s;
+    }
+    if (tx == 0 && ty == 0) count[blockIdx.x] = 0;
 }
 
-/* dst (C) += sum over k of part[k*stride + c], k = 0..chunks-1 in order. */
-static __global__ void col_final_kernel(float *dst, const float *part, int chunks, size_t stride, int C)
+/* The arrival counters of tiles column tiles (zero), or NULL with the sticky error set. */
+static unsigned *col_counters(gk_backend *be, size_t tiles)
 {
-    GRID_STRIDE(c, (size_t)C)
-    {
-        float s = 0.0f;
-        for (int k = 0; k < chunks; k++) s += part[(size_t)k * stride + c];
-        dst[c] += s;
+    cu_ctx *c = CU(be);
+    if (tiles <= c->col_count_n) return c->col_count;
+    unsigned *p = NULL;
+    /* the old counters may be in use by a kernel in flight */
+    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) || CU_CHECK(be, cudaMalloc(&p, tiles * sizeof *p)))
+        return NULL;
+    if (CU_CHECK(be, cudaMemsetAsync(p, 0, tiles * sizeof *p, c->stream))) {
+        cudaFree(p);
+        return NULL;
     }
+    cudaFree(c->col_count);
+    c->col_count = p, c->col_count_n = tiles;
+    return p;
 }
 
 template <typename T, int V> static void bias_bwd_run(gk_backend *be, float *dbias, const T *dout, int N, int C)
 {
     typedef op_cfg<T, V> P;
     int rows = col_rows_per_chunk(N), chunks = (N + rows - 1) / rows;
+    unsigned tiles = (unsigned)((C / V + COL_TX - 1) / COL_TX);
     float *part = (float *)cu_scratch(be, (size_t)chunks * C * sizeof(float), "bias_bwd");
-    if (!part) return;
-    dim3 grid((unsigned)((C / V + COL_TX - 1) / COL_TX), (unsigned)chunks), block(COL_TX, COL_TY);
-    CU_LAUNCH(be, bias_partial_kernel<P>, grid, block, 0, part, dout, N, C, rows);
-    CU_LAUNCH(be, col_final_kernel, grid_for(be, (size_t)C, 256), 256, 0, dbias, part, chunks, (size_t)C, C);
+    unsigned *count = part ? col_counters(be, tiles) : NULL;
+    if (!count) return;
+    dim3 grid(tiles, (unsigned)chunks), block(COL_TX, COL_TY);
+    CU_LAUNCH(be, bias_bwd_kernel<P>, grid, block, 0, dbias, part, count, dout, N, C, rows);
 }
 
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C)

@@ -124,7 +124,7 @@ static void check_bias_bwd(gk_backend *be, int N, int C, int off)
 static void test_bias_bwd(void)
 {
     if (!dev[0] || !dev[1]) SKIP("no CUDA device library");
-    static const int shapes[][3] = {{1, 1, 0}, {7, 24, 0}, {65, 100, 0}, {300, 8, 0}, {1000, 7, 0}, {513, 64, 1}, {9000, 16, 0}};
+    static const int shapes[][3] = {{1, 1, 0}, {7, 24, 0}, {65, 100, 0}, {300, 8, 0}, {1000, 7, 0}, {513, 64, 1}, {9000, 16, 0}, {2000, 600, 0}, {4100, 776, 1}};
     for (int a = 0; a < 2; a++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) check_bias_bwd(dev[a], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
