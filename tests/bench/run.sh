@@ -15,7 +15,11 @@
 # time as a ratio to alone (a fair share of the cores is about 2x; target: within 2.5x), with
 # gptkit's bounded spin and with libgomp's default spin (GOMP_SPINCOUNT=300000) side by side.
 # Data parallel and checkpoints: tests/bench/dist.sh (1 vs 2 ranks, the cost of a checkpoint).
-# BENCH=tokenize, BENCH=train, BENCH=sample, BENCH=shared or BENCH=dist runs one part.
+# Parquet to shards: a FineWeb-shaped file made from the corpus (about 200 MB of text, zstd, row
+# groups of 1000 documents): gpt-tokenize -j 2 beside pyarrow + tiktoken in 2 worker processes
+# (as llm.c's fineweb.py and nanochat prepare data; tests/bench/parquet_tiktoken.py), end to end
+# time and peak memory, the tokens compared (target: 4x faster, a quarter of the memory).
+# BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared or BENCH=dist runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,6 +63,22 @@ for text in "$data/tinyshakespeare/input.txt" "$corpus"; do
     "$tt_rate" "$r1" "$rn" "$(echo "$r1 / $tt_rate" | bc -l)" "$(echo "$rn / $r1" | bc -l)"
 done
 echo "(ours: encoding throughput, vocabulary load of $(printf '%.0f' "$(echo "$startup*1000" | bc -l)") ms excluded; $(nproc) cores)"
+}
+
+parquet_bench() {
+  python3 -c 'import tiktoken, pyarrow' 2>/dev/null || { echo "bench: installing tiktoken and pyarrow (pip) for the reference run" >&2;
+    pip install -q tiktoken pyarrow >&2 || true; }
+  local pq="$work/fineweb_like.parquet" ref ours_s ours_kb
+  [ -s "$pq" ] || python3 "$top/tests/bench/parquet_tiktoken.py" make "$corpus" "$pq" 200 >/dev/null
+  read -r ref_s ref_n ref_mb < <(python3 "$top/tests/bench/parquet_tiktoken.py" run "$vocab" "$pq" "$work/pq_ref.bin" 2)
+  read -r ours_s ours_kb < <({ /usr/bin/time -f '%e %M' gpt-tokenize -q -j 2 -V "$vocab" "$pq" -o "$work/pq_ours.bin"; } 2>&1 | tail -n 1)
+  cmp -s <(tail -c +1025 "$work/pq_ours.bin") "$work/pq_ref.bin" || echo "bench: WARNING: Parquet tokens differ from tiktoken's" >&2
+  echo
+  printf '%-22s %10s %12s %12s %8s %12s %12s %8s\n' parquet file-MB ref-s ours-s speedup ref-MB ours-MB memory
+  printf '%-22s %10.1f %12.2f %12.2f %7.2fx %12.0f %12.0f %7.2fx\n' "$(basename "$pq")" \
+    "$(echo "$(wc -c < "$pq")/1000000" | bc -l)" "$ref_s" "$ours_s" "$(echo "$ref_s / $ours_s" | bc -l)" \
+    "$ref_mb" "$(echo "$ours_kb/1024" | bc -l)" "$(echo "$ref_mb * 1024 / $ours_kb" | bc -l)"
+  echo "(ref: pyarrow + tiktoken, 2 worker processes; ours: gpt-tokenize -j 2; $ref_n tokens; $(nproc) cores)"
 }
 
 train_bench() {
@@ -181,9 +201,10 @@ shared_bench() {
 
 case "${BENCH:-all}" in
   tokenize) tokenize_bench ;;
+  parquet) parquet_bench ;;
   train) train_bench ;;
   sample) sample_bench ;;
   shared) shared_bench ;;
   dist) bash "$top/tests/bench/dist.sh" "$build" ;;
-  *) tokenize_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build" ;;
+  *) tokenize_bench; parquet_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build" ;;
 esac

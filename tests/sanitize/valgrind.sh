@@ -15,7 +15,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-build}" && pwd); shift || true
 patterns=("$@")
 [ ${#patterns[@]} -gt 0 ] || patterns=(tokenize_char tokenize_errors tokenize_shakespeare
-  tokenize_signal tokenize_split tokenize_threads tokenize_vocab ckpt_errors ckpt_export_ref
+  tokenize_signal tokenize_split tokenize_threads tokenize_vocab tokenize_jsonl tokenize_parquet
+  tokenize_hub ckpt_errors ckpt_export_ref
   ckpt_hub ckpt_info ckpt_llmc ckpt_stdout ckpt_verify sample_errors evalppl_vocab)
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 vg=$build-vg
