@@ -16,7 +16,8 @@
  * dropout (cuDNN draws its masks from its own Philox stream, not from gk_rng's keys: the masks
  * of ref, cpu and the own kernels would differ); the rest, and a shape whose plan cuDNN refuses
  * or whose workspace exceeds the backend's scratch, is declined: attention = auto then runs the
- * own kernels, attention = cudnn fails with a line saying why. The workspace is the backend's
+ * own kernels (a refused plan or a workspace past the scratch leaves be->note, which the tools
+ * print), attention = cudnn fails with a line saying why. The workspace is the backend's
  * scratch (cu_scratch), which cu_attention_scratch sizes with cu_cudnn_scratch.
  * The backward runs cuDNN's deterministic algorithm (the same inputs give the same bits).
  * Built with cuDNN when the Makefile finds cudnn_frontend.h and cudnn.h (GK_HAVE_CUDNN); without
@@ -225,9 +226,19 @@ int run(gk_backend *be, int bwd, int B, int T, int C, int NH, float p, const voi
         if (must)
             cu_fail(be, GK_EIO, __FILE__, __LINE__, "cuda %s: attention = cudnn: cuDNN has no plan "
                     "for B=%d T=%d NH=%d HS=%d: %.200s", op, B, T, NH, C / NH, pl.why.c_str());
+        else if (!be->note[0]) /* the tools warn of it once: auto is slower than it could be */
+            snprintf(be->note, sizeof be->note, "attention auto: the own kernels for %s at B=%d "
+                     "T=%d NH=%d HS=%d, since cuDNN has no plan: %.300s", op, B, T, NH, C / NH,
+                     pl.why.c_str());
         return must;
     }
-    if ((size_t)pl.workspace > cx->scratch_bytes && !must) return 0;
+    if ((size_t)pl.workspace > cx->scratch_bytes && !must) {
+        if (!be->note[0])
+            snprintf(be->note, sizeof be->note, "attention auto: the own kernels for %s at B=%d "
+                     "T=%d NH=%d HS=%d, since cuDNN's workspace (%lld bytes) exceeds the scratch "
+                     "(%zu)", op, B, T, NH, C / NH, (long long)pl.workspace, cx->scratch_bytes);
+        return 0;
+    }
     void *ws = pl.workspace > 0 ? cu_scratch(be, (size_t)pl.workspace, op) : nullptr;
     if (pl.workspace > 0 && !ws) return 1;
     cudnnStatus_t st = fe::detail::set_stream(s->handle, cx->stream);
