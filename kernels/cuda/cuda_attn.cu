@@ -7,7 +7,8 @@
  * (cuda_attn_cudnn.cpp, which declines what it does not take under auto), plain forces the
  * plain path, flash (and auto) take flash wherever it applies (bf16, head sizes 16, 32, 64, 128,
  * 16-byte aligned buffers), fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers)
- * where flash applies, with flash's backward.
+ * where flash applies, with
+ * cuda_attn_fa2_bwd.cu's backward.
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -34,6 +35,9 @@ void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 
 int cu_fa2_attn_takes(int hs);
 void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                      int NH, float p, uint64_t key);
+/* cuda_attn_fa2_bwd.cu */
+void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
+                     const float *lse, float *dsum, int B, int T, int C, int NH, float p, uint64_t key);
 
 #define ROW_THREADS 128
 #define ROW_WARPS (ROW_THREADS / 32)
@@ -403,7 +407,10 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
     if (cu_cudnn_attn_bwd(be, dqkv, dout, qkv, out, lse, B, T, C, NH, p)) return;
     float *dsum = (float *)cu_scratch(be, cu_attention_scratch(B, NH, T, C / NH), "attention_bwd");
     if (!dsum) return;
-    if (use_flash(be, C / NH, qkv, dout, dqkv))
+    if (use_fa2(be, C / NH, qkv, dout))
+        cu_fa2_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out,
+                        lse, dsum, B, T, C, NH, p, key);
+    else if (use_flash(be, C / NH, qkv, dout, dqkv))
         cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,
                           (const bf16 *)out, lse, dsum, B, T, C, NH, p, key);
     else if (be->act == GK_BF16)

@@ -3,7 +3,7 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# where the time goes (train_step's per-op profile; the fa2 forward and the flash-attention knobs
+# where the time goes (train_step's per-op profile; the fa2 kernels and the attention knobs
 # side by side; ncu on the decode kernels and on the attention kernels), 100 steps of GPT-2 124M through
 # gpt-train, make bench-gpu, the op tests under compute-sanitizer (memcheck, then racecheck and
 # synccheck), and the Shakespeare run in fp32 and on the CPU.
@@ -94,22 +94,24 @@ step decode-graphs 60 bash -c decode_graphs
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
 # graphs off so that each kernel is seen alone; ncu.csv in the logs)
 step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
-# 3c. the attention forwards and the flash-attention knobs (cuda_attn_flash.cu: FL_PREFETCH,
-# FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS), checked by
+# 3c. the attention kernels and their knobs (cuda_attn_flash.cu: FL_PREFETCH, FL_*_BLOCKS;
+# cuda_attn_fa2_bwd.cu: FB_KV_REG_D=64 keeps K and V in the kv kernel's registers, 159 of them
+# on sm_90 against 126), side by side: each variant's library built apart (CUDA_DEFS), checked by
 # test_cuda_attn on the GPU (flash, fa2 and plain against the reference), then the B=16 step's
 # attention times with it (GPT_CUDA_LIB) on the wmma flash kernels (--attention=flash); the
 # first variant is the default, as a baseline, timed also with cuda_attn_fa2.cu on mma.sync
 # (--attention=fa2) and with cuDNN's fused attention (--attention=cudnn, where the library has
 # it): attention_fwd and attention_bwd side by side
+# A variant of the fa2 backward's knobs (FB_*) is timed with --attention=fa2 alone.
 flash_variants() {
   local i=0 v lib
-  IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3}"
+  IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3;-DFB_KV_REG_D=64}"
   for v in "${vs[@]}"; do
     i=$((i + 1)) lib=/tmp/flash-v$i/lib/libgptkit-cuda.so
     echo "== variant $i: [${v# }]"
     make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
     GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
-    for a in flash $([ $i = 1 ] && echo fa2 cudnn); do
+    for a in $([[ $v = *FB_* ]] && echo fa2 || echo flash) $([ $i = 1 ] && echo fa2 cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
         grep -E 'median|attention_(fwd|bwd) '
@@ -117,7 +119,7 @@ flash_variants() {
   done
 }
 export -f flash_variants
-step flash-variants 165 bash -c flash_variants
+step flash-variants 195 bash -c flash_variants
 ncu_decode() {
   build/bench/rand_ckpt "$work/decode.safetensors" 12 12 768 1024 50257 > /dev/null &&
   GPT_CUDA_GRAPHS=0 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none --print-units base \

@@ -6,9 +6,12 @@
  * - bf16 activations, the plain path (attention = plain) and the flash kernels against ref run
  *   on the bf16-rounded inputs, and flash against plain; T = 1, 7, 64, 65, 130, odd head counts,
  *   head sizes 16, 24 (no flash kernel: plain), 32, 64; dropout p > 0 (masks keyed as ref's);
- * - the fa2 forward (attention = fa2, cuda_attn_fa2.cu) likewise against ref and plain: out, lse,
- *   and the gradient of flash's backward run on its out and lse, on those shapes and on several
- *   B and heads with T past a multiple of its 64-row tiles (T = 127, 129, 200).
+ * - the fa2 path (attention = fa2: cuda_attn_fa2.cu's forward, cuda_attn_fa2_bwd.cu's backward)
+ *   likewise against ref, plain and flash: out, lse, dqkv, on those shapes and on several B and
+ *   heads with T around its 64-row tiles (T = 1, 63, 65, 127, 129, 130, 200), head sizes 16, 32,
+ *   64, 128, dropout on and off; its dqkv also against flash's within 2u (rtol and atol): both
+ *   round P and dS to bf16 before the same products in the same order, and differ by about an
+ *   ulp (1.3u at most under the emulator), so that a gradient off by 1% fails;
  * Tolerances (|got - want| <= atol + rtol |want|, atol scaled by the tensor's largest |want|):
  * fp32: the same sums in another order, rtol 1e-5, atol 1e-6 x max. bf16 has unit roundoff
  * u = 2^-9: the plain path rounds only its outputs (rtol 2u, atol 2u x max for the accumulated
@@ -209,17 +212,19 @@ static void test_bf16_flash_and_plain(void)
 
 static const attn_case fa2_cases[] = {
     {3, 127, 128, 2, 0.0f}, {2, 129, 192, 3, 0.0f}, {1, 200, 256, 4, 0.0f}, {2, 200, 64, 2, 0.0f},
-    {2, 129, 128, 1, 0.1f},
+    {2, 129, 128, 1, 0.1f}, {2, 1, 128, 2, 0.1f},   {2, 63, 128, 2, 0.0f},  {3, 65, 96, 3, 0.1f},
+    {2, 130, 128, 2, 0.2f}, {1, 130, 256, 2, 0.0f}, {2, 65, 64, 4, 0.0f},   {1, 63, 256, 2, 0.3f},
 };
 #define NFA2 (sizeof fa2_cases / sizeof fa2_cases[0])
 
-/* bf16: the fa2 forward (with flash's backward) against ref and plain, on cases and fa2_cases. */
+/* bf16: the fa2 forward and backward against ref, plain and flash, on cases and fa2_cases. */
 static void test_bf16_fa2(void)
 {
     gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN), *fa2_be = open_path(1, GK_ATTN_FA2);
-    gk_backend *ref = open_ref();
-    if (!plain_be || !fa2_be) {
-        gk_backend_free(plain_be), gk_backend_free(fa2_be), gk_backend_free(ref);
+    gk_backend *flash_be = open_path(1, GK_ATTN_FLASH), *ref = open_ref();
+    if (!plain_be || !fa2_be || !flash_be) {
+        gk_backend_free(plain_be), gk_backend_free(fa2_be), gk_backend_free(flash_be);
+        gk_backend_free(ref);
         SKIP("no device library");
     }
     const double u = 1.0 / 512;
@@ -230,15 +235,23 @@ static void test_bf16_fa2(void)
         attn_result want = run_attention(ref, c, qkv, dout, 31 + k);
         attn_result plain = run_attention(plain_be, c, qkv, dout, 31 + k);
         attn_result fa2 = run_attention(fa2_be, c, qkv, dout, 31 + k);
+        attn_result flash = run_attention(flash_be, c, qkv, dout, 31 + k);
         expect_same("bf16 fa2", c, &fa2, &want, 4 * u, 4 * u);
         expect_same("bf16 fa2 vs plain", c, &fa2, &plain, 4 * u, 4 * u);
+        expect_same("bf16 fa2 vs flash", c, &fa2, &flash, 4 * u, 4 * u);
+        char what[128];
+        snprintf(what, sizeof what, "bf16 fa2 vs flash dqkv (2u) B=%d T=%d C=%d NH=%d p=%g", c->B,
+                 c->T, c->C, c->NH, c->p);
+        expect_close(what, fa2.dqkv, flash.dqkv, 3 * n1, 2 * u, 2 * u);
         int hs = c->C / c->NH;
         if (c->T >= 7 && hs % 16 == 0) /* P in bf16 changes some bits: fa2 did run */
             CHECKF(memcmp(fa2.out, plain.out, sizeof(float) * n1) != 0,
                    "T=%d hs=%d: attention = fa2 gave the plain path's bits", c->T, hs);
-        free_result(&want), free_result(&plain), free_result(&fa2), free(qkv), free(dout);
+        free_result(&want), free_result(&plain), free_result(&fa2), free_result(&flash);
+        free(qkv), free(dout);
     }
-    gk_backend_free(plain_be), gk_backend_free(fa2_be), gk_backend_free(ref);
+    gk_backend_free(plain_be), gk_backend_free(fa2_be), gk_backend_free(flash_be);
+    gk_backend_free(ref);
 }
 
 /* The KV-cache decode against ref's, for n = 1 (single-stream decode) and a few rows, and against
