@@ -1,0 +1,361 @@
+/* s3_http.c: one S3 request over libcurl, signed with libcurl's SigV4, retried with backoff and
+ * jitter, its failure turned into one line naming the object (see s3_int.h, s3.h). Owns
+ * libcurl's process-wide initialisation for this module (pthread_once); all else is per call. */
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/s3/s3_int.h"
+
+#ifndef GPTKIT_VERSION
+#define GPTKIT_VERSION "dev"
+#endif
+
+enum { STALL_TIMEOUT_S = 30, MAX_BACKOFF_MS = 20000 };
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc; /* written once under curl_once */
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void s3_req_init(s3_req *r, const char *method, const char *bucket, const char *key)
+{
+    memset(r, 0, sizeof *r);
+    r->method = method;
+    r->bucket = bucket;
+    r->key = key;
+    r->range_end = -1;
+    r->length = -1;
+}
+
+void s3_req_free(s3_req *r)
+{
+    free(r->body_out);
+    r->body_out = NULL;
+    r->body_len_out = 0;
+}
+
+int s3_encode(const char *key, int keep_slash, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                    *p == '-' || *p == '.' || *p == '_' || *p == '~' || (keep_slash && *p == '/');
+        if (o + (plain ? 1 : 3) >= cap)
+            return -1;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    out[o] = '\0';
+    return (int)o;
+}
+
+/* ---------------------------------------------------------------- one attempt */
+
+typedef struct attempt {
+    s3_req *r;
+    CURL *c;
+    int checked, ok2xx;  /* the status was looked at; it is 2xx (the body goes to the sink) */
+    int64_t skip;        /* bytes of a 200 answer to a ranged request that were given already */
+    size_t max;
+    int too_big;
+} attempt;
+
+static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
+{
+    attempt *a = ud;
+    size_t n = size * nitems;
+    if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+        a->r->etag[0] = a->r->region[0] = '\0';
+        a->r->length = -1;
+        return n;
+    }
+    const char *colon = memchr(buf, ':', n);
+    if (!colon)
+        return n;
+    size_t kn = (size_t)(colon - buf), vn = n - kn - 1;
+    const char *v = colon + 1;
+    while (vn && (*v == ' ' || *v == '\t')) v++, vn--;
+    while (vn && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' ')) vn--;
+    if (vn >= 2 && v[0] == '"' && v[vn - 1] == '"') v++, vn -= 2;
+    char val[128];
+    snprintf(val, sizeof val, "%.*s", (int)vn, v);
+#define IS(k) (kn == sizeof(k) - 1 && strncasecmp(buf, k, kn) == 0)
+    if (IS("etag"))
+        snprintf(a->r->etag, sizeof a->r->etag, "%s", val);
+    else if (IS("x-amz-bucket-region"))
+        snprintf(a->r->region, sizeof a->r->region, "%.63s", val);
+    else if (IS("content-length"))
+        a->r->length = strtoll(val, NULL, 10);
+#undef IS
+    return n;
+}
+
+static size_t on_body(char *buf, size_t size, size_t nitems, void *ud)
+{
+    attempt *a = ud;
+    s3_req *r = a->r;
+    size_t n = size * nitems;
+    if (!a->checked) {
+        long st = 0;
+        curl_easy_getinfo(a->c, CURLINFO_RESPONSE_CODE, &st);
+        a->checked = 1;
+        a->ok2xx = st >= 200 && st < 300;
+        if (st == 200 && (r->range_off > 0 || r->delivered > 0))
+            a->skip = r->range_off + r->delivered; /* the server ignored Range: drop what was had */
+    }
+    if (a->ok2xx && r->sink) {
+        size_t drop = a->skip > (int64_t)n ? n : (size_t)a->skip;
+        a->skip -= (int64_t)drop;
+        if (n > drop) {
+            int rc = r->sink(buf + drop, n - drop, r->sink_ud);
+            if (rc) {
+                r->sink_rc = rc;
+                return 0;
+            }
+            r->delivered += (int64_t)(n - drop);
+        }
+        return n;
+    }
+    if (r->body_len_out + n > a->max) {
+        a->too_big = 1;
+        return 0;
+    }
+    char *p = realloc(r->body_out, r->body_len_out + n + 1);
+    if (!p)
+        return 0;
+    memcpy(p + r->body_len_out, buf, n);
+    r->body_out = p;
+    r->body_len_out += n;
+    p[r->body_len_out] = '\0';
+    return n;
+}
+
+/* The request's URL into url (path-style or virtual-hosted). */
+static int make_url(const gk_s3 *s, const s3_req *r, char *url, size_t cap, gk_err *e)
+{
+    char key[3 * 1024 + 1] = "";
+    if (r->key && s3_encode(r->key, 1, key, sizeof key) < 0)
+        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: key too long", r->bucket, r->key);
+    const char *q = r->query && *r->query ? "?" : "";
+    int n = s->c.path_style
+                ? snprintf(url, cap, "%s://%s%s/%s/%s%s%s", s->scheme, s->host, s->base, r->bucket, key, q,
+                           *q ? r->query : "")
+                : snprintf(url, cap, "%s://%s.%s%s/%s%s%s", s->scheme, r->bucket, s->host, s->base, key, q,
+                           *q ? r->query : "");
+    if (n < 0 || (size_t)n >= cap)
+        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: URL too long", r->bucket, r->key ? r->key : "");
+    return 0;
+}
+
+static void sha256_hex(const void *buf, size_t n, char hex[65])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_Digest(buf, n, md, &len, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* One try: the curl result, r->status and the answer filled in. */
+static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *payload_hash,
+                             char *errbuf)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return CURLE_OUT_OF_MEMORY;
+    struct curl_slist *h = NULL;
+    char line[4200];
+    snprintf(line, sizeof line, "x-amz-content-sha256: %s", payload_hash);
+    h = curl_slist_append(h, line);
+    if (s->c.token[0]) {
+        snprintf(line, sizeof line, "x-amz-security-token: %s", s->c.token);
+        h = curl_slist_append(h, line);
+    }
+    if (r->range_off > 0 || r->range_end >= 0 || r->delivered > 0) {
+        int64_t from = r->range_off + r->delivered;
+        if (r->range_end >= 0)
+            snprintf(line, sizeof line, "Range: bytes=%lld-%lld", (long long)from, (long long)r->range_end);
+        else
+            snprintf(line, sizeof line, "Range: bytes=%lld-", (long long)from);
+        h = curl_slist_append(h, line);
+    }
+    if (r->delivered > 0 && r->if_match[0]) { /* resuming: the same object or nothing */
+        snprintf(line, sizeof line, "If-Match: \"%s\"", r->if_match);
+        h = curl_slist_append(h, line);
+    }
+    for (int i = 0; i < 4 && r->hdr[i]; i++) h = curl_slist_append(h, r->hdr[i]);
+    attempt a = {.r = r, .c = c, .max = r->max_body ? r->max_body : (size_t)1 << 20};
+    free(r->body_out);
+    r->body_out = NULL;
+    r->body_len_out = 0;
+    r->status = 0;
+    errbuf[0] = '\0';
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "gptkit/" GPTKIT_VERSION);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)s->c.connect_timeout_s);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)STALL_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+    if (s->c.key_id[0]) {
+        char userpwd[600];
+        snprintf(userpwd, sizeof userpwd, "%s:%s", s->c.key_id, s->c.secret);
+        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
+        curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
+        memset(userpwd, 0, sizeof userpwd);
+    }
+    if (strcmp(r->method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0) {
+        h = curl_slist_append(h, "Content-Type: application/octet-stream");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body ? (const char *)r->body : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+    } else if (strcmp(r->method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    CURLcode cr = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    if (cr == CURLE_WRITE_ERROR && a.too_big)
+        snprintf(errbuf, CURL_ERROR_SIZE, "answer larger than %zu bytes", a.max);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return cr;
+}
+
+/* ---------------------------------------------------------------- errors and retries */
+
+static int retryable_net(CURLcode cr)
+{
+    return cr == CURLE_RECV_ERROR || cr == CURLE_SEND_ERROR || cr == CURLE_PARTIAL_FILE ||
+           cr == CURLE_OPERATION_TIMEDOUT || cr == CURLE_GOT_NOTHING || cr == CURLE_HTTP2 ||
+           cr == CURLE_HTTP2_STREAM || cr == CURLE_SSL_CONNECT_ERROR;
+}
+
+static int retryable_status(long st, const s3_req *r)
+{
+    if (st == 500 || st == 502 || st == 503 || st == 504 || st == 429)
+        return 1;
+    char code[64];
+    return st == 400 && r->body_out && s3_xml_get(r->body_out, r->body_len_out, NULL, "Code", code, sizeof code) &&
+           strcmp(code, "RequestTimeout") == 0;
+}
+
+/* Sleeps a random time in [0, min(base << n, 20 s)] ("full jitter"). */
+static void backoff(const gk_s3 *s, int n, unsigned *seed)
+{
+    long cap = (long)s->c.backoff_ms << (n < 16 ? n : 16);
+    if (cap > MAX_BACKOFF_MS)
+        cap = MAX_BACKOFF_MS;
+    long ms = (long)(rand_r(seed) % (cap + 1));
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int http_error(const gk_s3 *s, const s3_req *r, gk_err *e)
+{
+    char code[64] = "", msg[300] = "", region[64] = "", obj[1400];
+    if (r->body_out) {
+        s3_xml_get(r->body_out, r->body_len_out, NULL, "Code", code, sizeof code);
+        s3_xml_get(r->body_out, r->body_len_out, NULL, "Message", msg, sizeof msg);
+        s3_xml_get(r->body_out, r->body_len_out, NULL, "Region", region, sizeof region);
+    }
+    if (!region[0])
+        snprintf(region, sizeof region, "%s", r->region);
+    if (r->key && *r->key)
+        snprintf(obj, sizeof obj, "s3://%s/%s", r->bucket, r->key);
+    else
+        snprintf(obj, sizeof obj, "s3://%s", r->bucket);
+    long st = r->status;
+    const char *why = msg[0] ? msg : code;
+    if (st == 301 || strcmp(code, "AuthorizationHeaderMalformed") == 0 || strcmp(code, "PermanentRedirect") == 0) {
+        if (region[0] && strcmp(region, s->c.region) != 0)
+            return gk_errf(e, GK_EIO, "%s: bucket %s is in region %s, not %s (set AWS_REGION=%s)", obj,
+                           r->bucket, region, s->c.region, region);
+        return gk_errf(e, GK_EIO, "%s: wrong region or endpoint for bucket %s (region %s, endpoint %s): %s", obj,
+                       r->bucket, s->c.region, s->c.endpoint, why[0] ? why : "HTTP 301");
+    }
+    if (st == 403) {
+        if (!s->c.key_id[0])
+            return gk_errf(e, GK_EIO, "%s: access denied to bucket %s for anonymous requests (%s)", obj, r->bucket,
+                           s->c.source[0] ? s->c.source : "no credentials");
+        const char *hint = strcmp(code, "SignatureDoesNotMatch") == 0 ? "the secret access key does not match: "
+                           : strcmp(code, "InvalidAccessKeyId") == 0 ? "unknown access key id: " : "";
+        return gk_errf(e, GK_EIO, "%s: access denied to bucket %s (%s%s) for access key id %s (%s)", obj,
+                       r->bucket, hint, why[0] ? why : "HTTP 403", s->c.key_id,
+                       s->c.source[0] ? s->c.source : "given");
+    }
+    if (st == 404) {
+        if (strcmp(code, "NoSuchBucket") == 0)
+            return gk_errf(e, GK_ENOTFOUND, "s3://%s: no such bucket (at %s)", r->bucket, s->c.endpoint);
+        if (r->key && *r->key)
+            return gk_errf(e, GK_ENOTFOUND, "%s: no such key%s", obj, code[0] ? "" : " (or no such bucket)");
+        return gk_errf(e, GK_ENOTFOUND, "%s: not found%s%s", obj, why[0] ? ": " : "", why);
+    }
+    return gk_errf(e, GK_EIO, "%s: %s %s: HTTP %ld%s%s", obj, r->method, s->c.endpoint, st, why[0] ? ": " : "", why);
+}
+
+static int net_error(const gk_s3 *s, const s3_req *r, CURLcode cr, const char *errbuf, int tries, gk_err *e)
+{
+    const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cr);
+    if (cr == CURLE_COULDNT_RESOLVE_HOST || cr == CURLE_COULDNT_CONNECT || cr == CURLE_COULDNT_RESOLVE_PROXY)
+        return gk_errf(e, GK_EIO, "s3://%s: cannot reach %s: %s (no network? check AWS_ENDPOINT_URL)", r->bucket,
+                       s->c.endpoint, why);
+    return gk_errf(e, GK_EIO, "s3://%s/%s: %s %s: %s (%d %s)", r->bucket, r->key ? r->key : "", r->method,
+                   s->c.endpoint, why, tries, tries == 1 ? "try" : "tries");
+}
+
+int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e)
+{
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s", curl_easy_strerror(curl_init_rc));
+    char url[8192], errbuf[CURL_ERROR_SIZE], hash[65];
+    int rc = make_url(s, r, url, sizeof url, e);
+    if (rc)
+        return rc;
+    if (r->body && r->body_len)
+        sha256_hex(r->body, r->body_len, hash);
+    else
+        sha256_hex("", 0, hash);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    unsigned seed = (unsigned)now.tv_nsec ^ (unsigned)(uintptr_t)r;
+    for (int t = 1;; t++) {
+        CURLcode cr = attempt_once(s, r, url, hash, errbuf);
+        if (cr == CURLE_WRITE_ERROR && r->sink_rc)
+            return r->sink_rc > 0 ? gk_errf(e, GK_EINTR, "s3://%s/%s: stopped", r->bucket, r->key) : r->sink_rc;
+        if (r->delivered > 0 && !r->if_match[0])
+            snprintf(r->if_match, sizeof r->if_match, "%s", r->etag);
+        int again = cr == CURLE_OK ? retryable_status(r->status, r) : retryable_net(cr);
+        if (again && t < s->c.max_attempts) {
+            atomic_fetch_add(&s->retries, 1);
+            backoff(s, t - 1, &seed);
+            continue;
+        }
+        if (cr != CURLE_OK)
+            return net_error(s, r, cr, errbuf, t, e);
+        if (r->status >= 200 && r->status < 300)
+            return 0;
+        for (const long *p = ok_status; p && *p; p++)
+            if (*p == r->status)
+                return 0;
+        return http_error(s, r, e);
+    }
+}

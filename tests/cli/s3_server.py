@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""A local S3 server for the tests of common/s3 (tests/unit/test_s3.c): moto's server (PyPI: moto[server])
+on 127.0.0.1 at a free port, with request signing enforced (an IAM user whose access key may do
+anything on s3, so that a wrong secret is refused as AWS refuses it), and in front of it a small
+fault-injecting proxy on a second port.
+
+Usage: s3_server.py READYFILE
+Writes "PORT PROXYPORT KEYID SECRET" into READYFILE once both listen (buckets "gk-test" and
+"gk-other" exist), then serves until its standard input reaches EOF (the test holds a pipe) or it
+is killed. Exits 77 with a line on stderr when moto is not importable.
+
+The proxy forwards requests as they come (Host kept, so signatures stay valid) and answers two
+control requests itself:
+  POST /__fault?n=N&what=W   the next N requests (control requests aside) get fault W:
+                             503 (an S3 SlowDown error, not forwarded), 500 (InternalError),
+                             region (400 AuthorizationHeaderMalformed naming eu-west-1),
+                             drop (forwarded; the answer's headers and half its body, then the
+                             connection closed)
+  GET /__count               the number of requests forwarded or faulted so far, as text
+"""
+import http.client
+import http.server
+import json
+import logging
+import os
+import socketserver
+import sys
+import threading
+import urllib.parse
+
+os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"  # every request to moto is authenticated
+try:
+    from moto.iam.models import iam_backends
+    from moto.s3.models import s3_backends
+    from moto.server import ThreadedMotoServer
+except ImportError as exc:
+    print(f"moto is not installed (pip install 'moto[server]'): {exc}", file=sys.stderr)
+    sys.exit(77)
+
+ACCOUNT = "123456789012"
+
+
+def make_user():
+    iam = iam_backends[ACCOUNT]["aws"]
+    iam.create_user(region_name="us-east-1", user_name="gk")
+    policy = {"Version": "2012-10-17",
+              "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_user_policy("gk", "all-s3", json.dumps(policy))
+    key = iam.create_access_key("gk")
+    s3 = s3_backends[ACCOUNT]["aws"]
+    for b in ("gk-test", "gk-other"):
+        s3.create_bucket(b, "us-east-1")
+    return key.access_key_id, key.secret_access_key
+
+
+class Faults:
+    lock = threading.Lock()
+    what = ""
+    left = 0
+    count = 0
+
+    @classmethod
+    def take(cls):
+        with cls.lock:
+            cls.count += 1
+            if cls.left > 0:
+                cls.left -= 1
+                return cls.what
+            return ""
+
+
+class Proxy(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    upstream = 0
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body, ctype="text/plain"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def control(self):
+        u = urllib.parse.urlsplit(self.path)
+        if u.path == "/__count":
+            self.reply(200, str(Faults.count).encode())
+            return True
+        if u.path == "/__fault":
+            q = urllib.parse.parse_qs(u.query)
+            with Faults.lock:
+                Faults.what, Faults.left = q["what"][0], int(q["n"][0])
+            self.reply(200, b"ok")
+            return True
+        return False
+
+    def forward(self):
+        if self.control():
+            return
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else None
+        fault = Faults.take()
+        if fault in ("503", "500"):
+            code = "SlowDown" if fault == "503" else "InternalError"
+            xml = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>"
+            self.reply(int(fault), xml.encode(), "application/xml")
+            return
+        if fault == "region":
+            xml = ("<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
+                   "'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>")
+            self.reply(400, xml.encode(), "application/xml")
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=60)
+        conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        for k, v in self.headers.items():
+            conn.putheader(k, v)
+        conn.endheaders(body)
+        r = conn.getresponse()
+        data = r.read()
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(k, v)
+        length = r.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", length or str(len(data)))
+        self.end_headers()
+        if fault == "drop" and self.command != "HEAD":
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+
+class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that went away (after a dropped answer)
+
+
+def main():
+    ready = sys.argv[1]
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    keyid, secret = make_user()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    Proxy.upstream = moto.get_host_and_port()[1]
+    proxy = ThreadingServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    with open(ready + ".tmp", "w") as f:
+        f.write(f"{Proxy.upstream} {proxy.server_address[1]} {keyid} {secret}\n")
+    os.rename(ready + ".tmp", ready)
+    sys.stdin.read()  # until the test closes its end (or dies)
+    proxy.shutdown()
+    moto.stop()
+
+
+if __name__ == "__main__":
+    main()
