@@ -319,7 +319,7 @@ static void test_put_get(void)
     gk_s3_stat st;
     CHECK_OK(gk_s3_head(s, "gk-test", "dir/a b_c.txt", &st, &e), &e);
     CHECK(st.size == (int64_t)strlen(text));
-    CHECKF(strcmp(st.etag, "d7c04f39ba23e3e0e76a0e6e98a15a3e") != 0 && strlen(st.etag) == 32, "%s", st.etag);
+    CHECKF(strcmp(st.etag, "cdae5a006da7601f4ecb89d98b19b881") == 0, "%s", st.etag); /* MD5 of the bytes (md5sum) */
     char buf[64] = "";
     size_t got = 0;
     CHECK_OK(gk_s3_get_range(s, "gk-test", "dir/a b_c.txt", 7, 6, buf, &got, &e), &e);
@@ -399,7 +399,9 @@ static void test_list(void)
     CHECK_OK(gk_s3_put(s, "gk-test", "listx", "x", 1, &e), &e);
     int64_t want = 0;
     for (int i = 0; i < 23; i++) want += snprintf(body, sizeof body, "%d", i * 7);
-    for (int page = 0; page <= 23; page += 5) {
+    static const int pages[] = {0, 1, 5, 22, 23};
+    for (int i = 0; i < 5; i++) {
+        int page = pages[i];
         seen w = {0};
         CHECK_OK(gk_s3_list(s, "gk-test", "list-", page, on_entry, &w, &e), &e);
         CHECKF(w.n == 23 && w.bad_order == 0 && w.bytes == want, "page %d: %d keys, %lld bytes", page, w.n,
