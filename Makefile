@@ -165,6 +165,7 @@ EMU_CXXFLAGS += -Werror
 PIC_CFLAGS   += -Werror
 GK_CFLAGS    += -Werror
 GK_CXXFLAGS  += -Werror
+CUDNN_CXXFLAGS += -Werror
 endif
 
 .PHONY: all deps test check fuzz tsan valgrind demo bench bench-gpu install clean lint

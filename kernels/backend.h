@@ -314,7 +314,8 @@ const char *gk_attention_name(int a);
 /* Opens the backend o->device names (backend_open.c): "cpu", "ref", "cuda" and "cuda-emu" (loaded
  * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's
  * ../lib, else the dlopen search path), "auto" (cuda when its library loads and sees a GPU, else
- * cpu; when the library was there but failed to load, or the GPU failed, be->note says why). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
+ * cpu; when the library was there but failed to load, or the GPU failed, be->note says why; with
+ * attention = cudnn, a GPU whose backend fails (no cuDNN) is that error, not the CPU). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
  * with one line naming the device. */
 int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e);
 /* Writes what be is for a tool's message, e.g. "cpu (8 threads)", "cuda (NVIDIA H100, bf16)";
