@@ -45,7 +45,12 @@ nccl_h=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../inclu
 [ -f "$nccl_h" ] && mkdir -p "$kit/nccl-include" && cp "$nccl_h" "$kit/nccl-include/"
 # cuDNN's frontend headers (header-only: the PyPI wheel nvidia-cudnn-frontend, which .ci/deps.sh
 # puts in /usr/local/include) and this CUDA's cudnn*.h, for cuda_attn_cudnn.cpp
+# (else the wheel itself, fetched by pip)
 fe=${CUDNN_FRONTEND_INCLUDE:-/usr/local/include}
+if [ ! -f "$fe/cudnn_frontend.h" ] && python3 -m pip download -q --no-deps -d "$work/fe" nvidia-cudnn-frontend==1.32.0 >&2 &&
+   python3 -m zipfile -e "$work"/fe/nvidia_cudnn_frontend-*.whl "$work/fe/w"; then
+  fe=$work/fe/w/include
+fi
 if [ -f "$fe/cudnn_frontend.h" ]; then
   mkdir -p "$kit/cudnn-include"
   cp -r "$fe"/cudnn_frontend* "$fe"/cudnn_backend_base.h "$kit/cudnn-include/"
