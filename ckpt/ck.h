@@ -1,7 +1,7 @@
 /* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c,
  * verify.c), what they
  * share (cmd.c: the option prologue, opening a checkpoint, tensor helpers), the tensor table
- * (table.c) and llm.c's checkpoint format (llmc.c).
+ * (table.c), llm.c's checkpoint format (llmc.c) and s3:// checkpoints (s3.c).
  * Owns: ck_table (ck_table_make / ck_table_free). Subcommands own everything they open until they
  * return. Single-threaded. */
 #ifndef CK_H
@@ -40,8 +40,13 @@ typedef struct ck_args {
  * or GK_EUSAGE. */
 int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *what,
                   const char *usage, const char *footer, int argc, char **argv, gk_err *e);
-/* Opens a gptkit checkpoint and, when cfg is not NULL, reads its model config. */
+/* Opens a gptkit checkpoint (a file, or an s3:// URL: downloaded first) and, when cfg is not
+ * NULL, reads its model config. ck_open_sized also gives its size in bytes (-1 unknown). */
 int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e);
+int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e);
+/* s3.c: the object url names, downloaded into an unlinked temporary file: its descriptor (the
+ * caller closes it) and size. Errors name url. */
+int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e);
 /* Whether t is a model parameter: a floating-point tensor outside "optimizer." / "tokenizer.". */
 int ck_is_param(const gk_st_tensor *t);
 /* Element i of a floating-point tensor (F32, F64, BF16, F16) as a double. */

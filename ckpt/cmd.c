@@ -2,9 +2,12 @@
  * checkpoint, which tensors are parameters, reading an element of any float tensor, and the
  * biased tensor table the exporters write. */
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ck.h"
 #include "common/log.h"
+#include "common/s3/s3.h"
 
 int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *what,
                   const char *usage, const char *footer, int argc, char **argv, gk_err *e)
@@ -19,14 +22,34 @@ int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *wh
     return 0;
 }
 
-int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e)
+int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e)
 {
-    int rc = gk_ckpt_open(c, path, e);
+    int rc, fd = -1;
+    long long size = -1;
+    struct stat st;
+    if (gk_s3_is_url(path)) {
+        rc = ck_s3_fetch(path, &fd, &size, e);
+        if (rc == 0)
+            rc = gk_ckpt_open_fd(c, fd, path, e);
+        if (fd >= 0)
+            close(fd);
+    } else {
+        rc = gk_ckpt_open(c, path, e);
+        if (rc == 0 && stat(path, &st) == 0)
+            size = (long long)st.st_size;
+    }
+    if (bytes)
+        *bytes = size;
     if (rc == 0 && cfg && (rc = gk_gpt2_ckpt_config(*c, cfg, e)) != 0) {
         gk_ckpt_close(*c);
         *c = NULL;
     }
     return rc;
+}
+
+int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e)
+{
+    return ck_open_sized(path, c, cfg, NULL, e);
 }
 
 int ck_is_param(const gk_st_tensor *t)

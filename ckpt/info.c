@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ck.h"
 #include "common/log.h"
@@ -214,14 +213,13 @@ int ck_info_main(int argc, char **argv, gk_err *e)
         return rc;
     gk_ckpt *c = NULL;
     gk_vocab *v = NULL;
-    if ((rc = ck_open(a.operand, &c, NULL, e)))
+    long long bytes = -1;
+    if ((rc = ck_open_sized(a.operand, &c, NULL, &bytes, e)))
         return rc;
     gk_err ve = {0};
     int vrc = gk_ckpt_vocab(c, &v, &ve);
     if (vrc && vrc != GK_ENOTFOUND)
         gk_warn("%s", ve.msg);
-    struct stat st;
-    long long bytes = stat(a.operand, &st) == 0 ? (long long)st.st_size : -1;
     if (o.json) {
         json_t *j = json_info(c, v, &o, bytes);
         char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;

@@ -139,12 +139,13 @@ int gk_ckpt_check_version(const gk_st_file *f, gk_err *e)
     return 0;
 }
 
-int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e)
+/* path's file, or when fd >= 0 the file open on it named path. */
+static int ckpt_open(gk_ckpt **out, int fd, const char *path, gk_err *e)
 {
     gk_ckpt *c = calloc(1, sizeof *c);
     if (!c)
         return gk_errf(e, GK_ENOMEM, "out of memory");
-    int rc = gk_st_open(&c->f, path, e);
+    int rc = fd >= 0 ? gk_st_open_fd(&c->f, fd, path, e) : gk_st_open(&c->f, path, e);
     if (rc == 0 && (rc = gk_ckpt_check_version(c->f, e)) != 0)
         gk_st_close(c->f);
     else if (rc == 0 && (rc = gk_ckpt_verify(c->f, e)) != 0)
@@ -156,6 +157,9 @@ int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e)
     *out = c;
     return 0;
 }
+
+int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e) { return ckpt_open(out, -1, path, e); }
+int gk_ckpt_open_fd(gk_ckpt **out, int fd, const char *name, gk_err *e) { return ckpt_open(out, fd, name, e); }
 
 void gk_ckpt_close(gk_ckpt *c)
 {

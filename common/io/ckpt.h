@@ -54,6 +54,8 @@ int gk_ckpt_check_version(const struct gk_st_file *f, gk_err *e);
 /* Opens and validates path, and verifies every tensor's checksum (gk_ckpt_verify): a damaged
  * file is GK_EFORMAT naming the file and the tensor. */
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e);
+/* The same for a file open on fd (kept open by the caller), named name in messages. */
+int gk_ckpt_open_fd(gk_ckpt **out, int fd, const char *name, gk_err *e);
 /* Verifies an open safetensors file's checksums (gk_st_verify: 0.26-0.43 s for GPT-2
  * 124M's 498 MB on the 2-core development machine, against 0.29 s for gk_ckpt_read of every
  * parameter and 0.15 s for cat of the cached file); a file

@@ -425,20 +425,24 @@ static int map_file(gk_st_file *f, int fd, uint64_t *hlen, gk_err *err)
 int gk_st_open(gk_st_file **out, const char *path, gk_err *err)
 {
     *out = NULL;
-    gk_st_file *f = calloc(1, sizeof *f);
-    if (!f || !(f->path = strdup(path))) {
-        free(f);
-        return gk_errf(err, GK_ENOMEM, "%s: out of memory", path);
-    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int rc = gk_errno(err, path);
-        gk_st_close(f);
-        return rc;
+    if (fd < 0)
+        return gk_errno(err, path);
+    int rc = gk_st_open_fd(out, fd, path, err);
+    close(fd);
+    return rc;
+}
+
+int gk_st_open_fd(gk_st_file **out, int fd, const char *name, gk_err *err)
+{
+    *out = NULL;
+    gk_st_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(name))) {
+        free(f);
+        return gk_errf(err, GK_ENOMEM, "%s: out of memory", name);
     }
     uint64_t hlen = 0;
     int rc = map_file(f, fd, &hlen, err);
-    close(fd);
     if (rc == 0)
         rc = parse_header(f, f->map + 8, (size_t)hlen, err);
     if (rc == 0)

@@ -68,6 +68,9 @@ typedef struct gk_st_file gk_st_file;
 /* Opens and validates path (see the rules above). Errors name the file and the problem:
  * GK_EFORMAT for a bad file, GK_EIO / GK_ENOTFOUND for system errors. */
 int gk_st_open(gk_st_file **out, const char *path, gk_err *err);
+/* The same for a regular file open on fd (kept open by the caller; the mapping outlives it),
+ * named name in messages and by gk_st_path (a download's URL). */
+int gk_st_open_fd(gk_st_file **out, int fd, const char *name, gk_err *err);
 void gk_st_close(gk_st_file *f); /* NULL-safe */
 
 /* Tensors in file order (by data offset). */
