@@ -44,6 +44,9 @@ int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *wh
  * NULL, reads its model config. ck_open_sized also gives its size in bytes (-1 unknown). */
 int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e);
 int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e);
+/* A safetensors file (or s3:// URL) opened as gk_st_open does; *bytes its size when it was
+ * downloaded, else -1. */
+int ck_st_open(const char *path, gk_st_file **f, long long *bytes, gk_err *e);
 /* s3.c: the object url names, downloaded into an unlinked temporary file: its descriptor (the
  * caller closes it) and size. Errors name url. */
 int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e);

@@ -47,6 +47,19 @@ int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long 
     return rc;
 }
 
+int ck_st_open(const char *path, gk_st_file **f, long long *bytes, gk_err *e)
+{
+    *bytes = -1;
+    if (!gk_s3_is_url(path))
+        return gk_st_open(f, path, e);
+    int fd = -1, rc = ck_s3_fetch(path, &fd, bytes, e);
+    if (rc == 0)
+        rc = gk_st_open_fd(f, fd, path, e);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e)
 {
     return ck_open_sized(path, c, cfg, NULL, e);

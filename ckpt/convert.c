@@ -37,7 +37,8 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
     gk_st_file *f = NULL;
     gk_st_writer *w = NULL;
     conv *cv = NULL;
-    int rc = gk_st_open(&f, in, e);
+    long long bytes;
+    int rc = ck_st_open(in, &f, &bytes, e);
     if (!rc)
         rc = gk_ckpt_check_version(f, e);
     if (!rc)

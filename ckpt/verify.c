@@ -15,15 +15,17 @@ static int verify_one(const char *path, gk_err *e)
 {
     gk_st_file *f = NULL;
     int verified = 0;
-    int rc = gk_st_open(&f, path, e);
+    long long bytes = -1;
+    struct stat st;
+    int rc = ck_st_open(path, &f, &bytes, e);
+    if (rc == 0 && bytes < 0 && stat(path, &st) == 0)
+        bytes = (long long)st.st_size;
     if (rc == 0)
         rc = gk_ckpt_check_version(f, e);
     if (rc == 0)
         rc = gk_st_verify(f, &verified, e);
-    struct stat st;
     if (rc == 0)
-        printf("%s: ok (%zu tensors, %lld bytes)%s\n", path, gk_st_count(f),
-               stat(path, &st) == 0 ? (long long)st.st_size : -1LL,
+        printf("%s: ok (%zu tensors, %lld bytes)%s\n", path, gk_st_count(f), bytes,
                verified ? "" : "; no checksums (written before gptkit 0.1.0): data not verified");
     gk_st_close(f);
     return rc;

@@ -1,7 +1,7 @@
 # gpt-ckpt on s3:// checkpoints, against moto's S3 server (tests/cli/s3_server.py; skipped without
 # moto): info of a checkpoint uploaded by boto3 (an independent client) equals info of the file
-# (text and --json, but for the name), credentials from the environment or from a profile in
-# ~/.aws; a missing key, a missing bucket, a wrong secret (the key id named, not the secret), a
+# (text and --json, but for the name), and so do export --hf and convert; verify names the URL;
+# credentials from the environment or from a profile in ~/.aws; a missing key, a missing bucket, a wrong secret (the key id named, not the secret), a
 # bucket without a key, no server: one line each.
 source "$TOP/tests/cli/lib.bash"
 python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
@@ -27,6 +27,9 @@ cmp <(gpt-ckpt info --json --stats "$url" | sed 's/"file":"[^"]*"//') \
     <(gpt-ckpt info --json --stats a.safetensors | sed 's/"file":"[^"]*"//') && echo "info --json --stats: same"
 gpt-ckpt export -q --hf hf "$url" && gpt-ckpt export -q --hf hf2 a.safetensors && cmp hf/model.safetensors hf2/model.safetensors &&
   echo "export --hf: same"
+gpt-ckpt verify "$url"
+gpt-ckpt convert -q "$url" -o b16.safetensors --dtype bf16 && gpt-ckpt convert -q a.safetensors -o a16.safetensors --dtype bf16 &&
+  cmp b16.safetensors a16.safetensors && echo "convert: same"
 mkdir -p home/.aws
 printf '[moto]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$key" "$secret" > home/.aws/credentials
 printf '[profile moto]\nendpoint_url = http://127.0.0.1:%s\n' "$port" > home/.aws/config
@@ -38,6 +41,7 @@ run() {
   echo "exit $rc"
 }
 run gpt-ckpt info -q s3://gk-test/runs/a/nope.safetensors
+run gpt-ckpt verify -q s3://gk-test/runs/a/nope.safetensors
 run gpt-ckpt info -q s3://gk-nobucket/a.safetensors
 AWS_SECRET_ACCESS_KEY=wrong-secret run gpt-ckpt info -q "$url"
 run gpt-ckpt info -q s3://gk-test/
