@@ -177,9 +177,11 @@ static int parse_line(tk_jsonl *j, const char *line, size_t n, json_t **text, gk
     json_error_t jerr;
     json_t *root = json_loadb(line, n, JSON_ALLOW_NUL, &jerr);
     long long ln = (long long)j->line;
-    if (!root)
-        return gk_errf(e, GK_EFORMAT, "%s:%lld: not JSON: %s (column %d)", j->name, ln, jerr.text,
-                       jerr.column);
+    if (!root) /* a pretty-printed .json file fails on its first line: say how it was read */
+        return gk_errf(e, GK_EFORMAT, "%s:%lld: not JSON: %s (column %d)%s", j->name, ln, jerr.text,
+                       jerr.column, ln == 1 && ends_with(j->name, strlen(j->name), ".json")
+                                        ? "; a .json input is read as JSON Lines, one object a line"
+                                        : "");
     int rc = 0;
     json_t *v = NULL;
     char keys[200];

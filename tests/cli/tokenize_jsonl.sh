@@ -35,3 +35,6 @@ run gpt-tokenize --max-line 2000 long.jsonl -o i.bin
 test ! -e i.bin
 gpt-tokenize -q --max-line 4000 long.jsonl -o i.bin && echo "--max-line 4000: $(header_int i.bin 2) tokens"
 run gpt-tokenize --field '' docs.txt -o j.bin
+# a pretty-printed .json (one object over several lines) is not JSON Lines: said so
+printf '{\n  "text": "pretty"\n}\n' > pretty.json
+run gpt-tokenize pretty.json -o k.bin
