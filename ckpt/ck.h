@@ -50,6 +50,14 @@ int ck_st_open(const char *path, gk_st_file **f, long long *bytes, gk_err *e);
 /* s3.c: the object url names, downloaded into an unlinked temporary file: its descriptor (the
  * caller closes it) and size. Errors name url. */
 int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e);
+/* Writing an output that may be an s3:// URL: ck_out_begin gives the local path to write (out
+ * itself, or a file in a new temporary directory for a URL, whose form it checks first);
+ * ck_out_finish(out, path, rc of the write) uploads it when rc is 0, removes the temporary, and
+ * returns the first failure. */
+int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e);
+/* Checks the form of an s3:// output before any work (0 for a local path). */
+int ck_out_check(const char *out, gk_err *e);
+int ck_out_finish(const char *out, const char *path, int rc, gk_err *e);
 /* Whether t is a model parameter: a floating-point tensor outside "optimizer." / "tokenizer.". */
 int ck_is_param(const gk_st_tensor *t);
 /* Element i of a floating-point tensor (F32, F64, BF16, F16) as a double. */

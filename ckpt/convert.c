@@ -67,8 +67,9 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
         gk_st_meta_at(f, i, &k, &v);
         rc = gk_st_writer_meta(w, k, v, e);
     }
-    if (!rc)
-        rc = gk_st_writer_write(w, out, e);
+    char dst[4400];
+    if (!rc && !(rc = ck_out_begin(out, dst, sizeof dst, e)))
+        rc = ck_out_finish(out, dst, gk_st_writer_write(w, dst, e), e);
     if (!rc)
         gk_info("%s -> %s: parameters as %s, %zu tensors%s", in, out, gk_dtype_user_name(to), kept,
                 stripped ? ", optimizer state dropped" : "");
@@ -101,6 +102,8 @@ int ck_convert_main(int argc, char **argv, gk_err *e)
         return rc;
     if (!output)
         return gk_errf(e, GK_EUSAGE, "convert needs -o OUT");
+    if ((rc = ck_out_check(output, e)))
+        return rc;
     if (!dtype)
         return gk_errf(e, GK_EUSAGE, "convert needs --dtype: " GK_DTYPE_USER_CHOICES);
     enum gk_dtype to;

@@ -89,7 +89,10 @@ int ck_save_imported(const char *out, const char *from, const gk_gpt2_config *cf
     if (!json)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     gk_ckpt_info info = {json, NULL, v, GK_DT_F32};
-    int rc = gk_ckpt_save(out, params, n, &info, e);
+    char dst[4400];
+    int rc = ck_out_begin(out, dst, sizeof dst, e);
+    if (!rc)
+        rc = ck_out_finish(out, dst, gk_ckpt_save(dst, params, n, &info, e), e);
     free(json);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
@@ -400,6 +403,8 @@ int ck_import_main(int argc, char **argv, gk_err *e)
     if (!is_path && !gk_hub_valid_repo(src))
         return gk_errf(e, GK_ENOTFOUND, "%s: no such file or directory (and not a hub name)", src);
     char out[4200];
+    if (o.output && (rc = ck_out_check(o.output, e)))
+        return rc;
     if (o.output)
         snprintf(out, sizeof out, "%s", o.output);
     else

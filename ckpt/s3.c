@@ -1,7 +1,8 @@
-/* s3.c: gpt-ckpt's s3:// checkpoints: the object downloaded into an unlinked temporary file (in
- * $TMPDIR, else /tmp) that the checkpoint reader maps, named by its URL in every message.
- * Credentials, region and endpoint from the environment and ~/.aws (gk_s3_conf_discover).
- * Owns the temporary's descriptor until it is handed to the caller. */
+/* s3.c: gpt-ckpt's s3:// checkpoints: one to read is downloaded into an unlinked temporary file
+ * (in $TMPDIR, else /tmp) that the checkpoint reader maps, named by its URL in every message; one
+ * to write is written into a temporary directory there, then uploaded (multipart when large) and
+ * removed. Credentials, region and endpoint from the environment and ~/.aws
+ * (gk_s3_conf_discover). Owns the temporaries until they are handed over or removed. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,19 +42,34 @@ static int write_all(const void *data, size_t n, void *ud)
     return 0;
 }
 
-int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
+/* A client for url's store (credentials, region and endpoint from the environment and ~/.aws),
+ * and url's bucket and key (which must not be empty). */
+static int open_client(const char *url, char *bucket, size_t bcap, char *key, size_t kcap, gk_s3 **s, gk_err *e)
 {
-    char bucket[256], key[1100], tmp[4200];
     gk_s3_conf conf;
-    gk_s3 *s = NULL;
-    *fd = -1;
-    int rc = gk_s3_parse_url(url, bucket, sizeof bucket, key, sizeof key, e);
+    *s = NULL;
+    int rc = gk_s3_parse_url(url, bucket, bcap, key, kcap, e);
     if (!rc && !key[0])
         rc = gk_errf(e, GK_EUSAGE, "%s: names a bucket, not a checkpoint (s3://BUCKET/KEY)", url);
     if (!rc)
         rc = gk_s3_conf_discover(&conf, env, NULL, e);
     if (!rc)
-        rc = gk_s3_open(&s, &conf, e);
+        rc = gk_s3_open(s, &conf, e);
+    return rc;
+}
+
+static const char *tmp_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
+{
+    char bucket[256], key[1100], tmp[4200];
+    gk_s3 *s = NULL;
+    *fd = -1;
+    int rc = open_client(url, bucket, sizeof bucket, key, sizeof key, &s, e);
     if (rc)
         return rc;
     const char *dir = getenv("TMPDIR");
@@ -83,4 +99,65 @@ int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
     *fd = t.fd;
     *bytes = t.bytes;
     return 0;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+int ck_out_check(const char *out, gk_err *e)
+{
+    char bucket[256], key[1100];
+    if (!gk_s3_is_url(out))
+        return 0;
+    int rc = gk_s3_parse_url(out, bucket, sizeof bucket, key, sizeof key, e);
+    if (!rc && !key[0])
+        rc = gk_errf(e, GK_EUSAGE, "%s: names a bucket, not a checkpoint (s3://BUCKET/KEY)", out);
+    return rc;
+}
+
+int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e)
+{
+    if (!gk_s3_is_url(out)) {
+        snprintf(path, cap, "%s", out);
+        return 0;
+    }
+    char bucket[256], key[1100];
+    gk_s3 *s = NULL;
+    int rc = open_client(out, bucket, sizeof bucket, key, sizeof key, &s, e); /* the URL's checks */
+    gk_s3_close(s);
+    if (rc)
+        return rc;
+    const char *base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
+    int n = snprintf(path, cap, "%s/gpt-ckpt.XXXXXX", tmp_dir());
+    if (n < 0 || (size_t)n >= cap || !mkdtemp(path))
+        return gk_errf(e, GK_EIO, "%s: cannot make a temporary directory for %s (set TMPDIR to another directory)",
+                       tmp_dir(), out);
+    size_t len = strlen(path);
+    snprintf(path + len, cap - len, "/%s", *base ? base : "checkpoint.safetensors");
+    return 0;
+}
+
+int ck_out_finish(const char *out, const char *path, int rc, gk_err *e)
+{
+    if (!gk_s3_is_url(out))
+        return rc;
+    char bucket[256], key[1100], dir[4200];
+    gk_s3 *s = NULL;
+    if (rc) { /* the local write failed: say where it went */
+        gk_err keep = *e;
+        gk_errf(e, keep.code, "%s (writing %s there first; set TMPDIR to another directory)", keep.msg, out);
+    } else if (!(rc = open_client(out, bucket, sizeof bucket, key, sizeof key, &s, e))) {
+        gk_info("uploading %s", out);
+        rc = gk_s3_put_file(s, bucket, key, path, e);
+        if (gk_s3_retries(s))
+            gk_warn("%s: %ld requests retried", out, gk_s3_retries(s));
+    }
+    gk_s3_close(s);
+    unlink(path);
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        rmdir(dir);
+    }
+    return rc;
 }
