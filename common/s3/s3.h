@@ -130,6 +130,14 @@ int gk_s3_mpu_part(gk_s3_upload *u, const void *buf, size_t n, gk_err *e);
 int gk_s3_mpu_complete(gk_s3_upload *u, gk_err *e);
 int gk_s3_mpu_abort(gk_s3_upload *u, gk_err *e);
 const char *gk_s3_mpu_id(const gk_s3_upload *u);
+/* The multipart uploads in progress under prefix (ListMultipartUploads, page after page): fn gets
+ * each one's key and upload id, and returns 0 to go on (else that value is returned). With
+ * gk_s3_abort_upload, what a killed writer left is cleaned up. */
+typedef int (*gk_s3_upload_fn)(const char *key, const char *upload_id, void *ud);
+int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn, void *ud,
+                       gk_err *e);
+/* Aborts the upload id of key (one gone already is no error). */
+int gk_s3_abort_upload(gk_s3 *s, const char *bucket, const char *key, const char *upload_id, gk_err *e);
 
 /* ---------------------------------------------------------------- listing (s3_list.c) */
 

@@ -1,6 +1,7 @@
 /* s3_multipart.c: multipart uploads (CreateMultipartUpload, UploadPart, CompleteMultipartUpload,
- * AbortMultipartUpload; see s3.h). Owns an upload's id and the ETags of its parts until complete
- * or abort frees it. One thread at a time per upload. */
+ * AbortMultipartUpload; see s3.h), and the cleanup of those a killed process left
+ * (ListMultipartUploads, abort by id). Owns an upload's id and the ETags of its parts until
+ * complete or abort frees it. One thread at a time per upload. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,4 +155,77 @@ int gk_s3_mpu_abort(gk_s3_upload *u, gk_err *e)
     }
     upload_free(u);
     return rc;
+}
+
+/* ---------------------------------------------------------------- leftovers */
+
+int gk_s3_abort_upload(gk_s3 *s, const char *bucket, const char *key, const char *id, gk_err *e)
+{
+    gk_s3_upload u = {.s = s, .bucket = (char *)bucket, .key = (char *)key};
+    char q[4096];
+    snprintf(u.id, sizeof u.id, "%s", id);
+    if (upload_query(&u, 0, q, sizeof q))
+        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: upload id too long", bucket, key);
+    static const long ok[] = {404, 0};
+    s3_req r;
+    s3_req_init(&r, "DELETE", bucket, key);
+    r.query = q;
+    int rc = s3_do(s, &r, ok, e);
+    s3_req_free(&r);
+    return rc;
+}
+
+typedef struct uploads_state {
+    gk_s3_upload_fn fn;
+    void *ud;
+    const char *bucket;
+    gk_err *e;
+} uploads_state;
+
+static int on_upload(const char *x, size_t n, void *ud)
+{
+    uploads_state *st = ud;
+    char key[1100], id[1024];
+    if (!s3_xml_get(x, n, NULL, "Key", key, sizeof key) || !s3_xml_get(x, n, NULL, "UploadId", id, sizeof id))
+        return gk_errf(st->e, GK_EFORMAT, "s3://%s: an upload without Key or UploadId in the listing", st->bucket);
+    return st->fn(key, id, st->ud);
+}
+
+int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn, void *ud, gk_err *e)
+{
+    char kmark[1100] = "", imark[1024] = "", ek[3 * sizeof kmark], ei[3 * sizeof imark], ep[3 * 1024 + 1];
+    char q[3 * (sizeof kmark + sizeof imark + 1024) + 100];
+    if (s3_encode(prefix ? prefix : "", 0, ep, sizeof ep) < 0)
+        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: prefix too long", bucket, prefix);
+    uploads_state st = {fn, ud, bucket, e};
+    for (;;) {
+        /* names in order: key-marker, prefix, upload-id-marker, uploads */
+        if (s3_encode(kmark, 0, ek, sizeof ek) < 0 || s3_encode(imark, 0, ei, sizeof ei) < 0)
+            return gk_errf(e, GK_EFORMAT, "s3://%s: listing marker too long", bucket);
+        size_t o = 0;
+        if (kmark[0])
+            o += (size_t)snprintf(q + o, sizeof q - o, "key-marker=%s&", ek);
+        o += (size_t)snprintf(q + o, sizeof q - o, "prefix=%s&", ep);
+        if (imark[0])
+            o += (size_t)snprintf(q + o, sizeof q - o, "upload-id-marker=%s&", ei);
+        snprintf(q + o, sizeof q - o, "uploads=");
+        s3_req r;
+        s3_req_init(&r, "GET", bucket, NULL);
+        r.query = q;
+        r.max_body = (size_t)64 << 20;
+        int rc = s3_do(s, &r, NULL, e);
+        if (!rc)
+            rc = s3_xml_each(r.body_out, r.body_len_out, "Upload", on_upload, &st);
+        char trunc[16] = "";
+        if (!rc) {
+            s3_xml_get(r.body_out, r.body_len_out, NULL, "IsTruncated", trunc, sizeof trunc);
+            s3_xml_get(r.body_out, r.body_len_out, NULL, "NextKeyMarker", kmark, sizeof kmark);
+            s3_xml_get(r.body_out, r.body_len_out, NULL, "NextUploadIdMarker", imark, sizeof imark);
+            if (strcmp(trunc, "true") == 0 && !kmark[0])
+                rc = gk_errf(e, GK_EFORMAT, "s3://%s: a truncated list of uploads without NextKeyMarker", bucket);
+        }
+        s3_req_free(&r);
+        if (rc || strcmp(trunc, "true") != 0)
+            return rc;
+    }
 }

@@ -283,16 +283,33 @@ static void test_list(void)
     gk_s3_close(s);
 }
 
+typedef struct uploads {
+    int n;
+    char keys[4][64], ids[4][1024];
+} uploads;
+
+static int on_upload(const char *key, const char *id, void *ud)
+{
+    uploads *u = ud;
+    if (u->n < 4) {
+        snprintf(u->keys[u->n], sizeof u->keys[0], "%s", key);
+        snprintf(u->ids[u->n], sizeof u->ids[0], "%s", id);
+    }
+    u->n++;
+    return 0;
+}
+
+/* Whether the bucket lists upload id in progress (-1: the listing failed). */
 static int has_upload(gk_s3 *s, const char *id)
 {
-    s3_req r;
-    s3_req_init(&r, "GET", "gk-test", NULL);
-    r.query = "uploads=";
+    uploads u = {0};
     gk_err e;
-    int rc = s3_do(s, &r, NULL, &e);
-    int found = !rc && r.body_out && strstr(r.body_out, id) != NULL;
-    s3_req_free(&r);
-    return rc ? -1 : found;
+    if (gk_s3_list_uploads(s, "gk-test", "", on_upload, &u, &e))
+        return -1;
+    for (int i = 0; i < u.n && i < 4; i++)
+        if (strcmp(u.ids[i], id) == 0)
+            return 1;
+    return 0;
 }
 
 static void test_multipart(void)
@@ -332,6 +349,25 @@ static void test_multipart(void)
         CHECK_OK(gk_s3_mpu_abort(u, &e), &e);
         CHECK(has_upload(s, id) == 0);
         CHECK(gk_s3_head(s, "gk-test", "big/aborted.bin", &st, &e) == GK_ENOTFOUND);
+    }
+    /* what a killed writer leaves: found by prefix, aborted by id */
+    gk_s3_upload *u1 = NULL, *u2 = NULL;
+    CHECK_OK(gk_s3_mpu_create(s, "gk-test", "mpu-b", &u1, &e), &e);
+    CHECK_OK(gk_s3_mpu_create(s, "gk-test", "mpu-a", &u2, &e), &e);
+    uploads left = {0};
+    CHECK_OK(gk_s3_list_uploads(s, "gk-test", "mpu-", on_upload, &left, &e), &e);
+    int a = strcmp(left.keys[0], "mpu-a") == 0 ? 0 : 1; /* AWS lists by key, moto by creation */
+    CHECK(left.n == 2 && strcmp(left.keys[a], "mpu-a") == 0 && strcmp(left.keys[1 - a], "mpu-b") == 0);
+    CHECK(u1 && u2 && strcmp(left.ids[1 - a], gk_s3_mpu_id(u1)) == 0 && strcmp(left.ids[a], gk_s3_mpu_id(u2)) == 0);
+    for (int i = 0; i < left.n && i < 2; i++)
+        CHECK_OK(gk_s3_abort_upload(s, "gk-test", left.keys[i], left.ids[i], &e), &e);
+    uploads none = {0};
+    CHECK_OK(gk_s3_list_uploads(s, "gk-test", "mpu-", on_upload, &none, &e), &e);
+    CHECK(none.n == 0);
+    CHECK_OK(gk_s3_abort_upload(s, "gk-test", "mpu-a", left.ids[a], &e), &e); /* gone: no error */
+    if (u1 && u2) { /* their handles: aborting again is no error */
+        CHECK_OK(gk_s3_mpu_abort(u1, &e), &e);
+        CHECK_OK(gk_s3_mpu_abort(u2, &e), &e);
     }
     free(data);
     free(back);
