@@ -50,6 +50,8 @@ int gk_s3_open(gk_s3 **out, const gk_s3_conf *c, gk_err *e)
         s->c.connect_timeout_s = 5;
     if (s->c.backoff_ms <= 0)
         s->c.backoff_ms = 200;
+    if (s->c.stall_timeout_s <= 0)
+        s->c.stall_timeout_s = 30;
     if (!s->c.part_size)
         s->c.part_size = (size_t)64 << 20;
     snprintf(s->sigv4, sizeof s->sigv4, "aws:amz:%s:s3", s->c.region);

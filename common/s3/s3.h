@@ -10,7 +10,7 @@
  * percent-encoded except unreserved characters and '/'; x-amz-content-sha256 is the body's
  * SHA-256 (UNSIGNED-PAYLOAD for bodies that are not in memory); x-amz-security-token carries a
  * session token. Connecting times out after connect_timeout_s; a transfer that stalls
- * (under 1 byte/s for 30 s) fails. Retried, at most max_attempts times in all, each counted: 5xx
+ * (under 1 byte/s for stall_timeout_s) fails. Retried, at most max_attempts times in all, each counted: 5xx
  * (500, 502, 503 SlowDown, 504), 429, timeouts, refused or reset connections, a body cut short;
  * the wait before retry n is a random time in [0, min(backoff_ms << n, 20 s)] ("full jitter").
  * Errors (one line, naming the object): 403 names the bucket and the access key id used (never
@@ -38,6 +38,7 @@ typedef struct gk_s3_conf {
     int max_attempts;        /* tries per request in all; 0: 5 */
     int connect_timeout_s;   /* 0: 5 */
     int backoff_ms;          /* the first retry's bound; 0: 200 */
+    int stall_timeout_s;     /* a transfer under 1 byte/s this long fails (and is retried); 0: 30 */
     size_t part_size;        /* multipart part size (gk_s3_put_file); 0: 64 MiB */
 } gk_s3_conf;
 

@@ -16,7 +16,7 @@
 #define GPTKIT_VERSION "dev"
 #endif
 
-enum { STALL_TIMEOUT_S = 30, MAX_BACKOFF_MS = 20000 };
+enum { MAX_BACKOFF_MS = 20000 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc; /* written once under curl_once */
@@ -206,7 +206,7 @@ static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *p
     curl_easy_setopt(c, CURLOPT_USERAGENT, "gptkit/" GPTKIT_VERSION);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)s->c.connect_timeout_s);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)STALL_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)s->c.stall_timeout_s);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);

@@ -14,6 +14,8 @@ control requests itself:
   POST /__fault?n=N&what=W   the next N requests (control requests aside) get fault W:
                              503 (an S3 SlowDown error, not forwarded), 500 (InternalError),
                              region (400 AuthorizationHeaderMalformed naming eu-west-1),
+                             reset (the connection closed without an answer, RST),
+                             stall (forwarded; headers and half the body, then 4 s of nothing),
                              drop (forwarded; the answer's headers and half its body, then the
                              connection closed)
   GET /__count               the number of requests forwarded or faulted so far, as text
@@ -23,9 +25,12 @@ import http.server
 import json
 import logging
 import os
+import socket
 import socketserver
+import struct
 import sys
 import threading
+import time
 import urllib.parse
 
 os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"  # every request to moto is authenticated
@@ -107,6 +112,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             xml = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>"
             self.reply(int(fault), xml.encode(), "application/xml")
             return
+        if fault == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         if fault == "region":
             xml = ("<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
                    "'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>")
@@ -126,9 +135,11 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         length = r.getheader("Content-Length") if self.command == "HEAD" else None
         self.send_header("Content-Length", length or str(len(data)))
         self.end_headers()
-        if fault == "drop" and self.command != "HEAD":
+        if fault in ("drop", "stall") and self.command != "HEAD":
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()
+            if fault == "stall":
+                time.sleep(4)
             self.close_connection = True
             return
         if self.command != "HEAD":

@@ -3,8 +3,9 @@
  * not installed): put/get/range/head, streaming get, listing in pages, multipart upload of a file
  * over the part size and an abort, conditional put, delete, a client made from a profile, a wrong
  * secret (403 names the key id, never the secret), anonymous requests, a missing key (404 names
- * it), no server; and through the server's fault proxy: 503s, a 500 and connections dropped
- * mid-body retried and counted, retries running out, a wrong region named. */
+ * it), no server; and through the server's fault proxy: 503s, a 500, connections dropped
+ * mid-body or reset, a stalled transfer, all retried and counted; retries running out, a wrong
+ * region named. */
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -469,6 +470,21 @@ static void test_faults(void)
     size_t got = 0;
     CHECK_OK(gk_s3_get_range(s, "gk-test", "faults/obj", 1000, 100000, back, &got, &e), &e);
     CHECK(got == 100000 && memcmp(back, data + 1000, got) == 0 && gk_s3_retries(s) == 7);
+    /* a connection reset before any answer; a transfer that stalls past stall_timeout_s */
+    CHECK(fault("reset", 2) == 0);
+    CHECK_OK(gk_s3_head(s, "gk-test", "faults/obj", &st, &e), &e);
+    CHECK(st.size == (int64_t)n && gk_s3_retries(s) == 9);
+    gk_s3_close(s);
+    s = client(1, NULL, 5);
+    gk_s3_conf c = *gk_s3_settings(s);
+    gk_s3_close(s);
+    c.stall_timeout_s = 1;
+    CHECK_OK(gk_s3_open(&s, &c, &e), &e);
+    CHECK(fault("stall", 1) == 0);
+    m.n = 0;
+    memset(back, 0, n);
+    CHECK_OK(gk_s3_get(s, "gk-test", "faults/obj", to_mem, &m, &e), &e);
+    CHECK(m.n == n && memcmp(data, back, n) == 0 && gk_s3_retries(s) == 1);
     gk_s3_close(s);
     /* retries run out: the last answer's error, the tries counted */
     s = client(1, NULL, 3);
