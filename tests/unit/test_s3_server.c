@@ -216,6 +216,29 @@ static void test_put_get(void)
     gk_s3_close(s);
 }
 
+/* Virtual-hosted addressing: BUCKET.localhost (curl resolves *.localhost to the loopback). */
+static void test_virtual_host(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client(0, NULL, 5);
+    gk_s3_conf c = *gk_s3_settings(s);
+    gk_s3_close(s);
+    snprintf(c.endpoint, sizeof c.endpoint, "http://localhost:%d", srv.port);
+    c.path_style = 0;
+    gk_err e;
+    CHECK_OK(gk_s3_open(&s, &c, &e), &e);
+    CHECK_OK(gk_s3_put(s, "gk-other", "vhost/k", "virtual", 7, &e), &e);
+    char buf[16];
+    size_t got = 0;
+    CHECK_OK(gk_s3_get_range(s, "gk-other", "vhost/k", 0, sizeof buf, buf, &got, &e), &e);
+    CHECK(got == 7 && memcmp(buf, "virtual", 7) == 0);
+    gk_s3_close(s);
+    s = client(0, NULL, 5); /* the same object, path-style */
+    CHECK_OK(gk_s3_get_range(s, "gk-other", "vhost/k", 0, sizeof buf, buf, &got, &e), &e);
+    CHECK(got == 7 && memcmp(buf, "virtual", 7) == 0);
+    gk_s3_close(s);
+}
+
 static void test_put_new(void)
 {
     NEED_SERVER();
@@ -508,6 +531,7 @@ int main(void)
     if (server_start())
         srv.port = 0;
     RUN(test_put_get);
+    RUN(test_virtual_host);
     RUN(test_put_new);
     RUN(test_list);
     RUN(test_multipart);
