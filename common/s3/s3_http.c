@@ -301,6 +301,11 @@ static int http_error(const gk_s3 *s, const s3_req *r, gk_err *e)
                        r->bucket, hint, why[0] ? why : "HTTP 403", s->c.key_id,
                        s->c.source[0] ? s->c.source : "given");
     }
+    if (strcmp(code, "InvalidToken") == 0 || strcmp(code, "ExpiredToken") == 0 ||
+        strcmp(code, "TokenRefreshRequired") == 0)
+        return gk_errf(e, GK_EIO, "%s: the session token %s (%s: %s) for access key id %s (%s)", obj,
+                       code[0] == 'I' ? "was refused" : "has expired: renew the credentials", code, why,
+                       s->c.key_id, s->c.source[0] ? s->c.source : "given");
     if (st == 404) {
         if (strcmp(code, "NoSuchBucket") == 0)
             return gk_errf(e, GK_ENOTFOUND, "s3://%s: no such bucket (at %s)", r->bucket, s->c.endpoint);

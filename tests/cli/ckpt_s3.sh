@@ -11,7 +11,7 @@ python3 "$TOP/tests/cli/s3_server.py" ready < ctl 2> server.log &
 exec 3> ctl # the server runs until this closes
 trap 'exec 3>&-; wait' EXIT
 for _ in $(seq 600); do [ -f ready ] && break; sleep 0.1; done
-read -r port _ key secret < ready
+read -r port _ key secret _ < ready
 gpt-ckpt import -q "$FIX/hf_tiny" -o a.safetensors
 python3 - "$port" "$key" "$secret" <<'PY'
 import sys, boto3

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""A local S3 server for the tests of common/s3 (tests/unit/test_s3.c): moto's server (PyPI: moto[server])
-on 127.0.0.1 at a free port, with request signing enforced (an IAM user whose access key may do
-anything on s3, so that a wrong secret is refused as AWS refuses it), and in front of it a small
+"""A local S3 server for the tests of common/s3 (tests/unit/test_s3_server.c, tests/cli/ckpt_s3.sh):
+moto's server (PyPI: moto[server]) on 127.0.0.1 at a free port, with request signing enforced (an
+IAM user whose access key may do anything on s3, so that a wrong secret is refused as AWS refuses
+it, and a role's temporary credentials with a session token), and in front of it a small
 fault-injecting proxy on a second port.
 
 Usage: s3_server.py READYFILE
-Writes "PORT PROXYPORT KEYID SECRET" into READYFILE once both listen (buckets "gk-test" and
-"gk-other" exist), then serves until its standard input reaches EOF (the test holds a pipe) or it
-is killed. Exits 77 with a line on stderr when moto is not importable.
+Writes "PORT PROXYPORT KEYID SECRET TEMPKEYID TEMPSECRET SESSIONTOKEN" into READYFILE once both
+listen (buckets "gk-test" and "gk-other" exist), then serves until its standard input reaches EOF
+(the test holds a pipe) or it is killed. Exits 77 with a line on stderr when moto is not
+importable.
 
 The proxy forwards requests as they come (Host kept, so signatures stay valid) and answers two
 control requests itself:
@@ -37,6 +39,7 @@ os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"  # every request to moto is aut
 try:
     from moto.iam.models import iam_backends
     from moto.s3.models import s3_backends
+    from moto.sts.models import sts_backends
     from moto.server import ThreadedMotoServer
 except ImportError as exc:
     print(f"moto is not installed (pip install 'moto[server]'): {exc}", file=sys.stderr)
@@ -46,16 +49,26 @@ ACCOUNT = "123456789012"
 
 
 def make_user():
+    """The IAM user's key and secret, and temporary credentials (key, secret, session token) of
+    a role assumed through STS; both may do anything on s3."""
     iam = iam_backends[ACCOUNT]["aws"]
     iam.create_user(region_name="us-east-1", user_name="gk")
-    policy = {"Version": "2012-10-17",
-              "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
-    iam.put_user_policy("gk", "all-s3", json.dumps(policy))
+    policy = json.dumps({"Version": "2012-10-17",
+                         "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]})
+    iam.put_user_policy("gk", "all-s3", policy)
     key = iam.create_access_key("gk")
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                                "Principal": {"AWS": "*"}}]})
+    iam.create_role("gk-role", trust, "/", None, "", [], None)
+    iam.put_role_policy("gk-role", "all-s3", policy)
+    role = sts_backends[ACCOUNT]["aws"].assume_role(
+        region_name="us-east-1", role_session_name="gk-test", policy=None, duration=3600, external_id=None,
+        role_arn=f"arn:aws:iam::{ACCOUNT}:role/gk-role")
     s3 = s3_backends[ACCOUNT]["aws"]
     for b in ("gk-test", "gk-other"):
         s3.create_bucket(b, "us-east-1")
-    return key.access_key_id, key.secret_access_key
+    return (key.access_key_id, key.secret_access_key, role.access_key_id, role.secret_access_key,
+            role.session_token)
 
 
 class Faults:
@@ -159,14 +172,14 @@ class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 def main():
     ready = sys.argv[1]
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-    keyid, secret = make_user()
+    creds = make_user()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     Proxy.upstream = moto.get_host_and_port()[1]
     proxy = ThreadingServer(("127.0.0.1", 0), Proxy)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     with open(ready + ".tmp", "w") as f:
-        f.write(f"{Proxy.upstream} {proxy.server_address[1]} {keyid} {secret}\n")
+        f.write(f"{Proxy.upstream} {proxy.server_address[1]} {' '.join(creds)}\n")
     os.rename(ready + ".tmp", ready)
     sys.stdin.read()  # until the test closes its end (or dies)
     proxy.shutdown()

@@ -1,8 +1,9 @@
 /* test_s3_server.c: common/s3's requests against a real S3 server: moto's, started by
  * tests/cli/s3_server.py on 127.0.0.1 with signatures enforced (skipped, saying why, when moto is
  * not installed): put/get/range/head, streaming get, listing in pages, multipart upload of a file
- * over the part size and an abort, conditional put, delete, a client made from a profile, a wrong
- * secret (403 names the key id, never the secret), anonymous requests, a missing key (404 names
+ * over the part size and an abort, conditional put, delete, a client made from a profile,
+ * temporary credentials with a session token, a wrong secret or token (403 names the key id,
+ * never the secret), anonymous requests, a missing key (404 names
  * it), no server; and through the server's fault proxy: 503s, a 500, connections dropped
  * mid-body or reset, a stalled transfer, all retried and counted; retries running out, a wrong
  * region named. */
@@ -49,6 +50,7 @@ static struct {
     int fd;          /* the server's stdin: closing it stops the server */
     int port, proxy; /* moto's, the fault proxy's */
     char key[128], secret[128], why[300];
+    char tkey[128], tsecret[128], token[2048]; /* temporary credentials (an assumed role) */
 } srv = {.fd = -1};
 
 static int server_start(void)
@@ -76,7 +78,8 @@ static int server_start(void)
     for (int i = 0; i < 600; i++) { /* moto takes a few seconds to import */
         FILE *f = fopen(ready, "r");
         if (f) {
-            rc = fscanf(f, "%d %d %127s %127s", &srv.port, &srv.proxy, srv.key, srv.secret) == 4 ? 0 : -1;
+            rc = fscanf(f, "%d %d %127s %127s %127s %127s %2047s", &srv.port, &srv.proxy, srv.key, srv.secret,
+                        srv.tkey, srv.tsecret, srv.token) == 7 ? 0 : -1;
             fclose(f);
             break;
         }
@@ -467,6 +470,37 @@ static void test_profile_client(void)
     CHECK(system(p) == 0);
 }
 
+/* Temporary credentials: the session token travels (x-amz-security-token, signed); a wrong
+ * token or none is refused, naming the key id. */
+static void test_session_token(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client(0, NULL, 5);
+    gk_s3_conf c = *gk_s3_settings(s);
+    gk_s3_close(s);
+    snprintf(c.key_id, sizeof c.key_id, "%s", srv.tkey);
+    snprintf(c.secret, sizeof c.secret, "%s", srv.tsecret);
+    snprintf(c.token, sizeof c.token, "%s", srv.token);
+    gk_err e;
+    gk_s3_stat st;
+    CHECK_OK(gk_s3_open(&s, &c, &e), &e);
+    CHECK_OK(gk_s3_put(s, "gk-test", "temp/k", "tmp", 3, &e), &e);
+    CHECK_OK(gk_s3_head(s, "gk-test", "temp/k", &st, &e), &e);
+    CHECK(st.size == 3);
+    gk_s3_close(s);
+    snprintf(c.token, sizeof c.token, "not-the-token");
+    CHECK_OK(gk_s3_open(&s, &c, &e), &e);
+    CHECK(gk_s3_put(s, "gk-test", "temp/k2", "tmp", 3, &e) == GK_EIO);
+    CHECKF(strstr(e.msg, "s3://gk-test/temp/k2: the session token was refused (InvalidToken: ") &&
+           strstr(e.msg, srv.tkey) && !strstr(e.msg, srv.tsecret), "%s", e.msg);
+    gk_s3_close(s);
+    c.token[0] = '\0'; /* a temporary key without its token */
+    CHECK_OK(gk_s3_open(&s, &c, &e), &e);
+    CHECK(gk_s3_put(s, "gk-test", "temp/k3", "tmp", 3, &e) == GK_EIO);
+    CHECKF(strstr(e.msg, "access denied to bucket gk-test") && strstr(e.msg, srv.tkey), "%s", e.msg);
+    gk_s3_close(s);
+}
+
 static void test_faults(void)
 {
     NEED_SERVER();
@@ -537,6 +571,7 @@ int main(void)
     RUN(test_multipart);
     RUN(test_denied);
     RUN(test_profile_client);
+    RUN(test_session_token);
     RUN(test_faults);
     server_stop();
     return TEST_END();
