@@ -212,12 +212,10 @@ static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *p
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-    if (s->c.key_id[0]) {
-        char userpwd[600];
-        snprintf(userpwd, sizeof userpwd, "%s:%s", s->c.key_id, s->c.secret);
+    if (s->c.key_id[0]) { /* libcurl signs: the key id and secret as user and password */
         curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
-        curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
-        memset(userpwd, 0, sizeof userpwd);
+        curl_easy_setopt(c, CURLOPT_USERNAME, s->c.key_id);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, s->c.secret);
     }
     if (strcmp(r->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
