@@ -86,7 +86,7 @@ typedef struct reader {
 
 static void progress(reader *r, int64_t pos)
 {
-    if (!r->bar.active)
+    if (!r->bar.active || gk_now() - r->bar.last < 0.2) /* the bar redraws 5 times a second */
         return;
     char note[160];
     int n = snprintf(note, sizeof note, "file %d/%d, %lld docs", r->file, r->o->ninputs,
