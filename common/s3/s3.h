@@ -34,7 +34,9 @@ typedef struct gk_s3_conf {
     char secret[256];
     char token[4096];        /* session token, or "" */
     char source[600];        /* where the credentials came from, for messages ("" unknown) */
-    int path_style;          /* 1: ENDPOINT/BUCKET/KEY; 0: virtual-hosted BUCKET.HOST/KEY */
+    int path_style;          /* 1: ENDPOINT/BUCKET/KEY; 0: virtual-hosted BUCKET.HOST/KEY, but
+                              * path-style for a bucket that is no host name (capitals, '_';
+                              * '.' over https) */
     int max_attempts;        /* tries per request in all; 0: 5 */
     int connect_timeout_s;   /* 0: 5 */
     int backoff_ms;          /* the first retry's bound; 0: 200 */

@@ -141,6 +141,18 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *ud)
     return n;
 }
 
+/* Whether bucket can lead a host name (virtual-hosted addressing): lowercase letters, digits and
+ * '-', and '.' only over plain http (a dotted name breaks https's wildcard certificates). As
+ * AWS's tools do, other names go path-style. */
+static int host_safe(const char *bucket, const char *scheme)
+{
+    for (const char *p = bucket; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              (*p == '.' && strcmp(scheme, "http") == 0)))
+            return 0;
+    return bucket[0] != '-';
+}
+
 /* The request's URL into url (path-style or virtual-hosted). */
 static int make_url(const gk_s3 *s, const s3_req *r, char *url, size_t cap, gk_err *e)
 {
@@ -148,7 +160,7 @@ static int make_url(const gk_s3 *s, const s3_req *r, char *url, size_t cap, gk_e
     if (r->key && s3_encode(r->key, 1, key, sizeof key) < 0)
         return gk_errf(e, GK_EUSAGE, "s3://%s/%s: key too long", r->bucket, r->key);
     const char *q = r->query && *r->query ? "?" : "";
-    int n = s->c.path_style
+    int n = s->c.path_style || !host_safe(r->bucket, s->scheme)
                 ? snprintf(url, cap, "%s://%s%s/%s/%s%s%s", s->scheme, s->host, s->base, r->bucket, key, q,
                            *q ? r->query : "")
                 : snprintf(url, cap, "%s://%s.%s%s/%s%s%s", s->scheme, r->bucket, s->host, s->base, key, q,

@@ -21,6 +21,7 @@ control requests itself:
                              drop (forwarded; the answer's headers and half its body, then the
                              connection closed)
   GET /__count               the number of requests forwarded or faulted so far, as text
+  GET /__last                "HOST PATH" of the last request forwarded or faulted
 """
 import http.client
 import http.server
@@ -76,11 +77,13 @@ class Faults:
     what = ""
     left = 0
     count = 0
+    last = ""
 
     @classmethod
-    def take(cls):
+    def take(cls, host, path):
         with cls.lock:
             cls.count += 1
+            cls.last = f"{host} {path}"
             if cls.left > 0:
                 cls.left -= 1
                 return cls.what
@@ -106,6 +109,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if u.path == "/__count":
             self.reply(200, str(Faults.count).encode())
             return True
+        if u.path == "/__last":
+            self.reply(200, Faults.last.encode())
+            return True
         if u.path == "/__fault":
             q = urllib.parse.parse_qs(u.query)
             with Faults.lock:
@@ -119,7 +125,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
-        fault = Faults.take()
+        fault = Faults.take(self.headers.get("Host", ""), self.path)
         if fault in ("503", "500"):
             code = "SlowDown" if fault == "503" else "InternalError"
             xml = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>"
