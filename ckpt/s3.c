@@ -11,6 +11,7 @@
 
 #include "ck.h"
 #include "common/log.h"
+#include "common/progress.h"
 #include "common/s3/s3.h"
 
 static const char *env(const char *name, void *ud)
@@ -22,8 +23,8 @@ static const char *env(const char *name, void *ud)
 typedef struct to_fd {
     int fd;
     long long bytes;
-    const char *tmp;
-    int err; /* errno of a failed write */
+    int err;          /* errno of a failed write */
+    gk_progress bar;  /* on a terminal: the bytes so far */
 } to_fd;
 
 static int write_all(const void *data, size_t n, void *ud)
@@ -39,6 +40,7 @@ static int write_all(const void *data, size_t n, void *ud)
         }
         p += k, n -= (size_t)k, t->bytes += k;
     }
+    gk_progress_update(&t->bar, t->bytes, NULL);
     return 0;
 }
 
@@ -74,14 +76,16 @@ int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
         return rc;
     const char *dir = getenv("TMPDIR");
     snprintf(tmp, sizeof tmp, "%s/gpt-ckpt.XXXXXX", dir && *dir ? dir : "/tmp");
-    to_fd t = {mkstemp(tmp), 0, tmp, 0};
+    to_fd t = {.fd = mkstemp(tmp)};
     if (t.fd < 0) {
         gk_errno(e, tmp);
         rc = gk_errf(e, e->code, "%s (a temporary file for %s; set TMPDIR to another directory)", e->msg, url);
     } else {
         unlink(tmp);
         gk_info("downloading %s", url);
+        gk_progress_start(&t.bar, url, 0);
         rc = gk_s3_get(s, bucket, key, write_all, &t, e);
+        gk_progress_end(&t.bar);
         if (rc && t.err) {
             errno = t.err;
             gk_errno(e, dir && *dir ? dir : "/tmp");
