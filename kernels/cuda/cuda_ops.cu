@@ -54,10 +54,34 @@ static __device__ __forceinline__ void col_rows(float *acc, const T *dout, int C
     }
 }
 
+/* f[0..V) = p[0..V) read past L1 (written by other blocks), in 16-byte loads where V allows. */
+template <int V> static __device__ __forceinline__ void load_cg(float *f, const float *p)
+{
+    if constexpr (V % 4 == 0) {
+        for (int k = 0; k < V; k += 4) {
+            float4 q = __ldcg(reinterpret_cast<const float4 *>(p + k));
+            f[k] = q.x, f[k + 1] = q.y, f[k + 2] = q.z, f[k + 3] = q.w;
+        }
+    } else {
+        for (int k = 0; k < V; k++) f[k] = __ldcg(p + k);
+    }
+}
+
+/* Thread (tx, ty) of a block: the sum over y of red[y][0..V)[tx], y in order, into s (ty == 0). */
+template <int V> static __device__ __forceinline__ void red_rows(float *s, float (*red)[V][COL_TX], int tx)
+{
+    for (int j = 0; j < V; j++) {
+        float t = 0.0f;
+        for (int y = 0; y < COL_TY; y++) t += red[y][j][tx];
+        s[j] = t;
+    }
+}
+
 /* grid (column tiles, chunks). Block (x, y) writes part (chunks, C) row y = the column sums of
- * dout over chunk y of the rows, for tile x's columns; the block of a tile that arrives last
- * (count[x], back to 0 after it) adds the tile's sums over the chunks, in chunk order, to dbias:
- * the same bits whichever block that is. */
+ * dout over chunk y of the rows, for tile x's columns. The block of a tile that arrives last
+ * (count[x], back to 0 after it) sums the chunks for the tile: thread row ty takes chunks ty,
+ * ty + COL_TY, ... in order, then the rows are added in order and the result to dbias. A fixed
+ * order whichever block is last: the same bits every time. */
 template <class P>
 static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *count, const typename P::T *dout,
                                        int N, int C, int rows)
@@ -72,11 +96,7 @@ static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *coun
     for (int j = 0; j < V; j++) red[ty][j][tx] = acc[j];
     __syncthreads();
     if (ty == 0 && cp < C / V) {
-        for (int j = 0; j < V; j++) {
-            float s = 0.0f;
-            for (int y = 0; y < COL_TY; y++) s += red[y][j][tx];
-            acc[j] = s;
-        }
+        red_rows<V>(acc, red, tx);
         store_f<V>(part + (size_t)blockIdx.y * C + (size_t)cp * V, acc);
     }
     __threadfence(); /* the partials are visible device-wide before the count says so */
@@ -85,11 +105,18 @@ static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *coun
     __syncthreads();
     if (!last) return;
     __threadfence();
-    int c0 = blockIdx.x * COL_TX * V, nc = C - c0 < COL_TX * V ? C - c0 : COL_TX * V;
-    for (int j = ty * COL_TX + tx; j < nc; j += COL_TX * COL_TY) {
-        float s = 0.0f;
-        for (unsigned k = 0; k < gridDim.y; k++) s += __ldcg(part + (size_t)k * C + c0 + j); /* not L1 */
-        dbias[c0 + j] += s;
+    for (int j = 0; j < V; j++) acc[j] = 0.0f;
+    if (cp < C / V)
+        for (unsigned k = ty; k < gridDim.y; k += COL_TY) {
+            float d[V];
+            load_cg<V>(d, part + (size_t)k * C + (size_t)cp * V);
+            for (int j = 0; j < V; j++) acc[j] += d[j];
+        }
+    for (int j = 0; j < V; j++) red[ty][j][tx] = acc[j]; /* the barriers above end the first use */
+    __syncthreads();
+    if (ty == 0 && cp < C / V) {
+        red_rows<V>(acc, red, tx);
+        for (int j = 0; j < V; j++) dbias[(size_t)cp * V + j] += acc[j];
     }
     if (tx == 0 && ty == 0) count[blockIdx.x] = 0;
 }
