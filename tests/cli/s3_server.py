@@ -60,7 +60,8 @@ def make_user():
     key = iam.create_access_key("gk")
     trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                                 "Principal": {"AWS": "*"}}]})
-    iam.create_role("gk-role", trust, "/", None, "", [], None)
+    iam.create_role(role_name="gk-role", assume_role_policy_document=trust, path="/", permissions_boundary=None,
+                    description="", tags=[], max_session_duration=None)
     iam.put_role_policy("gk-role", "all-s3", policy)
     role = sts_backends[ACCOUNT]["aws"].assume_role(
         region_name="us-east-1", role_session_name="gk-test", policy=None, duration=3600, external_id=None,
