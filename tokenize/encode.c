@@ -402,14 +402,15 @@ static int enter_serial(tk_encoder *enc, gk_err *e)
 {
     int rc = drain(enc, enc->submitted, 1, e);
     block *b = enc->fill;
-    if (rc == 0 && b->nstarts) { /* at 0: nothing else can be before a stretch with no cut */
+    /* all at 0 (a start past 0 would be a cut): empty documents, then this one */
+    for (size_t k = 0; rc == 0 && k < b->nstarts; k++) {
         uint32_t eot = (uint32_t)gk_vocab_eot(enc->vocab);
         enc->stats.tokens++;
         rc = doc_start(enc, e);
         if (rc == 0)
             rc = tk_sink_write(enc->sink, &eot, 1, e);
-        b->nstarts = 0;
     }
+    b->nstarts = 0;
     if (rc)
         return rc;
     size_t len = b->len;

@@ -38,3 +38,9 @@ for f in sorted(glob.glob("f*.txt")):
     print(json.dumps({"text": open(f, "rb").read().decode("utf-8", "replace")}))' > all.jsonl
 gpt-tokenize -q -j 1 all.jsonl -o r1.bin; gpt-tokenize -q -j 8 all.jsonl -o r8.bin
 cmp r1.bin r8.bin && cmp r1.bin t1.bin && echo "jsonl rows: the same tokens"
+# empty documents just before a stretch with no safe cut: each keeps its <|endoftext|>
+: > e1.txt; : > e2.txt; head -c 600000 /dev/zero | tr '\0' x > e3.txt; echo "after" > e4.txt
+tar cf e.tar e1.txt e2.txt e3.txt e4.txt
+gpt-tokenize -q -j 1 e.tar -o e.bin
+for f in e1 e2 e3 e4; do gpt-tokenize -q -j 1 $f.txt -o one.bin; ids one.bin; done | tr -s ' \n' '\n\n' > e_alone.txt
+ids e.bin | tr -s ' \n' '\n\n' | cmp - e_alone.txt && echo "empty documents before a serial stretch: as if alone"
