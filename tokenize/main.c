@@ -29,7 +29,7 @@ typedef struct options {
 } options;
 
 static const char usage[] =
-    "gpt-tokenize [options] [FILE|DIR|'GLOB'|hf://datasets/OWNER/NAME/PATH...] > out.bin\n"
+    "gpt-tokenize [options] [FILE|DIR|'GLOB'|hf://datasets/OWNER/NAME[@REV]/PATH...] > out.bin\n"
     "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
     "Encodes text into a token shard with GPT-2 BPE or a char-level vocabulary; -d decodes\n"
     "shards back to text. Inputs: files or stdin, plain or compressed (gzip, bzip2, xz, lzma,\n"

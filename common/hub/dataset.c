@@ -25,6 +25,7 @@ typedef struct ds_file {
 struct gk_hub_dataset {
     char url[1024];       /* as given, for messages */
     char repo[256];       /* OWNER/NAME */
+    char revision[96];    /* @REV: a branch, tag or commit; "main" by default */
     char pattern[1024];   /* PATH, maybe a glob */
     char endpoint[1024];
     const char *token;
@@ -148,8 +149,8 @@ static int list_remote(gk_hub_dataset *d, gk_err *e)
     char *slash = strrchr(folder, '/');
     *(slash ? slash : folder) = '\0';
     url_escape(folder, esc, sizeof esc);
-    snprintf(url, sizeof url, "%s/api/datasets/%s/tree/main%s%s?recursive=1", d->endpoint, d->repo,
-             *esc ? "/" : "", esc);
+    snprintf(url, sizeof url, "%s/api/datasets/%s/tree/%s%s%s?recursive=1", d->endpoint, d->repo,
+             d->revision, *esc ? "/" : "", esc);
     int rc = 0;
     for (int page = 0; rc == 0 && page < MAX_PAGES; page++) {
         char *body = NULL;
@@ -203,9 +204,19 @@ static int walk(gk_hub_dataset *d, const char *root, const char *rel, int depth,
     return rc;
 }
 
+/* A revision of 40 hex digits is a commit: its snapshot is named by it, with no ref. */
+static int is_commit(const char *rev)
+{
+    size_t n = strspn(rev, "0123456789abcdef");
+    return n == 40 && rev[n] == '\0';
+}
+
 static int list_cached(gk_hub_dataset *d, gk_err *e)
 {
-    hub_read_ref(d->r.repodir, d->r.rev, sizeof d->r.rev);
+    if (is_commit(d->revision))
+        memcpy(d->r.rev, d->revision, 41);
+    else
+        hub_read_ref(d->r.repodir, d->revision, d->r.rev, sizeof d->r.rev);
     if (!d->r.rev[0])
         return gk_errf(e, GK_ENOTFOUND, "%s: not in the HuggingFace cache (%s) and HF_HUB_OFFLINE "
                        "is set", d->url, d->r.repodir);
@@ -223,6 +234,13 @@ static int parse_url(gk_hub_dataset *d, const char *url, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "%s: give the files as hf://datasets/OWNER/NAME/PATH (PATH "
                        "a file, a folder or a glob such as 'data/*.parquet')", url);
     snprintf(d->repo, sizeof d->repo, "%.*s", (int)(b - s), s);
+    char *at = strchr(d->repo, '@');
+    snprintf(d->revision, sizeof d->revision, "%s", at ? at + 1 : "main");
+    if (at)
+        *at = '\0';
+    if ((at && strlen(at + 1) >= sizeof d->revision) || !hub_valid_name(d->revision, strlen(d->revision)))
+        return gk_errf(e, GK_EUSAGE, "%s: '%s' is not a revision (a branch, tag or commit of "
+                       "[A-Za-z0-9._-])", url, d->revision);
     snprintf(d->pattern, sizeof d->pattern, "%s", b + 1);
     size_t n = strlen(d->pattern);
     while (n && d->pattern[n - 1] == '/')
@@ -247,7 +265,7 @@ int gk_hub_dataset_open(gk_hub_dataset **out, const char *url, const gk_hub_conf
     d->token = c->token;
     d->offline = c->offline;
     d->r = (hub_repo){.repo = d->repo, .endpoint = d->endpoint, .token = c->token,
-                      .url_prefix = "datasets/"};
+                      .url_prefix = "datasets/", .revision = d->revision};
     int w = snprintf(d->r.repodir, sizeof d->r.repodir, "%s/datasets--%s", c->cache, d->repo);
     if (rc == 0 && (w < 0 || (size_t)w >= sizeof d->r.repodir))
         rc = gk_errf(e, GK_EUSAGE, "HuggingFace cache path too long");
@@ -288,8 +306,8 @@ int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, int b
         d->r.ctl = (hub_get_ctl){background, cancel};
         rc = hub_fetch_file(&d->r, file, 1, e);
         d->r.url_file = NULL;
-        if (rc > 0)
-            rc = hub_write_ref(d->r.repodir, d->r.rev, e);
+        if (rc > 0 && !is_commit(d->revision))
+            rc = hub_write_ref(d->r.repodir, d->revision, d->r.rev, e);
     }
     if (rc < 0)
         return rc;

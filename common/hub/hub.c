@@ -75,11 +75,11 @@ static int exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* The commit refs/main names, or "" when there is none. */
-void hub_read_ref(const char *repodir, char *rev, size_t cap)
+/* The commit refs/REF names, or "" when there is none. */
+void hub_read_ref(const char *repodir, const char *ref, char *rev, size_t cap)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/refs/main", repodir);
+    snprintf(path, sizeof path, "%s/refs/%s", repodir, ref);
     rev[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f)
@@ -91,14 +91,14 @@ void hub_read_ref(const char *repodir, char *rev, size_t cap)
         rev[0] = '\0';
 }
 
-int hub_write_ref(const char *repodir, const char *rev, gk_err *e)
+int hub_write_ref(const char *repodir, const char *ref, const char *rev, gk_err *e)
 {
     char dir[4096], path[4200], tmp[4300];
     snprintf(dir, sizeof dir, "%s/refs", repodir);
     int rc = hub_mkdirs(dir, e);
     if (rc)
         return rc;
-    snprintf(path, sizeof path, "%s/main", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, ref);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -216,8 +216,8 @@ int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, co
 int hub_fetch_file(hub_repo *r, const char *file, int required, gk_err *e)
 {
     char url[4096];
-    snprintf(url, sizeof url, "%s/%s%s/resolve/main/%s", r->endpoint, r->url_prefix ? r->url_prefix : "",
-             r->repo, r->url_file ? r->url_file : file);
+    snprintf(url, sizeof url, "%s/%s%s/resolve/%s/%s", r->endpoint, r->url_prefix ? r->url_prefix : "",
+             r->repo, r->revision ? r->revision : "main", r->url_file ? r->url_file : file);
     hub_head h;
     int rc = hub_http_head(url, r->endpoint, r->token, &h, e);
     if (rc == 0)
@@ -294,7 +294,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
         p[0] = p[1] = '-';
     }
     snprintf(r.repodir, sizeof r.repodir, "%s/%s", cache, mangled);
-    hub_read_ref(r.repodir, r.rev, sizeof r.rev);
+    hub_read_ref(r.repodir, "main", r.rev, sizeof r.rev);
     size_t have = 0;
     for (size_t i = 0; r.rev[0] && i < n_need; i++)
         have += (size_t)snapshot_has(&r, need[i]);
@@ -320,7 +320,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
         }
         if (rc < 0)
             return cached.rev[0] ? partial_snapshot(&cached, need, n_need, 0, rc, e) : rc;
-        if ((rc = hub_write_ref(r.repodir, r.rev, e)))
+        if ((rc = hub_write_ref(r.repodir, "main", r.rev, e)))
             return rc;
     }
     int n = snprintf(dir, cap, "%s/snapshots/%s", r.repodir, r.rev);

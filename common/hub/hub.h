@@ -45,14 +45,16 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
                     const char *const *want, size_t n_want, gk_err *e);
 
 /* ---------------------------------------------------------------- datasets (dataset.c)
- * hf://datasets/OWNER/NAME/PATH: PATH a file, a folder (every file under it) or a glob
- * (fnmatch: '*' and '?' do not cross '/', a leading '.' must be named). The files are listed by
- * GET ENDPOINT/api/datasets/OWNER/NAME/tree/main/FOLDER?recursive=1 (FOLDER: PATH's part before
- * its first wildcard, up to a '/'; pages followed by the Link header's rel="next"), sorted by
- * path, and fetched one at a time into CACHE/datasets--OWNER--NAME/ as model files are (HEAD
- * and GET of ENDPOINT/datasets/OWNER/NAME/resolve/main/FILE, resumed, sha256-checked, a cached
- * blob reused; snapshots/REV/FILE in folders as in the repository). Offline, the files are
- * those of the cached snapshot refs/main names. The settings come from the tool. */
+ * hf://datasets/OWNER/NAME[@REV]/PATH: PATH a file, a folder (every file under it) or a glob
+ * (fnmatch: '*' and '?' do not cross '/', a leading '.' must be named); REV a branch, tag or
+ * commit (default main). The files are listed by GET
+ * ENDPOINT/api/datasets/OWNER/NAME/tree/REV/FOLDER?recursive=1 (FOLDER: PATH's part before its
+ * first wildcard, up to a '/'; pages followed by the Link header's rel="next"), sorted by path,
+ * and fetched one at a time into CACHE/datasets--OWNER--NAME/ as model files are (HEAD and GET
+ * of ENDPOINT/datasets/OWNER/NAME/resolve/REV/FILE, resumed, sha256-checked, a cached blob
+ * reused; snapshots/COMMIT/FILE in folders as in the repository; refs/REV names COMMIT unless
+ * REV is one). Offline, the files are those of that cached snapshot. The settings come from
+ * the tool. */
 typedef struct gk_hub_conf {
     const char *endpoint; /* NULL or "": https://huggingface.co (HF_ENDPOINT) */
     const char *token;    /* NULL or "": none (HF_TOKEN) */

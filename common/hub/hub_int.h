@@ -57,6 +57,7 @@ typedef struct hub_repo {
     const char *repo, *endpoint, *token; /* token: NULL or "" for none */
     const char *url_prefix;              /* "" or NULL for models, "datasets/" for datasets */
     const char *url_file;                /* the file's name as in URLs (escaped), NULL: as is */
+    const char *revision;                /* the branch, tag or commit asked for; NULL: main */
     char repodir[2400];                  /* CACHE/models--ORG--NAME */
     char rev[96];                        /* the commit the snapshot is of; "" until known */
     hub_get_ctl ctl;                     /* how its downloads run */
@@ -67,9 +68,10 @@ typedef struct hub_repo {
  * on the hub and not required, < 0: error. */
 int hub_fetch_file(hub_repo *r, const char *file, int required, gk_err *e);
 int hub_mkdirs(char *path, gk_err *e);
-/* refs/main of a cached repository ("" when absent or not a valid name), and writing it. */
-void hub_read_ref(const char *repodir, char *rev, size_t cap);
-int hub_write_ref(const char *repodir, const char *rev, gk_err *e);
+/* The commit refs/REF of a cached repository names ("" when absent or not a valid name), and
+ * writing it. */
+void hub_read_ref(const char *repodir, const char *ref, char *rev, size_t cap);
+int hub_write_ref(const char *repodir, const char *ref, const char *rev, gk_err *e);
 
 /* In every request below, token (NULL or "": none) is sent as "Authorization: Bearer TOKEN". */
 

@@ -13,9 +13,10 @@ Serves the files of DIR as the main branch of repository ORG/NAME, the way the h
     - every answer carries X-Repo-Commit (a fixed 40-hex commit).
   GET /lfs/SHA256: the content; honours "Range: bytes=N-" (206 + Content-Range).
   Another repository: 401 (as the hub answers for missing or private repos); a missing file: 404.
---dataset serves DIR (its subfolders too, FILE a path in it) as the dataset repository ORG/NAME:
-  HEAD/GET /datasets/ORG/NAME/resolve/main/FILE as above (*.parquet and *.zst also LFS files);
-  GET /api/datasets/ORG/NAME/tree/main[/FOLDER]?recursive=1: the files (and folders) under
+--dataset serves DIR (its subfolders too, FILE a path in it) as the dataset repository ORG/NAME,
+at every revision (main or any other name: the same files and commit):
+  HEAD/GET /datasets/ORG/NAME/resolve/REV/FILE as above (*.parquet and *.zst also LFS files);
+  GET /api/datasets/ORG/NAME/tree/REV[/FOLDER]?recursive=1: the files (and folders) under
     FOLDER as the hub lists them, [{"type": "file", "oid", "size", "path", "lfs": {"oid",
     "size", "pointerSize"}}, {"type": "directory", ...}], sorted by path, --page-size entries a
     page with a Link: <URL&cursor=K>; rel="next" header to the next; a folder that does not
@@ -113,7 +114,8 @@ def main():
                 return self.send_tree(parts[2:], body)
             prefix = (["datasets"] if a.dataset else []) + a.repo.split("/")
             n = len(prefix)
-            if parts[:n] != prefix or parts[n:n + 2] != ["resolve", "main"] or \
+            rev = parts[n + 1:n + 2] if a.dataset else ["main"]  # a dataset: any revision
+            if parts[:n] != prefix or parts[n:n + 2] != ["resolve"] + rev or \
                     len(parts) < n + 3 or (len(parts) != n + 3 and not a.dataset):
                 return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
             f = files.get(urllib.parse.unquote("/".join(parts[n + 2:])))
@@ -131,7 +133,7 @@ def main():
 
         def send_tree(self, parts, body):
             repo = a.repo.split("/")
-            if parts[:2] != repo or parts[2:4] != ["tree", "main"]:
+            if parts[:2] != repo or parts[2:3] != ["tree"] or len(parts) < 4:
                 return self.reply(401, [("X-Error-Code", "RepoNotFound")], b"Repository not found", body)
             folder = urllib.parse.unquote("/".join(parts[4:]))
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)

@@ -63,14 +63,25 @@ echo "--max-docs 3: $(ids g.bin | tr ' ' '\n' | grep -c '^50256$') documents"
 HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds/data/train/*.parquet' -o h.bin
 cmp h.bin want.bin && echo "the whole: the local files' tokens"
 
+echo "== a revision (@v1.0, a tag), then offline; a commit offline"
+HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds@v1.0/data/test/*.jsonl' -o r.bin
+grep -c "^GET /api/datasets/org/ds/tree/v1.0/data/test?recursive=1 " a.log
+grep -c "^HEAD /datasets/org/ds/resolve/v1.0/data/test/docs.jsonl " a.log
+echo "refs/v1.0: $(cat $repo/refs/v1.0)"
+HF_HUB_OFFLINE=1 gpt-tokenize -q 'hf://datasets/org/ds@v1.0/data/test/*.jsonl' -o r2.bin
+HF_HUB_OFFLINE=1 gpt-tokenize -q "hf://datasets/org/ds@$(cat $repo/refs/v1.0)/data/test/*.jsonl" -o r3.bin
+cmp r.bin r2.bin && cmp r.bin r3.bin && ids r.bin | cmp - "$FIX/tokenize/docs.ids" && echo "@v1.0: tiktoken's ids, online and offline"
+
 echo "== errors"
 set +e
 HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds/data/*.nothing' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds/nofolder/*.parquet' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/other/data/*.parquet' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
+HF_ENDPOINT=$ep gpt-tokenize -q 'hf://datasets/org/ds@bad~rev/data/*' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
+HF_HUB_OFFLINE=1 gpt-tokenize -q 'hf://datasets/org/ds@v2/data/*' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 HF_HUB_OFFLINE=1 gpt-tokenize -q 'hf://datasets/org/never/x.parquet' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
-HF_HUB_OFFLINE=1 gpt-tokenize -q 'hf://datasets/org/ds/data/test/*.jsonl' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
+HF_HUB_OFFLINE=1 gpt-tokenize -q 'hf://datasets/org/ds/data/test/*.parquet' -o f.bin 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 HF_ENDPOINT=http://127.0.0.1:9 gpt-tokenize -q 'hf://datasets/org/ds/data/*' -o f.bin 2>&1 |
   sed 's/\(cannot reach [^ ]*\): [^(]*/\1: ... /'; echo "exit ${PIPESTATUS[0]}"
 hub c --repo org/bad --bad-etag data/train/000.parquet
