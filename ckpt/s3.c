@@ -3,7 +3,6 @@
  * to write is written into a temporary directory there, then uploaded (multipart when large) and
  * removed. Credentials, region and endpoint from the environment and ~/.aws
  * (gk_s3_conf_discover). Owns the temporaries until they are handed over or removed. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,37 +10,12 @@
 
 #include "ck.h"
 #include "common/log.h"
-#include "common/progress.h"
 #include "common/s3/s3.h"
 
 static const char *env(const char *name, void *ud)
 {
     (void)ud;
     return getenv(name);
-}
-
-typedef struct to_fd {
-    int fd;
-    long long bytes;
-    int err;          /* errno of a failed write */
-    gk_progress bar;  /* on a terminal: the bytes so far */
-} to_fd;
-
-static int write_all(const void *data, size_t n, void *ud)
-{
-    to_fd *t = ud;
-    for (const char *p = data; n;) {
-        ssize_t k = write(t->fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            t->err = k < 0 ? errno : ENOSPC;
-            return GK_EIO;
-        }
-        p += k, n -= (size_t)k, t->bytes += k;
-    }
-    gk_progress_update(&t->bar, t->bytes, NULL);
-    return 0;
 }
 
 /* A client for url's store (credentials, region and endpoint from the environment and ~/.aws),
@@ -68,41 +42,16 @@ static const char *tmp_dir(void)
 
 int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
 {
-    char bucket[256], key[1100], tmp[4200];
+    char bucket[256], key[1100];
     gk_s3 *s = NULL;
     *fd = -1;
     int rc = open_client(url, bucket, sizeof bucket, key, sizeof key, &s, e);
-    if (rc)
-        return rc;
-    const char *dir = getenv("TMPDIR");
-    snprintf(tmp, sizeof tmp, "%s/gpt-ckpt.XXXXXX", dir && *dir ? dir : "/tmp");
-    to_fd t = {.fd = mkstemp(tmp)};
-    if (t.fd < 0) {
-        gk_errno(e, tmp);
-        rc = gk_errf(e, e->code, "%s (a temporary file for %s; set TMPDIR to another directory)", e->msg, url);
-    } else {
-        unlink(tmp);
-        gk_info("downloading %s", url);
-        gk_progress_start(&t.bar, url, 0);
-        rc = gk_s3_get(s, bucket, key, write_all, &t, e);
-        gk_progress_end(&t.bar);
-        if (rc && t.err) {
-            errno = t.err;
-            gk_errno(e, dir && *dir ? dir : "/tmp");
-            rc = gk_errf(e, GK_EIO, "%s (downloading %s there; set TMPDIR to another directory)", e->msg, url);
-        }
-    }
-    if (gk_s3_retries(s))
+    if (!rc)
+        rc = gk_s3_fetch_temp(s, bucket, key, tmp_dir(), 1, NULL, fd, bytes, e);
+    if (s && gk_s3_retries(s))
         gk_warn("%s: %ld requests retried", url, gk_s3_retries(s));
     gk_s3_close(s);
-    if (rc) {
-        if (t.fd >= 0)
-            close(t.fd);
-        return rc;
-    }
-    *fd = t.fd;
-    *bytes = t.bytes;
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- writing */

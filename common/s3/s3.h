@@ -20,6 +20,7 @@
 #ifndef GK_S3_H
 #define GK_S3_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -157,5 +158,14 @@ typedef int (*gk_s3_list_fn)(const gk_s3_entry *ent, void *ud);
  * page (page_size keys per request: 0 is the server's default of 1000). */
 int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, gk_s3_list_fn fn,
                void *ud, gk_err *e);
+
+/* ---------------------------------------------------------------- local files (s3_file.c) */
+
+/* Downloads the object into an unlinked temporary file in dir (a tool passes $TMPDIR, else
+ * /tmp): *fd is open on it, *bytes its size. bar: say "downloading s3://BUCKET/KEY" and draw a
+ * progress bar on a terminal. cancel (NULL: none) set stops it (GK_EINTR). A failed write names
+ * dir and suggests TMPDIR. */
+int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *dir, int bar,
+                     const atomic_int *cancel, int *fd, long long *bytes, gk_err *e);
 
 #endif
