@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
+#include "common/s3/s3.h"
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
 #include "common/text/vocab.h"
@@ -174,6 +176,45 @@ static int generate(const options *o, gk_gpt2 *m, const gk_vocab *v, const int *
     return rc;
 }
 
+
+static const char *env(const char *name, void *ud)
+{
+    (void)ud;
+    return getenv(name);
+}
+
+/* gk_gpt2_runner_open, for a checkpoint at s3://BUCKET/KEY too: downloaded into an unlinked
+ * temporary file in $TMPDIR (else /tmp) that the checkpoint reader maps, named by its URL. */
+static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
+                       const char *vocab, int required, gk_err *e)
+{
+    if (!gk_s3_is_url(path))
+        return gk_gpt2_runner_open(r, bo, path, vocab, required, e);
+    char bucket[256], key[1100];
+    const char *dir = getenv("TMPDIR");
+    gk_s3_conf conf;
+    gk_s3 *s = NULL;
+    long long bytes;
+    int fd = -1;
+    memset(r, 0, sizeof *r);
+    int rc = gk_s3_parse_url(path, bucket, sizeof bucket, key, sizeof key, e);
+    if (!rc && !key[0])
+        rc = gk_errf(e, GK_EUSAGE, "%s: names a bucket, not a checkpoint (s3://BUCKET/KEY)", path);
+    if (!rc) rc = gk_s3_conf_discover(&conf, env, NULL, e);
+    if (!rc) rc = gk_s3_open(&s, &conf, e);
+    if (!rc) rc = gk_s3_fetch_temp(s, bucket, key, dir && *dir ? dir : "/tmp", 1, NULL, &fd, &bytes, e);
+    if (s && gk_s3_retries(s))
+        gk_warn("%s: %ld requests retried", path, gk_s3_retries(s));
+    gk_s3_close(s);
+    if (!rc) rc = gk_backend_open(&r->be, bo, e);
+    if (!rc) rc = gk_ckpt_open_fd(&r->ckpt, fd, path, e);
+    if (fd >= 0) close(fd);
+    if (!rc) rc = gk_gpt2_ckpt_config(r->ckpt, &r->cfg, e);
+    if (!rc) rc = gk_gpt2_vocab(r->ckpt, &r->cfg, vocab, required, &r->vocab, e);
+    r->cfg.dropout = 0;
+    return rc;
+}
+
 static int run(const options *o, gk_err *e)
 {
     gk_gpt2_runner r = {0};
@@ -183,7 +224,7 @@ static int run(const options *o, gk_err *e)
     int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
     gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16, 0, GK_ATTN_AUTO};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
-    if (!rc) rc = gk_gpt2_runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
+    if (!rc) rc = runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
     if (r.be) gk_warn_note(r.be->note); /* e.g. why device auto is not cuda */
