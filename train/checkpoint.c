@@ -35,6 +35,8 @@ struct tr_ckpt_writer {
     tr_snapshot *snap;       /* the thread's while busy, else the run thread's */
     char *out_dir;
     int64_t keep_last, keep_every;
+    tr_s3out *s3;            /* out_dir in a bucket: out_dir is its staging directory, and each
+                              * checkpoint is uploaded before latest moves (s3out.h) */
 };
 
 /* The length of "ckpt_DIGITS.safetensors" at the start of name (digits only, no sign or space),
@@ -119,6 +121,10 @@ static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
         return rc;
     }
     gk_sync_dir_of(link); /* latest's new target survives a power cut too */
+    if (w->s3) { /* the staging directory keeps this one; the bucket keeps keep_last */
+        prune(w->out_dir, 1, 0, tr_snapshot_step(w->snap));
+        return tr_s3out_publish(w->s3, name, tr_snapshot_step(w->snap), w->keep_last, w->keep_every, e);
+    }
     prune(w->out_dir, w->keep_last, w->keep_every, tr_snapshot_step(w->snap));
     gk_info("saved %s", path);
     return 0;
@@ -228,6 +234,7 @@ static int writer_create(tr_run *r, gk_err *e)
     }
     w->keep_last = r->s.keep_last;
     w->keep_every = r->s.keep_every;
+    w->s3 = r->s3out;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     sigset_t block, old;

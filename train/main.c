@@ -99,19 +99,56 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
     return rc;
 }
 
+static const char *env(const char *name, void *ud)
+{
+    (void)ud;
+    return getenv(name);
+}
+
+/* out_dir = s3://...: rank 0 opens the bucket (credentials and endpoint from the environment and
+ * ~/.aws, the staging directory in TMPDIR) and trains into the staging directory (s3out.h). */
+static int open_s3_out_dir(tr_run *r, gk_err *e)
+{
+    if (!gk_s3_is_url(r->s.out_dir) || r->s.eval_only || !tr_dist_is_root(&r->dist))
+        return 0;
+    gk_s3_conf conf;
+    int rc = gk_s3_conf_discover(&conf, env, NULL, e);
+    const char *part = getenv("GPTKIT_S3_PART_SIZE"); /* bytes a multipart part (tests: 5 MiB) */
+    char *end = NULL;
+    if (!rc && part && *part) {
+        unsigned long long v = strtoull(part, &end, 10);
+        if (*end || v < (5u << 20) || v > (5ull << 30))
+            return gk_errf(e, GK_EUSAGE, "GPTKIT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
+                           "(5242880) to 5 GiB", part);
+        conf.part_size = (size_t)v;
+    }
+    if (!rc)
+        rc = tr_s3out_open(&r->s3out, r->s.out_dir, &conf, getenv("TMPDIR"), r->s.init_from, e);
+    if (!rc)
+        r->s.out_dir = tr_s3out_stage(r->s3out);
+    return rc;
+}
+
 static int run(tr_run *r, int argc, char **argv, gk_err *e)
 {
     int spawned, rc = place(r, argc, argv, &spawned, e);
     if (rc || spawned)
         return rc;
+    if ((rc = open_s3_out_dir(r, e)))
+        return rc;
     rc = tr_run_setup(r, e); /* first: it sets the model's shape keys to those trained */
     if (rc)
         return rc;
+    const char *out_dir = r->s.out_dir; /* a bucket's staging directory: the URL is what was set */
+    if (r->s3out)
+        r->s.out_dir = tr_s3out_url(r->s3out);
     if (gk_verbosity() >= GK_LOG_NORMAL) {
         fprintf(stderr, "gpt-train: effective config:\n");
         gk_config_print(r->cfg, stderr);
     }
-    if (!(r->settings_json = gk_config_to_json(r->cfg, e)))
+    r->settings_json = gk_config_to_json(r->cfg, e);
+    r->s.out_dir = out_dir;
+    if (!r->settings_json)
         return e->code ? e->code : GK_ENOMEM;
     install_signals();
     return r->s.eval_only ? tr_run_eval_only(r, e) : tr_run_train(r, e);

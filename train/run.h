@@ -17,6 +17,7 @@
 #include "lock.h"
 #include "metrics.h"
 #include "model_io.h"
+#include "s3out.h"
 #include "settings.h"
 
 typedef struct tr_run {
@@ -41,6 +42,7 @@ typedef struct tr_run {
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
     double peak_tflops;         /* the MFU column's peak: peak_tflops, else the GPU's (0: none) */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
+    tr_s3out *s3out;            /* out_dir in a bucket (rank 0): s.out_dir is its staging directory */
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
                                  * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
 } tr_run;

@@ -527,6 +527,8 @@ void tr_run_free(tr_run *r)
     tr_dist_close(&r->dist); /* before the backend: a comm may use its memory */
     tr_metrics_close(&r->metrics);
     tr_lock_release(&r->lock);
+    tr_s3out_close(r->s3out, 1); /* after the writer and the metrics: the last uploads */
+    r->s3out = NULL;
     tr_data_close(r->train);
     tr_data_close(r->val);
     gk_ckpt_close(r->moments_from); /* a setup that failed before moments() */

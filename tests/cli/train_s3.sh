@@ -1,0 +1,109 @@
+# gpt-train with out_dir in a bucket (train/s3out.h), against moto's S3 server
+# (tests/cli/s3_server.py; skipped without moto). Each out_dir is a bucket's root: moto 5.2.1
+# refuses the signature of a listing whose prefix holds '/' (boto3's as well as ours), which AWS
+# accepts. Checks: 10 steps + kill-free resume from the bucket (init_from=auto) give the losses and
+# the final weights of 20 steps in one local run, bit for bit; keep_last/keep_every prune objects
+# as they prune files; a second trainer is refused naming the holder, a lock left by a dead pid
+# of this host is taken over; an upload failing for good (the proxy answering 503 to everything)
+# stops training with a non-zero exit and latest on the previous checkpoint; SIGKILL during a
+# multipart upload leaves latest whole and the next run aborts the upload left behind.
+source "$TOP/tests/cli/lib.bash"; need_data
+python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
+tiny_data d
+mkfifo ctl
+python3 "$TOP/tests/cli/s3_server.py" ready < ctl 2> server.log &
+exec 3> ctl # the server runs until this closes
+trap 'exec 3>&-; wait' EXIT
+for _ in $(seq 600); do [ -f ready ] && break; sleep 0.1; done
+read -r port pport key secret _ < ready
+mkdir tmp
+export AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret AWS_ENDPOINT_URL=http://127.0.0.1:$port TMPDIR=$PWD/tmp
+# s3py CODE ARGS...: python with s3 (a boto3 client of the server) and sys.argv
+s3py() {
+  local code=$1; shift
+  python3 - "$@" <<PY
+import sys, boto3
+s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:$port", region_name="us-east-1",
+                  aws_access_key_id="$key", aws_secret_access_key="$secret")
+def keys(b): return [o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Contents", [])]
+$code
+PY
+}
+s3py 'for b in ("run-b", "run-k", "run-l", "run-f", "run-m"): s3.create_bucket(Bucket=b)'
+get() { s3py 'open(sys.argv[3], "wb").write(s3.get_object(Bucket=sys.argv[1], Key=sys.argv[2])["Body"].read())' "$@"; }
+
+# resume from the bucket is exact
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=a > /dev/null
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --out_dir=s3://run-b > /dev/null
+gpt-train "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=s3://run-b --init_from=auto > /dev/null 2> b2.err
+grep -o 'resuming from .*' b2.err | sed 's|/[^ ]*/tmp/gpt-train\.[A-Za-z0-9]*|STAGE|'
+get run-b latest latest.txt && cat latest.txt
+get run-b "$(cat latest.txt)" b.safetensors
+get run-b metrics.jsonl b.jsonl
+cmp <(losses a/metrics.jsonl) <(losses b.jsonl) && echo "losses: same as the local run's ($(losses b.jsonl | wc -l) lines)"
+cmp <(st_data a/latest.safetensors) <(st_data b.safetensors) && echo "weights and optimizer state: same bits"
+s3py 'print("run-b:", " ".join(keys("run-b")))'
+ls tmp | wc -l # the staging directories are gone
+
+# pruning: the same checkpoints kept as in a local out_dir
+gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=k > /dev/null
+gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=s3://run-k > /dev/null
+s3py 'print("run-k:", " ".join(k for k in keys("run-k") if k.startswith("ckpt_")))'
+echo "k:     $(ls k | grep '^ckpt_' | tr '\n' ' ')"
+
+# the lock: a live trainer holds it; one of a dead pid on this host is taken over
+gpt-train -q "${TINY[@]}" --max_iters=100000 --eval_interval=5 --out_dir=s3://run-l > /dev/null &
+pid=$!
+for _ in $(seq 300); do s3py 'sys.exit("latest" not in keys("run-l"))' && break; sleep 0.1; done
+kill -STOP $pid
+rc=0; gpt-train -q "${TINY[@]}" --max_iters=3 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt || rc=$?
+sed "s/pid $pid on host $(hostname) since [0-9: -]* UTC/pid PID on host HOST since TIME/" err.txt; echo "exit $rc"
+kill -CONT $pid; kill -TERM $pid
+rc=0; wait $pid || rc=$?; echo "first run: exit $rc"
+s3py 'print("lock after the run:", "gpt-train.lock" in keys("run-l"))'
+sleep 30 & dead=$!; kill $dead; wait $dead 2> /dev/null || true
+s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=sys.argv[1].encode())' "$dead $(hostname) 1800000000"
+gpt-train "${TINY[@]}" --max_iters=100 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt
+grep -o 'taking over the lock.*' err.txt | sed "s/pid $dead on host $(hostname)/pid PID on host HOST/"
+s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1800000000\n")'
+rc=0; gpt-train -q "${TINY[@]}" --max_iters=101 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt || rc=$?
+cat err.txt; echo "exit $rc"
+
+# an upload that fails for good: a non-zero exit, latest on the previous checkpoint
+export AWS_ENDPOINT_URL=http://127.0.0.1:$pport
+gpt-train -q "${TINY[@]}" --max_iters=2 --out_dir=s3://run-f > /dev/null
+gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=400 --out_dir=s3://run-f --init_from=auto > /dev/null 2> err.txt &
+pid=$!
+for _ in $(seq 300); do grep -q '^gpt-train: resuming' err.txt && break; sleep 0.1; done
+curl -sS -X POST "http://127.0.0.1:$pport/__fault?n=1000000&what=503" > /dev/null
+rc=0; wait $pid || rc=$?
+curl -sS -X POST "http://127.0.0.1:$pport/__fault?n=0&what=503" > /dev/null
+echo "upload failing: exit $rc"
+grep -c 'uploading ckpt_00000400.safetensors to s3://run-f' err.txt
+get run-f latest latest.txt && cat latest.txt
+get run-f ckpt_00000002.safetensors f.safetensors && gpt-ckpt verify -q f.safetensors && echo "ckpt_00000002: verifies"
+export AWS_ENDPOINT_URL=http://127.0.0.1:$port
+
+# SIGKILL during a multipart upload (5 MiB parts of a 38 MB checkpoint), then the next run
+export GPTKIT_S3_PART_SIZE=5242880
+big=(--n_layer=4 --n_embd=256 --n_head=4)
+gpt-train -q "${TINY[@]}" "${big[@]}" --max_iters=100000 --eval_interval=1 --out_dir=s3://run-m > /dev/null 2>&1 &
+pid=$!
+s3py '
+import os, signal, time
+for _ in range(3000):
+    if "latest" in keys("run-m") and s3.list_multipart_uploads(Bucket="run-m").get("Uploads"):
+        os.kill(int(sys.argv[1]), signal.SIGKILL)
+        break
+    time.sleep(0.01)
+' $pid
+wait $pid 2> /dev/null || true
+s3py 'print("uploads in progress after the kill:", len(s3.list_multipart_uploads(Bucket="run-m").get("Uploads", [])) > 0)'
+get run-m latest latest.txt && get run-m "$(cat latest.txt)" m.safetensors && gpt-ckpt verify -q m.safetensors && echo "latest: a whole checkpoint"
+step=$(sed 's/ckpt_0*\([0-9]*\).*/\1/' latest.txt)
+gpt-train "${TINY[@]}" "${big[@]}" --max_iters=$((step + 1)) --eval_interval=1 --out_dir=s3://run-m --init_from=auto > /dev/null 2> err.txt
+grep -o 'aborted the upload of s3://run-m/ckpt_[0-9]*.safetensors left by a run that was killed' err.txt | sed 's/ckpt_[0-9]*/ckpt_N/' | sort -u
+s3py 'print("uploads in progress after the next run:", len(s3.list_multipart_uploads(Bucket="run-m").get("Uploads", [])))'
+get run-m latest latest.txt && [ "$(cat latest.txt)" = "$(printf 'ckpt_%08d.safetensors' $((step + 1)))" ] && echo "latest: one step further"
+# the settings stored in the checkpoint name the bucket, not the staging directory
+gpt-ckpt info --json m.safetensors | grep -o '"out_dir":"[^"]*"' 
