@@ -1,6 +1,6 @@
 /* cuda_attn_fa2_bwd.cu: the causal attention backward as FlashAttention-2 does it, for bf16
  * activations, on the warp-level primitives of mma.h (fa2_tile.h); cuda_attn.cu decides when it
- * runs (GK_CUDA_ATTN=fa2, with cuda_attn_fa2.cu's forward, whose lse it reads; flash's lse is the
+ * runs (attention = fa2, with cuda_attn_fa2.cu's forward, whose lse it reads; flash's lse is the
  * same). Three launches, each output summed by one warp in a fixed order (deterministic, no
  * atomics):
  * - fa2_bwd_dsum: D = rowsum(dO * O) per (b, h, t), fp32, one warp a row;

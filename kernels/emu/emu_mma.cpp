@@ -113,6 +113,7 @@ void ldmatrix(int n, bool trans, uint32_t *r, const void *row)
         if ((uintptr_t)row % 16)
             fail_thread(w, "ldmatrix.x%d: lane %d's row address %p is not 16-byte aligned", n, lane, row);
         memcpy(mine, row, sizeof mine);
+        race_access(row, sizeof mine, false);
     }
     WarpSlot s{WOP_WARP_FN, 0xffffffffu, (uint64_t)(uintptr_t)&ldmatrix_complete, OP_LDMATRIX | n << 4 | (int)trans << 8,
                32, {r, mine}, 0};
@@ -155,6 +156,7 @@ void cp_async16(void *dst, const void *src, int src_bytes)
         memcpy(dst, c.bytes, sizeof c.bytes);
         return;
     }
+    race_access(dst, sizeof c.bytes, true); /* the copy lands between issue and wait: both count */
     async_queue(w).copies.push_back(c);
 }
 
@@ -173,7 +175,10 @@ void cp_async_wait(int n)
     AsyncQueue &q = async_queue(w);
     if ((int)q.groups.size() <= n) return;
     size_t done = q.groups[q.groups.size() - 1 - n]; /* the copies of all but the n newest groups */
-    for (size_t i = 0; i < done; i++) memcpy(q.copies[i].dst, q.copies[i].bytes, sizeof q.copies[i].bytes);
+    for (size_t i = 0; i < done; i++) {
+        race_access(q.copies[i].dst, sizeof q.copies[i].bytes, true);
+        memcpy(q.copies[i].dst, q.copies[i].bytes, sizeof q.copies[i].bytes);
+    }
     q.copies.erase(q.copies.begin(), q.copies.begin() + (ptrdiff_t)done);
     q.groups.erase(q.groups.begin(), q.groups.end() - n);
     for (size_t &g : q.groups) g -= done;

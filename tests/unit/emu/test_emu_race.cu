@@ -3,8 +3,11 @@
  * sums and the next call's writes (cuda_attn.cu's block_reduce without its first __syncthreads)
  * fails naming the kernel and the offset, in dynamic and in static __shared__ memory, and passes
  * with the barrier; a warp-local exchange ordered by __syncwarp passes, and fails without it or
- * when the exchange crosses warps (a __syncwarp orders the lanes of one warp only). The kernels
- * are plain CUDA (nvcc compiles them too); the race errors are the emulator's. */
+ * when the exchange crosses warps (a __syncwarp orders the lanes of one warp only); a tile that
+ * one warp reads by ldmatrix and another refills by cp.async without a barrier between (the
+ * double-buffered loops of the fa2 kernels) fails too. The kernels are plain CUDA (nvcc compiles
+ * them too); the race errors are the emulator's. */
+#include "kernels/cuda/mma.h"
 #include "tests/unit/emu/emu_test.h"
 
 /* The race errors are the emulator's, when its build has the checker (one with SAN=1, which
@@ -77,6 +80,29 @@ __global__ void exchange(int *out, int sync, int cross)
     out[t] = slot[t];
 }
 
+/* Warp 0 reads an 8 x 8 tile by ldmatrix; then warp 1 refills it by cp.async from src + 64,
+ * with a barrier between when barrier = 1. out[0..31]: warp 0's fragments; out[32..95]: the tile. */
+__global__ void tile_refill(const unsigned short *src, uint32_t *out, int barrier)
+{
+    alignas(16) __shared__ unsigned short tile[64];
+    int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    if (t < 8) cp_async16(&tile[t * 8], src + t * 8, 16);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t r[1];
+        ldmatrix<1, false>(r, &tile[(lane % 8) * 8]);
+        out[lane] = r[0];
+    }
+    if (barrier) __syncthreads();
+    if (warp == 1 && lane < 8) cp_async16(&tile[lane * 8], src + 64 + lane * 8, 16);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    out[32 + t] = tile[t];
+}
+
 static void run_sums(bool dyn, int barrier, const float *in, float *out)
 {
     if (dyn) GK_LAUNCH(sums_dyn, 3, kThreads, kWarps * sizeof(float), 0, in, out, barrier);
@@ -143,10 +169,39 @@ static void test_warp_exchange(void)
     SKIP_UNCHECKED();
 }
 
+static void test_tile_refill(void)
+{
+    unsigned short h[128];
+    uint32_t got[96];
+    for (int i = 0; i < 128; i++) h[i] = (unsigned short)(i + 1);
+    unsigned short *src = to_dev(h, 128);
+    uint32_t *out = to_dev<uint32_t>(NULL, 96);
+    GK_LAUNCH(tile_refill, 1, 64, 0, 0, src, out, 1);
+    CUDA_OK(cudaGetLastError());
+    to_host(got, out, 96);
+    int bad = 0;
+    for (int l = 0; l < 32; l++) { /* lane l holds row l / 4, columns 2 (l % 4) and the next */
+        int at = l / 4 * 8 + 2 * (l % 4);
+        bad += got[l] != ((uint32_t)h[at] | (uint32_t)h[at + 1] << 16);
+    }
+    for (int i = 0; i < 64; i++) bad += got[32 + i] != h[64 + i];
+    CHECKF(bad == 0, "%d wrong values", bad);
+#if RACE_CHECKED
+    GK_LAUNCH(tile_refill, 1, 64, 0, 0, src, out, 0);
+    const char *words[] = {"kernel 'tile_refill'", "shared memory race", "static __shared__"};
+    CHECK(launch_failed_with(cudaErrorLaunchFailure, words, 3));
+    CUDA_OK(cudaDeviceReset());
+#endif
+    cudaFree(src);
+    cudaFree(out);
+    SKIP_UNCHECKED();
+}
+
 int main(void)
 {
     RUN(test_missing_barrier_dynamic);
     RUN(test_missing_barrier_static);
     RUN(test_warp_exchange);
+    RUN(test_tile_refill);
     return TEST_END();
 }
