@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-static int add_entry(tk_inputs *in, const char *path, long long size, tk_remote rem, gk_err *e)
+int tk_inputs_add_entry(tk_inputs *in, const char *path, long long size, tk_remote rem, gk_err *e)
 {
     if (in->n == in->cap) {
         int cap = in->cap ? in->cap * 2 : 16;
@@ -38,7 +39,7 @@ int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e)
     struct stat st;
     long long size = strcmp(path, "-") && stat(path, &st) == 0 && S_ISREG(st.st_mode)
                          ? (long long)st.st_size : -1;
-    return add_entry(in, path, size, (tk_remote){NULL, 0}, e);
+    return tk_inputs_add_entry(in, path, size, (tk_remote){NULL, 0, 0}, e);
 }
 
 static int add_dataset(tk_inputs *in, const char *url, const gk_hub_conf *hub, gk_err *e)
@@ -58,7 +59,7 @@ static int add_dataset(tk_inputs *in, const char *url, const gk_hub_conf *hub, g
     for (int i = 0; rc == 0 && i < gk_hub_dataset_files(d); i++) {
         char name[2048];
         snprintf(name, sizeof name, "%.*s/%s", (int)(repo_end - url), url, gk_hub_dataset_file(d, i));
-        rc = add_entry(in, name, gk_hub_dataset_size(d, i), (tk_remote){d, i}, e);
+        rc = tk_inputs_add_entry(in, name, gk_hub_dataset_size(d, i), (tk_remote){d, i, 0}, e);
     }
     return rc;
 }
@@ -109,6 +110,8 @@ int tk_inputs_fetch(tk_inputs *in, int i, char *path, size_t cap, gk_err *e)
             rc = gk_errf(e, GK_EUSAGE, "%s: path too long", in->pf.path);
         if (rc == 0)
             strcpy(path, in->pf.path);
+    } else if (in->remote[i].s3) {
+        rc = tk_inputs_fetch_s3(in, i, path, cap, e);
     } else if (in->remote[i].d) {
         prefetch_join(in, 1, NULL);
         rc = gk_hub_dataset_fetch(in->remote[i].d, in->remote[i].i, path, cap, 0, NULL, e);
@@ -222,6 +225,8 @@ int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub,
         return tk_inputs_add(in, operand, e);
     if (gk_hub_is_dataset_url(operand))
         return add_dataset(in, operand, hub, e);
+    if (gk_s3_is_url(operand))
+        return tk_inputs_add_s3(in, operand, e);
     if (stat(operand, &st) == 0 && S_ISDIR(st.st_mode)) {
         int before = in->n, rc = add_dir(in, operand, 0, e);
         if (rc == 0 && in->n == before)
@@ -238,6 +243,8 @@ int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub,
 void tk_inputs_free(tk_inputs *in)
 {
     prefetch_join(in, 1, NULL); /* a download stopped early resumes next time */
+    if (in->s3fd > 0)
+        close(in->s3fd);
     for (int i = 0; i < in->n; i++)
         free(in->paths[i]);
     for (int i = 0; i < in->nsets; i++)

@@ -7,8 +7,14 @@
  *     shell left it quoted), a directory among them expanded as above; none is an error;
  *   hf://datasets/OWNER/NAME/PATH: the dataset's files PATH names (common/hub/hub.h), listed
  *     now; tk_inputs_fetch downloads each into the HF cache (unless there) when it is asked
- *     for, and the next one in a background thread while the caller reads this one.
- * Owns: the path strings, the arrays, the datasets and the download thread (expand .. free).
+ *     for, and the next one in a background thread while the caller reads this one;
+ *   s3://BUCKET/KEY (inputs_s3.c): the object; s3://BUCKET/PREFIX/ (or a KEY that names no
+ *     object but has objects under KEY/): every object under it; a KEY with * ? or [: the
+ *     objects whose keys match it (fnmatch, '*' not crossing '/'), in S3's order (sorted by
+ *     bytes); tk_inputs_fetch downloads one object at a time into an unlinked temporary file
+ *     in tmpdir and gives /dev/fd/N (the reader names the URL).
+ * Owns: the path strings, the arrays, the datasets, the download thread and the temporary of
+ * the s3:// input read now (expand .. free); s3 is borrowed.
  * Call from one thread. */
 #ifndef TK_INPUTS_H
 #define TK_INPUTS_H
@@ -19,10 +25,12 @@
 
 #include "common/err.h"
 #include "common/hub/hub.h"
+#include "common/s3/s3.h"
 
 typedef struct tk_remote {
-    gk_hub_dataset *d; /* NULL: a local input */
+    gk_hub_dataset *d; /* NULL: a local input or an s3:// object */
     int i;             /* its file */
+    int s3;            /* an s3://BUCKET/KEY object */
 } tk_remote;
 
 /* The download of the next remote input, running while the current one is read. */
@@ -42,9 +50,16 @@ typedef struct tk_inputs {
     gk_hub_dataset **sets;
     int nsets;
     tk_prefetch pf;
+    gk_s3 *s3;          /* for s3:// operands (NULL: refused) */
+    const char *tmpdir; /* where s3:// objects are downloaded */
+    int s3fd;           /* > 0: the temporary holding the s3:// input read now */
 } tk_inputs;
 
 int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e);
+int tk_inputs_add_entry(tk_inputs *in, const char *path, long long size, tk_remote rem, gk_err *e);
+/* inputs_s3.c: appends what an s3:// operand stands for / the local path of s3:// input i. */
+int tk_inputs_add_s3(tk_inputs *in, const char *url, gk_err *e);
+int tk_inputs_fetch_s3(tk_inputs *in, int i, char *path, size_t cap, gk_err *e);
 /* Appends what operand stands for; hub (NULL: hf:// refused) for hf://datasets/ operands. */
 int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub, gk_err *e);
 /* The local path of input i into path[0..cap): a remote one downloaded first (unless cached),

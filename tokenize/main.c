@@ -13,6 +13,7 @@
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
+#include "common/s3/s3.h"
 #include "common/text/vocab.h"
 #include "collect.h"
 #include "decode.h"
@@ -283,7 +284,7 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
     tk_sink_opts so = {o->output,     o->shard_tokens, o->val_fraction,
                        o->val_docs,   o->val_tokens,   o->val_output,
                        o->max_tokens, v ? gk_vocab_size(v) : 0,
-                       v ? gk_vocab_fingerprint(v) : 0};
+                       v ? gk_vocab_fingerprint(v) : 0, in->s3, in->tmpdir};
     if (!rc)
         rc = tk_sink_open(&sink, &so, e);
     int threads = o->threads ? (int)o->threads : omp_get_num_procs();
@@ -354,6 +355,28 @@ static int expand(tk_inputs *in, char **ops, int n, gk_err *e)
     return rc;
 }
 
+static const char *env(const char *name, void *ud)
+{
+    (void)ud;
+    return getenv(name);
+}
+
+/* A client for the s3:// operands and outputs, if any (credentials, region and endpoint from
+ * the environment and ~/.aws), and TMPDIR (else /tmp) for their temporaries. */
+static int s3_setup(const options *o, char **ops, int n, tk_inputs *in, gk_s3 **s3, gk_err *e)
+{
+    int need = gk_s3_is_url(o->output ? o->output : "") || gk_s3_is_url(o->val_output ? o->val_output : "");
+    for (int i = 0; i < n; i++)
+        need |= gk_s3_is_url(ops[i]);
+    const char *dir = getenv("TMPDIR");
+    gk_s3_conf conf;
+    in->tmpdir = dir && *dir ? dir : "/tmp";
+    int rc = need ? gk_s3_conf_discover(&conf, env, NULL, e) : 0;
+    if (need && !rc && !(rc = gk_s3_open(s3, &conf, e)))
+        in->s3 = *s3;
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
@@ -371,8 +394,11 @@ int main(int argc, char **argv)
     char **inputs = first < argc ? argv + first : stdin_only;
     int ninputs = first < argc ? argc - first : 1;
     tk_inputs in = {0};
+    gk_s3 *s3 = NULL;
     if (rc == 0)
         rc = check_stdin(inputs, ninputs, &e);
+    if (rc == 0 && !o.decode)
+        rc = s3_setup(&o, inputs, ninputs, &in, &s3, &e);
     if (rc == 0 && !o.decode) /* directories, patterns and hf:// stand for their files */
         rc = expand(&in, inputs, ninputs, &e);
     if (rc == 0) {
@@ -380,6 +406,9 @@ int main(int argc, char **argv)
         rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, &in, &e);
     }
     tk_inputs_free(&in);
+    if (s3 && gk_s3_retries(s3))
+        gk_warn("%ld S3 requests retried", gk_s3_retries(s3));
+    gk_s3_close(s3);
     if (rc == 0)
         rc = gk_std_finish(&e); /* a summary or text that could not be written is a failure */
     if (rc) {

@@ -1,6 +1,7 @@
 /* output.c: shard outputs of gpt-tokenize (see output.h). */
 #include "output.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,16 +9,22 @@
 #include "common/log.h"
 #include "common/io/shard.h"
 #include "spill.h"
+#include "stage.h"
 
-/* One destination: a single shard or a numbered series. */
+/* One destination: a single shard or a numbered series, local or staged for a bucket. */
 typedef struct target {
     int series;
     gk_shard_writer w;
     gk_shard_series s;
+    tk_stage *st;
+    const char *url;    /* NULL: local */
+    char local[4400];   /* with url: the staged file (a series: its prefix) */
+    int uploaded;       /* series with url: shards uploaded so far */
 } target;
 
 struct tk_sink {
     tk_sink_opts o;
+    tk_stage stage;
     target train, val; /* val: with a validation split */
     int split, head;   /* a validation split; of the first documents or tokens (no spill) */
     int64_t tokens, docs;
@@ -29,24 +36,48 @@ struct tk_sink {
     int64_t ndocs;
 };
 
-static int target_open(target *t, const char *path, int64_t shard_tokens, const tk_sink_opts *o,
-                       gk_err *e)
+static int target_open(target *t, tk_stage *st, const char *path, int64_t shard_tokens,
+                       const tk_sink_opts *o, gk_err *e)
 {
     t->series = shard_tokens > 0;
+    t->st = st;
+    t->url = path && gk_s3_is_url(path) ? path : NULL;
+    int rc = tk_stage_path(st, path, t->local, sizeof t->local, e);
+    if (rc)
+        return rc;
+    path = t->url ? t->local : path;
     if (t->series)
         return gk_shard_series_init(&t->s, path, shard_tokens, o->vocab_size, o->fingerprint, e);
     return gk_shard_writer_open(&t->w, path, o->vocab_size, o->fingerprint, e);
 }
 
+/* A series in a bucket: uploads the shards before number upto (complete ones). */
+static int upload_shards(target *t, int upto, gk_err *e)
+{
+    int rc = 0;
+    for (; rc == 0 && t->url && t->uploaded < upto; t->uploaded++) {
+        char path[4500], url[2200];
+        snprintf(path, sizeof path, "%s_%06d.bin", t->local, t->uploaded);
+        snprintf(url, sizeof url, "%s_%06d.bin", t->url, t->uploaded);
+        rc = tk_stage_put(t->st, path, url, e);
+    }
+    return rc;
+}
+
 static int target_write(target *t, const uint32_t *ids, size_t n, gk_err *e)
 {
-    return t->series ? gk_shard_series_write(&t->s, ids, n, e)
-                     : gk_shard_writer_write(&t->w, ids, n, e);
+    if (!t->series)
+        return gk_shard_writer_write(&t->w, ids, n, e);
+    int rc = gk_shard_series_write(&t->s, ids, n, e);
+    return rc ? rc : upload_shards(t, t->s.open ? t->s.index - 1 : t->s.index, e);
 }
 
 static int target_finish(target *t, gk_err *e)
 {
-    return t->series ? gk_shard_series_finish(&t->s, e) : gk_shard_writer_finish(&t->w, e);
+    int rc = t->series ? gk_shard_series_finish(&t->s, e) : gk_shard_writer_finish(&t->w, e);
+    if (rc || !t->url)
+        return rc;
+    return t->series ? upload_shards(t, t->s.index, e) : tk_stage_put(t->st, t->local, t->url, e);
 }
 
 static void target_abort(target *t)
@@ -55,6 +86,20 @@ static void target_abort(target *t)
         gk_shard_series_abort(&t->s);
     else
         gk_shard_writer_abort(&t->w);
+    for (int i = 0; t->series && t->url && i < t->s.index; i++) { /* staged, not uploaded */
+        char path[4500];
+        snprintf(path, sizeof path, "%s_%06d.bin", t->local, i);
+        unlink(path);
+    }
+}
+
+/* Removes a single shard committed already. */
+static void target_remove(target *t, const char *path)
+{
+    if (t->url)
+        tk_stage_delete(t->st, t->url);
+    else if (strcmp(path, "-") != 0)
+        unlink(path);
 }
 
 /* Every output is opened here, so that a wrong path is said before any input is read; with a
@@ -65,12 +110,14 @@ int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
     if (!s)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     s->o = *o;
+    s->stage = (tk_stage){.s3 = o->s3, .tmpdir = o->tmpdir ? o->tmpdir : "/tmp"};
     s->head = o->val_docs > 0 || o->val_tokens > 0;
     s->split = s->head || o->val_fraction > 0;
-    int rc = target_open(&s->train, o->output, o->shard_tokens, o, e);
-    if (rc == 0 && s->split && (rc = target_open(&s->val, o->val_output, 0, o, e)))
+    int rc = target_open(&s->train, &s->stage, o->output, o->shard_tokens, o, e);
+    if (rc == 0 && s->split && (rc = target_open(&s->val, &s->stage, o->val_output, 0, o, e)))
         target_abort(&s->train);
     if (rc) {
+        tk_stage_close(&s->stage);
         free(s);
         return rc;
     }
@@ -169,8 +216,8 @@ static int finish_split(tk_sink *s, int rc, gk_err *e)
     if (!rc && !(rc = target_finish(&s->val, e))) {
         /* The last of the training data reaches the disk only now: if it fails (a full disk),
          * the validation shard just committed goes too, so that no half of a split is left. */
-        if ((rc = target_finish(&s->train, e)) && strcmp(s->o.val_output, "-") != 0)
-            unlink(s->o.val_output);
+        if ((rc = target_finish(&s->train, e)))
+            target_remove(&s->val, s->o.val_output);
         return rc;
     }
     target_abort(&s->val);
@@ -202,6 +249,7 @@ static void sink_free(tk_sink *s)
 {
     tk_spill_close(&s->held);
     tk_spill_close(&s->starts);
+    tk_stage_close(&s->stage);
     free(s);
 }
 

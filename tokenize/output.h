@@ -5,6 +5,7 @@
  * With --val-fraction every token is held in a temporary file (spill.h) until the end, since the
  * split point is known only then; the first-documents splits hold nothing. max_tokens caps the
  * tokens written (the rest dropped; tk_sink_full says when the cap is reached).
+ * An output may be s3://BUCKET/KEY (or PREFIX): written locally, then uploaded (stage.h).
  * Owns: the open shard writers and those files. Lifetime: open .. finish/abort. Not thread-safe. */
 #ifndef TK_OUTPUT_H
 #define TK_OUTPUT_H
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/s3/s3.h"
 
 typedef struct tk_sink_opts {
     const char *output;     /* file, "-"/NULL for stdout, or PREFIX when shard_tokens > 0 */
@@ -23,6 +25,8 @@ typedef struct tk_sink_opts {
     const char *val_output; /* the validation shard's file (with one of the three) */
     int64_t max_tokens;     /* > 0: write no more tokens than this */
     uint32_t vocab_size, fingerprint;
+    gk_s3 *s3;              /* for s3:// outputs (stage.h), NULL: refused */
+    const char *tmpdir;     /* where s3:// outputs are staged */
 } tk_sink_opts;
 
 typedef struct tk_sink tk_sink;

@@ -230,10 +230,12 @@ static void input_done(reader *r, tk_source *src, const char *name)
     r->st->input_bytes += tk_source_position(src);
 }
 
-static int read_input(reader *r, const char *path, gk_err *e)
+/* Reads the input at path, named name in messages (an s3:// input's URL for its /dev/fd/N). */
+static int read_input(reader *r, const char *path, const char *name, gk_err *e)
 {
     int is_stdin = strcmp(path, "-") == 0;
-    const char *name = is_stdin ? "stdin" : path;
+    if (is_stdin)
+        name = "stdin";
     if (!is_stdin && is_parquet(path))
         return read_parquet(r, path, e);
     tk_source *src = NULL;
@@ -248,7 +250,7 @@ static int read_input(reader *r, const char *path, gk_err *e)
                          "file operand");
             break;
         }
-        if (nhead && tk_jsonl_detect(is_stdin ? NULL : path, head, nhead, r->o->field != NULL))
+        if (nhead && tk_jsonl_detect(is_stdin ? NULL : name, head, nhead, r->o->field != NULL))
             rc = read_jsonl(r, src, name, head, nhead, e);
         else
             rc = read_document(r, src, head, nhead, e);
@@ -257,6 +259,17 @@ static int read_input(reader *r, const char *path, gk_err *e)
         input_done(r, src, name);
     tk_source_close(src);
     return rc;
+}
+
+/* An error about a download's local path names the input instead. */
+static void rename_input(gk_err *e, const char *local, const char *name)
+{
+    char *at = strstr(e->msg, local);
+    if (!at || strcmp(local, name) == 0)
+        return;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e->msg), e->msg, name, at + strlen(local));
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
 }
 
 static int64_t total_bytes(const tk_read_opts *o)
@@ -294,8 +307,8 @@ int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, 
             rc = o->fetch(o->fetch_ctx, i, local, sizeof local, e);
             path = local;
         }
-        if (rc == 0)
-            rc = read_input(&r, path, e);
+        if (rc == 0 && (rc = read_input(&r, path, o->inputs[i], e)) && path == local)
+            rename_input(e, local, o->inputs[i]);
     }
     gk_progress_end(&r.bar);
     free(sp.work);
