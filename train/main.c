@@ -105,14 +105,11 @@ static const char *env(const char *name, void *ud)
     return getenv(name);
 }
 
-/* out_dir = s3://...: rank 0 opens the bucket (credentials and endpoint from the environment and
- * ~/.aws, the staging directory in TMPDIR) and trains into the staging directory (s3out.h). */
-static int open_s3_out_dir(tr_run *r, gk_err *e)
+/* The S3 settings: credentials and endpoint from the environment and ~/.aws; the multipart part
+ * size from GPTKIT_S3_PART_SIZE (bytes; the tests' 5 MiB). */
+static int s3_conf(gk_s3_conf *conf, gk_err *e)
 {
-    if (!gk_s3_is_url(r->s.out_dir) || r->s.eval_only || !tr_dist_is_root(&r->dist))
-        return 0;
-    gk_s3_conf conf;
-    int rc = gk_s3_conf_discover(&conf, env, NULL, e);
+    int rc = gk_s3_conf_discover(conf, env, NULL, e);
     const char *part = getenv("GPTKIT_S3_PART_SIZE"); /* bytes a multipart part (tests: 5 MiB) */
     char *end = NULL;
     if (!rc && part && *part) {
@@ -120,8 +117,37 @@ static int open_s3_out_dir(tr_run *r, gk_err *e)
         if (*end || v < (5u << 20) || v > (5ull << 30))
             return gk_errf(e, GK_EUSAGE, "GPTKIT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
                            "(5242880) to 5 GiB", part);
-        conf.part_size = (size_t)v;
+        conf->part_size = (size_t)v;
     }
+    return rc;
+}
+
+/* train_data and val_data in a bucket: every rank downloads its shards (s3data.h). */
+static int fetch_s3_data(tr_run *r, gk_err *e)
+{
+    gk_s3_conf conf = {0};
+    int rc = 0;
+    if (strstr(r->s.train_data, "s3://") || strstr(r->s.val_data, "s3://"))
+        rc = s3_conf(&conf, e);
+    if (!rc)
+        rc = tr_s3data_fetch(&r->s3train, r->s.train_data, &conf, getenv("TMPDIR"), "train_data", &r->train_local, e);
+    if (!rc)
+        rc = tr_s3data_fetch(&r->s3val, r->s.val_data, &conf, getenv("TMPDIR"), "val_data", &r->val_local, e);
+    if (r->train_local)
+        r->s.train_data = r->train_local;
+    if (r->val_local)
+        r->s.val_data = r->val_local;
+    return rc;
+}
+
+/* out_dir = s3://...: rank 0 opens the bucket (the staging directory in TMPDIR) and trains into
+ * the staging directory (s3out.h). */
+static int open_s3_out_dir(tr_run *r, gk_err *e)
+{
+    if (!gk_s3_is_url(r->s.out_dir) || r->s.eval_only || !tr_dist_is_root(&r->dist))
+        return 0;
+    gk_s3_conf conf;
+    int rc = s3_conf(&conf, e);
     if (!rc)
         rc = tr_s3out_open(&r->s3out, r->s.out_dir, &conf, getenv("TMPDIR"), r->s.init_from, e);
     if (!rc)
@@ -134,20 +160,22 @@ static int run(tr_run *r, int argc, char **argv, gk_err *e)
     int spawned, rc = place(r, argc, argv, &spawned, e);
     if (rc || spawned)
         return rc;
-    if ((rc = open_s3_out_dir(r, e)))
+    const char *out_dir = r->s.out_dir, *train = r->s.train_data, *val = r->s.val_data;
+    if ((rc = fetch_s3_data(r, e)) || (rc = open_s3_out_dir(r, e)))
         return rc;
     rc = tr_run_setup(r, e); /* first: it sets the model's shape keys to those trained */
     if (rc)
         return rc;
-    const char *out_dir = r->s.out_dir; /* a bucket's staging directory: the URL is what was set */
-    if (r->s3out)
-        r->s.out_dir = tr_s3out_url(r->s3out);
+    const char *stage = r->s.out_dir, *train_local = r->s.train_data, *val_local = r->s.val_data;
+    r->s.out_dir = out_dir; /* the URLs are what was set, not the local copies */
+    r->s.train_data = train, r->s.val_data = val;
     if (gk_verbosity() >= GK_LOG_NORMAL) {
         fprintf(stderr, "gpt-train: effective config:\n");
         gk_config_print(r->cfg, stderr);
     }
     r->settings_json = gk_config_to_json(r->cfg, e);
-    r->s.out_dir = out_dir;
+    r->s.out_dir = stage;
+    r->s.train_data = train_local, r->s.val_data = val_local;
     if (!r->settings_json)
         return e->code ? e->code : GK_ENOMEM;
     install_signals();

@@ -531,6 +531,10 @@ void tr_run_free(tr_run *r)
     r->s3out = NULL;
     tr_data_close(r->train);
     tr_data_close(r->val);
+    tr_s3data_close(r->s3train);
+    tr_s3data_close(r->s3val);
+    free(r->train_local);
+    free(r->val_local);
     gk_ckpt_close(r->moments_from); /* a setup that failed before moments() */
     gk_gpt2_free(r->model);
     gk_backend_free(r->be);

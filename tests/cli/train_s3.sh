@@ -45,6 +45,22 @@ cmp <(st_data a/latest.safetensors) <(st_data b.safetensors) && echo "weights an
 s3py 'print("run-b:", " ".join(keys("run-b")))'
 ls tmp | wc -l # the staging directories are gone
 
+# data from the bucket (a glob over keys, two shards, a key the glob does not match): the losses
+# of the same shards as local files
+mkdir two && cp d/train.bin two/train_000.bin && cp d/val.bin two/train_001.bin
+s3py '
+s3.create_bucket(Bucket="data")
+for k, f in (("train_000.bin", "two/train_000.bin"), ("train_001.bin", "two/train_001.bin"),
+             ("train_001.bin.idx", "d/val.bin"), ("val.bin", "d/val.bin")):
+    s3.upload_file(f, "data", k)'
+gpt-train -q "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='two/train_*.bin' --out_dir=lf > /dev/null
+gpt-train "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='s3://data/train_*.bin' --val_data=s3://data/val.bin \
+  --out_dir=sf > /dev/null 2> sf.err
+grep -o 'downloading s3://data/.*' sf.err
+cmp <(losses lf/metrics.jsonl) <(losses sf/metrics.jsonl) && echo "data from the bucket: the losses of the local files ($(losses sf/metrics.jsonl | wc -l) lines)"
+gpt-ckpt info --json sf/latest.safetensors | grep -o '"train_data":"[^"]*","val_data":"[^"]*"'
+ls tmp | wc -l
+
 # pruning: the same checkpoints kept as in a local out_dir
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=k > /dev/null
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=s3://run-k > /dev/null
