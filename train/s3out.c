@@ -5,6 +5,7 @@
 #include "s3out.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +27,10 @@ struct tr_s3out {
     char prefix[1100];   /* "" or "PREFIX/" */
     char stage[4096];
     int locked;
+    pthread_t renewer;   /* renews the lock every TR_S3_LOCK_RENEW_S while running */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int renewing, quit;
 };
 
 static void key_of(const tr_s3out *o, const char *name, char *key, size_t cap)
@@ -96,14 +101,69 @@ static int lock_body(char *buf, size_t cap)
     return snprintf(buf, cap, "%ld %s %lld\n", (long)getpid(), host, (long long)time(NULL));
 }
 
-/* Whether the holder pid on host is a run that is gone: the same host, and that process is not
- * running (or is this one: a container restarted in its pod has the same pid). */
-static int holder_gone(long pid, const char *host)
+/* Whether the holder pid on host, which renewed the lock at since, is a run that is gone: not
+ * renewed for TR_S3_LOCK_STALE_S (a pod lost with its node), or the same host and that process is
+ * not running (or is this one: a container restarted in its pod has the same pid). */
+static int holder_gone(long pid, const char *host, long long since)
 {
     char me[256] = "";
+    if (since > 0 && (long long)time(NULL) - since > TR_S3_LOCK_STALE_S)
+        return 1;
     if (gethostname(me, sizeof me) != 0 || strcmp(me, host) != 0 || pid <= 0)
         return 0;
     return pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
+static void *renew_main(void *arg)
+{
+    tr_s3out *o = arg;
+    char key[1200], body[320];
+    key_of(o, "gpt-train.lock", key, sizeof key);
+    pthread_mutex_lock(&o->mu);
+    while (!o->quit) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_sec += TR_S3_LOCK_RENEW_S;
+        if (pthread_cond_timedwait(&o->cv, &o->mu, &t) == 0 || o->quit)
+            continue;
+        pthread_mutex_unlock(&o->mu);
+        gk_err e = {0};
+        int n = lock_body(body, sizeof body);
+        if (gk_s3_put(o->s3, o->bucket, key, body, (size_t)n, &e))
+            gk_warn("%s (renewing the lock)", e.msg);
+        pthread_mutex_lock(&o->mu);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+/* Starts the renewing thread with the stop signals blocked (they are the run thread's). */
+static void renew_start(tr_s3out *o)
+{
+    sigset_t block, old;
+    sigfillset(&block);
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_cond_init(&o->cv, NULL);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int err = pthread_create(&o->renewer, NULL, renew_main, o);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err)
+        gk_warn("cannot start the thread renewing the lock of %s: %s", o->url, strerror(err));
+    o->renewing = !err;
+}
+
+static void renew_stop(tr_s3out *o)
+{
+    if (!o->renewing)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->quit = 1;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    pthread_join(o->renewer, NULL);
+    pthread_cond_destroy(&o->cv);
+    pthread_mutex_destroy(&o->mu);
+    o->renewing = 0;
 }
 
 static int lock_take(tr_s3out *o, gk_err *e)
@@ -133,17 +193,18 @@ static int lock_take(tr_s3out *o, gk_err *e)
     struct tm tm;
     if (since > 0 && gmtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    if (holder_gone(pid, host)) {
-        gk_info("out_dir %s: taking over the lock of gpt-train pid %ld on host %s (since %s), which is no "
-                "longer running", o->url, pid, host, when);
+    if (holder_gone(pid, host, since)) {
+        int old = since > 0 && (long long)time(NULL) - since > TR_S3_LOCK_STALE_S;
+        gk_info("out_dir %s: taking over the lock of gpt-train pid %ld on host %s (renewed %s), %s", o->url,
+                pid, host, when, old ? "not renewed since (its run is gone)" : "which is no longer running");
         if ((rc = gk_s3_put(o->s3, o->bucket, key, body, (size_t)n, e)))
             return rc;
         o->locked = 1;
         return 0;
     }
-    return gk_errf(e, GK_EIO, "out_dir %s is in use by gpt-train (pid %ld on host %s since %s; lock "
-                   "s3://%s/%s): if that run is gone, delete the lock (aws s3 rm s3://%s/%s) and start again",
-                   o->url, pid, host, when, o->bucket, key, o->bucket, key);
+    return gk_errf(e, GK_EIO, "out_dir %s is in use by gpt-train (pid %ld on host %s, lock renewed %s; "
+                   "s3://%s/%s): if that run is gone, delete the lock (aws s3 rm s3://%s/%s) or wait until it "
+                   "is %d s old", o->url, pid, host, when, o->bucket, key, o->bucket, key, TR_S3_LOCK_STALE_S);
 }
 
 /* ---------------------------------------------------------------- opening */
@@ -230,6 +291,8 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
     }
     if (!rc)
         rc = lock_take(o, e);
+    if (!rc)
+        renew_start(o);
     if (!rc)
         rc = gk_s3_list_uploads(o->s3, o->bucket, o->prefix, abort_one, o, e);
     if (!rc)
@@ -353,6 +416,7 @@ void tr_s3out_close(tr_s3out *o, int upload_logs)
     if (!o)
         return;
     gk_err e = {0};
+    renew_stop(o);
     if (upload_logs && o->stage[0] && (upload(o, "metrics.jsonl", 1, &e) || upload(o, "loss.svg", 1, &e)))
         gk_warn("%s", e.msg);
     if (o->locked) {

@@ -4,7 +4,9 @@
  * (its text: the checkpoint's name) to it, then prunes objects as keep_last and keep_every prune
  * files. A kill at any moment leaves PREFIX/latest on a whole checkpoint; the multipart uploads a
  * killed run left under PREFIX/ are aborted at the next start. The run's lock is the object
- * PREFIX/gpt-train.lock, created with If-None-Match ("PID HOST UNIXTIME"). Resuming downloads
+ * PREFIX/gpt-train.lock, created with If-None-Match ("PID HOST UNIXTIME"), renewed (the time) every
+ * TR_S3_LOCK_RENEW_S by a thread; one not renewed for TR_S3_LOCK_STALE_S (its run lost with its
+ * node), or left by a pid of this host that is not running, is taken over. Resuming downloads
  * the checkpoint latest names (and metrics.jsonl) into the staging directory, whose
  * latest.safetensors then names it, so that the rest of gpt-train sees a local out_dir. */
 #ifndef TR_S3OUT_H
@@ -14,6 +16,8 @@
 
 #include "common/err.h"
 #include "common/s3/s3.h"
+
+enum { TR_S3_LOCK_RENEW_S = 60, TR_S3_LOCK_STALE_S = 300 };
 
 typedef struct tr_s3out tr_s3out;
 

@@ -4,7 +4,7 @@
 # accepts. Checks: 10 steps + kill-free resume from the bucket (init_from=auto) give the losses and
 # the final weights of 20 steps in one local run, bit for bit; keep_last/keep_every prune objects
 # as they prune files; a second trainer is refused naming the holder, a lock left by a dead pid
-# of this host is taken over; an upload failing for good (the proxy answering 503 to everything)
+# of this host, or one not renewed for 5 minutes, is taken over; an upload failing for good (the proxy answering 503 to everything)
 # stops training with a non-zero exit and latest on the previous checkpoint; SIGKILL during a
 # multipart upload leaves latest whole and the next run aborts the upload left behind.
 source "$TOP/tests/cli/lib.bash"; need_data
@@ -73,7 +73,7 @@ pid=$!
 for _ in $(seq 300); do s3py 'sys.exit("latest" not in keys("run-l"))' && break; sleep 0.1; done
 kill -STOP $pid
 rc=0; gpt-train -q "${TINY[@]}" --max_iters=3 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt || rc=$?
-sed "s/pid $pid on host $(hostname) since [0-9: -]* UTC/pid PID on host HOST since TIME/" err.txt; echo "exit $rc"
+sed "s/pid $pid on host $(hostname), lock renewed [0-9: -]* UTC/pid PID on host HOST, lock renewed TIME/" err.txt; echo "exit $rc"
 kill -CONT $pid; kill -TERM $pid
 rc=0; wait $pid || rc=$?; echo "first run: exit $rc"
 s3py 'print("lock after the run:", "gpt-train.lock" in keys("run-l"))'
@@ -84,6 +84,9 @@ grep -o 'taking over the lock.*' err.txt | sed "s/pid $dead on host $(hostname)/
 s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1800000000\n")'
 rc=0; gpt-train -q "${TINY[@]}" --max_iters=101 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt || rc=$?
 cat err.txt; echo "exit $rc"
+s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1000000000\n")' # not renewed since 2001
+gpt-train "${TINY[@]}" --max_iters=101 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt
+grep -o 'taking over the lock.*' err.txt
 
 # an upload that fails for good: a non-zero exit, latest on the previous checkpoint
 export AWS_ENDPOINT_URL=http://127.0.0.1:$pport
