@@ -65,6 +65,46 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
     return 0;
 }
 
+static int fetch_s3_data(tr_run *r, gk_err *e);
+
+/* a and b joined, malloc'd (NULL: out of memory). */
+static char *joined(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", a, b);
+    return s;
+}
+
+/* Starts this machine's ranks. Shards in a bucket are downloaded once, here, and the ranks are
+ * given the local copies (--train_data, --val_data appended: the last setting wins), which stay
+ * until they have ended. */
+static int spawn_ranks(tr_run *r, const tr_launch *l, int nproc, int argc, char **argv, gk_err *e)
+{
+    int rc = fetch_s3_data(r, e);
+    if (rc || (!r->train_local && !r->val_local))
+        return rc ? rc : tr_launch_spawn(l, nproc, argc, argv, 30.0, e);
+    char **av = calloc((size_t)argc + 3, sizeof *av);
+    char *t = r->train_local ? joined("--train_data=", r->train_local) : NULL;
+    char *v = r->val_local ? joined("--val_data=", r->val_local) : NULL;
+    int n = argc;
+    if (!av || (r->train_local && !t) || (r->val_local && !v))
+        rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    if (!rc) {
+        memcpy(av, argv, (size_t)argc * sizeof *av);
+        if (t)
+            av[n++] = t;
+        if (v)
+            av[n++] = v;
+        rc = tr_launch_spawn(l, nproc, n, av, 30.0, e);
+    }
+    free(t);
+    free(v);
+    free(av);
+    return rc;
+}
+
 /* Where this process sits: one process, a rank started by a launcher, or the launcher of this
  * machine's ranks (nproc_per_node, Kubeflow Trainer's PET_NPROC_PER_NODE). *spawned: it was the
  * launcher, and its ranks have run. Ranks other than 0 print errors only, prefixed with the rank. */
@@ -84,7 +124,7 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
         *spawned = 1;
         gk_info("starting %d ranks on this machine (ranks %d..%d of %d)", nproc, l.node_rank * nproc,
                 l.node_rank * nproc + nproc - 1, l.nnodes * nproc);
-        return tr_launch_spawn(&l, nproc, argc, argv, 30.0, e);
+        return spawn_ranks(r, &l, nproc, argc, argv, e);
     }
     if (!rc && l.rank > 0) {
         snprintf(prog, sizeof prog, "gpt-train[rank %d]", l.rank);

@@ -154,10 +154,43 @@ def indexed_job(docs, conts, gpus):
     return f"Job (Indexed) + headless Service: {n} ranks, MASTER_ADDR {addr}:{port}"
 
 
+def bucket_job(image):
+    """bucket-job.yaml: the same image, data and out_dir in a bucket, credentials from a Secret,
+    no shared volume, TMPDIR on a scratch volume, --nproc_per_node = the pod's GPUs."""
+    docs = load("bucket-job.yaml")
+    job = by_kind(docs, "Job")
+    pod = job["spec"]["template"]["spec"]
+    check(pod["restartPolicy"] == "OnFailure", "bucket-job.yaml: restartPolicy")
+    c = pod["containers"][0]
+    check(c["image"] == image, f"bucket-job.yaml: image {c['image']}, not {image}")
+    argv = c.get("command", []) + c.get("args", [])
+    opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+    check(argv[:3] == ["gpt-train", "-c", "gpt2.conf"] and opts.get("init_from") == "auto",
+          "bucket-job.yaml: not gpt-train -c gpt2.conf --init_from=auto")
+    for key in ("out_dir", "train_data", "val_data"):
+        check(opts.get(key, "").startswith("s3://"), f"bucket-job.yaml: {key} is not in a bucket")
+    check(not any("persistentVolumeClaim" in d for doc in docs for d in walk(doc)),
+          "bucket-job.yaml: mounts a volume claim")
+    env = env_of(c)
+    refs = {n: env.get(n, {}).get("valueFrom", {}).get("secretKeyRef", {})
+            for n in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    secrets = {r.get("name") for r in refs.values()}
+    check(all(r.get("key") == n for n, r in refs.items()) and len(secrets) == 1 and None not in secrets,
+          "bucket-job.yaml: the AWS credentials do not come from one Secret")
+    scratch = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v}
+    tmp = env.get("TMPDIR", {}).get("value", "")
+    check(any(m["name"] in scratch and m["mountPath"] == tmp for m in c.get("volumeMounts", [])),
+          "bucket-job.yaml: TMPDIR is not on a scratch volume")
+    gpus = c["resources"]["limits"]["nvidia.com/gpu"]
+    check(str(gpus) == opts.get("nproc_per_node"), "bucket-job.yaml: nproc_per_node is not the GPUs")
+    return (f"bucket-job.yaml: Job of 1 pod x {gpus} GPUs, data and out_dir {opts.get('out_dir')} in a "
+            f"bucket, credentials from the Secret {secrets.pop()}, TMPDIR on a scratch volume")
+
+
 # Makefile PKGS (pkg-config modules) and Gloo -> the runtime package the image must install.
 RUNTIME = {"libpcre2-8": "libpcre2-8-0", "libarchive": "libarchive13", "jansson": "libjansson4",
            "zlib": "zlib1g", "openblas": "libopenblas0", "libcurl": "libcurl4", "libcrypto": "libssl3",
-           "gloo": "libgloo0"}
+           "libzstd": "libzstd1", "snappy": "libsnappy1v5", "liblz4": "liblz4-1", "gloo": "libgloo0"}
 
 
 def dockerfile():
@@ -205,14 +238,14 @@ def main():
     kinds = {"pytorchjob.yaml": pytorchjob, "trainjob.yaml": trainjob,
              "elasticjob.yaml": elasticjob, "indexed-job.yaml": indexed_job}
     yamls = sorted(n for n in os.listdir(DEPLOY) if n.endswith(".yaml"))
-    check(set(kinds) | {"pvc.yaml"} == set(yamls), f"train/deploy has {yamls}")
+    check(set(kinds) | {"pvc.yaml", "bucket-job.yaml"} == set(yamls), f"train/deploy has {yamls}")
     pvc = by_kind(load("pvc.yaml"), "PersistentVolumeClaim")
     check(pvc["metadata"]["name"] == PVC and pvc["spec"]["accessModes"] == ["ReadWriteMany"],
           f"pvc.yaml: not a ReadWriteMany claim named {PVC}")
     print(f"pvc.yaml: PersistentVolumeClaim {PVC}, ReadWriteMany")
     images, argvs, env_names, out_dirs = set(), set(), set(), set()
     for name in yamls:
-        if name == "pvc.yaml":
+        if name in ("pvc.yaml", "bucket-job.yaml"):
             continue
         docs = load(name)
         conts, argv, opts, gpus = workload(name, docs)
@@ -226,6 +259,7 @@ def main():
     image = images.pop() if images else ""
     print(f"every workload: image {image}, {' '.join(next(iter(argvs))[:4])}, "
           f"out_dir {out_dirs.pop()} on {PVC}")
+    print(bucket_job(image))
     print(dockerfile())
     print(readme(image, env_names))
     with open(sys.argv[2], "w") as f:

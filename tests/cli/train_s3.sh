@@ -61,6 +61,19 @@ cmp <(losses lf/metrics.jsonl) <(losses sf/metrics.jsonl) && echo "data from the
 gpt-ckpt info --json sf/latest.safetensors | grep -o '"train_data":"[^"]*","val_data":"[^"]*"'
 ls tmp | wc -l
 
+# 2 ranks on this machine (the shards downloaded once, by the launcher), then a resume at 1 rank
+# from the bucket: the losses and weights of the same runs on local files and a local out_dir
+s3py 's3.create_bucket(Bucket="run-w")'
+w=(--max_iters=4 --eval_interval=2 --device=cpu --threads=1 --gradient_accumulation_steps=2)
+gpt-train -q "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='two/train_*.bin' --out_dir=lw > /dev/null 2>&1
+gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='two/train_*.bin' --out_dir=lw --init_from=auto > /dev/null
+gpt-train "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='s3://data/train_*.bin' --out_dir=s3://run-w > /dev/null 2> w.err
+echo "2 ranks: $(grep -c 'downloading s3://data/train_' w.err) shard downloads"
+gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='s3://data/train_*.bin' --out_dir=s3://run-w --init_from=auto > /dev/null
+get run-w metrics.jsonl w.jsonl && get run-w ckpt_00000006.safetensors w6.safetensors
+cmp <(losses lw/metrics.jsonl) <(losses w.jsonl) && cmp <(st_data lw/latest.safetensors) <(st_data w6.safetensors) &&
+  echo "2 ranks, then 1: the losses and weights of the local run"
+
 # pruning: the same checkpoints kept as in a local out_dir
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=k > /dev/null
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=s3://run-k > /dev/null
