@@ -243,8 +243,7 @@ int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub,
 void tk_inputs_free(tk_inputs *in)
 {
     prefetch_join(in, 1, NULL); /* a download stopped early resumes next time */
-    if (in->s3fd > 0)
-        close(in->s3fd);
+    tk_inputs_done_s3(in, 1, NULL); /* rc 1: e is not written */
     for (int i = 0; i < in->n; i++)
         free(in->paths[i]);
     for (int i = 0; i < in->nsets; i++)

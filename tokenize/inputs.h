@@ -11,8 +11,10 @@
  *   s3://BUCKET/KEY (inputs_s3.c): the object; s3://BUCKET/PREFIX/ (or a KEY that names no
  *     object but has objects under KEY/): every object under it; a KEY with * ? or [: the
  *     objects whose keys match it (fnmatch, '*' not crossing '/'), in S3's order (sorted by
- *     bytes); tk_inputs_fetch downloads one object at a time into an unlinked temporary file
- *     in tmpdir and gives /dev/fd/N (the reader names the URL).
+ *     bytes); tk_inputs_fetch streams one object at a time through a pipe, or, for Parquet,
+ *     zip and 7z (read from their end), downloads it into an unlinked temporary file in
+ *     tmpdir; either way it gives /dev/fd/N (the reader names the URL), and tk_inputs_done
+ *     says whether the stream ended in a failure.
  * Owns: the path strings, the arrays, the datasets, the download thread and the temporary of
  * the s3:// input read now (expand .. free); s3 is borrowed.
  * Call from one thread. */
@@ -42,6 +44,8 @@ typedef struct tk_prefetch {
     atomic_int cancel;
 } tk_prefetch;
 
+typedef struct tk_s3_stream tk_s3_stream;
+
 typedef struct tk_inputs {
     char **paths;       /* local paths, or hf://datasets/OWNER/NAME/FILE */
     long long *sizes;   /* bytes as stored, -1 unknown (stdin) */
@@ -52,7 +56,8 @@ typedef struct tk_inputs {
     tk_prefetch pf;
     gk_s3 *s3;          /* for s3:// operands (NULL: refused) */
     const char *tmpdir; /* where s3:// objects are downloaded */
-    int s3fd;           /* > 0: the temporary holding the s3:// input read now */
+    int s3fd;           /* > 0: the temporary or pipe of the s3:// input read now */
+    struct tk_s3_stream *stream; /* the transfer into that pipe */
 } tk_inputs;
 
 int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e);
@@ -60,6 +65,9 @@ int tk_inputs_add_entry(tk_inputs *in, const char *path, long long size, tk_remo
 /* inputs_s3.c: appends what an s3:// operand stands for / the local path of s3:// input i. */
 int tk_inputs_add_s3(tk_inputs *in, const char *url, gk_err *e);
 int tk_inputs_fetch_s3(tk_inputs *in, int i, char *path, size_t cap, gk_err *e);
+/* After input i was read with result rc: rc, or the error of a stream that failed (whose end
+ * the reader took for the object's); the temporary or pipe is closed. */
+int tk_inputs_done_s3(tk_inputs *in, int rc, gk_err *e);
 /* Appends what operand stands for; hub (NULL: hf:// refused) for hf://datasets/ operands. */
 int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub, gk_err *e);
 /* The local path of input i into path[0..cap): a remote one downloaded first (unless cached),

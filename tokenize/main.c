@@ -254,13 +254,19 @@ static int fetch_input(void *ctx, int i, char *path, size_t cap, gk_err *e)
     return tk_inputs_fetch(ctx, i, path, cap, e);
 }
 
+static int input_done(void *ctx, int i, int rc, gk_err *e)
+{
+    (void)i;
+    return tk_inputs_done_s3(ctx, rc, e);
+}
+
 /* Encodes; with --char and no -V the text is read whole first to build the vocabulary (held in
  * a temporary file, then replayed). */
 static int encode(const options *o, tk_inputs *in, gk_err *e)
 {
     double t0 = gk_now();
     tk_read_opts ro = {in->paths, in->n, o->doc_sep, o->column, o->field, (size_t)o->max_line,
-                       o->skip_bad, NULL, in->sizes, fetch_input, in};
+                       o->skip_bad, NULL, in->sizes, fetch_input, input_done, in};
     tk_read_stats rs = {0};
     tk_collector held = {0};
     gk_vocab *v = NULL;

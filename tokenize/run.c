@@ -309,6 +309,8 @@ int tk_read_all(const tk_read_opts *o, const tk_consumer *c, tk_read_stats *st, 
         }
         if (rc == 0 && (rc = read_input(&r, path, o->inputs[i], e)) && path == local)
             rename_input(e, local, o->inputs[i]);
+        if (o->done)
+            rc = o->done(o->fetch_ctx, i, rc, e);
     }
     gk_progress_end(&r.bar);
     free(sp.work);

@@ -36,6 +36,8 @@ typedef struct tk_read_opts {
     const long long *sizes; /* NULL, or each input's bytes (-1 unknown), for the progress line */
     /* NULL, or called before input i is read: its local path into path[0..cap) (a download) */
     int (*fetch)(void *ctx, int i, char *path, size_t cap, gk_err *e);
+    /* NULL, or called after input i was read with result rc: rc, or a failure of its transfer */
+    int (*done)(void *ctx, int i, int rc, gk_err *e);
     void *fetch_ctx;
 } tk_read_opts;
 

@@ -43,13 +43,33 @@ for f in b.txt a.txt.gz d.jsonl e.parquet sub/t.tar; do
   cmp want.bin got.bin && echo "$f: same as the file's ($(( $(stat -c %s got.bin) - 1024 )) token bytes)"
 done
 # a pattern and a prefix: S3's order (bytes: B.txt before a.txt.gz), the same bits as the files so
-gpt-tokenize 's3://gk-other/*' -o glob.bin 2> glob.err
-sed -n 's/^gpt-tokenize: downloading //p' glob.err
+gpt-tokenize -v 's3://gk-other/*' -o glob.bin 2> glob.err
+sed -n 's/^gpt-tokenize: \(streaming\|downloading\) //p' glob.err
 gpt-tokenize -q c/B.txt c/a.txt.gz c/b.txt c/d.jsonl c/e.parquet -o want.bin
 cmp want.bin glob.bin && echo "pattern: same as the files in that order"
 gpt-tokenize -q s3://gk-other/ -o prefix.bin
 gpt-tokenize -q c/B.txt c/a.txt.gz c/b.txt c/d.jsonl c/e.parquet c/sub/t.tar -o want.bin
 cmp want.bin prefix.bin && echo "prefix: every object under it, sub/ too"
+# a large object streamed (past a pipe's buffer), and --max-docs stopping a stream early
+python3 -c 'print("\n".join(f"line {i}: some text to tokenize, {i * 7 % 1000} here" for i in range(40000)))' > big1.txt
+sed 's/line/row/' big1.txt > big2.txt
+python3 - "$port" "$key" "$secret" <<'PY'
+import sys, boto3
+port, key, secret = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                  aws_access_key_id=key, aws_secret_access_key=secret)
+for f in ("big1.txt", "big2.txt"):
+    s3.upload_file(f, "gk-test", f)
+PY
+gpt-tokenize -q big1.txt -o want.bin
+gpt-tokenize -v s3://gk-test/big1.txt -o got.bin 2>&1 | grep -c '^gpt-tokenize: streaming s3://gk-test/big1.txt'
+cmp want.bin got.bin && echo "big1.txt ($(stat -c %s big1.txt) bytes) streamed: same as the file's"
+gpt-tokenize -q --max-docs 1 big1.txt big2.txt -o want.bin
+gpt-tokenize -q --max-docs 1 's3://gk-test/big*' -o got.bin
+cmp want.bin got.bin && echo "--max-docs 1: the stream stopped early, the same as from the files"
+gpt-tokenize -q --max-tokens 1000 big1.txt -o want.bin
+gpt-tokenize -q --max-tokens 1000 s3://gk-test/big1.txt -o got.bin
+cmp want.bin got.bin && echo "--max-tokens 1000: stopped mid-object, the same as from the file"
 # outputs: numbered shards and a validation shard uploaded, the bytes of the local outputs
 mkdir loc
 gpt-tokenize -q c/B.txt c/b.txt --shard-tokens 700 --val-docs 1 --val-output loc/val.bin -o loc/train
