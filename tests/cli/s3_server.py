@@ -49,6 +49,28 @@ except ImportError as exc:
 ACCOUNT = "123456789012"
 
 
+def canonical_query_fix():
+    """moto 5.2.1 checks a signature on the request's URL as werkzeug rebuilt it, whose query has
+    '/' decoded, and botocore takes the query as it finds it: a listing whose prefix holds '/'
+    (sent as %2F, as AWS wants it and boto3 does it) was refused, boto3's as well as gptkit's.
+    Each name and value of the query is percent-encoded again as SigV4 says before the check."""
+    from urllib.parse import quote, unquote
+
+    from moto.iam import access_control
+    make = access_control.IAMRequestBase._create_aws_request
+
+    def create(self):
+        request = make(self)
+        base, sep, query = request.url.partition("?")
+        if sep:
+            parts = [p.partition("=") for p in query.split("&")]
+            request.url = base + "?" + "&".join(
+                quote(unquote(k), safe="-_.~") + e + quote(unquote(v), safe="-_.~") for k, e, v in parts)
+        return request
+
+    access_control.IAMRequestBase._create_aws_request = create
+
+
 def make_user():
     """The IAM user's key and secret, and temporary credentials (key, secret, session token) of
     a role assumed through STS; both may do anything on s3."""
@@ -180,6 +202,7 @@ def main():
     ready = sys.argv[1]
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     creds = make_user()
+    canonical_query_fix()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     Proxy.upstream = moto.get_host_and_port()[1]

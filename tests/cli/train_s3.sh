@@ -1,12 +1,13 @@
-# gpt-train with out_dir in a bucket (train/s3out.h), against moto's S3 server
-# (tests/cli/s3_server.py; skipped without moto). Each out_dir is a bucket's root: moto 5.2.1
-# refuses the signature of a listing whose prefix holds '/' (boto3's as well as ours), which AWS
-# accepts. Checks: 10 steps + kill-free resume from the bucket (init_from=auto) give the losses and
-# the final weights of 20 steps in one local run, bit for bit; keep_last/keep_every prune objects
-# as they prune files; a second trainer is refused naming the holder, a lock left by a dead pid
-# of this host, or one not renewed for 5 minutes, is taken over; an upload failing for good (the proxy answering 503 to everything)
-# stops training with a non-zero exit and latest on the previous checkpoint; SIGKILL during a
-# multipart upload leaves latest whole and the next run aborts the upload left behind.
+# gpt-train with out_dir, train_data and val_data in a bucket (train/s3out.h, train/s3data.h),
+# against moto's S3 server (tests/cli/s3_server.py; skipped without moto), out_dirs under a prefix
+# and at a bucket's root. Checks: 10 steps + resume from the bucket (init_from=auto) give the
+# losses and the final weights of 20 steps in one local run, bit for bit; shards from the bucket
+# (a glob over keys) the losses of the same files; 2 ranks then a resume at 1 the local runs';
+# keep_last/keep_every prune objects as they prune files; a second trainer is refused naming the
+# holder, a lock left by a dead pid of this host, or one not renewed for 5 minutes, is taken over;
+# an upload failing for good (the proxy answering 503 to everything) stops training with a
+# non-zero exit and latest on the previous checkpoint; SIGKILL during a multipart upload leaves
+# latest whole and the next run aborts the upload left behind.
 source "$TOP/tests/cli/lib.bash"; need_data
 python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
 tiny_data d
@@ -29,20 +30,20 @@ def keys(b): return [o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Content
 $code
 PY
 }
-s3py 'for b in ("run-b", "run-k", "run-l", "run-f", "run-m"): s3.create_bucket(Bucket=b)'
+s3py 'for b in ("run-l", "run-f", "run-m"): s3.create_bucket(Bucket=b)'
 get() { s3py 'open(sys.argv[3], "wb").write(s3.get_object(Bucket=sys.argv[1], Key=sys.argv[2])["Body"].read())' "$@"; }
 
 # resume from the bucket is exact
 gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=a > /dev/null
-gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --out_dir=s3://run-b > /dev/null
-gpt-train "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=s3://run-b --init_from=auto > /dev/null 2> b2.err
+gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 --out_dir=s3://gk-test/runs/b > /dev/null
+gpt-train "${TINY[@]}" --dropout=0.1 --max_iters=20 --eval_interval=10 --out_dir=s3://gk-test/runs/b/ --init_from=auto > /dev/null 2> b2.err
 grep -o 'resuming from .*' b2.err | sed 's|/[^ ]*/tmp/gpt-train\.[A-Za-z0-9]*|STAGE|'
-get run-b latest latest.txt && cat latest.txt
-get run-b "$(cat latest.txt)" b.safetensors
-get run-b metrics.jsonl b.jsonl
+get gk-test runs/b/latest latest.txt && cat latest.txt
+get gk-test "runs/b/$(cat latest.txt)" b.safetensors
+get gk-test runs/b/metrics.jsonl b.jsonl
 cmp <(losses a/metrics.jsonl) <(losses b.jsonl) && echo "losses: same as the local run's ($(losses b.jsonl | wc -l) lines)"
 cmp <(st_data a/latest.safetensors) <(st_data b.safetensors) && echo "weights and optimizer state: same bits"
-s3py 'print("run-b:", " ".join(keys("run-b")))'
+s3py 'print("runs/b:", " ".join(k for k in keys("gk-test") if k.startswith("runs/b")))'
 ls tmp | wc -l # the staging directories are gone
 
 # data from the bucket (a glob over keys, two shards, a key the glob does not match): the losses
@@ -50,11 +51,11 @@ ls tmp | wc -l # the staging directories are gone
 mkdir two && cp d/train.bin two/train_000.bin && cp d/val.bin two/train_001.bin
 s3py '
 s3.create_bucket(Bucket="data")
-for k, f in (("train_000.bin", "two/train_000.bin"), ("train_001.bin", "two/train_001.bin"),
-             ("train_001.bin.idx", "d/val.bin"), ("val.bin", "d/val.bin")):
+for k, f in (("owt/train_000.bin", "two/train_000.bin"), ("owt/train_001.bin", "two/train_001.bin"),
+             ("owt/train_001.bin.idx", "d/val.bin"), ("owt/val.bin", "d/val.bin"), ("train_0.bin", "d/val.bin")):
     s3.upload_file(f, "data", k)'
 gpt-train -q "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='two/train_*.bin' --out_dir=lf > /dev/null
-gpt-train "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='s3://data/train_*.bin' --val_data=s3://data/val.bin \
+gpt-train "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='s3://data/owt/train_*.bin' --val_data=s3://data/owt/val.bin \
   --out_dir=sf > /dev/null 2> sf.err
 grep -o 'downloading s3://data/.*' sf.err
 cmp <(losses lf/metrics.jsonl) <(losses sf/metrics.jsonl) && echo "data from the bucket: the losses of the local files ($(losses sf/metrics.jsonl | wc -l) lines)"
@@ -67,18 +68,18 @@ s3py 's3.create_bucket(Bucket="run-w")'
 w=(--max_iters=4 --eval_interval=2 --device=cpu --threads=1 --gradient_accumulation_steps=2)
 gpt-train -q "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='two/train_*.bin' --out_dir=lw > /dev/null 2>&1
 gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='two/train_*.bin' --out_dir=lw --init_from=auto > /dev/null
-gpt-train "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='s3://data/train_*.bin' --out_dir=s3://run-w > /dev/null 2> w.err
-echo "2 ranks: $(grep -c 'downloading s3://data/train_' w.err) shard downloads"
-gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='s3://data/train_*.bin' --out_dir=s3://run-w --init_from=auto > /dev/null
+gpt-train "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-w > /dev/null 2> w.err
+echo "2 ranks: $(grep -c 'downloading s3://data/owt/train_' w.err) shard downloads"
+gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-w --init_from=auto > /dev/null
 get run-w metrics.jsonl w.jsonl && get run-w ckpt_00000006.safetensors w6.safetensors
 cmp <(losses lw/metrics.jsonl) <(losses w.jsonl) && cmp <(st_data lw/latest.safetensors) <(st_data w6.safetensors) &&
   echo "2 ranks, then 1: the losses and weights of the local run"
 
 # pruning: the same checkpoints kept as in a local out_dir
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=k > /dev/null
-gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=s3://run-k > /dev/null
-s3py 'print("run-k:", " ".join(k for k in keys("run-k") if k.startswith("ckpt_")))'
-echo "k:     $(ls k | grep '^ckpt_' | tr '\n' ' ')"
+gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=s3://gk-test/runs/k > /dev/null
+s3py 'print("runs/k:", " ".join(k[7:] for k in keys("gk-test") if k.startswith("runs/k/ckpt_")))'
+echo "k:      $(ls k | grep '^ckpt_' | tr '\n' ' ')"
 
 # the lock: a live trainer holds it; one of a dead pid on this host is taken over
 gpt-train -q "${TINY[@]}" --max_iters=100000 --eval_interval=5 --out_dir=s3://run-l > /dev/null &
