@@ -58,6 +58,7 @@ typedef struct tk_inputs {
     const char *tmpdir; /* where s3:// objects are downloaded */
     int s3fd;           /* > 0: the temporary or pipe of the s3:// input read now */
     struct tk_s3_stream *stream; /* the transfer into that pipe */
+    int cur;            /* the s3:// input fetched last */
 } tk_inputs;
 
 int tk_inputs_add(tk_inputs *in, const char *path, gk_err *e);

@@ -2,7 +2,7 @@
  * inputs.h). A listing is S3's (ListObjectsV2, sorted by the keys' bytes); keys ending in '/'
  * (the "folders" consoles make) are skipped. An object is streamed through a pipe by a thread
  * (gk_s3_get, which resumes a cut transfer), unless its first bytes say it must be read from a
- * file (Parquet, zip, 7z): then it is downloaded into an unlinked temporary file first. */
+ * file (Parquet, zip, 7z): then the same GET fills an unlinked temporary file first. */
 #include "inputs.h"
 
 #include <errno.h>
@@ -89,41 +89,44 @@ int tk_inputs_add_s3(tk_inputs *in, const char *url, gk_err *e)
 
 /* ---------------------------------------------------------------- streaming */
 
-/* The transfer of one object into a pipe that the reader reads (/dev/fd/N of its read end). */
+/* One GET of an object: its first bytes decide where the rest goes: into a pipe that the reader
+ * reads as the transfer runs, or, for an object that must be read from a file, into an unlinked
+ * temporary file that the reader gets once it is whole. */
+enum { UNDECIDED, TO_PIPE, TO_FILE };
+
 struct tk_s3_stream {
     pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     gk_s3 *s3;
+    const char *tmpdir;
     char bucket[256], key[1100];
-    int wfd, rc, reader_gone;
+    unsigned char head[8];
+    size_t nhead;
+    int mode, finished;          /* finished: the transfer is over (rc holds its result) */
+    int wfd, tmpfd, rc, reader_gone;
     gk_err err;
 };
 
-static int to_pipe(const void *data, size_t n, void *ud)
+static int put(tk_s3_stream *t, const void *data, size_t n)
 {
-    tk_s3_stream *t = ud;
+    int fd = t->mode == TO_PIPE ? t->wfd : t->tmpfd;
     for (const char *p = data; n;) {
-        ssize_t k = write(t->wfd, p, n);
+        ssize_t k = write(fd, p, n);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0) { /* EPIPE: the reader stopped (an error, or it had what it wanted) */
+        if (k <= 0 && t->mode == TO_PIPE) { /* EPIPE: the reader stopped (an error, or done) */
             t->reader_gone = 1;
             return GK_EIO;
+        }
+        if (k <= 0) {
+            gk_errno(&t->err, t->tmpdir);
+            return gk_errf(&t->err, GK_EIO, "%s (downloading s3://%s/%s there; set TMPDIR to another directory)",
+                           t->err.msg, t->bucket, t->key);
         }
         p += k, n -= (size_t)k;
     }
     return 0;
-}
-
-static void *stream_main(void *arg)
-{
-    tk_s3_stream *t = arg;
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, NULL); /* a reader gone is EPIPE here, not a signal */
-    t->rc = gk_s3_get(t->s3, t->bucket, t->key, to_pipe, t, &t->err);
-    close(t->wfd);
-    return NULL;
 }
 
 /* Whether an object starting with head must be read from a file: Parquet (read from its end),
@@ -135,7 +138,77 @@ static int needs_file(const unsigned char *head, size_t n)
            (n >= 6 && !memcmp(head, sz, 6));
 }
 
-static int stream_start(tk_inputs *in, const char *bucket, const char *key, gk_err *e)
+static int decide(tk_s3_stream *t)
+{
+    char tmp[4200];
+    int mode = TO_PIPE;
+    if (needs_file(t->head, t->nhead)) {
+        snprintf(tmp, sizeof tmp, "%s/gpt-tokenize.XXXXXX", t->tmpdir);
+        if ((t->tmpfd = mkstemp(tmp)) < 0) {
+            gk_errno(&t->err, tmp);
+            return gk_errf(&t->err, t->err.code, "%s (a temporary file for s3://%s/%s; set TMPDIR to another directory)",
+                           t->err.msg, t->bucket, t->key);
+        }
+        unlink(tmp);
+        mode = TO_FILE;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->mode = mode;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return put(t, t->head, t->nhead);
+}
+
+static int sink(const void *data, size_t n, void *ud)
+{
+    tk_s3_stream *t = ud;
+    if (t->mode == UNDECIDED) {
+        size_t k = n < sizeof t->head - t->nhead ? n : sizeof t->head - t->nhead;
+        memcpy(t->head + t->nhead, data, k);
+        t->nhead += k;
+        data = (const char *)data + k;
+        n -= k;
+        if (t->nhead < sizeof t->head)
+            return 0;
+        int rc = decide(t);
+        if (rc)
+            return rc;
+    }
+    return n ? put(t, data, n) : 0;
+}
+
+static void *stream_main(void *arg)
+{
+    tk_s3_stream *t = arg;
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL); /* a reader gone is EPIPE here, not a signal */
+    int rc = gk_s3_get(t->s3, t->bucket, t->key, sink, t, &t->err);
+    if (rc == 0 && t->mode == UNDECIDED) /* under 8 bytes */
+        rc = decide(t);
+    close(t->wfd);
+    pthread_mutex_lock(&t->mu);
+    t->rc = rc;
+    t->finished = 1;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+static void stream_free(tk_s3_stream *t)
+{
+    pthread_join(t->thread, NULL);
+    if (t->tmpfd >= 0 && t->mode == TO_FILE)
+        close(t->tmpfd);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    free(t);
+}
+
+/* Starts the transfer and waits until the reader can begin: *fd is the pipe's read end, or the
+ * temporary file once whole. */
+static int stream_start(tk_inputs *in, const char *bucket, const char *key, int *fd, gk_err *e)
 {
     int p[2];
     tk_s3_stream *t = calloc(1, sizeof *t);
@@ -145,19 +218,38 @@ static int stream_start(tk_inputs *in, const char *bucket, const char *key, gk_e
         free(t);
         return gk_errno(e, "pipe");
     }
-    t->s3 = in->s3;
+    *t = (tk_s3_stream){.s3 = in->s3, .tmpdir = in->tmpdir, .wfd = p[1], .tmpfd = -1};
     snprintf(t->bucket, sizeof t->bucket, "%s", bucket);
     snprintf(t->key, sizeof t->key, "%s", key);
-    t->wfd = p[1];
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
     if (pthread_create(&t->thread, NULL, stream_main, t) != 0) {
         close(p[0]);
         close(p[1]);
         free(t);
         return gk_errf(e, GK_ENOMEM, "cannot start a thread");
     }
-    in->stream = t;
-    in->s3fd = p[0];
-    return 0;
+    pthread_mutex_lock(&t->mu);
+    while (t->mode != TO_PIPE && !t->finished)
+        pthread_cond_wait(&t->cv, &t->mu);
+    int mode = t->mode;
+    pthread_mutex_unlock(&t->mu);
+    if (mode == TO_PIPE) {
+        gk_verbose("streaming %s", in->paths[in->cur]);
+        in->stream = t;
+        *fd = p[0];
+        return 0;
+    }
+    close(p[0]);
+    int rc = t->rc;
+    if (rc)
+        *e = t->err;
+    else
+        gk_verbose("downloaded %s", in->paths[in->cur]);
+    *fd = rc ? -1 : t->tmpfd;
+    t->mode = rc ? t->mode : UNDECIDED; /* the file is the caller's now */
+    stream_free(t);
+    return rc;
 }
 
 int tk_inputs_done_s3(tk_inputs *in, int rc, gk_err *e)
@@ -169,33 +261,29 @@ int tk_inputs_done_s3(tk_inputs *in, int rc, gk_err *e)
     tk_s3_stream *t = in->stream;
     if (!t)
         return rc;
+    in->stream = NULL;
     pthread_join(t->thread, NULL); /* the reader's end is closed: a blocked write fails */
     if (rc == 0 && t->rc && !t->reader_gone) { /* the reader saw an end that was a failure */
         *e = t->err;
         rc = t->rc;
     }
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
     free(t);
-    in->stream = NULL;
     return rc;
 }
 
 int tk_inputs_fetch_s3(tk_inputs *in, int i, char *path, size_t cap, gk_err *e)
 {
     char bucket[256], key[1100];
-    unsigned char head[8];
-    size_t got = 0;
-    tk_inputs_done_s3(in, 0, e);
-    int rc = gk_s3_parse_url(in->paths[i], bucket, sizeof bucket, key, sizeof key, e), fd = -1;
-    long long bytes = 0;
+    tk_inputs_done_s3(in, 1, e);
+    in->cur = i;
+    int fd = -1, rc = gk_s3_parse_url(in->paths[i], bucket, sizeof bucket, key, sizeof key, e);
     if (!rc)
-        rc = gk_s3_get_range(in->s3, bucket, key, 0, sizeof head, head, &got, e);
-    if (!rc && !needs_file(head, got)) {
-        gk_verbose("streaming %s", in->paths[i]);
-        rc = stream_start(in, bucket, key, e);
-    } else if (!rc && !(rc = gk_s3_fetch_temp(in->s3, bucket, key, in->tmpdir, 1, NULL, &fd, &bytes, e))) {
-        in->s3fd = fd;
-    }
-    if (!rc)
-        snprintf(path, cap, "/dev/fd/%d", in->s3fd);
-    return rc;
+        rc = stream_start(in, bucket, key, &fd, e);
+    if (rc)
+        return rc;
+    in->s3fd = fd;
+    snprintf(path, cap, "/dev/fd/%d", fd);
+    return 0;
 }

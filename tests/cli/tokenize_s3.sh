@@ -3,7 +3,7 @@
 # gzip, tar, JSON Lines, Parquet) give the bits the local files give, one by one and as a pattern
 # or prefix (listed in S3's order: sorted by bytes); -o s3://.../PREFIX with --shard-tokens and
 # --val-output s3://... upload objects holding the bytes of the local outputs; nothing is left in
-# TMPDIR; errors in one line; an upload refused for good (the fault proxy's 503 on every
+# TMPDIR; a stream cut halfway resumed, one cut on every try an error; errors in one line; an upload refused for good (the fault proxy's 503 on every
 # request) exits 1 and leaves no object. The corpus lies at the root of bucket gk-other: moto
 # 5.2.1 refuses the signature of a listing whose prefix holds a '/' (boto3's as well as ours), so
 # a prefix with folders is not listed here.
@@ -44,7 +44,7 @@ for f in b.txt a.txt.gz d.jsonl e.parquet sub/t.tar; do
 done
 # a pattern and a prefix: S3's order (bytes: B.txt before a.txt.gz), the same bits as the files so
 gpt-tokenize -v 's3://gk-other/*' -o glob.bin 2> glob.err
-sed -n 's/^gpt-tokenize: \(streaming\|downloading\) //p' glob.err
+sed -n 's/^gpt-tokenize: \(streaming\|downloaded\) //p' glob.err
 gpt-tokenize -q c/B.txt c/a.txt.gz c/b.txt c/d.jsonl c/e.parquet -o want.bin
 cmp want.bin glob.bin && echo "pattern: same as the files in that order"
 gpt-tokenize -q s3://gk-other/ -o prefix.bin
@@ -98,6 +98,15 @@ run gpt-tokenize -q 's3://gk-other/*.nothing' -o x.bin
 run gpt-tokenize -q s3://gk-nobucket/a.txt -o x.bin
 run gpt-tokenize -q c/b.txt -o s3://gk-test/
 run gpt-tokenize -q c/b.txt -o s3://gk-nobucket/train.bin
+# through the proxy: a stream cut halfway is resumed (the bits of the file); one cut on every
+# try fails the run after the reader saw a clean end of what came: exit 1, no output
+gpt-tokenize -q big1.txt -o want.bin
+curl -s -X POST "http://127.0.0.1:$proxy/__fault?n=2&what=drop" > /dev/null # the HEAD, then the GET
+AWS_ENDPOINT_URL=http://127.0.0.1:$proxy gpt-tokenize -q s3://gk-test/big1.txt -o got.bin
+cmp want.bin got.bin && echo "a stream cut halfway: resumed, the same as the file's"
+curl -s -X POST "http://127.0.0.1:$proxy/__fault?n=100&what=drop" > /dev/null
+AWS_ENDPOINT_URL=http://127.0.0.1:$proxy run gpt-tokenize -q s3://gk-test/big1.txt -o cut.bin
+ls cut.bin 2>/dev/null || echo "no cut.bin"
 # every request to the proxy answered 503: the upload fails for good, no object is left
 curl -s -X POST "http://127.0.0.1:$proxy/__fault?n=100000&what=503" > /dev/null
 AWS_ENDPOINT_URL=http://127.0.0.1:$proxy run gpt-tokenize -q c/b.txt c/B.txt --shard-tokens 700 -o s3://gk-test/fail/train
