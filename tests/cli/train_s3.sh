@@ -46,6 +46,14 @@ cmp <(st_data a/latest.safetensors) <(st_data b.safetensors) && echo "weights an
 s3py 'print("runs/b:", " ".join(k for k in keys("gk-test") if k.startswith("runs/b")))'
 ls tmp | wc -l # the staging directories are gone
 
+# refusals, one line each, the lock not left behind: a run that does not resume on a prefix with a
+# latest, init_from=resume on an empty prefix, a pattern that matches no object
+fails() { local rc=0; gpt-train -q "${TINY[@]}" --max_iters=1 "$@" > /dev/null 2> err.txt || rc=$?; cat err.txt; echo "exit $rc"; }
+fails --out_dir=s3://gk-test/runs/b
+fails --out_dir=s3://gk-test/runs/none --init_from=resume
+fails --out_dir=s3://gk-test/runs/none --train_data='s3://gk-test/nope_*.bin'
+s3py 'print("locks left:", [k for k in keys("gk-test") if k.endswith("gpt-train.lock")])'
+
 # data from the bucket (a glob over keys, two shards, a key the glob does not match): the losses
 # of the same shards as local files
 mkdir two && cp d/train.bin two/train_000.bin && cp d/val.bin two/train_001.bin
