@@ -114,6 +114,22 @@ static int holder_gone(long pid, const char *host, long long since)
     return pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
 
+/* Whether the lock object still names this process (another run may have taken it over, thinking
+ * this one gone): 1, 0, or -1 when it cannot be read. */
+static int lock_is_ours(tr_s3out *o, const char *key)
+{
+    membuf m = {.n = 0};
+    gk_err e = {0};
+    long pid = 0;
+    char host[256] = "", me[256] = "";
+    int rc = gk_s3_get(o->s3, o->bucket, key, to_mem, &m, &e);
+    if (rc)
+        return rc == GK_ENOTFOUND ? 0 : -1;
+    if (sscanf(m.buf, "%ld %255s", &pid, host) != 2 || gethostname(me, sizeof me) != 0)
+        return 0;
+    return pid == (long)getpid() && strcmp(host, me) == 0;
+}
+
 static void *renew_main(void *arg)
 {
     tr_s3out *o = arg;
@@ -128,7 +144,14 @@ static void *renew_main(void *arg)
             continue;
         pthread_mutex_unlock(&o->mu);
         gk_err e = {0};
-        int n = lock_body(body, sizeof body);
+        int n = lock_body(body, sizeof body), ours = lock_is_ours(o, key);
+        if (ours == 0) {
+            gk_warn("out_dir %s: another run has taken over the lock s3://%s/%s: this run no longer holds it",
+                    o->url, o->bucket, key);
+            pthread_mutex_lock(&o->mu);
+            o->locked = 0;
+            break;
+        }
         if (gk_s3_put(o->s3, o->bucket, key, body, (size_t)n, &e))
             gk_warn("%s (renewing the lock)", e.msg);
         pthread_mutex_lock(&o->mu);
@@ -419,9 +442,11 @@ void tr_s3out_close(tr_s3out *o, int upload_logs)
     renew_stop(o);
     if (upload_logs && o->stage[0] && (upload(o, "metrics.jsonl", 1, &e) || upload(o, "loss.svg", 1, &e)))
         gk_warn("%s", e.msg);
-    if (o->locked) {
-        char key[1200];
-        key_of(o, "gpt-train.lock", key, sizeof key);
+    char key[1200];
+    key_of(o, "gpt-train.lock", key, sizeof key);
+    if (o->locked && lock_is_ours(o, key) == 0)
+        gk_warn("out_dir %s: another run has taken over the lock s3://%s/%s: left to it", o->url, o->bucket, key);
+    else if (o->locked) {
         if (gk_s3_delete(o->s3, o->bucket, key, &e))
             gk_warn("%s (the lock stays: delete it before the next run)", e.msg);
     }

@@ -110,6 +110,16 @@ s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 100
 gpt-train "${TINY[@]}" --max_iters=101 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt
 grep -o 'taking over the lock.*' err.txt
 
+# a run whose lock another took over (thinking it gone) leaves that lock alone when it ends
+s3py 's3.delete_object(Bucket="run-l", Key="gpt-train.lock")'
+gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=50 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt &
+pid=$!
+for _ in $(seq 300); do grep -q 'staging checkpoints' err.txt && break; sleep 0.1; done
+s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1800000000\n")'
+kill -TERM $pid; rc=0; wait $pid || rc=$?
+echo "exit $rc: $(grep -o 'another run has taken over the lock.*' err.txt)"
+s3py 'print("the lock now:", s3.get_object(Bucket="run-l", Key="gpt-train.lock")["Body"].read())'
+
 # an upload that fails for good: a non-zero exit, latest on the previous checkpoint
 export AWS_ENDPOINT_URL=http://127.0.0.1:$pport
 gpt-train -q "${TINY[@]}" --max_iters=2 --out_dir=s3://run-f > /dev/null
