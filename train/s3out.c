@@ -398,6 +398,10 @@ int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_l
 {
     char key[1200], text[128];
     long before = gk_s3_retries(o->s3);
+    key_of(o, "gpt-train.lock", key, sizeof key);
+    if (lock_is_ours(o, key) == 0) /* two runs must not move one latest */
+        return gk_errf(e, GK_EIO, "out_dir %s: another run has taken over the lock s3://%s/%s: stopping "
+                       "(%s not uploaded)", o->url, o->bucket, key, name);
     int rc = upload(o, name, 0, e);
     int n = snprintf(text, sizeof text, "%s\n", name);
     key_of(o, "latest", key, sizeof key);

@@ -110,14 +110,17 @@ s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 100
 gpt-train "${TINY[@]}" --max_iters=101 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt
 grep -o 'taking over the lock.*' err.txt
 
-# a run whose lock another took over (thinking it gone) leaves that lock alone when it ends
+# a run whose lock another took over (thinking it gone) stops at its next checkpoint, latest not
+# moved, and leaves that lock alone
 s3py 's3.delete_object(Bucket="run-l", Key="gpt-train.lock")'
 gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=50 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt &
 pid=$!
 for _ in $(seq 300); do grep -q 'staging checkpoints' err.txt && break; sleep 0.1; done
 s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1800000000\n")'
 kill -TERM $pid; rc=0; wait $pid || rc=$?
-echo "exit $rc: $(grep -o 'another run has taken over the lock.*' err.txt)"
+grep -o 'another run has taken over the lock.*' err.txt | sed 's/ckpt_[0-9]*/ckpt_N/'; echo "exit $rc"
+refused=$(grep -o '(ckpt_[0-9]*.safetensors not uploaded)' err.txt | tr -d '()' | cut -d' ' -f1)
+get run-l latest latest.txt && [ -n "$refused" ] && [ "$(cat latest.txt)" != "$refused" ] && echo "latest not moved to it"
 s3py 'print("the lock now:", s3.get_object(Bucket="run-l", Key="gpt-train.lock")["Body"].read())'
 
 # an upload that fails for good: a non-zero exit, latest on the previous checkpoint
