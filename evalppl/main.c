@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/opt.h"
@@ -172,7 +173,11 @@ static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *conte
 {
     *bf16 = 0;
     int rc = gk_opt_dtype(o->dtype, bf16, e); /* a usage error before any file */
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, *bf16, 0, GK_ATTN_AUTO};
+    gk_env env;
+    gk_env_read(&env);
+    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = *bf16,
+                          .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
+                          .cuda_no_graphs = env.cuda_no_graphs};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
     if (!rc) rc = runner_open(r, &bo, gk_opt_model_path(o->model), o->vocab, need_vocab, e);
     char what[128];
@@ -307,11 +312,12 @@ static int score_set(const options *o, gk_gpt2 *m, const gk_choice_set *set, int
     return rc;
 }
 
-/* Rows a forward without --batch: 4 (one item) on the CPU, its best; on a GPU 64 (16 items:
+/* Rows a forward without --batch: 4 (one item) where device memory is host memory (props: cpu,
+ * ref, cuda-emu), the CPU's best; on a GPU 64 (16 items:
  * twice the items/s of 4 on an H100, 2026-11-27), halved while they would not fit. */
 static int default_rows(gk_gpt2_runner *r, int max_T, int bf16)
 {
-    if (r->be->ops->host_memory) return 4;
+    if (r->be->props.host_memory) return 4;
     gk_err quiet = {0};
     int rows = 64;
     while (rows > 4 && gk_gpt2_runner_check(r, rows, max_T, bf16, "", &quiet) == GK_ENOMEM) rows /= 2;

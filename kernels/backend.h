@@ -208,7 +208,7 @@ typedef struct gk_ops {
     /* The ops launched between record_begin and record_end are recorded, not run (a CUDA stream
      * capture into a graph); replay runs them again in order, with the same pointers and
      * arguments, reading device memory as it is when they run. record_begin returns 0, or
-     * nonzero when the backend will not record now (GPT_CUDA_SYNC=1, GPT_CUDA_GRAPHS=0): nothing
+     * nonzero when the backend will not record now (opened with cuda_sync or cuda_no_graphs): nothing
      * is recorded and no error is set. record_end returns the recording, or NULL: with the sticky
      * error set when an op failed for another reason, else because a call between them may not be
      * recorded on this device, and then the backend records nothing more (record_begin returns
@@ -241,6 +241,26 @@ typedef struct gk_ops {
     int host_memory;
 } gk_ops;
 
+/* What kind of backend a gk_backend is (gk_backend_props.kind); 0: unknown (a test's hand-made
+ * backend). */
+typedef enum gk_backend_kind {
+    GK_KIND_UNKNOWN = 0, GK_KIND_CPU, GK_KIND_REF, GK_KIND_CUDA, GK_KIND_CUDA_EMU
+} gk_backend_kind;
+
+/* Facts about the device, filled by the constructor: what tools decide by (recompute, the MFU's
+ * peak, whether host-side buffers share the device's memory) instead of names and messages. */
+typedef struct gk_backend_props {
+    int kind;               /* a gk_backend_kind */
+    char device[64];        /* "CPU", "NVIDIA H100 80GB HBM3", "gptkit CUDA emulator" */
+    double bf16_peak_flops; /* dense bf16 tensor-core peak in FLOP/s (kernels/cuda/cuda_peak.h);
+                             * 0 where unknown: CPUs, the emulator, a GPU not in the table */
+    size_t memory_bytes;    /* all of the device's memory (the host's MemTotal where host_memory) */
+    int host_memory;        /* 1: device memory is host memory (cpu, ref, cuda-emu): ops->host_memory */
+    int recompute;          /* the default activation recompute (recompute = auto starts there):
+                             * 0 none (cpu, ref), 1 the GELU's output (cuda, cuda-emu: device
+                             * memory is the limit), 2 also the layernorms' */
+} gk_backend_props;
+
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */
 struct gk_backend {
     const gk_ops *ops;
@@ -248,6 +268,7 @@ struct gk_backend {
     void *impl;        /* backend-private state (thread count, scratch, device handles) */
     void (*destroy)(gk_backend *be); /* frees impl and be itself */
     gk_err err;        /* the sticky error: code 0 until an op fails (gk_backend_fail) */
+    gk_backend_props props; /* set by the constructor */
     char what[96];     /* set by the constructor for messages: "cpu (8 threads)",
                         * "cuda (NVIDIA H100 80GB HBM3, bf16)" */
     char note[512];    /* empty, or something a tool should warn of once that is not an error:
@@ -290,6 +311,10 @@ typedef struct gk_backend_opts {
     int attention;      /* cuda, cuda-emu: the attention path, a gk_attention (0: auto); fixed
                          * for the backend's life (a test compares paths by opening one backend
                          * per path); cpu and ref have one path and ignore it */
+    int cuda_sync;      /* cuda, cuda-emu: 1 waits for every op (errors at the op that made them;
+                         * nothing is recorded), 0 no: a tool's GPT_CUDA_SYNC=1 */
+    int cuda_no_graphs; /* cuda, cuda-emu: 1 records no steps (record_begin refuses), 0 records:
+                         * a tool's GPT_CUDA_GRAPHS=0 */
 } gk_backend_opts;
 
 /* The CUDA backend's attention paths (the setting `attention`, gk_attention_parse).
@@ -325,7 +350,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 10
+#define GK_BACKEND_ABI 11
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/opt.h"
@@ -222,7 +223,11 @@ static int run(const options *o, gk_err *e)
     int64_t n = 0;
     int bf16;
     int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
-    gk_backend_opts bo = {o->device ? o->device : "auto", 0, bf16, 0, GK_ATTN_AUTO};
+    gk_env env;
+    gk_env_read(&env);
+    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = bf16,
+                          .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
+                          .cuda_no_graphs = env.cuda_no_graphs};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
     if (!rc) rc = runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
     char what[128];

@@ -261,17 +261,3 @@ void tr_plot_svg(FILE *f, const tr_point *pts, size_t n)
     }
     fprintf(f, "</svg>\n");
 }
-
-double tr_peak_tflops(const char *device)
-{
-    /* the first name found in device wins: the more specific ones come first */
-    static const struct { const char *name; double tflops; } gpus[] = {
-        {"H100 PCIe", 756}, {"H100 NVL", 835}, {"H100", 989.5}, {"H200", 989.5}, {"H800", 989.5},
-        {"B200", 2250},     {"A100", 312},     {"A800", 312},   {"L40S", 362},   {"L40", 181},
-        {"L4", 121},        {"RTX 4090", 165.2}, {"RTX 3090", 71},
-    };
-    if (!device || strncmp(device, "cuda (", 6) != 0) return 0;
-    for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++)
-        if (strstr(device, gpus[i].name)) return gpus[i].tflops;
-    return 0;
-}

@@ -1,6 +1,6 @@
 /* metrics.h: what a training run leaves for people and scripts: out_dir/metrics.jsonl (one JSON
  * object per step: step, loss, lr, grad_norm (before clipping), ms, tokens_per_s, mfu when
- * there is a peak (peak_tflops, or tr_peak_tflops), train_loss/val_loss on eval steps, skipped
+ * there is a peak (peak_tflops, or the backend's props.bf16_peak_flops), train_loss/val_loss on eval steps, skipped
  * (steps skipped so far) once a step was skipped; a NaN or infinite value is written as null) and out_dir/loss.svg, a
  * self-contained plot of the train and val loss against step, rewritten at every eval.
  * On resume metrics.jsonl is appended to, never rewritten: lines past the resumed step (logged by
@@ -57,9 +57,5 @@ void tr_metrics_close(tr_metrics *m);
 /* Writes the SVG of pts to f (exposed for tests). */
 void tr_plot_svg(FILE *f, const tr_point *pts, size_t n);
 
-/* The dense bf16 tensor-core peak in TFLOP/s of the CUDA GPU a device description names
- * (gk_backend_describe: "cuda (NVIDIA H100 80GB HBM3, bf16)"), from NVIDIA's datasheets, for
- * the MFU column when peak_tflops is not set; 0 for a GPU not in the table. */
-double tr_peak_tflops(const char *device);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "kernels/backend.h"
@@ -287,8 +288,9 @@ int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err
 {
     static const int levels[] = {0, GK_GPT2_RECOMPUTE, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN};
     static const char *names[] = {"false", "gelu", "gelu+ln"};
-    int set = recompute_setting(r->s.recompute), cuda = strncmp(r->be->ops->name, "cuda", 4) == 0;
-    int lo = cuda ? 1 : 0, k = lo, mode = gk_mem_check_mode(), rc = 0;
+    int set = recompute_setting(r->s.recompute), lo = r->be->props.recompute; /* the device's */
+    lo = lo < 0 || lo > 2 ? 0 : lo;
+    int k = lo, mode = gk_mem_check_mode(), rc = 0;
     *flags = set >= 0 ? set : levels[lo];
     if (mode == 2)
         return 0;
@@ -311,8 +313,12 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
     int bf16 = strcmp(r->s.dtype, "bfloat16") == 0 ? 1 : strcmp(r->s.dtype, "float32") == 0 ? 0 : -1;
-    gk_backend_opts bo = {r->s.device, (int)r->s.threads, bf16, r->dist.where.local_rank, /* GPU LOCAL_RANK */
-                          GK_ATTN_AUTO};
+    gk_env env;
+    gk_env_read(&env);
+    gk_backend_opts bo = {.device = r->s.device, .threads = (int)r->s.threads, .bf16 = bf16,
+                          .gpu = r->dist.where.local_rank, /* GPU LOCAL_RANK */
+                          .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
+                          .cuda_no_graphs = env.cuda_no_graphs};
     if (!rc) rc = gk_attention_parse(r->s.attention, "attention", &bo.attention, e); /* a CHOICE: known */
     int local = r->dist.where.local_world_size;
     if (bo.threads <= 0 && local > 1) { /* ranks on one machine share its cores */
@@ -328,7 +334,7 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
         gk_warn_note(r->be->note); /* e.g. why device auto is not cuda */
     r->peak_tflops = r->s.peak_tflops;
     if (!rc && r->peak_tflops == 0 && r->be->act == GK_BF16) {
-        r->peak_tflops = tr_peak_tflops(what);
+        r->peak_tflops = r->be->props.bf16_peak_flops / 1e12;
         if (r->peak_tflops > 0)
             gk_verbose("mfu: against %g TFLOP/s, the GPU's bf16 peak (peak_tflops to set another)",
                        r->peak_tflops);

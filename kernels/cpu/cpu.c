@@ -179,6 +179,7 @@ int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err)
     be->act = GK_F32;
     be->impl = c;
     snprintf(be->what, sizeof be->what, "cpu (%d thread%s)", c->nthreads, c->nthreads == 1 ? "" : "s");
+    host_props(be, GK_KIND_CPU);
     be->destroy = cpu_destroy;
     *out = be;
     return 0;

@@ -38,6 +38,14 @@ void host_zero(gk_backend *be, void *p, size_t n)
 
 void host_sync(gk_backend *be) { (void)be; }
 
+void host_props(gk_backend *be, int kind)
+{
+    gk_host_mem h;
+    gk_host_mem_read(&h);
+    be->props = (gk_backend_props){.kind = kind, .device = "CPU", .memory_bytes = h.total,
+                                   .host_memory = 1, .recompute = 0};
+}
+
 int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err)
 {
     (void)be;

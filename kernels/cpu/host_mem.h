@@ -15,6 +15,9 @@ void host_copy(gk_backend *be, void *dst, const void *src, size_t n);
 void host_zero(gk_backend *be, void *p, size_t n);
 /* Host ops are synchronous: nothing to wait for. */
 void host_sync(gk_backend *be);
+/* be->props of a host backend of kind (GK_KIND_CPU, GK_KIND_REF): device "CPU", no bf16 peak,
+ * the host's MemTotal, host memory, no recompute. */
+void host_props(gk_backend *be, int kind);
 /* mem_info: the host's available memory (common/mem.h) and MemTotal. */
 int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err);
 /* attention_fwd_at's first half (backend.h), fp32: *t0 checked against n and Tc (else the sticky

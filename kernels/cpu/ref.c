@@ -423,6 +423,7 @@ int gk_ref_create(gk_backend **out, gk_err *err)
     be->ops = &gk_ref_ops;
     be->act = GK_F32;
     snprintf(be->what, sizeof be->what, "ref");
+    host_props(be, GK_KIND_REF);
     be->destroy = ref_destroy;
     *out = be;
     return 0;

@@ -6,6 +6,7 @@
  * into libgptkit-cuda-emu.so (GK_CUDA_EMU); every other symbol is hidden (-fvisibility=hidden).
  * Thread safety: as backend.h (one host thread per backend). */
 #include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/cuda_peak.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -310,9 +311,26 @@ static void cu_probe(gk_backend *be, cu_ctx *c, const cudaDeviceProp *prop)
                         prop->name, prop->major, prop->minor, cc, cudaGetErrorString(rc));
 }
 
+/* be->props from the device's properties. */
+static void cu_props(gk_backend *be, const cudaDeviceProp *prop)
+{
+    gk_backend_props *p = &be->props;
+    snprintf(p->device, sizeof p->device, "%.63s", prop->name);
+    p->memory_bytes = prop->totalGlobalMem;
+    p->host_memory = cu_ops.host_memory;
+    p->recompute = 1; /* device memory is the limit: recompute the GELU's output */
+#ifdef GK_CUDA_EMU
+    p->kind = GK_KIND_CUDA_EMU;
+    p->bf16_peak_flops = 0; /* the emulator's speed is no GPU's */
+#else
+    p->kind = GK_KIND_CUDA;
+    p->bf16_peak_flops = gk_cuda_peak_bf16_flops(prop->name);
+#endif
+}
+
 /* Fills the context of be on device c->device (named GPU gpu in be->what when not 0); any
- * failure is left in be->err. */
-static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
+ * failure is left in be->err. sync_each, no_graphs: gk_backend_opts's cuda_sync, cuda_no_graphs. */
+static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu, int sync_each, int no_graphs)
 {
     cudaDeviceProp prop;
     if (CU_CHECK(be, cudaSetDevice(c->device)) ||
@@ -329,11 +347,10 @@ static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu)
     c->scratch_bytes = CU_MIN_SCRATCH;
     c->sm_count = prop.multiProcessorCount;
     c->smem_optin = prop.sharedMemPerBlockOptin;
-    const char *sync = getenv("GPT_CUDA_SYNC");
-    c->sync_each = sync && strcmp(sync, "1") == 0;
-    const char *graphs = getenv("GPT_CUDA_GRAPHS");
-    c->graphs = !(graphs && strcmp(graphs, "0") == 0);
+    c->sync_each = sync_each;
+    c->graphs = !no_graphs;
     be->act = bf16_acts ? GK_BF16 : GK_F32;
+    cu_props(be, &prop);
     char ordinal[24] = "";
     if (gpu) snprintf(ordinal, sizeof ordinal, "GPU %d: ", gpu);
     snprintf(be->what, sizeof be->what, "%s (%s%.52s, %s)", CU_NAME, ordinal, prop.name,
@@ -393,7 +410,7 @@ static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
     be->destroy = cu_destroy;
     snprintf(be->what, sizeof be->what, "%s", CU_NAME);
     c->device = device;
-    cu_setup(be, c, !o || o->bf16 != 0, gpu);
+    cu_setup(be, c, !o || o->bf16 != 0, gpu, o && o->cuda_sync == 1, o && o->cuda_no_graphs == 1);
     if (!be->err.code) cu_attention_setup(be, c, o ? o->attention : GK_ATTN_AUTO);
     if (be->err.code) {
         int code = gk_errf(err, be->err.code, "%s backend: %s", CU_NAME, be->err.msg);

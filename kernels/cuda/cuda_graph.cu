@@ -2,9 +2,10 @@
  * replay, record_free): a stream capture of the backend's stream into a CUDA graph, instantiated
  * once and launched as one unit. gk_gpt2_forward_at records its one-row decode step with it, so
  * a token costs one launch instead of ~10 a layer (launch overhead, not the GPU, bounds decoding
- * of small models). GPT_CUDA_GRAPHS=0 (read at create) and GPT_CUDA_SYNC=1 turn recording off;
- * so does the first capture that a call in it breaks (cu_fail keeps that call's error out of the
- * sticky one): the step then runs unrecorded, and be->note says why.
+ * of small models). The open options cuda_no_graphs and cuda_sync (the tools' GPT_CUDA_GRAPHS=0,
+ * GPT_CUDA_SYNC=1) turn recording off; so does the first capture that a call in it breaks
+ * (cu_fail keeps that call's error out of the sticky one): the step then runs unrecorded, and
+ * be->note says why.
  * Thread safety: as backend.h; the capture is thread-local, so another thread's CUDA calls
  * (a checkpoint writer, NCCL) neither join nor invalidate it. */
 #include "kernels/cuda/cuda_internal.h"
@@ -25,7 +26,7 @@ int cu_record_begin(gk_backend *be)
 }
 
 /* A capture that failed without a device error: recording stops for good, and be->note says why
- * (the caller runs the step unrecorded, as with GPT_CUDA_GRAPHS=0). */
+ * (the caller runs the step unrecorded, as with cuda_no_graphs). */
 static void *give_up_recording(gk_backend *be, cu_ctx *c)
 {
     c->graphs = 0;

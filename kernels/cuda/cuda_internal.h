@@ -20,8 +20,8 @@ typedef struct cu_ctx {
     size_t workspace_bytes;
     void *scratch;          /* op scratch sized by reserve (partial sums of reductions, ...) */
     size_t scratch_bytes;
-    int sync_each;          /* GPT_CUDA_SYNC=1: synchronize after every launch */
-    int graphs;             /* record steps as CUDA graphs (GPT_CUDA_GRAPHS=0: never) */
+    int sync_each;          /* opts cuda_sync (GPT_CUDA_SYNC=1): synchronize after every launch */
+    int graphs;             /* record steps as CUDA graphs (opts cuda_no_graphs: never) */
     int capturing;          /* between record_begin and the end of record_end */
     char capture_fail[160]; /* the first call that failed while capturing (cu_fail) */
     int sm_count;

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "common/env.h"
 #include "common/opt.h"
 #include "kernels/gpt2.h"
 
@@ -400,7 +401,11 @@ static int bench(const options *o, gk_err *err)
     float loss = 0;
     long sleeps = 0;
     int rc = ms ? gk_opt_dtype(o->dtype, &bf16, err) : gk_errf(err, GK_ENOMEM, "out of memory");
-    gk_backend_opts bo = {o->device ? o->device : "cpu", o->threads, bf16, 0, GK_ATTN_AUTO};
+    gk_env env;
+    gk_env_read(&env);
+    gk_backend_opts bo = {.device = o->device ? o->device : "cpu", .threads = o->threads,
+                          .bf16 = bf16, .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
+                          .cuda_no_graphs = env.cuda_no_graphs};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, err);
     if (!rc) rc = gk_backend_open(&dev, &bo, err);
     if (!rc) {

@@ -1,5 +1,6 @@
 /* fake_gpu.h: a device for the tests of memory checks (header-only, like test.h): the reference
- * backend under the ops table of a GPU named "cuda" ("cuda (Fake GPU, bf16)" in messages) that
+ * backend under the ops table of a GPU named "cuda" ("cuda (Fake GPU, bf16)" in messages, a GPU's
+ * props: no host memory, recompute 1) that
  * reports fake_gpu_free bytes free of twice that. One per test binary; not thread-safe. */
 #ifndef GK_FAKE_GPU_H
 #define GK_FAKE_GPU_H
@@ -29,6 +30,7 @@ static gk_backend *fake_gpu_open(gk_err *e)
     fake_gpu_ops.name = "cuda", fake_gpu_ops.mem_info = fake_gpu_mem_info;
     fake_gpu_ops.host_memory = 0; /* a GPU: only its own memory counts */
     be->ops = &fake_gpu_ops;
+    be->props = (gk_backend_props){.kind = GK_KIND_CUDA, .device = "Fake GPU", .recompute = 1};
     snprintf(be->what, sizeof be->what, "cuda (Fake GPU, bf16)");
     return be;
 }

@@ -32,7 +32,7 @@ static uint64_t seed = 1;
 /* Opens dev_name with bf16 activations or not; 0, or the error in e. */
 static int open_dev(int bf16, gk_err *e)
 {
-    gk_backend_opts o = {dev_name, 0, bf16, 0, GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = dev_name, .bf16 = bf16, .attention = GK_ATTN_AUTO};
     int rc = gk_backend_open(&dev, &o, e);
     if (rc == 0 && (rc = dev->ops->reserve(dev, 4096, 1024, 64, 128, e))) { /* above every case */
         gk_backend_free(dev);

@@ -7,12 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/mem.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/cuda_peak.h"
 #include "test.h"
 
 static int open_dev(gk_backend **be, const char *device, int threads, gk_err *e)
 {
-    gk_backend_opts o = {device, threads, -1, 0, GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = device, .threads = threads, .bf16 = -1, .attention = GK_ATTN_AUTO};
     return gk_backend_open(be, &o, e);
 }
 
@@ -32,6 +34,55 @@ static void test_cpu_and_ref(void)
     CHECK(be && strcmp(be->ops->name, "ref") == 0);
     CHECK(strcmp(gk_backend_describe(be, what, sizeof what), "ref") == 0);
     gk_backend_free(be);
+}
+
+/* props of the host backends and the emulator (hand-checked): their kind, the device's name,
+ * host memory of the host's MemTotal (the emulator's device memory is the host's too), no bf16
+ * peak (a CPU's and the emulator's speed are no GPU's), recompute none on the CPU, gelu on cuda. */
+static void test_props(void)
+{
+    static const struct { const char *dev; int kind; const char *name; int recompute; } cases[] = {
+        {"cpu", GK_KIND_CPU, "CPU", 0}, {"ref", GK_KIND_REF, "CPU", 0},
+        {"cuda-emu", GK_KIND_CUDA_EMU, "gptkit CUDA emulator", 1},
+    };
+    gk_host_mem h;
+    gk_host_mem_read(&h);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gk_backend *be = NULL;
+        gk_err e = {0};
+        int rc = open_dev(&be, cases[i].dev, 1, &e);
+        if (rc == GK_ENOTFOUND && i == 2) { /* built without the emulator's library */
+            printf("  skip %s: %s\n", cases[i].dev, e.msg);
+            continue;
+        }
+        CHECKF(rc == 0, "%s: %s", cases[i].dev, e.msg);
+        if (rc) continue;
+        const gk_backend_props *p = &be->props;
+        CHECKF(p->kind == cases[i].kind && strcmp(p->device, cases[i].name) == 0, "%s: %d '%s'",
+               cases[i].dev, p->kind, p->device);
+        CHECKF(p->host_memory == 1 && be->ops->host_memory == 1 && p->bf16_peak_flops == 0 &&
+               p->recompute == cases[i].recompute, "%s: host %d peak %g recompute %d", cases[i].dev,
+               p->host_memory, p->bf16_peak_flops, p->recompute);
+        CHECKF(p->memory_bytes == h.total && h.total > 0, "%s: %zu bytes, MemTotal %zu", cases[i].dev,
+               p->memory_bytes, h.total);
+        gk_backend_free(be);
+    }
+}
+
+/* The CUDA backend's bf16 peaks by the GPU's name (NVIDIA's datasheets, dense): the more specific
+ * name first (an H100 PCIe is not an SXM H100; an L40S not an L4); nothing for a GPU not in the
+ * table or the emulator. */
+static void test_peak_table(void)
+{
+    static const struct { const char *name; double tflops; } cases[] = {
+        {"NVIDIA H100 80GB HBM3", 989.5}, {"NVIDIA H100 PCIe", 756}, {"NVIDIA H100 NVL", 835},
+        {"NVIDIA H200", 989.5},           {"NVIDIA A100-SXM4-80GB", 312}, {"NVIDIA L40S", 362},
+        {"NVIDIA L4", 121},               {"NVIDIA GeForce RTX 4090", 165.2},
+        {"NVIDIA GH200 480GB", 989.5},    {"Tesla T4", 0}, {"gptkit CUDA emulator", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        CHECKF(gk_cuda_peak_bf16_flops(cases[i].name) == cases[i].tflops * 1e12, "%s: %g",
+               cases[i].name, gk_cuda_peak_bf16_flops(cases[i].name));
 }
 
 static void test_unknown_name(void)
@@ -157,6 +208,8 @@ static void test_fake_libraries(void)
 int main(void)
 {
     RUN(test_cpu_and_ref);
+    RUN(test_props);
+    RUN(test_peak_table);
     RUN(test_unknown_name);
     RUN(test_cuda_missing);
     RUN(test_fake_libraries);

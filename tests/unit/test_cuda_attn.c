@@ -39,7 +39,7 @@ static gk_backend *open_path(int bf16, int attn)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {device(), 0, bf16, 0, attn};
+    gk_backend_opts o = {.device = device(), .bf16 = bf16, .attention = attn};
     if (gk_backend_open(&be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         return NULL;
@@ -52,7 +52,7 @@ static gk_backend *open_ref(void)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {"ref", 1, 0, 0, GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = "ref", .threads = 1, .bf16 = 0, .attention = GK_ATTN_AUTO};
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
     return be;
 }
@@ -331,14 +331,14 @@ static void test_attention_setting(void)
                !strcmp(e.msg, "--attention: 'cuDNN' is not one of auto, cudnn, flash, fa2, plain"),
            "bad value: %s", e.msg);
     gk_backend *be = NULL;
-    gk_backend_opts cpu = {"cpu", 1, 0, 0, GK_ATTN_CUDNN};
+    gk_backend_opts cpu = {.device = "cpu", .threads = 1, .bf16 = 0, .attention = GK_ATTN_CUDNN};
     CHECK_OK(gk_backend_open(&be, &cpu, &e), &e);
     gk_backend_free(be), be = NULL;
     if (strcmp(device(), "cuda-emu")) return; /* on a GPU: test_bf16_cudnn */
     gk_backend *dev = open_device(1);
     if (!dev) SKIP("no device library");
     gk_backend_free(dev);
-    gk_backend_opts o = {"cuda-emu", 0, 1, 0, GK_ATTN_CUDNN};
+    gk_backend_opts o = {.device = "cuda-emu", .bf16 = 1, .attention = GK_ATTN_CUDNN};
     e.code = 0;
     CHECKF(gk_backend_open(&be, &o, &e) == GK_EIO && !be &&
                strstr(e.msg, "cuda-emu backend: attention = cudnn: cuDNN does not run under the "
@@ -370,7 +370,7 @@ static void test_bf16_cudnn(void)
 {
     gk_backend *dnn = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {device(), 0, 1, 0, GK_ATTN_CUDNN};
+    gk_backend_opts o = {.device = device(), .bf16 = 1, .attention = GK_ATTN_CUDNN};
     int rc = gk_backend_open(&dnn, &o, &e);
     if (!strcmp(device(), "cuda-emu")) {
         gk_backend_free(dnn);

@@ -31,7 +31,7 @@ static gk_backend *open_backend(const char *name, int bf16)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {name, 1, bf16, 0, GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = name, .threads = 1, .bf16 = bf16, .attention = GK_ATTN_AUTO};
     if (gk_backend_open(&be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         return NULL;

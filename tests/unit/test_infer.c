@@ -101,7 +101,7 @@ static void test_incremental_cpu(void)
 
 /* $GK_TEST_CUDA (default cuda-emu): the one-row steps are recorded once and replayed (a CUDA
  * graph; the position is read from device memory by the replay), and give the full forward's
- * logits as the unrecorded steps do (GPT_CUDA_GRAPHS=0). A step whose recording a call breaks (a
+ * logits as the unrecorded steps do (cuda_no_graphs: GPT_CUDA_GRAPHS=0). A step whose recording a call breaks (a
  * sync inside a capture, as an op the device may not capture would) runs unrecorded instead,
  * with no error and a note saying why. Replays are counted through the backend's own table. */
 static const gk_ops *emu_ops;
@@ -120,16 +120,14 @@ static void syncing_encoder(gk_backend *be, void *out, const int *tokens, const 
 
 static void test_incremental_recorded(void)
 {
-    for (int mode = 0; mode < 3; mode++) { /* recorded, GPT_CUDA_GRAPHS=0, a broken capture */
-        setenv("GPT_CUDA_GRAPHS", mode == 1 ? "0" : "1", 1);
+    for (int mode = 0; mode < 3; mode++) { /* recorded, cuda_no_graphs, a broken capture */
         gk_backend *be = NULL;
         gk_err e = {0};
         const char *name = getenv("GK_TEST_CUDA"); /* "cuda" on a GPU */
-        gk_backend_opts o = {name && *name ? name : "cuda-emu", 0, 0, 0, GK_ATTN_AUTO};
-        if (gk_backend_open(&be, &o, &e) != 0) {
-            unsetenv("GPT_CUDA_GRAPHS");
+        gk_backend_opts o = {.device = name && *name ? name : "cuda-emu", .bf16 = 0,
+                             .attention = GK_ATTN_AUTO, .cuda_no_graphs = mode == 1};
+        if (gk_backend_open(&be, &o, &e) != 0)
             SKIP(e.msg);
-        }
         static gk_ops counted;
         emu_ops = be->ops;
         CHECK(emu_ops->replay != NULL && emu_ops->record_begin != NULL);
@@ -150,7 +148,6 @@ static void test_incremental_recorded(void)
         be->ops = emu_ops;
         gk_backend_free(be);
     }
-    unsetenv("GPT_CUDA_GRAPHS");
 }
 
 static void test_incremental_ref(void)

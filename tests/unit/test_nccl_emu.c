@@ -62,7 +62,7 @@ static void rank_main(int rank, int world, int fds[][2], void (*fn)(rank_ctx *))
     t_cur_failed = 0;
     rank_ctx r = {rank, world, NULL, {0}, 0};
     gk_err e = {0};
-    gk_backend_opts o = {device, 1, 0, 0, GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = device, .threads = 1, .bf16 = 0, .attention = GK_ATTN_AUTO};
     if (gk_backend_open(&r.be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         exit(NO_LIBRARY);
@@ -413,7 +413,7 @@ static void ordinal(rank_ctx *r)
     gk_backend *be = NULL;
     char what[128];
     CHECK(r->be->ops->comm_id && r->be->ops->comm_open);
-    gk_backend_opts o = {"cuda-emu", 1, 0, 2, GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = "cuda-emu", .threads = 1, .bf16 = 0, .gpu = 2, .attention = GK_ATTN_AUTO};
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
     CHECKF(be && strstr(gk_backend_describe(be, what, sizeof what), "cuda-emu (GPU 2: "), "%s", what);
     gk_backend_free(be);
