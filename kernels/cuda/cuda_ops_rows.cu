@@ -5,7 +5,8 @@
  * Kernels are templates on one parameter P (an op_cfg: activation type T, pack width V; see
  * cuda_pack.h), packs are 16-byte loads, V = 1 when a row or pointer is not aligned. Reductions
  * over rows have a fixed split (a function of the shapes only) with per-block partials in the
- * backend's scratch summed in order by a second kernel. */
+ * backend's scratch, summed in a fixed order in the same launch by the blocks that arrive last
+ * (layernorm backward). */
 #include "kernels/cuda/cuda_pack.h"
 
 static __device__ __forceinline__ float warp_sum(float v)
@@ -340,12 +341,18 @@ void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, floa
                                ln_weight, ln_bias, N, C);
 }
 
-/* Backward: a warp per row (rows dealt round-robin to the warps of at most LN_BWD_BLOCKS blocks:
- * a split that depends on N and C only). Each warp adds its rows' dweight, dbias terms to its own
- * slice of shared memory (no two warps share a slot); the block then sums its warps in order into
- * part (2 rows of C per block), and a second kernel sums the blocks in order. */
+/* Backward in one launch: a warp per row (rows dealt round-robin to the warps of at most
+ * LN_BWD_BLOCKS blocks: a split that depends on N and C only). Each warp adds its rows' dweight,
+ * dbias terms to its own slice of shared memory (no two warps share a slot); the block then sums
+ * its warps in order into part (2 rows of C per block). Blocks come in groups of LN_GROUP: the
+ * block of a group that arrives last (an atomic count per group, reset by that block) sums the
+ * group's blocks in order into a group row; the block that completes the last group (one more
+ * count) sums the group rows in order into dweight, dbias. A fixed order whichever blocks arrive
+ * last: the same bits every run. */
 #define LN_BWD_BLOCKS 256
 #define LN_BWD_WARPS 8
+#define LN_GROUP 16 /* blocks a group's last block sums */
+#define LN_GROUPS_MAX ((LN_BWD_BLOCKS + LN_GROUP - 1) / LN_GROUP)
 #define LN_SMEM_DEFAULT 49152
 
 /* Warps per block: each holds 2*C floats of shared memory, within the default 48 KiB if it can. */
@@ -355,17 +362,17 @@ static int ln_bwd_warps(int C)
     return w < 1 ? 1 : w > LN_BWD_WARPS ? LN_BWD_WARPS : w;
 }
 
+/* dinp += the row gradients of rows row0, row0 + stride, ...; this warp's acc slice (dweight |
+ * dbias, [j * row_packs + cp]: lanes on consecutive banks) += their column terms. */
 template <class P>
-static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, const typename P::T *dout, const typename P::T *inp,
-                                            const float *weight, const float *mean, const float *rstd, int N, int C)
+static __device__ __forceinline__ void ln_bwd_rows(float *dw, typename P::T *dinp, const typename P::T *dout, const typename P::T *inp,
+                                                   const float *weight, const float *mean, const float *rstd, int N, int C,
+                                                   int row0, int stride)
 {
     constexpr int V = P::V;
-    GK_DYN_SMEM(float, acc); /* [warp][dweight | dbias][j * row_packs + cp]: lanes on consecutive banks */
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, row_packs = C / V;
-    for (int i = threadIdx.x; i < warps * 2 * C; i += blockDim.x) acc[i] = 0.0f;
-    __syncthreads();
-    float *dw = acc + (size_t)warp * 2 * C, *db = dw + C, d[V], x[V], w[V], di[V];
-    for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
+    int lane = threadIdx.x % 32, row_packs = C / V;
+    float *db = dw + C, d[V], x[V], w[V], di[V];
+    for (int row = row0; row < N; row += stride) {
         size_t base = (size_t)row * C;
         float m = mean[row], rs = rstd[row], a = 0.0f, b = 0.0f;
         for (int cp = lane; cp < row_packs; cp += 32) {
@@ -395,6 +402,45 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, co
             store_f<V>(dinp + off, di);
         }
     }
+}
+
+/* Whether this block arrives last of n at *count (the caller resets *count to 0 once it has
+ * used what the others wrote). Its writes are visible device-wide first. last: a shared word,
+ * free (the shared memory of the kernel fills the default 48 KiB: no static one beside it). */
+static __device__ __forceinline__ bool ln_arrive_last(unsigned *count, unsigned n, unsigned *last)
+{
+    __threadfence(); /* this block's writes are visible before the count says so */
+    __syncthreads();
+    if (threadIdx.x == 0) *last = atomicAdd(count, 1u) == n - 1;
+    __syncthreads();
+    bool l = *last;
+    __syncthreads(); /* every thread has read last before a later call writes it */
+    if (l) __threadfence();
+    return l;
+}
+
+/* part rows [k0, k0 + n) of 2C, summed in order, read past L1 (written by other blocks). */
+static __device__ __forceinline__ float ln_rows_sum(const float *part, size_t k0, unsigned n, int C, int i)
+{
+    float s = 0.0f;
+    for (unsigned k = 0; k < n; k++) s += __ldcg(part + (k0 + k) * 2 * C + i);
+    return s;
+}
+
+/* part: gridDim.x rows of 2C (the blocks' sums), then one row per group; count: the groups'
+ * counts, then the count of completed groups; all zero on entry and on return. */
+template <class P>
+static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight, float *dbias, float *part, unsigned *count,
+                                            const typename P::T *dout, const typename P::T *inp, const float *weight,
+                                            const float *mean, const float *rstd, int N, int C)
+{
+    constexpr int V = P::V;
+    GK_DYN_SMEM(float, acc); /* [warp][dweight | dbias][j * row_packs + cp] */
+    int warp = threadIdx.x / 32, warps = blockDim.x / 32, row_packs = C / V;
+    for (int i = threadIdx.x; i < warps * 2 * C; i += blockDim.x) acc[i] = 0.0f;
+    __syncthreads();
+    ln_bwd_rows<P>(acc + (size_t)warp * 2 * C, dinp, dout, inp, weight, mean, rstd, N, C, blockIdx.x * warps + warp,
+                   gridDim.x * warps);
     __syncthreads();
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
         int half = i / C, k = i - half * C, j = k / row_packs, cp = k - j * row_packs;
@@ -402,17 +448,39 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *part, co
         for (int v = 0; v < warps; v++) s += acc[(size_t)v * 2 * C + i];
         part[((size_t)blockIdx.x * 2 + half) * C + (size_t)cp * V + j] = s;
     }
+    unsigned g = blockIdx.x / LN_GROUP, groups = (gridDim.x + LN_GROUP - 1) / LN_GROUP, g0 = g * LN_GROUP;
+    unsigned gn = gridDim.x - g0 < LN_GROUP ? gridDim.x - g0 : LN_GROUP;
+    unsigned *last = reinterpret_cast<unsigned *>(acc); /* acc is read: the barrier in ln_arrive_last */
+    if (!ln_arrive_last(&count[g], gn, last)) return;
+    float *gpart = part + (size_t)gridDim.x * 2 * C;
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) gpart[(size_t)g * 2 * C + i] = ln_rows_sum(part, g0, gn, C, i);
+    if (threadIdx.x == 0) count[g] = 0;
+    if (!ln_arrive_last(&count[LN_GROUPS_MAX], groups, last)) return;
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
+        float s = ln_rows_sum(gpart, 0, groups, C, i);
+        if (i < C) dweight[i] += s;
+        else if (dbias) dbias[i - C] += s;
+    }
+    if (threadIdx.x == 0) count[LN_GROUPS_MAX] = 0;
 }
 
-/* dst (C) += sum over k of part[k*stride + c], k = 0..chunks-1 in order. */
-static __global__ void ln_col_final_kernel(float *dst, const float *part, int chunks, size_t stride, int C)
+/* The arrival counters, n of them (zero), or NULL with the sticky error set: cu_ctx's col_count,
+ * which bias_bwd (cuda_ops.cu) uses too, one kernel at a time on the stream; grown as it grows
+ * it. */
+static unsigned *ln_counters(gk_backend *be, size_t n)
 {
-    GRID_STRIDE(c, (size_t)C)
-    {
-        float s = 0.0f;
-        for (int k = 0; k < chunks; k++) s += part[(size_t)k * stride + c];
-        dst[c] += s;
+    cu_ctx *c = CU(be);
+    if (n <= c->col_count_n) return c->col_count;
+    unsigned *p = NULL;
+    /* the old counters may be in use by a kernel in flight */
+    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) || CU_CHECK(be, cudaMalloc(&p, n * sizeof *p))) return NULL;
+    if (CU_CHECK(be, cudaMemsetAsync(p, 0, n * sizeof *p, c->stream))) {
+        cudaFree(p);
+        return NULL;
     }
+    cudaFree(c->col_count);
+    c->col_count = p, c->col_count_n = n;
+    return p;
 }
 
 template <typename T, int V>
@@ -422,9 +490,11 @@ static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *db
     typedef op_cfg<T, V> P;
     int warps = ln_bwd_warps(C), blocks = (N + warps - 1) / warps;
     blocks = blocks < LN_BWD_BLOCKS ? blocks : LN_BWD_BLOCKS;
+    int groups = (blocks + LN_GROUP - 1) / LN_GROUP;
     size_t smem = (size_t)warps * 2 * C * sizeof(float);
-    float *part = (float *)cu_scratch(be, (size_t)blocks * 2 * C * sizeof(float), "layernorm_bwd");
-    if (!part) return;
+    float *part = (float *)cu_scratch(be, (size_t)(blocks + groups) * 2 * C * sizeof(float), "layernorm_bwd");
+    unsigned *count = part ? ln_counters(be, LN_GROUPS_MAX + 1) : NULL;
+    if (!count) return;
     if (smem > LN_SMEM_DEFAULT) {
         if (smem > CU(be)->smem_optin) {
             GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda layernorm_bwd: C = %d needs %zu bytes of shared memory", C, smem);
@@ -432,10 +502,8 @@ static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *db
         }
         if (CU_CHECK(be, cudaFuncSetAttribute(layernorm_bwd_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return;
     }
-    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, (unsigned)warps * 32, smem, dinp, part, dout, inp, weight, mean, rstd, N, C);
-    unsigned grid = cu_blocks((size_t)C, 256);
-    CU_LAUNCH(be, ln_col_final_kernel, grid, 256, 0, dweight, part, blocks, 2 * (size_t)C, C);
-    if (dbias) CU_LAUNCH(be, ln_col_final_kernel, grid, 256, 0, dbias, part + C, blocks, 2 * (size_t)C, C);
+    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, (unsigned)warps * 32, smem, dinp, dweight, dbias, part, count, dout, inp,
+              weight, mean, rstd, N, C);
 }
 
 void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout, const void *inp, const float *weight,

@@ -13,7 +13,7 @@ gpt-train "${R[@]}" --device=cpu --out_dir=cpu > /dev/null
 losses cpu/metrics.jsonl > cpu.l
 # shown ERR: the message with the kernel's name and line numbers left out (they change with the code)
 shown() { sed -E "s/step [0-9]+:/step S:/; s/kernel '[^']*'/kernel 'K'/; s/in kernel [^ ]+ \(kernels\/cuda\/[a-z_]+\.cu:[0-9]+\)/in kernel K (kernels\/cuda\/F.cu:L)/; s/after [0-9]+ generated tokens/after N generated tokens/" "$1"; }
-for fault in GK_EMU_FAIL_LAUNCH=620 GK_EMU_LOSE_DEVICE=600; do
+for fault in GK_EMU_FAIL_LAUNCH=540 GK_EMU_LOSE_DEVICE=520; do
   echo "== gpt-train, $fault"
   out=${fault%%=*}
   env "$fault" gpt-train "${R[@]}" --device=cuda-emu --dtype=float32 --out_dir=$out > log.txt 2> err.txt
