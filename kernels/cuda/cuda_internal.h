@@ -29,8 +29,8 @@ typedef struct cu_ctx {
     void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
     void *bias16;           /* cuda_gemm.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
     void *optim_cache;      /* cuda_optim.cu's device copies of the multi-tensor ops' tables */
-    unsigned *col_count;    /* cuda_ops.cu: bias_bwd's arrival counters, one per column tile, */
-    size_t col_count_n;     /* zero between launches; col_count_n of them */
+    unsigned *col_count;    /* arrival counters of bias_bwd (cuda_ops.cu: one per column tile) and */
+    size_t col_count_n;     /* layernorm_bwd (cuda_ops_rows.cu), zero between launches; col_count_n */
     int attention;          /* gk_attention (backend.h): the path cuda_attn.cu takes */
     void *cudnn;            /* cuda_attn_cudnn.cpp's handle and plans, or NULL: no cuDNN */
 } cu_ctx;
