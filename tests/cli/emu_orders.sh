@@ -7,7 +7,7 @@
 source "$TOP/tests/cli/lib.bash"
 [ -f "$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GK_TEST_BUILD" >&2; exit 77; }
 for order in reverse shuffle; do
-  for t in test_cuda_ops test_cuda_attn test_ops test_ops_fused; do
+  for t in test_cuda_ops test_cuda_ln test_cuda_attn test_ops test_ops_fused; do
     if GK_EMU_ORDER=$order GK_TEST_DEVICES=cuda-emu "$GK_TEST_BUILD/tests/$t" > log 2>&1 &&
        tail -n 1 log | grep -q ' 0 failed, 0 skipped$'; then
       echo "$order: $t passes"
