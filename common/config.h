@@ -109,8 +109,13 @@ char *gk_config_to_json(const gk_config *cfg, gk_err *err);
 int gk_config_from_jansson(gk_config *cfg, const struct json_t *obj, const char *origin, gk_err *err);
 int gk_config_from_json(gk_config *cfg, const char *json, const char *origin, gk_err *err);
 
-/* Finds a config file: NAME itself if it exists; else, when NAME has no '/', in
- * $GPTKIT_CONFIG_DIR, then gk_datadir()/configs (datadir.h), trying NAME and NAME.conf in each.
+/* The directory searched for presets before the installed ones (the tool's $GPT_CONFIG_DIR, or
+ * the deprecated $GPTKIT_CONFIG_DIR: common/env.h), or NULL or "": none. Process-wide: the tool
+ * sets it once, before reading configs; dir is used, not copied. */
+void gk_config_set_dir(const char *dir);
+
+/* Finds a config file: NAME itself if it exists; else, when NAME has no '/', in the directory of
+ * gk_config_set_dir, then gk_datadir()/configs (datadir.h), trying NAME and NAME.conf in each.
  * Writes the path found to out. Returns 0, or GK_EUSAGE when not found (the message lists where
  * it looked) or when the path is longer than cap. */
 int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err);

@@ -255,6 +255,10 @@ static int try_path(const char *dir, const char *name, const char *ext, char *ou
     return 0;
 }
 
+static const char *config_dir; /* gk_config_set_dir's */
+
+void gk_config_set_dir(const char *dir) { config_dir = dir; }
+
 int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err)
 {
     if (access(name, F_OK) == 0) {
@@ -265,7 +269,7 @@ int gk_config_resolve_path(const char *name, char *out, size_t cap, gk_err *err)
     }
     if (strchr(name, '/'))
         return gk_errf(err, GK_EUSAGE, "%s: %s", name, strerror(ENOENT));
-    const char *env = getenv("GPTKIT_CONFIG_DIR");
+    const char *env = config_dir;
     char presets[PATH_MAX], checkout[PATH_MAX];
     gk_datadir(presets, sizeof presets - 8);
     strcat(presets, "/configs");

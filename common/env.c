@@ -1,6 +1,8 @@
 /* env.c: gk_env_read (see env.h). */
 #include "common/env.h"
 
+#include "common/mem.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +13,21 @@ static int env_is(const char *name, const char *value)
     return v && strcmp(v, value) == 0;
 }
 
+/* Variable name's value, or NULL when unset or empty. */
+static const char *env_str(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
 void gk_env_read(gk_env *env)
 {
     env->cuda_sync = env_is("GPT_CUDA_SYNC", "1");
     env->cuda_no_graphs = env_is("GPT_CUDA_GRAPHS", "0");
+    env->cuda_lib = env_str("GPT_CUDA_LIB");
+    env->gloo_ifname = env_str("GLOO_SOCKET_IFNAME");
+    env->config_dir = env_str("GPT_CONFIG_DIR");
+    if (!env->config_dir)
+        env->config_dir = env_str("GPTKIT_CONFIG_DIR"); /* the old name, still read */
+    env->mem_check = gk_mem_check_mode(getenv("GPT_MEM_CHECK"));
 }

@@ -6,12 +6,17 @@
 #define GK_ENV_H
 
 typedef struct gk_env {
-    int cuda_sync;      /* GPT_CUDA_SYNC=1: the CUDA backend waits for every op */
-    int cuda_no_graphs; /* GPT_CUDA_GRAPHS=0: the CUDA backend records no steps */
+    int cuda_sync;           /* GPT_CUDA_SYNC=1: the CUDA backend waits for every op */
+    int cuda_no_graphs;      /* GPT_CUDA_GRAPHS=0: the CUDA backend records no steps */
+    const char *cuda_lib;    /* GPT_CUDA_LIB: the CUDA backend library to load, or NULL */
+    const char *gloo_ifname; /* GLOO_SOCKET_IFNAME: the Gloo collectives' interface(s), or NULL */
+    const char *config_dir;  /* GPT_CONFIG_DIR, else GPTKIT_CONFIG_DIR (its old name, deprecated):
+                              * the presets searched first (gk_config_set_dir), or NULL */
+    int mem_check;           /* GPT_MEM_CHECK: gk_mem_check_mode's 0 check, 1 warn, 2 off */
 } gk_env;
 
 /* Fills *env from the process's environment (a flag unset or other than the value named above:
- * 0). */
+ * 0; a string unset or empty: NULL). The strings are the environment's own (getenv). */
 void gk_env_read(gk_env *env);
 
 #endif

@@ -170,9 +170,8 @@ const char *gk_mem_text(size_t bytes, char *buf, size_t n)
     return buf;
 }
 
-int gk_mem_check_mode(void)
+int gk_mem_check_mode(const char *v)
 {
-    const char *v = getenv("GPT_MEM_CHECK");
     if (v && strcmp(v, "warn") == 0)
         return 1;
     return v && strcmp(v, "off") == 0 ? 2 : 0;

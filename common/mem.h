@@ -32,9 +32,10 @@ void gk_host_mem_read(gk_host_mem *m);
  * memory/); rlimit_as is RLIMIT_AS's soft value (GK_MEM_UNKNOWN: unlimited). */
 void gk_host_mem_read_at(gk_host_mem *m, const char *proc, const char *cgroup, size_t rlimit_as);
 
-/* $GPT_MEM_CHECK, for the tools' memory checks, whose estimates may be off: 0 (unset): a model
- * that does not fit is an error; 1 ("warn"): a warning, and the run goes on; 2 ("off"): no check. */
-int gk_mem_check_mode(void);
+/* The mode of the tools' memory checks, whose estimates may be off, from value (the tools'
+ * $GPT_MEM_CHECK, common/env.h): 0 (NULL or another value): a model that does not fit is an
+ * error; 1 ("warn"): a warning, and the run goes on; 2 ("off"): no check. */
+int gk_mem_check_mode(const char *value);
 
 /* bytes for a message, in decimal units with one decimal: "31.2 GB", "512.0 MB", "800 bytes". */
 const char *gk_mem_text(size_t bytes, char *buf, size_t n);

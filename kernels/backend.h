@@ -315,6 +315,8 @@ typedef struct gk_backend_opts {
                          * nothing is recorded), 0 no: a tool's GPT_CUDA_SYNC=1 */
     int cuda_no_graphs; /* cuda, cuda-emu: 1 records no steps (record_begin refuses), 0 records:
                          * a tool's GPT_CUDA_GRAPHS=0 */
+    const char *cuda_lib; /* cuda, cuda-emu, auto: the backend library's path (a tool's
+                           * $GPT_CUDA_LIB), or NULL: the binary's ../lib, else dlopen's search */
 } gk_backend_opts;
 
 /* The CUDA backend's attention paths (the setting `attention`, gk_attention_parse).
@@ -337,7 +339,7 @@ int gk_attention_parse(const char *s, const char *setting, int *out, gk_err *e);
 const char *gk_attention_name(int a);
 
 /* Opens the backend o->device names (backend_open.c): "cpu", "ref", "cuda" and "cuda-emu" (loaded
- * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: $GPT_CUDA_LIB, else the binary's
+ * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: o->cuda_lib, else the binary's
  * ../lib, else the dlopen search path), "auto" (cuda when its library loads and sees a GPU, else
  * cpu; when the library was there but failed to load, or the GPU failed, be->note says why; with
  * attention = cudnn, a GPU whose backend fails (no cuDNN) is that error, not the CPU). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
@@ -350,7 +352,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 11
+#define GK_BACKEND_ABI 12
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

@@ -35,12 +35,12 @@ static int beside_binary(char *buf, size_t n, const char *name)
  * runtime it brought would leave its allocations (libstdc++'s exception pool) dangling. */
 #define GK_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
 
-/* dlopens the library for device (file name lib): $GPT_CUDA_LIB, else beside the binary, else
- * the search path. *where gets the path or name that was tried last, for messages. */
-static int load_library(void **h, const char *device, const char *lib, char *where, size_t n,
-                        gk_err *e)
+/* dlopens the library for device (file name lib): env (the opts' cuda_lib, a tool's
+ * $GPT_CUDA_LIB) when set, else beside the binary, else the search path. *where gets the path or
+ * name that was tried last, for messages. */
+static int load_library(void **h, const char *device, const char *lib, const char *env, char *where,
+                        size_t n, gk_err *e)
 {
-    const char *env = getenv("GPT_CUDA_LIB");
     if (env && *env) {
         snprintf(where, n, "%s", env);
         if ((*h = dlopen(env, GK_DLOPEN_FLAGS)))
@@ -66,11 +66,12 @@ static int load_library(void **h, const char *device, const char *lib, char *whe
 
 /* Loads the library of device ("cuda" or "cuda-emu") and checks its entry: *entry and *h, or an
  * error (the library closed again). */
-static int load_entry(const gk_backend_entry **entry, void **h, const char *device, gk_err *e)
+static int load_entry(const gk_backend_entry **entry, void **h, const char *device,
+                      const char *cuda_lib, gk_err *e)
 {
     const char *lib = strcmp(device, "cuda") == 0 ? "libgptkit-cuda.so" : "libgptkit-cuda-emu.so";
     char where[PATH_MAX + 32];
-    int rc = load_library(h, device, lib, where, sizeof where, e);
+    int rc = load_library(h, device, lib, cuda_lib, where, sizeof where, e);
     if (rc)
         return rc;
     gk_backend_entry_fn fn = (gk_backend_entry_fn)dlsym(*h, GK_BACKEND_ENTRY_SYMBOL);
@@ -98,7 +99,7 @@ static int open_cuda(gk_backend **out, const char *device, const gk_backend_opts
 {
     const gk_backend_entry *en = NULL;
     void *h = NULL;
-    int rc = load_entry(&en, &h, device, e);
+    int rc = load_entry(&en, &h, device, o->cuda_lib, e);
     if (rc)
         return rc;
     int n = en->device_count(e);

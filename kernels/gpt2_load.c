@@ -154,7 +154,7 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
 int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, const char *hint,
                          gk_err *e)
 {
-    if (gk_mem_check_mode() == 2) return 0;
+    if (r->mem_check == 2) return 0;
     gk_gpt2_mem need;
     int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
     int rc = gk_gpt2_mem_estimate(&r->cfg, r->be->act, max_B, max_T, flags, &need, e);

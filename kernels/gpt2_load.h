@@ -46,6 +46,8 @@ typedef struct gk_gpt2_runner {
     gk_gpt2_config cfg;  /* the checkpoint's, dropout 0 */
     gk_vocab *vocab;     /* NULL when not required and none found */
     gk_gpt2 *model;      /* from gk_gpt2_runner_load */
+    int mem_check;       /* gk_mem_check_mode (the tool's GPT_MEM_CHECK), set by the tool after
+                          * gk_gpt2_runner_open: 2 turns gk_gpt2_runner_check off */
 } gk_gpt2_runner;
 
 /* Opens the backend bo names, the checkpoint at path, its config and the vocabulary
@@ -53,7 +55,7 @@ typedef struct gk_gpt2_runner {
 int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                         const char *vocab, int required, gk_err *e);
 /* gk_gpt2_mem_check for the model gk_gpt2_runner_load(r, max_B, max_T, bf16) would make; 0 when
- * $GPT_MEM_CHECK is "off" (the tool turns the error into a warning for "warn"). */
+ * r->mem_check is 2, "off" (the tool turns the error into a warning for "warn", 1). */
 int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, const char *hint,
                          gk_err *e);
 /* Creates r->model for inference (bf16 == 1: bf16 weights, GK_GPT2_BF16) for batches up to

@@ -227,16 +227,18 @@ static int run(const options *o, gk_err *e)
     gk_env_read(&env);
     gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = bf16,
                           .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
-                          .cuda_no_graphs = env.cuda_no_graphs};
+                          .cuda_no_graphs = env.cuda_no_graphs,
+                          .cuda_lib = env.cuda_lib};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
     if (!rc) rc = runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
+    r.mem_check = env.mem_check;
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
     if (r.be) gk_warn_note(r.be->note); /* e.g. why device auto is not cuda */
     if (!rc) rc = encode_prompt(o, r.vocab, &prompt, &n, &hidden, e);
     if (!rc) rc = gk_gpt2_runner_check(&r, (int)o->num_samples, r.cfg.block_size, bf16,
                                        "lower --num-samples, or try --dtype bfloat16", e);
-    if (rc == GK_ENOMEM && gk_mem_check_mode() == 1) { /* GPT_MEM_CHECK=warn */
+    if (rc == GK_ENOMEM && r.mem_check == 1) { /* GPT_MEM_CHECK=warn */
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;
     }

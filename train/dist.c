@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/progress.h" /* gk_now */
 
@@ -226,8 +227,11 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
 {
     if (d->world == 1)
         return gk_comm_open_single(&d->comm, e);
+    gk_env env;
+    gk_env_read(&env); /* GLOO_SOCKET_IFNAME */
     int rc = be->ops->comm_open ? backend_comm(d, be, e)
-                                : gk_comm_open_gloo(&d->inner, d->store, d->rank, d->world, d->timeout_s, e);
+                                : gk_comm_open_gloo(&d->inner, d->store, d->rank, d->world,
+                                                    d->timeout_s, env.gloo_ifname, e);
     if (rc)
         return rc;
     d->inner->sum_type = sum_type;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/env.h"
 #include "common/io/safetensors.h"
 
 #define S tr_settings
@@ -95,6 +96,9 @@ static int set_setting(void *cfg, const char *arg, gk_err *e)
 void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load)
 {
     memset(c, 0, sizeof *c);
+    gk_env env;
+    gk_env_read(&env);
+    gk_config_set_dir(env.config_dir); /* $GPT_CONFIG_DIR: presets searched first */
     c->load = (gk_opt_call){load, cfg};
     c->set = (gk_opt_call){set_setting, cfg};
     const gk_opt tab[] = {

@@ -290,7 +290,9 @@ int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err
     static const char *names[] = {"false", "gelu", "gelu+ln"};
     int set = recompute_setting(r->s.recompute), lo = r->be->props.recompute; /* the device's */
     lo = lo < 0 || lo > 2 ? 0 : lo;
-    int k = lo, mode = gk_mem_check_mode(), rc = 0;
+    gk_env env;
+    gk_env_read(&env); /* GPT_MEM_CHECK */
+    int k = lo, mode = env.mem_check, rc = 0;
     *flags = set >= 0 ? set : levels[lo];
     if (mode == 2)
         return 0;
@@ -318,7 +320,8 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     gk_backend_opts bo = {.device = r->s.device, .threads = (int)r->s.threads, .bf16 = bf16,
                           .gpu = r->dist.where.local_rank, /* GPU LOCAL_RANK */
                           .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
-                          .cuda_no_graphs = env.cuda_no_graphs};
+                          .cuda_no_graphs = env.cuda_no_graphs,
+                          .cuda_lib = env.cuda_lib};
     if (!rc) rc = gk_attention_parse(r->s.attention, "attention", &bo.attention, e); /* a CHOICE: known */
     int local = r->dist.where.local_world_size;
     if (bo.threads <= 0 && local > 1) { /* ranks on one machine share its cores */

@@ -1,7 +1,7 @@
 /* comm_gloo.cc: the Gloo comm (comm.h): collectives over TCP among CPU ranks, bootstrapped
  * through the rendezvous store (store.h).
- * The device binds to the interface GLOO_SOCKET_IFNAME names (the first, if it lists several, as
- * PyTorch's), else to the address this host reaches the store from (gk_store_local_host: the
+ * The device binds to the interface ifname names (the tool's GLOO_SOCKET_IFNAME; the first, if it
+ * lists several, as PyTorch's), else to the address this host reaches the store from (gk_store_local_host: the
  * interface that routes to rank 0, which is 127.0.0.1 when every rank is on one host).
  * Each open takes fresh store keys ("gloo/N/...", N counted per rank), so a store can bootstrap
  * several comms one after another. Collectives run with increasing tags, the same on every rank
@@ -111,6 +111,7 @@ class Store : public gloo::rendezvous::Store {
 struct Gloo {
     gk_gloo::Watch watch; /* first: the pairs report to it until they are destroyed */
     gk_store *store = nullptr;
+    std::string ifname; /* the interface to bind to, or empty */
     std::chrono::milliseconds timeout{0};
     /* the buffers collectives send from and receive into, declared before the transport so that
      * they are destroyed after it: after a failed collective a pair may still be sending from
@@ -487,13 +488,12 @@ const gk_comm_ops gloo_ops = {
     gloo_broadcast, gloo_barrier,   gloo_close,          gloo_allreduce_start, gloo_allreduce_wait,
 };
 
-/* The device's address: GLOO_SOCKET_IFNAME's first interface, else the store connection's. */
-gloo::transport::tcp::attr device_attr(gk_store *store)
+/* The device's address: ifname's first interface, else the store connection's. */
+gloo::transport::tcp::attr device_attr(gk_store *store, const std::string &ifname)
 {
     gloo::transport::tcp::attr attr;
-    const char *ifname = getenv("GLOO_SOCKET_IFNAME");
-    if (ifname && *ifname)
-        attr.iface = std::string(ifname, strcspn(ifname, ","));
+    if (!ifname.empty())
+        attr.iface = ifname.substr(0, ifname.find(','));
     else
         attr.hostname = gk_store_local_host(store);
     return attr;
@@ -508,7 +508,7 @@ int open_gloo(Gloo *g, int rank, int world, gk_err *e)
         snprintf(key, sizeof key, "gloo/opens/%d", rank);
         if (gk_store_add(g->store, key, 1, &opens, e))
             return e->code;
-        g->dev = gloo::transport::tcp::CreateDevice(device_attr(g->store));
+        g->dev = gloo::transport::tcp::CreateDevice(device_attr(g->store, g->ifname));
         g->ctx = std::make_shared<gk_gloo::MeshContext>(rank, world, &g->watch);
         g->ctx->setTimeout(g->timeout);
         snprintf(g->prefix, sizeof g->prefix, "gloo/%lld/", static_cast<long long>(opens));
@@ -551,7 +551,7 @@ extern "C" int gk_comm_gloo_stop_on(gk_comm *c, const volatile sig_atomic_t *fla
 }
 
 extern "C" int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world,
-                                 double timeout_s, gk_err *e)
+                                 double timeout_s, const char *ifname, gk_err *e)
 {
     *out = nullptr;
     if (!store || world < 1 || rank < 0 || rank >= world || !(timeout_s > 0))
@@ -566,6 +566,7 @@ extern "C" int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int w
     }
     ignore_sigpipe();
     g->store = store;
+    g->ifname = ifname ? ifname : "";
     g->timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3 + 0.5));
     int rc = open_gloo(g, rank, world, e);
     if (rc) {

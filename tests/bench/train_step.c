@@ -405,7 +405,8 @@ static int bench(const options *o, gk_err *err)
     gk_env_read(&env);
     gk_backend_opts bo = {.device = o->device ? o->device : "cpu", .threads = o->threads,
                           .bf16 = bf16, .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
-                          .cuda_no_graphs = env.cuda_no_graphs};
+                          .cuda_no_graphs = env.cuda_no_graphs,
+                          .cuda_lib = env.cuda_lib};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, err);
     if (!rc) rc = gk_backend_open(&dev, &bo, err);
     if (!rc) {

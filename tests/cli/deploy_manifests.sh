@@ -12,7 +12,7 @@ python3 "$TOP/tests/cli/deploy_manifests.py" "$TOP" argv.txt
 mapfile -t argv < argv.txt
 help=$(gpt-train --help 2> /dev/null || true)
 if [[ $help == *--total_batch_size=* ]]; then
-  GPTKIT_CONFIG_DIR=$TOP/train/configs "${argv[@]}" --print-config > config.txt
+  GPT_CONFIG_DIR=$TOP/train/configs "${argv[@]}" --print-config > config.txt
   grep -qx 'init_from = auto  # --init_from' config.txt
   echo "gpt-train accepts the manifests' command" >&2
 else

@@ -3,7 +3,7 @@
 # printed, out_dir is created or data is read (none exists here). Duplicate keys in one file name
 # both lines; a missing include exits 2; dtype takes nanoGPT's names and the short aliases.
 source "$TOP/tests/cli/lib.bash"
-unset GPTKIT_CONFIG_DIR
+unset GPT_CONFIG_DIR GPTKIT_CONFIG_DIR
 run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(cat err.txt)"; }
 printf 'n_layer = 2\nn_head = 3\nn_embd = 32\nout_dir = o\n' > shape.conf
 run gpt-train -c shape.conf

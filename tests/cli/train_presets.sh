@@ -4,7 +4,7 @@
 # A binary of a build directory at the top of a checkout finds that checkout's presets. Every
 # shipped preset passes the config checks.
 source "$TOP/tests/cli/lib.bash"
-unset GPTKIT_CONFIG_DIR
+unset GPT_CONFIG_DIR GPTKIT_CONFIG_DIR
 prefix=$PWD/prefix
 mkdir -p "$prefix/bin" "$prefix/share/gptkit/configs" work
 cp "$(command -v gpt-train)" "$prefix/bin/"
@@ -24,3 +24,10 @@ cd ..
 for p in "$TOP"/train/configs/*.conf; do
   gpt-train -c "$p" --print-config > /dev/null && echo "ok $(basename "$p")"
 done
+# $GPT_CONFIG_DIR's presets before the installed ones; GPTKIT_CONFIG_DIR, its old name, is still
+# read, and GPT_CONFIG_DIR wins over it
+mkdir -p mydir other && printf 'n_layer = 5\n' > mydir/mine.conf && printf 'n_layer = 7\n' > other/mine.conf
+cfg() { "$prefix/bin/gpt-train" -c mine --print-config | grep '^n_layer ' | sed "s|$PWD|DIR|"; }
+GPT_CONFIG_DIR=$PWD/mydir cfg
+GPTKIT_CONFIG_DIR=$PWD/mydir cfg
+GPT_CONFIG_DIR=$PWD/other GPTKIT_CONFIG_DIR=$PWD/mydir cfg

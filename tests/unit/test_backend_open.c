@@ -1,7 +1,7 @@
 /* test_backend_open.c: gk_backend_open (backend.h): the device names, the one-line errors for an
  * unknown name and a missing CUDA library, and the refusal of a backend library with another ABI
  * version or no GPU, using tiny fake libraries built here with cc -shared and named by
- * $GPT_CUDA_LIB. */
+ * the open options' cuda_lib (the tools' $GPT_CUDA_LIB). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +12,12 @@
 #include "kernels/cuda/cuda_peak.h"
 #include "test.h"
 
+static const char *cuda_lib; /* the opts' cuda_lib (a tool's $GPT_CUDA_LIB), or NULL */
+
 static int open_dev(gk_backend **be, const char *device, int threads, gk_err *e)
 {
-    gk_backend_opts o = {.device = device, .threads = threads, .bf16 = -1, .attention = GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = device, .threads = threads, .bf16 = -1, .attention = GK_ATTN_AUTO,
+                         .cuda_lib = cuda_lib};
     return gk_backend_open(be, &o, e);
 }
 
@@ -99,7 +102,7 @@ static void test_unknown_name(void)
  * are not there. */
 static void test_cuda_missing(void)
 {
-    unsetenv("GPT_CUDA_LIB");
+    cuda_lib = NULL;
     gk_backend *be = NULL;
     gk_err e = {0};
     char exe[4096], lib[4200];
@@ -114,16 +117,16 @@ static void test_cuda_missing(void)
     CHECK(be == NULL);
     e = (gk_err){0};
     e = (gk_err){0};
-    setenv("GPT_CUDA_LIB", "/nonexistent/libgptkit-cuda.so", 1);
+    cuda_lib = "/nonexistent/libgptkit-cuda.so";
     CHECK(open_dev(&be, "auto", 2, &e) == 0);
     CHECK(be && strcmp(be->ops->name, "cpu") == 0 && e.code == 0);
     CHECKF(be && be->note[0] == 0, "no library is no news: '%s'", be ? be->note : "");
     gk_backend_free(be);
-    setenv("GPT_CUDA_LIB", "/nonexistent/libgptkit-cuda.so", 1);
+    cuda_lib = "/nonexistent/libgptkit-cuda.so";
     CHECK(open_dev(&be, "cuda", 0, &e) == GK_ENOTFOUND);
     CHECKF(strstr(e.msg, "device cuda: GPT_CUDA_LIB=/nonexistent/libgptkit-cuda.so: ") == e.msg,
            "%s", e.msg);
-    unsetenv("GPT_CUDA_LIB");
+    cuda_lib = NULL;
 }
 
 /* Builds dir/NAME.so from src; 0, or -1 when no C compiler is at hand. */
@@ -161,7 +164,7 @@ static void test_fake_libraries(void)
     snprintf(src, sizeof src, "#define ABI %d\n%s", GK_BACKEND_ABI + 41, fake_src);
     int built = build_so(dir, "wrongabi", src, so, sizeof so) == 0;
     if (built) {
-        setenv("GPT_CUDA_LIB", so, 1);
+        cuda_lib = so;
         CHECK(open_dev(&be, "cuda", 0, &e) == GK_EFORMAT);
         char want[1024];
         snprintf(want, sizeof want, "device cuda: %s has backend ABI version %d, this gptkit needs "
@@ -172,7 +175,7 @@ static void test_fake_libraries(void)
 
         snprintf(src, sizeof src, "#define ABI %d\n%s", GK_BACKEND_ABI, fake_src);
         CHECK(build_so(dir, "nogpu", src, so, sizeof so) == 0);
-        setenv("GPT_CUDA_LIB", so, 1);
+        cuda_lib = so;
         CHECK(open_dev(&be, "cuda", 0, &e) == GK_ENOTFOUND);
         CHECKF(strcmp(e.msg, "device cuda: no CUDA GPU found") == 0, "%s", e.msg);
         e = (gk_err){0};
@@ -184,7 +187,7 @@ static void test_fake_libraries(void)
         /* a library that is there but does not load: the CPU, and a note saying why */
         snprintf(src, sizeof src, "#define ABI %d\n%s", GK_BACKEND_ABI + 41, fake_src);
         CHECK(build_so(dir, "wrongabi", src, so, sizeof so) == 0);
-        setenv("GPT_CUDA_LIB", so, 1);
+        cuda_lib = so;
         CHECK(open_dev(&be, "auto", 1, &e) == 0);
         CHECK(be && strcmp(be->ops->name, "cpu") == 0);
         snprintf(want, sizeof want, "device auto: the CPU, since device cuda: %s has backend ABI "
@@ -193,10 +196,10 @@ static void test_fake_libraries(void)
         gk_backend_free(be);
 
         CHECK(build_so(dir, "noentry", "int gk_something_else(void) { return 1; }\n", so, sizeof so) == 0);
-        setenv("GPT_CUDA_LIB", so, 1);
+        cuda_lib = so;
         CHECK(open_dev(&be, "cuda-emu", 0, &e) == GK_EFORMAT);
         CHECKF(strstr(e.msg, "has no gk_cuda_backend_entry (not a gptkit backend library)"), "%s", e.msg);
-        unsetenv("GPT_CUDA_LIB");
+        cuda_lib = NULL;
     }
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -12,7 +12,7 @@ static gk_comm *open_comm(gk_store *s, int rank, int world, double timeout_s)
     gk_comm *c = NULL;
     gk_err e = {0};
     if (s)
-        CHECK_OK(gk_comm_open_gloo(&c, s, rank, world, timeout_s, &e), &e);
+        CHECK_OK(gk_comm_open_gloo(&c, s, rank, world, timeout_s, NULL, &e), &e);
     CHECK(!c || (c->rank == rank && c->world == world && strcmp(c->ops->name, "gloo") == 0));
     return c;
 }
@@ -472,7 +472,7 @@ static void absent_rank(int rank, int world)
     gk_err e = {0};
     if (s && rank == 0) {
         double t0 = now();
-        CHECK(gk_comm_open_gloo(&c, s, 0, 2, 1, &e) == GK_EIO && c == NULL);
+        CHECK(gk_comm_open_gloo(&c, s, 0, 2, 1, NULL, &e) == GK_EIO && c == NULL);
         char want[128];
         snprintf(want, sizeof want, "rendezvous at %s: key 'gloo/1/1' not set within 1 s",
                  gk_store_address(s));

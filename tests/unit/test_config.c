@@ -358,7 +358,7 @@ static void test_resolve_path(void)
     snprintf(dir, sizeof dir, "%s/presets", tmpdir);
     mkdir(dir, 0700);
     write_file("presets/tiny.conf", "batch_size = 2\n");
-    setenv("GPTKIT_CONFIG_DIR", dir, 1);
+    gk_config_set_dir(dir);
     CHECK_OK(gk_config_resolve_path("tiny.conf", out, sizeof out, &err), &err);
     char want[700];
     snprintf(want, sizeof want, "%s/tiny.conf", dir);
@@ -377,7 +377,7 @@ static void test_resolve_path(void)
     CHECK_OK(gk_config_load_file(cfg, write_file("inc_preset.conf", "include = tiny.conf\n"), &err), &err);
     CHECK(c.batch_size == 2);
     gk_config_free(cfg);
-    unsetenv("GPTKIT_CONFIG_DIR");
+    gk_config_set_dir(NULL);
 }
 
 static void test_edit_distance(void)

@@ -39,7 +39,8 @@ static gk_backend *open_path(int bf16, int attn)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {.device = device(), .bf16 = bf16, .attention = attn};
+    gk_backend_opts o = {.device = device(), .bf16 = bf16, .attention = attn,
+                         .cuda_lib = getenv("GPT_CUDA_LIB")}; /* gpu_session.sh: another build's */
     if (gk_backend_open(&be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         return NULL;
@@ -370,7 +371,8 @@ static void test_bf16_cudnn(void)
 {
     gk_backend *dnn = NULL;
     gk_err e = {0};
-    gk_backend_opts o = {.device = device(), .bf16 = 1, .attention = GK_ATTN_CUDNN};
+    gk_backend_opts o = {.device = device(), .bf16 = 1, .attention = GK_ATTN_CUDNN,
+                         .cuda_lib = getenv("GPT_CUDA_LIB")};
     int rc = gk_backend_open(&dnn, &o, &e);
     if (!strcmp(device(), "cuda-emu")) {
         gk_backend_free(dnn);
