@@ -29,5 +29,6 @@ void gk_env_read(gk_env *env)
     env->config_dir = env_str("GPT_CONFIG_DIR");
     if (!env->config_dir)
         env->config_dir = env_str("GPTKIT_CONFIG_DIR"); /* the old name, still read */
+    env->model = env_str("GPT_MODEL");
     env->mem_check = gk_mem_check_mode(getenv("GPT_MEM_CHECK"));
 }

@@ -13,6 +13,7 @@ typedef struct gk_env {
     const char *config_dir;  /* GPT_CONFIG_DIR, else GPTKIT_CONFIG_DIR (its old name, deprecated):
                               * the presets searched first (gk_config_set_dir), or NULL */
     int mem_check;           /* GPT_MEM_CHECK: gk_mem_check_mode's 0 check, 1 warn, 2 off */
+    const char *model;       /* GPT_MODEL: the checkpoint without -m (gk_opt_model_path), or NULL */
 } gk_env;
 
 /* Fills *env from the process's environment (a flag unset or other than the value named above:

@@ -162,10 +162,10 @@ void gk_opt_version(FILE *f, const char *prog)
     fprintf(f, "%s (gptkit) %s\n", prog, GPTKIT_VERSION);
 }
 
-const char *gk_opt_model_path(const char *path)
+const char *gk_opt_model_path(const char *path, const char *env_model)
 {
     if (!path || !*path)
-        path = getenv("GPT_MODEL");
+        path = env_model;
     return path && *path ? path : "out/latest.safetensors";
 }
 

@@ -54,9 +54,9 @@ void gk_opt_help(FILE *f, const char *usage, const gk_opt *tab, const char *foot
 void gk_opt_version(FILE *f, const char *prog);
 
 /* Values of options several tools share. */
-/* The checkpoint a tool uses by default: path if given, else $GPT_MODEL, else
- * out/latest.safetensors (where gpt-train writes). */
-const char *gk_opt_model_path(const char *path);
+/* The checkpoint a tool uses by default: path if given, else env_model (the tool's $GPT_MODEL,
+ * gk_env), else out/latest.safetensors (where gpt-train writes). */
+const char *gk_opt_model_path(const char *path, const char *env_model);
 /* --dtype TEXT for running a model (gk_dtype_from_user's spellings): NULL -> *bf16 = -1 (the
  * device's default), float32/fp32 -> 0, bfloat16/bf16 -> 1; float16 and anything else GK_EUSAGE. */
 #define GK_OPT_DTYPE_CHOICES "float32 or bfloat16 (or fp32, bf16)"

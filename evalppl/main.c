@@ -180,7 +180,7 @@ static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *conte
                           .cuda_no_graphs = env.cuda_no_graphs,
                           .cuda_lib = env.cuda_lib};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
-    if (!rc) rc = runner_open(r, &bo, gk_opt_model_path(o->model), o->vocab, need_vocab, e);
+    if (!rc) rc = runner_open(r, &bo, gk_opt_model_path(o->model, env.model), o->vocab, need_vocab, e);
     r->mem_check = env.mem_check;
     char what[128];
     if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what)); /* -v: tests compare stderr */

@@ -230,7 +230,7 @@ static int run(const options *o, gk_err *e)
                           .cuda_no_graphs = env.cuda_no_graphs,
                           .cuda_lib = env.cuda_lib};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
-    if (!rc) rc = runner_open(&r, &bo, gk_opt_model_path(o->model), o->vocab, 1, e);
+    if (!rc) rc = runner_open(&r, &bo, gk_opt_model_path(o->model, env.model), o->vocab, 1, e);
     r.mem_check = env.mem_check;
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
