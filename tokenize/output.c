@@ -80,16 +80,24 @@ static int target_finish(target *t, gk_err *e)
     return t->series ? upload_shards(t, t->s.index, e) : tk_stage_put(t->st, t->local, t->url, e);
 }
 
+/* A run that fails leaves none of its output: besides the shard being written, a series' shards
+ * completed by this run go too (from the bucket where uploaded, and from the staging folder). */
 static void target_abort(target *t)
 {
-    if (t->series)
-        gk_shard_series_abort(&t->s);
-    else
+    if (!t->series) {
         gk_shard_writer_abort(&t->w);
-    for (int i = 0; t->series && t->url && i < t->s.index; i++) { /* staged, not uploaded */
-        char path[4500];
+        return;
+    }
+    int done = t->s.index - t->s.open;
+    gk_shard_series_abort(&t->s);
+    for (int i = 0; i < done; i++) {
+        char path[4500], url[2200];
         snprintf(path, sizeof path, "%s_%06d.bin", t->local, i);
         unlink(path);
+        if (t->url && i < t->uploaded) {
+            snprintf(url, sizeof url, "%s_%06d.bin", t->url, i);
+            tk_stage_delete(t->st, url);
+        }
     }
 }
 

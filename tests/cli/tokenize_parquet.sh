@@ -40,4 +40,7 @@ run gpt-tokenize docs.parquet bad_pagelen.parquet -o g.bin
 head -c 1000 docs.parquet > cut.parquet
 run gpt-tokenize cut.parquet -o g.bin
 test ! -e g.bin && ! ls g.bin* 2>/dev/null
+# numbered shards: those completed before the bad file are removed too, and no temporary is left
+run gpt-tokenize docs.parquet docs.parquet bad_dict_index.parquet -o sh --shard-tokens 10
+! ls sh_* 2>/dev/null
 run sh -c 'gpt-tokenize < docs.parquet > g.bin'
