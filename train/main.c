@@ -146,16 +146,16 @@ static const char *env(const char *name, void *ud)
 }
 
 /* The S3 settings: credentials and endpoint from the environment and ~/.aws; the multipart part
- * size from GPTKIT_S3_PART_SIZE (bytes; the tests' 5 MiB). */
+ * size from GPT_S3_PART_SIZE (bytes; the tests' 5 MiB). */
 static int s3_conf(gk_s3_conf *conf, gk_err *e)
 {
     int rc = gk_s3_conf_discover(conf, env, NULL, e);
-    const char *part = getenv("GPTKIT_S3_PART_SIZE"); /* bytes a multipart part (tests: 5 MiB) */
+    const char *part = getenv("GPT_S3_PART_SIZE"); /* bytes a multipart part (tests: 5 MiB) */
     char *end = NULL;
     if (!rc && part && *part) {
         unsigned long long v = strtoull(part, &end, 10);
         if (*end || v < (5u << 20) || v > (5ull << 30))
-            return gk_errf(e, GK_EUSAGE, "GPTKIT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
+            return gk_errf(e, GK_EUSAGE, "GPT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
                            "(5242880) to 5 GiB", part);
         conf->part_size = (size_t)v;
     }

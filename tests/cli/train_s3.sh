@@ -117,7 +117,7 @@ gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=50 --out_dir=s3://run-
 pid=$!
 for _ in $(seq 300); do grep -q 'staging checkpoints' err.txt && break; sleep 0.1; done
 s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1800000000\n")'
-kill -TERM $pid; rc=0; wait $pid || rc=$?
+kill -TERM $pid 2> /dev/null || true; rc=0; wait $pid || rc=$? # it may have stopped at a checkpoint already
 grep -o 'another run has taken over the lock.*' err.txt | sed 's/ckpt_[0-9]*/ckpt_N/'; echo "exit $rc"
 refused=$(grep -o '(ckpt_[0-9]*.safetensors not uploaded)' err.txt | tr -d '()' | cut -d' ' -f1)
 get run-l latest latest.txt && [ -n "$refused" ] && [ "$(cat latest.txt)" != "$refused" ] && echo "latest not moved to it"
@@ -139,7 +139,7 @@ get run-f ckpt_00000002.safetensors f.safetensors && gpt-ckpt verify -q f.safete
 export AWS_ENDPOINT_URL=http://127.0.0.1:$port
 
 # SIGKILL during a multipart upload (5 MiB parts of a 38 MB checkpoint), then the next run
-export GPTKIT_S3_PART_SIZE=5242880
+export GPT_S3_PART_SIZE=5242880
 big=(--n_layer=4 --n_embd=256 --n_head=4)
 gpt-train -q "${TINY[@]}" "${big[@]}" --max_iters=100000 --eval_interval=1 --out_dir=s3://run-m > /dev/null 2>&1 &
 pid=$!
