@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "ck.h"
+#include "common/env.h"
 #include "common/hub/hub.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -332,12 +333,19 @@ static int import_dir(const char *dir, const char *out, const import_opts *o, gk
     return gk_errf(e, GK_ENOTFOUND, "%s: no model.safetensors in this directory", dir);
 }
 
+/* Imports repo from the hub, with the hub settings from the environment (HF_HUB_CACHE, HF_HOME,
+ * HOME, HF_HUB_OFFLINE, HF_ENDPOINT, HF_TOKEN). */
 static int import_hub(const char *repo, const char *out, import_opts *o, gk_err *e)
 {
     static const char *const need[] = {"config.json", "vocab.json", "merges.txt", "model.safetensors"};
     static const char *const want[] = {"generation_config.json"};
-    char dir[4096];
-    int rc = gk_hub_snapshot(dir, sizeof dir, repo, need, 4, want, 1, e);
+    char dir[4096], cache[2048];
+    gk_env vars;
+    gk_env_read(&vars);
+    gk_hub_conf hub = {vars.hf_endpoint, vars.hf_token, vars.hf_offline, cache};
+    int rc = gk_hub_cache_dir(cache, sizeof cache, vars.hf_hub_cache, vars.hf_home, vars.home, e);
+    if (!rc)
+        rc = gk_hub_snapshot(dir, sizeof dir, repo, need, 4, want, 1, &hub, e);
     if (rc == GK_ENOTFOUND && strstr(e->msg, "no file model.safetensors"))
         return gk_errf(e, GK_ENOTFOUND, "%s: the hub has no model.safetensors for this model "
                        "(only pytorch_model.bin?): %s", repo, pickle_help);

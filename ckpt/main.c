@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "ck.h"
+#include "common/env.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
+#include "common/text/vocab.h"
 
 static const struct command {
     const char *name;
@@ -61,6 +63,9 @@ static int run(int argc, char **argv, gk_err *e)
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
+    gk_env vars;
+    gk_env_read(&vars);
+    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
     gk_err e = {0};
     gk_log_setup("gpt-ckpt", GK_LOG_NORMAL);
     int status = run(argc, argv, &e);

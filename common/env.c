@@ -31,4 +31,12 @@ void gk_env_read(gk_env *env)
         env->config_dir = env_str("GPTKIT_CONFIG_DIR"); /* the old name, still read */
     env->model = env_str("GPT_MODEL");
     env->mem_check = gk_mem_check_mode(getenv("GPT_MEM_CHECK"));
+    env->vocab = env_str("GPT_VOCAB");
+    env->hf_hub_cache = env_str("HF_HUB_CACHE");
+    env->hf_home = env_str("HF_HOME");
+    env->home = env_str("HOME");
+    const char *off = env_str("HF_HUB_OFFLINE");
+    env->hf_offline = off && strcmp(off, "0") != 0;
+    env->hf_endpoint = env_str("HF_ENDPOINT");
+    env->hf_token = env_str("HF_TOKEN");
 }

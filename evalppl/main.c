@@ -365,6 +365,9 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
+    gk_env vars;
+    gk_env_read(&vars);
+    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
     options o = {0};
     gk_err e = {0};
     int first;

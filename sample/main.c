@@ -266,6 +266,9 @@ static int run(const options *o, gk_err *e)
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
+    gk_env vars;
+    gk_env_read(&vars);
+    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
     options o = {.n_new = 256, .num_samples = 1, .top_k = 200, .seed = 1337, .temperature = 0.8,
                  .top_p = 1.0};
     gk_err e = {0};

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/io/outfile.h"
 #include "common/log.h"
 #include "common/opt.h"
@@ -345,17 +346,15 @@ static int check_stdin(char **inputs, int ninputs, gk_err *e)
 
 /* The operands as inputs; hf:// datasets with the hub settings from the environment
  * (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE, and the cache's HF_HUB_CACHE / HF_HOME). */
-static int expand(tk_inputs *in, char **ops, int n, gk_err *e)
+static int expand(tk_inputs *in, char **ops, int n, const gk_env *vars, gk_err *e)
 {
     char cache[2048];
-    const char *off = getenv("HF_HUB_OFFLINE");
-    gk_hub_conf hub = {getenv("HF_ENDPOINT"), getenv("HF_TOKEN"),
-                       off && *off && strcmp(off, "0") != 0, cache};
+    gk_hub_conf hub = {vars->hf_endpoint, vars->hf_token, vars->hf_offline, cache};
     int rc = 0, need_hub = 0;
     for (int i = 0; i < n; i++)
         need_hub |= gk_hub_is_dataset_url(ops[i]);
     if (need_hub)
-        rc = gk_hub_cache_dir(cache, sizeof cache, e);
+        rc = gk_hub_cache_dir(cache, sizeof cache, vars->hf_hub_cache, vars->hf_home, vars->home, e);
     for (int i = 0; rc == 0 && i < n; i++)
         rc = tk_inputs_expand(in, ops[i], &hub, e);
     return rc;
@@ -390,6 +389,9 @@ int main(int argc, char **argv)
     gk_err e = {0};
     int first;
     gk_log_setup("gpt-tokenize", GK_LOG_NORMAL);
+    gk_env vars;
+    gk_env_read(&vars);
+    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults */
     int rc = parse(&o, argc, argv, &first, &e);
     if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
         return 0;
@@ -406,7 +408,7 @@ int main(int argc, char **argv)
     if (rc == 0 && !o.decode)
         rc = s3_setup(&o, inputs, ninputs, &in, &s3, &e);
     if (rc == 0 && !o.decode) /* directories, patterns and hf:// stand for their files */
-        rc = expand(&in, inputs, ninputs, &e);
+        rc = expand(&in, inputs, ninputs, &vars, &e);
     if (rc == 0) {
         gk_outfile_cleanup_on_signals(); /* no OUT.tmp.XXXXXX left by SIGINT or SIGTERM */
         rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, &in, &e);

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
+#include "common/text/vocab.h"
 #include "run.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -225,6 +227,9 @@ static int run(tr_run *r, int argc, char **argv, gk_err *e)
 int main(int argc, char **argv)
 {
     gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
+    gk_env vars;
+    gk_env_read(&vars);
+    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
     tr_run r;
     memset(&r, 0, sizeof r);
     r.stop = &stop_requested;

@@ -17,9 +17,9 @@
 
 /* ---------------------------------------------------------------- paths */
 
-int gk_hub_cache_dir(char *out, size_t cap, gk_err *e)
+int gk_hub_cache_dir(char *out, size_t cap, const char *hub, const char *home, const char *user,
+                     gk_err *e)
 {
-    const char *hub = getenv("HF_HUB_CACHE"), *home = getenv("HF_HOME"), *user = getenv("HOME");
     int n;
     if (hub && *hub)
         n = snprintf(out, cap, "%s", hub);
@@ -279,28 +279,26 @@ static int partial_snapshot(const hub_repo *r, const char *const *need, size_t n
 }
 
 int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *need, size_t n_need,
-                    const char *const *want, size_t n_want, gk_err *e)
+                    const char *const *want, size_t n_want, const gk_hub_conf *c, gk_err *e)
 {
     if (!gk_hub_valid_repo(repo))
         return gk_errf(e, GK_EUSAGE, "'%s' is not a HuggingFace repository id (NAME or ORG/NAME)", repo);
     hub_repo r = {.repo = repo};
-    char cache[2048], mangled[256];
-    int rc = gk_hub_cache_dir(cache, sizeof cache, e);
-    if (rc)
-        return rc;
+    char mangled[256];
+    int rc = 0;
     snprintf(mangled, sizeof mangled, "models--%s", repo);
     for (char *p = strchr(mangled, '/'); p; p = strchr(p, '/')) { /* ORG/NAME -> ORG--NAME */
         memmove(p + 2, p + 1, strlen(p + 1) + 1);
         p[0] = p[1] = '-';
     }
-    snprintf(r.repodir, sizeof r.repodir, "%s/%s", cache, mangled);
+    snprintf(r.repodir, sizeof r.repodir, "%s/%s", c->cache, mangled);
     hub_read_ref(r.repodir, "main", r.rev, sizeof r.rev);
     size_t have = 0;
     for (size_t i = 0; r.rev[0] && i < n_need; i++)
         have += (size_t)snapshot_has(&r, need[i]);
     if (!r.rev[0] || have < n_need) {
-        const char *off = getenv("HF_HUB_OFFLINE"), *ep = getenv("HF_ENDPOINT");
-        if (off && *off && strcmp(off, "0") != 0) {
+        const char *ep = c->endpoint;
+        if (c->offline) {
             rc = gk_errf(e, GK_ENOTFOUND, "%s: not in the HuggingFace cache (%s) and "
                          "HF_HUB_OFFLINE is set", repo, r.repodir);
             return r.rev[0] ? partial_snapshot(&r, need, n_need, 1, rc, e) : rc;
@@ -311,7 +309,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
         for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)
             endpoint[n - 1] = '\0';
         r.endpoint = endpoint;
-        r.token = getenv("HF_TOKEN");
+        r.token = c->token;
         r.rev[0] = '\0'; /* the hub's answer names the current commit */
         for (size_t i = 0; rc >= 0 && i < n_need + n_want; i++) {
             int required = i < n_need;

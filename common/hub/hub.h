@@ -29,8 +29,20 @@
 
 #include "common/err.h"
 
-/* The cache directory (CACHE above) into out[0..cap). GK_EUSAGE if it does not fit. */
-int gk_hub_cache_dir(char *out, size_t cap, gk_err *e);
+/* The hub settings, which the tool takes from the environment (common/env.h) and the library
+ * reads from here only. */
+typedef struct gk_hub_conf {
+    const char *endpoint; /* NULL or "": https://huggingface.co (HF_ENDPOINT) */
+    const char *token;    /* NULL or "": none (HF_TOKEN) */
+    int offline;          /* the cache only (HF_HUB_OFFLINE) */
+    const char *cache;    /* the cache directory (gk_hub_cache_dir) */
+} gk_hub_conf;
+
+/* The cache directory (CACHE above, from the tool's $HF_HUB_CACHE, $HF_HOME and $HOME: each NULL
+ * or "" when unset; no HOME: ./.cache/huggingface/hub) into out[0..cap). GK_EUSAGE if it does
+ * not fit. */
+int gk_hub_cache_dir(char *out, size_t cap, const char *hf_hub_cache, const char *hf_home,
+                     const char *home, gk_err *e);
 
 /* Whether repo looks like a hub repo id: NAME or ORG/NAME, each [A-Za-z0-9._-]+, no "..". */
 int gk_hub_valid_repo(const char *repo);
@@ -40,9 +52,10 @@ int gk_hub_valid_repo(const char *repo);
  * missing; writes the snapshot directory into dir[0..cap). A complete cached snapshot is used
  * without any network access. Errors name the repo and file: GK_ENOTFOUND (no such repo or
  * file; offline and not cached), GK_EIO (network: message says which endpoint could not be
- * reached and why), GK_EFORMAT (checksum mismatch: the blob is deleted). */
+ * reached and why), GK_EFORMAT (checksum mismatch: the blob is deleted). The cache, endpoint,
+ * token and offline flag come from c. */
 int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *need, size_t n_need,
-                    const char *const *want, size_t n_want, gk_err *e);
+                    const char *const *want, size_t n_want, const gk_hub_conf *c, gk_err *e);
 
 /* ---------------------------------------------------------------- datasets (dataset.c)
  * hf://datasets/OWNER/NAME[@REV]/PATH: PATH a file, a folder (every file under it) or a glob
@@ -54,14 +67,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
  * of ENDPOINT/datasets/OWNER/NAME/resolve/REV/FILE, resumed, sha256-checked, a cached blob
  * reused; snapshots/COMMIT/FILE in folders as in the repository; refs/REV names COMMIT unless
  * REV is one). Offline, the files are those of that cached snapshot. The settings come from
- * the tool. */
-typedef struct gk_hub_conf {
-    const char *endpoint; /* NULL or "": https://huggingface.co (HF_ENDPOINT) */
-    const char *token;    /* NULL or "": none (HF_TOKEN) */
-    int offline;          /* the cache only (HF_HUB_OFFLINE) */
-    const char *cache;    /* the cache directory (gk_hub_cache_dir) */
-} gk_hub_conf;
-
+ * the tool (gk_hub_conf). */
 typedef struct gk_hub_dataset gk_hub_dataset;
 
 /* Whether s starts with "hf://datasets/". */

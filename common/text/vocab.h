@@ -93,8 +93,14 @@ const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len);
 /* Where to load a vocab from, written to out[0..cap): option if not NULL, else $GPT_VOCAB,
  * else the HuggingFace cache ($HF_HOME, default ~/.cache/huggingface:
  * hub/models--gpt2/snapshots/ * / with vocab.json + merges.txt), else gk_datadir() if it
- * holds encoder.json + vocab.bpe. GK_ENOTFOUND (with a hint) if none; GK_EUSAGE if too long. */
+ * holds encoder.json + vocab.bpe. GK_ENOTFOUND (with a hint) if none; GK_EUSAGE if too long.
+ * The variables are those the tool gave gk_vocab_set_search (none before it is called). */
 int gk_vocab_find(char *out, size_t cap, const char *option, gk_err *e);
+
+/* The tool's $GPT_VOCAB, $HF_HOME and $HOME (common/env.h; NULL or "": unset) for every later
+ * gk_vocab_find, which the model loader calls deep inside the tools: called once by a tool's
+ * main before any thread starts; the strings must outlive those calls. */
+void gk_vocab_set_search(const char *gpt_vocab, const char *hf_home, const char *home);
 
 /* Char-level encoding: appends the id of each code point of text[0..len) to the growable
  * array *ids (length *n, capacity *cap; realloc'd). A character not in the vocab (or invalid

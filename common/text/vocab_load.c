@@ -98,12 +98,22 @@ static int put_path(char *out, size_t cap, const char *p, gk_err *e)
     return 0;
 }
 
+/* gk_vocab_set_search's: the tool's $GPT_VOCAB, $HF_HOME and $HOME (NULL: unset). */
+static const char *search_vocab, *search_hf_home, *search_home;
+
+void gk_vocab_set_search(const char *gpt_vocab, const char *hf_home, const char *home)
+{
+    search_vocab = gpt_vocab;
+    search_hf_home = hf_home;
+    search_home = home;
+}
+
 /* The snapshot refs/main names if it has vocab.json + merges.txt, else any such snapshot.
  * Returns 0 (found), 1 (none), or an error code. */
 static int find_hf(char *out, size_t cap, gk_err *e)
 {
     char base[4096], dir[4600], ref[128] = "";
-    const char *hf = getenv("HF_HOME"), *home = getenv("HOME");
+    const char *hf = search_hf_home, *home = search_home;
     if (hf && *hf) snprintf(base, sizeof base, "%s/hub/models--gpt2", hf);
     else if (home && *home) snprintf(base, sizeof base, "%s/.cache/huggingface/hub/models--gpt2", home);
     else return 1;
@@ -132,7 +142,7 @@ static int find_hf(char *out, size_t cap, gk_err *e)
 
 int gk_vocab_find(char *out, size_t cap, const char *option, gk_err *e)
 {
-    const char *env = getenv("GPT_VOCAB");
+    const char *env = search_vocab;
     if (option) return put_path(out, cap, option, e);
     if (env && *env) return put_path(out, cap, env, e);
     int r = find_hf(out, cap, e);

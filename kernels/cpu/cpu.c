@@ -132,6 +132,7 @@ static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float 
 
 __attribute__((constructor(101))) static void cpu_bound_spin(void)
 {
+    /* the one getenv in library code: it must run before main, when libgomp reads its settings */
     if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
         setenv("GOMP_SPINCOUNT", CPU_SPINCOUNT, 0);
 }

@@ -548,18 +548,27 @@ static void test_find(void)
     CHECK_OK(gk_vocab_find(out, sizeof out, "/some/dir", &e), &e);
     CHECK(!strcmp(out, "/some/dir"));
     CHECK(gk_vocab_find(out, 4, "/some/dir", &e) == GK_EUSAGE);
-    setenv("GPT_VOCAB", "/env/dir", 1);
+    gk_vocab_set_search("/env/dir", NULL, NULL); /* the tool's $GPT_VOCAB */
     CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
     CHECK(!strcmp(out, "/env/dir"));
-    unsetenv("GPT_VOCAB");
     tmp_path(hf, sizeof hf, "hfhome");
-    setenv("HF_HOME", hf, 1);
     snprintf(snap, sizeof snap, "%s/hub/models--gpt2/snapshots/abc123", hf);
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s/vocab.json' '%s/merges.txt'", snap, snap, snap);
     CHECK(system(cmd) == 0);
+    gk_vocab_set_search("", hf, NULL); /* $HF_HOME; an empty $GPT_VOCAB is unset */
     CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
     CHECKF(!strcmp(out, snap), "%s", out);
+    /* without $HF_HOME: $HOME/.cache/huggingface */
+    char home[1024], want[4096];
+    tmp_path(home, sizeof home, "home");
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/.cache' && ln -s '%s' '%s/.cache/huggingface'", home, hf, home);
+    CHECK(system(cmd) == 0);
+    gk_vocab_set_search(NULL, NULL, home);
+    snprintf(want, sizeof want, "%s/.cache/huggingface/hub/models--gpt2/snapshots/abc123", home);
+    CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
+    CHECKF(!strcmp(out, want), "%s", out);
+    gk_vocab_set_search(NULL, hf, home); /* $HF_HOME first */
     /* refs/main picks the snapshot when there are several */
     snprintf(cmd, sizeof cmd, "cd '%s/hub/models--gpt2' && mkdir -p refs snapshots/000 snapshots/fff && "
              "touch snapshots/000/vocab.json snapshots/000/merges.txt snapshots/fff/vocab.json "
@@ -567,10 +576,10 @@ static void test_find(void)
     CHECK(system(cmd) == 0);
     CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
     CHECKF(!strcmp(out, snap), "%s", out);
-    setenv("HF_HOME", tmpdir, 1); /* no snapshot there */
+    gk_vocab_set_search(NULL, tmpdir, NULL); /* no snapshot there */
     int rc = gk_vocab_find(out, sizeof out, NULL, &e);
     CHECK(rc == 0 || (rc == GK_ENOTFOUND && strstr(e.msg, "GPT_VOCAB") && strstr(e.msg, "-V")));
-    unsetenv("HF_HOME");
+    gk_vocab_set_search(NULL, NULL, NULL);
 }
 
 int main(void)
