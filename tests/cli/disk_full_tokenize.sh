@@ -14,8 +14,7 @@ done
 fill fs 64; gpt-tokenize -q in.txt -o fs/t.bin && cmp fs/t.bin ref.bin && echo "64 kB free: written"
 rm fs/t.bin
 echo "== numbered shards (5000 tokens, 10 kB each)"
-# the shards already completed stay, whole (their header counts all their tokens); the one being
-# written goes
+# a failed run leaves none of its shards: the one being written and those already completed go
 for kb in 0 24; do
   fill fs $kb; try gpt-tokenize -q in.txt -o fs/s --shard-tokens 5000; leftovers fs
   for f in fs/s_*.bin; do [ -e "$f" ] && echo "$f: $(header_int "$f" 2) tokens, $(( $(stat -c %s "$f") - 1024 )) bytes"; done
