@@ -63,7 +63,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "val-fraction", GK_OPT_DOUBLE, &o->val_fraction, "F", "put the last fraction F of documents into --val-output", 0, 0.999999},
         {0, "val-docs", GK_OPT_INT, &o->val_docs, "N", "put the first N documents into --val-output", 1, 9.2e18},
         {0, "val-tokens", GK_OPT_INT, &o->val_tokens, "N", "put the first N tokens into --val-output (a document may straddle)", 1, 9.2e18},
-        {0, "val-output", GK_OPT_STR, &o->val_output, "FILE", "the validation shard", 0, 0},
+        {0, "val-output", GK_OPT_STR, &o->val_output, "FILE", "the validation shard (default: beside -o, PREFIX_val.bin)", 0, 0},
         {0, "max-docs", GK_OPT_INT, &o->max_docs, "N", "stop after N documents", 1, 9.2e18},
         {0, "max-tokens", GK_OPT_INT, &o->max_tokens, "N", "stop after N tokens (the last document cut)", 1, 9.2e18},
         {0, "column", GK_OPT_STR, &o->column, "NAME", "Parquet: the text column (default text, else the only string column)", 0, 0},
@@ -83,13 +83,28 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
     return rc;
 }
 
+/* A validation split without --val-output goes beside -o: PREFIX_val.bin for numbered shards,
+ * else the output's name with _val before its .bin (train.bin: train_val.bin). buf holds it. */
+static void default_val_output(options *o, char *buf, size_t cap)
+{
+    int vals = o->val_fraction > 0 || o->val_docs > 0 || o->val_tokens > 0;
+    if (!vals || o->val_output || !o->output || !strcmp(o->output, "-"))
+        return;
+    size_t n = strlen(o->output);
+    if (!o->shard_tokens && n > 4 && !strcmp(o->output + n - 4, ".bin"))
+        n -= 4;
+    if (snprintf(buf, cap, "%.*s_val.bin", (int)n, o->output) < (int)cap)
+        o->val_output = buf;
+}
+
 static int check_options(const options *o, gk_err *e)
 {
     int vals = (o->val_fraction > 0) + (o->val_docs > 0) + (o->val_tokens > 0);
     if (vals > 1)
         return gk_errf(e, GK_EUSAGE, "--val-fraction, --val-docs and --val-tokens: give one of them");
     if ((vals > 0) != (o->val_output != NULL))
-        return gk_errf(e, GK_EUSAGE, "%s and --val-output go together",
+        return gk_errf(e, GK_EUSAGE, o->val_output ? "--val-output without --val-fraction, --val-docs or "
+                       "--val-tokens" : "%s on standard output: name the validation shard (--val-output FILE)",
                        o->val_docs ? "--val-docs" : o->val_tokens ? "--val-tokens" : "--val-fraction");
     if (o->field && !*o->field)
         return gk_errf(e, GK_EUSAGE, "--field: empty name");
@@ -396,6 +411,9 @@ int main(int argc, char **argv)
     if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
         return 0;
     gk_log_setup("gpt-tokenize", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
+    char val_beside[4400];
+    if (rc == 0)
+        default_val_output(&o, val_beside, sizeof val_beside);
     if (rc == 0)
         rc = check_options(&o, &e);
     static char *stdin_only[] = {"-"};

@@ -15,7 +15,8 @@ test ! -e d.bin
 run gpt-tokenize -V nodir ok.txt -o e.bin
 run gpt-tokenize --threads 0 ok.txt
 run gpt-tokenize --bogus
-run gpt-tokenize --val-fraction 0.1 ok.txt -o f.bin
+run sh -c 'gpt-tokenize --val-fraction 0.1 ok.txt > /dev/null'
+run gpt-tokenize --val-output v.bin ok.txt -o f.bin
 mkdir emptydir; run gpt-tokenize emptydir
 # invalid UTF-8: replaced by U+FFFD (as Python's errors="replace"), one warning with the count
 printf 'a\xffb\xe2\x82' > bad.txt

@@ -33,8 +33,12 @@ echo "--val-docs 10: val holds $(ids vd.bin | tr ' ' '\n' | grep -c '^50256$') d
 cmp <({ ids vd.bin; ids td.bin; } | tr -s ' \n' '\n\n' | grep .) <(ids all.bin | tr ' ' '\n') && echo "val + train = all"
 run gpt-tokenize --val-docs 100000 --val-output vx.bin sh.jsonl -o tx.bin
 run gpt-tokenize --val-docs 2 --val-fraction 0.1 --val-output v.bin sh.jsonl -o x.bin
-run gpt-tokenize --val-tokens 2 sh.jsonl -o x.bin
 test ! -e x.bin
+run gpt-tokenize --val-tokens 2 sh.jsonl -o x.bin # without --val-output: beside -o, x_val.bin
+gpt-tokenize -q --val-tokens 2 --val-output xv.bin sh.jsonl -o xe.bin
+cmp x_val.bin xv.bin && cmp x.bin xe.bin && echo "--val-tokens 2 -o x.bin: x_val.bin, as --val-output x_val.bin"
+gpt-tokenize -q --val-docs 3 sh.jsonl -o xs --shard-tokens 100K && ls xs_*
+run sh -c 'gpt-tokenize --val-tokens 2 sh.jsonl > /dev/null'
 # limits and splits on plain text documents too
 for i in 0 1 2 3 4; do echo "doc $i" > f$i.txt; done
 gpt-tokenize -q --max-docs 2 --val-docs 1 --val-output fv.bin f*.txt -o ft.bin
