@@ -42,15 +42,10 @@ static const char *tmp_dir(void)
 
 int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
 {
-    char bucket[256], key[1100];
-    gk_s3 *s = NULL;
-    *fd = -1;
-    int rc = open_client(url, bucket, sizeof bucket, key, sizeof key, &s, e);
-    if (!rc)
-        rc = gk_s3_fetch_temp(s, bucket, key, tmp_dir(), 1, NULL, fd, bytes, e);
-    if (s && gk_s3_retries(s))
-        gk_warn("%s: %ld requests retried", url, gk_s3_retries(s));
-    gk_s3_close(s);
+    long retries;
+    int rc = gk_s3_fetch_url(url, env, NULL, tmp_dir(), fd, bytes, &retries, e);
+    if (retries)
+        gk_warn("%s: %ld requests retried", url, retries);
     return rc;
 }
 

@@ -141,28 +141,18 @@ static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char 
 {
     if (!gk_s3_is_url(path))
         return gk_gpt2_runner_open(r, bo, path, vocab, required, e);
-    char bucket[256], key[1100];
     const char *dir = getenv("TMPDIR");
-    gk_s3_conf conf;
-    gk_s3 *s = NULL;
     long long bytes;
-    int fd = -1;
+    long retries;
+    int fd;
+    int rc = gk_s3_fetch_url(path, env, NULL, dir && *dir ? dir : "/tmp", &fd, &bytes, &retries, e);
+    if (retries)
+        gk_warn("%s: %ld requests retried", path, retries);
     memset(r, 0, sizeof *r);
-    int rc = gk_s3_parse_url(path, bucket, sizeof bucket, key, sizeof key, e);
-    if (!rc && !key[0])
-        rc = gk_errf(e, GK_EUSAGE, "%s: names a bucket, not a checkpoint (s3://BUCKET/KEY)", path);
-    if (!rc) rc = gk_s3_conf_discover(&conf, env, NULL, e);
-    if (!rc) rc = gk_s3_open(&s, &conf, e);
-    if (!rc) rc = gk_s3_fetch_temp(s, bucket, key, dir && *dir ? dir : "/tmp", 1, NULL, &fd, &bytes, e);
-    if (s && gk_s3_retries(s))
-        gk_warn("%s: %ld requests retried", path, gk_s3_retries(s));
-    gk_s3_close(s);
-    if (!rc) rc = gk_backend_open(&r->be, bo, e);
-    if (!rc) rc = gk_ckpt_open_fd(&r->ckpt, fd, path, e);
-    if (fd >= 0) close(fd);
-    if (!rc) rc = gk_gpt2_ckpt_config(r->ckpt, &r->cfg, e);
-    if (!rc) rc = gk_gpt2_vocab(r->ckpt, &r->cfg, vocab, required, &r->vocab, e);
-    r->cfg.dropout = 0;
+    if (!rc)
+        rc = gk_gpt2_runner_open_fd(r, bo, fd, path, vocab, required, e);
+    if (fd >= 0)
+        close(fd);
     return rc;
 }
 

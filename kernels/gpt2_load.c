@@ -161,16 +161,29 @@ int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, cons
     return rc ? rc : gk_gpt2_mem_check(r->be, &need, 0, NULL, hint, e);
 }
 
-int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
-                        const char *vocab, int required, gk_err *e)
+/* path, or with path NULL fd named name */
+static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path, int fd,
+                       const char *name, const char *vocab, int required, gk_err *e)
 {
     memset(r, 0, sizeof *r);
     int rc = gk_backend_open(&r->be, bo, e);
-    if (!rc) rc = gk_ckpt_open(&r->ckpt, path, e);
+    if (!rc) rc = path ? gk_ckpt_open(&r->ckpt, path, e) : gk_ckpt_open_fd(&r->ckpt, fd, name, e);
     if (!rc) rc = gk_gpt2_ckpt_config(r->ckpt, &r->cfg, e);
     if (!rc) rc = gk_gpt2_vocab(r->ckpt, &r->cfg, vocab, required, &r->vocab, e);
     r->cfg.dropout = 0;
     return rc;
+}
+
+int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
+                        const char *vocab, int required, gk_err *e)
+{
+    return runner_open(r, bo, path, -1, NULL, vocab, required, e);
+}
+
+int gk_gpt2_runner_open_fd(gk_gpt2_runner *r, const gk_backend_opts *bo, int fd, const char *name,
+                           const char *vocab, int required, gk_err *e)
+{
+    return runner_open(r, bo, NULL, fd, name, vocab, required, e);
 }
 
 int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e)

@@ -167,5 +167,10 @@ int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, 
  * dir and suggests TMPDIR. */
 int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *dir, int bar,
                      const atomic_int *cancel, int *fd, long long *bytes, gk_err *e);
+/* The object url names (s3://BUCKET/KEY, the key not empty), downloaded as gk_s3_fetch_temp does
+ * (bar on) by a client made from env (gk_s3_conf_discover): for a tool that reads a checkpoint
+ * from a bucket. *retries: the requests retried (the caller may say so). */
+int gk_s3_fetch_url(const char *url, gk_s3_getenv env, void *ud, const char *dir, int *fd,
+                    long long *bytes, long *retries, gk_err *e);
 
 #endif

@@ -73,3 +73,26 @@ int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *
     *bytes = t.bytes;
     return 0;
 }
+
+int gk_s3_fetch_url(const char *url, gk_s3_getenv env, void *ud, const char *dir, int *fd,
+                    long long *bytes, long *retries, gk_err *e)
+{
+    char bucket[256], key[1100];
+    gk_s3_conf conf;
+    gk_s3 *s = NULL;
+    *fd = -1;
+    *retries = 0;
+    int rc = gk_s3_parse_url(url, bucket, sizeof bucket, key, sizeof key, e);
+    if (!rc && !key[0])
+        rc = gk_errf(e, GK_EUSAGE, "%s: names a bucket, not a checkpoint (s3://BUCKET/KEY)", url);
+    if (!rc)
+        rc = gk_s3_conf_discover(&conf, env, ud, e);
+    if (!rc)
+        rc = gk_s3_open(&s, &conf, e);
+    if (!rc)
+        rc = gk_s3_fetch_temp(s, bucket, key, dir, 1, NULL, fd, bytes, e);
+    if (s)
+        *retries = gk_s3_retries(s);
+    gk_s3_close(s);
+    return rc;
+}
