@@ -134,25 +134,16 @@ static const char *env(const char *name, void *ud)
     return getenv(name);
 }
 
-/* gk_gpt2_runner_open, for a checkpoint at s3://BUCKET/KEY too: downloaded into an unlinked
- * temporary file in $TMPDIR (else /tmp) that the checkpoint reader maps, named by its URL. */
+/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp). */
 static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                        const char *vocab, int required, gk_err *e)
 {
-    if (!gk_s3_is_url(path))
-        return gk_gpt2_runner_open(r, bo, path, vocab, required, e);
     const char *dir = getenv("TMPDIR");
-    long long bytes;
     long retries;
-    int fd;
-    int rc = gk_s3_fetch_url(path, env, NULL, dir && *dir ? dir : "/tmp", &fd, &bytes, &retries, e);
+    int rc = gk_gpt2_runner_open_url(r, bo, path, vocab, required, env, dir && *dir ? dir : "/tmp",
+                                     &retries, e);
     if (retries)
         gk_warn("%s: %ld requests retried", path, retries);
-    memset(r, 0, sizeof *r);
-    if (!rc)
-        rc = gk_gpt2_runner_open_fd(r, bo, fd, path, vocab, required, e);
-    if (fd >= 0)
-        close(fd);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/io/safetensors.h"
 #include "common/mem.h"
@@ -180,10 +181,22 @@ int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char
     return runner_open(r, bo, path, -1, NULL, vocab, required, e);
 }
 
-int gk_gpt2_runner_open_fd(gk_gpt2_runner *r, const gk_backend_opts *bo, int fd, const char *name,
-                           const char *vocab, int required, gk_err *e)
+int gk_gpt2_runner_open_url(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
+                            const char *vocab, int required, gk_s3_getenv env, const char *tmpdir,
+                            long *retries, gk_err *e)
 {
-    return runner_open(r, bo, NULL, fd, name, vocab, required, e);
+    *retries = 0;
+    if (!gk_s3_is_url(path))
+        return runner_open(r, bo, path, -1, NULL, vocab, required, e);
+    long long bytes;
+    int fd;
+    memset(r, 0, sizeof *r);
+    int rc = gk_s3_fetch_url(path, env, NULL, tmpdir, &fd, &bytes, retries, e);
+    if (!rc)
+        rc = runner_open(r, bo, NULL, fd, path, vocab, required, e);
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
 int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e)

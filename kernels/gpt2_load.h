@@ -7,6 +7,7 @@
 
 #include "common/io/ckpt.h"
 #include "common/err.h"
+#include "common/s3/s3.h"
 #include "kernels/backend.h"
 #include "kernels/gpt2.h"
 
@@ -54,9 +55,12 @@ typedef struct gk_gpt2_runner {
  * (gk_gpt2_vocab with vocab and required). On an error r holds what was opened: close it. */
 int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                         const char *vocab, int required, gk_err *e);
-/* The same for a checkpoint open on fd (gk_ckpt_open_fd: named name; fd stays the caller's). */
-int gk_gpt2_runner_open_fd(gk_gpt2_runner *r, const gk_backend_opts *bo, int fd, const char *name,
-                           const char *vocab, int required, gk_err *e);
+/* The same for path or a checkpoint at s3://BUCKET/KEY: downloaded (gk_s3_fetch_url, the client
+ * from env) into an unlinked temporary file in tmpdir that the checkpoint reader maps, named by
+ * its URL; *retries: the requests retried (0 for a path). */
+int gk_gpt2_runner_open_url(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
+                            const char *vocab, int required, gk_s3_getenv env, const char *tmpdir,
+                            long *retries, gk_err *e);
 /* gk_gpt2_mem_check for the model gk_gpt2_runner_load(r, max_B, max_T, bf16) would make; 0 when
  * r->mem_check is 2, "off" (the tool turns the error into a warning for "warn", 1). */
 int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, const char *hint,
