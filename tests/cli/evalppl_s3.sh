@@ -2,21 +2,9 @@
 # moto): the checkpoint uploaded by boto3 (an independent client) scores text and a shard exactly
 # as the local file does (--json, bits); a missing key is one line; nothing is left in TMPDIR.
 source "$TOP/tests/cli/lib.bash"
-python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
-mkfifo ctl
-python3 "$TOP/tests/cli/s3_server.py" ready < ctl 2> server.log &
-exec 3> ctl # the server runs until this closes
-trap 'exec 3>&-; wait' EXIT
-for _ in $(seq 600); do [ -f ready ] && break; sleep 0.1; done
-read -r port _ key secret _ < ready
+source "$TOP/tests/cli/s3.bash"
 gpt-ckpt import -q "$FIX/hf_tiny" -o m.safetensors
-python3 - "$port" "$key" "$secret" <<'PY'
-import sys, boto3
-port, key, secret = sys.argv[1:]
-s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                  aws_access_key_id=key, aws_secret_access_key=secret)
-s3.upload_file("m.safetensors", "gk-test", "runs/m/latest.safetensors")
-PY
+s3py 's3.upload_file(*sys.argv[1:])' m.safetensors gk-test runs/m/latest.safetensors
 export AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret AWS_ENDPOINT_URL=http://127.0.0.1:$port
 mkdir tmp
 export TMPDIR=$PWD/tmp

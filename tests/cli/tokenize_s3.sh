@@ -8,13 +8,7 @@
 # 5.2.1 refuses the signature of a listing whose prefix holds a '/' (boto3's as well as ours), so
 # a prefix with folders is not listed here.
 source "$TOP/tests/cli/lib.bash"
-python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
-mkfifo ctl
-python3 "$TOP/tests/cli/s3_server.py" ready < ctl 2> server.log &
-exec 3> ctl # the server runs until this closes
-trap 'exec 3>&-; wait' EXIT
-for _ in $(seq 600); do [ -f ready ] && break; sleep 0.1; done
-read -r port proxy key secret _ < ready
+source "$TOP/tests/cli/s3.bash"
 export GPT_VOCAB=$FIX/hf_tiny
 mkdir -p c/sub
 python3 -c 'print(" ".join(f"word{i} of b" for i in range(400)))' > c/b.txt

@@ -9,27 +9,11 @@
 # non-zero exit and latest on the previous checkpoint; SIGKILL during a multipart upload leaves
 # latest whole and the next run aborts the upload left behind.
 source "$TOP/tests/cli/lib.bash"; need_data
-python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
+source "$TOP/tests/cli/s3.bash"
 tiny_data d
-mkfifo ctl
-python3 "$TOP/tests/cli/s3_server.py" ready < ctl 2> server.log &
-exec 3> ctl # the server runs until this closes
-trap 'exec 3>&-; wait' EXIT
-for _ in $(seq 600); do [ -f ready ] && break; sleep 0.1; done
-read -r port pport key secret _ < ready
+pport=$proxy
 mkdir tmp
 export AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret AWS_ENDPOINT_URL=http://127.0.0.1:$port TMPDIR=$PWD/tmp
-# s3py CODE ARGS...: python with s3 (a boto3 client of the server) and sys.argv
-s3py() {
-  local code=$1; shift
-  python3 - "$@" <<PY
-import sys, boto3
-s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:$port", region_name="us-east-1",
-                  aws_access_key_id="$key", aws_secret_access_key="$secret")
-def keys(b): return [o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Contents", [])]
-$code
-PY
-}
 s3py 'for b in ("run-l", "run-f", "run-m"): s3.create_bucket(Bucket=b)'
 get() { s3py 'open(sys.argv[3], "wb").write(s3.get_object(Bucket=sys.argv[1], Key=sys.argv[2])["Body"].read())' "$@"; }
 
