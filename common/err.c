@@ -8,11 +8,13 @@
 
 int gk_errf(gk_err *e, int code, const char *fmt, ...)
 {
-    if (e) {
+    if (e) { /* through a copy: e->msg may be one of the arguments (adding to a message) */
+        char msg[sizeof e->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        memcpy(e->msg, msg, sizeof msg);
         e->code = code;
     }
     return code;

@@ -61,34 +61,6 @@ static int on_key(const gk_s3_entry *ent, void *ud)
     return (m->keys[m->n] = strdup(ent->key)) ? (m->n++, 0) : GK_ENOMEM;
 }
 
-static int to_fd(const void *data, size_t n, void *ud)
-{
-    int fd = *(int *)ud;
-    for (const char *p = data; n;) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return GK_EIO;
-        p += k, n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int download(gk_s3 *s, const char *bucket, const char *key, const char *path, const char *what, gk_err *e)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return gk_errno(e, path);
-    int rc = gk_s3_get(s, bucket, key, to_fd, &fd, e);
-    if (close(fd) != 0 && !rc)
-        rc = gk_errno(e, path);
-    if (rc == GK_EIO && !e->msg[0])
-        rc = gk_errf(e, GK_EIO, "%s: cannot write %s (downloading s3://%s/%s; set TMPDIR to another directory)",
-                     what, path, bucket, key);
-    return rc;
-}
-
 /* One s3:// pattern: its objects into d->dir, their paths appended to b. */
 static int fetch_pattern(tr_s3data *d, gk_s3 *s, const char *url, const char *what, out_buf *b, gk_err *e)
 {
@@ -106,7 +78,9 @@ static int fetch_pattern(tr_s3data *d, gk_s3 *s, const char *url, const char *wh
     for (size_t i = 0; !rc && i < m.n; i++) {
         snprintf(path, sizeof path, "%s/%05zu.bin", d->dir, d->files++);
         gk_info("%s: downloading s3://%s/%s", what, bucket, m.keys[i]);
-        rc = download(s, bucket, m.keys[i], path, what, e);
+        rc = gk_s3_fetch_file(s, bucket, m.keys[i], path, e);
+        if (rc == GK_EIO)
+            rc = gk_errf(e, rc, "%s: %s", what, e->msg);
         if (!rc && append(b, path))
             rc = gk_errf(e, GK_ENOMEM, "out of memory");
     }

@@ -56,38 +56,13 @@ static int to_mem(const void *data, size_t n, void *ud)
     return 0;
 }
 
-static int to_fd(const void *data, size_t n, void *ud)
-{
-    int fd = *(int *)ud;
-    for (const char *p = data; n;) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return GK_EIO;
-        p += k, n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* name's object into stage/name: 0, GK_ENOTFOUND, or an error. */
 static int download(tr_s3out *o, const char *name, gk_err *e)
 {
     char key[1200], path[4400];
     key_of(o, name, key, sizeof key);
     snprintf(path, sizeof path, "%s/%s", o->stage, name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return gk_errno(e, path);
-    int rc = gk_s3_get(o->s3, o->bucket, key, to_fd, &fd, e);
-    if (close(fd) != 0 && !rc)
-        rc = gk_errno(e, path);
-    if (rc == GK_EIO && !e->msg[0])
-        rc = gk_errf(e, GK_EIO, "%s: cannot write (downloading s3://%s/%s; set TMPDIR to another directory)",
-                     path, o->bucket, key);
-    if (rc)
-        unlink(path);
-    return rc;
+    return gk_s3_fetch_file(o->s3, o->bucket, key, path, e);
 }
 
 /* ---------------------------------------------------------------- the lock object */

@@ -167,6 +167,9 @@ int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, 
  * dir and suggests TMPDIR. */
 int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *dir, int bar,
                      const atomic_int *cancel, int *fd, long long *bytes, gk_err *e);
+/* Downloads the object into the file at path (created or truncated; removed when the download
+ * fails). A failed write names path and suggests TMPDIR. */
+int gk_s3_fetch_file(gk_s3 *s, const char *bucket, const char *key, const char *path, gk_err *e);
 /* The object url names (s3://BUCKET/KEY, the key not empty), downloaded as gk_s3_fetch_temp does
  * (bar on) by a client made from env (gk_s3_conf_discover): for a tool that reads a checkpoint
  * from a bucket. *retries: the requests retried (the caller may say so). */

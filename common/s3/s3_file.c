@@ -4,6 +4,7 @@
  * caller names (a tool passes $TMPDIR, else /tmp), an upload of a file (gk_s3_put_file). Owns
  * the temporary file until its descriptor is handed over. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,25 @@ int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *
     *fd = t.fd;
     *bytes = t.bytes;
     return 0;
+}
+
+int gk_s3_fetch_file(gk_s3 *s, const char *bucket, const char *key, const char *path, gk_err *e)
+{
+    to_fd t = {.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (t.fd < 0)
+        return gk_errno(e, path);
+    int rc = gk_s3_get(s, bucket, key, write_all, &t, e);
+    if (close(t.fd) != 0 && !rc)
+        rc = gk_errno(e, path);
+    if (rc && t.err) {
+        errno = t.err;
+        gk_errno(e, path);
+        rc = gk_errf(e, GK_EIO, "%s (downloading s3://%s/%s; set TMPDIR to another directory)", e->msg,
+                     bucket, key);
+    }
+    if (rc)
+        unlink(path);
+    return rc;
 }
 
 int gk_s3_fetch_url(const char *url, gk_s3_getenv env, void *ud, const char *dir, int *fd,

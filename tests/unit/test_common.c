@@ -136,6 +136,19 @@ static void test_opt_callbacks(void)
     free(buf);
 }
 
+/* A message may be added to: e->msg as an argument of gk_errf (vsnprintf into its own argument
+ * is undefined; ASan and glibc's fortify catch it). */
+static void test_errf_adds_to_message(void)
+{
+    gk_err e = {0};
+    gk_errf(&e, GK_EIO, "disk full");
+    CHECK(gk_errf(&e, GK_EUSAGE, "%s (writing %s)", e.msg, "x.bin") == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "disk full (writing x.bin)") == 0, "got '%s'", e.msg);
+    CHECK(e.code == GK_EUSAGE);
+    gk_errf(&e, GK_EIO, "%s: %s", "train_data", e.msg);
+    CHECKF(strcmp(e.msg, "train_data: disk full (writing x.bin)") == 0, "got '%s'", e.msg);
+}
+
 static void test_outfile_commit_and_abort(void)
 {
     char dir[] = "/tmp/gk_test_outfile_XXXXXX";
@@ -176,5 +189,6 @@ int main(void)
     RUN(test_opt_table);
     RUN(test_opt_callbacks);
     RUN(test_outfile_commit_and_abort);
+    RUN(test_errf_adds_to_message);
     return TEST_END();
 }
