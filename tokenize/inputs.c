@@ -162,7 +162,7 @@ static int list_dir(const char *dir, char ***names, size_t *n, gk_err *e)
     if (rc == 0 && errno)
         rc = gk_errno(e, dir);
     closedir(d);
-    if (rc == 0)
+    if (rc == 0 && *n > 1) /* qsort takes no NULL, even for no names */
         qsort(*names, *n, sizeof **names, by_name);
     return rc;
 }

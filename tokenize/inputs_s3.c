@@ -76,10 +76,9 @@ int tk_inputs_add_s3(tk_inputs *in, const char *url, gk_err *e)
     rc = gk_s3_head(in->s3, bucket, key, &st, e);
     if (rc == 0)
         return tk_inputs_add_entry(in, url, st.size, (tk_remote){NULL, 0, 1}, e);
-    if (rc != GK_ENOTFOUND || len + 2 > sizeof prefix)
+    if (rc != GK_ENOTFOUND || snprintf(prefix, sizeof prefix, "%s/", key) >= (int)sizeof prefix)
         return rc;
     gk_err keep = *e; /* no such key: a folder then, else that error */
-    snprintf(prefix, sizeof prefix, "%s/", key);
     if (add_listed(in, bucket, prefix, NULL, &n, e) != 0 || !n) {
         *e = keep;
         return keep.code;

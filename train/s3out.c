@@ -356,7 +356,8 @@ static int prune(tr_s3out *o, int64_t keep_last, int64_t keep_every, int64_t kee
     for (size_t i = 0; i < s.n; i++)
         if (!(keep_every > 0 && s.v[i] > 0 && s.v[i] % keep_every == 0))
             s.v[m++] = s.v[i];
-    qsort(s.v, m, sizeof *s.v, cmp_i64);
+    if (m > 1) /* qsort takes no NULL, even for nothing */
+        qsort(s.v, m, sizeof *s.v, cmp_i64);
     for (size_t i = 0; m > (size_t)keep_last && i < m - (size_t)keep_last; i++) {
         if (s.v[i] == keep)
             continue;
