@@ -277,8 +277,9 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
     size_t k = strlen(key);
     while (k && key[k - 1] == '/')
         key[--k] = '\0';
-    snprintf(o->url, sizeof o->url, "s3://%s%s%s", o->bucket, k ? "/" : "", key);
-    snprintf(o->prefix, sizeof o->prefix, "%s%s", key, k ? "/" : "");
+    if (snprintf(o->url, sizeof o->url, "s3://%s%s%s", o->bucket, k ? "/" : "", key) >= (int)sizeof o->url ||
+        snprintf(o->prefix, sizeof o->prefix, "%s%s", key, k ? "/" : "") >= (int)sizeof o->prefix)
+        rc = rc ? rc : gk_errf(e, GK_EUSAGE, "%s: the key is too long", url);
     if (!rc)
         rc = gk_s3_open(&o->s3, conf, e);
     int n = snprintf(o->stage, sizeof o->stage, "%s/gpt-train.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
