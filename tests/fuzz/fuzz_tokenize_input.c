@@ -173,7 +173,10 @@ static void read_all(const char *sep, const text *whole)
     gk_err e = {0};
     int rc = tk_read_all(&o, &cons, &st, &e);
     if (rc) check_error(rc, &e, "tk_read_all");
-    int full = !whole->capped && whole->docs + whole->skipped < DOCS_MAX && !strstr(e.msg, "fuzz: text cap");
+    /* Parquet (read from its end) is refused on a pipe, not as a member or a plain document */
+    int parquet = rc && strstr(e.msg, "a Parquet file") != NULL;
+    int full = !whole->capped && whole->docs + whole->skipped < DOCS_MAX && !strstr(e.msg, "fuzz: text cap") &&
+               !parquet;
     if (full)
         FZ_ASSERT(!rc == !whole->failed, "tk_read_all %s, the pipe's documents %s", rc ? e.msg : "read",
                   whole->failed ? "failed" : "read");
