@@ -111,15 +111,17 @@ static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_
     return (char *)x + r * C * gk_elt_size(m->act);
 }
 
-/* gpt2_optim.c: the deferred zero_grad (see there); the clip factor of torch's clip_grad_norm_. */
+/* gpt2_optim.c: the deferred zero_grad (see there). */
 void gk_gpt2_grads_flush(gk_gpt2 *m);
 float gk_gpt2_grads_begin(gk_gpt2 *m);
-float gk_gpt2_clip_scale(const gk_adamw *h, double norm);
-/* 1 when update leaves everything alone: a norm not finite or above h->skip_norm. */
-int gk_gpt2_norm_skips(const gk_adamw *h, double norm);
-/* gpt2_shard.c: update under ZeRO-1 (grads flushed); tensor access to sharded moments. */
-int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
-/* tensor_get of a sharded moment: from the host copy gk_gpt2_moments_gather keeps, else GK_EUSAGE. */
+/* ZeRO-1's layout: the parameter block's floats past world x shard_count, which every rank
+ * updates alike (gpt2_shard.c allocates their moments after the shard's, gpt2_optim.c updates). */
+static inline size_t gk_gpt2_shard_tail(const gk_gpt2 *m)
+{
+    return m->n_floats - m->shard_count * (size_t)m->comm->world;
+}
+/* gpt2_shard.c: tensor_get of a sharded moment: from the host copy gk_gpt2_moments_gather
+ * keeps, else GK_EUSAGE. */
 int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err);
 int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
                              gk_err *err);

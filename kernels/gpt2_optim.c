@@ -1,5 +1,6 @@
 /* gpt2_optim.c: zero_grad, global gradient norm, clipping and AdamW over the parameter table
- * (summing the gradients of all ranks first in a data-parallel run; ZeRO-1 is gpt2_shard.c).
+ * (summing the gradients of all ranks first in a data-parallel run), and under ZeRO-1 the update
+ * of this rank's shard (the sharded moments' storage is gpt2_shard.c's).
  * AdamW and the zeroing of the small gradient tensors each go to the backend as one table
  * (ops->adamw_multi, ops->zero_multi): one launch apiece on cuda, not one per tensor. */
 #include <math.h>
@@ -61,12 +62,14 @@ double gk_gpt2_grad_norm(gk_gpt2 *m)
     return sqrt(s);
 }
 
-int gk_gpt2_norm_skips(const gk_adamw *h, double norm)
+/* 1 when update leaves everything alone: a norm not finite or above h->skip_norm. */
+static int norm_skips(const gk_adamw *h, double norm)
 {
     return !isfinite(norm) || (h->skip_norm > 0 && norm > h->skip_norm);
 }
 
-float gk_gpt2_clip_scale(const gk_adamw *h, double norm)
+/* The clip factor of torch's clip_grad_norm_. */
+static float clip_scale(const gk_adamw *h, double norm)
 {
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to <= 1 */
     if (h->grad_clip <= 0) return 1.0f;
@@ -74,12 +77,79 @@ float gk_gpt2_clip_scale(const gk_adamw *h, double norm)
     return coef < 1.0f ? coef : 1.0f;
 }
 
+/* Appends to ts the slices of the tensors in the floats [a, b) of the parameter block, their
+ * moments at mom + (a - base); returns the new count. */
+static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b, size_t base,
+                     float *mm, float *vv)
+{
+    for (int i = 0; i < m->n_params; i++) {
+        const gk_param *p = &m->params[i];
+        size_t lo = p->offset > a ? p->offset : a, hi = p->offset + p->numel < b ? p->offset + p->numel : b;
+        if (lo >= hi) continue;
+        size_t j = lo - p->offset;
+        void *copy = p->copy ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
+        ts[n++] = (gk_adamw_tensor){p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base), copy,
+                                    hi - lo, p->decay};
+    }
+    return n;
+}
+
+/* The global gradient norm: each rank's shard, the tail counted once (by rank 0). */
+static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
+{
+    gk_comm *c = m->comm;
+    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m);
+    double s = 0, t = 0;
+    m->be->ops->sumsq(m->be, &s, m->g_block + (size_t)c->rank * cnt, cnt);
+    if (tail && c->rank == 0) m->be->ops->sumsq(m->be, &t, m->g_block + cnt * (size_t)c->world, tail);
+    s += t;
+    int rc = gk_backend_status(m->be, err);
+    if (!rc) rc = c->ops->allreduce_host(c, &s, 1, err);
+    *norm = sqrt(s);
+    return rc;
+}
+
+/* The update under ZeRO-1 (grads flushed): gradients reduce-scattered, AdamW on this rank's
+ * shard and the tail, the weights all-gathered. */
+static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
+{
+    gk_comm *c = m->comm;
+    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m), lo = (size_t)c->rank * cnt, main = cnt * (size_t)c->world;
+    int rc = 0;
+    if (!m->grads_reduced) { /* else summed whole during the backward (reduce_in_next_backward) */
+        rc = c->ops->reduce_scatter(c, m->g_block, m->g_block + lo, cnt, err);
+        if (!rc && tail) rc = c->ops->allreduce(c, m->g_block + main, tail, err);
+    }
+    m->grads_reduced = 0;
+    double norm = NAN;
+    if (!rc) rc = global_norm(m, &norm, err);
+    if (grad_norm) *grad_norm = norm;
+    if (rc || norm_skips(h, norm)) return rc ? rc : gk_backend_status(m->be, err);
+    float scale = clip_scale(h, norm);
+    /* this rank's shard and the tail: at most every tensor twice */
+    gk_adamw_tensor *ts = malloc(sizeof *ts * 2 * (size_t)m->n_params);
+    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
+    int n = slices_of(m, ts, 0, lo, lo + cnt, lo, m->m_shard, m->v_shard);
+    if (tail) n = slices_of(m, ts, n, main, m->n_floats, main - cnt, m->m_shard, m->v_shard);
+    m->step++;
+    m->be->ops->adamw_multi(m->be, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
+                            (int)m->step, scale, m->wt);
+    free(ts);
+    if ((rc = gk_backend_status(m->be, err))) return rc;
+    if ((rc = c->ops->all_gather(c, m->p_block + lo, m->p_block, cnt, err))) return rc;
+    for (int i = 0; i < m->n_params; i++) { /* the other shards' weight copies */
+        const gk_param *p = &m->params[i];
+        if (p->copy) m->be->ops->cast(m->be, p->copy, m->wt, p->data, GK_F32, p->numel);
+    }
+    return gk_backend_status(m->be, err);
+}
+
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_backend *be = m->be;
     if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     gk_gpt2_grads_flush(m);
-    if (m->zero) return gk_gpt2_update_sharded(m, h, lr, grad_norm, err);
+    if (m->zero) return update_sharded(m, h, lr, grad_norm, err);
     if (!m->m_block)
         return gk_errf(err, GK_EUSAGE, "update: the AdamW moments are not allocated yet "
                        "(GK_GPT2_DEFER_MOMENTS: gk_gpt2_set_comm first)");
@@ -90,8 +160,8 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
     m->grads_reduced = 0;
     double norm = gk_gpt2_grad_norm(m);
     if (grad_norm) *grad_norm = norm;
-    if (gk_gpt2_norm_skips(h, norm)) return gk_backend_status(be, err); /* the caller decides */
-    float scale = gk_gpt2_clip_scale(h, norm);
+    if (norm_skips(h, norm)) return gk_backend_status(be, err); /* the caller decides */
+    float scale = clip_scale(h, norm);
     gk_adamw_tensor *ts = malloc(sizeof *ts * (size_t)m->n_params);
     if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
     for (int i = 0; i < m->n_params; i++) {

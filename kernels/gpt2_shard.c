@@ -1,11 +1,11 @@
-/* gpt2_shard.c: the model in a data-parallel run (gk_gpt2_set_comm) and ZeRO-1: the AdamW
- * moments sharded across ranks, the sharded update, gathering the moments for checkpoints.
+/* gpt2_shard.c: the model in a data-parallel run (gk_gpt2_set_comm) and ZeRO-1's storage: the
+ * AdamW moments sharded across ranks, gathering them for checkpoints, tensor access to them (the
+ * sharded update itself is gpt2_optim.c's).
  * The parameter block (n floats) splits into W shards of `count` floats (a multiple of 16, so
  * every shard starts 64-byte aligned) and a tail of the n - W count floats left over, which every
  * rank updates alike (its gradients are all-reduced), so the collectives always move equal parts.
  * With GK_GPT2_DEFER_MOMENTS the full moments are never on the device: set_comm allocates the
  * shard, and a checkpoint gathers them in pieces into host memory. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,13 +14,11 @@
 /* Floats per rank's shard for n floats over world ranks (0: too few to shard). */
 static size_t shard_count_of(size_t n, int world) { return n / (size_t)world / 16 * 16; }
 
-static size_t tail_of(const gk_gpt2 *m) { return m->n_floats - m->shard_count * (size_t)m->comm->world; }
-
 /* Allocates the shard buffers (zero): this rank's count floats and the tail, for m and v. */
 static int alloc_shards(gk_gpt2 *m, gk_err *err)
 {
     gk_backend *be = m->be;
-    size_t bytes = (m->shard_count + tail_of(m)) * sizeof(float);
+    size_t bytes = (m->shard_count + gk_gpt2_shard_tail(m)) * sizeof(float);
     m->m_shard = be->ops->alloc(be, bytes);
     m->v_shard = be->ops->alloc(be, bytes);
     if (!m->m_shard || !m->v_shard)
@@ -33,7 +31,7 @@ static int alloc_shards(gk_gpt2 *m, gk_err *err)
 static int shard_moments(gk_gpt2 *m, gk_err *err)
 {
     gk_backend *be = m->be;
-    size_t cnt = m->shard_count, tail = tail_of(m), lo = (size_t)m->comm->rank * cnt;
+    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m), lo = (size_t)m->comm->rank * cnt;
     int rc = alloc_shards(m, err);
     if (rc) return rc;
     float *full[2] = {m->m_block, m->v_block}, *part[2] = {m->m_shard, m->v_shard};
@@ -90,71 +88,6 @@ void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
-/* Appends to ts the slices of the tensors in the floats [a, b) of the parameter block, their
- * moments at mom + (a - base); returns the new count. */
-static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b, size_t base,
-                     float *mm, float *vv)
-{
-    for (int i = 0; i < m->n_params; i++) {
-        const gk_param *p = &m->params[i];
-        size_t lo = p->offset > a ? p->offset : a, hi = p->offset + p->numel < b ? p->offset + p->numel : b;
-        if (lo >= hi) continue;
-        size_t j = lo - p->offset;
-        void *copy = p->copy ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
-        ts[n++] = (gk_adamw_tensor){p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base), copy,
-                                    hi - lo, p->decay};
-    }
-    return n;
-}
-
-/* The global gradient norm: each rank's shard, the tail counted once (by rank 0). */
-static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
-{
-    gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, tail = tail_of(m);
-    double s = 0, t = 0;
-    m->be->ops->sumsq(m->be, &s, m->g_block + (size_t)c->rank * cnt, cnt);
-    if (tail && c->rank == 0) m->be->ops->sumsq(m->be, &t, m->g_block + cnt * (size_t)c->world, tail);
-    s += t;
-    int rc = gk_backend_status(m->be, err);
-    if (!rc) rc = c->ops->allreduce_host(c, &s, 1, err);
-    *norm = sqrt(s);
-    return rc;
-}
-
-int gk_gpt2_update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
-{
-    gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, tail = tail_of(m), lo = (size_t)c->rank * cnt, main = cnt * (size_t)c->world;
-    int rc = 0;
-    if (!m->grads_reduced) { /* else summed whole during the backward (reduce_in_next_backward) */
-        rc = c->ops->reduce_scatter(c, m->g_block, m->g_block + lo, cnt, err);
-        if (!rc && tail) rc = c->ops->allreduce(c, m->g_block + main, tail, err);
-    }
-    m->grads_reduced = 0;
-    double norm = NAN;
-    if (!rc) rc = global_norm(m, &norm, err);
-    if (grad_norm) *grad_norm = norm;
-    if (rc || gk_gpt2_norm_skips(h, norm)) return rc ? rc : gk_backend_status(m->be, err);
-    float scale = gk_gpt2_clip_scale(h, norm);
-    /* this rank's shard and the tail: at most every tensor twice */
-    gk_adamw_tensor *ts = malloc(sizeof *ts * 2 * (size_t)m->n_params);
-    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
-    int n = slices_of(m, ts, 0, lo, lo + cnt, lo, m->m_shard, m->v_shard);
-    if (tail) n = slices_of(m, ts, n, main, m->n_floats, main - cnt, m->m_shard, m->v_shard);
-    m->step++;
-    m->be->ops->adamw_multi(m->be, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
-                            (int)m->step, scale, m->wt);
-    free(ts);
-    if ((rc = gk_backend_status(m->be, err))) return rc;
-    if ((rc = c->ops->all_gather(c, m->p_block + lo, m->p_block, cnt, err))) return rc;
-    for (int i = 0; i < m->n_params; i++) { /* the other shards' weight copies */
-        const gk_param *p = &m->params[i];
-        if (p->copy) m->be->ops->cast(m->be, p->copy, m->wt, p->data, GK_F32, p->numel);
-    }
-    return gk_backend_status(m->be, err);
-}
-
 /* Floats of each rank's shard that one all_gather moves (its device buffer: world of them). */
 #define GATHER_PIECE ((size_t)1 << 20)
 
@@ -165,7 +98,7 @@ static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage,
 {
     gk_backend *be = m->be;
     gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, W = (size_t)c->world;
+    size_t cnt = m->shard_count, W = (size_t)c->world, tail = gk_gpt2_shard_tail(m);
     int rc = 0;
     for (size_t off = 0; off < cnt && !rc; off += piece) {
         size_t n = cnt - off < piece ? cnt - off : piece;
@@ -173,7 +106,7 @@ static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage,
         for (size_t r = 0; r < W && !rc && host; r++)
             be->ops->to_host(be, host + r * cnt + off, stage + r * n, n * sizeof(float));
     }
-    if (!rc && host && tail_of(m)) be->ops->to_host(be, host + cnt * W, part + cnt, tail_of(m) * sizeof(float));
+    if (!rc && host && tail) be->ops->to_host(be, host + cnt * W, part + cnt, tail * sizeof(float));
     return rc ? rc : gk_backend_status(be, err);
 }
 
