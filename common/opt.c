@@ -182,3 +182,20 @@ int gk_opt_dtype(const char *dtype, int *bf16, gk_err *e)
     *bf16 = dt == GK_DT_BF16;
     return 0;
 }
+
+int gk_opt_weights(const char *dtype, int *weights, gk_err *e)
+{
+    enum gk_dtype dt = GK_DT_F32;
+    *weights = GK_WEIGHTS_DEFAULT;
+    if (!dtype)
+        return 0;
+    if (gk_dtype_from_user(dtype, &dt) != 0)
+        return gk_errf(e, GK_EUSAGE, "--dtype %s: " GK_OPT_WEIGHTS_CHOICES, dtype);
+    *weights = dt == GK_DT_BF16 ? GK_WEIGHTS_BF16 : dt == GK_DT_F16 ? GK_WEIGHTS_F16 : GK_WEIGHTS_F32;
+    return 0;
+}
+
+int gk_opt_weights_bf16(int weights)
+{
+    return weights == GK_WEIGHTS_DEFAULT ? -1 : weights == GK_WEIGHTS_BF16;
+}

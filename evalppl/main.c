@@ -32,7 +32,7 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
-    "                   [--dtype float32|bfloat16] [--device NAME] [--attention PATH] [FILE...]\n"
+    "                   [--dtype float32|bfloat16|float16] [--device NAME] [--attention PATH] [FILE...]\n"
     "       gpt-evalppl --hellaswag [-m CKPT] [--context N] [--batch R] [--json] [--per-doc]\n"
     "                   [FILE.jsonl...]\n"
     "Perplexity of a GPT-2 checkpoint on token shards or text (stdin when no FILE), or its\n"
@@ -58,7 +58,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL, "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
         {0, "batch", GK_OPT_INT, &o->batch, "R", "with --hellaswag: rows (endings) per forward (default 4, an item; 64 on a GPU)", 1, 4096},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "model in memory: float32 or bfloat16 (fp32, bf16; default: bfloat16 on cuda, else float32)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weight matrices in memory: float32, bfloat16 or float16 (fp32, bf16, fp16; float16 on the cpu only; default: bfloat16 on cuda, else float32)", 0, 0},
         {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
         {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: the attention path: auto (default: cuDNN where it is present and takes the call, else flash), cudnn, flash, fa2 or plain; the CPU ignores it", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
@@ -149,14 +149,14 @@ static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char 
 
 /* Opens the backend, the checkpoint and its vocabulary (need_vocab: or fails); *context is
  * --context, else the model's block_size. */
-static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *context, int need_vocab,
+static int open_model(const options *o, gk_gpt2_runner *r, int *weights, int *context, int need_vocab,
                       gk_err *e)
 {
-    *bf16 = 0;
-    int rc = gk_opt_dtype(o->dtype, bf16, e); /* a usage error before any file */
+    *weights = GK_WEIGHTS_F32;
+    int rc = gk_opt_weights(o->dtype, weights, e); /* a usage error before any file */
     gk_env env;
     gk_env_read(&env);
-    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = *bf16,
+    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = gk_opt_weights_bf16(*weights),
                           .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
                           .cuda_no_graphs = env.cuda_no_graphs,
                           .cuda_lib = env.cuda_lib};
@@ -177,27 +177,27 @@ static int open_model(const options *o, gk_gpt2_runner *r, int *bf16, int *conte
 }
 
 /* The memory check, then the model for batches up to max_B x max_T. */
-static int load_model(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e)
+static int load_model(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_err *e)
 {
-    int rc = gk_gpt2_runner_check(r, max_B, max_T, bf16, "lower --context, or try --dtype bfloat16", e);
+    int rc = gk_gpt2_runner_check(r, max_B, max_T, weights, "lower --context, or try --dtype bfloat16", e);
     if (rc == GK_ENOMEM && r->mem_check == 1) { /* GPT_MEM_CHECK=warn */
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;
     }
-    return rc ? rc : gk_gpt2_runner_load(r, max_B, max_T, bf16, e);
+    return rc ? rc : gk_gpt2_runner_load(r, max_B, max_T, weights, e);
 }
 
 static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     gk_gpt2_runner r = {0};
     ep_scorer *sc = NULL;
-    int bf16, context;
-    int rc = open_model(o, &r, &bf16, &context, 0, e); /* shards need no vocabulary */
+    int weights, context;
+    int rc = open_model(o, &r, &weights, &context, 0, e); /* shards need no vocabulary */
     const gk_vocab *v = r.vocab;
     int stride = o->stride ? (int)o->stride : context;
     for (int i = 0; rc == 0 && i < ninputs; i++) /* a bad header stops the run before the model is made */
         rc = ep_precheck(inputs[i], v, o->raw, (uint32_t)r.cfg.vocab_size, e);
-    if (!rc) rc = load_model(&r, 1, context, bf16, e);
+    if (!rc) rc = load_model(&r, 1, context, weights, e);
     if (!rc) rc = ep_scorer_create(&sc, r.model, context, stride, e);
     int64_t tokens = 0, bytes = 0;
     int all_text = 1;
@@ -298,12 +298,12 @@ static int score_set(const options *o, gk_gpt2 *m, const gk_choice_set *set, int
 /* Rows a forward without --batch: 4 (one item) where device memory is host memory (props: cpu,
  * ref, cuda-emu), the CPU's best; on a GPU 64 (16 items:
  * twice the items/s of 4 on an H100, 2026-11-27), halved while they would not fit. */
-static int default_rows(gk_gpt2_runner *r, int max_T, int bf16)
+static int default_rows(gk_gpt2_runner *r, int max_T, int weights)
 {
     if (r->be->props.host_memory) return 4;
     gk_err quiet = {0};
     int rows = 64;
-    while (rows > 4 && gk_gpt2_runner_check(r, rows, max_T, bf16, "", &quiet) == GK_ENOMEM) rows /= 2;
+    while (rows > 4 && gk_gpt2_runner_check(r, rows, max_T, weights, "", &quiet) == GK_ENOMEM) rows /= 2;
     return rows;
 }
 
@@ -311,9 +311,9 @@ static int default_rows(gk_gpt2_runner *r, int max_T, int bf16)
 static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     gk_gpt2_runner r = {0};
-    int bf16, context, max_T = 0, rows = (int)o->batch;
+    int weights, context, max_T = 0, rows = (int)o->batch;
     tally t = {0};
-    int rc = open_model(o, &r, &bf16, &context, 1, e);
+    int rc = open_model(o, &r, &weights, &context, 1, e);
     gk_choice_set *sets = calloc((size_t)ninputs, sizeof *sets);
     if (!rc && !sets) rc = gk_errf(e, GK_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < ninputs; i++) {
@@ -323,8 +323,8 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     if (!rc && !t.items) rc = gk_errf(e, GK_EFORMAT, "nothing to score: no items in the input%s",
                                       ninputs > 1 ? "s" : "");
-    if (!rc && !rows) rows = default_rows(&r, max_T < context ? max_T : context, bf16);
-    if (!rc) rc = load_model(&r, rows, max_T < context ? max_T : context, bf16, e);
+    if (!rc && !rows) rows = default_rows(&r, max_T < context ? max_T : context, weights);
+    if (!rc) rc = load_model(&r, rows, max_T < context ? max_T : context, weights, e);
     gk_progress_start(&t.bar, "hellaswag", (int64_t)t.items);
     double t0 = gk_now();
     for (int i = 0; !rc && i < ninputs; i++)

@@ -20,8 +20,10 @@ extern "C" {
  * parameter gradients, AdamW moments, LayerNorm statistics, log-sum-exps and losses are always
  * GK_F32. A bf16 value is the high half of an fp32 (uint16_t; to fp32: shift left by 16, exact;
  * from fp32: round to nearest even). */
-typedef enum gk_elt { GK_F32 = 0, GK_BF16 = 1 } gk_elt;
-static inline size_t gk_elt_size(gk_elt t) { return t == GK_BF16 ? 2 : 4; }
+typedef enum gk_elt { GK_F32 = 0, GK_BF16 = 1, GK_F16 = 2 } gk_elt;
+static inline size_t gk_elt_size(gk_elt t) { return t == GK_F32 ? 4 : 2; }
+/* GK_F16 (IEEE binary16, uint16_t) is a weight type of the CPU backends only (the model's
+ * GK_GPT2_F16 weights), never an activation type; cuda refuses it. */
 
 /* Conventions for every op below.
  * - Pointers are device pointers (from ops->alloc); host pointers say "host". `float *` buffers
@@ -98,7 +100,8 @@ typedef struct gk_ops {
      * stride ldc; beta must be 0) pre_gelu = the result and C = gelu(pre_gelu) (GELU's tanh form).
      * Type combinations every backend implements: all GK_F32; (ta, tb, tc) = (be->act, wt, be->act)
      * with A not transposed, and (be->act, be->act, GK_F32), where wt is the model's weight type
-     * (GK_F32, or GK_BF16 for bf16 weights); others may fail with GK_EUSAGE. */
+     * (GK_F32, or GK_BF16 for bf16 weights; GK_F16 on cpu and ref); others may fail with
+     * GK_EUSAGE. */
     void (*gemm)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
                  const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
                  void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);

@@ -33,10 +33,12 @@ typedef struct gk_param {
     size_t numel;         /* logical element count */
     size_t offset;        /* in floats, from the start of the parameter block */
     float *data, *grad;   /* fp32 parameter, gradient (grad NULL in inference models; data NULL
-                           * when the tensor is kept as bf16 only: GK_GPT2_BF16 weight matrices) */
+                           * when the tensor is kept as bf16 or fp16 only: GK_GPT2_BF16 or
+                           * GK_GPT2_F16 weight matrices) */
     float *m, *v;         /* AdamW first and second moments (NULL in inference models) */
-    void *copy;           /* the bf16 weight matrix the matmuls read (bf16 weights or bf16
-                           * activations), updated with data by every optimizer step; else NULL */
+    void *copy;           /* the 16-bit weight matrix the matmuls read (bf16 or fp16 weights, or
+                           * bf16 activations), updated with data by every optimizer step; else
+                           * NULL */
     int decay;            /* 1: AdamW weight decay applies (2-D tensors, as nanoGPT) */
 } gk_param;
 
@@ -71,6 +73,9 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * GK_GPT2_BF16 (implies INFERENCE): the weight matrices (wte and the four per layer) are kept
  *   as bf16 only (rounded to nearest even from fp32 when set), halving the bytes read per
  *   token; matmuls read bf16 weights with fp32 accumulation. wpe, biases and LayerNorm stay fp32.
+ * GK_GPT2_F16 (implies INFERENCE; cpu and ref backends only): the same with the weight matrices
+ *   as IEEE fp16 (rounded to nearest even; overflow past 65504 becomes infinity): 3 more bits of
+ *   mantissa than bf16, 5 fewer of exponent (GPT-2's weights are far inside the range).
  * GK_GPT2_RECOMPUTE (training models): the backward recomputes each layer's GELU output from
  *   its input (ops->gelu_fwd) instead of keeping it, so one (B*T, 4C) buffer serves every layer:
  *   a quarter of the activations (llm.c's recompute = 1), for one elementwise pass per layer.
@@ -87,7 +92,7 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
 enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8,
-       GK_GPT2_DEFER_MOMENTS = 16 };
+       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);

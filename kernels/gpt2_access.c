@@ -16,12 +16,12 @@ void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host)
         if (p->copy) be->ops->cast(be, p->copy, m->wt, p->data, GK_F32, p->numel);
         return;
     }
-    /* bf16 only: in place, element j's 2 bytes land at byte 2j, over floats already read */
+    /* bf16 or fp16 only: in place, element j's 2 bytes land at byte 2j, over floats already read */
     uint16_t *h = (uint16_t *)host;
     for (size_t j = 0; j < p->numel; j++) {
         float f;
         memcpy(&f, (char *)host + 4 * j, 4);
-        uint16_t b = gk_f2bf16(f);
+        uint16_t b = m->wt == GK_F16 ? gk_f2f16(f) : gk_f2bf16(f);
         memcpy(h + j, &b, 2);
     }
     be->ops->to_device(be, p->copy, host, p->numel * sizeof(uint16_t));
@@ -70,7 +70,7 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
         for (size_t j = p->numel; j-- > 0;) {
             uint16_t b;
             memcpy(&b, (char *)host + 2 * j, 2);
-            host[j] = gk_bf16f(b);
+            host[j] = m->wt == GK_F16 ? gk_f16f(b) : gk_bf16f(b);
         }
     } else {
         return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));

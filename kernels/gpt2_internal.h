@@ -36,7 +36,8 @@ struct gk_gpt2 {
     int flags;              /* GK_GPT2_INFERENCE, GK_GPT2_BF16, GK_GPT2_RECOMPUTE(_LN) */
     gk_elt act;             /* activation type: the backend's */
     gk_elt wt;              /* type of the weight matrices the matmuls read: GK_BF16 with bf16
-                             * weights (GK_GPT2_BF16) or bf16 activations, else GK_F32 */
+                             * weights (GK_GPT2_BF16) or bf16 activations, GK_F16 with fp16
+                             * weights (GK_GPT2_F16), else GK_F32 */
     int training;
     uint64_t rng_seed, rng_counter;
     uint64_t fwd_counter;   /* rng counter of the last training forward (for its backward) */
@@ -49,8 +50,8 @@ struct gk_gpt2 {
     int *p_init;            /* per table entry: its init kind (gpt2_params.c) */
     size_t n_floats;        /* per block (params, grads, m, v) */
     float *p_block, *g_block, *m_block, *v_block; /* g, m, v: NULL in inference models */
-    size_t n_copy;          /* elements of the weight-copy block (wt == GK_BF16), else 0 */
-    void *w_block;          /* the bf16 weight matrices (gk_param.copy) */
+    size_t n_copy;          /* elements of the weight-copy block (wt != GK_F32), else 0 */
+    void *w_block;          /* the bf16 / fp16 weight matrices (gk_param.copy) */
     int grads_pending_zero; /* zero_grad was called and nothing has written g_block since: the
                              * next backward writes the weight-matrix grads (gemm beta 0) instead
                              * of adding to them, and zeroes only the rest (gpt2_optim.c) */

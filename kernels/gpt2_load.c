@@ -9,6 +9,7 @@
 
 #include "common/io/safetensors.h"
 #include "common/mem.h"
+#include "common/opt.h"
 #include "kernels/gpt2_internal.h"
 
 int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e)
@@ -152,12 +153,19 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
     return too_big(e, extra, parts, h.avail, where, hint);
 }
 
-int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, const char *hint,
+/* gk_gpt2_create_ex's flags for enum gk_weights */
+static int runner_flags(int weights)
+{
+    return GK_GPT2_INFERENCE | (weights == GK_WEIGHTS_BF16 ? GK_GPT2_BF16 : 0) |
+           (weights == GK_WEIGHTS_F16 ? GK_GPT2_F16 : 0);
+}
+
+int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int weights, const char *hint,
                          gk_err *e)
 {
     if (r->mem_check == 2) return 0;
     gk_gpt2_mem need;
-    int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
+    int flags = runner_flags(weights);
     int rc = gk_gpt2_mem_estimate(&r->cfg, r->be->act, max_B, max_T, flags, &need, e);
     return rc ? rc : gk_gpt2_mem_check(r->be, &need, 0, NULL, hint, e);
 }
@@ -199,9 +207,9 @@ int gk_gpt2_runner_open_url(gk_gpt2_runner *r, const gk_backend_opts *bo, const 
     return rc;
 }
 
-int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e)
+int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_err *e)
 {
-    int flags = GK_GPT2_INFERENCE | (bf16 == 1 ? GK_GPT2_BF16 : 0);
+    int flags = runner_flags(weights);
     int rc = gk_gpt2_create_ex(&r->model, &r->cfg, r->be, max_B, max_T, flags, e);
     if (!rc) rc = gk_gpt2_load(r->model, r->ckpt, e);
     gk_ckpt_close(r->ckpt);

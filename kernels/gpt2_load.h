@@ -61,13 +61,14 @@ int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char
 int gk_gpt2_runner_open_url(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                             const char *vocab, int required, gk_s3_getenv env, const char *tmpdir,
                             long *retries, gk_err *e);
-/* gk_gpt2_mem_check for the model gk_gpt2_runner_load(r, max_B, max_T, bf16) would make; 0 when
- * r->mem_check is 2, "off" (the tool turns the error into a warning for "warn", 1). */
-int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int bf16, const char *hint,
+/* gk_gpt2_mem_check for the model gk_gpt2_runner_load(r, max_B, max_T, weights) would make; 0
+ * when r->mem_check is 2, "off" (the tool turns the error into a warning for "warn", 1). */
+int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int weights, const char *hint,
                          gk_err *e);
-/* Creates r->model for inference (bf16 == 1: bf16 weights, GK_GPT2_BF16) for batches up to
+/* Creates r->model for inference with weights (enum gk_weights, common/opt.h: GK_WEIGHTS_BF16:
+ * GK_GPT2_BF16, GK_WEIGHTS_F16: GK_GPT2_F16; else fp32 or the device's) for batches up to
  * max_B x max_T, loads the checkpoint's weights into it and closes the checkpoint. */
-int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int bf16, gk_err *e);
+int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_err *e);
 /* Frees the model, the vocabulary, the checkpoint and the backend; zeroes r. */
 void gk_gpt2_runner_close(gk_gpt2_runner *r);
 

@@ -68,10 +68,36 @@ int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
 }
 
 /* The weight matrices (wte and the four per layer; not wpe) have a copy of type wt when that is
- * bf16; an inference model then keeps no fp32 master of them. */
+ * bf16 or fp16; an inference model then keeps no fp32 master of them. */
 static int has_copy(const gk_gpt2 *m, const pdesc *d)
 {
-    return m->wt == GK_BF16 && d->d1 != D_1 && d->d0 != D_T;
+    return m->wt != GK_F32 && d->d1 != D_1 && d->d0 != D_T;
+}
+
+/* The flags as the model keeps them (16-bit weights imply INFERENCE, which drops recompute), and
+ * the type of the weight matrices the matmuls read. */
+static int model_flags(int flags)
+{
+    if (flags & (GK_GPT2_BF16 | GK_GPT2_F16)) flags |= GK_GPT2_INFERENCE;
+    if (flags & GK_GPT2_INFERENCE) flags &= ~(GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN);
+    return flags;
+}
+static gk_elt weight_type(int flags, gk_elt act)
+{
+    if (flags & GK_GPT2_F16) return GK_F16;
+    return (flags & GK_GPT2_BF16) || act == GK_BF16 ? GK_BF16 : GK_F32;
+}
+
+/* 0, or GK_EUSAGE for weight flags the backend (NULL: any) cannot run. */
+static int weights_check(int flags, const gk_backend *be, gk_elt act, gk_err *err)
+{
+    if ((flags & GK_GPT2_F16) && (flags & GK_GPT2_BF16))
+        return gk_errf(err, GK_EUSAGE, "gpt2: bf16 and fp16 weights at once");
+    if ((flags & GK_GPT2_F16) && (act != GK_F32 || (be && strcmp(be->ops->name, "cpu") &&
+                                                     strcmp(be->ops->name, "ref"))))
+        return gk_errf(err, GK_EUSAGE, "fp16 weights run on the cpu backend only (this is %s)",
+                       be ? be->ops->name : "a bf16 device");
+    return 0;
 }
 static int has_master(const gk_gpt2 *m, const pdesc *d)
 {
@@ -221,6 +247,7 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
                       int max_T, int flags, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
+    if (!rc) rc = weights_check(flags, be, be->act, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
         return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
@@ -232,12 +259,10 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->Vp = (cfg->vocab_size + 63) / 64 * 64;
     m->max_B = max_B;
     m->max_T = max_T;
-    if (flags & GK_GPT2_BF16) flags |= GK_GPT2_INFERENCE;
-    if (flags & GK_GPT2_INFERENCE) /* nothing kept to recompute */
-        flags &= ~(GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN);
+    flags = model_flags(flags); /* an inference model keeps nothing to recompute */
     m->flags = flags;
     m->act = be->act;
-    m->wt = (flags & GK_GPT2_BF16) || be->act == GK_BF16 ? GK_BF16 : GK_F32;
+    m->wt = weight_type(flags, be->act);
     int L = cfg->n_layer, maxp = 4 + L * L_COUNT;
     size_t BT = (size_t)max_B * max_T;
     m->params = calloc(maxp, sizeof *m->params);
@@ -412,6 +437,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
                          gk_gpt2_mem *out, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
+    if (!rc) rc = weights_check(flags, NULL, act, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
         return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
@@ -421,10 +447,9 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
     t.Vp = (cfg->vocab_size + 63) / 64 * 64;
     t.max_B = max_B;
     t.max_T = max_T;
-    t.flags = flags & GK_GPT2_BF16 ? flags | GK_GPT2_INFERENCE : flags;
-    if (t.flags & GK_GPT2_INFERENCE) t.flags &= ~(GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN);
+    t.flags = model_flags(flags);
     t.act = act;
-    t.wt = (t.flags & GK_GPT2_BF16) || act == GK_BF16 ? GK_BF16 : GK_F32;
+    t.wt = weight_type(t.flags, act);
     int maxp = 4 + cfg->n_layer * L_COUNT;
     t.params = calloc(maxp, sizeof *t.params);
     t.p_init = calloc(maxp, sizeof *t.p_init);

@@ -29,7 +29,7 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-sample [-m CKPT] [-n TOKENS] [-p PROMPT | -f FILE] [--num-samples K] [-t TEMP] [-k TOPK]\n"
-    "                  [--top-p P] [--seed S] [--stop-at-eot] [--ids] [--dtype float32|bfloat16]\n"
+    "                  [--top-p P] [--seed S] [--stop-at-eot] [--ids] [--dtype float32|bfloat16|float16]\n"
     "                  [--device NAME] [--attention PATH]\n"
     "Generates text from a GPT-2 checkpoint, streaming it to stdout.";
 
@@ -54,7 +54,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "stop-at-eot", GK_OPT_FLAG, &o->stop_at_eot, NULL, "end a sample at <|endoftext|>", 0, 0},
         {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "model in memory: float32 or bfloat16 (fp32, bf16); bfloat16 halves the bytes read per token (default: bfloat16 on cuda, else float32)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weight matrices in memory: float32, bfloat16 or float16 (fp32, bf16, fp16; float16 on the cpu only); 16 bits halve the bytes read per token (default: bfloat16 on cuda, else float32)", 0, 0},
         {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
         {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: the attention path: auto (default: cuDNN where it is present and takes the call, else flash), cudnn, flash, fa2 or plain; the CPU ignores it", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
@@ -202,11 +202,11 @@ static int run(const options *o, gk_err *e)
     gk_gpt2_runner r = {0};
     int *prompt = NULL, hidden = 0;
     int64_t n = 0;
-    int bf16;
-    int rc = gk_opt_dtype(o->dtype, &bf16, e); /* a usage error before any file */
+    int weights;
+    int rc = gk_opt_weights(o->dtype, &weights, e); /* a usage error before any file */
     gk_env env;
     gk_env_read(&env);
-    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = bf16,
+    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = gk_opt_weights_bf16(weights),
                           .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
                           .cuda_no_graphs = env.cuda_no_graphs,
                           .cuda_lib = env.cuda_lib};
@@ -217,13 +217,13 @@ static int run(const options *o, gk_err *e)
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
     if (r.be) gk_warn_note(r.be->note); /* e.g. why device auto is not cuda */
     if (!rc) rc = encode_prompt(o, r.vocab, &prompt, &n, &hidden, e);
-    if (!rc) rc = gk_gpt2_runner_check(&r, (int)o->num_samples, r.cfg.block_size, bf16,
+    if (!rc) rc = gk_gpt2_runner_check(&r, (int)o->num_samples, r.cfg.block_size, weights,
                                        "lower --num-samples, or try --dtype bfloat16", e);
     if (rc == GK_ENOMEM && r.mem_check == 1) { /* GPT_MEM_CHECK=warn */
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;
     }
-    if (!rc) rc = gk_gpt2_runner_load(&r, (int)o->num_samples, r.cfg.block_size, bf16, e);
+    if (!rc) rc = gk_gpt2_runner_load(&r, (int)o->num_samples, r.cfg.block_size, weights, e);
     if (!rc && n > r.cfg.block_size)
         gk_warn("the prompt's %lld tokens are cropped to the last %d (block_size)", (long long)n,
                 r.cfg.block_size);

@@ -1,6 +1,6 @@
-/* cpu.c: the CPU backend's context, memory, gemm, idle-thread policy and vtable, above the op
- * files (cpu_ops.c, cpu_attn.c, cpu_optim.c, cpu_infer.c, cpu_bf16.c), which depend only on
- * cpu_internal.h; their plain references are in ref.c. */
+/* cpu.c: the CPU backend's context, memory, gemm, instruction-set paths, idle-thread policy and
+ * vtable, above the op files (cpu_ops.c, cpu_attn.c, cpu_optim.c, cpu_infer.c, cpu_bf16.c,
+ * cpu_f16.c), which depend only on cpu_internal.h; their plain references are in ref.c. */
 #include "kernels/cpu/cpu.h"
 
 #include <cblas.h>
@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/cpu_attn.h"
 #include "kernels/cpu/cpu_bf16.h"
+#include "kernels/cpu/cpu_f16.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -85,16 +86,16 @@ static void sgemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alp
     }
 }
 
-/* backend.h's gemm: fp32 activations with fp32 (sgemm) or bf16 weights (cpu_bf16.c), then the
- * epilogue in one more pass over C (bias; or bias + GELU). */
+/* backend.h's gemm: fp32 activations with fp32 (sgemm), bf16 (cpu_bf16.c) or fp16 weights
+ * (cpu_f16.c), then the epilogue in one more pass over C (bias; or bias + GELU). */
 static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                      const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
                      float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre_gelu)
 {
-    if (tA != GK_F32 || tC != GK_F32 || (tB == GK_BF16 && ta)) {
+    if (tA != GK_F32 || tC != GK_F32 || (tB != GK_F32 && ta)) {
+        static const char *names[] = {"f32", "bf16", "f16"};
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu gemm: types %s x %s -> %s%s: not implemented",
-                        tA ? "bf16" : "f32", tB ? "bf16" : "f32", tC ? "bf16" : "f32",
-                        ta ? " with A transposed" : "");
+                        names[tA % 3], names[tB % 3], names[tC % 3], ta ? " with A transposed" : "");
         return;
     }
     if (pre_gelu && beta != 0.0f) {
@@ -104,6 +105,8 @@ static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float 
     float *out = pre_gelu ? pre_gelu : C;
     if (tB == GK_BF16)
         cpu_gemm_bf16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    else if (tB == GK_F16)
+        cpu_gemm_f16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
     else
         sgemm(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
     if (!bias && !pre_gelu) return;
@@ -154,6 +157,38 @@ static const gk_ops cpu_ops = {
     .mem_info = host_mem_info, .host_memory = 1,
 };
 
+/* ---- instruction-set paths ---- */
+
+/* The best CPU_ISA_* this machine runs (CPUID through the compiler's builtins). */
+static int cpu_isa_best(void)
+{
+#if defined(__x86_64__) && !defined(GK_NO_CLONES)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return CPU_ISA_AVX2;
+#endif
+    return CPU_ISA_SCALAR;
+}
+
+const char *gk_cpu_isa_name(int isa)
+{
+    return isa == CPU_ISA_AVX2 ? "avx2" : isa == CPU_ISA_SCALAR ? "scalar" : "?";
+}
+
+int gk_cpu_isa(const gk_backend *be) { return CPU(be)->isa; }
+
+int gk_cpu_set_isa(gk_backend *be, int isa, gk_err *err)
+{
+    if (strcmp(be->ops->name, "cpu"))
+        return gk_errf(err, GK_EUSAGE, "isa: %s is not the cpu backend", be->ops->name);
+    if (isa < CPU_ISA_SCALAR || isa > cpu_isa_best())
+        return gk_errf(err, GK_EUSAGE, "isa %d (%s): this machine runs up to %s", isa,
+                       gk_cpu_isa_name(isa), gk_cpu_isa_name(cpu_isa_best()));
+    CPU(be)->isa = isa;
+    return 0;
+}
+
 static void cpu_destroy(gk_backend *be)
 {
     if (!be) return;
@@ -173,6 +208,7 @@ int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err)
     }
     c->nthreads = nthreads > 0 ? nthreads : omp_get_max_threads();
     c->ncores = omp_get_num_procs();
+    c->isa = cpu_isa_best();
     /* OpenBLAS is called from inside our threads; its own pool would only oversubscribe. This
      * is process-wide OpenBLAS state, set to the same value by every CPU backend. */
     openblas_set_num_threads(1);

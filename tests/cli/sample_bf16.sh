@@ -1,8 +1,8 @@
 # --dtype bf16 (weights kept as bf16, fp32 activations) on a tiny char-level model: gpt-evalppl's
 # NLL within bf16 rounding of the fp32 one (relative 2^-6: see tests/unit/test_infer.c), the same
 # token count; gpt-sample runs and is deterministic; nanoGPT's names (float32, bfloat16) and the
-# short ones (fp32, bf16) are the same dtype in both tools; float16 or a bad --dtype is a usage
-# error, said before any file is opened.
+# short ones (fp32, bf16) are the same dtype in both tools; a bad --dtype is a usage error, said
+# before any file is opened (float16: sample_f16).
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 gpt-train -q "${TINY[@]}" --max_iters=10 --eval_interval=10 --out_dir=o > train.log
@@ -22,7 +22,7 @@ gpt-sample -q -n 30 --seed 7 -p 'ROMEO:' > f1
 gpt-sample -q -n 30 --seed 7 -p 'ROMEO:' --dtype float32 | cmp - f1 && echo "float32 = default"
 gpt-evalppl -q --json --dtype bfloat16 t.txt | cmp - bf16.json && echo "evalppl: bfloat16 = bf16"
 gpt-evalppl -q --json --dtype fp32 t.txt | cmp - f32.json && echo "evalppl: fp32 = default"
-for d in fp16 float16 half; do
+for d in half int4; do
   gpt-sample -q -n 3 --dtype $d > out 2> err && echo "exit 0" || echo "exit $?"
   sed 's/^gpt-sample: //' err
 done

@@ -1,0 +1,288 @@
+/* cpu_f16.c: the CPU backend's fp16-weight ops (gemm_f16, encoder_fwd_f16; see backend.h), laid
+ * out as cpu_bf16.c's: a few rows (decoding) stream the weights once and widen them in registers,
+ * more rows widen panels of CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm.
+ * Each step has two paths, picked per backend by cpu_impl.isa (CPUID at create): portable C
+ * (the bit conversion of bf16.h), and AVX2 + FMA + F16C (vcvtph2ps, 8 halves at a time, fused
+ * multiply-adds). The paths round differently (FMA, lane order) and each is checked against the
+ * reference (tests/unit/test_infer_f16.c). Slabs and parts are cut by shape, never by thread
+ * count: results do not depend on it. References: ref.c (gk_elt_get of GK_F16). */
+#include "kernels/cpu/cpu_f16.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+
+#include "kernels/cpu/cpu_bf16.h"
+#include "kernels/cpu/cpu_infer.h"
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/ref.h"
+
+#if defined(__x86_64__) && !defined(GK_NO_CLONES)
+#include <immintrin.h>
+#define F16_AVX2 1
+#define AVX2_FN __attribute__((target("avx2,fma,f16c")))
+#endif
+
+/* One path's kernels. */
+typedef struct f16_kern {
+    /* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B fp16 rows at stride ldb (cpu_rows_ksplit) */
+    cpu_part_fn part_nn;
+    /* C (M, j0..j1) = alpha A (M,K) @ B^T + beta C, B (N,K) fp16 rows at stride ldb */
+    void (*rows_nt)(float *C, int ldc, const float *A, int lda, const uint16_t *B, int ldb, int M,
+                    int K, int j0, int j1, float alpha, float beta);
+    /* dst (n) = src (n) widened */
+    void (*widen)(float *dst, const uint16_t *src, int n);
+} f16_kern;
+
+#define PNN_AHEAD 4  /* weight rows prefetched ahead in part_nn (see cpu_bf16.c) */
+#define RNT_AHEAD 16 /* rows ahead in rows_nt */
+
+static inline float out_of(float s, float alpha, float beta, const float *c)
+{
+    return alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+/* ---- portable C ---- */
+
+static void scalar_part_nn(float *restrict acc, const float *restrict A, int lda,
+                           const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
+{
+    const uint16_t *Bm = Bv;
+    for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
+    for (int kk = k0; kk < k1; kk++) {
+        const uint16_t *brow = Bm + (size_t)kk * ldb;
+        for (int j = 0; j < N; j++) {
+            float w = gk_f16f(brow[j]);
+            for (int r = 0; r < M; r++) acc[(size_t)r * N + j] += A[(size_t)r * lda + kk] * w;
+        }
+    }
+}
+
+static void scalar_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
+                           const uint16_t *restrict Bm, int ldb, int M, int K, int j0, int j1,
+                           float alpha, float beta)
+{
+    for (int j = j0; j < j1; j++) {
+        const uint16_t *b = Bm + (size_t)j * ldb;
+        for (int r = 0; r < M; r++) {
+            const float *a = A + (size_t)r * lda;
+            float s = 0.0f;
+            for (int kk = 0; kk < K; kk++) s += a[kk] * gk_f16f(b[kk]);
+            float *c = Cm + (size_t)r * ldc + j;
+            *c = out_of(s, alpha, beta, c);
+        }
+    }
+}
+
+static void scalar_widen(float *restrict dst, const uint16_t *restrict src, int n)
+{
+    for (int i = 0; i < n; i++) dst[i] = gk_f16f(src[i]);
+}
+
+static const f16_kern k_scalar = {scalar_part_nn, scalar_rows_nt, scalar_widen};
+
+/* ---- AVX2 + FMA + F16C ---- */
+#ifdef F16_AVX2
+
+static inline AVX2_FN __m256 cvt8(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static inline AVX2_FN float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Four weight rows at a time: each 8-column vector of them is widened once and added into all M
+ * rows of acc (M <= CPU_GEMM_ROWS_MAX), one load and store of acc per four rows. */
+static AVX2_FN void avx2_part_nn(float *restrict acc, const float *restrict A, int lda,
+                                 const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
+{
+    const uint16_t *Bm = Bv;
+    int N8 = N & ~7;
+    for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
+    int kk = k0;
+    for (; kk + 4 <= k1; kk += 4) {
+        const uint16_t *b0 = Bm + (size_t)kk * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        if (kk + 4 + PNN_AHEAD <= k1)
+            for (int q = 0; q < 4; q++)
+                for (int j = 0; j < N; j += 32)
+                    __builtin_prefetch(b0 + (size_t)(PNN_AHEAD + q) * ldb + j);
+        __m256 a[CPU_GEMM_ROWS_MAX][4];
+        for (int r = 0; r < M; r++)
+            for (int q = 0; q < 4; q++) a[r][q] = _mm256_set1_ps(A[(size_t)r * lda + kk + q]);
+        for (int j = 0; j < N8; j += 8) {
+            __m256 w0 = cvt8(b0 + j), w1 = cvt8(b1 + j), w2 = cvt8(b2 + j), w3 = cvt8(b3 + j);
+            for (int r = 0; r < M; r++) {
+                float *c = acc + (size_t)r * N + j;
+                __m256 v = _mm256_loadu_ps(c);
+                v = _mm256_fmadd_ps(a[r][0], w0, v);
+                v = _mm256_fmadd_ps(a[r][1], w1, v);
+                v = _mm256_fmadd_ps(a[r][2], w2, v);
+                v = _mm256_fmadd_ps(a[r][3], w3, v);
+                _mm256_storeu_ps(c, v);
+            }
+        }
+        for (int j = N8; j < N; j++)
+            for (int r = 0; r < M; r++) {
+                const float *x = A + (size_t)r * lda + kk;
+                float *c = acc + (size_t)r * N + j;
+                *c = fmaf(x[0], gk_f16f(b0[j]), *c);
+                *c = fmaf(x[1], gk_f16f(b1[j]), *c);
+                *c = fmaf(x[2], gk_f16f(b2[j]), *c);
+                *c = fmaf(x[3], gk_f16f(b3[j]), *c);
+            }
+    }
+    for (; kk < k1; kk++) { /* the last rows of the part, one at a time */
+        const uint16_t *b0 = Bm + (size_t)kk * ldb;
+        for (int r = 0; r < M; r++) {
+            __m256 x = _mm256_set1_ps(A[(size_t)r * lda + kk]);
+            float *c = acc + (size_t)r * N;
+            for (int j = 0; j < N8; j += 8)
+                _mm256_storeu_ps(c + j, _mm256_fmadd_ps(x, cvt8(b0 + j), _mm256_loadu_ps(c + j)));
+            for (int j = N8; j < N; j++) c[j] = fmaf(A[(size_t)r * lda + kk], gk_f16f(b0[j]), c[j]);
+        }
+    }
+}
+
+/* Four weight rows at a time, four independent 8-lane sums (see cpu_bf16.c's bf16_rows_nt). */
+static AVX2_FN void avx2_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
+                                 const uint16_t *restrict Bm, int ldb, int M, int K, int j0,
+                                 int j1, float alpha, float beta)
+{
+    int K8 = K & ~7;
+    for (int j = j0; j < j1; j += 4) {
+        int nj = j1 - j < 4 ? j1 - j : 4;
+        const uint16_t *b0 = Bm + (size_t)j * ldb, *b1 = nj > 1 ? b0 + ldb : b0;
+        const uint16_t *b2 = nj > 2 ? b1 + ldb : b0, *b3 = nj > 3 ? b2 + ldb : b0;
+        for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)
+            for (int kk = 0; kk < K; kk += 32) __builtin_prefetch(Bm + (size_t)i * ldb + kk);
+        for (int r = 0; r < M; r++) {
+            const float *a = A + (size_t)r * lda;
+            __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+            for (int kk = 0; kk < K8; kk += 8) {
+                __m256 x = _mm256_loadu_ps(a + kk);
+                s0 = _mm256_fmadd_ps(x, cvt8(b0 + kk), s0);
+                s1 = _mm256_fmadd_ps(x, cvt8(b1 + kk), s1);
+                s2 = _mm256_fmadd_ps(x, cvt8(b2 + kk), s2);
+                s3 = _mm256_fmadd_ps(x, cvt8(b3 + kk), s3);
+            }
+            float s[4] = {hsum8(s0), hsum8(s1), hsum8(s2), hsum8(s3)};
+            for (int kk = K8; kk < K; kk++) {
+                s[0] = fmaf(a[kk], gk_f16f(b0[kk]), s[0]);
+                s[1] = fmaf(a[kk], gk_f16f(b1[kk]), s[1]);
+                s[2] = fmaf(a[kk], gk_f16f(b2[kk]), s[2]);
+                s[3] = fmaf(a[kk], gk_f16f(b3[kk]), s[3]);
+            }
+            float *c = Cm + (size_t)r * ldc + j;
+            for (int i = 0; i < nj; i++) c[i] = out_of(s[i], alpha, beta, c + i);
+        }
+    }
+}
+
+static AVX2_FN void avx2_widen(float *restrict dst, const uint16_t *restrict src, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, cvt8(src + i));
+    for (; i < n; i++) dst[i] = gk_f16f(src[i]);
+}
+
+static const f16_kern k_avx2 = {avx2_part_nn, avx2_rows_nt, avx2_widen};
+#endif
+
+static const f16_kern *kern_of(gk_backend *be)
+{
+#ifdef F16_AVX2
+    if (CPU(be)->isa >= CPU_ISA_AVX2) return &k_avx2;
+#endif
+    (void)be;
+    return &k_scalar;
+}
+
+/* ---- the ops ---- */
+
+/* C = beta C (alpha 0, as BLAS) */
+static void scale_c(int M, int N, float beta, float *C, int ldc)
+{
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < N; j++) {
+            float *c = C + (size_t)r * ldc + j;
+            *c = beta == 0.0f ? 0.0f : beta * *c;
+        }
+}
+
+/* A few rows with untransposed weights but no scratch for the K split: one slab of columns per
+ * thread, each column a dot product over strided weights (rare: reserve() provides the split) */
+static void few_rows_nn_slow(int M, int j0, int j1, int K, float alpha, const float *A, int lda,
+                             const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    for (int r = 0; r < M; r++)
+        for (int j = j0; j < j1; j++) {
+            float s = 0.0f;
+            for (int kk = 0; kk < K; kk++) s += A[(size_t)r * lda + kk] * gk_f16f(B[(size_t)kk * ldb + j]);
+            float *c = C + (size_t)r * ldc + j;
+            *c = out_of(s, alpha, beta, c);
+        }
+}
+
+void cpu_gemm_f16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                  int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    int nt = CPU(be)->nthreads;
+    const f16_kern *k = kern_of(be);
+    if (alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    if (M <= CPU_GEMM_ROWS_MAX && !tb
+        && cpu_rows_ksplit(be, k->part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
+    if (M <= CPU_GEMM_ROWS_MAX) {
+        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int s = 0; s < ns; s++) {
+            int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
+            if (j0 >= j1) continue;
+            if (tb) k->rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
+            else few_rows_nn_slow(M, j0, j1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        }
+        return;
+    }
+    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
+    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
+    if (!scr) {
+        gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, GK_F16, ldb, beta, C, GK_F32,
+                        ldc, NULL, NULL);
+        return;
+    }
+    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int p = 0; p < np; p++) {
+        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
+        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
+        /* tb: w rows of K from row j0; else K rows of w from column j0 */
+        for (int i = 0, rows = tb ? w : K; i < rows; i++)
+            k->widen(panel + (size_t)i * (tb ? K : w),
+                     tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0, tb ? K : w);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, w, K, alpha,
+                    A, lda, panel, tb ? K : w, beta, C + j0, ldc);
+    }
+}
+
+void cpu_encoder_fwd_f16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
+                         const float *wpe, int B, int T, int C)
+{
+    int N = B * T;
+    const f16_kern *k = kern_of(be);
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static) if (N > 1)
+    for (int i = 0; i < N; i++) {
+        const float *p = wpe + (size_t)(i % T) * C;
+        float *o = out + (size_t)i * C;
+        k->widen(o, wte + (size_t)tokens[i] * C, C);
+        for (int c = 0; c < C; c++) o[c] += p[c];
+    }
+}
