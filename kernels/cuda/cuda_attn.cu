@@ -3,12 +3,12 @@
  * The fused flash-attention kernels (bf16 on tensor cores) live in cuda_attn_flash.cu; the plain
  * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
  * the reference the flash kernels are tested against. The backend's attention setting (cu_ctx's
- * attention, gk_attention in backend.h) picks: auto and cudnn first offer the call to cuDNN
- * (cuda_attn_cudnn.cpp, which declines what it does not take under auto), plain forces the
- * plain path, flash (and auto) take flash wherever it applies (bf16, head sizes 16, 32, 64, 128,
- * 16-byte aligned buffers), fa2 takes the forward of cuda_attn_fa2.cu (mma.sync in registers)
- * where flash applies, with
- * cuda_attn_fa2_bwd.cu's backward.
+ * attention, gk_attention in backend.h) picks: cudnn first offers the call to cuDNN
+ * (cuda_attn_cudnn.cpp, which hands back a shape it has no plan for), plain forces the plain
+ * path, flash takes the wmma flash kernels (cuda_attn_flash.cu) wherever they apply (bf16, head
+ * sizes 16, 32, 64, 128, 16-byte aligned buffers), and auto, fa2 (and cudnn's hand-backs) take
+ * the FlashAttention-2 kernels where flash applies: cuda_attn_fa2.cu's forward (mma.sync, the
+ * softmax in registers) and cuda_attn_fa2_bwd.cu's backward (3.0x flash's on an H200).
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -369,10 +369,10 @@ static int use_flash(gk_backend *be, int hs, const void *a, const void *b, const
     if (CU(be)->attention == GK_ATTN_PLAIN) return 0;
     return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b, c);
 }
-/* The forward of cuda_attn_fa2.cu where flash applies, when attention = fa2. */
-static int use_fa2(gk_backend *be, int hs, const void *a, const void *b)
+/* The fa2 kernels where flash applies, unless attention = flash or plain. */
+static int use_fa2(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
-    return CU(be)->attention == GK_ATTN_FA2 && use_flash(be, hs, a, b, b) && cu_fa2_attn_takes(hs);
+    return CU(be)->attention != GK_ATTN_FLASH && use_flash(be, hs, a, b, c) && cu_fa2_attn_takes(hs);
 }
 
 static int bad_shape(gk_backend *be, const char *op, int B, int T, int C, int NH)
@@ -388,7 +388,7 @@ void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
     CU_BEGIN(be);
     if (bad_shape(be, "attention_fwd", B, T, C, NH)) return;
     if (cu_cudnn_attn_fwd(be, out, lse, qkv, B, T, C, NH, p)) return; /* cuDNN ran it, or failed */
-    if (use_fa2(be, C / NH, qkv, out))
+    if (use_fa2(be, C / NH, qkv, out, out))
         cu_fa2_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
     else if (use_flash(be, C / NH, qkv, out, out))
         cu_flash_attn_fwd(be, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, p, key);
@@ -407,7 +407,7 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
     if (cu_cudnn_attn_bwd(be, dqkv, dout, qkv, out, lse, B, T, C, NH, p)) return;
     float *dsum = (float *)cu_scratch(be, cu_attention_scratch(B, NH, T, C / NH), "attention_bwd");
     if (!dsum) return;
-    if (use_fa2(be, C / NH, qkv, dout))
+    if (use_fa2(be, C / NH, qkv, dout, dqkv))
         cu_fa2_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out,
                         lse, dsum, B, T, C, NH, p, key);
     else if (use_flash(be, C / NH, qkv, dout, dqkv))
@@ -458,10 +458,10 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
     }
 }
 
-/* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none; or cuDNN's
- * workspace where it is larger. */
+/* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none (cuDNN keeps
+ * its own workspace). */
 size_t cu_attention_scratch(int B, int NH, int T, int head_size)
 {
-    size_t dsum = sizeof(float) * (size_t)B * NH * T, dnn = cu_cudnn_scratch(B, NH, T, head_size);
-    return dsum > dnn ? dsum : dnn; /* cuda_attn_cudnn.cpp's workspace, where built with cuDNN */
+    (void)head_size;
+    return sizeof(float) * (size_t)B * NH * T;
 }

@@ -12,13 +12,13 @@
  * to dqkv as Q, K and V lie in qkv (no transposes). lse (B,NH,T) is cuDNN's softmax "stats": the
  * max plus the natural log of the sum of exp of each row of scaled scores, which is the lse of
  * the other paths (cuda_attn.cu), so that any backward takes any forward's.
- * Taken: bf16 activations, head sizes of multiples of 8 up to 128, 16-byte aligned buffers, no
- * dropout (cuDNN draws its masks from its own Philox stream, not from gk_rng's keys: the masks
- * of ref, cpu and the own kernels would differ); the rest, and a shape whose plan cuDNN refuses
- * or whose workspace exceeds the backend's scratch, is declined: attention = auto then runs the
- * own kernels (a refused plan or a workspace past the scratch leaves be->note, which the tools
- * print), attention = cudnn fails with a line saying why. The workspace is the backend's
- * scratch (cu_scratch), which cu_attention_scratch sizes with cu_cudnn_scratch.
+ * Used under attention = cudnn only (auto takes the own fa2 kernels: cuDNN's outputs have not
+ * yet been checked on a GPU, see tests/bench/gpu-results.md). Taken: bf16 activations, head
+ * sizes of multiples of 8 up to 128, 16-byte aligned buffers, no dropout (cuDNN draws its masks
+ * from its own Philox stream, not from gk_rng's keys: the masks of ref, cpu and the own kernels
+ * would differ); the rest fails with a line saying why. A shape whose plan cuDNN refuses (T = 1:
+ * "s_q = s_kv = 1 is not supported") runs on the own kernels, with be->note saying so once (the
+ * tools print it). The workspace is cuDNN's own buffer, grown to the largest plan's.
  * The backward runs cuDNN's deterministic algorithm (the same inputs give the same bits).
  * Built with cuDNN when the Makefile finds cudnn_frontend.h and cudnn.h (GK_HAVE_CUDNN); without
  * them, and under the emulator (which compiles this file too), the same functions say that cuDNN
@@ -74,6 +74,8 @@ struct plan {
 struct cudnn_state {
     cudnnHandle_t handle = nullptr;
     std::map<shape_key, plan> fwd, bwd;
+    void *ws = nullptr; /* the plans' workspace, as large as the largest run so far wants */
+    size_t ws_bytes = 0;
 };
 
 cudnn_state *state(gk_backend *be) { return (cudnn_state *)CU(be)->cudnn; }
@@ -205,41 +207,50 @@ int takes(gk_backend *be, int C, int NH, float p, const void *a, const void *b, 
     return 0;
 }
 
-/* Runs the plan for op (0 fwd, 1 bwd) with pack; 1 when it ran or failed (the sticky error set
- * when it failed), 0 when it was declined (auto: the caller runs its own kernels). */
+/* The workspace for a plan that wants n bytes: cuDNN's own buffer, grown when a plan wants more
+ * (after the stream drains: calls in flight may use the old one); NULL with the sticky error set
+ * when the device has no room. */
+void *workspace(gk_backend *be, cudnn_state *s, size_t n, const char *op)
+{
+    if (n <= s->ws_bytes) return s->ws;
+    void *w = nullptr;
+    cudaError_t rc = cudaStreamSynchronize(CU(be)->stream);
+    if (rc == cudaSuccess) rc = cudaMalloc(&w, n);
+    if (rc != cudaSuccess) {
+        (void)cudaGetLastError();
+        cu_fail(be, rc == cudaErrorMemoryAllocation ? GK_ENOMEM : GK_EIO, __FILE__, __LINE__,
+                "cudnn %s: %zu bytes of workspace: %s", op, n, cudaGetErrorString(rc));
+        return nullptr;
+    }
+    cudaFree(s->ws);
+    s->ws = w, s->ws_bytes = n;
+    return w;
+}
+
+/* Runs the plan for op (0 fwd, 1 bwd) with pack under attention = cudnn; 1 when it ran or failed
+ * (the sticky error set), 0 when the caller runs its own kernels: another setting, or a shape
+ * cuDNN has no plan for (T = 1, for one: be->note says so once, and the tools print it). */
 int run(gk_backend *be, int bwd, int B, int T, int C, int NH, float p, const void *a,
         const void *b, const void *c, const void *d, std::unordered_map<int64_t, void *> &pack)
 {
     cu_ctx *cx = CU(be);
     cudnn_state *s = state(be);
-    int must = cx->attention == GK_ATTN_CUDNN;
     const char *op = bwd ? "attention_bwd" : "attention_fwd";
-    if (!s || (cx->attention != GK_ATTN_AUTO && !must)) return 0;
+    if (!s || cx->attention != GK_ATTN_CUDNN) return 0;
     char why[160];
     if (!takes(be, C, NH, p, a, b, c, d, why, sizeof why)) {
-        if (must)
-            cu_fail(be, GK_EUSAGE, __FILE__, __LINE__, "cuda %s: attention = cudnn: %s", op, why);
-        return must;
+        cu_fail(be, GK_EUSAGE, __FILE__, __LINE__, "cuda %s: attention = cudnn: %s", op, why);
+        return 1;
     }
     const plan &pl = lookup(bwd ? s->bwd : s->fwd, bwd, s->handle, B, T, NH, C / NH);
     if (!pl.graph) {
-        if (must)
-            cu_fail(be, GK_EIO, __FILE__, __LINE__, "cuda %s: attention = cudnn: cuDNN has no plan "
-                    "for B=%d T=%d NH=%d HS=%d: %.200s", op, B, T, NH, C / NH, pl.why.c_str());
-        else if (!be->note[0]) /* the tools warn of it once: auto is slower than it could be */
-            snprintf(be->note, sizeof be->note, "attention auto: the own kernels for %s at B=%d "
-                     "T=%d NH=%d HS=%d, since cuDNN has no plan: %.300s", op, B, T, NH, C / NH,
-                     pl.why.c_str());
-        return must;
-    }
-    if ((size_t)pl.workspace > cx->scratch_bytes && !must) {
         if (!be->note[0])
-            snprintf(be->note, sizeof be->note, "attention auto: the own kernels for %s at B=%d "
-                     "T=%d NH=%d HS=%d, since cuDNN's workspace (%lld bytes) exceeds the scratch "
-                     "(%zu)", op, B, T, NH, C / NH, (long long)pl.workspace, cx->scratch_bytes);
+            snprintf(be->note, sizeof be->note, "attention = cudnn: the own kernels for %s at "
+                     "B=%d T=%d NH=%d HS=%d, since cuDNN has no plan: %.300s", op, B, T, NH,
+                     C / NH, pl.why.c_str());
         return 0;
     }
-    void *ws = pl.workspace > 0 ? cu_scratch(be, (size_t)pl.workspace, op) : nullptr;
+    void *ws = pl.workspace > 0 ? workspace(be, s, (size_t)pl.workspace, op) : nullptr;
     if (pl.workspace > 0 && !ws) return 1;
     cudnnStatus_t st = fe::detail::set_stream(s->handle, cx->stream);
     if (st != CUDNN_STATUS_SUCCESS) {
@@ -299,6 +310,7 @@ void cu_cudnn_close(gk_backend *be)
     if (!s) return;
     s->fwd.clear();
     s->bwd.clear();
+    cudaFree(s->ws);
     if (s->handle) (void)fe::detail::destroy_handle(s->handle);
     delete s;
     CU(be)->cudnn = nullptr;
@@ -326,14 +338,6 @@ int cu_cudnn_attn_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
     return run(be, 1, B, T, C, NH, p, qkv, dqkv, dout, out, pack);
 }
 
-/* The backward's workspace on Hopper: an fp32 dQ accumulator (B,NH,T,HS) and a few fp32 row
- * statistics (B,NH,T), with room to spare; a plan that wants more is declined under auto. */
-size_t cu_cudnn_scratch(int B, int NH, int T, int head_size)
-{
-    size_t rows = (size_t)B * NH * ((size_t)T + 128);
-    return rows * (4 * (size_t)head_size + 16) + ((size_t)4 << 20);
-}
-
 #else /* no cuDNN: the emulator, or a build without the frontend's headers */
 
 int cu_cudnn_open(gk_backend *be, char *why, size_t n)
@@ -359,11 +363,6 @@ int cu_cudnn_attn_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
 {
     (void)be, (void)dqkv, (void)dout, (void)qkv, (void)out, (void)lse;
     (void)B, (void)T, (void)C, (void)NH, (void)p;
-    return 0;
-}
-size_t cu_cudnn_scratch(int B, int NH, int T, int head_size)
-{
-    (void)B, (void)NH, (void)T, (void)head_size;
     return 0;
 }
 

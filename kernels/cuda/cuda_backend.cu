@@ -382,12 +382,12 @@ static void cu_attention_setup(gk_backend *be, cu_ctx *c, int attention)
         return;
     }
     c->attention = attention;
-    if (attention != GK_ATTN_CUDNN && (attention != GK_ATTN_AUTO || be->act != GK_BF16)) return;
+    if (attention != GK_ATTN_CUDNN) return;
     char why[320];
-    if (attention == GK_ATTN_CUDNN && be->act != GK_BF16)
+    if (be->act != GK_BF16)
         snprintf(why, sizeof why, "cuDNN's attention is bf16: dtype = bfloat16");
-    else if (cu_cudnn_open(be, why, sizeof why) == 0 || attention == GK_ATTN_AUTO)
-        return; /* auto without cuDNN: the own kernels */
+    else if (cu_cudnn_open(be, why, sizeof why) == 0)
+        return;
     gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "attention = cudnn: %s (attention = auto or "
                     "flash takes the own kernels)", why);
 }

@@ -154,15 +154,13 @@ size_t cu_attention_scratch(int B, int NH, int T, int head_size);
 int cu_cudnn_open(gk_backend *be, char *why, size_t n);
 /* Frees what cu_cudnn_open made (the backend's destroy calls it); none is a no-op. */
 void cu_cudnn_close(gk_backend *be);
-/* The attention_fwd and attention_bwd ops (bf16) on cuDNN under attention = auto or cudnn:
- * 1 when cuDNN ran the call or it failed (the sticky error set: attention = cudnn and a call it
- * does not take, or a cuDNN failure), 0 when declined (the caller runs its own kernels). */
+/* The attention_fwd and attention_bwd ops (bf16) on cuDNN under attention = cudnn: 1 when cuDNN
+ * ran the call or it failed (the sticky error set: a call it does not take, or a cuDNN failure),
+ * 0 when the caller runs its own kernels (another setting, or a shape cuDNN has no plan for). */
 int cu_cudnn_attn_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C,
                       int NH, float p);
 int cu_cudnn_attn_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
                       const void *out, const float *lse, int B, int T, int C, int NH, float p);
-/* The scratch cuDNN's backward may need for those sizes (0 without cuDNN). */
-size_t cu_cudnn_scratch(int B, int NH, int T, int head_size);
 /* cuda_graph.cu: recorded steps (the record_begin, record_end, replay and record_free slots) */
 int cu_record_begin(gk_backend *be);
 void *cu_record_end(gk_backend *be);

@@ -130,7 +130,10 @@ static adamw_k adamw_consts(float lr, float beta1, float beta2, float eps, float
     return k;
 }
 
-/* Elements i..i+V-1; copy (type E) written when not NULL. */
+/* Elements i..i+V-1; copy (type E) written when not NULL. Every product is rounded on its own
+ * (__fmul_rn), so that nvcc contracts none into a fused multiply-add: left to itself it contracted
+ * them differently in adamw_kernel and adamw_multi_kernel, and the two disagreed in the last bit
+ * (test_ops test_multi on an H200, 2026-11-27); this is also the reference's order of roundings. */
 template <int V, typename E>
 static __device__ __forceinline__ void adamw_at(float *param, const float *grad, float *m, float *v, E *copy, const adamw_k &k, size_t i)
 {
@@ -140,12 +143,12 @@ static __device__ __forceinline__ void adamw_at(float *param, const float *grad,
     load_f<V>(mm, m + i);
     load_f<V>(vv, v + i);
     for (int j = 0; j < V; j++) {
-        float gj = g[j] * k.grad_scale;
-        p[j] *= k.decay;
-        mm[j] = mm[j] * k.beta1 + (1.0f - k.beta1) * gj;
-        vv[j] = vv[j] * k.beta2 + (1.0f - k.beta2) * (gj * gj);
+        float gj = __fmul_rn(g[j], k.grad_scale);
+        p[j] = __fmul_rn(p[j], k.decay);
+        mm[j] = __fmul_rn(mm[j], k.beta1) + __fmul_rn(1.0f - k.beta1, gj);
+        vv[j] = __fmul_rn(vv[j], k.beta2) + __fmul_rn(1.0f - k.beta2, __fmul_rn(gj, gj));
         float denom = sqrtf(vv[j]) / k.bc2_sqrt + k.eps;
-        p[j] = p[j] + -k.step_size * (mm[j] / denom);
+        p[j] = p[j] - __fmul_rn(k.step_size, mm[j] / denom);
     }
     store_f<V>(param + i, p);
     store_f<V>(m + i, mm);

@@ -3,8 +3,9 @@
 # ignored folder .gpukit/ that the device tool's `run` carries (carry [".gpukit"]). The device
 # image is described as nvcc, the CUDA libraries and PyTorch; nothing says it has our -dev
 # packages, and it cannot fetch any, so the kit holds:
-#   sysroot.tar.xz  Debian's libpcre2, libarchive, jansson, zlib, OpenBLAS, libcurl, OpenSSL and
-#                   Gloo packages with the libraries they load, and pkgconf (pkg-config, used when
+#   sysroot.tar.xz  the Debian -dev packages the Makefile's DEBS names (libpcre2, libarchive, jansson,
+#                   zlib, OpenBLAS, libcurl, OpenSSL, zstd, snappy, lz4) and Gloo's, with the
+#                   libraries they load, and pkgconf (pkg-config, used when
 #                   the device has none), unpacked by dpkg -x (no scripts),
 #                   docs and static libraries left out (about 25 MB)
 #   data/           ../shared/data (gpt2/, tinyshakespeare/, tokenizer-cases/: 3 MB), so that
@@ -15,15 +16,17 @@
 #                   else on the machine sees those libraries), and NCCL is found in CUDA's folder
 #                   or, failing that, in PyTorch's pip wheel (NCCL_HOME)
 #   nccl-include/   this machine's nccl.h, for a wheel that has the library but no header
-#   cudnn-include/  cuDNN's frontend headers (from /usr/local/include, where .ci/deps.sh puts
-#                   them) and this CUDA's cudnn*.h, so that libgptkit-cuda.so has cuDNN's attention
+#   cudnn/include/  cuDNN's frontend headers (from /usr/local/include, where .ci/deps.sh puts
+#                   them; the folder is named include/ since they include "../include/...") and
+#                   this CUDA's cudnn*.h, so that libgptkit-cuda.so has cuDNN's attention
 # Usage (here, root, with Debian's package lists: apt-get update first): tests/bench/gpu_kit.sh
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kit=$top/.gpukit
 data=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" && pwd)
-want=(libpcre2-dev libarchive-dev libjansson-dev zlib1g-dev libopenblas-dev libcurl4-openssl-dev
-      libssl-dev libgloo-dev pkgconf)
+# the -dev packages the Makefile asks for (its DEBS list, so that the kit follows it), Gloo, pkgconf
+want=($(sed -n '/^DEBS *:=/,/[^\\]$/p' "$top/Makefile" | grep -o '[a-z0-9.+-]*:[a-z0-9.+-]*-dev' | cut -d: -f2)
+      libgloo-dev pkgconf)
 # What the device's base system has (C library, compiler runtime, PAM and the like), and the
 # OpenBLAS builds we do not link: not packed.
 skip='^(adduser|cdebconf|debconf|dpkg|gcc-[0-9]+-base|install-info|libaudit.*|libc-dev-bin|libc6|libc6-dev|libcap-ng0|libcrypt-dev|libcrypt1|libdb5\.3|libdebian-installer4|libgcc-s1|libgomp1|libmd0|libnewt0\.52|libnsl-dev|libnsl2|libpam.*|libreadline8|libselinux1|libsemanage.*|libsepol2|libslang2|libstdc\+\+6|libtextwrap1|libtinfo6|libtirpc.*|linux-libc-dev|passwd|readline-common|rpcsvc-proto|tar|libopenblas.*-(openmp|serial).*)$'
@@ -52,9 +55,9 @@ if [ ! -f "$fe/cudnn_frontend.h" ] && python3 -m pip download -q --no-deps -d "$
   fe=$work/fe/w/include
 fi
 if [ -f "$fe/cudnn_frontend.h" ]; then
-  mkdir -p "$kit/cudnn-include"
-  cp -r "$fe"/cudnn_frontend* "$fe"/cudnn_backend_base.h "$kit/cudnn-include/"
-  cp "$(dirname "$nccl_h")"/cudnn*.h "$kit/cudnn-include/" 2>/dev/null || true
+  mkdir -p "$kit/cudnn/include" # named include/: the frontend includes "../include/..."
+  cp -r "$fe"/cudnn_frontend* "$fe"/cudnn_backend_base.h "$kit/cudnn/include/"
+  cp "$(dirname "$nccl_h")"/cudnn*.h "$kit/cudnn/include/" 2>/dev/null || true
 fi
 cat > "$kit/env.sh" <<'EOF'
 # .gpukit/env.sh (written by tests/bench/gpu_kit.sh): source it from the repository root.
@@ -91,7 +94,7 @@ if [ ! -f "$cuda/include/nccl.h" ]; then # PyTorch's wheel: nvidia/nccl/lib/libn
 fi
 # cuDNN: the frontend's headers packed here (the Makefile's CUDNN_FRONTEND_INCLUDE), and
 # libcudnn.so.9 from CUDA's folder or else PyTorch's wheel (nvidia/cudnn/lib), loaded at run time
-[ -f "$kit/cudnn-include/cudnn_frontend.h" ] && export CUDNN_FRONTEND_INCLUDE=$kit/cudnn-include
+[ -f "$kit/cudnn/include/cudnn_frontend.h" ] && export CUDNN_FRONTEND_INCLUDE=$kit/cudnn/include
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9' && [ ! -e "$cuda/lib64/libcudnn.so.9" ]; then
   d=$(python3 -c 'import nvidia.cudnn as c; print(list(c.__path__)[0] + "/lib")' 2>/dev/null)
   [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

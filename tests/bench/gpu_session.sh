@@ -94,27 +94,29 @@ step decode-graphs 60 bash -c decode_graphs
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
 # graphs off so that each kernel is seen alone; ncu.csv in the logs)
 step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
-# 3c. the attention kernels and their knobs (cuda_attn_flash.cu: FL_PREFETCH, FL_*_BLOCKS;
-# cuda_attn_fa2_bwd.cu: FB_KV_REG_D=64 keeps K and V in the kv kernel's registers, 159 of them
-# on sm_90 against 126), side by side: each variant's library built apart (CUDA_DEFS), checked by
-# test_cuda_attn on the GPU (flash, fa2 and plain against the reference), then the B=16 step's
-# attention times with it (GPT_CUDA_LIB) on the wmma flash kernels (--attention=flash); the
-# first variant is the default, as a baseline, timed also with cuda_attn_fa2.cu on mma.sync
-# (--attention=fa2) and with cuDNN's fused attention (--attention=cudnn, where the library has
-# it): attention_fwd and attention_bwd side by side
-# A variant of the fa2 backward's knobs (FB_*) is timed with --attention=fa2 alone.
+# 3c. the attention paths and the kernels' knobs (cuda_attn_fa2_bwd.cu: FB_KV_REG_D=64 keeps K
+# and V in the kv kernel's registers, 159 of them on sm_90 against 126; cuda_attn_flash.cu:
+# FL_PREFETCH, FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS),
+# checked by test_cuda_attn on the GPU (fa2, flash, cudnn and plain against the reference), then
+# the B=16 step's attention times with it (GPT_CUDA_LIB) on the fa2 kernels (auto's path) or,
+# for a variant of the FL_ knobs, the wmma flash kernels (--attention=flash); the first variant is
+# the default, as a baseline, timed on all three paths (fa2, flash, and cuDNN's fused attention,
+# --attention=cudnn, where the library has it: its note or error line shows when it declines or
+# fails): the step's median and attention_fwd and attention_bwd side by side
 flash_variants() {
   local i=0 v lib
-  IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFL_PREFETCH=1;-DFL_FWD_BLOCKS=5;-DFL_PREFETCH=1 -DFL_BWD_Q_BLOCKS=3;-DFB_KV_REG_D=64}"
+  IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFB_KV_REG_D=64;-DFL_PREFETCH=1}"
   for v in "${vs[@]}"; do
     i=$((i + 1)) lib=/tmp/flash-v$i/lib/libgptkit-cuda.so
     echo "== variant $i: [${v# }]"
-    make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
+    if [ -z "${v// /}" ]; then lib=$PWD/build/lib/libgptkit-cuda.so # the default: the build step's
+    else make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
+    fi
     GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
-    for a in $([[ $v = *FB_* ]] && echo fa2 || echo flash) $([ $i = 1 ] && echo fa2 cudnn); do
+    for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
-        grep -E 'median|attention_(fwd|bwd) '
+        grep -E -i 'median|attention_(fwd|bwd) |note|error|fail|cudnn'
     done
   done
 }
@@ -140,17 +142,16 @@ PY
 export -f ncu_decode
 export logs
 step ncu-decode 90 bash -c ncu_decode
-# the flash-attention kernels of one B=16 training step (half its time on 2026-11-27), and the
-# fa2 forward (--attention=fa2), with ncu's sections on occupancy, memory and shared-memory
-# traffic, tensor pipes and warp stalls: what the next kernel change should aim at
+# the fa2 attention kernels of one B=16 training step (auto's path; 23% of the step on an H200,
+# 2026-11-27), with ncu's sections on occupancy, memory and shared-memory traffic, tensor pipes
+# and warp stalls: what the next kernel change should aim at
 ncu_attention() {
   local k
-  for k in fa2_fwd flash_fwd flash_bwd_kv flash_bwd_q; do # the first launch of each
+  for k in fa2_fwd fa2_bwd_kv fa2_bwd_q; do # the first launch of each
     "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none -k "regex:^$k" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats \
-      build/bench/train_step --device cuda --dtype bfloat16 --batch 16 \
-      --attention=$([ $k = fa2_fwd ] && echo fa2 || echo flash) G 1 || return 1
+      build/bench/train_step --device cuda --dtype bfloat16 --batch 16 --attention=fa2 G 1 || return 1
   done
 }
 export -f ncu_attention

@@ -426,6 +426,7 @@ static int bench(const options *o, gk_err *err)
         qsort(ms + warmup, (size_t)o->steps, sizeof(double), cmp);
         report(o, m, be, B, T, ms, warmup, loss, sleeps);
     }
+    if (dev && dev->note[0]) fprintf(stderr, "note: %s\n", dev->note); /* e.g. cuDNN declined */
     gk_gpt2_free(m);
     gk_backend_free(be);
     gk_backend_free(dev);

@@ -318,8 +318,8 @@ static void test_deterministic(void)
 }
 
 /* The setting: names both ways, a bad value naming the setting; cuda-emu refuses cudnn with one
- * line at open, and auto there is flash (the same bits); cpu ignores the setting; a path number
- * out of range is refused. */
+ * line at open; auto is fa2 (the same bits), neither flash's nor plain's; cpu ignores the
+ * setting; a path number out of range is refused. */
 static void test_attention_setting(void)
 {
     gk_err e = {0};
@@ -350,21 +350,27 @@ static void test_attention_setting(void)
     const attn_case c = {2, 65, 64, 2, 0.0f};
     size_t n1 = (size_t)c.B * c.T * c.C;
     float *qkv = rand_buf(3 * n1, 2.0f, 1), *dout = rand_buf(n1, 1.0f, 1);
-    gk_backend *auto_be = open_path(1, GK_ATTN_AUTO), *flash_be = open_path(1, GK_ATTN_FLASH);
-    gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN);
-    attn_result x = run_attention(auto_be, &c, qkv, dout, 3), y = run_attention(flash_be, &c, qkv, dout, 3);
+    gk_backend *auto_be = open_path(1, GK_ATTN_AUTO), *fa2_be = open_path(1, GK_ATTN_FA2);
+    gk_backend *plain_be = open_path(1, GK_ATTN_PLAIN), *flash_be = open_path(1, GK_ATTN_FLASH);
+    attn_result x = run_attention(auto_be, &c, qkv, dout, 3), y = run_attention(fa2_be, &c, qkv, dout, 3);
     attn_result z = run_attention(plain_be, &c, qkv, dout, 3);
+    attn_result w = run_attention(flash_be, &c, qkv, dout, 3);
     CHECKF(!memcmp(x.out, y.out, sizeof(float) * n1) && !memcmp(x.dqkv, y.dqkv, sizeof(float) * 3 * n1),
-           "cuda-emu: attention = auto is not flash");
+           "cuda-emu: attention = auto is not fa2");
     CHECKF(memcmp(x.out, z.out, sizeof(float) * n1) != 0, "cuda-emu: attention = auto gave plain's bits");
-    free_result(&x), free_result(&y), free_result(&z), free(qkv), free(dout);
-    gk_backend_free(auto_be), gk_backend_free(flash_be), gk_backend_free(plain_be);
+    CHECKF(memcmp(x.dqkv, w.dqkv, sizeof(float) * 3 * n1) != 0,
+           "cuda-emu: attention = auto gave flash's bits");
+    free_result(&x), free_result(&y), free_result(&z), free_result(&w), free(qkv), free(dout);
+    gk_backend_free(auto_be), gk_backend_free(fa2_be), gk_backend_free(plain_be);
+    gk_backend_free(flash_be);
 }
 
 /* bf16: cuDNN's fused attention (attention = cudnn, cuda_attn_cudnn.cpp) against ref, plain and
  * flash (out, lse, dqkv; flash's tolerance: cuDNN too rounds P and dS to bf16 for its tensor-core
- * products) on the cases it takes (no dropout) and on GPT-2's shape, T = 1024; the same bits
- * twice (its deterministic backward); dropout is refused with one line naming it. cuda-emu (no
+ * products) on the cases it takes (no dropout) and on GPT-2's shape, T = 1024, where cuDNN must
+ * have run both (no note: a shape it has no plan for, T = 1, runs on the fa2 kernels with a
+ * note, printed here); the same bits twice (its deterministic backward); dropout is refused with
+ * one line naming it. cuda-emu (no
  * cuDNN): the open is refused (checked here and by test_attention_setting); on a GPU without
  * cuDNN (a library built without its headers, no libcudnn.so.9) the test skips, saying why. */
 static void test_bf16_cudnn(void)
@@ -397,7 +403,10 @@ static void test_bf16_cudnn(void)
         attn_result want = run_attention(ref, c, qkv, dout, 51 + k);
         attn_result plain = run_attention(plain_be, c, qkv, dout, 51 + k);
         attn_result flash = run_attention(flash_be, c, qkv, dout, 51 + k);
+        dnn->note[0] = 0;
         attn_result got = run_attention(dnn, c, qkv, dout, 51 + k);
+        if (dnn->note[0]) fprintf(stderr, "note: T=%d: %s\n", c->T, dnn->note);
+        CHECKF(c != &big || !dnn->note[0], "cudnn did not run GPT-2's shape: %s", dnn->note);
         attn_result again = run_attention(dnn, c, qkv, dout, 51 + k);
         expect_same("bf16 cudnn", c, &got, &want, 4 * u, 4 * u);
         expect_same("bf16 cudnn vs plain", c, &got, &plain, 4 * u, 4 * u);
