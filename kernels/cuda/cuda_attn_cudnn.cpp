@@ -18,7 +18,9 @@
  * from its own Philox stream, not from gk_rng's keys: the masks of ref, cpu and the own kernels
  * would differ); the rest fails with a line saying why. A shape whose plan cuDNN refuses (T = 1:
  * "s_q = s_kv = 1 is not supported") runs on the own kernels, with be->note saying so once (the
- * tools print it). The workspace is cuDNN's own buffer, grown to the largest plan's.
+ * tools print it). The workspace is cuDNN's own buffer, grown to the largest plan's: the
+ * deterministic backward on Hopper takes cudnn-frontend's dP workspace, B NH T T 2 bytes (400 MB
+ * for GPT-2 124M at B = 16), not an estimate of ours.
  * The backward runs cuDNN's deterministic algorithm (the same inputs give the same bits).
  * Built with cuDNN when the Makefile finds cudnn_frontend.h and cudnn.h (GK_HAVE_CUDNN); without
  * them, and under the emulator (which compiles this file too), the same functions say that cuDNN
