@@ -168,8 +168,10 @@ build/bin/gpt-tokenize -q -V "$data/gpt2" "$data/tinyshakespeare/input.txt" -o "
   --eval_interval=100 --eval_iters=5 --log_interval=10)
 
 # 5. speed beside PyTorch and llm.c's figures
-step bench-gpu 200 make bench-gpu
+BENCH_PARTS="decode hellaswag train" step bench-gpu 200 make bench-gpu
 cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
+# the bigger models (gpt2-medium, -large, -xl, B=8) beside torch.compile: issue 24's item 4
+BENCH_PARTS=big step bench-big 150 make bench-gpu
 
 # 6. the op tests under compute-sanitizer: memcheck first, then the slower racecheck, synccheck.
 # API errors are not counted: cuBLASLt's own queries fail by design (NoKernelImage), and

@@ -10,12 +10,16 @@
 # with each token's step replayed as one CUDA graph and without (GPT_CUDA_GRAPHS=0), on GPT-2 124M with bf16 weights and random values (rand_ckpt.c), and the bound the bytes read
 # per token put on it at BENCH_BW_GBS GB/s (default 3350: the H100 SXM's HBM3 by its datasheet).
 # HellaSwag: gpt-evalppl --hellaswag items/s on that model at 4, 16 and 64 rows a forward.
+# Bigger models (part big, config G): gpt2-medium, gpt2-large and gpt2-xl (T=1024, B=8 by default,
+# BENCH_BIG_BATCH), each with torch.compile at the same batch: ms/step, tokens/s, MFU, memory.
 # Usage: bash tests/bench/run_gpu.sh BUILD   (BUILD holds bench/train_step, bench/rand_ckpt,
 # bin/gpt-sample and lib/libgptkit-cuda.so). Environment:
 #   BENCH_DEVICE=cuda|cuda-emu (default cuda). BENCH_CONFIG=G|S (default G; S: 4 layers, 4 heads,
 #   128 wide, T=64, vocab 65 for training, vocab 50257 for decoding, to check this script on the
 #   CPU with BENCH_DEVICE=cuda-emu), BENCH_BATCHES (default "16 64"; S: "4 8"), BENCH_STEPS
-#   (timed steps, default 20; S: 2), BENCH_PEAK_TFLOPS (MFU's peak, default 989.5), PYTHON.
+#   (timed steps, default 20; S: 2), BENCH_PEAK_TFLOPS (MFU's peak, default 989.5), PYTHON,
+#   BENCH_PARTS (default "decode hellaswag train big": which parts run, in that order),
+#   BENCH_BIG (default "gpt2-medium gpt2-large gpt2-xl"; S: none), BENCH_BIG_BATCH (default 8).
 #   The vocabulary for the prompt: $GPT_VOCAB, else $GPT_TEST_DATA/gpt2 (default ../shared/data).
 # Exit status: 0 when every gptkit run worked (a missing torch is a note, not a failure).
 set -uo pipefail
@@ -177,8 +181,36 @@ hellaswag_bench() {
   done
 }
 
+# gpt2-medium, -large and -xl: gptkit's step beside torch.compile's at the same batch (the issue's
+# "at least torch.compile's tokens/s"); recompute as gpt-train's auto would pick on a GPU (gelu)
+big_bench() {
+  local name L H C B=${BENCH_BIG_BATCH:-8} line torch_ok=0
+  [ "$config" = G ] || return 0
+  "$python" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && torch_ok=1
+  echo
+  printf '%-30s %4s %10s %12s %8s %12s\n' "bigger models (T=$T)" B ms/step tokens/s MFU memory
+  for name in ${BENCH_BIG:-gpt2-medium gpt2-large gpt2-xl}; do
+    case $name in
+      gpt2-medium) L=24 H=16 C=1024 ;; gpt2-large) L=36 H=20 C=1280 ;; gpt2-xl) L=48 H=25 C=1600 ;;
+      *) echo "$name: not gpt2-medium, gpt2-large or gpt2-xl"; failed=1; continue ;;
+    esac
+    run_step "$name" --recompute gelu --batch "$B" "$name" 10 && step_row "$work/$name.out" "$B" "bf16 $name"
+    [ $torch_ok = 1 ] || continue
+    if line=$("$python" "$top/tests/bench/torch_gpu_step.py" --layers $L --heads $H --embd $C \
+                --vocab 50304 -B "$B" -T "$T" --steps 10 --peak "$peak" --compile 2> "$work/torch.err" | tail -n 1) &&
+       [ -n "$line" ]; then
+      torch_row "$line" "torch compile $name" "$B"
+    else
+      printf '%-30s %4s   failed: %s\n' "torch compile $name" "$B" "$(tail -n 1 "$work/torch.err")"
+    fi
+  done
+}
+
 # the quick ones first: under a time limit (gpu_session.sh) torch.compile is what gets cut
-decode_bench
-hellaswag_bench
-train_bench
+for part in ${BENCH_PARTS:-decode hellaswag train big}; do
+  case $part in
+    decode) decode_bench ;; hellaswag) hellaswag_bench ;; train) train_bench ;; big) big_bench ;;
+    *) echo "BENCH_PARTS: '$part' is not decode, hellaswag, train or big"; failed=1 ;;
+  esac
+done
 exit $failed

@@ -193,13 +193,17 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->in = in;
     p->clock = cpu_clock ? cpu_ms : now_ms;
     p->async = strcmp(in->ops->name, "cpu") != 0 && strcmp(in->ops->name, "ref") != 0;
-    p->ops = (gk_ops){in->ops->name, p_alloc, p_free, p_to_device, p_to_host, p_copy, p_zero,
-        p_sync, p_reserve, p_cast, p_gemm, p_bias_bwd, p_enc_fwd, p_enc_bwd, p_ln_fwd, p_ln_bwd,
-        p_att_fwd, p_att_bwd, p_gelu_fwd, p_gelu_bwd, p_res_ln_fwd, p_drop_bwd, p_xent_fwd,
-        p_xent_bwd, p_sumsq, p_scale, p_adamw, p_adamw_multi, p_zero_multi, p_att_at,
-        NULL, NULL, NULL, NULL, /* no recording: the profiler times each op */
-        NULL, NULL, /* no collectives through the profiler */
-        p_mem_info, in->ops->host_memory};
+    /* no recording (the profiler times each op) and no collectives: those slots stay NULL */
+    p->ops = (gk_ops){.name = in->ops->name, .alloc = p_alloc, .free = p_free,
+        .to_device = p_to_device, .to_host = p_to_host, .copy = p_copy, .zero = p_zero,
+        .sync = p_sync, .reserve = p_reserve, .cast = p_cast, .gemm = p_gemm,
+        .bias_bwd = p_bias_bwd, .encoder_fwd = p_enc_fwd, .encoder_bwd = p_enc_bwd,
+        .layernorm_fwd = p_ln_fwd, .layernorm_bwd = p_ln_bwd, .attention_fwd = p_att_fwd,
+        .attention_bwd = p_att_bwd, .gelu_fwd = p_gelu_fwd, .gelu_bwd = p_gelu_bwd,
+        .residual_layernorm_fwd = p_res_ln_fwd, .dropout_bwd = p_drop_bwd, .xent_fwd = p_xent_fwd,
+        .xent_bwd = p_xent_bwd, .sumsq = p_sumsq, .scale = p_scale, .adamw = p_adamw,
+        .adamw_multi = p_adamw_multi, .zero_multi = p_zero_multi, .attention_fwd_at = p_att_at,
+        .mem_info = p_mem_info, .host_memory = in->ops->host_memory};
     be->ops = &p->ops;
     be->act = in->act;
     be->impl = p;
@@ -266,12 +270,34 @@ typedef struct options {
 
 static const char usage[] =
     "train_step [--device NAME] [--dtype float32|bfloat16] [--batch N] [--peak-tflops F]\n"
-    "                  [--recompute false|gelu|gelu+ln] [--attention PATH] S|M|G [steps] [threads] [prof]\n"
+    "                  [--recompute false|gelu|gelu+ln] [--attention PATH] CONFIG [steps] [threads] [prof]\n"
     "Times training steps (forward, backward, AdamW) of GPT-2 on one backend.";
 static const char footer[] =
     "Configs: S 4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64; M GPT-2 124M, B=4, T=64;\n"
-    "G GPT-2 124M, B=16, T=1024. steps: timed steps after 2 warm-up ones (default 30, 8, 20);\n"
+    "G GPT-2 124M, B=16, T=1024; gpt2-medium (350M), gpt2-large (774M), gpt2-xl (1.5B): B=8,\n"
+    "T=1024. steps: timed steps after 2 warm-up ones (default 30, 8, 20; 10 for the big ones);\n"
     "threads: CPU threads (default 2); prof: also time every op.\n";
+
+/* The model and batch of a config name; batch > 0 overrides B. 0, or -1 for an unknown name. */
+static int config_of(const char *name, int64_t batch, gk_gpt2_config *c, int *B, int *T)
+{
+    static const struct { const char *name; int layers, heads, embd; } big[] = {
+        {"gpt2-medium", 24, 16, 1024}, {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600}};
+    *c = (gk_gpt2_config){12, 12, 768, 1024, 50257, 1, 0.0f}, *B = 4, *T = 64;
+    if (!strcmp(name, "S"))
+        *c = (gk_gpt2_config){4, 4, 128, 64, 65, 1, 0.0f}, *B = 12;
+    else if (!strcmp(name, "G"))
+        *B = 16, *T = 1024;
+    else if (strcmp(name, "M")) {
+        size_t i = 0;
+        while (i < sizeof big / sizeof *big && strcmp(name, big[i].name)) i++;
+        if (i == sizeof big / sizeof *big) return -1;
+        c->n_layer = big[i].layers, c->n_head = big[i].heads, c->n_embd = big[i].embd;
+        *B = 8, *T = 1024;
+    }
+    if (batch > 0) *B = (int)batch;
+    return 0;
+}
 
 /* 0, 1 (help shown) or GK_EUSAGE. */
 static int parse(options *o, int argc, char **argv, gk_err *e)
@@ -292,9 +318,13 @@ static int parse(options *o, int argc, char **argv, gk_err *e)
     char **a = argv + first;
     if (n > 4) return gk_errf(e, GK_EUSAGE, "too many operands");
     o->config = n > 0 ? a[0] : "S";
-    if (strcmp(o->config, "S") && strcmp(o->config, "M") && strcmp(o->config, "G"))
-        return gk_errf(e, GK_EUSAGE, "config '%s': not S, M or G", o->config);
-    o->steps = n > 1 ? atoi(a[1]) : !strcmp(o->config, "S") ? 30 : !strcmp(o->config, "M") ? 8 : 20;
+    gk_gpt2_config c;
+    int B, T;
+    if (config_of(o->config, 0, &c, &B, &T))
+        return gk_errf(e, GK_EUSAGE, "config '%s': not S, M, G, gpt2-medium, gpt2-large or gpt2-xl",
+                       o->config);
+    o->steps = n > 1 ? atoi(a[1]) : !strcmp(o->config, "S") ? 30 : !strcmp(o->config, "M") ? 8
+                                  : !strcmp(o->config, "G") ? 20 : 10;
     o->threads = n > 2 ? atoi(a[2]) : 2;
     o->profile = n > 3 && !strcmp(a[3], "prof");
     if (n > 3 && !o->profile) return gk_errf(e, GK_EUSAGE, "'%s': not prof", a[3]);
@@ -306,16 +336,6 @@ static int parse(options *o, int argc, char **argv, gk_err *e)
     return 0;
 }
 
-/* The model and batch of a config name (checked by parse); batch > 0 overrides B. */
-static void config_of(const char *name, int64_t batch, gk_gpt2_config *c, int *B, int *T)
-{
-    if (!strcmp(name, "S"))
-        *c = (gk_gpt2_config){4, 4, 128, 64, 65, 1, 0.0f}, *B = 12, *T = 64;
-    else
-        *c = (gk_gpt2_config){12, 12, 768, 1024, 50257, 1, 0.0f}, *B = 4, *T = 64;
-    if (!strcmp(name, "G")) *B = 16, *T = 1024;
-    if (batch > 0) *B = (int)batch;
-}
 
 /* nanoGPT's estimate_mfu: 6N + 12 L H Q T flops per token, N the parameters but wpe (the
  * position embedding does no matmul) with wte over the padded vocab (as nanoGPT's 50304 and
