@@ -49,7 +49,8 @@ static inline size_t gk_elt_size(gk_elt t) { return t == GK_F32 ? 4 : 2; }
  *   the mask from the same key, so masks are never stored. p == 0 means no dropout (key ignored). */
 
 typedef struct gk_backend gk_backend;
-struct gk_comm; /* kernels/comm/comm.h */
+struct gk_comm;      /* kernels/comm/comm.h */
+struct gk_comm_boot; /* kernels/comm/comm.h */
 
 /* One tensor of adamw_multi: what differs between the adamw calls it stands for. */
 typedef struct gk_adamw_tensor {
@@ -222,18 +223,18 @@ typedef struct gk_ops {
     void (*replay)(gk_backend *be, void *rec);
     void (*record_free)(gk_backend *be, void *rec);
 
-    /* ---- collectives across processes (optional: NULL on cpu and ref, which use Gloo) ---- */
-    /* Makes a communicator id (NCCL's unique id: *n = 128 bytes written to id, cap >= 128). Rank 0
-     * calls it once per communicator and hands the bytes to every rank (through the store). */
-    int (*comm_id)(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e);
-    /* Opens this process's rank (0 <= rank < world) of the communicator id names; every rank
-     * calls it (collectively) within timeout_s seconds of the others, else GK_EIO. *out's float
-     * buffers are device memory of be and its collectives are ordered on be's stream: each one
-     * sees every op launched on be before it and every op launched after it sees its result; it
-     * returns when its result is in place (or with GK_EIO, a dead or silent peer included, within
-     * timeout_s). Close *out (gk_comm_close) before freeing be. */
-    int (*comm_open)(gk_backend *be, const void *id, size_t n, int rank, int world,
-                     double timeout_s, struct gk_comm **out, gk_err *e);
+    /* ---- collectives across processes (optional: NULL in a test's hand-made backend) ---- */
+    /* Opens this process's rank (b->rank of b->world) of the collectives for be's memory,
+     * bootstrapped through the rendezvous store b carries (kernels/comm/comm.h: gk_comm_boot;
+     * tools call gk_comm_open): Gloo on cpu and ref (gk_comm_gloo_open), NCCL on cuda (rank 0
+     * makes the communicator's id, the store carries it), NCCL's calls on the host collectives
+     * under cuda-emu. Every rank calls it (collectively) within b->timeout_s seconds of the
+     * others, else GK_EIO. *out's float buffers are memory of be; on a device its collectives
+     * are ordered on be's stream: each one sees every op launched on be before it and every op
+     * launched after it sees its result; it returns when its result is in place (or with GK_EIO,
+     * a dead or silent peer included, within the timeout). Close *out (gk_comm_close) before
+     * freeing be. */
+    int (*comm_open)(gk_backend *be, const struct gk_comm_boot *b, struct gk_comm **out, gk_err *e);
 
     /* ---- memory report (the tools' up-front "does it fit" checks) ---- */
     /* *free_bytes = device memory that allocations may still take, *total_bytes = all of it
@@ -354,7 +355,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 12
+#define GK_BACKEND_ABI 13
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

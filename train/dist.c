@@ -125,25 +125,6 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
     return d->world == 1 ? 0 : dist_join(d, l, e);
 }
 
-/* The backend's own collectives (NCCL): rank 0 makes the communicator's id, the store carries it. */
-static int backend_comm(tr_dist *d, gk_backend *be, gk_err *e)
-{
-    unsigned char id[256];
-    void *got = NULL;
-    size_t n = 0;
-    int rc = 0;
-    if (d->rank == 0) {
-        rc = be->ops->comm_id(be, id, sizeof id, &n, e);
-        if (!rc)
-            rc = gk_store_set(d->store, "comm/id", id, n, e);
-    } else if (!(rc = gk_store_get(d->store, "comm/id", &got, &n, e))) {
-        memcpy(id, got, n < sizeof id ? n : sizeof id);
-        n = n < sizeof id ? n : sizeof id;
-    }
-    free(got);
-    return rc ? rc : be->ops->comm_open(be, id, n, d->rank, d->world, d->timeout_s, &d->inner, e);
-}
-
 /* ---- the timed comm: forwards to d->inner, adding the time each collective takes ---- */
 
 #define TIMED(d, call)                                \
@@ -229,9 +210,8 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
         return gk_comm_open_single(&d->comm, e);
     gk_env env;
     gk_env_read(&env); /* GLOO_SOCKET_IFNAME */
-    int rc = be->ops->comm_open ? backend_comm(d, be, e)
-                                : gk_comm_open_gloo(&d->inner, d->store, d->rank, d->world,
-                                                    d->timeout_s, env.gloo_ifname, e);
+    int rc = gk_comm_open(be, d->store, d->rank, d->world, d->timeout_s, env.gloo_ifname,
+                          &d->inner, e);
     if (rc)
         return rc;
     d->inner->sum_type = sum_type;

@@ -42,9 +42,10 @@ typedef struct tr_dist {
  * SIGINT or SIGTERM meanwhile: GK_EINTR "stopped by SIGTERM while waiting at rendezvous at
  * HOST:PORT" (handlers of its own, restored after). */
 int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e);
-/* Opens the collectives for the backend's memory: Gloo on CPU backends, the backend's own (NCCL,
- * emulated under cuda-emu) when it has them, "single" for one process. The gradient sums travel
- * and add in sum_type (GK_F32 or GK_BF16: comm.h); one process has no sums. */
+/* Opens the collectives for the backend's memory through the backend (gk_comm_open: Gloo on
+ * cpu and ref, NCCL on cuda, emulated under cuda-emu), bootstrapped through the store, timed
+ * (tr_dist_comm_secs); "single" for one process. The gradient sums travel and add in sum_type
+ * (GK_F32 or GK_BF16: comm.h); one process has no sums. */
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e);
 int tr_dist_is_root(const tr_dist *d);
 

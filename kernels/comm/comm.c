@@ -1,9 +1,29 @@
-/* comm.c: the comm of one process (every collective is the identity), gk_comm_stop_on and
+/* comm.c: opening a comm through the backend (gk_comm_open; gk_comm_gloo_open, the slot of cpu
+ * and ref), the comm of one process (every collective is the identity), gk_comm_stop_on and
  * gk_comm_close. */
 #include "kernels/comm/comm.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+int gk_comm_open(gk_backend *be, gk_store *store, int rank, int world, double timeout_s,
+                 const char *ifname, gk_comm **out, gk_err *e)
+{
+    *out = NULL;
+    if (!be->ops->comm_open)
+        return gk_errf(e, GK_EUSAGE, "%s: this backend has no collectives across processes",
+                       be->ops->name);
+    gk_comm_boot b = {store, gk_store_set, gk_store_get, gk_store_add, rank, world, timeout_s, ifname};
+    return be->ops->comm_open(be, &b, out, e);
+}
+
+int gk_comm_gloo_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e)
+{
+    (void)be; /* host memory: Gloo reads and writes it directly */
+    return gk_comm_open_gloo(out, b->store, b->rank, b->world, b->timeout_s, b->ifname, e);
+}
+
+/* ---- one process ---- */
 
 static int single_allreduce(gk_comm *c, float *buf, size_t n, gk_err *e)
 {

@@ -1,7 +1,8 @@
-/* comm.h: collectives across the ranks of a data-parallel run, behind one small interface.
- * Implementations: Gloo over TCP for CPU ranks (comm_gloo.cc), NCCL for CUDA ranks (inside the
- * CUDA backend library, which also maps them to host collectives under the emulator), and
- * "single" for a run of one process (every collective is the identity).
+/* comm.h: collectives across the ranks of a data-parallel run, behind one small interface,
+ * opened through the backend (gk_comm_open: its comm_open slot, backend.h) for the backend's
+ * memory. Implementations: Gloo over TCP for the cpu and ref backends (comm_gloo.cc), NCCL for
+ * cuda (inside the CUDA backend library, which maps NCCL's calls to host collectives under the
+ * emulator, cuda-emu), and "single" for a run of one process (every collective is the identity).
  * Buffers are memory of the backend the comm serves (host memory for cpu/ref and under the
  * emulator, device memory for cuda), except allreduce_host, which takes host doubles: losses,
  * flags, counts.
@@ -14,9 +15,10 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
-#include "kernels/backend.h" /* gk_elt */
+#include "kernels/backend.h" /* gk_elt, gk_backend */
 #include "kernels/comm/store.h"
 
 #ifdef __cplusplus
@@ -58,6 +60,31 @@ struct gk_comm {
     void *impl;
     gk_elt sum_type; /* GK_F32 or GK_BF16 (see the top); set before the first collective */
 };
+
+/* What a backend's comm_open slot is given (gk_comm_open fills it). A backend library links no
+ * store code (kernels/cuda is a library of its own), so the store comes with the functions that
+ * bootstrap a comm through it (store.h's). */
+typedef struct gk_comm_boot {
+    gk_store *store; /* connected to by every rank of the run; outlives the comm */
+    int (*store_set)(gk_store *s, const char *key, const void *val, size_t n, gk_err *e);
+    int (*store_get)(gk_store *s, const char *key, void **val, size_t *n, gk_err *e);
+    int (*store_add)(gk_store *s, const char *key, int64_t delta, int64_t *result, gk_err *e);
+    int rank, world;  /* 0 <= rank < world */
+    double timeout_s; /* the open and every collective give up after it (GK_EIO) */
+    const char *ifname; /* Gloo's interface (a tool's GLOO_SOCKET_IFNAME), NULL or "": see
+                         * gk_comm_open_gloo; others ignore it */
+} gk_comm_boot;
+
+/* Opens this process's rank of the collectives for be's memory (be->ops->comm_open): Gloo on cpu
+ * and ref, NCCL on cuda (rank 0 makes the communicator's id, the store carries it to the others:
+ * keys "nccl/N/...", N counted per rank as Gloo's), the emulator's host collectives under
+ * cuda-emu. Every rank calls it within timeout_s of the others. GK_EUSAGE when be has no
+ * collectives (its slot left NULL: a test's hand-made backend) or no store, or rank, world or
+ * timeout_s are out of range. Close the comm before be and the store. */
+int gk_comm_open(gk_backend *be, gk_store *store, int rank, int world, double timeout_s,
+                 const char *ifname, gk_comm **out, gk_err *e);
+/* The comm_open slot of the cpu and ref backends: gk_comm_open_gloo with b's store and ifname. */
+int gk_comm_gloo_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e);
 
 /* A comm of one rank (rank 0, world 1): the collectives return their input. */
 int gk_comm_open_single(gk_comm **out, gk_err *e);

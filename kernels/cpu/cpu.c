@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/comm/comm.h"
 #include "kernels/cpu/cpu_attn.h"
 #include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_f16.h"
@@ -154,6 +155,7 @@ static const gk_ops cpu_ops = {
     .sumsq = cpu_sumsq, .scale = cpu_scale, .adamw = cpu_adamw,
     .adamw_multi = cpu_adamw_multi, .zero_multi = cpu_zero_multi,
     .attention_fwd_at = cpu_attention_fwd_at,
+    .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
     .mem_info = host_mem_info, .host_memory = 1,
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/comm/comm.h"
 #include "kernels/cpu/host_mem.h"
 #include "kernels/rng.h"
 
@@ -411,6 +412,7 @@ const gk_ops gk_ref_ops = {
     .sumsq = ref_sumsq, .scale = ref_scale, .adamw = ref_adamw,
     .adamw_multi = ref_adamw_multi, .zero_multi = ref_zero_multi,
     .attention_fwd_at = ref_attention_fwd_at,
+    .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
     .mem_info = host_mem_info, .host_memory = 1,
 };
 

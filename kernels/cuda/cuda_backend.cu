@@ -244,7 +244,7 @@ static gk_ops make_ops(void)
     o.attention_fwd_at = cu_attention_fwd_at;
     o.record_begin = cu_record_begin, o.record_end = cu_record_end;
     o.replay = cu_replay, o.record_free = cu_record_free;
-    o.comm_id = cu_comm_id, o.comm_open = cu_comm_open;
+    o.comm_open = cu_comm_open;
     o.mem_info = cu_mem_info;
 #ifdef GK_CUDA_EMU
     o.host_memory = 1; /* the emulator's device memory is host memory */

@@ -166,9 +166,7 @@ int cu_record_begin(gk_backend *be);
 void *cu_record_end(gk_backend *be);
 void cu_replay(gk_backend *be, void *rec);
 void cu_record_free(gk_backend *be, void *rec);
-/* cuda_nccl.cu: NCCL communicators (the comm_id and comm_open slots) */
-int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e);
-int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,
-                 struct gk_comm **out, gk_err *e);
+/* cuda_nccl.cu: NCCL communicators (the comm_open slot) */
+int cu_comm_open(gk_backend *be, const struct gk_comm_boot *b, struct gk_comm **out, gk_err *e);
 
 #endif

@@ -1,5 +1,8 @@
-/* cuda_nccl.cu: collectives across CUDA ranks on NCCL: the comm_id and comm_open slots of gk_ops
- * and the gk_comm (kernels/comm/comm.h) that comm_open returns.
+/* cuda_nccl.cu: collectives across CUDA ranks on NCCL: the comm_open slot of gk_ops and the
+ * gk_comm (kernels/comm/comm.h) it returns. The communicator's id travels through the rendezvous
+ * store, by the functions the slot is given (gk_comm_boot: this library links no store code):
+ * rank 0 makes it and sets "nccl/N/id", the others get it; N counts the rank's opens, as Gloo's
+ * "gloo/N/" keys do, so that one store can bootstrap several communicators in turn.
  * Owns: the NCCL communicator (nonblocking mode, so that no NCCL call waits past a deadline), its
  * stream and the two events that order it against the backend's stream, the device and pinned
  * host scratch of allreduce_host and barrier, and the checks that turn NCCL and CUDA failures
@@ -38,16 +41,9 @@ static int no_nccl(gk_err *e)
                    "a run of several CUDA ranks needs it: install NCCL (libnccl-dev) and rebuild");
 }
 
-int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e)
+int cu_comm_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e)
 {
-    (void)be, (void)id, (void)cap, (void)n;
-    return no_nccl(e);
-}
-
-int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,
-                 gk_comm **out, gk_err *e)
-{
-    (void)be, (void)id, (void)n, (void)rank, (void)world, (void)timeout_s;
+    (void)be, (void)b;
     *out = NULL;
     return no_nccl(e);
 }
@@ -414,26 +410,37 @@ static const gk_comm_ops nc_ops = {
 
 /* ---- the gk_ops slots ---- */
 
-int cu_comm_id(gk_backend *be, void *id, size_t cap, size_t *n, gk_err *e)
+/* The communicator's id: rank 0 makes it (ncclGetUniqueId) and sets it at "nccl/N/id" in the
+ * store, the others get it from there (waiting as long as the store does). */
+static int nc_share_id(const gk_comm_boot *b, ncclUniqueId *uid, gk_err *e)
 {
-    (void)be;
-    ncclUniqueId uid;
-    if (cap < sizeof uid)
-        return gk_errf(e, GK_EUSAGE, "nccl id: needs %zu bytes, the buffer has %zu", sizeof uid, cap);
-    if (api_ready(e)) return GK_ENOTFOUND;
-    ncclResult_t rc = api.ncclGetUniqueId(&uid);
-    if (rc != ncclSuccess) {
-        const char *last = api.ncclGetLastError(NULL);
-        return gk_errf(e, GK_EIO, "nccl id: %s%s%s", api.ncclGetErrorString(rc), last && *last ? ": " : "",
-                       last ? last : "");
+    char key[64];
+    int64_t opens = 0;
+    snprintf(key, sizeof key, "nccl/opens/%d", b->rank);
+    int rc = b->store_add(b->store, key, 1, &opens, e);
+    if (rc) return rc;
+    snprintf(key, sizeof key, "nccl/%lld/id", (long long)opens);
+    if (b->rank == 0) {
+        ncclResult_t r = api.ncclGetUniqueId(uid);
+        if (r != ncclSuccess) {
+            const char *last = api.ncclGetLastError(NULL);
+            return gk_errf(e, GK_EIO, "nccl id: %s%s%s", api.ncclGetErrorString(r),
+                           last && *last ? ": " : "", last ? last : "");
+        }
+        return b->store_set(b->store, key, uid, sizeof *uid, e);
     }
-    memcpy(id, &uid, sizeof uid);
-    *n = sizeof uid;
-    return 0;
+    void *val = NULL;
+    size_t n = 0;
+    rc = b->store_get(b->store, key, &val, &n, e);
+    if (!rc && n != sizeof *uid)
+        rc = gk_errf(e, GK_EUSAGE, "nccl init: the id at %s has %zu bytes, not %zu", key, n, sizeof *uid);
+    if (!rc) memcpy(uid, val, sizeof *uid);
+    free(val);
+    return rc;
 }
 
 /* Device state, then ncclCommInitRankConfig (nonblocking) settled within the timeout. */
-static int nc_init(nc_comm *c, const void *id, gk_err *e)
+static int nc_init(nc_comm *c, const ncclUniqueId *uid, gk_err *e)
 {
     const char *op = "init";
     double dl = now_s() + c->timeout_s;
@@ -443,37 +450,37 @@ static int nc_init(nc_comm *c, const void *id, gk_err *e)
         NC_CUDA(c, op, e, cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming)) ||
         nc_scratch(c, NC_MIN_SCRATCH, op, e))
         return GK_EIO;
-    ncclUniqueId uid;
-    memcpy(&uid, id, sizeof uid);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm = NULL;
-    ncclResult_t rc = api.ncclCommInitRankConfig(&comm, c->base.world, uid, c->base.rank, &config);
+    ncclResult_t rc = api.ncclCommInitRankConfig(&comm, c->base.world, *uid, c->base.rank, &config);
     c->nccl = comm;
     return nc_settle(c, rc, op, dl, e);
 }
 
-int cu_comm_open(gk_backend *be, const void *id, size_t n, int rank, int world, double timeout_s,
-                 gk_comm **out, gk_err *e)
+int cu_comm_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e)
 {
     *out = NULL;
-    if (n != sizeof(ncclUniqueId))
-        return gk_errf(e, GK_EUSAGE, "nccl init: the id has %zu bytes, not %zu", n, sizeof(ncclUniqueId));
-    if (world < 1 || rank < 0 || rank >= world)
-        return gk_errf(e, GK_EUSAGE, "nccl init: rank %d of %d", rank, world);
-    if (!(timeout_s > 0))
-        return gk_errf(e, GK_EUSAGE, "nccl init: timeout %g s", timeout_s);
+    if (!b->store)
+        return gk_errf(e, GK_EUSAGE, "nccl init: no store to pass the communicator's id through");
+    if (b->world < 1 || b->rank < 0 || b->rank >= b->world)
+        return gk_errf(e, GK_EUSAGE, "nccl init: rank %d of %d", b->rank, b->world);
+    if (!(b->timeout_s > 0))
+        return gk_errf(e, GK_EUSAGE, "nccl init: timeout %g s", b->timeout_s);
     if (be->err.code)
         return gk_errf(e, be->err.code, "nccl init: the backend failed earlier: %s", be->err.msg);
     if (api_ready(e)) return GK_ENOTFOUND;
+    ncclUniqueId uid;
+    int rc = nc_share_id(b, &uid, e);
+    if (rc) return rc;
     nc_comm *c = (nc_comm *)calloc(1, sizeof *c);
     if (!c) return gk_errf(e, GK_ENOMEM, "nccl init: out of memory");
     c->base.ops = &nc_ops;
-    c->base.rank = rank, c->base.world = world;
+    c->base.rank = b->rank, c->base.world = b->world;
     c->base.impl = c;
     c->be = be;
-    c->timeout_s = timeout_s;
-    int rc = nc_init(c, id, e);
+    c->timeout_s = b->timeout_s;
+    rc = nc_init(c, &uid, e);
     if (rc) {
         nc_close(&c->base);
         return rc;

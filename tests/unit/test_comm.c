@@ -1,5 +1,6 @@
 /* test_comm.c: the Gloo comm across processes on loopback (the ranks: comm_harness.h; the store
- * it bootstraps from: test_store.c). */
+ * it bootstraps from: test_store.c), and opening it through the cpu and ref backends' comm_open
+ * slot (gk_comm_open; cuda's: test_nccl_emu.c). */
 #include "comm_harness.h"
 #include "kernels/bf16.h"
 
@@ -116,6 +117,35 @@ static void collectives_rank(int rank, int world)
 static void test_gloo_two_ranks(void) { run_ranks(2, collectives_rank); }
 
 static void test_gloo_three_ranks(void) { run_ranks(3, collectives_rank); }
+
+/* gk_comm_open through the backend: rank 0 on cpu, the others on ref (host memory both), each
+ * gets Gloo from its backend's slot; a backend without the slot is refused. */
+static void backend_rank(int rank, int world)
+{
+    gk_store *s = join(rank, world, 10);
+    gk_backend *be = NULL;
+    gk_comm *c = NULL;
+    gk_err e = {0};
+    gk_backend_opts o = {.device = rank == 0 ? "cpu" : "ref", .threads = 1};
+    CHECK_OK(gk_backend_open(&be, &o, &e), &e);
+    if (s && be) {
+        CHECK(be->ops->comm_open == gk_comm_gloo_open);
+        CHECK_OK(gk_comm_open(be, s, rank, world, 10, NULL, &c, &e), &e);
+    }
+    CHECK(c && c->rank == rank && c->world == world && strcmp(c->ops->name, "gloo") == 0);
+    if (c)
+        check_allreduce(c, 1000);
+    gk_comm_close(c);
+    gk_ops none = {.name = "none"};
+    gk_backend bare = {.ops = &none};
+    c = (gk_comm *)&e; /* set to NULL on failure */
+    CHECK(gk_comm_open(&bare, s, rank, world, 10, NULL, &c, &e) == GK_EUSAGE && c == NULL);
+    CHECKF(strcmp(e.msg, "none: this backend has no collectives across processes") == 0, "%s", e.msg);
+    gk_backend_free(be);
+    gk_store_close(s);
+}
+
+static void test_gloo_through_backend(void) { run_ranks(2, backend_rank); }
 
 /* The collective that meets a missing rank in the failure cases below: an allreduce (Gloo's
  * ring), or a reduce-scatter (ours) when scatter_fails is set. Returns its name. */
@@ -495,6 +525,7 @@ int main(void)
     signal(SIGPIPE, SIG_DFL); /* the store must not need SIGPIPE ignored */
     RUN(test_gloo_two_ranks);
     RUN(test_gloo_three_ranks);
+    RUN(test_gloo_through_backend);
     RUN(test_gloo_rank_killed);
     RUN(test_gloo_rank_stopped);
     RUN(test_gloo_started_sums);

@@ -19,6 +19,7 @@
 #include "kernels/backend.h"
 #include "kernels/bf16.h"
 #include "kernels/comm/comm.h"
+#include "kernels/comm/store.h"
 #include "kernels/rng.h"
 #include "test.h"
 
@@ -541,20 +542,23 @@ static void test_optim(void)
 }
 
 /* One rank through the device's NCCL (on a GPU the real library; test_nccl_emu has the ranks):
- * comm_id, comm_open of a world of 1, an allreduce between two ops on the device's stream (it must
+ * gk_comm_open (the comm_open slot) of a world of 1 through a store of its own, an allreduce between two ops on the device's stream (it must
  * see the first and the second must see it: x * 2, sum of one rank, * 0.5 is x again), allreduce_host
  * and barrier, close. */
 static void test_comm_one_rank(void)
 {
     gk_backend *be = dev[0];
     if (!be) SKIP("no CUDA device library");
-    unsigned char id[128];
-    size_t n = 0, len = 1001;
+    size_t len = 1001;
     gk_err e = {0};
     gk_comm *c = NULL;
-    CHECK_OK(be->ops->comm_id(be, id, sizeof id, &n, &e), &e);
-    CHECK_OK(be->ops->comm_open(be, id, n, 0, 1, 60, &c, &e), &e);
-    if (!c) return;
+    gk_store *s = NULL;
+    CHECK_OK(gk_store_open(&s, "127.0.0.1", 0, 1, 0, 60, &e), &e);
+    if (s) CHECK_OK(gk_comm_open(be, s, 0, 1, 60, NULL, &c, &e), &e);
+    if (!c) {
+        if (s) gk_store_close(s);
+        return;
+    }
     float *x = rnd(len, 1, 0), *d = put(be, x, len, GK_F32, 0);
     be->ops->scale(be, d, 2.0f, len);
     CHECK_OK(c->ops->allreduce(c, d, len, &e), &e);
@@ -566,6 +570,7 @@ static void test_comm_one_rank(void)
     CHECK(v[0] == 1.5 && v[1] == -2);
     CHECK_OK(c->ops->barrier(c, &e), &e);
     gk_comm_close(c);
+    gk_store_close(s);
     CHECK_OK(gk_backend_status(be, &e), &e);
     unput(be, d, GK_F32, 0);
     free(x), free(y);

@@ -1,8 +1,9 @@
-/* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/cuda_nccl.cu, the comm_id and
- * comm_open slots) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as
- * processes forked before anything is opened. Rank 0 makes the id and hands it to the others
- * through pipes; every rank opens device $GK_TEST_CUDA (default cuda-emu) and its comm and moves
- * data only through the ops interface. With GK_TEST_CUDA=cuda (a real GPU, and real NCCL) only the
+/* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/cuda_nccl.cu, the comm_open
+ * slot) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as processes
+ * forked before anything is opened. Rank 0 hosts the rendezvous store and hands its port to the
+ * others through pipes; every rank opens device $GK_TEST_CUDA (default cuda-emu) and its comm
+ * through the store (gk_comm_open, as gpt-train does: the communicator's id travels there) and
+ * moves data only through the ops interface. With GK_TEST_CUDA=cuda (a real GPU, and real NCCL) only the
  * one-rank cases run: the lent machines have one GPU, and NCCL takes one rank per GPU. Sums (one at a time, and started then waited for) are compared bit for bit with
  * the sum in rank order (the emulator's order).
  * Failures: a rank SIGKILLed before a collective, a rank that stops calling (the timeout), a rank
@@ -20,6 +21,7 @@
 #include "kernels/backend.h"
 #include "kernels/bf16.h"
 #include "kernels/comm/comm.h"
+#include "kernels/comm/store.h"
 #include "test.h"
 
 #define MAX_RANKS 3
@@ -31,8 +33,7 @@ static int emulated = 1;                 /* device is cuda-emu: any number of ra
 typedef struct rank_ctx {
     int rank, world;
     gk_backend *be;
-    unsigned char id[256];
-    size_t id_n;
+    gk_store *store; /* rank 0 hosts it on loopback */
 } rank_ctx;
 
 static double now_s(void)
@@ -52,34 +53,37 @@ static void pause_s(double s)
 
 static int open_comm(rank_ctx *r, double timeout_s, gk_comm **c, gk_err *e)
 {
-    return r->be->ops->comm_open(r->be, r->id, r->id_n, r->rank, r->world, timeout_s, c, e);
+    return gk_comm_open(r->be, r->store, r->rank, r->world, timeout_s, NULL, c, e);
 }
 
-/* One rank: opens the device, makes (rank 0) or reads the id, runs fn; exits with its checks. */
+/* One rank: opens the device and the store (rank 0 serves it on a free port and writes the port
+ * to the others' pipes), runs fn; exits with its checks. */
 static void rank_main(int rank, int world, int fds[][2], void (*fn)(rank_ctx *))
 {
     signal(SIGPIPE, SIG_IGN);
     t_cur_failed = 0;
-    rank_ctx r = {rank, world, NULL, {0}, 0};
+    rank_ctx r = {rank, world, NULL, NULL};
     gk_err e = {0};
     gk_backend_opts o = {.device = device, .threads = 1, .bf16 = 0, .attention = GK_ATTN_AUTO};
     if (gk_backend_open(&r.be, &o, &e)) {
         fprintf(stderr, "note: %s\n", e.msg);
         exit(NO_LIBRARY);
     }
+    int port = 0;
     if (rank == 0) {
-        CHECK_OK(r.be->ops->comm_id(r.be, r.id, sizeof r.id, &r.id_n, &e), &e);
-        CHECK(r.id_n == 128);
+        CHECK_OK(gk_store_open(&r.store, "127.0.0.1", 0, 1, 0, 20, &e), &e);
+        port = r.store ? gk_store_port(r.store) : -1;
         for (int q = 1; q < world; q++)
-            CHECK(write(fds[q][1], r.id, r.id_n) == (ssize_t)r.id_n);
+            CHECK(write(fds[q][1], &port, sizeof port) == sizeof port);
     } else {
-        r.id_n = (size_t)read(fds[rank][0], r.id, sizeof r.id); /* one write of 128 bytes */
-        CHECKF(r.id_n == 128, "rank %d got no id", rank);
+        CHECKF(read(fds[rank][0], &port, sizeof port) == sizeof port && port > 0, "rank %d got no port", rank);
+        if (port > 0) CHECK_OK(gk_store_open(&r.store, "127.0.0.1", port, 0, rank, 20, &e), &e);
     }
     for (int q = 1; q < world; q++)
         close(fds[q][0]), close(fds[q][1]);
     if (!t_cur_failed) fn(&r);
     gk_backend_free(r.be);
+    if (r.store) gk_store_close(r.store);
     exit(t_cur_failed ? 1 : 0);
 }
 
@@ -412,7 +416,7 @@ static void ordinal(rank_ctx *r)
     gk_err e = {0};
     gk_backend *be = NULL;
     char what[128];
-    CHECK(r->be->ops->comm_id && r->be->ops->comm_open);
+    CHECK(r->be->ops->comm_open != NULL && r->be->ops->comm_open != gk_comm_gloo_open);
     gk_backend_opts o = {.device = "cuda-emu", .threads = 1, .bf16 = 0, .gpu = 2, .attention = GK_ATTN_AUTO};
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
     CHECKF(be && strstr(gk_backend_describe(be, what, sizeof what), "cuda-emu (GPU 2: "), "%s", what);
@@ -423,14 +427,17 @@ static void ordinal(rank_ctx *r)
     o.device = "cpu";
     o.gpu = 0;
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
-    CHECK(be && !be->ops->comm_id && !be->ops->comm_open);
+    CHECK(be && be->ops->comm_open == gk_comm_gloo_open); /* cpu ranks: Gloo */
     gk_backend_free(be);
-    size_t n = 0;
-    unsigned char small[64];
-    CHECK(r->be->ops->comm_id(r->be, small, sizeof small, &n, &e) == GK_EUSAGE);
     gk_comm *c = NULL;
-    CHECK(r->be->ops->comm_open(r->be, r->id, 100, 0, 1, 1, &c, &e) == GK_EUSAGE);
-    CHECK(r->be->ops->comm_open(r->be, r->id, r->id_n, 1, 1, 1, &c, &e) == GK_EUSAGE);
+    CHECK(gk_comm_open(r->be, r->store, 1, 1, 1, NULL, &c, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "nccl init: rank 1 of 1") == 0, "%s", e.msg);
+    CHECK(gk_comm_open(r->be, NULL, 0, 1, 1, NULL, &c, &e) == GK_EUSAGE);
+    /* an id of the wrong size in the store: rank 1's first open reads nccl/1/id */
+    unsigned char bad[100] = {0};
+    CHECK_OK(gk_store_set(r->store, "nccl/1/id", bad, sizeof bad, &e), &e);
+    CHECK(gk_comm_open(r->be, r->store, 1, 2, 1, NULL, &c, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "nccl init: the id at nccl/1/id has 100 bytes, not 128") == 0, "%s", e.msg);
     CHECK(c == NULL);
 }
 
