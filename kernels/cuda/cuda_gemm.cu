@@ -5,7 +5,8 @@
  * cuBLASLt takes the bias in D's type only), a cache of cuBLASLt descriptors and
  * algorithms per problem, and the fallbacks: an epilogue kernel when cuBLASLt refuses an epilogue
  * for a combination, and a small tiled kernel for type combinations cuBLASLt does not take (A and
- * B of different types, fp32 inputs into bf16) or that it refuses outright.
+ * B of different types, fp32 inputs into bf16) or that it refuses outright. A product of a few
+ * bf16 rows (decoding) goes to cuda_gemv.cu's kernels instead.
  * Thread safety: as backend.h (the cache belongs to one backend). */
 #include "kernels/cuda/cuda_internal.h"
 
@@ -405,6 +406,9 @@ void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float 
         return;
     }
     if (M == 0 || N == 0) return;
+    if (cu_gemv(be, transA, transB, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc, bias,
+                pre_gelu))
+        return; /* a few rows (decoding): cuda_gemv.cu */
     gemm_key key;
     memset(&key, 0, sizeof key);
     key.ta = !!transA, key.tb = !!transB, key.M = M, key.N = N, key.K = K;

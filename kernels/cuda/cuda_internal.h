@@ -105,6 +105,11 @@ void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float 
              void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
 /* Frees gemm_cache (the backend's destroy calls it). */
 void cu_gemm_cache_free(gk_backend *be);
+/* cuda_gemv.cu: the gemm of a few rows (decoding) in one launch when it takes the call (1), else
+ * 0 and nothing done; arguments as cu_gemm's. */
+int cu_gemv(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+            gk_elt tA, int lda, const void *B, gk_elt tB, int ldb, float beta, void *C, gk_elt tC,
+            int ldc, const float *bias, void *pre);
 /* cuda_ops.cu, cuda_ops_rows.cu */
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,

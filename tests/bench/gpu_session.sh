@@ -89,6 +89,23 @@ decode_graphs() {
 }
 export -f decode decode_graphs # timeout runs programs, not functions: through bash
 step decode-graphs 60 bash -c decode_graphs
+# 3a. decoding's few-row matmuls: cuda_gemv.cu's kernels (the default) against cuBLASLt's (a
+# library built with -DGPT_GV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
+decode_variants() {
+  build/bench/rand_ckpt "$work/dv.safetensors" 12 12 768 1024 50257 > /dev/null || return 1
+  local v lib
+  for v in default -DGV_ROWS=0; do
+    lib=$PWD/build/lib/libgptkit-cuda.so
+    if [ $v != default ]; then
+      lib=/tmp/dv/lib/libgptkit-cuda.so
+      make -s -j"$(nproc)" BUILD=/tmp/dv CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "$v: build failed"; continue; }
+    fi
+    echo "$v: $(GPT_CUDA_LIB=$lib build/bin/gpt-sample -m "$work/dv.safetensors" --device=cuda -V "$GPT_VOCAB" \
+      --dtype bf16 -t 0 -n 256 -p 'First Citizen: Before we proceed any further, hear me speak.' --ids 2>&1 > /dev/null | tail -n 1)"
+  done
+}
+export -f decode_variants
+step decode-variants 150 bash -c decode_variants
 
 # 3b. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,

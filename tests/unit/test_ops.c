@@ -61,8 +61,12 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int pad, int combo, i
 
 static void test_gemm(void)
 {
-    static const int shapes[][4] = {{7, 24, 65, 0}, {65, 7, 64, 0}, {1, 100, 24, 3}, {24, 1, 7, 1}};
-    for (int s = 0; s < 4; s++)
+    /* M N K pad; the last three are the few-row products of decoding (cuda: cuda_gemv.cu's
+     * kernels, for bf16 A, B and C: N, K and the leading dimensions multiples of 8, a partial
+     * column tile, K past several of a block's row steps) */
+    static const int shapes[][4] = {{7, 24, 65, 0}, {65, 7, 64, 0}, {1, 100, 24, 3}, {24, 1, 7, 1},
+                                    {1, 40, 136, 0}, {3, 96, 520, 8}, {4, 264, 64, 0}};
+    for (int s = 0; s < (int)(sizeof shapes / sizeof *shapes); s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int combo = 0; combo < 4; combo++)
