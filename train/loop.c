@@ -444,6 +444,25 @@ static int stopping(tr_run *r)
     return r->dist.world == 1 ? *r->stop || failed : r->stop_all;
 }
 
+/* The order in which this rank will ask for windows (data.h's plans, which shards in a bucket
+ * are read ahead by): training steps from this one on, the windows of its micro-batches (as
+ * micro_steps reads them); each evaluation's batches, the same every time (tr_estimate_loss). */
+static int plan_data(tr_run *r, int train, gk_err *e)
+{
+    uint64_t B = (uint64_t)r->s.batch_size, rank = (uint64_t)r->dist.rank, world = (uint64_t)r->dist.world;
+    uint64_t accum = (uint64_t)r->dist.accum, iters = (uint64_t)r->s.eval_iters, seed = r->st.seed;
+    uint64_t evals = rank < iters ? (iters - rank + world - 1) / world : 0;
+    int rc = 0;
+    if (train)
+        rc = tr_data_plan(r->train, seed, TR_STREAM_TRAIN, (uint64_t)r->st.step, 1, 0,
+                          (uint64_t)tr_dist_micro(&r->dist, 0) * B, accum * B, e);
+    if (!rc && evals)
+        rc = tr_data_plan(r->train, seed, TR_STREAM_EVAL_TRAIN, rank, world, evals, 0, B, e);
+    if (!rc && evals && r->val)
+        rc = tr_data_plan(r->val, seed, TR_STREAM_EVAL_VAL, rank, world, evals, 0, B, e);
+    return rc;
+}
+
 int tr_run_train(tr_run *r, gk_err *e)
 {
     if (r->st.step >= r->s.max_iters && r->resumed) { /* init_from=auto on a finished run */
@@ -455,6 +474,8 @@ int tr_run_train(tr_run *r, gk_err *e)
     int rc = gk_comm_stop_on(r->dist.inner, r->stop, 5.0, e);
     if (!rc)
         rc = tr_run_start(r, e);
+    if (!rc)
+        rc = plan_data(r, 1, e);
     if (!rc && r->st.step == 0) {
         tr_step_record rec = {.step = 0};
         rc = log_and_eval(r, &rec, 1, e);
@@ -470,7 +491,9 @@ int tr_run_train(tr_run *r, gk_err *e)
 int tr_run_eval_only(tr_run *r, gk_err *e)
 {
     tr_step_record rec = {.step = r->st.step};
-    int rc = evaluate(r, &rec, e);
+    int rc = plan_data(r, 0, e);
+    if (!rc)
+        rc = evaluate(r, &rec, e);
     if (rc == GK_EINTR)
         return gk_errf(e, GK_EINTR, "interrupted by a signal during the evaluation: no estimate");
     return rc ? rc : gk_std_finish(e);

@@ -67,46 +67,6 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
     return 0;
 }
 
-static int fetch_s3_data(tr_run *r, gk_err *e);
-
-/* a and b joined, malloc'd (NULL: out of memory). */
-static char *joined(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 1;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s%s", a, b);
-    return s;
-}
-
-/* Starts this machine's ranks. Shards in a bucket are downloaded once, here, and the ranks are
- * given the local copies (--train_data, --val_data appended: the last setting wins), which stay
- * until they have ended. */
-static int spawn_ranks(tr_run *r, const tr_launch *l, int nproc, int argc, char **argv, gk_err *e)
-{
-    int rc = fetch_s3_data(r, e);
-    if (rc || (!r->train_local && !r->val_local))
-        return rc ? rc : tr_launch_spawn(l, nproc, argc, argv, 30.0, e);
-    char **av = calloc((size_t)argc + 3, sizeof *av);
-    char *t = r->train_local ? joined("--train_data=", r->train_local) : NULL;
-    char *v = r->val_local ? joined("--val_data=", r->val_local) : NULL;
-    int n = argc;
-    if (!av || (r->train_local && !t) || (r->val_local && !v))
-        rc = gk_errf(e, GK_ENOMEM, "out of memory");
-    if (!rc) {
-        memcpy(av, argv, (size_t)argc * sizeof *av);
-        if (t)
-            av[n++] = t;
-        if (v)
-            av[n++] = v;
-        rc = tr_launch_spawn(l, nproc, n, av, 30.0, e);
-    }
-    free(t);
-    free(v);
-    free(av);
-    return rc;
-}
-
 /* Where this process sits: one process, a rank started by a launcher, or the launcher of this
  * machine's ranks (nproc_per_node, Kubeflow Trainer's PET_NPROC_PER_NODE). *spawned: it was the
  * launcher, and its ranks have run. Ranks other than 0 print errors only, prefixed with the rank. */
@@ -126,7 +86,7 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
         *spawned = 1;
         gk_info("starting %d ranks on this machine (ranks %d..%d of %d)", nproc, l.node_rank * nproc,
                 l.node_rank * nproc + nproc - 1, l.nnodes * nproc);
-        return spawn_ranks(r, &l, nproc, argc, argv, e);
+        return tr_launch_spawn(&l, nproc, argc, argv, 30.0, e); /* each rank reads a bucket's shards itself */
     }
     if (!rc && l.rank > 0) {
         snprintf(prog, sizeof prog, "gpt-train[rank %d]", l.rank);
@@ -164,22 +124,13 @@ static int s3_conf(gk_s3_conf *conf, gk_err *e)
     return rc;
 }
 
-/* train_data and val_data in a bucket: every rank downloads its shards (s3data.h). */
-static int fetch_s3_data(tr_run *r, gk_err *e)
+/* train_data and val_data in a bucket: the client's settings, for every rank (data.h). */
+static int s3_data_conf(tr_run *r, gk_err *e)
 {
-    gk_s3_conf conf = {0};
-    int rc = 0;
-    if (strstr(r->s.train_data, "s3://") || strstr(r->s.val_data, "s3://"))
-        rc = s3_conf(&conf, e);
-    if (!rc)
-        rc = tr_s3data_fetch(&r->s3train, r->s.train_data, &conf, getenv("TMPDIR"), "train_data", &r->train_local, e);
-    if (!rc)
-        rc = tr_s3data_fetch(&r->s3val, r->s.val_data, &conf, getenv("TMPDIR"), "val_data", &r->val_local, e);
-    if (r->train_local)
-        r->s.train_data = r->train_local;
-    if (r->val_local)
-        r->s.val_data = r->val_local;
-    return rc;
+    if (!strstr(r->s.train_data, "s3://") && !strstr(r->s.val_data, "s3://"))
+        return 0;
+    r->s3data = 1;
+    return s3_conf(&r->s3conf, e);
 }
 
 /* out_dir = s3://...: rank 0 opens the bucket (the staging directory in TMPDIR) and trains into
@@ -202,22 +153,20 @@ static int run(tr_run *r, int argc, char **argv, gk_err *e)
     int spawned, rc = place(r, argc, argv, &spawned, e);
     if (rc || spawned)
         return rc;
-    const char *out_dir = r->s.out_dir, *train = r->s.train_data, *val = r->s.val_data;
-    if ((rc = fetch_s3_data(r, e)) || (rc = open_s3_out_dir(r, e)))
+    const char *out_dir = r->s.out_dir;
+    if ((rc = s3_data_conf(r, e)) || (rc = open_s3_out_dir(r, e)))
         return rc;
     rc = tr_run_setup(r, e); /* first: it sets the model's shape keys to those trained */
     if (rc)
         return rc;
-    const char *stage = r->s.out_dir, *train_local = r->s.train_data, *val_local = r->s.val_data;
-    r->s.out_dir = out_dir; /* the URLs are what was set, not the local copies */
-    r->s.train_data = train, r->s.val_data = val;
+    const char *stage = r->s.out_dir;
+    r->s.out_dir = out_dir; /* the URL is what was set, not the staging directory */
     if (gk_verbosity() >= GK_LOG_NORMAL) {
         fprintf(stderr, "gpt-train: effective config:\n");
         gk_config_print(r->cfg, stderr);
     }
     r->settings_json = gk_config_to_json(r->cfg, e);
     r->s.out_dir = stage;
-    r->s.train_data = train_local, r->s.val_data = val_local;
     if (!r->settings_json)
         return e->code ? e->code : GK_ENOMEM;
     install_signals();

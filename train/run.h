@@ -17,7 +17,6 @@
 #include "lock.h"
 #include "metrics.h"
 #include "model_io.h"
-#include "s3data.h"
 #include "s3out.h"
 #include "settings.h"
 
@@ -44,8 +43,8 @@ typedef struct tr_run {
     double peak_tflops;         /* the MFU column's peak: peak_tflops, else the GPU's (0: none) */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
     tr_s3out *s3out;            /* out_dir in a bucket (rank 0): s.out_dir is its staging directory */
-    tr_s3data *s3train, *s3val; /* train_data, val_data in a bucket: downloaded shards */
-    char *train_local, *val_local; /* ... and the patterns s.train_data, s.val_data then point to */
+    int s3data;                 /* train_data or val_data in a bucket ... */
+    gk_s3_conf s3conf;          /* ... and the client's settings (main.c) */
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
                                  * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
 } tr_run;

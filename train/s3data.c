@@ -1,48 +1,41 @@
-/* s3data.c: shards in a bucket downloaded into a data directory before training (see s3data.h).
- * Owns the client while fetching and the data directory until tr_s3data_close. */
+/* s3data.c: shards in a bucket: their listing, their headers checked, ranged reads of their
+ * tokens (see s3data.h). Owns the client and the objects' bucket and key. */
 #include "s3data.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "common/log.h"
+typedef struct object {
+    char *bucket, *key;
+} object;
 
 struct tr_s3data {
-    char dir[4096];
-    size_t files;
+    gk_s3 *s;
+    object *obj;
+    size_t n, cap;
 };
 
-typedef struct out_buf {
-    char *s;
-    size_t n, cap;
-} out_buf;
-
-static int append(out_buf *b, const char *s)
+int tr_s3data_open(tr_s3data **out, const gk_s3_conf *conf, gk_err *e)
 {
-    size_t k = strlen(s);
-    if (b->n + k + 2 > b->cap) {
-        size_t cap = (b->n + k + 2) * 2;
-        char *p = realloc(b->s, cap);
-        if (!p)
-            return GK_ENOMEM;
-        b->s = p, b->cap = cap;
+    *out = NULL;
+    tr_s3data *d = calloc(1, sizeof *d);
+    if (!d)
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    int rc = gk_s3_open(&d->s, conf, e);
+    if (rc) {
+        free(d);
+        return rc;
     }
-    if (b->n)
-        b->s[b->n++] = ',';
-    memcpy(b->s + b->n, s, k + 1);
-    b->n += k;
+    *out = d;
     return 0;
 }
 
 typedef struct matches {
     const char *glob;
     char **keys;
+    int64_t *sizes;
     size_t n, cap;
 } matches;
 
@@ -54,92 +47,123 @@ static int on_key(const gk_s3_entry *ent, void *ud)
     if (m->n == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 16;
         char **p = realloc(m->keys, cap * sizeof *p);
-        if (!p)
+        int64_t *q = p ? realloc(m->sizes, cap * sizeof *q) : NULL;
+        if (p)
+            m->keys = p;
+        if (!q)
             return GK_ENOMEM;
-        m->keys = p, m->cap = cap;
+        m->sizes = q, m->cap = cap;
     }
+    m->sizes[m->n] = ent->size;
     return (m->keys[m->n] = strdup(ent->key)) ? (m->n++, 0) : GK_ENOMEM;
 }
 
-/* One s3:// pattern: its objects into d->dir, their paths appended to b. */
-static int fetch_pattern(tr_s3data *d, gk_s3 *s, const char *url, const char *what, out_buf *b, gk_err *e)
+/* The object's header read and checked as gk_shard_map_open checks a file's: m filled. */
+static int read_header(tr_s3data *d, size_t obj, int64_t size, gk_shard_map *m, int64_t *data_off, gk_err *e)
 {
-    char bucket[256], key[1100], prefix[1100], path[4200];
+    unsigned char b[GK_SHARD_HEADER_BYTES];
+    size_t want = size < (int64_t)sizeof b ? (size_t)size : sizeof b;
+    m->size = (size_t)size;
+    m->raw = 1, m->width = 2, *data_off = 0; /* empty: a raw file of no tokens */
+    if (size == 0)
+        return 0;
+    gk_shard_kind kind;
+    gk_shard_header h;
+    int rc = tr_s3data_read(d, obj, 0, want, b, e);
+    if (!rc)
+        rc = gk_shard_parse(b, want, size, m->name, &kind, &h, e);
+    if (!rc && kind == GK_SHARD_TEXT)
+        rc = gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)", m->name);
+    if (rc)
+        return rc;
+    m->raw = kind == GK_SHARD_RAW;
+    if (m->raw && size % 2)
+        return gk_errf(e, GK_EFORMAT, "%s: object ends in the middle of a token", m->name);
+    m->width = h.width;
+    m->count = h.tokens;
+    m->vocab_size = h.vocab_size;
+    m->fingerprint = h.fingerprint;
+    *data_off = m->raw ? 0 : GK_SHARD_HEADER_BYTES;
+    return 0;
+}
+
+/* One object: remembered, its header checked, given to fn. */
+static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t size, tr_s3data_fn fn,
+                      void *ud, gk_err *e)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 16;
+        object *p = realloc(d->obj, cap * sizeof *p);
+        if (!p)
+            return gk_errf(e, GK_ENOMEM, "out of memory");
+        d->obj = p, d->cap = cap;
+    }
+    object *o = &d->obj[d->n];
+    o->bucket = strdup(bucket), o->key = strdup(key);
+    gk_shard_map m = {0};
+    size_t len = strlen(bucket) + strlen(key) + 7;
+    if (o->bucket && o->key && (m.name = malloc(len)))
+        snprintf(m.name, len, "s3://%s/%s", bucket, key);
+    if (!m.name) {
+        free(o->bucket);
+        free(o->key);
+        return gk_errf(e, GK_ENOMEM, "out of memory");
+    }
+    size_t obj = d->n++;
+    int64_t data_off;
+    int rc = read_header(d, obj, size, &m, &data_off, e);
+    if (!rc)
+        return fn(ud, &m, obj, data_off, e);
+    gk_shard_map_close(&m);
+    return rc;
+}
+
+int tr_s3data_add(tr_s3data *d, const char *url, const char *what, tr_s3data_fn fn, void *ud, gk_err *e)
+{
+    char bucket[256], key[1100], prefix[1100];
     int rc = gk_s3_parse_url(url, bucket, sizeof bucket, key, sizeof key, e);
     if (rc)
         return rc;
     snprintf(prefix, sizeof prefix, "%.*s", (int)strcspn(key, "*?["), key);
     matches m = {.glob = key};
-    rc = gk_s3_list(s, bucket, prefix, 0, on_key, &m, e);
+    rc = gk_s3_list(d->s, bucket, prefix, 0, on_key, &m, e);
     if (rc == GK_ENOMEM)
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
     if (!rc && m.n == 0)
         rc = gk_errf(e, GK_ENOTFOUND, "%s: no object matches '%s'", what, url);
-    for (size_t i = 0; !rc && i < m.n; i++) {
-        snprintf(path, sizeof path, "%s/%05zu.bin", d->dir, d->files++);
-        gk_info("%s: downloading s3://%s/%s", what, bucket, m.keys[i]);
-        rc = gk_s3_fetch_file(s, bucket, m.keys[i], path, e);
-        if (rc == GK_EIO)
-            rc = gk_errf(e, rc, "%s: %s", what, e->msg);
-        if (!rc && append(b, path))
-            rc = gk_errf(e, GK_ENOMEM, "out of memory");
-    }
+    for (size_t i = 0; !rc && i < m.n; i++)
+        rc = add_object(d, bucket, m.keys[i], m.sizes[i], fn, ud, e);
+    if (rc == GK_EIO || rc == GK_EFORMAT)
+        rc = gk_errf(e, rc, "%s: %s", what, e->msg);
     for (size_t i = 0; i < m.n; i++)
         free(m.keys[i]);
     free(m.keys);
+    free(m.sizes);
     return rc;
 }
 
-int tr_s3data_fetch(tr_s3data **out, const char *patterns, const gk_s3_conf *conf, const char *tmpdir,
-                    const char *what, char **local, gk_err *e)
+int tr_s3data_read(tr_s3data *d, size_t obj, int64_t off, size_t n, void *buf, gk_err *e)
 {
-    *out = NULL;
-    *local = NULL;
-    if (!strstr(patterns, "s3://"))
-        return 0;
-    tr_s3data *d = calloc(1, sizeof *d);
-    char *copy = strdup(patterns), *save = NULL;
-    out_buf b = {0};
-    gk_s3 *s = NULL;
-    int rc = d && copy ? 0 : gk_errf(e, GK_ENOMEM, "out of memory");
-    int n = d ? snprintf(d->dir, sizeof d->dir, "%s/gpt-train-data.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") : 0;
-    if (!rc && strpbrk(d->dir, ", "))
-        rc = gk_errf(e, GK_EUSAGE, "%s: TMPDIR %s holds a comma or a space, which split patterns", what, tmpdir);
-    if (!rc && (n < 0 || (size_t)n >= sizeof d->dir || !mkdtemp(d->dir))) {
-        gk_errno(e, d->dir);
-        rc = gk_errf(e, GK_EIO, "%s: %s (the data directory; set TMPDIR to another directory)", what, e->msg);
-        d->dir[0] = '\0';
-    }
-    if (!rc)
-        rc = gk_s3_open(&s, conf, e);
-    for (char *p = rc ? NULL : strtok_r(copy, ", ", &save); !rc && p; p = strtok_r(NULL, ", ", &save))
-        rc = gk_s3_is_url(p) ? fetch_pattern(d, s, p, what, &b, e)
-             : append(&b, p) ? gk_errf(e, GK_ENOMEM, "out of memory") : 0;
-    if (s && gk_s3_retries(s))
-        gk_warn("%s: %ld requests retried", what, gk_s3_retries(s));
-    gk_s3_close(s);
-    free(copy);
-    if (rc) {
-        free(b.s);
-        tr_s3data_close(d);
-        return rc;
-    }
-    *out = d;
-    *local = b.s;
-    return 0;
+    const object *o = &d->obj[obj];
+    size_t got = 0;
+    int rc = gk_s3_get_range(d->s, o->bucket, o->key, off, n, buf, &got, e);
+    if (!rc && got != n)
+        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: %zu bytes at %lld, where %zu were expected (the object "
+                     "changed?)", o->bucket, o->key, got, (long long)off, n);
+    return rc;
 }
+
+long tr_s3data_retries(const tr_s3data *d) { return gk_s3_retries(d->s); }
 
 void tr_s3data_close(tr_s3data *d)
 {
     if (!d)
         return;
-    DIR *dir = d->dir[0] ? opendir(d->dir) : NULL;
-    if (dir) {
-        for (struct dirent *de; (de = readdir(dir));)
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                unlinkat(dirfd(dir), de->d_name, 0);
-        closedir(dir);
-        rmdir(d->dir);
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->obj[i].bucket);
+        free(d->obj[i].key);
     }
+    free(d->obj);
+    gk_s3_close(d->s);
     free(d);
 }

@@ -14,8 +14,9 @@
 
 #define S tr_settings
 const gk_config_key tr_settings_keys[] = {
-    GK_CK_STR(S, train_data, "data/train.bin", "training shards: paths or globs, comma-separated (s3://BUCKET/KEYGLOB: downloaded into TMPDIR first)"),
+    GK_CK_STR(S, train_data, "data/train.bin", "training shards: paths or globs, comma-separated (s3://BUCKET/KEYGLOB: read in place, by ranged GETs)"),
     GK_CK_STR(S, val_data, "data/val.bin", "validation shards, as train_data (empty: no validation)"),
+    GK_CK_INT_R(S, data_readahead, "64", 1, 1e6, "MiB of windows read ahead for each stream (training, each evaluation) of shards in a bucket"),
     GK_CK_STR(S, out_dir, "out", "where checkpoints, metrics.jsonl and loss.svg go: a directory, or s3://BUCKET/PREFIX (staged in TMPDIR, then uploaded)"),
     GK_CK_STR(S, init_from, "scratch", "scratch, resume (out_dir/latest), auto (resume if present), or a checkpoint path"),
     GK_CK_STR(S, vocab, "", "vocabulary to embed in checkpoints (empty: the data's, when found)"),

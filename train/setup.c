@@ -249,9 +249,11 @@ static int check_data(tr_run *r, const gk_gpt2_config *mc, const gk_ckpt *c, gk_
 
 static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
 {
-    int rc = tr_data_open(&r->train, r->s.train_data, T, vocab_limit, "train_data", e);
+    tr_data_remote remote = {&r->s3conf, (size_t)r->s.data_readahead << 20, TR_DATA_CONNECTIONS};
+    const tr_data_remote *rem = r->s3data ? &remote : NULL;
+    int rc = tr_data_open(&r->train, r->s.train_data, T, vocab_limit, rem, "train_data", e);
     if (!rc && r->s.val_data[0])
-        rc = tr_data_open(&r->val, r->s.val_data, T, vocab_limit, "val_data", e);
+        rc = tr_data_open(&r->val, r->s.val_data, T, vocab_limit, rem, "val_data", e);
     return rc;
 }
 
@@ -540,10 +542,6 @@ void tr_run_free(tr_run *r)
     r->s3out = NULL;
     tr_data_close(r->train);
     tr_data_close(r->val);
-    tr_s3data_close(r->s3train);
-    tr_s3data_close(r->s3val);
-    free(r->train_local);
-    free(r->val_local);
     gk_ckpt_close(r->moments_from); /* a setup that failed before moments() */
     gk_gpt2_free(r->model);
     gk_backend_free(r->be);

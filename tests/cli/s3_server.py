@@ -13,7 +13,10 @@ importable.
 
 The proxy forwards requests as they come (Host kept, so signatures stay valid) and answers two
 control requests itself:
-  POST /__fault?n=N&what=W   the next N requests (control requests aside) get fault W:
+  POST /__fault?n=N&what=W[&ranged=1]
+                             the next N requests (control requests aside; with ranged=1 only
+                             those with a Range header that does not start at byte 0: reads of
+                             data windows, not of shard headers) get fault W:
                              503 (an S3 SlowDown error, not forwarded), 500 (InternalError),
                              region (400 AuthorizationHeaderMalformed naming eu-west-1),
                              reset (the connection closed without an answer, RST),
@@ -99,15 +102,16 @@ class Faults:
     lock = threading.Lock()
     what = ""
     left = 0
+    ranged = False
     count = 0
     last = ""
 
     @classmethod
-    def take(cls, host, path):
+    def take(cls, host, path, rng):
         with cls.lock:
             cls.count += 1
             cls.last = f"{host} {path}"
-            if cls.left > 0:
+            if cls.left > 0 and (not cls.ranged or (rng and not rng.startswith("bytes=0-"))):
                 cls.left -= 1
                 return cls.what
             return ""
@@ -139,6 +143,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             q = urllib.parse.parse_qs(u.query)
             with Faults.lock:
                 Faults.what, Faults.left = q["what"][0], int(q["n"][0])
+                Faults.ranged = q.get("ranged", ["0"])[0] == "1"
             self.reply(200, b"ok")
             return True
         return False
@@ -148,7 +153,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
-        fault = Faults.take(self.headers.get("Host", ""), self.path)
+        fault = Faults.take(self.headers.get("Host", ""), self.path, self.headers.get("Range"))
         if fault in ("503", "500"):
             code = "SlowDown" if fault == "503" else "InternalError"
             xml = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>"

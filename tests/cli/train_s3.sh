@@ -2,7 +2,8 @@
 # against moto's S3 server (tests/cli/s3_server.py; skipped without moto), out_dirs under a prefix
 # and at a bucket's root. Checks: 10 steps + resume from the bucket (init_from=auto) give the
 # losses and the final weights of 20 steps in one local run, bit for bit; shards from the bucket
-# (a glob over keys) the losses of the same files; 2 ranks then a resume at 1 the local runs';
+# (a glob over keys, read in place) the losses and weights of the same files, also with
+# connections dropped mid-range; a bad shard header in a bucket is one line as for a file; 2 ranks then a resume at 1 the local runs';
 # keep_last/keep_every prune objects as they prune files; a second trainer is refused naming the
 # holder, a lock left by a dead pid of this host, or one not renewed for 5 minutes, is taken over;
 # an upload failing for good (the proxy answering 503 to everything) stops training with a
@@ -38,8 +39,9 @@ fails --out_dir=s3://gk-test/runs/none --init_from=resume
 fails --out_dir=s3://gk-test/runs/none --train_data='s3://gk-test/nope_*.bin'
 s3py 'print("locks left:", [k for k in keys("gk-test") if k.endswith("gpt-train.lock")])'
 
-# data from the bucket (a glob over keys, two shards, a key the glob does not match): the losses
-# of the same shards as local files
+# data from the bucket (a glob over keys, two shards, a key the glob does not match), read by
+# ranged GETs ahead of the run: the losses and weights of the same shards as local files (the
+# same windows, bit for bit), nothing written to TMPDIR
 mkdir two && cp d/train.bin two/train_000.bin && cp d/val.bin two/train_001.bin
 s3py '
 s3.create_bucket(Bucket="data")
@@ -47,21 +49,48 @@ for k, f in (("owt/train_000.bin", "two/train_000.bin"), ("owt/train_001.bin", "
              ("owt/train_001.bin.idx", "d/val.bin"), ("owt/val.bin", "d/val.bin"), ("train_0.bin", "d/val.bin")):
     s3.upload_file(f, "data", k)'
 gpt-train -q "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='two/train_*.bin' --out_dir=lf > /dev/null
-gpt-train "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='s3://data/owt/train_*.bin' --val_data=s3://data/owt/val.bin \
-  --out_dir=sf > /dev/null 2> sf.err
-grep -o 'downloading s3://data/.*' sf.err
-cmp <(losses lf/metrics.jsonl) <(losses sf/metrics.jsonl) && echo "data from the bucket: the losses of the local files ($(losses sf/metrics.jsonl | wc -l) lines)"
+gpt-train -q "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='s3://data/owt/train_*.bin' --val_data=s3://data/owt/val.bin \
+  --out_dir=sf > /dev/null
+cmp <(losses lf/metrics.jsonl) <(losses sf/metrics.jsonl) && cmp <(st_data lf/latest.safetensors) <(st_data sf/latest.safetensors) &&
+  echo "data from the bucket: the losses and weights of the local files ($(losses sf/metrics.jsonl | wc -l) lines)"
 gpt-ckpt info --json sf/latest.safetensors | grep -o '"train_data":"[^"]*","val_data":"[^"]*"'
 ls tmp | wc -l
 
-# 2 ranks on this machine (the shards downloaded once, by the launcher), then a resume at 1 rank
-# from the bucket: the losses and weights of the same runs on local files and a local out_dir
+# connections dropped in the middle of window reads (the proxy forwards half of each of the next
+# 4 answers to a range that does not start at byte 0, then closes): retried, the same run
+export AWS_ENDPOINT_URL=http://127.0.0.1:$pport
+curl -sS -X POST "http://127.0.0.1:$pport/__fault?n=4&what=drop&ranged=1" > /dev/null
+gpt-train "${TINY[@]}" --max_iters=6 --eval_interval=3 --train_data='s3://data/owt/train_*.bin' --val_data=s3://data/owt/val.bin \
+  --out_dir=sd > /dev/null 2> sd.err
+export AWS_ENDPOINT_URL=http://127.0.0.1:$port
+echo "retried: $(sed -n 's/^gpt-train: warning: [a-z_]*: \([0-9]*\) requests retried$/\1/p' sd.err | awk '{s += $1} END {print s + 0}') requests"
+cmp <(losses lf/metrics.jsonl) <(losses sd/metrics.jsonl) && cmp <(st_data lf/latest.safetensors) <(st_data sd/latest.safetensors) &&
+  echo "drops: the losses and weights of the local files"
+
+# a bad shard header is one line naming the object, as it names a file: a damaged magic, a text
+# file, a count past the object's end; the same message for the local file but for its name
+python3 - <<'PY'
+import struct
+h = list(struct.unpack("<256i", open("d/train.bin", "rb").read(1024)))
+body = open("d/train.bin", "rb").read()[1024:]
+open("magic.bin", "wb").write(struct.pack("<256i", h[0] ^ 4, *h[1:]) + body)
+open("count.bin", "wb").write(struct.pack("<256i", *h[:2], h[2] + 100, *h[3:]) + body)
+open("text.bin", "w").write("First Citizen:\nBefore we proceed any further, hear me speak.\n" * 30)
+PY
+s3py 'for f in ("magic.bin", "count.bin", "text.bin"): s3.upload_file(f, "data", "bad/" + f)'
+for f in magic count text; do
+  fails --train_data=s3://data/bad/$f.bin --out_dir=bad
+  fails --train_data=$f.bin --out_dir=bad | sed '$d'
+done
+[ ! -e bad ] && echo "no out_dir left"
+
+# 2 ranks on this machine (each reads the bucket's shards), then a resume at 1 rank from the
+# bucket: the losses and weights of the same runs on local files and a local out_dir
 s3py 's3.create_bucket(Bucket="run-w")'
 w=(--max_iters=4 --eval_interval=2 --device=cpu --threads=1 --gradient_accumulation_steps=2)
 gpt-train -q "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='two/train_*.bin' --out_dir=lw > /dev/null 2>&1
 gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='two/train_*.bin' --out_dir=lw --init_from=auto > /dev/null
-gpt-train "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-w > /dev/null 2> w.err
-echo "2 ranks: $(grep -c 'downloading s3://data/owt/train_' w.err) shard downloads"
+gpt-train -q "${TINY[@]}" "${w[@]}" --nproc_per_node=2 --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-w > /dev/null
 gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-w --init_from=auto > /dev/null
 get run-w metrics.jsonl w.jsonl && get run-w ckpt_00000006.safetensors w6.safetensors
 cmp <(losses lw/metrics.jsonl) <(losses w.jsonl) && cmp <(st_data lw/latest.safetensors) <(st_data w6.safetensors) &&
