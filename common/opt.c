@@ -189,6 +189,10 @@ int gk_opt_weights(const char *dtype, int *weights, gk_err *e)
     *weights = GK_WEIGHTS_DEFAULT;
     if (!dtype)
         return 0;
+    if (!strcmp(dtype, "int8")) { /* llama.cpp's Q8_0: not a checkpoint dtype */
+        *weights = GK_WEIGHTS_INT8;
+        return 0;
+    }
     if (gk_dtype_from_user(dtype, &dt) != 0)
         return gk_errf(e, GK_EUSAGE, "--dtype %s: " GK_OPT_WEIGHTS_CHOICES, dtype);
     *weights = dt == GK_DT_BF16 ? GK_WEIGHTS_BF16 : dt == GK_DT_F16 ? GK_WEIGHTS_F16 : GK_WEIGHTS_F32;

@@ -64,12 +64,13 @@ int gk_opt_dtype(const char *dtype, int *bf16, gk_err *e);
 /* --dtype TEXT for inference (gpt-sample, gpt-evalppl): the type the weight matrices are kept in.
  * The values of gk_opt_dtype's *bf16 for what both take. */
 enum gk_weights { GK_WEIGHTS_DEFAULT = -1, GK_WEIGHTS_F32 = 0, GK_WEIGHTS_BF16 = 1,
-                  GK_WEIGHTS_F16 = 2 };
-#define GK_OPT_WEIGHTS_CHOICES "float32, bfloat16 or float16 (or fp32, bf16, fp16)"
+                  GK_WEIGHTS_F16 = 2, GK_WEIGHTS_INT8 = 3 };
+#define GK_OPT_WEIGHTS_CHOICES "float32, bfloat16, float16 or int8 (or fp32, bf16, fp16)"
 /* NULL -> GK_WEIGHTS_DEFAULT (the device's default); else the type, or GK_EUSAGE. */
 int gk_opt_weights(const char *dtype, int *weights, gk_err *e);
 /* The backend's activation setting (gk_backend_opts.bf16) for weights: -1 (the device's default)
- * for GK_WEIGHTS_DEFAULT, 1 for bf16, else 0 (fp32 activations; fp16 weights need them). */
+ * for GK_WEIGHTS_DEFAULT, 1 for bf16, else 0 (fp32 activations; fp16 and int8 weights need
+ * them). */
 int gk_opt_weights_bf16(int weights);
 
 #endif

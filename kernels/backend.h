@@ -20,10 +20,20 @@ extern "C" {
  * parameter gradients, AdamW moments, LayerNorm statistics, log-sum-exps and losses are always
  * GK_F32. A bf16 value is the high half of an fp32 (uint16_t; to fp32: shift left by 16, exact;
  * from fp32: round to nearest even). */
-typedef enum gk_elt { GK_F32 = 0, GK_BF16 = 1, GK_F16 = 2 } gk_elt;
-static inline size_t gk_elt_size(gk_elt t) { return t == GK_F32 ? 4 : 2; }
-/* GK_F16 (IEEE binary16, uint16_t) is a weight type of the CPU backends only (the model's
- * GK_GPT2_F16 weights), never an activation type; cuda refuses it. */
+typedef enum gk_elt { GK_F32 = 0, GK_BF16 = 1, GK_F16 = 2, GK_Q8 = 3 } gk_elt;
+static inline size_t gk_elt_size(gk_elt t) { return t == GK_F32 ? 4 : t == GK_Q8 ? 1 : 2; }
+/* GK_F16 (IEEE binary16, uint16_t) and GK_Q8 are weight types of the CPU backends only (the
+ * model's GK_GPT2_F16 and GK_GPT2_Q8 weights), never activation types; cuda refuses them.
+ * GK_Q8 is llama.cpp's Q8_0: blocks of GK_Q8_BLOCK consecutive elements, each an fp16 scale d
+ * (2 bytes, little-endian) then GK_Q8_BLOCK int8 q (-127..127), element = d * q; a buffer of n
+ * elements (n a multiple of GK_Q8_BLOCK) takes gk_elt_bytes(GK_Q8, n) = n / 32 * 34 bytes. As a
+ * gemm operand it is B only, transposed (rows of K elements, K a multiple of 32, ldb = K). */
+#define GK_Q8_BLOCK 32
+#define GK_Q8_BLOCK_BYTES 34
+static inline size_t gk_elt_bytes(gk_elt t, size_t n)
+{
+    return t == GK_Q8 ? n / GK_Q8_BLOCK * GK_Q8_BLOCK_BYTES : n * gk_elt_size(t);
+}
 
 /* Conventions for every op below.
  * - Pointers are device pointers (from ops->alloc); host pointers say "host". `float *` buffers
@@ -101,8 +111,8 @@ typedef struct gk_ops {
      * stride ldc; beta must be 0) pre_gelu = the result and C = gelu(pre_gelu) (GELU's tanh form).
      * Type combinations every backend implements: all GK_F32; (ta, tb, tc) = (be->act, wt, be->act)
      * with A not transposed, and (be->act, be->act, GK_F32), where wt is the model's weight type
-     * (GK_F32, or GK_BF16 for bf16 weights; GK_F16 on cpu and ref); others may fail with
-     * GK_EUSAGE. */
+     * (GK_F32, or GK_BF16 for bf16 weights; GK_F16 and GK_Q8, transB, on cpu and ref); others
+     * may fail with GK_EUSAGE. */
     void (*gemm)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
                  const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
                  void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);

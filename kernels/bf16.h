@@ -1,10 +1,11 @@
-/* bf16.h: bf16 and fp16 <-> fp32 on the host, and element access by gk_elt, for the CPU-side code
- * (the CPU backends, the model's parameter loading). Owns nothing; pure inline functions. A bf16
+/* bf16.h: bf16, fp16 and Q8_0 <-> fp32 on the host, and element access by gk_elt, for the CPU-side
+ * code (the CPU backends, the model's parameter loading). Owns nothing; pure inline functions. A bf16
  * value is the high half of an fp32; an fp16 value is IEEE binary16 (portable bit code here; the
  * CPU backend's fast kernels convert with F16C). */
 #ifndef GK_BF16_H
 #define GK_BF16_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -67,11 +68,35 @@ static inline uint16_t gk_f2f16(float f)
     return (uint16_t)(sign | (r >> 13));
 }
 
-/* Element i of a buffer of type t, as fp32; and the store that rounds to t. */
+/* Element i of a GK_Q8 buffer (backend.h): its block's scale times its int8 */
+static inline float gk_q8_get(const void *p, size_t i)
+{
+    const uint8_t *b = (const uint8_t *)p + i / GK_Q8_BLOCK * GK_Q8_BLOCK_BYTES;
+    uint16_t d;
+    memcpy(&d, b, 2);
+    return gk_f16f(d) * (float)(int8_t)b[2 + i % GK_Q8_BLOCK];
+}
+
+/* x[0..32) -> one GK_Q8 block at out (34 bytes): d = max|x| / 127 (stored as fp16), q = x / d
+ * rounded half away from zero, as llama.cpp's quantize_row_q8_0. A block of zeros is d = 0.
+ * Exact on values it wrote: requantizing d * q gives d and q back. */
+static inline void gk_q8_quantize_block(const float *x, uint8_t *out)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < GK_Q8_BLOCK; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+    uint16_t h = gk_f2f16(d);
+    memcpy(out, &h, 2);
+    for (int i = 0; i < GK_Q8_BLOCK; i++) out[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id);
+}
+
+/* Element i of a buffer of type t, as fp32; and the store that rounds to t (not GK_Q8, whose
+ * blocks are quantized whole: gk_q8_quantize_block). */
 static inline float gk_elt_get(const void *p, gk_elt t, size_t i)
 {
     if (t == GK_BF16) return gk_bf16f(((const uint16_t *)p)[i]);
     if (t == GK_F16) return gk_f16f(((const uint16_t *)p)[i]);
+    if (t == GK_Q8) return gk_q8_get(p, i);
     return ((const float *)p)[i];
 }
 static inline void gk_elt_put(void *p, gk_elt t, size_t i, float x)

@@ -76,6 +76,11 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * GK_GPT2_F16 (implies INFERENCE; cpu and ref backends only): the same with the weight matrices
  *   as IEEE fp16 (rounded to nearest even; overflow past 65504 becomes infinity): 3 more bits of
  *   mantissa than bf16, 5 fewer of exponent (GPT-2's weights are far inside the range).
+ * GK_GPT2_Q8 (implies INFERENCE; cpu and ref backends, n_embd a multiple of 32): the same with the
+ *   weight matrices as llama.cpp's Q8_0 (backend.h GK_Q8: blocks of 32 along each matrix's input
+ *   dimension, one fp16 scale each; the Conv1D matrices kept transposed, [out, in]), a little
+ *   over a quarter of fp32's bytes; the CPU backend's decoding multiplies them with activations
+ *   quantized alike (int8 dot products), longer batches with the weights widened to fp32.
  * GK_GPT2_RECOMPUTE (training models): the backward recomputes each layer's GELU output from
  *   its input (ops->gelu_fwd) instead of keeping it, so one (B*T, 4C) buffer serves every layer:
  *   a quarter of the activations (llm.c's recompute = 1), for one elementwise pass per layer.
@@ -92,7 +97,7 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
 enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8,
-       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32 };
+       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32, GK_GPT2_Q8 = 64 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);

@@ -1,16 +1,63 @@
 /* gpt2_access.c: how tools move data in and out of a model without touching device memory:
- * parameters and optimizer state (checkpoints), logits and per-token losses (sampling, scoring),
- * Host-side conversion from the activation type. */
+ * parameters and optimizer state (checkpoints; 16-bit and int8 weight copies converted on the
+ * host), logits and per-token losses (sampling, scoring), host-side conversion from the
+ * activation type. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/bf16.h"
 #include "kernels/gpt2_internal.h"
 
+/* ---- int8 (GK_Q8) weights: quantized and widened block by block, through to_device/to_host of
+ * one 34-byte block (Q8 runs on host-memory backends: a memcpy). The Conv1D matrices, [in, out]
+ * in the table, are kept [out, in] so that blocks run along the input; wte is kept as it is. ---- */
+
+/* Visits every block of p's copy: fn(m, p, host, x, dev) with x the block's 32 values in host
+ * (gathered into x), dev its place in the copy. */
+static void q8_blocks(gk_gpt2 *m, const gk_param *p, float *host,
+                      void (*fn)(gk_gpt2 *, float *x, float *host, size_t stride, char *dev))
+{
+    int tr = p->copy != m->gw[G_WTE];
+    size_t in = (size_t)p->shape[0], out = (size_t)p->shape[1];
+    if (!tr) { /* rows of out values: blocks are consecutive */
+        for (size_t b = 0; b < p->numel / GK_Q8_BLOCK; b++)
+            fn(m, host + b * GK_Q8_BLOCK, host + b * GK_Q8_BLOCK, 1,
+               (char *)p->copy + b * GK_Q8_BLOCK_BYTES);
+        return;
+    }
+    size_t kb_n = in / GK_Q8_BLOCK; /* blocks per kept row (one output) */
+    for (size_t kb = 0; kb < kb_n; kb++) /* 32 input rows at a time: they stay in cache */
+        for (size_t j = 0; j < out; j++)
+            fn(m, NULL, host + kb * GK_Q8_BLOCK * out + j, out,
+               (char *)p->copy + (j * kb_n + kb) * GK_Q8_BLOCK_BYTES);
+}
+
+static void q8_put(gk_gpt2 *m, float *x, float *host, size_t stride, char *dev)
+{
+    float g[GK_Q8_BLOCK];
+    uint8_t q[GK_Q8_BLOCK_BYTES];
+    if (!x)
+        for (int i = 0; i < GK_Q8_BLOCK; i++) g[i] = host[(size_t)i * stride];
+    gk_q8_quantize_block(x ? x : g, q);
+    m->be->ops->to_device(m->be, dev, q, sizeof q);
+}
+
+static void q8_get(gk_gpt2 *m, float *x, float *host, size_t stride, char *dev)
+{
+    (void)x;
+    uint8_t q[GK_Q8_BLOCK_BYTES];
+    m->be->ops->to_host(m->be, q, dev, sizeof q);
+    for (int i = 0; i < GK_Q8_BLOCK; i++) host[(size_t)i * stride] = gk_q8_get(q, (size_t)i);
+}
+
 void gk_gpt2_param_set(gk_gpt2 *m, int i, float *host)
 {
     gk_backend *be = m->be;
     const gk_param *p = &m->params[i];
+    if (!p->data && m->wt == GK_Q8) {
+        q8_blocks(m, p, host, q8_put);
+        return;
+    }
     if (p->data) {
         be->ops->to_device(be, p->data, host, p->numel * sizeof(float));
         if (p->copy) be->ops->cast(be, p->copy, m->wt, p->data, GK_F32, p->numel);
@@ -64,6 +111,8 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
         return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err) : moments_deferred(p, kind, err);
     if (d) {
         be->ops->to_host(be, host, d, p->numel * sizeof(float));
+    } else if (kind == GK_TENSOR_PARAM && p->copy && m->wt == GK_Q8) {
+        q8_blocks(m, p, host, q8_get);
     } else if (kind == GK_TENSOR_PARAM && p->copy) {
         /* widen in place from the back: element j (2 bytes at 2j) -> 4 bytes at 4j */
         be->ops->to_host(be, host, p->copy, p->numel * sizeof(uint16_t));

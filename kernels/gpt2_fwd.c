@@ -9,8 +9,9 @@
 void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const float *bias,
                     void *pre_gelu, int N, int IC, int OC)
 {
-    m->be->ops->gemm(m->be, 0, 0, N, OC, IC, 1.0f, inp, m->act, IC, w, m->wt, OC, 0.0f, out, m->act,
-                     OC, bias, pre_gelu);
+    int tq = m->wt == GK_Q8; /* int8 weights are kept [out, in] (gpt2.h: GK_GPT2_Q8) */
+    m->be->ops->gemm(m->be, 0, tq, N, OC, IC, 1.0f, inp, m->act, IC, w, m->wt, tq ? IC : OC, 0.0f,
+                     out, m->act, OC, bias, pre_gelu);
 }
 
 void gk_gpt2_lm_head(gk_gpt2 *m, int N)

@@ -157,7 +157,8 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
 static int runner_flags(int weights)
 {
     return GK_GPT2_INFERENCE | (weights == GK_WEIGHTS_BF16 ? GK_GPT2_BF16 : 0) |
-           (weights == GK_WEIGHTS_F16 ? GK_GPT2_F16 : 0);
+           (weights == GK_WEIGHTS_F16 ? GK_GPT2_F16 : 0) |
+           (weights == GK_WEIGHTS_INT8 ? GK_GPT2_Q8 : 0);
 }
 
 int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int weights, const char *hint,

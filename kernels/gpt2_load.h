@@ -66,8 +66,9 @@ int gk_gpt2_runner_open_url(gk_gpt2_runner *r, const gk_backend_opts *bo, const 
 int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int weights, const char *hint,
                          gk_err *e);
 /* Creates r->model for inference with weights (enum gk_weights, common/opt.h: GK_WEIGHTS_BF16:
- * GK_GPT2_BF16, GK_WEIGHTS_F16: GK_GPT2_F16; else fp32 or the device's) for batches up to
- * max_B x max_T, loads the checkpoint's weights into it and closes the checkpoint. */
+ * GK_GPT2_BF16, GK_WEIGHTS_F16: GK_GPT2_F16, GK_WEIGHTS_INT8: GK_GPT2_Q8; else fp32 or the
+ * device's) for batches up to max_B x max_T, loads the checkpoint's weights into it and closes
+ * the checkpoint. */
 int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_err *e);
 /* Frees the model, the vocabulary, the checkpoint and the backend; zeroes r. */
 void gk_gpt2_runner_close(gk_gpt2_runner *r);

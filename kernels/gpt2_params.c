@@ -68,7 +68,7 @@ int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
 }
 
 /* The weight matrices (wte and the four per layer; not wpe) have a copy of type wt when that is
- * bf16 or fp16; an inference model then keeps no fp32 master of them. */
+ * not fp32; an inference model then keeps no fp32 master of them. */
 static int has_copy(const gk_gpt2 *m, const pdesc *d)
 {
     return m->wt != GK_F32 && d->d1 != D_1 && d->d0 != D_T;
@@ -78,25 +78,31 @@ static int has_copy(const gk_gpt2 *m, const pdesc *d)
  * the type of the weight matrices the matmuls read. */
 static int model_flags(int flags)
 {
-    if (flags & (GK_GPT2_BF16 | GK_GPT2_F16)) flags |= GK_GPT2_INFERENCE;
+    if (flags & (GK_GPT2_BF16 | GK_GPT2_F16 | GK_GPT2_Q8)) flags |= GK_GPT2_INFERENCE;
     if (flags & GK_GPT2_INFERENCE) flags &= ~(GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN);
     return flags;
 }
 static gk_elt weight_type(int flags, gk_elt act)
 {
     if (flags & GK_GPT2_F16) return GK_F16;
+    if (flags & GK_GPT2_Q8) return GK_Q8;
     return (flags & GK_GPT2_BF16) || act == GK_BF16 ? GK_BF16 : GK_F32;
 }
 
-/* 0, or GK_EUSAGE for weight flags the backend (NULL: any) cannot run. */
-static int weights_check(int flags, const gk_backend *be, gk_elt act, gk_err *err)
+/* 0, or GK_EUSAGE for weight flags the backend (NULL: any) or the model cannot run. */
+static int weights_check(int flags, const gk_gpt2_config *c, const gk_backend *be, gk_elt act,
+                         gk_err *err)
 {
-    if ((flags & GK_GPT2_F16) && (flags & GK_GPT2_BF16))
-        return gk_errf(err, GK_EUSAGE, "gpt2: bf16 and fp16 weights at once");
-    if ((flags & GK_GPT2_F16) && (act != GK_F32 || (be && strcmp(be->ops->name, "cpu") &&
-                                                     strcmp(be->ops->name, "ref"))))
-        return gk_errf(err, GK_EUSAGE, "fp16 weights run on the cpu backend only (this is %s)",
+    int wf = flags & (GK_GPT2_BF16 | GK_GPT2_F16 | GK_GPT2_Q8);
+    if (wf & (wf - 1))
+        return gk_errf(err, GK_EUSAGE, "gpt2: more than one weight type (flags 0x%x)", wf);
+    const char *what = wf == GK_GPT2_F16 ? "fp16" : wf == GK_GPT2_Q8 ? "int8" : NULL;
+    if (what && (act != GK_F32 || (be && strcmp(be->ops->name, "cpu") && strcmp(be->ops->name, "ref"))))
+        return gk_errf(err, GK_EUSAGE, "%s weights run on the cpu backend only (this is %s)", what,
                        be ? be->ops->name : "a bf16 device");
+    if (wf == GK_GPT2_Q8 && c->n_embd % GK_Q8_BLOCK)
+        return gk_errf(err, GK_EUSAGE, "int8 weights: n_embd %d is not a multiple of %d (their "
+                       "block)", c->n_embd, GK_Q8_BLOCK);
     return 0;
 }
 static int has_master(const gk_gpt2 *m, const pdesc *d)
@@ -145,7 +151,7 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 {
     gk_param *p = &m->params[m->n_params++];
     if (has_copy(m, d))
-        p->copy = (char *)m->w_block + (uintptr_t)p->copy * gk_elt_size(m->wt);
+        p->copy = (char *)m->w_block + gk_elt_bytes(m->wt, (uintptr_t)p->copy);
     if (has_master(m, d)) {
         p->data = m->p_block + p->offset;
         if (m->g_block) {
@@ -247,7 +253,7 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
                       int max_T, int flags, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
-    if (!rc) rc = weights_check(flags, be, be->act, err);
+    if (!rc) rc = weights_check(flags, cfg, be, be->act, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
         return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
@@ -279,7 +285,7 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     size_t bytes = m->n_floats * sizeof(float);
     m->p_block = be->ops->alloc(be, bytes);
     if (!m->p_block) goto nomem;
-    if (m->n_copy && !(m->w_block = be->ops->alloc(be, m->n_copy * gk_elt_size(m->wt))))
+    if (m->n_copy && !(m->w_block = be->ops->alloc(be, gk_elt_bytes(m->wt, m->n_copy))))
         goto nomem;
     if (!(flags & GK_GPT2_INFERENCE)) {
         int moments = !(flags & GK_GPT2_DEFER_MOMENTS); /* else gk_gpt2_set_comm's */
@@ -437,7 +443,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
                          gk_gpt2_mem *out, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
-    if (!rc) rc = weights_check(flags, NULL, act, err);
+    if (!rc) rc = weights_check(flags, cfg, NULL, act, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
         return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
@@ -459,7 +465,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
         walk(&t, add_param);
         size_t fp32 = t.n_floats * sizeof(float);
         double approx = act_bytes_approx(cfg, max_B, max_T, gk_elt_size(act));
-        out->params = fp32 + t.n_copy * gk_elt_size(t.wt);
+        out->params = fp32 + gk_elt_bytes(t.wt, t.n_copy);
         out->grads = t.flags & GK_GPT2_INFERENCE ? 0 : fp32;
         out->optimizer = 2 * out->grads;
         out->activations = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */

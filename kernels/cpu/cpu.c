@@ -1,6 +1,7 @@
 /* cpu.c: the CPU backend's context, memory, gemm, instruction-set paths, idle-thread policy and
  * vtable, above the op files (cpu_ops.c, cpu_attn.c, cpu_optim.c, cpu_infer.c, cpu_bf16.c,
- * cpu_f16.c), which depend only on cpu_internal.h; their plain references are in ref.c. */
+ * cpu_f16.c, cpu_q8.c), which depend only on cpu_internal.h; their plain references are in
+ * ref.c. */
 #include "kernels/cpu/cpu.h"
 
 #include <cblas.h>
@@ -13,6 +14,7 @@
 #include "kernels/cpu/cpu_attn.h"
 #include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_f16.h"
+#include "kernels/cpu/cpu_q8.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -87,16 +89,19 @@ static void sgemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alp
     }
 }
 
-/* backend.h's gemm: fp32 activations with fp32 (sgemm), bf16 (cpu_bf16.c) or fp16 weights
- * (cpu_f16.c), then the epilogue in one more pass over C (bias; or bias + GELU). */
+/* backend.h's gemm: fp32 activations with fp32 (sgemm), bf16 (cpu_bf16.c), fp16 (cpu_f16.c) or
+ * int8 weights (cpu_q8.c), then the epilogue in one more pass over C (bias; or bias + GELU). */
 static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                      const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
                      float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre_gelu)
 {
-    if (tA != GK_F32 || tC != GK_F32 || (tB != GK_F32 && ta)) {
-        static const char *names[] = {"f32", "bf16", "f16"};
+    if (tA != GK_F32 || tC != GK_F32 || (tB != GK_F32 && ta) ||
+        (tB == GK_Q8 && (!tb || ldb != K || K % GK_Q8_BLOCK))) {
+        static const char *names[] = {"f32", "bf16", "f16", "q8"};
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu gemm: types %s x %s -> %s%s: not implemented",
-                        names[tA % 3], names[tB % 3], names[tC % 3], ta ? " with A transposed" : "");
+                        names[tA & 3], names[tB & 3], names[tC & 3],
+                        ta ? " with A transposed"
+                           : tB == GK_Q8 ? " (q8: B transposed, K % 32 == 0)" : "");
         return;
     }
     if (pre_gelu && beta != 0.0f) {
@@ -108,6 +113,8 @@ static void cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float 
         cpu_gemm_bf16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
     else if (tB == GK_F16)
         cpu_gemm_f16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    else if (tB == GK_Q8)
+        cpu_gemm_q8(be, M, N, K, alpha, A, lda, B, beta, out, ldc);
     else
         sgemm(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
     if (!bias && !pre_gelu) return;

@@ -1,7 +1,7 @@
 /* cpu_internal.h: what every file of the CPU backend shares, below all of them (not the API).
  * Owns: cpu_impl (thread count, ISA path, scratch; one per backend, created by cpu.c), the ISA
  * clones and gk_vexpf. Each op file declares its ops in its own header (cpu_ops.h, cpu_attn.h,
- * cpu_optim.h, cpu_infer.h, cpu_bf16.h, cpu_f16.h); cpu.c, above them, points the vtable at them.
+ * cpu_optim.h, cpu_infer.h, cpu_bf16.h, cpu_f16.h, cpu_q8.h); cpu.c, above them, points the vtable at them.
  * Thread safety: scratch belongs to the op running on the backend. */
 #ifndef GK_CPU_INTERNAL_H
 #define GK_CPU_INTERNAL_H
@@ -23,9 +23,9 @@
 /* Reductions over rows use this many fixed chunks, whatever the thread count (determinism). */
 #define GK_NCHUNK 16
 
-/* The instruction sets the hand-written kernels (cpu_f16.c) have a path for, in order: each
- * machine runs the best it has (cpu.c: cpu_isa_best, from CPUID), tests may pick a lower one
- * (gk_cpu_set_isa). SCALAR is portable C; AVX2 is AVX2 + FMA + F16C (x86-64-v3). */
+/* The instruction sets the hand-written kernels (cpu_f16.c, cpu_q8.c) have a path for, in
+ * order: each machine runs the best it has (cpu.c: cpu_isa_best, from CPUID), tests may pick a
+ * lower one (gk_cpu_set_isa). SCALAR is portable C; AVX2 is AVX2 + FMA + F16C (x86-64-v3). */
 enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1 };
 
 typedef struct cpu_impl {

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_f16.h"
+#include "kernels/cpu/cpu_q8.h"
 
 #include <math.h>
 #include <omp.h>
@@ -74,12 +75,13 @@ void cpu_encoder_fwd(gk_backend *be, void *out_, const int *tok, const void *wte
     float *out = out_;
     const float *wte = wte_;
     if (t0) wpe += (size_t)*t0 * C;
-    if (tw != GK_F32) { /* 16-bit weights are for inference: no dropout */
+    if (tw != GK_F32) { /* 16-bit and int8 weights are for inference: no dropout */
         if (p > 0) {
-            GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu encoder_fwd: dropout with 16-bit weights");
+            GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu encoder_fwd: dropout with 16-bit or int8 weights");
             return;
         }
         if (tw == GK_F16) cpu_encoder_fwd_f16(be, out, tok, wte_, wpe, B, T, C);
+        else if (tw == GK_Q8) cpu_encoder_fwd_q8(be, out, tok, wte_, wpe, B, T, C);
         else cpu_encoder_fwd_bf16(be, out, tok, wte_, wpe, B, T, C);
         return;
     }

@@ -6,11 +6,11 @@
 # the same model in PyTorch (Debian's python3-torch). OpenBLAS is left free to use its best
 # kernels (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for these commands only).
 # Sampling: memory read bandwidth (membw.c), then gpt-sample tokens/s on GPT-2 124M with random
-# weights (rand_ckpt.c), batch 1, 16-token prompt, 256 new tokens, 2 threads, fp32, bf16 and
-# fp16 weights, as a fraction of the bandwidth bound (bytes of weights and KV cache read per token /
-# read bandwidth), beside nanoGPT-style generation in torch (torch_sample.py, no KV cache); and
-# gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny Shakespeare, and its
-# HellaSwag items/s beside llm.c's scoring in torch (torch_hellaswag.py).
+# weights (rand_ckpt.c), batch 1, 16-token prompt, 256 new tokens, 2 threads, fp32, bf16, fp16
+# and int8 (Q8_0) weights, as a fraction of the bandwidth bound (bytes of weights and KV cache
+# read per token / read bandwidth), beside nanoGPT-style generation in torch (torch_sample.py,
+# no KV cache); and gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny
+# Shakespeare, and its HellaSwag items/s beside llm.c's scoring in torch (torch_hellaswag.py).
 # Shared CPUs: train_step S alone, then two at once on the same cores; each one's median step
 # time as a ratio to alone (a fair share of the cores is about 2x; target: within 2.5x), with
 # gptkit's bounded spin and with libgomp's default spin (GOMP_SPINCOUNT=300000) side by side.
@@ -129,9 +129,9 @@ sample_bench() {
   # a prompt of 16 BPE tokens
   local prompt="First Citizen: Before we proceed any further, hear me speak. All: Speak"
   printf '%-22s %10s %14s %10s\n' sampler tokens/s MB/token bound
-  for dt in fp32 bf16 fp16; do
+  for dt in fp32 bf16 fp16 int8; do
     local wb=4; [ $dt != fp32 ] && wb=2
-    local bytes=$(( wb * mats + kv ))
+    local bytes=$(( wb * mats + kv )); [ $dt = int8 ] && bytes=$(( 34 * mats / 32 + kv ))
     local line; line=$($nobl gpt-sample --device cpu -m "$model" -V "$vocab" --dtype $dt -p "$prompt" -n $N -t 0 --ids 2>&1 >/dev/null | tail -n 1)
     local np; np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
     local tps; tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
@@ -150,7 +150,7 @@ sample_bench() {
   [ -s "$shard" ] || gpt-tokenize -q -V "$vocab" "$data/tinyshakespeare/input.txt" -o "$shard"
   head -c $((1024 + 8192)) "$shard" | tail -c 8192 > "$work/eval4k.raw"
   printf '%-22s %10s\n' evalppl tokens/s
-  for dt in fp32 bf16 fp16; do
+  for dt in fp32 bf16 fp16 int8; do
     local line; line=$($nobl gpt-evalppl --device cpu -m "$model" --dtype $dt --raw --context 1024 "$work/eval4k.raw" 2>&1 >/dev/null | tail -n 1)
     printf '%-22s %10.0f\n' "gptkit $dt" "$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')"
   done

@@ -1,0 +1,207 @@
+/* cpu_q8.c: the CPU backend's int8-weight ops (see cpu_q8.h). Decoding (a few rows) reads each
+ * weight once, as llama.cpp's Q8_0 x Q8_0 dot products: the activations are quantized per block
+ * of 32 (scale max|x| / 127), each block's products summed exactly in int32 and scaled by both
+ * blocks' scales. Two paths, picked per backend by cpu_impl.isa: portable C, and AVX2 (32
+ * products a step with _mm256_maddubs_epi16, which multiplies unsigned by signed bytes: the
+ * weights' absolute values times the activations carrying the weights' signs, |q| <= 127 so no
+ * pair saturates). Longer batches (prompts, gpt-evalppl) widen panels of weights into fp32 and
+ * run sgemm, with the activations exact. Slabs are cut by shape, never by thread count.
+ * References: ref.c (gk_elt_get of GK_Q8, activations exact); tests/unit/test_infer_q8.c also
+ * checks each path against a scalar version of these quantized products. */
+#include "kernels/cpu/cpu_q8.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+
+#include "kernels/cpu/cpu_bf16.h"
+#include "kernels/cpu/cpu_infer.h"
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/ref.h"
+
+#if defined(__x86_64__) && !defined(GK_NO_CLONES)
+#include <immintrin.h>
+#define Q8_AVX2 1
+#define AVX2_FN __attribute__((target("avx2,fma,f16c")))
+#endif
+
+#define RNT_AHEAD 8 /* weight rows prefetched ahead */
+
+/* C (M, j0..j1) = alpha * (a . row j of B) + beta C; a: M rows of kb_n blocks */
+typedef void (*q8_rows_fn)(float *C, int ldc, const cpu_q8_act *a, int kb_n, const uint8_t *B,
+                           int M, int j0, int j1, float alpha, float beta);
+
+static inline float out_of(float s, float alpha, float beta, const float *c)
+{
+    return alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+static inline float wscale(const uint8_t *blk)
+{
+    uint16_t d;
+    memcpy(&d, blk, 2);
+    return gk_f16f(d);
+}
+
+void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
+{
+    for (int b = 0; b < K / GK_Q8_BLOCK; b++) {
+        const float *v = x + (size_t)b * GK_Q8_BLOCK;
+        float amax = 0.0f;
+        for (int i = 0; i < GK_Q8_BLOCK; i++) amax = fabsf(v[i]) > amax ? fabsf(v[i]) : amax;
+        float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        out[b].d = d;
+        for (int i = 0; i < GK_Q8_BLOCK; i++) out[b].q[i] = (int8_t)roundf(v[i] * id);
+    }
+}
+
+/* ---- portable C ---- */
+
+static void scalar_rows(float *restrict Cm, int ldc, const cpu_q8_act *restrict a, int kb_n,
+                        const uint8_t *restrict B, int M, int j0, int j1, float alpha, float beta)
+{
+    for (int j = j0; j < j1; j++) {
+        const uint8_t *w = B + (size_t)j * kb_n * GK_Q8_BLOCK_BYTES;
+        for (int r = 0; r < M; r++) {
+            const cpu_q8_act *x = a + (size_t)r * kb_n;
+            float s = 0.0f;
+            for (int b = 0; b < kb_n; b++) {
+                const uint8_t *blk = w + (size_t)b * GK_Q8_BLOCK_BYTES;
+                int32_t acc = 0;
+                for (int i = 0; i < GK_Q8_BLOCK; i++) acc += (int8_t)blk[2 + i] * x[b].q[i];
+                s += wscale(blk) * x[b].d * (float)acc;
+            }
+            float *c = Cm + (size_t)r * ldc + j;
+            *c = out_of(s, alpha, beta, c);
+        }
+    }
+}
+
+/* ---- AVX2 ---- */
+#ifdef Q8_AVX2
+
+static inline AVX2_FN float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* the 32 products of a weight block w (int8) and activations x, as 8 int32 sums, to fp32 */
+static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
+{
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+/* Four weight rows at a time, each activation block loaded once for the four. */
+static AVX2_FN void avx2_rows(float *restrict Cm, int ldc, const cpu_q8_act *restrict a,
+                              int kb_n, const uint8_t *restrict B, int M, int j0, int j1,
+                              float alpha, float beta)
+{
+    size_t rb = (size_t)kb_n * GK_Q8_BLOCK_BYTES; /* bytes per weight row */
+    for (int j = j0; j < j1; j += 4) {
+        int nj = j1 - j < 4 ? j1 - j : 4;
+        const uint8_t *w[4];
+        for (int i = 0; i < 4; i++) w[i] = B + (size_t)(j + (i < nj ? i : 0)) * rb;
+        for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)
+            for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(B + (size_t)i * rb + o);
+        for (int r = 0; r < M; r++) {
+            const cpu_q8_act *x = a + (size_t)r * kb_n;
+            __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                           _mm256_setzero_ps()};
+            for (int b = 0; b < kb_n; b++) {
+                __m256i xq = _mm256_loadu_si256((const __m256i *)x[b].q);
+                for (int i = 0; i < 4; i++) {
+                    const uint8_t *blk = w[i] + (size_t)b * GK_Q8_BLOCK_BYTES;
+                    __m256 d = _mm256_set1_ps(wscale(blk) * x[b].d);
+                    __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));
+                    s[i] = _mm256_fmadd_ps(d, dot32(wq, xq), s[i]);
+                }
+            }
+            float *c = Cm + (size_t)r * ldc + j;
+            for (int i = 0; i < nj; i++) c[i] = out_of(hsum8(s[i]), alpha, beta, c + i);
+        }
+    }
+}
+#endif
+
+static q8_rows_fn rows_of(gk_backend *be)
+{
+#ifdef Q8_AVX2
+    if (CPU(be)->isa >= CPU_ISA_AVX2) return avx2_rows;
+#endif
+    (void)be;
+    return scalar_rows;
+}
+
+/* ---- the ops ---- */
+
+/* dst (K) = one Q8_0 row of K / 32 blocks, widened */
+static void widen_row(float *restrict dst, const uint8_t *restrict row, int K)
+{
+    for (int b = 0; b < K / GK_Q8_BLOCK; b++) {
+        const uint8_t *blk = row + (size_t)b * GK_Q8_BLOCK_BYTES;
+        float d = wscale(blk);
+        for (int i = 0; i < GK_Q8_BLOCK; i++) dst[b * GK_Q8_BLOCK + i] = d * (float)(int8_t)blk[2 + i];
+    }
+}
+
+void cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const float *A, int lda,
+                 const uint8_t *B, float beta, float *C, int ldc)
+{
+    int nt = CPU(be)->nthreads, kb_n = K / GK_Q8_BLOCK;
+    size_t rb = (size_t)kb_n * GK_Q8_BLOCK_BYTES;
+    if (alpha == 0.0f) { /* C = beta C, as BLAS */
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < N; j++) {
+                float *c = C + (size_t)r * ldc + j;
+                *c = beta == 0.0f ? 0.0f : beta * *c;
+            }
+        return;
+    }
+    size_t qa_floats = ((size_t)M * kb_n * sizeof(cpu_q8_act) + 3) / 4;
+    cpu_q8_act *qa = M <= CPU_GEMM_ROWS_MAX ? (cpu_q8_act *)cpu_scratch(be, qa_floats) : NULL;
+    if (qa) {
+        for (int r = 0; r < M; r++) cpu_q8_quantize_act(qa + (size_t)r * kb_n, A + (size_t)r * lda, K);
+        q8_rows_fn rows = rows_of(be);
+        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int s = 0; s < ns; s++) {
+            int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
+            if (j0 < j1) rows(C, ldc, qa, kb_n, B, M, j0, j1, alpha, beta);
+        }
+        return;
+    }
+    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
+    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
+    if (!scr) {
+        gk_ref_ops.gemm(be, 0, 1, M, N, K, alpha, A, GK_F32, lda, B, GK_Q8, K, beta, C, GK_F32,
+                        ldc, NULL, NULL);
+        return;
+    }
+    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int p = 0; p < np; p++) {
+        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
+        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
+        for (int i = 0; i < w; i++) widen_row(panel + (size_t)i * K, B + (size_t)(j0 + i) * rb, K);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, w, K, alpha, A, lda, panel, K, beta,
+                    C + j0, ldc);
+    }
+}
+
+void cpu_encoder_fwd_q8(gk_backend *be, float *out, const int *tokens, const uint8_t *wte,
+                        const float *wpe, int B, int T, int C)
+{
+    int N = B * T;
+    size_t rb = (size_t)C / GK_Q8_BLOCK * GK_Q8_BLOCK_BYTES;
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static) if (N > 1)
+    for (int i = 0; i < N; i++) {
+        const float *p = wpe + (size_t)(i % T) * C;
+        float *o = out + (size_t)i * C;
+        widen_row(o, wte + (size_t)tokens[i] * rb, C);
+        for (int c = 0; c < C; c++) o[c] += p[c];
+    }
+}
