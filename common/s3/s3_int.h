@@ -56,6 +56,17 @@ void s3_req_free(s3_req *r);
  * GK_EIO else (network, 403, region, 5xx after the last try). */
 int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e);
 
+/* A paged listing (s3_list.c): GET on bucket with the query query(ud) writes (cap bytes), each
+ * <item> element of the answer given to each (stops when it returns nonzero: that is returned),
+ * then markers(ud) reads from the answer what the next page's query needs (truncated: whether
+ * IsTruncated said there is one; an error when the marker is missing); until a page is not
+ * truncated. ListObjectsV2 and ListMultipartUploads. */
+typedef int (*s3_page_query)(void *ud, char *q, size_t cap, gk_err *e);
+typedef int (*s3_page_markers)(void *ud, const char *xml, size_t n, int truncated, gk_err *e);
+int s3_list_pages(gk_s3 *s, const char *bucket, const char *item, s3_page_query query,
+                  int (*each)(const char *inner, size_t len, void *ud), s3_page_markers markers, void *ud,
+                  gk_err *e);
+
 /* The text of the first <name>...</name> in xml[0..n), entities &amp; &lt; &gt; &quot; &apos;
  * decoded, into out (cut at cap - 1); *from (NULL: 0) is where to start, and is moved past the
  * element. 1 found, 0 not. No attributes on name; nested elements are returned as text. */

@@ -1,4 +1,5 @@
-/* s3_list.c: ListObjectsV2, page after page (see s3.h). Owns nothing past a call. */
+/* s3_list.c: ListObjectsV2, page after page (see s3.h), and the paged-listing loop it shares
+ * with ListMultipartUploads (s3_int.h). Owns nothing past a call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,9 @@ typedef struct list_state {
     void *ud;
     const char *bucket;
     gk_err *e;
+    int page_size;
+    char token[2048];          /* the next page's continuation token ("": the first page) */
+    char eprefix[3 * 1024 + 1];
 } list_state;
 
 static int on_contents(const char *x, size_t n, void *ud)
@@ -33,40 +37,64 @@ static int on_contents(const char *x, size_t n, void *ud)
     return st->fn(&ent, st->ud);
 }
 
-int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, gk_s3_list_fn fn, void *ud,
-               gk_err *e)
+int s3_list_pages(gk_s3 *s, const char *bucket, const char *item, s3_page_query query,
+                  int (*each)(const char *inner, size_t len, void *ud), s3_page_markers markers, void *ud,
+                  gk_err *e)
 {
-    char token[2048] = "", etoken[3 * sizeof token], eprefix[3 * 1024 + 1], q[10000];
-    if (s3_encode(prefix ? prefix : "", 0, eprefix, sizeof eprefix) < 0)
-        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: prefix too long", bucket, prefix);
-    list_state st = {fn, ud, bucket, e};
-    for (int page = 0;; page++) {
-        /* names in order: continuation-token, list-type, max-keys, prefix */
-        char ct[sizeof etoken + 32] = "", mk[32] = "";
-        if (token[0]) {
-            if (s3_encode(token, 0, etoken, sizeof etoken) < 0)
-                return gk_errf(e, GK_EFORMAT, "s3://%s: continuation token too long", bucket);
-            snprintf(ct, sizeof ct, "continuation-token=%s&", etoken);
-        }
-        if (page_size > 0)
-            snprintf(mk, sizeof mk, "&max-keys=%d", page_size);
-        snprintf(q, sizeof q, "%slist-type=2%s&prefix=%s", ct, mk, eprefix);
+    char q[10000];
+    for (;;) {
+        int rc = query(ud, q, sizeof q, e);
+        if (rc)
+            return rc;
         s3_req r;
         s3_req_init(&r, "GET", bucket, NULL);
         r.query = q;
         r.max_body = (size_t)64 << 20;
-        int rc = s3_do(s, &r, NULL, e);
+        rc = s3_do(s, &r, NULL, e);
         if (!rc)
-            rc = s3_xml_each(r.body_out, r.body_len_out, "Contents", on_contents, &st);
+            rc = s3_xml_each(r.body_out, r.body_len_out, item, each, ud);
         char trunc[16] = "";
         if (!rc) {
             s3_xml_get(r.body_out, r.body_len_out, NULL, "IsTruncated", trunc, sizeof trunc);
-            s3_xml_get(r.body_out, r.body_len_out, NULL, "NextContinuationToken", token, sizeof token);
-            if (strcmp(trunc, "true") == 0 && !token[0])
-                rc = gk_errf(e, GK_EFORMAT, "s3://%s: a truncated listing without NextContinuationToken", bucket);
+            rc = markers(ud, r.body_out, r.body_len_out, strcmp(trunc, "true") == 0, e);
         }
         s3_req_free(&r);
         if (rc || strcmp(trunc, "true") != 0)
             return rc;
     }
+}
+
+/* ListObjectsV2's query: names in order: continuation-token, list-type, max-keys, prefix. */
+static int list_query(void *ud, char *q, size_t cap, gk_err *e)
+{
+    list_state *st = ud;
+    char etoken[3 * sizeof st->token], ct[sizeof etoken + 32] = "", mk[32] = "";
+    if (st->token[0]) {
+        if (s3_encode(st->token, 0, etoken, sizeof etoken) < 0)
+            return gk_errf(e, GK_EFORMAT, "s3://%s: continuation token too long", st->bucket);
+        snprintf(ct, sizeof ct, "continuation-token=%s&", etoken);
+    }
+    if (st->page_size > 0)
+        snprintf(mk, sizeof mk, "&max-keys=%d", st->page_size);
+    snprintf(q, cap, "%slist-type=2%s&prefix=%s", ct, mk, st->eprefix);
+    return 0;
+}
+
+static int list_markers(void *ud, const char *xml, size_t n, int truncated, gk_err *e)
+{
+    list_state *st = ud;
+    st->token[0] = '\0';
+    s3_xml_get(xml, n, NULL, "NextContinuationToken", st->token, sizeof st->token);
+    if (truncated && !st->token[0])
+        return gk_errf(e, GK_EFORMAT, "s3://%s: a truncated listing without NextContinuationToken", st->bucket);
+    return 0;
+}
+
+int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, gk_s3_list_fn fn, void *ud,
+               gk_err *e)
+{
+    list_state st = {fn, ud, bucket, e, page_size, "", ""};
+    if (s3_encode(prefix ? prefix : "", 0, st.eprefix, sizeof st.eprefix) < 0)
+        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: prefix too long", bucket, prefix);
+    return s3_list_pages(s, bucket, "Contents", list_query, on_contents, list_markers, &st, e);
 }

@@ -180,6 +180,8 @@ typedef struct uploads_state {
     void *ud;
     const char *bucket;
     gk_err *e;
+    char kmark[1100], imark[1024]; /* the next page's key and upload id markers ("": none) */
+    char ep[3 * 1024 + 1];         /* the prefix, encoded */
 } uploads_state;
 
 static int on_upload(const char *x, size_t n, void *ud)
@@ -191,41 +193,36 @@ static int on_upload(const char *x, size_t n, void *ud)
     return st->fn(key, id, st->ud);
 }
 
+/* ListMultipartUploads' query: names in order: key-marker, prefix, upload-id-marker, uploads. */
+static int uploads_query(void *ud, char *q, size_t cap, gk_err *e)
+{
+    uploads_state *st = ud;
+    char ek[3 * sizeof st->kmark], ei[3 * sizeof st->imark];
+    if (s3_encode(st->kmark, 0, ek, sizeof ek) < 0 || s3_encode(st->imark, 0, ei, sizeof ei) < 0)
+        return gk_errf(e, GK_EFORMAT, "s3://%s: listing marker too long", st->bucket);
+    int n = snprintf(q, cap, "%s%s%sprefix=%s&%s%s%suploads=", st->kmark[0] ? "key-marker=" : "", st->kmark[0] ? ek : "",
+                     st->kmark[0] ? "&" : "", st->ep, st->imark[0] ? "upload-id-marker=" : "",
+                     st->imark[0] ? ei : "", st->imark[0] ? "&" : "");
+    if (n < 0 || (size_t)n >= cap)
+        return gk_errf(e, GK_EFORMAT, "s3://%s: listing marker too long", st->bucket);
+    return 0;
+}
+
+static int uploads_markers(void *ud, const char *xml, size_t n, int truncated, gk_err *e)
+{
+    uploads_state *st = ud;
+    st->kmark[0] = st->imark[0] = '\0';
+    s3_xml_get(xml, n, NULL, "NextKeyMarker", st->kmark, sizeof st->kmark);
+    s3_xml_get(xml, n, NULL, "NextUploadIdMarker", st->imark, sizeof st->imark);
+    if (truncated && !st->kmark[0])
+        return gk_errf(e, GK_EFORMAT, "s3://%s: a truncated list of uploads without NextKeyMarker", st->bucket);
+    return 0;
+}
+
 int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn, void *ud, gk_err *e)
 {
-    char kmark[1100] = "", imark[1024] = "", ek[3 * sizeof kmark], ei[3 * sizeof imark], ep[3 * 1024 + 1];
-    char q[3 * (sizeof kmark + sizeof imark + 1024) + 100];
-    if (s3_encode(prefix ? prefix : "", 0, ep, sizeof ep) < 0)
+    uploads_state st = {.fn = fn, .ud = ud, .bucket = bucket, .e = e};
+    if (s3_encode(prefix ? prefix : "", 0, st.ep, sizeof st.ep) < 0)
         return gk_errf(e, GK_EUSAGE, "s3://%s/%s: prefix too long", bucket, prefix);
-    uploads_state st = {fn, ud, bucket, e};
-    for (;;) {
-        /* names in order: key-marker, prefix, upload-id-marker, uploads */
-        if (s3_encode(kmark, 0, ek, sizeof ek) < 0 || s3_encode(imark, 0, ei, sizeof ei) < 0)
-            return gk_errf(e, GK_EFORMAT, "s3://%s: listing marker too long", bucket);
-        size_t o = 0;
-        if (kmark[0])
-            o += (size_t)snprintf(q + o, sizeof q - o, "key-marker=%s&", ek);
-        o += (size_t)snprintf(q + o, sizeof q - o, "prefix=%s&", ep);
-        if (imark[0])
-            o += (size_t)snprintf(q + o, sizeof q - o, "upload-id-marker=%s&", ei);
-        snprintf(q + o, sizeof q - o, "uploads=");
-        s3_req r;
-        s3_req_init(&r, "GET", bucket, NULL);
-        r.query = q;
-        r.max_body = (size_t)64 << 20;
-        int rc = s3_do(s, &r, NULL, e);
-        if (!rc)
-            rc = s3_xml_each(r.body_out, r.body_len_out, "Upload", on_upload, &st);
-        char trunc[16] = "";
-        if (!rc) {
-            s3_xml_get(r.body_out, r.body_len_out, NULL, "IsTruncated", trunc, sizeof trunc);
-            s3_xml_get(r.body_out, r.body_len_out, NULL, "NextKeyMarker", kmark, sizeof kmark);
-            s3_xml_get(r.body_out, r.body_len_out, NULL, "NextUploadIdMarker", imark, sizeof imark);
-            if (strcmp(trunc, "true") == 0 && !kmark[0])
-                rc = gk_errf(e, GK_EFORMAT, "s3://%s: a truncated list of uploads without NextKeyMarker", bucket);
-        }
-        s3_req_free(&r);
-        if (rc || strcmp(trunc, "true") != 0)
-            return rc;
-    }
+    return s3_list_pages(s, bucket, "Upload", uploads_query, on_upload, uploads_markers, &st, e);
 }
