@@ -115,6 +115,8 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
 /* Frees everything; NULL is a no-op. */
 void gk_gpt2_free(gk_gpt2 *m);
 
+/* ---- the fit check (gpt2_mem.c): what a model needs, against what the backend has ---- */
+
 /* The memory gk_gpt2_create_ex takes, by part, in bytes, computed without allocating. */
 typedef struct gk_gpt2_mem {
     size_t params;      /* fp32 parameters and bf16 weight copies (wte rows padded to 64) */
@@ -134,6 +136,14 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
 /* The same with the moments sharded over world ranks (ZeRO-1, GK_GPT2_DEFER_MOMENTS): optimizer
  * becomes one rank's shard and the shared tail, and total follows. */
 void gk_gpt2_mem_shard(gk_gpt2_mem *m, int world);
+/* Refuses a model that would not fit, before anything is allocated: need (gk_gpt2_mem_estimate)
+ * against gk_backend_mem_info of be, and extra bytes of host buffers (extra_what names them, e.g.
+ * "checkpoint copy"; 0 for none) against the host's memory, which is the device's on cpu, ref
+ * and cuda-emu (the two then add up). GK_ENOMEM with "model + batch need 31.2 GB (parameters
+ * 6.2 GB, gradients 6.2 GB, optimizer 12.4 GB, activations 6.4 GB) but 22.9 GB are available
+ * (MemAvailable): HINT". The caller honours gk_mem_check_mode (common/mem.h). */
+int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,
+                      const char *hint, gk_err *e);
 
 const gk_gpt2_config *gk_gpt2_cfg(const gk_gpt2 *m);
 int gk_gpt2_padded_vocab(const gk_gpt2 *m);

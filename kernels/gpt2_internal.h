@@ -115,8 +115,11 @@ static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_
 /* gpt2_optim.c: the deferred zero_grad (see there). */
 void gk_gpt2_grads_flush(gk_gpt2 *m);
 float gk_gpt2_grads_begin(gk_gpt2 *m);
-/* ZeRO-1's layout: the parameter block's floats past world x shard_count, which every rank
- * updates alike (gpt2_shard.c allocates their moments after the shard's, gpt2_optim.c updates). */
+/* ZeRO-1's layout: floats per rank's shard for n floats over world ranks (a multiple of 16, so
+ * that every shard starts 64-byte aligned; 0: too few to shard), and the parameter block's floats
+ * past world x shard_count, which every rank updates alike (gpt2_shard.c allocates their moments
+ * after the shard's, gpt2_optim.c updates, gpt2_mem.c counts). */
+static inline size_t gk_gpt2_shard_count(size_t n, int world) { return n / (size_t)world / 16 * 16; }
 static inline size_t gk_gpt2_shard_tail(const gk_gpt2 *m)
 {
     return m->n_floats - m->shard_count * (size_t)m->comm->world;
@@ -126,6 +129,18 @@ static inline size_t gk_gpt2_shard_tail(const gk_gpt2 *m)
 int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err);
 int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
                              gk_err *err);
+
+/* gpt2_params.c: what a model of cfg made by gk_gpt2_create_ex(cfg, a backend of activation
+ * type act, max_B, max_T, flags) would allocate, from the same table and layout, without
+ * allocating it (gpt2_mem.c's estimate): n_floats per fp32 block (params; grads and each moment
+ * alike in a training model), copy_bytes of the weight copies, act_bytes of activations
+ * (saturated at 2^60). 0, GK_EUSAGE (a bad config, batch or weight type) or GK_ENOMEM. */
+typedef struct gk_gpt2_sizes {
+    size_t n_floats, copy_bytes, act_bytes;
+    int inference;
+} gk_gpt2_sizes;
+int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                     gk_gpt2_sizes *out, gk_err *err);
 
 /* dropout sites of gk_rng_key */
 enum { SITE_EMB, SITE_ATTN, SITE_ATTN_RESID, SITE_MLP_RESID };

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "common/io/safetensors.h"
-#include "common/mem.h"
 #include "common/opt.h"
 #include "kernels/gpt2_internal.h"
 
@@ -100,57 +99,6 @@ char *gk_gpt2_config_json(const gk_gpt2_config *c)
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
-}
-
-/* ", NAME SIZE" appended at buf + *k when bytes > 0. */
-static void add_part(char *buf, size_t cap, size_t *k, const char *name, size_t bytes)
-{
-    char t[32];
-    if (!bytes || *k >= cap) return;
-    *k += (size_t)snprintf(buf + *k, cap - *k, "%s%s %s", *k ? ", " : "", name, gk_mem_text(bytes, t, sizeof t));
-}
-
-static int too_big(gk_err *e, size_t need, const char *parts, size_t avail, const char *where,
-                   const char *hint)
-{
-    char a[32], b[32];
-    return gk_errf(e, GK_ENOMEM, "model + batch need %s (%s) but %s are available %s: %s",
-                   gk_mem_text(need, a, sizeof a), parts, gk_mem_text(avail, b, sizeof b), where, hint);
-}
-
-int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,
-                      const char *hint, gk_err *e)
-{
-    size_t avail, total;
-    const char *bound;
-    int rc = gk_backend_mem_info(be, &avail, &total, &bound, e);
-    if (rc) return rc;
-    int shared = be->ops->host_memory;
-    char parts[512] = "", where[160];
-    size_t k = 0, dev = need->total + (shared ? extra : 0);
-    add_part(parts, sizeof parts, &k, "parameters", need->params);
-    add_part(parts, sizeof parts, &k, "gradients", need->grads);
-    add_part(parts, sizeof parts, &k, "optimizer", need->optimizer);
-    add_part(parts, sizeof parts, &k, need->grads ? "activations" : "activations and KV cache",
-             need->activations);
-    if (shared) add_part(parts, sizeof parts, &k, extra_what, extra);
-    if (bound) snprintf(where, sizeof where, "(%s)", bound);
-    else snprintf(where, sizeof where, "on %s", be->what);
-    if (dev > avail && dev - need->activations > avail) {
-        char alone[96], t[32];
-        snprintf(alone, sizeof alone, "even without its batch the model needs %s",
-                 gk_mem_text(dev - need->activations, t, sizeof t));
-        return too_big(e, dev, parts, avail, where, alone);
-    }
-    if (dev > avail) return too_big(e, dev, parts, avail, where, hint);
-    if (shared || !extra) return 0;
-    gk_host_mem h;
-    gk_host_mem_read(&h);
-    if (extra <= h.avail) return 0;
-    k = 0;
-    add_part(parts, sizeof parts, &k, extra_what, extra);
-    snprintf(where, sizeof where, "in host memory (%s)", h.bound);
-    return too_big(e, extra, parts, h.avail, where, hint);
 }
 
 /* gk_gpt2_create_ex's flags for enum gk_weights */

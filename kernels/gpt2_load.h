@@ -30,15 +30,6 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
 int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
                   int required, gk_vocab **v, gk_err *e);
 
-/* Refuses a model that would not fit, before anything is allocated: need (gk_gpt2_mem_estimate)
- * against gk_backend_mem_info of be, and extra bytes of host buffers (extra_what names them, e.g.
- * "checkpoint copy"; 0 for none) against the host's memory, which is the device's on cpu, ref
- * and cuda-emu (the two then add up). GK_ENOMEM with "model + batch need 31.2 GB (parameters
- * 6.2 GB, gradients 6.2 GB, optimizer 12.4 GB, activations 6.4 GB) but 22.9 GB are available
- * (MemAvailable): HINT". The caller honours gk_mem_check_mode (common/mem.h). */
-int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,
-                      const char *hint, gk_err *e);
-
 /* A checkpoint opened to run (gpt-sample, gpt-evalppl): two steps, so that a tool can use the
  * config and vocabulary (encode a prompt, check a context) before the model is made. */
 typedef struct gk_gpt2_runner {

@@ -1,4 +1,5 @@
-/* gpt2_params.c: the parameter table, model create/free, accessors and random init.
+/* gpt2_params.c: the parameter table, model create/free, accessors and random init, and the
+ * sizes a model would take (gk_gpt2_sizes_of, for gpt2_mem.c's fit check).
  * The table below is the only list of GPT-2 tensors: allocation, iteration (checkpoints) and
  * the per-layer pointers the graph uses are all derived from it. */
 #include <math.h>
@@ -439,8 +440,8 @@ static double act_bytes_approx(const gk_gpt2_config *c, int max_B, int max_T, si
     return BT * (c->n_layer * per_layer + (c->vocab_size + 64.0) * A + 16 * C * A + 32);
 }
 
-int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                         gk_gpt2_mem *out, gk_err *err)
+int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                     gk_gpt2_sizes *out, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
     if (!rc) rc = weights_check(flags, cfg, NULL, act, err);
@@ -463,14 +464,11 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
     if (!t.params || !t.p_init || !t.acts) rc = gk_errf(err, GK_ENOMEM, "out of memory");
     if (!rc) {
         walk(&t, add_param);
-        size_t fp32 = t.n_floats * sizeof(float);
         double approx = act_bytes_approx(cfg, max_B, max_T, gk_elt_size(act));
-        out->params = fp32 + gk_elt_bytes(t.wt, t.n_copy);
-        out->grads = t.flags & GK_GPT2_INFERENCE ? 0 : fp32;
-        out->optimizer = 2 * out->grads;
-        out->activations = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
-        out->activations += GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
-        out->total = out->params + out->grads + out->optimizer + out->activations;
+        out->n_floats = t.n_floats;
+        out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
+        out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
+        out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
     }
     free(t.params);
     free(t.p_init);

@@ -11,9 +11,6 @@
 
 #include "kernels/gpt2_internal.h"
 
-/* Floats per rank's shard for n floats over world ranks (0: too few to shard). */
-static size_t shard_count_of(size_t n, int world) { return n / (size_t)world / 16 * 16; }
-
 /* Allocates the shard buffers (zero): this rank's count floats and the tail, for m and v. */
 static int alloc_shards(gk_gpt2 *m, gk_err *err)
 {
@@ -73,19 +70,12 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
     if (!m->g_block || m->zero) return 0;
     if (!zero_stage || !c || c->world == 1)
         return m->m_block ? 0 : alloc_full_moments(m, err);
-    m->shard_count = shard_count_of(m->n_floats, c->world);
+    m->shard_count = gk_gpt2_shard_count(m->n_floats, c->world);
     if (m->shard_count == 0)
         return gk_errf(err, GK_EUSAGE, "zero_stage 1: %zu parameters do not shard over %d ranks",
                        m->n_floats, c->world);
     m->zero = 1;
     return m->m_block ? shard_moments(m, err) : alloc_shards(m, err);
-}
-
-void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
-{
-    size_t n = mem->optimizer / (2 * sizeof(float)), cnt = world > 1 ? shard_count_of(n, world) : n;
-    if (world > 1 && cnt) mem->optimizer = 2 * (cnt + n - cnt * (size_t)world) * sizeof(float);
-    mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
 /* Floats of each rank's shard that one all_gather moves (its device buffer: world of them). */

@@ -1,0 +1,81 @@
+/* gpt2_mem.c: the fit check, before a model is made: what it needs by part (gk_gpt2_mem_estimate,
+ * from the sizes gpt2_params.c's table and layout give: gk_gpt2_sizes_of), with ZeRO-1's
+ * moments sharded over the ranks (gk_gpt2_mem_shard), and whether that fits in what the backend
+ * and the host have (gk_gpt2_mem_check). Declared in gpt2.h. Owns nothing past a call. */
+#include <stdio.h>
+
+#include "common/mem.h"
+#include "kernels/gpt2_internal.h"
+
+int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                         gk_gpt2_mem *out, gk_err *err)
+{
+    gk_gpt2_sizes s;
+    int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
+    if (rc) return rc;
+    size_t fp32 = s.n_floats * sizeof(float);
+    out->params = fp32 + s.copy_bytes;
+    out->grads = s.inference ? 0 : fp32;
+    out->optimizer = 2 * out->grads;
+    out->activations = s.act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
+    out->total = out->params + out->grads + out->optimizer + out->activations;
+    return 0;
+}
+
+void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
+{
+    size_t n = mem->optimizer / (2 * sizeof(float)), cnt = world > 1 ? gk_gpt2_shard_count(n, world) : n;
+    if (world > 1 && cnt) mem->optimizer = 2 * (cnt + n - cnt * (size_t)world) * sizeof(float);
+    mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
+}
+
+/* ", NAME SIZE" appended at buf + *k when bytes > 0. */
+static void add_part(char *buf, size_t cap, size_t *k, const char *name, size_t bytes)
+{
+    char t[32];
+    if (!bytes || *k >= cap) return;
+    *k += (size_t)snprintf(buf + *k, cap - *k, "%s%s %s", *k ? ", " : "", name, gk_mem_text(bytes, t, sizeof t));
+}
+
+static int too_big(gk_err *e, size_t need, const char *parts, size_t avail, const char *where,
+                   const char *hint)
+{
+    char a[32], b[32];
+    return gk_errf(e, GK_ENOMEM, "model + batch need %s (%s) but %s are available %s: %s",
+                   gk_mem_text(need, a, sizeof a), parts, gk_mem_text(avail, b, sizeof b), where, hint);
+}
+
+int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,
+                      const char *hint, gk_err *e)
+{
+    size_t avail, total;
+    const char *bound;
+    int rc = gk_backend_mem_info(be, &avail, &total, &bound, e);
+    if (rc) return rc;
+    int shared = be->ops->host_memory;
+    char parts[512] = "", where[160];
+    size_t k = 0, dev = need->total + (shared ? extra : 0);
+    add_part(parts, sizeof parts, &k, "parameters", need->params);
+    add_part(parts, sizeof parts, &k, "gradients", need->grads);
+    add_part(parts, sizeof parts, &k, "optimizer", need->optimizer);
+    add_part(parts, sizeof parts, &k, need->grads ? "activations" : "activations and KV cache",
+             need->activations);
+    if (shared) add_part(parts, sizeof parts, &k, extra_what, extra);
+    if (bound) snprintf(where, sizeof where, "(%s)", bound);
+    else snprintf(where, sizeof where, "on %s", be->what);
+    if (dev > avail && dev - need->activations > avail) {
+        char alone[96], t[32];
+        snprintf(alone, sizeof alone, "even without its batch the model needs %s",
+                 gk_mem_text(dev - need->activations, t, sizeof t));
+        return too_big(e, dev, parts, avail, where, alone);
+    }
+    if (dev > avail) return too_big(e, dev, parts, avail, where, hint);
+    if (shared || !extra) return 0;
+    gk_host_mem h;
+    gk_host_mem_read(&h);
+    if (extra <= h.avail) return 0;
+    k = 0;
+    add_part(parts, sizeof parts, &k, extra_what, extra);
+    snprintf(where, sizeof where, "in host memory (%s)", h.bound);
+    return too_big(e, extra, parts, h.avail, where, hint);
+}
