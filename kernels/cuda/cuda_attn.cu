@@ -187,11 +187,13 @@ static void rows_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int
  * chunk c alone:
  * part[((bi*NH + h)*nch + c)*(hs+2) ...] = max m, sum l of exp(s - m), o[hs] = sum exp(s - m) v
  * (bi = b*n + i; an empty chunk: m = -inf, l = 0, o = 0). Shared as attn_rows_fwd's, DEC_KEYS
- * scores. */
+ * scores. fresh (B,1,3C), with n = 1: the new row, which the block whose chunk holds it stores
+ * into the cache (head h's q, k and v) before reading it, while every block takes q from fresh:
+ * no other block reads that row's k and v, so the store needs no launch of its own. */
 template <typename E>
 __global__ void __launch_bounds__(ROW_THREADS)
-    attn_decode_part(float *part, const E *qkv, int Tc, const int *t0p, int n, int C, int NH,
-                     int nch)
+    attn_decode_part(float *part, E *qkv, const E *fresh, int Tc, const int *t0p, int n, int C,
+                     int NH, int nch)
 {
     GK_DYN_SMEM(float, sm);
     int c = blockIdx.x, h = blockIdx.y, bi = blockIdx.z, b = bi / n;
@@ -200,6 +202,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
     int nk = t + 1 - u0 < DEC_KEYS ? t + 1 - u0 : DEC_KEYS;
     size_t ld = 3 * (size_t)C;
     const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
+    const E *qrow = fresh ? fresh + (size_t)b * ld + (size_t)h * hs : qb + (size_t)t * ld;
     float *dst = part + (((size_t)bi * NH + h) * nch + c) * (hs + 2);
     float *q = sm, *s = q + hs, *cpart = s + DEC_KEYS, *red = cpart + row_part_floats(hs);
     float scale = 1.0f / sqrtf((float)hs);
@@ -208,7 +211,13 @@ __global__ void __launch_bounds__(ROW_THREADS)
         for (int k = threadIdx.x; k < hs + 2; k += ROW_THREADS) dst[k] = k == 0 ? -INFINITY : 0.0f;
         return;
     }
-    for (int k = threadIdx.x; k < hs; k += ROW_THREADS) q[k] = cu_f(qb[(size_t)t * ld + k]);
+    if (fresh && t < u0 + DEC_KEYS) { /* the new row's chunk (the same for the whole block) */
+        E *row = qkv + ((size_t)b * Tc + t) * ld + (size_t)h * hs;
+        for (int k = threadIdx.x; k < 3 * hs; k += ROW_THREADS)
+            row[(size_t)(k / hs) * C + k % hs] = qrow[(size_t)(k / hs) * C + k % hs];
+        __syncthreads(); /* the block's stores are seen by its reads below */
+    }
+    for (int k = threadIdx.x; k < hs; k += ROW_THREADS) q[k] = cu_f(qrow[k]);
     __syncthreads();
     float mx = -INFINITY;
     for (int j = warp; j < nk; j += ROW_WARPS) {
@@ -246,10 +255,11 @@ __global__ void attn_decode_merge(E *out, const float *part, int C, int NH, int 
 /* The split decode when a cache of Tc has more than one chunk and their partials fit in the
  * reserved scratch; returns 0 when it did not run (the caller takes attn_rows_fwd). The choice
  * and the grid depend on Tc, not on t0, which the kernels read (chunks past a row's last key
- * leave at once), so that a recorded step replays at any position. */
+ * leave at once), so that a recorded step replays at any position. fresh: the new row (n = 1)
+ * that attn_decode_part stores into the cache, or NULL (already stored). */
 template <typename E>
-static int decode_split(gk_backend *be, void *out, const void *qkv, int B, int Tc, const int *t0,
-                        int n, int C, int NH)
+static int decode_split(gk_backend *be, void *out, void *qkv, const void *fresh, int B, int Tc,
+                        const int *t0, int n, int C, int NH)
 {
     int hs = C / NH, nch = (Tc + DEC_KEYS - 1) / DEC_KEYS;
     size_t need = sizeof(float) * (size_t)B * n * NH * nch * (hs + 2);
@@ -257,7 +267,8 @@ static int decode_split(gk_backend *be, void *out, const void *qkv, int B, int T
     float *part = (float *)cu_scratch(be, need, "attention_fwd_at");
     if (!part) return 1;
     CU_LAUNCH(be, attn_decode_part<E>, dim3((unsigned)nch, (unsigned)NH, (unsigned)(B * n)),
-              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), part, (const E *)qkv, Tc, t0, n, C, NH, nch);
+              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), part, (E *)qkv, n == 1 ? (const E *)fresh : NULL,
+              Tc, t0, n, C, NH, nch);
     CU_LAUNCH(be, attn_decode_merge<E>, dim3((unsigned)NH, (unsigned)(B * n)), hs < 128 ? 64 : 128, 0,
               (E *)out, (const float *)part, C, NH, nch);
     return 1;
@@ -432,6 +443,23 @@ __global__ void cache_store(E *cache, const E *fresh, const int *t0p, int B, int
     }
 }
 
+/* The KV-cache step for activations of type E: one new row (decoding) in the split kernels alone
+ * (they store it), else the store, then the split or the row kernel. */
+template <typename E>
+static void fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, int B, int Tc,
+                   const int *t0, int n, int C, int NH)
+{
+    if (n == 1 && decode_split<E>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH)) return;
+    if (qkv_new) {
+        size_t total = (size_t)B * n * 3 * C;
+        unsigned grid = cu_blocks(total, 256), cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 8;
+        CU_LAUNCH(be, cache_store<E>, grid < cap ? grid : cap, 256, 0, (E *)cache, (const E *)qkv_new,
+                  t0, B, Tc, n, 3 * C);
+    }
+    if (!decode_split<E>(be, out, cache, NULL, B, Tc, t0, n, C, NH))
+        rows_fwd<E>(be, out, NULL, cache, B, Tc, t0, n, C, NH, 0.0f, 0);
+}
+
 void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
                          int Tc, const int *t0, int n, int C, int NH)
 {
@@ -441,21 +469,10 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention_fwd_at: %d rows in a cache of %d", n, Tc);
         return;
     }
-    size_t total = (size_t)B * n * 3 * C;
-    unsigned grid = cu_blocks(total, 256), cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 8;
-    if (be->act == GK_BF16) {
-        if (qkv_new)
-            CU_LAUNCH(be, cache_store<bf16>, grid < cap ? grid : cap, 256, 0, (bf16 *)cache,
-                      (const bf16 *)qkv_new, t0, B, Tc, n, 3 * C);
-        if (!decode_split<bf16>(be, out, cache, B, Tc, t0, n, C, NH))
-            rows_fwd<bf16>(be, out, NULL, cache, B, Tc, t0, n, C, NH, 0.0f, 0);
-    } else {
-        if (qkv_new)
-            CU_LAUNCH(be, cache_store<float>, grid < cap ? grid : cap, 256, 0, (float *)cache,
-                      (const float *)qkv_new, t0, B, Tc, n, 3 * C);
-        if (!decode_split<float>(be, out, cache, B, Tc, t0, n, C, NH))
-            rows_fwd<float>(be, out, NULL, cache, B, Tc, t0, n, C, NH, 0.0f, 0);
-    }
+    if (be->act == GK_BF16)
+        fwd_at<bf16>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH);
+    else
+        fwd_at<float>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH);
 }
 
 /* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none (cuDNN keeps

@@ -294,6 +294,50 @@ static void test_decode(void)
     }
 }
 
+/* The KV-cache step with new rows (decoding's qkv_new), with the scratch reserved so that the
+ * cache of 200 rows takes the split kernels: the cache afterwards is exactly ref's (the new rows
+ * stored, nothing else touched) and the outputs match ref's; one new row (attn_decode_part
+ * stores it itself) and several (cache_store first). */
+static void test_decode_store(void)
+{
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        gk_backend *dev = open_device(bf16), *ref = open_ref();
+        if (!dev) {
+            gk_backend_free(ref);
+            SKIP("no device library");
+        }
+        const int B = 2, Tc = 200, C = 48, NH = 3;
+        const int spans[][2] = {{0, 1}, {70, 1}, {199, 1}, {130, 3}};
+        size_t n3 = (size_t)B * Tc * 3 * C;
+        gk_err e = {0};
+        CHECK_OK(dev->ops->reserve(dev, (size_t)B * Tc, 3 * (size_t)C, C / NH, Tc, &e), &e);
+        float *cache = rand_buf(n3, 2.0f, bf16);
+        void *dq = put(dev, cache, n3, dev->act);
+        for (size_t s = 0; s < sizeof spans / sizeof spans[0]; s++) {
+            int t0 = spans[s][0], n = spans[s][1];
+            size_t nn = (size_t)B * n * 3 * C, no = (size_t)B * n * C;
+            float *fresh = rand_buf(nn, 2.0f, bf16), *want = malloc(sizeof(float) * no);
+            void *dfresh = put(dev, fresh, nn, dev->act);
+            void *dout = dev->ops->alloc(dev, no * gk_elt_size(dev->act));
+            int *dt0 = dev->ops->alloc(dev, sizeof(int));
+            dev->ops->to_device(dev, dt0, &t0, sizeof t0);
+            ref->ops->attention_fwd_at(ref, want, cache, fresh, B, Tc, &t0, n, C, NH);
+            dev->ops->attention_fwd_at(dev, dout, dq, dfresh, B, Tc, dt0, n, C, NH);
+            float *got = get(dev, dout, no, dev->act), *gc = get(dev, dq, n3, dev->act);
+            char what[64];
+            snprintf(what, sizeof what, "%s decode+store t0=%d n=%d", bf16 ? "bf16" : "fp32", t0, n);
+            expect_close(what, got, want, no, bf16 ? 2.0 / 512 : 1e-6, bf16 ? 2.0 / 512 : 1e-5);
+            CHECKF(!memcmp(gc, cache, sizeof(float) * n3), "%s: the cache is not ref's", what);
+            free(fresh), free(want), free(got), free(gc);
+            dev->ops->free(dev, dfresh), dev->ops->free(dev, dout), dev->ops->free(dev, dt0);
+        }
+        CHECK_OK(gk_backend_sync(dev, &e), &e);
+        dev->ops->free(dev, dq), free(cache);
+        gk_backend_free(dev);
+        gk_backend_free(ref);
+    }
+}
+
 /* The same inputs twice give the same bits (no atomics, fixed sums), on each bf16 path. */
 static void test_deterministic(void)
 {
@@ -437,6 +481,7 @@ int main(void)
     RUN(test_bf16_flash_and_plain);
     RUN(test_bf16_fa2);
     RUN(test_decode);
+    RUN(test_decode_store);
     RUN(test_deterministic);
     RUN(test_bf16_cudnn);
     return TEST_END();
