@@ -16,21 +16,7 @@
 #include <string.h>
 
 
-/* ---- kernels: epilogue math shared by the fallbacks (gelu_tanh: cuda_internal.h) ---- */
-
-/* Stores result r of element c (column j): + bias, then either C = r or, with pre non-NULL,
- * pre = r and C = gelu(pre) computed from the stored (rounded) pre-activation. */
-template <typename T>
-__device__ __forceinline__ void store_result(float r, size_t c, int j, T *C, const float *bias, T *pre)
-{
-    if (bias) r += bias[j];
-    if (pre) {
-        T p = cu_to<T>(r);
-        pre[c] = p;
-        r = gelu_tanh(cu_f(p));
-    }
-    C[c] = cu_to<T>(r);
-}
+/* ---- kernels (the epilogue math, cu_gemm_store, is in cuda_internal.h) ---- */
 
 /* The epilogue cuBLASLt refused: src (M,N, row stride ldc; C or pre) holds the matmul's result. */
 template <typename T>
@@ -40,7 +26,7 @@ __global__ void epilogue_kernel(T *C, T *pre, const T *src, const float *bias, i
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
         int i = (int)(e / (size_t)N), j = (int)(e % (size_t)N);
         size_t c = (size_t)i * ldc + j;
-        store_result(cu_f(src[c]), c, j, C, bias, pre);
+        cu_gemm_store(cu_f(src[c]), c, j, C, bias, pre);
     }
 }
 
@@ -79,7 +65,7 @@ __global__ void gemm_small_kernel(int ta, int tb, int M, int N, int K, float alp
     size_t c = (size_t)i * ldc + j;
     float r = alpha * acc;
     if (beta != 0.0f) r += beta * cu_f(C[c]);
-    store_result(r, c, j, C, bias, pre);
+    cu_gemm_store(r, c, j, C, bias, pre);
 }
 
 template <typename TA, typename TB, typename TC>

@@ -35,20 +35,6 @@
 #endif
 #define GV_STR(x) #x
 
-/* The result r of row m, column n: + bias, then the store, with GELU (pre keeps r rounded). */
-static __device__ __forceinline__ void gv_store(float r, int m, int n, bf16 *C, int ldc,
-                                                const float *bias, bf16 *pre)
-{
-    if (bias) r += bias[n];
-    size_t c = (size_t)m * ldc + n;
-    if (pre) {
-        bf16 p = cu_to<bf16>(r);
-        pre[c] = p;
-        r = gelu_tanh(cu_f(p));
-    }
-    C[c] = cu_to<bf16>(r);
-}
-
 /* grid (N / GV_COLS rounded up), GV_THREADS. Thread (warp w, lane l): columns n0 + 8 (l % G)
  * .. + 7, rows k = w GV_KWARP + l / G + i GV_KSTEP (G = GV_GROUPS). */
 template <int M>
@@ -88,7 +74,7 @@ __global__ void __launch_bounds__(GV_THREADS)
         int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS, col = (int)blockIdx.x * GV_COLS + c;
         float s = 0.0f;
         for (int w = 0; w < GV_THREADS / 32; w++) s += red[w][m][c];
-        if (col < N) gv_store(alpha * s, m, col, C, ldc, bias, pre);
+        if (col < N) cu_gemm_store(alpha * s, (size_t)m * ldc + col, col, C, bias, pre);
     }
 }
 
@@ -118,7 +104,7 @@ __global__ void __launch_bounds__(GV_THREADS)
         for (int o = 16; o > 0; o /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
     if (lane == 0)
         GK_UNROLL
-        for (int m = 0; m < M; m++) gv_store(alpha * acc[m], m, n, C, ldc, bias, pre);
+        for (int m = 0; m < M; m++) cu_gemm_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, pre);
 }
 
 template <int M>

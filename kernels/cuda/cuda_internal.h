@@ -83,6 +83,21 @@ static __device__ __forceinline__ float gelu_tanh(float x)
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
+/* A gemm's epilogue (the fallbacks of cuda_gemm.cu, cuda_gemv.cu): stores result r of element c
+ * (column j): + bias, then either C = r or, with pre non-NULL, pre = r and C = gelu(pre)
+ * computed from the stored (rounded) pre-activation. */
+template <typename T>
+__device__ __forceinline__ void cu_gemm_store(float r, size_t c, int j, T *C, const float *bias, T *pre)
+{
+    if (bias) r += bias[j];
+    if (pre) {
+        T p = cu_to<T>(r);
+        pre[c] = p;
+        r = gelu_tanh(cu_f(p));
+    }
+    C[c] = cu_to<T>(r);
+}
+
 static inline unsigned cu_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
 /* ---- the ops (signatures as the gk_ops slots in backend.h) ---- */
