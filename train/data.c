@@ -298,6 +298,12 @@ void tr_data_close(tr_data *d)
 {
     if (!d)
         return;
+    if (d->ra) {
+        long waited, asked;
+        tr_ra_counts(d->ra, &waited, &asked);
+        gk_verbose("%s: %ld windows read from the bucket, %ld of them not read ahead (waited for)", d->what,
+                   asked, waited);
+    }
     tr_ra_close(d->ra); /* first: its threads read the shards */
     if (d->s3) {
         long retries = tr_s3data_retries(d->s3);

@@ -124,12 +124,13 @@ static int s3_conf(gk_s3_conf *conf, gk_err *e)
     return rc;
 }
 
-/* train_data and val_data in a bucket: the client's settings, for every rank (data.h). */
+/* train_data, val_data or out_dir in a bucket: the client's settings, for every rank (data.h;
+ * the checkpoint to resume from, on another machine than rank 0: setup.c). */
 static int s3_data_conf(tr_run *r, gk_err *e)
 {
-    if (!strstr(r->s.train_data, "s3://") && !strstr(r->s.val_data, "s3://"))
+    r->s3data = strstr(r->s.train_data, "s3://") || strstr(r->s.val_data, "s3://");
+    if (!r->s3data && !gk_s3_is_url(r->s.out_dir)) /* out_dir: every rank may fetch the start */
         return 0;
-    r->s3data = 1;
     return s3_conf(&r->s3conf, e);
 }
 
@@ -182,6 +183,8 @@ int main(int argc, char **argv)
     tr_run r;
     memset(&r, 0, sizeof r);
     r.stop = &stop_requested;
+    r.tmpdir = getenv("TMPDIR");
+    r.start_fd = -1;
     gk_err e = {0};
     int verbosity = GK_LOG_NORMAL;
     gk_log_setup("gpt-train", verbosity);

@@ -43,8 +43,11 @@ typedef struct tr_run {
     double peak_tflops;         /* the MFU column's peak: peak_tflops, else the GPU's (0: none) */
     struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
     tr_s3out *s3out;            /* out_dir in a bucket (rank 0): s.out_dir is its staging directory */
-    int s3data;                 /* train_data or val_data in a bucket ... */
-    gk_s3_conf s3conf;          /* ... and the client's settings (main.c) */
+    int s3data;                 /* train_data or val_data in a bucket */
+    gk_s3_conf s3conf;          /* a bucket's client settings (main.c: data or out_dir in one) */
+    const char *tmpdir;         /* $TMPDIR (NULL: /tmp) */
+    int start_fd;               /* the checkpoint to start from, downloaded (another machine than
+                                 * rank 0's; decide_start), else -1 */
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
                                  * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
 } tr_run;

@@ -308,6 +308,36 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
 const char *tr_s3out_stage(const tr_s3out *o) { return o->stage; }
 const char *tr_s3out_url(const tr_s3out *o) { return o->given; }
 
+int tr_s3out_object_url(const tr_s3out *o, const char *path, char *url, size_t cap)
+{
+    size_t n = strlen(o->stage);
+    char target[4096];
+    if (strncmp(path, o->stage, n) != 0 || path[n] != '/')
+        return -1;
+    const char *name = path + n + 1;
+    ssize_t k = readlink(path, target, sizeof target - 1); /* latest.safetensors: the checkpoint's name */
+    if (k > 0) {
+        target[k] = '\0';
+        name = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+    }
+    int m = snprintf(url, cap, "s3://%s/%s%s", o->bucket, o->prefix, name);
+    return m < 0 || (size_t)m >= cap ? -1 : 0;
+}
+
+int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmpdir, int *fd, gk_err *e)
+{
+    char bucket[256], key[1100];
+    long long bytes;
+    gk_s3 *s = NULL;
+    int rc = gk_s3_parse_url(url, bucket, sizeof bucket, key, sizeof key, e);
+    if (!rc)
+        rc = gk_s3_open(&s, conf, e);
+    if (!rc)
+        rc = gk_s3_fetch_temp(s, bucket, key, tmpdir && *tmpdir ? tmpdir : "/tmp", 0, NULL, fd, &bytes, e);
+    gk_s3_close(s);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- uploads and pruning */
 
 static int upload(tr_s3out *o, const char *name, int optional, gk_err *e)

@@ -30,6 +30,13 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
 /* The staging directory (the out_dir the rest of the run writes); the URL as given. */
 const char *tr_s3out_stage(const tr_s3out *o);
 const char *tr_s3out_url(const tr_s3out *o);
+/* The object a file of the staging directory stands for (latest.safetensors: the checkpoint it
+ * links to), as s3://BUCKET/PREFIX/NAME into url: for ranks on other machines, which cannot see
+ * the staging directory. -1 when path is not in it or url is too small. */
+int tr_s3out_object_url(const tr_s3out *o, const char *path, char *url, size_t cap);
+/* Downloads the checkpoint at url into an unlinked temporary file in tmpdir (NULL: /tmp), open
+ * on *fd: a rank on another machine than rank 0 resuming from a bucket. */
+int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmpdir, int *fd, gk_err *e);
 /* After the checkpoint writer wrote stage/name (step): uploads it, moves latest to it, uploads
  * metrics.jsonl and loss.svg, prunes the step checkpoints (keep_last, keep_every). Called by the
  * writer thread only. */

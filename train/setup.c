@@ -380,10 +380,12 @@ static int init_weights(tr_run *r, gk_ckpt *c, int resume, gk_err *e)
 }
 
 /* Where to start: rank 0 looks at out_dir (locking it first when it exists, so that a second
- * run stops before reading it) and every other rank starts from the same checkpoint. */
+ * run stops before reading it) and every other rank starts from the same checkpoint: the path,
+ * and with out_dir in a bucket the object's URL after a newline, which a rank that cannot open
+ * the path (on another machine than rank 0's staging directory) downloads (r->start_fd). */
 static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *e)
 {
-    char text[4200] = "";
+    char text[8400] = "", url[4096] = "";
     int rc = 0;
     if (tr_dist_is_root(&r->dist)) {
         if (!r->s.eval_only && is_dir(r->s.out_dir))
@@ -392,17 +394,27 @@ static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *
             rc = pick_start(&r->s, path, cap, resume, e);
         if (!rc && !*resume && !r->s.eval_only && is_dir(r->s.out_dir))
             rc = check_fresh_out_dir(&r->s, e);
+        if (!rc && r->s3out && path[0] && tr_s3out_object_url(r->s3out, path, url, sizeof url))
+            url[0] = '\0';
         if (rc)
             snprintf(text, sizeof text, "%s", e->msg);
         else
-            snprintf(text, sizeof text, "%d%s", *resume, path);
+            snprintf(text, sizeof text, "%d%s\n%s", *resume, path, url);
         int src = tr_dist_share(&r->dist, "start", rc, text, sizeof text, e);
         return rc ? rc : src;
     }
     if ((rc = tr_dist_share(&r->dist, "start", 0, text, sizeof text, e)))
         return rc;
     *resume = text[0] == '1';
+    char *nl = strchr(text, '\n');
+    if (nl)
+        *nl = '\0';
     snprintf(path, cap, "%.*s", (int)cap - 1, text + 1);
+    if (nl && nl[1] && access(path, R_OK) != 0) { /* rank 0's staging directory is not here */
+        if ((rc = tr_s3out_fetch_ckpt(&r->s3conf, nl + 1, r->tmpdir, &r->start_fd, e)))
+            return rc;
+        snprintf(path, cap, "%.*s", (int)cap - 1, nl + 1);
+    }
     return 0;
 }
 
@@ -458,7 +470,7 @@ static int load_hellaswag(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
 {
     gk_ckpt *c = NULL;
-    int rc = path[0] ? gk_ckpt_open(&c, path, e) : 0;
+    int rc = r->start_fd >= 0 ? gk_ckpt_open_fd(&c, r->start_fd, path, e) : path[0] ? gk_ckpt_open(&c, path, e) : 0;
     gk_gpt2_config mc = config_from_settings(&r->s);
     if (!rc && c)
         rc = read_checkpoint_meta(r, c, resume, &mc, e);
@@ -543,6 +555,9 @@ void tr_run_free(tr_run *r)
     tr_data_close(r->train);
     tr_data_close(r->val);
     gk_ckpt_close(r->moments_from); /* a setup that failed before moments() */
+    if (r->start_fd >= 0)
+        close(r->start_fd);
+    r->start_fd = -1;
     gk_gpt2_free(r->model);
     gk_backend_free(r->be);
     gk_vocab_free(r->vocab);

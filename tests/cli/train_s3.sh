@@ -3,7 +3,9 @@
 # and at a bucket's root. Checks: 10 steps + resume from the bucket (init_from=auto) give the
 # losses and the final weights of 20 steps in one local run, bit for bit; shards from the bucket
 # (a glob over keys, read in place) the losses and weights of the same files, also with
-# connections dropped mid-range; a bad shard header in a bucket is one line as for a file; 2 ranks then a resume at 1 the local runs';
+# connections dropped mid-range; a bad shard header in a bucket is one line as for a file;
+# ranks on two machines resume from the bucket (the checkpoint downloaded by the rank that does
+# not see rank 0's staging directory); 2 ranks then a resume at 1 the local runs';
 # keep_last/keep_every prune objects as they prune files; a second trainer is refused naming the
 # holder, a lock left by a dead pid of this host, or one not renewed for 5 minutes, is taken over;
 # an upload failing for good (the proxy answering 503 to everything) stops training with a
@@ -95,6 +97,28 @@ gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --train_data='s3://data/owt/tr
 get run-w metrics.jsonl w.jsonl && get run-w ckpt_00000006.safetensors w6.safetensors
 cmp <(losses lw/metrics.jsonl) <(losses w.jsonl) && cmp <(st_data lw/latest.safetensors) <(st_data w6.safetensors) &&
   echo "2 ranks, then 1: the losses and weights of the local run"
+
+# 1 rank, then 2 ranks as on two machines (torchrun's variables, one local rank each): rank 1
+# cannot see rank 0's staging directory (a TMPDIR relative to another working directory) and
+# downloads the checkpoint to resume from out of the bucket; the losses and weights of the same
+# runs on local files and a local out_dir
+s3py 's3.create_bucket(Bucket="run-n")'
+gpt-train -q "${TINY[@]}" "${w[@]}" --train_data='two/train_*.bin' --out_dir=ln > /dev/null
+gpt-train -q "${TINY[@]}" "${w[@]}" --max_iters=6 --nproc_per_node=2 --train_data='two/train_*.bin' --out_dir=ln \
+  --init_from=auto > /dev/null 2>&1
+gpt-train -q "${TINY[@]}" "${w[@]}" --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-n > /dev/null
+mkdir -p tmp0 n1/tmp1 && ln -s ../d n1/d
+port2=$(free_port)
+n=(--max_iters=6 --train_data='s3://data/owt/train_*.bin' --out_dir=s3://run-n --init_from=auto)
+(cd n1 && TMPDIR=tmp1 RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 GROUP_RANK=1 MASTER_PORT=$port2 \
+  gpt-train -q "${TINY[@]}" "${w[@]}" "${n[@]}" > /dev/null) & pid=$!
+TMPDIR=tmp0 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 GROUP_RANK=0 MASTER_PORT=$port2 \
+  gpt-train -q "${TINY[@]}" "${w[@]}" "${n[@]}" > /dev/null
+wait $pid
+get run-n metrics.jsonl n.jsonl && get run-n ckpt_00000006.safetensors n6.safetensors
+cmp <(losses ln/metrics.jsonl) <(losses n.jsonl) && cmp <(st_data ln/latest.safetensors) <(st_data n6.safetensors) &&
+  echo "1 rank, then 2 on two machines: the losses and weights of the local run"
+ls tmp0 n1/tmp1 | grep -c gpt-train || true
 
 # pruning: the same checkpoints kept as in a local out_dir
 gpt-train -q "${TINY[@]}" --max_iters=7 --eval_interval=100 --checkpoint_interval=1 --keep_last=2 --keep_every=3 --out_dir=k > /dev/null
