@@ -2,7 +2,8 @@
 
 Parses every YAML manifest and asserts what README.md promises: one image everywhere, the same
 gpt-train command with init_from=auto in every workload, out_dir and the data on the shared
-volume's mount, the launcher variables each manifest must set, GPT_DIST_TOKEN from the Secret
+volume's mount (in a bucket for bucket-job.yaml and TensorStack's PyTorchTrainingJobs, with and
+without torchrun), the launcher variables each manifest must set, GPT_DIST_TOKEN from the Secret
 gptkit-dist-token, and the Dockerfile's stages, runtime libraries and ENTRYPOINT. Prints one line per file; a failed check exits 1 naming it.
 Writes the workloads' common gpt-train argv, one word a line, to the file given as argv[2].
 """
@@ -162,29 +163,98 @@ def bucket_job(image):
     pod = job["spec"]["template"]["spec"]
     check(pod["restartPolicy"] == "OnFailure", "bucket-job.yaml: restartPolicy")
     c = pod["containers"][0]
-    check(c["image"] == image, f"bucket-job.yaml: image {c['image']}, not {image}")
+    argv, opts, env, secret = bucket_container("bucket-job.yaml", c, image)
+    check(not any("persistentVolumeClaim" in d for doc in docs for d in walk(doc)),
+          "bucket-job.yaml: mounts a volume claim")
+    scratch_tmpdir("bucket-job.yaml", pod, c, env)
+    gpus = c["resources"]["limits"]["nvidia.com/gpu"]
+    check(str(gpus) == opts.get("nproc_per_node"), "bucket-job.yaml: nproc_per_node is not the GPUs")
+    return (f"bucket-job.yaml: Job of 1 pod x {gpus} GPUs, data and out_dir {opts.get('out_dir')} in a "
+            f"bucket, credentials from the Secret {secret}, TMPDIR on a scratch volume")
+
+
+def bucket_container(name, c, image):
+    """What every manifest that trains from a bucket shares: the image, gpt-train -c gpt2.conf
+    --init_from=auto (after torchrun's options when argv starts with gpt-train), data and out_dir
+    in a bucket, the AWS credentials from one Secret, TMPDIR on a scratch volume. Returns
+    (argv, opts, env, Secret name)."""
+    check(c["image"] == image, f"{name}: image {c['image']}, not {image}")
     argv = c.get("command", []) + c.get("args", [])
     opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
     check(argv[:3] == ["gpt-train", "-c", "gpt2.conf"] and opts.get("init_from") == "auto",
-          "bucket-job.yaml: not gpt-train -c gpt2.conf --init_from=auto")
+          f"{name}: not gpt-train -c gpt2.conf --init_from=auto")
     for key in ("out_dir", "train_data", "val_data"):
-        check(opts.get(key, "").startswith("s3://"), f"bucket-job.yaml: {key} is not in a bucket")
-    check(not any("persistentVolumeClaim" in d for doc in docs for d in walk(doc)),
-          "bucket-job.yaml: mounts a volume claim")
+        check(opts.get(key, "").startswith("s3://"), f"{name}: {key} is not in a bucket")
     env = env_of(c)
     refs = {n: env.get(n, {}).get("valueFrom", {}).get("secretKeyRef", {})
             for n in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
     secrets = {r.get("name") for r in refs.values()}
     check(all(r.get("key") == n for n, r in refs.items()) and len(secrets) == 1 and None not in secrets,
-          "bucket-job.yaml: the AWS credentials do not come from one Secret")
+          f"{name}: the AWS credentials do not come from one Secret")
+    return argv, opts, env, secrets.pop() if len(secrets) == 1 else None
+
+
+def scratch_tmpdir(name, pod, c, env):
     scratch = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v}
     tmp = env.get("TMPDIR", {}).get("value", "")
     check(any(m["name"] in scratch and m["mountPath"] == tmp for m in c.get("volumeMounts", [])),
-          "bucket-job.yaml: TMPDIR is not on a scratch volume")
-    gpus = c["resources"]["limits"]["nvidia.com/gpu"]
-    check(str(gpus) == opts.get("nproc_per_node"), "bucket-job.yaml: nproc_per_node is not the GPUs")
-    return (f"bucket-job.yaml: Job of 1 pod x {gpus} GPUs, data and out_dir {opts.get('out_dir')} in a "
-            f"bucket, credentials from the Secret {secrets.pop()}, TMPDIR on a scratch volume")
+          f"{name}: TMPDIR is not on a scratch volume")
+
+
+def block_size():
+    with open(os.path.join(TOP, "train", "configs", "gpt2.conf")) as f:
+        return int(re.search(r"^block_size\s*=\s*(\d+)", f.read(), re.M).group(1))
+
+
+def tensorstack(name, image):
+    """A TensorStack PyTorchTrainingJob training from a bucket: one worker replica spec,
+    OnFailure, the job's token and the AWS credentials from Secrets, no volume claim. Without
+    torchrun: gpt-train is the command, one GPU a replica, RANK and WORLD_SIZE left to the
+    controller. With torchrun: torchrunConfig enabled with --no-python and the c10d rendezvous,
+    args starting with gpt-train, elastic between minReplicas and maxReplicas with
+    total_batch_size splitting over every world size in between, one rank per GPU, and
+    TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (MASTER_PORT a free port, not torchrun's store)."""
+    docs = load(name)
+    job = by_kind(docs, "PyTorchTrainingJob")
+    check(job.get("apiVersion") == "batch.tensorstack.dev/v1beta1", f"{name}: apiVersion")
+    spec = job["spec"]
+    check(len(spec["replicaSpecs"]) == 1 and spec["replicaSpecs"][0]["type"] == "worker",
+          f"{name}: not one worker replica spec")
+    rs = spec["replicaSpecs"][0]
+    check(rs["restartPolicy"] == "OnFailure", f"{name}: restartPolicy")
+    pod = rs["template"]["spec"]
+    check(pod.get("terminationGracePeriodSeconds", 30) >= 60, f"{name}: grace period")
+    check(not any("persistentVolumeClaim" in d for doc in docs for d in walk(doc)), f"{name}: mounts a volume claim")
+    c = pod["containers"][0]
+    argv, opts, env, secret = bucket_container(name, c, image)
+    scratch_tmpdir(name, pod, c, env)
+    ref = env.get("GPT_DIST_TOKEN", {}).get("valueFrom", {}).get("secretKeyRef", {})
+    check(ref.get("name") == "gptkit-dist-token" and ref.get("key") == "token",
+          f"{name}: GPT_DIST_TOKEN does not come from the Secret gptkit-dist-token (key token)")
+    check(not {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"} & set(env), f"{name}: sets what the launcher sets")
+    gpus = int(c["resources"]["limits"]["nvidia.com/gpu"])
+    tr = spec.get("torchrunConfig", {})
+    if not tr.get("enabled"):
+        check(c.get("command") == ["gpt-train"], f"{name}: the command is not gpt-train")
+        check(gpus == 1, f"{name}: one GPU a replica (RANK is the replica's)")
+        return (f"{name}: PyTorchTrainingJob, {rs['replicas']} worker replicas x 1 GPU, data and out_dir "
+                f"{opts.get('out_dir')} in a bucket, credentials from the Secret {secret}")
+    check("command" not in c and c["args"][0] == "gpt-train", f"{name}: args must start with gpt-train (torchrun runs them)")
+    check("--no-python" in tr.get("extraOptions", []), f"{name}: torchrun without --no-python runs gpt-train with python")
+    check(tr.get("rdzvBackend") == "c10d", f"{name}: rdzvBackend is not c10d")
+    check(tr.get("procPerNode") in ("gpu", str(gpus)), f"{name}: procPerNode is not one rank per GPU")
+    check(env.get("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", {}).get("value") == "1",
+          f"{name}: without TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 MASTER_PORT is torchrun's own store")
+    el = spec.get("elastic", {})
+    lo, hi = el.get("minReplicas", 0), el.get("maxReplicas", 0)
+    check(el.get("enabled") and 1 <= lo < hi and lo <= rs["replicas"] <= hi, f"{name}: not elastic (minReplicas < maxReplicas)")
+    tokens = int(opts.get("batch_size", 0)) * block_size()
+    for nodes in range(lo, hi + 1):
+        check(tokens and int(opts.get("total_batch_size", 0)) % (tokens * nodes * gpus) == 0,
+              f"{name}: total_batch_size does not split over {nodes} nodes x {gpus} GPUs")
+    return (f"{name}: PyTorchTrainingJob under torchrun (--no-python, c10d), elastic {lo} to {hi} "
+            f"replicas x {gpus} GPUs, data and out_dir {opts.get('out_dir')} in a bucket, credentials "
+            f"from the Secret {secret}")
 
 
 # Makefile PKGS (pkg-config modules) and Gloo -> the runtime package the image must install.
@@ -238,14 +308,15 @@ def main():
     kinds = {"pytorchjob.yaml": pytorchjob, "trainjob.yaml": trainjob,
              "elasticjob.yaml": elasticjob, "indexed-job.yaml": indexed_job}
     yamls = sorted(n for n in os.listdir(DEPLOY) if n.endswith(".yaml"))
-    check(set(kinds) | {"pvc.yaml", "bucket-job.yaml"} == set(yamls), f"train/deploy has {yamls}")
+    bucket = {"bucket-job.yaml", "pytorchtrainingjob.yaml", "pytorchtrainingjob-torchrun.yaml"}
+    check(set(kinds) | {"pvc.yaml"} | bucket == set(yamls), f"train/deploy has {yamls}")
     pvc = by_kind(load("pvc.yaml"), "PersistentVolumeClaim")
     check(pvc["metadata"]["name"] == PVC and pvc["spec"]["accessModes"] == ["ReadWriteMany"],
           f"pvc.yaml: not a ReadWriteMany claim named {PVC}")
     print(f"pvc.yaml: PersistentVolumeClaim {PVC}, ReadWriteMany")
     images, argvs, env_names, out_dirs = set(), set(), set(), set()
     for name in yamls:
-        if name in ("pvc.yaml", "bucket-job.yaml"):
+        if name == "pvc.yaml" or name in bucket:
             continue
         docs = load(name)
         conts, argv, opts, gpus = workload(name, docs)
@@ -260,6 +331,8 @@ def main():
     print(f"every workload: image {image}, {' '.join(next(iter(argvs))[:4])}, "
           f"out_dir {out_dirs.pop()} on {PVC}")
     print(bucket_job(image))
+    for name in ("pytorchtrainingjob.yaml", "pytorchtrainingjob-torchrun.yaml"):
+        print(tensorstack(name, image))
     print(dockerfile())
     print(readme(image, env_names))
     with open(sys.argv[2], "w") as f:
