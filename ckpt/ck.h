@@ -58,7 +58,8 @@ int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e);
 /* Checks the form of an s3:// output before any work (0 for a local path). */
 int ck_out_check(const char *out, gk_err *e);
 int ck_out_finish(const char *out, const char *path, int rc, gk_err *e);
-/* Whether t is a model parameter: a floating-point tensor outside "optimizer." / "tokenizer.". */
+/* Whether t is a model parameter: a floating-point or int8 tensor outside "optimizer.",
+ * "tokenizer." and "q8_0." (an int8 parameter's scales: gpt-formats(5)). */
 int ck_is_param(const gk_st_tensor *t);
 /* Element i of a floating-point tensor (F32, F64, BF16, F16) as a double. */
 double ck_value_at(const gk_st_tensor *t, size_t i);

@@ -68,7 +68,9 @@ int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e)
 int ck_is_param(const gk_st_tensor *t)
 {
     return strncmp(t->name, "optimizer.", 10) != 0 && strncmp(t->name, "tokenizer.", 10) != 0 &&
-           (t->dtype == GK_DT_F32 || t->dtype == GK_DT_BF16 || t->dtype == GK_DT_F16);
+           strncmp(t->name, "q8_0.", 5) != 0 &&
+           (t->dtype == GK_DT_F32 || t->dtype == GK_DT_BF16 || t->dtype == GK_DT_F16 ||
+            t->dtype == GK_DT_I8);
 }
 
 double ck_value_at(const gk_st_tensor *t, size_t i)

@@ -98,8 +98,9 @@ static int stored_tensor(const gk_ckpt *c, const ck_entry *x, const gk_st_tensor
         return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' does not have the shape its config implies",
                        gk_ckpt_path(c), x->name);
     if (s->dtype != GK_DT_F32 && s->dtype != GK_DT_BF16 && s->dtype != GK_DT_F16)
-        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s", gk_ckpt_path(c), x->name,
-                       gk_dtype_name(s->dtype));
+        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s%s", gk_ckpt_path(c), x->name,
+                       gk_dtype_name(s->dtype), s->dtype == GK_DT_I8 ? " (an int8 copy for "
+                       "inference: gpt-ckpt convert --dtype float32 widens it)" : "");
     *out = s;
     return 0;
 }

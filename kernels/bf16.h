@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/io/q8.h"
 #include "kernels/backend.h"
 
 /* bf16 -> fp32, exact */
@@ -77,17 +78,16 @@ static inline float gk_q8_get(const void *p, size_t i)
     return gk_f16f(d) * (float)(int8_t)b[2 + i % GK_Q8_BLOCK];
 }
 
-/* x[0..32) -> one GK_Q8 block at out (34 bytes): d = max|x| / 127 (stored as fp16), q = x / d
- * rounded half away from zero, as llama.cpp's quantize_row_q8_0. A block of zeros is d = 0.
- * Exact on values it wrote: requantizing d * q gives d and q back. */
+/* x[0..32) -> one GK_Q8 block at out (34 bytes), by common/io/q8.h's rule (the checkpoint
+ * format's): d = max|x| / 127 as fp16, q = x / d rounded half away from zero, as llama.cpp's
+ * quantize_row_q8_0. Requantizing d * q gives d and q back. */
 static inline void gk_q8_quantize_block(const float *x, uint8_t *out)
 {
-    float amax = 0.0f;
-    for (int i = 0; i < GK_Q8_BLOCK; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-    float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
-    uint16_t h = gk_f2f16(d);
-    memcpy(out, &h, 2);
-    for (int i = 0; i < GK_Q8_BLOCK; i++) out[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id);
+    uint16_t d;
+    int8_t q[GK_Q8_BLOCK];
+    gk_q8_quantize32(x, 1, &d, q);
+    memcpy(out, &d, 2);
+    memcpy(out + 2, q, GK_Q8_BLOCK);
 }
 
 /* Element i of a buffer of type t, as fp32; and the store that rounds to t (not GK_Q8, whose

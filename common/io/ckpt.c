@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/io/q8.h"
 #include "common/io/safetensors.h"
 #include "common/log.h"
 
@@ -247,6 +248,33 @@ static size_t copy_checked(float *dst, const gk_st_tensor *t)
     return n;
 }
 
+/* An int8 tensor t (gpt-formats(5): Q8_0 with its scales in "q8_0.NAME") widened into dst:
+ * 0, or GK_EFORMAT for missing or misshapen scales, or non-finite ones (named as copy_checked's
+ * caller names a bad value). */
+static int read_q8(const gk_ckpt *c, const gk_st_tensor *t, float *dst, gk_err *e)
+{
+    char sname[320];
+    snprintf(sname, sizeof sname, "q8_0.%s", t->name);
+    const gk_st_tensor *s = gk_st_find(c->f, sname);
+    int axis = t->ndim == 2 && s && s->ndim == 2 && s->dtype == GK_DT_F16 ? gk_q8_axis(t->shape, s->shape) : -1;
+    if (axis < 0)
+        return gk_errf(e, GK_EFORMAT, "%s: int8 tensor '%s' needs F16 scales '%s' of shape [%lld/32, "
+                       "%lld] or [%lld, %lld/32]%s", gk_st_path(c->f), t->name, sname,
+                       (long long)t->shape[0], (long long)(t->ndim > 1 ? t->shape[1] : 0),
+                       (long long)t->shape[0], (long long)(t->ndim > 1 ? t->shape[1] : 0),
+                       s ? "" : " (absent)");
+    for (int64_t i = 0; i < s->numel; i++)
+        if (!isfinite(gk_f16_to_f32(((const uint16_t *)s->data)[i])))
+            return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' holds a non-finite scale at element "
+                           "%lld of %lld: the checkpoint is damaged", gk_st_path(c->f), sname,
+                           (long long)i, (long long)s->numel);
+    int64_t d0 = t->shape[0], d1 = t->shape[1];
+    for (int64_t i = 0; i < d0; i++)
+        for (int64_t j = 0; j < d1; j++)
+            dst[i * d1 + j] = gk_q8_value(t->data, s->data, axis, d1, i, j);
+    return 0;
+}
+
 int gk_ckpt_read(const gk_ckpt *c, int kind, const char *name, int ndim, const int64_t *shape,
                  float *dst, gk_err *e)
 {
@@ -265,9 +293,11 @@ int gk_ckpt_read(const gk_ckpt *c, int kind, const char *name, int ndim, const i
         return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has shape %s, expected %s", gk_st_path(c->f),
                        full, got, want);
     }
+    if (t->dtype == GK_DT_I8 && !kind)
+        return read_q8(c, t, dst, e);
     if (t->dtype != GK_DT_F32 && t->dtype != GK_DT_BF16 && t->dtype != GK_DT_F16)
-        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s, expected F32, BF16 or F16",
-                       gk_st_path(c->f), full, gk_dtype_name(t->dtype));
+        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s, expected F32, BF16 or F16%s",
+                       gk_st_path(c->f), full, gk_dtype_name(t->dtype), kind ? "" : " (or I8)");
     size_t bad = copy_checked(dst, t);
     if (bad < (size_t)t->numel)
         return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' holds %s at element %zu of %lld: the "

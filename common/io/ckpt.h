@@ -67,6 +67,7 @@ const char *gk_ckpt_path(const gk_ckpt *c);
 const char *gk_ckpt_config_json(const gk_ckpt *c);
 const char *gk_ckpt_train_json(const gk_ckpt *c);
 /* Copies tensor name into dst as fp32 after checking its shape; errors name file and tensor.
+ * A parameter may be F32, BF16, F16 or int8 (I8 with "q8_0.NAME" scales, widened: common/io/q8.h).
  * Every value must be finite: a NaN or infinity is GK_EFORMAT naming the element (checked in
  * the same pass as the copy: about 20 ms, 7% of the read, for GPT-2 124M's 500 MB of F32).
  * kind: 0 = parameter, 'm' / 'v' = AdamW moment. GK_ENOTFOUND when absent. */

@@ -60,7 +60,7 @@ try gpt-ckpt import
 try gpt-ckpt import --bogus x
 try gpt-ckpt export ok.safetensors
 try gpt-ckpt convert ok.safetensors -o x.safetensors
-try gpt-ckpt convert ok.safetensors -o x.safetensors --dtype int8
+try gpt-ckpt convert ok.safetensors -o x.safetensors --dtype int4
 try gpt-ckpt convert ok.safetensors ok.bin -o x.safetensors --dtype fp16
 try gpt-ckpt info --version
 echo "== left behind"
