@@ -115,7 +115,9 @@ static AVX2_FN void avx2_rows(float *restrict Cm, int ldc, const cpu_q8_act *res
                 __m256i xq = _mm256_loadu_si256((const __m256i *)x[b].q);
                 for (int i = 0; i < 4; i++) {
                     const uint8_t *blk = w[i] + (size_t)b * GK_Q8_BLOCK_BYTES;
-                    __m256 d = _mm256_set1_ps(wscale(blk) * x[b].d);
+                    uint16_t h;
+                    memcpy(&h, blk, 2);
+                    __m256 d = _mm256_set1_ps(_cvtsh_ss(h) * x[b].d); /* F16C */
                     __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));
                     s[i] = _mm256_fmadd_ps(d, dot32(wq, xq), s[i]);
                 }
