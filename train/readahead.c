@@ -167,6 +167,8 @@ int tr_ra_plan_set(tr_readahead *ra, int stream, const tr_ra_plan *p, gk_err *e)
     n = n < 1 ? 1 : n > (1u << 20) ? (1u << 20) : n;
     if (p->count && n > p->n * p->count) /* one pass over an evaluation's windows */
         n = p->n * p->count;
+    if (!p->count && n > TR_RA_BATCHES * p->n) /* no more than the next steps need */
+        n = TR_RA_BATCHES * p->n;
     pthread_mutex_lock(&ra->mu);
     ring *g = &ra->r[stream];
     ring_clear(ra, g);

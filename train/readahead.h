@@ -32,9 +32,12 @@ typedef struct tr_ra_plan {
 } tr_ra_plan;
 
 enum { TR_RA_STREAMS = 4 }; /* streams 0 .. 3 (data.h's TR_STREAM_*) */
+enum { TR_RA_BATCHES = 8 }; /* an unbounded plan is read at most this many batches ahead */
 
 /* A pool of `threads` fetchers of windows of window_bytes; each plan's ring holds at most
- * budget bytes (at least one window). */
+ * budget bytes (at least one window), and no more than one pass over a bounded plan (count > 0)
+ * or TR_RA_BATCHES batches of an unbounded one: windows fetched far ahead would only take the
+ * network, and the server's and this machine's CPUs, from the steps that run now. */
 int tr_ra_open(tr_readahead **out, size_t window_bytes, size_t budget, int threads, tr_ra_fetch fetch,
                void *ud, gk_err *e);
 /* Sets (or replaces) the plan of stream; its read-ahead starts at once. */

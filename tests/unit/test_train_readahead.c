@@ -2,7 +2,8 @@
  * window's key (so every answer can be checked) and which counts its calls: windows asked for in
  * plan order come back right and are each fetched once; once the ring is full the run waits for
  * none of them; a window out of plan order, a jump ahead, an evaluation plan's cycles and a
- * fetch that fails all give the right bytes or the fetch's error; a plan replaced mid-way. */
+ * fetch that fails all give the right bytes or the fetch's error; a plan replaced mid-way; a
+ * plan without end read no more than TR_RA_BATCHES batches ahead. */
 #include <stdatomic.h>
 #include <time.h>
 
@@ -75,6 +76,23 @@ static void test_plan_order(void)
     CHECK(ok);
     tr_ra_close(ra);
     CHECKF(atomic_load(&f.calls) <= 100 + 6, "%ld fetches for 100 windows", atomic_load(&f.calls));
+}
+
+/* A plan without end is read TR_RA_BATCHES batches ahead, however large the budget. */
+static void test_bounded_ahead(void)
+{
+    fake f = {0};
+    tr_readahead *ra;
+    gk_err e = {0};
+    CHECK_OK(tr_ra_open(&ra, W, 100000 * W, 4, fetch, &f, &e), &e);
+    tr_ra_plan p = {.seed = 2, .first = 0, .stride = 1, .count = 0, .j0 = 0, .n = 3};
+    CHECK_OK(tr_ra_plan_set(ra, 1, &p, &e), &e);
+    CHECK(await_calls(&f, 3 * TR_RA_BATCHES));
+    nanosleep(&(struct timespec){0, 50000000}, NULL); /* room to fetch more, were it allowed */
+    CHECKF(atomic_load(&f.calls) == 3 * TR_RA_BATCHES, "%ld fetches", atomic_load(&f.calls));
+    CHECK(right(ra, 2, 1, 0, 0));
+    CHECK(await_calls(&f, 3 * TR_RA_BATCHES + 1)); /* one asked for: one more fetched */
+    tr_ra_close(ra);
 }
 
 /* Out of plan order: another stream, a window the plan has not, a jump ahead (the plan goes on
@@ -156,6 +174,7 @@ static void test_failure_and_replan(void)
 int main(void)
 {
     RUN(test_plan_order);
+    RUN(test_bounded_ahead);
     RUN(test_out_of_order);
     RUN(test_eval_cycles);
     RUN(test_failure_and_replan);
