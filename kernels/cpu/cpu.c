@@ -5,6 +5,9 @@
 #include "kernels/cpu/cpu.h"
 
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,8 +176,13 @@ static int cpu_isa_best(void)
 {
 #if defined(__x86_64__) && !defined(GK_NO_CLONES)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    unsigned a, b, c = 0, d;
+    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C); /* clang's builtin lacks it */
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vnni"))
+        return CPU_ISA_AVX512VNNI;
+    if (avx2)
         return CPU_ISA_AVX2;
 #endif
     return CPU_ISA_SCALAR;
@@ -182,7 +190,8 @@ static int cpu_isa_best(void)
 
 const char *gk_cpu_isa_name(int isa)
 {
-    return isa == CPU_ISA_AVX2 ? "avx2" : isa == CPU_ISA_SCALAR ? "scalar" : "?";
+    static const char *names[] = {"scalar", "avx2", "avx512vnni"};
+    return isa >= CPU_ISA_SCALAR && isa <= CPU_ISA_AVX512VNNI ? names[isa] : "?";
 }
 
 int gk_cpu_isa(const gk_backend *be) { return CPU(be)->isa; }

@@ -25,8 +25,9 @@
 
 /* The instruction sets the hand-written kernels (cpu_f16.c, cpu_q8.c) have a path for, in
  * order: each machine runs the best it has (cpu.c: cpu_isa_best, from CPUID), tests may pick a
- * lower one (gk_cpu_set_isa). SCALAR is portable C; AVX2 is AVX2 + FMA + F16C (x86-64-v3). */
-enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1 };
+ * lower one (gk_cpu_set_isa). SCALAR is portable C; AVX2 is AVX2 + FMA + F16C (x86-64-v3);
+ * AVX512VNNI adds AVX-512 F, VL and VNNI (cpu_q8.c's dot products; fp16 takes the AVX2 path). */
+enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512VNNI = 2 };
 
 typedef struct cpu_impl {
     int nthreads;

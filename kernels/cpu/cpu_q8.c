@@ -1,10 +1,10 @@
 /* cpu_q8.c: the CPU backend's int8-weight ops (see cpu_q8.h). Decoding (a few rows) reads each
  * weight once, as llama.cpp's Q8_0 x Q8_0 dot products: the activations are quantized per block
  * of 32 (scale max|x| / 127), each block's products summed exactly in int32 and scaled by both
- * blocks' scales. Two paths, picked per backend by cpu_impl.isa: portable C, and AVX2 (32
+ * blocks' scales. Three paths, picked per backend by cpu_impl.isa: portable C, AVX2 (32
  * products a step with _mm256_maddubs_epi16, which multiplies unsigned by signed bytes: the
  * weights' absolute values times the activations carrying the weights' signs, |q| <= 127 so no
- * pair saturates). Longer batches (prompts, gpt-evalppl) widen panels of weights into fp32 and
+ * pair saturates), and AVX-512 VNNI (vpdpbusd: the same products, summed in one instruction). Longer batches (prompts, gpt-evalppl) widen panels of weights into fp32 and
  * run sgemm, with the activations exact. Slabs are cut by shape, never by thread count.
  * References: ref.c (gk_elt_get of GK_Q8, activations exact); tests/unit/test_infer_q8.c also
  * checks each path against a scalar version of these quantized products. */
@@ -95,43 +95,60 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
-/* Four weight rows at a time, each activation block loaded once for the four. */
-static AVX2_FN void avx2_rows(float *restrict Cm, int ldc, const cpu_q8_act *restrict a,
-                              int kb_n, const uint8_t *restrict B, int M, int j0, int j1,
-                              float alpha, float beta)
-{
-    size_t rb = (size_t)kb_n * GK_Q8_BLOCK_BYTES; /* bytes per weight row */
-    for (int j = j0; j < j1; j += 4) {
-        int nj = j1 - j < 4 ? j1 - j : 4;
-        const uint8_t *w[4];
-        for (int i = 0; i < 4; i++) w[i] = B + (size_t)(j + (i < nj ? i : 0)) * rb;
-        for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)
-            for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(B + (size_t)i * rb + o);
-        for (int r = 0; r < M; r++) {
-            const cpu_q8_act *x = a + (size_t)r * kb_n;
-            __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                           _mm256_setzero_ps()};
-            for (int b = 0; b < kb_n; b++) {
-                __m256i xq = _mm256_loadu_si256((const __m256i *)x[b].q);
-                for (int i = 0; i < 4; i++) {
-                    const uint8_t *blk = w[i] + (size_t)b * GK_Q8_BLOCK_BYTES;
-                    uint16_t h;
-                    memcpy(&h, blk, 2);
-                    __m256 d = _mm256_set1_ps(_cvtsh_ss(h) * x[b].d); /* F16C */
-                    __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));
-                    s[i] = _mm256_fmadd_ps(d, dot32(wq, xq), s[i]);
-                }
-            }
-            float *c = Cm + (size_t)r * ldc + j;
-            for (int i = 0; i < nj; i++) c[i] = out_of(hsum8(s[i]), alpha, beta, c + i);
-        }
+/* A few-row kernel (q8_rows_fn) for a block product DOT32(w, x) -> 8 fp32 lanes: four weight
+ * rows at a time, each activation block loaded once for the four. */
+#define Q8_ROWS(NAME, ATTR, DOT32)                                                                 \
+    static ATTR void NAME(float *restrict Cm, int ldc, const cpu_q8_act *restrict a, int kb_n,    \
+                          const uint8_t *restrict B, int M, int j0, int j1, float alpha,          \
+                          float beta)                                                             \
+    {                                                                                             \
+        size_t rb = (size_t)kb_n * GK_Q8_BLOCK_BYTES; /* bytes per weight row */                  \
+        for (int j = j0; j < j1; j += 4) {                                                        \
+            int nj = j1 - j < 4 ? j1 - j : 4;                                                     \
+            const uint8_t *w[4];                                                                  \
+            for (int i = 0; i < 4; i++) w[i] = B + (size_t)(j + (i < nj ? i : 0)) * rb;          \
+            for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)                     \
+                for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(B + (size_t)i * rb + o);   \
+            for (int r = 0; r < M; r++) {                                                         \
+                const cpu_q8_act *x = a + (size_t)r * kb_n;                                       \
+                __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),     \
+                               _mm256_setzero_ps()};                                              \
+                for (int b = 0; b < kb_n; b++) {                                                  \
+                    __m256i xq = _mm256_loadu_si256((const __m256i *)x[b].q);                     \
+                    for (int i = 0; i < 4; i++) {                                                 \
+                        const uint8_t *blk = w[i] + (size_t)b * GK_Q8_BLOCK_BYTES;                \
+                        uint16_t h;                                                               \
+                        memcpy(&h, blk, 2);                                                       \
+                        __m256 d = _mm256_set1_ps(_cvtsh_ss(h) * x[b].d); /* F16C */              \
+                        __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));              \
+                        s[i] = _mm256_fmadd_ps(d, DOT32(wq, xq), s[i]);                           \
+                    }                                                                             \
+                }                                                                                 \
+                float *c = Cm + (size_t)r * ldc + j;                                              \
+                for (int i = 0; i < nj; i++) c[i] = out_of(hsum8(s[i]), alpha, beta, c + i);      \
+            }                                                                                     \
+        }                                                                                         \
     }
+
+Q8_ROWS(avx2_rows, AVX2_FN, dot32)
+
+/* AVX-512 VNNI (on 256-bit vectors, AVX512VL): one vpdpbusd for the 32 products of a block,
+ * summed in int32 without the int16 step of maddubs (the same sums: no pair saturates). */
+#define VNNI_FN __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+static inline VNNI_FN __m256 dot32_vnni(__m256i w, __m256i x)
+{
+    __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w),
+                                    _mm256_sign_epi8(x, w));
+    return _mm256_cvtepi32_ps(p);
 }
+
+Q8_ROWS(vnni_rows, VNNI_FN, dot32_vnni)
 #endif
 
 static q8_rows_fn rows_of(gk_backend *be)
 {
 #ifdef Q8_AVX2
+    if (CPU(be)->isa >= CPU_ISA_AVX512VNNI) return vnni_rows;
     if (CPU(be)->isa >= CPU_ISA_AVX2) return avx2_rows;
 #endif
     (void)be;
