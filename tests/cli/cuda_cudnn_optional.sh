@@ -2,7 +2,7 @@
 # loads libcudnn.so.9 at run time (the frontend's dynamic loading), so it is not linked against
 # cuDNN and needs no cudnn* symbol at load; without the headers (none found, or CUDNN=0) make
 # says so and builds cuda_attn_cudnn.cpp as a stub that references no cuDNN symbol (attention =
-# auto then runs the own kernels, attention = cudnn is refused in one line: cli/attention_setting).
+# cudnn is then refused in one line: cli/attention_setting).
 source "$TOP/tests/cli/lib.bash"
 lib=$GK_TEST_BUILD/lib/libgptkit-cuda.so
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -16,7 +16,7 @@ make -s -n -C "$TOP" BUILD="$PWD/b" CUDA_HOME="$PWD/nocuda" CUDNN_FRONTEND_INCLU
 grep -c 'cuda_attn_cudnn\.cpp' plan.txt
 grep 'cuda_attn_cudnn\.cpp' plan.txt | grep -q GK_HAVE_CUDNN && echo "built with cuDNN all the same"
 grep -q 'note: .* has no cuDNN attention' plan.txt && echo "make says so"
-# the stub: warning-free, defines the five functions, references nothing of cuDNN's
+# the stub: warning-free, defines the four functions, references nothing of cuDNN's
 ${CXX:-g++} -std=c++17 -fPIC -Wall -Wextra -Werror -I"$TOP" -isystem "$(dirname "$nvcc")/../include" \
   -c "$TOP/kernels/cuda/cuda_attn_cudnn.cpp" -o stub.o
 nm -C stub.o | grep -c ' T cu_cudnn_'
