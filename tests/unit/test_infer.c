@@ -12,28 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/cpu.h"
+#include "infer_harness.h"
 #include "kernels/cpu/cpu_infer.h"
-#include "kernels/cpu/ref.h"
-#include "kernels/gpt2.h"
-#include "kernels/rng.h"
-#include "test.h"
-
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double d = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)b[i] * b[i];
-    }
-    return sqrt(d / (s > 0 ? s : 1));
-}
-
-static void fill(float *x, size_t n, uint64_t seed)
-{
-    uint64_t key = gk_rng_key(seed, 0, 0, 7);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gk_rng_uniform(key, i) - 1.0f;
-}
 
 /* Full forward of (B,T) tokens vs forward_at: prompt of P tokens, then single steps to T. */
 static void check_incremental(gk_backend *be, int bias, double tol)
@@ -293,27 +273,7 @@ static void test_bf16_ops(void)
     fill(A, (size_t)Mmax * K, 1);
     fill(W, (size_t)K * N, 2);
     for (int i = 0; i < K * N; i++) H[i] = to_bf16(W[i]);
-    int Ms[] = {1, 3, 8, 20};
-    for (int mi = 0; mi < 4; mi++)
-        for (int tb = 0; tb < 2; tb++)
-            for (int beta = 0; beta < 2; beta++) {
-                int M = Ms[mi], ldb = tb ? K : N;
-                fill(c1, (size_t)Mmax * N, 5);
-                fill(c2, (size_t)Mmax * N, 5);
-                be->ops->gemm(be, 0, tb, M, N, K, 0.5f, A, GK_F32, K, H, GK_BF16, ldb, (float)beta, c1,
-                              GK_F32, N, NULL, NULL);
-                ref->ops->gemm(ref, 0, tb, M, N, K, 0.5f, A, GK_F32, K, H, GK_BF16, ldb, (float)beta,
-                               c2, GK_F32, N, NULL, NULL);
-                double d = rel_err(c1, c2, (size_t)M * N);
-                CHECKF(d < 1e-6, "gemm_bf16 M=%d tb=%d beta=%d: %.3e", M, tb, beta, d);
-            }
-    // the embedding: rows of W as a (N/C... ) table of 10 rows of 30
-    int tokens[6] = {0, 9, 3, 3, 7, 1};
-    float wpe[3 * 30];
-    fill(wpe, 90, 8);
-    be->ops->encoder_fwd(be, c1, tokens, H, GK_BF16, wpe, NULL, 2, 3, 30, 0.0f, 0);
-    ref->ops->encoder_fwd(ref, c2, tokens, H, GK_BF16, wpe, NULL, 2, 3, 30, 0.0f, 0);
-    CHECK(rel_err(c1, c2, 180) < 1e-7);
+    check_gemm16(be, ref, "bf16", H, GK_BF16, A, K, N, c1, c2);
     free(A);
     free(W);
     free(H);
@@ -333,53 +293,7 @@ static void test_bf16_logits(void)
     gk_backend *be = NULL;
     gk_err e = {0};
     CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
-    gk_gpt2_config cfg = {3, 4, 64, 32, 100, 1, 0.0f};
-    gk_gpt2 *f = NULL, *h = NULL;
-    CHECK_OK(gk_gpt2_create_ex(&f, &cfg, be, 1, cfg.block_size, GK_GPT2_INFERENCE, &e), &e);
-    CHECK_OK(gk_gpt2_create_ex(&h, &cfg, be, 1, cfg.block_size, GK_GPT2_BF16, &e), &e);
-    if (!f || !h) goto out;
-    CHECK_OK(gk_gpt2_init(f, 3, &e), &e);
-    CHECK_OK(gk_gpt2_init(h, 3, &e), &e);
-    CHECK(gk_gpt2_param(h, 0)->data == NULL && gk_gpt2_param(h, 0)->copy != NULL);
-    int Vp = gk_gpt2_padded_vocab(f), V = cfg.vocab_size;
-    float *lf = malloc(sizeof(float) * 8 * Vp), *lh = malloc(sizeof(float) * 8 * Vp);
-    int prompt[8] = {5, 17, 42, 99, 0, 63, 7, 21}, tf = 0, th = 0;
-    double worst = 0;
-    int diverged = 0;
-    for (int t = 0; t < 20 && !diverged; t++) {
-        int n = t == 0 ? 8 : 1, pos = t == 0 ? 0 : 7 + t;
-        CHECK_OK(gk_gpt2_forward_at(f, t == 0 ? prompt : &tf, 1, pos, n, &e), &e);
-        CHECK_OK(gk_gpt2_forward_at(h, t == 0 ? prompt : &th, 1, pos, n, &e), &e);
-        gk_gpt2_logits_host(f, 0, n, Vp, lf, NULL);
-        gk_gpt2_logits_host(h, 0, n, Vp, lh, NULL);
-        for (int r = 0; r < n; r++) {
-            double d = rel_err(lh + (size_t)r * Vp, lf + (size_t)r * Vp, V);
-            if (d > worst) worst = d;
-        }
-        // greedy: the argmax of the last row of each
-        const float *a = lf + (size_t)(n - 1) * Vp, *b = lh + (size_t)(n - 1) * Vp;
-        tf = th = 0;
-        for (int j = 1; j < V; j++) {
-            if (a[j] > a[tf]) tf = j;
-            if (b[j] > b[th]) th = j;
-        }
-        if (tf != th) {
-            double norm = 0;
-            for (int j = 0; j < V; j++) norm += (double)a[j] * a[j];
-            CHECKF(fabs(a[tf] - a[th]) < 0x1p-6 * sqrt(norm), "greedy step %d: %d vs %d, gap %.3e",
-                   t, tf, th, fabs(a[tf] - a[th]));
-            fprintf(stderr, "bf16 greedy: near-tie at step %d (%d vs %d)\n", t, tf, th);
-            diverged = 1;
-        }
-        if (!diverged && t == 19) fprintf(stderr, "bf16 greedy: 20 steps equal to fp32\n");
-    }
-    fprintf(stderr, "bf16 vs fp32 logits: worst row relative error %.2e (bound %.2e)\n", worst, 0x1p-6);
-    CHECKF(worst < 0x1p-6, "bf16 logits: relative error %.3e", worst);
-    free(lf);
-    free(lh);
-out:
-    gk_gpt2_free(f);
-    gk_gpt2_free(h);
+    if (be) check_narrow_logits(be, GK_GPT2_BF16, 8, 0x1p-6, "bf16");
     gk_backend_free(be);
 }
 

@@ -15,39 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer_harness.h"
 #include "kernels/bf16.h"
-#include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_q8.h"
-#include "kernels/cpu/ref.h"
-#include "kernels/gpt2.h"
-#include "kernels/rng.h"
-#include "test.h"
 
 enum { ISA_MAX = 2 }; /* the highest path cpu_q8.c has (gk_cpu_set_isa) */
-
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double d = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)b[i] * b[i];
-    }
-    return sqrt(d / (s > 0 ? s : 1));
-}
-
-static void fill(float *x, size_t n, uint64_t seed)
-{
-    uint64_t key = gk_rng_key(seed, 0, 0, 7);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gk_rng_uniform(key, i) - 1.0f;
-}
-
-static int use_isa(gk_backend *be, int isa)
-{
-    gk_err e = {0};
-    if (gk_cpu_set_isa(be, isa, &e) == 0) return 1;
-    fprintf(stderr, "%s: path %s not checked here: %s\n", t_cur_name, gk_cpu_isa_name(isa), e.msg);
-    return 0;
-}
 
 static void quantize(uint8_t *q, const float *x, size_t n)
 {
@@ -245,63 +217,17 @@ out:
  * (weights, activations): 1.1%; a logit passes through 13 such matmuls (4 per layer and the
  * lm_head, 3 layers), whose independent errors add in quadrature: sqrt(13) 1.1% = 4.1%; with
  * margin, 2^-4 (6.25%). */
-static void q8_logits_on(gk_backend *be, int isa)
-{
-    gk_err e = {0};
-    gk_gpt2_config cfg = {3, 4, 64, 32, 100, 1, 0.0f};
-    gk_gpt2 *f = NULL, *h = NULL;
-    CHECK_OK(gk_gpt2_create_ex(&f, &cfg, be, 1, cfg.block_size, GK_GPT2_INFERENCE, &e), &e);
-    CHECK_OK(gk_gpt2_create_ex(&h, &cfg, be, 1, cfg.block_size, GK_GPT2_Q8, &e), &e);
-    if (!f || !h) goto out;
-    CHECK_OK(gk_gpt2_init(f, 3, &e), &e);
-    CHECK_OK(gk_gpt2_init(h, 3, &e), &e);
-    int Vp = gk_gpt2_padded_vocab(f), V = cfg.vocab_size;
-    float *lf = malloc(sizeof(float) * 12 * Vp), *lh = malloc(sizeof(float) * 12 * Vp);
-    int prompt[12] = {5, 17, 42, 99, 0, 63, 7, 21, 3, 3, 50, 1}, tf = 0, th = 0, diverged = 0;
-    double worst = 0, bound = 0x1p-4;
-    for (int t = 0; t < 20 && !diverged; t++) {
-        int n = t == 0 ? 12 : 1, pos = t == 0 ? 0 : 11 + t;
-        CHECK_OK(gk_gpt2_forward_at(f, t == 0 ? prompt : &tf, 1, pos, n, &e), &e);
-        CHECK_OK(gk_gpt2_forward_at(h, t == 0 ? prompt : &th, 1, pos, n, &e), &e);
-        gk_gpt2_logits_host(f, 0, n, Vp, lf, NULL);
-        gk_gpt2_logits_host(h, 0, n, Vp, lh, NULL);
-        for (int r = 0; r < n; r++) {
-            double d = rel_err(lh + (size_t)r * Vp, lf + (size_t)r * Vp, V);
-            if (d > worst) worst = d;
-        }
-        const float *a = lf + (size_t)(n - 1) * Vp, *b = lh + (size_t)(n - 1) * Vp;
-        tf = th = 0;
-        for (int j = 1; j < V; j++) {
-            if (a[j] > a[tf]) tf = j;
-            if (b[j] > b[th]) th = j;
-        }
-        if (tf != th) {
-            double norm = 0;
-            for (int j = 0; j < V; j++) norm += (double)a[j] * a[j];
-            CHECKF(fabs(a[tf] - a[th]) < bound * sqrt(norm), "greedy step %d: %d vs %d, gap %.3e",
-                   t, tf, th, fabs(a[tf] - a[th]));
-            fprintf(stderr, "int8 greedy (%s): near-tie at step %d\n", gk_cpu_isa_name(isa), t);
-            diverged = 1;
-        }
-    }
-    if (!diverged) fprintf(stderr, "int8 greedy (%s): 20 steps equal to fp32\n", gk_cpu_isa_name(isa));
-    fprintf(stderr, "int8 vs fp32 logits (%s): worst row relative error %.2e (bound %.2e)\n",
-            gk_cpu_isa_name(isa), worst, bound);
-    CHECKF(worst < bound, "int8 logits: relative error %.3e", worst);
-    free(lf);
-    free(lh);
-out:
-    gk_gpt2_free(f);
-    gk_gpt2_free(h);
-}
-
 static void test_q8_logits(void)
 {
     gk_backend *be = NULL;
     gk_err e = {0};
     CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
     for (int isa = 0; be && isa <= ISA_MAX; isa++)
-        if (use_isa(be, isa)) q8_logits_on(be, isa);
+        if (use_isa(be, isa)) {
+            char what[32];
+            snprintf(what, sizeof what, "int8 (%s)", gk_cpu_isa_name(isa));
+            check_narrow_logits(be, GK_GPT2_Q8, 12, 0x1p-4, what);
+        }
     gk_backend_free(be);
 }
 
