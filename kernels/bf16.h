@@ -13,20 +13,27 @@
 #include "common/io/q8.h"
 #include "kernels/backend.h"
 
-/* bf16 -> fp32, exact */
-static inline float gk_bf16f(uint16_t h)
+/* an fp32's bits, and the fp32 of bits */
+static inline uint32_t gk_f32_bits(float f)
 {
-    uint32_t u = (uint32_t)h << 16;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float gk_bits_f32(uint32_t u)
+{
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
+/* bf16 -> fp32, exact */
+static inline float gk_bf16f(uint16_t h) { return gk_bits_f32((uint32_t)h << 16); }
+
 /* fp32 -> bf16, round to nearest even (a NaN stays a NaN) */
 static inline uint16_t gk_f2bf16(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = gk_f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
@@ -43,16 +50,13 @@ static inline float gk_f16f(uint16_t h)
         float v = (float)m * 0x1p-24f;
         return sign ? -v : v;
     }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return gk_bits_f32(u);
 }
 
 /* fp32 -> fp16, round to nearest even; overflow to infinity, a NaN stays a NaN */
 static inline uint16_t gk_f2f16(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = gk_f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t ax = u & 0x7fffffffu;
     if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));

@@ -6,7 +6,6 @@
  * are cut by shape, never by thread count: results do not depend on it. References: ref.c. */
 #include "kernels/cpu/cpu_bf16.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include "kernels/cpu/cpu_infer.h"
@@ -69,9 +68,11 @@ GK_CLONES static void bf16_rows_nt(float *restrict Cm, int ldc, const float *res
 /* ---- many rows: widened panels + sgemm ---- */
 
 /* dst (K, w) = columns j0..j0+w of B (K, ldb) (!transB), or dst (w, K) = rows j0.. of B (N, ldb) */
-GK_CLONES static void widen(float *restrict dst, const uint16_t *restrict B, int ldb, int tb,
-                            int K, int j0, int w)
+GK_CLONES static void widen(float *restrict dst, const void *restrict Bv, int ldb, int tb, int K,
+                            int j0, int w, const void *arg)
 {
+    const uint16_t *B = Bv;
+    (void)arg;
     int rows = tb ? w : K, len = tb ? K : w;
     for (int i = 0; i < rows; i++) {
         const uint16_t *s = tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0;
@@ -85,9 +86,8 @@ void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, con
                    int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
     int nt = CPU(be)->nthreads;
-    if (alpha == 0.0f) { /* C = beta C, as BLAS */
-        for (int r = 0; r < M; r++)
-            for (int j = 0; j < N; j++) C[(size_t)r * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)r * ldc + j];
+    if (alpha == 0.0f) {
+        cpu_scale_c(M, N, beta, C, ldc);
         return;
     }
     if (M <= CPU_GEMM_ROWS_MAX && !tb
@@ -113,22 +113,9 @@ void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, con
         }
         return;
     }
-    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
-    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
-    if (!scr) {
+    if (!cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen, NULL, beta, C, ldc))
         gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, GK_BF16, ldb, beta, C, GK_F32,
                         ldc, NULL, NULL);
-        return;
-    }
-    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int p = 0; p < np; p++) {
-        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
-        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
-        widen(panel, B, ldb, tb, K, j0, w);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, w, K, alpha,
-                    A, lda, panel, tb ? K : w, beta, C + j0, ldc);
-    }
 }
 
 // tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t]

@@ -8,7 +8,6 @@
  * count: results do not depend on it. References: ref.c (gk_elt_get of GK_F16). */
 #include "kernels/cpu/cpu_f16.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 
@@ -205,16 +204,6 @@ static const f16_kern *kern_of(gk_backend *be)
 
 /* ---- the ops ---- */
 
-/* C = beta C (alpha 0, as BLAS) */
-static void scale_c(int M, int N, float beta, float *C, int ldc)
-{
-    for (int r = 0; r < M; r++)
-        for (int j = 0; j < N; j++) {
-            float *c = C + (size_t)r * ldc + j;
-            *c = beta == 0.0f ? 0.0f : beta * *c;
-        }
-}
-
 /* A few rows with untransposed weights but no scratch for the K split: one slab of columns per
  * thread, each column a dot product over strided weights (rare: reserve() provides the split) */
 static void few_rows_nn_slow(int M, int j0, int j1, int K, float alpha, const float *A, int lda,
@@ -229,13 +218,24 @@ static void few_rows_nn_slow(int M, int j0, int j1, int K, float alpha, const fl
         }
 }
 
+/* cpu_gemm_panels' widen: tb, w rows of K from row j0; else K rows of w from column j0 */
+static void widen_panel(float *panel, const void *Bv, int ldb, int tb, int K, int j0, int w,
+                        const void *arg)
+{
+    const f16_kern *k = arg;
+    const uint16_t *B = Bv;
+    for (int i = 0, rows = tb ? w : K; i < rows; i++)
+        k->widen(panel + (size_t)i * (tb ? K : w),
+                 tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0, tb ? K : w);
+}
+
 void cpu_gemm_f16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
                   int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
     int nt = CPU(be)->nthreads;
     const f16_kern *k = kern_of(be);
     if (alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
+        cpu_scale_c(M, N, beta, C, ldc);
         return;
     }
     if (M <= CPU_GEMM_ROWS_MAX && !tb
@@ -252,25 +252,9 @@ void cpu_gemm_f16(gk_backend *be, int tb, int M, int N, int K, float alpha, cons
         }
         return;
     }
-    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
-    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
-    if (!scr) {
+    if (!cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen_panel, k, beta, C, ldc))
         gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, GK_F16, ldb, beta, C, GK_F32,
                         ldc, NULL, NULL);
-        return;
-    }
-    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int p = 0; p < np; p++) {
-        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
-        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
-        /* tb: w rows of K from row j0; else K rows of w from column j0 */
-        for (int i = 0, rows = tb ? w : K; i < rows; i++)
-            k->widen(panel + (size_t)i * (tb ? K : w),
-                     tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0, tb ? K : w);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, w, K, alpha,
-                    A, lda, panel, tb ? K : w, beta, C + j0, ldc);
-    }
 }
 
 void cpu_encoder_fwd_f16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,

@@ -5,9 +5,11 @@
  * so results do not depend on the thread count. References: ref.c. */
 #include "kernels/cpu/cpu_infer.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 
+#include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/host_mem.h"
 #include "kernels/cpu/ref.h"
@@ -185,6 +187,35 @@ int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alp
         int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
         if (j0 >= j1) continue;
         rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
+    }
+    return 1;
+}
+
+void cpu_scale_c(int M, int N, float beta, float *C, int ldc)
+{
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < N; j++) {
+            float *c = C + (size_t)r * ldc + j;
+            *c = beta == 0.0f ? 0.0f : beta * *c;
+        }
+}
+
+int cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                    int lda, const void *B, int ldb, cpu_widen_fn widen, const void *arg,
+                    float beta, float *C, int ldc)
+{
+    int nt = CPU(be)->nthreads;
+    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
+    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
+    if (!scr) return 0;
+    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int p = 0; p < np; p++) {
+        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
+        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
+        widen(panel, B, ldb, tb, K, j0, w, arg);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, w, K, alpha,
+                    A, lda, panel, tb ? K : w, beta, C + j0, ldc);
     }
     return 1;
 }

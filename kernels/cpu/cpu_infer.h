@@ -1,5 +1,6 @@
 /* cpu_infer.h: the CPU backend's inference ops (cpu_infer.c): attention over a KV cache and the
- * few-row gemm of decoding, with the pieces cpu_bf16.c builds its own few-row gemm from.
+ * few-row gemm of decoding, with the pieces the narrow-weight gemms (cpu_bf16.c, cpu_f16.c,
+ * cpu_q8.c) are built from: column slabs, the K split, widened panels + sgemm, C = beta C.
  * Owns nothing. Thread safety: one host thread drives a backend; the ops use its OpenMP team. */
 #ifndef GK_CPU_INFER_H
 #define GK_CPU_INFER_H
@@ -27,5 +28,17 @@ typedef void (*cpu_part_fn)(float *acc, const float *A, int lda, const void *B, 
                             int N, int k0, int k1);
 int cpu_rows_ksplit(gk_backend *be, cpu_part_fn part, int M, int N, int K, float alpha,
                     const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc);
+/* C = beta C (alpha 0, as BLAS: C is not read where beta is 0). */
+void cpu_scale_c(int M, int N, float beta, float *C, int ldc);
+/* A gemm with narrow weights for more rows, C (M,N) = alpha A (M,K) @ op(B) + beta C: panels of
+ * CPU_BF16_PANEL weight columns, each widened to fp32 in the thread's scratch by widen (panel
+ * (K, w) = columns j0..j0+w-1 of B (K, ldb) for !tb; panel (w, K) = rows j0.. of B (N, ldb) for
+ * tb; arg is widen's own), then sgemm. Cut by shape: results do not depend on the thread count.
+ * Returns 0 (nothing done) without the scratch. */
+typedef void (*cpu_widen_fn)(float *panel, const void *B, int ldb, int tb, int K, int j0, int w,
+                             const void *arg);
+int cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                    int lda, const void *B, int ldb, cpu_widen_fn widen, const void *arg,
+                    float beta, float *C, int ldc);
 
 #endif

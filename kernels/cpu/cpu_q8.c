@@ -10,7 +10,6 @@
  * checks each path against a scalar version of these quantized products. */
 #include "kernels/cpu/cpu_q8.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 
@@ -167,17 +166,22 @@ static void widen_row(float *restrict dst, const uint8_t *restrict row, int K)
     }
 }
 
+/* cpu_gemm_panels' widen: w Q8_0 rows of K from row j0 (always transposed; ldb unused) */
+static void widen_panel(float *panel, const void *B, int ldb, int tb, int K, int j0, int w,
+                        const void *arg)
+{
+    size_t rb = (size_t)K / GK_Q8_BLOCK * GK_Q8_BLOCK_BYTES;
+    (void)ldb, (void)tb, (void)arg;
+    for (int i = 0; i < w; i++)
+        widen_row(panel + (size_t)i * K, (const uint8_t *)B + (size_t)(j0 + i) * rb, K);
+}
+
 void cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const float *A, int lda,
                  const uint8_t *B, float beta, float *C, int ldc)
 {
     int nt = CPU(be)->nthreads, kb_n = K / GK_Q8_BLOCK;
-    size_t rb = (size_t)kb_n * GK_Q8_BLOCK_BYTES;
-    if (alpha == 0.0f) { /* C = beta C, as BLAS */
-        for (int r = 0; r < M; r++)
-            for (int j = 0; j < N; j++) {
-                float *c = C + (size_t)r * ldc + j;
-                *c = beta == 0.0f ? 0.0f : beta * *c;
-            }
+    if (alpha == 0.0f) {
+        cpu_scale_c(M, N, beta, C, ldc);
         return;
     }
     size_t qa_floats = ((size_t)M * kb_n * sizeof(cpu_q8_act) + 3) / 4;
@@ -193,22 +197,9 @@ void cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const float *
         }
         return;
     }
-    size_t per_thread = (size_t)CPU_BF16_PANEL * K;
-    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
-    if (!scr) {
+    if (!cpu_gemm_panels(be, 1, M, N, K, alpha, A, lda, B, K, widen_panel, NULL, beta, C, ldc))
         gk_ref_ops.gemm(be, 0, 1, M, N, K, alpha, A, GK_F32, lda, B, GK_Q8, K, beta, C, GK_F32,
                         ldc, NULL, NULL);
-        return;
-    }
-    int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int p = 0; p < np; p++) {
-        int j0 = p * CPU_BF16_PANEL, w = N - j0 < CPU_BF16_PANEL ? N - j0 : CPU_BF16_PANEL;
-        float *panel = scr + (size_t)omp_get_thread_num() * per_thread;
-        for (int i = 0; i < w; i++) widen_row(panel + (size_t)i * K, B + (size_t)(j0 + i) * rb, K);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, w, K, alpha, A, lda, panel, K, beta,
-                    C + j0, ldc);
-    }
 }
 
 void cpu_encoder_fwd_q8(gk_backend *be, float *out, const int *tokens, const uint8_t *wte,

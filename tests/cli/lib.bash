@@ -25,6 +25,19 @@ tiny_data() {
 TINY=(--train_data=d/train.bin --val_data=d/val.bin --vocab=d/vocab.json --n_layer=2 --n_head=2
       --n_embd=32 --block_size=16 --batch_size=4 --gradient_accumulation_steps=2 --eval_iters=2
       --warmup_iters=2 --lr_decay_iters=20 --learning_rate=3e-3 --min_lr=3e-4 --threads=2)
+# tiny_scored: a model of TINY trained 10 steps on tiny_data d as $GPT_MODEL (o/), 1000 bytes
+# of its text in t.txt and gpt-evalppl's fp32 score of them in f32.json (the narrow dtypes' tests).
+tiny_scored() {
+  tiny_data d
+  gpt-train -q "${TINY[@]}" --max_iters=10 --eval_interval=10 --out_dir=o > train.log
+  export GPT_MODEL=o/latest.safetensors
+  head -c 3000 d/input.txt | tail -c 1000 > t.txt
+  gpt-evalppl -q --json t.txt > f32.json
+}
+# nll_within A.json B.json R: prints true when gpt-evalppl's NLLs differ by less than R relative.
+nll_within() {
+  jq -n --slurpfile a "$1" --slurpfile b "$2" "((\$a[0].nll - \$b[0].nll) / \$a[0].nll | fabs) < $3"
+}
 # st_data FILE: the data section of a safetensors file (everything after its JSON header).
 st_data() { local n; n=$(od -An -tu8 -N8 "$1" | tr -d ' '); tail -c +$((9 + n)) "$1"; }
 # losses FILE: "step loss" per line from a metrics.jsonl.

@@ -4,15 +4,10 @@
 # short ones (fp32, bf16) are the same dtype in both tools; a bad --dtype is a usage error, said
 # before any file is opened (float16: sample_f16).
 source "$TOP/tests/cli/lib.bash"; need_data
-tiny_data d
-gpt-train -q "${TINY[@]}" --max_iters=10 --eval_interval=10 --out_dir=o > train.log
-export GPT_MODEL=o/latest.safetensors
-head -c 3000 d/input.txt | tail -c 1000 > t.txt
-gpt-evalppl -q --json t.txt > f32.json
+tiny_scored
 gpt-evalppl -q --json --dtype bf16 t.txt > bf16.json
 jq -r '.tokens' f32.json bf16.json
-jq -n --slurpfile a f32.json --slurpfile b bf16.json \
-  '(($a[0].nll - $b[0].nll) / $a[0].nll | fabs) < 0.015625'
+nll_within f32.json bf16.json 0.015625
 gpt-sample -q -n 30 --seed 7 -p 'ROMEO:' --dtype bf16 > s1
 gpt-sample -q -n 30 --seed 7 -p 'ROMEO:' --dtype bf16 > s2
 cmp s1 s2 && echo "bf16: same seed, same output"

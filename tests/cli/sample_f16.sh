@@ -6,15 +6,10 @@
 # and samples greedily fp32's text; the reference backend runs fp16 weights; fp16 and float16 are
 # one dtype, half is not one.
 source "$TOP/tests/cli/lib.bash"; need_data
-tiny_data d
-gpt-train -q "${TINY[@]}" --max_iters=10 --eval_interval=10 --out_dir=o > train.log
-export GPT_MODEL=o/latest.safetensors
-head -c 3000 d/input.txt | tail -c 1000 > t.txt
-gpt-evalppl -q --json t.txt > f32.json
+tiny_scored
 gpt-evalppl -q --json --dtype float16 t.txt > f16.json
 jq -r '.tokens' f32.json f16.json
-jq -n --slurpfile a f32.json --slurpfile b f16.json \
-  '(($a[0].nll - $b[0].nll) / $a[0].nll | fabs) < 0.00390625'
+nll_within f32.json f16.json 0.00390625
 gpt-evalppl -q --json --dtype fp16 t.txt | cmp - f16.json && echo "evalppl: fp16 = float16"
 gpt-sample -q -n 40 -t 0 -p 'ROMEO:' > g32
 gpt-sample -q -n 40 -t 0 -p 'ROMEO:' --dtype float16 > g16
@@ -27,8 +22,7 @@ gpt-sample -q -n 40 -t 0 -p 'ROMEO:' --dtype float16 -m h.safetensors | cmp - g3
   echo "converted: greedy = float32"
 for d in float16 float32; do
   gpt-evalppl -q --json --dtype $d -m h.safetensors t.txt > h.json
-  jq -n --slurpfile a f32.json --slurpfile b h.json \
-    '(($a[0].nll - $b[0].nll) / $a[0].nll | fabs) < 0.00390625'
+  nll_within f32.json h.json 0.00390625
 done
 gpt-sample -q -n 5 --seed 7 -p 'ROMEO:' --dtype float16 --device ref > r
 head -c 6 r; echo

@@ -13,8 +13,7 @@ for ctx in 16 8; do
   gpt-evalppl -q --json --context $ctx d/val.bin > f32.json
   gpt-evalppl -q --json --context $ctx --dtype int8 d/val.bin > q8.json
   jq -r '.tokens' f32.json q8.json
-  jq -n --slurpfile a f32.json --slurpfile b q8.json \
-    '(($a[0].nll - $b[0].nll) / $a[0].nll | fabs) < 0.005'
+  nll_within f32.json q8.json 0.005
 done
 gpt-sample -q -n 40 -t 0 -p 'ROMEO:' > g32
 gpt-sample -q -n 40 -t 0 -p 'ROMEO:' --dtype int8 > g8
