@@ -1,9 +1,33 @@
-/* ops_harness.h: the driver of test_ops.c and test_ops_fused.c (header-only, like test.h: it is
- * each binary's main).
- * Owns: the device under test and the reference backend, the case description (buffers by element
- * class and role, the function that runs the op on one backend), running a case on both backends
- * through the ops interface only, the tolerance check described in test_ops.c, and the loop over
- * devices and activation types. Not thread-safe: one test binary, one thread. */
+/* ops_harness.h: the op tests' one driver and one tolerance model (header-only, like test.h: it
+ * is the main of test_ops.c and test_ops_fused.c).
+ * Owns: the devices under test and the reference backend (kernels/cpu/ref.c, the oracle), the case
+ * description (buffers by element class and role, the function that runs the op on one backend),
+ * running a case on the reference and on each device through the ops interface only (alloc,
+ * to_device, op, to_host, as ggml's test-backend-ops), the tolerance check, and the loop over
+ * devices and activation types. Not thread-safe: one test binary, one thread.
+ *
+ * Devices: argv, else $GK_TEST_DEVICES, else "cpu" and $GK_TEST_CUDA (default cuda-emu; "cuda" on
+ * a GPU); a device whose library is missing (or, for cuda, without a GPU) is skipped with a note.
+ * Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
+ *
+ * The tolerance model, the only one of the op tests. The reference runs in fp32 (double inside)
+ * on the same values: in bf16 runs the activation inputs (and bf16 weights) are rounded to bf16
+ * first on both sides, so only the device's own roundings and its summation order differ. Each
+ * compared output buffer is checked norm-wise, relative:
+ *   |D - R|_2 / |R|_2 <= tol = 2 (n + 2) max(d32, u32) + 2 s max(d16, u16)
+ * u32 = 2^-24 and u16 = 2^-8 are the unit roundoffs of fp32 and bf16 (one rounding to nearest
+ * errs by at most u relative); n is the longest fp32 reduction in the op (a float sum of n terms
+ * errs by at most n u32 relative to the sum of the terms' magnitudes, Higham's gamma_n;
+ * transcendental functions count 8); s is the number of bf16 roundings on the path to that output
+ * (0 in fp32 runs). d32 and d16 measure the problem's own conditioning: the reference's relative
+ * change when every input is perturbed by one fp32 or bf16 rounding (random signs), i.e. how much
+ * one rounding of that size can move this output. Where no rounding happens the check is exact
+ * instead: an output marked exact must equal the reference rounded to the device's type, bit for
+ * bit (copies, one product, an add); a copy_of output the bf16 rounding of the device's own fp32
+ * output; a mask output has its zeros where the reference has them (dropout, ignored targets,
+ * padding). A case marked det runs twice on the device and must give the same bits (reductions
+ * whose order is fixed); one marked off places every device buffer one element past its
+ * allocation (16-byte packs refused: the scalar paths). */
 #ifndef GK_OPS_HARNESS_H
 #define GK_OPS_HARNESS_H
 
@@ -65,6 +89,7 @@ typedef struct tbuf {
     int stages;          /* bf16 roundings on the path to this output */
     int mask;            /* dropout output: zeros compared exactly */
     int copy_of;         /* > 0: exactly the bf16 rounding of the device's buffer copy_of - 1 */
+    int exact;           /* the reference rounded to the device's type, bit for bit */
 } tbuf;
 
 #define MAXB 9
@@ -80,6 +105,8 @@ struct tcase {
     run_fn run;
     int ip[12];
     float fp[4];
+    int off, det;                             /* device buffers one element off; run twice */
+    void (*prep)(const tcase *c, float *h[]); /* start values changed on the host, or NULL */
 };
 
 static int add(tcase *c, bclass cls, brole role, size_t n, float scale, float offset)
@@ -114,8 +141,10 @@ static int run_on(gk_backend *be, int is_ref, const tcase *c, float *const h[], 
         const tbuf *b = &c->b[i];
         t[i] = type_of(c, i, is_ref);
         size_t es = b->cls == B_INT ? sizeof(int) : gk_elt_size(t[i]);
+        size_t o = c->off && !is_ref && b->cls != B_INT ? es : 0; /* bytes past the allocation */
         if (b->role == R_NONE) continue;
-        if (!(p[i] = be->ops->alloc(be, b->n * es))) return gk_errf(e, GK_ENOMEM, "alloc");
+        if (!(p[i] = be->ops->alloc(be, b->n * es + o))) return gk_errf(e, GK_ENOMEM, "alloc");
+        p[i] = (char *)p[i] + o;
         if (b->cls == B_INT) {
             be->ops->to_device(be, p[i], c->ints[i], b->n * es);
             continue;
@@ -127,13 +156,14 @@ static int run_on(gk_backend *be, int is_ref, const tcase *c, float *const h[], 
     }
     c->run(be, p, t, c);
     for (int i = 0; i < c->nb; i++) {
+        size_t o = c->off && !is_ref && c->b[i].cls != B_INT ? gk_elt_size(t[i]) : 0;
         if (c->b[i].role == R_OUT) {
             void *tmp = malloc(c->b[i].n * gk_elt_size(t[i]));
             be->ops->to_host(be, tmp, p[i], c->b[i].n * gk_elt_size(t[i]));
             for (size_t k = 0; k < c->b[i].n; k++) out[i][k] = gk_elt_get(tmp, t[i], k);
             free(tmp);
         }
-        be->ops->free(be, p[i]);
+        if (p[i]) be->ops->free(be, (char *)p[i] - o);
     }
     rc = gk_backend_sync(be, e);
     return rc;
@@ -175,41 +205,70 @@ static void free_bufs(float **h)
     free(h);
 }
 
-/* One case: the reference on the start values and on two perturbations, the device once. */
+/* Bit-for-bit checks of output i: exact (the reference as the device stores it), copy_of, and
+ * the same bits on a second run (A: its outputs, or NULL). */
+static void check_bits(const tcase *c, int i, float *const R[], float *const D[], float *const A[])
+{
+    const tbuf *b = &c->b[i];
+    size_t bad = 0;
+    if (b->exact) {
+        gk_elt t = type_of(c, i, 0);
+        for (size_t k = 0; k < b->n; k++) {
+            float want = t == GK_BF16 ? gk_bf16f(gk_f2bf16(R[i][k])) : R[i][k];
+            bad += memcmp(&want, &D[i][k], 4) != 0 && !(isnan(want) && isnan(D[i][k]));
+        }
+        CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the reference exactly", c->what, i, bad, b->n);
+    }
+    if (b->copy_of) { /* exact: the bf16 rounding of the device's own buffer */
+        bad = 0;
+        for (size_t k = 0; k < b->n; k++) bad += D[i][k] != gk_bf16f(gk_f2bf16(D[b->copy_of - 1][k]));
+        CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the bf16 copy", c->what, i, bad, b->n);
+    }
+    if (A)
+        CHECKF(memcmp(A[i], D[i], sizeof(float) * b->n) == 0, "%s: buffer %d: not the same bits on a second run",
+               c->what, i);
+}
+
+/* The norm-wise check of output i (the model atop this file), and its zeros where it is a mask. */
+static void check_norm(const tcase *c, int i, float *const R[], float *const D[], float *const R32[],
+                       float *const R16[])
+{
+    const tbuf *b = &c->b[i];
+    double d32 = fmax(relerr(R32[i], R[i], b->n), U32), d16 = fmax(relerr(R16[i], R[i], b->n), U16);
+    double tol = 2.0 * (c->n_red + 2) * d32 + 2.0 * b->stages * d16, err = relerr(D[i], R[i], b->n);
+    size_t w = 0; /* the worst element, for the message */
+    for (size_t k = 1; k < b->n; k++)
+        if (fabsf(D[i][k] - R[i][k]) > fabsf(D[i][w] - R[i][w])) w = k;
+    CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g (worst [%zu]: %.9g, ref %.9g)", c->what, i, err, tol,
+           w, D[i][w], R[i][w]);
+    if (b->mask) {
+        size_t bad = 0;
+        for (size_t k = 0; k < b->n; k++) bad += (D[i][k] == 0.0f) != (R[i][k] == 0.0f);
+        CHECKF(bad == 0, "%s: buffer %d: zeros (mask) differ in %zu of %zu", c->what, i, bad, b->n);
+    }
+}
+
+/* One case: the reference on the start values and on two perturbations, the device once (twice
+ * when det). */
 static void check(tcase *c)
 {
     float **h = host_bufs(c, NULL, 0), **R = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0);
+    if (c->prep) c->prep(c, h);
     float **h32 = host_bufs(c, h, U32), **h16 = host_bufs(c, h, U16);
-    float **R32 = host_bufs(c, NULL, 0), **R16 = host_bufs(c, NULL, 0);
+    float **R32 = host_bufs(c, NULL, 0), **R16 = host_bufs(c, NULL, 0), **A = c->det ? host_bufs(c, NULL, 0) : NULL;
     gk_err e = {0};
     int ok = run_on(ref, 1, c, h, R, &e) == 0 && run_on(ref, 1, c, h32, R32, &e) == 0 &&
              run_on(ref, 1, c, h16, R16, &e) == 0;
     CHECKF(ok, "%s: ref: %s", c->what, e.msg);
-    int dok = ok && run_on(dev, 0, c, h, D, &e) == 0;
+    int dok = ok && run_on(dev, 0, c, h, D, &e) == 0 && (!A || run_on(dev, 0, c, h, A, &e) == 0);
     CHECKF(!ok || dok, "%s: %s: %s", c->what, dev_name, e.msg);
     for (int i = 0; dok && i < c->nb; i++) {
-        const tbuf *b = &c->b[i];
-        if (b->role != R_OUT) continue;
-        if (b->copy_of) { /* exact: the bf16 rounding of the device's own buffer */
-            size_t bad = 0;
-            for (size_t k = 0; k < b->n; k++) bad += D[i][k] != gk_bf16f(gk_f2bf16(D[b->copy_of - 1][k]));
-            CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the bf16 copy", c->what, i, bad, b->n);
-            continue;
-        }
-        double d32 = fmax(relerr(R32[i], R[i], b->n), U32), d16 = fmax(relerr(R16[i], R[i], b->n), U16);
-        double tol = 2.0 * (c->n_red + 2) * d32 + 2.0 * b->stages * d16, err = relerr(D[i], R[i], b->n);
-        size_t w = 0; /* the worst element, for the message */
-        for (size_t k = 1; k < b->n; k++)
-            if (fabsf(D[i][k] - R[i][k]) > fabsf(D[i][w] - R[i][w])) w = k;
-        CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g (worst [%zu]: %.9g, ref %.9g)", c->what,
-               i, err, tol, w, D[i][w], R[i][w]);
-        if (b->mask) {
-            size_t bad = 0;
-            for (size_t k = 0; k < b->n; k++) bad += (D[i][k] == 0.0f) != (R[i][k] == 0.0f);
-            CHECKF(bad == 0, "%s: buffer %d: dropout mask differs in %zu of %zu", c->what, i, bad, b->n);
-        }
+        if (c->b[i].role != R_OUT) continue;
+        check_bits(c, i, R, D, A);
+        if (!c->b[i].copy_of && !c->b[i].exact) check_norm(c, i, R, D, R32, R16);
     }
     free_bufs(h), free_bufs(R), free_bufs(D), free_bufs(h32), free_bufs(h16), free_bufs(R32), free_bufs(R16);
+    if (A) free_bufs(A);
     for (int i = 0; i < c->nb; i++) free(c->ints[i]);
     memset(c->ints, 0, sizeof c->ints);
     reopen_dev();
@@ -276,7 +335,8 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
 }
 
 /* The whole run: the reference backend, then tests[0..n) on each device of argv, else
- * $GK_TEST_DEVICES, else "cpu cuda-emu", with fp32 and then bf16 activations. */
+ * $GK_TEST_DEVICES, else "cpu" and $GK_TEST_CUDA (default cuda-emu), with fp32 and then bf16
+ * activations. */
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 {
     gk_err e = {0};
@@ -284,9 +344,10 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
         fprintf(stderr, "test_ops: reference backend: %s\n", e.msg);
         return 1;
     }
-    const char *env = getenv("GK_TEST_DEVICES");
+    const char *env = getenv("GK_TEST_DEVICES"), *cuda = getenv("GK_TEST_CUDA");
     char list[512];
-    snprintf(list, sizeof list, "%s", env && *env ? env : "cpu cuda-emu");
+    if (env && *env) snprintf(list, sizeof list, "%s", env);
+    else snprintf(list, sizeof list, "cpu %s", cuda && *cuda ? cuda : "cuda-emu");
     char *names[16];
     int n = 0;
     if (argc > 1)

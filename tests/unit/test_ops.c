@@ -1,23 +1,8 @@
-/* test_ops.c: the same op tests on every backend, against the reference backend (kernels/cpu/ref.c),
- * moving data only through the ops interface (alloc, to_device, op, to_host), as ggml's
- * test-backend-ops does. Devices: argv, else $GK_TEST_DEVICES, else "cpu cuda-emu"; a device whose
- * library is missing (or, for cuda, without a GPU) is skipped with a note. Each device runs with
- * fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
- *
- * Every case is a list of buffers (activation-typed, fp32, weight-typed, int) and a function that
- * runs the op on one backend. The reference runs in fp32 (double inside) on the same values: in
- * bf16 runs the activation inputs (and bf16 weights) are rounded to bf16 first on both sides, so
- * only the device's own roundings and its summation order differ. Tolerances, norm-wise relative:
- *   tol = 2 (n + 2) max(d32, u32) + 2 s max(d16, u16)
- * u32 = 2^-24 and u16 = 2^-8 are the unit roundoffs of fp32 and bf16; n is the longest fp32
- * reduction in the op (a float sum of n terms errs by at most n u32 relative to the sum of the
- * terms' magnitudes, Higham's gamma_n; transcendental functions count 8); s is the number of bf16
- * roundings on the path to that output (0 in fp32 runs). d32 and d16 measure the problem's own
- * conditioning: the reference's relative change when every input is perturbed by one fp32 or
- * bf16 rounding (random signs), i.e. how much one rounding of that size can move this output.
- * Dropout outputs are also compared mask-wise, exactly (the same elements are zero).
- * This file holds the cases; the driver (devices, buffers, the check) is ops_harness.h; the
- * fused and recompute ops are in test_ops_fused.c (the same driver, a binary of its own). */
+/* test_ops.c: the op tests on every backend against the reference backend (kernels/cpu/ref.c), on
+ * the driver and the one tolerance model of ops_harness.h (its header comment states both): gemm,
+ * the row-wise and element-wise ops, the embedding, softmax cross-entropy, attention, the
+ * optimizer, the multi-tensor ops and the cast. The fused and recompute ops are in
+ * test_ops_fused.c (the same driver, a binary of its own). */
 #include "ops_harness.h"
 
 static const int CS[] = {1, 24, 100}; /* columns: not multiples of tiles */

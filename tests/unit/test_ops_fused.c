@@ -1,7 +1,7 @@
-/* test_ops_fused.c: the op tests (ops_harness.h, tolerances as test_ops.c states them) of the ops
+/* test_ops_fused.c: the op tests (ops_harness.h: its driver and tolerance model) of the ops
  * that fuse or recompute: gelu_fwd, which recomputes gemm's GELU epilogue (GK_GPT2_RECOMPUTE),
  * and residual_layernorm_fwd, the residual add fused with the layernorm after it. Devices as
- * test_ops: argv, else $GK_TEST_DEVICES, else "cpu cuda-emu". */
+ * ops_harness.h says. */
 #include "ops_harness.h"
 
 /* n random values offset + scale U(-1,1) of type t on be: the device buffer, and in h the values
