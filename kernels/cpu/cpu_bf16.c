@@ -3,7 +3,8 @@
  * registers (a 16-bit shift; the AVX-512 and AVX2 clones vectorize it), so a token reads half
  * the bytes of the fp32 path. More rows (prompts, gpt-evalppl windows) widen panels of
  * CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm on each. Panels and slabs
- * are cut by shape, never by thread count: results do not depend on it. References: ref.c. */
+ * are cut by shape, never by thread count: results do not depend on it. The driver is
+ * cpu_infer.c's cpu_gemm16; this file owns the bf16 kernels it runs. References: ref.c. */
 #include "kernels/cpu/cpu_bf16.h"
 
 #include <omp.h>
@@ -67,55 +68,19 @@ GK_CLONES static void bf16_rows_nt(float *restrict Cm, int ldc, const float *res
 
 /* ---- many rows: widened panels + sgemm ---- */
 
-/* dst (K, w) = columns j0..j0+w of B (K, ldb) (!transB), or dst (w, K) = rows j0.. of B (N, ldb) */
-GK_CLONES static void widen(float *restrict dst, const void *restrict Bv, int ldb, int tb, int K,
-                            int j0, int w, const void *arg)
+/* dst (n) = src (n) widened */
+GK_CLONES static void bf16_widen(float *restrict dst, const uint16_t *restrict src, int n)
 {
-    const uint16_t *B = Bv;
-    (void)arg;
-    int rows = tb ? w : K, len = tb ? K : w;
-    for (int i = 0; i < rows; i++) {
-        const uint16_t *s = tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0;
-        float *d = dst + (size_t)i * len;
 #pragma omp simd
-        for (int j = 0; j < len; j++) d[j] = gk_bf16f(s[j]);
-    }
+    for (int j = 0; j < n; j++) dst[j] = gk_bf16f(src[j]);
 }
+
+static const cpu_kern16 k_bf16 = {GK_BF16, bf16_part_nn, bf16_rows_nt, bf16_widen};
 
 void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
                    int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    int nt = CPU(be)->nthreads;
-    if (alpha == 0.0f) {
-        cpu_scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    if (M <= CPU_GEMM_ROWS_MAX && !tb
-        && cpu_rows_ksplit(be, bf16_part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-        return;
-    if (M <= CPU_GEMM_ROWS_MAX) {
-        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int s = 0; s < ns; s++) {
-            int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
-            if (j0 >= j1) continue;
-            if (tb)
-                bf16_rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
-            else /* no scratch: one slab of columns per thread, still exact */
-                for (int r = 0; r < M; r++)
-                    for (int j = j0; j < j1; j++) {
-                        float acc = 0.0f;
-                        for (int kk = 0; kk < K; kk++)
-                            acc += A[(size_t)r * lda + kk] * gk_bf16f(B[(size_t)kk * ldb + j]);
-                        float *c = C + (size_t)r * ldc + j;
-                        *c = alpha * acc + (beta == 0.0f ? 0.0f : beta * *c);
-                    }
-        }
-        return;
-    }
-    if (!cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen, NULL, beta, C, ldc))
-        gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, GK_BF16, ldb, beta, C, GK_F32,
-                        ldc, NULL, NULL);
+    cpu_gemm16(be, &k_bf16, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t]

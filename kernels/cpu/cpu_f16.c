@@ -22,17 +22,6 @@
 #define AVX2_FN __attribute__((target("avx2,fma,f16c")))
 #endif
 
-/* One path's kernels. */
-typedef struct f16_kern {
-    /* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B fp16 rows at stride ldb (cpu_rows_ksplit) */
-    cpu_part_fn part_nn;
-    /* C (M, j0..j1) = alpha A (M,K) @ B^T + beta C, B (N,K) fp16 rows at stride ldb */
-    void (*rows_nt)(float *C, int ldc, const float *A, int lda, const uint16_t *B, int ldb, int M,
-                    int K, int j0, int j1, float alpha, float beta);
-    /* dst (n) = src (n) widened */
-    void (*widen)(float *dst, const uint16_t *src, int n);
-} f16_kern;
-
 #define PNN_AHEAD 4  /* weight rows prefetched ahead in part_nn (see cpu_bf16.c) */
 #define RNT_AHEAD 16 /* rows ahead in rows_nt */
 
@@ -78,7 +67,7 @@ static void scalar_widen(float *restrict dst, const uint16_t *restrict src, int 
     for (int i = 0; i < n; i++) dst[i] = gk_f16f(src[i]);
 }
 
-static const f16_kern k_scalar = {scalar_part_nn, scalar_rows_nt, scalar_widen};
+static const cpu_kern16 k_scalar = {GK_F16, scalar_part_nn, scalar_rows_nt, scalar_widen};
 
 /* ---- AVX2 + FMA + F16C ---- */
 #ifdef F16_AVX2
@@ -190,10 +179,10 @@ static AVX2_FN void avx2_widen(float *restrict dst, const uint16_t *restrict src
     for (; i < n; i++) dst[i] = gk_f16f(src[i]);
 }
 
-static const f16_kern k_avx2 = {avx2_part_nn, avx2_rows_nt, avx2_widen};
+static const cpu_kern16 k_avx2 = {GK_F16, avx2_part_nn, avx2_rows_nt, avx2_widen};
 #endif
 
-static const f16_kern *kern_of(gk_backend *be)
+static const cpu_kern16 *kern_of(gk_backend *be)
 {
 #ifdef F16_AVX2
     if (CPU(be)->isa >= CPU_ISA_AVX2) return &k_avx2;
@@ -204,64 +193,17 @@ static const f16_kern *kern_of(gk_backend *be)
 
 /* ---- the ops ---- */
 
-/* A few rows with untransposed weights but no scratch for the K split: one slab of columns per
- * thread, each column a dot product over strided weights (rare: reserve() provides the split) */
-static void few_rows_nn_slow(int M, int j0, int j1, int K, float alpha, const float *A, int lda,
-                             const uint16_t *B, int ldb, float beta, float *C, int ldc)
-{
-    for (int r = 0; r < M; r++)
-        for (int j = j0; j < j1; j++) {
-            float s = 0.0f;
-            for (int kk = 0; kk < K; kk++) s += A[(size_t)r * lda + kk] * gk_f16f(B[(size_t)kk * ldb + j]);
-            float *c = C + (size_t)r * ldc + j;
-            *c = out_of(s, alpha, beta, c);
-        }
-}
-
-/* cpu_gemm_panels' widen: tb, w rows of K from row j0; else K rows of w from column j0 */
-static void widen_panel(float *panel, const void *Bv, int ldb, int tb, int K, int j0, int w,
-                        const void *arg)
-{
-    const f16_kern *k = arg;
-    const uint16_t *B = Bv;
-    for (int i = 0, rows = tb ? w : K; i < rows; i++)
-        k->widen(panel + (size_t)i * (tb ? K : w),
-                 tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0, tb ? K : w);
-}
-
 void cpu_gemm_f16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
                   int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    int nt = CPU(be)->nthreads;
-    const f16_kern *k = kern_of(be);
-    if (alpha == 0.0f) {
-        cpu_scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    if (M <= CPU_GEMM_ROWS_MAX && !tb
-        && cpu_rows_ksplit(be, k->part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-        return;
-    if (M <= CPU_GEMM_ROWS_MAX) {
-        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int s = 0; s < ns; s++) {
-            int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
-            if (j0 >= j1) continue;
-            if (tb) k->rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
-            else few_rows_nn_slow(M, j0, j1, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        }
-        return;
-    }
-    if (!cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen_panel, k, beta, C, ldc))
-        gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, GK_F16, ldb, beta, C, GK_F32,
-                        ldc, NULL, NULL);
+    cpu_gemm16(be, kern_of(be), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void cpu_encoder_fwd_f16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
                          const float *wpe, int B, int T, int C)
 {
     int N = B * T;
-    const f16_kern *k = kern_of(be);
+    const cpu_kern16 *k = kern_of(be);
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static) if (N > 1)
     for (int i = 0; i < N; i++) {
         const float *p = wpe + (size_t)(i % T) * C;

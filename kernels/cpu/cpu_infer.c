@@ -2,13 +2,16 @@
  * (attention_fwd_at), and cpu_gemm_rows, a matrix-vector style gemm for a few rows (decoding:
  * M = batch size), where OpenBLAS' sgemm packs the whole weight matrix for one row and runs at a
  * third of the memory bandwidth. Each output element is computed by one thread in a fixed order,
- * so results do not depend on the thread count. References: ref.c. */
+ * so results do not depend on the thread count. The narrow-weight gemms' shared driver too:
+ * cpu_gemm16 (bf16, fp16 over a cpu_kern16 of kernels), cpu_gemm_panels (widened panels +
+ * sgemm, also int8's), cpu_scale_c. References: ref.c. */
 #include "kernels/cpu/cpu_infer.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/host_mem.h"
@@ -218,4 +221,57 @@ int cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, co
                     A, lda, panel, tb ? K : w, beta, C + j0, ldc);
     }
     return 1;
+}
+
+/* cpu_gemm_panels' widen for 16-bit weights (arg: the cpu_kern16): tb, w rows of K from row j0;
+ * else K rows of w from column j0 */
+static void widen16_panel(float *panel, const void *Bv, int ldb, int tb, int K, int j0, int w,
+                          const void *arg)
+{
+    const cpu_kern16 *k = arg;
+    const uint16_t *B = Bv;
+    for (int i = 0, rows = tb ? w : K; i < rows; i++)
+        k->widen(panel + (size_t)i * (tb ? K : w),
+                 tb ? B + (size_t)(j0 + i) * ldb : B + (size_t)i * ldb + j0, tb ? K : w);
+}
+
+/* A few rows with untransposed weights but no scratch for the K split: each column a dot
+ * product over strided weights (rare: reserve() provides the split), still exact */
+static void rows16_nn_slow(gk_elt t, int M, int j0, int j1, int K, float alpha, const float *A,
+                           int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    for (int r = 0; r < M; r++)
+        for (int j = j0; j < j1; j++) {
+            float s = 0.0f;
+            for (int kk = 0; kk < K; kk++)
+                s += A[(size_t)r * lda + kk] * gk_elt_get(B, t, (size_t)kk * ldb + j);
+            float *c = C + (size_t)r * ldc + j;
+            *c = alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
+        }
+}
+
+void cpu_gemm16(gk_backend *be, const cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
+                const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    if (alpha == 0.0f) {
+        cpu_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    if (M <= CPU_GEMM_ROWS_MAX && !tb
+        && cpu_rows_ksplit(be, k->part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
+    if (M <= CPU_GEMM_ROWS_MAX) {
+        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
+        for (int s = 0; s < ns; s++) {
+            int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
+            if (j0 >= j1) continue;
+            if (tb) k->rows_nt(C, ldc, A, lda, B, ldb, M, K, j0, j1, alpha, beta);
+            else rows16_nn_slow(k->t, M, j0, j1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        }
+        return;
+    }
+    if (!cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen16_panel, k, beta, C, ldc))
+        gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, k->t, ldb, beta, C, GK_F32,
+                        ldc, NULL, NULL);
 }

@@ -40,5 +40,20 @@ typedef void (*cpu_widen_fn)(float *panel, const void *B, int ldb, int tb, int K
 int cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
                     int lda, const void *B, int ldb, cpu_widen_fn widen, const void *arg,
                     float beta, float *C, int ldc);
+/* The kernels of one path of a gemm with 16-bit weights (cpu_gemm16). */
+typedef struct cpu_kern16 {
+    gk_elt t;            /* GK_BF16 or GK_F16: the element type (slow path, reference fallback) */
+    cpu_part_fn part_nn; /* few rows, !tb: acc = A (M, k0..k1) @ B (k0..k1, N) (cpu_rows_ksplit) */
+    /* few rows, tb: C (M, j0..j1) = alpha A (M,K) @ B^T + beta C, B (N,K) rows at stride ldb */
+    void (*rows_nt)(float *C, int ldc, const float *A, int lda, const uint16_t *B, int ldb, int M,
+                    int K, int j0, int j1, float alpha, float beta);
+    void (*widen)(float *dst, const uint16_t *src, int n); /* dst (n) = src (n) widened */
+} cpu_kern16;
+/* C (M,N) = alpha A (M,K) @ op(B) + beta C with 16-bit weights B (K, N) at stride ldb, or (N, K)
+ * for tb, through k: a few rows (decoding) stream the weights once (k's part_nn over the K split,
+ * or rows_nt over column slabs), more rows widen panels (cpu_gemm_panels); the reference
+ * backend's gemm where the scratch is missing. */
+void cpu_gemm16(gk_backend *be, const cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
+                const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
 #endif

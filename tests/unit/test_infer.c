@@ -259,43 +259,14 @@ static uint16_t to_bf16(float f) /* truncation is enough for test inputs */
 
 /* gemm with bf16 weights and encoder_fwd with a bf16 wte: CPU = reference, every path (few rows,
  * panels; both layouts). */
-static void test_bf16_ops(void)
-{
-    gk_backend *be = NULL, *ref = NULL;
-    gk_err e = {0};
-    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
-    CHECK_OK(gk_ref_create(&ref, &e), &e);
-    int K = 70, N = 300, Mmax = 20;
-    CHECK_OK(be->ops->reserve(be, Mmax, K > N ? K : N, 16, 16, &e), &e);
-    float *A = malloc(sizeof(float) * Mmax * K), *W = malloc(sizeof(float) * K * N);
-    uint16_t *H = malloc(sizeof(uint16_t) * K * N);
-    float *c1 = malloc(sizeof(float) * Mmax * N), *c2 = malloc(sizeof(float) * Mmax * N);
-    fill(A, (size_t)Mmax * K, 1);
-    fill(W, (size_t)K * N, 2);
-    for (int i = 0; i < K * N; i++) H[i] = to_bf16(W[i]);
-    check_gemm16(be, ref, "bf16", H, GK_BF16, A, K, N, c1, c2);
-    free(A);
-    free(W);
-    free(H);
-    free(c1);
-    free(c2);
-    gk_backend_free(be);
-    gk_backend_free(ref);
-}
+static void test_bf16_ops(void) { check_ops16(GK_BF16, to_bf16, -1, "bf16"); }
 
 /* bf16 weights vs fp32 weights, same init: logits of a prompt and of single steps. Bound: RNE
  * rounding moves each weight by at most 2^-9 relative; a logit passes through 4 matrices per layer
  * and the lm_head (13 here), whose independent errors add in quadrature: sqrt(13) 2^-9 = 7e-3
  * relative; twice that as margin: 2^-6. Greedy decoding then picks the same tokens unless two
  * logits are closer than that error (checked: any difference must be such a near-tie). */
-static void test_bf16_logits(void)
-{
-    gk_backend *be = NULL;
-    gk_err e = {0};
-    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
-    if (be) check_narrow_logits(be, GK_GPT2_BF16, 8, 0x1p-6, "bf16");
-    gk_backend_free(be);
-}
+static void test_bf16_logits(void) { check_narrow_logits(GK_GPT2_BF16, 8, 0x1p-6, -1, "bf16"); }
 
 int main(void)
 {

@@ -50,56 +50,13 @@ static void test_f16_conversions(void)
 }
 
 /* gemm with fp16 weights and encoder_fwd with an fp16 wte: CPU = reference on each path. */
-static void test_f16_ops(void)
-{
-    gk_backend *be = NULL, *ref = NULL;
-    gk_err e = {0};
-    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
-    CHECK_OK(gk_ref_create(&ref, &e), &e);
-    if (!be || !ref) goto out;
-    int K = 70, N = 300, Mmax = 20; /* neither a multiple of 8: the vector tails run */
-    CHECK_OK(be->ops->reserve(be, Mmax, K > N ? K : N, 16, 16, &e), &e);
-    float *A = malloc(sizeof(float) * Mmax * K), *W = malloc(sizeof(float) * K * N);
-    uint16_t *H = malloc(sizeof(uint16_t) * K * N);
-    float *c1 = malloc(sizeof(float) * Mmax * N), *c2 = malloc(sizeof(float) * Mmax * N);
-    fill(A, (size_t)Mmax * K, 1);
-    fill(W, (size_t)K * N, 2);
-    for (int i = 0; i < K * N; i++) H[i] = gk_f32_to_f16(W[i]);
-    for (int isa = 0; isa <= ISA_MAX; isa++) {
-        if (!use_isa(be, isa)) continue;
-        char what[32];
-        snprintf(what, sizeof what, "f16 %s", gk_cpu_isa_name(isa));
-        check_gemm16(be, ref, what, H, GK_F16, A, K, N, c1, c2);
-        fprintf(stderr, "fp16 ops: path %s checked\n", gk_cpu_isa_name(isa));
-    }
-    CHECK_OK(gk_backend_status(be, &e), &e);
-    free(A);
-    free(W);
-    free(H);
-    free(c1);
-    free(c2);
-out:
-    gk_backend_free(be);
-    gk_backend_free(ref);
-}
+static void test_f16_ops(void) { check_ops16(GK_F16, gk_f32_to_f16, ISA_MAX, "fp16"); }
 
 /* fp16 weights vs fp32 weights, same init: logits of a prompt and of single steps. Bound: RNE
  * rounding moves each weight by at most 2^-11 relative; a logit passes through 4 matrices per
  * layer and the lm_head (13 here), whose independent errors add in quadrature: sqrt(13) 2^-11 =
  * 1.8e-3 relative; twice that as margin: 2^-8. */
-static void test_f16_logits(void)
-{
-    gk_backend *be = NULL;
-    gk_err e = {0};
-    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
-    for (int isa = 0; be && isa <= ISA_MAX; isa++)
-        if (use_isa(be, isa)) {
-            char what[32];
-            snprintf(what, sizeof what, "fp16 (%s)", gk_cpu_isa_name(isa));
-            check_narrow_logits(be, GK_GPT2_F16, 8, 0x1p-8, what);
-        }
-    gk_backend_free(be);
-}
+static void test_f16_logits(void) { check_narrow_logits(GK_GPT2_F16, 8, 0x1p-8, ISA_MAX, "fp16"); }
 
 /* Parameters set into an fp16 model read back rounded to fp16; the reference backend runs it. */
 static void test_f16_params(void)

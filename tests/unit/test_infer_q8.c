@@ -217,19 +217,7 @@ out:
  * (weights, activations): 1.1%; a logit passes through 13 such matmuls (4 per layer and the
  * lm_head, 3 layers), whose independent errors add in quadrature: sqrt(13) 1.1% = 4.1%; with
  * margin, 2^-4 (6.25%). */
-static void test_q8_logits(void)
-{
-    gk_backend *be = NULL;
-    gk_err e = {0};
-    CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
-    for (int isa = 0; be && isa <= ISA_MAX; isa++)
-        if (use_isa(be, isa)) {
-            char what[32];
-            snprintf(what, sizeof what, "int8 (%s)", gk_cpu_isa_name(isa));
-            check_narrow_logits(be, GK_GPT2_Q8, 12, 0x1p-4, what);
-        }
-    gk_backend_free(be);
-}
+static void test_q8_logits(void) { check_narrow_logits(GK_GPT2_Q8, 12, 0x1p-4, ISA_MAX, "int8"); }
 
 static void test_q8_refused(void)
 {
