@@ -297,9 +297,10 @@ units: $(UNIT_BINS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
 
 # ThreadSanitizer on the code with threads of its own (not OpenMP's: libgomp is not
 # instrumented): the checkpoint writer, the store server and Gloo, the checksum workers, the
-# tokenizer's pool (tests/sanitize/tsan.sh lists the tests). valgrind: memcheck on CLI tests.
+# read-ahead of a bucket's shards, the tokenizer's pool (tests/sanitize/tsan.sh lists the tests).
+# valgrind: memcheck on CLI tests.
 TSAN_TOOLS := tokenize train ckpt evalppl
-TSAN_TESTS := test_ckpt test_comm test_outfile test_store test_train_ckpt test_train_launch
+TSAN_TESTS := test_ckpt test_comm test_outfile test_store test_train_ckpt test_train_launch test_train_readahead
 tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan TSAN=1 OPT=-O1 $(TSAN_TOOLS:%=build-tsan/bin/gpt-%) \
 	  $(TSAN_TESTS:%=build-tsan/tests/%)
