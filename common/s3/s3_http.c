@@ -233,10 +233,6 @@ static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *p
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0) {
         h = curl_slist_append(h, "Content-Type: application/octet-stream");
-        /* libcurl asks a large body's server for 100-continue and waits up to 1 s for it (moto
-         * never answers one: a second lost every part); the body goes at once instead (an
-         * "Expect:" header to drop it would be signed, and break the signature) */
-        curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 1L);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body ? (const char *)r->body : "");
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
