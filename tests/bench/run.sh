@@ -1,5 +1,13 @@
 #!/usr/bin/env bash
 # make bench: speed measured side by side with the reference implementations on this machine.
+# Ceilings (BENCH=ceil, and before the training and sampling parts): a machine line (CPU model,
+# the instruction-set path the CPU backend's dispatcher picks, the CPU's own vector features,
+# cores), OpenBLAS's sgemm rate and the memory read bandwidth on the rows' 2 threads
+# (tests/bench/ceilings.c, membw.c). Each training and sampling row is given as a ratio to the
+# reference run beside it and to its ceiling: training, the step's flops (nanoGPT's 6N + 12 L H
+# Q T per token) per second as a share of the sgemm rate; sampling, tokens/s as a share of the
+# bound read bandwidth / bytes of weights and KV cache read per token. The machine is usually
+# shared: quote these ratios, not times (tests/bench/cpu-results.md keeps them per CPU kind).
 # Tokenizer: gpt-tokenize (1 thread, all threads) vs tiktoken (Python package, 1 thread) on
 # Tiny Shakespeare and on a ~50 MB mixed corpus built from text found on this machine.
 # Training: median ms per step (forward + backward + AdamW), 2 threads, configs S and M, beside
@@ -19,7 +27,7 @@
 # groups of 1000 documents): gpt-tokenize -j 2 beside pyarrow + tiktoken in 2 worker processes
 # (as llm.c's fineweb.py and nanochat prepare data; tests/bench/parquet_tiktoken.py), end to end
 # time and peak memory, the tokens compared (target: 4x faster, a quarter of the memory).
-# BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared or BENCH=dist runs one part.
+# BENCH=ceil, BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared or BENCH=dist runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +46,29 @@ if [ ! -s "$corpus" ]; then  # ~50 MB: C headers, Python sources, docs, tokenize
     cat "$data/tinyshakespeare/input.txt"
   } 2>/dev/null | head -c 50000000 > "$corpus" || true
 fi
+
+# ceilings: the machine line and the sgemm and bandwidth ceilings, measured once a run
+sgemm_gfs='' read_gbs=''
+ceilings() {
+  [ -n "$sgemm_gfs" ] && return 0
+  local line bw model flags f feats=''
+  line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/ceilings" 2)
+  bw=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 "$build/bench/membw" 2)
+  sgemm_gfs=$(echo "$line" | sed -n 's/.*sgemm GFLOP\/s \([0-9.]*\).*/\1/p')
+  read_gbs=$(echo "$bw" | sed -n 's/read GB\/s \([0-9.]*\).*/\1/p')
+  model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+  flags=" $(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -n 1) "
+  for f in avx2 fma f16c avx512f avx512_bf16 avx512_vnni avx_vnni amx_tile; do
+    [[ "$flags" == *" $f "* ]] && feats+=" $f"
+  done
+  echo
+  echo "machine: ${model:-unknown CPU} (family $(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -n 1)," \
+    "model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(nproc) cores;" \
+    "dispatcher: $(echo "$line" | sed -n 's/^isa \([a-z0-9]*\).*/\1/p'); features:${feats:- none}"
+  printf 'ceilings: sgemm %.1f GFLOP/s (OpenBLAS, 2 threads, square n = %s); memory read %.1f GB/s, copy %s GB/s (2 threads)\n' \
+    "$sgemm_gfs" "$(echo "$line" | sed -n 's/.* n \([0-9]*\).*/\1/p')" "$read_gbs" \
+    "$(echo "$bw" | sed -n 's/.*copy GB\/s \([0-9.]*\).*/\1/p')"
+}
 
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
 best_of3() { local b=999 t; for _ in 1 2 3; do t=$(secs "$@"); b=$(echo "if ($t < $b) $t else $b" | bc -l); done; echo "$b"; }
@@ -85,21 +116,28 @@ train_bench() {
   local torch_ok=1
   /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench: installing python3-torch for the reference run" >&2;
     apt-get install -y -qq python3-torch >/dev/null 2>&1 || torch_ok=0; }
+  ceilings
   echo
-  printf '%-8s %14s %14s %8s\n' config gptkit-ms torch-ms ratio
+  printf '%-8s %14s %14s %8s %8s\n' config gptkit-ms torch-ms ratio sgemm
   for cfg in S M; do
     ours=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/train_step" $cfg)
     ours_ms=$(echo "$ours" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
     rss=$(echo "$ours" | sed -n 's/.*peak RSS \([0-9]*\) MB.*/\1/p')
+    # the step's flops per second (tokens/s x flops/token) as a share of the sgemm rate
+    local tps fpt pct
+    tps=$(echo "$ours" | sed -n 's/^tokens\/s \([0-9.]*\),.*/\1/p')
+    fpt=$(echo "$ours" | sed -n 's/.*estimate: \([0-9.e+]*\) flops\/token.*/\1/p' | sed 's/e+*/*10^/')
+    pct=$(echo "100 * $tps * $fpt / ($sgemm_gfs * 10^9)" | bc -l)
     torch_ms=nan ratio=nan
     if [ $torch_ok = 1 ]; then
       torch_ms=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
         /usr/bin/python3 "$top/tests/bench/torch_step.py" $cfg | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
       ratio=$(echo "$ours_ms / $torch_ms" | bc -l)
     fi
-    printf '%-8s %14.1f %14.1f %7.2fx   (gptkit peak RSS %s MB)\n' $cfg "$ours_ms" "$torch_ms" "$ratio" "$rss"
+    printf '%-8s %14.1f %14.1f %7.2fx %7.0f%%   (gptkit peak RSS %s MB)\n' $cfg "$ours_ms" "$torch_ms" "$ratio" "$pct" "$rss"
   done
-  echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; ratio < 1: gptkit faster)"
+  echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; ratio: gptkit's step"
+  echo " time / torch's, < 1: gptkit faster; sgemm: 6N + 12 L H Q T flops per token at gptkit's tokens/s, % of the sgemm ceiling)"
   # what gpt-train's recompute costs and saves on the CPU: config S, whose activations are most
   # of its memory, each setting against false in turn
   local rc line act0 ms0
@@ -119,32 +157,33 @@ sample_bench() {
   local nobl="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2"
   local model="$work/gpt2-124M-random.safetensors" L=12 C=768 Vp=50304 P=16 N=256
   [ -s "$model" ] || "$build/bench/rand_ckpt" "$model"
-  local bw; bw=$($nobl "$build/bench/membw" 2)
-  local read_gbs; read_gbs=$(echo "$bw" | sed -n 's/read GB\/s \([0-9.]*\).*/\1/p')
+  ceilings
   echo
-  echo "memory: $bw"
   # bytes read per token: the weight matrices (4 per layer + the tied lm_head over padded rows)
   # and the KV cache (fp32 k and v of every layer, at the mean context length P + N/2)
   local mats=$(( L * 12 * C * C + Vp * C )) kv=$(( 4 * 2 * C * L * (P + N / 2) ))
   # a prompt of 16 BPE tokens
   local prompt="First Citizen: Before we proceed any further, hear me speak. All: Speak"
-  printf '%-22s %10s %14s %10s\n' sampler tokens/s MB/token bound
+  local torch_tps=''  # the reference first: each row is given as a ratio to it
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    torch_tps=$($nobl OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$top/tests/bench/torch_sample.py" $N 2 $P |
+      sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
+  fi
+  printf '%-22s %10s %14s %10s %8s\n' sampler tokens/s MB/token bound vs-torch
   for dt in fp32 bf16 fp16 int8; do
     local wb=4; [ $dt != fp32 ] && wb=2
     local bytes=$(( wb * mats + kv )); [ $dt = int8 ] && bytes=$(( 34 * mats / 32 + kv ))
     local line; line=$($nobl gpt-sample --device cpu -m "$model" -V "$vocab" --dtype $dt -p "$prompt" -n $N -t 0 --ids 2>&1 >/dev/null | tail -n 1)
     local np; np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
     local tps; tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
-    printf '%-22s %10.1f %14.1f %9.0f%%   (prompt %s tokens; bound %.1f tokens/s)\n' "gptkit $dt" "$tps" \
+    local vs=nan; [ -n "$torch_tps" ] && vs=$(echo "$tps / $torch_tps" | bc -l)
+    printf '%-22s %10.1f %14.1f %9.0f%% %7.1fx   (prompt %s tokens; bound %.1f tokens/s)\n' "gptkit $dt" "$tps" \
       "$(echo "$bytes / 1000000" | bc -l)" "$(echo "100 * $tps * $bytes / ($read_gbs * 1000000000)" | bc -l)" \
-      "$np" "$(echo "$read_gbs * 1000000000 / $bytes" | bc -l)"
+      "$vs" "$np" "$(echo "$read_gbs * 1000000000 / $bytes" | bc -l)"
   done
-  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-    local t; t=$($nobl OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$top/tests/bench/torch_sample.py" $N 2 $P)
-    printf '%-22s %10.1f   (nanoGPT generate: no KV cache, top-k 200)\n' "torch fp32" \
-      "$(echo "$t" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')"
-  fi
-  echo "(batch 1, $P-token prompt, $N new tokens, 2 threads, GPT-2 124M random weights; bound: read bandwidth / bytes per token)"
+  [ -n "$torch_tps" ] && printf '%-22s %10.1f   (nanoGPT generate: no KV cache, top-k 200)\n' "torch fp32" "$torch_tps"
+  echo "(batch 1, $P-token prompt, $N new tokens, 2 threads, GPT-2 124M random weights; bound: % of read bandwidth /"
+  echo " bytes per token; vs-torch: tokens/s / torch fp32's)"
   # gpt-evalppl: 4096 tokens of a BPE shard (header-less copy, --raw), windows of 1024
   local shard="$work/shakespeare-bpe.bin"
   [ -s "$shard" ] || gpt-tokenize -q -V "$vocab" "$data/tinyshakespeare/input.txt" -o "$shard"
@@ -205,6 +244,7 @@ case "${BENCH:-all}" in
   train) train_bench ;;
   sample) sample_bench ;;
   shared) shared_bench ;;
+  ceil) ceilings ;;
   dist) bash "$top/tests/bench/dist.sh" "$build" ;;
   *) tokenize_bench; parquet_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build" ;;
 esac
