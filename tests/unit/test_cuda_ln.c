@@ -7,9 +7,10 @@
  * memory needs the opt-in. Each shape's backward runs three times from the same state, with the
  * other shapes' calls between (the arrival counts must be back to zero after each call), and
  * must give the same bits every time, dinp, dweight and dbias.
- * Tolerances as test_cuda_ops.c's layernorm: a sum of n terms in any order is within
- * (n-1) u32 sum|terms| of the exact one, per column; dinp within 16 (C+4) u32 of the row's
- * largest, plus one bf16 rounding (2 u16 relative). */
+ * Tolerances (u32 = 2^-24, u16 = 2^-8, the unit roundoffs of ops_harness.h's model; these
+ * shapes' reference bounds per element, as the op tests' layernorm_bwd has them norm-wise): a sum
+ * of n terms in any order is within (n-1) u32 sum|terms| of the exact one, per column; dinp within
+ * 16 (C+4) u32 of the row's largest, plus one bf16 rounding (u16 relative). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include "test.h"
 
 #define U32 5.9604644775390625e-8 /* 2^-24 */
-#define U16 1.953125e-3            /* 2^-9 */
+#define U16 3.90625e-3            /* 2^-8 */
 #define RUNS 3
 
 static gk_backend *dev[2], *ref; /* dev[1]: bf16 activations */
@@ -134,7 +135,7 @@ static void check(gk_backend *be, ln_case *k)
         bw[c] = (N + 8) * U32 * (bw[c] + fabs(k->dw0[c])) + g * bw[c], bb[c] = (N + 2) * U32 * (bb[c] + fabs(k->db0[c]));
     char what[96];
     snprintf(what, sizeof what, "layernorm_bwd act=%d N=%d C=%d off=%d", be->act, N, C, k->off);
-    expect(what, "dinp", k->got[0][0], k->wdi, NULL, n, 16 * g, rb ? 2 * U16 : 0);
+    expect(what, "dinp", k->got[0][0], k->wdi, NULL, n, 16 * g, rb ? U16 : 0);
     expect(what, "dweight", k->got[0][1], k->wdw, bw, C, 0, 0);
     expect(what, "dbias", k->got[0][2], k->wdb, bb, C, 0, 0);
     for (int r = 1; r < RUNS; r++)

@@ -34,6 +34,15 @@ static void run_gelu_fwd(gk_backend *be, void *const p[], const gk_elt t[], cons
     be->ops->gelu_fwd(be, p[0], p[1], c->ip[0], c->ip[1]);
 }
 
+static void gelu_fwd_case(int N, int C, float amp, int off)
+{
+    tcase *c = new_case(run_gelu_fwd, 8, "gelu_fwd N%d C%d amp %g%s", N, C, amp, off ? " off 1" : "");
+    c->b[add(c, B_ACT, R_OUT, (size_t)N * C, 1, 0)].stages = bf16_run();
+    add(c, B_ACT, R_IN, (size_t)N * C, amp, 0);
+    c->ip[0] = N, c->ip[1] = C, c->off = off;
+    check(c);
+}
+
 /* gemm (M,K) x (K,N) + bias with the GELU epilogue on be, then gelu_fwd of its pre_gelu: C again.
  * cpu and ref: bit for bit (one GELU function each). cuda: the epilogue is cuBLASLt's, which (the
  * emulator as the library) takes GELU of the fp32 sum and rounds pre and C each to be->act, while
@@ -84,12 +93,10 @@ static void test_gelu_fwd(void)
     for (int i = 0; i < 3; i++)
         for (size_t j = 0; j < sizeof CW / sizeof *CW; j++) {
             int N = NS[i], C = CW[j];
-            tcase *c = new_case(run_gelu_fwd, 8, "gelu_fwd N%d C%d", N, C);
-            c->b[add(c, B_ACT, R_OUT, (size_t)N * C, 1, 0)].stages = bf16_run();
-            add(c, B_ACT, R_IN, (size_t)N * C, 4, 0);
-            c->ip[0] = N, c->ip[1] = C;
-            check(c);
+            gelu_fwd_case(N, C, 4, 0);
         }
+    static const int moved[][3] = {{1, 1, 0}, {7, 24, 0}, {65, 100, 0}, {3, 7, 1}, {129, 64, 1}}; /* N, C, off */
+    for (int k = 0; k < 5; k++) gelu_fwd_case(moved[k][0], moved[k][1], 3, moved[k][2]); /* once test_cuda_ops's */
     static const int mnk[][3] = {{1, 1, 7}, {7, 65, 64}, {65, 3072, 24}};
     for (int k = 0; k < 3; k++) { /* weights of the activations' type (cuBLASLt), and fp32 */
         check_recompute(ref, mnk[k][0], mnk[k][1], mnk[k][2], GK_F32);
@@ -112,30 +119,36 @@ static void run_res_ln(gk_backend *be, void *const p[], const gk_elt t[], const 
                                     p[8], c->ip[0], c->ip[1]);
 }
 
-/* Against the reference: no bias; bias, res_out = res; bias and dropout with res 0 (res_out is
- * the mask); bias and dropout, res_out = res; dropout without biases, res_out = x. */
-static void res_ln_cases(int N, int C)
+/* One case against the reference; zero_res: res is 0, so res_out is the dropout mask (compared
+ * as one); off: device buffers one element off alignment. */
+static void res_ln_case(int N, int C, int bias, float p, int alias, int zero_res, int off)
 {
-    static const int bias_of[] = {0, 1, 1, 1, 0}, alias_of[] = {0, 1, 0, 1, 2};
     size_t n = (size_t)N * C;
     int b16 = bf16_run();
-    for (int v = 0; v < 5; v++) {
-        int bias = bias_of[v], alias = alias_of[v];
-        float p = v >= 2 ? 0.25f : 0.0f;
-        tcase *c = new_case(run_res_ln, C + 12, "residual_layernorm_fwd N%d C%d bias %d p %g alias %s",
-                            N, C, bias, p, alias == 1 ? "res" : alias == 2 ? "x" : "none");
-        int o = add(c, B_ACT, R_OUT, n, 1, 0.5f * (alias == 1)); /* res or x when aliased */
-        c->b[o].stages = b16, c->b[o].mask = v == 2;
+    {
+        tcase *c = new_case(run_res_ln, C + 12, "residual_layernorm_fwd N%d C%d bias %d p %g alias %s%s%s", N, C,
+                            bias, p, alias == 1 ? "res" : alias == 2 ? "x" : "none", zero_res ? " res 0" : "",
+                            off ? " off 1" : "");
+        int zr = zero_res && alias == 1, o = add(c, B_ACT, R_OUT, n, !zr, 0.5f * (alias == 1 && !zr)); /* res or x */
+        c->b[o].stages = b16, c->b[o].mask = zero_res;
         for (int k = 0; k < 3; k++) /* ln_out, mean, rstd: of the rounded residual */
             c->b[add(c, k ? B_F32 : B_ACT, R_OUT, k ? (size_t)N : n, 1, 0)].stages = 2 * b16;
-        add(c, B_ACT, alias == 1 ? R_NONE : R_IN, n, v == 2 ? 0.0f : 1.0f, 0.5f);
+        add(c, B_ACT, alias == 1 ? R_NONE : R_IN, n, zero_res ? 0.0f : 1.0f, zero_res ? 0.0f : 0.5f);
         add(c, B_ACT, alias == 2 ? R_NONE : R_IN, n, 1, 0);
         add(c, B_F32, bias ? R_IN : R_NONE, (size_t)C, 1, 0);
         add(c, B_F32, R_IN, (size_t)C, 0.5f, 1);
         add(c, B_F32, bias ? R_IN : R_NONE, (size_t)C, 1, 0);
-        c->ip[0] = N, c->ip[1] = C, c->ip[2] = alias, c->fp[0] = p;
+        c->ip[0] = N, c->ip[1] = C, c->ip[2] = alias, c->fp[0] = p, c->off = off;
         check(c);
     }
+}
+
+/* no bias; bias, res_out = res; bias and dropout with res 0 (res_out is the mask); bias and
+ * dropout, res_out = res; dropout without biases, res_out = x */
+static void res_ln_cases(int N, int C)
+{
+    static const int bias_of[] = {0, 1, 1, 1, 0}, alias_of[] = {0, 1, 0, 1, 2};
+    for (int v = 0; v < 5; v++) res_ln_case(N, C, bias_of[v], v >= 2 ? 0.25f : 0.0f, alias_of[v], v == 2, 0);
 }
 
 /* The fused op is the residual add and then be's own layernorm_fwd: res_out = res + dropout(x +
@@ -186,6 +199,16 @@ static void check_two_steps(gk_backend *be, int N, int C, int bias, float p, int
 
 static void test_residual_layernorm(void)
 {
+    /* once test_cuda_ops's: N, C, bias, p, off, alias; packs and the scalar path, rows past the
+     * registers (bf16 past 1024 or 256, fp32 past 1024); with dropout once more with res 0, so
+     * that the dropped elements are exactly res (zeros compared as a mask) */
+    static const struct { int N, C, bias; float p; int off, alias; } cs[] = {
+        {1, 1, 1, 0, 0, 0},       {7, 24, 1, 0, 0, 0},     {7, 24, 0, 0, 0, 1},      {65, 100, 0, 0.2f, 0, 0},
+        {65, 100, 1, 0.2f, 0, 1}, {3, 7, 1, 0.5f, 1, 0},   {129, 64, 1, 0.1f, 1, 2}, {5, 768, 1, 0.1f, 0, 1},
+        {4, 300, 1, 0, 0, 2},     {3, 1040, 1, 0.1f, 0, 0}, {2, 6200, 0, 0.1f, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        for (int z = 0; z < 1 + (cs[i].p > 0); z++) res_ln_case(cs[i].N, cs[i].C, cs[i].bias, cs[i].p, cs[i].alias, z, cs[i].off);
     /* widths: packs of 4 and 8 or not, rows longer than the CUDA kernel keeps in registers */
     static const int CW[] = {1, 7, 24, 64, 65, 100, 300, 768, 1040};
     for (size_t j = 0; j < sizeof CW / sizeof *CW; j++) {

@@ -1,0 +1,54 @@
+/* ops/matmul.c: the op tests of gemm: every transpose, type combination and epilogue.
+ * Part of test_ops (included by test_ops.c: one binary; the driver and tolerance model are
+ * ops_harness.h's). */
+
+static void run_gemm(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
+{
+    const int *i = c->ip;
+    be->ops->gemm(be, i[0], i[1], i[2], i[3], i[4], c->fp[0], p[0], t[0], i[5], p[1], t[1], i[6],
+                  c->fp[1], p[2], t[2], i[7], p[3], p[4]);
+}
+
+/* combo: 0 all fp32; 1 (act, fp32 weights, act); 2 (act, bf16 weights, act); 3 (act, act, fp32)
+ * accumulating (alpha 1, beta 1: the weight gradients). epi: 0 none, 1 bias, 2 bias + GELU, 3 GELU. */
+static void gemm_case(int ta, int tb, int M, int N, int K, int pad, int combo, int epi)
+{
+    static const char *names[] = {"f32,f32,f32", "act,f32,act", "act,bf16,act", "act,act,f32"};
+    static const char *epis[] = {"", " bias", " bias+gelu", " gelu"};
+    int bias = epi == 1 || epi == 2, gelu = epi >= 2;
+    tcase *c = new_case(run_gemm, K + 4 + 8 * gelu, "gemm %c%c M%d N%d K%d pad%d %s%s", ta ? 'T' : 'N',
+                        tb ? 'T' : 'N', M, N, K, pad, names[combo], epis[epi]);
+    bclass ca = combo == 0 ? B_F32 : B_ACT, cb = combo == 0 ? B_F32 : combo == 3 ? B_ACT : B_WT;
+    bclass cc = combo == 0 || combo == 3 ? B_F32 : B_ACT;
+    c->wt = combo == 2 ? GK_BF16 : GK_F32;
+    int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    add(c, ca, R_IN, (size_t)(ta ? K : M) * lda, 1, 0);
+    add(c, cb, R_IN, (size_t)(tb ? N : K) * ldb, 1, 0);
+    int ic = add(c, cc, R_OUT, (size_t)M * ldc, 1, 0);
+    add(c, B_F32, bias ? R_IN : R_NONE, (size_t)N, 1, 0);
+    int ip = add(c, cc, gelu ? R_OUT : R_NONE, (size_t)M * ldc, 1, 0);
+    int out16 = cc == B_ACT && bf16_run();
+    c->b[ic].stages = out16 * (1 + gelu); /* pre-activation and output */
+    c->b[ip].stages = out16;
+    int v[] = {ta, tb, M, N, K, lda, ldb, ldc};
+    memcpy(c->ip, v, sizeof v);
+    c->fp[0] = combo == 3 ? 1.0f : 0.5f;
+    c->fp[1] = gelu ? 0.0f : combo == 3 ? 1.0f : 0.25f;
+    check(c);
+}
+
+static void test_gemm(void)
+{
+    /* M N K pad; the last three are the few-row products of decoding (cuda: cuda_gemv.cu's
+     * kernels, for bf16 A, B and C: N, K and the leading dimensions multiples of 8, a partial
+     * column tile, K past several of a block's row steps) */
+    static const int shapes[][4] = {{7, 24, 65, 0}, {65, 7, 64, 0}, {1, 100, 24, 3}, {24, 1, 7, 1},
+                                    {1, 40, 136, 0}, {3, 96, 520, 8}, {4, 264, 64, 0}};
+    for (int s = 0; s < (int)(sizeof shapes / sizeof *shapes); s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int combo = 0; combo < 4; combo++)
+                    /* bf16 weights are only ever B (the CPU backend refuses them with A transposed) */
+                    for (int epi = 0; epi < (combo == 3 ? 1 : 4) && !(combo == 2 && ta); epi++)
+                        gemm_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], combo, epi);
+}
