@@ -84,6 +84,24 @@ static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
     free(h);
 }
 
+/* gelu_fwd of one buffer as (N, C), one row and one column: the same bits (an element's GELU does
+ * not depend on how the rows are cut; once test_kernels's, for the CPU's) */
+static void check_cuts(int N, int C)
+{
+    size_t n = (size_t)N * C;
+    float *h = malloc(sizeof(float) * 4 * n), *got[3] = {h + n, h + 2 * n, h + 3 * n};
+    void *x = put_rand(dev, h, n, dev->act, 4, 0), *y = dev->ops->alloc(dev, n * 4);
+    for (int k = 0; k < 3 && x && y; k++) {
+        dev->ops->gelu_fwd(dev, y, x, k == 0 ? N : k == 1 ? 1 : (int)n, k == 0 ? C : k == 1 ? (int)n : 1);
+        get_vals(dev, got[k], y, n, dev->act);
+    }
+    gk_err e = {0};
+    CHECKF(x && y && gk_backend_sync(dev, &e) == 0, "gelu_fwd cuts: %s", e.msg);
+    CHECKF(memcmp(got[0], got[1], 4 * n) == 0 && memcmp(got[0], got[2], 4 * n) == 0,
+           "gelu_fwd N%d C%d: one row or one column gives other bits", N, C);
+    dev->ops->free(dev, x), dev->ops->free(dev, y), free(h);
+}
+
 /* On seeds of its own, so that the cases after it keep their data. */
 static void test_gelu_fwd(void)
 {
@@ -103,6 +121,7 @@ static void test_gelu_fwd(void)
         check_recompute(dev, mnk[k][0], mnk[k][1], mnk[k][2], dev->act);
         if (dev->act != GK_F32) check_recompute(dev, mnk[k][0], mnk[k][1], mnk[k][2], GK_F32);
     }
+    check_cuts(50, 96);
     reopen_dev();
     seed = saved;
 }

@@ -27,9 +27,10 @@ static void test_attention(void)
 {
     /* B, T, NH, head size, dropout */
     static const int cs[][5] = {{1, 1, 1, 16, 0}, {2, 7, 3, 24, 0}, {1, 64, 4, 16, 0},
-                                {1, 65, 3, 64, 0}, {2, 65, 1, 16, 1}, {1, 7, 4, 64, 1}};
+                                {1, 65, 3, 64, 0}, {2, 65, 1, 16, 1}, {1, 7, 4, 64, 1},
+                                {2, 13, 3, 16, 0}, {2, 13, 3, 16, 1}}; /* the last two once test_kernels's */
     int b16 = bf16_run();
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < (int)(sizeof cs / sizeof *cs); k++) {
         int B = cs[k][0], T = cs[k][1], NH = cs[k][2], hs = cs[k][3], C = NH * hs;
         float p = cs[k][4] ? 0.1f : 0.0f;
         size_t n = (size_t)B * T * C;

@@ -46,6 +46,26 @@ static void gelu_dropout_cases(int N, int C, float p, int off, int alias)
     check(c);
 }
 
+/* dropout keeps about 1 - p: 4800 draws of p = 0.3 within 4 standard deviations (the masks are
+ * the reference's, compared above: this checks the reference too) */
+static void dropout_rate(void)
+{
+    const size_t n = 4800;
+    void *d = dev->ops->alloc(dev, 4 * n), *tmp = malloc(4 * n);
+    CHECK(d != NULL);
+    if (!d) return free(tmp);
+    for (size_t i = 0; i < n; i++) gk_elt_put(tmp, dev->act, i, 1.0f);
+    dev->ops->to_device(dev, d, tmp, n * gk_elt_size(dev->act));
+    dev->ops->dropout_bwd(dev, d, d, n, 0.3f, NKEY);
+    dev->ops->to_host(dev, tmp, d, n * gk_elt_size(dev->act));
+    gk_err e = {0};
+    CHECKF(gk_backend_sync(dev, &e) == 0, "dropout_bwd: %s", e.msg);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) kept += gk_elt_get(tmp, dev->act, i) != 0.0f;
+    CHECKF(fabs(kept / (double)n - 0.7) < 4 * sqrt(0.21 / n), "dropout p 0.3 kept %.3f", kept / (double)n);
+    dev->ops->free(dev, d), free(tmp);
+}
+
 static void test_elementwise(void)
 {
     for (int i = 0; i < 3; i++)
@@ -62,4 +82,5 @@ static void test_elementwise(void)
         {1, 1, 0, 0, 0}, {7, 24, 0, 0, 0}, {7, 24, 0, 0, 1}, {65, 100, 0.2f, 0, 0}, {65, 100, 0.2f, 0, 1},
         {3, 7, 0.5f, 1, 0}, {129, 64, 0.1f, 1, 1}};
     for (size_t k = 0; k < sizeof es / sizeof *es; k++) gelu_dropout_cases(es[k].N, es[k].C, es[k].p, es[k].off, es[k].alias);
+    dropout_rate();
 }

@@ -37,6 +37,28 @@ static void gemm_case(int ta, int tb, int M, int N, int K, int pad, int combo, i
     check(c);
 }
 
+static void identity_prep(const tcase *c, float *h[])
+{
+    int N = c->ip[3];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) h[1][(size_t)i * N + j] = i == j;
+}
+
+/* x (M, N) @ I + bias, fp32: exact on every backend (x + bias, rounded once) */
+static void bias_identity_case(int M, int N)
+{
+    tcase *c = new_case(run_gemm, N + 2, "gemm M%d N%d K%d x @ I + bias", M, N, N);
+    add(c, B_F32, R_IN, (size_t)M * N, 2, 0);
+    add(c, B_F32, R_IN, (size_t)N * N, 0, 0);
+    c->b[add(c, B_F32, R_OUT, (size_t)M * N, 1, 0)].exact = 1;
+    add(c, B_F32, R_IN, (size_t)N, 1, 0);
+    add(c, B_F32, R_NONE, 0, 0, 0);
+    int v[] = {0, 0, M, N, N, N, N, N};
+    memcpy(c->ip, v, sizeof v);
+    c->fp[0] = 1.0f, c->fp[1] = 0.0f, c->prep = identity_prep;
+    check(c);
+}
+
 static void test_gemm(void)
 {
     /* M N K pad; the last three are the few-row products of decoding (cuda: cuda_gemv.cu's
@@ -51,4 +73,8 @@ static void test_gemm(void)
                     /* bf16 weights are only ever B (the CPU backend refuses them with A transposed) */
                     for (int epi = 0; epi < (combo == 3 ? 1 : 4) && !(combo == 2 && ta); epi++)
                         gemm_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], combo, epi);
+    /* N wide enough for the CPU to cut into slabs, odd M and K, fp32 (once test_kernels's) */
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) gemm_case(ta, tb, 37, 300, 129, 0, 0, 0);
+    bias_identity_case(50, 96);
 }

@@ -19,6 +19,29 @@ static void eps_prep(const tcase *c, float *h[])
     for (int i = 0; i < c->ip[0]; i += 7) h[1][i] *= 1e-8f, h[2][i] *= 1e-8f, h[3][i] *= 1e-14f;
 }
 
+/* three steps (t = 1, 2, 3) with a bf16 copy */
+static void run_adamw3(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
+{
+    for (int s = 1; s <= 3; s++)
+        be->ops->adamw(be, p[0], p[1], p[2], p[3], (size_t)c->ip[0], 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s, 0.5f,
+                       p[4], t[4]);
+}
+
+/* The CPU backend does the reference's IEEE operations in its order: the same bits after three
+ * steps (elsewhere the model's bound; once test_kernels's) */
+static void adamw3_case(int n)
+{
+    int same = strcmp(dev_name, "cpu") == 0;
+    tcase *c = new_case(run_adamw3, 24, "adamw n%d 3 steps%s", n, same ? " (the reference's bits)" : "");
+    for (int k = 0; k < 4; k++) {
+        int i = add(c, B_F32, k == 1 ? R_IN : R_OUT, (size_t)n, k == 2 ? 0.1f : k == 3 ? 0.05f : 1, k == 3 ? 0.05f : 0);
+        c->b[i].exact = same && k != 1;
+    }
+    c->b[add(c, B_BF16, R_OUT, (size_t)n, 1, 0)].copy_of = 1;
+    c->ip[0] = n;
+    check(c);
+}
+
 /* scale: one product, exact */
 static void scale_case(int n, int off)
 {
@@ -79,6 +102,7 @@ static void test_optimizer(void)
     }
     /* once test_cuda_ops's: sizes around packs and chunks, one element off, a bf16 copy and an
      * fp32 one or none, eps where it matters */
+    adamw3_case(100003);
     static const int ms[] = {1, 7, 1001, 4099, 100003};
     for (int k = 0; k < 5; k++)
         for (int off = 0; off < 2; off++) {
