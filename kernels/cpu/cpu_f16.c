@@ -5,7 +5,8 @@
  * (the bit conversion of bf16.h), and AVX2 + FMA + F16C (vcvtph2ps, 8 halves at a time, fused
  * multiply-adds). The paths round differently (FMA, lane order) and each is checked against the
  * reference (tests/unit/test_infer_f16.c). Slabs and parts are cut by shape, never by thread
- * count: results do not depend on it. References: ref.c (gk_elt_get of GK_F16). */
+ * count: results do not depend on it. The driver is cpu_infer.c's cpu_gemm16; this file owns
+ * each path's kernels (a cpu_kern16). References: ref.c (gk_elt_get of GK_F16). */
 #include "kernels/cpu/cpu_f16.h"
 
 #include <math.h>
