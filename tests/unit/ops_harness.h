@@ -87,8 +87,8 @@ typedef struct tbuf {
     size_t n;
     float scale, offset; /* random start values: offset + scale * U(-1, 1) */
     int stages;          /* bf16 roundings on the path to this output */
-    int mask;            /* dropout output: zeros compared exactly */
-    int copy_of;         /* > 0: exactly the bf16 rounding of the device's buffer copy_of - 1 */
+    int mask;            /* zeros where the reference has them (dropout, ignored targets, padding) */
+    int copy_of;         /* > 0: exactly the device's buffer copy_of - 1 as this one's type holds it */
     int exact;           /* the reference rounded to the device's type, bit for bit */
 } tbuf;
 
