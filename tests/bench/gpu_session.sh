@@ -56,7 +56,9 @@ note "$(nvcc --version 2>/dev/null | tail -n 1); compute-sanitizer: ${san:-none}
 step build 240 make -j"$(nproc)" CUDA_ARCH=90 all units build/bench/train_step build/bench/rand_ckpt
 export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 
-# 2. the op tests on cuda against the reference; test_nccl_emu: one rank through the real NCCL
+# 2. the op tests on cuda against the reference (test_ops and test_ops_fused: every op family on
+# one harness, GK_TEST_DEVICES; test_cuda_ops: one rank through NCCL's collectives on the device's
+# stream); test_nccl_emu: one rank through the real NCCL
 # (communicator, fp32 and bf16 sums, ...); test_infer: decoding steps recorded as one CUDA graph
 # and replayed = unrecorded, and a step whose capture breaks runs unrecorded; test_cuda_attn
 # also runs cuDNN's attention (attention = cudnn: test_bf16_cudnn, against ref, plain and flash,
@@ -190,12 +192,12 @@ cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
 # the bigger models (gpt2-medium, -large, -xl, B=8) beside torch.compile: issue 24's item 4
 BENCH_PARTS=big step bench-big 150 make bench-gpu
 
-# 6. the op tests under compute-sanitizer: memcheck first, then the slower racecheck, synccheck.
-# API errors are not counted: cuBLASLt's own queries fail by design (NoKernelImage), and
-# test_infer breaks a graph capture on purpose
+# 6. the op tests under compute-sanitizer (test_ops on cuda alone): memcheck first, then the slower
+# racecheck, synccheck. API errors are not counted: cuBLASLt's own queries fail by design
+# (NoKernelImage), and test_infer breaks a graph capture on purpose
 for tool in memcheck racecheck synccheck; do
-  for t in test_cuda_ops test_cuda_attn test_infer; do
-    step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" --report-api-errors no --error-exitcode 9 "build/tests/$t"
+  for t in test_ops test_cuda_attn test_infer; do
+    GK_TEST_DEVICES=cuda step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" --report-api-errors no --error-exitcode 9 "build/tests/$t"
   done
 done
 
