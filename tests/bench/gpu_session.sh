@@ -91,6 +91,14 @@ decode_graphs() {
 }
 export -f decode decode_graphs # timeout runs programs, not functions: through bash
 step decode-graphs 60 bash -c decode_graphs
+# variant_lib DIR DEFS: libgptkit-cuda.so built into DIR with CUDA_DEFS=DEFS (the kernels' knobs),
+# reusing the build step's cuda_attn_cudnn.o, which CUDA_DEFS does not change and whose
+# cudnn-frontend headers take most of a build (about a minute of the machine's time)
+variant_lib() {
+  mkdir -p "$1/cuda/kernels/cuda" && cp -p build/cuda/kernels/cuda/cuda_attn_cudnn.o "$1/cuda/kernels/cuda/" &&
+  make -s -j"$(nproc)" BUILD="$1" CUDA_ARCH=90 CUDA_DEFS="$2" "$1/lib/libgptkit-cuda.so" > /dev/null
+}
+export -f variant_lib
 # 3a. decoding's few-row matmuls: cuda_gemv.cu's kernels (the default) against cuBLASLt's (a
 # library built with -DGPT_GV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
 decode_variants() {
@@ -100,14 +108,14 @@ decode_variants() {
     lib=$PWD/build/lib/libgptkit-cuda.so
     if [ $v != default ]; then
       lib=/tmp/dv/lib/libgptkit-cuda.so
-      make -s -j"$(nproc)" BUILD=/tmp/dv CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "$v: build failed"; continue; }
+      variant_lib /tmp/dv "$v" || { echo "$v: build failed"; continue; }
     fi
     echo "$v: $(GPT_CUDA_LIB=$lib build/bin/gpt-sample -m "$work/dv.safetensors" --device=cuda -V "$GPT_VOCAB" \
       --dtype bf16 -t 0 -n 256 -p 'First Citizen: Before we proceed any further, hear me speak.' --ids 2>&1 > /dev/null | tail -n 1)"
   done
 }
 export -f decode_variants
-step decode-variants 150 bash -c decode_variants
+step decode-variants 90 bash -c decode_variants
 
 # 3b. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
@@ -129,7 +137,7 @@ flash_variants() {
     i=$((i + 1)) lib=/tmp/flash-v$i/lib/libgptkit-cuda.so
     echo "== variant $i: [${v# }]"
     if [ -z "${v// /}" ]; then lib=$PWD/build/lib/libgptkit-cuda.so # the default: the build step's
-    else make -s -j"$(nproc)" BUILD=/tmp/flash-v$i CUDA_ARCH=90 CUDA_DEFS="$v" "$lib" > /dev/null || { echo "build failed"; continue; }
+    else variant_lib /tmp/flash-v$i "$v" || { echo "build failed"; continue; }
     fi
     GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
     for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
