@@ -54,9 +54,12 @@ endif
 # FUZZ=1 (make fuzz: clang, with SAN=1): coverage for libFuzzer; clang's OpenMP runtime
 # instead of the static libgomp (`,` names a comma inside $(subst)).
 , := ,
+# The tools link Gloo's C++ (through the cpu and ref backends' collectives slot), whose UBSan
+# checks (vptr) need the sanitizers' C++ runtime, which the C driver links only when asked.
 ifeq ($(FUZZ),1)
 GK_CFLAGS += -fsanitize=fuzzer-no-link
 GK_CXXFLAGS += -fsanitize=fuzzer-no-link
+LDFLAGS  += -fsanitize-link-c++-runtime
 LDLIBS := $(subst -Wl$(,)-Bstatic -lgomp -Wl$(,)-Bdynamic,-fopenmp,$(LDLIBS))
 endif
 

@@ -213,13 +213,15 @@ static double process_cpu_ms(void)
 
 /* A thread waiting for the next parallel region gives its core up after a short spin (cpu.c
  * bounds libgomp's, 8 ms by default, so that processes sharing cores do not spin against each
- * other): a 50 ms sleep of the main thread after a region costs the process almost no CPU. */
+ * other): a 50 ms sleep of the main thread after a region costs the process almost no CPU. The
+ * bound, 5 ms on the least of 5 tries, is under libgomp's own spin (7-8 ms) and leaves room for
+ * the wake-ups of a loaded machine under ASan (2.8 ms, the least of 3, seen in make check). */
 static void test_idle_threads_sleep(void)
 {
     if (getenv("OMP_WAIT_POLICY")) SKIP("OMP_WAIT_POLICY is set");
     const char *spin = getenv("GOMP_SPINCOUNT");
     double least = 1e9;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 5; r++) {
         int ran[2] = {0, 0};
 #pragma omp parallel num_threads(2)
         ran[omp_get_thread_num() & 1] = 1;
@@ -229,7 +231,7 @@ static void test_idle_threads_sleep(void)
         least = used < least ? used : least;
         CHECK(ran[0]);
     }
-    CHECKF(least < 2.0, "idle threads used %.1f ms of CPU in a 50 ms sleep (GOMP_SPINCOUNT %s)",
+    CHECKF(least < 5.0, "idle threads used %.1f ms of CPU in a 50 ms sleep (GOMP_SPINCOUNT %s)",
            least, spin ? spin : "unset");
 }
 
