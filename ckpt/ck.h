@@ -15,8 +15,8 @@
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/text/vocab.h"
-#include "kernels/gpt2.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2.h"
+#include "kernels/model/gpt2_load.h"
 
 /* ---- subcommands: parse their own options; return 0 or a GK_E* code with e filled
  * (GK_OPT_HELP / GK_OPT_VERSION after printing help or the version) ---- */
@@ -66,7 +66,7 @@ double ck_value_at(const gk_st_tensor *t, size_t i);
 
 /* ---- the tensor table (table.c) ----
  * The expected tensors of a GPT-2 config, derived from the model's own parameter table
- * (kernels/gpt2.h) so no list of names is repeated here, in its order: the head group (wte,
+ * (kernels/model/gpt2.h) so no list of names is repeated here, in its order: the head group (wte,
  * wpe), then per layer the layer group, then the tail group (ln_f). Dimensions are also kept
  * symbolically, for llm.c's layout (padded vocab rows). */
 enum ck_dim { CK_1, CK_V, CK_T, CK_C, CK_3C, CK_4C };

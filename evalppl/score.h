@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 
 typedef struct ep_scorer ep_scorer;
 

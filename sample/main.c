@@ -16,8 +16,8 @@
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
 #include "common/text/vocab.h"
-#include "kernels/generate.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/infer/generate.h"
+#include "kernels/model/gpt2_load.h"
 
 typedef struct options {
     const char *device, *dtype, *attention;
@@ -133,7 +133,7 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
 
 /* The generation's hooks: tokens to the printer, the clock read when the prompt is done. */
 typedef struct gen_watch {
-    gs_sampleout *out;
+    gk_sampleout *out;
     double prompt_end;
     int64_t *made;     /* tokens generated so far, over all samples */
 } gen_watch;
@@ -147,7 +147,7 @@ static void on_prompt_done(void *ctx, int64_t tokens)
 static int on_token(void *ctx, int sample, int tok, gk_err *e)
 {
     ++*((gen_watch *)ctx)->made;
-    return gs_sampleout_token(((gen_watch *)ctx)->out, sample, tok, e);
+    return gk_sampleout_token(((gen_watch *)ctx)->out, sample, tok, e);
 }
 
 /* Generates and prints the samples of prompt[0..n); says how long the prompt and the new
@@ -155,20 +155,20 @@ static int on_token(void *ctx, int sample, int tok, gk_err *e)
 static int generate(const options *o, gk_gpt2 *m, const gk_vocab *v, const int *prompt,
                     int64_t n, int hidden, int64_t *made, gk_err *e)
 {
-    gs_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot ? gk_vocab_eot(v) : -1,
+    gk_gen_opts go = {o->n_new, (int)o->num_samples, o->stop_at_eot ? gk_vocab_eot(v) : -1,
                       (int)gk_vocab_size(v),
                       {(float)o->temperature, (int)o->top_k, (float)o->top_p, (uint64_t)o->seed}};
-    gs_sampleout so;
+    gk_sampleout so;
     gen_watch w = {&so, 0, made};
-    gs_gen_hooks hooks = {&w, on_prompt_done, on_token};
-    gs_gen_counts st;
-    int rc = gs_sampleout_init(&so, v, o->ids, (int)o->num_samples, stdout, "standard output", e);
-    if (!rc) rc = gs_sampleout_prompt(&so, prompt, n, hidden, e);
+    gk_gen_hooks hooks = {&w, on_prompt_done, on_token};
+    gk_gen_counts st;
+    int rc = gk_sampleout_init(&so, v, o->ids, (int)o->num_samples, stdout, "standard output", e);
+    if (!rc) rc = gk_sampleout_prompt(&so, prompt, n, hidden, e);
     double t0 = gk_now();
-    if (!rc) rc = gs_generate(m, prompt, n, &go, &hooks, &st, e);
+    if (!rc) rc = gk_generate(m, prompt, n, &go, &hooks, &st, e);
     double prompt_secs = w.prompt_end - t0, gen_secs = gk_now() - w.prompt_end;
-    if (!rc) rc = gs_sampleout_finish(&so, e);
-    gs_sampleout_free(&so);
+    if (!rc) rc = gk_sampleout_finish(&so, e);
+    gk_sampleout_free(&so);
     if (!rc)
         gk_info("prompt %lld token%s in %.3f s; %lld token%s in %.3f s (%.1f tokens/s)",
                 (long long)st.prompt_tokens, st.prompt_tokens == 1 ? "" : "s", prompt_secs,

@@ -16,7 +16,7 @@
 #include "kernels/backend.h"
 #include "kernels/comm/comm.h"
 #include "kernels/comm/store.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 #include "launch.h"
 
 typedef struct tr_dist {

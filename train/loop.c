@@ -11,8 +11,8 @@
 #include "common/progress.h"
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
-#include "kernels/choice.h"
-#include "kernels/generate.h"
+#include "kernels/infer/score.h"
+#include "kernels/infer/generate.h"
 #include "checkpoint.h"
 #include "run.h"
 
@@ -238,17 +238,17 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
     if (rc)
         return rc == GK_EFORMAT ? 0 : rc; /* a char vocabulary without newline: no sample */
     int start = (int)id;
-    gs_gen_opts o = {r->s.sample_tokens, 1, gk_vocab_eot(r->vocab), (int)gk_vocab_size(r->vocab),
+    gk_gen_opts o = {r->s.sample_tokens, 1, gk_vocab_eot(r->vocab), (int)gk_vocab_size(r->vocab),
                      {0.8f, 200, 1.0f, (uint64_t)r->s.seed ^ (uint64_t)step}};
-    gs_sampleout so;
-    gs_gen_hooks hooks = {&so, NULL, gs_sampleout_token};
+    gk_sampleout so;
+    gk_gen_hooks hooks = {&so, NULL, gk_sampleout_token};
     gk_gpt2_set_training(r->model, 0);
     printf("sample at step %lld:\n", (long long)step);
-    rc = gs_sampleout_init(&so, r->vocab, 0, 1, stdout, "standard output", e);
-    if (!rc) rc = gs_sampleout_prompt(&so, &start, 1, 1, e);
-    if (!rc) rc = gs_generate(r->model, &start, 1, &o, &hooks, NULL, e);
-    if (!rc) rc = gs_sampleout_finish(&so, e);
-    gs_sampleout_free(&so);
+    rc = gk_sampleout_init(&so, r->vocab, 0, 1, stdout, "standard output", e);
+    if (!rc) rc = gk_sampleout_prompt(&so, &start, 1, 1, e);
+    if (!rc) rc = gk_generate(r->model, &start, 1, &o, &hooks, NULL, e);
+    if (!rc) rc = gk_sampleout_finish(&so, e);
+    gk_sampleout_free(&so);
     printf("\n");
     fflush(stdout);
     gk_warn_note(r->be->note); /* e.g. CUDA graphs turned off */

@@ -1,7 +1,7 @@
 /* model_io.c: gk_gpt2 <-> checkpoint (see model_io.h). */
 #include "model_io.h"
 
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2_load.h"
 
 #include <stdio.h>
 #include <stdlib.h>

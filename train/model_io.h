@@ -10,10 +10,10 @@
 #include "common/io/ckpt.h"
 #include "common/err.h"
 #include "common/text/vocab.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 #include "state.h"
 
-/* The model config JSON (gptkit.config) is kernels/gpt2_load.h's gk_gpt2_config_json/_parse;
+/* The model config JSON (gptkit.config) is kernels/model/gpt2_load.h's gk_gpt2_config_json/_parse;
  * the trainer state's (gptkit.train) is state.h's. */
 
 /* A host copy of everything a checkpoint holds, to be written later (by another thread):

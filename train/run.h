@@ -13,7 +13,7 @@
 #include "data.h"
 #include "dist.h"
 #include "kernels/backend.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 #include "lock.h"
 #include "metrics.h"
 #include "model_io.h"

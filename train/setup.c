@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "kernels/backend.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2_load.h"
 #include "checkpoint.h"
 #include "run.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int toks_push(gs_sample_toks *t, int id)
+static int toks_push(gk_sample_toks *t, int id)
 {
     if (t->n == t->cap) {
         int64_t cap = t->cap ? 2 * t->cap : 64;
@@ -17,7 +17,7 @@ static int toks_push(gs_sample_toks *t, int id)
     return 0;
 }
 
-int gs_sampleout_init(gs_sampleout *s, const gk_vocab *v, int ids, int K, FILE *out,
+int gk_sampleout_init(gk_sampleout *s, const gk_vocab *v, int ids, int K, FILE *out,
                       const char *name, gk_err *e)
 {
     memset(s, 0, sizeof *s);
@@ -27,15 +27,15 @@ int gs_sampleout_init(gs_sampleout *s, const gk_vocab *v, int ids, int K, FILE *
     s->ids = ids;
     s->K = K;
     s->first = 1;
-    gs_textout_init(&s->tx, out);
+    gk_textout_init(&s->tx, out);
     if (K > 1 && !(s->kept = calloc((size_t)K, sizeof *s->kept)))
         return gk_errf(e, GK_ENOMEM, "out of memory for %d samples", K);
     return 0;
 }
 
-void gs_sampleout_free(gs_sampleout *s)
+void gk_sampleout_free(gk_sampleout *s)
 {
-    gs_textout_free(&s->tx);
+    gk_textout_free(&s->tx);
     for (int b = 1; s->kept && b < s->K; b++) free(s->kept[b].ids);
     free(s->kept);
     free(s->prompt.ids);
@@ -43,7 +43,7 @@ void gs_sampleout_free(gs_sampleout *s)
 }
 
 /* Prints one token of the current sample: text through its streamer, or the id. */
-static int put_token(gs_sampleout *s, int tok)
+static int put_token(gk_sampleout *s, int tok)
 {
     if (s->ids) {
         int rc = fprintf(s->out, "%s%d", s->first ? "" : " ", tok) < 0 ? -1 : 0;
@@ -53,20 +53,20 @@ static int put_token(gs_sampleout *s, int tok)
     size_t len;
     const unsigned char *b = gk_vocab_token(s->v, (uint32_t)tok, &len);
     s->first = 0;
-    return gs_textout_push(&s->tx, b, b ? len : 0);
+    return gk_textout_push(&s->tx, b, b ? len : 0);
 }
 
 /* Ends the current sample (what the streamer holds, a newline) and starts the next. */
-static int end_sample(gs_sampleout *s)
+static int end_sample(gk_sampleout *s)
 {
-    if (!s->ids && gs_textout_finish(&s->tx)) return -1;
-    gs_textout_free(&s->tx);
-    gs_textout_init(&s->tx, s->out);
+    if (!s->ids && gk_textout_finish(&s->tx)) return -1;
+    gk_textout_free(&s->tx);
+    gk_textout_init(&s->tx, s->out);
     s->first = 1;
     return fputc('\n', s->out) == EOF ? -1 : 0;
 }
 
-int gs_sampleout_prompt(gs_sampleout *s, const int *prompt, int64_t n, int hidden, gk_err *e)
+int gk_sampleout_prompt(gk_sampleout *s, const int *prompt, int64_t n, int hidden, gk_err *e)
 {
     int rc = 0;
     for (int64_t i = hidden; i < n && rc == 0; i++)
@@ -77,9 +77,9 @@ int gs_sampleout_prompt(gs_sampleout *s, const int *prompt, int64_t n, int hidde
     return rc ? gk_errno(e, s->name) : 0;
 }
 
-int gs_sampleout_token(void *ctx, int sample, int tok, gk_err *e)
+int gk_sampleout_token(void *ctx, int sample, int tok, gk_err *e)
 {
-    gs_sampleout *s = ctx;
+    gk_sampleout *s = ctx;
     if (sample > 0) {
         if (sample < s->K && toks_push(&s->kept[sample], tok) == 0) return 0;
         return sample < s->K ? gk_errf(e, GK_ENOMEM, "out of memory for sample %d", sample)
@@ -89,7 +89,7 @@ int gs_sampleout_token(void *ctx, int sample, int tok, gk_err *e)
     return 0;
 }
 
-int gs_sampleout_finish(gs_sampleout *s, gk_err *e)
+int gk_sampleout_finish(gk_sampleout *s, gk_err *e)
 {
     int rc = end_sample(s);
     for (int b = 1; b < s->K && rc == 0; b++) {

@@ -7,20 +7,20 @@
 
 #include "common/text/utf8.h"
 
-void gs_textout_init(gs_textout *t, FILE *fp)
+void gk_textout_init(gk_textout *t, FILE *fp)
 {
     memset(t, 0, sizeof *t);
     t->fp = fp;
 }
 
-void gs_textout_free(gs_textout *t)
+void gk_textout_free(gk_textout *t)
 {
     free(t->out);
     free(t->tmp);
     memset(t, 0, sizeof *t);
 }
 
-size_t gs_utf8_tail(const unsigned char *s, size_t n)
+size_t gk_utf8_tail(const unsigned char *s, size_t n)
 {
     // the last lead byte within 3 bytes of the end, then: does it need more bytes than follow?
     for (size_t k = 1; k <= 3 && k <= n; k++) {
@@ -35,7 +35,7 @@ size_t gs_utf8_tail(const unsigned char *s, size_t n)
     return 0;
 }
 
-static int emit(gs_textout *t, const char *s, size_t n)
+static int emit(gk_textout *t, const char *s, size_t n)
 {
     t->out_len = 0;
     if (!n) return 0;
@@ -47,7 +47,7 @@ static int emit(gs_textout *t, const char *s, size_t n)
     return 0;
 }
 
-int gs_textout_push(gs_textout *t, const void *bytes, size_t n)
+int gk_textout_push(gk_textout *t, const void *bytes, size_t n)
 {
     size_t len = t->nhold + n;
     if (len > t->tmp_cap) {
@@ -61,13 +61,13 @@ int gs_textout_push(gs_textout *t, const void *bytes, size_t n)
     }
     memcpy(t->tmp, t->hold, t->nhold);
     if (n) memcpy(t->tmp + t->nhold, bytes, n);
-    size_t tail = gs_utf8_tail((const unsigned char *)t->tmp, len);
+    size_t tail = gk_utf8_tail((const unsigned char *)t->tmp, len);
     t->nhold = tail;
     memcpy(t->hold, t->tmp + len - tail, tail);
     return emit(t, t->tmp, len - tail);
 }
 
-int gs_textout_finish(gs_textout *t)
+int gk_textout_finish(gk_textout *t)
 {
     size_t n = t->nhold;
     t->nhold = 0;

@@ -7,7 +7,7 @@
 
 #include "common/io/ckpt.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2_load.h"
 
 int main(int argc, char **argv)
 {

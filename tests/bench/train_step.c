@@ -17,7 +17,7 @@
 
 #include "common/env.h"
 #include "common/opt.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 
 static double now_ms(void)
 {

@@ -154,14 +154,14 @@ static void stream(const gk_vocab *v, const uint8_t *data, size_t size)
     size_t blen = 0, alen = 0, wcap = 0, wlen = 0, tl;
     for (size_t i = 0; i < t.n; i++) gk_vocab_token(v, t.p[i], &tl), alen += tl;
     FILE *f = open_memstream(&buf, &blen);
-    gs_textout o;
-    gs_textout_init(&o, f);
+    gk_textout o;
+    gk_textout_init(&o, f);
     for (size_t i = 0; i < t.n; i++) {
         const unsigned char *b = gk_vocab_token(v, t.p[i], &tl);
-        FZ_ASSERT(gs_textout_push(&o, b, tl) == 0, "push");
+        FZ_ASSERT(gk_textout_push(&o, b, tl) == 0, "push");
     }
-    FZ_ASSERT(gs_textout_finish(&o) == 0, "finish");
-    gs_textout_free(&o);
+    FZ_ASSERT(gk_textout_finish(&o) == 0, "finish");
+    gk_textout_free(&o);
     fclose(f);
     gk_utf8_sanitize(all, alen, &want, &wcap, &wlen);
     FZ_ASSERT(blen == wlen && !memcmp(buf, want ? want : "", wlen), "streamed %zu bytes, want %zu", blen, wlen);

@@ -11,7 +11,7 @@
 #include "common/io/ckpt.h"
 #include "common/io/safetensors.h"
 #include "common/le.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2_load.h"
 #include "tests/fuzz/fuzz.h"
 
 /* What gk_st_open promises about an open file of the bytes data[0..size). */

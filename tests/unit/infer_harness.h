@@ -16,7 +16,7 @@
 
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/ref.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 #include "kernels/rng.h"
 #include "test.h"
 

@@ -6,7 +6,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/ref.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 #include "test.h"
 
 static int fail_on, n_calls;

@@ -1,4 +1,4 @@
-/* test_gpt2.c: the GPT-2 graph (kernels/gpt2.h) against PyTorch fixtures, on the CPU and the
+/* test_gpt2.c: the GPT-2 graph (kernels/model/gpt2.h) against PyTorch fixtures, on the CPU and the
  * reference backends; thread-count independence; dropout determinism; gradient accumulation.
  *
  * Fixtures: tests/fixtures/gpt2_tiny.bin (2 layers, 4 heads, 64 wide, vocab 100 (padded to 128),
@@ -15,8 +15,8 @@
 #include "kernels/comm/comm.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/ref.h"
-#include "kernels/gpt2.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2.h"
+#include "kernels/model/gpt2_load.h"
 #include "test.h"
 
 typedef struct fixture {

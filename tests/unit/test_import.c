@@ -20,7 +20,7 @@
 #include "common/io/ckpt.h"
 #include "common/io/safetensors.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 #include "test.h"
 
 #define FIX "tests/fixtures/hf_tiny"

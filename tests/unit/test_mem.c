@@ -1,7 +1,7 @@
 /* test_mem.c: the up-front memory checks: the host's available memory (common/mem.h) from fake
  * /proc and cgroup trees (MemAvailable, cgroup v2 and v1 limits of the process's cgroup and its
  * ancestors, RLIMIT_AS), the model's memory estimate (gk_gpt2_mem_estimate) against values
- * computed by hand from the layout in kernels/gpt2_params.c, and gk_gpt2_mem_check's message
+ * computed by hand from the layout in kernels/model/gpt2_params.c, and gk_gpt2_mem_check's message
  * on a backend whose mem_info reports a given amount. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +13,8 @@
 #include "kernels/backend.h"
 #include "kernels/comm/comm.h"
 #include "kernels/cpu/ref.h"
-#include "kernels/gpt2.h"
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2.h"
+#include "kernels/model/gpt2_load.h"
 #include "fake_gpu.h"
 #include "test.h"
 

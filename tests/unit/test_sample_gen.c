@@ -1,4 +1,4 @@
-/* test_sample_gen.c: gpt-sample's generation loop (kernels/generate.h) and sample printer
+/* test_sample_gen.c: gpt-sample's generation loop (kernels/infer/generate.h) and sample printer
  * (common/text/sampleout.h). The loop's tokens equal an independent reference that samples
  * each sequence alone from a full forward pass of a training model with the same weights
  * (no KV cache; the window of the last block_size tokens), past block_size, with a cropped
@@ -10,7 +10,7 @@
 
 #include "common/text/sampleout.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/generate.h"
+#include "kernels/infer/generate.h"
 #include "test.h"
 
 enum { BS = 8, V = 40, MAXK = 3, MAXN = 64 };
@@ -47,36 +47,36 @@ static int on_token(void *ctx, int sample, int tok, gk_err *e)
 /* The reference: sample b alone, each step a full forward over the last block_size tokens of
  * its sequence, its draw from the same counter-based sampler. out[0..*n) its tokens up to (not
  * including) eot. */
-static void reference(gk_gpt2 *ref, const int *prompt, int np, const gs_gen_opts *o, int b,
+static void reference(gk_gpt2 *ref, const int *prompt, int np, const gk_gen_opts *o, int b,
                       int *out, int *n)
 {
     gk_err e = {0};
     int seq[MAXN + 32], len = np;
     float logits[V];
-    gs_sampler *smp = NULL;
+    gk_sampler *smp = NULL;
     int nv = o->n_vocab > 0 && o->n_vocab < V ? o->n_vocab : V;
-    CHECK_OK(gs_sampler_create(&smp, &o->sampling, nv, &e), &e);
+    CHECK_OK(gk_sampler_create(&smp, &o->sampling, nv, &e), &e);
     memcpy(seq, prompt, sizeof(int) * np);
     *n = 0;
     for (int step = 0; step < o->n_new; step++) {
         int ctx = len < BS ? len : BS;
         CHECK_OK(gk_gpt2_forward(ref, seq + len - ctx, NULL, 1, ctx, NULL, &e), &e);
         CHECK_OK(gk_gpt2_logits_host(ref, ctx - 1, 1, nv, logits, &e), &e);
-        int tok = gs_sample(smp, logits, (uint32_t)b, (uint64_t)step);
+        int tok = gk_sample(smp, logits, (uint32_t)b, (uint64_t)step);
         if (tok == o->eot) break;
         seq[len++] = out[(*n)++] = tok;
     }
-    gs_sampler_free(smp);
+    gk_sampler_free(smp);
 }
 
-/* Runs gs_generate and the reference on the same prompt and options; compares. */
-static void compare(gk_gpt2 *m, gk_gpt2 *ref, const int *prompt, int np, const gs_gen_opts *o)
+/* Runs gk_generate and the reference on the same prompt and options; compares. */
+static void compare(gk_gpt2 *m, gk_gpt2 *ref, const int *prompt, int np, const gk_gen_opts *o)
 {
     gk_err e = {0};
     seen s = {.order_ok = 1, .last_sample = MAXK, .step = -1};
-    gs_gen_hooks h = {&s, on_prompt, on_token};
-    gs_gen_counts c;
-    CHECK_OK(gs_generate(m, prompt, np, o, &h, &c, &e), &e);
+    gk_gen_hooks h = {&s, on_prompt, on_token};
+    gk_gen_counts c;
+    CHECK_OK(gk_generate(m, prompt, np, o, &h, &c, &e), &e);
     CHECK(s.prompt_calls == 1 && s.tokens_before_prompt == 0 && s.order_ok);
     CHECKF(s.prompt_tokens == (np < BS ? np : BS) && c.prompt_tokens == s.prompt_tokens,
            "prompt %lld / %lld", (long long)s.prompt_tokens, (long long)c.prompt_tokens);
@@ -111,20 +111,20 @@ static void test_generate_equals_reference(void)
     make_models(&be, &m, &ref);
     int prompt[11] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
     // greedy, one sample, a prompt cropped to block_size, 20 steps past it
-    gs_gen_opts o = {20, 1, -1, 0, {0.0f, 0, 1.0f, 1}};
+    gk_gen_opts o = {20, 1, -1, 0, {0.0f, 0, 1.0f, 1}};
     compare(m, ref, prompt, 11, &o);
     // three samples drawn at temperature 1 from the first 37 tokens, short prompt, past BS
-    o = (gs_gen_opts){20, 3, -1, 37, {1.0f, 0, 1.0f, 9}};
+    o = (gk_gen_opts){20, 3, -1, 37, {1.0f, 0, 1.0f, 9}};
     compare(m, ref, prompt, 3, &o);
     // again with an end-of-text token: the one sample 1 drew at step 4
     seen s = {.order_ok = 1, .last_sample = MAXK, .step = -1};
-    gs_gen_hooks h = {&s, NULL, on_token};
+    gk_gen_hooks h = {&s, NULL, on_token};
     gk_err e = {0};
-    CHECK_OK(gs_generate(m, prompt, 3, &o, &h, NULL, &e), &e);
+    CHECK_OK(gk_generate(m, prompt, 3, &o, &h, NULL, &e), &e);
     o.eot = s.toks[1][4];
     compare(m, ref, prompt, 3, &o);
     // top-k and top-p, and no new tokens at all
-    o = (gs_gen_opts){12, 2, -1, 0, {0.7f, 5, 0.9f, 3}};
+    o = (gk_gen_opts){12, 2, -1, 0, {0.7f, 5, 0.9f, 3}};
     compare(m, ref, prompt, 2, &o);
     o.n_new = 0;
     compare(m, ref, prompt, 2, &o);
@@ -139,11 +139,11 @@ static void test_hook_error_stops(void)
     gk_gpt2 *m = NULL, *ref = NULL;
     make_models(&be, &m, &ref);
     int prompt[2] = {7, 8};
-    gs_gen_opts o = {10, 3, -1, 0, {1.0f, 0, 1.0f, 2}};
+    gk_gen_opts o = {10, 3, -1, 0, {1.0f, 0, 1.0f, 2}};
     seen s = {.order_ok = 1, .last_sample = MAXK, .step = -1, .fail_at = 5};
-    gs_gen_hooks h = {&s, on_prompt, on_token};
+    gk_gen_hooks h = {&s, on_prompt, on_token};
     gk_err e = {0};
-    CHECK(gs_generate(m, prompt, 2, &o, &h, NULL, &e) == GK_EIO);
+    CHECK(gk_generate(m, prompt, 2, &o, &h, NULL, &e) == GK_EIO);
     CHECKF(strcmp(e.msg, "hook failed at 5") == 0, "%s", e.msg);
     CHECKF(s.total == 5, "%lld tokens after the error", (long long)s.total);
     gk_gpt2_free(ref);
@@ -159,12 +159,12 @@ static char *print_samples(const gk_vocab *v, int ids, int K, const int *prompt,
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    gs_sampleout so;
-    CHECK_OK(gs_sampleout_init(&so, v, ids, K, f, "memory", &e), &e);
-    CHECK_OK(gs_sampleout_prompt(&so, prompt, np, hidden, &e), &e);
-    for (int i = 0; i < ntoks; i++) CHECK_OK(gs_sampleout_token(&so, toks[i][0], toks[i][1], &e), &e);
-    CHECK_OK(gs_sampleout_finish(&so, &e), &e);
-    gs_sampleout_free(&so);
+    gk_sampleout so;
+    CHECK_OK(gk_sampleout_init(&so, v, ids, K, f, "memory", &e), &e);
+    CHECK_OK(gk_sampleout_prompt(&so, prompt, np, hidden, &e), &e);
+    for (int i = 0; i < ntoks; i++) CHECK_OK(gk_sampleout_token(&so, toks[i][0], toks[i][1], &e), &e);
+    CHECK_OK(gk_sampleout_finish(&so, &e), &e);
+    gk_sampleout_free(&so);
     fclose(f);
     return buf;
 }

@@ -1,6 +1,6 @@
 /* gpt2_bwd.c: the backward pass of gpt2_fwd.c, layer by layer in reverse, against backend.h ops.
  * Parameter gradients accumulate (+=); dres carries the gradient of the residual stream. */
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
 /* Backward of out (N,OC) = inp (N,IC) @ w (IC,OC): dinp (N,IC) = dout @ w^T (when dinp),

@@ -1,5 +1,5 @@
 /* sampler.c: the sampling chain (see sampler.h). */
-#include "kernels/sampler.h"
+#include "kernels/infer/sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,51 +8,51 @@
 
 #define SITE_SAMPLE 0x53414d50u /* rng site of sampling draws */
 
-void gs_fill(gs_list *l, const float *logits, int n)
+void gk_fill(gk_list *l, const float *logits, int n)
 {
-    for (int i = 0; i < n; i++) l->c[i] = (gs_cand){i, logits[i], 0.0f};
+    for (int i = 0; i < n; i++) l->c[i] = (gk_cand){i, logits[i], 0.0f};
     l->n = n;
     l->sorted = 0;
 }
 
-void gs_temperature(gs_list *l, float t)
+void gk_temperature(gk_list *l, float t)
 {
     float inv = 1.0f / t;
     for (int i = 0; i < l->n; i++) l->c[i].logit *= inv;
 }
 
 /* a ranks before b: larger logit, then lower id */
-static int before(const gs_cand *a, const gs_cand *b)
+static int before(const gk_cand *a, const gk_cand *b)
 {
     return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
 static int cmp_cand(const void *pa, const void *pb)
 {
-    const gs_cand *a = pa, *b = pb;
+    const gk_cand *a = pa, *b = pb;
     return before(a, b) ? -1 : before(b, a) ? 1 : 0;
 }
 
 /* min-heap on rank (the root is the worst kept candidate) */
-static void sift_down(gs_cand *h, int n, int i)
+static void sift_down(gk_cand *h, int n, int i)
 {
     for (;;) {
         int w = i, l = 2 * i + 1, r = l + 1;
         if (l < n && before(&h[w], &h[l])) w = l;
         if (r < n && before(&h[w], &h[r])) w = r;
         if (w == i) return;
-        gs_cand t = h[i];
+        gk_cand t = h[i];
         h[i] = h[w];
         h[w] = t;
         i = w;
     }
 }
 
-void gs_top_k(gs_list *l, int k)
+void gk_top_k(gk_list *l, int k)
 {
     if (k <= 0 || k >= l->n) return;
     // the first k form a heap whose root is the worst of them; better ones replace it
-    gs_cand *h = l->c;
+    gk_cand *h = l->c;
     for (int i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i);
     for (int i = k; i < l->n; i++)
         if (before(&l->c[i], &h[0])) {
@@ -64,7 +64,7 @@ void gs_top_k(gs_list *l, int k)
     l->sorted = 1;
 }
 
-void gs_softmax(gs_list *l)
+void gk_softmax(gk_list *l)
 {
     float mx = -INFINITY;
     for (int i = 0; i < l->n; i++)
@@ -77,7 +77,7 @@ void gs_softmax(gs_list *l)
     for (int i = 0; i < l->n; i++) l->c[i].p = (float)(l->c[i].p / sum);
 }
 
-void gs_top_p(gs_list *l, float top_p)
+void gk_top_p(gk_list *l, float top_p)
 {
     if (top_p >= 1.0f || l->n <= 1) return;
     if (!l->sorted) {
@@ -97,7 +97,7 @@ void gs_top_p(gs_list *l, float top_p)
     for (int i = 0; i < keep; i++) l->c[i].p = (float)(l->c[i].p / cum);
 }
 
-int gs_pick(const gs_list *l, float u)
+int gk_pick(const gk_list *l, float u)
 {
     double total = 0;
     for (int i = 0; i < l->n; i++) total += l->c[i].p;
@@ -109,7 +109,7 @@ int gs_pick(const gs_list *l, float u)
     return l->c[l->n - 1].id; /* u * total rounded up to total */
 }
 
-int gs_greedy(const float *logits, int n)
+int gk_greedy(const float *logits, int n)
 {
     int best = 0;
     for (int i = 1; i < n; i++)
@@ -117,18 +117,18 @@ int gs_greedy(const float *logits, int n)
     return best;
 }
 
-struct gs_sampler {
-    gs_params p;
+struct gk_sampler {
+    gk_params p;
     int n_vocab;
-    gs_list list;
+    gk_list list;
 };
 
-int gs_sampler_create(gs_sampler **out, const gs_params *p, int n_vocab, gk_err *e)
+int gk_sampler_create(gk_sampler **out, const gk_params *p, int n_vocab, gk_err *e)
 {
     if (!(p->temperature >= 0) || !(p->top_p > 0 && p->top_p <= 1) || p->top_k < 0 || n_vocab < 1)
         return gk_errf(e, GK_EUSAGE, "sampler: need temperature >= 0, 0 < top-p <= 1, top-k >= 0");
-    gs_sampler *s = calloc(1, sizeof *s);
-    gs_cand *c = malloc(sizeof *c * (size_t)n_vocab);
+    gk_sampler *s = calloc(1, sizeof *s);
+    gk_cand *c = malloc(sizeof *c * (size_t)n_vocab);
     if (!s || !c) {
         free(s);
         free(c);
@@ -141,22 +141,22 @@ int gs_sampler_create(gs_sampler **out, const gs_params *p, int n_vocab, gk_err 
     return 0;
 }
 
-void gs_sampler_free(gs_sampler *s)
+void gk_sampler_free(gk_sampler *s)
 {
     if (!s) return;
     free(s->list.c);
     free(s);
 }
 
-int gs_sample(gs_sampler *s, const float *logits, uint32_t sample, uint64_t step)
+int gk_sample(gk_sampler *s, const float *logits, uint32_t sample, uint64_t step)
 {
-    if (s->p.temperature == 0.0f) return gs_greedy(logits, s->n_vocab);
-    gs_list *l = &s->list;
-    gs_fill(l, logits, s->n_vocab);
-    gs_temperature(l, s->p.temperature);
-    gs_top_k(l, s->p.top_k);
-    gs_softmax(l);
-    gs_top_p(l, s->p.top_p);
+    if (s->p.temperature == 0.0f) return gk_greedy(logits, s->n_vocab);
+    gk_list *l = &s->list;
+    gk_fill(l, logits, s->n_vocab);
+    gk_temperature(l, s->p.temperature);
+    gk_top_k(l, s->p.top_k);
+    gk_softmax(l);
+    gk_top_p(l, s->p.top_p);
     float u = gk_rng_uniform(gk_rng_key(s->p.seed, 0, sample, SITE_SAMPLE), step);
-    return gs_pick(l, u);
+    return gk_pick(l, u);
 }

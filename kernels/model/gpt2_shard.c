@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 
 /* Allocates the shard buffers (zero): this rank's count floats and the tail, for m and v. */
 static int alloc_shards(gk_gpt2 *m, gk_err *err)

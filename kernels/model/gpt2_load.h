@@ -9,7 +9,7 @@
 #include "common/err.h"
 #include "common/s3/s3.h"
 #include "kernels/backend.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 
 /* Parses model config JSON (nanoGPT key names: n_layer, n_head, n_embd, block_size, vocab_size,
  * optional bias, dropout) and checks it (gk_gpt2_config_check). Errors name origin. */

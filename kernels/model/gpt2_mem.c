@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "common/mem.h"
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 
 int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
                          gk_gpt2_mem *out, gk_err *err)

@@ -5,7 +5,7 @@
 #define GK_GPT2_INTERNAL_H
 
 #include "kernels/comm/comm.h"
-#include "kernels/gpt2.h"
+#include "kernels/model/gpt2.h"
 
 /* Per-layer tensors, in table order. */
 enum { L_LN1W, L_LN1B, L_QKVW, L_QKVB, L_ATTPW, L_ATTPB, L_LN2W, L_LN2B,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 
 /* ---- int8 (GK_Q8) weights: quantized and widened block by block, through to_device/to_host of
  * one 34-byte block (Q8 runs on host-memory backends: a memcpy). The Conv1D matrices, [in, out]

@@ -1,5 +1,5 @@
 /* gpt2_load.c: checkpoint -> gk_gpt2 (see gpt2_load.h). */
-#include "kernels/gpt2_load.h"
+#include "kernels/model/gpt2_load.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 
 #include "common/io/safetensors.h"
 #include "common/opt.h"
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 
 int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e)
 {

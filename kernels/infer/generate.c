@@ -1,5 +1,5 @@
 /* generate.c: the batched generation loop (see generate.h). */
-#include "kernels/generate.h"
+#include "kernels/infer/generate.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -57,7 +57,7 @@ static int forward_prompt(gen_state *g, const int *prompt, int64_t n, int64_t *r
 }
 
 static int state_init(gen_state *g, gk_gpt2 *m, const int *prompt, int64_t n,
-                      const gs_gen_opts *o, gk_err *e)
+                      const gk_gen_opts *o, gk_err *e)
 {
     const gk_gpt2_config *cfg = gk_gpt2_cfg(m);
     memset(g, 0, sizeof *g);
@@ -87,12 +87,12 @@ static void state_free(gen_state *g)
 
 /* Draws step `step`'s token of every sample into seq[len], handing on those of live samples;
  * *live = how many were live. */
-static int draw(gen_state *g, gs_sampler *smp, const gs_gen_opts *o, const gs_gen_hooks *h,
+static int draw(gen_state *g, gk_sampler *smp, const gk_gen_opts *o, const gk_gen_hooks *h,
                 int64_t step, int64_t len, int *live, gk_err *e)
 {
     *live = 0;
     for (int b = 0; b < g->K; b++) {
-        int tok = gs_sample(smp, g->logits + (size_t)b * g->nv, (uint32_t)b, (uint64_t)step);
+        int tok = gk_sample(smp, g->logits + (size_t)b * g->nv, (uint32_t)b, (uint64_t)step);
         g->seq[(size_t)b * g->cap + len] = tok;
         if (g->done[b]) continue;
         if (tok == o->eot) {
@@ -106,14 +106,14 @@ static int draw(gen_state *g, gs_sampler *smp, const gs_gen_opts *o, const gs_ge
     return 0;
 }
 
-int gs_generate(gk_gpt2 *m, const int *prompt, int64_t n, const gs_gen_opts *o,
-                const gs_gen_hooks *h, gs_gen_counts *counts, gk_err *e)
+int gk_generate(gk_gpt2 *m, const int *prompt, int64_t n, const gk_gen_opts *o,
+                const gk_gen_hooks *h, gk_gen_counts *counts, gk_err *e)
 {
-    gs_gen_counts cnt = {0, 0};
-    gs_sampler *smp = NULL;
+    gk_gen_counts cnt = {0, 0};
+    gk_sampler *smp = NULL;
     gen_state g;
     int rc = state_init(&g, m, prompt, n, o, e);
-    if (!rc) rc = gs_sampler_create(&smp, &o->sampling, g.nv, e);
+    if (!rc) rc = gk_sampler_create(&smp, &o->sampling, g.nv, e);
     if (!rc) rc = forward_prompt(&g, prompt, n, &cnt.prompt_tokens, e);
     if (!rc && h && h->prompt_done) h->prompt_done(h->ctx, cnt.prompt_tokens);
     int64_t len = n;
@@ -127,7 +127,7 @@ int gs_generate(gk_gpt2 *m, const int *prompt, int64_t n, const gs_gen_opts *o,
         rc = forward_next(&g, len, e);
     }
     if (counts) *counts = cnt;
-    gs_sampler_free(smp);
+    gk_sampler_free(smp);
     state_free(&g);
     return rc;
 }

@@ -1,6 +1,6 @@
-/* choice.c: multiple-choice scoring (see choice.h). The per-token losses come from the model's
+/* score.c: multiple-choice scoring (see score.h). The per-token losses come from the model's
  * forward with targets, so every backend scores alike. */
-#include "kernels/choice.h"
+#include "kernels/infer/score.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * residual add is one op with the layernorm that reads its output (ln_2, the next ln_1, ln_f). */
 #include <stdlib.h>
 
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
 void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const float *bias,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
 enum dim { D_1, D_V, D_T, D_C, D_3C, D_4C };

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 
 /* Zeroing is deferred to the next backward: the weight matrices' gradients (wte and the four
  * per layer, nearly all of g_block) are then written by their gemms with beta 0 instead of being

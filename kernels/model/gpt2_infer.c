@@ -6,7 +6,7 @@
  * and arguments at every position (the position is a device int, d_pos), so a backend that can
  * record (CUDA graphs) records the step once per batch size and replays it: one launch a token
  * instead of a dozen a layer. */
-#include "kernels/gpt2_internal.h"
+#include "kernels/model/gpt2_internal.h"
 
 #define W(l, k) LW(m, l, k)
 

@@ -231,7 +231,7 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
 int64_t gk_gpt2_get_step(const gk_gpt2 *m);
 void gk_gpt2_set_step(gk_gpt2 *m, int64_t step);
 
-/* Incremental forward with a KV cache (kernels/gpt2_infer.c), eval mode (no dropout).
+/* Incremental forward with a KV cache (kernels/model/gpt2_infer.c), eval mode (no dropout).
  * host tokens (B,n): the tokens at positions t0..t0+n-1 of each of B sequences -> logits (B,n,
  * padded_vocab) for gk_gpt2_logits_host (row b*n + i is position t0+i of sequence b). The cache is each
  * layer's qkv activation viewed as (max_B, max_T, 3C): this call writes rows t0..t0+n-1 and reads
