@@ -68,7 +68,7 @@ BUILT_TOOLS  := $(foreach t,$(TOOLS),$(if $(wildcard $(t)/main.c),$(t)))
 BINS         := $(BUILT_TOOLS:%=$(BUILD)/bin/gpt-%)
 
 COMMON_SRC   := $(wildcard common/*.c common/*/*.c)
-KERNELS_SRC  := $(wildcard kernels/*.c kernels/model/*.c kernels/infer/*.c kernels/cpu/*.c kernels/comm/*.c kernels/comm/*.cc)
+KERNELS_SRC  := $(wildcard kernels/*.c kernels/model/*.c kernels/infer/*.c kernels/ref/*.c kernels/cpu/*.c kernels/comm/*.c kernels/comm/*.cc)
 COMMON_LIB   := $(BUILD)/libgptcommon.a
 KERNELS_LIB  := $(BUILD)/libgptkernels.a
 LIBS         := $(KERNELS_LIB) $(COMMON_LIB)

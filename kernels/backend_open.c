@@ -11,7 +11,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 
 #define NOT_BUILT "(gptkit was built without CUDA, or it is not installed)"
 

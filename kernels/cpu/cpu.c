@@ -23,7 +23,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/cpu_optim.h"
 #include "kernels/cpu/host_mem.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 
 /* ---- memory ---- */
 

@@ -14,7 +14,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
 #define VW 16 /* floats per vector chunk (one AVX-512 register) */

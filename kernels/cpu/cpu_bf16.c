@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 
 /* ---- a few rows: weights widened on the fly ---- */
 

@@ -15,7 +15,7 @@
 #include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 
 #if defined(__x86_64__) && !defined(GK_NO_CLONES)
 #include <immintrin.h>

@@ -15,7 +15,7 @@
 #include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/host_mem.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 
 /* ---- attention over a KV cache ---- */
 

@@ -11,7 +11,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
 #define NT(be) num_threads(CPU(be)->nthreads)

@@ -115,7 +115,7 @@ void cu_scale(gk_backend *be, float *x, float s, size_t n)
 
 /* ---- AdamW on one tensor ---- */
 
-/* AdamW's per-call constants, computed on the host in torch's order (see ref.c). */
+/* AdamW's per-call constants, computed on the host in torch's order (see kernels/ref/optimizer.c). */
 typedef struct adamw_k {
     float beta1, beta2, eps, decay, step_size, bc2_sqrt, grad_scale;
 } adamw_k;

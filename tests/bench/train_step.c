@@ -1,4 +1,4 @@
-/* train_step.c: median ms per training step (forward + backward + AdamW) of kernels/gpt2 on any
+/* train_step.c: median ms per training step (forward + backward + AdamW) of kernels/model/ on any
  * backend (gk_backend_open), with tokens/s, nanoGPT's MFU estimate and the device memory the
  * model allocated; with "prof" also the time of every op (gemms by shape, types and epilogue).
  * Configs: S (4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64), M (GPT-2 124M, B=4, T=64),

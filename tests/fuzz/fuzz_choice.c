@@ -14,7 +14,7 @@
 
 #include "common/io/choice.h"
 #include "kernels/infer/score.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "tests/fuzz/fuzz.h"
 
 enum { CONTEXT = 24, SCORED_MAX = 8 };

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gpt2_tiny_ref.py: PyTorch reference for kernels/gpt2 (nanoGPT's model, HuggingFace layout).
+"""gpt2_tiny_ref.py: PyTorch reference for kernels/model/ (nanoGPT's model, HuggingFace layout).
 
 Run with Debian's torch (apt-get install -y python3-torch), i.e. with /usr/bin/python3
 (the `python3` first on PATH may be a pyenv build without torch):

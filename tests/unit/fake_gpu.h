@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "kernels/backend.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 
 static size_t fake_gpu_free;
 static gk_ops fake_gpu_ops; /* a test may change it: host_memory = 1, another name */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/model/gpt2.h"
 #include "kernels/rng.h"
 #include "test.h"

@@ -1,6 +1,6 @@
 /* ops_harness.h: the op tests' one driver and one tolerance model (header-only, like test.h: it
  * is the main of test_ops.c and test_ops_fused.c).
- * Owns: the devices under test and the reference backend (kernels/cpu/ref.c, the oracle), the case
+ * Owns: the devices under test and the reference backend (kernels/ref/ref.c, the oracle), the case
  * description (buffers by element class and role, the function that runs the op on one backend),
  * running a case on the reference and on each device through the ops interface only (alloc,
  * to_device, op, to_host, as ggml's test-backend-ops), the tolerance check, and the loop over
@@ -40,7 +40,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/bf16.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 #include "test.h"
 

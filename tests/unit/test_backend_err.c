@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/model/gpt2.h"
 #include "test.h"
 

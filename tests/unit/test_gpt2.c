@@ -14,7 +14,7 @@
 
 #include "kernels/comm/comm.h"
 #include "kernels/cpu/cpu.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/model/gpt2.h"
 #include "kernels/model/gpt2_load.h"
 #include "test.h"

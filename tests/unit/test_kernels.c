@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "kernels/cpu/cpu.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 #include "test.h"
 

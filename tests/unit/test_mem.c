@@ -12,7 +12,7 @@
 #include "common/mem.h"
 #include "kernels/backend.h"
 #include "kernels/comm/comm.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "kernels/model/gpt2.h"
 #include "kernels/model/gpt2_load.h"
 #include "fake_gpu.h"

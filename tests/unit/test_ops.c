@@ -1,4 +1,4 @@
-/* test_ops.c: the op tests on every backend against the reference backend (kernels/cpu/ref.c), on
+/* test_ops.c: the op tests on every backend against the reference backend (kernels/ref/ref.c), on
  * the driver and the one tolerance model of ops_harness.h (its header comment states both). One
  * file per op family in tests/unit/ops/, included here to make one binary (each binary adds link
  * time): matmul, elementwise, layernorm, encoder, classifier, attention, optimizer, cast. The

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "kernels/cpu/ref.h"
+#include "kernels/ref/ref.h"
 #include "test.h"
 #include "train/checkpoint.h"
 
