@@ -102,7 +102,7 @@ NCCL_HOME  ?=
 # it without: such a run is refused with a line saying so.
 NCCL       ?= $(if $(wildcard $(NCCL_HOME)/include/nccl.h $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h),1,0)
 CUDA_SRC   := $(wildcard kernels/cuda/*.cu)
-# cuDNN's fused attention (kernels/cuda/cuda_attn_cudnn.cpp: host code on NVIDIA's header-only
+# cuDNN's fused attention (kernels/cuda/attention_cudnn.cpp: host code on NVIDIA's header-only
 # cudnn-frontend, built by $(CXX)) is built with cuDNN when cudnn_frontend.h (CUDNN_FRONTEND_INCLUDE:
 # the include/ of the PyPI wheel nvidia-cudnn-frontend, which .ci/deps.sh copies to
 # /usr/local/include) and cudnn.h are found; libcudnn.so.9 is loaded at run time (the frontend's
@@ -112,7 +112,7 @@ CUDNN_FRONTEND_INCLUDE ?= $(patsubst %/cudnn_frontend.h,%,$(firstword $(wildcard
               $(CUDA_HOME)/include/cudnn_frontend.h /usr/local/include/cudnn_frontend.h /usr/include/cudnn_frontend.h)))
 CUDNN      ?= $(if $(and $(CUDNN_FRONTEND_INCLUDE),$(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h \
               /usr/include/x86_64-linux-gnu/cudnn.h $(CUDNN_FRONTEND_INCLUDE)/cudnn.h)),1,0)
-CUDA_CXXSRC := kernels/cuda/cuda_attn_cudnn.cpp
+CUDA_CXXSRC := kernels/cuda/attention_cudnn.cpp
 CUDNN_CXXFLAGS := -std=c++17 -O2 -fPIC -fvisibility=hidden -Wall -Wextra -I. -isystem $(CUDA_HOME)/include -MMD -MP \
               $(if $(filter 1,$(CUDNN)),-DGK_HAVE_CUDNN -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -isystem $(CUDNN_FRONTEND_INCLUDE))
 CUDA_CSRC  := common/err.c kernels/backend_err.c
@@ -120,7 +120,7 @@ CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
 EMU_LIB    := $(BUILD)/lib/libgptkit-cuda-emu.so
 HAVE_CXX   := $(shell command -v $(CXX) 2>/dev/null)
 CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX),$(CUDA_SRC)),$(EMU_LIB))
-# CUDA_DEFS: -D knobs for the kernels, in both builds (cuda_attn_flash.cu's, measured by
+# CUDA_DEFS: -D knobs for the kernels, in both builds (attention_flash.cu's, measured by
 # tests/bench/gpu_session.sh's flash-variants step).
 CUDA_DEFS  ?=
 NVCC_FLAGS := -std=c++17 -O3 $(CUDA_DEFS) $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \

@@ -15,7 +15,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 # cuDNN's frontend headers (header-only: PyPI's nvidia-cudnn-frontend wheel, its include/) in
 # /usr/local/include, where the Makefile finds them, so that the CUDA library is built with
-# cuDNN's attention (cuda_attn_cudnn.cpp); without pip or network: a note, and the build goes
+# cuDNN's attention (attention_cudnn.cpp); without pip or network: a note, and the build goes
 # without it
 cudnn_frontend() {
   [ -f /usr/local/include/cudnn_frontend.h ] && return 0

@@ -334,11 +334,11 @@ typedef struct gk_backend_opts {
 } gk_backend_opts;
 
 /* The CUDA backend's attention paths (the setting `attention`, gk_attention_parse).
- * auto and fa2: the FlashAttention-2 kernels (cuda_attn_fa2.cu, cuda_attn_fa2_bwd.cu) where they
+ * auto and fa2: the FlashAttention-2 kernels (attention_fa2.cu, attention_fa2_bwd.cu) where they
  * apply (bf16, head sizes 16, 32, 64, 128), else plain; cudnn: cuDNN's fused attention, an error
  * at open where it is absent (the emulator has none) and at the op for a call it does not take
  * (fp32, dropout, other head sizes), the fa2 kernels for a shape it has no plan for (with a
- * note); flash: the wmma flash kernels (cuda_attn_flash.cu) where they apply, else plain; plain:
+ * note); flash: the wmma flash kernels (attention_flash.cu) where they apply, else plain; plain:
  * the row kernels (any type and head size), the reference the others are tested against. */
 typedef enum gk_attention {
     GK_ATTN_AUTO = 0, GK_ATTN_CUDNN, GK_ATTN_FLASH, GK_ATTN_FA2, GK_ATTN_PLAIN

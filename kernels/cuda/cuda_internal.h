@@ -26,17 +26,17 @@ typedef struct cu_ctx {
     char capture_fail[160]; /* the first call that failed while capturing (cu_fail) */
     int sm_count;
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
-    void *gemm_cache;       /* cuda_gemm.cu's cached cuBLASLt descriptors and algorithms */
-    void *bias16;           /* cuda_gemm.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
-    void *optim_cache;      /* cuda_optim.cu's device copies of the multi-tensor ops' tables */
-    unsigned *col_count;    /* arrival counters of bias_bwd (cuda_ops.cu: one per column tile) and */
-    size_t col_count_n;     /* layernorm_bwd (cuda_ops_rows.cu), zero between launches; col_count_n */
-    int attention;          /* gk_attention (backend.h): the path cuda_attn.cu takes */
-    void *cudnn;            /* cuda_attn_cudnn.cpp's handle and plans, or NULL: no cuDNN */
+    void *gemm_cache;       /* matmul.cu's cached cuBLASLt descriptors and algorithms */
+    void *bias16;           /* matmul.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
+    void *optim_cache;      /* optimizer.cu's device copies of the multi-tensor ops' tables */
+    unsigned *col_count;    /* arrival counters of bias_bwd (elementwise.cu: one per column tile) and */
+    size_t col_count_n;     /* layernorm_bwd (layernorm.cu), zero between launches; col_count_n */
+    int attention;          /* gk_attention (backend.h): the path attention.cu takes */
+    void *cudnn;            /* attention_cudnn.cpp's handle and plans, or NULL: no cuDNN */
 } cu_ctx;
 
 /* cuBLASLt adds a bias only in D's type: a bf16 gemm's bias goes through c->bias16 (as under
- * PyTorch's autocast and in llm.c); a wider one is added by cuda_gemm.cu's epilogue kernel. */
+ * PyTorch's autocast and in llm.c); a wider one is added by matmul.cu's epilogue kernel. */
 #define CU_BIAS16_MAX 65536
 
 #define CU(be) ((cu_ctx *)(be)->impl)
@@ -49,7 +49,7 @@ typedef struct cu_ctx {
 
 /* Records a failed CUDA or cuBLASLt call: the sticky error, "MESSAGE (file:line)", and code.
  * While a step is recorded (c->capturing) nothing runs, so no failure there is the device's: it
- * goes to c->capture_fail instead, and record_end runs the step unrecorded (cuda_graph.cu), where
+ * goes to c->capture_fail instead, and record_end runs the step unrecorded (graph.cu), where
  * a failure that is not the capture's shows again. Returns code. */
 int cu_fail(gk_backend *be, int code, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -76,14 +76,14 @@ __device__ __forceinline__ float cu_f(bf16 x) { return __bfloat162float(x); }
 template <typename T> __device__ __forceinline__ T cu_to(float x);
 template <> __device__ __forceinline__ float cu_to<float>(float x) { return x; }
 template <> __device__ __forceinline__ bf16 cu_to<bf16>(float x) { return __float2bfloat16(x); }
-/* GELU's tanh form in fp32: the fallback gemm epilogue (cuda_gemm.cu) and gelu_fwd (cuda_ops.cu). */
+/* GELU's tanh form in fp32: the fallback gemm epilogue (matmul.cu) and gelu_fwd (elementwise.cu). */
 static __device__ __forceinline__ float gelu_tanh(float x)
 {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-/* A gemm's epilogue (the fallbacks of cuda_gemm.cu, cuda_gemv.cu): stores result r of element c
+/* A gemm's epilogue (the fallbacks of matmul.cu, matmul_rows.cu): stores result r of element c
  * (column j): + bias, then either C = r or, with pre non-NULL, pre = r and C = gelu(pre)
  * computed from the stored (rounded) pre-activation. */
 template <typename T>
@@ -101,7 +101,7 @@ __device__ __forceinline__ void cu_gemm_store(float r, size_t c, int j, T *C, co
 static inline unsigned cu_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
 /* ---- the ops (signatures as the gk_ops slots in backend.h) ---- */
-/* cuda_backend.cu: memory, sync, reserve, cast */
+/* backend.cu: memory, sync, reserve, cast */
 void *cu_alloc(gk_backend *be, size_t n);
 void cu_free(gk_backend *be, void *p);
 void cu_to_device(gk_backend *be, void *dst, const void *host_src, size_t n);
@@ -114,18 +114,18 @@ void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, s
 /* cu_cast's kernel launched on stream (the comm's), n > 0 elements to dt from the other type;
  * sets no error: check cudaGetLastError after it. */
 void cu_cast_on(gk_backend *be, cudaStream_t stream, void *dst, gk_elt dt, const void *src, size_t n);
-/* cuda_gemm.cu */
+/* matmul.cu */
 void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
              const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
              void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
 /* Frees gemm_cache (the backend's destroy calls it). */
 void cu_gemm_cache_free(gk_backend *be);
-/* cuda_gemv.cu: the gemm of a few rows (decoding) in one launch when it takes the call (1), else
+/* matmul_rows.cu: the gemm of a few rows (decoding) in one launch when it takes the call (1), else
  * 0 and nothing done; arguments as cu_gemm's. */
 int cu_gemv(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
             gk_elt tA, int lda, const void *B, gk_elt tB, int ldb, float beta, void *C, gk_elt tC,
             int ldc, const float *bias, void *pre);
-/* cuda_ops.cu, cuda_ops_rows.cu */
+/* elementwise.cu, encoder.cu, layernorm.cu */
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
                     const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key);
@@ -147,7 +147,7 @@ void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, 
                  int N, int V, int Vp);
 void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                  const int *targets, float dloss, int N, int V, int Vp);
-/* cuda_optim.cu */
+/* optimizer.cu */
 void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
 void cu_scale(gk_backend *be, float *x, float s, size_t n);
 void cu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
@@ -158,7 +158,7 @@ void cu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float 
 void cu_zero_multi(gk_backend *be, const gk_span *sp, int count);
 /* Frees optim_cache (the backend's destroy calls it). */
 void cu_optim_cache_free(gk_backend *be);
-/* cuda_attn.cu */
+/* attention.cu */
 void cu_attention_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int B, int T, int C,
                       int NH, float p, uint64_t key);
 void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
@@ -168,7 +168,7 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
                          int Tc, const int *t0, int n, int C, int NH);
 /* The scratch attention needs for heads of head_size over sequences of T (reserve sizes it). */
 size_t cu_attention_scratch(int B, int NH, int T, int head_size);
-/* cuda_attn_cudnn.cpp: cuDNN's fused attention (where built with it; else these say it is absent).
+/* attention_cudnn.cpp: cuDNN's fused attention (where built with it; else these say it is absent).
  * Loads libcudnn and makes the handle and plan cache (be's cudnn); 0, or -1 with why[n] saying
  * why not (not built with it, the emulator, no libcudnn.so.9). */
 int cu_cudnn_open(gk_backend *be, char *why, size_t n);
@@ -181,12 +181,12 @@ int cu_cudnn_attn_fwd(gk_backend *be, void *out, float *lse, const void *qkv, in
                       int NH, float p);
 int cu_cudnn_attn_bwd(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
                       const void *out, const float *lse, int B, int T, int C, int NH, float p);
-/* cuda_graph.cu: recorded steps (the record_begin, record_end, replay and record_free slots) */
+/* graph.cu: recorded steps (the record_begin, record_end, replay and record_free slots) */
 int cu_record_begin(gk_backend *be);
 void *cu_record_end(gk_backend *be);
 void cu_replay(gk_backend *be, void *rec);
 void cu_record_free(gk_backend *be, void *rec);
-/* cuda_nccl.cu: NCCL communicators (the comm_open slot) */
+/* comm_nccl.cu: NCCL communicators (the comm_open slot) */
 int cu_comm_open(gk_backend *be, const struct gk_comm_boot *b, struct gk_comm **out, gk_err *e);
 
 #endif

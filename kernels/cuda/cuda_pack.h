@@ -1,4 +1,4 @@
-/* cuda_pack.h: what the element-wise and row-wise op files (cuda_ops.cu, cuda_ops_rows.cu) share:
+/* cuda_pack.h: what the element-wise and row-wise op files (elementwise.cu, encoder.cu, layernorm.cu, classifier.cu) share:
  * packs of V consecutive elements moved by 16-byte loads and stores (V = 1: the fallback for
  * unaligned rows or pointers), the op configurations that carry the element type and pack width
  * as one template parameter (so CU_LAUNCH's arguments hold no comma), and small device helpers. */

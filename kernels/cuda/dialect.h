@@ -18,7 +18,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
-#ifndef GK_NO_NCCL /* built without NCCL's header: cuda_nccl.cu refuses several ranks */
+#ifndef GK_NO_NCCL /* built without NCCL's header: comm_nccl.cu refuses several ranks */
 #include <nccl.h>
 #endif
 

@@ -1,5 +1,5 @@
 /* mma.h: warp-level tensor-core primitives for kernels that hold their tiles in registers
- * (cuda_attn_fa2.cu), read by nvcc (inline PTX, sm_80 and newer) and by g++ -DGK_CUDA_EMU (the
+ * (attention_fa2.cu), read by nvcc (inline PTX, sm_80 and newer) and by g++ -DGK_CUDA_EMU (the
  * emulator's kernels/emu/emu_mma.h, which implements them exactly with the same lane layouts).
  * Owns:
  * - mma_16816(d, a, b, c): mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, d[4] = a[4] b[2] + c[4]

@@ -47,7 +47,7 @@ cp -r "$data/gpt2" "$data/tinyshakespeare" "$data/tokenizer-cases" "$kit/data/"
 nccl_h=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include/nccl.h
 [ -f "$nccl_h" ] && mkdir -p "$kit/nccl-include" && cp "$nccl_h" "$kit/nccl-include/"
 # cuDNN's frontend headers (header-only: the PyPI wheel nvidia-cudnn-frontend, which .ci/deps.sh
-# puts in /usr/local/include) and this CUDA's cudnn*.h, for cuda_attn_cudnn.cpp
+# puts in /usr/local/include) and this CUDA's cudnn*.h, for attention_cudnn.cpp
 # (else the wheel itself, fetched by pip)
 fe=${CUDNN_FRONTEND_INCLUDE:-/usr/local/include}
 if [ ! -f "$fe/cudnn_frontend.h" ] && python3 -m pip download -q --no-deps -d "$work/fe" nvidia-cudnn-frontend==1.32.0 >&2 &&

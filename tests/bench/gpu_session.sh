@@ -92,14 +92,14 @@ decode_graphs() {
 export -f decode decode_graphs # timeout runs programs, not functions: through bash
 step decode-graphs 60 bash -c decode_graphs
 # variant_lib DIR DEFS: libgptkit-cuda.so built into DIR with CUDA_DEFS=DEFS (the kernels' knobs),
-# reusing the build step's cuda_attn_cudnn.o, which CUDA_DEFS does not change and whose
+# reusing the build step's attention_cudnn.o, which CUDA_DEFS does not change and whose
 # cudnn-frontend headers take most of a build (about a minute of the machine's time)
 variant_lib() {
-  mkdir -p "$1/cuda/kernels/cuda" && cp -p build/cuda/kernels/cuda/cuda_attn_cudnn.o "$1/cuda/kernels/cuda/" &&
+  mkdir -p "$1/cuda/kernels/cuda" && cp -p build/cuda/kernels/cuda/attention_cudnn.o "$1/cuda/kernels/cuda/" &&
   make -s -j"$(nproc)" BUILD="$1" CUDA_ARCH=90 CUDA_DEFS="$2" "$1/lib/libgptkit-cuda.so" > /dev/null
 }
 export -f variant_lib
-# 3a. decoding's few-row matmuls: cuda_gemv.cu's kernels (the default) against cuBLASLt's (a
+# 3a. decoding's few-row matmuls: matmul_rows.cu's kernels (the default) against cuBLASLt's (a
 # library built with -DGPT_GV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
 decode_variants() {
   build/bench/rand_ckpt "$work/dv.safetensors" 12 12 768 1024 50257 > /dev/null || return 1
@@ -121,8 +121,8 @@ step decode-variants 90 bash -c decode_variants
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
 # graphs off so that each kernel is seen alone; ncu.csv in the logs)
 step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
-# 3c. the attention paths and the kernels' knobs (cuda_attn_fa2_bwd.cu: FB_KV_REG_D=64 keeps K
-# and V in the kv kernel's registers, 159 of them on sm_90 against 126; cuda_attn_flash.cu:
+# 3c. the attention paths and the kernels' knobs (attention_fa2_bwd.cu: FB_KV_REG_D=64 keeps K
+# and V in the kv kernel's registers, 159 of them on sm_90 against 126; attention_flash.cu:
 # FL_PREFETCH, FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS),
 # checked by test_cuda_attn on the GPU (fa2, flash, cudnn and plain against the reference), then
 # the B=16 step's attention times with it (GPT_CUDA_LIB) on the fa2 kernels (auto's path) or,

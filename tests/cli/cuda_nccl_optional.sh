@@ -1,7 +1,7 @@
 # NCCL is optional for the CUDA backend (one GPU needs none): the library nvcc built loads NCCL
 # when a run of several ranks opens its communicator, so it is not linked against it; without
-# nccl.h, make builds cuda_nccl.cu with GK_NO_NCCL, which needs no NCCL header or symbol and
-# refuses several ranks (kernels/cuda/cuda_nccl.cu).
+# nccl.h, make builds comm_nccl.cu with GK_NO_NCCL, which needs no NCCL header or symbol and
+# refuses several ranks (kernels/cuda/comm_nccl.cu).
 source "$TOP/tests/cli/lib.bash"
 lib=$GK_TEST_BUILD/lib/libgptkit-cuda.so
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -16,7 +16,7 @@ make -s -n -C "$TOP" BUILD="$PWD/b" CUDA_HOME="$PWD/nocuda" NCCL_HOME= "$PWD/b/l
 grep -q 'note: .* has no NCCL' plan.txt && echo "make says so"
 # the object without NCCL: compiles warning-free, defines the slot, references no nccl*
 "$nvcc" -std=c++17 -gencode arch=compute_90,code=sm_90 -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
-  -I"$TOP" -DGK_NO_NCCL -c "$TOP/kernels/cuda/cuda_nccl.cu" -o nonccl.o
+  -I"$TOP" -DGK_NO_NCCL -c "$TOP/kernels/cuda/comm_nccl.cu" -o nonccl.o
 nm -C nonccl.o | grep -c ' T cu_comm_open('
 nm -u nonccl.o | grep nccl > /dev/null && echo "nonccl.o references NCCL"
 echo "GK_NO_NCCL builds"

@@ -1,4 +1,4 @@
-/* test_cuda_attn.c: the CUDA backend's attention (kernels/cuda/cuda_attn*.cu) on $GK_TEST_CUDA
+/* test_cuda_attn.c: the CUDA backend's attention (kernels/cuda/attention*.cu) on $GK_TEST_CUDA
  * (default cuda-emu; "cuda" on a GPU), moving data only through the ops interface, against the
  * ref backend (double-precision loops) on the same inputs:
  * - fp32 activations (plain path) against ref: forward, lse, backward, decode;
@@ -6,7 +6,7 @@
  * - bf16 activations, the plain path (attention = plain) and the flash kernels against ref run
  *   on the bf16-rounded inputs, and flash against plain; T = 1, 7, 64, 65, 130, odd head counts,
  *   head sizes 16, 24 (no flash kernel: plain), 32, 64; dropout p > 0 (masks keyed as ref's);
- * - the fa2 path (attention = fa2: cuda_attn_fa2.cu's forward, cuda_attn_fa2_bwd.cu's backward)
+ * - the fa2 path (attention = fa2: attention_fa2.cu's forward, attention_fa2_bwd.cu's backward)
  *   likewise against ref, plain and flash: out, lse, dqkv, on those shapes and on several B and
  *   heads with T around its 64-row tiles (T = 1, 63, 65, 127, 129, 130, 200), head sizes 16, 32,
  *   64, 128, dropout on and off; its dqkv also against flash's within 2u (rtol and atol): both
@@ -409,7 +409,7 @@ static void test_attention_setting(void)
     gk_backend_free(flash_be);
 }
 
-/* bf16: cuDNN's fused attention (attention = cudnn, cuda_attn_cudnn.cpp) against ref, plain and
+/* bf16: cuDNN's fused attention (attention = cudnn, attention_cudnn.cpp) against ref, plain and
  * flash (out, lse, dqkv; flash's tolerance: cuDNN too rounds P and dS to bf16 for its tensor-core
  * products) on the cases it takes (no dropout) and on GPT-2's shape, T = 1024, where cuDNN must
  * have run both (no note: a shape it has no plan for, T = 1, runs on the fa2 kernels with a

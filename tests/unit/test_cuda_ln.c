@@ -1,4 +1,4 @@
-/* test_cuda_ln.c: the CUDA backend's layernorm backward (kernels/cuda/cuda_ops_rows.cu: one
+/* test_cuda_ln.c: the CUDA backend's layernorm backward (kernels/cuda/layernorm.cu: one
  * launch, the blocks' dweight, dbias sums added by the last block of each group of blocks, the
  * group sums by the block that completes the last group) on $GK_TEST_CUDA (default cuda-emu;
  * "cuda" on a GPU), fp32 and bf16 activations, against the ref backend (double accumulators).

@@ -1,4 +1,4 @@
-/* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/cuda_nccl.cu, the comm_open
+/* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/comm_nccl.cu, the comm_open
  * slot) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as processes
  * forked before anything is opened. Rank 0 hosts the rendezvous store and hands its port to the
  * others through pipes; every rank opens device $GK_TEST_CUDA (default cuda-emu) and its comm

@@ -1,6 +1,6 @@
 /* test_emu_race.cu: the emulator's shared-memory race checker (kernels/emu/emu_race.cpp).
  * A block reduction called twice without the barrier between one call's reads of the partial
- * sums and the next call's writes (cuda_attn.cu's block_reduce without its first __syncthreads)
+ * sums and the next call's writes (attention.cu's block_reduce without its first __syncthreads)
  * fails naming the kernel and the offset, in dynamic and in static __shared__ memory, and passes
  * with the barrier; a warp-local exchange ordered by __syncwarp passes, and fails without it or
  * when the exchange crosses warps (a __syncwarp orders the lanes of one warp only); a tile that

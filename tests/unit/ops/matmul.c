@@ -61,7 +61,7 @@ static void bias_identity_case(int M, int N)
 
 static void test_gemm(void)
 {
-    /* M N K pad; the last three are the few-row products of decoding (cuda: cuda_gemv.cu's
+    /* M N K pad; the last three are the few-row products of decoding (cuda: matmul_rows.cu's
      * kernels, for bf16 A, B and C: N, K and the leading dimensions multiples of 8, a partial
      * column tile, K past several of a block's row steps) */
     static const int shapes[][4] = {{7, 24, 65, 0}, {65, 7, 64, 0}, {1, 100, 24, 3}, {24, 1, 7, 1},

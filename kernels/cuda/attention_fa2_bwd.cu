@@ -1,6 +1,6 @@
-/* cuda_attn_fa2_bwd.cu: the causal attention backward as FlashAttention-2 does it, for bf16
- * activations, on the warp-level primitives of mma.h (fa2_tile.h); cuda_attn.cu decides when it
- * runs (attention = fa2, with cuda_attn_fa2.cu's forward, whose lse it reads; flash's lse is the
+/* attention_fa2_bwd.cu: the causal attention backward as FlashAttention-2 does it, for bf16
+ * activations, on the warp-level primitives of mma.h (attention_fa2_tile.h); attention.cu decides when it
+ * runs (attention = fa2, with attention_fa2.cu's forward, whose lse it reads; flash's lse is the
  * same). Three launches, each output summed by one warp in a fixed order (deterministic, no
  * atomics):
  * - fa2_bwd_dsum: D = rowsum(dO * O) per (b, h, t), fp32, one warp a row;
@@ -18,7 +18,7 @@
  * past the diagonal are skipped per warp; the diagonal tile masks keys past the query, and rows
  * past T (zero-filled by cp.async) are masked and never stored. Head sizes 16, 32, 64, 128. */
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/fa2_tile.h"
+#include "kernels/cuda/attention_fa2_tile.h"
 
 #include <stdint.h>
 
@@ -303,7 +303,7 @@ static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, c
 }
 
 /* dqkv (B,T,3C) from dout (B,T,C), qkv, out and lse of the forward; dsum (B,NH,T) is scratch for D.
- * Head sizes as cu_fa2_attn_takes; bf16, 16-byte aligned rows (cuda_attn.cu checks). */
+ * Head sizes as cu_fa2_attn_takes; bf16, 16-byte aligned rows (attention.cu checks). */
 void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
                      const float *lse, float *dsum, int B, int T, int C, int NH, float p, uint64_t key)
 {

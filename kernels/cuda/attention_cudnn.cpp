@@ -1,4 +1,4 @@
-/* cuda_attn_cudnn.cpp: causal self-attention on cuDNN's fused scaled-dot-product attention,
+/* attention_cudnn.cpp: causal self-attention on cuDNN's fused scaled-dot-product attention,
  * forward and backward in bf16, through NVIDIA's header-only cudnn-frontend (its graph API).
  * Host code only, so the C++ compiler builds it (nvcc would spend minutes on the frontend's
  * headers for no kernel): it includes the CUDA headers that dialect.h would, not dialect.h.
@@ -11,7 +11,7 @@
  * qkv + 2C; out and dout (B,T,C) are (B,NH,T,HS) with strides (CT, HS, C, 1); dQ, dK and dV go
  * to dqkv as Q, K and V lie in qkv (no transposes). lse (B,NH,T) is cuDNN's softmax "stats": the
  * max plus the natural log of the sum of exp of each row of scaled scores, which is the lse of
- * the other paths (cuda_attn.cu), so that any backward takes any forward's.
+ * the other paths (attention.cu), so that any backward takes any forward's.
  * Used under attention = cudnn only (auto takes the own fa2 kernels: cuDNN's outputs have not
  * yet been checked on a GPU, see tests/bench/gpu-results.md). Taken: bf16 activations, head
  * sizes of multiples of 8 up to 128, 16-byte aligned buffers, no dropout (cuDNN draws its masks

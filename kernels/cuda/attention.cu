@@ -1,14 +1,14 @@
-/* cuda_attn.cu: causal self-attention on the CUDA backend: the ops (cu_attention_fwd, _bwd,
+/* attention.cu: causal self-attention on the CUDA backend: the ops (cu_attention_fwd, _bwd,
  * _fwd_at, cu_attention_scratch), the choice between the two paths, and the plain path.
- * The fused flash-attention kernels (bf16 on tensor cores) live in cuda_attn_flash.cu; the plain
+ * The fused flash-attention kernels (bf16 on tensor cores) live in attention_flash.cu; the plain
  * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
  * the reference the flash kernels are tested against. The backend's attention setting (cu_ctx's
  * attention, gk_attention in backend.h) picks: cudnn first offers the call to cuDNN
- * (cuda_attn_cudnn.cpp, which hands back a shape it has no plan for), plain forces the plain
- * path, flash takes the wmma flash kernels (cuda_attn_flash.cu) wherever they apply (bf16, head
+ * (attention_cudnn.cpp, which hands back a shape it has no plan for), plain forces the plain
+ * path, flash takes the wmma flash kernels (attention_flash.cu) wherever they apply (bf16, head
  * sizes 16, 32, 64, 128, 16-byte aligned buffers), and auto, fa2 (and cudnn's hand-backs) take
- * the FlashAttention-2 kernels where flash applies: cuda_attn_fa2.cu's forward (mma.sync, the
- * softmax in registers) and cuda_attn_fa2_bwd.cu's backward (3.0x flash's on an H200).
+ * the FlashAttention-2 kernels where flash applies: attention_fa2.cu's forward (mma.sync, the
+ * softmax in registers) and attention_fa2_bwd.cu's backward (3.0x flash's on an H200).
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -24,18 +24,18 @@
 
 #include "kernels/rng.h"
 
-/* cuda_attn_flash.cu */
+/* attention_flash.cu */
 int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b, const void *c);
 void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T,
                        int C, int NH, float p, uint64_t key);
 void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
                        const bf16 *out, const float *lse, float *dsum, int B, int T, int C,
                        int NH, float p, uint64_t key);
-/* cuda_attn_fa2.cu */
+/* attention_fa2.cu */
 int cu_fa2_attn_takes(int hs);
 void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                      int NH, float p, uint64_t key);
-/* cuda_attn_fa2_bwd.cu */
+/* attention_fa2_bwd.cu */
 void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
                      const float *lse, float *dsum, int B, int T, int C, int NH, float p, uint64_t key);
 

@@ -1,4 +1,4 @@
-/* cuda_backend.cu: the CUDA backend's context and everything that is not an op's math.
+/* backend.cu: the CUDA backend's context and everything that is not an op's math.
  * Owns: create/destroy of cu_ctx (device, stream, cuBLASLt handle and workspace, scratch), the
  * checks that turn CUDA failures into the sticky backend error, memory (alloc, free, copies,
  * zero, sync), reserve (op scratch), cast, the gk_ops table and the library's one exported symbol
@@ -137,7 +137,7 @@ void cu_sync(gk_backend *be)
 
 /* ---- reserve ---- */
 
-/* The largest scratch any non-attention op takes for rows x cols (cuda_ops*.cu): per-chunk fp32
+/* The largest scratch any non-attention op takes for rows x cols (elementwise.cu, encoder.cu, layernorm.cu): per-chunk fp32
  * partials of the column reductions (bias_bwd, layernorm_bwd: at most CU_COL_CHUNKS chunks of
  * two rows of cols floats), the embedding backward's sort keys (two uint64 per row) and sumsq's
  * double partials (CU_SUMSQ_PARTS). */
@@ -176,39 +176,6 @@ int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, g
     c->scratch = s;
     c->scratch_bytes = need;
     return 0;
-}
-
-/* ---- cast ---- */
-
-template <typename D, typename S>
-__global__ void cast_kernel(D *dst, const S *src, size_t n)
-{
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        dst[i] = cu_to<D>(cu_f(src[i]));
-}
-
-void cu_cast_on(gk_backend *be, cudaStream_t stream, void *dst, gk_elt dt, const void *src, size_t n)
-{
-    unsigned threads = 256, blocks = cu_blocks(n, threads);
-    unsigned most = (unsigned)CU(be)->sm_count * 8; /* grid-stride beyond a few waves */
-    if (blocks > most) blocks = most;
-    if (dt == GK_BF16)
-        GK_LAUNCH((cast_kernel<bf16, float>), blocks, threads, 0, stream, (bf16 *)dst, (const float *)src, n);
-    else
-        GK_LAUNCH((cast_kernel<float, bf16>), blocks, threads, 0, stream, (float *)dst, (const bf16 *)src, n);
-}
-
-void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n)
-{
-    CU_BEGIN(be);
-    if (!n) return;
-    if (dt == st) {
-        cu_copy(be, dst, src, n * gk_elt_size(dt));
-        return;
-    }
-    cu_cast_on(be, CU(be)->stream, dst, dt, src, n);
-    CU_LAUNCHED(be, "cast_kernel");
 }
 
 /* ---- memory report ---- */
@@ -275,7 +242,7 @@ static void cu_destroy(gk_backend *be)
     free(be);
 }
 
-/* A failed cuBLASLt call as the sticky error (cuda_gemm.cu has its own for the matmuls). */
+/* A failed cuBLASLt call as the sticky error (matmul.cu has its own for the matmuls). */
 static int lt_check(gk_backend *be, cublasStatus_t st, const char *call, int line)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
@@ -373,7 +340,7 @@ static int cu_pick_device(int gpu, int *device, gk_err *err)
     return 0;
 }
 
-/* The attention path o asks for (cuda_attn.cu reads c->attention); cudnn where cuDNN is absent
+/* The attention path o asks for (attention.cu reads c->attention); cudnn where cuDNN is absent
  * is refused here, once, rather than at the first step. */
 static void cu_attention_setup(gk_backend *be, cu_ctx *c, int attention)
 {

@@ -1,4 +1,4 @@
-/* cuda_gemm.cu: the one matmul (gk_ops.gemm) of the CUDA backend.
+/* matmul.cu: the one matmul (gk_ops.gemm) of the CUDA backend.
  * Owns: the mapping of backend.h's row-major BLAS semantics onto column-major cuBLASLt (the
  * row-major C (M,N) is the column-major C^T (N,M) = op(B)^T op(A)^T, so A and B swap places and
  * keep their transposes), the bias and GELU epilogues (a bf16 D's bias rounded to bf16 first:
@@ -6,7 +6,7 @@
  * algorithms per problem, and the fallbacks: an epilogue kernel when cuBLASLt refuses an epilogue
  * for a combination, and a small tiled kernel for type combinations cuBLASLt does not take (A and
  * B of different types, fp32 inputs into bf16) or that it refuses outright. A product of a few
- * bf16 rows (decoding) goes to cuda_gemv.cu's kernels instead.
+ * bf16 rows (decoding) goes to matmul_rows.cu's kernels instead.
  * Thread safety: as backend.h (the cache belongs to one backend). */
 #include "kernels/cuda/cuda_internal.h"
 
@@ -394,7 +394,7 @@ void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float 
     if (M == 0 || N == 0) return;
     if (cu_gemv(be, transA, transB, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc, bias,
                 pre_gelu))
-        return; /* a few rows (decoding): cuda_gemv.cu */
+        return; /* a few rows (decoding): matmul_rows.cu */
     gemm_key key;
     memset(&key, 0, sizeof key);
     key.ta = !!transA, key.tb = !!transB, key.M = M, key.N = N, key.K = K;

@@ -1,5 +1,5 @@
-/* cuda_attn_flash.cu: fused causal flash attention for bf16 activations on tensor cores
- * (nvcuda::wmma 16x16x16 bf16 -> fp32), forward and backward; cuda_attn.cu decides when it runs.
+/* attention_flash.cu: fused causal flash attention for bf16 activations on tensor cores
+ * (nvcuda::wmma 16x16x16 bf16 -> fp32), forward and backward; attention.cu decides when it runs.
  * Tiles of 64 query rows x 64 keys; a block is 4 warps, each owning 16 rows of its tile.
  * Forward (FlashAttention-2): per query tile, loop over the key tiles up to the diagonal (causal
  * blocks skipped): S = Q K^T on tensor cores, online softmax in fp32 (running max and sum per

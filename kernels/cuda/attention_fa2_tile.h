@@ -1,5 +1,5 @@
-/* fa2_tile.h: the tile helpers the FlashAttention-2 kernels share (cuda_attn_fa2.cu, the forward;
- * cuda_attn_fa2_bwd.cu, the backward), on the warp primitives of mma.h.
+/* attention_fa2_tile.h: the tile helpers the FlashAttention-2 kernels share (attention_fa2.cu, the forward;
+ * attention_fa2_bwd.cu, the backward), on the warp primitives of mma.h.
  * Owns:
  * - FA_BQ, FA_BK, FA_WARPS, FA_THREADS: 64-row tiles, 4 warps of 16 rows each;
  * - fa_ld(D): the padded b16 row stride of a shared tile; async_tile: a tile of rows by cp.async;

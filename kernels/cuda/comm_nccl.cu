@@ -1,4 +1,4 @@
-/* cuda_nccl.cu: collectives across CUDA ranks on NCCL: the comm_open slot of gk_ops and the
+/* comm_nccl.cu: collectives across CUDA ranks on NCCL: the comm_open slot of gk_ops and the
  * gk_comm (kernels/comm/comm.h) it returns. The communicator's id travels through the rendezvous
  * store, by the functions the slot is given (gk_comm_boot: this library links no store code):
  * rank 0 makes it and sets "nccl/N/id", the others get it; N counts the rank's opens, as Gloo's

@@ -1,7 +1,6 @@
-/* cuda_ops.cu: the CUDA backend's element-wise ops and column reductions: bias backward, GELU
- * forward (the recompute of gemm's epilogue) and backward, dropout backward. Row-wise ops (the
- * embedding, layernorm and the residual add fused with it, softmax cross-entropy) are in
- * cuda_ops_rows.cu, the optimizer's in cuda_optim.cu.
+/* elementwise.cu: the CUDA backend's element-wise ops and column reductions: bias backward, GELU
+ * forward (the recompute of gemm's epilogue) and backward, dropout backward. The residual add is
+ * fused with the layernorm after it (layernorm.cu).
  * Every kernel is a template on one parameter P (an op_cfg: the activation type T and the pack
  * width V), so that CU_LAUNCH's macro arguments hold no comma. A pack is V consecutive elements
  * moved by 16-byte loads; V = 1 is the fallback when a row length or a pointer is not aligned.

@@ -1,4 +1,4 @@
-/* cuda_gemv.cu: the few-row matmul of decoding: C (M,N) = alpha A (M,K) op(W) with M at most
+/* matmul_rows.cu: the few-row matmul of decoding: C (M,N) = alpha A (M,K) op(W) with M at most
  * GV_ROWS, everything bf16, the fp32 bias and the GELU epilogue in the same launch. Sampling one
  * stream runs 48 such products a token for GPT-2 124M, where cuBLASLt took a bias cast and one or
  * two kernels of 5 to 7 microseconds each (ncu on an H100, tests/bench/gpu-results.md): with M

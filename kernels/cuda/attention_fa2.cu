@@ -1,8 +1,8 @@
-/* cuda_attn_fa2.cu: the causal attention forward as FlashAttention-2 does it, for bf16
+/* attention_fa2.cu: the causal attention forward as FlashAttention-2 does it, for bf16
  * activations, on the warp-level primitives of mma.h (mma.sync m16n8k16, ldmatrix, cp.async);
- * cuda_attn.cu decides when it runs (the fa2 path); the lse written here is the natural-log one
- * that both backwards read: cuda_attn_fa2_bwd.cu's (the fa2 path's) and cuda_attn_flash.cu's.
- * Tile helpers shared with the backward: fa2_tile.h.
+ * attention.cu decides when it runs (the fa2 path); the lse written here is the natural-log one
+ * that both backwards read: attention_fa2_bwd.cu's (the fa2 path's) and attention_flash.cu's.
+ * Tile helpers shared with the backward: attention_fa2_tile.h.
  * A block is 4 warps over a tile of 64 query rows (16 rows a warp) and walks the key tiles of 64
  * up to the diagonal, K and V double-buffered in shared memory by cp.async (tile kt+1 loads while
  * tile kt computes). Everything after the loads stays in registers: the warp's Q fragments
@@ -15,7 +15,7 @@
  * masks keys past the row and past T (rows and keys past T are zero-filled by cp.async and never
  * stored). Dropout as the other paths key it. Head sizes 16, 32, 64, 128. */
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/fa2_tile.h"
+#include "kernels/cuda/attention_fa2_tile.h"
 
 #include <stdint.h>
 
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(FA_THREADS)
 
 /* ---- host side ---- */
 
-/* The head sizes with an fa2 kernel (cuda_attn.cu checks the 16-byte alignment first). */
+/* The head sizes with an fa2 kernel (attention.cu checks the 16-byte alignment first). */
 int cu_fa2_attn_takes(int hs) { return hs == 16 || hs == 32 || hs == 64 || hs == 128; }
 
 template <int D>

@@ -1,4 +1,4 @@
-/* cuda_optim.cu: the CUDA backend's optimizer ops: the sum of squares of the gradient norm, scale,
+/* optimizer.cu: the CUDA backend's optimizer ops: the sum of squares of the gradient norm, scale,
  * AdamW on one tensor, and the multi-tensor forms that take a whole table in one launch: AdamW on
  * every parameter tensor (writing the bf16 copy of the weights in the same pass) and the zeroing
  * of many small gradient tensors.

@@ -1,4 +1,4 @@
-/* cuda_classifier.cu: the CUDA backend's softmax cross-entropy over the vocabulary, forward
+/* classifier.cu: the CUDA backend's softmax cross-entropy over the vocabulary, forward
  * (each row's loss and log-sum-exp) and backward (dlogits from the saved log-sum-exp): one block
  * per row, online max and sum in fp32, templates on an op_cfg P (activation type T, pack width
  * V; see cuda_pack.h), packs of 16-byte loads, V = 1 when a row or pointer is not aligned. */

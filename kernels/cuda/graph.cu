@@ -1,4 +1,4 @@
-/* cuda_graph.cu: the CUDA backend's recorded steps (backend.h: record_begin, record_end,
+/* graph.cu: the CUDA backend's recorded steps (backend.h: record_begin, record_end,
  * replay, record_free): a stream capture of the backend's stream into a CUDA graph, instantiated
  * once and launched as one unit. gk_gpt2_forward_at records its one-row decode step with it, so
  * a token costs one launch instead of ~10 a layer (launch overhead, not the GPU, bounds decoding
