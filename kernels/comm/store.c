@@ -24,7 +24,7 @@
 struct gk_store {
     int fd, rank, port;
     double timeout_s;
-    gks_server *srv; /* rank 0's */
+    gk_store_server *srv; /* rank 0's */
     const volatile sig_atomic_t *stop;
     size_t most; /* the job's longest value, as HELLO's answer says */
     char host[256], addr[300], local[INET6_ADDRSTRLEN + 16], lost[200];
@@ -52,7 +52,7 @@ static int xfer(gk_store *s, int wr, uint8_t *p, size_t n, double deadline, doub
     char why[120];
     while (n) {
         struct pollfd pf = {s->fd, wr ? POLLOUT : POLLIN, 0};
-        int r = poll(&pf, 1, gks_ms_until(deadline));
+        int r = poll(&pf, 1, gk_store_ms_until(deadline));
         if (r < 0 && errno == EINTR)
             continue;
         if (r == 0) {
@@ -74,11 +74,11 @@ static int xfer(gk_store *s, int wr, uint8_t *p, size_t n, double deadline, doub
 
 /* A REFUSED answer to HELLO (r: its fields): GK_EUSAGE naming why, the token's variable for a
  * wrong token. The store closes the connection. */
-static int refused(gk_store *s, gks_rd *r, gk_err *e)
+static int refused(gk_store *s, gk_store_rd *r, gk_err *e)
 {
     const uint8_t *why, *text;
     size_t n, len;
-    if (gks_rd_field(r, &why, &n) || n != 1 || gks_rd_field(r, &text, &len))
+    if (gk_store_rd_field(r, &why, &n) || n != 1 || gk_store_rd_field(r, &text, &len))
         return lose(s, "malformed answer", e);
     int named = why[0] == RF_TOKEN && s->token_name[0];
     gk_errf(e, GK_EUSAGE, "rendezvous at %s: refused: %.*s%s%s%s", s->addr, (int)len,
@@ -91,37 +91,37 @@ static int refused(gk_store *s, gks_rd *r, gk_err *e)
  * (status byte first; the caller frees reply->p). Returns ST_OK, ST_TIMEOUT (when may_wait) or
  * an error. */
 static int call(gk_store *s, int op, const field *f, int nf, double span, int may_wait,
-                gks_buf *reply, gk_err *e)
+                gk_store_buf *reply, gk_err *e)
 {
-    *reply = (gks_buf){0};
+    *reply = (gk_store_buf){0};
     if (s->fd < 0)
         return gk_errf(e, GK_EIO, "rendezvous at %s: %s", s->addr, s->lost);
-    gks_buf req = {0};
+    gk_store_buf req = {0};
     int fail = 0;
-    size_t at = gks_frame_begin(&req, op, &fail);
+    size_t at = gk_store_frame_begin(&req, op, &fail);
     for (int i = 0; i < nf; i++)
-        fail |= gks_buf_field(&req, f[i].p, f[i].n);
+        fail |= gk_store_buf_field(&req, f[i].p, f[i].n);
     if (fail) {
         free(req.p);
         return gk_errf(e, GK_ENOMEM, "out of memory");
     }
-    gks_frame_end(&req, at);
-    double deadline = gks_now() + span;
+    gk_store_frame_end(&req, at);
+    double deadline = gk_store_now() + span;
     uint8_t head[4];
     int rc = xfer(s, 1, req.p, req.n, deadline, span, e);
     free(req.p);
     if (rc || (rc = xfer(s, 0, head, 4, deadline, span, e)))
         return rc;
-    uint32_t len = gks_get_u32(head);
-    if (len == 0 || len > MAX_FRAME || gks_buf_reserve(reply, len))
+    uint32_t len = gk_store_get_u32(head);
+    if (len == 0 || len > MAX_FRAME || gk_store_buf_reserve(reply, len))
         return lose(s, len ? "the store's answer is too long" : "malformed answer", e);
     if ((rc = xfer(s, 0, reply->p, len, deadline, span, e)))
         return rc;
     reply->n = len;
-    gks_rd r = {reply->p + 1, len - 1};
+    gk_store_rd r = {reply->p + 1, len - 1};
     const uint8_t *text;
     size_t n;
-    if (reply->p[0] == ST_ERR && !gks_rd_field(&r, &text, &n))
+    if (reply->p[0] == ST_ERR && !gk_store_rd_field(&r, &text, &n))
         return gk_errf(e, GK_EFORMAT, "rendezvous at %s: %.*s", s->addr, (int)n,
                        (const char *)text);
     if (reply->p[0] == ST_REFUSED && op == OP_HELLO)
@@ -132,12 +132,12 @@ static int call(gk_store *s, int op, const field *f, int nf, double span, int ma
 }
 
 /* The reply's first field, which must be n bytes (n 0: any length, *len gets it). */
-static const uint8_t *answer(gk_store *s, const gks_buf *reply, size_t n, size_t *len, gk_err *e)
+static const uint8_t *answer(gk_store *s, const gk_store_buf *reply, size_t n, size_t *len, gk_err *e)
 {
-    gks_rd r = {reply->p + 1, reply->n - 1};
+    gk_store_rd r = {reply->p + 1, reply->n - 1};
     const uint8_t *p;
     size_t got;
-    if (gks_rd_field(&r, &p, &got) || (n && got != n)) {
+    if (gk_store_rd_field(&r, &p, &got) || (n && got != n)) {
         lose(s, "malformed answer", e);
         return NULL;
     }
@@ -163,7 +163,7 @@ int gk_store_set(gk_store *s, const char *key, const void *val, size_t n, gk_err
         return gk_errf(e, GK_EUSAGE, "rendezvous at %s: key '%s': a value of %zu bytes (this "
                        "job's values: %zu at most)", s->addr, key, n, s->most);
     field f[2] = {{key, strlen(key)}, {val, n}};
-    gks_buf r;
+    gk_store_buf r;
     int rc = call(s, OP_SET, f, 2, s->timeout_s, 0, &r, e);
     free(r.p);
     return rc;
@@ -181,9 +181,9 @@ int gk_store_get(gk_store *s, const char *key, void **val, size_t *n, gk_err *e)
     if (check_key(s, key, e))
         return e->code;
     uint8_t ms[8];
-    gks_put_u64(ms, (uint64_t)(s->timeout_s * 1e3 + 0.5));
+    gk_store_put_u64(ms, (uint64_t)(s->timeout_s * 1e3 + 0.5));
     field f[2] = {{key, strlen(key)}, {ms, 8}};
-    gks_buf r;
+    gk_store_buf r;
     int rc = call(s, OP_GET, f, 2, s->timeout_s + GRACE_S, 1, &r, e);
     const uint8_t *p;
     size_t len;
@@ -207,15 +207,15 @@ int gk_store_add(gk_store *s, const char *key, int64_t delta, int64_t *result, g
     if (check_key(s, key, e))
         return e->code;
     uint8_t d[8];
-    gks_put_u64(d, (uint64_t)delta);
+    gk_store_put_u64(d, (uint64_t)delta);
     field f[2] = {{key, strlen(key)}, {d, 8}};
-    gks_buf r;
+    gk_store_buf r;
     int rc = call(s, OP_ADD, f, 2, s->timeout_s, 0, &r, e);
     const uint8_t *p;
     if (!rc && !(p = answer(s, &r, 8, NULL, e)))
         rc = GK_EIO;
     else if (!rc)
-        *result = (int64_t)gks_get_u64(p);
+        *result = (int64_t)gk_store_get_u64(p);
     free(r.p);
     return rc;
 }
@@ -230,24 +230,24 @@ static int wait_keys(gk_store *s, const char *const *keys, int nkeys, double tim
     if (!f)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     uint8_t ms[8];
-    gks_put_u64(ms, (uint64_t)(timeout_s * 1e3 + 0.5));
+    gk_store_put_u64(ms, (uint64_t)(timeout_s * 1e3 + 0.5));
     f[0] = (field){ms, 8};
     int rc = 0;
     for (int i = 0; i < nkeys && !rc; i++) {
         rc = check_key(s, keys[i], e);
         f[i + 1] = (field){keys[i], strlen(keys[i])};
     }
-    gks_buf r = {0};
+    gk_store_buf r = {0};
     if (!rc)
         rc = call(s, OP_WAIT, f, nkeys + 1, timeout_s + GRACE_S, 1, &r, e);
     free(f);
     const uint8_t *p;
     if (rc == ST_TIMEOUT && !(p = answer(s, &r, 4, NULL, e)))
         rc = GK_EIO;
-    else if (rc == ST_TIMEOUT && gks_get_u32(p) >= (uint32_t)nkeys)
+    else if (rc == ST_TIMEOUT && gk_store_get_u32(p) >= (uint32_t)nkeys)
         rc = lose(s, "malformed answer", e);
     else if (rc == ST_TIMEOUT)
-        *missing = (int)gks_get_u32(p);
+        *missing = (int)gk_store_get_u32(p);
     free(r.p);
     return rc;
 }
@@ -271,7 +271,7 @@ int gk_store_check(gk_store *s, const char *key, gk_err *e)
     if (check_key(s, key, e))
         return e->code;
     field f = {key, strlen(key)};
-    gks_buf r;
+    gk_store_buf r;
     int rc = call(s, OP_CHECK, &f, 1, s->timeout_s, 0, &r, e);
     const uint8_t *p;
     if (!rc)
@@ -282,7 +282,7 @@ int gk_store_check(gk_store *s, const char *key, gk_err *e)
 
 int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e)
 {
-    gks_buf r;
+    gk_store_buf r;
     int rc = call(s, OP_GONE, NULL, 0, s->timeout_s, 0, &r, e);
     const uint8_t *p;
     size_t len;
@@ -291,7 +291,7 @@ int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e)
     else if (!rc) {
         rc = (int)(len / 4);
         for (int i = 0; i < rc && i < cap; i++)
-            ranks[i] = (int)gks_get_u32(p + 4 * (size_t)i);
+            ranks[i] = (int)gk_store_get_u32(p + 4 * (size_t)i);
     }
     free(r.p);
     return rc;
@@ -299,11 +299,11 @@ int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e)
 
 int gk_store_connected(gk_store *s, gk_err *e)
 {
-    gks_buf r;
+    gk_store_buf r;
     int rc = call(s, OP_RANKS, NULL, 0, s->timeout_s, 0, &r, e);
     const uint8_t *p;
     if (!rc)
-        rc = (p = answer(s, &r, 4, NULL, e)) ? (int)(gks_get_u32(p) & 0x7fffffff) : GK_EIO;
+        rc = (p = answer(s, &r, 4, NULL, e)) ? (int)(gk_store_get_u32(p) & 0x7fffffff) : GK_EIO;
     free(r.p);
     return rc;
 }
@@ -316,7 +316,7 @@ static int connected(int fd, double deadline, char *why, size_t cap)
     struct pollfd pf = {fd, POLLOUT, 0};
     int r, err = 0;
     socklen_t len = sizeof err;
-    while ((r = poll(&pf, 1, gks_ms_until(deadline))) < 0 && errno == EINTR)
+    while ((r = poll(&pf, 1, gk_store_ms_until(deadline))) < 0 && errno == EINTR)
         ;
     if (r == 0)
         err = ETIMEDOUT;
@@ -376,18 +376,18 @@ static void local_name(gk_store *s)
 static int hello(gk_store *s, double deadline, gk_err *e)
 {
     uint8_t rank[8], version[8], pid[8];
-    gks_put_u64(rank, (uint64_t)s->rank);
-    gks_put_u64(version, VERSION);
-    gks_put_u64(pid, (uint64_t)getpid());
+    gk_store_put_u64(rank, (uint64_t)s->rank);
+    gk_store_put_u64(version, VERSION);
+    gk_store_put_u64(pid, (uint64_t)getpid());
     field f[4] = {{rank, 8}, {version, 8}, {s->token, strlen(s->token)}, {pid, 8}};
-    gks_buf r;
-    double left = deadline - gks_now();
+    gk_store_buf r;
+    double left = deadline - gk_store_now();
     int rc = call(s, OP_HELLO, f, 4, left > 1 ? left : 1, 0, &r, e);
     const uint8_t *most;
     if (!rc && !(most = answer(s, &r, 8, NULL, e)))
         rc = GK_EIO;
     else if (!rc)
-        s->most = gks_get_u64(most) < MAX_VALUE ? (size_t)gks_get_u64(most) : MAX_VALUE;
+        s->most = gk_store_get_u64(most) < MAX_VALUE ? (size_t)gk_store_get_u64(most) : MAX_VALUE;
     free(r.p);
     return rc;
 }
@@ -401,7 +401,7 @@ static int stopped(const gk_store *s, gk_err *e)
  * store short of descriptors may drop a connection): an answer, a refusal or the timeout ends it. */
 static int client_connect(gk_store *s, gk_err *e)
 {
-    double deadline = gks_now() + s->timeout_s;
+    double deadline = gk_store_now() + s->timeout_s;
     char why[320] = "no address tried";
     for (;;) {
         if (s->stop && *s->stop)
@@ -415,7 +415,7 @@ static int client_connect(gk_store *s, gk_err *e)
                 return rc; /* answered, refused, or out of memory */
             snprintf(why, sizeof why, "%s", s->lost); /* the store dropped it: again */
         }
-        int ms = gks_ms_until(deadline);
+        int ms = gk_store_ms_until(deadline);
         if (ms == 0)
             return gk_errf(e, GK_EIO, "rendezvous at %s: no store answered within %g s (%s)",
                            s->addr, s->timeout_s, why);
@@ -451,8 +451,8 @@ int gk_store_open_opts(gk_store **out, const char *host, int port, int rank,
     snprintf(s->host, sizeof s->host, "%s", host);
     snprintf(s->token, sizeof s->token, "%s", o->token ? o->token : "");
     snprintf(s->token_name, sizeof s->token_name, "%s", o->token_name ? o->token_name : "");
-    gks_config cf = {host, o->token, port, o->world, o->local, o->timeout_s};
-    int rc = o->serve ? gks_server_start(&s->srv, &cf, &s->port, e) : 0;
+    gk_store_config cf = {host, o->token, port, o->world, o->local, o->timeout_s};
+    int rc = o->serve ? gk_store_server_start(&s->srv, &cf, &s->port, e) : 0;
     snprintf(s->addr, sizeof s->addr, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, s->port);
     if (!rc)
         rc = client_connect(s, e);
@@ -460,7 +460,7 @@ int gk_store_open_opts(gk_store **out, const char *host, int port, int rank,
         if (s->fd >= 0)
             close(s->fd);
         if (s->srv)
-            gks_server_stop(s->srv, 'n');
+            gk_store_server_stop(s->srv, 'n');
         free(s);
         return rc;
     }
@@ -475,7 +475,7 @@ int gk_store_open(gk_store **out, const char *host, int port, int serve, int ran
     return gk_store_open_opts(out, host, port, rank, &o, e);
 }
 
-const char *gk_store_bound(const gk_store *s) { return s->srv ? gks_server_bound(s->srv) : NULL; }
+const char *gk_store_bound(const gk_store *s) { return s->srv ? gk_store_server_bound(s->srv) : NULL; }
 
 int gk_store_port(const gk_store *s) { return s->port; }
 
@@ -490,6 +490,6 @@ void gk_store_close(gk_store *s)
     if (s->fd >= 0)
         close(s->fd);
     if (s->srv)
-        gks_server_stop(s->srv, 'w');
+        gk_store_server_stop(s->srv, 'w');
     free(s);
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gks_limits_for(gks_limits *l, int world)
+void gk_store_limits_for(gk_store_limits *l, int world)
 {
     size_t w = world > 0 ? (size_t)world : 64;
     l->value = ((size_t)64 << 10) + 256 * w;
@@ -114,18 +114,18 @@ static int rank_hello(server *sv, int rank)
 static int reply(conn *c, int status, const void *p, size_t n)
 {
     int fail = 0;
-    size_t at = gks_frame_begin(&c->out, status, &fail);
+    size_t at = gk_store_frame_begin(&c->out, status, &fail);
     if (p)
-        fail |= gks_buf_field(&c->out, p, n);
+        fail |= gk_store_buf_field(&c->out, p, n);
     if (!fail)
-        gks_frame_end(&c->out, at);
+        gk_store_frame_end(&c->out, at);
     return fail ? -1 : 1;
 }
 
 static int reply_u32(conn *c, int status, uint32_t v)
 {
     uint8_t b[4];
-    gks_put_u32(b, v);
+    gk_store_put_u32(b, v);
     return reply(c, status, b, 4);
 }
 
@@ -135,15 +135,15 @@ static int pend(conn *c, uint64_t timeout_ms, uint32_t missing, int expired)
     if (expired)
         return reply_u32(c, ST_TIMEOUT, missing);
     if (!c->waiting)
-        c->waiting = 1, c->deadline = gks_now() + (double)timeout_ms * 1e-3;
+        c->waiting = 1, c->deadline = gk_store_now() + (double)timeout_ms * 1e-3;
     return 0;
 }
 
-static int serve_add(server *sv, conn *c, gks_rd *r, int *changed)
+static int serve_add(server *sv, conn *c, gk_store_rd *r, int *changed)
 {
     char key[MAX_KEY + 1], text[MAX_KEY + 40];
     uint64_t delta;
-    if (gks_rd_key(r, key) || gks_rd_u64(r, &delta))
+    if (gk_store_rd_key(r, key) || gk_store_rd_u64(r, &delta))
         return -1;
     kv *x = kv_find(sv, key);
     long long v = 0;
@@ -165,18 +165,18 @@ static int serve_add(server *sv, conn *c, gks_rd *r, int *changed)
         return rc < 0 ? -1 : reply(c, ST_ERR, why, strlen(why));
     *changed = 1;
     uint8_t b[8];
-    gks_put_u64(b, (uint64_t)v);
+    gk_store_put_u64(b, (uint64_t)v);
     return reply(c, ST_OK, b, 8);
 }
 
-static int serve_wait(server *sv, conn *c, gks_rd *r, int expired)
+static int serve_wait(server *sv, conn *c, gk_store_rd *r, int expired)
 {
     char key[MAX_KEY + 1];
     uint64_t ms;
-    if (gks_rd_u64(r, &ms))
+    if (gk_store_rd_u64(r, &ms))
         return -1;
     for (uint32_t i = 0; r->n; i++) {
-        if (gks_rd_key(r, key))
+        if (gk_store_rd_key(r, key))
             return -1;
         if (!kv_find(sv, key))
             return pend(c, ms, i, expired);
@@ -202,7 +202,7 @@ static int serve_gone(server *sv, conn *c)
     if (order && list) {
         qsort(order, (size_t)n, sizeof *order, by_departure);
         for (int i = 0; i < n; i++)
-            gks_put_u32(list + 4 * i, (uint32_t)(order[i] & (MAX_RANK - 1)));
+            gk_store_put_u32(list + 4 * i, (uint32_t)(order[i] & (MAX_RANK - 1)));
         rc = reply(c, ST_OK, list, 4 * (size_t)n);
     }
     free(order);
@@ -210,14 +210,14 @@ static int serve_gone(server *sv, conn *c)
     return rc;
 }
 
-void gks_refuse(conn *c, int reason, const char *text)
+void gk_store_refuse(conn *c, int reason, const char *text)
 {
     int fail = 0;
     uint8_t why = (uint8_t)reason;
-    size_t at = gks_frame_begin(&c->out, ST_REFUSED, &fail);
-    fail |= gks_buf_field(&c->out, &why, 1) | gks_buf_field(&c->out, text, strlen(text));
+    size_t at = gk_store_frame_begin(&c->out, ST_REFUSED, &fail);
+    fail |= gk_store_buf_field(&c->out, &why, 1) | gk_store_buf_field(&c->out, text, strlen(text));
     if (!fail)
-        gks_frame_end(&c->out, at);
+        gk_store_frame_end(&c->out, at);
     c->closing = 1;
     if (fail)
         c->dead = 1;
@@ -242,49 +242,49 @@ static const conn *rank_conn(const server *sv, int rank)
 }
 
 /* HELLO rank, version, token, pid: the connection becomes rank's, or is refused. */
-static int serve_hello(server *sv, conn *c, gks_rd *r)
+static int serve_hello(server *sv, conn *c, gk_store_rd *r)
 {
     char why[300];
     uint64_t rank, version = 0, pid = 0;
     const uint8_t *token = NULL;
     size_t n = 0;
-    if (c->rank >= 0 || gks_rd_u64(r, &rank))
+    if (c->rank >= 0 || gk_store_rd_u64(r, &rank))
         return -1;
-    if (r->n && gks_rd_u64(r, &version))
+    if (r->n && gk_store_rd_u64(r, &version))
         return -1;
-    if (version != VERSION || gks_rd_field(r, &token, &n) || gks_rd_u64(r, &pid) || r->n) {
+    if (version != VERSION || gk_store_rd_field(r, &token, &n) || gk_store_rd_u64(r, &pid) || r->n) {
         snprintf(why, sizeof why, "the store speaks protocol %d, this client %llu", VERSION,
                  (unsigned long long)version);
-        return gks_refuse(c, RF_VERSION, why), 1;
+        return gk_store_refuse(c, RF_VERSION, why), 1;
     }
     if (!token_ok(sv, token, n))
-        return gks_refuse(c, RF_TOKEN, "wrong or missing job token"), 1;
+        return gk_store_refuse(c, RF_TOKEN, "wrong or missing job token"), 1;
     if (rank >= (uint64_t)(sv->world > 0 ? sv->world : MAX_RANK)) {
         snprintf(why, sizeof why, "rank %llu is not below the job's %d ranks",
                  (unsigned long long)rank, sv->world);
-        return gks_refuse(c, RF_RANK, why), 1;
+        return gk_store_refuse(c, RF_RANK, why), 1;
     }
     const conn *first = rank_conn(sv, (int)rank);
     if (first) {
         snprintf(why, sizeof why, "rank %d is already connected from %s (pid %lld); refusing a "
                  "second rank %d from %s (pid %lld)", (int)rank, first->peer, first->pid,
                  (int)rank, c->peer, (long long)pid);
-        return gks_refuse(c, RF_DUPLICATE, why), 1;
+        return gk_store_refuse(c, RF_DUPLICATE, why), 1;
     }
     if (rank_hello(sv, (int)rank))
         return -1;
     c->rank = (int)rank, c->pid = (long long)pid;
     uint8_t most[8]; /* so that the client refuses a longer value itself, naming it */
-    gks_put_u64(most, sv->lim.value);
+    gk_store_put_u64(most, sv->lim.value);
     return reply(c, ST_OK, most, 8);
 }
 
-static int serve_set(server *sv, conn *c, gks_rd *r, int *changed)
+static int serve_set(server *sv, conn *c, gk_store_rd *r, int *changed)
 {
     char key[MAX_KEY + 1], why[MAX_KEY + 120];
     const uint8_t *p;
     size_t len;
-    if (gks_rd_key(r, key) || gks_rd_field(r, &p, &len))
+    if (gk_store_rd_key(r, key) || gk_store_rd_field(r, &p, &len))
         return -1;
     int rc = kv_put(sv, key, p, len, why, sizeof why);
     if (rc)
@@ -302,9 +302,9 @@ static int serve_ranks(server *sv, conn *c)
     return reply_u32(c, ST_OK, n);
 }
 
-int gks_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, int *changed)
+int gk_store_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, int *changed)
 {
-    gks_rd r = {body + 1, n - 1};
+    gk_store_rd r = {body + 1, n - 1};
     char key[MAX_KEY + 1];
     uint64_t v;
     kv *x;
@@ -316,13 +316,13 @@ int gks_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, i
     case OP_SET:
         return serve_set(sv, c, &r, changed);
     case OP_GET:
-        if (gks_rd_key(&r, key) || gks_rd_u64(&r, &v))
+        if (gk_store_rd_key(&r, key) || gk_store_rd_u64(&r, &v))
             return -1;
         return (x = kv_find(sv, key)) ? reply(c, ST_OK, x->val, x->n) : pend(c, v, 0, expired);
     case OP_ADD:
         return serve_add(sv, c, &r, changed);
     case OP_CHECK:
-        if (gks_rd_key(&r, key))
+        if (gk_store_rd_key(&r, key))
             return -1;
         return reply(c, ST_OK, kv_find(sv, key) ? "\1" : "\0", 1);
     case OP_WAIT:
@@ -335,7 +335,7 @@ int gks_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, i
     return -1;
 }
 
-void gks_conn_left(server *sv, conn *c)
+void gk_store_conn_left(server *sv, conn *c)
 {
     if (c->rank >= 0)
         if (--sv->live[c->rank] == 0)
@@ -343,7 +343,7 @@ void gks_conn_left(server *sv, conn *c)
     c->rank = -1;
 }
 
-void gks_keys_free(server *sv)
+void gk_store_keys_free(server *sv)
 {
     for (size_t i = 0; sv->tab && i < sv->nb; i++)
         for (kv *x = sv->tab[i], *next; x; x = next) {

@@ -1,12 +1,12 @@
 /* store_server.c: the rendezvous store's server thread (store_wire.h): one thread polling the
- * listening socket, a wake pipe (gks_server_stop) and every client connection, all non-blocking;
+ * listening socket, a wake pipe (gk_store_server_stop) and every client connection, all non-blocking;
  * store_serve.c answers the requests. It alone touches the keys and connections, so it takes no
  * lock. A connection may hold one request and its reply at a time, of the job's size
- * (gks_limits); one that has not said HELLO within HELLO_S is dropped, and the oldest of those
+ * (gk_store_limits); one that has not said HELLO within HELLO_S is dropped, and the oldest of those
  * is refused when more than the job's share of them wait. With no descriptor left (EMFILE) it
  * stops accepting for ACCEPT_PAUSE_S at a time, serving the connections it has. When stopping,
  * it serves on until every ranked connection has closed or the time allowed has passed.
- * Owns: the listening socket, the thread. Lifetime: gks_server_start .. stop. */
+ * Owns: the listening socket, the thread. Lifetime: gk_store_server_start .. stop. */
 #include "kernels/comm/store_server.h"
 
 #include <arpa/inet.h>
@@ -52,13 +52,13 @@ static void conn_read(server *sv, conn *c)
     size_t want = 1024, have = c->in.n - c->in.off;
     if (c->closing)
         return;
-    if (have >= 4 && gks_get_u32(c->in.p + c->in.off) > frame_cap(sv, c)) {
+    if (have >= 4 && gk_store_get_u32(c->in.p + c->in.off) > frame_cap(sv, c)) {
         c->dead = 1; /* conn_process would drop it too */
         return;
     }
-    if (have >= 4 && gks_get_u32(c->in.p + c->in.off) + (size_t)4 > have)
-        want = gks_get_u32(c->in.p + c->in.off) + (size_t)4 - have;
-    if (have > 2 * frame_cap(sv, c) + 8 || gks_buf_reserve(&c->in, want)) {
+    if (have >= 4 && gk_store_get_u32(c->in.p + c->in.off) + (size_t)4 > have)
+        want = gk_store_get_u32(c->in.p + c->in.off) + (size_t)4 - have;
+    if (have > 2 * frame_cap(sv, c) + 8 || gk_store_buf_reserve(&c->in, want)) {
         c->dead = 1;
         return;
     }
@@ -75,14 +75,14 @@ static void conn_process(server *sv, conn *c, int expired, int *changed)
 {
     conn_flush(c);
     while (!c->dead && !c->closing && c->out.n == 0 && c->in.n - c->in.off >= 4) {
-        uint32_t len = gks_get_u32(c->in.p + c->in.off);
+        uint32_t len = gk_store_get_u32(c->in.p + c->in.off);
         if (len == 0 || len > frame_cap(sv, c)) {
             c->dead = 1;
             break;
         }
         if (c->in.n - c->in.off - 4 < len)
             break;
-        int rc = gks_serve(sv, c, c->in.p + c->in.off + 4, len, expired, changed);
+        int rc = gk_store_serve(sv, c, c->in.p + c->in.off + 4, len, expired, changed);
         if (rc < 0)
             c->dead = 1;
         if (rc <= 0)
@@ -99,7 +99,7 @@ static void conn_process(server *sv, conn *c, int expired, int *changed)
 static void pump(server *sv)
 {
     int changed;
-    double now = gks_now();
+    double now = gk_store_now();
     do {
         changed = 0;
         for (int i = 0; i < sv->nc; i++) {
@@ -113,7 +113,7 @@ static void pump(server *sv)
 
 static void conn_free(server *sv, conn *c)
 {
-    gks_conn_left(sv, c);
+    gk_store_conn_left(sv, c);
     close(c->fd);
     free(c->in.p);
     free(c->out.p);
@@ -153,7 +153,7 @@ static void limit_pending(server *sv)
         char why[120];
         snprintf(why, sizeof why, "more than %d connections are waiting to say HELLO",
                  sv->lim.pending);
-        gks_refuse(oldest, RF_BUSY, why);
+        gk_store_refuse(oldest, RF_BUSY, why);
         conn_flush(oldest);
     }
 }
@@ -177,7 +177,7 @@ static void accept_all(server *sv)
         int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
             errno != ECONNABORTED)
-            sv->accept_at = gks_now() + ACCEPT_PAUSE_S; /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
+            sv->accept_at = gk_store_now() + ACCEPT_PAUSE_S; /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
         if (fd < 0)
             return;
         conn *c = calloc(1, sizeof *c);
@@ -190,12 +190,12 @@ static void accept_all(server *sv)
         if (!c || sv->nc == sv->cc) {
             free(c);
             close(fd);
-            sv->accept_at = gks_now() + ACCEPT_PAUSE_S;
+            sv->accept_at = gk_store_now() + ACCEPT_PAUSE_S;
             return;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        c->fd = fd, c->rank = -1, c->deadline = gks_now() + HELLO_S;
+        c->fd = fd, c->rank = -1, c->deadline = gk_store_now() + HELLO_S;
         peer_name(fd, c->peer, sizeof c->peer);
         sv->c[sv->nc++] = c;
         limit_pending(sv);
@@ -212,13 +212,13 @@ static int next_timeout(const server *sv)
     for (int i = 0; i < sv->nc; i++)
         if ((sv->c[i]->waiting || sv->c[i]->rank < 0) && (t < 0 || sv->c[i]->deadline < t))
             t = sv->c[i]->deadline;
-    return t < 0 ? -1 : gks_ms_until(t);
+    return t < 0 ? -1 : gk_store_ms_until(t);
 }
 
 /* Polls the wake pipe, the listening socket (unless accepting is paused) and the connections. */
 static int poll_all(server *sv, struct pollfd *pf)
 {
-    int nc = sv->nc, listening = sv->accept_at <= gks_now();
+    int nc = sv->nc, listening = sv->accept_at <= gk_store_now();
     if (listening)
         sv->accept_at = 0;
     pf[0] = (struct pollfd){sv->wake[0], POLLIN, 0};
@@ -237,7 +237,7 @@ static void *server_main(void *arg)
     for (;;) {
         pump(sv);
         int ranks = reap(sv);
-        if (sv->stopping && (ranks == 0 || gks_now() >= sv->stop_deadline))
+        if (sv->stopping && (ranks == 0 || gk_store_now() >= sv->stop_deadline))
             break;
         if (npf < sv->nc + 2) {
             struct pollfd *p = realloc(pf, (sv->nc + 16) * sizeof *p);
@@ -250,7 +250,7 @@ static void *server_main(void *arg)
             break;
         char why;
         if ((pf[0].revents & POLLIN) && read(sv->wake[0], &why, 1) == 1 && !sv->stopping)
-            sv->stopping = 1, sv->stop_deadline = gks_now() + (why == 'w' ? sv->stop_wait : 0);
+            sv->stopping = 1, sv->stop_deadline = gk_store_now() + (why == 'w' ? sv->stop_wait : 0);
         for (int i = 0; i < nc; i++) {
             if (pf[i + 2].revents & POLLOUT)
                 conn_flush(sv->c[i]);
@@ -274,7 +274,7 @@ static void server_free(server *sv)
     for (int i = 0; i < 2; i++)
         if (sv->wake[i] >= 0)
             close(sv->wake[i]);
-    gks_keys_free(sv);
+    gk_store_keys_free(sv);
     free(sv->c);
     free(sv->live);
     free(sv->left);
@@ -322,7 +322,7 @@ static int listen_any(server *sv, int port)
 /* Listens at the first address of host that is this machine's (a loopback one only when every
  * rank is local: a host name that this machine's /etc/hosts maps to 127.0.1.1 is reached by the
  * other nodes at another address), else on every address. *bound: the port. */
-static int server_listen(server *sv, const gks_config *cf, int *bound, gk_err *e)
+static int server_listen(server *sv, const gk_store_config *cf, int *bound, gk_err *e)
 {
     char port[16];
     snprintf(port, sizeof port, "%d", cf->port);
@@ -353,7 +353,7 @@ static int server_listen(server *sv, const gks_config *cf, int *bound, gk_err *e
     return 0;
 }
 
-static int server_config(server *sv, const gks_config *cf, gk_err *e)
+static int server_config(server *sv, const gk_store_config *cf, gk_err *e)
 {
     size_t n = cf->token ? strlen(cf->token) : 0;
     if (n > MAX_TOKEN)
@@ -361,7 +361,7 @@ static int server_config(server *sv, const gks_config *cf, gk_err *e)
     memcpy(sv->token, cf->token ? cf->token : "", n + 1);
     sv->token_n = n;
     sv->world = cf->world > 0 && cf->world <= MAX_RANK ? cf->world : 0;
-    gks_limits_for(&sv->lim, sv->world);
+    gk_store_limits_for(&sv->lim, sv->world);
     sv->stop_wait = cf->stop_wait;
     sv->nb = 64;
     sv->tab = calloc(sv->nb, sizeof *sv->tab);
@@ -369,7 +369,7 @@ static int server_config(server *sv, const gks_config *cf, gk_err *e)
 }
 
 /* The thread takes no signals: they go to the process's other threads. */
-int gks_server_start(gks_server **out, const gks_config *cf, int *bound, gk_err *e)
+int gk_store_server_start(gk_store_server **out, const gk_store_config *cf, int *bound, gk_err *e)
 {
     server *sv = calloc(1, sizeof *sv);
     if (!sv)
@@ -396,9 +396,9 @@ int gks_server_start(gks_server **out, const gks_config *cf, int *bound, gk_err 
     return rc;
 }
 
-const char *gks_server_bound(const gks_server *sv) { return sv->bound; }
+const char *gk_store_server_bound(const gk_store_server *sv) { return sv->bound; }
 
-void gks_server_stop(gks_server *sv, char how)
+void gk_store_server_stop(gk_store_server *sv, char how)
 {
     while (write(sv->wake[1], &how, 1) < 0 && errno == EINTR)
         ;

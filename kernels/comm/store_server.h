@@ -26,10 +26,10 @@ typedef struct conn {
     long long pid;    /* its HELLO's */
     double deadline;  /* of the GET or WAIT it is waiting in; before HELLO, of the HELLO */
     char peer[INET6_ADDRSTRLEN + 8]; /* "host:port" */
-    gks_buf in, out;
+    gk_store_buf in, out;
 } conn;
 
-struct gks_server {
+struct gk_store_server {
     int lfd, wake[2], stopping;
     double stop_wait, stop_deadline;
     double accept_at;    /* after EMFILE: when to accept again */
@@ -39,7 +39,7 @@ struct gks_server {
     kv **tab;
     size_t nb, nkeys;    /* buckets (a power of 2), keys */
     size_t bytes;        /* of keys and values */
-    gks_limits lim;
+    gk_store_limits lim;
     int world;           /* ranks must be below it (0: MAX_RANK) */
     char token[MAX_TOKEN + 1];
     size_t token_n;      /* 0: any client is accepted */
@@ -49,16 +49,16 @@ struct gks_server {
     uint64_t departures; /* so far */
     int nr;              /* ranks live and left have room for */
 };
-typedef struct gks_server server;
+typedef struct gk_store_server server;
 
 /* store_serve.c. Answers one request (body, n bytes): 1 answered, 0 waiting, -1 malformed or out
  * of memory (the connection is dropped). */
-int gks_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, int *changed);
+int gk_store_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, int *changed);
 /* A refusal to c (REFUSED reason, text), after which the connection closes. */
-void gks_refuse(conn *c, int reason, const char *text);
+void gk_store_refuse(conn *c, int reason, const char *text);
 /* Books c's departure (its rank's, when it was the rank's last connection). */
-void gks_conn_left(server *sv, conn *c);
+void gk_store_conn_left(server *sv, conn *c);
 /* Frees the keys. */
-void gks_keys_free(server *sv);
+void gk_store_keys_free(server *sv);
 
 #endif

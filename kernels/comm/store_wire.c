@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-double gks_now(void)
+double gk_store_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -16,35 +16,35 @@ double gks_now(void)
 }
 
 /* Rounded up, so that a poll does not wake early and spin. */
-int gks_ms_until(double deadline)
+int gk_store_ms_until(double deadline)
 {
-    double ms = (deadline - gks_now()) * 1e3;
+    double ms = (deadline - gk_store_now()) * 1e3;
     return ms <= 0 ? 0 : ms >= INT_MAX ? INT_MAX : (int)ms + 1;
 }
 
-void gks_put_u32(uint8_t *p, uint32_t v)
+void gk_store_put_u32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> 8 * i);
 }
 
-uint32_t gks_get_u32(const uint8_t *p)
+uint32_t gk_store_get_u32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void gks_put_u64(uint8_t *p, uint64_t v)
+void gk_store_put_u64(uint8_t *p, uint64_t v)
 {
-    gks_put_u32(p, (uint32_t)v);
-    gks_put_u32(p + 4, (uint32_t)(v >> 32));
+    gk_store_put_u32(p, (uint32_t)v);
+    gk_store_put_u32(p + 4, (uint32_t)(v >> 32));
 }
 
-uint64_t gks_get_u64(const uint8_t *p)
+uint64_t gk_store_get_u64(const uint8_t *p)
 {
-    return gks_get_u32(p) | (uint64_t)gks_get_u32(p + 4) << 32;
+    return gk_store_get_u32(p) | (uint64_t)gk_store_get_u32(p + 4) << 32;
 }
 
-int gks_buf_reserve(gks_buf *b, size_t more)
+int gk_store_buf_reserve(gk_store_buf *b, size_t more)
 {
     if (b->cap - b->n >= more)
         return 0;
@@ -58,9 +58,9 @@ int gks_buf_reserve(gks_buf *b, size_t more)
     return 0;
 }
 
-int gks_buf_put(gks_buf *b, const void *p, size_t n)
+int gk_store_buf_put(gk_store_buf *b, const void *p, size_t n)
 {
-    if (gks_buf_reserve(b, n))
+    if (gk_store_buf_reserve(b, n))
         return -1;
     if (n)
         memcpy(b->p + b->n, p, n);
@@ -68,47 +68,50 @@ int gks_buf_put(gks_buf *b, const void *p, size_t n)
     return 0;
 }
 
-int gks_buf_field(gks_buf *b, const void *p, size_t n)
+int gk_store_buf_field(gk_store_buf *b, const void *p, size_t n)
 {
     uint8_t len[4];
-    gks_put_u32(len, (uint32_t)n);
-    return gks_buf_put(b, len, 4) || gks_buf_put(b, p, n) ? -1 : 0;
+    gk_store_put_u32(len, (uint32_t)n);
+    return gk_store_buf_put(b, len, 4) || gk_store_buf_put(b, p, n) ? -1 : 0;
 }
 
-size_t gks_frame_begin(gks_buf *b, int code, int *fail)
+size_t gk_store_frame_begin(gk_store_buf *b, int code, int *fail)
 {
     size_t at = b->n;
     uint8_t head[5] = {0, 0, 0, 0, (uint8_t)code};
-    *fail |= gks_buf_put(b, head, 5);
+    *fail |= gk_store_buf_put(b, head, 5);
     return at;
 }
 
-void gks_frame_end(gks_buf *b, size_t at) { gks_put_u32(b->p + at, (uint32_t)(b->n - at - 4)); }
-
-int gks_rd_field(gks_rd *r, const uint8_t **p, size_t *n)
+void gk_store_frame_end(gk_store_buf *b, size_t at)
 {
-    if (r->n < 4 || r->n - 4 < gks_get_u32(r->p))
+    gk_store_put_u32(b->p + at, (uint32_t)(b->n - at - 4));
+}
+
+int gk_store_rd_field(gk_store_rd *r, const uint8_t **p, size_t *n)
+{
+    if (r->n < 4 || r->n - 4 < gk_store_get_u32(r->p))
         return -1;
-    *n = gks_get_u32(r->p), *p = r->p + 4;
+    *n = gk_store_get_u32(r->p), *p = r->p + 4;
     r->p += 4 + *n, r->n -= 4 + *n;
     return 0;
 }
 
-int gks_rd_u64(gks_rd *r, uint64_t *v)
+int gk_store_rd_u64(gk_store_rd *r, uint64_t *v)
 {
     const uint8_t *p;
     size_t n;
-    if (gks_rd_field(r, &p, &n) || n != 8)
+    if (gk_store_rd_field(r, &p, &n) || n != 8)
         return -1;
-    *v = gks_get_u64(p);
+    *v = gk_store_get_u64(p);
     return 0;
 }
 
-int gks_rd_key(gks_rd *r, char *key)
+int gk_store_rd_key(gk_store_rd *r, char *key)
 {
     const uint8_t *p;
     size_t n;
-    if (gks_rd_field(r, &p, &n) || n == 0 || n > MAX_KEY || memchr(p, 0, n))
+    if (gk_store_rd_field(r, &p, &n) || n == 0 || n > MAX_KEY || memchr(p, 0, n))
         return -1;
     memcpy(key, p, n);
     key[n] = 0;

@@ -20,7 +20,7 @@
  * then closes the connection) a wrong token (compared in constant time), a rank outside the
  * job, and a second connection for a rank already connected; before HELLO a connection may send
  * only HELLO_FRAME bytes and has HELLO_S seconds. The job's world size bounds the rest
- * (gks_limits): a value's size, the keys, their bytes in all (ERR to the request that would
+ * (gk_store_limits): a value's size, the keys, their bytes in all (ERR to the request that would
  * pass them) and the connections waiting for their HELLO (the oldest is refused when one more
  * comes). The server answers GET and WAIT when their keys exist or when the request's timeout
  * passes; the client allows it GRACE_S more, then drops the connection.
@@ -40,7 +40,7 @@ enum { RF_VERSION = 1, RF_TOKEN, RF_RANK, RF_DUPLICATE, RF_BUSY };
 #define VERSION 2
 #define MAX_KEY 255
 #define MAX_TOKEN 256
-#define MAX_VALUE ((size_t)16 << 20) /* any job's; gks_limits: this job's */
+#define MAX_VALUE ((size_t)16 << 20) /* any job's; gk_store_limits: this job's */
 #define MAX_FRAME (MAX_VALUE + 65536)
 #define MAX_RANK (1 << 24)
 #define HELLO_FRAME 1024             /* a frame before HELLO, at most */
@@ -48,64 +48,64 @@ enum { RF_VERSION = 1, RF_TOKEN, RF_RANK, RF_DUPLICATE, RF_BUSY };
 #define GRACE_S 2.0 /* how much longer a client waits for the answer to GET or WAIT */
 
 /* Seconds on the monotonic clock; milliseconds left until deadline, rounded up, 0 if past. */
-double gks_now(void);
-int gks_ms_until(double deadline);
+double gk_store_now(void);
+int gk_store_ms_until(double deadline);
 
-void gks_put_u32(uint8_t *p, uint32_t v);
-uint32_t gks_get_u32(const uint8_t *p);
-void gks_put_u64(uint8_t *p, uint64_t v);
-uint64_t gks_get_u64(const uint8_t *p);
+void gk_store_put_u32(uint8_t *p, uint32_t v);
+uint32_t gk_store_get_u32(const uint8_t *p);
+void gk_store_put_u64(uint8_t *p, uint64_t v);
+uint64_t gk_store_get_u64(const uint8_t *p);
 
 /* A growable byte buffer: n bytes held, cap allocated, off already consumed or sent. */
-typedef struct gks_buf {
+typedef struct gk_store_buf {
     uint8_t *p;
     size_t n, cap, off;
-} gks_buf;
+} gk_store_buf;
 
 /* These return 0, or -1 when out of memory. */
-int gks_buf_reserve(gks_buf *b, size_t more);
-int gks_buf_put(gks_buf *b, const void *p, size_t n);
-int gks_buf_field(gks_buf *b, const void *p, size_t n);
+int gk_store_buf_reserve(gk_store_buf *b, size_t more);
+int gk_store_buf_put(gk_store_buf *b, const void *p, size_t n);
+int gk_store_buf_field(gk_store_buf *b, const void *p, size_t n);
 /* Starts a frame with code (op or status), or-ing failure into *fail; returns where its length
- * goes, which gks_frame_end fills in. */
-size_t gks_frame_begin(gks_buf *b, int code, int *fail);
-void gks_frame_end(gks_buf *b, size_t at);
+ * goes, which gk_store_frame_end fills in. */
+size_t gk_store_frame_begin(gk_store_buf *b, int code, int *fail);
+void gk_store_frame_end(gk_store_buf *b, size_t at);
 
 /* A reader over n bytes; each function returns 0, or -1 when the bytes are malformed. */
-typedef struct gks_rd {
+typedef struct gk_store_rd {
     const uint8_t *p;
     size_t n;
-} gks_rd;
+} gk_store_rd;
 
-int gks_rd_field(gks_rd *r, const uint8_t **p, size_t *n);
-int gks_rd_u64(gks_rd *r, uint64_t *v);
+int gk_store_rd_field(gk_store_rd *r, const uint8_t **p, size_t *n);
+int gk_store_rd_u64(gk_store_rd *r, uint64_t *v);
 /* A key: 1..MAX_KEY bytes without NUL, copied into key[MAX_KEY + 1] as a string. */
-int gks_rd_key(gks_rd *r, char *key);
+int gk_store_rd_key(gk_store_rd *r, char *key);
 
 /* What a job of `world` ranks (0: unknown, taken as 64) may hold in the store: a value of up to
  * value bytes (64 KiB, and 256 more per rank: Gloo's address lists), keys (64 + 16 per rank),
  * bytes of keys and values in all (1 MiB + 512 per rank squared), frames of up to frame bytes,
  * and connections waiting for their HELLO (8 + the ranks). */
-typedef struct gks_limits {
+typedef struct gk_store_limits {
     size_t value, keys, bytes, frame;
     int pending;
-} gks_limits;
-void gks_limits_for(gks_limits *l, int world);
+} gk_store_limits;
+void gk_store_limits_for(gk_store_limits *l, int world);
 
 /* The server: a thread listening at host:port (0: any free port; *bound: the port), where the
  * store's options say (store.h: loopback or host's address, else every address); it refuses
  * clients whose HELLO lacks token (NULL: accepts any) or names a rank not below world (0: any). */
-typedef struct gks_server gks_server;
-typedef struct gks_config {
+typedef struct gk_store_server gk_store_server;
+typedef struct gk_store_config {
     const char *host, *token;
     int port, world, local;
     double stop_wait;
-} gks_config;
-int gks_server_start(gks_server **out, const gks_config *cf, int *bound, gk_err *e);
+} gk_store_config;
+int gk_store_server_start(gk_store_server **out, const gk_store_config *cf, int *bound, gk_err *e);
 /* The numeric address it listens on ("127.0.0.1", "::" for every address). */
-const char *gks_server_bound(const gks_server *sv);
+const char *gk_store_server_bound(const gk_store_server *sv);
 /* Stops and frees it: at once (how 'n'), or when every ranked connection has closed, at most
  * stop_wait seconds from now (how 'w'); it answers requests meanwhile. */
-void gks_server_stop(gks_server *sv, char how);
+void gk_store_server_stop(gk_store_server *sv, char how);
 
 #endif

@@ -256,16 +256,16 @@ static int closed_within(int fd, int ms)
 }
 
 /* Appends a HELLO of rank with token (version 2, pid 1). */
-static void hello_frame(gks_buf *b, int rank, const char *token)
+static void hello_frame(gk_store_buf *b, int rank, const char *token)
 {
     uint8_t r[8], v[8], pid[8];
     int fail = 0;
-    gks_put_u64(r, (uint64_t)rank), gks_put_u64(v, VERSION), gks_put_u64(pid, 1);
-    size_t at = gks_frame_begin(b, OP_HELLO, &fail);
-    fail |= gks_buf_field(b, r, 8) | gks_buf_field(b, v, 8) |
-            gks_buf_field(b, token, strlen(token)) | gks_buf_field(b, pid, 8);
+    gk_store_put_u64(r, (uint64_t)rank), gk_store_put_u64(v, VERSION), gk_store_put_u64(pid, 1);
+    size_t at = gk_store_frame_begin(b, OP_HELLO, &fail);
+    fail |= gk_store_buf_field(b, r, 8) | gk_store_buf_field(b, v, 8) |
+            gk_store_buf_field(b, token, strlen(token)) | gk_store_buf_field(b, pid, 8);
     CHECK(!fail);
-    gks_frame_end(b, at);
+    gk_store_frame_end(b, at);
 }
 
 static gk_store *open_as(const char *host, int port, int rank, int world, const char *token,
@@ -333,12 +333,12 @@ static void test_store_token(void)
         CHECKF(e2.code == GK_EUSAGE && strcmp(e2.msg, want) == 0, "%s", e2.msg);
     }
     /* a HELLO with a wrong token, then a SET: the connection closes and the key is not set */
-    gks_buf b = {0};
+    gk_store_buf b = {0};
     hello_frame(&b, 1, "s3creT");
     int fail = 0;
-    size_t at = gks_frame_begin(&b, OP_SET, &fail);
-    fail |= gks_buf_field(&b, "x", 1) | gks_buf_field(&b, "y", 1);
-    gks_frame_end(&b, at);
+    size_t at = gk_store_frame_begin(&b, OP_SET, &fail);
+    fail |= gk_store_buf_field(&b, "x", 1) | gk_store_buf_field(&b, "y", 1);
+    gk_store_frame_end(&b, at);
     int fd = raw_connect(port);
     CHECK(!fail && fd >= 0 && send(fd, b.p, b.n, MSG_NOSIGNAL) == (ssize_t)b.n);
     free(b.p);
@@ -392,8 +392,8 @@ static void test_store_flood_values(void)
     CHECK_OK(e.code, &e);
     if (!s)
         return;
-    gks_limits lim;
-    gks_limits_for(&lim, 2);
+    gk_store_limits lim;
+    gk_store_limits_for(&lim, 2);
     size_t n = 60 << 10, sets = 0;
     char *val = calloc(1, lim.value + 1), key[32];
     CHECK(gk_store_set(s, "big", val, lim.value + 1, &e) == GK_EUSAGE);
@@ -412,10 +412,10 @@ static void test_store_flood_values(void)
     }
     CHECKF(sets < lim.keys && strstr(e.msg, "keys, this job's most"), "%zu keys: %s", sets, e.msg);
     CHECK(gk_store_check(s, "v/0", &e) == 1);
-    gks_buf b = {0};
+    gk_store_buf b = {0};
     hello_frame(&b, 1, "t");
     uint8_t huge[5] = {0, 0, 0, 4, OP_SET}; /* 64 MiB declared */
-    gks_buf_put(&b, huge, 5);
+    gk_store_buf_put(&b, huge, 5);
     int fd = raw_connect(gk_store_port(s));
     CHECK(fd >= 0 && send(fd, b.p, b.n, MSG_NOSIGNAL) == (ssize_t)b.n && closed_within(fd, 2000));
     close(fd);
@@ -437,8 +437,8 @@ static void test_store_flood_connections(void)
     CHECK_OK(e.code, &e);
     if (!s)
         return;
-    gks_limits lim;
-    gks_limits_for(&lim, 2);
+    gk_store_limits lim;
+    gk_store_limits_for(&lim, 2);
     int fd[100], closed = 0;
     for (int i = 0; i < 100; i++)
         fd[i] = raw_connect(gk_store_port(s));
