@@ -14,7 +14,7 @@ int gk_backend_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes,
     int rc = be->ops->mem_info(be, free_bytes, total_bytes, err);
     if (rc) return rc;
     if (bound) *bound = NULL;
-    if (!be->ops->host_memory) return 0;
+    if (!be->props.host_memory) return 0;
     gk_host_mem h;
     gk_host_mem_read(&h);
     /* the backend's own figure is mostly the host's MemAvailable read a moment before (cpu, ref,

@@ -250,9 +250,6 @@ typedef struct gk_ops {
     /* *free_bytes = device memory that allocations may still take, *total_bytes = all of it
      * (cuda: cudaMemGetInfo; cpu and ref: the host's, common/mem.h). 0 or a negative GK_E* code. */
     int (*mem_info)(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e);
-    /* 1: device memory is host memory (cpu, ref, cuda-emu): the host's limits apply to it and the
-     * host-side buffers of a tool come out of the same memory (gk_backend_mem_info). */
-    int host_memory;
 } gk_ops;
 
 /* What kind of backend a gk_backend is (gk_backend_props.kind); 0: unknown (a test's hand-made
@@ -269,7 +266,7 @@ typedef struct gk_backend_props {
     double bf16_peak_flops; /* dense bf16 tensor-core peak in FLOP/s (kernels/cuda/cuda_peak.h);
                              * 0 where unknown: CPUs, the emulator, a GPU not in the table */
     size_t memory_bytes;    /* all of the device's memory (the host's MemTotal where host_memory) */
-    int host_memory;        /* 1: device memory is host memory (cpu, ref, cuda-emu): ops->host_memory */
+    int host_memory;        /* 1: device memory is host memory (cpu, ref, cuda-emu) */
     int recompute;          /* the default activation recompute (recompute = auto starts there):
                              * 0 none (cpu, ref), 1 the GELU's output (cuda, cuda-emu: device
                              * memory is the limit), 2 also the layernorms' */
@@ -305,7 +302,7 @@ int gk_backend_status(gk_backend *be, gk_err *err);
 int gk_backend_sync(gk_backend *be, gk_err *err);
 
 /* The memory a model may still take on be (ops->mem_info): *free_bytes, *total_bytes; with
- * ops->host_memory, free is capped by the host's limits (common/mem.h: MemAvailable, the cgroup,
+ * props.host_memory, free is capped by the host's limits (common/mem.h: MemAvailable, the cgroup,
  * RLIMIT_AS) and *bound names the one that binds ("MemAvailable", ...); else *bound = NULL. */
 int gk_backend_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, const char **bound,
                         gk_err *err);
@@ -365,7 +362,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 13
+#define GK_BACKEND_ABI 14
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

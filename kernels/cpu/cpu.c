@@ -166,7 +166,7 @@ static const gk_ops cpu_ops = {
     .adamw_multi = cpu_adamw_multi, .zero_multi = cpu_zero_multi,
     .attention_fwd_at = cpu_attention_fwd_at,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
-    .mem_info = host_mem_info, .host_memory = 1,
+    .mem_info = host_mem_info,
 };
 
 /* ---- instruction-set paths ---- */

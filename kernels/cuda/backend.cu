@@ -213,9 +213,6 @@ static gk_ops make_ops(void)
     o.replay = cu_replay, o.record_free = cu_record_free;
     o.comm_open = cu_comm_open;
     o.mem_info = cu_mem_info;
-#ifdef GK_CUDA_EMU
-    o.host_memory = 1; /* the emulator's device memory is host memory */
-#endif
     return o;
 }
 static const gk_ops cu_ops = make_ops();
@@ -284,7 +281,9 @@ static void cu_props(gk_backend *be, const cudaDeviceProp *prop)
     gk_backend_props *p = &be->props;
     snprintf(p->device, sizeof p->device, "%.63s", prop->name);
     p->memory_bytes = prop->totalGlobalMem;
-    p->host_memory = cu_ops.host_memory;
+#ifdef GK_CUDA_EMU
+    p->host_memory = 1; /* the emulator's device memory is host memory */
+#endif
     p->recompute = 1; /* device memory is the limit: recompute the GELU's output */
 #ifdef GK_CUDA_EMU
     p->kind = GK_KIND_CUDA_EMU;

@@ -52,7 +52,7 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
     const char *bound;
     int rc = gk_backend_mem_info(be, &avail, &total, &bound, e);
     if (rc) return rc;
-    int shared = be->ops->host_memory;
+    int shared = be->props.host_memory;
     char parts[512] = "", where[160];
     size_t k = 0, dev = need->total + (shared ? extra : 0);
     add_part(parts, sizeof parts, &k, "parameters", need->params);

@@ -30,7 +30,7 @@ const gk_ops gk_ref_ops = {
     .adamw_multi = gk_ref_adamw_multi, .zero_multi = gk_ref_zero_multi,
     .attention_fwd_at = gk_ref_attention_fwd_at,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
-    .mem_info = host_mem_info, .host_memory = 1,
+    .mem_info = host_mem_info,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }

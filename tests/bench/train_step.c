@@ -203,9 +203,10 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
         .residual_layernorm_fwd = p_res_ln_fwd, .dropout_bwd = p_drop_bwd, .xent_fwd = p_xent_fwd,
         .xent_bwd = p_xent_bwd, .sumsq = p_sumsq, .scale = p_scale, .adamw = p_adamw,
         .adamw_multi = p_adamw_multi, .zero_multi = p_zero_multi, .attention_fwd_at = p_att_at,
-        .mem_info = p_mem_info, .host_memory = in->ops->host_memory};
+        .mem_info = p_mem_info};
     be->ops = &p->ops;
     be->act = in->act;
+    be->props = in->props;
     be->impl = p;
     be->destroy = prof_destroy;
     memcpy(be->what, in->what, sizeof be->what);

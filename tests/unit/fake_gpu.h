@@ -11,7 +11,7 @@
 #include "kernels/ref/ref.h"
 
 static size_t fake_gpu_free;
-static gk_ops fake_gpu_ops; /* a test may change it: host_memory = 1, another name */
+static gk_ops fake_gpu_ops; /* a test may change it: another name */
 
 static int fake_gpu_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e)
 {
@@ -28,9 +28,9 @@ static gk_backend *fake_gpu_open(gk_err *e)
     if (gk_ref_create(&be, e) != 0) return NULL;
     fake_gpu_ops = gk_ref_ops;
     fake_gpu_ops.name = "cuda", fake_gpu_ops.mem_info = fake_gpu_mem_info;
-    fake_gpu_ops.host_memory = 0; /* a GPU: only its own memory counts */
     be->ops = &fake_gpu_ops;
     be->props = (gk_backend_props){.kind = GK_KIND_CUDA, .device = "Fake GPU", .recompute = 1};
+    /* props.host_memory 0: a GPU, only its own memory counts (a test may set it) */
     snprintf(be->what, sizeof be->what, "cuda (Fake GPU, bf16)");
     return be;
 }

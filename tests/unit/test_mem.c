@@ -335,7 +335,7 @@ static void test_check_message(void)
     fake_gpu_free = 1600000000;
     CHECK_OK(gk_gpt2_mem_check(be, &need, 0, NULL, "x", &e), &e);
     /* host memory: the host-side extra adds to the device's need */
-    fake_gpu_ops.host_memory = 1;
+    be->props.host_memory = 1;
     fake_gpu_free = 1700000000; /* (the host's own limits may lower it further: then they are named) */
     gk_host_mem h;
     gk_host_mem_read(&h);

@@ -70,7 +70,7 @@ static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
      * training step to the slow fallback kernel: correct, and 100 times slower) */
     CHECKF(!be->note[0], "%s: %s", be->ops->name, be->note);
     int exact = strncmp(be->ops->name, "cuda", 4) != 0;
-    double u = be->act == GK_BF16 ? U16 : U32, epi = be->ops->host_memory ? 0 : 0x1p-11;
+    double u = be->act == GK_BF16 ? U16 : U32, epi = be->props.host_memory ? 0 : 0x1p-11;
     size_t bad = 0, w0 = 0;
     for (size_t i = 0; i < n; i++) {
         double lim = exact ? 0 : 2.13 * u * fabs(pre[i]) + 2 * u * fabs(out[i]) + epi * fabs(pre[i]);
