@@ -14,20 +14,65 @@ void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const
                      out, m->act, OC, bias, pre_gelu);
 }
 
-void gk_gpt2_lm_head(gk_gpt2 *m, int N)
+/* logits (N,Vp) = lnf (N,C) @ wte^T (the tied lm_head) */
+static void lm_head(gk_gpt2 *m, int N)
 {
     int C = m->cfg.n_embd, Vp = m->Vp;
     m->be->ops->gemm(m->be, 0, 1, N, Vp, C, 1.0f, m->lnf, m->act, C, m->gw[G_WTE], m->wt, C, 0.0f,
                      m->logits, m->act, Vp, NULL, NULL);
 }
 
-void gk_gpt2_embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key)
+/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]), t0 a device int (NULL: 0) */
+static void embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key)
 {
     m->be->ops->encoder_fwd(m->be, m->acts[0].res, m->d_inputs, m->gw[G_WTE], m->wt,
                             m->gp[G_WPE], t0, B, T, m->cfg.n_embd, p, key);
 }
 
 #define W(l, k) LW(m, l, k)
+#define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
+
+void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, uint64_t ctr)
+{
+    gk_backend *be = m->be;
+    const gk_ops *op = be->ops;
+    const gk_gpt2_config *c = &m->cfg;
+    int C = c->n_embd, NH = c->n_head, N = B * T;
+    embed(m, B, T, d_pos, p, KEY(0, SITE_EMB));
+    // layer 0's ln_1; every later layernorm is fused with the residual add before it
+    op->layernorm_fwd(be, m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd, m->acts[0].res,
+                      LP(m, 0, L_LN1W), LP(m, 0, L_LN1B), N, C);
+    for (int l = 0; l < c->n_layer; l++) {
+        gk_layer_acts *a = &m->acts[l];
+        // attention branch: ln1 (N,C) -> res2 (N,C) = res + attn, and ln2 = ln_2(res2). With
+        // d_pos the new rows' q,k,v go to fch, and the attention op stores them in the cache (qkv)
+        if (d_pos) {
+            gk_gpt2_matmul(m, a->fch, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
+            op->attention_fwd_at(be, a->atty, a->qkv, a->fch, B, m->max_T, d_pos, T, C, NH);
+        } else {
+            gk_gpt2_matmul(m, a->qkv, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
+            op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
+        }
+        gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, C, C);
+        op->residual_layernorm_fwd(be, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res, m->tmp,
+                                   LP(m, l, L_ATTPB), p, KEY(l, SITE_ATTN_RESID),
+                                   LP(m, l, L_LN2W), LP(m, l, L_LN2B), N, C);
+        // MLP branch: ln2 (N,C) -> next (N,C) = res2 + mlp, and the next layer's ln_1 (or ln_f)
+        gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
+        gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
+        int last = l + 1 == c->n_layer;
+        gk_layer_acts *nx = &m->acts[last ? l : l + 1];
+        op->residual_layernorm_fwd(be, last ? m->res_out : nx->res, last ? m->lnf : nx->ln1,
+                                   last ? m->lnf_mean : nx->ln1_mean,
+                                   last ? m->lnf_rstd : nx->ln1_rstd, a->res2, m->tmp,
+                                   LP(m, l, L_FCPB), p, KEY(l, SITE_MLP_RESID),
+                                   last ? m->gp[G_LNFW] : LP(m, l + 1, L_LN1W),
+                                   last ? m->gp[G_LNFB] : LP(m, l + 1, L_LN1B), N, C);
+    }
+    // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
+    lm_head(m, N);
+}
+#undef KEY
 
 int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, int T, float *loss,
                     gk_err *err)
@@ -35,7 +80,7 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     gk_backend *be = m->be;
     const gk_ops *op = be->ops;
     const gk_gpt2_config *c = &m->cfg;
-    int C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = m->Vp, N = B * T;
+    int V = c->vocab_size, Vp = m->Vp, N = B * T;
     if (B < 1 || T < 1 || B > m->max_B || T > m->max_T)
         return gk_errf(err, GK_EUSAGE, "forward: batch %d x %d exceeds the model's %d x %d", B, T,
                        m->max_B, m->max_T);
@@ -59,37 +104,8 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     m->last_B = B;
     m->last_T = T;
     m->last_has_targets = targets != NULL;
-#define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
-
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
-    gk_gpt2_embed(m, B, T, NULL, p, KEY(0, SITE_EMB));
-    // layer 0's ln_1; every later layernorm is fused with the residual add before it
-    op->layernorm_fwd(be, m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd, m->acts[0].res,
-                      LP(m, 0, L_LN1W), LP(m, 0, L_LN1B), N, C);
-    for (int l = 0; l < c->n_layer; l++) {
-        gk_layer_acts *a = &m->acts[l];
-        // attention branch: ln1 (N,C) -> res2 (N,C) = res + attn, and ln2 = ln_2(res2)
-        gk_gpt2_matmul(m, a->qkv, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
-        op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
-        gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, C, C);
-        op->residual_layernorm_fwd(be, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res, m->tmp,
-                                   LP(m, l, L_ATTPB), p, KEY(l, SITE_ATTN_RESID),
-                                   LP(m, l, L_LN2W), LP(m, l, L_LN2B), N, C);
-        // MLP branch: ln2 (N,C) -> next (N,C) = res2 + mlp, and the next layer's ln_1 (or ln_f)
-        gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
-        gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
-        int last = l + 1 == c->n_layer;
-        gk_layer_acts *nx = &m->acts[last ? l : l + 1];
-        op->residual_layernorm_fwd(be, last ? m->res_out : nx->res, last ? m->lnf : nx->ln1,
-                                   last ? m->lnf_mean : nx->ln1_mean,
-                                   last ? m->lnf_rstd : nx->ln1_rstd, a->res2, m->tmp,
-                                   LP(m, l, L_FCPB), p, KEY(l, SITE_MLP_RESID),
-                                   last ? m->gp[G_LNFW] : LP(m, l + 1, L_LN1W),
-                                   last ? m->gp[G_LNFB] : LP(m, l + 1, L_LN1B), N, C);
-    }
-#undef KEY
-    // lm_head tied to wte: logits (N,Vp) = lnf (N,C) @ wte^T (C,Vp)
-    gk_gpt2_lm_head(m, N);
+    gk_gpt2_forward_ops(m, B, T, NULL, p, ctr);
     if (!targets) return gk_backend_status(be, err);
 
     for (int i = 0; i < N; i++) m->h_targets[i] = targets[i];

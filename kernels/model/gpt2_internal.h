@@ -97,15 +97,16 @@ struct gk_gpt2 {
 #define LG(m, l, k) ((m)->lg[(size_t)(l) * L_COUNT + (k)])
 #define LW(m, l, k) ((m)->lw[(size_t)(l) * L_COUNT + (k)])
 
-/* gpt2_fwd.c, shared with gpt2_infer.c.
+/* gpt2_fwd.c, shared with gpt2_infer.c and gpt2_bwd.c.
  * gk_gpt2_matmul: out (N,OC) = inp (N,IC) @ weight (IC,OC) (Conv1D layout, stored [in, out])
  * + bias (OC, or NULL); with pre_gelu, pre_gelu = that and out = gelu(pre_gelu). */
 void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const float *bias,
                     void *pre_gelu, int N, int IC, int OC);
-/* logits (N,Vp) = lnf (N,C) @ wte^T (the tied lm_head) */
-void gk_gpt2_lm_head(gk_gpt2 *m, int N);
-/* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]), t0 a device int (NULL: 0) */
-void gk_gpt2_embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key);
+/* The forward's ops, the one layer loop: tokens in d_inputs (B,T) -> logits (B*T,Vp). d_pos NULL:
+ * the whole sequence (positions 0..T-1), every activation kept for the backward, dropout p with
+ * the keys of rng counter ctr. d_pos (a device int t0): T new positions t0.. through the KV cache
+ * (each layer's qkv buffer), p 0 (gpt2_infer.c). */
+void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, uint64_t ctr);
 /* Activation row r of buffer x (C wide): a pointer, for the graph's row offsets. */
 static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_t C)
 {
