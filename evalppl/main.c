@@ -1,7 +1,7 @@
 /* main.c: gpt-evalppl: perplexity of a checkpoint on shards or text. Parses options, loads the
  * model, turns each input into tokens (input.h) and scores them in sliding windows (score.h);
  * with --hellaswag, multiple-choice accuracy on HellaSwag's JSON Lines (common/io/choice.h,
- * kernels/infer/score.h). */
+ * kernels/infer/multichoice.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 #include "common/text/vocab.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
-#include "kernels/infer/score.h"
+#include "kernels/infer/multichoice.h"
 #include "kernels/model/gpt2_load.h"
 
 typedef struct options {

@@ -11,7 +11,7 @@
 #include "common/progress.h"
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
-#include "kernels/infer/score.h"
+#include "kernels/infer/multichoice.h"
 #include "kernels/infer/generate.h"
 #include "checkpoint.h"
 #include "run.h"

@@ -1,4 +1,4 @@
-# gpt-train's hellaswag key: at each evaluation (step 0 too) the items are scored (kernels/infer/score.c, as
+# gpt-train's hellaswag key: at each evaluation (step 0 too) the items are scored (kernels/infer/multichoice.c, as
 # gpt-evalppl --hellaswag scores them) and acc_norm is printed and logged; the logged accuracies
 # equal gpt-evalppl's on the checkpoint of that step, whole rows or rows in forwards of
 # batch_size (2 here: 4 endings in two forwards); 2 ranks (each scoring every other item)

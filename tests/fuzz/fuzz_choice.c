@@ -1,6 +1,6 @@
 /* fuzz_choice.c: the HellaSwag reader (common/io/choice.c, gpt-evalppl --hellaswag, gpt-train's
  * hellaswag key) on arbitrary bytes as a .jsonl file, with a char vocabulary of printable ASCII
- * and newline, and a context of CONTEXT tokens; what loads is scored (kernels/infer/score.c) on a tiny
+ * and newline, and a context of CONTEXT tokens; what loads is scored (kernels/infer/multichoice.c) on a tiny
  * random model (the ref backend).
  * Properties: a failure is one gk_err with a message naming the file; a load that succeeds has
  * items with 2..GK_CHOICE_MAX endings, a label among them, a non-empty ctx, endings of 1..CONTEXT
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/io/choice.h"
-#include "kernels/infer/score.h"
+#include "kernels/infer/multichoice.h"
 #include "kernels/ref/ref.h"
 #include "tests/fuzz/fuzz.h"
 

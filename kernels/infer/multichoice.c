@@ -1,6 +1,6 @@
-/* score.c: multiple-choice scoring (see score.h). The per-token losses come from the model's
- * forward with targets, so every backend scores alike. */
-#include "kernels/infer/score.h"
+/* multichoice.c: multiple-choice scoring (see multichoice.h). The per-token losses come from the
+ * model's forward with targets, so every backend scores alike. */
+#include "kernels/infer/multichoice.h"
 
 #include <stdlib.h>
 

@@ -1,12 +1,12 @@
-/* score.h: a multiple-choice item (common/io/choice.h) scored on a model as llm.c and
+/* multichoice.h: a multiple-choice item (common/io/choice.h) scored on a model as llm.c and
  * build-nanogpt score HellaSwag, completion style: row k is ctx's tokens followed by ending k's,
  * and the model's NLL of the ending's tokens, each given everything before it, is summed (acc:
  * the lowest sum is the prediction) and averaged over those tokens (acc_norm: the lowest mean).
  * A row of more than context + 1 tokens keeps its last context + 1: the start of ctx is dropped.
  * Ties go to the lower index, as torch.argmin.
  * Owns: nothing past a call. One thread (the model's). */
-#ifndef GK_SCORE_H
-#define GK_SCORE_H
+#ifndef GK_MULTICHOICE_H
+#define GK_MULTICHOICE_H
 
 #include "common/err.h"
 #include "common/io/choice.h"
