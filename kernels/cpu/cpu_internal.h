@@ -47,6 +47,18 @@ static inline float *cpu_scratch(gk_backend *be, size_t n)
     return CPU(be)->scratch_n >= n ? CPU(be)->scratch : NULL;
 }
 
+/* The few-row gemms' dot products over K (cpu_infer.c, cpu_bf16.c): lane i of CPU_DOT_LANES
+ * partial sums takes the products k = i mod CPU_DOT_LANES (independent sums, so the loop runs as
+ * a few vector registers on every clone), then the lanes are added as a fixed tree. */
+#define CPU_DOT_LANES 64
+
+static inline float cpu_lanes_sum(float *acc)
+{
+    for (int w = CPU_DOT_LANES / 2; w > 0; w /= 2)
+        for (int i = 0; i < w; i++) acc[i] += acc[i + w];
+    return acc[0];
+}
+
 /* exp(x) for x in [-87.3, 88.3] (clamped outside), branch-free so loops vectorize: Cephes' expf
  * polynomial after range reduction by ln 2; max relative error ~2 ulp. */
 static inline float gk_vexpf(float x)
