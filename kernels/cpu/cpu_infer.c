@@ -44,6 +44,17 @@ GK_CLONES static void softmax_inplace(float *restrict s, int n)
     for (int u = 0; u < n; u++) s[u] *= inv;
 }
 
+/* A head's keys and values in the cache are hs-wide pieces of rows 3C apart (9 KB on GPT-2 124M),
+ * a pattern the hardware prefetcher barely follows: each loop over them asks for the piece
+ * ATT_AHEAD rows ahead (one Zen 4 core, 12 layers at 145 positions: 1.3 ms a token without,
+ * 1.0 with; 4 to 16 rows ahead do about as well, a whole row of all heads worse). */
+#define ATT_AHEAD 8
+
+static inline void prefetch_piece(const float *p, int hs)
+{
+    for (int i = 0; i < hs; i += 16) __builtin_prefetch(p + i);
+}
+
 /* o[0..hs) = sum_u w[u] * v_u, v rows at stride ld */
 GK_CLONES static void combine(float *restrict o, const float *restrict w, const float *restrict v,
                               int n, int hs, size_t ld)
@@ -52,6 +63,7 @@ GK_CLONES static void combine(float *restrict o, const float *restrict w, const 
     for (int u = 0; u < n; u++) {
         float wu = w[u];
         const float *r = v + (size_t)u * ld;
+        if (u + ATT_AHEAD < n) prefetch_piece(r + ATT_AHEAD * ld, hs);
 #pragma omp simd
         for (int i = 0; i < hs; i++) o[i] += wu * r[i];
     }
@@ -81,7 +93,10 @@ void cpu_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void *q
         const float *base = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
         const float *q = base + (size_t)t * ld, *k = base + C, *v = base + 2 * C;
         float *s = scr + (size_t)omp_get_thread_num() * per;
-        for (int u = 0; u <= t; u++) s[u] = dot(q, k + (size_t)u * ld, hs) * scale;
+        for (int u = 0; u <= t; u++) {
+            if (u + ATT_AHEAD <= t) prefetch_piece(k + (size_t)(u + ATT_AHEAD) * ld, hs);
+            s[u] = dot(q, k + (size_t)u * ld, hs) * scale;
+        }
         softmax_inplace(s, t + 1);
         combine(out + ((size_t)b * n + i) * C + (size_t)h * hs, s, v, t + 1, hs, ld);
     }

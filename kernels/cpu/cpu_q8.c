@@ -40,7 +40,10 @@ static inline float wscale(const uint8_t *blk)
     return gk_f16f(d);
 }
 
-void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
+/* Each q is roundf(v * id) (halves away from zero), written as a truncation and a step so that
+ * it vectorizes: |v * id| <= 127.x, so (int) truncates exactly and y - t is exact. (A call to
+ * roundf per activation took 2% of a token.) */
+GK_CLONES void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
 {
     for (int b = 0; b < K / GK_Q8_BLOCK; b++) {
         const float *v = x + (size_t)b * GK_Q8_BLOCK;
@@ -48,7 +51,13 @@ void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
         for (int i = 0; i < GK_Q8_BLOCK; i++) amax = fabsf(v[i]) > amax ? fabsf(v[i]) : amax;
         float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
         out[b].d = d;
-        for (int i = 0; i < GK_Q8_BLOCK; i++) out[b].q[i] = (int8_t)roundf(v[i] * id);
+#pragma omp simd
+        for (int i = 0; i < GK_Q8_BLOCK; i++) {
+            float y = v[i] * id;
+            int t = (int)y;
+            float r = y - (float)t;
+            out[b].q[i] = (int8_t)(t + (r >= 0.5f) - (r <= -0.5f));
+        }
     }
 }
 
