@@ -172,12 +172,17 @@ GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict
         const float *b = Bm + (size_t)j * ldb;
         for (int r = 0; r < M; r++) {
             const float *a = A + (size_t)r * lda;
-            float acc[CPU_DOT_LANES] = {0};
+            float s0[16] = {0}, s1[16] = {0}, s2[16] = {0}, s3[16] = {0}, t = 0.0f;
             int kk = 0;
-            for (; kk + CPU_DOT_LANES <= K; kk += CPU_DOT_LANES)
-                for (int i = 0; i < CPU_DOT_LANES; i++) acc[i] += a[kk + i] * b[kk + i];
-            for (int i = 0; kk + i < K; i++) acc[i] += a[kk + i] * b[kk + i];
-            float s = cpu_lanes_sum(acc), *c = Cm + (size_t)r * ldc + j;
+            for (; kk + 64 <= K; kk += 64)
+                for (int i = 0; i < 16; i++) {
+                    s0[i] += a[kk + i] * b[kk + i];
+                    s1[i] += a[kk + 16 + i] * b[kk + 16 + i];
+                    s2[i] += a[kk + 32 + i] * b[kk + 32 + i];
+                    s3[i] += a[kk + 48 + i] * b[kk + 48 + i];
+                }
+            for (; kk < K; kk++) t += a[kk] * b[kk];
+            float s = cpu_sum4x16(s0, s1, s2, s3) + t, *c = Cm + (size_t)r * ldc + j;
             *c = alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
         }
     }
