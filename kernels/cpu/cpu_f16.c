@@ -23,9 +23,6 @@
 #define AVX2_FN __attribute__((target("avx2,fma,f16c")))
 #endif
 
-#define PNN_AHEAD 4  /* weight rows prefetched ahead in part_nn (see cpu_bf16.c) */
-#define RNT_AHEAD 16 /* rows ahead in rows_nt */
-
 static inline float out_of(float s, float alpha, float beta, const float *c)
 {
     return alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
@@ -86,89 +83,56 @@ static inline AVX2_FN float hsum8(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* Four weight rows at a time: each 8-column vector of them is widened once and added into all M
- * rows of acc (M <= CPU_GEMM_ROWS_MAX), one load and store of acc per four rows. */
+/* One weight row at a time, widened once per 8 columns and added into all M rows of acc
+ * (M <= CPU_GEMM_ROWS_MAX): the part is one sequential stream (see cpu_bf16.c's part_nn; four
+ * rows at a time, four streams, read 14 against 18 GB/s on one Zen 4 core). */
 static AVX2_FN void avx2_part_nn(float *restrict acc, const float *restrict A, int lda,
                                  const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {
     const uint16_t *Bm = Bv;
     int N8 = N & ~7;
     for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
-    int kk = k0;
-    for (; kk + 4 <= k1; kk += 4) {
-        const uint16_t *b0 = Bm + (size_t)kk * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        if (kk + 4 + PNN_AHEAD <= k1)
-            for (int q = 0; q < 4; q++)
-                for (int j = 0; j < N; j += 32)
-                    __builtin_prefetch(b0 + (size_t)(PNN_AHEAD + q) * ldb + j);
-        __m256 a[CPU_GEMM_ROWS_MAX][4];
-        for (int r = 0; r < M; r++)
-            for (int q = 0; q < 4; q++) a[r][q] = _mm256_set1_ps(A[(size_t)r * lda + kk + q]);
+    for (int kk = k0; kk < k1; kk++) {
+        const uint16_t *b0 = Bm + (size_t)kk * ldb;
+        __m256 a[CPU_GEMM_ROWS_MAX];
+        for (int r = 0; r < M; r++) a[r] = _mm256_set1_ps(A[(size_t)r * lda + kk]);
         for (int j = 0; j < N8; j += 8) {
-            __m256 w0 = cvt8(b0 + j), w1 = cvt8(b1 + j), w2 = cvt8(b2 + j), w3 = cvt8(b3 + j);
+            __m256 w = cvt8(b0 + j);
             for (int r = 0; r < M; r++) {
                 float *c = acc + (size_t)r * N + j;
-                __m256 v = _mm256_loadu_ps(c);
-                v = _mm256_fmadd_ps(a[r][0], w0, v);
-                v = _mm256_fmadd_ps(a[r][1], w1, v);
-                v = _mm256_fmadd_ps(a[r][2], w2, v);
-                v = _mm256_fmadd_ps(a[r][3], w3, v);
-                _mm256_storeu_ps(c, v);
+                _mm256_storeu_ps(c, _mm256_fmadd_ps(a[r], w, _mm256_loadu_ps(c)));
             }
         }
         for (int j = N8; j < N; j++)
             for (int r = 0; r < M; r++) {
-                const float *x = A + (size_t)r * lda + kk;
                 float *c = acc + (size_t)r * N + j;
-                *c = fmaf(x[0], gk_f16f(b0[j]), *c);
-                *c = fmaf(x[1], gk_f16f(b1[j]), *c);
-                *c = fmaf(x[2], gk_f16f(b2[j]), *c);
-                *c = fmaf(x[3], gk_f16f(b3[j]), *c);
+                *c = fmaf(A[(size_t)r * lda + kk], gk_f16f(b0[j]), *c);
             }
-    }
-    for (; kk < k1; kk++) { /* the last rows of the part, one at a time */
-        const uint16_t *b0 = Bm + (size_t)kk * ldb;
-        for (int r = 0; r < M; r++) {
-            __m256 x = _mm256_set1_ps(A[(size_t)r * lda + kk]);
-            float *c = acc + (size_t)r * N;
-            for (int j = 0; j < N8; j += 8)
-                _mm256_storeu_ps(c + j, _mm256_fmadd_ps(x, cvt8(b0 + j), _mm256_loadu_ps(c + j)));
-            for (int j = N8; j < N; j++) c[j] = fmaf(A[(size_t)r * lda + kk], gk_f16f(b0[j]), c[j]);
-        }
     }
 }
 
-/* Four weight rows at a time, four independent 8-lane sums (see cpu_bf16.c's bf16_rows_nt). */
+/* One weight row at a time, dotted with the M rows of A while it is in L1 (cpu_infer.c's
+ * rows_nt: a sequential stream), four independent 8-lane sums hiding the add latency. */
 static AVX2_FN void avx2_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
                                  const uint16_t *restrict Bm, int ldb, int M, int K, int j0,
                                  int j1, float alpha, float beta)
 {
-    int K8 = K & ~7;
-    for (int j = j0; j < j1; j += 4) {
-        int nj = j1 - j < 4 ? j1 - j : 4;
-        const uint16_t *b0 = Bm + (size_t)j * ldb, *b1 = nj > 1 ? b0 + ldb : b0;
-        const uint16_t *b2 = nj > 2 ? b1 + ldb : b0, *b3 = nj > 3 ? b2 + ldb : b0;
-        for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)
-            for (int kk = 0; kk < K; kk += 32) __builtin_prefetch(Bm + (size_t)i * ldb + kk);
+    int K32 = K & ~31;
+    for (int j = j0; j < j1; j++) {
+        const uint16_t *b = Bm + (size_t)j * ldb;
         for (int r = 0; r < M; r++) {
             const float *a = A + (size_t)r * lda;
             __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-            for (int kk = 0; kk < K8; kk += 8) {
-                __m256 x = _mm256_loadu_ps(a + kk);
-                s0 = _mm256_fmadd_ps(x, cvt8(b0 + kk), s0);
-                s1 = _mm256_fmadd_ps(x, cvt8(b1 + kk), s1);
-                s2 = _mm256_fmadd_ps(x, cvt8(b2 + kk), s2);
-                s3 = _mm256_fmadd_ps(x, cvt8(b3 + kk), s3);
+            for (int kk = 0; kk < K32; kk += 32) {
+                s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + kk), cvt8(b + kk), s0);
+                s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + kk + 8), cvt8(b + kk + 8), s1);
+                s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + kk + 16), cvt8(b + kk + 16), s2);
+                s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + kk + 24), cvt8(b + kk + 24), s3);
             }
-            float s[4] = {hsum8(s0), hsum8(s1), hsum8(s2), hsum8(s3)};
-            for (int kk = K8; kk < K; kk++) {
-                s[0] = fmaf(a[kk], gk_f16f(b0[kk]), s[0]);
-                s[1] = fmaf(a[kk], gk_f16f(b1[kk]), s[1]);
-                s[2] = fmaf(a[kk], gk_f16f(b2[kk]), s[2]);
-                s[3] = fmaf(a[kk], gk_f16f(b3[kk]), s[3]);
-            }
+            float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+            for (int kk = K32; kk < K; kk++) s = fmaf(a[kk], gk_f16f(b[kk]), s);
             float *c = Cm + (size_t)r * ldc + j;
-            for (int i = 0; i < nj; i++) c[i] = out_of(s[i], alpha, beta, c + i);
+            *c = out_of(s, alpha, beta, c);
         }
     }
 }

@@ -47,6 +47,19 @@ static inline float *cpu_scratch(gk_backend *be, size_t n)
     return CPU(be)->scratch_n >= n ? CPU(be)->scratch : NULL;
 }
 
+/* The few-row gemms' dot products over K (cpu_infer.c, cpu_bf16.c) keep four sums of 16 lanes:
+ * lane i of sum q takes the products k = 64 m + 16 q + i, so the loop runs in a few vector
+ * registers on every clone (one array of 64 lanes was kept in memory, and its tree of adds
+ * compiled to scalar code: half the speed), then cpu_sum4x16 adds them in a fixed order. */
+static inline float cpu_sum4x16(float *restrict s0, const float *restrict s1,
+                                const float *restrict s2, const float *restrict s3)
+{
+    for (int i = 0; i < 16; i++) s0[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]);
+    for (int i = 0; i < 8; i++) s0[i] += s0[i + 8];
+    for (int i = 0; i < 4; i++) s0[i] += s0[i + 4];
+    return (s0[0] + s0[2]) + (s0[1] + s0[3]);
+}
+
 /* exp(x) for x in [-87.3, 88.3] (clamped outside), branch-free so loops vectorize: Cephes' expf
  * polynomial after range reduction by ln 2; max relative error ~2 ulp. */
 static inline float gk_vexpf(float x)

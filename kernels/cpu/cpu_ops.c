@@ -15,13 +15,17 @@
 #include "kernels/rng.h"
 
 #define NT(be) num_threads(CPU(be)->nthreads)
+/* The forward row ops a decoding step runs on one row (batch 1) run it on the calling thread:
+ * waking the team for one row of a few microseconds' work cost more than the work (a token runs
+ * about 50 of them), and under load a descheduled thread held the whole step at the barrier. */
+#define ROWS(N) if ((N) > 1)
 
 /* ---- bias ---- */
 
 // x (N,C) += bias (C)
 void cpu_bias_add(gk_backend *be, float *x, const float *bias, int N, int C)
 {
-#pragma omp parallel for NT(be) schedule(static)
+#pragma omp parallel for NT(be) schedule(static) ROWS(N)
     for (int i = 0; i < N; i++) {
         float *r = x + (size_t)i * C;
 #pragma omp simd
@@ -147,7 +151,7 @@ void cpu_layernorm_fwd(gk_backend *be, void *out_, float *mean, float *rstd, con
 {
     float *out = out_;
     const float *inp = inp_;
-#pragma omp parallel for NT(be) schedule(static)
+#pragma omp parallel for NT(be) schedule(static) ROWS(N)
     for (int i = 0; i < N; i++)
         ln_fwd_row(out + (size_t)i * C, mean + i, rstd + i, inp + (size_t)i * C, w, b, C);
 }
@@ -241,7 +245,7 @@ GK_CLONES static void bias_add_row(float *restrict x, const float *restrict b, i
 // x (N,C) += bias; out (N,C) = gelu(x)
 void cpu_bias_gelu(gk_backend *be, float *out, float *x, const float *bias, int N, int C)
 {
-#pragma omp parallel for NT(be) schedule(static)
+#pragma omp parallel for NT(be) schedule(static) ROWS(N)
     for (int i = 0; i < N; i++) {
         if (bias) bias_add_row(x + (size_t)i * C, bias, C);
         gelu_fwd_row(out + (size_t)i * C, x + (size_t)i * C, C);
@@ -308,7 +312,7 @@ void cpu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, flo
     float *out = res_out, *ln = ln_out;
     const float *res = res_;
     const float *x = x_;
-#pragma omp parallel for NT(be) schedule(static)
+#pragma omp parallel for NT(be) schedule(static) ROWS(N)
     for (int i = 0; i < N; i++) {
         size_t o = (size_t)i * C;
         residual_row(out + o, res + o, x + o, bias, (size_t)i, C, p, key);

@@ -24,8 +24,6 @@
 #define AVX2_FN __attribute__((target("avx2,fma,f16c")))
 #endif
 
-#define RNT_AHEAD 8 /* weight rows prefetched ahead */
-
 /* C (M, j0..j1) = alpha * (a . row j of B) + beta C; a: M rows of kb_n blocks */
 typedef void (*q8_rows_fn)(float *C, int ldc, const cpu_q8_act *a, int kb_n, const uint8_t *B,
                            int M, int j0, int j1, float alpha, float beta);
@@ -42,7 +40,10 @@ static inline float wscale(const uint8_t *blk)
     return gk_f16f(d);
 }
 
-void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
+/* Each q is roundf(v * id) (halves away from zero), written as a truncation and a step so that
+ * it vectorizes: |v * id| <= 127.x, so (int) truncates exactly and y - t is exact. (A call to
+ * roundf per activation took 2% of a token.) */
+GK_CLONES void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
 {
     for (int b = 0; b < K / GK_Q8_BLOCK; b++) {
         const float *v = x + (size_t)b * GK_Q8_BLOCK;
@@ -50,7 +51,13 @@ void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
         for (int i = 0; i < GK_Q8_BLOCK; i++) amax = fabsf(v[i]) > amax ? fabsf(v[i]) : amax;
         float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
         out[b].d = d;
-        for (int i = 0; i < GK_Q8_BLOCK; i++) out[b].q[i] = (int8_t)roundf(v[i] * id);
+#pragma omp simd
+        for (int i = 0; i < GK_Q8_BLOCK; i++) {
+            float y = v[i] * id;
+            int t = (int)y;
+            float r = y - (float)t;
+            out[b].q[i] = (int8_t)(t + (r >= 0.5f) - (r <= -0.5f));
+        }
     }
 }
 
@@ -94,37 +101,40 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
-/* A few-row kernel (q8_rows_fn) for a block product DOT32(w, x) -> 8 fp32 lanes: four weight
- * rows at a time, each activation block loaded once for the four. */
+/* A few-row kernel (q8_rows_fn) for a block product DOT32(w, x) -> 8 fp32 lanes: one weight
+ * row at a time, each dotted with the M activation rows (the row stays in L1 for them), two
+ * sums over alternate blocks. One row at a time, a thread's slab is read as one sequential
+ * stream, which the hardware prefetcher follows at the memory's speed: four rows interleaved
+ * (816-byte streams that each stop after 24 blocks), with or without software prefetch, read a
+ * third to a quarter as fast (measured on a Zen 4, 1 thread: 6 GB/s against 25 GB/s). */
 #define Q8_ROWS(NAME, ATTR, DOT32)                                                                 \
+    static inline ATTR __m256 NAME##_blk(const uint8_t *blk, const cpu_q8_act *x, __m256 s)      \
+    {                                                                                             \
+        uint16_t h;                                                                               \
+        memcpy(&h, blk, 2);                                                                       \
+        __m256 d = _mm256_set1_ps(_cvtsh_ss(h) * x->d); /* F16C */                                \
+        __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));                              \
+        __m256i xq = _mm256_loadu_si256((const __m256i *)x->q);                                   \
+        return _mm256_fmadd_ps(d, DOT32(wq, xq), s);                                              \
+    }                                                                                             \
     static ATTR void NAME(float *restrict Cm, int ldc, const cpu_q8_act *restrict a, int kb_n,    \
                           const uint8_t *restrict B, int M, int j0, int j1, float alpha,          \
                           float beta)                                                             \
     {                                                                                             \
         size_t rb = (size_t)kb_n * GK_Q8_BLOCK_BYTES; /* bytes per weight row */                  \
-        for (int j = j0; j < j1; j += 4) {                                                        \
-            int nj = j1 - j < 4 ? j1 - j : 4;                                                     \
-            const uint8_t *w[4];                                                                  \
-            for (int i = 0; i < 4; i++) w[i] = B + (size_t)(j + (i < nj ? i : 0)) * rb;          \
-            for (int i = j + RNT_AHEAD; i < j + RNT_AHEAD + 4 && i < j1; i++)                     \
-                for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(B + (size_t)i * rb + o);   \
+        for (int j = j0; j < j1; j++) {                                                           \
+            const uint8_t *w = B + (size_t)j * rb;                                                \
             for (int r = 0; r < M; r++) {                                                         \
                 const cpu_q8_act *x = a + (size_t)r * kb_n;                                       \
-                __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),     \
-                               _mm256_setzero_ps()};                                              \
-                for (int b = 0; b < kb_n; b++) {                                                  \
-                    __m256i xq = _mm256_loadu_si256((const __m256i *)x[b].q);                     \
-                    for (int i = 0; i < 4; i++) {                                                 \
-                        const uint8_t *blk = w[i] + (size_t)b * GK_Q8_BLOCK_BYTES;                \
-                        uint16_t h;                                                               \
-                        memcpy(&h, blk, 2);                                                       \
-                        __m256 d = _mm256_set1_ps(_cvtsh_ss(h) * x[b].d); /* F16C */              \
-                        __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));              \
-                        s[i] = _mm256_fmadd_ps(d, DOT32(wq, xq), s[i]);                           \
-                    }                                                                             \
+                __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                        \
+                int b = 0;                                                                        \
+                for (; b + 2 <= kb_n; b += 2) {                                                   \
+                    s0 = NAME##_blk(w + (size_t)b * GK_Q8_BLOCK_BYTES, x + b, s0);                \
+                    s1 = NAME##_blk(w + (size_t)(b + 1) * GK_Q8_BLOCK_BYTES, x + b + 1, s1);      \
                 }                                                                                 \
+                if (b < kb_n) s0 = NAME##_blk(w + (size_t)b * GK_Q8_BLOCK_BYTES, x + b, s0);      \
                 float *c = Cm + (size_t)r * ldc + j;                                              \
-                for (int i = 0; i < nj; i++) c[i] = out_of(hsum8(s[i]), alpha, beta, c + i);      \
+                *c = out_of(hsum8(_mm256_add_ps(s0, s1)), alpha, beta, c);                        \
             }                                                                                     \
         }                                                                                         \
     }

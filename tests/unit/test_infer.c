@@ -177,12 +177,15 @@ static void test_attention_op(void)
     gk_backend_free(ref);
 }
 
-/* cpu_gemm_rows (few rows) = the backend's gemm, both weight layouts, beta 0 and 1. */
+/* cpu_gemm_rows (few rows) = the reference backend's gemm, both weight layouts, beta 0 and 1;
+ * K = 70: the dot products' lanes (CPU_DOT_LANES) and a tail. */
 static void test_gemm_rows(void)
 {
-    gk_backend *be = NULL;
+    gk_backend *be = NULL, *ref = NULL;
     gk_err e = {0};
     CHECK_OK(gk_cpu_create(&be, 2, &e), &e);
+    CHECK_OK(gk_ref_create(&ref, &e), &e);
+    if (!be || !ref) goto out;
     int K = 70, N = 133;
     CHECK_OK(be->ops->reserve(be, 8, N, 16, 16, &e), &e); /* the K-split's partial sums */
     float *A = malloc(sizeof(float) * 8 * K), *W = malloc(sizeof(float) * K * N);
@@ -196,8 +199,8 @@ static void test_gemm_rows(void)
                 fill(c2, 8 * N, 5);
                 int ldb = tb ? K : N;
                 CHECK(cpu_gemm_rows(be, 0, tb, M, N, K, 0.5f, A, K, W, ldb, beta, c1, N) == 1);
-                be->ops->gemm(be, 0, tb, M, N, K, 0.5f, A, GK_F32, K, W, GK_F32, ldb, beta, c2, GK_F32,
-                              N, NULL, NULL);
+                ref->ops->gemm(ref, 0, tb, M, N, K, 0.5f, A, GK_F32, K, W, GK_F32, ldb, beta, c2,
+                               GK_F32, N, NULL, NULL);
                 double d = rel_err(c1, c2, (size_t)M * N);
                 CHECKF(d < 1e-6, "M=%d tb=%d beta=%d: %.3e", M, tb, beta, d);
             }
@@ -207,7 +210,9 @@ static void test_gemm_rows(void)
     free(W);
     free(c1);
     free(c2);
+out:
     gk_backend_free(be);
+    gk_backend_free(ref);
 }
 
 /* An inference model's forward = a training model's, bit for bit; no backward, no update. */

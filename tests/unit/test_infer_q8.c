@@ -2,6 +2,7 @@
  * every instruction-set path this machine runs (gk_cpu_set_isa; one it cannot run is named on
  * stderr, not checked):
  * - the block quantizer: a hand-checked block, requantizing d * q gives the same bytes back;
+ *   the activations' quantizer rounds as roundf (halves away from zero; values next to them);
  * - gemm with Q8_0 weights, few rows (activations quantized, int8 dot products): against a
  *   scalar version of the same quantized products in double (normalized error below 1e-6), and
  *   against the reference backend (exact activations) within the worst case of the activations'
@@ -45,6 +46,28 @@ static void test_q8_block(void)
     memset(x, 0, sizeof x);
     gk_q8_quantize_block(x, q);
     CHECK(gk_q8_get(q, 5) == 0.0f);
+}
+
+/* cpu_q8_quantize_act rounds each v * id as roundf: halves away from zero, and the floats next
+ * to halves (scale 1: amax 127), then a block of other values at another scale */
+static void test_q8_act_round(void)
+{
+    float x[64] = {127.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f,
+                   nextafterf(0.5f, 0.0f), -nextafterf(0.5f, 0.0f), nextafterf(0.5f, 1.0f),
+                   nextafterf(1.5f, 0.0f), -nextafterf(2.5f, 0.0f), nextafterf(-2.5f, -3.0f),
+                   0.0f, -0.0f, 3.0f, -7.25f, 99.75f};
+    for (int i = 32; i < 64; i++) x[i] = (float)((i * 37) % 61 - 30) / 7.0f;
+    cpu_q8_act qa[2];
+    cpu_q8_quantize_act(qa, x, 64);
+    CHECK(qa[0].d == 1.0f);
+    int bad = 0;
+    for (int b = 0; b < 2; b++) {
+        float id = 1.0f / qa[b].d;
+        for (int i = 0; i < 32; i++) bad += qa[b].q[i] != (int8_t)roundf(x[b * 32 + i] * id);
+    }
+    CHECKF(bad == 0, "%d activations rounded otherwise than roundf", bad);
+    CHECK(qa[0].q[1] == 1 && qa[0].q[2] == -1 && qa[0].q[5] == 3 && qa[0].q[8] == -127);
+    CHECK(qa[0].q[9] == 0 && qa[0].q[10] == 0 && qa[0].q[11] == 1 && qa[0].q[12] == 1);
 }
 
 /* C (M,N) = alpha * A @ B^T + beta C0 with A quantized as cpu_q8_quantize_act does, in double */
@@ -238,6 +261,7 @@ static void test_q8_refused(void)
 int main(void)
 {
     RUN(test_q8_block);
+    RUN(test_q8_act_round);
     RUN(test_q8_ops);
     RUN(test_q8_model_params);
     RUN(test_q8_logits);

@@ -91,6 +91,20 @@ static void test_pick_and_greedy(void)
     CHECK(gk_pick(&l, 0.9999999f) == 9);
     float x[5] = {1, 5, 2, 5, 0};
     CHECK(gk_greedy(x, 5) == 1);
+    /* as a scan keeping the first strict maximum: NaNs skipped (a first NaN kept), -0 ties +0 */
+    float y[70];
+    for (int i = 0; i < 70; i++) y[i] = (float)((i * 29) % 67) - 80.0f;
+    y[40] = NAN;
+    y[50] = -0.0f;
+    y[61] = 0.0f;
+    CHECK(gk_greedy(y, 70) == 50);
+    y[50] = -1.0f;
+    CHECK(gk_greedy(y, 70) == 61);
+    y[0] = NAN;
+    CHECK(gk_greedy(y, 70) == 0);
+    y[0] = -INFINITY;
+    y[69] = INFINITY;
+    CHECK(gk_greedy(y, 70) == 69);
 }
 
 static void test_chain(void)
