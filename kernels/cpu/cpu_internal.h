@@ -1,7 +1,9 @@
 /* cpu_internal.h: what every file of the CPU backend shares, below all of them (not the API).
- * Owns: cpu_impl (thread count, ISA path, scratch; one per backend, created by cpu.c), the ISA
- * clones and gk_vexpf. Each op file declares its ops in its own header (cpu_ops.h, cpu_attn.h,
- * cpu_optim.h, cpu_infer.h, cpu_bf16.h, cpu_f16.h, cpu_q8.h); cpu.c, above them, points the vtable at them.
+ * Owns: gk_cpu_impl (thread count, ISA path, scratch; one per backend, created by cpu.c), the ISA
+ * clones and gk_vexpf. The op files, one per op family (encoder.c, layernorm.c, matmul*.c,
+ * attention.c, elementwise.c, classifier.c, optimizer.c, cast.c, as in kernels/ref/ and
+ * kernels/cuda/), declare their ops in cpu_ops.h and matmul.h; cpu.c, above them, points the
+ * vtable at them.
  * Thread safety: scratch belongs to the op running on the backend. */
 #ifndef GK_CPU_INTERNAL_H
 #define GK_CPU_INTERNAL_H
@@ -20,25 +22,32 @@
 #define GK_CLONES
 #endif
 
+/* An OpenMP pragma's team: the backend's thread count. */
+#define NT(be) num_threads(CPU(be)->nthreads)
+/* The forward row ops a decoding step runs on one row (batch 1) run it on the calling thread:
+ * waking the team for one row of a few microseconds' work cost more than the work (a token runs
+ * about 50 of them), and under load a descheduled thread held the whole step at the barrier. */
+#define ROWS(N) if ((N) > 1)
+
 /* Reductions over rows use this many fixed chunks, whatever the thread count (determinism). */
 #define GK_NCHUNK 16
 
-/* The instruction sets the hand-written kernels (cpu_f16.c, cpu_q8.c) have a path for, in
+/* The instruction sets the hand-written kernels (matmul_f16.c, matmul_q8.c) have a path for, in
  * order: each machine runs the best it has (cpu.c: cpu_isa_best, from CPUID), tests may pick a
  * lower one (gk_cpu_set_isa). SCALAR is portable C; AVX2 is AVX2 + FMA + F16C (x86-64-v3);
- * AVX512VNNI adds AVX-512 F, VL and VNNI (cpu_q8.c's dot products; fp16 takes the AVX2 path). */
+ * AVX512VNNI adds AVX-512 F, VL and VNNI (matmul_q8.c's dot products; fp16 takes the AVX2 path). */
 enum { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512VNNI = 2 };
 
-typedef struct cpu_impl {
+typedef struct gk_cpu_impl {
     int nthreads;
     int isa;          /* CPU_ISA_*: the path the hand-written kernels take */
     int ncores;       /* processors of the machine (fixed per machine; never the thread count) */
     float *scratch;   /* reserve()d (cpu.c): max(GK_NCHUNK*2*cols,
-                       * nthreads*cpu_attn_scratch(T,head_size), nthreads*CPU_BF16_PANEL*cols) */
+                       * nthreads*gk_cpu_attn_scratch(T,head_size), nthreads*CPU_BF16_PANEL*cols) */
     size_t scratch_n; /* in floats */
-} cpu_impl;
+} gk_cpu_impl;
 
-#define CPU(be) ((cpu_impl *)(be)->impl)
+#define CPU(be) ((gk_cpu_impl *)(be)->impl)
 
 /* Scratch of n floats, or NULL when reserve() did not provide that much (ops then fall back to
  * the reference op rather than allocate inside a step). */
@@ -47,7 +56,7 @@ static inline float *cpu_scratch(gk_backend *be, size_t n)
     return CPU(be)->scratch_n >= n ? CPU(be)->scratch : NULL;
 }
 
-/* The few-row gemms' dot products over K (cpu_infer.c, cpu_bf16.c) keep four sums of 16 lanes:
+/* The few-row gemms' dot products over K (matmul.c, matmul_bf16.c) keep four sums of 16 lanes:
  * lane i of sum q takes the products k = 64 m + 16 q + i, so the loop runs in a few vector
  * registers on every clone (one array of 64 lanes was kept in memory, and its tree of adds
  * compiled to scalar code: half the speed), then cpu_sum4x16 adds them in a fixed order. */

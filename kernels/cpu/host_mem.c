@@ -6,7 +6,7 @@
 
 #include "common/mem.h"
 
-void *host_alloc(gk_backend *be, size_t n)
+void *gk_host_alloc(gk_backend *be, size_t n)
 {
     (void)be;
     size_t sz = n ? (n + 63) / 64 * 64 : 64;
@@ -16,29 +16,29 @@ void *host_alloc(gk_backend *be, size_t n)
     return p;
 }
 
-void host_free(gk_backend *be, void *p)
+void gk_host_free(gk_backend *be, void *p)
 {
     (void)be;
     free(p);
 }
 
-void host_copy(gk_backend *be, void *dst, const void *src, size_t n)
+void gk_host_copy(gk_backend *be, void *dst, const void *src, size_t n)
 {
     (void)be;
     if (n)
         memmove(dst, src, n);
 }
 
-void host_zero(gk_backend *be, void *p, size_t n)
+void gk_host_zero(gk_backend *be, void *p, size_t n)
 {
     (void)be;
     if (n)
         memset(p, 0, n);
 }
 
-void host_sync(gk_backend *be) { (void)be; }
+void gk_host_sync(gk_backend *be) { (void)be; }
 
-void host_props(gk_backend *be, int kind)
+void gk_host_props(gk_backend *be, int kind)
 {
     gk_host_mem h;
     gk_host_mem_read(&h);
@@ -46,7 +46,7 @@ void host_props(gk_backend *be, int kind)
                                    .host_memory = 1, .recompute = 0};
 }
 
-int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err)
+int gk_host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err)
 {
     (void)be;
     (void)err;
@@ -57,8 +57,8 @@ int host_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_er
     return 0;
 }
 
-int host_cache_store(gk_backend *be, const char *op, float *cache, const float *qkv_new, int B,
-                     int Tc, const int *t0, int n, int C)
+int gk_host_cache_store(gk_backend *be, const char *op, float *cache, const float *qkv_new, int B,
+                        int Tc, const int *t0, int n, int C)
 {
     int p = t0 ? *t0 : 0;
     if (p < 0 || n < 1 || p > Tc - n) {

@@ -110,7 +110,7 @@ void gk_ref_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void
 {
     float *out = out_;
     const float *qkv = cache;
-    int t0 = host_cache_store(be, "ref", cache, qkv_new, B, Tc, t0p, n, C);
+    int t0 = gk_host_cache_store(be, "ref", cache, qkv_new, B, Tc, t0p, n, C);
     if (t0 < 0) return;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);

@@ -17,8 +17,8 @@ static int ref_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
 
 const gk_ops gk_ref_ops = {
     .name = "ref",
-    .alloc = host_alloc, .free = host_free, .to_device = host_copy, .to_host = host_copy,
-    .copy = host_copy, .zero = host_zero, .sync = host_sync, .reserve = ref_reserve,
+    .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
+    .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = ref_reserve,
     .cast = gk_ref_cast, .gemm = gk_ref_gemm, .bias_bwd = gk_ref_bias_bwd,
     .encoder_fwd = gk_ref_encoder_fwd, .encoder_bwd = gk_ref_encoder_bwd,
     .layernorm_fwd = gk_ref_layernorm_fwd, .layernorm_bwd = gk_ref_layernorm_bwd,
@@ -30,7 +30,7 @@ const gk_ops gk_ref_ops = {
     .adamw_multi = gk_ref_adamw_multi, .zero_multi = gk_ref_zero_multi,
     .attention_fwd_at = gk_ref_attention_fwd_at,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
-    .mem_info = host_mem_info,
+    .mem_info = gk_host_mem_info,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }
@@ -42,7 +42,7 @@ int gk_ref_create(gk_backend **out, gk_err *err)
     be->ops = &gk_ref_ops;
     be->act = GK_F32;
     snprintf(be->what, sizeof be->what, "ref");
-    host_props(be, GK_KIND_REF);
+    gk_host_props(be, GK_KIND_REF);
     be->destroy = ref_destroy;
     *out = be;
     return 0;

@@ -1,7 +1,7 @@
 /* test_infer.c: inference with a KV cache (gk_gpt2_forward_at, the attention_fwd_at op) and the
  * CPU backend's few-row gemm: the incremental logits of a prompt and several single-token steps
  * equal the full forward's logits at the same positions (batch 2, CPU and reference backends);
- * the op equals attention_fwd when it covers the whole sequence; cpu_gemm_rows equals sgemm. On
+ * the op equals attention_fwd when it covers the whole sequence; gk_cpu_gemm_rows equals sgemm. On
  * cuda-emu (or $GK_TEST_CUDA), the recorded and replayed one-row step (a CUDA graph) gives the same as unrecorded.
  * Errors are normalized: ||a - b|| / ||b|| per row, bounded by a small multiple of fp32 epsilon
  * times the depth of the sums (the two paths add in different orders).
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "infer_harness.h"
-#include "kernels/cpu/cpu_infer.h"
+#include "kernels/cpu/matmul.h"
 
 /* Full forward of (B,T) tokens vs forward_at: prompt of P tokens, then single steps to T. */
 static void check_incremental(gk_backend *be, int bias, double tol)
@@ -177,7 +177,7 @@ static void test_attention_op(void)
     gk_backend_free(ref);
 }
 
-/* cpu_gemm_rows (few rows) = the reference backend's gemm, both weight layouts, beta 0 and 1;
+/* gk_cpu_gemm_rows (few rows) = the reference backend's gemm, both weight layouts, beta 0 and 1;
  * K = 70: the dot products' lanes (CPU_DOT_LANES) and a tail. */
 static void test_gemm_rows(void)
 {
@@ -198,14 +198,14 @@ static void test_gemm_rows(void)
                 fill(c1, 8 * N, 5);
                 fill(c2, 8 * N, 5);
                 int ldb = tb ? K : N;
-                CHECK(cpu_gemm_rows(be, 0, tb, M, N, K, 0.5f, A, K, W, ldb, beta, c1, N) == 1);
+                CHECK(gk_cpu_gemm_rows(be, 0, tb, M, N, K, 0.5f, A, K, W, ldb, beta, c1, N) == 1);
                 ref->ops->gemm(ref, 0, tb, M, N, K, 0.5f, A, GK_F32, K, W, GK_F32, ldb, beta, c2,
                                GK_F32, N, NULL, NULL);
                 double d = rel_err(c1, c2, (size_t)M * N);
                 CHECKF(d < 1e-6, "M=%d tb=%d beta=%d: %.3e", M, tb, beta, d);
             }
-    CHECK(cpu_gemm_rows(be, 0, 0, 9, N, K, 1.0f, A, K, W, N, 0.0f, c1, N) == 0);
-    CHECK(cpu_gemm_rows(be, 1, 0, 1, N, K, 1.0f, A, K, W, N, 0.0f, c1, N) == 0);
+    CHECK(gk_cpu_gemm_rows(be, 0, 0, 9, N, K, 1.0f, A, K, W, N, 0.0f, c1, N) == 0);
+    CHECK(gk_cpu_gemm_rows(be, 1, 0, 1, N, K, 1.0f, A, K, W, N, 0.0f, c1, N) == 0);
     free(A);
     free(W);
     free(c1);

@@ -1,4 +1,4 @@
-/* test_infer_f16.c: fp16 weights (GK_GPT2_F16, the CPU backend's cpu_f16.c), on every
+/* test_infer_f16.c: fp16 weights (GK_GPT2_F16, the CPU backend's matmul_f16.c), on every
  * instruction-set path this machine runs (gk_cpu_set_isa; a path it cannot run is named on
  * stderr, not checked):
  * - the host conversions of kernels/bf16.h equal common/io's (an independent bit-level version)

@@ -1,4 +1,4 @@
-/* test_infer_q8.c: int8 weights (GK_GPT2_Q8, llama.cpp's Q8_0; the CPU backend's cpu_q8.c), on
+/* test_infer_q8.c: int8 weights (GK_GPT2_Q8, llama.cpp's Q8_0; the CPU backend's matmul_q8.c), on
  * every instruction-set path this machine runs (gk_cpu_set_isa; one it cannot run is named on
  * stderr, not checked):
  * - the block quantizer: a hand-checked block, requantizing d * q gives the same bytes back;
@@ -18,9 +18,9 @@
 
 #include "infer_harness.h"
 #include "kernels/bf16.h"
-#include "kernels/cpu/cpu_q8.h"
+#include "kernels/cpu/matmul.h"
 
-enum { ISA_MAX = 2 }; /* the highest path cpu_q8.c has (gk_cpu_set_isa) */
+enum { ISA_MAX = 2 }; /* the highest path matmul_q8.c has (gk_cpu_set_isa) */
 
 static void quantize(uint8_t *q, const float *x, size_t n)
 {
@@ -48,7 +48,7 @@ static void test_q8_block(void)
     CHECK(gk_q8_get(q, 5) == 0.0f);
 }
 
-/* cpu_q8_quantize_act rounds each v * id as roundf: halves away from zero, and the floats next
+/* gk_cpu_q8_quantize_act rounds each v * id as roundf: halves away from zero, and the floats next
  * to halves (scale 1: amax 127), then a block of other values at another scale */
 static void test_q8_act_round(void)
 {
@@ -57,8 +57,8 @@ static void test_q8_act_round(void)
                    nextafterf(1.5f, 0.0f), -nextafterf(2.5f, 0.0f), nextafterf(-2.5f, -3.0f),
                    0.0f, -0.0f, 3.0f, -7.25f, 99.75f};
     for (int i = 32; i < 64; i++) x[i] = (float)((i * 37) % 61 - 30) / 7.0f;
-    cpu_q8_act qa[2];
-    cpu_q8_quantize_act(qa, x, 64);
+    gk_cpu_q8_act qa[2];
+    gk_cpu_q8_quantize_act(qa, x, 64);
     CHECK(qa[0].d == 1.0f);
     int bad = 0;
     for (int b = 0; b < 2; b++) {
@@ -70,14 +70,14 @@ static void test_q8_act_round(void)
     CHECK(qa[0].q[9] == 0 && qa[0].q[10] == 0 && qa[0].q[11] == 1 && qa[0].q[12] == 1);
 }
 
-/* C (M,N) = alpha * A @ B^T + beta C0 with A quantized as cpu_q8_quantize_act does, in double */
+/* C (M,N) = alpha * A @ B^T + beta C0 with A quantized as gk_cpu_q8_quantize_act does, in double */
 static void ref_quantized(double *C, const float *A, const uint8_t *B, int M, int N, int K,
                           float alpha, float beta, const float *C0)
 {
     int kb_n = K / 32;
-    cpu_q8_act *qa = malloc(sizeof *qa * kb_n);
+    gk_cpu_q8_act *qa = malloc(sizeof *qa * kb_n);
     for (int r = 0; r < M; r++) {
-        cpu_q8_quantize_act(qa, A + (size_t)r * K, K);
+        gk_cpu_q8_quantize_act(qa, A + (size_t)r * K, K);
         for (int j = 0; j < N; j++) {
             double s = 0;
             for (int b = 0; b < kb_n; b++) {
@@ -137,8 +137,8 @@ static void test_q8_ops(void)
                 free(cqf);
                 int bad = 0; /* against exact activations: the worst case of their rounding */
                 for (int r = 0; r < M; r++) {
-                    cpu_q8_act qa[3];
-                    cpu_q8_quantize_act(qa, A + (size_t)r * K, K);
+                    gk_cpu_q8_act qa[3];
+                    gk_cpu_q8_quantize_act(qa, A + (size_t)r * K, K);
                     for (int j = 0; j < N; j++) {
                         double bound = 0;
                         for (int b = 0; b < 3; b++)

@@ -1,19 +1,17 @@
-/* cpu_f16.c: the CPU backend's fp16-weight ops (gemm_f16, encoder_fwd_f16; see backend.h), laid
- * out as cpu_bf16.c's: a few rows (decoding) stream the weights once and widen them in registers,
+/* matmul_f16.c: the CPU backend's fp16-weight ops (gemm_f16, encoder_fwd_f16; see backend.h), laid
+ * out as matmul_bf16.c's: a few rows (decoding) stream the weights once and widen them in registers,
  * more rows widen panels of CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm.
- * Each step has two paths, picked per backend by cpu_impl.isa (CPUID at create): portable C
+ * Each step has two paths, picked per backend by gk_cpu_impl.isa (CPUID at create): portable C
  * (the bit conversion of bf16.h), and AVX2 + FMA + F16C (vcvtph2ps, 8 halves at a time, fused
  * multiply-adds). The paths round differently (FMA, lane order) and each is checked against the
  * reference (tests/unit/test_infer_f16.c). Slabs and parts are cut by shape, never by thread
- * count: results do not depend on it. The driver is cpu_infer.c's cpu_gemm16; this file owns
- * each path's kernels (a cpu_kern16). References: ref.c (gk_elt_get of GK_F16). */
-#include "kernels/cpu/cpu_f16.h"
+ * count: results do not depend on it. The driver is matmul.c's gk_cpu_gemm16; this file owns
+ * each path's kernels (a gk_cpu_kern16). References: kernels/ref/matmul.c (gk_elt_get of GK_F16). */
+#include "kernels/cpu/matmul.h"
 
 #include <math.h>
 #include <omp.h>
 
-#include "kernels/cpu/cpu_bf16.h"
-#include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/ref/ref.h"
 
@@ -65,7 +63,7 @@ static void scalar_widen(float *restrict dst, const uint16_t *restrict src, int 
     for (int i = 0; i < n; i++) dst[i] = gk_f16f(src[i]);
 }
 
-static const cpu_kern16 k_scalar = {GK_F16, scalar_part_nn, scalar_rows_nt, scalar_widen};
+static const gk_cpu_kern16 k_scalar = {GK_F16, scalar_part_nn, scalar_rows_nt, scalar_widen};
 
 /* ---- AVX2 + FMA + F16C ---- */
 #ifdef F16_AVX2
@@ -84,7 +82,7 @@ static inline AVX2_FN float hsum8(__m256 v)
 }
 
 /* One weight row at a time, widened once per 8 columns and added into all M rows of acc
- * (M <= CPU_GEMM_ROWS_MAX): the part is one sequential stream (see cpu_bf16.c's part_nn; four
+ * (M <= CPU_GEMM_ROWS_MAX): the part is one sequential stream (see matmul_bf16.c's part_nn; four
  * rows at a time, four streams, read 14 against 18 GB/s on one Zen 4 core). */
 static AVX2_FN void avx2_part_nn(float *restrict acc, const float *restrict A, int lda,
                                  const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
@@ -111,7 +109,7 @@ static AVX2_FN void avx2_part_nn(float *restrict acc, const float *restrict A, i
     }
 }
 
-/* One weight row at a time, dotted with the M rows of A while it is in L1 (cpu_infer.c's
+/* One weight row at a time, dotted with the M rows of A while it is in L1 (matmul.c's
  * rows_nt: a sequential stream), four independent 8-lane sums hiding the add latency. */
 static AVX2_FN void avx2_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
                                  const uint16_t *restrict Bm, int ldb, int M, int K, int j0,
@@ -144,10 +142,10 @@ static AVX2_FN void avx2_widen(float *restrict dst, const uint16_t *restrict src
     for (; i < n; i++) dst[i] = gk_f16f(src[i]);
 }
 
-static const cpu_kern16 k_avx2 = {GK_F16, avx2_part_nn, avx2_rows_nt, avx2_widen};
+static const gk_cpu_kern16 k_avx2 = {GK_F16, avx2_part_nn, avx2_rows_nt, avx2_widen};
 #endif
 
-static const cpu_kern16 *kern_of(gk_backend *be)
+static const gk_cpu_kern16 *kern_of(gk_backend *be)
 {
 #ifdef F16_AVX2
     if (CPU(be)->isa >= CPU_ISA_AVX2) return &k_avx2;
@@ -158,17 +156,17 @@ static const cpu_kern16 *kern_of(gk_backend *be)
 
 /* ---- the ops ---- */
 
-void cpu_gemm_f16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
-                  int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+void gk_cpu_gemm_f16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                     int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    cpu_gemm16(be, kern_of(be), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gk_cpu_gemm16(be, kern_of(be), tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void cpu_encoder_fwd_f16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
-                         const float *wpe, int B, int T, int C)
+void gk_cpu_encoder_fwd_f16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
+                            const float *wpe, int B, int T, int C)
 {
     int N = B * T;
-    const cpu_kern16 *k = kern_of(be);
+    const gk_cpu_kern16 *k = kern_of(be);
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static) if (N > 1)
     for (int i = 0; i < N; i++) {
         const float *p = wpe + (size_t)(i % T) * C;

@@ -1,20 +1,19 @@
-/* cpu_q8.c: the CPU backend's int8-weight ops (see cpu_q8.h). Decoding (a few rows) reads each
+/* matmul_q8.c: the CPU backend's int8-weight ops (see matmul.h). Decoding (a few rows) reads each
  * weight once, as llama.cpp's Q8_0 x Q8_0 dot products: the activations are quantized per block
  * of 32 (scale max|x| / 127), each block's products summed exactly in int32 and scaled by both
- * blocks' scales. Three paths, picked per backend by cpu_impl.isa: portable C, AVX2 (32
+ * blocks' scales. Three paths, picked per backend by gk_cpu_impl.isa: portable C, AVX2 (32
  * products a step with _mm256_maddubs_epi16, which multiplies unsigned by signed bytes: the
  * weights' absolute values times the activations carrying the weights' signs, |q| <= 127 so no
- * pair saturates), and AVX-512 VNNI (vpdpbusd: the same products, summed in one instruction). Longer batches (prompts, gpt-evalppl) widen panels of weights into fp32 and
- * run sgemm, with the activations exact. Slabs are cut by shape, never by thread count.
- * References: ref.c (gk_elt_get of GK_Q8, activations exact); tests/unit/test_infer_q8.c also
+ * pair saturates), and AVX-512 VNNI (vpdpbusd: the same products, summed in one instruction).
+ * Longer batches (prompts, gpt-evalppl) widen panels of weights into fp32 and run sgemm, with
+ * the activations exact. Slabs are cut by shape, never by thread count.
+ * References: kernels/ref/matmul.c (gk_elt_get of GK_Q8, activations exact); tests/unit/test_infer_q8.c also
  * checks each path against a scalar version of these quantized products. */
-#include "kernels/cpu/cpu_q8.h"
+#include "kernels/cpu/matmul.h"
 
 #include <math.h>
 #include <omp.h>
 
-#include "kernels/cpu/cpu_bf16.h"
-#include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/ref/ref.h"
 
@@ -25,7 +24,7 @@
 #endif
 
 /* C (M, j0..j1) = alpha * (a . row j of B) + beta C; a: M rows of kb_n blocks */
-typedef void (*q8_rows_fn)(float *C, int ldc, const cpu_q8_act *a, int kb_n, const uint8_t *B,
+typedef void (*q8_rows_fn)(float *C, int ldc, const gk_cpu_q8_act *a, int kb_n, const uint8_t *B,
                            int M, int j0, int j1, float alpha, float beta);
 
 static inline float out_of(float s, float alpha, float beta, const float *c)
@@ -43,7 +42,7 @@ static inline float wscale(const uint8_t *blk)
 /* Each q is roundf(v * id) (halves away from zero), written as a truncation and a step so that
  * it vectorizes: |v * id| <= 127.x, so (int) truncates exactly and y - t is exact. (A call to
  * roundf per activation took 2% of a token.) */
-GK_CLONES void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
+GK_CLONES void gk_cpu_q8_quantize_act(gk_cpu_q8_act *out, const float *x, int K)
 {
     for (int b = 0; b < K / GK_Q8_BLOCK; b++) {
         const float *v = x + (size_t)b * GK_Q8_BLOCK;
@@ -63,13 +62,13 @@ GK_CLONES void cpu_q8_quantize_act(cpu_q8_act *out, const float *x, int K)
 
 /* ---- portable C ---- */
 
-static void scalar_rows(float *restrict Cm, int ldc, const cpu_q8_act *restrict a, int kb_n,
+static void scalar_rows(float *restrict Cm, int ldc, const gk_cpu_q8_act *restrict a, int kb_n,
                         const uint8_t *restrict B, int M, int j0, int j1, float alpha, float beta)
 {
     for (int j = j0; j < j1; j++) {
         const uint8_t *w = B + (size_t)j * kb_n * GK_Q8_BLOCK_BYTES;
         for (int r = 0; r < M; r++) {
-            const cpu_q8_act *x = a + (size_t)r * kb_n;
+            const gk_cpu_q8_act *x = a + (size_t)r * kb_n;
             float s = 0.0f;
             for (int b = 0; b < kb_n; b++) {
                 const uint8_t *blk = w + (size_t)b * GK_Q8_BLOCK_BYTES;
@@ -108,7 +107,7 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
  * (816-byte streams that each stop after 24 blocks), with or without software prefetch, read a
  * third to a quarter as fast (measured on a Zen 4, 1 thread: 6 GB/s against 25 GB/s). */
 #define Q8_ROWS(NAME, ATTR, DOT32)                                                                 \
-    static inline ATTR __m256 NAME##_blk(const uint8_t *blk, const cpu_q8_act *x, __m256 s)      \
+    static inline ATTR __m256 NAME##_blk(const uint8_t *blk, const gk_cpu_q8_act *x, __m256 s)      \
     {                                                                                             \
         uint16_t h;                                                                               \
         memcpy(&h, blk, 2);                                                                       \
@@ -117,7 +116,7 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
         __m256i xq = _mm256_loadu_si256((const __m256i *)x->q);                                   \
         return _mm256_fmadd_ps(d, DOT32(wq, xq), s);                                              \
     }                                                                                             \
-    static ATTR void NAME(float *restrict Cm, int ldc, const cpu_q8_act *restrict a, int kb_n,    \
+    static ATTR void NAME(float *restrict Cm, int ldc, const gk_cpu_q8_act *restrict a, int kb_n,    \
                           const uint8_t *restrict B, int M, int j0, int j1, float alpha,          \
                           float beta)                                                             \
     {                                                                                             \
@@ -125,7 +124,7 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
         for (int j = j0; j < j1; j++) {                                                           \
             const uint8_t *w = B + (size_t)j * rb;                                                \
             for (int r = 0; r < M; r++) {                                                         \
-                const cpu_q8_act *x = a + (size_t)r * kb_n;                                       \
+                const gk_cpu_q8_act *x = a + (size_t)r * kb_n;                                       \
                 __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                        \
                 int b = 0;                                                                        \
                 for (; b + 2 <= kb_n; b += 2) {                                                   \
@@ -176,7 +175,7 @@ static void widen_row(float *restrict dst, const uint8_t *restrict row, int K)
     }
 }
 
-/* cpu_gemm_panels' widen: w Q8_0 rows of K from row j0 (always transposed; ldb unused) */
+/* gk_cpu_gemm_panels' widen: w Q8_0 rows of K from row j0 (always transposed; ldb unused) */
 static void widen_panel(float *panel, const void *B, int ldb, int tb, int K, int j0, int w,
                         const void *arg)
 {
@@ -186,20 +185,21 @@ static void widen_panel(float *panel, const void *B, int ldb, int tb, int K, int
         widen_row(panel + (size_t)i * K, (const uint8_t *)B + (size_t)(j0 + i) * rb, K);
 }
 
-void cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const float *A, int lda,
-                 const uint8_t *B, float beta, float *C, int ldc)
+void gk_cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const float *A, int lda,
+                    const uint8_t *B, float beta, float *C, int ldc)
 {
     int nt = CPU(be)->nthreads, kb_n = K / GK_Q8_BLOCK;
     if (alpha == 0.0f) {
-        cpu_scale_c(M, N, beta, C, ldc);
+        gk_cpu_scale_c(M, N, beta, C, ldc);
         return;
     }
-    size_t qa_floats = ((size_t)M * kb_n * sizeof(cpu_q8_act) + 3) / 4;
-    cpu_q8_act *qa = M <= CPU_GEMM_ROWS_MAX ? (cpu_q8_act *)cpu_scratch(be, qa_floats) : NULL;
+    size_t qa_floats = ((size_t)M * kb_n * sizeof(gk_cpu_q8_act) + 3) / 4;
+    gk_cpu_q8_act *qa = M <= CPU_GEMM_ROWS_MAX ? (gk_cpu_q8_act *)cpu_scratch(be, qa_floats) : NULL;
     if (qa) {
-        for (int r = 0; r < M; r++) cpu_q8_quantize_act(qa + (size_t)r * kb_n, A + (size_t)r * lda, K);
+        for (int r = 0; r < M; r++)
+            gk_cpu_q8_quantize_act(qa + (size_t)r * kb_n, A + (size_t)r * lda, K);
         q8_rows_fn rows = rows_of(be);
-        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+        int ns = gk_cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int s = 0; s < ns; s++) {
             int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
@@ -207,13 +207,13 @@ void cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const float *
         }
         return;
     }
-    if (!cpu_gemm_panels(be, 1, M, N, K, alpha, A, lda, B, K, widen_panel, NULL, beta, C, ldc))
+    if (!gk_cpu_gemm_panels(be, 1, M, N, K, alpha, A, lda, B, K, widen_panel, NULL, beta, C, ldc))
         gk_ref_ops.gemm(be, 0, 1, M, N, K, alpha, A, GK_F32, lda, B, GK_Q8, K, beta, C, GK_F32,
                         ldc, NULL, NULL);
 }
 
-void cpu_encoder_fwd_q8(gk_backend *be, float *out, const int *tokens, const uint8_t *wte,
-                        const float *wpe, int B, int T, int C)
+void gk_cpu_encoder_fwd_q8(gk_backend *be, float *out, const int *tokens, const uint8_t *wte,
+                           const float *wpe, int B, int T, int C)
 {
     int N = B * T;
     size_t rb = (size_t)C / GK_Q8_BLOCK * GK_Q8_BLOCK_BYTES;

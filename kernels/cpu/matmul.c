@@ -1,104 +1,104 @@
-/* cpu_infer.c: the CPU backend's inference ops: attention of new query rows over a KV cache
- * (attention_fwd_at), and cpu_gemm_rows, a matrix-vector style gemm for a few rows (decoding:
- * M = batch size), where OpenBLAS' sgemm packs the whole weight matrix for one row and runs at a
- * third of the memory bandwidth. Each output element is computed by one thread in a fixed order,
- * so results do not depend on the thread count. The narrow-weight gemms' shared driver too:
- * cpu_gemm16 (bf16, fp16 over a cpu_kern16 of kernels), cpu_gemm_panels (widened panels +
- * sgemm, also int8's), cpu_scale_c. References: ref.c. */
-#include "kernels/cpu/cpu_infer.h"
+/* matmul.c: the CPU backend's gemm (gk_ops.gemm) and the drivers its weight types share.
+ * fp32 weights: OpenBLAS' sgemm in slabs, or for a few rows (decoding: M = batch size)
+ * gk_cpu_gemm_rows, where sgemm packs the whole weight matrix for one row and runs at a third of
+ * the memory bandwidth. 16-bit and int8 weights (matmul_bf16.c, matmul_f16.c, matmul_q8.c) run
+ * on the drivers here: gk_cpu_gemm16 (a gk_cpu_kern16 of kernels), gk_cpu_rows_ksplit,
+ * gk_cpu_gemm_panels (widened panels + sgemm), gk_cpu_scale_c. Each output element is computed
+ * by one thread in a fixed order, so results do not depend on the thread count. References:
+ * kernels/ref/matmul.c */
+#include "kernels/cpu/matmul.h"
 
 #include <cblas.h>
-#include <math.h>
 #include <omp.h>
 
 #include "kernels/bf16.h"
-#include "kernels/cpu/cpu_bf16.h"
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/cpu/host_mem.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ref/ref.h"
 
-/* ---- attention over a KV cache ---- */
+/* ---- gemm ----
+ * OpenBLAS runs single-threaded inside our OpenMP team. The larger of M and N (M on a tie) is cut
+ * into slabs whose number comes from the shape and the machine's core count (gk_cpu_impl.ncores),
+ * never from the thread count, and K is never cut; the threads share out the same slab calls, so
+ * results are bit-identical for any thread count (OpenBLAS itself picks different kernels for
+ * different sizes, e.g. its small-matrix path, so cutting by thread count would not be). Each
+ * slab packs only its own part of the weight matrix. One slab per core (measured on 2 cores:
+ * 8 slabs per call lost 10-25% to repacking and short panels), fewer when a slab would be under
+ * 64 wide or 1 MFLOP. One thread pool: no spinning OpenBLAS threads competing with OpenMP ones. */
 
-/* dot of two hs-vectors */
-GK_CLONES static float dot(const float *restrict a, const float *restrict b, int hs)
+static int gemm_slabs(int M, int N, int K, int ncores)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < hs; i++) s += a[i] * b[i];
-    return s;
+    int dim = M > N ? M : N, n = 1;
+    while (n < ncores && n < 8 && dim / (2 * n) >= 64 && 2.0 * M * N * K / (2 * n) >= 1e6) n *= 2;
+    return n;
 }
 
-/* s[0..n) = softmax(s) (max subtracted first) */
-GK_CLONES static void softmax_inplace(float *restrict s, int n)
+static void sgemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    float mx = -INFINITY, sum = 0.0f;
-#pragma omp simd reduction(max : mx)
-    for (int u = 0; u < n; u++) mx = s[u] > mx ? s[u] : mx;
-#pragma omp simd reduction(+ : sum)
-    for (int u = 0; u < n; u++) {
-        s[u] = gk_vexpf(s[u] - mx);
-        sum += s[u];
-    }
-    float inv = 1.0f / sum;
-#pragma omp simd
-    for (int u = 0; u < n; u++) s[u] *= inv;
-}
-
-/* A head's keys and values in the cache are hs-wide pieces of rows 3C apart (9 KB on GPT-2 124M),
- * a pattern the hardware prefetcher barely follows: each loop over them asks for the piece
- * ATT_AHEAD rows ahead (one Zen 4 core, 12 layers at 145 positions: 1.3 ms a token without,
- * 1.0 with; 4 to 16 rows ahead do about as well, a whole row of all heads worse). */
-#define ATT_AHEAD 8
-
-static inline void prefetch_piece(const float *p, int hs)
-{
-    for (int i = 0; i < hs; i += 16) __builtin_prefetch(p + i);
-}
-
-/* o[0..hs) = sum_u w[u] * v_u, v rows at stride ld */
-GK_CLONES static void combine(float *restrict o, const float *restrict w, const float *restrict v,
-                              int n, int hs, size_t ld)
-{
-    for (int i = 0; i < hs; i++) o[i] = 0.0f;
-    for (int u = 0; u < n; u++) {
-        float wu = w[u];
-        const float *r = v + (size_t)u * ld;
-        if (u + ATT_AHEAD < n) prefetch_piece(r + ATT_AHEAD * ld, hs);
-#pragma omp simd
-        for (int i = 0; i < hs; i++) o[i] += wu * r[i];
-    }
-}
-
-// qkv cache (B,Tc,3C), new rows t0..t0+n-1 -> out (B,n,C)
-void cpu_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void *qkv_new, int B,
-                          int Tc, const int *t0p, int n, int C, int NH)
-{
-    float *out = out_;
-    const float *qkv = cache;
-    int nt = CPU(be)->nthreads, hs = C / NH;
-    size_t per = (size_t)Tc; /* scores of one row, per thread */
-    float *scr = cpu_scratch(be, (size_t)nt * per);
-    if (!scr) {
-        gk_ref_ops.attention_fwd_at(be, out, cache, qkv_new, B, Tc, t0p, n, C, NH);
+    /* A few rows (decoding one token per sample): sgemm would pack all of B for each call. */
+    if (M <= CPU_GEMM_ROWS_MAX &&
+        gk_cpu_gemm_rows(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
+    enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    int ns = gemm_slabs(M, N, K, CPU(be)->ncores);
+    if (ns == 1) {
+        cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int t0 = host_cache_store(be, "cpu", cache, qkv_new, B, Tc, t0p, n, C);
-    if (t0 < 0) return;
-    float scale = 1.0f / sqrtf((float)hs);
-    size_t ld = 3 * (size_t)C;
-    int tasks = B * NH * n;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int task = 0; task < tasks; task++) {
-        int i = task % n, bh = task / n, b = bh / NH, h = bh % NH, t = t0 + i;
-        const float *base = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
-        const float *q = base + (size_t)t * ld, *k = base + C, *v = base + 2 * C;
-        float *s = scr + (size_t)omp_get_thread_num() * per;
-        for (int u = 0; u <= t; u++) {
-            if (u + ATT_AHEAD <= t) prefetch_piece(k + (size_t)(u + ATT_AHEAD) * ld, hs);
-            s[u] = dot(q, k + (size_t)u * ld, hs) * scale;
+    int split_n = N > M, dim = split_n ? N : M;
+    int per = ((dim + ns - 1) / ns + 15) / 16 * 16;
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
+    for (int s = 0; s < ns; s++) {
+        int lo = s * per, hi = lo + per < dim ? lo + per : dim;
+        if (lo >= hi) continue;
+        if (split_n) {
+            const float *Bs = tb ? B + (size_t)lo * ldb : B + lo;
+            cblas_sgemm(CblasRowMajor, TA, TB, M, hi - lo, K, alpha, A, lda, Bs, ldb, beta,
+                        C + lo, ldc);
+        } else {
+            const float *As = ta ? A + lo : A + (size_t)lo * lda;
+            cblas_sgemm(CblasRowMajor, TA, TB, hi - lo, N, K, alpha, As, lda, B, ldb, beta,
+                        C + (size_t)lo * ldc, ldc);
         }
-        softmax_inplace(s, t + 1);
-        combine(out + ((size_t)b * n + i) * C + (size_t)h * hs, s, v, t + 1, hs, ld);
+    }
+}
+
+/* backend.h's gemm: fp32 activations with fp32 (sgemm), bf16 (matmul_bf16.c), fp16 (matmul_f16.c) or
+ * int8 weights (matmul_q8.c), then the epilogue in one more pass over C (bias; or bias + GELU). */
+void gk_cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                 const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
+                 float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre_gelu)
+{
+    if (tA != GK_F32 || tC != GK_F32 || (tB != GK_F32 && ta) ||
+        (tB == GK_Q8 && (!tb || ldb != K || K % GK_Q8_BLOCK))) {
+        static const char *names[] = {"f32", "bf16", "f16", "q8"};
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu gemm: types %s x %s -> %s%s: not implemented",
+                        names[tA & 3], names[tB & 3], names[tC & 3],
+                        ta ? " with A transposed"
+                           : tB == GK_Q8 ? " (q8: B transposed, K % 32 == 0)" : "");
+        return;
+    }
+    if (pre_gelu && beta != 0.0f) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cpu gemm: the GELU epilogue needs beta 0");
+        return;
+    }
+    float *out = pre_gelu ? pre_gelu : C;
+    if (tB == GK_BF16)
+        gk_cpu_gemm_bf16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    else if (tB == GK_F16)
+        gk_cpu_gemm_f16(be, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    else if (tB == GK_Q8)
+        gk_cpu_gemm_q8(be, M, N, K, alpha, A, lda, B, beta, out, ldc);
+    else
+        sgemm(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+    if (!bias && !pre_gelu) return;
+    /* the epilogue helpers take contiguous rows: one call for the block, or one per row */
+    int rows = ldc == N ? M : 1;
+    for (int i = 0; i < M; i += rows) {
+        float *c = (float *)C + (size_t)i * ldc, *o = out + (size_t)i * ldc;
+        if (pre_gelu) gk_cpu_bias_gelu(be, c, o, bias, rows, N);
+        else gk_cpu_bias_add(be, c, bias, rows, N);
     }
 }
 
@@ -138,8 +138,8 @@ GK_CLONES static void sum_parts(float *restrict Cm, int ldc, const float *restri
     }
 }
 
-int cpu_rows_ksplit(gk_backend *be, cpu_part_fn part, int M, int N, int K, float alpha,
-                    const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc)
+int gk_cpu_rows_ksplit(gk_backend *be, gk_cpu_part_fn part, int M, int N, int K, float alpha,
+                       const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc)
 {
     float *acc = cpu_scratch(be, (size_t)CPU_ROWS_PARTS * M * N);
     if (!acc) return 0;
@@ -190,19 +190,19 @@ GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict
 
 /* Columns cut into one slab per thread: every output element is still summed over k in the same
  * order by one thread, so the cut does not change any result. */
-int cpu_rows_slabs(gk_backend *be, int N)
+int gk_cpu_rows_slabs(gk_backend *be, int N)
 {
     (void)N;
     return CPU(be)->nthreads;
 }
 
-int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+int gk_cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (ta || M > CPU_GEMM_ROWS_MAX) return 0;
     if (alpha == 0.0f) return 0;
-    if (!tb) return cpu_rows_ksplit(be, part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+    if (!tb) return gk_cpu_rows_ksplit(be, part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    int ns = gk_cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
     for (int s = 0; s < ns; s++) {
         int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
@@ -212,7 +212,7 @@ int cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alp
     return 1;
 }
 
-void cpu_scale_c(int M, int N, float beta, float *C, int ldc)
+void gk_cpu_scale_c(int M, int N, float beta, float *C, int ldc)
 {
     for (int r = 0; r < M; r++)
         for (int j = 0; j < N; j++) {
@@ -221,9 +221,9 @@ void cpu_scale_c(int M, int N, float beta, float *C, int ldc)
         }
 }
 
-int cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
-                    int lda, const void *B, int ldb, cpu_widen_fn widen, const void *arg,
-                    float beta, float *C, int ldc)
+int gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                       int lda, const void *B, int ldb, gk_cpu_widen_fn widen, const void *arg,
+                       float beta, float *C, int ldc)
 {
     int nt = CPU(be)->nthreads;
     size_t per_thread = (size_t)CPU_BF16_PANEL * K;
@@ -241,12 +241,12 @@ int cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, co
     return 1;
 }
 
-/* cpu_gemm_panels' widen for 16-bit weights (arg: the cpu_kern16): tb, w rows of K from row j0;
+/* gk_cpu_gemm_panels' widen for 16-bit weights (arg: the gk_cpu_kern16): tb, w rows of K from row j0;
  * else K rows of w from column j0 */
 static void widen16_panel(float *panel, const void *Bv, int ldb, int tb, int K, int j0, int w,
                           const void *arg)
 {
-    const cpu_kern16 *k = arg;
+    const gk_cpu_kern16 *k = arg;
     const uint16_t *B = Bv;
     for (int i = 0, rows = tb ? w : K; i < rows; i++)
         k->widen(panel + (size_t)i * (tb ? K : w),
@@ -268,18 +268,18 @@ static void rows16_nn_slow(gk_elt t, int M, int j0, int j1, int K, float alpha, 
         }
 }
 
-void cpu_gemm16(gk_backend *be, const cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
-                const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+void gk_cpu_gemm16(gk_backend *be, const gk_cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
+                   const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
     if (alpha == 0.0f) {
-        cpu_scale_c(M, N, beta, C, ldc);
+        gk_cpu_scale_c(M, N, beta, C, ldc);
         return;
     }
     if (M <= CPU_GEMM_ROWS_MAX && !tb
-        && cpu_rows_ksplit(be, k->part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        && gk_cpu_rows_ksplit(be, k->part_nn, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     if (M <= CPU_GEMM_ROWS_MAX) {
-        int ns = cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
+        int ns = gk_cpu_rows_slabs(be, N), per = ((N + ns - 1) / ns + 15) / 16 * 16;
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
         for (int s = 0; s < ns; s++) {
             int j0 = s * per, j1 = j0 + per < N ? j0 + per : N;
@@ -289,7 +289,7 @@ void cpu_gemm16(gk_backend *be, const cpu_kern16 *k, int tb, int M, int N, int K
         }
         return;
     }
-    if (!cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen16_panel, k, beta, C, ldc))
+    if (!gk_cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen16_panel, k, beta, C, ldc))
         gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, k->t, ldb, beta, C, GK_F32,
                         ldc, NULL, NULL);
 }

@@ -1,12 +1,13 @@
-/* cpu_optim.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW (one
- * tensor, or a table of them as a loop), zeroing a table of ranges.
- * Elementwise ops split freely across threads; sumsq uses a fixed split so it is deterministic. */
-#include "kernels/cpu/cpu_optim.h"
+/* optimizer.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW (one
+ * tensor, or a table of them as a loop), zeroing a table of ranges. Elementwise ops split freely
+ * across threads; sumsq uses a fixed split so it is deterministic. References:
+ * kernels/ref/optimizer.c */
+#include "kernels/cpu/cpu_ops.h"
 
 #include <math.h>
-#include <string.h>
 #include <omp.h>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/cpu_internal.h"
 
 #define SUMSQ_CHUNKS 64
@@ -25,7 +26,7 @@ GK_CLONES static double sumsq_range(const float *restrict x, size_t lo, size_t h
     return s;
 }
 
-void cpu_sumsq(gk_backend *be, double *out, const float *x, size_t n)
+void gk_cpu_sumsq(gk_backend *be, double *out, const float *x, size_t n)
 {
     double part[SUMSQ_CHUNKS];
     size_t per = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
@@ -39,7 +40,7 @@ void cpu_sumsq(gk_backend *be, double *out, const float *x, size_t n)
     *out = s;
 }
 
-void cpu_scale(gk_backend *be, float *x, float s, size_t n)
+void gk_cpu_scale(gk_backend *be, float *x, float s, size_t n)
 {
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -68,9 +69,9 @@ GK_CLONES static void adamw_range(float *restrict param, const float *restrict g
 }
 
 /* Same operations, in the same order, as ref_adamw (torch.optim.AdamW). */
-void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
-               float lr, float b1, float b2, float eps, float wd, int t, float gscale,
-               void *copy, gk_elt tcopy)
+void gk_cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
+                  float lr, float b1, float b2, float eps, float wd, int t, float gscale,
+                  void *copy, gk_elt tcopy)
 {
     float step_size = (float)(lr / (1.0 - pow(b1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
@@ -82,29 +83,21 @@ void cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float 
     for (int k = 0; k < nt; k++) {
         size_t lo = (size_t)k * per < n ? (size_t)k * per : n, hi = lo + per < n ? lo + per : n;
         adamw_range(param, grad, m, v, lo, hi, b1, b2, eps, decay, step_size, bc2_sqrt, gscale);
-        if (copy) cpu_cast(be, (char *)copy + lo * gk_elt_size(tcopy), tcopy, param + lo, GK_F32, hi - lo);
+        if (copy)
+            gk_cpu_cast(be, (char *)copy + lo * gk_elt_size(tcopy), tcopy, param + lo, GK_F32,
+                        hi - lo);
     }
 }
 
-void cpu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr, float b1,
-                     float b2, float eps, float wd, int t, float gscale, gk_elt tcopy)
+void gk_cpu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr, float b1,
+                        float b2, float eps, float wd, int t, float gscale, gk_elt tcopy)
 {
     for (int i = 0; i < count; i++)
         be->ops->adamw(be, ts[i].param, ts[i].grad, ts[i].m, ts[i].v, ts[i].n, lr, b1, b2, eps,
                        ts[i].decay ? wd : 0.0f, t, gscale, ts[i].copy, tcopy);
 }
 
-void cpu_zero_multi(gk_backend *be, const gk_span *sp, int count)
+void gk_cpu_zero_multi(gk_backend *be, const gk_span *sp, int count)
 {
     for (int i = 0; i < count; i++) be->ops->zero(be, sp[i].p, sp[i].n);
-}
-
-void cpu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n)
-{
-    (void)be;
-    if (dt == st) {
-        memmove(dst, src, n * gk_elt_size(dt));
-        return;
-    }
-    for (size_t i = 0; i < n; i++) gk_elt_put(dst, dt, i, gk_elt_get(src, st, i));
 }

@@ -1,21 +1,20 @@
-/* cpu_bf16.c: the CPU backend's bf16-weight ops (gemm_bf16, encoder_fwd_bf16; see backend.h).
+/* matmul_bf16.c: the CPU backend's bf16-weight ops (gemm_bf16, encoder_fwd_bf16; see backend.h).
  * Decoding (M <= CPU_GEMM_ROWS_MAX rows) streams the bf16 weights once and widens them in
  * registers (a 16-bit shift; the AVX-512 and AVX2 clones vectorize it), so a token reads half
  * the bytes of the fp32 path. More rows (prompts, gpt-evalppl windows) widen panels of
  * CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm on each. Panels and slabs
  * are cut by shape, never by thread count: results do not depend on it. The driver is
- * cpu_infer.c's cpu_gemm16; this file owns the bf16 kernels it runs. References: ref.c. */
-#include "kernels/cpu/cpu_bf16.h"
+ * matmul.c's gk_cpu_gemm16; this file owns the bf16 kernels it runs. References: kernels/ref/matmul.c. */
+#include "kernels/cpu/matmul.h"
 
 #include <omp.h>
 
-#include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/ref/ref.h"
 
 /* ---- a few rows: weights widened on the fly ---- */
 
-/* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B bf16 rows at stride ldb (cpu_rows_ksplit): the
+/* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B bf16 rows at stride ldb (gk_cpu_rows_ksplit): the
  * part's rows are one sequential stream, which the hardware prefetcher follows (software
  * prefetch a few rows ahead made it slower: 10 against 18 GB/s on one Zen 4 core) */
 GK_CLONES static void bf16_part_nn(float *restrict acc, const float *restrict A, int lda,
@@ -35,7 +34,7 @@ GK_CLONES static void bf16_part_nn(float *restrict acc, const float *restrict A,
 }
 
 /* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) bf16 rows at stride ldb (the tied lm_head): one
- * weight row at a time, so the slab is one sequential stream (see cpu_infer.c's rows_nt) */
+ * weight row at a time, so the slab is one sequential stream (see matmul.c's rows_nt) */
 GK_CLONES static void bf16_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
                               const uint16_t *restrict Bm, int ldb, int M, int K, int j0, int j1,
                               float alpha, float beta)
@@ -69,17 +68,17 @@ GK_CLONES static void bf16_widen(float *restrict dst, const uint16_t *restrict s
     for (int j = 0; j < n; j++) dst[j] = gk_bf16f(src[j]);
 }
 
-static const cpu_kern16 k_bf16 = {GK_BF16, bf16_part_nn, bf16_rows_nt, bf16_widen};
+static const gk_cpu_kern16 k_bf16 = {GK_BF16, bf16_part_nn, bf16_rows_nt, bf16_widen};
 
-void cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
-                   int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+void gk_cpu_gemm_bf16(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+                      int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    cpu_gemm16(be, &k_bf16, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gk_cpu_gemm16(be, &k_bf16, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t]
-void cpu_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
-                          const float *wpe, int B, int T, int C)
+void gk_cpu_encoder_fwd_bf16(gk_backend *be, float *out, const int *tokens, const uint16_t *wte,
+                             const float *wpe, int B, int T, int C)
 {
     int N = B * T;
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static) if (N > 1)
