@@ -26,7 +26,7 @@ void gk_cpu_encoder_fwd(gk_backend *be, void *out_, const int *tok, const void *
         else gk_cpu_encoder_fwd_bf16(be, out, tok, wte_, wpe, B, T, C);
         return;
     }
-#pragma omp parallel for NT(be) schedule(static)
+#pragma omp parallel for NT(be) schedule(static) ROWS(B * T)
     for (int bt = 0; bt < B * T; bt++) {
         float *o = out + (size_t)bt * C;
         const float *e = wte + (size_t)tok[bt] * C, *q = wpe + (size_t)(bt % T) * C;

@@ -115,11 +115,15 @@ int gk_pick(const gk_list *l, float u)
  * +0 tie. */
 int gk_greedy(const float *logits, int n)
 {
-    float m = logits[0];
+    float m = logits[0], lane[8];
     if (m != m) return 0;
-#pragma omp simd reduction(max : m)
-    for (int i = 1; i < n; i++) m = logits[i] > m ? logits[i] : m;
-    for (int i = 0; i < n; i++)
+    for (int j = 0; j < 8; j++) lane[j] = m;
+    int i = 1;
+    for (; i + 8 <= n; i += 8) /* eight running maxima, one vector */
+        for (int j = 0; j < 8; j++) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+    for (; i < n; i++) m = logits[i] > m ? logits[i] : m;
+    for (int j = 0; j < 8; j++) m = lane[j] > m ? lane[j] : m;
+    for (i = 0; i < n; i++)
         if (logits[i] == m) return i;
     return 0;
 }
