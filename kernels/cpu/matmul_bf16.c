@@ -18,7 +18,7 @@
  * part's rows are one sequential stream, which the hardware prefetcher follows (software
  * prefetch a few rows ahead made it slower: 10 against 18 GB/s on one Zen 4 core) */
 GK_CLONES static void bf16_part_nn(float *restrict acc, const float *restrict A, int lda,
-                              const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
+                                   const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {
     const uint16_t *Bm = Bv;
     for (size_t i = 0; i < (size_t)M * N; i++) acc[i] = 0.0f;
@@ -35,9 +35,9 @@ GK_CLONES static void bf16_part_nn(float *restrict acc, const float *restrict A,
 
 /* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) bf16 rows at stride ldb (the tied lm_head): one
  * weight row at a time, so the slab is one sequential stream (see matmul.c's rows_nt) */
-GK_CLONES static void bf16_rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
-                              const uint16_t *restrict Bm, int ldb, int M, int K, int j0, int j1,
-                              float alpha, float beta)
+GK_CLONES static void bf16_rows_nt(float *restrict Cm, int ldc, const float *restrict A,
+                                   int lda, const uint16_t *restrict Bm, int ldb, int M, int K,
+                                   int j0, int j1, float alpha, float beta)
 {
     for (int j = j0; j < j1; j++) {
         const uint16_t *b = Bm + (size_t)j * ldb;
