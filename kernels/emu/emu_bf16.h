@@ -9,24 +9,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/half.h"
 #include "kernels/emu/emu_runtime.h"
 
 namespace gk_emu {
-inline unsigned short float_to_bf16_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
-    return (unsigned short)(u >> 16);
-}
-inline float bf16_bits_to_float(unsigned short b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* the rounding is common/half.h's, the same bits as the host code's */
+inline unsigned short float_to_bf16_bits(float f) { return gk_f2bf16(f); }
+inline float bf16_bits_to_float(unsigned short b) { return gk_bf16f(b); }
 } // namespace gk_emu
 
 struct __nv_bfloat16 {
