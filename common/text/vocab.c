@@ -364,31 +364,3 @@ const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len)
     return v->merges;
 }
 
-/* ---------------------------------------------------------------- files */
-
-int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return gk_errno(e, path);
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) free(buf);
-            buf = p;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return gk_errf(e, GK_EIO, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return 0;
-}
