@@ -3,20 +3,20 @@
 
 #include <stdlib.h>
 
+#include "common/grow.h"
+
 int gk_read_all(FILE *f, const char *name, size_t max, char **data, size_t *len, gk_err *e)
 {
-    size_t cap = 1 << 16, n = 0, got;
-    char *b = malloc(cap);
-    /* keeps one byte free for the '\0'; reads one byte past max to tell "exactly max" from more */
-    while (b && n <= max && (got = fread(b + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = cap <= ((size_t)-1) / 2 ? realloc(b, cap *= 2) : NULL;
-            if (!nb) free(b);
-            b = nb;
+    size_t cap = 0, n = 0, got = 1;
+    char *b = NULL;
+    /* keeps one byte free for the '\0'; reads past max to tell "exactly max" from more */
+    for (; got && n <= max; n += got) {
+        if (gk_grow(&b, &cap, n + 2, 1, 1 << 16)) {
+            free(b);
+            return gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
         }
+        got = fread(b + n, 1, cap - n - 1, f);
     }
-    if (!b) return gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
     if (ferror(f)) {
         free(b);
         return gk_errno(e, name);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/grow.h"
 #include "common/text/utf8.h"
 #include "common/text/vocab_int.h"
 
@@ -33,14 +34,7 @@ uint64_t gk_hash_bytes(const void *p, size_t n)
 
 int gk_ids_reserve(uint32_t **ids, size_t *cap, size_t need)
 {
-    if (need <= *cap && *ids) return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    uint32_t *p = realloc(*ids, c * sizeof *p);
-    if (!p) return GK_ENOMEM;
-    *ids = p;
-    *cap = c;
-    return 0;
+    return gk_grow(ids, cap, need, sizeof **ids, 256);
 }
 
 static uint32_t pow2_at_least(uint64_t n)
@@ -89,14 +83,8 @@ int gk_vbuild_init(gk_vbuild *b, uint32_t n)
 int gk_vbuild_put(gk_vbuild *b, uint32_t id, const void *bytes, size_t len)
 {
     if (id >= b->n || b->slen[id] != GK_NONE) return GK_EFORMAT;
-    if (b->alen + len > b->acap) {
-        size_t c = b->acap ? b->acap * 2 : 4096;
-        while (c < b->alen + len) c *= 2;
-        unsigned char *p = realloc(b->arena, c);
-        if (!p) return GK_ENOMEM;
-        b->arena = p;
-        b->acap = c;
-    }
+    if (len > SIZE_MAX - b->alen || gk_grow(&b->arena, &b->acap, b->alen + len, 1, 4096))
+        return GK_ENOMEM;
     memcpy(b->arena + b->alen, bytes, len);
     b->soff[id] = b->alen;
     b->slen[id] = (uint32_t)len;

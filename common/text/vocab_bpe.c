@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/io/readall.h"
 #include "common/text/utf8.h"
 #include "common/text/vocab_formats.h"
@@ -198,16 +199,9 @@ typedef struct sbuf {
 static void sb_put(sbuf *s, const void *data, size_t len)
 {
     if (s->oom) return;
-    if (s->n + len + 1 > s->cap) {
-        size_t c = s->cap ? s->cap : 1 << 16;
-        while (c < s->n + len + 1) c *= 2;
-        char *p = realloc(s->p, c);
-        if (!p) {
-            s->oom = 1;
-            return;
-        }
-        s->p = p;
-        s->cap = c;
+    if (len >= SIZE_MAX - s->n || gk_grow(&s->p, &s->cap, s->n + len + 1, 1, 1 << 16)) {
+        s->oom = 1;
+        return;
     }
     memcpy(s->p + s->n, data, len);
     s->n += len;

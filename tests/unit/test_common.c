@@ -1,8 +1,10 @@
-/* test_common.c: number parsing, option tables, atomic output files, whole-file reads. */
+/* test_common.c: number parsing, option tables, atomic output files, whole-file reads, growable
+ * arrays. */
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "common/num.h"
 #include "common/opt.h"
 #include "common/io/outfile.h"
@@ -217,6 +219,27 @@ static void test_read_file(void)
     free(want);
 }
 
+/* Doubling from the first size, contents kept, and an overflowing request refused with the array
+ * untouched. */
+static void test_grow(void)
+{
+    int *a = NULL;
+    size_t cap = 0, c = 0;
+    CHECK(gk_grow(&a, &cap, 0, sizeof *a, 4) == 0 && a && cap == 4); /* NULL: allocated */
+    for (int i = 0; i < 4; i++) a[i] = i;
+    CHECK(gk_grow(&a, &cap, 4, sizeof *a, 4) == 0 && cap == 4);
+    CHECK(gk_grow(&a, &cap, 5, sizeof *a, 4) == 0 && cap == 8);
+    CHECK(gk_grow(&a, &cap, 33, sizeof *a, 4) == 0 && cap == 64);
+    CHECK(a[0] == 0 && a[3] == 3);
+    int *before = a;
+    CHECK(gk_grow(&a, &cap, SIZE_MAX / 2, sizeof *a, 4) == GK_ENOMEM && a == before && cap == 64);
+    CHECK(gk_grow(&a, &cap, SIZE_MAX, 1, 4) == GK_ENOMEM && a == before && cap == 64);
+    free(a);
+    CHECK(gk_grow_cap(0, 100, 8, 16, &c) == 0 && c == 128);
+    CHECK(gk_grow_cap(3, 7, 1, 16, &c) == 0 && c == 12);
+    CHECK(gk_grow_cap(0, SIZE_MAX / 4 + 1, 8, 16, &c) == GK_ENOMEM);
+}
+
 int main(void)
 {
     RUN(test_parse_i64_suffixes);
@@ -227,5 +250,6 @@ int main(void)
     RUN(test_outfile_commit_and_abort);
     RUN(test_errf_adds_to_message);
     RUN(test_read_file);
+    RUN(test_grow);
     return TEST_END();
 }
