@@ -1,4 +1,4 @@
-/* emu_bf16.h: the cuda_bf16.h subset of the emulator (see emu.h for the whole subset).
+/* emu_bf16.h: the cuda_bf16.h subset of the emulator (see kernels/emu/README.md for the whole subset).
  * Owns: __nv_bfloat16 (2 bytes, standard layout, the bits in __x as on a GPU), __nv_bfloat162
  * and the conversions: float -> bf16 rounds to nearest even and keeps NaN a (quiet) NaN.
  * Arithmetic and comparisons go through float and round the result back, as on a GPU.
