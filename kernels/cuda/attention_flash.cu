@@ -70,7 +70,7 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, size_t ld,
 }
 
 /* Knobs for measuring on a GPU (tests/bench/gpu_session.sh builds variants; the defaults are
- * the kernels as first measured, 2026-11-27): FL_PREFETCH 1 issues the next tile's global load
+ * the kernels as first measured): FL_PREFETCH 1 issues the next tile's global load
  * one iteration ahead, into registers, so that its latency hides behind the current tile's math;
  * FL_FWD_BLOCKS, FL_BWD_KV_BLOCKS, FL_BWD_Q_BLOCKS ask ptxas for that many blocks per SM (fewer
  * registers a thread; shared memory allows 4, 2 and 3 at D = 64). */
