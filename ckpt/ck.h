@@ -68,15 +68,14 @@ double ck_value_at(const gk_st_tensor *t, size_t i);
  * The expected tensors of a GPT-2 config, derived from the model's own parameter table
  * (kernels/model/gpt2.h) so no list of names is repeated here, in its order: the head group (wte,
  * wpe), then per layer the layer group, then the tail group (ln_f). Dimensions are also kept
- * symbolically, for llm.c's layout (padded vocab rows). */
-enum ck_dim { CK_1, CK_V, CK_T, CK_C, CK_3C, CK_4C };
+ * symbolically (the table's gk_gpt2_dim), for llm.c's layout (padded vocab rows). */
 enum ck_group { CK_HEAD, CK_LAYER, CK_TAIL };
 
 typedef struct ck_entry {
     char name[96];       /* HuggingFace name with "transformer." */
     int ndim;            /* 1 or 2 */
     int64_t shape[2];    /* shape[1] = 0 for 1-D */
-    enum ck_dim sym[2];
+    enum gk_gpt2_dim sym[2];
     enum ck_group group;
     int layer;           /* -1 for head and tail */
     int slot;            /* index inside the group (per layer for CK_LAYER) */
@@ -100,7 +99,7 @@ int ck_table_make_biased(ck_table *t, const gk_gpt2_config *cfg, gk_err *e);
 /* The entry of (group, layer, slot). */
 const ck_entry *ck_table_at(const ck_table *t, enum ck_group g, int layer, int slot);
 /* Size of symbolic dim d under cfg (vocab padded to vp when vp > 0). */
-int64_t ck_dim_size(const gk_gpt2_config *cfg, enum ck_dim d, int64_t vp);
+int64_t ck_dim_size(const gk_gpt2_config *cfg, enum gk_gpt2_dim d, int64_t vp);
 /* "[a, b]" into buf. */
 void ck_shape_text(char *buf, size_t cap, int ndim, const int64_t *shape);
 

@@ -224,7 +224,7 @@ static int import_hf(const char *st_path, const char *dir, const char *out, cons
         params[i].ndim = x->ndim;
         params[i].shape[0] = x->shape[0];
         params[i].shape[1] = x->shape[1];
-        if (rc == 0 && x->group == CK_HEAD && x->sym[0] == CK_V)
+        if (rc == 0 && x->group == CK_HEAD && x->sym[0] == GK_DIM_V)
             check_tied_head(f, t);
     }
     if (!rc)

@@ -1,10 +1,8 @@
 /* table.c: the expected tensors of a config, and model config JSON (see ck.h).
  *
- * The table comes from the model's own parameter table (gk_gpt2_param) so that no tensor list is
- * repeated. A model of the real size would allocate parameters, gradients and both AdamW moments
- * (25 GB for gpt2-xl), so a one-layer probe model is made on the reference backend instead, with
- * sizes chosen so that every dimension is recognisable (V=7, T=3, C=8, 3C=24, 4C=32); its entries
- * are then expanded to the real config: "transformer.h.0.X" becomes X for every layer. */
+ * The table comes from the model's own parameter table (gk_gpt2_param_table, which allocates no
+ * model) so that no tensor list is repeated: the table of the config with one layer, with its
+ * symbolic dimensions, is expanded to every layer: "transformer.h.0.X" becomes X for each. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,30 +11,9 @@
 #include "ck.h"
 #include "common/log.h"
 
-enum { PROBE_V = 7, PROBE_T = 3, PROBE_C = 8 };
-
-static int probe_dim(int64_t x, enum ck_dim *d)
+int64_t ck_dim_size(const gk_gpt2_config *c, enum gk_gpt2_dim d, int64_t vp)
 {
-    switch (x) {
-    case PROBE_V: *d = CK_V; return 0;
-    case PROBE_T: *d = CK_T; return 0;
-    case PROBE_C: *d = CK_C; return 0;
-    case 3 * PROBE_C: *d = CK_3C; return 0;
-    case 4 * PROBE_C: *d = CK_4C; return 0;
-    default: return -1;
-    }
-}
-
-int64_t ck_dim_size(const gk_gpt2_config *c, enum ck_dim d, int64_t vp)
-{
-    switch (d) {
-    case CK_V: return vp > 0 ? vp : c->vocab_size;
-    case CK_T: return c->block_size;
-    case CK_C: return c->n_embd;
-    case CK_3C: return 3 * (int64_t)c->n_embd;
-    case CK_4C: return 4 * (int64_t)c->n_embd;
-    default: return 1;
-    }
+    return d == GK_DIM_V && vp > 0 ? vp : gk_gpt2_dim_size(c, d);
 }
 
 void ck_shape_text(char *buf, size_t cap, int ndim, const int64_t *shape)
@@ -48,10 +25,11 @@ void ck_shape_text(char *buf, size_t cap, int ndim, const int64_t *shape)
         snprintf(buf + k, cap - (size_t)k, "]");
 }
 
-/* The probe's table as templates: group and name suffix per entry, in order. */
-static int probe_templates(int bias, ck_entry *tmpl, int *n, gk_err *e)
+/* The one-layer table of cfg as templates: group and name suffix per entry, in order. */
+static int table_templates(const gk_gpt2_config *cfg, ck_entry *tmpl, int *n, gk_err *e)
 {
-    gk_gpt2_config pc = {1, 1, PROBE_C, PROBE_T, PROBE_V, bias, 0.0f};
+    gk_gpt2_config pc = *cfg;
+    pc.n_layer = 1;
     gk_param table[4 + 16];
     int count = gk_gpt2_param_table(&pc, table, (int)(sizeof table / sizeof *table));
     int rc = count < 0 ? gk_errf(e, count, "parameter table: out of memory")
@@ -73,10 +51,8 @@ static int probe_templates(int bias, ck_entry *tmpl, int *n, gk_err *e)
         }
         snprintf(t->name, sizeof t->name, "%.63s", rest);
         t->ndim = p->ndim;
-        t->sym[1] = CK_1;
-        for (int d = 0; d < p->ndim; d++)
-            if (probe_dim(p->shape[d], &t->sym[d]) != 0)
-                rc = gk_errf(e, GK_EFORMAT, "parameter table: %s has an unexpected shape", p->name);
+        t->sym[0] = p->dim[0];
+        t->sym[1] = p->ndim == 2 ? p->dim[1] : GK_DIM_1;
     }
     return rc;
 }
@@ -89,7 +65,7 @@ int ck_table_make(ck_table *t, const gk_gpt2_config *cfg, gk_err *e)
         return rc;
     ck_entry tmpl[64];
     int nt = 0;
-    if ((rc = probe_templates(cfg->bias, tmpl, &nt, e)))
+    if ((rc = table_templates(cfg, tmpl, &nt, e)))
         return rc;
     t->cfg = *cfg;
     for (int i = 0; i < nt; i++) {

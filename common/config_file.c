@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/datadir.h"
-
+#include "common/grow.h"
 
 #define MAX_DEPTH 16
 
@@ -157,7 +157,9 @@ static int note_key(seen_keys *sk, const gk_config *cfg, const char *key, long l
             return gk_errf(err, GK_EUSAGE, "%s: duplicate key '%s' (first set at %s:%ld)", where,
                            key, path, sk->line[i]);
     if (sk->n == sk->cap) {
-        size_t cap = sk->cap ? 2 * sk->cap : 16;
+        size_t cap;
+        if (gk_grow_cap(sk->cap, sk->n + 1, sizeof(long), 16, &cap))
+            return gk_errf(err, GK_ENOMEM, "%s: out of memory", where);
         const gk_config_key **nk = realloc(sk->key, cap * sizeof *nk);
         if (nk)
             sk->key = nk;

@@ -8,37 +8,11 @@
 #include <unistd.h>
 
 #include "common/text/encode_text.h"
+#include "common/io/readall.h"
 #include "common/le.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/io/shard.h"
-
-static int read_all(FILE *f, const char *name, unsigned char **buf, size_t *len, gk_err *e)
-{
-    size_t cap = 1 << 20, n = 0;
-    unsigned char *b = malloc(cap);
-    for (size_t got = 1; b && got;) {
-        if (n == cap) {
-            unsigned char *nb = realloc(b, cap *= 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-        }
-        got = fread(b + n, 1, cap - n, f);
-        n += got;
-    }
-    if (!b) return gk_errf(e, GK_ENOMEM, "%s: out of memory", name);
-    if (ferror(f)) {
-        free(b);
-        return gk_errno(e, name);
-    }
-    *buf = b;
-    *len = n;
-    return 0;
-}
 
 /* tokens of width 2 or 4 at p[0..count) -> s->ids, each checked against vocab_limit */
 static int take_tokens(ep_stream *s, const unsigned char *p, size_t count, int width,
@@ -153,9 +127,10 @@ int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t
         return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) return gk_errno(e, path);
-    unsigned char *b = NULL;
+    char *text = NULL;
     size_t len = 0;
-    int rc = read_all(f, s->name, &b, &len, e);
+    int rc = gk_read_all(f, s->name, GK_READALL_NO_LIMIT, &text, &len, e);
+    unsigned char *b = (unsigned char *)text;
     if (!is_stdin) fclose(f);
     if (rc) return rc;
     if (raw)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/env.h"
+#include "common/io/readall.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/opt.h"
@@ -64,35 +65,17 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
     return gk_opt_parse_main(tab, "gpt-sample", usage, footer, argc, argv, first, e);
 }
 
+/* The largest prompt file: far more text than any context holds */
+#define PROMPT_MAX ((size_t)1 << 30)
+
 /* The whole of path ("-": standard input, which must not have been closed at start). */
-static int read_file(const char *path, char **buf, size_t *len, gk_err *e)
+static int read_prompt(const char *path, char **buf, size_t *len, gk_err *e)
 {
-    int is_stdin = strcmp(path, "-") == 0;
-    if (is_stdin && gk_std_was_closed(0)) /* reopened on /dev/null: not a prompt */
+    if (strcmp(path, "-"))
+        return gk_read_file(path, PROMPT_MAX, buf, len, e);
+    if (gk_std_was_closed(0)) /* reopened on /dev/null: not a prompt */
         return gk_errf(e, GK_EIO, "-f -: standard input is closed (give -p, or redirect it)");
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) return gk_errno(e, path);
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    for (size_t got = 1; b && got;) {
-        if (n == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) free(b);
-            if (!(b = nb)) break;
-        }
-        got = fread(b + n, 1, cap - n, f);
-        n += got;
-    }
-    int bad = ferror(f);
-    if (!is_stdin) fclose(f);
-    if (bad || !b) {
-        free(b);
-        return b ? gk_errno(e, is_stdin ? "standard input" : path)
-                 : gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
-    }
-    *buf = b;
-    *len = n;
-    return 0;
+    return gk_read_all(stdin, "standard input", PROMPT_MAX, buf, len, e);
 }
 
 /* The prompt's ids (a literal <|endoftext|> in it is that token); none given: the start token
@@ -105,7 +88,7 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
     uint32_t *u = NULL;
     int rc = 0;
     if (o->prompt_file)
-        rc = read_file(o->prompt_file, &text, &len, e);
+        rc = read_prompt(o->prompt_file, &text, &len, e);
     else if (o->prompt)
         len = strlen(o->prompt);
     *hidden = !len;

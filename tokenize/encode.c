@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/text/bpe.h"
 #include "common/text/utf8.h"
 #include "encode_int.h"
@@ -83,15 +84,9 @@ static void encode_chunk(tk_encoder *enc, chunk *c, gk_bpe *bpe)
         if (c->rc || k == c->nstarts)
             break;
         c->dtok[k] = c->n;
-        if (bpe && c->n == c->cap) { /* the document's <|endoftext|> */
-            size_t cap = c->cap ? c->cap * 2 : 256;
-            uint32_t *ni = realloc(c->ids, cap * sizeof *ni);
-            if (!ni) {
-                c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
-                break;
-            }
-            c->ids = ni;
-            c->cap = cap;
+        if (bpe && gk_grow(&c->ids, &c->cap, c->n + 1, sizeof *c->ids, 256)) { /* its <|endoftext|> */
+            c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
+            break;
         }
         if (bpe)
             c->ids[c->n++] = eot;
@@ -256,29 +251,13 @@ static int drain(tk_encoder *enc, size_t upto, int wait, gk_err *e)
 
 static int reserve(block *b, size_t need, size_t initial)
 {
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : initial;
-    while (cap < need)
-        cap *= 2;
-    char *nt = realloc(b->text, cap);
-    if (!nt)
-        return -1;
-    b->text = nt;
-    b->cap = cap;
-    return 0;
+    return gk_grow(&b->text, &b->cap, need, 1, initial) ? -1 : 0;
 }
 
 static int add_start(block *b, size_t at)
 {
-    if (b->nstarts == b->scap) {
-        size_t cap = b->scap ? b->scap * 2 : 1024;
-        size_t *ns = realloc(b->starts, cap * sizeof *ns);
-        if (!ns)
-            return -1;
-        b->starts = ns;
-        b->scap = cap;
-    }
+    if (gk_grow(&b->starts, &b->scap, b->nstarts + 1, sizeof *b->starts, 1024))
+        return -1;
     b->starts[b->nstarts++] = at;
     return 0;
 }

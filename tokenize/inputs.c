@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
+
 int tk_inputs_add_entry(tk_inputs *in, const char *path, long long size, tk_remote rem, gk_err *e)
 {
     if (in->n == in->cap) {
@@ -145,14 +147,9 @@ static int list_dir(const char *dir, char ***names, size_t *n, gk_err *e)
     while (rc == 0 && (ent = readdir(d))) {
         if (ent->d_name[0] == '.')
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **nn = realloc(*names, cap * sizeof *nn);
-            if (!nn) {
-                rc = gk_errf(e, GK_ENOMEM, "out of memory");
-                break;
-            }
-            *names = nn;
+        if (gk_grow(names, &cap, *n + 1, sizeof **names, 64)) {
+            rc = gk_errf(e, GK_ENOMEM, "out of memory");
+            break;
         }
         if (!((*names)[*n] = strdup(ent->d_name)))
             rc = gk_errf(e, GK_ENOMEM, "out of memory");

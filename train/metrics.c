@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "common/io/outfile.h"
 
 static char *join(const char *dir, const char *name)
@@ -23,14 +24,8 @@ static char *join(const char *dir, const char *name)
 
 static int add_point(tr_metrics *m, const tr_point *p)
 {
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 256;
-        tr_point *np = realloc(m->pts, cap * sizeof *np);
-        if (!np)
-            return -1;
-        m->pts = np;
-        m->cap = cap;
-    }
+    if (gk_grow(&m->pts, &m->cap, m->n + 1, sizeof *m->pts, 256))
+        return -1;
     m->pts[m->n++] = *p;
     return 0;
 }

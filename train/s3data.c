@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+
 typedef struct object {
     char *bucket, *key;
 } object;
@@ -91,13 +93,8 @@ static int read_header(tr_s3data *d, size_t obj, int64_t size, gk_shard_map *m, 
 static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t size, tr_s3data_fn fn,
                       void *ud, gk_err *e)
 {
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 16;
-        object *p = realloc(d->obj, cap * sizeof *p);
-        if (!p)
-            return gk_errf(e, GK_ENOMEM, "out of memory");
-        d->obj = p, d->cap = cap;
-    }
+    if (gk_grow(&d->obj, &d->cap, d->n + 1, sizeof *d->obj, 16))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
     object *o = &d->obj[d->n];
     o->bucket = strdup(bucket), o->key = strdup(key);
     gk_shard_map m = {0};

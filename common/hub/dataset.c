@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/grow.h"
 #include "common/hub/hub_int.h"
 
 #define DEFAULT_ENDPOINT "https://huggingface.co"
@@ -32,7 +33,8 @@ struct gk_hub_dataset {
     int offline;
     hub_repo r;           /* the cache's repository and the snapshot's commit */
     ds_file *files;
-    int n, cap;
+    int n;
+    size_t cap;
 };
 
 int gk_hub_is_dataset_url(const char *s) { return strncmp(s, PREFIX, strlen(PREFIX)) == 0; }
@@ -88,14 +90,8 @@ static void url_escape(const char *path, char *out, size_t cap)
 
 static int add_file(gk_hub_dataset *d, const char *path, long long size, gk_err *e)
 {
-    if (d->n == d->cap) {
-        int cap = d->cap ? d->cap * 2 : 64;
-        ds_file *nf = realloc(d->files, (size_t)cap * sizeof *nf);
-        if (!nf)
-            return gk_errf(e, GK_ENOMEM, "out of memory");
-        d->files = nf;
-        d->cap = cap;
-    }
+    if (gk_grow(&d->files, &d->cap, (size_t)d->n + 1, sizeof *d->files, 64))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
     if (!(d->files[d->n].path = strdup(path)))
         return gk_errf(e, GK_ENOMEM, "out of memory");
     d->files[d->n++].size = size;

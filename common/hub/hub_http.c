@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/hub/hub_int.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "common/progress.h"
 
@@ -336,16 +337,8 @@ static size_t on_mem_body(char *buf, size_t size, size_t nitems, void *ud)
         m->too_big = 1;
         return 0;
     }
-    if (m->len + n + 1 > m->cap) {
-        size_t cap = m->cap ? m->cap : 1 << 16;
-        while (cap < m->len + n + 1)
-            cap *= 2;
-        char *nb = realloc(m->buf, cap);
-        if (!nb)
-            return 0;
-        m->buf = nb;
-        m->cap = cap;
-    }
+    if (gk_grow(&m->buf, &m->cap, m->len + n + 1, 1, 1 << 16))
+        return 0;
     memcpy(m->buf + m->len, buf, n);
     m->len += n;
     m->buf[m->len] = '\0';

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "common/proc.h"
 #include "common/text/encode_text.h"
 
@@ -195,13 +196,9 @@ static int read_items(const loader *ld, FILE *f, gk_err *e)
             rc = item_error(e, s->name, lineno, "a NUL byte: not JSON Lines");
             break;
         }
-        if (s->n == cap) {
-            gk_choice_item *ni = realloc(s->items, (cap = cap ? 2 * cap : 256) * sizeof *ni);
-            if (!ni) {
-                rc = gk_errf(e, GK_ENOMEM, "%s:%ld: out of memory", s->name, lineno);
-                break;
-            }
-            s->items = ni;
+        if (gk_grow(&s->items, &cap, (size_t)s->n + 1, sizeof *s->items, 256)) {
+            rc = gk_errf(e, GK_ENOMEM, "%s:%ld: out of memory", s->name, lineno);
+            break;
         }
         gk_choice_item *it = &s->items[s->n++];
         memset(it, 0, sizeof *it);

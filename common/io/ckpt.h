@@ -56,10 +56,9 @@ int gk_ckpt_check_version(const struct gk_st_file *f, gk_err *e);
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e);
 /* The same for a file open on fd (kept open by the caller), named name in messages. */
 int gk_ckpt_open_fd(gk_ckpt **out, int fd, const char *name, gk_err *e);
-/* Verifies an open safetensors file's checksums (gk_st_verify: 0.26-0.43 s for GPT-2
- * 124M's 498 MB on the 2-core development machine, against 0.29 s for gk_ckpt_read of every
- * parameter and 0.15 s for cat of the cached file); a file
- * without them (written before checksums) passes, with a note at verbose level. */
+/* Verifies an open safetensors file's checksums (gk_st_verify, on threads: about as long as
+ * gk_ckpt_read of every parameter takes); a file without them (written before checksums)
+ * passes, with a note at verbose level. */
 int gk_ckpt_verify(const struct gk_st_file *f, gk_err *e);
 void gk_ckpt_close(gk_ckpt *c); /* NULL-safe */
 const char *gk_ckpt_path(const gk_ckpt *c);
@@ -69,7 +68,7 @@ const char *gk_ckpt_train_json(const gk_ckpt *c);
 /* Copies tensor name into dst as fp32 after checking its shape; errors name file and tensor.
  * A parameter may be F32, BF16, F16 or int8 (I8 with "q8_0.NAME" scales, widened: common/io/q8.h).
  * Every value must be finite: a NaN or infinity is GK_EFORMAT naming the element (checked in
- * the same pass as the copy: about 20 ms, 7% of the read, for GPT-2 124M's 500 MB of F32).
+ * the same pass as the copy, where it costs a small part of the read).
  * kind: 0 = parameter, 'm' / 'v' = AdamW moment. GK_ENOTFOUND when absent. */
 int gk_ckpt_read(const gk_ckpt *c, int kind, const char *name, int ndim, const int64_t *shape,
                  float *dst, gk_err *e);

@@ -1,7 +1,7 @@
 /* safetensors_sum.c: the per-tensor checksums gptkit stores in a safetensors file's __metadata__
  * (GK_ST_CHECKSUMS_KEY, see safetensors.h): CRC-32 computation and verification.
- * Speed: zlib's crc32 runs at about 1.6 GB/s on one core of the development machine, so a large
- * buffer is split over threads and the parts joined with crc32_combine. */
+ * Speed: zlib's crc32 on one core is slower than reading a cached file, so a large buffer is
+ * split over threads and the parts joined with crc32_combine. */
 #include "common/io/safetensors.h"
 
 #include <jansson.h>

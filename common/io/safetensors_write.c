@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/le.h"
 #include "common/io/outfile.h"
 
@@ -72,14 +73,8 @@ static int add_entry(gk_st_writer *w, const char *name, enum gk_dtype dt, int nd
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->e[i].name, name) == 0)
             return gk_errf(err, GK_EUSAGE, "safetensors writer: tensor '%s' added twice", name);
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 64;
-        st_entry *e = realloc(w->e, cap * sizeof *e);
-        if (!e)
-            return gk_errf(err, GK_ENOMEM, "safetensors writer: out of memory");
-        w->e = e;
-        w->cap = cap;
-    }
+    if (gk_grow(&w->e, &w->cap, w->n + 1, sizeof *w->e, 64))
+        return gk_errf(err, GK_ENOMEM, "safetensors writer: out of memory");
     st_entry *e = &w->e[w->n];
     memset(e, 0, sizeof *e);
     if (!(e->name = strdup(name)))

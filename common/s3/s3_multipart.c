@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/s3/s3_int.h"
 
 struct gk_s3_upload {
@@ -13,7 +14,8 @@ struct gk_s3_upload {
     char *bucket, *key;
     char id[1024];
     char (*etags)[128]; /* of parts 1..n */
-    int n, cap;
+    int n;
+    size_t cap;
 };
 
 static void upload_free(gk_s3_upload *u)
@@ -66,14 +68,8 @@ int gk_s3_mpu_part(gk_s3_upload *u, const void *buf, size_t n, gk_err *e)
 {
     if (u->n == 10000)
         return gk_errf(e, GK_EUSAGE, "s3://%s/%s: more than 10000 parts (raise the part size)", u->bucket, u->key);
-    if (u->n == u->cap) {
-        int cap = u->cap ? 2 * u->cap : 16;
-        void *p = realloc(u->etags, (size_t)cap * sizeof *u->etags);
-        if (!p)
-            return gk_errf(e, GK_ENOMEM, "out of memory");
-        u->etags = p;
-        u->cap = cap;
-    }
+    if (gk_grow(&u->etags, &u->cap, (size_t)u->n + 1, sizeof *u->etags, 16))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
     char q[4096];
     if (upload_query(u, u->n + 1, q, sizeof q))
         return gk_errf(e, GK_EFORMAT, "s3://%s/%s: upload id too long", u->bucket, u->key);

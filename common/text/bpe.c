@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/text/pretok.h"
 #include "common/text/vocab_int.h"
 
@@ -149,8 +150,8 @@ static hent hpop(hent *h, size_t *hn)
 static int reserve_scratch(gk_bpe *b, size_t n)
 {
     if (n <= b->scap) return 0;
-    size_t c = b->scap ? b->scap : 256;
-    while (c < n) c *= 2;
+    size_t c;
+    if (gk_grow_cap(b->scap, n, 3 * sizeof(hent), 256, &c)) return GK_ENOMEM;
     uint32_t *t = realloc(b->tid, c * sizeof *t);
     if (t) b->tid = t;
     uint32_t *nx = realloc(b->next, c * sizeof *nx);

@@ -3,19 +3,14 @@
 
 #include <stdlib.h>
 
+#include "common/grow.h"
 #include "common/text/bpe.h"
 #include "common/text/utf8.h"
 
 /* Appends id to the growable array. */
 static int push(uint32_t id, uint32_t **ids, size_t *n, size_t *cap, gk_err *e)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 256;
-        uint32_t *p = realloc(*ids, nc * sizeof *p);
-        if (!p) return gk_errf(e, GK_ENOMEM, "out of memory");
-        *ids = p;
-        *cap = nc;
-    }
+    if (gk_grow(ids, cap, *n + 1, sizeof **ids, 256)) return gk_errf(e, GK_ENOMEM, "out of memory");
     (*ids)[(*n)++] = id;
     return 0;
 }

@@ -4,15 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+
 static int toks_push(gk_sample_toks *t, int id)
 {
-    if (t->n == t->cap) {
-        int64_t cap = t->cap ? 2 * t->cap : 64;
-        int *p = realloc(t->ids, sizeof(int) * (size_t)cap);
-        if (!p) return -1;
-        t->ids = p;
-        t->cap = cap;
-    }
+    if (gk_grow(&t->ids, &t->cap, t->n + 1, sizeof *t->ids, 64)) return -1;
     t->ids[t->n++] = id;
     return 0;
 }

@@ -17,7 +17,8 @@
 
 typedef struct gk_sample_toks {
     int *ids;
-    int64_t n, cap;
+    int64_t n;
+    size_t cap;
 } gk_sample_toks;
 
 typedef struct gk_sampleout {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+
 /* Allowed range of the second byte for a lead byte (Unicode Table 3-7); later bytes 80..BF. */
 static int second_range(unsigned char lead, unsigned char *lo, unsigned char *hi, size_t *len)
 {
@@ -105,24 +107,12 @@ size_t gk_utf8_valid_prefix(const char *s, size_t n)
     return n;
 }
 
-static int grow(char **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap && *buf) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    char *p = realloc(*buf, c);
-    if (!p) return -1;
-    *buf = p;
-    *cap = c;
-    return 0;
-}
-
 size_t gk_utf8_sanitize(const char *in, size_t n, char **buf, size_t *cap, size_t *out_len)
 {
     size_t ok = gk_utf8_valid_prefix(in, n);
     /* worst case: every byte becomes 3 bytes of U+FFFD */
     size_t need = ok == n ? n + 1 : ok + (n - ok) * 3 + 1;
-    if (grow(buf, cap, need)) return (size_t)-1;
+    if (gk_grow(buf, cap, need, 1, 64)) return (size_t)-1;
     memcpy(*buf, in, ok);
     size_t o = ok, reps = 0, i = ok;
     const unsigned char *u = (const unsigned char *)in;

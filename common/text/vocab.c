@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/grow.h"
 #include "common/text/utf8.h"
 #include "common/text/vocab_int.h"
 
@@ -33,14 +34,7 @@ uint64_t gk_hash_bytes(const void *p, size_t n)
 
 int gk_ids_reserve(uint32_t **ids, size_t *cap, size_t need)
 {
-    if (need <= *cap && *ids) return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    uint32_t *p = realloc(*ids, c * sizeof *p);
-    if (!p) return GK_ENOMEM;
-    *ids = p;
-    *cap = c;
-    return 0;
+    return gk_grow(ids, cap, need, sizeof **ids, 256);
 }
 
 static uint32_t pow2_at_least(uint64_t n)
@@ -89,14 +83,8 @@ int gk_vbuild_init(gk_vbuild *b, uint32_t n)
 int gk_vbuild_put(gk_vbuild *b, uint32_t id, const void *bytes, size_t len)
 {
     if (id >= b->n || b->slen[id] != GK_NONE) return GK_EFORMAT;
-    if (b->alen + len > b->acap) {
-        size_t c = b->acap ? b->acap * 2 : 4096;
-        while (c < b->alen + len) c *= 2;
-        unsigned char *p = realloc(b->arena, c);
-        if (!p) return GK_ENOMEM;
-        b->arena = p;
-        b->acap = c;
-    }
+    if (len > SIZE_MAX - b->alen || gk_grow(&b->arena, &b->acap, b->alen + len, 1, 4096))
+        return GK_ENOMEM;
     memcpy(b->arena + b->alen, bytes, len);
     b->soff[id] = b->alen;
     b->slen[id] = (uint32_t)len;
@@ -364,31 +352,3 @@ const char *gk_vocab_merges_text(const gk_vocab *v, size_t *len)
     return v->merges;
 }
 
-/* ---------------------------------------------------------------- files */
-
-int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return gk_errno(e, path);
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) free(buf);
-            buf = p;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return gk_errf(e, GK_EIO, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return 0;
-}

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+#include "common/io/readall.h"
 #include "common/text/utf8.h"
 #include "common/text/vocab_formats.h"
 #include "common/text/vocab_int.h"
@@ -178,8 +180,8 @@ int gk_vocab_load_json_dir(gk_vocab **out, const char *json, const char *merges,
     char *jt = NULL, *mt = NULL;
     size_t jl, ml;
     *out = NULL;
-    int rc = gk_vocab_read_file(json, &jt, &jl, e);
-    if (!rc) rc = gk_vocab_read_file(merges, &mt, &ml, e);
+    int rc = gk_read_file(json, GK_VOCAB_FILE_MAX, &jt, &jl, e);
+    if (!rc) rc = gk_read_file(merges, GK_VOCAB_FILE_MAX, &mt, &ml, e);
     if (!rc) rc = gk_vocab_parse_bpe(out, jt, jl, json, mt, ml, merges, e);
     free(jt);
     free(mt);
@@ -197,16 +199,9 @@ typedef struct sbuf {
 static void sb_put(sbuf *s, const void *data, size_t len)
 {
     if (s->oom) return;
-    if (s->n + len + 1 > s->cap) {
-        size_t c = s->cap ? s->cap : 1 << 16;
-        while (c < s->n + len + 1) c *= 2;
-        char *p = realloc(s->p, c);
-        if (!p) {
-            s->oom = 1;
-            return;
-        }
-        s->p = p;
-        s->cap = c;
+    if (len >= SIZE_MAX - s->n || gk_grow(&s->p, &s->cap, s->n + len + 1, 1, 1 << 16)) {
+        s->oom = 1;
+        return;
     }
     memcpy(s->p + s->n, data, len);
     s->n += len;
@@ -384,7 +379,7 @@ int gk_vocab_load_tiktoken(gk_vocab **out, const char *path, gk_err *e)
     char *text;
     size_t tlen, lines = 0, lineno = 0;
     *out = NULL;
-    int rc = gk_vocab_read_file(path, &text, &tlen, e);
+    int rc = gk_read_file(path, GK_VOCAB_FILE_MAX, &text, &tlen, e);
     if (rc) return rc;
     for (size_t i = 0; i < tlen; i++) lines += text[i] == '\n' || (i + 1 == tlen);
     gk_vocab *v = gk_vocab_alloc(GK_VOCAB_BPE);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/io/readall.h"
 #include "common/text/utf8.h"
 #include "common/text/vocab_formats.h"
 #include "common/text/vocab_int.h"
@@ -93,7 +94,7 @@ int gk_vocab_load_chars(gk_vocab **out, const char *path, gk_err *e)
     char *text;
     size_t len;
     *out = NULL;
-    int rc = gk_vocab_read_file(path, &text, &len, e);
+    int rc = gk_read_file(path, GK_VOCAB_FILE_MAX, &text, &len, e);
     if (rc) return rc;
     rc = gk_vocab_parse_chars(out, text, len, path, e);
     free(text);

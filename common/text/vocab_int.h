@@ -61,8 +61,9 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e);
 /* Finishes a char vocab from v->cps/v->n (sorted, distinct): tokens, tables, fingerprint. */
 int gk_vocab_finish_chars(gk_vocab *v, const char *path, gk_err *e);
 
-/* Reads a whole file into a NUL-terminated malloc'd buffer (messages name path). */
-int gk_vocab_read_file(const char *path, char **data, size_t *len, gk_err *e);
+/* The largest vocabulary file read (common/io/readall.h's bound): a tokenizer.json of a large
+ * vocabulary is tens of megabytes. */
+#define GK_VOCAB_FILE_MAX ((size_t)1 << 30)
 
 uint64_t gk_hash_bytes(const void *p, size_t n);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/grow.h"
+
 double gk_store_now(void)
 {
     struct timespec t;
@@ -48,14 +50,7 @@ int gk_store_buf_reserve(gk_store_buf *b, size_t more)
 {
     if (b->cap - b->n >= more)
         return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->n < more)
-        cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p, b->cap = cap;
-    return 0;
+    return more > SIZE_MAX - b->n || gk_grow(&b->p, &b->cap, b->n + more, 1, 256) ? -1 : 0;
 }
 
 int gk_store_buf_put(gk_store_buf *b, const void *p, size_t n)

@@ -8,7 +8,7 @@
  * path, flash takes the wmma flash kernels (attention_flash.cu) wherever they apply (bf16, head
  * sizes 16, 32, 64, 128, 16-byte aligned buffers), and auto, fa2 (and cudnn's hand-backs) take
  * the FlashAttention-2 kernels where flash applies: attention_fa2.cu's forward (mma.sync, the
- * softmax in registers) and attention_fa2_bwd.cu's backward (3.0x flash's on an H200).
+ * softmax in registers) and attention_fa2_bwd.cu's backward (faster than flash's: tests/bench/gpu-results.md).
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output

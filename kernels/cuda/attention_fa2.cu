@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(FA_THREADS)
     int row = qt * FA_BQ + warp * 16 + g;                     /* this lane's rows: row, row + 8 */
 
     async_tile<D, FA_BQ>(qs, qb, ld, qt * FA_BQ, T);
-    async_tile<D, FA_BK>(kv, qb + C, ld, 0, T);
-    async_tile<D, FA_BK>(kv + tile, qb + 2 * C, ld, 0, T);
+    async_kv<D>(kv, qb, ld, C, 0, T);
     cp_async_commit();
 
     uint32_t qf[D / 16][4];
@@ -54,15 +53,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         for (int i = 0; i < 4; i++) o[j][i] = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
         const bf16 *ks = kv + (kt & 1) * 2 * tile, *vs = ks + tile;
-        if (kt < qt) { /* the next tile into the other buffer, which every warp is done with */
-            bf16 *kn = kv + ((kt + 1) & 1) * 2 * tile;
-            async_tile<D, FA_BK>(kn, qb + C, ld, (kt + 1) * FA_BK, T);
-            async_tile<D, FA_BK>(kn + tile, qb + 2 * C, ld, (kt + 1) * FA_BK, T);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
+        async_kv_next<D>(kv, qb, ld, C, kt, qt, T);
         __syncthreads(); /* tile kt (and at kt = 0 the Q tile) is in, from every thread */
         if (kt == 0)
             for (int kk = 0; kk < D / 16; kk++)

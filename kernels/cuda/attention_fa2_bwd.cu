@@ -204,8 +204,7 @@ __global__ void __launch_bounds__(FA_THREADS)
 
     async_tile<D, FA_BQ>(qs, qb, ld, qt * FA_BQ, T);
     async_tile<D, FA_BQ>(gs, dout + (size_t)b * T * C + (size_t)h * D, (size_t)C, qt * FA_BQ, T);
-    async_tile<D, FA_BK>(kv, qb + C, ld, 0, T);
-    async_tile<D, FA_BK>(kv + tile, qb + 2 * C, ld, 0, T);
+    async_kv<D>(kv, qb, ld, C, 0, T);
     cp_async_commit();
     float z2[2], dd[2];
     for (int r = 0; r < 2; r++) {
@@ -220,15 +219,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         for (int i = 0; i < 4; i++) dq[j][i] = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
         const bf16 *ks = kv + (kt & 1) * 2 * tile, *vs = ks + tile;
-        if (kt < qt) { /* the next tile into the other buffer, which every warp is done with */
-            bf16 *kn = kv + ((kt + 1) & 1) * 2 * tile;
-            async_tile<D, FA_BK>(kn, qb + C, ld, (kt + 1) * FA_BK, T);
-            async_tile<D, FA_BK>(kn + tile, qb + 2 * C, ld, (kt + 1) * FA_BK, T);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
+        async_kv_next<D>(kv, qb, ld, C, kt, qt, T);
         __syncthreads(); /* tile kt (at kt = 0 also Q and dO) is in, from every thread */
         if (regs && kt == 0)
             for (int kk = 0; kk < (regs ? D / 16 : 0); kk++) {

@@ -3,6 +3,7 @@
  * Owns:
  * - FA_BQ, FA_BK, FA_WARPS, FA_THREADS: 64-row tiles, 4 warps of 16 rows each;
  * - fa_ld(D): the padded b16 row stride of a shared tile; async_tile: a tile of rows by cp.async;
+ *   async_kv, async_kv_next: a key tile's K and V, and the double-buffered walk over key tiles;
  * - quad_max, quad_sum: a value reduced over the 4 lanes of a quad (one accumulator row);
  * - fragment loads from a row-major shared tile (row stride fa_ld(D)) by ldmatrix.x4:
  *   frag_a: the A fragment of the 16x16 block at (r0, c0);
@@ -38,6 +39,30 @@ __device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld
     for (int c = threadIdx.x; c < ROWS * per_row; c += FA_THREADS) {
         int r = c / per_row, k = (c % per_row) * 8, in = row0 + r < T;
         cp_async16(dst + r * fa_ld(D) + k, src + (size_t)(in ? row0 + r : 0) * ld + k, in ? 16 : 0);
+    }
+}
+
+/* The K and V tiles of key tile kt (rows kt * FA_BK.. of the qkv block qb's K at + C, V at + 2C) into
+ * kv[0..2 * FA_BK * fa_ld(D)) by cp.async (the caller commits the group). */
+template <int D>
+__device__ __forceinline__ void async_kv(bf16 *kv, const bf16 *qb, size_t ld, int C, int kt, int T)
+{
+    async_tile<D, FA_BK>(kv, qb + C, ld, kt * FA_BK, T);
+    async_tile<D, FA_BK>(kv + FA_BK * fa_ld(D), qb + 2 * C, ld, kt * FA_BK, T);
+}
+
+/* The double-buffered walk over key tiles 0..last (buffer kt & 1 of kv, each 2 * FA_BK * fa_ld(D)):
+ * starts tile kt + 1 into the other buffer, which every warp is done with, unless kt is the last,
+ * then waits for this thread's copies of tile kt (the caller syncs the block). */
+template <int D>
+__device__ __forceinline__ void async_kv_next(bf16 *kv, const bf16 *qb, size_t ld, int C, int kt, int last, int T)
+{
+    if (kt < last) {
+        async_kv<D>(kv + ((kt + 1) & 1) * 2 * FA_BK * fa_ld(D), qb, ld, C, kt + 1, T);
+        cp_async_commit();
+        cp_async_wait<1>();
+    } else {
+        cp_async_wait<0>();
     }
 }
 

@@ -70,7 +70,7 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, size_t ld,
 }
 
 /* Knobs for measuring on a GPU (tests/bench/gpu_session.sh builds variants; the defaults are
- * the kernels as first measured, 2026-11-27): FL_PREFETCH 1 issues the next tile's global load
+ * the kernels as first measured): FL_PREFETCH 1 issues the next tile's global load
  * one iteration ahead, into registers, so that its latency hides behind the current tile's math;
  * FL_FWD_BLOCKS, FL_BWD_KV_BLOCKS, FL_BWD_Q_BLOCKS ask ptxas for that many blocks per SM (fewer
  * registers a thread; shared memory allows 4, 2 and 3 at D = 64). */
@@ -134,6 +134,27 @@ __device__ __forceinline__ void put_tile(bf16 *dst, const tile_fetch<D> &f, cons
     (void)f;
     load_tile<D>(dst, src, ld, row0, T);
 #endif
+}
+
+/* The K and V tiles of key tile kt (rows kt * FL_TILE.. of the qkv block qb's K at + C, V at + 2C),
+ * walked by the forward and the dQ pass: kv_fetch starts tile kt; kv_step stores the tile started
+ * into ks and vs and starts tile kt + 1 unless kt is the last. */
+template <int D> struct kv_fetch_t {
+    tile_fetch<D> k, v;
+};
+template <int D>
+__device__ __forceinline__ void kv_fetch(kv_fetch_t<D> &f, const bf16 *qb, size_t ld, int C, int kt, int T)
+{
+    fetch_tile<D>(f.k, qb + C, ld, kt * FL_TILE, T);
+    fetch_tile<D>(f.v, qb + 2 * C, ld, kt * FL_TILE, T);
+}
+template <int D>
+__device__ __forceinline__ void kv_step(bf16 *ks, bf16 *vs, kv_fetch_t<D> &f, const bf16 *qb, size_t ld, int C,
+                                        int kt, int last, int T)
+{
+    put_tile<D>(ks, f.k, qb + C, ld, kt * FL_TILE, T);
+    put_tile<D>(vs, f.v, qb + 2 * C, ld, kt * FL_TILE, T);
+    if (kt < last) kv_fetch<D>(f, qb, ld, C, kt + 1, T);
 }
 
 /* A (16,16) fp32 tile whose row r is f (the caller's lane holds row lane/2; both lanes of a row
@@ -245,9 +266,8 @@ __global__ void FL_FWD_BOUNDS
 
     frag_a qf[D / 16];
     frag_acc of[D / 16], fac;
-    tile_fetch<D> kn, vn; /* the next key tile's K and V */
-    fetch_tile<D>(kn, qb + C, ld, 0, T);
-    fetch_tile<D>(vn, qb + 2 * C, ld, 0, T);
+    kv_fetch_t<D> kv; /* the next key tile's K and V */
+    kv_fetch<D>(kv, qb, ld, C, 0, T);
     load_tile<D>(ks, qb, ld, qt * FL_TILE, T);
     __syncthreads();
     load_rows<D>(qf, ks);
@@ -255,12 +275,7 @@ __global__ void FL_FWD_BOUNDS
     float m = -INFINITY, l = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads(); /* every warp is done with ks, vs */
-        put_tile<D>(ks, kn, qb + C, ld, kt * FL_TILE, T);
-        put_tile<D>(vs, vn, qb + 2 * C, ld, kt * FL_TILE, T);
-        if (kt < qt) {
-            fetch_tile<D>(kn, qb + C, ld, (kt + 1) * FL_TILE, T);
-            fetch_tile<D>(vn, qb + 2 * C, ld, (kt + 1) * FL_TILE, T);
-        }
+        kv_step<D>(ks, vs, kv, qb, ld, C, kt, qt, T);
         __syncthreads();
         rows_times_tile_t<D>(ss, qf, ks);
         __syncwarp();
@@ -419,17 +434,11 @@ __global__ void FL_BWD_Q_BOUNDS
     load_rows<D>(qf, ks);
     load_rows<D>(gf, vs);
     for (int j = 0; j < D / 16; j++) wmma::fill_fragment(dq[j], 0.0f);
-    tile_fetch<D> kn, vn; /* the next key tile's K and V */
-    fetch_tile<D>(kn, qb + C, ld, 0, T);
-    fetch_tile<D>(vn, qb + 2 * C, ld, 0, T);
+    kv_fetch_t<D> kv; /* the next key tile's K and V */
+    kv_fetch<D>(kv, qb, ld, C, 0, T);
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        put_tile<D>(ks, kn, qb + C, ld, kt * FL_TILE, T);
-        put_tile<D>(vs, vn, qb + 2 * C, ld, kt * FL_TILE, T);
-        if (kt < qt) {
-            fetch_tile<D>(kn, qb + C, ld, (kt + 1) * FL_TILE, T);
-            fetch_tile<D>(vn, qb + 2 * C, ld, (kt + 1) * FL_TILE, T);
-        }
+        kv_step<D>(ks, vs, kv, qb, ld, C, kt, qt, T);
         __syncthreads();
         rows_times_tile_t<D>(ss, qf, ks);
         rows_times_tile_t<D>(gs, gf, vs);

@@ -2,7 +2,7 @@
  * Owns: the backend context (cu_ctx: device, stream, cuBLASLt handle and workspace, scratch), the checks
  * that turn CUDA/cuBLAS failures into the sticky backend error, the element helpers that let one
  * kernel template serve fp32 and bf16 activations, and the prototypes of every op (one per gk_ops
- * slot; cuda_backend.c assembles the table). Compiled by nvcc, or by g++ against kernels/emu.
+ * slot; backend.cu assembles the table). Compiled by nvcc, or by g++ against kernels/emu.
  * Thread safety: as backend.h (one host thread per backend). */
 #ifndef GK_CUDA_INTERNAL_H
 #define GK_CUDA_INTERNAL_H

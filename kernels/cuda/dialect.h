@@ -7,8 +7,8 @@
  * - GK_DYN_SMEM(type, name); inside a kernel declares `type *name` pointing at the block's dynamic
  *   shared memory (16-byte aligned) instead of `extern __shared__ type name[];`.
  * Under nvcc (__CUDACC__) it includes the real CUDA and NCCL headers; with g++ -DGK_CUDA_EMU it
- * includes the emulator (kernels/emu/emu.h, emu_cublaslt.h, emu_nccl.h), whose top comment lists
- * the CUDA subset kernels may use. */
+ * includes the emulator (kernels/emu/emu.h, emu_cublaslt.h, emu_nccl.h); kernels/emu/README.md
+ * lists the CUDA subset kernels may use. */
 #ifndef GK_CUDA_DIALECT_H
 #define GK_CUDA_DIALECT_H
 

@@ -8,9 +8,6 @@
  * the backend's scratch, and a second pass that sums them in a fixed order. */
 #include "kernels/cuda/cuda_pack.h"
 
-/* Packs of 16 bytes when every pointer allows it, else single elements. */
-template <typename T> static inline int pack_width(bool ok) { return ok ? (int)(16 / sizeof(T)) : 1; }
-
 /* Blocks for a grid-stride loop over `items` (enough to fill the device, no more). */
 static unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
 {

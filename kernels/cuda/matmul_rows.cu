@@ -1,7 +1,7 @@
 /* matmul_rows.cu: the few-row matmul of decoding: C (M,N) = alpha A (M,K) op(W) with M at most
  * GV_ROWS, everything bf16, the fp32 bias and the GELU epilogue in the same launch. Sampling one
  * stream runs 48 such products a token for GPT-2 124M, where cuBLASLt took a bias cast and one or
- * two kernels of 5 to 7 microseconds each (ncu on an H100, tests/bench/gpu-results.md): with M
+ * two kernels a product (their times under ncu: tests/bench/gpu-results.md): with M
  * this small the product is a pass over the weights, bounded by memory and by how many loads are
  * in flight, so the kernels spread every matrix over many blocks and issue 16-byte loads.
  * Owns the two layouts gk_ops.gemm passes for it (cu_gemv, called by cu_gemm first):

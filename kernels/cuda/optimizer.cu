@@ -133,7 +133,7 @@ static adamw_k adamw_consts(float lr, float beta1, float beta2, float eps, float
 /* Elements i..i+V-1; copy (type E) written when not NULL. Every product is rounded on its own
  * (__fmul_rn), so that nvcc contracts none into a fused multiply-add: left to itself it contracted
  * them differently in adamw_kernel and adamw_multi_kernel, and the two disagreed in the last bit
- * (test_ops test_multi on an H200, 2026-11-27); this is also the reference's order of roundings. */
+ * (test_ops's test_multi saw it on a GPU); this is also the reference's order of roundings. */
 template <int V, typename E>
 static __device__ __forceinline__ void adamw_at(float *param, const float *grad, float *m, float *v, E *copy, const adamw_k &k, size_t i)
 {

@@ -1,4 +1,4 @@
-/* emu_bf16.h: the cuda_bf16.h subset of the emulator (see emu.h for the whole subset).
+/* emu_bf16.h: the cuda_bf16.h subset of the emulator (see kernels/emu/README.md for the whole subset).
  * Owns: __nv_bfloat16 (2 bytes, standard layout, the bits in __x as on a GPU), __nv_bfloat162
  * and the conversions: float -> bf16 rounds to nearest even and keeps NaN a (quiet) NaN.
  * Arithmetic and comparisons go through float and round the result back, as on a GPU.
@@ -9,24 +9,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/half.h"
 #include "kernels/emu/emu_runtime.h"
 
 namespace gk_emu {
-inline unsigned short float_to_bf16_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
-    return (unsigned short)(u >> 16);
-}
-inline float bf16_bits_to_float(unsigned short b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* the rounding is common/half.h's, the same bits as the host code's */
+inline unsigned short float_to_bf16_bits(float f) { return gk_f2bf16(f); }
+inline float bf16_bits_to_float(unsigned short b) { return gk_bf16f(b); }
 } // namespace gk_emu
 
 struct __nv_bfloat16 {

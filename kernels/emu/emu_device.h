@@ -1,4 +1,4 @@
-/* emu_device.h: what kernel code sees of the emulated device (see emu.h for the whole subset).
+/* emu_device.h: what kernel code sees of the emulated device (see kernels/emu/README.md for the whole subset).
  * Owns: the qualifiers, threadIdx/blockIdx/blockDim/gridDim, __syncthreads and the warp
  * collectives, atomics, and the float math and load/store intrinsics. The collectives are
  * implemented in emu_sched.cpp / emu_warp.cpp; the rest is inline here. */

@@ -1,5 +1,5 @@
 /* emu_mma.h: the emulator's side of kernels/cuda/mma.h, the warp-level tensor-core primitives
- * that mma.h writes as inline PTX under nvcc (see emu.h for the whole subset).
+ * that mma.h writes as inline PTX under nvcc (see kernels/emu/README.md for the whole subset).
  * Owns: mma.sync m16n8k16 (bf16 A and B, fp32 C and D), ldmatrix m8n8 .x1/.x2/.x4 (.trans) of b16,
  * and cp.async 16 bytes shared <- global with its groups. mma and ldmatrix are warp collectives
  * (all 32 lanes of the warp, or the launch fails) that exchange the lanes' registers with the

@@ -1,5 +1,5 @@
 /* emu_nccl.h: the NCCL subset of the emulator (nccl.h's names and values), for ranks that are
- * processes on one machine (see emu.h for the rest of the subset).
+ * processes on one machine (see kernels/emu/README.md for the rest of the subset).
  * Owns: communicators as a star of loopback TCP connections to rank 0. ncclGetUniqueId starts a
  * listener on 127.0.0.1 (any port) in the calling process, which must then open rank 0; the id
  * holds "gkemu-nccl 127.0.0.1:PORT TOKEN". A collective sends every rank's buffer to rank 0,

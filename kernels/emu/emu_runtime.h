@@ -1,4 +1,4 @@
-/* emu_runtime.h: the CUDA runtime API subset of the emulator (see emu.h for the whole subset).
+/* emu_runtime.h: the CUDA runtime API subset of the emulator (see kernels/emu/README.md for the whole subset).
  * Owns: the vector and dimension types (dim3, uint3, float2/4, int4, uint4), cudaError_t and the
  * enums' real numeric values, and the runtime calls on host memory. Every call is synchronous:
  * a launch or copy has finished when it returns; streams and events are plain handles, except

@@ -1,4 +1,4 @@
-/* emu_wmma.h: the nvcuda::wmma subset of the emulator (see emu.h for the whole subset).
+/* emu_wmma.h: the nvcuda::wmma subset of the emulator (see kernels/emu/README.md for the whole subset).
  * Owns: fragment<matrix_a|matrix_b, 16,16,16, __nv_bfloat16, row_major|col_major> and
  * fragment<accumulator, 16,16,16, float>, and fill_fragment, load_matrix_sync, store_matrix_sync,
  * mma_sync. As on a GPU each lane holds 8 elements of the 16x16 tile in .x[] in a fixed mapping

@@ -21,6 +21,11 @@ typedef struct gk_gpt2_config {
     float dropout;               /* embedding, attention-probability and residual dropout, in [0,1) */
 } gk_gpt2_config;
 
+/* The parameter table's dimensions, symbolically: 1, vocab_size, block_size, n_embd, 3 n_embd,
+ * 4 n_embd (gk_gpt2_dim_size gives a config's value; the checkpoint tools keep them to lay out
+ * other formats, such as llm.c's padded vocabulary rows). */
+enum gk_gpt2_dim { GK_DIM_1, GK_DIM_V, GK_DIM_T, GK_DIM_C, GK_DIM_3C, GK_DIM_4C };
+
 /* One entry of the parameter table, in HuggingFace order (wte, wpe, h.0.ln_1.weight, ...,
  * ln_f.bias). Shapes are HuggingFace's: Conv1D weights stored [in, out]; wte [vocab_size, C]
  * (its block holds padded_vocab rows: the extra rows are zero, never trained, never saved).
@@ -30,6 +35,7 @@ typedef struct gk_param {
     char name[64];        /* "transformer.h.3.attn.c_attn.weight" */
     int ndim;             /* 1 or 2 */
     int shape[2];         /* logical shape (shape[1] unused when ndim == 1) */
+    enum gk_gpt2_dim dim[2]; /* the shape symbolically (dim[1] GK_DIM_1 when ndim == 1) */
     size_t numel;         /* logical element count */
     size_t offset;        /* in floats, from the start of the parameter block */
     float *data, *grad;   /* fp32 parameter, gradient (grad NULL in inference models; data NULL
@@ -60,6 +66,8 @@ int gk_gpt2_config_check(const gk_gpt2_config *cfg, gk_err *err);
  * shapes, numel, decay; pointers NULL) and returns the number of entries (out may be NULL to
  * count). The same table gk_gpt2_param walks. */
 int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap);
+/* Dimension d of config c (1 for GK_DIM_1). */
+int64_t gk_gpt2_dim_size(const gk_gpt2_config *c, enum gk_gpt2_dim d);
 
 /* Creates a model on backend be (borrowed; must outlive the model) for batches up to
  * max_B x max_T (max_T <= block_size). Parameters start at zero: load them, or gk_gpt2_init. */

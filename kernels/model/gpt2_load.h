@@ -1,4 +1,4 @@
-/* gpt2_load.h: a gk_gpt2 from a checkpoint (common/ckpt.h), for the tools that only run a model
+/* gpt2_load.h: a gk_gpt2 from a checkpoint (common/io/ckpt.h), for the tools that only run a model
  * (gpt-sample, gpt-evalppl; gpt-train's model_io.c can use it too).
  * Owns nothing past a call: the checkpoint and the model belong to the caller.
  * Thread safety: one call per model at a time (it drives the model's backend). */

@@ -10,48 +10,47 @@
 #include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
-enum dim { D_1, D_V, D_T, D_C, D_3C, D_4C };
 enum init { I_NORMAL, I_PROJ, I_ONE, I_ZERO };
 
 typedef struct pdesc {
     const char *name;  /* after "transformer." (and "h.%d." for per-layer ones) */
     int slot;          /* L_* or G_* */
     int is_bias;       /* absent when cfg.bias == 0 */
-    enum dim d0, d1;   /* d1 == D_1: 1-D */
+    enum gk_gpt2_dim d0, d1; /* d1 == GK_DIM_1: 1-D */
     enum init init;
 } pdesc;
 
 static const pdesc g_head[] = {
-    {"wte.weight", G_WTE, 0, D_V, D_C, I_NORMAL},
-    {"wpe.weight", G_WPE, 0, D_T, D_C, I_NORMAL},
+    {"wte.weight", G_WTE, 0, GK_DIM_V, GK_DIM_C, I_NORMAL},
+    {"wpe.weight", G_WPE, 0, GK_DIM_T, GK_DIM_C, I_NORMAL},
 };
 static const pdesc g_layer[L_COUNT] = {
-    {"ln_1.weight", L_LN1W, 0, D_C, D_1, I_ONE},
-    {"ln_1.bias", L_LN1B, 1, D_C, D_1, I_ZERO},
-    {"attn.c_attn.weight", L_QKVW, 0, D_C, D_3C, I_NORMAL},
-    {"attn.c_attn.bias", L_QKVB, 1, D_3C, D_1, I_ZERO},
-    {"attn.c_proj.weight", L_ATTPW, 0, D_C, D_C, I_PROJ},
-    {"attn.c_proj.bias", L_ATTPB, 1, D_C, D_1, I_ZERO},
-    {"ln_2.weight", L_LN2W, 0, D_C, D_1, I_ONE},
-    {"ln_2.bias", L_LN2B, 1, D_C, D_1, I_ZERO},
-    {"mlp.c_fc.weight", L_FCW, 0, D_C, D_4C, I_NORMAL},
-    {"mlp.c_fc.bias", L_FCB, 1, D_4C, D_1, I_ZERO},
-    {"mlp.c_proj.weight", L_FCPW, 0, D_4C, D_C, I_PROJ},
-    {"mlp.c_proj.bias", L_FCPB, 1, D_C, D_1, I_ZERO},
+    {"ln_1.weight", L_LN1W, 0, GK_DIM_C, GK_DIM_1, I_ONE},
+    {"ln_1.bias", L_LN1B, 1, GK_DIM_C, GK_DIM_1, I_ZERO},
+    {"attn.c_attn.weight", L_QKVW, 0, GK_DIM_C, GK_DIM_3C, I_NORMAL},
+    {"attn.c_attn.bias", L_QKVB, 1, GK_DIM_3C, GK_DIM_1, I_ZERO},
+    {"attn.c_proj.weight", L_ATTPW, 0, GK_DIM_C, GK_DIM_C, I_PROJ},
+    {"attn.c_proj.bias", L_ATTPB, 1, GK_DIM_C, GK_DIM_1, I_ZERO},
+    {"ln_2.weight", L_LN2W, 0, GK_DIM_C, GK_DIM_1, I_ONE},
+    {"ln_2.bias", L_LN2B, 1, GK_DIM_C, GK_DIM_1, I_ZERO},
+    {"mlp.c_fc.weight", L_FCW, 0, GK_DIM_C, GK_DIM_4C, I_NORMAL},
+    {"mlp.c_fc.bias", L_FCB, 1, GK_DIM_4C, GK_DIM_1, I_ZERO},
+    {"mlp.c_proj.weight", L_FCPW, 0, GK_DIM_4C, GK_DIM_C, I_PROJ},
+    {"mlp.c_proj.bias", L_FCPB, 1, GK_DIM_C, GK_DIM_1, I_ZERO},
 };
 static const pdesc g_tail[] = {
-    {"ln_f.weight", G_LNFW, 0, D_C, D_1, I_ONE},
-    {"ln_f.bias", G_LNFB, 1, D_C, D_1, I_ZERO},
+    {"ln_f.weight", G_LNFW, 0, GK_DIM_C, GK_DIM_1, I_ONE},
+    {"ln_f.bias", G_LNFB, 1, GK_DIM_C, GK_DIM_1, I_ZERO},
 };
 
-static int dim_of(const gk_gpt2_config *c, enum dim d)
+int64_t gk_gpt2_dim_size(const gk_gpt2_config *c, enum gk_gpt2_dim d)
 {
     switch (d) {
-    case D_V: return c->vocab_size;
-    case D_T: return c->block_size;
-    case D_C: return c->n_embd;
-    case D_3C: return 3 * c->n_embd;
-    case D_4C: return 4 * c->n_embd;
+    case GK_DIM_V: return c->vocab_size;
+    case GK_DIM_T: return c->block_size;
+    case GK_DIM_C: return c->n_embd;
+    case GK_DIM_3C: return 3 * (int64_t)c->n_embd;
+    case GK_DIM_4C: return 4 * (int64_t)c->n_embd;
     default: return 1;
     }
 }
@@ -72,7 +71,7 @@ int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
  * not fp32; an inference model then keeps no fp32 master of them. */
 static int has_copy(const gk_gpt2 *m, const pdesc *d)
 {
-    return m->wt != GK_F32 && d->d1 != D_1 && d->d0 != D_T;
+    return m->wt != GK_F32 && d->d1 != GK_DIM_1 && d->d0 != GK_DIM_T;
 }
 
 /* The flags as the model keeps them (16-bit weights imply INFERENCE, which drops recompute), and
@@ -118,11 +117,13 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
     gk_param *p = &m->params[m->n_params++];
     if (layer >= 0) snprintf(p->name, sizeof p->name, "transformer.h.%d.%s", layer, d->name);
     else snprintf(p->name, sizeof p->name, "transformer.%s", d->name);
-    p->ndim = d->d1 == D_1 ? 1 : 2;
-    p->shape[0] = dim_of(c, d->d0);
-    p->shape[1] = p->ndim == 2 ? dim_of(c, d->d1) : 0;
+    p->ndim = d->d1 == GK_DIM_1 ? 1 : 2;
+    p->dim[0] = d->d0;
+    p->dim[1] = d->d1;
+    p->shape[0] = (int)gk_gpt2_dim_size(c, d->d0);
+    p->shape[1] = p->ndim == 2 ? (int)gk_gpt2_dim_size(c, d->d1) : 0;
     p->numel = (size_t)p->shape[0] * (p->ndim == 2 ? (size_t)p->shape[1] : 1);
-    size_t stored = d->d0 == D_V ? (size_t)m->Vp * p->shape[1] : p->numel;
+    size_t stored = d->d0 == GK_DIM_V ? (size_t)m->Vp * p->shape[1] : p->numel;
     p->decay = p->ndim == 2;
     m->p_init[m->n_params - 1] = d->init;
     /* offsets keep every tensor 64-byte aligned; the copy offset is stashed in the pointer

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference fixture for common/safetensors.c, made with the real safetensors library.
+"""Reference fixture for common/io/safetensors.c, made with the real safetensors library.
 
     pip install safetensors numpy ml_dtypes     (only needed to run this script; tests need no Python)
     python3 tests/ref/safetensors_fixture.py                 # writes tests/fixtures/st_ref.safetensors

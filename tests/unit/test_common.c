@@ -1,11 +1,14 @@
-/* test_common.c: number parsing, option tables, atomic output files. */
+/* test_common.c: number parsing, option tables, atomic output files, whole-file reads, growable
+ * arrays. */
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "common/num.h"
 #include "common/opt.h"
 #include "common/io/outfile.h"
+#include "common/io/readall.h"
 #include "test.h"
 
 static void test_parse_i64_suffixes(void)
@@ -181,6 +184,62 @@ static void test_outfile_commit_and_abort(void)
     CHECKF(strstr(e.msg, "/nonexistent-dir/x.bin") != NULL, "%s", e.msg);
 }
 
+/* A file past the first buffer's 64 KiB, read whole; the size bound at the byte; the messages name
+ * the file. */
+static void test_read_file(void)
+{
+    char dir[] = "/tmp/gk_test_readall_XXXXXX", path[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/in.txt", dir);
+    size_t n = 200001;
+    char *want = malloc(n), *got = NULL;
+    for (size_t i = 0; i < n; i++) want[i] = (char)('a' + i * 7 % 26);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(want, 1, n, f) == n);
+    if (f) fclose(f);
+    gk_err e = {0};
+    size_t len = 0;
+    CHECK_OK(gk_read_file(path, GK_READALL_NO_LIMIT, &got, &len, &e), &e);
+    CHECK(got && len == n && memcmp(got, want, n) == 0 && got[n] == '\0');
+    free(got);
+    got = NULL;
+    CHECK_OK(gk_read_file(path, n, &got, &len, &e), &e); /* exactly the bound */
+    CHECK(got && len == n);
+    free(got);
+    got = NULL;
+    CHECK(gk_read_file(path, n - 1, &got, &len, &e) == GK_EFORMAT && !got);
+    CHECKF(strstr(e.msg, path) && strstr(e.msg, "larger than 200000 bytes"), "%s", e.msg);
+    CHECK(gk_read_file(dir, GK_READALL_NO_LIMIT, &got, &len, &e) == GK_EIO && !got); /* a directory */
+    CHECKF(strstr(e.msg, dir) != NULL, "%s", e.msg);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(gk_read_file(path, GK_READALL_NO_LIMIT, &got, &len, &e) == GK_ENOTFOUND && !got);
+    CHECKF(strstr(e.msg, path) != NULL, "%s", e.msg);
+    free(want);
+}
+
+/* Doubling from the first size, contents kept, and an overflowing request refused with the array
+ * untouched. */
+static void test_grow(void)
+{
+    int *a = NULL;
+    size_t cap = 0, c = 0;
+    CHECK(gk_grow(&a, &cap, 0, sizeof *a, 4) == 0 && a && cap == 4); /* NULL: allocated */
+    for (int i = 0; i < 4; i++) a[i] = i;
+    CHECK(gk_grow(&a, &cap, 4, sizeof *a, 4) == 0 && cap == 4);
+    CHECK(gk_grow(&a, &cap, 5, sizeof *a, 4) == 0 && cap == 8);
+    CHECK(gk_grow(&a, &cap, 33, sizeof *a, 4) == 0 && cap == 64);
+    CHECK(a[0] == 0 && a[3] == 3);
+    int *before = a;
+    CHECK(gk_grow(&a, &cap, SIZE_MAX / 2, sizeof *a, 4) == GK_ENOMEM && a == before && cap == 64);
+    CHECK(gk_grow(&a, &cap, SIZE_MAX, 1, 4) == GK_ENOMEM && a == before && cap == 64);
+    free(a);
+    CHECK(gk_grow_cap(0, 100, 8, 16, &c) == 0 && c == 128);
+    CHECK(gk_grow_cap(3, 7, 1, 16, &c) == 0 && c == 12);
+    CHECK(gk_grow_cap(0, SIZE_MAX / 4 + 1, 8, 16, &c) == GK_ENOMEM);
+}
+
 int main(void)
 {
     RUN(test_parse_i64_suffixes);
@@ -190,5 +249,7 @@ int main(void)
     RUN(test_opt_callbacks);
     RUN(test_outfile_commit_and_abort);
     RUN(test_errf_adds_to_message);
+    RUN(test_read_file);
+    RUN(test_grow);
     return TEST_END();
 }

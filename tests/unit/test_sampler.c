@@ -1,4 +1,4 @@
-/* test_sampler.c: the sampler chain (kernels/infer/sampler.h) and streamed text (common/textout.h):
+/* test_sampler.c: the sampler chain (kernels/infer/sampler.h) and streamed text (common/text/textout.h):
  * each sampling step on hand-checked
  * distributions, greedy, determinism of the counter-based draws, the frequencies of many draws,
  * and the UTF-8 hold-back of streamed token bytes. */

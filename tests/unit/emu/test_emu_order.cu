@@ -1,4 +1,4 @@
-/* test_emu_order.cu: GK_EMU_ORDER (emu.h), the emulator's other thread and block orders, against
+/* test_emu_order.cu: GK_EMU_ORDER (kernels/emu/README.md), the emulator's other thread and block orders, against
  * hand-checked tickets: the order threads start in and leave a barrier in, per order; a racy
  * broadcast (a missing __syncthreads) reads differently in forward and reverse; race-free kernels
  * give the same bits in every order, including one that an order-blind deadlock check rejected;
