@@ -58,13 +58,15 @@ export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 
 # 2. the op tests on cuda against the reference (test_ops and test_ops_fused: every op family on
 # one harness, GK_TEST_DEVICES; test_cuda_ops: one rank through NCCL's collectives on the device's
-# stream); test_nccl_emu: one rank through the real NCCL
-# (communicator, fp32 and bf16 sums, ...); test_infer: decoding steps recorded as one CUDA graph
-# and replayed = unrecorded, and a step whose capture breaks runs unrecorded; test_cuda_attn
-# also runs cuDNN's attention (attention = cudnn: test_bf16_cudnn, against ref, plain and flash,
-# GPT-2's T = 1024 included; it skips, saying why, where the library has no cuDNN or
-# libcudnn.so.9 does not load: the build step's log says whether it has)
-for t in test_cuda_ops test_ops test_ops_fused test_cuda_attn test_infer test_nccl_emu; do
+# stream); test_ops also on each attention path (cuda:plain, cuda:flash, fa2 as cuda's auto, and
+# cuDNN's, cuda:cudnn: against ref, GPT-2's T = 1024 included; skipped, saying why, where the
+# library has no cuDNN or libcudnn.so.9 does not load: the build step's log says whether it has);
+# test_nccl_emu: one rank through the real NCCL (communicator, fp32 and bf16 sums, ...);
+# test_infer: decoding steps recorded as one CUDA graph and replayed = unrecorded, and a step
+# whose capture breaks runs unrecorded
+paths="cuda:plain cuda:flash cuda:cudnn" # fa2: auto's, on device cuda
+GK_TEST_DEVICES="cpu cuda $paths" step test_ops 150 build/tests/test_ops
+for t in test_cuda_ops test_ops_fused test_infer test_nccl_emu; do
   step "$t" 90 "build/tests/$t"
 done
 
@@ -124,7 +126,8 @@ step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 
 # 3c. the attention paths and the kernels' knobs (attention_fa2_bwd.cu: FB_KV_REG_D=64 keeps K
 # and V in the kv kernel's registers, 159 of them on sm_90 against 126; attention_flash.cu:
 # FL_PREFETCH, FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS),
-# checked by test_cuda_attn on the GPU (fa2, flash, cudnn and plain against the reference), then
+# checked by test_ops on the GPU's attention paths (fa2, flash and plain against the reference;
+# cuDNN's is not built apart), then
 # the B=16 step's attention times with it (GPT_CUDA_LIB) on the fa2 kernels (auto's path) or,
 # for a variant of the FL_ knobs, the wmma flash kernels (--attention=flash); the first variant is
 # the default, as a baseline, timed on all three paths (fa2, flash, and cuDNN's fused attention,
@@ -139,7 +142,7 @@ flash_variants() {
     if [ -z "${v// /}" ]; then lib=$PWD/build/lib/libgptkit-cuda.so # the default: the build step's
     else variant_lib /tmp/flash-v$i "$v" || { echo "build failed"; continue; }
     fi
-    GPT_CUDA_LIB=$lib build/tests/test_cuda_attn 2>&1 | tail -n 1
+    GPT_CUDA_LIB=$lib GK_TEST_DEVICES="cuda cuda:plain cuda:flash" build/tests/test_ops 2>&1 | tail -n 1
     for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
@@ -200,12 +203,15 @@ cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
 # the bigger models (gpt2-medium, -large, -xl, B=8) beside torch.compile: issue 24's item 4
 BENCH_PARTS=big step bench-big 150 make bench-gpu
 
-# 6. the op tests under compute-sanitizer (test_ops on cuda alone): memcheck first, then the slower
-# racecheck, synccheck. API errors are not counted: cuBLASLt's own queries fail by design
-# (NoKernelImage), and test_infer breaks a graph capture on purpose
+# 6. the op tests under compute-sanitizer (test_ops on cuda alone, then on the attention paths):
+# memcheck first, then the slower racecheck, synccheck. API errors are not counted: cuBLASLt's
+# own queries fail by design (NoKernelImage), and test_infer breaks a graph capture on purpose
 for tool in memcheck racecheck synccheck; do
-  for t in test_ops test_cuda_attn test_infer; do
-    GK_TEST_DEVICES=cuda step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" --report-api-errors no --error-exitcode 9 "build/tests/$t"
+  for t in test_ops test_ops-paths test_infer; do
+    devices=cuda
+    [ $t = test_ops-paths ] && devices=$paths
+    GK_TEST_DEVICES=$devices step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" \
+      --report-api-errors no --error-exitcode 9 "build/tests/${t%-paths}"
   done
 done
 

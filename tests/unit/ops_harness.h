@@ -6,9 +6,21 @@
  * to_device, op, to_host, as ggml's test-backend-ops), the tolerance check, and the loop over
  * devices and activation types. Not thread-safe: one test binary, one thread.
  *
- * Devices: argv, else $GK_TEST_DEVICES, else "cpu" and $GK_TEST_CUDA (default cuda-emu; "cuda" on
- * a GPU); a device whose library is missing (or, for cuda, without a GPU) is skipped with a note.
- * Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
+ * Devices: argv, else $GK_TEST_DEVICES, else "cpu", $GK_TEST_CUDA (default cuda-emu; "cuda" on
+ * a GPU) and that device on the attention paths plain, flash and (on a GPU) cudnn (below; fa2 is
+ * auto's); a device whose library is missing (or, for cuda, without a GPU) is skipped with a
+ * note. Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
+ * The backend library is $GPT_CUDA_LIB's where set (a variant build), else the binary's ../lib.
+ * Attention paths: a device named NAME:PATH (cuda-emu:fa2, cuda:cudnn; PATH one of
+ * gk_attention_parse's) is NAME opened with that attention setting; it runs only the tests marked
+ * attn (OPS_TEST_ATTN), and in bf16 only (in fp32 every path takes the plain kernels). A case may
+ * also compare an output with the same device opened on another path (a sibling, opened once per
+ * device and path): the same bits (auto is fa2), not the same bits (the path did run: rounding P
+ * to bf16 changes some), or near: elementwise within one bf16 unit roundoff of the sibling's
+ * largest element plus one of its own, |D - S| <= u16 (max|S| + |S|) (fa2's and flash's
+ * gradients: the same roundings before the same products in the same order; an error of 1%
+ * fails). A cudnn device that does not open (no cuDNN: a build without its headers, the
+ * emulator) is skipped with the reason.
  *
  * The tolerance model, the only one of the op tests. The reference runs in fp32 (double inside)
  * on the same values: in bf16 runs the activation inputs (and bf16 weights) are rounded to bf16
@@ -25,9 +37,10 @@
  * instead: an output marked exact must equal the reference rounded to the device's type, bit for
  * bit (copies, one product, an add); a copy_of output the bf16 rounding of the device's own fp32
  * output; a mask output has its zeros where the reference has them (dropout, ignored targets,
- * padding). A case marked det runs twice on the device and must give the same bits (reductions
- * whose order is fixed); one marked off places every device buffer one element past its
- * allocation (16-byte packs refused: the scalar paths). */
+ * padding). A case marked det (a count) runs det more times on the device and must give the same
+ * bits each time (reductions whose order is fixed; cross-block reductions whose arrival counts
+ * must be back at zero after each call); one marked off places every device buffer one element
+ * past its allocation (16-byte packs refused: the scalar paths). */
 #ifndef GK_OPS_HARNESS_H
 #define GK_OPS_HARNESS_H
 
@@ -48,25 +61,46 @@
 #define U16 3.90625e-3            /* 2^-8 */
 
 static gk_backend *dev, *ref;
-static const char *dev_name;
+static const char *dev_name;     /* as listed: NAME or NAME:PATH */
+static char dev_base[64];        /* NAME */
+static int dev_path, dev_pathed; /* the attention path (a gk_attention), and whether one was named */
+static gk_backend *sib[GK_ATTN_PLAIN + 1]; /* dev's base opened on another path, or NULL */
 static const int NS[] = {1, 7, 65}; /* rows of the cases: not multiples of tiles */
 #define NKEY 0x5eed0fd20b0u        /* the cases' dropout key */
 static uint64_t seed = 1;
 
-/* Opens dev_name with bf16 activations or not; 0, or the error in e. */
-static int open_dev(int bf16, gk_err *e)
+/* *be = dev_base on attention path `path` with bf16 activations or not; 0, or the error in e. */
+static int open_path(gk_backend **be, int path, int bf16, gk_err *e)
 {
-    gk_backend_opts o = {.device = dev_name, .bf16 = bf16, .attention = GK_ATTN_AUTO};
-    int rc = gk_backend_open(&dev, &o, e);
-    if (rc == 0 && (rc = dev->ops->reserve(dev, 10000, 2048, 64, 128, e))) { /* above every case */
-        gk_backend_free(dev);
-        dev = NULL;
+    gk_backend_opts o = {.device = dev_base, .bf16 = bf16, .attention = path, .cuda_lib = getenv("GPT_CUDA_LIB")};
+    int rc = gk_backend_open(be, &o, e);
+    if (rc == 0 && (rc = (*be)->ops->reserve(*be, 10000, 2048, 64, 128, e))) { /* above every case */
+        gk_backend_free(*be);
+        *be = NULL;
     }
     return rc;
+}
+/* Opens dev_name with bf16 activations or not; 0, or the error in e. */
+static int open_dev(int bf16, gk_err *e) { return open_path(&dev, dev_path, bf16, e); }
+
+/* The device's base on path (a sibling, opened the first time and kept while the device is), or
+ * NULL with a failed check. */
+static gk_backend *sibling(int path)
+{
+    gk_err e = {0};
+    if (!sib[path] && open_path(&sib[path], path, dev->act == GK_BF16, &e))
+        CHECKF(0, "%s on attention path %s: %s", dev_base, gk_attention_name(path), e.msg);
+    return sib[path];
+}
+static void free_siblings(void)
+{
+    for (int i = 0; i <= GK_ATTN_PLAIN; i++) gk_backend_free(sib[i]), sib[i] = NULL;
 }
 /* After a failed case: a fresh device, so that its sticky error does not fail every later one. */
 static void reopen_dev(void)
 {
+    for (int i = 0; i <= GK_ATTN_PLAIN; i++)
+        if (sib[i] && sib[i]->err.code) gk_backend_free(sib[i]), sib[i] = NULL; /* reopened when next asked */
     if (!dev->err.code) return;
     int bf16 = dev->act == GK_BF16;
     gk_err e = {0};
@@ -105,9 +139,12 @@ struct tcase {
     run_fn run;
     int ip[12];
     float fp[4];
-    int off, det;                             /* device buffers one element off; run twice */
+    int off, det;                             /* device buffers one element off; det more runs */
     void (*prep)(const tcase *c, float *h[]); /* start values changed on the host, or NULL */
+    int nvs;
+    struct { int path, buf, rel; } vs[4];     /* output buf against the sibling on path (vs()) */
 };
+enum { VS_SAME = 1, VS_DIFF, VS_NEAR }; /* the same bits, not the same bits, within u16 (atop) */
 
 static int add(tcase *c, bclass cls, brole role, size_t n, float scale, float offset)
 {
@@ -117,6 +154,11 @@ static int add(tcase *c, bclass cls, brole role, size_t n, float scale, float of
     return c->nb++;
 }
 static int bf16_run(void) { return dev->act == GK_BF16; }
+/* Compares output buf of c with the same on the sibling on attention path (rel: VS_*). */
+static inline void vs(tcase *c, int path, int buf, int rel)
+{
+    c->vs[c->nvs].path = path, c->vs[c->nvs].buf = buf, c->vs[c->nvs].rel = rel, c->nvs++;
+}
 
 /* ---- the driver ---- */
 
@@ -205,9 +247,8 @@ static void free_bufs(float **h)
     free(h);
 }
 
-/* Bit-for-bit checks of output i: exact (the reference as the device stores it), copy_of, and
- * the same bits on a second run (A: its outputs, or NULL). */
-static void check_bits(const tcase *c, int i, float *const R[], float *const D[], float *const A[])
+/* Bit-for-bit checks of output i: exact (the reference as the device stores it), copy_of. */
+static void check_bits(const tcase *c, int i, float *const R[], float *const D[])
 {
     const tbuf *b = &c->b[i];
     size_t bad = 0;
@@ -229,9 +270,6 @@ static void check_bits(const tcase *c, int i, float *const R[], float *const D[]
         CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the %s copy", c->what, i, bad, b->n,
                b16 ? "bf16" : "fp32");
     }
-    if (A)
-        CHECKF(memcmp(A[i], D[i], sizeof(float) * b->n) == 0, "%s: buffer %d: not the same bits on a second run",
-               c->what, i);
 }
 
 /* The norm-wise check of output i (the model atop this file), and its zeros where it is a mask. */
@@ -253,8 +291,46 @@ static void check_norm(const tcase *c, int i, float *const R[], float *const D[]
     }
 }
 
-/* One case: the reference on the start values and on two perturbations, the device once (twice
- * when det). */
+/* Output v->buf of the device (D) against the sibling's (S), as v->rel asks. */
+static void check_vs(const tcase *c, int v, float *const D[], float *const S[])
+{
+    int i = c->vs[v].buf, rel = c->vs[v].rel;
+    size_t n = c->b[i].n, bad = 0, k;
+    const char *p = gk_attention_name(c->vs[v].path);
+    int same = memcmp(D[i], S[i], sizeof(float) * n) == 0;
+    if (rel != VS_NEAR) {
+        CHECKF(same == (rel == VS_SAME), "%s: buffer %d: %s the bits of attention = %s", c->what, i,
+               same ? "has" : "has not", p);
+        return;
+    }
+    double mx = 0;
+    for (k = 0; k < n; k++) mx = fmax(mx, fabs(S[i][k]));
+    for (k = 0; k < n; k++) bad += !(fabs((double)D[i][k] - S[i][k]) <= U16 * (mx + fabs(S[i][k])));
+    CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements beyond u16 of attention = %s's", c->what, i, bad, n, p);
+}
+
+/* The sibling comparisons of c, on the device's start values h and its outputs D: each sibling
+ * runs once. */
+static void check_siblings(const tcase *c, float *const h[], float *const D[])
+{
+    for (int v = 0; v < c->nvs; v++) {
+        int path = c->vs[v].path, done = 0;
+        for (int w = 0; w < v; w++) done |= c->vs[w].path == path;
+        if (done) continue;
+        gk_backend *s = sibling(path);
+        float **S = host_bufs(c, NULL, 0);
+        gk_err e = {0};
+        if (s && run_on(s, 0, c, h, S, &e) == 0) {
+            for (int w = v; w < c->nvs; w++)
+                if (c->vs[w].path == path) check_vs(c, w, D, S);
+        } else if (s)
+            CHECKF(0, "%s: attention = %s: %s", c->what, gk_attention_name(path), e.msg);
+        free_bufs(S);
+    }
+}
+
+/* One case: the reference on the start values and on two perturbations, the device once (and det
+ * more times), the siblings it names once each. */
 static void check(tcase *c)
 {
     float **h = host_bufs(c, NULL, 0), **R = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0);
@@ -265,13 +341,21 @@ static void check(tcase *c)
     int ok = run_on(ref, 1, c, h, R, &e) == 0 && run_on(ref, 1, c, h32, R32, &e) == 0 &&
              run_on(ref, 1, c, h16, R16, &e) == 0;
     CHECKF(ok, "%s: ref: %s", c->what, e.msg);
-    int dok = ok && run_on(dev, 0, c, h, D, &e) == 0 && (!A || run_on(dev, 0, c, h, A, &e) == 0);
+    int dok = ok && run_on(dev, 0, c, h, D, &e) == 0;
+    for (int r = 0; dok && r < c->det; r++) { /* each run against the first */
+        dok = run_on(dev, 0, c, h, A, &e) == 0;
+        for (int i = 0; dok && i < c->nb; i++)
+            if (c->b[i].role == R_OUT)
+                CHECKF(memcmp(A[i], D[i], sizeof(float) * c->b[i].n) == 0, "%s: buffer %d: not the same bits on run %d",
+                       c->what, i, r + 2);
+    }
     CHECKF(!ok || dok, "%s: %s: %s", c->what, dev_name, e.msg);
     for (int i = 0; dok && i < c->nb; i++) {
         if (c->b[i].role != R_OUT) continue;
-        check_bits(c, i, R, D, A);
+        check_bits(c, i, R, D);
         if (!c->b[i].copy_of && !c->b[i].exact) check_norm(c, i, R, D, R32, R16);
     }
+    if (dok) check_siblings(c, h, D);
     free_bufs(h), free_bufs(R), free_bufs(D), free_bufs(h32), free_bufs(h16), free_bufs(R32), free_bufs(R16);
     if (A) free_bufs(A);
     for (int i = 0; i < c->nb; i++) free(c->ints[i]);
@@ -303,28 +387,49 @@ static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
         t_cur_failed = t_cur_skipped = 0;                                                   \
         (t).fn();                                                                           \
         if (t_cur_failed) t_failed++;                                                       \
+        else if (t_cur_skipped) t_skipped++;                                                \
         else t_passed++;                                                                    \
     } while (0)
 
-/* One test of the table: a function and its name. */
+/* One test of the table: a function, its name, and whether it runs on the attention paths. */
 typedef struct ops_test {
     void (*fn)(void);
     const char *name;
+    int attn;
 } ops_test;
-#define OPS_TEST(fn) {fn, #fn}
+#define OPS_TEST(fn) {fn, #fn, 0}
+#define OPS_TEST_ATTN(fn) {fn, #fn, 1}
 
-/* Every test of tests[0..n) on device name with activations in bf16 or not. */
+/* dev_base, dev_path and dev_pathed from name (NAME or NAME:PATH); 0, or a failed check. */
+static int parse_device(const char *name)
+{
+    const char *colon = strchr(name, ':');
+    size_t n = colon ? (size_t)(colon - name) : strlen(name);
+    gk_err e = {0};
+    snprintf(dev_base, sizeof dev_base, "%.*s", (int)n, name);
+    dev_path = GK_ATTN_AUTO, dev_pathed = colon != NULL;
+    if (colon && gk_attention_parse(colon + 1, name, &dev_path, &e)) {
+        fprintf(stderr, "FAIL test_ops: device %s\n", e.msg);
+        t_failed++;
+        return -1;
+    }
+    return 0;
+}
+
+/* Every test of tests[0..n) on device name with activations in bf16 or not (on an attention path:
+ * the attn tests, in bf16). */
 static void run_device(const char *name, int bf16, const ops_test *tests, int n)
 {
     gk_err e = {0};
     dev_name = name;
+    if (parse_device(name) || (dev_pathed && !bf16)) return;
     int rc = open_dev(bf16, &e);
     if (bf16 && (rc == GK_EUSAGE || (rc == 0 && dev->act != GK_BF16))) { /* no bf16 activations */
         gk_backend_free(dev);
         dev = NULL;
         return;
     }
-    if (rc == GK_ENOTFOUND) {
+    if (rc == GK_ENOTFOUND || (rc && dev_path == GK_ATTN_CUDNN)) {
         fprintf(stderr, "SKIP test_ops on %s: %s\n", name, e.msg);
         t_skipped++;
         return;
@@ -334,14 +439,17 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
         t_failed++;
         return;
     }
-    for (int i = 0; i < n; i++) RUN_ON(tests[i]);
+    for (int i = 0; i < n; i++)
+        if (tests[i].attn || !dev_pathed) RUN_ON(tests[i]);
+    free_siblings();
     gk_backend_free(dev);
     dev = NULL;
 }
 
 /* The whole run: the reference backend, then tests[0..n) on each device of argv, else
- * $GK_TEST_DEVICES, else "cpu" and $GK_TEST_CUDA (default cuda-emu), with fp32 and then bf16
- * activations. */
+ * $GK_TEST_DEVICES, else "cpu", $GK_TEST_CUDA (default cuda-emu) and that on the paths plain and
+ * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention), with fp32 and
+ * then bf16 activations. */
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 {
     gk_err e = {0};
@@ -351,8 +459,13 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
     }
     const char *env = getenv("GK_TEST_DEVICES"), *cuda = getenv("GK_TEST_CUDA");
     char list[512];
+    cuda = cuda && *cuda ? cuda : "cuda-emu";
     if (env && *env) snprintf(list, sizeof list, "%s", env);
-    else snprintf(list, sizeof list, "cpu %s", cuda && *cuda ? cuda : "cuda-emu");
+    else {
+        snprintf(list, sizeof list, "cpu %s %s:plain %s:flash", cuda, cuda, cuda); /* auto: fa2 */
+        if (strcmp(cuda, "cuda-emu")) /* cuDNN: not under the emulator */
+            snprintf(list + strlen(list), sizeof list - strlen(list), " %s:cudnn", cuda);
+    }
     char *names[16];
     int n = 0;
     if (argc > 1)

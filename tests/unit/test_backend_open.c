@@ -1,7 +1,7 @@
 /* test_backend_open.c: gk_backend_open (backend.h): the device names, the one-line errors for an
- * unknown name and a missing CUDA library, and the refusal of a backend library with another ABI
- * version or no GPU, using tiny fake libraries built here with cc -shared and named by
- * the open options' cuda_lib (the tools' $GPT_CUDA_LIB). */
+ * unknown name and a missing CUDA library, the attention setting, and the refusal of a backend
+ * library with another ABI version or no GPU, using tiny fake libraries built here with
+ * cc -shared and named by the open options' cuda_lib (the tools' $GPT_CUDA_LIB). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +129,40 @@ static void test_cuda_missing(void)
     cuda_lib = NULL;
 }
 
+/* The attention setting (gk_backend_opts.attention): the names both ways, a bad value naming the
+ * setting; the CPU ignores it; cuda-emu refuses cudnn with one line at open (no cuDNN under the
+ * emulator) and a path number out of range. (That auto takes the fa2 kernels, and each path its
+ * own: test_ops, test_attention.) */
+static void test_attention_setting(void)
+{
+    gk_err e = {0};
+    int a = -1;
+    for (int i = GK_ATTN_AUTO; i <= GK_ATTN_PLAIN; i++) {
+        CHECK_OK(gk_attention_parse(gk_attention_name(i), "attention", &a, &e), &e);
+        CHECKF(a == i, "%s parsed as %d", gk_attention_name(i), a);
+    }
+    CHECKF(gk_attention_parse("cuDNN", "--attention", &a, &e) == GK_EUSAGE &&
+               !strcmp(e.msg, "--attention: 'cuDNN' is not one of auto, cudnn, flash, fa2, plain"),
+           "bad value: %s", e.msg);
+    gk_backend *be = NULL;
+    gk_backend_opts o = {.device = "cpu", .threads = 1, .bf16 = 0, .attention = GK_ATTN_CUDNN};
+    CHECK_OK(gk_backend_open(&be, &o, &e), &e);
+    gk_backend_free(be), be = NULL;
+    o = (gk_backend_opts){.device = "cuda-emu", .bf16 = 1, .attention = GK_ATTN_PLAIN};
+    if (gk_backend_open(&be, &o, &e) == GK_ENOTFOUND) { /* built without the emulator's library */
+        printf("  skip cuda-emu: %s\n", e.msg);
+        return;
+    }
+    gk_backend_free(be), be = NULL;
+    o.attention = GK_ATTN_CUDNN, e.code = 0;
+    CHECKF(gk_backend_open(&be, &o, &e) == GK_EIO && !be &&
+               strstr(e.msg, "cuda-emu backend: attention = cudnn: cuDNN does not run under the "
+                             "CUDA emulator") && !strchr(e.msg, '\n'),
+           "cudnn on the emulator: %d %s", e.code, e.msg);
+    o.attention = GK_ATTN_PLAIN + 1;
+    CHECKF(gk_backend_open(&be, &o, &e) == GK_EUSAGE && !be, "path %d: %s", o.attention, e.msg);
+}
+
 /* Builds dir/NAME.so from src; 0, or -1 when no C compiler is at hand. */
 static int build_so(const char *dir, const char *name, const char *src, char *so, size_t n)
 {
@@ -215,6 +249,7 @@ int main(void)
     RUN(test_peak_table);
     RUN(test_unknown_name);
     RUN(test_cuda_missing);
+    RUN(test_attention_setting);
     RUN(test_fake_libraries);
     return TEST_END();
 }

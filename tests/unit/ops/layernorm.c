@@ -17,7 +17,7 @@ static void run_ln_bwd(gk_backend *be, void *const p[], const gk_elt t[], const 
 }
 
 /* layernorm_fwd (mean and rstd compared too), and layernorm_bwd after this backend's forward;
- * det: the backward twice, the same bits */
+ * det: the backward det more times, the same bits each time */
 static void layernorm_cases(int N, int C, int with_bias, int off, int det)
 {
     size_t n = (size_t)N * C;
@@ -57,4 +57,13 @@ static void test_layernorm(void)
     static const int ls[][4] = {{1, 24, 1, 0}, {7, 100, 0, 0}, {65, 7, 1, 0}, {5, 768, 1, 0},
                                 {33, 64, 1, 1}, {2100, 16, 1, 0}, {3, 6200, 1, 0}};
     for (size_t k = 0; k < sizeof ls / sizeof *ls; k++) layernorm_cases(ls[k][0], ls[k][1], ls[k][2], ls[k][3], 1);
+    /* The CUDA backward's one launch (once test_cuda_ln's): each block's dweight and dbias sums
+     * added by the last block of each group of 16, the group sums by the block that completes
+     * the last group, an arrival count per group that must be back at zero after every call.
+     * Three runs of each shape, the same bits each time, each shape's first after another shape's
+     * calls. Blocks (8 warps a block up to C = 768): 38 (groups of 16, 16, 6), 256 (16 groups,
+     * the pack path), 250 (the scalar path, one element off), 9 (2 warps a block: one group),
+     * 40 of 1 warp (C = 7000: the shared memory's opt-in). */
+    static const int gs[][3] = {{300, 100, 0}, {4100, 776, 0}, {2000, 777, 1}, {17, 3000, 0}, {40, 7000, 0}};
+    for (size_t k = 0; k < sizeof gs / sizeof *gs; k++) layernorm_cases(gs[k][0], gs[k][1], 1, gs[k][2], 2);
 }
