@@ -4,7 +4,7 @@
 # (expected stdout / stderr) and NAME.code (expected exit status, default 0); exit 77 = skipped.
 # Ends with the line "N passed, N failed, N skipped"; exits 1 if anything failed.
 # Usage: tests/run.sh BUILD [PATTERN]   (PATTERN filters test names, e.g. shard)
-# With GK_EXPECTED_SKIPS=FILE (CI: tests/expected-skips), the skipped tests must be exactly those
+# With GPT_EXPECTED_SKIPS=FILE (CI: tests/expected-skips), the skipped tests must be exactly those
 # FILE lists (of those that ran): an unexpected skip, or a listed test that ran without skipping
 # or no longer exists, is a failure naming it.
 set -u
@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
 pattern=${2:-}
 export GPT_TEST_DATA=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" 2>/dev/null && pwd || echo /nonexistent)
-export PATH="$build/bin:$PATH" TOP="$top" FIX="$top/tests/fixtures" DATA="$GPT_TEST_DATA" GK_TEST_BUILD="$build"
+export PATH="$build/bin:$PATH" TOP="$top" FIX="$top/tests/fixtures" DATA="$GPT_TEST_DATA" GPT_TEST_BUILD="$build"
 export LC_ALL=C.UTF-8
 passed=0 failed=0 skipped=0
 failures=()
@@ -68,13 +68,13 @@ for script in "$top"/tests/cli/*.sh; do
   rm -rf "$work"
 done
 
-if [ -n "${GK_EXPECTED_SKIPS:-}" ]; then # the skips against the list: coverage that disappears fails
+if [ -n "${GPT_EXPECTED_SKIPS:-}" ]; then # the skips against the list: coverage that disappears fails
   declare -A expected=()
-  while read -r t _; do [[ -z "$t" || "$t" == \#* ]] || expected[$t]=1; done < "$GK_EXPECTED_SKIPS"
+  while read -r t _; do [[ -z "$t" || "$t" == \#* ]] || expected[$t]=1; done < "$GPT_EXPECTED_SKIPS"
   for t in "${!skips[@]}"; do
     [ -n "${expected[$t]:-}" ] && continue
     failed=$((failed + 1)); failures+=("$t")
-    echo "FAIL $t: skipped (${skips[$t]}), not in $GK_EXPECTED_SKIPS: give it what it needs, or add \"$t  REASON\" there"
+    echo "FAIL $t: skipped (${skips[$t]}), not in $GPT_EXPECTED_SKIPS: give it what it needs, or add \"$t  REASON\" there"
   done
   for t in "${!expected[@]}"; do
     [ -n "${skips[$t]:-}" ] && continue
@@ -82,7 +82,7 @@ if [ -n "${GK_EXPECTED_SKIPS:-}" ]; then # the skips against the list: coverage 
     elif [ -z "$pattern" ]; then why="does not exist"
     else continue; fi
     failed=$((failed + 1)); failures+=("$t")
-    echo "FAIL $t: listed in $GK_EXPECTED_SKIPS as skipped, but it $why: remove its line there"
+    echo "FAIL $t: listed in $GPT_EXPECTED_SKIPS as skipped, but it $why: remove its line there"
   done
 fi
 

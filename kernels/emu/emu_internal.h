@@ -37,7 +37,7 @@ enum : size_t {
 
 enum ThreadState : unsigned char { T_NEW, T_RUN, T_READY, T_BARRIER, T_WARP, T_DONE };
 
-/* GK_EMU_ORDER: the order threads start and are released in, and blocks run in. A GPU promises
+/* GPT_EMU_ORDER: the order threads start and are released in, and blocks run in. A GPU promises
  * none, so a kernel whose results change with it has a race (a missing barrier). */
 enum Order : unsigned char { ORDER_FORWARD, ORDER_REVERSE, ORDER_SHUFFLE, ORDER_INVALID };
 
@@ -182,15 +182,15 @@ const char *collective_name(int kind);
 void record_error(cudaError_t code, bool fault, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 cudaError_t sticky_error();
 /* True when this is the Nth call since env's value was first seen (fault injection); which (0..2)
- * picks the counter: 0 cudaMalloc, 1 launches, 2 launches for GK_EMU_LOSE_DEVICE. */
+ * picks the counter: 0 cudaMalloc, 1 launches, 2 launches for GPT_EMU_LOSE_DEVICE. */
 bool nth_call_fails(const char *env, int which);
-/* The emulated device's compute capability as major*10+minor: GK_EMU_SM (10..199), else 90. */
+/* The emulated device's compute capability as major*10+minor: GPT_EMU_SM (10..199), else 90. */
 int emu_compute_capability(void);
-/* GK_EMU_LOSE_DEVICE: the device is gone; its error stays past cudaDeviceReset. */
+/* GPT_EMU_LOSE_DEVICE: the device is gone; its error stays past cudaDeviceReset. */
 void lose_device(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int env_int(const char *name, int fallback, int lo, int hi);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
-Order schedule_order(); /* GK_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */
+Order schedule_order(); /* GPT_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */
 
 /* emu_launch.cpp: a launch as GK_LAUNCH runs it outside capture; returns the error it recorded
  * (or the sticky fault it met). cudaGraphLaunch runs a captured launch through it. */

@@ -1,5 +1,5 @@
 /* emu_launch.cpp: one kernel launch, from GK_LAUNCH to its last block.
- * Owns: the sm_90 launch checks, fault injection (GK_EMU_FAIL_LAUNCH), the host thread pool that
+ * Owns: the sm_90 launch checks, fault injection (GPT_EMU_FAIL_LAUNCH), the host thread pool that
  * runs blocks in parallel (GK_EMU_THREADS), each host thread's dynamic shared memory with the
  * guard after it, and the SIGSEGV handler that turns a touch of a guard (shared memory past its
  * end, a thread's stack overflowing) into a launch error. Any other fault goes on to the handler
@@ -327,25 +327,25 @@ static cudaError_t launch_checks(const LaunchSpec &s)
 cudaError_t run_launch(const LaunchSpec &s, BodyFn body, const void *closure)
 {
     if (cudaError_t e = launch_checks(s)) return e;
-    if (nth_call_fails("GK_EMU_LOSE_DEVICE", 2)) {
-        lose_device("device lost at kernel '%s' (injected by GK_EMU_LOSE_DEVICE)", s.name);
+    if (nth_call_fails("GPT_EMU_LOSE_DEVICE", 2)) {
+        lose_device("device lost at kernel '%s' (injected by GPT_EMU_LOSE_DEVICE)", s.name);
         return cudaErrorDevicesUnavailable;
     }
     if (int sm = emu_compute_capability(); sm < 80) { /* as a GPU the library has no code for */
         record_error(cudaErrorNoKernelImageForDevice, false, "kernel '%s': no code for compute capability "
-                     "%d.%d (GK_EMU_SM; kernels/cuda needs 8.0)", s.name, sm / 10, sm % 10);
+                     "%d.%d (GPT_EMU_SM; kernels/cuda needs 8.0)", s.name, sm / 10, sm % 10);
         return cudaErrorNoKernelImageForDevice;
     }
-    if (nth_call_fails("GK_EMU_FAIL_LAUNCH", 1)) {
-        record_error(cudaErrorLaunchFailure, true, "kernel '%s': launch failure injected by GK_EMU_FAIL_LAUNCH",
+    if (nth_call_fails("GPT_EMU_FAIL_LAUNCH", 1)) {
+        record_error(cudaErrorLaunchFailure, true, "kernel '%s': launch failure injected by GPT_EMU_FAIL_LAUNCH",
                      s.name);
         return cudaErrorLaunchFailure;
     }
     static std::atomic<uint64_t> launches{0};
     Order order = schedule_order();
     if (order == ORDER_INVALID) {
-        record_error(cudaErrorInvalidValue, false, "kernel '%s': GK_EMU_ORDER='%s': expected forward, reverse or shuffle",
-                     s.name, getenv("GK_EMU_ORDER"));
+        record_error(cudaErrorInvalidValue, false, "kernel '%s': GPT_EMU_ORDER='%s': expected forward, reverse or shuffle",
+                     s.name, getenv("GPT_EMU_ORDER"));
         return cudaErrorInvalidValue;
     }
     install_handler();

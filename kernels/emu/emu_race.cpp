@@ -7,7 +7,7 @@
  * race when two threads touch a byte and one writes, unless both are lanes of one warp and a warp
  * collective of both lanes (__syncwarp, a shuffle, a vote, wmma) came between. The first race
  * ends the launch with an error naming kernel, threads and offset (fail_thread). Per host
- * thread (each Worker its own record); GK_EMU_RACECHECK=0 turns it off. */
+ * thread (each Worker its own record); GPT_EMU_RACECHECK=0 turns it off. */
 #include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -92,10 +92,10 @@ static std::string tls_symbol(size_t off)
 
 /* ---- the record ---- */
 
-/* GK_EMU_RACECHECK, read at each launch: 0 turns the checker off. */
+/* GPT_EMU_RACECHECK, read at each launch: 0 turns the checker off. */
 static bool racecheck_on()
 {
-    const char *v = getenv("GK_EMU_RACECHECK");
+    const char *v = getenv("GPT_EMU_RACECHECK");
     return !v || strcmp(v, "0") != 0;
 }
 

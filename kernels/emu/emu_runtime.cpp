@@ -89,7 +89,7 @@ int env_int(const char *name, int fallback, int lo, int hi)
 
 Order schedule_order()
 {
-    const char *v = getenv("GK_EMU_ORDER");
+    const char *v = getenv("GPT_EMU_ORDER");
     if (v && !strcmp(v, "reverse")) return ORDER_REVERSE;
     if (v && !strcmp(v, "shuffle")) return ORDER_SHUFFLE;
     return !v || !*v || !strcmp(v, "forward") ? ORDER_FORWARD : ORDER_INVALID;
@@ -133,7 +133,7 @@ static size_t meminfo(const char *key)
 
 int emu_compute_capability(void)
 {
-    const char *v = getenv("GK_EMU_SM");
+    const char *v = getenv("GPT_EMU_SM");
     char *end = NULL;
     long sm = v && *v ? strtol(v, &end, 10) : 90;
     return end && *end == 0 && sm >= 10 && sm <= 199 ? (int)sm : 90;
@@ -458,7 +458,7 @@ cudaError_t cudaDeviceReset(void)
 /* ---- the device ---- */
 
 static const int kRuntimeVersion = 13000;
-static int driver_version() { return env_int("GK_EMU_DRIVER", kRuntimeVersion, 0, 99999); }
+static int driver_version() { return env_int("GPT_EMU_DRIVER", kRuntimeVersion, 0, 99999); }
 
 cudaError_t cudaDriverGetVersion(int *version)
 {

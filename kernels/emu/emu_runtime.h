@@ -4,9 +4,9 @@
  * a launch or copy has finished when it returns; streams and events are plain handles, except
  * that a stream can capture its work into a graph that cudaGraphLaunch replays (see below).
  * Errors: a launch's configuration error is returned once by cudaGetLastError (as on a GPU); a
- * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds, GK_EMU_FAIL_LAUNCH)
+ * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds, GPT_EMU_FAIL_LAUNCH)
  * is sticky as on a GPU: every later launch, copy, set and synchronize returns it until
- * cudaDeviceReset. GK_EMU_LOSE_DEVICE=N loses the device at the Nth launch (a GPU fallen off the
+ * cudaDeviceReset. GPT_EMU_LOSE_DEVICE=N loses the device at the Nth launch (a GPU fallen off the
  * bus): cudaErrorDevicesUnavailable, sticky past cudaDeviceReset, cudaMemGetInfo included.
  * cudaGetErrorString of the last such code on the calling host thread returns the
  * detailed message (kernel, block, thread). */
@@ -200,7 +200,7 @@ GK_EMU_API cudaError_t cudaEventDestroy(cudaEvent_t event);
  * - cudaStreamIsCapturing(0) while a blocking stream captures -> cudaErrorStreamCaptureImplicit.
  * - cudaGraphInstantiate copies the graph (flags must be 0); cudaGraphLaunch(exec, stream) runs its
  *   nodes in order on stream, each as the call it recorded would run now (launch checks, sticky
- *   faults, GK_EMU_FAIL_LAUNCH / GK_EMU_LOSE_DEVICE counting, GK_EMU_ORDER), stops at the first
+ *   faults, GPT_EMU_FAIL_LAUNCH / GPT_EMU_LOSE_DEVICE counting, GPT_EMU_ORDER), stops at the first
  *   error and returns it. NCCL calls are not captured: on a capturing stream they are refused. */
 GK_EMU_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
 GK_EMU_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
@@ -220,7 +220,7 @@ GK_EMU_API cudaError_t cudaDeviceReset(void);
 
 /* Device: one sm_90-like device, "gptkit CUDA emulator". */
 GK_EMU_API cudaError_t cudaGetDeviceCount(int *count);
-/* The CUDA version the driver supports (GK_EMU_DRIVER, default 13000; 0: no driver installed,
+/* The CUDA version the driver supports (GPT_EMU_DRIVER, default 13000; 0: no driver installed,
  * as on a machine without NVIDIA's driver) and the runtime's (13000). A driver below the
  * runtime's version makes cudaGetDeviceCount fail with cudaErrorInsufficientDriver. */
 GK_EMU_API cudaError_t cudaDriverGetVersion(int *version);

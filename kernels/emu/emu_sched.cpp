@@ -1,7 +1,7 @@
 /* emu_sched.cpp: runs one block: its threads as coroutines on one host thread.
  * Owns: the block scheduler, __syncthreads, the warp collective rendezvous, __activemask, and the
  * deadlock report (the stacks and switches are emu_fiber.cpp's). Threads start in order of
- * linear id (GK_EMU_ORDER=reverse or shuffle: another order, to expose races); one that ends hands
+ * linear id (GPT_EMU_ORDER=reverse or shuffle: another order, to expose races); one that ends hands
  * its stack straight to the next (a block without barriers runs without a single switch); one
  * that waits yields to the scheduler, which resumes released threads, then starts new ones. When
  * nothing can run and threads still wait, the block fails naming who is missing. */

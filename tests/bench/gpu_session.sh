@@ -54,10 +54,10 @@ note "$(nvcc --version 2>/dev/null | tail -n 1); compute-sanitizer: ${san:-none}
 
 # 1. build: the H100's sm_90 alone (half the nvcc work of the default 80 90)
 step build 240 make -j"$(nproc)" CUDA_ARCH=90 all units build/bench/train_step build/bench/rand_ckpt
-export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
+export GPT_TEST_DEVICES="cpu cuda" GPT_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 
 # 2. the op tests on cuda against the reference (test_ops and test_ops_fused: every op family on
-# one harness, GK_TEST_DEVICES; test_cuda_ops: one rank through NCCL's collectives on the device's
+# one harness, GPT_TEST_DEVICES; test_cuda_ops: one rank through NCCL's collectives on the device's
 # stream); test_ops also on each attention path (cuda:plain, cuda:flash, fa2 as cuda's auto, and
 # cuDNN's, cuda:cudnn: against ref, GPT-2's T = 1024 included; skipped, saying why, where the
 # library has no cuDNN or libcudnn.so.9 does not load: the build step's log says whether it has);
@@ -65,7 +65,7 @@ export GK_TEST_DEVICES="cpu cuda" GK_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 # test_infer: decoding steps recorded as one CUDA graph and replayed = unrecorded, and a step
 # whose capture breaks runs unrecorded
 paths="cuda:plain cuda:flash cuda:cudnn" # fa2: auto's, on device cuda
-GK_TEST_DEVICES="cpu cuda $paths" step test_ops 150 build/tests/test_ops
+GPT_TEST_DEVICES="cpu cuda $paths" step test_ops 150 build/tests/test_ops
 for t in test_cuda_ops test_ops_fused test_infer test_nccl_emu; do
   step "$t" 90 "build/tests/$t"
 done
@@ -142,7 +142,7 @@ flash_variants() {
     if [ -z "${v// /}" ]; then lib=$PWD/build/lib/libgptkit-cuda.so # the default: the build step's
     else variant_lib /tmp/flash-v$i "$v" || { echo "build failed"; continue; }
     fi
-    GPT_CUDA_LIB=$lib GK_TEST_DEVICES="cuda cuda:plain cuda:flash" build/tests/test_ops 2>&1 | tail -n 1
+    GPT_CUDA_LIB=$lib GPT_TEST_DEVICES="cuda cuda:plain cuda:flash" build/tests/test_ops 2>&1 | tail -n 1
     for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
@@ -210,7 +210,7 @@ for tool in memcheck racecheck synccheck; do
   for t in test_ops test_ops-paths test_infer; do
     devices=cuda
     [ $t = test_ops-paths ] && devices=$paths
-    GK_TEST_DEVICES=$devices step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" \
+    GPT_TEST_DEVICES=$devices step "sanitizer-$tool-$t" 90 "${san:-compute-sanitizer}" --tool "$tool" \
       --report-api-errors no --error-exitcode 9 "build/tests/${t%-paths}"
   done
 done

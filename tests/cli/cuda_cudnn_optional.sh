@@ -4,7 +4,7 @@
 # says so and builds attention_cudnn.cpp as a stub that references no cuDNN symbol (attention =
 # cudnn is then refused in one line: cli/attention_setting).
 source "$TOP/tests/cli/lib.bash"
-lib=$GK_TEST_BUILD/lib/libgptkit-cuda.so
+lib=$GPT_TEST_BUILD/lib/libgptkit-cuda.so
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [ -f "$lib" ] && [ -x "$nvcc" ] || { echo "no nvcc build of the CUDA backend" >&2; exit 77; }
 readelf -d "$lib" | grep -i 'NEEDED.*cudnn' > /dev/null && echo "libgptkit-cuda.so is linked against cuDNN"

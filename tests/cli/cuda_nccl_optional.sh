@@ -3,7 +3,7 @@
 # nccl.h, make builds comm_nccl.cu with GK_NO_NCCL, which needs no NCCL header or symbol and
 # refuses several ranks (kernels/cuda/comm_nccl.cu).
 source "$TOP/tests/cli/lib.bash"
-lib=$GK_TEST_BUILD/lib/libgptkit-cuda.so
+lib=$GPT_TEST_BUILD/lib/libgptkit-cuda.so
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [ -f "$lib" ] && [ -x "$nvcc" ] || { echo "no nvcc build of the CUDA backend" >&2; exit 77; }
 readelf -d "$lib" | grep 'NEEDED.*nccl' > /dev/null && echo "libgptkit-cuda.so is linked against NCCL"

@@ -52,7 +52,7 @@ exit 3
 FAKE
 chmod +x bin/*
 export PATH=$PWD/bin:$PATH LOG=$PWD/log SLURM_JOB_ID=4242 SLURM_JOB_NODELIST='gpu[17-18]'
-export GPTKIT_DIR=/shared/gptkit
+export GPT_JOB_DIR=/shared/gptkit
 slurm() { local rc=0; : > log; FAKE_STEP=$1 bash "$sbatch" 2> /dev/null || rc=$?; cat log; echo "exit $rc"; }
 slurm ok
 slurm fail

@@ -1,14 +1,14 @@
 # Races: a GPU runs the threads of a block, and the blocks, in no set order, but the emulator runs
 # them one after another, so a missing __syncthreads or __syncwarp can pass in its usual order.
 # Every CUDA op test runs again with threads started and released in reverse and in shuffled order
-# (GK_EMU_ORDER, blocks reversed too): a race would change the results
+# (GPT_EMU_ORDER, blocks reversed too): a race would change the results
 # (tests/unit/emu/test_emu_order.cu shows that a missing barrier does change them). The attention
 # paths' cases: emu_orders_paths.sh. Whole training steps in shuffled order: emu_orders_train.sh.
 source "$TOP/tests/cli/lib.bash"
-[ -f "$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GK_TEST_BUILD" >&2; exit 77; }
+[ -f "$GPT_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GPT_TEST_BUILD" >&2; exit 77; }
 for order in reverse shuffle; do
   for t in test_cuda_ops test_ops test_ops_fused; do
-    if GK_EMU_ORDER=$order GK_TEST_DEVICES=cuda-emu "$GK_TEST_BUILD/tests/$t" > log 2>&1 &&
+    if GPT_EMU_ORDER=$order GPT_TEST_DEVICES=cuda-emu "$GPT_TEST_BUILD/tests/$t" > log 2>&1 &&
        tail -n 1 log | grep -q ' 0 failed, 0 skipped$'; then
       echo "$order: $t passes"
     else

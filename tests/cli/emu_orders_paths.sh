@@ -3,10 +3,10 @@
 # order, as emu_orders.sh does for every CUDA op test on the default path (a script of its own:
 # both fit the CLI cases' time limit).
 source "$TOP/tests/cli/lib.bash"
-[ -f "$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GK_TEST_BUILD" >&2; exit 77; }
+[ -f "$GPT_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GPT_TEST_BUILD" >&2; exit 77; }
 for order in reverse shuffle; do
-  if GK_EMU_ORDER=$order GK_TEST_DEVICES="cuda-emu:plain cuda-emu:flash" \
-     "$GK_TEST_BUILD/tests/test_ops" > log 2>&1 && tail -n 1 log | grep -q ' 0 failed, 0 skipped$'; then
+  if GPT_EMU_ORDER=$order GPT_TEST_DEVICES="cuda-emu:plain cuda-emu:flash" \
+     "$GPT_TEST_BUILD/tests/test_ops" > log 2>&1 && tail -n 1 log | grep -q ' 0 failed, 0 skipped$'; then
     echo "$order: test_ops on the attention paths passes"
   else
     sed 's/^/  /' log | grep -v '^  ok' | tail -n 20 >&2

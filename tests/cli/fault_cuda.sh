@@ -1,6 +1,6 @@
 # A CUDA error in the middle of a run, injected by the emulator (device = cuda-emu): a failed
-# kernel launch (GK_EMU_FAIL_LAUNCH=N, cudaErrorLaunchFailure) and a lost device
-# (GK_EMU_LOSE_DEVICE=N, cudaErrorDevicesUnavailable, sticky). gpt-train, checkpointing every 3
+# kernel launch (GPT_EMU_FAIL_LAUNCH=N, cudaErrorLaunchFailure) and a lost device
+# (GPT_EMU_LOSE_DEVICE=N, cudaErrorDevicesUnavailable, sticky). gpt-train, checkpointing every 3
 # steps, stops with exit 1 and one line naming the step, the CUDA error, the kernel and its
 # file:line; the last checkpoint (before that step) verifies, and a run resumed from it on the
 # CPU ends where an uninterrupted CPU run does. gpt-sample stops mid-generation (exit 1, after
@@ -13,7 +13,7 @@ gpt-train "${R[@]}" --device=cpu --out_dir=cpu > /dev/null
 losses cpu/metrics.jsonl > cpu.l
 # shown ERR: the message with the kernel's name and line numbers left out (they change with the code)
 shown() { sed -E "s/step [0-9]+:/step S:/; s/kernel '[^']*'/kernel 'K'/; s/in kernel [^ ]+ \(kernels\/cuda\/[a-z_]+\.cu:[0-9]+\)/in kernel K (kernels\/cuda\/F.cu:L)/; s/after [0-9]+ generated tokens/after N generated tokens/" "$1"; }
-for fault in GK_EMU_FAIL_LAUNCH=540 GK_EMU_LOSE_DEVICE=520; do
+for fault in GPT_EMU_FAIL_LAUNCH=540 GPT_EMU_LOSE_DEVICE=520; do
   echo "== gpt-train, $fault"
   out=${fault%%=*}
   env "$fault" gpt-train "${R[@]}" --device=cuda-emu --dtype=float32 --out_dir=$out > log.txt 2> err.txt
@@ -32,7 +32,7 @@ for fault in GK_EMU_FAIL_LAUNCH=540 GK_EMU_LOSE_DEVICE=520; do
 done
 echo "== gpt-sample"
 gpt-sample -q -m cpu/latest.safetensors --device=cpu -t 0 -n 40 -p 'ROMEO:' > full.txt
-for fault in GK_EMU_FAIL_LAUNCH=300 GK_EMU_LOSE_DEVICE=300; do
+for fault in GPT_EMU_FAIL_LAUNCH=300 GPT_EMU_LOSE_DEVICE=300; do
   env "$fault" gpt-sample -q -m cpu/latest.safetensors --device=cuda-emu --dtype=float32 -t 0 -n 40 -p 'ROMEO:' > part.txt 2> err.txt
   echo "exit $? ($(wc -l < err.txt) line)"
   shown err.txt

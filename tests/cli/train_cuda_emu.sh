@@ -48,18 +48,18 @@ test ! -e nogpu
 # a GPU older than sm_80 (the emulator reporting compute capability 7.5, where no kernel loads):
 # device cuda-emu is one line naming it and what to do; auto (given the emulator as its cuda
 # library) takes the CPU and says why
-rc=0; GK_EMU_SM=75 gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=oldgpu 2> err.txt || rc=$?
+rc=0; GPT_EMU_SM=75 gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=oldgpu 2> err.txt || rc=$?
 echo "exit $rc: $(wc -l < err.txt) line: $(sed 's/ (kernels[^)]*)$//' err.txt)"
-GK_EMU_SM=75 GPT_CUDA_LIB=$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so gpt-evalppl -m cpu/latest.safetensors \
+GPT_EMU_SM=75 GPT_CUDA_LIB=$GPT_TEST_BUILD/lib/libgptkit-cuda-emu.so gpt-evalppl -m cpu/latest.safetensors \
   --device=auto d/val.bin 2>&1 >/dev/null | grep -c "warning: device auto: the CPU, since cuda-emu backend: .* 7.5; "
 test ! -e oldgpu
 # an NVIDIA driver older than the library's CUDA (the emulator's driver at 12.8): one line naming
 # both versions, and auto says why it took the CPU; no driver at all is no news
-rc=0; GK_EMU_DRIVER=12080 gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=olddrv 2> err.txt || rc=$?
+rc=0; GPT_EMU_DRIVER=12080 gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=olddrv 2> err.txt || rc=$?
 echo "exit $rc: $(cat err.txt)"
-emu_auto() { GPT_CUDA_LIB=$GK_TEST_BUILD/lib/libgptkit-cuda-emu.so gpt-evalppl -m cpu/latest.safetensors --device=auto d/val.bin 2>&1 >/dev/null | grep -c "warning: device auto" || true; }
-GK_EMU_DRIVER=12080 emu_auto
-GK_EMU_DRIVER=0 emu_auto
+emu_auto() { GPT_CUDA_LIB=$GPT_TEST_BUILD/lib/libgptkit-cuda-emu.so gpt-evalppl -m cpu/latest.safetensors --device=auto d/val.bin 2>&1 >/dev/null | grep -c "warning: device auto" || true; }
+GPT_EMU_DRIVER=12080 emu_auto
+GPT_EMU_DRIVER=0 emu_auto
 # a CUDA library that is there but does not load: auto takes the CPU and says why, once
 echo "not a library" > junk.so
 GPT_CUDA_LIB=$PWD/junk.so gpt-evalppl -m cpu/latest.safetensors --device=auto d/val.bin 2>&1 >/dev/null |

@@ -7,7 +7,7 @@
 
 The expected contents (EXPECTED, METADATA) are repeated in tests/unit/test_safetensors.c, which reads
 the fixture and checks every value, and can write the same tensors with the C writer
-(GK_ST_VERIFY_OUT=FILE build/tests/test_safetensors) for --verify to check with the Rust parser.
+(GPT_ST_VERIFY_OUT=FILE build/tests/test_safetensors) for --verify to check with the Rust parser.
 """
 import os
 import sys

@@ -6,7 +6,7 @@
  * to_device, op, to_host, as ggml's test-backend-ops), the tolerance check, and the loop over
  * devices and activation types. Not thread-safe: one test binary, one thread.
  *
- * Devices: argv, else $GK_TEST_DEVICES, else "cpu", $GK_TEST_CUDA (default cuda-emu; "cuda" on
+ * Devices: argv, else $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu; "cuda" on
  * a GPU) and that device on the attention paths plain, flash and (on a GPU) cudnn (below; fa2 is
  * auto's); a device whose library is missing (or, for cuda, without a GPU) is skipped with a
  * note. Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
@@ -447,7 +447,7 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
 }
 
 /* The whole run: the reference backend, then tests[0..n) on each device of argv, else
- * $GK_TEST_DEVICES, else "cpu", $GK_TEST_CUDA (default cuda-emu) and that on the paths plain and
+ * $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu) and that on the paths plain and
  * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention), with fp32 and
  * then bf16 activations. */
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
@@ -457,7 +457,7 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
         fprintf(stderr, "test_ops: reference backend: %s\n", e.msg);
         return 1;
     }
-    const char *env = getenv("GK_TEST_DEVICES"), *cuda = getenv("GK_TEST_CUDA");
+    const char *env = getenv("GPT_TEST_DEVICES"), *cuda = getenv("GPT_TEST_CUDA");
     char list[512];
     cuda = cuda && *cuda ? cuda : "cuda-emu";
     if (env && *env) snprintf(list, sizeof list, "%s", env);

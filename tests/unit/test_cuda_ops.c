@@ -1,4 +1,4 @@
-/* test_cuda_ops.c: what the CUDA backend ($GK_TEST_CUDA, default cuda-emu; "cuda" on a GPU) does
+/* test_cuda_ops.c: what the CUDA backend ($GPT_TEST_CUDA, default cuda-emu; "cuda" on a GPU) does
  * beside its ops' numbers: one rank's collectives on the device's stream. Its op tests against the
  * reference (bias_bwd, the embedding, layernorm, the fused residual add, cross-entropy, the
  * element-wise ops, the optimizer) are test_ops's and test_ops_fused's now, on every backend
@@ -59,7 +59,7 @@ static void test_comm_one_rank(void)
 
 int main(void)
 {
-    const char *name = getenv("GK_TEST_CUDA");
+    const char *name = getenv("GPT_TEST_CUDA");
     gk_backend_opts o = {.device = name && *name ? name : "cuda-emu", .threads = 1, .attention = GK_ATTN_AUTO};
     gk_err e = {0};
     if (gk_backend_open(&dev, &o, &e)) fprintf(stderr, "note: %s\n", e.msg), dev = NULL;

@@ -2,7 +2,7 @@
  * CPU backend's few-row gemm: the incremental logits of a prompt and several single-token steps
  * equal the full forward's logits at the same positions (batch 2, CPU and reference backends);
  * the op equals attention_fwd when it covers the whole sequence; gk_cpu_gemm_rows equals sgemm. On
- * cuda-emu (or $GK_TEST_CUDA), the recorded and replayed one-row step (a CUDA graph) gives the same as unrecorded.
+ * cuda-emu (or $GPT_TEST_CUDA), the recorded and replayed one-row step (a CUDA graph) gives the same as unrecorded.
  * Errors are normalized: ||a - b|| / ||b|| per row, bounded by a small multiple of fp32 epsilon
  * times the depth of the sums (the two paths add in different orders).
  * Inference models (GK_GPT2_INFERENCE) give the training model's logits bit for bit and refuse
@@ -79,7 +79,7 @@ static void test_incremental_cpu(void)
     gk_backend_free(be);
 }
 
-/* $GK_TEST_CUDA (default cuda-emu): the one-row steps are recorded once and replayed (a CUDA
+/* $GPT_TEST_CUDA (default cuda-emu): the one-row steps are recorded once and replayed (a CUDA
  * graph; the position is read from device memory by the replay), and give the full forward's
  * logits as the unrecorded steps do (cuda_no_graphs: GPT_CUDA_GRAPHS=0). A step whose recording a call breaks (a
  * sync inside a capture, as an op the device may not capture would) runs unrecorded instead,
@@ -103,7 +103,7 @@ static void test_incremental_recorded(void)
     for (int mode = 0; mode < 3; mode++) { /* recorded, cuda_no_graphs, a broken capture */
         gk_backend *be = NULL;
         gk_err e = {0};
-        const char *name = getenv("GK_TEST_CUDA"); /* "cuda" on a GPU */
+        const char *name = getenv("GPT_TEST_CUDA"); /* "cuda" on a GPU */
         gk_backend_opts o = {.device = name && *name ? name : "cuda-emu", .bf16 = 0,
                              .attention = GK_ATTN_AUTO, .cuda_no_graphs = mode == 1};
         if (gk_backend_open(&be, &o, &e) != 0)

@@ -1,9 +1,9 @@
 /* test_nccl_emu.c: the CUDA backend's NCCL collectives (kernels/cuda/comm_nccl.cu, the comm_open
  * slot) on the emulator's NCCL (kernels/emu/emu_nccl.cpp), with 2 and 3 ranks as processes
  * forked before anything is opened. Rank 0 hosts the rendezvous store and hands its port to the
- * others through pipes; every rank opens device $GK_TEST_CUDA (default cuda-emu) and its comm
+ * others through pipes; every rank opens device $GPT_TEST_CUDA (default cuda-emu) and its comm
  * through the store (gk_comm_open, as gpt-train does: the communicator's id travels there) and
- * moves data only through the ops interface. With GK_TEST_CUDA=cuda (a real GPU, and real NCCL) only the
+ * moves data only through the ops interface. With GPT_TEST_CUDA=cuda (a real GPU, and real NCCL) only the
  * one-rank cases run: the lent machines have one GPU, and NCCL takes one rank per GPU. Sums (one at a time, and started then waited for) are compared bit for bit with
  * the sum in rank order (the emulator's order).
  * Failures: a rank SIGKILLed before a collective, a rank that stops calling (the timeout), a rank
@@ -27,7 +27,7 @@
 #define MAX_RANKS 3
 #define NO_LIBRARY 77
 
-static const char *device = "cuda-emu"; /* $GK_TEST_CUDA */
+static const char *device = "cuda-emu"; /* $GPT_TEST_CUDA */
 static int emulated = 1;                 /* device is cuda-emu: any number of ranks */
 
 typedef struct rank_ctx {
@@ -451,7 +451,7 @@ static void test_backend_side(void)
 
 int main(void)
 {
-    const char *d = getenv("GK_TEST_CUDA");
+    const char *d = getenv("GPT_TEST_CUDA");
     if (d && *d) device = d, emulated = strcmp(d, "cuda-emu") == 0;
     RUN(test_collectives);
     RUN(test_killed_rank);

@@ -1,6 +1,6 @@
 /* test_safetensors.c: the safetensors reader/writer against the reference library's fixture,
  * every kind of corrupt file, atomic writes (incl. a full disk), and fp16/bf16 conversion.
- * GK_ST_VERIFY_OUT=FILE also writes the reference tensors with the C writer to FILE, for
+ * GPT_ST_VERIFY_OUT=FILE also writes the reference tensors with the C writer to FILE, for
  * `python3 tests/ref/safetensors_fixture.py --verify FILE`. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -145,7 +145,7 @@ static void test_write_matches_reference(void)
            "data not byte-identical to %s", REF);
     CHECK(strstr((const char *)a + 8, "\"gptkit.checksums\":\"{\\\"i64\\\":\\\"") != NULL);
     CHECK(count_files() == 1);
-    const char *out = getenv("GK_ST_VERIFY_OUT");
+    const char *out = getenv("GPT_ST_VERIFY_OUT");
     if (out && *out) {
         CHECK_OK(write_ref(out, &err), &err);
         fprintf(stderr, "wrote %s for safetensors_fixture.py --verify\n", out);

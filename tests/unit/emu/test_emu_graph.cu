@@ -317,7 +317,7 @@ static void test_refusals(void)
 
 #if defined(GK_CUDA_EMU)
 /* The emulator's exact codes where CUDA leaves them to the driver, errors at capture, a replay's
- * errors (GK_EMU_FAIL_LAUNCH counts replayed launches), what the emulator does not capture. */
+ * errors (GPT_EMU_FAIL_LAUNCH counts replayed launches), what the emulator does not capture. */
 static void test_emu_specifics(void)
 {
     cudaStream_t s;
@@ -369,9 +369,9 @@ static void test_emu_specifics(void)
     CHECKF(read_int(counter) == 0, "a refused cudaMemset ran: %d", read_int(counter));
 
     /* the replay's second launch fails: it stops there, returns the fault, which is sticky */
-    setenv("GK_EMU_FAIL_LAUNCH", "2", 1);
+    setenv("GPT_EMU_FAIL_LAUNCH", "2", 1);
     CHECK(cudaGraphLaunch(exec, s) == cudaErrorLaunchFailure);
-    unsetenv("GK_EMU_FAIL_LAUNCH");
+    unsetenv("GPT_EMU_FAIL_LAUNCH");
     CHECK(cudaStreamSynchronize(s) == cudaErrorLaunchFailure);
     CUDA_OK(cudaDeviceReset());
     cudaGetLastError();

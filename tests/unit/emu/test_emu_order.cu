@@ -1,4 +1,4 @@
-/* test_emu_order.cu: GK_EMU_ORDER (kernels/emu/README.md), the emulator's other thread and block orders, against
+/* test_emu_order.cu: GPT_EMU_ORDER (kernels/emu/README.md), the emulator's other thread and block orders, against
  * hand-checked tickets: the order threads start in and leave a barrier in, per order; a racy
  * broadcast (a missing __syncthreads) reads differently in forward and reverse; race-free kernels
  * give the same bits in every order, including one that an order-blind deadlock check rejected;
@@ -45,12 +45,12 @@ static int racy_zeros(const char *order)
 {
     enum { n = 64 };
     int h[n], zeros = 0;
-    setenv("GK_EMU_ORDER", order, 1);
-    setenv("GK_EMU_RACECHECK", "0", 1); /* its race is the point here (test_emu_race: the checker's) */
+    setenv("GPT_EMU_ORDER", order, 1);
+    setenv("GPT_EMU_RACECHECK", "0", 1); /* its race is the point here (test_emu_race: the checker's) */
     int *out = to_dev<int>(NULL, n);
     GK_LAUNCH(racy_broadcast, 1, n, 0, 0, out);
     CUDA_OK(cudaGetLastError());
-    unsetenv("GK_EMU_RACECHECK");
+    unsetenv("GPT_EMU_RACECHECK");
     to_host(h, out, n);
     cudaFree(out);
     for (int i = 0; i < n; i++) zeros += h[i] == 0;
@@ -93,7 +93,7 @@ static void test_orders(void)
     int start[blocks * n], after[blocks * n];
     const char *orders[] = {"forward", "reverse", "shuffle"};
     for (int o = 0; o < 3; o++) {
-        setenv("GK_EMU_ORDER", orders[o], 1);
+        setenv("GPT_EMU_ORDER", orders[o], 1);
         int *counter = to_dev<int>(NULL, 1), *d_start = to_dev<int>(NULL, blocks * n),
             *d_after = to_dev<int>(NULL, blocks * n);
         CUDA_OK(cudaMemset(counter, 0, sizeof(int)));
@@ -127,7 +127,7 @@ static void test_orders(void)
     CHECKF(zeros_forward == 1, "forward: %d threads read 0", zeros_forward);
     CHECKF(zeros_reverse == 0, "reverse: %d threads read 0", zeros_reverse);
     /* a race-free kernel gives the same bits in every order */
-    setenv("GK_EMU_ORDER", "shuffle", 1);
+    setenv("GPT_EMU_ORDER", "shuffle", 1);
     for (int rep = 0; rep < 20; rep++) { /* another permutation each launch */
         int h[64], *d = to_dev<int>(NULL, 64), bad = 0;
         GK_LAUNCH(chained_shuffles, 1, 64, 0, 0, d);
@@ -140,17 +140,17 @@ static void test_orders(void)
     const char *same[] = {"forward", "reverse", "shuffle"};
     unsigned first = 0;
     for (int o = 0; o < 3; o++) {
-        setenv("GK_EMU_ORDER", same[o], 1);
+        setenv("GPT_EMU_ORDER", same[o], 1);
         unsigned bits = warp_sums_bits();
         if (o == 0) first = bits;
         CHECKF(bits == first, "%s: sums %08x, forward %08x", same[o], bits, first);
     }
-    setenv("GK_EMU_ORDER", "sideways", 1);
+    setenv("GPT_EMU_ORDER", "sideways", 1);
     int *out = to_dev<int>(NULL, 64);
     GK_LAUNCH(racy_broadcast, 1, 64, 0, 0, out);
-    const char *words[] = {"racy_broadcast", "GK_EMU_ORDER='sideways'", "forward, reverse or shuffle"};
+    const char *words[] = {"racy_broadcast", "GPT_EMU_ORDER='sideways'", "forward, reverse or shuffle"};
     CHECK(launch_failed_with(cudaErrorInvalidValue, words, 3));
-    unsetenv("GK_EMU_ORDER");
+    unsetenv("GPT_EMU_ORDER");
     cudaFree(out);
 }
 #endif

@@ -1,6 +1,6 @@
 /* test_emu_runtime.cu: the emulator's runtime calls: copies and sets of every kind, streams and
  * events, the device's properties and attributes, errors (last, peek, sticky faults, detailed
- * messages) and fault injection (GK_EMU_FAIL_MALLOC, GK_EMU_FAIL_LAUNCH, GK_EMU_NO_DEVICE). */
+ * messages) and fault injection (GK_EMU_FAIL_MALLOC, GPT_EMU_FAIL_LAUNCH, GK_EMU_NO_DEVICE). */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -158,7 +158,7 @@ static void test_fail_malloc(void)
 static void test_fail_launch(void)
 {
     int h[4] = {0, 0, 0, 0}, *d = to_dev(h, 4);
-    setenv("GK_EMU_FAIL_LAUNCH", "3", 1);
+    setenv("GPT_EMU_FAIL_LAUNCH", "3", 1);
     for (int i = 0; i < 2; i++) {
         GK_LAUNCH(add_one, 1, 32, 0, 0, d, 4);
         CUDA_OK(cudaGetLastError());
@@ -167,12 +167,12 @@ static void test_fail_launch(void)
     cudaError_t e = cudaGetLastError();
     CHECK(e == cudaErrorLaunchFailure);
     const char *msg = cudaGetErrorString(e);
-    CHECKF(strstr(msg, "add_one") && strstr(msg, "GK_EMU_FAIL_LAUNCH"), "%s", msg);
+    CHECKF(strstr(msg, "add_one") && strstr(msg, "GPT_EMU_FAIL_LAUNCH"), "%s", msg);
     CHECK(cudaStreamSynchronize(0) == cudaErrorLaunchFailure); /* sticky */
     CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaErrorLaunchFailure);
     GK_LAUNCH(add_one, 1, 32, 0, 0, d, 4); /* does not run */
     CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
-    unsetenv("GK_EMU_FAIL_LAUNCH");
+    unsetenv("GPT_EMU_FAIL_LAUNCH");
     CUDA_OK(cudaDeviceReset());
     CUDA_OK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
     CHECKF(h[0] == 2 && h[3] == 2, "%d %d: the 2 launches before the failure and nothing after", h[0], h[3]);

@@ -2,7 +2,7 @@
  * against hand-computed results; the launch errors where a GPU would hang or corrupt memory
  * (divergent __syncthreads, warp collectives that never complete, dynamic shared memory out of
  * bounds, stack overflow), sm_90's launch limits, speed, and results that do not depend on
- * GK_EMU_THREADS (GK_EMU_ORDER's orders: test_emu_order.cu). */
+ * GK_EMU_THREADS (GPT_EMU_ORDER's orders: test_emu_order.cu). */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
