@@ -37,6 +37,7 @@ struct tr_readahead {
     void *ud;
     ring r[TR_RA_STREAMS];
     long waited, asked;
+    long fetched; /* fetches the threads have finished (stored, failed or dropped) */
 };
 
 /* The batch and window of plan index idx. */
@@ -115,6 +116,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&ra->mu);
         s->state = s->drop ? EMPTY : rc ? FAILED : READY;
         s->drop = 0;
+        ra->fetched++;
         pthread_cond_broadcast(&ra->cv);
     }
     pthread_mutex_unlock(&ra->mu);
@@ -254,6 +256,14 @@ void tr_ra_counts(tr_readahead *ra, long *waited, long *asked)
     *waited = ra->waited;
     *asked = ra->asked;
     pthread_mutex_unlock(&ra->mu);
+}
+
+long tr_ra_fetched(tr_readahead *ra)
+{
+    pthread_mutex_lock(&ra->mu);
+    long n = ra->fetched;
+    pthread_mutex_unlock(&ra->mu);
+    return n;
 }
 
 void tr_ra_close(tr_readahead *ra)

@@ -48,6 +48,8 @@ int tr_ra_get(tr_readahead *ra, uint64_t seed, int stream, uint64_t batch, uint6
               gk_err *e);
 /* Windows the run had to wait for (not yet read ahead when asked for), and all it asked for. */
 void tr_ra_counts(tr_readahead *ra, long *waited, long *asked);
+/* Fetches the background threads have finished, their windows in the ring (or failed). */
+long tr_ra_fetched(tr_readahead *ra);
 /* Stops the threads (a fetch under way finishes first) and frees everything. Accepts NULL. */
 void tr_ra_close(tr_readahead *ra);
 

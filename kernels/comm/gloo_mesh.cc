@@ -141,6 +141,16 @@ class WatchedPair : public tcp::Pair {
     {
     }
 
+    /* Closes as ~Pair would, but before this object stops being a WatchedPair: the device thread
+     * may be in handleEvents (a peer closing) and call changeState meanwhile. Closing under the
+     * pair's lock unregisters the socket and waits for that thread's tick, so none comes after. */
+    ~WatchedPair() override
+    {
+        std::lock_guard<std::mutex> lock(m_);
+        if (state_ != CLOSED)
+            tcp::Pair::changeState(CLOSED);
+    }
+
   protected:
     /* Gloo calls it with the pair locked; a failure has set ex_ first (signalException). */
     void changeState(state next) noexcept override

@@ -42,12 +42,13 @@ static int right(tr_readahead *ra, uint64_t seed, int stream, uint64_t batch, ui
     return tr_ra_get(ra, seed, stream, batch, j, got, &e) == 0 && memcmp(got, want, W) == 0;
 }
 
-/* Polls until f has had n calls (the ring is full); 0 after 10 s. */
-static int await_calls(fake *f, long n)
+/* Polls until f has had n calls, all made by ra's threads and finished, so that their windows
+ * are in the ring (a call counted is not yet a window stored); 0 after 10 s. */
+static int await_calls(tr_readahead *ra, fake *f, long n)
 {
-    for (int i = 0; i < 10000 && atomic_load(&f->calls) < n; i++)
+    for (int i = 0; i < 10000 && (atomic_load(&f->calls) < n || tr_ra_fetched(ra) < n); i++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
-    return atomic_load(&f->calls) == n;
+    return atomic_load(&f->calls) == n && tr_ra_fetched(ra) == n;
 }
 
 /* Training: batches 5, 6, ... windows 8..11; a ring of 6 windows. */
@@ -59,13 +60,13 @@ static void test_plan_order(void)
     CHECK_OK(tr_ra_open(&ra, W, 6 * W, 3, fetch, &f, &e), &e);
     tr_ra_plan p = {.seed = 9, .first = 5, .stride = 1, .count = 0, .j0 = 8, .n = 4};
     CHECK_OK(tr_ra_plan_set(ra, 1, &p, &e), &e);
-    CHECK(await_calls(&f, 6)); /* read ahead before anything is asked for, no further */
+    CHECK(await_calls(ra, &f, 6)); /* read ahead before anything is asked for, no further */
     long waited, asked;
     int ok = 1;
     for (uint64_t k = 0; k < 12; k++) { /* two ringfuls, the ring full again in between */
         ok &= right(ra, 9, 1, 5 + k / 4, 8 + k % 4);
         if (k == 5)
-            ok &= await_calls(&f, 12); /* each window fetched once */
+            ok &= await_calls(ra, &f, 12); /* each window fetched once */
     }
     CHECK(ok);
     tr_ra_counts(ra, &waited, &asked);
@@ -87,11 +88,11 @@ static void test_bounded_ahead(void)
     CHECK_OK(tr_ra_open(&ra, W, 100000 * W, 4, fetch, &f, &e), &e);
     tr_ra_plan p = {.seed = 2, .first = 0, .stride = 1, .count = 0, .j0 = 0, .n = 3};
     CHECK_OK(tr_ra_plan_set(ra, 1, &p, &e), &e);
-    CHECK(await_calls(&f, 3 * TR_RA_BATCHES));
+    CHECK(await_calls(ra, &f, 3 * TR_RA_BATCHES));
     nanosleep(&(struct timespec){0, 50000000}, NULL); /* room to fetch more, were it allowed */
     CHECKF(atomic_load(&f.calls) == 3 * TR_RA_BATCHES, "%ld fetches", atomic_load(&f.calls));
     CHECK(right(ra, 2, 1, 0, 0));
-    CHECK(await_calls(&f, 3 * TR_RA_BATCHES + 1)); /* one asked for: one more fetched */
+    CHECK(await_calls(ra, &f, 3 * TR_RA_BATCHES + 1)); /* one asked for: one more fetched */
     tr_ra_close(ra);
 }
 
@@ -132,13 +133,13 @@ static void test_eval_cycles(void)
     CHECK_OK(tr_ra_open(&ra, W, 1000 * W, 4, fetch, &f, &e), &e);
     tr_ra_plan p = {.seed = 3, .first = 1, .stride = 3, .count = 2, .j0 = 0, .n = 3};
     CHECK_OK(tr_ra_plan_set(ra, 2, &p, &e), &e);
-    CHECK(await_calls(&f, 6)); /* one pass: the ring is no larger than an evaluation */
+    CHECK(await_calls(ra, &f, 6)); /* one pass: the ring is no larger than an evaluation */
     int ok = 1;
     for (int cycle = 0; cycle < 3; cycle++) {
         for (uint64_t b = 1; b < 5; b += 3)
             for (uint64_t j = 0; j < 3; j++)
                 ok &= right(ra, 3, 2, b, j);
-        ok &= await_calls(&f, 6 * (cycle + 2)); /* the next evaluation's, read ahead */
+        ok &= await_calls(ra, &f, 6 * (cycle + 2)); /* the next evaluation's, read ahead */
     }
     CHECK(ok);
     long waited, asked;
