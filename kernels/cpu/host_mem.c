@@ -3,16 +3,35 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/mem.h"
+
+/* Slots of at least this many bytes are 2 MB aligned and asked to be backed by huge pages
+ * (transparent huge pages in "madvise" mode, the usual default, give them only when asked).
+ * Decoding streams the weights once a token: under a hypervisor each 4 KB page's TLB miss is a
+ * two-level walk, and one Zen 4 core under KVM read 4 KB pages at 23 GB/s, 2 MB pages at 32. */
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
 
 void *gk_host_alloc(gk_backend *be, size_t n)
 {
     (void)be;
     size_t sz = n ? (n + 63) / 64 * 64 : 64;
-    void *p = aligned_alloc(64, sz);
-    if (p)
-        memset(p, 0, sz);
+    if (sz < HUGE_MIN) {
+        void *p = aligned_alloc(64, sz);
+        if (p)
+            memset(p, 0, sz);
+        return p;
+    }
+    sz = (sz + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
+    void *p = aligned_alloc(HUGE_ALIGN, sz);
+    if (!p)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, sz, MADV_HUGEPAGE); /* advice only: without huge pages the slot still works */
+#endif
+    memset(p, 0, sz); /* first touch after the advice, so the pages are huge from the start */
     return p;
 }
 

@@ -13,10 +13,12 @@
 # Training: median ms per step (forward + backward + AdamW), 2 threads, configs S and M, beside
 # the same model in PyTorch (Debian's python3-torch). OpenBLAS is left free to use its best
 # kernels (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for these commands only).
-# Sampling: memory read bandwidth (membw.c), then gpt-sample tokens/s on GPT-2 124M with random
-# weights (rand_ckpt.c), batch 1, 16-token prompt, 256 new tokens, 2 threads, fp32, bf16, fp16
-# and int8 (Q8_0) weights, as a fraction of the bandwidth bound (bytes of weights and KV cache
-# read per token / read bandwidth), beside nanoGPT-style generation in torch (torch_sample.py,
+# Sampling: gpt-sample tokens/s on GPT-2 124M with random weights (rand_ckpt.c), batch 1,
+# 16-token prompt, 256 new tokens, 2 threads, fp32, bf16, fp16 and int8 (Q8_0) weights, as a
+# fraction of the bandwidth bound (bytes of weights and KV cache read per token / read
+# bandwidth); the read bandwidth is measured right beside each row (membw.c on the rows' 2
+# threads, 512 MB, best of 9 passes, before and after it: the row's bound uses the better of the
+# two) and the spread of those measurements is printed; beside nanoGPT-style generation in torch (torch_sample.py,
 # no KV cache); and gpt-evalppl tokens/s on 124M over 4096 tokens of a BPE shard of Tiny
 # Shakespeare, and its HellaSwag items/s beside llm.c's scoring in torch (torch_hellaswag.py).
 # Shared CPUs: train_step S alone, then two at once on the same cores; each one's median step
@@ -51,11 +53,15 @@ fi
 
 # ceilings: the machine line and the sgemm and bandwidth ceilings, measured once a run
 sgemm_gfs='' read_gbs=''
+threads=2 membw_mb=512  # the rows' thread count; a buffer 16x a 32 MB LLC
+# membw_read: the read bandwidth now, GB/s, on the rows' threads, best of 9 passes
+membw_read() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=$threads "$build/bench/membw" $threads $membw_mb 9 |
+  sed -n 's/read GB\/s \([0-9.]*\).*/\1/p'; }
 ceilings() {
   [ -n "$sgemm_gfs" ] && return 0
   local line bw model flags f feats=''
-  line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/ceilings" 2)
-  bw=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 "$build/bench/membw" 2)
+  line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/ceilings" $threads)
+  bw=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=$threads "$build/bench/membw" $threads $membw_mb 9)
   sgemm_gfs=$(echo "$line" | sed -n 's/.*sgemm GFLOP\/s \([0-9.]*\).*/\1/p')
   read_gbs=$(echo "$bw" | sed -n 's/read GB\/s \([0-9.]*\).*/\1/p')
   model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -67,9 +73,11 @@ ceilings() {
   echo "machine: ${model:-unknown CPU} (family $(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -n 1)," \
     "model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(nproc) cores;" \
     "dispatcher: $(echo "$line" | sed -n 's/^isa \([a-z0-9]*\).*/\1/p'); features:${feats:- none}"
-  printf 'ceilings: sgemm %.1f GFLOP/s (OpenBLAS, 2 threads, square n = %s); memory read %.1f GB/s, copy %s GB/s (2 threads)\n' \
-    "$sgemm_gfs" "$(echo "$line" | sed -n 's/.* n \([0-9]*\).*/\1/p')" "$read_gbs" \
+  printf 'ceilings: sgemm %.1f GFLOP/s (OpenBLAS, %s threads, square n = %s); memory read %.1f GB/s, copy %s GB/s' \
+    "$sgemm_gfs" $threads "$(echo "$line" | sed -n 's/.* n \([0-9]*\).*/\1/p')" "$read_gbs" \
     "$(echo "$bw" | sed -n 's/.*copy GB\/s \([0-9.]*\).*/\1/p')"
+  printf ' (%s threads, %s MB, best of 9 passes; read median %s, worst %s)\n' $threads $membw_mb \
+    "$(echo "$bw" | sed -n 's/.*read-median \([0-9.]*\).*/\1/p')" "$(echo "$bw" | sed -n 's/.*read-min \([0-9.]*\).*/\1/p')"
 }
 
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
@@ -172,20 +180,32 @@ sample_bench() {
       sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
   fi
   printf '%-22s %10s %14s %10s %8s\n' sampler tokens/s MB/token bound vs-torch
+  # the read bandwidth right beside each row, on the rows' threads (best of 9 passes each time)
+  local bws=() bw_prev bw_next
+  bw_prev=$(membw_read)
+  bws+=("$bw_prev")
   for dt in fp32 bf16 fp16 int8; do
     local wb=4; [ $dt != fp32 ] && wb=2
     local bytes=$(( wb * mats + kv )); [ $dt = int8 ] && bytes=$(( 34 * mats / 32 + kv ))
     local line; line=$($nobl gpt-sample --device cpu -m "$model" -V "$vocab" --dtype $dt -p "$prompt" -n $N -t 0 --ids 2>&1 >/dev/null | tail -n 1)
+    bw_next=$(membw_read)
+    bws+=("$bw_next")
+    local bw; bw=$(echo "if ($bw_prev > $bw_next) $bw_prev else $bw_next" | bc -l)
     local np; np=$(echo "$line" | sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
     local tps; tps=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
     local vs=nan; [ -n "$torch_tps" ] && vs=$(echo "$tps / $torch_tps" | bc -l)
-    printf '%-22s %10.1f %14.1f %9.0f%% %7.1fx   (prompt %s tokens; bound %.1f tokens/s)\n' "gptkit $dt" "$tps" \
-      "$(echo "$bytes / 1000000" | bc -l)" "$(echo "100 * $tps * $bytes / ($read_gbs * 1000000000)" | bc -l)" \
-      "$vs" "$np" "$(echo "$read_gbs * 1000000000 / $bytes" | bc -l)"
+    printf '%-22s %10.1f %14.1f %9.0f%% %7.1fx   (prompt %s tokens; bound %.1f tokens/s at %.1f GB/s)\n' "gptkit $dt" "$tps" \
+      "$(echo "$bytes / 1000000" | bc -l)" "$(echo "100 * $tps * $bytes / ($bw * 1000000000)" | bc -l)" \
+      "$vs" "$np" "$(echo "$bw * 1000000000 / $bytes" | bc -l)" "$bw"
+    bw_prev=$bw_next
   done
   [ -n "$torch_tps" ] && printf '%-22s %10.1f   (nanoGPT generate: no KV cache, top-k 200)\n' "torch fp32" "$torch_tps"
-  echo "(batch 1, $P-token prompt, $N new tokens, 2 threads, GPT-2 124M random weights; bound: % of read bandwidth /"
-  echo " bytes per token; vs-torch: tokens/s / torch fp32's)"
+  echo "(batch 1, $P-token prompt, $N new tokens, $threads threads, GPT-2 124M random weights; bound: % of read bandwidth /"
+  echo " bytes per token, the bandwidth the better of the two measured just before and just after the row;"
+  echo " vs-torch: tokens/s / torch fp32's)"
+  printf 'memory read beside the rows (%s threads, %s MB, best of 9 passes each): %s GB/s; spread %.0f%%\n' \
+    $threads "$membw_mb" "${bws[*]}" "$(printf '%s\n' "${bws[@]}" | sort -g | sed -n '1p;$p' | paste -sd' ' |
+      awk '{ print 100 * ($2 - $1) / $2 }')"
   # gpt-evalppl: 4096 tokens of a BPE shard (header-less copy, --raw), windows of 1024
   local shard="$work/shakespeare-bpe.bin"
   [ -s "$shard" ] || gpt-tokenize -q -V "$vocab" "$data/tinyshakespeare/input.txt" -o "$shard"
