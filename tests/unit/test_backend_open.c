@@ -1,7 +1,9 @@
 /* test_backend_open.c: gk_backend_open (backend.h): the device names, the one-line errors for an
  * unknown name and a missing CUDA library, the attention setting, and the refusal of a backend
  * library with another ABI version or no GPU, using tiny fake libraries built here with
- * cc -shared and named by the open options' cuda_lib (the tools' $GPT_CUDA_LIB). */
+ * cc -shared and named by the open options' cuda_lib (the tools' $GPT_CUDA_LIB); the host
+ * backends' allocations (aligned, zeroed, large ones on 2 MB boundaries for huge pages). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,33 @@ static void test_props(void)
 /* The CUDA backend's bf16 peaks by the GPU's name (NVIDIA's datasheets, dense): the more specific
  * name first (an H100 PCIe is not an SXM H100; an L40S not an L4); nothing for a GPU not in the
  * table or the emulator. */
+/* cpu's alloc: 64-byte aligned and zeroed at every size; slots of 4 MB and more start on a 2 MB
+ * boundary (host_mem.c: huge pages), and every byte asked for is writable (ASan checks). */
+static void test_host_alloc(void)
+{
+    gk_backend *be = NULL;
+    gk_err e = {0};
+    CHECK(open_dev(&be, "cpu", 1, &e) == 0);
+    const size_t sizes[] = {0, 1, 100, ((size_t)4 << 20) - 64, (size_t)4 << 20, ((size_t)9 << 20) + 3};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t n = sizes[i];
+        unsigned char *p = be->ops->alloc(be, n);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        uintptr_t a = (uintptr_t)p;
+        CHECK(a % 64 == 0);
+        CHECK(n < ((size_t)4 << 20) || a % ((size_t)2 << 20) == 0);
+        int zero = 1;
+        for (size_t j = 0; j < n; j++) zero &= p[j] == 0;
+        CHECK(zero);
+        if (n)
+            memset(p, 0xa5, n);
+        be->ops->free(be, p);
+    }
+    gk_backend_free(be);
+}
+
 static void test_peak_table(void)
 {
     static const struct { const char *name; double tflops; } cases[] = {
@@ -246,6 +275,7 @@ int main(void)
 {
     RUN(test_cpu_and_ref);
     RUN(test_props);
+    RUN(test_host_alloc);
     RUN(test_peak_table);
     RUN(test_unknown_name);
     RUN(test_cuda_missing);
