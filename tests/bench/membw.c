@@ -6,11 +6,13 @@
  *   read GB/s R copy GB/s C threads T passes N read-median M read-min W
  * The read loop keeps 8 independent accumulators in registers (an accumulator array in memory
  * turns the loop into a chain of store-to-load forwards that caps a core near 25 GB/s, below what
- * memory gives). Usage: membw [threads] [MB] [passes] */
+ * memory gives). The buffer is on huge pages where the kernel gives them.
+ * Usage: membw [threads] [MB] [passes] */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 typedef float v8f __attribute__((vector_size(32)));
@@ -54,7 +56,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: membw [threads] [MB] [passes]\n");
         return 2;
     }
-    float *buf = aligned_alloc(64, n * sizeof(float));
+    /* on huge pages where the kernel gives them, as gptkit's weights are (kernels/cpu/host_mem.c):
+     * the ceiling is the best this machine's memory gives, not one slowed by 4 KB TLB misses */
+    size_t bytes = (n * sizeof(float) + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+    float *buf = aligned_alloc((size_t)2 << 20, bytes);
+#ifdef MADV_HUGEPAGE
+    if (buf)
+        madvise(buf, bytes, MADV_HUGEPAGE);
+#endif
     double *tr = malloc(passes * sizeof(double));
     if (!buf || !tr) {
         fprintf(stderr, "membw: out of memory for %zu MB\n", mb);
