@@ -4,14 +4,17 @@
  * atomically, re-points latest.safetensors to it and prunes older ones to keep_last, while the
  * next steps train. A failed write is kept until the next tr_checkpoint or tr_checkpoint_wait
  * returns it; latest then still names the last complete checkpoint (see run.h, checkpoint.h).
+ * While the run trains, the writer takes only the CPU time training leaves (SCHED_IDLE); once the
+ * run waits for it (the next checkpoint, the end of the run, a stop signal) it runs as any thread.
  *
- * Memory: one snapshot, allocated at the first checkpoint and reused: parameters and both AdamW
+ * Memory: one snapshot, allocated before training (tr_checkpoint_prepare) and reused: parameters and both AdamW
  * moments, 3 x parameters x 4 bytes (GPT-2 124M: 1.5 GB of host memory). */
 #include "checkpoint.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +33,7 @@ struct tr_ckpt_writer {
     pthread_t thread;
     int busy;                /* a snapshot is handed to the thread and not yet written */
     int quit;                /* the thread ends once not busy */
+    int waited;              /* the run waits for the write in hand: it runs at normal priority */
     int rc;                  /* the last write's error, until a wait returns it */
     gk_err err;
     tr_snapshot *snap;       /* the thread's while busy, else the run thread's */
@@ -130,6 +134,14 @@ static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
     return 0;
 }
 
+/* Sets t's scheduling policy, under w->mu: SCHED_IDLE (only CPU time nothing else wants) or
+ * SCHED_OTHER. Best effort: where the system refuses, the policy stays as it was. */
+static void writer_policy(pthread_t t, int policy)
+{
+    struct sched_param none = {0};
+    pthread_setschedparam(t, policy, &none);
+}
+
 static void *writer_main(void *arg)
 {
     struct tr_ckpt_writer *w = arg;
@@ -139,6 +151,7 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&w->cv, &w->mu);
         if (!w->busy)
             break;
+        writer_policy(pthread_self(), w->waited ? SCHED_OTHER : SCHED_IDLE);
         pthread_mutex_unlock(&w->mu);
         gk_err e = {0};
         int rc = write_checkpoint(w, &e);
@@ -256,16 +269,22 @@ static int writer_create(tr_run *r, gk_err *e)
     return 0;
 }
 
+int tr_checkpoint_prepare(tr_run *r, gk_err *e)
+{
+    int rc = r->writer ? 0 : writer_create(r, e);
+    if (!rc && !r->writer->snap)
+        rc = tr_snapshot_create(&r->writer->snap, r->model, 1, e);
+    return rc;
+}
+
 int tr_checkpoint(tr_run *r, gk_err *e)
 {
     int rc = tr_checkpoint_wait(r, e); /* the snapshot is free again, the last write's error out */
-    if (!rc && !r->writer)
-        rc = writer_create(r, e);
+    if (!rc)
+        rc = tr_checkpoint_prepare(r, e);
     if (rc)
         return rc;
     struct tr_ckpt_writer *w = r->writer;
-    if (!w->snap && (rc = tr_snapshot_create(&w->snap, r->model, 1, e)))
-        return rc;
     rc = tr_snapshot_take(w->snap, r->model, r->vocab, &r->st, r->settings_json, e);
     if (rc)
         return rc;
@@ -283,8 +302,13 @@ int tr_checkpoint_wait(tr_run *r, gk_err *e)
     if (!w)
         return 0;
     pthread_mutex_lock(&w->mu);
+    if (w->busy) { /* the run stands still until it is written: nothing to leave time for */
+        w->waited = 1;
+        writer_policy(w->thread, SCHED_OTHER);
+    }
     while (w->busy)
         pthread_cond_wait(&w->cv, &w->mu);
+    w->waited = 0;
     int rc = w->rc;
     if (rc && e)
         *e = w->err;

@@ -1,10 +1,16 @@
 /* checkpoint.h: the background checkpoint writer's extras (tr_checkpoint, _wait and _close are in
- * run.h). Owns: r->writer, from the first tr_checkpoint to tr_checkpoint_close. Thread safety: called from the run's thread only; the writer's own thread
+ * run.h). Owns: r->writer, from tr_checkpoint_prepare or the first tr_checkpoint to
+ * tr_checkpoint_close. Thread safety: called from the run's thread only; the writer's own thread
  * touches only its snapshot and out_dir, never the model or the backend. */
 #ifndef TR_CHECKPOINT_H
 #define TR_CHECKPOINT_H
 
 #include "run.h"
+
+/* The writer and its host copy of the state, made (once) before the first step, so that the first
+ * checkpointing step does not pay for them and a copy that does not fit fails at the start. For
+ * rank 0; tr_checkpoint makes them itself where this was not called. */
+int tr_checkpoint_prepare(tr_run *r, gk_err *e);
 
 /* Without waiting: the last write's error (once) if it has ended in one, else 0 (none, still
  * under way, or written). For the loop to stop soon after a failed write rather than at the

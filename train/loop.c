@@ -476,6 +476,8 @@ int tr_run_train(tr_run *r, gk_err *e)
         rc = tr_run_start(r, e);
     if (!rc)
         rc = plan_data(r, 1, e);
+    if (!rc && tr_dist_is_root(&r->dist)) /* every run ends with a checkpoint */
+        rc = tr_checkpoint_prepare(r, e);
     if (!rc && r->st.step == 0) {
         tr_step_record rec = {.step = 0};
         rc = log_and_eval(r, &rec, 1, e);

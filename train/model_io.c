@@ -38,6 +38,7 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
         return gk_errf(e, GK_ENOMEM, "out of memory for the checkpoint's host copy (%.1f MB)",
                        (double)(numel * kinds * sizeof(float)) / 1e6);
     }
+    memset(s->buf, 0, numel * kinds * sizeof *s->buf); /* its pages mapped now, not at the first copy */
     s->n = n;
     s->numel = numel;
     s->with_opt = with_optimizer;

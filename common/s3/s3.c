@@ -57,6 +57,8 @@ int gk_s3_open(gk_s3 **out, const gk_s3_conf *c, gk_err *e)
     snprintf(s->sigv4, sizeof s->sigv4, "aws:amz:%s:s3", s->c.region);
     atomic_init(&s->retries, 0);
     int rc = parse_endpoint(s, e);
+    if (!rc && pthread_mutex_init(&s->pool_mu, NULL) != 0)
+        rc = gk_errf(e, GK_ENOMEM, "cannot create a mutex");
     if (rc) {
         free(s);
         return rc;
@@ -69,6 +71,8 @@ void gk_s3_close(gk_s3 *s)
 {
     if (!s)
         return;
+    s3_pool_free(s);
+    pthread_mutex_destroy(&s->pool_mu);
     memset(s->c.secret, 0, sizeof s->c.secret);
     memset(s->c.token, 0, sizeof s->c.token);
     free(s);

@@ -1,6 +1,7 @@
 /* s3_http.c: one S3 request over libcurl, signed with libcurl's SigV4, retried with backoff and
  * jitter, its failure turned into one line naming the object (see s3_int.h, s3.h). Owns
- * libcurl's process-wide initialisation for this module (pthread_once); all else is per call. */
+ * libcurl's process-wide initialisation for this module (pthread_once) and the client's pool of
+ * idle handles (kept alive connections); all else is per call. */
 #include <curl/curl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -178,11 +179,49 @@ static void sha256_hex(const void *buf, size_t n, char hex[65])
     for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
+/* ---------------------------------------------------------------- the pool of handles */
+
+/* An idle handle of the pool (its connection kept open), else a new one; NULL: out of memory. */
+static CURL *handle_take(gk_s3 *s)
+{
+    CURL *c = NULL;
+    pthread_mutex_lock(&s->pool_mu);
+    if (s->npool > 0)
+        c = s->pool[--s->npool];
+    pthread_mutex_unlock(&s->pool_mu);
+    if (c)
+        curl_easy_reset(c); /* options back to their defaults; connections and caches stay */
+    return c ? c : curl_easy_init();
+}
+
+/* c back into the pool after a request that went well; after a network error (a connection
+ * dropped, reset or stalled) it is closed, so that a retry starts on a new connection. */
+static void handle_give(gk_s3 *s, CURL *c, CURLcode cr)
+{
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL); /* the caller's, gone when it returns */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    pthread_mutex_lock(&s->pool_mu);
+    if (cr == CURLE_OK && s->npool < S3_POOL) {
+        s->pool[s->npool++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    if (c)
+        curl_easy_cleanup(c);
+}
+
+void s3_pool_free(gk_s3 *s)
+{
+    pthread_mutex_lock(&s->pool_mu);
+    while (s->npool > 0) curl_easy_cleanup(s->pool[--s->npool]);
+    pthread_mutex_unlock(&s->pool_mu);
+}
+
 /* One try: the curl result, r->status and the answer filled in. */
 static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *payload_hash,
                              char *errbuf)
 {
-    CURL *c = curl_easy_init();
+    CURL *c = handle_take(s);
     if (!c)
         return CURLE_OUT_OF_MEMORY;
     struct curl_slist *h = NULL;
@@ -244,7 +283,7 @@ static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *p
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
     if (cr == CURLE_WRITE_ERROR && a.too_big)
         snprintf(errbuf, CURL_ERROR_SIZE, "answer larger than %zu bytes", a.max);
-    curl_easy_cleanup(c);
+    handle_give(s, c, cr);
     curl_slist_free_all(h);
     return cr;
 }

@@ -1,15 +1,19 @@
 /* s3_int.h: the request engine under s3.h's operations (s3_http.c): one S3 request built, signed
  * by libcurl, retried and turned into an error naming the object; and the few XML elements the
  * answers carry (s3_xml.c). Not part of the API. A request owns its answer body until
- * s3_req_free; the client's counter is atomic, everything else is per call. */
+ * s3_req_free; the client's counter is atomic and its pool of idle handles under its mutex,
+ * everything else is per call. */
 #ifndef GK_S3_INT_H
 #define GK_S3_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/s3/s3.h"
+
+enum { S3_POOL = 32 }; /* idle handles kept (the read-ahead runs up to 16 fetchers) */
 
 struct gk_s3 {
     gk_s3_conf c;
@@ -18,6 +22,11 @@ struct gk_s3 {
     char base[256];        /* the endpoint's path, "" or "/PATH" without a trailing '/' */
     char sigv4[96];        /* "aws:amz:REGION:s3" */
     atomic_long retries;
+    /* idle libcurl handles, each with its open connection, reused by the next request of any
+     * thread (one thread at a time per handle): no new TCP (and TLS) connection a request */
+    pthread_mutex_t pool_mu;
+    void *pool[S3_POOL];
+    int npool;
 };
 
 typedef struct s3_req {
@@ -55,6 +64,8 @@ void s3_req_free(s3_req *r);
  * the end); r->status tells. Otherwise an error naming s3://BUCKET/KEY: GK_ENOTFOUND for 404,
  * GK_EIO else (network, 403, region, 5xx after the last try). */
 int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e);
+/* Closes the idle handles of s's pool (gk_s3_close). */
+void s3_pool_free(gk_s3 *s);
 
 /* A paged listing (s3_list.c): GET on bucket with the query query(ud) writes (cap bytes), each
  * <item> element of the answer given to each (stops when it returns nonzero: that is returned),

@@ -12,7 +12,7 @@ listen (buckets "gk-test" and "gk-other" exist), then serves until its standard 
 importable.
 
 The proxy forwards requests as they come (Host kept, so signatures stay valid) and answers two
-control requests itself:
+control requests itself (GET ones answered on their own connection too):
   POST /__fault?n=N&what=W[&ranged=1]
                              the next N requests (control requests aside; with ranged=1 only
                              those with a Range header that does not start at byte 0: reads of
@@ -24,6 +24,7 @@ control requests itself:
                              drop (forwarded; the answer's headers and half its body, then the
                              connection closed)
   GET /__count               the number of requests forwarded or faulted so far, as text
+  GET /__conns               the number of connections accepted so far (control ones included)
   GET /__last                "HOST PATH" of the last request forwarded or faulted
 """
 import http.client
@@ -104,6 +105,7 @@ class Faults:
     left = 0
     ranged = False
     count = 0
+    conns = 0
     last = ""
 
     @classmethod
@@ -124,17 +126,26 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def handle(self):
+        with Faults.lock:
+            Faults.conns += 1
+        super().handle()
+
     def reply(self, status, body, ctype="text/plain"):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # HEAD's answer has none, or a kept connection reads it next
+            self.wfile.write(body)
 
     def control(self):
         u = urllib.parse.urlsplit(self.path)
         if u.path == "/__count":
             self.reply(200, str(Faults.count).encode())
+            return True
+        if u.path == "/__conns":
+            self.reply(200, str(Faults.conns).encode())
             return True
         if u.path == "/__last":
             self.reply(200, Faults.last.encode())

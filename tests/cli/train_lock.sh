@@ -8,6 +8,9 @@ pid=$!
 trap 'kill -KILL $pid 2>/dev/null || true' EXIT # never leave it stopped
 for _ in $(seq 300); do [ -e o/latest.safetensors ] && break; sleep 0.1; done
 kill -STOP $pid # holds still (and holds the lock) while the others try
+# every thread stopped (state T): a writer thread inside a write(2) finishes that call first
+stopped() { for t in /proc/$pid/task/*/stat; do [ "$(sed 's/.*) \(.\).*/\1/' "$t")" = T ] || return 1; done; }
+for _ in $(seq 100); do stopped && break; sleep 0.05; done
 snapshot() { (cd o && ls -l --time-style=+%s.%N && md5sum -- *); }
 snapshot > before.txt
 step=$(readlink o/latest.safetensors | sed 's/ckpt_0*\([0-9]*\).*/\1/')

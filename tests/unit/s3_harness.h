@@ -181,7 +181,7 @@ static inline void fill(char *p, size_t n, unsigned seed)
     for (size_t i = 0; i < n; i++) p[i] = (char)((seed = seed * 1103515245u + 12345u) >> 16);
 }
 
-/* "HOST PATH" of the last request through the fault proxy into out. */
+/* A curl sink appending to a string of 256 bytes. */
 static inline size_t to_str(char *p, size_t size, size_t n, void *ud)
 {
     char *out = ud;
@@ -193,17 +193,31 @@ static inline size_t to_str(char *p, size_t size, size_t n, void *ud)
     return k;
 }
 
-static inline void last_request(char out[256])
+/* The text of the proxy's control GET path (/__last, /__conns) into out. */
+static inline void proxy_get(const char *path, char out[256])
 {
     char url[100];
     out[0] = '\0';
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/__last", srv.proxy);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", srv.proxy, path);
     CURL *c = curl_easy_init();
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_str);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_perform(c);
     curl_easy_cleanup(c);
+}
+
+static inline void last_request(char out[256])
+{
+    proxy_get("/__last", out);
+}
+
+/* The connections the proxy has accepted so far, this question's own included. */
+static inline long proxy_connections(void)
+{
+    char out[256];
+    proxy_get("/__conns", out);
+    return atol(out);
 }
 
 #endif
