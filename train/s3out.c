@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -407,9 +405,6 @@ int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_l
 {
     char key[1200], text[128];
     long before = gk_s3_retries(o->s3);
-    /* this thread (the writer's) yields the CPUs to training while it uploads: on a CPU run the
-     * copies of a checkpoint's bytes into the socket otherwise slow the steps beside it */
-    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TR_S3_UPLOAD_NICE);
     key_of(o, "gpt-train.lock", key, sizeof key);
     if (lock_is_ours(o, key) == 0) /* two runs must not move one latest */
         return gk_errf(e, GK_EIO, "out_dir %s: another run has taken over the lock s3://%s/%s: stopping "

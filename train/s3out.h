@@ -18,7 +18,6 @@
 #include "common/s3/s3.h"
 
 enum { TR_S3_LOCK_RENEW_S = 60, TR_S3_LOCK_STALE_S = 300 };
-enum { TR_S3_UPLOAD_NICE = 10 }; /* the writer thread's nice value once it uploads (tr_s3out_publish) */
 
 typedef struct tr_s3out tr_s3out;
 
