@@ -6,9 +6,13 @@
  * returns it; latest then still names the last complete checkpoint (see run.h, checkpoint.h).
  * While the run trains, the writer takes only the CPU time training leaves (SCHED_IDLE); once the
  * run waits for it (the next checkpoint, the end of the run, a stop signal) it runs as any thread.
+ * Where the process may not take a thread back from SCHED_IDLE (no CAP_SYS_NICE, RLIMIT_NICE
+ * under 20: most containers), the writer stays a normal thread, so a stop's checkpoint is never
+ * left to idle time.
  *
- * Memory: one snapshot, allocated before training (tr_checkpoint_prepare) and reused: parameters and both AdamW
- * moments, 3 x parameters x 4 bytes (GPT-2 124M: 1.5 GB of host memory). */
+ * Memory: one snapshot, allocated before training (tr_checkpoint_prepare) and reused:
+ * parameters and both AdamW moments, 3 x parameters x 4 bytes (GPT-2 124M: 1.5 GB of host
+ * memory). */
 #include "checkpoint.h"
 
 #include <dirent.h>
@@ -33,6 +37,7 @@ struct tr_ckpt_writer {
     pthread_t thread;
     int busy;                /* a snapshot is handed to the thread and not yet written */
     int quit;                /* the thread ends once not busy */
+    int idle_ok;             /* SCHED_IDLE can be taken back here (idle_reversible) */
     int waited;              /* the run waits for the write in hand: it runs at normal priority */
     int rc;                  /* the last write's error, until a wait returns it */
     gk_err err;
@@ -142,6 +147,26 @@ static void writer_policy(pthread_t t, int policy)
     pthread_setschedparam(t, policy, &none);
 }
 
+static void *idle_probe(void *arg)
+{
+    struct sched_param none = {0};
+    *(int *)arg = pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0 &&
+                  pthread_setschedparam(pthread_self(), SCHED_OTHER, &none) == 0;
+    return NULL;
+}
+
+/* Whether this process may put a thread at SCHED_IDLE and take it back to SCHED_OTHER: tried on
+ * a short-lived thread of its own, since a thread that cannot come back would stay idle. */
+static int idle_reversible(void)
+{
+    int ok = 0;
+    pthread_t t;
+    if (pthread_create(&t, NULL, idle_probe, &ok) != 0)
+        return 0;
+    pthread_join(t, NULL);
+    return ok;
+}
+
 static void *writer_main(void *arg)
 {
     struct tr_ckpt_writer *w = arg;
@@ -151,7 +176,8 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&w->cv, &w->mu);
         if (!w->busy)
             break;
-        writer_policy(pthread_self(), w->waited ? SCHED_OTHER : SCHED_IDLE);
+        if (w->idle_ok)
+            writer_policy(pthread_self(), w->waited ? SCHED_OTHER : SCHED_IDLE);
         pthread_mutex_unlock(&w->mu);
         gk_err e = {0};
         int rc = write_checkpoint(w, &e);
@@ -248,6 +274,7 @@ static int writer_create(tr_run *r, gk_err *e)
     w->keep_last = r->s.keep_last;
     w->keep_every = r->s.keep_every;
     w->s3 = r->s3out;
+    w->idle_ok = idle_reversible();
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     sigset_t block, old;
@@ -302,7 +329,7 @@ int tr_checkpoint_wait(tr_run *r, gk_err *e)
     if (!w)
         return 0;
     pthread_mutex_lock(&w->mu);
-    if (w->busy) { /* the run stands still until it is written: nothing to leave time for */
+    if (w->busy && w->idle_ok) { /* the run stands still until it is written */
         w->waited = 1;
         writer_policy(w->thread, SCHED_OTHER);
     }
