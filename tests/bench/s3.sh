@@ -69,7 +69,8 @@ for threads in 1 2; do
   printf '%-34s %10.1f %10.1f %7.3fx\n' "$threads training thread(s), $(nproc) cores" "$f" "$s" "$(echo "$s / $f" | bc -l)"
 done
 echo "(median ms per step, steps 6..40 of $rounds runs each, windows of 129 tokens read by ranged GETs"
-echo " from moto on 127.0.0.1 (nice $nice_to) ahead of the loop; target: within 1.05x)"
+echo " from moto on 127.0.0.1 (nice $nice_to) ahead of the loop; target: within 1.05x with a core free"
+echo " for the server and the readers; with every core training, the server's CPU time is the step's)"
 
 echo
 printf '%-34s %10s %10s %8s\n' "checkpointing step" plain-ms ckpt-ms ratio
@@ -94,4 +95,6 @@ done
 size=$(du -m -L local1.1/latest.safetensors | cut -f1)
 echo "(a $size MB checkpoint every 10 steps, written (local) or uploaded (s3://) by the writer"
 echo " thread; the time from the log line before a checkpointing step to its own, median of the"
-echo " 3 such steps of each of $rounds runs against the plain ones; target: the bucket within 1.10x)"
+echo " 3 such steps of each of $rounds runs against the plain ones; target: the bucket within 1.10x"
+echo " with a core free, as on a GPU machine; with every core training, the server's CPU time and the"
+echo " kernel's writeback come out of the step)"
