@@ -31,7 +31,10 @@
 # groups of 1000 documents): gpt-tokenize -j 2 beside pyarrow + tiktoken in 2 worker processes
 # (as llm.c's fineweb.py and nanochat prepare data; tests/bench/parquet_tiktoken.py), end to end
 # time and peak memory, the tokens compared (target: 4x faster, a quarter of the memory).
-# BENCH=ceil, BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared, BENCH=dist or BENCH=s3 runs one part.
+# llama.cpp beside gpt-sample (BENCH=llamacpp only, not in the default run: it downloads and builds
+# llama.cpp, about 10 minutes the first time): tests/bench/llamacpp.sh.
+# BENCH=ceil, BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared, BENCH=dist,
+# BENCH=s3 or BENCH=llamacpp runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -274,6 +277,7 @@ case "${BENCH:-all}" in
   ceil) ceilings ;;
   dist) bash "$top/tests/bench/dist.sh" "$build" ;;
   s3) s3_bench ;;
+  llamacpp) bash "$top/tests/bench/llamacpp.sh" "$build" ;;
   *) tokenize_bench; parquet_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build"
      s3_bench ;;
 esac
