@@ -4,7 +4,7 @@ model.safetensors) and GPT-2's BPE files to a GGUF file for llama.cpp, the refer
 sampling benchmark (tests/bench/llamacpp.sh). Writes what llama.cpp's convert_hf_to_gguf.py
 writes for GPT2LMHeadModel (its conversion/gpt2.py: Conv1D weights transposed to (out, in),
 tensor names from gguf-py's GPT2 map, the gpt2 tokenizer with the "gpt-2" pre-tokenizer), without
-its torch and transformers: 2-D weights in TYPE (f16, bf16 or q8_0, quantized by gguf-py), 1-D
+its torch and transformers: 2-D weights in TYPE (f32, f16, bf16 or q8_0, quantized by gguf-py), 1-D
 tensors and the position embeddings in f32, lm_head tied to token_embd.
 
 Usage: gguf_from_hf.py HF_DIR ENCODER_JSON VOCAB_BPE TYPE OUT.gguf
@@ -53,9 +53,9 @@ def main():
     if len(sys.argv) != 6:
         sys.exit(__doc__.split("\n\n")[1])
     hf_dir, encoder_json, vocab_bpe, kind, out = sys.argv[1:]
-    qtype = {"f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16,
+    qtype = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16,
              "q8_0": gguf.GGMLQuantizationType.Q8_0}[kind]
-    ftype = {"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+    ftype = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16,
              "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[kind]
     cfg = json.load(open(f"{hf_dir}/config.json"))
     tensors = read_safetensors(f"{hf_dir}/model.safetensors")
@@ -90,7 +90,7 @@ def main():
             continue
         if hf.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight")):
             a = np.ascontiguousarray(a.T)  # Conv1D (in, out) -> (out, in)
-        if a.ndim == 2 and name != "position_embd.weight":
+        if a.ndim == 2 and name != "position_embd.weight" and kind != "f32":
             w.add_tensor(name, gguf.quants.quantize(a, qtype), raw_dtype=qtype)
         else:
             w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench BENCH=llamacpp: gpt-sample beside llama.cpp's llama-bench, the reference for CPU
 # decoding, on the same GPT-2 124M random weights (rand_ckpt.c), one stream, 2 threads:
-# gptkit fp16 / bf16 / int8 against llama.cpp's f16 / bf16 / q8_0 (the same Q8_0 layout: blocks
+# gptkit fp32 / fp16 / bf16 / int8 against llama.cpp's f32 / f16 / bf16 / q8_0 (the same Q8_0 layout: blocks
 # of 32 weights and one fp16 scale), each pair run back to back, BENCH_ROUNDS times (3), the
 # median of each. gptkit: 256 new tokens after a 16-token prompt; llama.cpp: 256 tokens generated
 # after 16 tokens of context (llama-bench -n 256 -d 16), so both attend over the same lengths.
@@ -43,7 +43,7 @@ model="$build/bench/gpt2-124M-random.safetensors"
 if [ ! -s "$work/q8_0.gguf" ]; then
   rm -rf "$work/hf"
   gpt-ckpt export "$model" --hf "$work/hf" 2> /dev/null
-  for t in f16 bf16 q8_0; do
+  for t in f32 f16 bf16 q8_0; do
     PYTHONPATH="$src/gguf-py" python3 "$top/tests/bench/gguf_from_hf.py" "$work/hf" "$data/gpt2/encoder.json" \
       "$data/gpt2/vocab.bpe" $t "$work/$t.ggufpart"
     mv "$work/$t.ggufpart" "$work/$t.gguf"
@@ -61,7 +61,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo
 printf '%-34s %10s %10s %8s\n' "decoding, tokens/s" gptkit llama.cpp ratio
-for pair in float16:f16 bfloat16:bf16 int8:q8_0; do
+for pair in float32:f32 float16:f16 bfloat16:bf16 int8:q8_0; do
   dt=${pair%%:*} lt=${pair##*:}
   : > "$work/ours.$lt"; : > "$work/theirs.$lt"
   for _ in $(seq "$rounds"); do
