@@ -476,7 +476,7 @@ int tr_run_train(tr_run *r, gk_err *e)
         rc = tr_run_start(r, e);
     if (!rc)
         rc = plan_data(r, 1, e);
-    if (!rc && tr_dist_is_root(&r->dist)) /* every run ends with a checkpoint */
+    if (!rc && tr_dist_is_root(&r->dist)) /* the checkpoints' host copy, before the first step */
         rc = tr_checkpoint_prepare(r, e);
     if (!rc && r->st.step == 0) {
         tr_step_record rec = {.step = 0};
