@@ -205,6 +205,27 @@ $(BUILD)/bin/gpt-%: $$(call obj,$$(wildcard $$*/*.c)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The CPU backend's loops are compiled once per instruction-set path (GK_CLONES: x86-64-v4, -v3 and
+# the baseline), and the loader picks the machine's best: test_ops_isa_v3 and test_ops_isa_v1 run
+# test_ops on the CPU backend with kernels/cpu built for that one path (-DGK_NO_CLONES), so each
+# path is checked against the reference on any machine that runs it (skipped, saying so, on one
+# that cannot). test_ops itself covers the machine's own path.
+CPU_SRC   := $(wildcard kernels/cpu/*.c)
+ISA_TESTS := $(if $(filter x86_64,$(shell uname -m)),$(BUILD)/tests/test_ops_isa_v3 $(BUILD)/tests/test_ops_isa_v1)
+define isa_path
+$(BUILD)/isa/$(1)/kernels/cpu/%.o: kernels/cpu/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(GK_CFLAGS) -fno-trapping-math -march=$(2) -DGK_NO_CLONES $$(CFLAGS) -MMD -MP -c $$< -o $$@
+$(BUILD)/isa/$(1)/test_ops.o: tests/unit/test_ops.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(GK_CFLAGS) -DOPS_ISA='"$(1)"' $$(CFLAGS) -MMD -MP -c $$< -o $$@
+$(BUILD)/tests/test_ops_isa_$(1): $(BUILD)/isa/$(1)/test_ops.o $(CPU_SRC:%.c=$(BUILD)/isa/$(1)/%.o) $(LIBS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(eval $(call isa_path,v3,x86-64-v3))
+$(eval $(call isa_path,v1,x86-64))
+
 # test_TOOL and test_TOOL_WHAT also link TOOL's modules (all of TOOL/*.c but main.c), so they include their headers.
 tool_objs = $(call obj,$(filter-out $(1)/main.c,$(wildcard $(1)/*.c)))
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $$(call tool_objs,$$(firstword $$(subst _, ,$$*))) $(LIBS)
@@ -300,7 +321,7 @@ test: deps
 	@bash tests/run.sh $(BUILD)
 
 # test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib)
-units: $(UNIT_BINS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
+units: $(UNIT_BINS) $(ISA_TESTS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
 .PHONY: units
 
 # ThreadSanitizer on the code with threads of its own (not OpenMP's: libgomp is not
@@ -367,4 +388,4 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz build-tsan build-vg
 
--include $(shell find $(BUILD)/obj $(BUILD)/cuda $(BUILD)/emu -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/isa $(BUILD)/cuda $(BUILD)/emu -name '*.d' 2>/dev/null)

@@ -450,6 +450,17 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
  * $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu) and that on the paths plain and
  * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention), with fp32 and
  * then bf16 activations. */
+#ifdef OPS_ISA
+/* Whether this CPU runs the path OPS_ISA ("v3": x86-64-v3, AVX2 + FMA + F16C; "v1": baseline). */
+static int ops_isa_runs(void)
+{
+    if (strcmp(OPS_ISA, "v3")) return 1;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+}
+#endif
+
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 {
     gk_err e = {0};
@@ -460,6 +471,15 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
     const char *env = getenv("GPT_TEST_DEVICES"), *cuda = getenv("GPT_TEST_CUDA");
     char list[512];
     cuda = cuda && *cuda ? cuda : "cuda-emu";
+#ifdef OPS_ISA /* test_ops_isa_*: the CPU backend's loops built for one instruction-set path */
+    if (!ops_isa_runs()) {
+        fprintf(stderr, "SKIP test_ops on cpu (%s): this CPU cannot run that path\n", OPS_ISA);
+        t_skipped++;
+        gk_backend_free(ref);
+        return TEST_END();
+    }
+    env = "cpu";
+#endif
     if (env && *env) snprintf(list, sizeof list, "%s", env);
     else {
         snprintf(list, sizeof list, "cpu %s %s:plain %s:flash", cuda, cuda, cuda); /* auto: fa2 */
