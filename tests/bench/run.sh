@@ -11,8 +11,9 @@
 # Tokenizer: gpt-tokenize (1 thread, all threads) vs tiktoken (Python package, 1 thread) on
 # Tiny Shakespeare and on a ~50 MB mixed corpus built from text found on this machine.
 # Training: median ms per step (forward + backward + AdamW), 2 threads, configs S and M, beside
-# the same model in PyTorch (Debian's python3-torch). OpenBLAS is left free to use its best
-# kernels (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for these commands only).
+# the same model in PyTorch, Debian's (OpenBLAS) and PyPI's (MKL), each at its best thread
+# setting, in turn for 3 rounds; the ratio is to the fastest (torch_refs). OpenBLAS is left free
+# to use its best kernels (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for these commands only).
 # Sampling: gpt-sample tokens/s on GPT-2 124M with random weights (rand_ckpt.c), batch 1,
 # 16-token prompt, 256 new tokens, 2 threads, fp32, bf16, fp16 and int8 (Q8_0) weights, as a
 # fraction of the bandwidth bound (bytes of weights and KV cache read per token / read
@@ -125,32 +126,68 @@ parquet_bench() {
   echo "(ref: pyarrow + tiktoken, 2 worker processes; ours: gpt-tokenize -j 2; $ref_n tokens; $(nproc) cores)"
 }
 
-train_bench() {
-  local torch_ok=1
+# The PyTorch references of the training rows, "label python OMP_WAIT_POLICY" a line: Debian's
+# (python3-torch, OpenBLAS; installed if missing) with passive waiting (by default its OpenMP
+# threads spin against OpenBLAS's own: 2.5x slower, measured), and PyPI's (MKL; pip into
+# BUILD/bench/torch-pypi the first time, about 3 GB with its CUDA wheels) with its defaults. Each
+# runs at its best setting; a training row's ratio is to the fastest of them.
+torch_refs() {
   /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench: installing python3-torch for the reference run" >&2;
-    apt-get install -y -qq python3-torch >/dev/null 2>&1 || torch_ok=0; }
+    apt-get install -y -qq python3-torch >/dev/null 2>&1; }
+  /usr/bin/python3 -c 'import torch' 2>/dev/null && echo "debian /usr/bin/python3 PASSIVE"
+  local venv="$work/torch-pypi"
+  if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+    echo "bench: installing PyPI's torch into $venv for the reference run (about 3 GB)" >&2
+    { /usr/bin/python3 -m venv "$venv" || { apt-get install -y -qq python3-venv && /usr/bin/python3 -m venv "$venv"; }; } >/dev/null 2>&1
+    "$venv/bin/pip" install -q torch numpy >/dev/null 2>&1 || echo "bench: pip install torch failed: no PyPI row" >&2
+  fi
+  "$venv/bin/python" -c 'import torch' 2>/dev/null && echo "pypi $venv/bin/python default"
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+train_bench() {
+  local refs rounds=3
+  refs=$(torch_refs)
   ceilings
   echo
-  printf '%-8s %14s %14s %8s %8s\n' config gptkit-ms torch-ms ratio sgemm
+  printf '%-8s %14s %14s %8s %8s   %s\n' config gptkit-ms torch-ms ratio sgemm "each reference (median ms)"
   for cfg in S M; do
-    ours=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/train_step" $cfg)
-    ours_ms=$(echo "$ours" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+    # gptkit and each reference in turn, $rounds rounds (this machine's speed moves by phases)
+    local r ours ours_ms=() label py policy t
+    declare -A tms=()
+    for r in $(seq $rounds); do
+      ours=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/train_step" $cfg)
+      ours_ms+=("$(echo "$ours" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')")
+      while read -r label py policy; do
+        [ -n "$label" ] || continue
+        t=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $([ "$policy" = default ] || echo OMP_WAIT_POLICY=$policy) \
+          "$py" "$top/tests/bench/torch_step.py" $cfg 2>/dev/null | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+        tms[$label]+="${t:-nan} "
+      done <<< "$refs"
+    done
+    local mine rss tps fpt pct torch_ms=nan ratio=nan each='' m
+    mine=$(printf '%s\n' "${ours_ms[@]}" | median)
     rss=$(echo "$ours" | sed -n 's/.*peak RSS \([0-9]*\) MB.*/\1/p')
-    # the step's flops per second (tokens/s x flops/token) as a share of the sgemm rate
-    local tps fpt pct
-    tps=$(echo "$ours" | sed -n 's/^tokens\/s \([0-9.]*\),.*/\1/p')
+    # the step's flops per second (flops/token x tokens/step / step time) as a share of the sgemm rate
+    tps=$(echo "$ours" | sed -n 's/.*B=\([0-9]*\) T=\([0-9]*\),.*/\1 * \2/p')
     fpt=$(echo "$ours" | sed -n 's/.*estimate: \([0-9.e+]*\) flops\/token.*/\1/p' | sed 's/e+*/*10^/')
-    pct=$(echo "100 * $tps * $fpt / ($sgemm_gfs * 10^9)" | bc -l)
-    torch_ms=nan ratio=nan
-    if [ $torch_ok = 1 ]; then
-      torch_ms=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=PASSIVE \
-        /usr/bin/python3 "$top/tests/bench/torch_step.py" $cfg | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
-      ratio=$(echo "$ours_ms / $torch_ms" | bc -l)
-    fi
-    printf '%-8s %14.1f %14.1f %7.2fx %7.0f%%   (gptkit peak RSS %s MB)\n' $cfg "$ours_ms" "$torch_ms" "$ratio" "$pct" "$rss"
+    pct=$(echo "100 * $tps * $fpt / ($mine / 1000) / ($sgemm_gfs * 10^9)" | bc -l)
+    for label in "${!tms[@]}"; do
+      m=$(echo "${tms[$label]}" | tr ' ' '\n' | grep -v '^nan$' | grep . | median)
+      [ -n "$m" ] || continue
+      each+="$label $m, "
+      { [ "$torch_ms" = nan ] || (( $(echo "$m < $torch_ms" | bc -l) )); } && torch_ms=$m
+    done
+    [ "$torch_ms" = nan ] || ratio=$(echo "$mine / $torch_ms" | bc -l)
+    printf '%-8s %14.1f %14.1f %7.2fx %7.0f%%   (%s; gptkit peak RSS %s MB)\n' $cfg "$mine" "$torch_ms" "$ratio" \
+      "$pct" "${each%, }" "$rss"
+    unset tms
   done
-  echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; ratio: gptkit's step"
-  echo " time / torch's, < 1: gptkit faster; sgemm: 6N + 12 L H Q T flops per token at gptkit's tokens/s, % of the sgemm ceiling)"
+  echo "(S: 4 layers, 128 wide, vocab 65, B=12, T=64; M: GPT-2 124M, B=4, T=64; 2 threads; medians of $rounds rounds,"
+  echo " gptkit and each torch in turn; ratio: gptkit's step time / the fastest torch's, < 1: gptkit faster;"
+  echo " sgemm: 6N + 12 L H Q T flops per token at gptkit's step time, % of the sgemm ceiling)"
   # what gpt-train's recompute costs and saves on the CPU: config S, whose activations are most
   # of its memory, each setting against false in turn
   local rc line act0 ms0
