@@ -21,7 +21,7 @@
 #include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
-#define VW 16 /* floats per vector chunk (one AVX-512 register) */
+#define VW CPU_LANES /* floats per vector chunk (16: one AVX-512 register) */
 #define RB 4  /* query rows per block */
 
 static int round_vw(int n) { return (n + VW - 1) / VW * VW; }
@@ -143,19 +143,24 @@ static void block_out(float *rows[RB], float *x, int ld, int t0, int T, float *s
 GK_CLONES static float softmax_row(float *restrict s, int n, int nv, float p, uint64_t key,
                                    size_t ctr0)
 {
-    float mx = -INFINITY, sum = 0.0f;
-#pragma omp simd reduction(max : mx)
-    for (int u = 0; u < nv; u++) {
-        float x = u < n ? s[u] : -INFINITY;
-        mx = x > mx ? x : mx;
-    }
-#pragma omp simd reduction(+ : sum)
-    for (int u = 0; u < nv; u++) {
-        float e = gk_vexpf(s[u] - mx);
-        s[u] = u < n ? e : 0.0f;
-        sum += s[u];
-    }
-    float inv = 1.0f / sum;
+    float lm[VW], ls[VW];
+    for (int j = 0; j < VW; j++) lm[j] = -INFINITY, ls[j] = 0.0f;
+    for (int u0 = 0; u0 < nv; u0 += VW)
+#pragma omp simd
+        for (int j = 0; j < VW; j++) {
+            float x = u0 + j < n ? s[u0 + j] : -INFINITY;
+            lm[j] = x > lm[j] ? x : lm[j];
+        }
+    float mx = cpu_lanes_max(lm);
+    for (int u0 = 0; u0 < nv; u0 += VW)
+#pragma omp simd
+        for (int j = 0; j < VW; j++) {
+            int u = u0 + j;
+            float e = gk_vexpf(s[u] - mx);
+            s[u] = u < n ? e : 0.0f;
+            ls[j] += s[u];
+        }
+    float sum = cpu_lanes_sum(ls), inv = 1.0f / sum;
 #pragma omp simd
     for (int u = 0; u < nv; u++) s[u] *= inv;
     if (p > 0)
@@ -216,15 +221,18 @@ void gk_cpu_attention_fwd(gk_backend *be, void *out_, float *lse, const void *qk
 GK_CLONES static void bwd_row(float *restrict pr, float *restrict dp, int n, int nv, float z,
                               float scale, float p, uint64_t key, size_t ctr0)
 {
-    float D = 0.0f;
+    float lD[VW] = {0};
     if (p > 0)
         for (int u = 0; u < n; u++) dp[u] *= gk_rng_dropout(key, ctr0 + u, p);
-#pragma omp simd reduction(+ : D)
-    for (int u = 0; u < nv; u++) {
-        float e = gk_vexpf(pr[u] - z);
-        pr[u] = u < n ? e : 0.0f;
-        D += pr[u] * dp[u];
-    }
+    for (int u0 = 0; u0 < nv; u0 += VW)
+#pragma omp simd
+        for (int j = 0; j < VW; j++) {
+            int u = u0 + j;
+            float e = gk_vexpf(pr[u] - z);
+            pr[u] = u < n ? e : 0.0f;
+            lD[j] += pr[u] * dp[u];
+        }
+    float D = cpu_lanes_sum(lD);
 #pragma omp simd
     for (int u = 0; u < nv; u++) dp[u] = u < n ? pr[u] * (dp[u] - D) * scale : 0.0f;
     if (p > 0)
@@ -298,24 +306,31 @@ void gk_cpu_attention_bwd(gk_backend *be, void *dqkv_, const void *dout_, const 
 /* dot of two hs-vectors */
 GK_CLONES static float dot(const float *restrict a, const float *restrict b, int hs)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < hs; i++) s += a[i] * b[i];
-    return s;
+    float l[CPU_LANES] = {0};
+    int h16 = hs / CPU_LANES * CPU_LANES;
+    for (int i0 = 0; i0 < h16; i0 += CPU_LANES)
+#pragma omp simd
+        for (int j = 0; j < CPU_LANES; j++) l[j] += a[i0 + j] * b[i0 + j];
+    for (int i = h16; i < hs; i++) l[i - h16] += a[i] * b[i];
+    return cpu_lanes_sum(l);
 }
 
 /* s[0..n) = softmax(s) (max subtracted first) */
 GK_CLONES static void softmax_inplace(float *restrict s, int n)
 {
-    float mx = -INFINITY, sum = 0.0f;
-#pragma omp simd reduction(max : mx)
-    for (int u = 0; u < n; u++) mx = s[u] > mx ? s[u] : mx;
-#pragma omp simd reduction(+ : sum)
-    for (int u = 0; u < n; u++) {
+    float mx = cpu_row_max(s, n), l[CPU_LANES] = {0};
+    int n16 = n / CPU_LANES * CPU_LANES;
+    for (int u0 = 0; u0 < n16; u0 += CPU_LANES)
+#pragma omp simd
+        for (int j = 0; j < CPU_LANES; j++) {
+            s[u0 + j] = gk_vexpf(s[u0 + j] - mx);
+            l[j] += s[u0 + j];
+        }
+    for (int u = n16; u < n; u++) {
         s[u] = gk_vexpf(s[u] - mx);
-        sum += s[u];
+        l[u - n16] += s[u];
     }
-    float inv = 1.0f / sum;
+    float inv = 1.0f / cpu_lanes_sum(l);
 #pragma omp simd
     for (int u = 0; u < n; u++) s[u] *= inv;
 }

@@ -9,12 +9,13 @@
 
 GK_CLONES static float row_lse(const float *restrict l, int V)
 {
-    float mx = -INFINITY, s = 0.0f;
-#pragma omp simd reduction(max : mx)
-    for (int j = 0; j < V; j++) mx = l[j] > mx ? l[j] : mx;
-#pragma omp simd reduction(+ : s)
-    for (int j = 0; j < V; j++) s += gk_vexpf(l[j] - mx);
-    return mx + logf(s);
+    float mx = cpu_row_max(l, V), s[CPU_LANES] = {0};
+    int V16 = V / CPU_LANES * CPU_LANES;
+    for (int j0 = 0; j0 < V16; j0 += CPU_LANES)
+#pragma omp simd
+        for (int j = 0; j < CPU_LANES; j++) s[j] += gk_vexpf(l[j0 + j] - mx);
+    for (int j = V16; j < V; j++) s[j - V16] += gk_vexpf(l[j] - mx);
+    return mx + logf(cpu_lanes_sum(s));
 }
 
 // logits (N,Vp), targets (N) -> losses (N), lse (N)

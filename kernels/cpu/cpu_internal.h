@@ -60,13 +60,43 @@ static inline float *cpu_scratch(gk_backend *be, size_t n)
  * lane i of sum q takes the products k = 64 m + 16 q + i, so the loop runs in a few vector
  * registers on every clone (one array of 64 lanes was kept in memory, and its tree of adds
  * compiled to scalar code: half the speed), then cpu_sum4x16 adds them in a fixed order. */
+static inline float cpu_lanes_sum(float *a);
 static inline float cpu_sum4x16(float *restrict s0, const float *restrict s1,
                                 const float *restrict s2, const float *restrict s3)
 {
     for (int i = 0; i < 16; i++) s0[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]);
-    for (int i = 0; i < 8; i++) s0[i] += s0[i + 8];
-    for (int i = 0; i < 4; i++) s0[i] += s0[i + 4];
-    return (s0[0] + s0[2]) + (s0[1] + s0[3]);
+    return cpu_lanes_sum(s0);
+}
+
+/* Row reductions (softmax, layernorm, log-sum-exp, dot products) keep CPU_LANES partial results in
+ * an array, lane j taking elements j mod CPU_LANES, which stays in vector registers on every
+ * clone, and combine them in a fixed tree: `omp simd reduction` ended each row in 16 dependent
+ * scalar adds through memory (GCC 12), a third of the attention softmax's time on rows of 64. */
+#define CPU_LANES 16
+static inline float cpu_lanes_sum(float *a)
+{
+    for (int i = 0; i < 8; i++) a[i] += a[i + 8];
+    for (int i = 0; i < 4; i++) a[i] += a[i + 4];
+    return (a[0] + a[2]) + (a[1] + a[3]);
+}
+static inline float cpu_lanes_max(float *a)
+{
+    for (int i = 0; i < 8; i++) a[i] = a[i] > a[i + 8] ? a[i] : a[i + 8];
+    for (int i = 0; i < 4; i++) a[i] = a[i] > a[i + 4] ? a[i] : a[i + 4];
+    float x = a[0] > a[2] ? a[0] : a[2], y = a[1] > a[3] ? a[1] : a[3];
+    return x > y ? x : y;
+}
+/* max of x[0..n) (-inf for n = 0; NaNs are passed over) */
+static inline float cpu_row_max(const float *restrict x, int n)
+{
+    float l[CPU_LANES];
+    for (int j = 0; j < CPU_LANES; j++) l[j] = -__builtin_inff();
+    int n16 = n / CPU_LANES * CPU_LANES;
+    for (int i0 = 0; i0 < n16; i0 += CPU_LANES)
+#pragma omp simd
+        for (int j = 0; j < CPU_LANES; j++) l[j] = x[i0 + j] > l[j] ? x[i0 + j] : l[j];
+    for (int i = n16; i < n; i++) l[i - n16] = x[i] > l[i - n16] ? x[i] : l[i - n16];
+    return cpu_lanes_max(l);
 }
 
 /* exp(x) for x in [-87.3, 88.3] (clamped outside), branch-free so loops vectorize: Cephes' expf

@@ -14,13 +14,18 @@
 GK_CLONES static void ln_fwd_row(float *restrict o, float *mean, float *rstd, const float *restrict x,
                                  const float *restrict w, const float *restrict b, int C)
 {
-    float m = 0.0f, v = 0.0f;
-#pragma omp simd reduction(+ : m)
-    for (int c = 0; c < C; c++) m += x[c];
-    m /= C;
-#pragma omp simd reduction(+ : v)
-    for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
-    v /= C;
+    float lm[CPU_LANES] = {0}, lv[CPU_LANES] = {0};
+    int C16 = C / CPU_LANES * CPU_LANES;
+    for (int c0 = 0; c0 < C16; c0 += CPU_LANES)
+#pragma omp simd
+        for (int j = 0; j < CPU_LANES; j++) lm[j] += x[c0 + j];
+    for (int c = C16; c < C; c++) lm[c - C16] += x[c];
+    float m = cpu_lanes_sum(lm) / C;
+    for (int c0 = 0; c0 < C16; c0 += CPU_LANES)
+#pragma omp simd
+        for (int j = 0; j < CPU_LANES; j++) lv[j] += (x[c0 + j] - m) * (x[c0 + j] - m);
+    for (int c = C16; c < C; c++) lv[c - C16] += (x[c] - m) * (x[c] - m);
+    float v = cpu_lanes_sum(lv) / C;
     float rs = 1.0f / sqrtf(v + 1e-5f);
     if (b) {
 #pragma omp simd
@@ -50,19 +55,25 @@ GK_CLONES static void ln_bwd_rows(float *restrict dinp, float *restrict pw, floa
                                   const float *restrict w, const float *mean, const float *rstd,
                                   int r0, int r1, int C)
 {
+    int C16 = C / CPU_LANES * CPU_LANES;
     for (int c = 0; c < C; c++) pw[c] = pb[c] = 0.0f;
     for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C, *d = dout + (size_t)i * C;
         float *di = dinp + (size_t)i * C;
-        float m = mean[i], rs = rstd[i], a = 0.0f, bsum = 0.0f;
-#pragma omp simd reduction(+ : a, bsum)
-        for (int c = 0; c < C; c++) {
+        float m = mean[i], rs = rstd[i], la[CPU_LANES] = {0}, lb[CPU_LANES] = {0};
+        for (int c0 = 0; c0 < C16; c0 += CPU_LANES)
+#pragma omp simd
+            for (int j = 0; j < CPU_LANES; j++) {
+                float dn = d[c0 + j] * w[c0 + j];
+                la[j] += dn;
+                lb[j] += dn * ((x[c0 + j] - m) * rs);
+            }
+        for (int c = C16; c < C; c++) {
             float dn = d[c] * w[c];
-            a += dn;
-            bsum += dn * ((x[c] - m) * rs);
+            la[c - C16] += dn;
+            lb[c - C16] += dn * ((x[c] - m) * rs);
         }
-        a /= C;
-        bsum /= C;
+        float a = cpu_lanes_sum(la) / C, bsum = cpu_lanes_sum(lb) / C;
 #pragma omp simd
         for (int c = 0; c < C; c++) {
             float norm = (x[c] - m) * rs, dn = d[c] * w[c];
