@@ -64,6 +64,8 @@ __attribute__((constructor(101))) static void cpu_bound_spin(void)
         setenv("GOMP_SPINCOUNT", CPU_SPINCOUNT, 0);
 }
 
+const float gk_vexpf_lim[2] = {-87.3f, 88.3f}; /* cpu_internal.h says why it lives here */
+
 static const gk_ops cpu_ops = {
     .name = "cpu",
     .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
