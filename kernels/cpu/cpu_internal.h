@@ -1,9 +1,9 @@
 /* cpu_internal.h: what every file of the CPU backend shares, below all of them (not the API).
  * Owns: gk_cpu_impl (thread count, ISA path, scratch; one per backend, created by cpu.c), the ISA
- * clones and gk_vexpf. The op files, one per op family (encoder.c, layernorm.c, matmul*.c,
- * attention.c, elementwise.c, classifier.c, optimizer.c, cast.c, as in kernels/ref/ and
- * kernels/cuda/), declare their ops in cpu_ops.h and matmul.h; cpu.c, above them, points the
- * vtable at them.
+ * clones, the row reductions (cpu_lanes_*) and gk_vexpf. The op files, one per op family
+ * (encoder.c, layernorm.c, matmul*.c, attention.c, elementwise.c, classifier.c, optimizer.c,
+ * cast.c, as in kernels/ref/ and kernels/cuda/), declare their ops in cpu_ops.h and matmul.h;
+ * cpu.c, above them, points the vtable at them.
  * Thread safety: scratch belongs to the op running on the backend. */
 #ifndef GK_CPU_INTERNAL_H
 #define GK_CPU_INTERNAL_H
@@ -56,18 +56,6 @@ static inline float *cpu_scratch(gk_backend *be, size_t n)
     return CPU(be)->scratch_n >= n ? CPU(be)->scratch : NULL;
 }
 
-/* The few-row gemms' dot products over K (matmul.c, matmul_bf16.c) keep four sums of 16 lanes:
- * lane i of sum q takes the products k = 64 m + 16 q + i, so the loop runs in a few vector
- * registers on every clone (one array of 64 lanes was kept in memory, and its tree of adds
- * compiled to scalar code: half the speed), then cpu_sum4x16 adds them in a fixed order. */
-static inline float cpu_lanes_sum(float *a);
-static inline float cpu_sum4x16(float *restrict s0, const float *restrict s1,
-                                const float *restrict s2, const float *restrict s3)
-{
-    for (int i = 0; i < 16; i++) s0[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]);
-    return cpu_lanes_sum(s0);
-}
-
 /* Row reductions (softmax, layernorm, log-sum-exp, dot products) keep CPU_LANES partial results in
  * an array, lane j taking elements j mod CPU_LANES, which stays in vector registers on every
  * clone, and combine them in a fixed tree: `omp simd reduction` ended each row in 16 dependent
@@ -97,6 +85,17 @@ static inline float cpu_row_max(const float *restrict x, int n)
         for (int j = 0; j < CPU_LANES; j++) l[j] = x[i0 + j] > l[j] ? x[i0 + j] : l[j];
     for (int i = n16; i < n; i++) l[i - n16] = x[i] > l[i - n16] ? x[i] : l[i - n16];
     return cpu_lanes_max(l);
+}
+
+/* The few-row gemms' dot products over K (matmul.c, matmul_bf16.c) keep four sums of 16 lanes:
+ * lane i of sum q takes the products k = 64 m + 16 q + i, so the loop runs in a few vector
+ * registers on every clone (one array of 64 lanes was kept in memory, and its tree of adds
+ * compiled to scalar code: half the speed), then cpu_sum4x16 adds them in a fixed order. */
+static inline float cpu_sum4x16(float *restrict s0, const float *restrict s1,
+                                const float *restrict s2, const float *restrict s3)
+{
+    for (int i = 0; i < 16; i++) s0[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]);
+    return cpu_lanes_sum(s0);
 }
 
 /* gk_vexpf's clamp, {-87.3, 88.3}, defined in cpu.c, out of the callers' sight: with constant

@@ -446,10 +446,6 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
     dev = NULL;
 }
 
-/* The whole run: the reference backend, then tests[0..n) on each device of argv, else
- * $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu) and that on the paths plain and
- * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention), with fp32 and
- * then bf16 activations. */
 #ifdef OPS_ISA
 /* Whether this CPU runs the path OPS_ISA ("v3": x86-64-v3, AVX2 + FMA + F16C; "v1": baseline). */
 static int ops_isa_runs(void)
@@ -461,6 +457,10 @@ static int ops_isa_runs(void)
 }
 #endif
 
+/* The whole run: the reference backend, then tests[0..n) on each device of argv, else
+ * $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu) and that on the paths plain and
+ * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention), with fp32 and
+ * then bf16 activations. */
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 {
     gk_err e = {0};
