@@ -167,13 +167,13 @@ train_bench() {
         tms[$label]+="${t:-nan} "
       done <<< "$refs"
     done
-    local mine rss tps fpt pct torch_ms=nan ratio=nan each='' m
+    local mine rss tokens fpt pct torch_ms=nan ratio=nan each='' m
     mine=$(printf '%s\n' "${ours_ms[@]}" | median)
     rss=$(echo "$ours" | sed -n 's/.*peak RSS \([0-9]*\) MB.*/\1/p')
     # the step's flops per second (flops/token x tokens/step / step time) as a share of the sgemm rate
-    tps=$(echo "$ours" | sed -n 's/.*B=\([0-9]*\) T=\([0-9]*\),.*/\1 * \2/p')
+    tokens=$(echo "$ours" | sed -n 's/.*B=\([0-9]*\) T=\([0-9]*\),.*/\1 * \2/p')
     fpt=$(echo "$ours" | sed -n 's/.*estimate: \([0-9.e+]*\) flops\/token.*/\1/p' | sed 's/e+*/*10^/')
-    pct=$(echo "100 * $tps * $fpt / ($mine / 1000) / ($sgemm_gfs * 10^9)" | bc -l)
+    pct=$(echo "100 * $tokens * $fpt / ($mine / 1000) / ($sgemm_gfs * 10^9)" | bc -l)
     for label in "${!tms[@]}"; do
       m=$(echo "${tms[$label]}" | tr ' ' '\n' | grep -v '^nan$' | grep . | median)
       [ -n "$m" ] || continue
