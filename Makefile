@@ -125,8 +125,8 @@ CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
 EMU_LIB    := $(BUILD)/lib/libgptkit-cuda-emu.so
 HAVE_CXX   := $(shell command -v $(CXX) 2>/dev/null)
 CUDA_LIBS  := $(if $(and $(NVCC),$(CUDA_SRC)),$(CUDA_LIB)) $(if $(and $(HAVE_CXX),$(CUDA_SRC)),$(EMU_LIB))
-# CUDA_DEFS: -D knobs for the kernels, in both builds (attention_flash.cu's, measured by
-# tests/bench/gpu_session.sh's flash-variants step).
+# CUDA_DEFS: -D knobs for the kernels, in both builds (attention_fa2_bwd.cu's, attention_flash.cu's,
+# cuda_internal.h's CU_COL_CHUNKS; measured by tests/bench/gpu_session.sh's variants step).
 CUDA_DEFS  ?=
 NVCC_FLAGS := -std=c++17 -O3 $(CUDA_DEFS) $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH)) \

@@ -139,14 +139,13 @@ void cu_sync(gk_backend *be)
 
 /* The largest scratch any non-attention op takes for rows x cols (elementwise.cu, encoder.cu, layernorm.cu): per-chunk fp32
  * partials of the column reductions (bias_bwd, layernorm_bwd: at most CU_COL_CHUNKS chunks of
- * two rows of cols floats), the embedding backward's sort keys (two uint64 per row) and sumsq's
- * double partials (CU_SUMSQ_PARTS). */
-#define CU_COL_CHUNKS 256
+ * two rows of cols floats, and layernorm_bwd's one row per group of 16 chunks), the embedding
+ * backward's sort keys (two uint64 per row) and sumsq's double partials (CU_SUMSQ_PARTS). */
 #define CU_SUMSQ_PARTS 1024
 static size_t ops_scratch(size_t rows, size_t cols)
 {
     size_t chunks = rows < CU_COL_CHUNKS ? rows : CU_COL_CHUNKS;
-    size_t need = chunks * 2 * cols * sizeof(float);
+    size_t need = (chunks + (chunks + 15) / 16) * 2 * cols * sizeof(float);
     if (2 * rows * sizeof(uint64_t) > need) need = 2 * rows * sizeof(uint64_t);
     if (CU_SUMSQ_PARTS * sizeof(double) > need) need = CU_SUMSQ_PARTS * sizeof(double);
     return need;

@@ -39,6 +39,17 @@ typedef struct cu_ctx {
  * PyTorch's autocast and in llm.c); a wider one is added by matmul.cu's epilogue kernel. */
 #define CU_BIAS16_MAX 65536
 
+/* The column reductions over rows (bias_bwd in elementwise.cu, layernorm_bwd in layernorm.cu)
+ * cut the rows into at most CU_COL_CHUNKS chunks (layernorm_bwd: blocks), each writing fp32
+ * partials that the reserve sizes (backend.cu). The cut depends on the shapes only, so results do
+ * not change from run to run; they change with the knob. A knob for measuring on a GPU
+ * (tests/bench/gpu_session.sh's variants, CUDA_DEFS=-DCU_COL_CHUNKS=N): more chunks keep more
+ * loads in flight (256 blocks of layernorm_bwd are 2 an SM on an H100), fewer make the last
+ * block's sum shorter. */
+#ifndef CU_COL_CHUNKS
+#define CU_COL_CHUNKS 256
+#endif
+
 #define CU(be) ((cu_ctx *)(be)->impl)
 
 /* Ops do nothing once the backend has failed (outputs are undefined after an error anyway). */

@@ -21,12 +21,11 @@ static unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
 #define COL_TX 32 /* packs of columns per block */
 #define COL_TY 8  /* rows read in parallel per block */
 #define COL_UNROLL 4 /* rows a thread loads before it adds them */
-#define COL_CHUNKS_MAX 256
 
 /* Row chunks of a column reduction over N rows: a function of N only (fixed split). */
 static int col_rows_per_chunk(int N)
 {
-    int chunks = (N + 31) / 32 < COL_CHUNKS_MAX ? (N + 31) / 32 : COL_CHUNKS_MAX;
+    int chunks = (N + 31) / 32 < CU_COL_CHUNKS ? (N + 31) / 32 : CU_COL_CHUNKS;
     return (N + chunks - 1) / chunks;
 }
 

@@ -143,7 +143,7 @@ void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, floa
  * group's blocks in order into a group row; the block that completes the last group (one more
  * count) sums the group rows in order into dweight, dbias. A fixed order whichever blocks arrive
  * last: the same bits every run. */
-#define LN_BWD_BLOCKS 256
+#define LN_BWD_BLOCKS CU_COL_CHUNKS
 #define LN_BWD_WARPS 8
 #define LN_GROUP 16 /* blocks a group's last block sums */
 #define LN_GROUPS_MAX ((LN_BWD_BLOCKS + LN_GROUP - 1) / LN_GROUP)

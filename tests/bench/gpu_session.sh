@@ -3,10 +3,11 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# where the time goes (train_step's per-op profile; the fa2 kernels and the attention knobs
-# side by side; ncu on the decode kernels and on the attention kernels), 100 steps of GPT-2 124M through
-# gpt-train, make bench-gpu, the op tests under compute-sanitizer (memcheck, then racecheck and
-# synccheck), and the Shakespeare run in fp32 and on the CPU.
+# make bench-gpu (the targets), where the time goes (train_step's per-op profile; the attention
+# paths and the kernels' knobs side by side; ncu on the decode kernels and on the attention
+# kernels), 100 steps of GPT-2 124M through gpt-train, the bigger models, the op tests under
+# compute-sanitizer (memcheck, then racecheck and synccheck), and the Shakespeare run in fp32 and
+# on the CPU.
 #
 # The device tool lends 15 minutes in all, machine start included, and at most 10 a command, so
 # the steps run most valuable first, each under its own time limit, and all of them end by
@@ -93,6 +94,10 @@ decode_graphs() {
 }
 export -f decode decode_graphs # timeout runs programs, not functions: through bash
 step decode-graphs 60 bash -c decode_graphs
+# 3a. speed beside PyTorch (eager and torch.compile) and llm.c's figures: the issue's targets, so
+# before the variants and profiles that explain them
+BENCH_PARTS="decode hellaswag train" step bench-gpu 200 make bench-gpu
+cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
 # variant_lib DIR DEFS: libgptkit-cuda.so built into DIR with CUDA_DEFS=DEFS (the kernels' knobs),
 # reusing the build step's attention_cudnn.o, which CUDA_DEFS does not change and whose
 # cudnn-frontend headers take most of a build (about a minute of the machine's time)
@@ -101,7 +106,7 @@ variant_lib() {
   make -s -j"$(nproc)" BUILD="$1" CUDA_ARCH=90 CUDA_DEFS="$2" "$1/lib/libgptkit-cuda.so" > /dev/null
 }
 export -f variant_lib
-# 3a. decoding's few-row matmuls: matmul_rows.cu's kernels (the default) against cuBLASLt's (a
+# 3b. decoding's few-row matmuls: matmul_rows.cu's kernels (the default) against cuBLASLt's (a
 # library built with -DGPT_GV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
 decode_variants() {
   build/bench/rand_ckpt "$work/dv.safetensors" 12 12 768 1024 50257 > /dev/null || return 1
@@ -119,39 +124,41 @@ decode_variants() {
 export -f decode_variants
 step decode-variants 90 bash -c decode_variants
 
-# 3b. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
+# 3c. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
 # graphs off so that each kernel is seen alone; ncu.csv in the logs)
 step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
-# 3c. the attention paths and the kernels' knobs (attention_fa2_bwd.cu: FB_KV_REG_D=64 keeps K
-# and V in the kv kernel's registers, 159 of them on sm_90 against 126; attention_flash.cu:
-# FL_PREFETCH, FL_*_BLOCKS), side by side: each variant's library built apart (CUDA_DEFS),
-# checked by test_ops on the GPU's attention paths (fa2, flash and plain against the reference;
-# cuDNN's is not built apart), then
-# the B=16 step's attention times with it (GPT_CUDA_LIB) on the fa2 kernels (auto's path) or,
-# for a variant of the FL_ knobs, the wmma flash kernels (--attention=flash); the first variant is
-# the default, as a baseline, timed on all three paths (fa2, flash, and cuDNN's fused attention,
-# --attention=cudnn, where the library has it: its note or error line shows when it declines or
-# fails): the step's median and attention_fwd and attention_bwd side by side
-flash_variants() {
+# 3d. the attention paths and the kernels' knobs, side by side: each variant's library built apart
+# (CUDA_DEFS), checked by test_ops on the GPU's attention paths (fa2, flash and plain against the
+# reference; cuDNN's is not built apart), then the B=16 step with it (GPT_CUDA_LIB): its median,
+# and the times of the ops the knobs move (attention, the column reductions bias_bwd and
+# layernorm_bwd), on the fa2 kernels (auto's path) or, for a variant of the FL_ knobs, the wmma
+# flash kernels (--attention=flash). The first variant is the default, as a baseline, timed on all
+# three paths (fa2, flash, and cuDNN's fused attention, --attention=cudnn, where the library has
+# it: its note or error line shows when it declines or fails). The knobs: attention_fa2_bwd.cu's
+# FB_KV_REG_D=64 keeps K and V in the kv kernel's registers (159 of them on sm_90 against 126);
+# cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions use
+# (4 layernorm_bwd blocks an SM at 512 on an H100, 2 at 256); attention_flash.cu's FL_PREFETCH and
+# FL_*_BLOCKS tune the wmma kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty.
+variants() {
   local i=0 v lib
-  IFS=';' read -r -a vs <<< "${GPU_FLASH_VARIANTS:- ;-DFB_KV_REG_D=64;-DFL_PREFETCH=1}"
+  IFS=';' read -r -a vs <<< "${GPU_VARIANTS:- ;-DFB_KV_REG_D=64;-DCU_COL_CHUNKS=512}"
   for v in "${vs[@]}"; do
-    i=$((i + 1)) lib=/tmp/flash-v$i/lib/libgptkit-cuda.so
+    i=$((i + 1)) lib=/tmp/variant-$i/lib/libgptkit-cuda.so
     echo "== variant $i: [${v# }]"
     if [ -z "${v// /}" ]; then lib=$PWD/build/lib/libgptkit-cuda.so # the default: the build step's
-    else variant_lib /tmp/flash-v$i "$v" || { echo "build failed"; continue; }
+    else variant_lib /tmp/variant-$i "$v" || { echo "build failed"; continue; }
     fi
     GPT_CUDA_LIB=$lib GPT_TEST_DEVICES="cuda cuda:plain cuda:flash" build/tests/test_ops 2>&1 | tail -n 1
     for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
-        grep -E -i 'median|attention_(fwd|bwd) |note|error|fail|cudnn'
+        grep -E -i 'median|(attention_(fwd|bwd)|bias_bwd|layernorm_bwd) |note|error|fail|cudnn'
     done
   done
 }
-export -f flash_variants
-step flash-variants 195 bash -c flash_variants
+export -f variants
+step variants 210 bash -c variants
 ncu_decode() {
   build/bench/rand_ckpt "$work/decode.safetensors" 12 12 768 1024 50257 > /dev/null &&
   GPT_CUDA_GRAPHS=0 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none --print-units base \
@@ -197,10 +204,7 @@ build/bin/gpt-tokenize -q -V "$data/gpt2" "$data/tinyshakespeare/input.txt" -o "
   --gradient_accumulation_steps=1 --max_iters=100 --warmup_iters=10 --lr_decay_iters=100 \
   --eval_interval=100 --eval_iters=5 --log_interval=10)
 
-# 5. speed beside PyTorch and llm.c's figures
-BENCH_PARTS="decode hellaswag train" step bench-gpu 200 make bench-gpu
-cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
-# the bigger models (gpt2-medium, -large, -xl, B=8) beside torch.compile: issue 24's item 4
+# 5. the bigger models (gpt2-medium, -large, -xl, B=8) beside torch.compile: issue 24's item 4
 BENCH_PARTS=big step bench-big 150 make bench-gpu
 
 # 6. the op tests under compute-sanitizer (test_ops on cuda alone, then on the attention paths):
