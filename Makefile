@@ -94,7 +94,7 @@ obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.c,$(BUILD)/obj/%.o,$(1)))
 # is loaded at run time: see NCCL below).
 # libgptkit-cuda-emu.so: the same sources by $(CXX) against kernels/emu (the CUDA emulator), built
 # whenever a C++ compiler is present. Both export one symbol (-fvisibility=hidden) and carry the
-# C objects they need (common/err.c, kernels/backend_err.c) compiled -fPIC.
+# C objects they need (common/err.c, kernels/backend_err.c, kernels/backend_compose.c) compiled -fPIC.
 ifeq ($(origin NVCC),undefined)
 NVCC := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 endif
@@ -120,7 +120,7 @@ CUDNN      ?= $(if $(and $(CUDNN_FRONTEND_INCLUDE),$(wildcard $(CUDA_HOME)/inclu
 CUDA_CXXSRC := kernels/cuda/attention_cudnn.cpp
 CUDNN_CXXFLAGS := -std=c++17 -O2 -fPIC -fvisibility=hidden -Wall -Wextra -I. -isystem $(CUDA_HOME)/include -MMD -MP \
               $(if $(filter 1,$(CUDNN)),-DGK_HAVE_CUDNN -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -isystem $(CUDNN_FRONTEND_INCLUDE))
-CUDA_CSRC  := common/err.c kernels/backend_err.c
+CUDA_CSRC  := common/err.c kernels/backend_err.c kernels/backend_compose.c
 CUDA_LIB   := $(BUILD)/lib/libgptkit-cuda.so
 EMU_LIB    := $(BUILD)/lib/libgptkit-cuda-emu.so
 HAVE_CXX   := $(shell command -v $(CXX) 2>/dev/null)

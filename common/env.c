@@ -24,6 +24,7 @@ void gk_env_read(gk_env *env)
 {
     env->cuda_sync = env_is("GPT_CUDA_SYNC", "1");
     env->cuda_no_graphs = env_is("GPT_CUDA_GRAPHS", "0");
+    env->cuda_fused_grads = env_is("GPT_CUDA_FUSED_GRADS", "1");
     env->cuda_lib = env_str("GPT_CUDA_LIB");
     env->gloo_ifname = env_str("GLOO_SOCKET_IFNAME");
     env->config_dir = env_str("GPT_CONFIG_DIR");

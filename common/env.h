@@ -8,6 +8,7 @@
 typedef struct gk_env {
     int cuda_sync;           /* GPT_CUDA_SYNC=1: the CUDA backend waits for every op */
     int cuda_no_graphs;      /* GPT_CUDA_GRAPHS=0: the CUDA backend records no steps */
+    int cuda_fused_grads;    /* GPT_CUDA_FUSED_GRADS=1: gemm_bwd takes cuBLASLt's epilogues */
     const char *cuda_lib;    /* GPT_CUDA_LIB: the CUDA backend library to load, or NULL */
     const char *gloo_ifname; /* GLOO_SOCKET_IFNAME: the Gloo collectives' interface(s), or NULL */
     const char *config_dir;  /* GPT_CONFIG_DIR, else GPTKIT_CONFIG_DIR (its old name, deprecated):

@@ -118,6 +118,19 @@ typedef struct gk_ops {
                  void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
     /* dbias (C) += column sums of dout (N,C). */
     void (*bias_bwd)(gk_backend *be, float *dbias, const void *dout, int N, int C);
+    /* gemm's backward epilogues, for a layer y = x W + bias (GELU after it or not): gemm without
+     * bias or GELU (the same operands, types and beta), and then
+     *  - pre_gelu non-NULL (type tc = be->act, (M,N); beta 0, ldc = N): C = gelu'(pre_gelu) * the
+     *    result, what gelu_bwd (C, pre_gelu, C) gives after the plain gemm;
+     *  - dbias non-NULL (N, fp32): dbias += the column sums of op(B) (K,N) (B not transposed,
+     *    ldb = N, tb = be->act): bias_bwd (dbias, B, K, N), the bias gradient of the layer whose
+     *    output gradient B is, taken in the weight-gradient gemm that reads B anyway.
+     * On cpu and ref, and on cuda unless opened with cuda_fused_grads, that is those ops one after
+     * the other (the same bits); with cuda_fused_grads, cuBLASLt's DGELU and BGRADA epilogues
+     * where it takes them (bias sums then in D's type). */
+    void (*gemm_bwd)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+                     const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb,
+                     float beta, void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
 
     /* ---- embedding ---- */
     /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t0 + t], then dropout(p, key). wte has type
@@ -307,6 +320,16 @@ int gk_backend_sync(gk_backend *be, gk_err *err);
 int gk_backend_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, const char **bound,
                         gk_err *err);
 
+/* gemm_bwd's arguments checked (the GELU gradient: beta 0, ldc = N, tc = be->act; the bias
+ * gradient: B not transposed, ldb = N, tb = be->act): 0, or GK_EUSAGE recorded in be. */
+int gk_gemm_bwd_check(gk_backend *be, int transB, int N, int ldb, gk_elt tb, int ldc, gk_elt tc,
+                      float beta, const void *pre_gelu, const float *dbias);
+/* gemm_bwd as the backend's gemm, gelu_bwd and bias_bwd one after the other (backend_compose.c):
+ * cpu's and ref's gemm_bwd, and cuda's without its fused epilogues. */
+void gk_gemm_bwd_apart(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+                       const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
+                       void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
+
 /* Frees a backend from any constructor; NULL is a no-op. */
 void gk_backend_free(gk_backend *be);
 
@@ -326,6 +349,9 @@ typedef struct gk_backend_opts {
                          * nothing is recorded), 0 no: a tool's GPT_CUDA_SYNC=1 */
     int cuda_no_graphs; /* cuda, cuda-emu: 1 records no steps (record_begin refuses), 0 records:
                          * a tool's GPT_CUDA_GRAPHS=0 */
+    int cuda_fused_grads; /* cuda, cuda-emu: 1 lets gemm_bwd take cuBLASLt's backward epilogues
+                           * (a tool's GPT_CUDA_FUSED_GRADS=1), 0 runs gemm, gelu_bwd and bias_bwd
+                           * apart: off until a GPU run has checked and timed it */
     const char *cuda_lib; /* cuda, cuda-emu, auto: the backend library's path (a tool's
                            * $GPT_CUDA_LIB), or NULL: the binary's ../lib, else dlopen's search */
 } gk_backend_opts;
@@ -362,7 +388,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
  * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
  * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 14
+#define GK_BACKEND_ABI 15
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

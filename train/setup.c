@@ -323,7 +323,7 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
                           .gpu = r->dist.where.local_rank, /* GPU LOCAL_RANK */
                           .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
                           .cuda_no_graphs = env.cuda_no_graphs,
-                          .cuda_lib = env.cuda_lib};
+                          .cuda_fused_grads = env.cuda_fused_grads, .cuda_lib = env.cuda_lib};
     if (!rc) rc = gk_attention_parse(r->s.attention, "attention", &bo.attention, e); /* a CHOICE: known */
     int local = r->dist.where.local_world_size;
     if (bo.threads <= 0 && local > 1) { /* ranks on one machine share its cores */

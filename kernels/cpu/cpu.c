@@ -71,6 +71,7 @@ static const gk_ops cpu_ops = {
     .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
     .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = cpu_reserve,
     .cast = gk_cpu_cast, .gemm = gk_cpu_gemm, .bias_bwd = gk_cpu_bias_bwd,
+    .gemm_bwd = gk_gemm_bwd_apart,
     .encoder_fwd = gk_cpu_encoder_fwd, .encoder_bwd = gk_cpu_encoder_bwd,
     .layernorm_fwd = gk_cpu_layernorm_fwd, .layernorm_bwd = gk_cpu_layernorm_bwd,
     .attention_fwd = gk_cpu_attention_fwd, .attention_bwd = gk_cpu_attention_bwd,

@@ -198,7 +198,7 @@ static gk_ops make_ops(void)
     o.name = CU_NAME;
     o.alloc = cu_alloc, o.free = cu_free, o.to_device = cu_to_device, o.to_host = cu_to_host;
     o.copy = cu_copy, o.zero = cu_zero, o.sync = cu_sync, o.reserve = cu_reserve, o.cast = cu_cast;
-    o.gemm = cu_gemm, o.bias_bwd = cu_bias_bwd;
+    o.gemm = cu_gemm, o.bias_bwd = cu_bias_bwd, o.gemm_bwd = cu_gemm_bwd;
     o.encoder_fwd = cu_encoder_fwd, o.encoder_bwd = cu_encoder_bwd;
     o.layernorm_fwd = cu_layernorm_fwd, o.layernorm_bwd = cu_layernorm_bwd;
     o.attention_fwd = cu_attention_fwd, o.attention_bwd = cu_attention_bwd;
@@ -376,6 +376,7 @@ static int cu_create(gk_backend **out, const gk_backend_opts *o, gk_err *err)
     snprintf(be->what, sizeof be->what, "%s", CU_NAME);
     c->device = device;
     cu_setup(be, c, !o || o->bf16 != 0, gpu, o && o->cuda_sync == 1, o && o->cuda_no_graphs == 1);
+    c->fused_grads = o && o->cuda_fused_grads == 1;
     if (!be->err.code) cu_attention_setup(be, c, o ? o->attention : GK_ATTN_AUTO);
     if (be->err.code) {
         int code = gk_errf(err, be->err.code, "%s backend: %s", CU_NAME, be->err.msg);

@@ -22,6 +22,7 @@ typedef struct cu_ctx {
     size_t scratch_bytes;
     int sync_each;          /* opts cuda_sync (GPT_CUDA_SYNC=1): synchronize after every launch */
     int graphs;             /* record steps as CUDA graphs (opts cuda_no_graphs: never) */
+    int fused_grads;        /* opts cuda_fused_grads: gemm_bwd takes cuBLASLt's DGELU, BGRADA */
     int capturing;          /* between record_begin and the end of record_end */
     char capture_fail[160]; /* the first call that failed while capturing (cu_fail) */
     int sm_count;
@@ -129,6 +130,9 @@ void cu_cast_on(gk_backend *be, cudaStream_t stream, void *dst, gk_elt dt, const
 void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
              const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
              void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
+void cu_gemm_bwd(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+                 const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
+                 void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
 /* Frees gemm_cache (the backend's destroy calls it). */
 void cu_gemm_cache_free(gk_backend *be);
 /* matmul_rows.cu: the gemm of a few rows (decoding) in one launch when it takes the call (1), else

@@ -127,15 +127,16 @@ static void epilogue(gk_backend *be, gk_elt tc, void *C, void *pre, const float 
  * the alignments (capped at 256 bytes) the heuristic assumed. All ints: compared with memcmp. */
 typedef struct gemm_key {
     int ta, tb, M, N, K, lda, ldb, ldc;
-    int tA, tB, tC, bias, gelu;
+    int tA, tB, tC, bias, gelu, dgelu, bgrad; /* dgelu, bgrad: gemm_bwd's (cu_gemm_bwd) */
     int align_a, align_b, align_c, align_bias, align_pre;
 } gemm_key;
 
 /* How cuBLASLt runs a key: its descriptors and algorithm, the epilogue it does itself (lt_bias,
- * lt_gelu) and what the epilogue kernel adds after it; lt == 0: gemm_small_kernel does it all. */
+ * lt_gelu; lt_dgelu, lt_bgrad) and what the epilogue kernel (or gelu_bwd, bias_bwd) adds after it;
+ * lt == 0: gemm_small_kernel does the product. */
 typedef struct gemm_plan {
     gemm_key key;
-    int lt, lt_bias, lt_gelu;
+    int lt, lt_bias, lt_gelu, lt_dgelu, lt_bgrad;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
@@ -212,17 +213,21 @@ static int plan_layouts(gk_backend *be, gemm_plan *p)
               "cublasLtMatrixLayoutCreate(C)");
 }
 
-/* Sets the epilogue (bias and/or GELU with its aux output) and this call's pointers. */
-static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const void *bias_ptr,
-                        void *pre_ptr)
+/* Sets the epilogue and this call's pointers: forward, bias and/or GELU with its aux output
+ * (pre_ptr); backward (gemm_bwd), DGELU with its aux input (pre_ptr, the GELU's input) or BGRADA,
+ * the sums of cuBLASLt's A (our B) over k into bias_ptr. Bias vectors and aux are in D's type. */
+static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, int dgelu, int bgrad,
+                        const void *bias_ptr, const void *pre_ptr)
 {
-    cublasLtEpilogue_t epi = gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-                                  : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    cublasLtEpilogue_t epi = dgelu ? CUBLASLT_EPILOGUE_DGELU
+                             : bgrad ? CUBLASLT_EPILOGUE_BGRADA
+                             : gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                                    : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     cublasLtMatmulDesc_t d = p->desc;
     if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
            "cublasLtMatmulDescSetAttribute(EPILOGUE)"))
         return -1;
-    if (bias) {
+    if (bias || bgrad) {
         int32_t bt = lt_type((gk_elt)p->key.tC); /* D's type: a bf16 D's bias is c->bias16 */
         if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
                                                   sizeof bias_ptr), "cublasLtMatmulDescSetAttribute(BIAS_POINTER)") ||
@@ -230,7 +235,7 @@ static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, const 
                "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
             return -1;
     }
-    if (gelu) {
+    if (gelu || dgelu) {
         int64_t ld = p->key.ldc;
         int32_t at = lt_type((gk_elt)p->key.tC);
         if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
@@ -297,26 +302,32 @@ static int lt_takes(const gemm_key *k)
     return k->K > 0 && k->tA == k->tB && (k->tC == k->tA || k->tC == GK_F32);
 }
 
-/* Chooses how the plan runs: cuBLASLt with the whole epilogue, with the bias only, with none
- * (the epilogue kernel does the rest), or gemm_small_kernel. 0, or -1 with the sticky error. */
-static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, void *pre)
+/* Chooses how the plan runs: cuBLASLt with the whole epilogue, with part of it, with none (the
+ * epilogue kernel, or gelu_bwd and bias_bwd, do the rest), or gemm_small_kernel. A backward plan
+ * (dgelu, bgrad) takes one fused part at most: cuBLASLt has no DGELU with BGRADA. 0, or -1 with
+ * the sticky error. */
+static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, const void *pre)
 {
     const gemm_key *k = &p->key;
     if (!lt_takes(k)) return 0;
     if (plan_layouts(be, p)) return -1;
-    /* GELU's aux output: ld a multiple of 8 and 16-byte alignment, else cuBLASLt refuses; GELU
-     * comes after the bias, so it is fused only where the bias is */
+    /* GELU's aux: ld a multiple of 8 and 16-byte alignment, else cuBLASLt refuses; GELU comes
+     * after the bias, so it is fused only where the bias is */
     int aux_ok = k->ldc % 8 == 0 && k->align_pre >= 16;
     int lt_bias = k->bias && (k->tC == GK_F32 || k->N <= CU_BIAS16_MAX);
     int lt_gelu = k->gelu && aux_ok && (lt_bias || !k->bias);
-    int tries[3][2] = {{lt_bias, lt_gelu}, {lt_bias, 0}, {0, 0}};
+    int lt_dgelu = k->dgelu && aux_ok, lt_bgrad = k->bgrad && !lt_dgelu;
+    int tries[3][4] = {{lt_bias, lt_gelu, lt_dgelu, lt_bgrad}, {lt_bias, 0, 0, 0}, {0, 0, 0, 0}};
     for (int t = 0; t < 3; t++) {
-        if (t > 0 && tries[t][0] == tries[t - 1][0] && tries[t][1] == tries[t - 1][1]) continue;
-        if (plan_desc(be, p) || set_epilogue(be, p, tries[t][0], tries[t][1], bias, pre)) return -1;
+        if (t > 0 && !memcmp(tries[t], tries[t - 1], sizeof tries[t])) continue;
+        if (plan_desc(be, p) ||
+            set_epilogue(be, p, tries[t][0], tries[t][1], tries[t][2], tries[t][3], bias, pre))
+            return -1;
         int found = find_algo(be, p);
         if (found < 0) return -1;
         if (found) {
             p->lt = 1, p->lt_bias = tries[t][0], p->lt_gelu = tries[t][1];
+            p->lt_dgelu = tries[t][2], p->lt_bgrad = tries[t][3];
             return 0;
         }
     }
@@ -328,7 +339,7 @@ static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, void *pr
 }
 
 /* The cached plan for key, or a new one (replacing the oldest once the cache is full). */
-static gemm_plan *plan_get(gk_backend *be, const gemm_key *key, const float *bias, void *pre)
+static gemm_plan *plan_get(gk_backend *be, const gemm_key *key, const float *bias, const void *pre)
 {
     cu_ctx *c = CU(be);
     gemm_cache *gc = (gemm_cache *)c->gemm_cache;
@@ -367,7 +378,7 @@ static void run_plan(gk_backend *be, gemm_plan *p, float alpha, const void *A, c
         if (CU_LAUNCHED(be, "cast_kernel (gemm bias)")) return;
         lt_bias = c->bias16;
     }
-    if (set_epilogue(be, p, p->lt_bias, p->lt_gelu, lt_bias, pre)) return;
+    if (set_epilogue(be, p, p->lt_bias, p->lt_gelu, 0, 0, lt_bias, pre)) return;
     void *D = pre && !p->lt_gelu ? pre : C; /* GELU by the kernel: the matmul writes pre */
     if (LT(be, cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, D, p->lc, D, p->lc,
                               &p->algo, c->workspace, c->workspace_bytes, c->stream), "cublasLtMatmul"))
@@ -377,16 +388,22 @@ static void run_plan(gk_backend *be, gemm_plan *p, float alpha, const void *A, c
         epilogue(be, (gk_elt)k->tC, C, pre, p->lt_bias ? NULL : bias, k->M, k->N, k->ldc);
 }
 
+/* 0, or GK_EUSAGE recorded for a shape backend.h's gemm does not allow. */
+static int gemm_shape_bad(gk_backend *be, int transA, int transB, int M, int N, int K, int lda,
+                          int ldb, int ldc)
+{
+    if (M < 0 || N < 0 || K < 0 || lda < (transA ? M : K) || ldb < (transB ? K : N) || ldc < N)
+        return GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda gemm: bad shape M %d N %d K %d lda %d ldb %d ldc %d",
+                               M, N, K, lda, ldb, ldc);
+    return 0;
+}
+
 void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
              const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
              void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu)
 {
     CU_BEGIN(be);
-    if (M < 0 || N < 0 || K < 0 || lda < (transA ? M : K) || ldb < (transB ? K : N) || ldc < N) {
-        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda gemm: bad shape M %d N %d K %d lda %d ldb %d ldc %d",
-                        M, N, K, lda, ldb, ldc);
-        return;
-    }
+    if (gemm_shape_bad(be, transA, transB, M, N, K, lda, ldb, ldc)) return;
     if (pre_gelu && beta != 0.0f) {
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda gemm: the GELU epilogue needs beta 0");
         return;
@@ -409,4 +426,70 @@ void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float 
     else
         gemm_fallback(be, key.ta, key.tb, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc,
                       bias, pre_gelu);
+}
+
+/* ---- gemm_bwd: the backward epilogues (cuda_fused_grads) ---- */
+
+/* dst (n) += src (n, T): BGRADA's sums, which cuBLASLt writes rather than adds */
+template <typename T> __global__ void add_to_kernel(float *dst, const T *src, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) dst[i] += cu_f(src[i]);
+}
+
+/* Runs a backward plan: the product with what cuBLASLt fused (DGELU, or BGRADA into scratch, then
+ * added to dbias), then the ops it did not take. */
+static void run_plan_bwd(gk_backend *be, gemm_plan *p, float alpha, const void *A, const void *B,
+                         float beta, void *C, const void *pre, float *dbias, void *sums)
+{
+    cu_ctx *c = CU(be);
+    const gemm_key *k = &p->key;
+    if (set_epilogue(be, p, 0, 0, p->lt_dgelu, p->lt_bgrad, sums, pre) ||
+        LT(be, cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc,
+                              &p->algo, c->workspace, c->workspace_bytes, c->stream), "cublasLtMatmul"))
+        return;
+    if (c->sync_each && CU_CHECK(be, cudaStreamSynchronize(c->stream))) return;
+    if (pre && !p->lt_dgelu) cu_gelu_bwd(be, C, pre, C, k->M, k->N);
+    if (!dbias) return;
+    if (!p->lt_bgrad) {
+        cu_bias_bwd(be, dbias, B, k->K, k->N);
+        return;
+    }
+    unsigned blocks = cu_blocks((size_t)k->N, 256);
+    if (k->tC == GK_BF16) CU_LAUNCH(be, add_to_kernel<bf16>, blocks, 256, 0, dbias, (const bf16 *)sums, k->N);
+    else CU_LAUNCH(be, add_to_kernel<float>, blocks, 256, 0, dbias, (const float *)sums, k->N);
+}
+
+/* backend.h's gemm_bwd. Without cuda_fused_grads, for a few rows (cu_gemv's decoding sizes) and
+ * for types cuBLASLt does not take: gemm, gelu_bwd and bias_bwd apart (backend_compose.c). */
+void cu_gemm_bwd(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
+                 const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
+                 void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias)
+{
+    CU_BEGIN(be);
+    gemm_key key;
+    memset(&key, 0, sizeof key);
+    key.ta = !!transA, key.tb = !!transB, key.M = M, key.N = N, key.K = K;
+    key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.tA = ta, key.tB = tb, key.tC = tc;
+    if (!CU(be)->fused_grads || (!pre_gelu && !dbias) || M < 16 || N < 1 || K < 1 || !lt_takes(&key)) {
+        gk_gemm_bwd_apart(be, transA, transB, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc,
+                          pre_gelu, dbias);
+        return;
+    }
+    if (gemm_shape_bad(be, transA, transB, M, N, K, lda, ldb, ldc) ||
+        gk_gemm_bwd_check(be, transB, N, ldb, tb, ldc, tc, beta, pre_gelu, dbias))
+        return;
+    void *sums = dbias ? cu_scratch(be, (size_t)N * gk_elt_size(tc), "gemm_bwd") : NULL;
+    if (dbias && !sums) return;
+    key.dgelu = pre_gelu != NULL, key.bgrad = dbias != NULL;
+    key.align_a = align_of(A), key.align_b = align_of(B), key.align_c = align_of(C);
+    key.align_bias = sums ? align_of(sums) : 0, key.align_pre = pre_gelu ? align_of(pre_gelu) : 0;
+    gemm_plan *p = plan_get(be, &key, (const float *)sums, pre_gelu);
+    if (!p) return;
+    if (p->lt) {
+        run_plan_bwd(be, p, alpha, A, B, beta, C, pre_gelu, dbias, sums);
+        return;
+    }
+    gemm_fallback(be, key.ta, key.tb, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc, NULL, NULL);
+    if (pre_gelu) cu_gelu_bwd(be, C, pre_gelu, C, M, N);
+    if (dbias) cu_bias_bwd(be, dbias, B, K, N);
 }

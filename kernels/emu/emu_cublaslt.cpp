@@ -2,7 +2,8 @@
  * Owns: the descriptor and layout state, the checks cuBLASLt makes (shapes, leading dimensions,
  * batch counts, supported type and epilogue combinations), and the matmul itself: per batch,
  * operands widened to fp32, one cblas_sgemm into an fp32 tile (column-major, as cuBLASLt), then
- * bias, aux and GELU, and the store into D (rounded to nearest even when D is bf16). */
+ * bias, aux and GELU (or DGELU's factor from aux), the store into D (rounded to nearest even when
+ * D is bf16), and BGRADA's sums of A into the bias vector (in D's type). */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -60,16 +61,22 @@ void store(void *p, int32_t type, size_t i, float v)
     else static_cast<__nv_bfloat16 *>(p)[i] = __nv_bfloat16(v);
 }
 
-float gelu_tanh(float x)
+const float GELU_S = 0.7978845608028654f; /* sqrt(2/pi) */
+float gelu_tanh(float x) { return 0.5f * x * (1.0f + tanhf(GELU_S * (x + 0.044715f * x * x * x))); }
+/* d gelu_tanh / dx (DGELU's factor) */
+float gelu_grad(float x)
 {
-    const float s = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(s * (x + 0.044715f * x * x * x)));
+    float th = tanhf(GELU_S * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+/* The epilogue's parts: bias added; aux written (GELU_AUX) or read (DGELU: the GELU input whose
+ * gradient scales the result); GELU applied; the bias vector written with the sums of op(A)'s
+ * rows over k (BGRADA). */
 struct Problem {
     uint64_t m, n, k;
     int32_t bias_type, aux_type;
-    bool bias, aux, gelu;
+    bool bias, aux, gelu, dgelu, bgrad_a;
 };
 
 /* What cuBLASLt checks before it runs; pointers only when they are about to be used. */
@@ -99,10 +106,14 @@ cublasStatus_t check(const gk_emu_lt_desc *d, const gk_emu_lt_layout *A, const g
     case CUBLASLT_EPILOGUE_GELU:
     case CUBLASLT_EPILOGUE_GELU_BIAS:
     case CUBLASLT_EPILOGUE_GELU_AUX:
-    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: break;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+    case CUBLASLT_EPILOGUE_DGELU:
+    case CUBLASLT_EPILOGUE_BGRADA: break;
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    p->bias = d->epilogue & CUBLASLT_EPILOGUE_BIAS;
+    p->dgelu = d->epilogue == CUBLASLT_EPILOGUE_DGELU;
+    p->bgrad_a = d->epilogue == CUBLASLT_EPILOGUE_BGRADA;
+    p->bias = (d->epilogue & CUBLASLT_EPILOGUE_BIAS) || p->bgrad_a; /* a vector at BIAS_POINTER */
     p->gelu = d->epilogue & CUBLASLT_EPILOGUE_GELU;
     p->aux = d->epilogue & 128;
     /* the bias in D's type only (cublasLt.h; fp8 and integer kernels aside), and a real cuBLASLt
@@ -318,16 +329,25 @@ static void matmul_one(const gk_emu_lt_desc *d, const Problem &p, float alpha, f
         cblas_sgemm(CblasColMajor, d->transa != CUBLAS_OP_N ? CblasTrans : CblasNoTrans,
                     d->transb != CUBLAS_OP_N ? CblasTrans : CblasNoTrans, (int)p.m, (int)p.n, (int)p.k, alpha, ap,
                     (int)lda, bp, (int)ldb, beta, c.data(), (int)p.m);
-    const char *bias = p.bias ? static_cast<const char *>(d->bias) + batch * d->bias_stride * (int64_t)type_size(p.bias_type)
-                              : nullptr;
+    char *bias = p.bias ? static_cast<char *>(const_cast<void *>(d->bias)) + batch * d->bias_stride * (int64_t)type_size(p.bias_type)
+                        : nullptr;
     char *aux = p.aux ? static_cast<char *>(d->aux) + batch * d->aux_stride * (int64_t)type_size(p.aux_type) : nullptr;
     for (uint64_t j = 0; j < p.n; j++)
         for (uint64_t i = 0; i < p.m; i++) {
             float v = c[i + j * p.m];
-            if (p.bias) v += load(bias, p.bias_type, i);
-            if (p.aux) store(aux, p.aux_type, i + j * (uint64_t)d->aux_ld, v);
+            size_t ai = i + j * (uint64_t)d->aux_ld;
+            if (p.dgelu) v *= gelu_grad(load(aux, p.aux_type, ai));
+            else if (p.bias && !p.bgrad_a) v += load(bias, p.bias_type, i);
+            if (p.aux && !p.dgelu) store(aux, p.aux_type, ai, v);
             if (p.gelu) v = gelu_tanh(v);
             store(D, Dl->type, i + j * (uint64_t)Dl->ld, v);
+        }
+    if (p.bgrad_a) /* row i of op(A): A (m,k) at lda, or A^T stored (k,m) */
+        for (uint64_t i = 0; i < p.m; i++) {
+            float s = 0.0f;
+            for (uint64_t kk = 0; kk < p.k; kk++)
+                s += d->transa != CUBLAS_OP_N ? ap[kk + i * (uint64_t)lda] : ap[i + kk * (uint64_t)lda];
+            store(bias, p.bias_type, i, s);
         }
 }
 

@@ -3,17 +3,20 @@
 #include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
-/* Backward of out (N,OC) = inp (N,IC) @ w (IC,OC): dinp (N,IC) = dout @ w^T (when dinp),
- * dw (IC,OC) = beta dw + inp^T @ dout (beta 1: accumulate; 0: after a zero_grad). */
-static void matmul_bwd(gk_gpt2 *m, void *dinp, float *dw, float beta, const void *dout,
-                       const void *inp, const void *w, int N, int IC, int OC)
+/* Backward of out (N,OC) = inp (N,IC) @ w (IC,OC) + bias: dw (IC,OC) = beta dw + inp^T @ dout
+ * (beta 1: accumulate; 0: after a zero_grad) and dbias (OC) += the column sums of dout (when
+ * dbias), in one gemm_bwd; dinp (N,IC) = dout @ w^T (when dinp), times gelu'(pre) when the
+ * layer's input was gelu(pre) (pre not NULL). */
+static void matmul_bwd(gk_gpt2 *m, void *dinp, const void *pre, float *dw, float *dbias,
+                       float beta, const void *dout, const void *inp, const void *w, int N, int IC,
+                       int OC)
 {
     gk_backend *be = m->be;
-    be->ops->gemm(be, 1, 0, IC, OC, N, 1.0f, inp, m->act, IC, dout, m->act, OC, beta, dw, GK_F32,
-                  OC, NULL, NULL);
+    be->ops->gemm_bwd(be, 1, 0, IC, OC, N, 1.0f, inp, m->act, IC, dout, m->act, OC, beta, dw,
+                      GK_F32, OC, NULL, dbias);
     if (dinp)
-        be->ops->gemm(be, 0, 1, N, IC, OC, 1.0f, dout, m->act, OC, w, m->wt, OC, 0.0f, dinp, m->act,
-                      IC, NULL, NULL);
+        be->ops->gemm_bwd(be, 0, 1, N, IC, OC, 1.0f, dout, m->act, OC, w, m->wt, OC, 0.0f, dinp,
+                          m->act, IC, pre, NULL);
 }
 
 /* ---- sums over the ranks inside the backward (gk_gpt2_reduce_in_next_backward) ---- */
@@ -108,19 +111,17 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             op->dropout_bwd(be, m->ddrop, m->dres, (size_t)N * C, p, KEY(l, SITE_MLP_RESID));
             dbranch = m->ddrop;
         }
-        if (LG(m, l, L_FCPB)) op->bias_bwd(be, LG(m, l, L_FCPB), dbranch, N, C);
         /* recompute: one buffer, which still holds the last layer's from the forward */
         if ((m->flags & GK_GPT2_RECOMPUTE) && l < c->n_layer - 1)
             op->gelu_fwd(be, a->fch_gelu, a->fch, N, 4 * C);
-        matmul_bwd(m, m->dfch, LG(m, l, L_FCPW), beta, dbranch, a->fch_gelu, LW(m, l, L_FCPW),
-                   N, 4 * C, C);
-        op->gelu_bwd(be, m->dfch, a->fch, m->dfch, N, 4 * C);
-        if (LG(m, l, L_FCB)) op->bias_bwd(be, LG(m, l, L_FCB), m->dfch, N, 4 * C);
+        /* dfch: the gradient of the pre-GELU values (GELU's backward in the gemm) */
+        matmul_bwd(m, m->dfch, a->fch, LG(m, l, L_FCPW), LG(m, l, L_FCPB), beta, dbranch,
+                   a->fch_gelu, LW(m, l, L_FCPW), N, 4 * C, C);
         if (recompute_ln) /* ln_2 of res2, as the fused residual add + LayerNorm stored it */
             op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                               LP(m, l, L_LN2B), N, C);
-        matmul_bwd(m, m->dtmp, LG(m, l, L_FCW), beta, m->dfch, a->ln2, LW(m, l, L_FCW), N, C,
-                   4 * C);
+        matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_FCW), LG(m, l, L_FCB), beta, m->dfch, a->ln2,
+                   LW(m, l, L_FCW), N, C, 4 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN2W), LG(m, l, L_LN2B), m->dtmp, a->res2,
                           LP(m, l, L_LN2W), a->ln2_mean, a->ln2_rstd, N, C);
         // attention branch: dres is d res2; -> d res accumulated into dres
@@ -129,17 +130,15 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             op->dropout_bwd(be, m->ddrop, m->dres, (size_t)N * C, p, KEY(l, SITE_ATTN_RESID));
             dbranch = m->ddrop;
         }
-        if (LG(m, l, L_ATTPB)) op->bias_bwd(be, LG(m, l, L_ATTPB), dbranch, N, C);
-        matmul_bwd(m, m->dtmp, LG(m, l, L_ATTPW), beta, dbranch, a->atty, LW(m, l, L_ATTPW), N,
-                   C, C);
+        matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_ATTPW), LG(m, l, L_ATTPB), beta, dbranch,
+                   a->atty, LW(m, l, L_ATTPW), N, C, C);
         op->attention_bwd(be, m->dqkv, m->dtmp, a->qkv, a->atty, a->lse, B, T, C, NH, p,
                           KEY(l, SITE_ATTN));
-        if (LG(m, l, L_QKVB)) op->bias_bwd(be, LG(m, l, L_QKVB), m->dqkv, N, 3 * C);
         if (recompute_ln)
             op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                               LP(m, l, L_LN1B), N, C);
-        matmul_bwd(m, m->dtmp, LG(m, l, L_QKVW), beta, m->dqkv, a->ln1, LW(m, l, L_QKVW), N, C,
-                   3 * C);
+        matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_QKVW), LG(m, l, L_QKVB), beta, m->dqkv, a->ln1,
+                   LW(m, l, L_QKVW), N, C, 3 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);
         sum_layer(m, &sums, l); /* layer l's gradients are final */

@@ -20,6 +20,7 @@ const gk_ops gk_ref_ops = {
     .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
     .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = ref_reserve,
     .cast = gk_ref_cast, .gemm = gk_ref_gemm, .bias_bwd = gk_ref_bias_bwd,
+    .gemm_bwd = gk_gemm_bwd_apart,
     .encoder_fwd = gk_ref_encoder_fwd, .encoder_bwd = gk_ref_encoder_bwd,
     .layernorm_fwd = gk_ref_layernorm_fwd, .layernorm_bwd = gk_ref_layernorm_bwd,
     .attention_fwd = gk_ref_attention_fwd, .attention_bwd = gk_ref_attention_bwd,

@@ -65,7 +65,7 @@ export GPT_TEST_DEVICES="cpu cuda" GPT_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 # test_nccl_emu: one rank through the real NCCL (communicator, fp32 and bf16 sums, ...);
 # test_infer: decoding steps recorded as one CUDA graph and replayed = unrecorded, and a step
 # whose capture breaks runs unrecorded
-paths="cuda:plain cuda:flash cuda:cudnn" # fa2: auto's, on device cuda
+paths="cuda:plain cuda:flash cuda:cudnn cuda:fused" # fa2: auto's, on device cuda; fused: gemm_bwd's epilogues
 GPT_TEST_DEVICES="cpu cuda $paths" step test_ops 150 build/tests/test_ops
 for t in test_cuda_ops test_ops_fused test_infer test_nccl_emu; do
   step "$t" 90 "build/tests/$t"
@@ -139,7 +139,9 @@ step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 
 # FB_KV_REG_D=64 keeps K and V in the kv kernel's registers (159 of them on sm_90 against 126);
 # cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions use
 # (4 layernorm_bwd blocks an SM at 512 on an H100, 2 at 256); attention_flash.cu's FL_PREFETCH and
-# FL_*_BLOCKS tune the wmma kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty.
+# FL_*_BLOCKS tune the wmma kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty. The
+# default also runs with GPT_CUDA_FUSED_GRADS=1 (gemm_bwd through cuBLASLt's BGRADA and DGELU
+# epilogues: its gemm rows +dbias, +dgelu against the gemm, bias_bwd and gelu_bwd rows without).
 variants() {
   local i=0 v lib
   IFS=';' read -r -a vs <<< "${GPU_VARIANTS:- ;-DFB_KV_REG_D=64;-DCU_COL_CHUNKS=512}"
@@ -153,8 +155,13 @@ variants() {
     for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
-        grep -E -i 'median|(attention_(fwd|bwd)|bias_bwd|layernorm_bwd) |note|error|fail|cudnn'
+        grep -E -i 'median|^  (gemm|attention_(fwd|bwd)|bias_bwd|gelu_bwd|layernorm_bwd) |note|error|fail|cudnn'
     done
+    if [ $i = 1 ]; then # the bias and GELU gradients in the gemms' epilogues (cuBLASLt's), opt-in
+      echo "-- attention=fa2, GPT_CUDA_FUSED_GRADS=1"
+      GPT_CUDA_FUSED_GRADS=1 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof 2>&1 |
+        grep -E -i 'median|^  (gemm|attention_(fwd|bwd)|bias_bwd|gelu_bwd|layernorm_bwd) |d(gelu|bias)|note|error|fail'
+    fi
   done
 }
 export -f variants

@@ -2,8 +2,9 @@
 # make bench-gpu: gptkit on one GPU beside PyTorch, in one run on one machine.
 # Training: train_step (median ms per step of forward + backward + AdamW, random tokens) of GPT-2
 # 124M, T=1024, bf16 activations, at B=16 and B=64 on --device cuda, at B=16 again with the GELU
-# outputs and with the LayerNorm outputs too recomputed (gpt-train's recompute), and with every
-# op timed alone (prof); beside it the same step in PyTorch (tests/bench/torch_gpu_step.py: nanoGPT's
+# outputs and with the LayerNorm outputs too recomputed (gpt-train's recompute), with the bias
+# and GELU gradients in the gemms' epilogues (GPT_CUDA_FUSED_GRADS=1), and with every op timed
+# alone (prof); beside it the same step in PyTorch (tests/bench/torch_gpu_step.py: nanoGPT's
 # model, bf16 autocast, SDPA flash attention, fused AdamW; eager and torch.compile) when
 # `python3 -c 'import torch; assert torch.cuda.is_available()'` works.
 # Decode: gpt-sample's single-stream tokens/s (batch 1, greedy, 16-token prompt, 256 new tokens),
@@ -116,6 +117,10 @@ train_bench() {
     run_step "rc-$rc" --recompute "$rc" --batch "$B0" "$config" "$steps" &&
       step_row "$work/rc-$rc.out" "$B0" "bf16 $rc"
   done
+  # the bias and GELU gradients in the gemms' epilogues (cuBLASLt's BGRADA, DGELU), opt-in until
+  # a GPU run has timed it: GPT_CUDA_FUSED_GRADS=1
+  GPT_CUDA_FUSED_GRADS=1 run_step fused --batch "$B0" "$config" "$steps" &&
+    step_row "$work/fused.out" "$B0" "bf16 fused"
   echo
   echo "gptkit per-op profile, B=$B0:"
   run_step prof --batch "$B0" "$config" "$(( steps < 5 ? steps : 5 ))" 1 prof && cat "$work/prof.out"

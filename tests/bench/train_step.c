@@ -6,6 +6,7 @@
  * at run time as by the tools.
  * Usage: train_step [--device cpu|ref|cuda|cuda-emu|auto] [--dtype float32|bfloat16] [--batch N]
  *                   [--peak-tflops F] S|M|G [steps] [threads] [prof]
+ * GPT_CUDA_FUSED_GRADS=1: cuda's gemm_bwd with cuBLASLt's backward epilogues (one gemm row each).
  * Benchmark with OpenBLAS unpinned: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./train_step S
  * Side by side: tests/bench/torch_step.py S (CPU), tests/bench/torch_gpu_step.py (GPU). */
 #include <math.h>
@@ -58,6 +59,7 @@ typedef struct prof {
     gk_backend *in;
     double (*clock)(void); /* now_ms, or cpu_ms for a 1-thread CPU backend */
     int timing, async;
+    int fused; /* the real backend fuses gemm_bwd's epilogues (cuda_fused_grads): one gemm row */
     gk_ops ops;
     double ms[P_N];
     long calls[P_N];
@@ -151,6 +153,24 @@ static void p_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float al
                                   C, tC, ldc, bias, pre_gelu));
     if (s >= 0) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
 }
+/* gemm_bwd: apart through the wrapper (each op timed), or fused: one gemm row, +dgelu/+dbias */
+static void p_gemm_bwd(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                       const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
+                       float beta, void *C, gk_elt tC, int ldc, const void *pre_gelu, float *dbias)
+{
+    prof *p = PR(be);
+    if (!p->fused) {
+        gk_gemm_bwd_apart(be, ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta, C, tC, ldc,
+                          pre_gelu, dbias);
+        return;
+    }
+    int key[9] = {ta, tb, M, N, K, tA, tB, tC, (pre_gelu != NULL) << 2 | (dbias != NULL) << 3};
+    int s = p->timing ? gemm_slot(p, key) : -1;
+    double t0 = p->timing ? p->clock() : 0;
+    FWD(P_GEMM, IN(be)->ops->gemm_bwd(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta,
+                                      C, tC, ldc, pre_gelu, dbias));
+    if (s >= 0) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
+}
 static void p_bias_bwd(gk_backend *be, float *db, const void *d, int N, int C) { FWD(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C)); }
 static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw, const float *wpe, const int *t0, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, t0, B, T, C, pr, k)); }
 static void p_enc_bwd(gk_backend *be, float *dwte, float *dwpe, const void *d, const int *t, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_BWD, IN(be)->ops->encoder_bwd(IN(be), dwte, dwpe, d, t, B, T, C, pr, k)); }
@@ -197,7 +217,7 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->ops = (gk_ops){.name = in->ops->name, .alloc = p_alloc, .free = p_free,
         .to_device = p_to_device, .to_host = p_to_host, .copy = p_copy, .zero = p_zero,
         .sync = p_sync, .reserve = p_reserve, .cast = p_cast, .gemm = p_gemm,
-        .bias_bwd = p_bias_bwd, .encoder_fwd = p_enc_fwd, .encoder_bwd = p_enc_bwd,
+        .gemm_bwd = p_gemm_bwd, .bias_bwd = p_bias_bwd, .encoder_fwd = p_enc_fwd, .encoder_bwd = p_enc_bwd,
         .layernorm_fwd = p_ln_fwd, .layernorm_bwd = p_ln_bwd, .attention_fwd = p_att_fwd,
         .attention_bwd = p_att_bwd, .gelu_fwd = p_gelu_fwd, .gelu_bwd = p_gelu_bwd,
         .residual_layernorm_fwd = p_res_ln_fwd, .dropout_bwd = p_drop_bwd, .xent_fwd = p_xent_fwd,
@@ -245,7 +265,8 @@ static void prof_print(gk_backend *be, int steps, double step_ms)
         printf("    gemm %c%c M=%-6d N=%-6d K=%-6d %s,%s->%-4s %-9s %8.3f ms %4ld calls %8.3f "
                "TFLOP/s\n", k[0] ? 'T' : 'N', k[1] ? 'T' : 'N', k[2], k[3], k[4], elt_name(k[5]),
                elt_name(k[6]), elt_name(k[7]),
-               k[8] == 3 ? "+bias+gelu" : k[8] == 2 ? "+gelu" : k[8] == 1 ? "+bias" : "",
+               k[8] == 3 ? "+bias+gelu" : k[8] == 2 ? "+gelu" : k[8] == 1 ? "+bias"
+               : k[8] == 4 ? "+dgelu" : k[8] == 8 ? "+dbias" : k[8] == 12 ? "+dgelu+dbias" : "",
                p->shape_ms[s] / steps, p->shape_calls[s] / steps, tf);
     }
 }
@@ -427,12 +448,14 @@ static int bench(const options *o, gk_err *err)
     gk_backend_opts bo = {.device = o->device ? o->device : "cpu", .threads = o->threads,
                           .bf16 = bf16, .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
                           .cuda_no_graphs = env.cuda_no_graphs,
-                          .cuda_lib = env.cuda_lib};
+                          .cuda_fused_grads = env.cuda_fused_grads, .cuda_lib = env.cuda_lib};
     if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, err);
     if (!rc) rc = gk_backend_open(&dev, &bo, err);
     if (!rc) {
         int single_cpu = !strcmp(dev->ops->name, "cpu") && o->threads == 1;
         rc = prof_wrap(&be, dev, single_cpu || !strcmp(dev->ops->name, "ref"), err);
+        if (!rc) /* cuda's gemm_bwd fuses with GPT_CUDA_FUSED_GRADS=1; cpu's and ref's never */
+            PR(be)->fused = bo.cuda_fused_grads && PR(be)->async;
     }
     const char *rcp = o->recompute ? o->recompute : "false";
     int flags = !strcmp(rcp, "gelu") ? GK_GPT2_RECOMPUTE

@@ -3,7 +3,7 @@
 # relative: the same math, other summation orders) and within bfloat16's precision in bfloat16
 # (3e-2 relative: activations and matmul inputs rounded to 8 significant bits); checkpoints move
 # between the devices (5 steps on one, 5 more on the other = 10 on the CPU, to 2e-5); gpt-sample's
-# greedy tokens and gpt-evalppl's loss are the same on both.
+# greedy tokens and gpt-evalppl's loss are the same on both; with GPT_CUDA_FUSED_GRADS=1 too.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 run10() { gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 "$@" > /dev/null; }
@@ -16,6 +16,14 @@ losses emu16/metrics.jsonl > emu16.l
 wc -l < emu32.l
 close emu32.l cpu.l 2e-5 && echo "float32: same losses as the CPU"
 close emu16.l cpu.l 3e-2 && echo "bfloat16: within bf16 precision"
+# GPT_CUDA_FUSED_GRADS=1: the bias and GELU gradients in the gemms' epilogues (the emulator's
+# cuBLASLt DGELU and BGRADA), the same losses again
+GPT_CUDA_FUSED_GRADS=1 run10 --device=cuda-emu --dtype=float32 --out_dir=fused32
+GPT_CUDA_FUSED_GRADS=1 run10 --device=cuda-emu --dtype=bfloat16 --out_dir=fused16
+losses fused32/metrics.jsonl > fused32.l
+losses fused16/metrics.jsonl > fused16.l
+close fused32.l cpu.l 2e-5 && echo "float32, fused gradient epilogues: the CPU's losses"
+close fused16.l cpu.l 3e-2 && echo "bfloat16, fused gradient epilogues: within bf16 precision"
 # the default dtype on cuda-emu is bfloat16, and it says which device it took
 gpt-train "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=dflt --print-config | grep '^dtype\|^device' | sort
 # resume across devices: cuda-emu -> cpu and cpu -> cuda-emu, float32

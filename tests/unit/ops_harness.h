@@ -8,7 +8,7 @@
  *
  * Devices: argv, else $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu; "cuda" on
  * a GPU) and that device on the attention paths plain, flash and (on a GPU) cudnn (below; fa2 is
- * auto's); a device whose library is missing (or, for cuda, without a GPU) is skipped with a
+ * auto's) and with its fused gradient epilogues (NAME:fused); a device whose library is missing (or, for cuda, without a GPU) is skipped with a
  * note. Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
  * The backend library is $GPT_CUDA_LIB's where set (a variant build), else the binary's ../lib.
  * Attention paths: a device named NAME:PATH (cuda-emu:fa2, cuda:cudnn; PATH one of
@@ -20,7 +20,9 @@
  * largest element plus one of its own, |D - S| <= u16 (max|S| + |S|) (fa2's and flash's
  * gradients: the same roundings before the same products in the same order; an error of 1%
  * fails). A cudnn device that does not open (no cuDNN: a build without its headers, the
- * emulator) is skipped with the reason.
+ * emulator) is skipped with the reason. NAME:fused (cuda-emu:fused, cuda:fused) is NAME opened
+ * with cuda_fused_grads (gemm_bwd through cuBLASLt's backward epilogues); it runs only the tests
+ * marked OPS_TEST_FUSED, with fp32 and bf16 activations.
  *
  * The tolerance model, the only one of the op tests. The reference runs in fp32 (double inside)
  * on the same values: in bf16 runs the activation inputs (and bf16 weights) are rounded to bf16
@@ -64,6 +66,7 @@ static gk_backend *dev, *ref;
 static const char *dev_name;     /* as listed: NAME or NAME:PATH */
 static char dev_base[64];        /* NAME */
 static int dev_path, dev_pathed; /* the attention path (a gk_attention), and whether one was named */
+static int dev_fused;            /* NAME:fused: opened with cuda_fused_grads (gemm_bwd's epilogues) */
 static gk_backend *sib[GK_ATTN_PLAIN + 1]; /* dev's base opened on another path, or NULL */
 static const int NS[] = {1, 7, 65}; /* rows of the cases: not multiples of tiles */
 #define NKEY 0x5eed0fd20b0u        /* the cases' dropout key */
@@ -72,7 +75,8 @@ static uint64_t seed = 1;
 /* *be = dev_base on attention path `path` with bf16 activations or not; 0, or the error in e. */
 static int open_path(gk_backend **be, int path, int bf16, gk_err *e)
 {
-    gk_backend_opts o = {.device = dev_base, .bf16 = bf16, .attention = path, .cuda_lib = getenv("GPT_CUDA_LIB")};
+    gk_backend_opts o = {.device = dev_base, .bf16 = bf16, .attention = path, .cuda_fused_grads = dev_fused,
+                         .cuda_lib = getenv("GPT_CUDA_LIB")};
     int rc = gk_backend_open(be, &o, e);
     if (rc == 0 && (rc = (*be)->ops->reserve(*be, 10000, 2048, 64, 128, e))) { /* above every case */
         gk_backend_free(*be);
@@ -391,16 +395,19 @@ static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
         else t_passed++;                                                                    \
     } while (0)
 
-/* One test of the table: a function, its name, and whether it runs on the attention paths. */
+/* One test of the table: a function, its name, and which named devices it also runs on: the
+ * attention paths (NAME:PATH) or the fused gradient epilogues (NAME:fused). */
 typedef struct ops_test {
     void (*fn)(void);
     const char *name;
-    int attn;
+    int attn; /* 1 the attention paths, 2 NAME:fused */
 } ops_test;
 #define OPS_TEST(fn) {fn, #fn, 0}
 #define OPS_TEST_ATTN(fn) {fn, #fn, 1}
+#define OPS_TEST_FUSED(fn) {fn, #fn, 2}
 
-/* dev_base, dev_path and dev_pathed from name (NAME or NAME:PATH); 0, or a failed check. */
+/* dev_base, dev_path, dev_pathed and dev_fused from name (NAME, NAME:PATH or NAME:fused); 0, or a
+ * failed check. */
 static int parse_device(const char *name)
 {
     const char *colon = strchr(name, ':');
@@ -408,7 +415,8 @@ static int parse_device(const char *name)
     gk_err e = {0};
     snprintf(dev_base, sizeof dev_base, "%.*s", (int)n, name);
     dev_path = GK_ATTN_AUTO, dev_pathed = colon != NULL;
-    if (colon && gk_attention_parse(colon + 1, name, &dev_path, &e)) {
+    dev_fused = colon && strcmp(colon + 1, "fused") == 0;
+    if (colon && !dev_fused && gk_attention_parse(colon + 1, name, &dev_path, &e)) {
         fprintf(stderr, "FAIL test_ops: device %s\n", e.msg);
         t_failed++;
         return -1;
@@ -422,7 +430,7 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
 {
     gk_err e = {0};
     dev_name = name;
-    if (parse_device(name) || (dev_pathed && !bf16)) return;
+    if (parse_device(name) || (dev_pathed && !dev_fused && !bf16)) return;
     int rc = open_dev(bf16, &e);
     if (bf16 && (rc == GK_EUSAGE || (rc == 0 && dev->act != GK_BF16))) { /* no bf16 activations */
         gk_backend_free(dev);
@@ -440,7 +448,7 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
         return;
     }
     for (int i = 0; i < n; i++)
-        if (tests[i].attn || !dev_pathed) RUN_ON(tests[i]);
+        if (!dev_pathed || tests[i].attn == (dev_fused ? 2 : 1)) RUN_ON(tests[i]);
     free_siblings();
     gk_backend_free(dev);
     dev = NULL;
@@ -459,8 +467,8 @@ static int ops_isa_runs(void)
 
 /* The whole run: the reference backend, then tests[0..n) on each device of argv, else
  * $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu) and that on the paths plain and
- * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention), with fp32 and
- * then bf16 activations. */
+ * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention) and fused, with
+ * fp32 and then bf16 activations. */
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 {
     gk_err e = {0};
@@ -482,7 +490,7 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 #endif
     if (env && *env) snprintf(list, sizeof list, "%s", env);
     else {
-        snprintf(list, sizeof list, "cpu %s %s:plain %s:flash", cuda, cuda, cuda); /* auto: fa2 */
+        snprintf(list, sizeof list, "cpu %s %s:plain %s:flash %s:fused", cuda, cuda, cuda, cuda); /* auto: fa2 */
         if (strcmp(cuda, "cuda-emu")) /* cuDNN: not under the emulator */
             snprintf(list + strlen(list), sizeof list - strlen(list), " %s:cudnn", cuda);
     }

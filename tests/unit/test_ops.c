@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     static const ops_test tests[] = {
         OPS_TEST(test_cast),      OPS_TEST(test_gemm),    OPS_TEST(test_elementwise), OPS_TEST(test_layernorm),
         OPS_TEST(test_encoder),   OPS_TEST(test_xent),    OPS_TEST_ATTN(test_attention), OPS_TEST(test_attention_at),
-        OPS_TEST(test_optimizer), OPS_TEST(test_multi),
+        OPS_TEST(test_optimizer), OPS_TEST(test_multi), OPS_TEST_FUSED(test_gemm_bwd),
     };
     return ops_main(argc, argv, tests, (int)(sizeof tests / sizeof *tests));
 }

@@ -1,4 +1,5 @@
-/* ops/matmul.c: the op tests of gemm: every transpose, type combination and epilogue.
+/* ops/matmul.c: the op tests of gemm (every transpose, type combination and epilogue) and of
+ * gemm_bwd (its backward epilogues: the bias gradient, GELU's gradient).
  * Part of test_ops (included by test_ops.c: one binary; the driver and tolerance model are
  * ops_harness.h's). */
 
@@ -77,4 +78,61 @@ static void test_gemm(void)
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) gemm_case(ta, tb, 37, 300, 129, 0, 0, 0);
     bias_identity_case(50, 96);
+}
+
+static void run_gemm_bwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
+{
+    const int *i = c->ip;
+    be->ops->gemm_bwd(be, i[0], i[1], i[2], i[3], i[4], c->fp[0], p[0], t[0], i[5], p[1], t[1], i[6],
+                      c->fp[1], p[2], t[2], i[7], p[3], p[4]);
+}
+
+/* The two gemm_bwd calls of a layer out (N,OC) = x (N,IC) @ w (IC,OC) + bias:
+ * dgelu 0: dw (IC,OC) = beta dw + x^T dout with dbias (OC) += the column sums of dout;
+ * dgelu 1: dx (N,IC) = gelu'(pre) * (dout w^T), w of type wt. f32: every buffer fp32. */
+static void gemm_bwd_case(int dgelu, int N, int IC, int OC, int f32, gk_elt wt, float beta)
+{
+    tcase *c = new_case(run_gemm_bwd, (dgelu ? OC : N) + 4, "gemm_bwd %s N%d IC%d OC%d %s%s beta %g",
+                        dgelu ? "dx gelu'" : "dw dbias", N, IC, OC, f32 ? "f32" : "act",
+                        wt == GK_BF16 ? " bf16 weights" : "", beta);
+    bclass act = f32 ? B_F32 : B_ACT;
+    c->wt = wt;
+    if (!dgelu) {
+        add(c, act, R_IN, (size_t)N * IC, 1, 0);               /* x */
+        add(c, act, R_IN, (size_t)N * OC, 1, 0);               /* dout */
+        add(c, B_F32, R_OUT, (size_t)IC * OC, 1, 0);           /* dw */
+        add(c, B_F32, R_NONE, 0, 0, 0);
+        add(c, B_F32, R_OUT, (size_t)OC, 1, 0);                /* dbias */
+        int v[] = {1, 0, IC, OC, N, IC, OC, OC};
+        memcpy(c->ip, v, sizeof v);
+    } else {
+        add(c, act, R_IN, (size_t)N * OC, 1, 0);               /* dout */
+        add(c, f32 ? B_F32 : B_WT, R_IN, (size_t)IC * OC, 1, 0); /* w */
+        int ic = add(c, act, R_OUT, (size_t)N * IC, 1, 0);     /* dx */
+        add(c, act, R_IN, (size_t)N * IC, 3, 0);               /* pre: GELU's input */
+        add(c, B_F32, R_NONE, 0, 0, 0);
+        c->b[ic].stages = !f32 && bf16_run() ? 2 : 0; /* the product, then times gelu' */
+        int v[] = {0, 1, N, IC, OC, OC, OC, IC};
+        memcpy(c->ip, v, sizeof v);
+    }
+    c->fp[0] = 1.0f, c->fp[1] = beta;
+    check(c);
+}
+
+/* On cpu, ref and cuda, gemm, gelu_bwd and bias_bwd apart; on NAME:fused, cuBLASLt's DGELU and
+ * BGRADA epilogues (the emulator's, on cuda-emu): model shapes (multiples of 8) and odd ones, the
+ * weight gradient fresh (beta 0) and accumulated (beta 1), fp32 and bf16 weights, and a few rows
+ * (the fused path leaves those to the ops apart). */
+static void test_gemm_bwd(void)
+{
+    static const int shapes[][3] = {{64, 32, 96}, {65, 24, 40}, {33, 7, 13}, {3, 16, 24}};
+    for (int s = 0; s < 4; s++) {
+        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
+        for (int f32 = 0; f32 < 2 - bf16_run(); f32++) { /* gelu' and the sums: in be->act */
+            gemm_bwd_case(0, N, IC, OC, f32, GK_F32, 0.0f);
+            gemm_bwd_case(0, N, IC, OC, f32, GK_F32, 1.0f);
+            gemm_bwd_case(1, N, IC, OC, f32, GK_F32, 0.0f);
+            if (!f32) gemm_bwd_case(1, N, IC, OC, 0, GK_BF16, 0.0f);
+        }
+    }
 }
