@@ -141,35 +141,36 @@ static int gemm_slot(prof *p, const int key[9])
     }
     return s;
 }
+/* Runs call as a gemm (P_GEMM), timed also under its shape slot for key. */
+#define GEMM_TIMED(key, call)                                                 \
+    do {                                                                      \
+        prof *pg_ = PR(be);                                                   \
+        int s_ = pg_->timing ? gemm_slot(pg_, key) : -1;                      \
+        double t_ = pg_->timing ? pg_->clock() : 0;                           \
+        FWD(P_GEMM, call);                                                    \
+        if (s_ >= 0) pg_->shape_ms[s_] += pg_->clock() - t_, pg_->shape_calls[s_]++; \
+    } while (0)
 static void p_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
                    gk_elt tA, int lda, const void *B, gk_elt tB, int ldb, float beta, void *C,
                    gk_elt tC, int ldc, const float *bias, void *pre_gelu)
 {
-    prof *p = PR(be);
     int key[9] = {ta, tb, M, N, K, tA, tB, tC, (bias != NULL) | (pre_gelu != NULL) << 1};
-    int s = p->timing ? gemm_slot(p, key) : -1;
-    double t0 = p->timing ? p->clock() : 0;
-    FWD(P_GEMM, IN(be)->ops->gemm(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta,
-                                  C, tC, ldc, bias, pre_gelu));
-    if (s >= 0) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
+    GEMM_TIMED(key, IN(be)->ops->gemm(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta,
+                                      C, tC, ldc, bias, pre_gelu));
 }
 /* gemm_bwd: apart through the wrapper (each op timed), or fused: one gemm row, +dgelu/+dbias */
 static void p_gemm_bwd(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                        const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
                        float beta, void *C, gk_elt tC, int ldc, const void *pre_gelu, float *dbias)
 {
-    prof *p = PR(be);
-    if (!p->fused) {
+    if (!PR(be)->fused) {
         gk_gemm_bwd_apart(be, ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta, C, tC, ldc,
                           pre_gelu, dbias);
         return;
     }
     int key[9] = {ta, tb, M, N, K, tA, tB, tC, (pre_gelu != NULL) << 2 | (dbias != NULL) << 3};
-    int s = p->timing ? gemm_slot(p, key) : -1;
-    double t0 = p->timing ? p->clock() : 0;
-    FWD(P_GEMM, IN(be)->ops->gemm_bwd(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb, beta,
-                                      C, tC, ldc, pre_gelu, dbias));
-    if (s >= 0) p->shape_ms[s] += p->clock() - t0, p->shape_calls[s]++;
+    GEMM_TIMED(key, IN(be)->ops->gemm_bwd(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb,
+                                          beta, C, tC, ldc, pre_gelu, dbias));
 }
 static void p_bias_bwd(gk_backend *be, float *db, const void *d, int N, int C) { FWD(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C)); }
 static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw, const float *wpe, const int *t0, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, t0, B, T, C, pr, k)); }
@@ -217,7 +218,8 @@ static int prof_wrap(gk_backend **out, gk_backend *in, int cpu_clock, gk_err *er
     p->ops = (gk_ops){.name = in->ops->name, .alloc = p_alloc, .free = p_free,
         .to_device = p_to_device, .to_host = p_to_host, .copy = p_copy, .zero = p_zero,
         .sync = p_sync, .reserve = p_reserve, .cast = p_cast, .gemm = p_gemm,
-        .gemm_bwd = p_gemm_bwd, .bias_bwd = p_bias_bwd, .encoder_fwd = p_enc_fwd, .encoder_bwd = p_enc_bwd,
+        .gemm_bwd = p_gemm_bwd, .bias_bwd = p_bias_bwd, .encoder_fwd = p_enc_fwd,
+        .encoder_bwd = p_enc_bwd,
         .layernorm_fwd = p_ln_fwd, .layernorm_bwd = p_ln_bwd, .attention_fwd = p_att_fwd,
         .attention_bwd = p_att_bwd, .gelu_fwd = p_gelu_fwd, .gelu_bwd = p_gelu_bwd,
         .residual_layernorm_fwd = p_res_ln_fwd, .dropout_bwd = p_drop_bwd, .xent_fwd = p_xent_fwd,

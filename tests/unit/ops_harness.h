@@ -8,8 +8,8 @@
  *
  * Devices: argv, else $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu; "cuda" on
  * a GPU) and that device on the attention paths plain, flash and (on a GPU) cudnn (below; fa2 is
- * auto's) and with its fused gradient epilogues (NAME:fused); a device whose library is missing (or, for cuda, without a GPU) is skipped with a
- * note. Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
+ * auto's) and with its fused gradient epilogues (NAME:fused); a device whose library is missing
+ * (or, for cuda, without a GPU) is skipped with a note. Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
  * The backend library is $GPT_CUDA_LIB's where set (a variant build), else the binary's ../lib.
  * Attention paths: a device named NAME:PATH (cuda-emu:fa2, cuda:cudnn; PATH one of
  * gk_attention_parse's) is NAME opened with that attention setting; it runs only the tests marked
