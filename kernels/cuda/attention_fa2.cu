@@ -10,10 +10,11 @@
  * accumulators (each row is held by the 4 lanes of a quad: row max and sum by two shuffles), P
  * packed to bf16 straight into A fragments (the m16n8k16 accumulator layout of two adjacent n8
  * tiles is the A layout of a 16-wide k slice), O += P V by mma with V by ldmatrix.trans, O in
- * fp32 accumulators. Exponentials in base 2 with the scale folded in (exp2f(s log2e / sqrt(D) -
- * m)); lse = m ln 2 + log(l). Causal tiles past the diagonal are never loaded; the diagonal tile
- * masks keys past the row and past T (rows and keys past T are zero-filled by cp.async and never
- * stored). Dropout as the other paths key it. Head sizes 16, 32, 64, 128. */
+ * fp32 accumulators. Exponentials in base 2 with the scale folded in (fa_exp2(s log2e / sqrt(D) -
+ * m): one fused multiply-add and one ex2.approx); lse = m ln 2 + log(l). Causal tiles past the
+ * diagonal are never loaded; the diagonal tile masks keys past the row and past T (rows and keys
+ * past T are zero-filled by cp.async and never stored). Dropout as the other paths key it, in a
+ * kernel of its own. Head sizes 16, 32, 64, 128. */
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/attention_fa2_tile.h"
 
@@ -27,10 +28,16 @@ template <int D> static constexpr size_t fa2_fwd_smem()
     return sizeof(bf16) * (size_t)(FA_BQ + 4 * FA_BK) * fa_ld(D);
 }
 
+/* Blocks an SM asked of ptxas: 4 up to D = 64, as shared memory allows (46 KiB a block at 64),
+ * which caps registers at 128 a thread (left alone it takes a few more at D = 64, scheduling the
+ * exponentials ahead, and 3 blocks would run); 3 with dropout at 64 (at 4 it would spill); no
+ * bound at D = 128 (2 blocks by shared memory). */
+template <int D, bool DROP> static constexpr int fa2_fwd_blocks() { return D > 64 ? 1 : DROP && D == 64 ? 3 : 4; }
+
 /* grid (query tiles, NH, B), FA_THREADS, fa2_fwd_smem<D>(). qkv (B,T,3C) -> out (B,T,C), lse
- * (B,NH,T) when not NULL. */
-template <int D>
-__global__ void __launch_bounds__(FA_THREADS)
+ * (B,NH,T) when not NULL. DROP: p > 0 (a kernel apart, so that the other holds no dropout state). */
+template <int D, bool DROP>
+__global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
     fa2_fwd(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float p, uint64_t key)
 {
     GK_DYN_SMEM(bf16, sm);
@@ -72,26 +79,28 @@ __global__ void __launch_bounds__(FA_THREADS)
             }
 
         /* online softmax in base 2 on the accumulators: element i of tile n is row row + 8*(i/2),
-         * key kt*FA_BK + 8n + 2tq + i%2; only the diagonal tile has keys past a row or past T */
+         * key kt*FA_BK + 8n + 2tq + i%2; only the diagonal tile has keys past a row or past T.
+         * The row max is taken of the raw scores and m kept scaled (sl2 > 0 keeps the order), so
+         * that the scale is the multiply of one fused multiply-add with the exponent's - m */
         float mx[2] = {-INFINITY, -INFINITY};
         for (int n = 0; n < FA_BK / 8; n++)
             for (int i = 0; i < 4; i++) {
                 int u = kt * FA_BK + n * 8 + 2 * tq + i % 2, t = row + 8 * (i / 2);
-                s[n][i] = kt == qt && (u > t || u >= T) ? -INFINITY : s[n][i] * sl2;
+                if (kt == qt && (u > t || u >= T)) s[n][i] = -INFINITY;
                 mx[i / 2] = fmaxf(mx[i / 2], s[n][i]);
             }
         for (int r = 0; r < 2; r++) {
-            float mnew = fmaxf(m[r], quad_max(mx[r])); /* finite: key 0 is in every row's first tile */
-            float alpha = exp2f(m[r] - mnew);
+            float mnew = fmaxf(m[r], quad_max(mx[r]) * sl2); /* finite: key 0 is in every row's first tile */
+            float alpha = fa_exp2(m[r] - mnew);
             m[r] = mnew;
             l[r] *= alpha;
             for (int j = 0; j < D / 8; j++) o[j][2 * r] *= alpha, o[j][2 * r + 1] *= alpha;
         }
         for (int n = 0; n < FA_BK / 8; n++)
             for (int i = 0; i < 4; i++) {
-                float e = exp2f(s[n][i] - m[i / 2]);
+                float e = fa_exp2(s[n][i] * sl2 - m[i / 2]);
                 l[i / 2] += e; /* this lane's columns; the quad's sum at the end */
-                if (p > 0.0f && e != 0.0f) {
+                if (DROP && e != 0.0f) {
                     int u = kt * FA_BK + n * 8 + 2 * tq + i % 2, t = row + 8 * (i / 2);
                     e *= gk_rng_dropout(key, (bh * T + t) * T + u, p);
                 }
@@ -129,7 +138,7 @@ __global__ void __launch_bounds__(FA_THREADS)
 /* The head sizes with an fa2 kernel (attention.cu checks the 16-byte alignment first). */
 int cu_fa2_attn_takes(int hs) { return hs == 16 || hs == 32 || hs == 64 || hs == 128; }
 
-template <int D>
+template <int D, bool DROP>
 static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                 int NH, float p, uint64_t key)
 {
@@ -139,11 +148,19 @@ static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, i
             GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: %zu bytes of shared memory", smem);
             return;
         }
-        if (CU_CHECK(be, cudaFuncSetAttribute(fa2_fwd<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        if (CU_CHECK(be, cudaFuncSetAttribute(fa2_fwd<D, DROP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
             return;
     }
     dim3 grid((unsigned)((T + FA_BQ - 1) / FA_BQ), (unsigned)NH, (unsigned)B);
-    CU_LAUNCH(be, fa2_fwd<D>, grid, FA_THREADS, smem, out, lse, qkv, T, C, NH, p, key);
+    CU_LAUNCH(be, (fa2_fwd<D, DROP>), grid, FA_THREADS, smem, out, lse, qkv, T, C, NH, p, key);
+}
+
+template <int D>
+static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
+                int NH, float p, uint64_t key)
+{
+    if (p > 0.0f) fwd<D, true>(be, out, lse, qkv, B, T, C, NH, p, key);
+    else fwd<D, false>(be, out, lse, qkv, B, T, C, NH, p, key);
 }
 
 void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,

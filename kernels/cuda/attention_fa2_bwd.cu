@@ -14,7 +14,8 @@
  * - fa2_bwd_q: a block per query tile, K and V double-buffered, walking the key tiles up to the
  *   diagonal: S = Q K^T, dP = dO V^T, dS as above, dQ += dS K, Q and dO fragments in registers up
  *   to D = 64.
- * Dropout: P and dP carry the mask of element (b h t, u) as the other paths key it. Causal chunks
+ * Dropout: P and dP carry the mask of element (b h t, u) as the other paths key it (kv and q
+ * kernels of their own, DROP, so that those without hold none of its state). Causal chunks
  * past the diagonal are skipped per warp; the diagonal tile masks keys past the query, and rows
  * past T (zero-filled by cp.async) are masked and never stored. Head sizes 16, 32, 64, 128. */
 #include "kernels/cuda/cuda_internal.h"
@@ -62,19 +63,28 @@ __device__ __forceinline__ void store_acc(bf16 *dst, size_t ld, int row, int T, 
 
 /* Knobs for measuring on a GPU (tests/bench/gpu_session.sh): the K and V fragments of the kv
  * kernel stay in registers up to head size FB_KV_REG_D, the Q and dO fragments of the q kernel up
- * to FB_Q_REG_D; past it they are read again from shared memory (ldmatrix) for each chunk. The
- * defaults keep both kernels within 128 registers at D = 64 on sm_90 (4 blocks an SM; the kv
- * kernel holding K and V takes 159). */
+ * to FB_Q_REG_D; past it they are read again from shared memory (ldmatrix) for each chunk. On an
+ * H200 (2026-11-27) the kv kernel holding K and V at D = 64 (159 registers, 3 blocks an SM) made
+ * the backward 6.46 ms a step against 6.70 (126, 4 blocks), hence the default. */
 #ifndef FB_KV_REG_D
-#define FB_KV_REG_D 32
+#define FB_KV_REG_D 64
 #endif
 #ifndef FB_Q_REG_D
 #define FB_Q_REG_D 64
 #endif
 
+/* Blocks an SM asked of ptxas, as for the forward (attention_fa2.cu's fa2_fwd_blocks): 4 up to
+ * D = 64 (shared memory allows 4 at 64: 55 KiB a block), which caps registers at 128 a thread;
+ * the kv kernel holding K and V at D = 64 fits them with one 8-byte spill outside its loop
+ * without dropout, and takes 3 (168 registers) with it; no bound at D = 128. */
+template <int D, bool DROP> static constexpr int fa2_bwd_blocks(int kv)
+{
+    return D > 64 ? 1 : kv && DROP && D == 64 && D <= FB_KV_REG_D ? 3 : 4;
+}
+
 /* grid (key tiles, NH, B), FA_THREADS, fa2_bwd_smem<D>(1): dK, dV of one key tile into dqkv. */
-template <int D>
-__global__ void __launch_bounds__(FA_THREADS)
+template <int D, bool DROP>
+__global__ void __launch_bounds__(FA_THREADS, fa2_bwd_blocks<D, DROP>(1))
     fa2_bwd_kv(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *dsum,
                int T, int C, int NH, float p, uint64_t key)
 {
@@ -153,9 +163,9 @@ __global__ void __launch_bounds__(FA_THREADS)
             for (int n = 0; n < 2; n++)
                 for (int i = 0; i < 4; i++) {
                     int j = c * 16 + n * 8 + 2 * tq + i % 2, t = qt * FA_BQ + j, uk = u + 8 * (i / 2);
-                    float P = exp2f(s[n][i] * sl2 - z2[j]), g_ = dp[n][i];
+                    float P = fa_exp2(s[n][i] * sl2 - z2[j]), g_ = dp[n][i];
                     if (edge && (uk > t || t >= T)) P = 0.0f;
-                    if (p > 0.0f && P != 0.0f) {
+                    if (DROP && P != 0.0f) {
                         float mk = gk_rng_dropout(key, (bh * T + t) * T + uk, p);
                         g_ *= mk;
                         s[n][i] = P * mk;
@@ -186,8 +196,8 @@ __global__ void __launch_bounds__(FA_THREADS)
 }
 
 /* grid (query tiles, NH, B), FA_THREADS, fa2_bwd_smem<D>(0): dQ of one query tile into dqkv. */
-template <int D>
-__global__ void __launch_bounds__(FA_THREADS)
+template <int D, bool DROP>
+__global__ void __launch_bounds__(FA_THREADS, fa2_bwd_blocks<D, DROP>(0))
     fa2_bwd_q(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *dsum,
               int T, int C, int NH, float p, uint64_t key)
 {
@@ -251,9 +261,9 @@ __global__ void __launch_bounds__(FA_THREADS)
             for (int n = 0; n < 2; n++)
                 for (int i = 0; i < 4; i++) {
                     int uk = kt * FA_BK + c * 16 + n * 8 + 2 * tq + i % 2, t = row + 8 * (i / 2);
-                    float P = exp2f(s[n][i] * sl2 - z2[i / 2]), g_ = dp[n][i];
+                    float P = fa_exp2(s[n][i] * sl2 - z2[i / 2]), g_ = dp[n][i];
                     if (kt == qt && (uk > t || t >= T)) P = 0.0f;
-                    if (p > 0.0f && P != 0.0f) g_ *= gk_rng_dropout(key, (bh * T + t) * T + uk, p);
+                    if (DROP && P != 0.0f) g_ *= gk_rng_dropout(key, (bh * T + t) * T + uk, p);
                     dp[n][i] = P * (g_ - dd[i / 2]) * scale;
                 }
             uint32_t da[4];
@@ -282,15 +292,23 @@ static int smem_optin(gk_backend *be, K kernel, size_t smem)
     return CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 }
 
+template <int D, bool DROP>
+static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
+                const float *dsum, int B, int T, int C, int NH, float p, uint64_t key)
+{
+    if (smem_optin(be, fa2_bwd_kv<D, DROP>, fa2_bwd_smem<D>(1)) || smem_optin(be, fa2_bwd_q<D, DROP>, fa2_bwd_smem<D>(0)))
+        return;
+    dim3 grid((unsigned)((T + FA_BQ - 1) / FA_BQ), (unsigned)NH, (unsigned)B);
+    CU_LAUNCH(be, (fa2_bwd_kv<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(1), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
+    CU_LAUNCH(be, (fa2_bwd_q<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(0), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
+}
+
 template <int D>
 static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                 const float *dsum, int B, int T, int C, int NH, float p, uint64_t key)
 {
-    if (smem_optin(be, fa2_bwd_kv<D>, fa2_bwd_smem<D>(1)) || smem_optin(be, fa2_bwd_q<D>, fa2_bwd_smem<D>(0)))
-        return;
-    dim3 grid((unsigned)((T + FA_BQ - 1) / FA_BQ), (unsigned)NH, (unsigned)B);
-    CU_LAUNCH(be, fa2_bwd_kv<D>, grid, FA_THREADS, fa2_bwd_smem<D>(1), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
-    CU_LAUNCH(be, fa2_bwd_q<D>, grid, FA_THREADS, fa2_bwd_smem<D>(0), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
+    if (p > 0.0f) bwd<D, true>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key);
+    else bwd<D, false>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key);
 }
 
 /* dqkv (B,T,3C) from dout (B,T,C), qkv, out and lse of the forward; dsum (B,NH,T) is scratch for D.

@@ -13,7 +13,10 @@
  *   .trans; values as rows for P V);
  *   r[0..1] are the n8 tile n0..n0+7, r[2..3] n0+8..n0+15;
  * - acc_to_a(c0, c1): two adjacent n8 accumulators packed to bf16 as the A fragment of their
- *   16-wide k slice. */
+ *   16-wide k slice;
+ * - fa_exp2(x): the softmax's 2^x, ex2.approx.ftz in one instruction (mma.h's ex2_ftz), or with
+ *   FA_FAST_EXP=0 libm's exp2f, which wraps it in a subnormal range fix (3 more instructions an
+ *   element: a knob for measuring on a GPU). */
 #ifndef GK_CUDA_FA2_TILE_H
 #define GK_CUDA_FA2_TILE_H
 
@@ -25,19 +28,26 @@
 #define FA_WARPS 4
 #define FA_THREADS (32 * FA_WARPS)
 #define FA_LOG2E 1.4426950408889634f
+#ifndef FA_FAST_EXP
+#define FA_FAST_EXP 1
+#endif
 
 /* b16 per shared row: 16 bytes of padding, so that the 8 rows of an ldmatrix fall on distinct banks */
 static __host__ __device__ constexpr int fa_ld(int D) { return D + 8; }
 
 /* dst (ROWS, fa_ld(D)) <- rows row0.. of src (row stride ld) by cp.async; rows >= T are zeros
- * (read from row 0, which exists, with 0 source bytes). Every thread of the block takes part;
- * the caller commits the group. */
+ * (read from row 0, which exists, with 0 source bytes). Every thread of the block takes part,
+ * 16 bytes of a row at a time, in a constant ROWS / step passes that nvcc unrolls (a loop from
+ * threadIdx.x by FA_THREADS to ROWS x D / 8, as it was, was left a loop of about 40 instructions
+ * a copy); the caller commits the group. */
 template <int D, int ROWS>
 __device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld, int row0, int T)
 {
-    constexpr int per_row = D / 8;
-    for (int c = threadIdx.x; c < ROWS * per_row; c += FA_THREADS) {
-        int r = c / per_row, k = (c % per_row) * 8, in = row0 + r < T;
+    constexpr int per_row = D / 8, step = FA_THREADS / per_row; /* rows a pass covers */
+    static_assert(FA_THREADS % per_row == 0 && ROWS % step == 0, "a tile is whole passes of the block");
+    int r = threadIdx.x / per_row, k = threadIdx.x % per_row * 8;
+    for (int i = 0; i < ROWS / step; i++, r += step) {
+        int in = row0 + r < T;
         cp_async16(dst + r * fa_ld(D) + k, src + (size_t)(in ? row0 + r : 0) * ld + k, in ? 16 : 0);
     }
 }
@@ -96,6 +106,8 @@ __device__ __forceinline__ void frag_b_kn(uint32_t *r, const bf16 *tile, int k0,
     int lane = threadIdx.x % 32;
     ldmatrix<4, true>(r, tile + (k0 + lane / 8 % 2 * 8 + lane % 8) * fa_ld(D) + n0 + lane / 16 * 8);
 }
+
+__device__ __forceinline__ float fa_exp2(float x) { return FA_FAST_EXP ? ex2_ftz(x) : exp2f(x); }
 
 __device__ __forceinline__ void acc_to_a(uint32_t *a, const float *c0, const float *c1)
 {

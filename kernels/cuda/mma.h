@@ -7,6 +7,9 @@
  * - cp_async16(dst, src, src_bytes): cp.async.cg.shared.global 16 bytes (src_bytes copied, the rest
  *   zeroed), cp_async_commit(), cp_async_wait<N>() (all but the N most recent groups complete)
  * - pack_bf16x2(lo, hi): two floats rounded to bf16 in one b32 register (lo in the low half)
+ * - ex2_ftz(x): ex2.approx.ftz.f32, 2^x in one MUFU instruction (exp2f adds a range check and two
+ *   predicated multiplies around it for subnormal results, which softmax weights never need:
+ *   results under 2^-126 are 0, -inf gives 0; at most 2 ulp from 2^x)
  * Lane layouts (lane = 4g + t; register i, half h; the PTX ISA's "Matrix Fragments for mma.m16n8k16"):
  *   A 16x16: row g + 8*(i&1), column 2t + h + 8*(i>>1)     B 16x8: row 2t + h + 8*i, column g
  *   C, D 16x8 (fp32, element i): row g + 8*(i>>1), column 2t + (i&1)
@@ -34,6 +37,17 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
 #else
     return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
            (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
+#endif
+}
+
+__device__ __forceinline__ float ex2_ftz(float x)
+{
+#if defined(__CUDACC__)
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return gk_emu::ex2_ftz(x);
 #endif
 }
 

@@ -135,16 +135,19 @@ step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 
 # layernorm_bwd), on the fa2 kernels (auto's path) or, for a variant of the FL_ knobs, the wmma
 # flash kernels (--attention=flash). The first variant is the default, as a baseline, timed on all
 # three paths (fa2, flash, and cuDNN's fused attention, --attention=cudnn, where the library has
-# it: its note or error line shows when it declines or fails). The knobs: attention_fa2_bwd.cu's
-# FB_KV_REG_D=64 keeps K and V in the kv kernel's registers (159 of them on sm_90 against 126);
-# cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions use
+# it: its note or error line shows when it declines or fails). The knobs: attention_fa2_tile.h's
+# FA_FAST_EXP=0 takes exp2f for the softmax's 2^x (3 instructions more an element than the
+# default's ex2.approx.ftz, the 11-27 kernels' way); attention_fa2_bwd.cu's FB_KV_REG_D=32 reads
+# K and V again from shared memory for each chunk in the kv kernel, where the default holds them
+# in registers (both 128 registers on sm_90 since 11-29, 4 blocks an SM; on 11-27 holding them
+# took 159 and 3 blocks, and the backward 6.46 ms against 6.70); cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions use
 # (4 layernorm_bwd blocks an SM at 512 on an H100, 2 at 256); attention_flash.cu's FL_PREFETCH and
 # FL_*_BLOCKS tune the wmma kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty. The
 # default also runs with GPT_CUDA_FUSED_GRADS=1 (gemm_bwd through cuBLASLt's BGRADA and DGELU
 # epilogues: its gemm rows +dbias, +dgelu against the gemm, bias_bwd and gelu_bwd rows without).
 variants() {
   local i=0 v lib
-  IFS=';' read -r -a vs <<< "${GPU_VARIANTS:- ;-DFB_KV_REG_D=64;-DCU_COL_CHUNKS=512}"
+  IFS=';' read -r -a vs <<< "${GPU_VARIANTS:- ;-DFA_FAST_EXP=0;-DFB_KV_REG_D=32;-DCU_COL_CHUNKS=512}"
   for v in "${vs[@]}"; do
     i=$((i + 1)) lib=/tmp/variant-$i/lib/libgptkit-cuda.so
     echo "== variant $i: [${v# }]"
@@ -165,7 +168,7 @@ variants() {
   done
 }
 export -f variants
-step variants 210 bash -c variants
+step variants 240 bash -c variants
 ncu_decode() {
   build/bench/rand_ckpt "$work/decode.safetensors" 12 12 768 1024 50257 > /dev/null &&
   GPT_CUDA_GRAPHS=0 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none --print-units base \
@@ -186,20 +189,24 @@ PY
 export -f ncu_decode
 export logs
 step ncu-decode 90 bash -c ncu_decode
-# the fa2 attention kernels of one B=16 training step (auto's path; 23% of the step on an H200,
-# 2026-11-27), with ncu's sections on occupancy, memory and shared-memory traffic, tensor pipes
-# and warp stalls: what the next kernel change should aim at
-ncu_attention() {
+# the kernels of one B=16 training step that the next change aims at, with ncu's sections on
+# occupancy, memory and shared-memory traffic, tensor pipes and warp stalls: fa2's (auto's path;
+# 23% of the synchronized step on an H200, 2026-11-27), then the row-wise ones that ran at a third
+# to a half of the memory bandwidth there (layernorm_bwd 1.74 ms, bias_bwd 1.75, the residual add
+# with layernorm 1.15 ms a step: is it latency, occupancy or the in-launch reduction's tail?)
+ncu_kernels() {
   local k
-  for k in fa2_fwd fa2_bwd_kv fa2_bwd_q; do # the first launch of each
-    "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none -k "regex:^$k" -c 1 \
+  # NAME:SKIP, the launch after the first SKIP of that kernel (res_ln_fwd_kernel's first is ln1's
+  # layernorm alone; its second adds the residual)
+  for k in fa2_fwd:0 fa2_bwd_kv:0 fa2_bwd_q:0 layernorm_bwd_kernel:0 bias_bwd_kernel:0 res_ln_fwd_kernel:1; do
+    "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none -k "regex:^${k%:*}" -s "${k#*:}" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats \
       build/bench/train_step --device cuda --dtype bfloat16 --batch 16 --attention=fa2 G 1 || return 1
   done
 }
-export -f ncu_attention
-step ncu-attention 140 bash -c ncu_attention
+export -f ncu_kernels
+step ncu-kernels 200 bash -c ncu_kernels
 
 # 4. GPT-2 124M through gpt-train on cuda: Tiny Shakespeare in GPT-2 BPE, B=16 x T=1024, 100 steps
 # (the loss falls from ~10.9; the last line is the checkpoint, written asynchronously)

@@ -3,8 +3,8 @@
  * lane builds or reads its registers with the lane layouts of the PTX ISA, written out here as
  * the documentation states them (not through the emulator's code); then the accumulator-to-A
  * fragment reuse of FlashAttention-2 (P = S in registers), cp.async's groups (under the emulator
- * the destination is written at the wait: a read before it sees the old bytes), and the launch
- * errors. */
+ * the destination is written at the wait: a read before it sees the old bytes), ex2.approx.ftz,
+ * and the launch errors. */
 #include <math.h>
 #include <stdint.h>
 
@@ -293,6 +293,30 @@ static void test_cp_async_groups(void)
     cudaFree(ds), cudaFree(dseen);
 }
 
+/* ex2.approx.ftz at values checked by hand: exact powers of two where 2^x is one (the PTX ISA
+ * bounds the error at 2 ulp elsewhere), a subnormal result flushed to 0, -inf to 0. */
+__global__ void ex2_values(const float *x, float *y, int n)
+{
+    int i = threadIdx.x;
+    if (i < n) y[i] = ex2_ftz(x[i]);
+}
+
+static void test_ex2_ftz(void)
+{
+    const float x[] = {0.0f, 1.0f, -1.0f, 10.0f, -126.0f, -126.5f, -140.0f, -INFINITY, 0.5f, -20.25f};
+    const float want[] = {1.0f, 2.0f, 0.5f, 1024.0f, 0x1p-126f, 0.0f, 0.0f, 0.0f, 1.41421356f, 8.0194131e-7f};
+    enum { N = sizeof x / sizeof x[0] };
+    float got[N];
+    float *dx = to_dev(x, N), *dy = to_dev<float>(NULL, N);
+    GK_LAUNCH(ex2_values, 1, 32, 0, 0, dx, dy, N);
+    CUDA_OK(cudaGetLastError());
+    to_host(got, dy, N);
+    for (int i = 0; i < N; i++) /* 2 ulp of the value, 0 and the powers of two exactly */
+        CHECKF(i < 8 ? got[i] == want[i] : fabsf(got[i] - want[i]) <= 3e-7f * want[i], "ex2_ftz(%g) = %a, want %a", x[i],
+               got[i], want[i]);
+    cudaFree(dx), cudaFree(dy);
+}
+
 /* ---- errors a GPU would hang on or fault at (emulator only) ---- */
 
 #if defined(GK_CUDA_EMU)
@@ -355,6 +379,7 @@ int main(void)
     RUN(test_ldmatrix);
     RUN(test_cp_async);
     RUN(test_cp_async_groups);
+    RUN(test_ex2_ftz);
     RUN(test_errors);
     return TEST_END();
 }
