@@ -3,9 +3,9 @@
 # tool's `run`, from the repository root, with .gpukit/ made by tests/bench/gpu_kit.sh and carried):
 # build (tools, libgptkit-cuda.so, tests), the op tests on device = cuda against the reference,
 # one rank through NCCL, a Shakespeare run on cuda, greedy decoding with and without CUDA graphs,
-# make bench-gpu (the targets), where the time goes (train_step's per-op profile; the attention
-# paths and the kernels' knobs side by side; ncu on the decode kernels and on the attention
-# kernels), 100 steps of GPT-2 124M through gpt-train, the bigger models, the op tests under
+# make bench-gpu (the targets), the attention paths and the kernels' knobs side by side, where
+# the time goes (decoding's matmul kernels against cuBLASLt's; train_step's per-op profile; ncu on
+# the decode kernels and on the training step's attention and row-wise kernels), 100 steps of GPT-2 124M through gpt-train, the bigger models, the op tests under
 # compute-sanitizer (memcheck, then racecheck and synccheck), and the Shakespeare run in fp32 and
 # on the CPU.
 #
@@ -95,7 +95,8 @@ decode_graphs() {
 export -f decode decode_graphs # timeout runs programs, not functions: through bash
 step decode-graphs 60 bash -c decode_graphs
 # 3a. speed beside PyTorch (eager and torch.compile) and llm.c's figures: the issue's targets, so
-# before the variants and profiles that explain them
+# before the variants and profiles that explain them; the variants next, as they decide defaults
+# (the attention path, the fused gradients, the knobs)
 BENCH_PARTS="decode hellaswag train" step bench-gpu 200 make bench-gpu
 cp "$logs/bench-gpu.log" "$out/bench-gpu.txt" 2>/dev/null
 # variant_lib DIR DEFS: libgptkit-cuda.so built into DIR with CUDA_DEFS=DEFS (the kernels' knobs),
@@ -106,29 +107,7 @@ variant_lib() {
   make -s -j"$(nproc)" BUILD="$1" CUDA_ARCH=90 CUDA_DEFS="$2" "$1/lib/libgptkit-cuda.so" > /dev/null
 }
 export -f variant_lib
-# 3b. decoding's few-row matmuls: matmul_rows.cu's kernels (the default) against cuBLASLt's (a
-# library built with -DGPT_GV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
-decode_variants() {
-  build/bench/rand_ckpt "$work/dv.safetensors" 12 12 768 1024 50257 > /dev/null || return 1
-  local v lib
-  for v in default -DGV_ROWS=0; do
-    lib=$PWD/build/lib/libgptkit-cuda.so
-    if [ $v != default ]; then
-      lib=/tmp/dv/lib/libgptkit-cuda.so
-      variant_lib /tmp/dv "$v" || { echo "$v: build failed"; continue; }
-    fi
-    echo "$v: $(GPT_CUDA_LIB=$lib build/bin/gpt-sample -m "$work/dv.safetensors" --device=cuda -V "$GPT_VOCAB" \
-      --dtype bf16 -t 0 -n 256 -p 'First Citizen: Before we proceed any further, hear me speak.' --ids 2>&1 > /dev/null | tail -n 1)"
-  done
-}
-export -f decode_variants
-step decode-variants 90 bash -c decode_variants
-
-# 3c. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
-# per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
-# graphs off so that each kernel is seen alone; ncu.csv in the logs)
-step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
-# 3d. the attention paths and the kernels' knobs, side by side: each variant's library built apart
+# 3b. the attention paths and the kernels' knobs, side by side: each variant's library built apart
 # (CUDA_DEFS), checked by test_ops on the GPU's attention paths (fa2, flash and plain against the
 # reference; cuDNN's is not built apart), then the B=16 step with it (GPT_CUDA_LIB): its median,
 # and the times of the ops the knobs move (attention, the column reductions bias_bwd and
@@ -140,9 +119,10 @@ step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 
 # default's ex2.approx.ftz, the 11-27 kernels' way); attention_fa2_bwd.cu's FB_KV_REG_D=32 reads
 # K and V again from shared memory for each chunk in the kv kernel, where the default holds them
 # in registers (both 128 registers on sm_90 since 11-29, 4 blocks an SM; on 11-27 holding them
-# took 159 and 3 blocks, and the backward 6.46 ms against 6.70); cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions use
-# (4 layernorm_bwd blocks an SM at 512 on an H100, 2 at 256); attention_flash.cu's FL_PREFETCH and
-# FL_*_BLOCKS tune the wmma kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty. The
+# took 159 and 3 blocks, and the backward 6.46 ms against 6.70); cuda_internal.h's CU_COL_CHUNKS
+# (default 256) is how many row chunks the column reductions use (4 layernorm_bwd blocks an SM at
+# 512 on an H100, 2 at 256); attention_flash.cu's FL_PREFETCH and FL_*_BLOCKS tune the wmma
+# kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty. The
 # default also runs with GPT_CUDA_FUSED_GRADS=1 (gemm_bwd through cuBLASLt's BGRADA and DGELU
 # epilogues: its gemm rows +dbias, +dgelu against the gemm, bias_bwd and gelu_bwd rows without).
 variants() {
@@ -169,6 +149,28 @@ variants() {
 }
 export -f variants
 step variants 240 bash -c variants
+# 3c. decoding's few-row matmuls: matmul_rows.cu's kernels (the default) against cuBLASLt's (a
+# library built with -DGV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
+decode_variants() {
+  build/bench/rand_ckpt "$work/dv.safetensors" 12 12 768 1024 50257 > /dev/null || return 1
+  local v lib
+  for v in default -DGV_ROWS=0; do
+    lib=$PWD/build/lib/libgptkit-cuda.so
+    if [ $v != default ]; then
+      lib=/tmp/dv/lib/libgptkit-cuda.so
+      variant_lib /tmp/dv "$v" || { echo "$v: build failed"; continue; }
+    fi
+    echo "$v: $(GPT_CUDA_LIB=$lib build/bin/gpt-sample -m "$work/dv.safetensors" --device=cuda -V "$GPT_VOCAB" \
+      --dtype bf16 -t 0 -n 256 -p 'First Citizen: Before we proceed any further, hear me speak.' --ids 2>&1 > /dev/null | tail -n 1)"
+  done
+}
+export -f decode_variants
+step decode-variants 90 bash -c decode_variants
+
+# 3d. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
+# per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
+# graphs off so that each kernel is seen alone; ncu.csv in the logs)
+step prof 60 build/bench/train_step --device cuda --dtype bfloat16 --batch 16 G 5 1 prof
 ncu_decode() {
   build/bench/rand_ckpt "$work/decode.safetensors" 12 12 768 1024 50257 > /dev/null &&
   GPT_CUDA_GRAPHS=0 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --clock-control none --print-units base \
