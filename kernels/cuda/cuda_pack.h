@@ -53,13 +53,6 @@ static __device__ __forceinline__ float dropout_of(uint64_t key, size_t i, float
 {
     return p > 0.0f ? gk_rng_dropout(key, i, p) : 1.0f;
 }
-/* Before a loop of constant trip count over a register array: unrolled, so the array stays in
- * registers (a run-time index would move it to local memory). */
-#if defined(__CUDACC__)
-#define GK_UNROLL _Pragma("unroll")
-#else
-#define GK_UNROLL _Pragma("GCC unroll 64")
-#endif
 #define GRID_STRIDE(k, n) \
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (size_t)gridDim.x * blockDim.x)
 

@@ -108,33 +108,38 @@ variant_lib() {
 }
 export -f variant_lib
 # 3b. the attention paths and the kernels' knobs, side by side: each variant's library built apart
-# (CUDA_DEFS), checked by test_ops on the GPU's attention paths (fa2, flash and plain against the
-# reference; cuDNN's is not built apart), then the B=16 step with it (GPT_CUDA_LIB): its median,
-# and the times of the ops the knobs move (attention, the column reductions bias_bwd and
-# layernorm_bwd), on the fa2 kernels (auto's path) or, for a variant of the FL_ knobs, the wmma
-# flash kernels (--attention=flash). The first variant is the default, as a baseline, timed on all
-# three paths (fa2, flash, and cuDNN's fused attention, --attention=cudnn, where the library has
-# it: its note or error line shows when it declines or fails). The knobs: attention_fa2_tile.h's
-# FA_FAST_EXP=0 takes exp2f for the softmax's 2^x (3 instructions more an element than the
-# default's ex2.approx.ftz, the 11-27 kernels' way); attention_fa2_bwd.cu's FB_KV_REG_D=32 reads
-# K and V again from shared memory for each chunk in the kv kernel, where the default holds them
-# in registers (both 128 registers on sm_90 since 11-29, 4 blocks an SM; on 11-27 holding them
-# took 159 and 3 blocks, and the backward 6.46 ms against 6.70); cuda_internal.h's CU_COL_CHUNKS
-# (default 256) is how many row chunks the column reductions use (4 layernorm_bwd blocks an SM at
-# 512 on an H100, 2 at 256); attention_flash.cu's FL_PREFETCH and FL_*_BLOCKS tune the wmma
-# kernels. GPU_VARIANTS: ';'-separated CUDA_DEFS, the first empty. The
-# default also runs with GPT_CUDA_FUSED_GRADS=1 (gemm_bwd through cuBLASLt's BGRADA and DGELU
+# (CUDA_DEFS), checked by test_ops on the GPU (the default on fa2, flash and plain against the
+# reference, a variant on the path its knob changes; cuDNN's is not built apart), then the B=16
+# step with it (GPT_CUDA_LIB): its median, and the times of the ops the knobs move (attention, the
+# column reductions bias_bwd and layernorm_bwd), on the fa2 kernels (auto's path) or, for a
+# variant of the FL_ knobs, the wmma flash kernels (--attention=flash). The first variant is the
+# default, as a baseline, timed on all three paths (fa2, flash, and cuDNN's fused attention,
+# --attention=cudnn, where the library has it: its note or error line shows when it declines or
+# fails), and again with GPT_CUDA_FUSED_GRADS=1 (gemm_bwd through cuBLASLt's BGRADA and DGELU
 # epilogues: its gemm rows +dbias, +dgelu against the gemm, bias_bwd and gelu_bwd rows without).
+# The knobs, most telling first: attention_fa2_tile.h's FA_FAST_EXP=0 takes exp2f for the
+# softmax's 2^x (3 instructions more an element than the default's ex2.approx.ftz, the 11-27
+# kernels' way); attention_fa2.cu's FA_FWD_MT=2 gives each warp of the forward 32 query rows, not
+# 16 (each K and V fragment feeds twice the mma: 246 registers, 2 blocks an SM, against 128 and
+# 4); cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions
+# use (4 layernorm_bwd blocks an SM at 512 on an H100, 2 at 256); attention_fa2_bwd.cu's
+# FB_KV_REG_D=32 reads K and V again from shared memory for each chunk in the kv kernel, where the
+# default holds them in registers (both 128 registers on sm_90 since 11-29, 4 blocks an SM; on
+# 11-27 holding them took 159 and 3 blocks, and the backward 6.46 ms against 6.70);
+# attention_flash.cu's FL_PREFETCH and FL_*_BLOCKS tune the wmma kernels. GPU_VARIANTS:
+# ';'-separated CUDA_DEFS, the first empty.
 variants() {
   local i=0 v lib
-  IFS=';' read -r -a vs <<< "${GPU_VARIANTS:- ;-DFA_FAST_EXP=0;-DFB_KV_REG_D=32;-DCU_COL_CHUNKS=512}"
+  IFS=';' read -r -a vs <<< "${GPU_VARIANTS:- ;-DFA_FAST_EXP=0;-DFA_FWD_MT=2;-DCU_COL_CHUNKS=512;-DFB_KV_REG_D=32}"
   for v in "${vs[@]}"; do
     i=$((i + 1)) lib=/tmp/variant-$i/lib/libgptkit-cuda.so
     echo "== variant $i: [${v# }]"
     if [ -z "${v// /}" ]; then lib=$PWD/build/lib/libgptkit-cuda.so # the default: the build step's
     else variant_lib /tmp/variant-$i "$v" || { echo "build failed"; continue; }
     fi
-    GPT_CUDA_LIB=$lib GPT_TEST_DEVICES="cuda cuda:plain cuda:flash" build/tests/test_ops 2>&1 | tail -n 1
+    # the default on the three paths, a variant on the one its knob changes (CU_ knobs: all ops, fa2's)
+    GPT_CUDA_LIB=$lib GPT_TEST_DEVICES="$([ $i = 1 ] && echo cuda cuda:plain cuda:flash ||
+      { [[ $v = *FL_* ]] && echo cuda:flash || echo cuda; })" build/tests/test_ops 2>&1 | tail -n 1
     for a in $([[ $v = *FL_* ]] && echo flash || echo fa2) $([ $i = 1 ] && echo flash cudnn); do
       echo "-- attention=$a"
       GPT_CUDA_LIB=$lib build/bench/train_step --device cuda --dtype bfloat16 --attention=$a --batch 16 G 5 1 prof 2>&1 |
@@ -148,7 +153,7 @@ variants() {
   done
 }
 export -f variants
-step variants 240 bash -c variants
+step variants 300 bash -c variants
 # 3c. decoding's few-row matmuls: matmul_rows.cu's kernels (the default) against cuBLASLt's (a
 # library built with -DGV_ROWS=0): tokens/s of a random 124M, 256 new tokens, graphs on
 decode_variants() {
