@@ -26,7 +26,7 @@
 /* Knob for measuring on a GPU (tests/bench/gpu_session.sh): FA_FWD_MT m16 row tiles a warp up to
  * head size 64, 1 (16 rows a warp, 64 a block, the default) or 2 (32 and 128, as
  * FlashAttention-2 does at head size 64: each K and V fragment read from shared memory feeds
- * twice the mma; 246 registers a thread on sm_90 at D = 64, 2 blocks an SM). D = 128 keeps 1 (2
+ * twice the mma; 231 registers a thread on sm_90 at D = 64, 2 blocks an SM). D = 128 keeps 1 (2
  * would spill). */
 #ifndef FA_FWD_MT
 #define FA_FWD_MT 1
@@ -114,14 +114,16 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
          * of one fused multiply-add with the exponent's - m */
         GK_UNROLL
         for (int mt = 0; mt < MT; mt++) {
-            bool edge = kt * FA_BK + FA_BK - 1 > r0[mt] || kt * FA_BK + FA_BK > T;
+            /* a branch of the warp's (inside the max loop ptxas predicated the mask on every tile) */
+            if (kt * FA_BK + FA_BK - 1 > r0[mt] || kt * FA_BK + FA_BK > T)
+                for (int n = 0; n < FA_BK / 8; n++)
+                    for (int i = 0; i < 4; i++) {
+                        int u = kt * FA_BK + n * 8 + 2 * tq + i % 2, t = row[mt] + 8 * (i / 2);
+                        if (u > t || u >= T) s[mt][n][i] = -INFINITY;
+                    }
             float mx[2] = {-INFINITY, -INFINITY};
             for (int n = 0; n < FA_BK / 8; n++)
-                for (int i = 0; i < 4; i++) {
-                    int u = kt * FA_BK + n * 8 + 2 * tq + i % 2, t = row[mt] + 8 * (i / 2);
-                    if (edge && (u > t || u >= T)) s[mt][n][i] = -INFINITY;
-                    mx[i / 2] = fmaxf(mx[i / 2], s[mt][n][i]);
-                }
+                for (int i = 0; i < 4; i++) mx[i / 2] = fmaxf(mx[i / 2], s[mt][n][i]);
             for (int r = 0; r < 2; r++) {
                 /* finite: key 0 is in every row's first tile; a row tile all masked keeps m */
                 float mnew = fmaxf(m[mt][r], quad_max(mx[r]) * sl2);

@@ -120,7 +120,7 @@ export -f variant_lib
 # The knobs, most telling first: attention_fa2_tile.h's FA_FAST_EXP=0 takes exp2f for the
 # softmax's 2^x (3 instructions more an element than the default's ex2.approx.ftz, the 11-27
 # kernels' way); attention_fa2.cu's FA_FWD_MT=2 gives each warp of the forward 32 query rows, not
-# 16 (each K and V fragment feeds twice the mma: 246 registers, 2 blocks an SM, against 128 and
+# 16 (each K and V fragment feeds twice the mma: 231 registers, 2 blocks an SM, against 128 and
 # 4); cuda_internal.h's CU_COL_CHUNKS (default 256) is how many row chunks the column reductions
 # use (4 layernorm_bwd blocks an SM at 512 on an H100, 2 at 256); attention_fa2_bwd.cu's
 # FB_KV_REG_D=32 reads K and V again from shared memory for each chunk in the kv kernel, where the
