@@ -26,8 +26,21 @@ static int rdzv_stopped(const tr_launch *l, gk_err *e)
                    rdzv_signal == SIGINT ? "SIGINT" : "SIGTERM", l->master_addr, l->master_port);
 }
 
+/* ", the store refused 2 clients (the last: PEER: why)" into out (cap bytes), or "". */
+static void refusals_text(tr_dist *d, char *out, size_t cap)
+{
+    char last[400];
+    gk_err quiet;
+    int64_t n = gk_store_refusals(d->store, last, sizeof last, &quiet);
+    out[0] = '\0';
+    if (n > 0)
+        snprintf(out, cap, "; the store refused %lld client%s (the last: %s)", (long long)n,
+                 n == 1 ? "" : "s", last);
+}
+
 /* The timeout's message: the ranks that arrived (and are still connected) and, when more are
- * connected, how many: a rank may connect without arriving (it died or hangs in between). */
+ * connected, how many: a rank may connect without arriving (it died or hangs in between); the
+ * clients the store refused (a rank with another job token, a second rank of one number). */
 static int rdzv_timeout(tr_dist *d, gk_err *e)
 {
     int gone[64], ready = 0, ng = gk_store_gone(d->store, gone, 64, e);
@@ -45,43 +58,117 @@ static int rdzv_timeout(tr_dist *d, gk_err *e)
             return here;
         ready += here && !left;
     }
-    char more[64] = "";
+    char more[64] = "", refused[600];
     if (connected > ready)
         snprintf(more, sizeof more, " (%d connected)", connected);
-    return gk_errf(e, GK_EIO, "rendezvous at %s: %d of %d ranks arrived within %g s%s",
-                   gk_store_address(d->store), ready, d->world, d->timeout_s, more);
+    refusals_text(d, refused, sizeof refused);
+    if (ready == d->world)
+        return gk_errf(e, GK_EIO, "rendezvous at %s: all %d ranks arrived within %g s, but rank 0 "
+                       "did not declare the rendezvous complete%s", gk_store_address(d->store),
+                       d->world, d->timeout_s, refused);
+    return gk_errf(e, GK_EIO, "rendezvous at %s: %d of %d ranks arrived within %g s%s%s",
+                   gk_store_address(d->store), ready, d->world, d->timeout_s, more, refused);
 }
 
-/* Every rank says it is here and adds itself to a counter; the last to arrive sets
- * "rdzv/ready", which all wait for, a quarter of a second at a time (a signal stops the wait).
- * Rank 0 says once, after a second, how many it still waits for. */
+/* Rank 0's check of the ranks that arrived: 1 when every rank is there with rank 0's world size
+ * ("rdzv/ready" set), 0 when some are still missing, else the error, also left in "rdzv/error"
+ * for the other ranks to report. */
+static int rdzv_verify(tr_dist *d, gk_err *e)
+{
+    int missing = 0;
+    for (int r = 0; r < d->world; r++) {
+        char key[40];
+        void *val = NULL;
+        size_t n;
+        snprintf(key, sizeof key, "rdzv/rank/%d", r);
+        int rc = gk_store_check(d->store, key, e);
+        if (rc == 1 && (rc = gk_store_get(d->store, key, &val, &n, e)) == 0 && atoi(val) != d->world) {
+            rc = gk_errf(e, GK_EUSAGE, "rendezvous at %s: rank %d was started with a world of %d "
+                         "ranks, rank 0 with %d (WORLD_SIZE or the launcher's settings differ)",
+                         gk_store_address(d->store), r, atoi(val), d->world);
+            gk_err quiet;
+            gk_store_set(d->store, "rdzv/error", e->msg, strlen(e->msg), &quiet);
+        }
+        free(val);
+        if (rc < 0)
+            return rc;
+        missing += rc == 0 && !val;
+    }
+    if (missing)
+        return 0;
+    int rc = gk_store_set(d->store, "rdzv/ready", "1", 1, e);
+    return rc ? rc : 1;
+}
+
+/* Rank 0, between two waits: names clients the store refused since the last look, says once
+ * (after a second) how many ranks it still waits for, and checks the ranks once they seem all
+ * there ("rdzv/full", or the counter: a restarted rank counts twice). 1: ready. */
+static int rdzv_root_poll(tr_dist *d, double t0, int *said, int64_t *refused, gk_err *e)
+{
+    char last[400];
+    gk_err quiet;
+    int64_t arrived = 0, n = gk_store_refusals(d->store, last, sizeof last, &quiet);
+    if (n > *refused)
+        gk_warn("rendezvous at %s: refused %lld client%s (%s)", gk_store_address(d->store),
+                (long long)(n - *refused), n - *refused == 1 ? "" : "s", last);
+    *refused = n > *refused ? n : *refused;
+    int rc = gk_store_add(d->store, "rdzv/arrived", 0, &arrived, e);
+    if (!rc && arrived >= d->world)
+        return rdzv_verify(d, e);
+    if (!rc && !*said && gk_now() - t0 >= 1.0) {
+        gk_info("waiting for %lld more rank%s at %s", (long long)(d->world - arrived),
+                d->world - arrived == 1 ? "" : "s", gk_store_address(d->store));
+        *said = 1;
+    }
+    return rc;
+}
+
+/* Another rank, between two waits: the error rank 0 left, if any. */
+static int rdzv_error(tr_dist *d, gk_err *e)
+{
+    int rc = gk_store_check(d->store, "rdzv/error", e);
+    void *val = NULL;
+    size_t n;
+    if (rc == 1 && (rc = gk_store_get(d->store, "rdzv/error", &val, &n, e)) == 0)
+        rc = gk_errf(e, GK_EUSAGE, "%s", (const char *)val);
+    free(val);
+    return rc;
+}
+
+/* Every rank sets "rdzv/rank/R" to its world size and adds itself to a counter; the one that
+ * brings the counter to its world size sets "rdzv/full". Rank 0 alone declares the rendezvous
+ * complete ("rdzv/ready", which the others wait for), once every rank has arrived with its own
+ * world size, or says why not ("rdzv/error"). Waits a quarter of a second at a time (a signal
+ * stops them). */
 static int rendezvous(tr_dist *d, gk_err *e)
 {
-    char key[40];
-    int64_t arrived = 0;
+    char key[40], world[16];
+    int64_t arrived = 0, refused = 0;
     snprintf(key, sizeof key, "rdzv/rank/%d", d->rank);
-    int rc = gk_store_set(d->store, key, "1", 1, e);
+    snprintf(world, sizeof world, "%d", d->world);
+    int rc = gk_store_set(d->store, key, world, strlen(world), e);
     if (!rc)
         rc = gk_store_add(d->store, "rdzv/arrived", 1, &arrived, e);
     if (!rc && arrived == d->world)
-        rc = gk_store_set(d->store, "rdzv/ready", "1", 1, e);
-    const char *ready = "rdzv/ready";
+        rc = gk_store_set(d->store, "rdzv/full", "1", 1, e);
+    const char *wait = d->rank == 0 ? "rdzv/full" : "rdzv/ready";
     double t0 = gk_now(), left;
-    int said = 0;
-    while (!rc && (left = t0 + d->timeout_s - gk_now()) > 0) {
-        if ((rc = gk_store_wait_for(d->store, &ready, 1, left < 0.25 ? left : 0.25, e)) != 1)
-            return rc;
+    int said = 0, done = 0;
+    while (!rc && !done && (left = t0 + d->timeout_s - gk_now()) > 0) {
+        int r = gk_store_wait_for(d->store, &wait, 1, left < 0.25 ? left : 0.25, e);
+        if (r < 0)
+            return r;
         rc = rdzv_signal ? rdzv_stopped(&d->where, e) : 0;
-        if (!rc && !said && d->rank == 0 && gk_now() - t0 >= 1.0 &&
-            !(rc = gk_store_add(d->store, "rdzv/arrived", 0, &arrived, e))) {
-            gk_info("waiting for %lld more rank%s at %s", (long long)(d->world - arrived),
-                    d->world - arrived == 1 ? "" : "s", gk_store_address(d->store));
-            said = 1;
-        }
+        if (d->rank == 0 && r == 0)
+            wait = "rdzv/ready"; /* seen full: from now on a quarter of a second at a time */
+        if (!rc && d->rank == 0)
+            rc = (done = rdzv_root_poll(d, t0, &said, &refused, e)) < 0 ? done : 0;
+        else if (!rc)
+            rc = r == 0 ? (done = 1, 0) : rdzv_error(d, e);
     }
-    if (rc)
+    if (rc || done)
         return rc;
-    rc = gk_store_check(d->store, ready, e); /* one that arrived just now */
+    rc = gk_store_check(d->store, "rdzv/ready", e); /* one that arrived just now */
     return rc == 1 ? 0 : rc < 0 ? rc : rdzv_timeout(d, e);
 }
 

@@ -308,6 +308,22 @@ int gk_store_connected(gk_store *s, gk_err *e)
     return rc;
 }
 
+int64_t gk_store_refusals(gk_store *s, char *last, size_t cap, gk_err *e)
+{
+    int64_t count = 0;
+    int rc = gk_store_check(s, GK_STORE_REFUSED, e);
+    if (rc == 1)
+        rc = gk_store_add(s, GK_STORE_REFUSED, 0, &count, e);
+    if (cap)
+        last[0] = '\0';
+    void *val = NULL;
+    size_t n = 0;
+    if (rc == 0 && count > 0 && cap && (rc = gk_store_get(s, GK_STORE_REFUSED_LAST, &val, &n, e)) == 0)
+        snprintf(last, cap, "%.*s", (int)n, (const char *)val);
+    free(val);
+    return rc < 0 ? rc : count;
+}
+
 /* ---- connecting ---- */
 
 /* Waits for a non-blocking connect to finish; 1 connected, else 0 with why. */

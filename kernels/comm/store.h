@@ -93,6 +93,15 @@ int gk_store_gone(gk_store *s, int *ranks, int cap, gk_err *e);
 /* How many ranks have a connection to the store open now (negative on error). */
 int gk_store_connected(gk_store *s, gk_err *e);
 
+/* The clients the server has refused (wrong token, a second live rank of one number, a rank
+ * past the job's, another protocol, too many waiting to say HELLO), kept by the server in two
+ * keys of its own: their count, and the last one as "PEER: why" ("10.0.0.3:39112: wrong or
+ * missing job token"). gk_store_refusals reads them: the count (0 when none), and the last
+ * into last[cap] ("" when none); negative on error. */
+#define GK_STORE_REFUSED "store/refused"
+#define GK_STORE_REFUSED_LAST "store/refused/last"
+int64_t gk_store_refusals(gk_store *s, char *last, size_t cap, gk_err *e);
+
 /* Closes the client; on rank 0 also stops the server, after waiting (at most the timeout) until
  * every other rank's client has closed, so that no rank loses the store while it still needs it
  * (the server answers them meanwhile). Only connected ranks are waited for: one that has not

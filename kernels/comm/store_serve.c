@@ -3,6 +3,7 @@
  * time, one connection per rank) and the books of which ranks are connected and which have left.
  * Owns: the keys. Thread safety: the server's thread only (store_server.h). */
 #include "kernels/comm/store_server.h"
+#include "kernels/comm/store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -210,8 +211,22 @@ static int serve_gone(server *sv, conn *c)
     return rc;
 }
 
-void gk_store_refuse(conn *c, int reason, const char *text)
+/* A refusal is counted in the store's own keys (GK_STORE_REFUSED, GK_STORE_REFUSED_LAST: the
+ * count and the last one, "PEER: why"), so that rank 0 can say who was turned away. Past the
+ * job's limits the count is simply not kept. */
+static void note_refusal(server *sv, const conn *c, const char *text)
 {
+    char why[MAX_KEY + 120], line[600];
+    sv->refused++;
+    int n = snprintf(line, sizeof line, "%lld", sv->refused);
+    kv_put(sv, GK_STORE_REFUSED, line, (size_t)n, why, sizeof why);
+    n = snprintf(line, sizeof line, "%s: %s", c->peer, text);
+    kv_put(sv, GK_STORE_REFUSED_LAST, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1, why, sizeof why);
+}
+
+void gk_store_refuse(server *sv, conn *c, int reason, const char *text)
+{
+    note_refusal(sv, c, text);
     int fail = 0;
     uint8_t why = (uint8_t)reason;
     size_t at = gk_store_frame_begin(&c->out, ST_REFUSED, &fail);
@@ -255,21 +270,21 @@ static int serve_hello(server *sv, conn *c, gk_store_rd *r)
     if (version != VERSION || gk_store_rd_field(r, &token, &n) || gk_store_rd_u64(r, &pid) || r->n) {
         snprintf(why, sizeof why, "the store speaks protocol %d, this client %llu", VERSION,
                  (unsigned long long)version);
-        return gk_store_refuse(c, RF_VERSION, why), 1;
+        return gk_store_refuse(sv, c, RF_VERSION, why), 1;
     }
     if (!token_ok(sv, token, n))
-        return gk_store_refuse(c, RF_TOKEN, "wrong or missing job token"), 1;
+        return gk_store_refuse(sv, c, RF_TOKEN, "wrong or missing job token"), 1;
     if (rank >= (uint64_t)(sv->world > 0 ? sv->world : MAX_RANK)) {
         snprintf(why, sizeof why, "rank %llu is not below the job's %d ranks",
                  (unsigned long long)rank, sv->world);
-        return gk_store_refuse(c, RF_RANK, why), 1;
+        return gk_store_refuse(sv, c, RF_RANK, why), 1;
     }
     const conn *first = rank_conn(sv, (int)rank);
     if (first) {
         snprintf(why, sizeof why, "rank %d is already connected from %s (pid %lld); refusing a "
                  "second rank %d from %s (pid %lld)", (int)rank, first->peer, first->pid,
                  (int)rank, c->peer, (long long)pid);
-        return gk_store_refuse(c, RF_DUPLICATE, why), 1;
+        return gk_store_refuse(sv, c, RF_DUPLICATE, why), 1;
     }
     if (rank_hello(sv, (int)rank))
         return -1;

@@ -153,7 +153,7 @@ static void limit_pending(server *sv)
         char why[120];
         snprintf(why, sizeof why, "more than %d connections are waiting to say HELLO",
                  sv->lim.pending);
-        gk_store_refuse(oldest, RF_BUSY, why);
+        gk_store_refuse(sv, oldest, RF_BUSY, why);
         conn_flush(oldest);
     }
 }

@@ -48,14 +48,16 @@ struct gk_store_server {
     uint64_t *left;      /* per rank: when its last connection closed (a departure's number) */
     uint64_t departures; /* so far */
     int nr;              /* ranks live and left have room for */
+    long long refused;   /* clients refused so far */
 };
 typedef struct gk_store_server server;
 
 /* store_serve.c. Answers one request (body, n bytes): 1 answered, 0 waiting, -1 malformed or out
  * of memory (the connection is dropped). */
 int gk_store_serve(server *sv, conn *c, const uint8_t *body, size_t n, int expired, int *changed);
-/* A refusal to c (REFUSED reason, text), after which the connection closes. */
-void gk_store_refuse(conn *c, int reason, const char *text);
+/* A refusal to c (REFUSED reason, text), after which the connection closes; counted in the
+ * store's keys GK_STORE_REFUSED and GK_STORE_REFUSED_LAST (store.h). */
+void gk_store_refuse(server *sv, conn *c, int reason, const char *text);
 /* Books c's departure (its rank's, when it was the rank's last connection). */
 void gk_store_conn_left(server *sv, conn *c);
 /* Frees the keys. */

@@ -1,11 +1,13 @@
 # The rendezvous as a stranger or an impatient user meets it: rank 0 alone says once whom it waits
 # for; SIGTERM while waiting is one line and exit 1; a rank without the job token (GPT_DIST_TOKEN)
-# is refused, as is a second rank 1; a client that connects as rank 1 and counts itself arrived
-# without becoming ready is told apart in the timeout's message.
+# is refused, as is a second rank 1, and rank 0's timeout names the refused client (was: only
+# "1 of 2 ranks arrived"); a client that connects as rank 1 and counts itself arrived without
+# becoming ready is told apart in the timeout's message; ranks started with different world
+# sizes are told so at once, on both sides (was: "2 of 2 ranks arrived" after the timeout).
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 ARGS=("${TINY[@]}" --threads=1 --max_iters=1 --out_dir=o)
-norm() { sed -E "s/:$port\b/:PORT/g; s/127\.0\.0\.1:[0-9]+ \(pid [0-9]+\)/ADDR (pid N)/g" "$@"; }
+norm() { sed -E "s/:$port\b/:PORT/g; s/127\.0\.0\.1:[0-9]+ \(pid [0-9]+\)/ADDR (pid N)/g; s/last: 127\.0\.0\.1:[0-9]+:/last: ADDR:/" "$@"; }
 # rank 0 alone: "waiting for 1 more rank" once, after a second; no token: said once
 port=$(free_port)
 rc=0; RANK=0 WORLD_SIZE=2 MASTER_PORT=$port gpt-train "${ARGS[@]}" --dist_timeout=2 2> alone.err > /dev/null || rc=$?
@@ -43,3 +45,9 @@ printf '\x1d\0\0\0\x04\x0c\0\0\0rdzv/arrived\x08\0\0\0\x01\0\0\0\0\0\0\0' >&3
 rc=0; wait $p0 || rc=$?
 exec 3<&-
 echo "a rank that never became ready: exit $rc"; norm fake.err
+# rank 1 started with another world size: both stop at once, naming the sizes
+port=$(free_port)
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --dist_timeout=30 2> w0.err & p0=$!
+rc1=0; RANK=1 WORLD_SIZE=3 MASTER_PORT=$port gpt-train -q "${ARGS[@]}" --dist_timeout=30 2> w1.err || rc1=$?
+rc0=0; wait $p0 || rc0=$?
+echo "world sizes differ: exit $rc0 and $rc1"; norm w0.err w1.err
