@@ -266,6 +266,7 @@ int64_t tr_data_tokens(const tr_data *d) { return d->tokens; }
 size_t tr_data_shards(const tr_data *d) { return d->n; }
 uint32_t tr_data_fingerprint(const tr_data *d) { return d->shards[0].fingerprint; }
 uint32_t tr_data_vocab_size(const tr_data *d) { return d->shards[0].vocab_size; }
+const char *tr_data_first_name(const tr_data *d) { return d->shards[0].name; }
 
 int tr_data_window(const tr_data *d, uint64_t seed, int stream, uint64_t batch, uint64_t j,
                    uint32_t *x, uint32_t *y, gk_err *e)

@@ -46,6 +46,8 @@ size_t tr_data_shards(const tr_data *d);
 /* Fingerprint and vocab size of the first shard's header (0 when unknown). */
 uint32_t tr_data_fingerprint(const tr_data *d);
 uint32_t tr_data_vocab_size(const tr_data *d);
+/* The first shard's path (or s3:// URL). */
+const char *tr_data_first_name(const tr_data *d);
 /* Checks every shard of d against the model before any training: a fingerprint other than
  * *fingerprint (0: unknown; then the first shard that has one sets it, for the next calls too)
  * and a header vocab size above vocab_size are errors naming the shard (`what` its config key,

@@ -28,6 +28,7 @@ typedef struct tr_run {
     gk_backend *be;
     gk_gpt2 *model;
     gk_vocab *vocab;            /* embedded in checkpoints; NULL when unknown */
+    char vocab_found[4200];     /* where vocab was found without a `vocab` setting, or "" */
     tr_data *train, *val;
     gk_choice_set hellaswag;    /* the hellaswag key's items (n = 0: none) */
     tr_state st;

@@ -200,8 +200,46 @@ static int record_shape(tr_run *r, const gk_gpt2_config *mc, const char *from, g
     return rc;
 }
 
-/* The vocabulary to embed: the checkpoint's, else `vocab`, else the default lookup when it
- * matches the data's fingerprint. A mismatch with the data is an error. */
+/* The vocabulary at path if it loads and is the data's (fingerprint fp), else NULL. */
+static gk_vocab *data_vocab_at(const char *path, uint32_t fp)
+{
+    gk_vocab *v = NULL;
+    gk_err quiet;
+    if (gk_vocab_load(&v, path, &quiet) == 0 && gk_vocab_fingerprint(v) != fp) {
+        gk_vocab_free(v); /* some other vocabulary: not the data's */
+        v = NULL;
+    }
+    return v;
+}
+
+/* The data's vocabulary found without a `vocab` setting: beside the first train shard (a
+ * directory of GPT-2 files, or gpt-tokenize --vocab-out's vocab.json), else the default
+ * lookup; only one whose fingerprint is the data's. path[4200]: where it was found. */
+static gk_vocab *find_data_vocab(const tr_data *train, char *path)
+{
+    uint32_t fp = tr_data_fingerprint(train);
+    const char *first = tr_data_first_name(train);
+    const char *slash = strrchr(first, '/');
+    char dir[4096];
+    gk_vocab *v = NULL;
+    if (fp && !gk_s3_is_url(first)) {
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - first) : 1, slash ? first : ".");
+        snprintf(path, 4200, "%s", dir);
+        if (!(v = data_vocab_at(path, fp))) {
+            snprintf(path, 4200, "%s/vocab.json", dir);
+            v = data_vocab_at(path, fp);
+        }
+    }
+    gk_err quiet;
+    if (!v && gk_vocab_find(path, 4200, NULL, &quiet) == 0)
+        v = data_vocab_at(path, fp);
+    if (!v)
+        path[0] = '\0';
+    return v;
+}
+
+/* The vocabulary to embed: the checkpoint's, else `vocab`, else the data's when found (beside
+ * the shards or by the default lookup). A mismatch with the data is an error. */
 static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
 {
     uint32_t data_fp = tr_data_fingerprint(r->train);
@@ -215,13 +253,7 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
         if (rc)
             return rc;
     } else if (rc == GK_ENOTFOUND) {
-        char path[4096];
-        gk_err quiet;
-        if (gk_vocab_find(path, sizeof path, NULL, &quiet) == 0 && gk_vocab_load(&r->vocab, path, &quiet) == 0 &&
-            gk_vocab_fingerprint(r->vocab) != data_fp) {
-            gk_vocab_free(r->vocab); /* some other vocabulary: not the data's */
-            r->vocab = NULL;
-        }
+        r->vocab = find_data_vocab(r->train, r->vocab_found);
         rc = 0;
     }
     if (rc)
@@ -240,7 +272,8 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
 static int check_data(tr_run *r, const gk_gpt2_config *mc, const gk_ckpt *c, gk_err *e)
 {
     uint32_t fp = r->vocab ? gk_vocab_fingerprint(r->vocab) : 0;
-    const char *whose = !r->vocab ? "the first shard" : c ? gk_ckpt_path(c) : r->s.vocab;
+    const char *whose = !r->vocab ? "the first shard" : c ? gk_ckpt_path(c) : r->s.vocab[0] ? r->s.vocab
+                        : r->vocab_found;
     int rc = tr_data_check(r->train, (uint32_t)mc->vocab_size, &fp, whose, "train_data", e);
     if (!rc && r->val)
         rc = tr_data_check(r->val, (uint32_t)mc->vocab_size, &fp, whose, "val_data", e);

@@ -78,6 +78,7 @@ int gk_vocab_save_chars(const gk_vocab *v, FILE *f, gk_err *e);
 void gk_vocab_free(gk_vocab *v); /* accepts NULL */
 
 int gk_vocab_type(const gk_vocab *v);        /* GK_VOCAB_BPE or GK_VOCAB_CHAR */
+enum { GK_GPT2_VOCAB_SIZE = 50257 }; /* GPT-2 BPE: 50000 merges + 256 bytes + <|endoftext|> */
 uint32_t gk_vocab_size(const gk_vocab *v);   /* number of ids incl. special (GPT-2: 50257) */
 int32_t gk_vocab_eot(const gk_vocab *v);     /* id of <|endoftext|>; -1 for char vocabs */
 uint32_t gk_vocab_fingerprint(const gk_vocab *v);

@@ -76,6 +76,14 @@ int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_
     gk_err quiet;
     *v = NULL;
     int rc = path_or_dir ? GK_ENOTFOUND : gk_ckpt_vocab(c, v, e);
+    if (rc == GK_ENOTFOUND && !path_or_dir && cfg->vocab_size < GK_GPT2_VOCAB_SIZE) {
+        /* no vocabulary inside, and GPT-2's would not fit: name -V rather than GPT-2's lookup */
+        if (!required)
+            return 0;
+        return gk_errf(e, GK_ENOTFOUND, "%s: the checkpoint carries no vocabulary, and its %d tokens are "
+                       "not GPT-2's: give its vocabulary with -V (for a char-level model, the file from "
+                       "gpt-tokenize --vocab-out, e.g. -V vocab.json)", gk_ckpt_path(c), cfg->vocab_size);
+    }
     if (rc == GK_ENOTFOUND) {
         rc = gk_vocab_find(path, sizeof path, path_or_dir, path_or_dir || required ? e : &quiet);
         if (rc)

@@ -24,7 +24,9 @@ gpt-train "${T[@]}" --vocab=small.json --train_data=small.bin --eval_interval=2 
 echo "== gpt-train: another vocabulary"
 try gpt-train "${T[@]}" --train_data=d/train.bin --val_data=small.bin --out_dir=x
 try gpt-train "${T[@]}" --train_data=d/train.bin,small.bin --out_dir=x
-try gpt-train "${T[@]}" --vocab= --train_data=d/train.bin --val_data=small.bin --out_dir=x
+try gpt-train "${T[@]}" --vocab= --train_data=d/train.bin --val_data=small.bin --out_dir=x  # d/vocab.json found
+cp d/train.bin lone.bin                                  # no vocabulary beside it: the shard's own
+try gpt-train "${T[@]}" --vocab= --train_data=lone.bin --val_data=small.bin --out_dir=x
 try gpt-train "${T[@]}" --vocab= --train_data=small.bin --init_from=ok/latest.safetensors --out_dir=x
 try gpt-train "${T[@]}" --vocab= --train_data=small.bin --init_from=resume --max_iters=4 --out_dir=ok
 try gpt-train "${T[@]}" --vocab= --train_data=d/train.bin --val_data=small.bin --init_from=auto --max_iters=4 --out_dir=ok
