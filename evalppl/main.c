@@ -59,7 +59,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL, "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
         {0, "batch", GK_OPT_INT, &o->batch, "R", "with --hellaswag: rows (endings) per forward (default 4, an item; 64 on a GPU)", 1, 4096},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the cpu only; default: bfloat16 on cuda, else float32)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda; default: bfloat16 on cuda, else float32)", 0, 0},
         {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
         {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: the attention path: auto (default: cuDNN where it is present and takes the call, else flash), cudnn, flash, fa2 or plain; the CPU ignores it", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},

@@ -98,7 +98,7 @@ static int weights_check(int flags, const gk_gpt2_config *c, const gk_backend *b
         return gk_errf(err, GK_EUSAGE, "gpt2: more than one weight type (flags 0x%x)", wf);
     const char *what = wf == GK_GPT2_F16 ? "fp16" : wf == GK_GPT2_Q8 ? "int8" : NULL;
     if (what && (act != GK_F32 || (be && strcmp(be->ops->name, "cpu") && strcmp(be->ops->name, "ref"))))
-        return gk_errf(err, GK_EUSAGE, "%s weights run on the cpu backend only (this is %s)", what,
+        return gk_errf(err, GK_EUSAGE, "%s weights run on the CPU backends only, cpu and ref (this is %s)", what,
                        be ? be->ops->name : "a bf16 device");
     if (wf == GK_GPT2_Q8 && c->n_embd % GK_Q8_BLOCK)
         return gk_errf(err, GK_EUSAGE, "int8 weights: n_embd %d is not a multiple of %d (their "

@@ -4,7 +4,7 @@
 # widened, activations exact) and of 8 (8 rows: activations quantized too, int8 dot products);
 # greedy gpt-sample gives fp32's text; a seeded sample is the same twice; the reference backend
 # runs int8 weights; gpt-ckpt convert --dtype int8 writes them (see below); a model whose n_embd
-# is not a multiple of 32 is refused in one line.
+# is not a multiple of 32 is refused in one line, as is cuda (the help says so).
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 gpt-train -q "${TINY[@]}" --max_iters=300 --eval_interval=300 --lr_decay_iters=300 --out_dir=o > train.log
@@ -41,4 +41,8 @@ gpt-sample -q -n 5 --seed 7 -p 'ROMEO:' --dtype int8 --device ref > r
 head -c 6 r; echo
 gpt-train -q "${TINY[@]}" --n_embd=48 --max_iters=1 --eval_interval=1 --out_dir=o48 > train48.log
 gpt-sample -q -n 3 --dtype int8 -m o48/latest.safetensors > out 2> err && echo "exit 0" || echo "exit $?"
+sed 's/^gpt-sample: //' err
+# the help says where int8 runs (it said "cpu only" while ref ran it too); cuda refuses it
+for tool in gpt-sample gpt-evalppl; do $tool --help | grep -o 'on the CPU backends only: cpu and ref, not cuda'; done
+gpt-sample -q -n 3 --dtype int8 --device cuda-emu > out 2> err && echo "exit 0" || echo "exit $?"
 sed 's/^gpt-sample: //' err

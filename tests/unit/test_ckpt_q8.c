@@ -1,5 +1,5 @@
 /* test_ckpt_q8.c: int8 checkpoint tensors (common/io/q8.c, gk_ckpt_read; gpt-formats(5)): the
- * Q8_0 block rule on hand-checked values and a strided block, which axis a scales tensor names,
+ * Q8_0 block rule on hand-checked values (exact halves among them) and a strided block, which axis a scales tensor names,
  * and int8 parameters read back widened (blocks along either axis) with every malformed case (no
  * scales, scales of another shape or dtype, a non-finite scale, an int8 AdamW moment) refused
  * in one message naming the file and tensor. */
@@ -25,6 +25,17 @@ static void test_q8_rule(void)
     gk_q8_quantize32(x, 2, &d, q);
     CHECK(d == gk_f32_to_f16(2.0f / 127.0f));
     CHECK(q[0] == -127 && q[16] == 0 && q[17] == 8 && q[31] == 119); /* 1.875 * 63.5 = 119.06 */
+    /* exact halves (scale 1: amax 127; scale 1/2: amax 63.5) round away from zero, as
+     * llama.cpp's roundf does (rintf's ties to even would give 0, -2, 2, 126 ...) */
+    float halves[32] = {127.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 3.0f};
+    gk_q8_quantize32(halves, 1, &d, q);
+    CHECK(d == gk_f32_to_f16(1.0f));
+    CHECK(q[1] == 1 && q[2] == -1 && q[3] == 2 && q[4] == -2 && q[5] == 3 && q[6] == -3);
+    CHECK(q[7] == 127 && q[8] == -127 && q[9] == 3 && q[10] == 0);
+    float quarters[32] = {-63.5f, 0.25f, -0.25f, 1.25f, 62.25f};
+    gk_q8_quantize32(quarters, 1, &d, q);
+    CHECK(d == gk_f32_to_f16(0.5f));
+    CHECK(q[0] == -127 && q[1] == 1 && q[2] == -1 && q[3] == 3 && q[4] == 125);
     float zero[32] = {0};
     gk_q8_quantize32(zero, 1, &d, q);
     CHECK(d == 0 && q[0] == 0 && q[31] == 0);
