@@ -316,9 +316,12 @@ cuda: $(CUDA_LIBS)
 deps:
 	@bash .ci/deps.sh
 
+# The tests run in parallel (make's -jN, else every core; tests/run.sh), each within 60 s
+# (GPT_TEST_BUDGET): T=PATTERN runs those whose names hold PATTERN; GPT_TEST_CASE=NAME runs one
+# case of a unit binary (test.h).
 test: deps
 	@$(MAKE) --no-print-directory all units
-	@bash tests/run.sh $(BUILD)
+	@GPT_TEST_BUDGET=$${GPT_TEST_BUDGET:-60} bash tests/run.sh $(BUILD) $(T)
 
 # test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib)
 units: $(UNIT_BINS) $(ISA_TESTS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
@@ -348,10 +351,12 @@ fuzz: deps
 fuzzers: $(FUZZERS)
 .PHONY: fuzz fuzzers
 
+# make check: the same tests under ASan + UBSan, in parallel as make test runs them; without nvcc's
+# library (no GPU runs it here: the tests that read it skip), the emulator's is checked instead.
 check: deps
-	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 all units
+	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 NVCC= all units
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  bash tests/run.sh build-san
+	  bash tests/run.sh build-san $(T)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -12,8 +12,4 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build-tsan}
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$top/tests/sanitize/tsan.supp ${TSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1
-rc=0
-for p in test_ tokenize train_ckpt_fail train_kill9 train_elastic; do
-  bash "$top/tests/run.sh" "$build" "$p" || rc=1
-done
-exit $rc
+exec bash "$top/tests/run.sh" "$build" test_ tokenize train_ckpt_fail train_kill9 train_elastic

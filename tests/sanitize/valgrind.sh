@@ -37,9 +37,7 @@ WRAP
   chmod +x "$vg/bin/$name"
 done
 rc=0
-for p in "${patterns[@]}"; do
-  bash "$top/tests/run.sh" "$vg" "$p" || rc=1
-done
+bash "$top/tests/run.sh" "$vg" "${patterns[@]}" || rc=1 # in parallel, as make test
 for log in "$logs"/*.log; do
   [ -s "$log" ] || continue
   rc=1; echo "valgrind: ${log##*/}:"; head -n 40 "$log" | sed 's/^/  /'

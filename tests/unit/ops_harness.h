@@ -387,6 +387,7 @@ static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
     do {                                                                                    \
         static char name_[96];                                                              \
         snprintf(name_, sizeof name_, "%s[%s %s]", (t).name, dev_name, bf16_run() ? "bf16" : "fp32"); \
+        if (!t_selected(name_)) break;                                                      \
         t_cur_name = name_;                                                                 \
         t_cur_failed = t_cur_skipped = 0;                                                   \
         (t).fn();                                                                           \

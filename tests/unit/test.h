@@ -1,6 +1,7 @@
 /* test.h: the unit-test harness (header-only on purpose: it is the test binaries' main).
  * Owns: pass/fail/skip counters for one test binary. Each test_*.c defines test functions and
- * a main() that calls RUN(fn) for each, then returns TEST_END(). Not thread-safe: call from main. */
+ * a main() that calls RUN(fn) for each, then returns TEST_END(); GPT_TEST_CASE=PATTERN runs only
+ * the cases whose names hold PATTERN. Not thread-safe: call from main. */
 #ifndef GK_TEST_H
 #define GK_TEST_H
 
@@ -44,8 +45,17 @@ static const char *t_cur_name;
         return;                                                                          \
     } while (0)
 
+/* Whether case name runs: all of them, or with GPT_TEST_CASE=PATTERN set those whose names hold
+ * PATTERN (the others are not counted). */
+static inline int t_selected(const char *name)
+{
+    const char *only = getenv("GPT_TEST_CASE");
+    return !only || !*only || strstr(name, only) != NULL;
+}
+
 #define RUN(fn)                                                                          \
     do {                                                                                 \
+        if (!t_selected(#fn)) break;                                                     \
         t_cur_name = #fn;                                                                \
         t_cur_failed = t_cur_skipped = 0;                                                \
         fn();                                                                            \
