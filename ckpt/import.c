@@ -342,7 +342,8 @@ static int import_hub(const char *repo, const char *out, import_opts *o, gk_err 
     char dir[4096], cache[2048];
     gk_env vars;
     gk_env_read(&vars);
-    gk_hub_conf hub = {vars.hf_endpoint, vars.hf_token, vars.hf_offline, cache};
+    gk_hub_conf hub = {vars.hf_endpoint, vars.hf_token, vars.hf_offline, cache,
+                       vars.hub_stall_s};
     int rc = gk_hub_cache_dir(cache, sizeof cache, vars.hf_hub_cache, vars.hf_home, vars.home, e);
     if (!rc)
         rc = gk_hub_snapshot(dir, sizeof dir, repo, need, 4, want, 1, &hub, e);

@@ -40,4 +40,9 @@ void gk_env_read(gk_env *env)
     env->hf_offline = off && strcmp(off, "0") != 0;
     env->hf_endpoint = env_str("HF_ENDPOINT");
     env->hf_token = env_str("HF_TOKEN");
+    const char *stall = env_str("GPT_HUB_STALL_S");
+    char *end = NULL;
+    env->hub_stall_s = stall ? strtod(stall, &end) : 0;
+    if (!stall || *end || !(env->hub_stall_s > 0 && env->hub_stall_s < 1e7))
+        env->hub_stall_s = 0;
 }

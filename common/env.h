@@ -22,6 +22,8 @@ typedef struct gk_env {
     int hf_offline;          /* HF_HUB_OFFLINE set, not empty and not 0: no network (gk_hub_conf) */
     const char *hf_endpoint; /* HF_ENDPOINT: the hub's address (gk_hub_conf), or NULL */
     const char *hf_token;    /* HF_TOKEN: sent to the hub (gk_hub_conf), or NULL */
+    double hub_stall_s;      /* GPT_HUB_STALL_S: seconds a hub download may go without data, its
+                              * retries together (gk_hub_conf.stall_s); 0 unset or not a number */
 } gk_env;
 
 /* Fills *env from the process's environment (a flag unset or other than the value named above:

@@ -364,7 +364,8 @@ static int check_stdin(char **inputs, int ninputs, gk_err *e)
 static int expand(tk_inputs *in, char **ops, int n, const gk_env *vars, gk_err *e)
 {
     char cache[2048];
-    gk_hub_conf hub = {vars->hf_endpoint, vars->hf_token, vars->hf_offline, cache};
+    gk_hub_conf hub = {vars->hf_endpoint, vars->hf_token, vars->hf_offline, cache,
+                       vars->hub_stall_s};
     int rc = 0, need_hub = 0;
     for (int i = 0; i < n; i++)
         need_hub |= gk_hub_is_dataset_url(ops[i]);

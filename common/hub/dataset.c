@@ -31,6 +31,7 @@ struct gk_hub_dataset {
     char endpoint[1024];
     const char *token;
     int offline;
+    double stall_s;       /* gk_hub_conf's */
     hub_repo r;           /* the cache's repository and the snapshot's commit */
     ds_file *files;
     int n;
@@ -136,6 +137,25 @@ static int parse_page(gk_hub_dataset *d, const char *url, const char *body, size
     return rc;
 }
 
+/* The error for a listing's answer h other than 200 (asked at url, of folder). */
+static int listing_refused(const gk_hub_dataset *d, const hub_head *h, const char *url,
+                           const char *folder, gk_err *e)
+{
+    char kind[300];
+    snprintf(kind, sizeof kind, "dataset %s", d->repo);
+    if (h->status == 404 && !strcmp(h->err_code, "RevisionNotFound"))
+        return gk_errf(e, GK_ENOTFOUND, "%s: dataset %s has no revision %s on %s", d->url, d->repo,
+                       d->revision, d->endpoint);
+    if (hub_is_refusal(h) || (h->status == 404 && !*folder))
+        return hub_refused(h, d->url, kind, d->endpoint, d->token && *d->token, e);
+    if (h->status == 404)
+        return gk_errf(e, GK_ENOTFOUND, "%s: dataset %s has no folder %s", d->url, d->repo, folder);
+    return gk_errf(e, GK_EIO, "%s: HTTP %ld%s%s", url, h->status, h->err_msg[0] ? ": " : "",
+                   h->err_msg);
+}
+
+/* The pages of the listing, from the first to the last (Link: rel="next"; a page on another
+ * host than the endpoint's is fetched without the token). */
 static int list_remote(gk_hub_dataset *d, gk_err *e)
 {
     char folder[1024], esc[3072], url[8192], next[4096];
@@ -151,16 +171,11 @@ static int list_remote(gk_hub_dataset *d, gk_err *e)
     for (int page = 0; rc == 0 && page < MAX_PAGES; page++) {
         char *body = NULL;
         size_t len = 0;
-        long status = 0;
-        rc = hub_http_get_mem(url, d->endpoint, d->token, MAX_LISTING, &body, &len, &status, next,
+        hub_head h;
+        rc = hub_http_get_mem(url, d->endpoint, d->token, MAX_LISTING, &body, &len, &h, next,
                               sizeof next, e);
-        if (rc == 0 && (status == 401 || status == 403 || (status == 404 && !*folder)))
-            rc = gk_errf(e, GK_ENOTFOUND, "%s: dataset %s not found on %s (or private or gated: "
-                         "set HF_TOKEN)", d->url, d->repo, d->endpoint);
-        else if (rc == 0 && status == 404)
-            rc = gk_errf(e, GK_ENOTFOUND, "%s: dataset %s has no folder %s", d->url, d->repo, folder);
-        else if (rc == 0 && status != 200)
-            rc = gk_errf(e, GK_EIO, "%s: HTTP %ld", url, status);
+        if (rc == 0 && h.status != 200)
+            rc = listing_refused(d, &h, url, folder, e);
         if (rc == 0)
             rc = parse_page(d, url, body, len, e);
         free(body);
@@ -200,16 +215,9 @@ static int walk(gk_hub_dataset *d, const char *root, const char *rel, int depth,
     return rc;
 }
 
-/* A revision of 40 hex digits is a commit: its snapshot is named by it, with no ref. */
-static int is_commit(const char *rev)
-{
-    size_t n = strspn(rev, "0123456789abcdef");
-    return n == 40 && rev[n] == '\0';
-}
-
 static int list_cached(gk_hub_dataset *d, gk_err *e)
 {
-    if (is_commit(d->revision))
+    if (hub_is_commit(d->revision))
         memcpy(d->r.rev, d->revision, 41);
     else
         hub_read_ref(d->r.repodir, d->revision, d->r.rev, sizeof d->r.rev);
@@ -260,8 +268,9 @@ int gk_hub_dataset_open(gk_hub_dataset **out, const char *url, const gk_hub_conf
         d->endpoint[n - 1] = '\0';
     d->token = c->token;
     d->offline = c->offline;
+    d->stall_s = c->stall_s;
     d->r = (hub_repo){.repo = d->repo, .endpoint = d->endpoint, .token = c->token,
-                      .url_prefix = "datasets/", .revision = d->revision};
+                      .url_prefix = "datasets/", .revision = d->revision, .listed_size = -1};
     int w = snprintf(d->r.repodir, sizeof d->r.repodir, "%s/datasets--%s", c->cache, d->repo);
     if (rc == 0 && (w < 0 || (size_t)w >= sizeof d->r.repodir))
         rc = gk_errf(e, GK_EUSAGE, "HuggingFace cache path too long");
@@ -299,10 +308,12 @@ int gk_hub_dataset_fetch(gk_hub_dataset *d, int i, char *path, size_t cap, int b
         char esc[3072];
         url_escape(file, esc, sizeof esc);
         d->r.url_file = esc;
-        d->r.ctl = (hub_get_ctl){background, cancel};
+        d->r.ctl = (hub_get_ctl){background, cancel, d->stall_s};
+        d->r.listed_size = d->files[i].size;
         rc = hub_fetch_file(&d->r, file, 1, e);
         d->r.url_file = NULL;
-        if (rc > 0 && !is_commit(d->revision))
+        d->r.listed_size = -1;
+        if (rc > 0 && !hub_is_commit(d->revision))
             rc = hub_write_ref(d->r.repodir, d->revision, d->r.rev, e);
     }
     if (rc < 0)

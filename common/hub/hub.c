@@ -45,6 +45,12 @@ int hub_valid_name(const char *s, size_t n)
     return 1;
 }
 
+int hub_is_commit(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == 40 && s[n] == '\0';
+}
+
 int gk_hub_valid_repo(const char *repo)
 {
     const char *slash = strchr(repo, '/');
@@ -75,7 +81,7 @@ static int exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* The commit refs/REF names, or "" when there is none. */
+/* The commit refs/REF names, or "" when there is none (or a ref holds no commit id). */
 void hub_read_ref(const char *repodir, const char *ref, char *rev, size_t cap)
 {
     char path[4096];
@@ -87,13 +93,15 @@ void hub_read_ref(const char *repodir, const char *ref, char *rev, size_t cap)
     if (fgets(rev, (int)cap, f))
         rev[strcspn(rev, " \r\n")] = '\0';
     fclose(f);
-    if (!hub_valid_name(rev, strlen(rev)))
+    if (!hub_is_commit(rev))
         rev[0] = '\0';
 }
 
 int hub_write_ref(const char *repodir, const char *ref, const char *rev, gk_err *e)
 {
     char dir[4096], path[4200], tmp[4300];
+    if (!hub_is_commit(rev)) /* a ref names a commit, never a branch */
+        return gk_errf(e, GK_EFORMAT, "%s: refs/%s: '%s' is not a commit id", repodir, ref, rev);
     snprintf(dir, sizeof dir, "%s/refs", repodir);
     int rc = hub_mkdirs(dir, e);
     if (rc)
@@ -165,7 +173,9 @@ static int fetch_blob(hub_repo *r, const char *file, const char *url, const hub_
         snprintf(part, sizeof part, "%s.incomplete", blob);
         if (h->size >= 0)
             gk_info("downloading %s/%s (%.1f MB)", r->repo, file, (double)h->size / 1e6);
-        rc = hub_http_get(url, r->endpoint, r->token, part, h->size, file, &r->ctl, e);
+        char label[600];
+        snprintf(label, sizeof label, "%s/%s", r->repo, file);
+        rc = hub_http_get(url, r->endpoint, r->token, part, h->size, label, &r->ctl, e);
         char hex[65];
         if (rc == 0 && is_sha256(h->etag) && (rc = gk_sha256_file(part, hex, e)) == 0 &&
             strcasecmp(hex, h->etag) != 0) {
@@ -195,21 +205,49 @@ static int fetch_blob(hub_repo *r, const char *file, const char *url, const hub_
     return 0;
 }
 
-int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, const char *url,
-                   const char *file, int required, gk_err *e)
+int hub_is_refusal(const hub_head *h)
 {
+    return h->status == 401 || h->status == 403 ||
+           (h->status == 404 && (!strcmp(h->err_code, "RepoNotFound") ||
+                                 !strcmp(h->err_code, "GatedRepo")));
+}
+
+int hub_refused(const hub_head *h, const char *who, const char *kind, const char *endpoint,
+                int have_token, gk_err *e)
+{
+    const char *msg = h->err_msg, *code = h->err_code;
+    if (!strcmp(code, "GatedRepo"))
+        return gk_errf(e, GK_ENOTFOUND, "%s: %s is gated on %s%s%s%s", who, kind, endpoint,
+                       *msg ? ": " : "", msg, have_token ? "" : " (set HF_TOKEN to a token "
+                       "of an account with access)");
+    if (*msg && strcmp(code, "RepoNotFound") != 0)
+        return gk_errf(e, GK_ENOTFOUND, "%s: %s refuses access to the %s (HTTP %ld%s%s): %s%s",
+                       who, endpoint, kind, h->status, *code ? ", " : "", code, msg,
+                       have_token ? "" : " (no HF_TOKEN is set)");
+    if (have_token)
+        return gk_errf(e, GK_ENOTFOUND, "%s: %s not found on %s, or HF_TOKEN has no access to "
+                       "it", who, kind, endpoint);
+    return gk_errf(e, GK_ENOTFOUND, "%s: %s not found on %s (or private or gated: set HF_TOKEN)",
+                   who, kind, endpoint);
+}
+
+int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, const char *url,
+                   const char *file, int required, int have_token, gk_err *e)
+{
+    if (hub_is_refusal(h))
+        return hub_refused(h, repo, "repository", endpoint, have_token, e);
     if (h->status == 404 && !required)
         return 0;
     if (h->status == 404)
         return gk_errf(e, GK_ENOTFOUND, "%s: the hub (%s) has no file %s in this repository",
                        repo, endpoint, file);
-    if (h->status == 401 || h->status == 403)
-        return gk_errf(e, GK_ENOTFOUND, "%s: repository not found on %s (or private or gated: "
-                       "set HF_TOKEN)", repo, endpoint);
     if (h->status >= 400 || h->status < 200)
         return gk_errf(e, GK_EIO, "%s: HTTP %ld", url, h->status);
     if (!h->etag[0] || !hub_valid_name(h->etag, strlen(h->etag)))
         return gk_errf(e, GK_EFORMAT, "%s: no usable ETag in the hub's answer", url);
+    if (!hub_is_commit(h->commit))
+        return gk_errf(e, GK_EFORMAT, "%s: the answer names no commit (an X-Repo-Commit of 40 "
+                       "hex digits): is %s a HuggingFace hub?", url, endpoint);
     return 1;
 }
 
@@ -221,12 +259,18 @@ int hub_fetch_file(hub_repo *r, const char *file, int required, gk_err *e)
     hub_head h;
     int rc = hub_http_head(url, r->endpoint, r->token, &h, e);
     if (rc == 0)
-        rc = hub_head_check(&h, r->repo, r->endpoint, url, file, required, e);
+        rc = hub_head_check(&h, r->repo, r->endpoint, url, file, required,
+                            r->token && *r->token, e);
     if (rc <= 0)
         return rc;
-    if (!r->rev[0])
-        snprintf(r->rev, sizeof r->rev, "%s", h.commit[0] && hub_valid_name(h.commit, strlen(h.commit))
-                                                  ? h.commit : "main");
+    if (r->listed_size >= 0 && h.size >= 0 && h.size != r->listed_size)
+        return gk_errf(e, GK_EFORMAT, "%s/%s: the hub's listing says %lld bytes, its answer for "
+                       "the file %lld (did the repository change? try again)", r->repo, file,
+                       (long long)r->listed_size, (long long)h.size);
+    if (h.size < 0)
+        h.size = r->listed_size; /* the bound of the download */
+    if (!r->rev[0]) /* the first answer's commit: every file goes into its snapshot */
+        snprintf(r->rev, sizeof r->rev, "%s", h.commit);
     rc = fetch_blob(r, file, url, &h, e);
     return rc ? rc : 1;
 }
@@ -283,7 +327,7 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
 {
     if (!gk_hub_valid_repo(repo))
         return gk_errf(e, GK_EUSAGE, "'%s' is not a HuggingFace repository id (NAME or ORG/NAME)", repo);
-    hub_repo r = {.repo = repo};
+    hub_repo r = {.repo = repo, .listed_size = -1, .ctl = {.stall_s = c->stall_s}};
     char mangled[256];
     int rc = 0;
     snprintf(mangled, sizeof mangled, "models--%s", repo);

@@ -18,7 +18,13 @@
  *   name, X-Linked-Size (else Content-Length) the size. Then GET of the same URL following
  *   redirects (to the CDN for LFS files), with "Range: bytes=N-" to continue an .incomplete blob.
  *   An ETag of 64 hex digits is the content's sha256 and is checked. Connecting times out after
- *   5 s, so machines without network fail fast; interrupted transfers are resumed (4 retries).
+ *   5 s, so machines without network fail fast; interrupted or stalled transfers are resumed (4
+ *   retries; at most gk_hub_conf.stall_s without data in all). A download stops (and its file is
+ *   deleted) once it passes the announced size (HEAD's, or a dataset listing's). At most 5
+ *   redirects. The token goes only to the endpoint's own scheme, host and port (never to an LFS
+ *   CDN or another host a listing's next page names: that page is fetched without it). An answer
+ *   without a commit id is refused; refs/NAME only ever holds a commit id. A refusal (401, 403,
+ *   404 RepoNotFound/GatedRepo) is reported with the hub's X-Error-Code and X-Error-Message.
  *   $HF_HUB_OFFLINE=1 forbids the network. */
 #ifndef GK_HUB_H
 #define GK_HUB_H
@@ -36,6 +42,9 @@ typedef struct gk_hub_conf {
     const char *token;    /* NULL or "": none (HF_TOKEN) */
     int offline;          /* the cache only (HF_HUB_OFFLINE) */
     const char *cache;    /* the cache directory (gk_hub_cache_dir) */
+    double stall_s;       /* <= 0: 120. The most seconds one download may go without data, its
+                           * retries together (GPT_HUB_STALL_S); an attempt is given up and
+                           * resumed after min(30, stall_s / 2) s without data */
 } gk_hub_conf;
 
 /* The cache directory (CACHE above, from the tool's $HF_HUB_CACHE, $HF_HOME and $HOME: each NULL

@@ -17,7 +17,7 @@ hub() {
 # show: the error lines with the varying parts (port, temp dir) replaced.
 show() { sed "s|127\.0\.0\.1:[0-9]*|HUB|g; s|$PWD|.|g"; }
 export HF_HOME=$PWD/hf
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY  # loopback only
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY HF_TOKEN HF_HUB_OFFLINE  # loopback only
 gpt-ckpt import -q "$FIX/hf_tiny" -o want.safetensors
 sha=$(sha256sum "$FIX/hf_tiny/model.safetensors" | cut -d' ' -f1)
 repo=hf/hub/models--org--tiny
@@ -60,8 +60,8 @@ HF_ENDPOINT=http://127.0.0.1:9 gpt-ckpt import -q org/other 2>&1 | sed 's/\(cann
 echo "exit ${PIPESTATUS[0]}"
 gpt-ckpt import -q 'bad..name' 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 # a cached snapshot that lacks only the tokenizer files: named, offline and with no network
-nv=hf/hub/models--org--novocab; mkdir -p $nv/refs $nv/snapshots/abc123
-echo abc123 > $nv/refs/main; cp "$FIX"/hf_tiny/{config.json,model.safetensors} $nv/snapshots/abc123/
+nv=hf/hub/models--org--novocab; c40=abcdef0123456789abcdef0123456789abcdef01; mkdir -p $nv/refs $nv/snapshots/$c40
+echo $c40 > $nv/refs/main; cp "$FIX"/hf_tiny/{config.json,model.safetensors} $nv/snapshots/$c40/
 HF_HUB_OFFLINE=1 gpt-ckpt import -q org/novocab 2>&1 | show; echo "exit ${PIPESTATUS[0]}"
 HF_ENDPOINT=http://127.0.0.1:9 gpt-ckpt import -q org/novocab 2>&1 | sed 's/\(cannot reach [^ ]*\): [^(]*/\1: ... /' | show
 echo "exit ${PIPESTATUS[0]}"

@@ -5,9 +5,10 @@
  * dataset listing's pages (hub_link_next: the next URL ends inside its buffer), plus repo ids
  * (gk_hub_valid_repo). The input is the header block, one line per '\n'; the HTTP status is the
  * number in its last "HTTP/..." line (200 without one). Properties: every field ends inside its
- * buffer; a size is -1 or >= 0; a relative redirect stays on the endpoint's host; an answer
- * accepted names a blob that cannot leave the cache's blobs/ directory; a repo id accepted
- * makes a cache directory name without '/' or "..". */
+ * buffer; a size is -1 or >= 0; a relative redirect stays on the endpoint's origin (where the
+ * token may go); an answer accepted names a blob that cannot leave the cache's blobs/ directory
+ * and a commit id (what refs/ may hold); the hub's X-Error-Message is kept as printable ASCII
+ * only; a repo id accepted makes a cache directory name without '/' or "..". */
 #include <string.h>
 
 #include "common/hub/hub.h"
@@ -60,12 +61,19 @@ static void check_answer(const uint8_t *data, size_t size, const char *endpoint)
                   next[hostlen] == '/', "redirect to '%.200s' leaves %s", next, endpoint);
     }
     gk_err e = {0};
-    int rc = hub_head_check(&h, "org/model", endpoint, "URL", "model.safetensors", status & 1, &e);
+    for (const char *p = h.err_msg; *p; p++)
+        FZ_ASSERT(*p >= 0x20 && *p < 0x7f, "X-Error-Message kept byte %#x", (unsigned char)*p);
+    int rc = hub_head_check(&h, "org/model", endpoint, "URL", "model.safetensors", status & 1,
+                            (int)(size & 1), &e);
     if (rc == 1)
         FZ_ASSERT(h.etag[0] && h.etag[0] != '.' && !strchr(h.etag, '/') && !strstr(h.etag, "..") &&
-                  h.status >= 200 && h.status < 400, "accepted ETag '%s' (HTTP %ld)", h.etag, h.status);
+                  hub_is_commit(h.commit) && h.status >= 200 && h.status < 400,
+                  "accepted ETag '%s', commit '%s' (HTTP %ld)", h.etag, h.commit, h.status);
     else
         FZ_ASSERT(rc == 0 ? status == 404 : e.msg[0] != '\0', "hub_head_check %d: '%s'", rc, e.msg);
+    if (redirect)
+        FZ_ASSERT(hub_same_origin(next, endpoint), "a relative redirect '%.200s' is not of %s's "
+                  "origin", next, endpoint);
 }
 
 static void check_repo(const uint8_t *data, size_t size)
