@@ -49,6 +49,9 @@ int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long 
 int ck_st_open(const char *path, gk_st_file **f, long long *bytes, gk_err *e);
 /* s3.c: the object url names, downloaded into an unlinked temporary file: its descriptor (the
  * caller closes it) and size. Errors name url. */
+/* What path names as a checkpoint (gk_ckpt_where: an out_dir, local or in a bucket, stands for
+ * its latest) into out: for every subcommand that opens one (cmd.c). */
+int ck_where(const char *path, char *out, size_t cap, gk_err *e);
 int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e);
 /* Writing an output that may be an s3:// URL: ck_out_begin gives the local path to write (out
  * itself, or a file in a new temporary directory for a URL, whose form it checks first);

@@ -22,11 +22,15 @@ int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *wh
     return 0;
 }
 
-int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e)
+int ck_open_sized(const char *named, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e)
 {
     int rc, fd = -1;
     long long size = -1;
     struct stat st;
+    char path[4400];
+    *c = NULL;
+    if ((rc = ck_where(named, path, sizeof path, e))) /* an out_dir: its latest */
+        return rc;
     if (gk_s3_is_url(path)) {
         rc = ck_s3_fetch(path, &fd, &size, e);
         if (rc == 0)
@@ -47,12 +51,17 @@ int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long 
     return rc;
 }
 
-int ck_st_open(const char *path, gk_st_file **f, long long *bytes, gk_err *e)
+int ck_st_open(const char *named, gk_st_file **f, long long *bytes, gk_err *e)
 {
+    char path[4400];
     *bytes = -1;
+    int rc = ck_where(named, path, sizeof path, e); /* an out_dir: its latest */
+    if (rc)
+        return rc;
     if (!gk_s3_is_url(path))
         return gk_st_open(f, path, e);
-    int fd = -1, rc = ck_s3_fetch(path, &fd, bytes, e);
+    int fd = -1;
+    rc = ck_s3_fetch(path, &fd, bytes, e);
     if (rc == 0)
         rc = gk_st_open_fd(f, fd, path, e);
     if (fd >= 0)

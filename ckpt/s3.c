@@ -2,13 +2,17 @@
  * (in $TMPDIR, else /tmp) that the checkpoint reader maps, named by its URL in every message; one
  * to write is written into a temporary directory there, then uploaded (multipart when large) and
  * removed. Credentials, region and endpoint from the environment and ~/.aws
- * (gk_s3_conf_discover). Owns the temporaries until they are handed over or removed. */
+ * (gk_s3_conf_discover). The staging directory is a gk_stagedir (locked; swept once its process is
+ * gone). An out_dir of gpt-train, local or in a bucket, stands for its latest checkpoint
+ * (gk_ckpt_where). Owns the temporaries until they are handed over or removed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ck.h"
+#include "common/io/ckpt_where.h"
+#include "common/io/stagedir.h"
 #include "common/log.h"
 #include "common/s3/s3.h"
 
@@ -40,6 +44,11 @@ static const char *tmp_dir(void)
     return dir && *dir ? dir : "/tmp";
 }
 
+int ck_where(const char *path, char *out, size_t cap, gk_err *e)
+{
+    return gk_ckpt_where(path, env, NULL, out, cap, e);
+}
+
 int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
 {
     long retries;
@@ -50,6 +59,8 @@ int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
 }
 
 /* ---------------------------------------------------------------- writing */
+
+static gk_stagedir stage; /* TMPDIR/gpt-ckpt.XXXXXX from ck_out_begin to ck_out_finish (one output) */
 
 int ck_out_check(const char *out, gk_err *e)
 {
@@ -75,12 +86,12 @@ int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e)
     if (rc)
         return rc;
     const char *base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
-    int n = snprintf(path, cap, "%s/gpt-ckpt.XXXXXX", tmp_dir());
-    if (n < 0 || (size_t)n >= cap || !mkdtemp(path))
-        return gk_errf(e, GK_EIO, "%s: cannot make a temporary directory for %s (set TMPDIR to another directory)",
-                       tmp_dir(), out);
-    size_t len = strlen(path);
-    snprintf(path + len, cap - len, "/%s", *base ? base : "checkpoint.safetensors");
+    if ((rc = gk_stagedir_make(&stage, tmp_dir(), "gpt-ckpt", e)))
+        return gk_errf(e, rc, "%s (writing %s there first)", e->msg, out);
+    if ((size_t)snprintf(path, cap, "%s/%s", stage.path, *base ? base : "checkpoint.safetensors") >= cap) {
+        gk_stagedir_remove(&stage);
+        return gk_errf(e, GK_EUSAGE, "%s: name too long", out);
+    }
     return 0;
 }
 
@@ -88,7 +99,7 @@ int ck_out_finish(const char *out, const char *path, int rc, gk_err *e)
 {
     if (!gk_s3_is_url(out))
         return rc;
-    char bucket[256], key[1100], dir[4200];
+    char bucket[256], key[1100];
     gk_s3 *s = NULL;
     if (rc) { /* the local write failed: say where it went */
         gk_err keep = *e;
@@ -101,11 +112,6 @@ int ck_out_finish(const char *out, const char *path, int rc, gk_err *e)
     }
     gk_s3_close(s);
     unlink(path);
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        rmdir(dir);
-    }
+    gk_stagedir_remove(&stage);
     return rc;
 }

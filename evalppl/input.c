@@ -13,6 +13,79 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/io/shard.h"
+#include "common/io/shard_s3.h"
+
+static gk_s3 *bucket_client; /* for s3:// inputs (ep_input_s3) */
+
+static int check_header(const char *name, const gk_shard_header *h, const gk_vocab *v,
+                        uint32_t vocab_limit, gk_err *e);
+
+void ep_input_s3(gk_s3 *s3) { bucket_client = s3; }
+
+/* url's bucket and key, with a client to read them. */
+static int s3_where(const char *url, char *bucket, char *key, gk_err *e)
+{
+    if (!bucket_client)
+        return gk_errf(e, GK_EUSAGE, "%s: buckets are not read here", url);
+    return gk_s3_parse_url(url, bucket, 256, key, 1100, e);
+}
+
+/* The header of an object in a bucket, checked as a file's (a ranged GET). */
+static int precheck_s3(const char *url, const gk_vocab *v, uint32_t vocab_limit, gk_err *e)
+{
+    char bucket[256], key[1100];
+    gk_s3_stat st;
+    gk_shard_map m = {.name = (char *)url};
+    int64_t off;
+    int rc = s3_where(url, bucket, key, e);
+    if (!rc)
+        rc = gk_s3_head(bucket_client, bucket, key, &st, e);
+    if (!rc)
+        rc = gk_shard_s3_header(bucket_client, bucket, key, st.size, &m, &off, e);
+    gk_shard_header h = {.vocab_size = m.vocab_size, .fingerprint = m.fingerprint};
+    return rc || m.raw ? rc : check_header(url, &h, v, vocab_limit, e);
+}
+
+typedef struct grow_buf {
+    char *p;
+    size_t n, cap;
+} grow_buf;
+
+static int to_buf(const void *data, size_t n, void *ud)
+{
+    grow_buf *g = ud;
+    if (g->n + n + 1 > g->cap) {
+        size_t cap = g->cap ? g->cap : 1 << 20;
+        while (cap < g->n + n + 1)
+            cap *= 2;
+        char *p = realloc(g->p, cap);
+        if (!p)
+            return GK_ENOMEM;
+        g->p = p, g->cap = cap;
+    }
+    memcpy(g->p + g->n, data, n);
+    g->n += n;
+    return 0;
+}
+
+/* A whole object in a bucket into *text (as gk_read_all reads a file). */
+static int read_s3(const char *url, char **text, size_t *len, gk_err *e)
+{
+    char bucket[256], key[1100];
+    grow_buf g = {0};
+    int rc = s3_where(url, bucket, key, e);
+    if (!rc)
+        rc = gk_s3_get(bucket_client, bucket, key, to_buf, &g, e);
+    if (rc == GK_ENOMEM)
+        rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", url);
+    if (rc) {
+        free(g.p);
+        return rc;
+    }
+    *text = g.p ? g.p : calloc(1, 1);
+    *len = g.n;
+    return *text ? 0 : gk_errf(e, GK_ENOMEM, "%s: out of memory", url);
+}
 
 /* tokens of width 2 or 4 at p[0..count) -> s->ids, each checked against vocab_limit */
 static int take_tokens(ep_stream *s, const unsigned char *p, size_t count, int width,
@@ -55,6 +128,8 @@ static int take_shard(ep_stream *s, const unsigned char *b, const gk_shard_heade
 int ep_precheck(const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit, gk_err *e)
 {
     struct stat st;
+    if (!raw && gk_s3_is_url(path))
+        return precheck_s3(path, v, vocab_limit, e);
     if (raw || strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return 0; /* a pipe is read once, by ep_load; a missing file is its error too */
     FILE *f = fopen(path, "rb");
@@ -125,13 +200,18 @@ int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t
     if (!s->name) return gk_errf(e, GK_ENOMEM, "out of memory");
     if (is_stdin && gk_std_was_closed(STDIN_FILENO)) /* reopened on /dev/null: not an input */
         return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) return gk_errno(e, path);
     char *text = NULL;
     size_t len = 0;
-    int rc = gk_read_all(f, s->name, GK_READALL_NO_LIMIT, &text, &len, e);
+    int rc;
+    if (gk_s3_is_url(path)) {
+        rc = read_s3(path, &text, &len, e);
+    } else {
+        FILE *f = is_stdin ? stdin : fopen(path, "rb");
+        if (!f) return gk_errno(e, path);
+        rc = gk_read_all(f, s->name, GK_READALL_NO_LIMIT, &text, &len, e);
+        if (!is_stdin) fclose(f);
+    }
     unsigned char *b = (unsigned char *)text;
-    if (!is_stdin) fclose(f);
     if (rc) return rc;
     if (raw)
         rc = len % 2 ? gk_errf(e, GK_EFORMAT, "%s: --raw: odd size %zu (uint16 tokens)", s->name, len)

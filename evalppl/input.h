@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/s3/s3.h"
 #include "common/text/vocab.h"
 
 typedef struct ep_stream {
@@ -26,6 +27,10 @@ typedef struct ep_stream {
 int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t vocab_limit,
             gk_err *e);
 void ep_stream_free(ep_stream *s);
+/* The client for inputs s3://BUCKET/KEY (borrowed; NULL: refused): a shard's header checked by a
+ * ranged GET (common/io/shard_s3.h, as gpt-train checks its shards), then the object read whole,
+ * as a file is. */
+void ep_input_s3(gk_s3 *s3);
 /* Before anything is scored: the header of input path (a regular file; stdin, pipes and raw
  * inputs pass) when it is a shard, its fingerprint and vocab size checked as ep_load does, so
  * that a later input's mismatch stops the run before the first is scored. */

@@ -15,6 +15,7 @@
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
+#include "common/io/ckpt_where.h"
 #include "common/s3/s3.h"
 #include "common/io/choice.h"
 #include "common/text/vocab.h"
@@ -135,16 +136,20 @@ static const char *env(const char *name, void *ud)
     return getenv(name);
 }
 
-/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp). */
+/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp), of the
+ * checkpoint path names (gk_ckpt_where: an out_dir's latest, local or in a bucket). */
 static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                        const char *vocab, int required, gk_err *e)
 {
     const char *dir = getenv("TMPDIR");
-    long retries;
-    int rc = gk_gpt2_runner_open_url(r, bo, path, vocab, required, env, dir && *dir ? dir : "/tmp",
-                                     &retries, e);
+    long retries = 0;
+    char where[4400];
+    memset(r, 0, sizeof *r); /* closable when gk_ckpt_where fails */
+    int rc = gk_ckpt_where(path, env, NULL, where, sizeof where, e); /* an out_dir, local or in a bucket */
+    if (!rc)
+        rc = gk_gpt2_runner_open_url(r, bo, where, vocab, required, env, dir && *dir ? dir : "/tmp", &retries, e);
     if (retries)
-        gk_warn("%s: %ld requests retried", path, retries);
+        gk_warn("%s: %ld requests retried", where, retries);
     return rc;
 }
 
@@ -188,12 +193,28 @@ static int load_model(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_e
     return rc ? rc : gk_gpt2_runner_load(r, max_B, max_T, weights, e);
 }
 
+/* A client for the inputs in a bucket, if any (credentials, region and endpoint from the
+ * environment and ~/.aws), handed to input.c. */
+static int inputs_s3(char **inputs, int ninputs, gk_s3 **s3, gk_err *e)
+{
+    gk_s3_conf conf;
+    int need = 0, rc = 0;
+    for (int i = 0; i < ninputs; i++)
+        need |= gk_s3_is_url(inputs[i]);
+    if (need && !(rc = gk_s3_conf_discover(&conf, env, NULL, e)) && !(rc = gk_s3_open(s3, &conf, e)))
+        ep_input_s3(*s3);
+    return rc;
+}
+
 static int run(const options *o, char **inputs, int ninputs, gk_err *e)
 {
     gk_gpt2_runner r = {0};
     ep_scorer *sc = NULL;
     int weights, context;
+    gk_s3 *s3 = NULL;
     int rc = open_model(o, &r, &weights, &context, 0, e); /* shards need no vocabulary */
+    if (!rc)
+        rc = inputs_s3(inputs, ninputs, &s3, e);
     const gk_vocab *v = r.vocab;
     int stride = o->stride ? (int)o->stride : context;
     for (int i = 0; rc == 0 && i < ninputs; i++) /* a bad header stops the run before the model is made */
@@ -230,6 +251,8 @@ static int run(const options *o, char **inputs, int ninputs, gk_err *e)
     }
     ep_scorer_free(sc);
     gk_gpt2_runner_close(&r);
+    ep_input_s3(NULL);
+    gk_s3_close(s3);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
+#include "common/io/ckpt_where.h"
 #include "common/s3/s3.h"
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
@@ -167,16 +168,20 @@ static const char *env(const char *name, void *ud)
     return getenv(name);
 }
 
-/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp). */
+/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp), of the
+ * checkpoint path names (gk_ckpt_where: an out_dir's latest, local or in a bucket). */
 static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
                        const char *vocab, int required, gk_err *e)
 {
     const char *dir = getenv("TMPDIR");
-    long retries;
-    int rc = gk_gpt2_runner_open_url(r, bo, path, vocab, required, env, dir && *dir ? dir : "/tmp",
-                                     &retries, e);
+    long retries = 0;
+    char where[4400];
+    memset(r, 0, sizeof *r); /* closable when gk_ckpt_where fails */
+    int rc = gk_ckpt_where(path, env, NULL, where, sizeof where, e); /* an out_dir, local or in a bucket */
+    if (!rc)
+        rc = gk_gpt2_runner_open_url(r, bo, where, vocab, required, env, dir && *dir ? dir : "/tmp", &retries, e);
     if (retries)
-        gk_warn("%s: %ld requests retried", path, retries);
+        gk_warn("%s: %ld requests retried", where, retries);
     return rc;
 }
 

@@ -196,22 +196,48 @@ static int doc_start(tk_encoder *enc, gk_err *e)
     return tk_sink_doc(enc->sink, e);
 }
 
+/* The bytes of text that ids[0, n) stand for (<|endoftext|> none). */
+static int64_t token_bytes(const tk_encoder *enc, const uint32_t *ids, size_t n)
+{
+    int64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = 0;
+        if (!enc->bpe_mode || ids[i] != (uint32_t)gk_vocab_eot(enc->vocab))
+            gk_vocab_token(enc->vocab, ids[i], &len);
+        bytes += (int64_t)len;
+    }
+    return bytes;
+}
+
+/* Writes ids[0, n), the tokens of `bytes` bytes of text, and counts the bytes of those the sink
+ * took: all, or where --max-tokens cuts them, the bytes of the tokens kept. So the summary's
+ * bytes are those encoded into the output, not those read ahead past the stop. */
+static int write_piece(tk_encoder *enc, const uint32_t *ids, size_t n, size_t bytes, gk_err *e)
+{
+    int64_t before = tk_sink_tokens(enc->sink);
+    int rc = tk_sink_write(enc->sink, ids, n, e);
+    size_t kept = (size_t)(tk_sink_tokens(enc->sink) - before);
+    enc->stats.bytes += kept == n ? (int64_t)bytes : token_bytes(enc, ids, kept);
+    return rc;
+}
+
 /* Writes an encoded chunk: its tokens, with each document's start marked in the sink. Documents
  * are counted as written (not as read), so that the count does not depend on how far reading
- * ran ahead of a --max-tokens stop. */
+ * ran ahead of a --max-tokens stop; so are bytes. */
 static int write_chunk(tk_encoder *enc, const chunk *c, gk_err *e)
 {
     enc->stats.replaced += (int64_t)c->replaced;
     enc->stats.tokens += (int64_t)c->n;
-    size_t at = 0;
+    size_t at = 0, from = c->begin;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < c->nstarts; k++) {
-        rc = tk_sink_write(enc->sink, c->ids + at, c->dtok[k] - at, e);
+        rc = write_piece(enc, c->ids + at, c->dtok[k] - at, c->starts[k] - from, e);
         if (rc == 0)
             rc = doc_start(enc, e);
         at = c->dtok[k];
+        from = c->starts[k];
     }
-    return rc ? rc : tk_sink_write(enc->sink, c->ids + at, c->n - at, e);
+    return rc ? rc : write_piece(enc, c->ids + at, c->n - at, c->end - from, e);
 }
 
 /* Writes finished chunks in order until block seq `upto` is written (or, if !wait, until the
@@ -325,7 +351,7 @@ static int serial_encode(tk_encoder *enc, size_t len, int final, gk_err *e)
                                 &n, &enc->scap, &used, e);
     if (!rc) {
         enc->stats.tokens += (int64_t)n;
-        rc = tk_sink_write(enc->sink, enc->sids, n, e);
+        rc = write_piece(enc, enc->sids, n, used, e);
     }
     memmove(enc->tail, enc->tail + used, enc->tail_len - used);
     enc->tail_len -= used;
@@ -400,7 +426,6 @@ static int enter_serial(tk_encoder *enc, gk_err *e)
 
 int tk_encoder_feed(tk_encoder *enc, const char *text, size_t n, gk_err *e)
 {
-    enc->stats.bytes += (int64_t)n;
     if (enc->serial)
         return serial_feed(enc, text, n, 0, e);
     block *b = enc->fill;

@@ -19,8 +19,9 @@
 typedef struct tk_encoder tk_encoder;
 
 typedef struct tk_stats {
-    int64_t docs, bytes, tokens, replaced; /* docs: as written; bytes: as read; replaced:
-                                            * invalid UTF-8 sequences -> U+FFFD */
+    int64_t docs, bytes, tokens, replaced; /* docs and bytes: as written (the text whose tokens
+                                            * the sink took, not what was read past a stop);
+                                            * replaced: invalid UTF-8 sequences -> U+FFFD */
 } tk_stats;
 
 int tk_encoder_create(tk_encoder **out, const gk_vocab *v, int allow_special, int threads,

@@ -127,6 +127,11 @@ int tk_inputs_fetch(tk_inputs *in, int i, char *path, size_t cap, gk_err *e)
     return rc;
 }
 
+void tk_inputs_stop(tk_inputs *in)
+{
+    prefetch_join(in, 1, NULL); /* a download stopped early resumes next time */
+}
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -74,6 +74,9 @@ int tk_inputs_expand(tk_inputs *in, const char *operand, const gk_hub_conf *hub,
 /* The local path of input i into path[0..cap): a remote one downloaded first (unless cached),
  * then the next remote input's download started in the background. */
 int tk_inputs_fetch(tk_inputs *in, int i, char *path, size_t cap, gk_err *e);
+/* Stops the download running in the background, if any, and waits for its thread, so that it
+ * says nothing after this (call when the reading ends, before the summary). */
+void tk_inputs_stop(tk_inputs *in);
 void tk_inputs_free(tk_inputs *in);
 
 #endif

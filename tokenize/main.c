@@ -3,6 +3,7 @@
  * Parses options, resolves the vocabulary and wires reader -> encoder -> shard outputs. */
 #include <errno.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "inputs.h"
 #include "output.h"
 #include "run.h"
+#include "stage.h"
 
 typedef struct options {
     const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field, *column;
@@ -35,8 +37,9 @@ static const char usage[] =
     "       gpt-tokenize -d [options] [SHARD...] > out.txt\n"
     "Encodes text into a token shard with GPT-2 BPE or a char-level vocabulary; -d decodes\n"
     "shards back to text. Inputs: files or stdin, plain or compressed (gzip, bzip2, xz, lzma,\n"
-    "zstd, lz4), archives (tar, zip, 7z), JSON Lines (one document a line) and Parquet (one\n"
-    "document a row), recognised by content; a directory or a quoted glob stands for its files,\n"
+    "zstd, lz4), archives (tar, zip, 7z), JSON Lines (one document a line) or a JSON array of\n"
+    "objects (one an item), and Parquet (one document a row; compressed or on stdin too),\n"
+    "recognised by content; a directory or a quoted glob stands for its files,\n"
     "in sorted order; hf://datasets/... lists a hub dataset's files (PATH may be a glob) and\n"
     "downloads each into the HuggingFace cache before reading it. Every document starts with\n"
     "<|endoftext|>.";
@@ -45,14 +48,16 @@ static const char footer[] =
     "The vocabulary comes from -V, else $GPT_VOCAB, else the HuggingFace cache (gpt2).\n"
     "hf:// honours HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE and HF_HOME (or HF_HUB_CACHE).\n"
     "An input is JSON Lines when its first non-blank byte is '{' and its name ends in .jsonl,\n"
-    ".ndjson or .json (before a compression suffix such as .zst), or --field is given.\n"
+    ".ndjson or .json (before a compression suffix such as .zst), or --field is given; a JSON\n"
+    "array of objects when it is '[' instead.\n"
+    "With --shard-tokens, -o train.bin writes train_000000.bin, train_000001.bin, ...\n"
     "Example: gpt-tokenize -V ../shared/data/gpt2 input.txt -o train.bin --val-fraction 0.1 "
     "--val-output val.bin\n";
 
 static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 {
     const gk_opt tab[] = {
-        {'o', "output", GK_OPT_STR, &o->output, "FILE", "write the shard to FILE (or PREFIX_000000.bin... with --shard-tokens)", 0, 0},
+        {'o', "output", GK_OPT_STR, &o->output, "FILE", "write the shard to FILE (with --shard-tokens: PREFIX_000000.bin..., a .bin of FILE dropped)", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary: BPE directory, .tiktoken file, or char vocab file", 0, 0},
         {'d', "decode", GK_OPT_FLAG, &o->decode, NULL, "decode shards back to text", 0, 0},
         {0, "char", GK_OPT_FLAG, &o->char_level, NULL, "char-level: the vocabulary is the input's sorted characters", 0, 0},
@@ -67,9 +72,9 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "max-docs", GK_OPT_INT, &o->max_docs, "N", "stop after N documents", 1, 9.2e18},
         {0, "max-tokens", GK_OPT_INT, &o->max_tokens, "N", "stop after N tokens (the last document cut)", 1, 9.2e18},
         {0, "column", GK_OPT_STR, &o->column, "NAME", "Parquet: the text column (default text, else the only string column)", 0, 0},
-        {0, "field", GK_OPT_STR, &o->field, "NAME", "JSON Lines: the text field (default text; a.b reaches into objects)", 0, 0},
-        {0, "skip-bad", GK_OPT_FLAG, &o->skip_bad, NULL, "JSON Lines: skip and count bad lines instead of failing", 0, 0},
-        {0, "max-line", GK_OPT_INT, &o->max_line, "N", "JSON Lines: the longest line in bytes (default 64M)", 1, 1e12},
+        {0, "field", GK_OPT_STR, &o->field, "NAME", "JSON Lines and arrays: the text field (default text; a.b reaches into objects)", 0, 0},
+        {0, "skip-bad", GK_OPT_FLAG, &o->skip_bad, NULL, "JSON Lines and arrays: skip and count bad lines (items) instead of failing", 0, 0},
+        {0, "max-line", GK_OPT_INT, &o->max_line, "N", "JSON Lines and arrays: the longest line (item) in bytes (default 64M)", 1, 1e12},
         {'j', "threads", GK_OPT_INT, &o->threads, "N", "encoding threads (default: all cores)", 1, 1024},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no summary, progress or warnings", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
@@ -83,17 +88,20 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
     return rc;
 }
 
-/* A validation split without --val-output goes beside -o: PREFIX_val.bin for numbered shards,
- * else the output's name with _val before its .bin (train.bin: train_val.bin). buf holds it. */
+/* A validation split without --val-output goes beside -o: the output's name with _val before
+ * its .bin (train.bin: train_val.bin; a prefix of numbered shards: PREFIX_val.bin). Onto
+ * /dev/null it is discarded too; beside another device or a FIFO it is not made (check_options
+ * asks for --val-output). buf holds it. */
 static void default_val_output(options *o, char *buf, size_t cap)
 {
     int vals = o->val_fraction > 0 || o->val_docs > 0 || o->val_tokens > 0;
     if (!vals || o->val_output || !o->output || !strcmp(o->output, "-"))
         return;
-    size_t n = strlen(o->output);
-    if (!o->shard_tokens && n > 4 && !strcmp(o->output + n - 4, ".bin"))
-        n -= 4;
-    if (snprintf(buf, cap, "%.*s_val.bin", (int)n, o->output) < (int)cap)
+    int special = tk_output_special(o->output);
+    if (special == TK_OUT_NULL)
+        o->val_output = "/dev/null";
+    else if (special == TK_OUT_FILE &&
+             snprintf(buf, cap, "%.*s_val.bin", (int)tk_output_prefix_len(o->output), o->output) < (int)cap)
         o->val_output = buf;
 }
 
@@ -102,10 +110,14 @@ static int check_options(const options *o, gk_err *e)
     int vals = (o->val_fraction > 0) + (o->val_docs > 0) + (o->val_tokens > 0);
     if (vals > 1)
         return gk_errf(e, GK_EUSAGE, "--val-fraction, --val-docs and --val-tokens: give one of them");
+    const char *val = o->val_docs ? "--val-docs" : o->val_tokens ? "--val-tokens" : "--val-fraction";
+    if (vals > 0 && !o->val_output && o->output && strcmp(o->output, "-") != 0)
+        return gk_errf(e, GK_EUSAGE, "%s with -o %s, a device or FIFO: name the validation shard "
+                       "(--val-output FILE; none is made beside a device)", val, o->output);
     if ((vals > 0) != (o->val_output != NULL))
         return gk_errf(e, GK_EUSAGE, o->val_output ? "--val-output without --val-fraction, --val-docs or "
                        "--val-tokens" : "%s on standard output: name the validation shard (--val-output FILE)",
-                       o->val_docs ? "--val-docs" : o->val_tokens ? "--val-tokens" : "--val-fraction");
+                       val);
     if (o->field && !*o->field)
         return gk_errf(e, GK_EUSAGE, "--field: empty name");
     if (o->column && !*o->column)
@@ -228,9 +240,17 @@ static void options_summary(const options *o, const tk_stats *st, const tk_read_
 {
     if (rs->null_rows)
         gk_info("skipped %lld null row%s of Parquet", (long long)rs->null_rows, plural(rs->null_rows));
-    if (rs->bad_lines)
-        gk_warn("skipped %lld bad JSON line%s (the first: %s)", (long long)rs->bad_lines,
-                plural(rs->bad_lines), rs->first_bad);
+    if (rs->bad_lines || rs->bad_items) {
+        char items[64] = "";
+        if (rs->bad_items)
+            snprintf(items, sizeof items, "%s%lld bad JSON array item%s", rs->bad_lines ? " and " : "",
+                     (long long)rs->bad_items, plural(rs->bad_items));
+        if (rs->bad_lines)
+            gk_warn("skipped %lld bad JSON line%s%s (the first: %s)", (long long)rs->bad_lines,
+                    plural(rs->bad_lines), items, rs->first_bad);
+        else
+            gk_warn("skipped %s (the first: %s)", items, rs->first_bad);
+    }
     if (rs->stopped && o->max_docs && st->docs >= o->max_docs)
         gk_info("stopped after %lld document%s (--max-docs)", (long long)st->docs, plural(st->docs));
     else if (o->max_tokens && out->tokens >= o->max_tokens) /* reading may have ended first */
@@ -295,6 +315,7 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
         rc = tk_collector_init(&held, e);
         if (!rc)
             rc = tk_read_all(&ro, &c, &rs, e);
+        tk_inputs_stop(in);
         if (!rc)
             rc = tk_collector_char_vocab(&held, &v, e);
     } else {
@@ -320,6 +341,7 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
     } else if (!rc && !collect) {
         ro.tokens = &tk_encoder_stats(enc)->tokens;
         rc = tk_read_all(&ro, &c, &rs, e);
+        tk_inputs_stop(in); /* a download the early stop left running: done before the summary */
     }
     if (!rc)
         rc = tk_encoder_finish(enc, e);
@@ -340,9 +362,9 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
     return rc;
 }
 
-static int decode(const options *o, char **inputs, int ninputs, gk_err *e)
+static int decode(const options *o, gk_s3 *s3, char **inputs, int ninputs, gk_err *e)
 {
-    int raw = 0, rc = tk_decode(o->vocab, inputs, ninputs, &raw, e);
+    int raw = 0, rc = tk_decode(o->vocab, s3, inputs, ninputs, &raw, e);
     if (!rc && raw)
         gk_verbose("read %d header-less input%s as raw uint16 tokens (nanoGPT format)", raw,
                    raw == 1 ? "" : "s");
@@ -393,9 +415,43 @@ static int s3_setup(const options *o, char **ops, int n, tk_inputs *in, gk_s3 **
     gk_s3_conf conf;
     in->tmpdir = dir && *dir ? dir : "/tmp";
     int rc = need ? gk_s3_conf_discover(&conf, env, NULL, e) : 0;
+    const char *part = getenv("GPT_S3_PART_SIZE"); /* bytes a multipart part, as gpt-train's */
+    char *end = NULL;
+    if (need && !rc && part && *part) {
+        unsigned long long v = strtoull(part, &end, 10);
+        if (*end || v < (5u << 20) || v > (5ull << 30))
+            return gk_errf(e, GK_EUSAGE, "GPT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
+                           "(5242880) to 5 GiB", part);
+        conf.part_size = (size_t)v;
+    }
     if (need && !rc && !(rc = gk_s3_open(s3, &conf, e)))
         in->s3 = *s3;
     return rc;
+}
+
+/* SIGHUP, SIGINT, SIGPIPE, SIGTERM: temporaries removed, the upload under way aborted and the
+ * staging directory removed (stage.h: the uploader does it and dies, when one is under way),
+ * then death by the signal, as gk_outfile_cleanup_on_signals does for local outputs. */
+static void on_signal(int sig)
+{
+    if (tk_stage_signal(sig))
+        return;
+    gk_outfile_unlink_temps();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void cleanup_on_signals(void)
+{
+    static const int sigs[] = {SIGHUP, SIGINT, SIGPIPE, SIGTERM};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old, sa = {0};
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            continue; /* ignored (nohup): leave it */
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 int main(int argc, char **argv)
@@ -424,13 +480,13 @@ int main(int argc, char **argv)
     gk_s3 *s3 = NULL;
     if (rc == 0)
         rc = check_stdin(inputs, ninputs, &e);
-    if (rc == 0 && !o.decode)
+    if (rc == 0) /* -d too: shards in a bucket */
         rc = s3_setup(&o, inputs, ninputs, &in, &s3, &e);
     if (rc == 0 && !o.decode) /* directories, patterns and hf:// stand for their files */
         rc = expand(&in, inputs, ninputs, &vars, &e);
     if (rc == 0) {
-        gk_outfile_cleanup_on_signals(); /* no OUT.tmp.XXXXXX left by SIGINT or SIGTERM */
-        rc = o.decode ? decode(&o, inputs, ninputs, &e) : encode(&o, &in, &e);
+        cleanup_on_signals(); /* no OUT.tmp.XXXXXX, staging directory or upload left by a signal */
+        rc = o.decode ? decode(&o, s3, inputs, ninputs, &e) : encode(&o, &in, &e);
     }
     tk_inputs_free(&in);
     if (s3 && gk_s3_retries(s3))

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -14,6 +15,8 @@
 /* One destination: a single shard or a numbered series, local or staged for a bucket. */
 typedef struct target {
     int series;
+    int discard;        /* a series onto /dev/null: the tokens go nowhere, no file is made */
+    char prefix[4400];  /* a series: the prefix its shards are named by (-o's .bin dropped) */
     gk_shard_writer w;
     gk_shard_series s;
     tk_stage *st;
@@ -36,11 +39,51 @@ struct tk_sink {
     int64_t ndocs;
 };
 
+int tk_output_special(const char *path)
+{
+    struct stat st, null;
+    if (!path || strcmp(path, "-") == 0 || gk_s3_is_url(path) || stat(path, &st) != 0)
+        return TK_OUT_FILE;
+    if (S_ISCHR(st.st_mode) && stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+        st.st_rdev == null.st_rdev)
+        return TK_OUT_NULL;
+    return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode) ? TK_OUT_DEVICE
+                                                                              : TK_OUT_FILE;
+}
+
+size_t tk_output_prefix_len(const char *out)
+{
+    size_t n = strlen(out);
+    return n > 4 && strcmp(out + n - 4, ".bin") == 0 && out[n - 5] != '/' ? n - 4 : n;
+}
+
+/* Numbered shards onto a device or FIFO: /dev/null discards them, anything else is refused
+ * (the shards are files beside it, which must not be made in /dev). */
+static int series_special(target *t, const char *path, gk_err *e)
+{
+    int kind = tk_output_special(path);
+    struct stat st;
+    t->discard = kind == TK_OUT_NULL;
+    if (kind != TK_OUT_DEVICE)
+        return 0;
+    int fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+    return gk_errf(e, GK_EUSAGE, "-o %s is a %s, not a prefix: numbered shards (--shard-tokens) are "
+                   "files PREFIX_000000.bin, ...; name a prefix in a directory (-o /dev/null discards "
+                   "them)", path, fifo ? "FIFO" : "device");
+}
+
 static int target_open(target *t, tk_stage *st, const char *path, int64_t shard_tokens,
                        const tk_sink_opts *o, gk_err *e)
 {
     t->series = shard_tokens > 0;
     t->st = st;
+    if (t->series) { /* -o train.bin: train_000000.bin, ... */
+        int rc = series_special(t, path, e);
+        if (rc || t->discard)
+            return rc;
+        snprintf(t->prefix, sizeof t->prefix, "%.*s", (int)tk_output_prefix_len(path), path);
+        path = t->prefix;
+    }
     t->url = path && gk_s3_is_url(path) ? path : NULL;
     int rc = tk_stage_path(st, path, t->local, sizeof t->local, e);
     if (rc)
@@ -66,6 +109,8 @@ static int upload_shards(target *t, int upto, gk_err *e)
 
 static int target_write(target *t, const uint32_t *ids, size_t n, gk_err *e)
 {
+    if (t->discard)
+        return 0;
     if (!t->series)
         return gk_shard_writer_write(&t->w, ids, n, e);
     int rc = gk_shard_series_write(&t->s, ids, n, e);
@@ -74,6 +119,8 @@ static int target_write(target *t, const uint32_t *ids, size_t n, gk_err *e)
 
 static int target_finish(target *t, gk_err *e)
 {
+    if (t->discard)
+        return 0;
     int rc = t->series ? gk_shard_series_finish(&t->s, e) : gk_shard_writer_finish(&t->w, e);
     if (rc || !t->url)
         return rc;
@@ -84,6 +131,8 @@ static int target_finish(target *t, gk_err *e)
  * completed by this run go too (from the bucket where uploaded, and from the staging folder). */
 static void target_abort(target *t)
 {
+    if (t->discard)
+        return;
     if (!t->series) {
         gk_shard_writer_abort(&t->w);
         return;

@@ -6,6 +6,9 @@
  * split point is known only then; the first-documents splits hold nothing. max_tokens caps the
  * tokens written (the rest dropped; tk_sink_full says when the cap is reached).
  * An output may be s3://BUCKET/KEY (or PREFIX): written locally, then uploaded (stage.h).
+ * Numbered shards of -o PREFIX are PREFIX_000000.bin, ..., a .bin ending PREFIX dropped first
+ * (-o train.bin: train_000000.bin); onto /dev/null they are discarded (no file is made), onto
+ * another device or a FIFO refused (GK_EUSAGE): no file is ever made beside a device.
  * Owns: the open shard writers and those files. Lifetime: open .. finish/abort. Not thread-safe. */
 #ifndef TK_OUTPUT_H
 #define TK_OUTPUT_H
@@ -30,6 +33,13 @@ typedef struct tk_sink_opts {
 } tk_sink_opts;
 
 typedef struct tk_sink tk_sink;
+
+/* What an output path names: a file (or nothing yet, stdout, s3://), /dev/null (or another
+ * name of it), or another device or a FIFO. */
+enum { TK_OUT_FILE, TK_OUT_NULL, TK_OUT_DEVICE };
+int tk_output_special(const char *path);
+/* The length of out without a trailing ".bin" (kept when nothing would be left of the name). */
+size_t tk_output_prefix_len(const char *out);
 
 int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e);
 /* Marks the start of a document (for the validation split). */

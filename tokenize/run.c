@@ -13,6 +13,7 @@
 #include "common/progress.h"
 #include "input.h"
 #include "jsonl.h"
+#include "spill.h"
 
 #define READ_BYTES (1 << 16)
 
@@ -139,9 +140,9 @@ static int read_row(reader *r, const char *text, size_t n, gk_err *e)
 }
 
 static int read_jsonl(reader *r, tk_source *src, const char *name, const char *head, size_t nhead,
-                      gk_err *e)
+                      int array, gk_err *e)
 {
-    tk_jsonl_opts jo = {r->o->field, r->o->max_line, r->o->skip_bad};
+    tk_jsonl_opts jo = {r->o->field, r->o->max_line, r->o->skip_bad, array};
     tk_jsonl *j = NULL;
     int rc = tk_jsonl_open(&j, src, name, &jo, head, nhead, e), more = 1;
     while (rc == 0 && more) {
@@ -152,20 +153,33 @@ static int read_jsonl(reader *r, tk_source *src, const char *name, const char *h
         progress(r, tk_source_position(src));
     }
     if (j && tk_jsonl_bad(j)) {
-        if (!r->st->bad_lines)
+        if (!r->st->bad_lines && !r->st->bad_items)
             snprintf(r->st->first_bad, sizeof r->st->first_bad, "%s", tk_jsonl_first_bad(j));
-        r->st->bad_lines += tk_jsonl_bad(j);
+        *(array ? &r->st->bad_items : &r->st->bad_lines) += tk_jsonl_bad(j);
     }
     tk_jsonl_close(j);
     return rc;
 }
 
-static int read_parquet(reader *r, const char *path, gk_err *e)
+/* An error about a download's local path names the input instead. */
+static void rename_input(gk_err *e, const char *local, const char *name)
+{
+    char *at = strstr(e->msg, local);
+    if (!at || strcmp(local, name) == 0)
+        return;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e->msg), e->msg, name, at + strlen(local));
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+}
+
+/* The Parquet file at path, named name in messages; counted: its bytes count as read (else the
+ * stream it came from counts them). */
+static int read_parquet(reader *r, const char *path, const char *name, int counted, gk_err *e)
 {
     gk_parquet *p = NULL;
     int rc = gk_parquet_open(&p, path, r->o->column, e), more = 1;
-    if (rc && strstr(e->msg, "its columns:")) { /* the column choice: say how to make it */
-        char msg[sizeof e->msg];
+    if (rc && strstr(e->msg, "its columns:") && !strstr(e->msg, "no string column")) {
+        char msg[sizeof e->msg]; /* the column choice: say how to make it */
         snprintf(msg, sizeof msg, "%s", e->msg);
         gk_errf(e, rc, "%.900s (--column NAME)", msg);
     }
@@ -179,9 +193,37 @@ static int read_parquet(reader *r, const char *path, gk_err *e)
     if (rc == 0 || rc == TK_STOP) {
         r->st->null_rows += gk_parquet_nulls(p);
         r->st->parquet_files++;
-        r->st->input_bytes += gk_parquet_file_size(p);
+        r->st->input_bytes += counted ? gk_parquet_file_size(p) : 0;
     }
     gk_parquet_close(p);
+    if (rc && rc != TK_STOP)
+        rename_input(e, path, name);
+    return rc;
+}
+
+/* A Parquet file that comes as a stream (compressed, on stdin, through a pipe), head[0, nhead)
+ * read already: copied into an unlinked temporary file in TMPDIR (disk, not memory, holds it),
+ * which is then read as the file would be: Parquet is read from its end. */
+static int read_parquet_stream(reader *r, tk_source *src, const char *name, const char *head,
+                               size_t nhead, gk_err *e)
+{
+    tk_spill sp;
+    int rc = tk_spill_open(&sp, "a Parquet file read from a stream", e);
+    if (rc)
+        return rc;
+    rc = tk_spill_write(&sp, head, nhead, e);
+    char buf[READ_BYTES], path[64];
+    for (size_t got = 1; rc == 0 && got > 0;) {
+        if ((rc = tk_source_read(src, buf, sizeof buf, &got, e)) == 0)
+            rc = tk_spill_write(&sp, buf, got, e);
+        progress(r, tk_source_position(src));
+    }
+    if (rc == 0)
+        rc = tk_spill_rewind(&sp, e);
+    snprintf(path, sizeof path, "/dev/fd/%d", fileno(sp.fp));
+    if (rc == 0)
+        rc = read_parquet(r, path, name, 0, e);
+    tk_spill_close(&sp);
     return rc;
 }
 
@@ -201,7 +243,10 @@ static int is_parquet(const char *path)
     return n == (ssize_t)sizeof head && gk_parquet_magic(head, sizeof head);
 }
 
-/* Reads the start of a plain (not archive) input, up to its first non-blank byte, into head. */
+static int blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Reads the start of a plain (not archive) input into head: at least 4 bytes (Parquet's magic)
+ * and its first non-blank byte past a byte order mark, where the input has them. */
 static int peek(tk_source *src, char *head, size_t cap, size_t *n, gk_err *e)
 {
     *n = 0;
@@ -209,13 +254,43 @@ static int peek(tk_source *src, char *head, size_t cap, size_t *n, gk_err *e)
         int rc = tk_source_read(src, head + *n, cap - *n, &got, e);
         if (rc)
             return rc;
-        size_t at = *n;
         *n += got;
-        for (; at < *n; at++)
-            if (head[at] != ' ' && head[at] != '\t' && head[at] != '\r' && head[at] != '\n')
-                return 0;
+        size_t at = tk_json_bom(head, *n);
+        while (at < *n && blank(head[at]))
+            at++;
+        if (at < *n && *n >= 4)
+            return 0;
     }
     return 0;
+}
+
+/* "a JSON string" (...): what a .json input of TK_JSON_SCALAR holds, from its first byte. */
+static const char *scalar_kind(const char *head, size_t n)
+{
+    size_t i = tk_json_bom(head, n);
+    while (i < n && blank(head[i]))
+        i++;
+    char c = i < n ? head[i] : 0;
+    return c == '"' ? "a JSON string" : c == 't' || c == 'f' ? "a JSON boolean"
+           : c == 'n' ? "JSON null" : "a JSON number";
+}
+
+/* One plain (not archive) document whose first bytes are head[0, nhead): Parquet, JSON Lines, a
+ * JSON array or text. */
+static int read_plain(reader *r, tk_source *src, const char *name, int is_stdin, const char *head,
+                      size_t nhead, gk_err *e)
+{
+    if (gk_parquet_magic(head, nhead))
+        return read_parquet_stream(r, src, name, head, nhead, e);
+    int kind = nhead ? tk_jsonl_detect(is_stdin ? NULL : name, head, nhead, r->o->field != NULL)
+                     : TK_JSON_NONE;
+    size_t bom = tk_json_bom(head, nhead);
+    if (kind == TK_JSON_SCALAR)
+        return gk_errf(e, GK_EFORMAT, "%s: %s: a .json input is read as JSON Lines (one object a "
+                       "line) or as a JSON array of objects", name, scalar_kind(head, nhead));
+    if (kind != TK_JSON_NONE)
+        return read_jsonl(r, src, name, head + bom, nhead - bom, kind == TK_JSON_ARRAY, e);
+    return read_document(r, src, head, nhead, e);
 }
 
 static void input_done(reader *r, tk_source *src, const char *name)
@@ -237,39 +312,21 @@ static int read_input(reader *r, const char *path, const char *name, gk_err *e)
     if (is_stdin)
         name = "stdin";
     if (!is_stdin && is_parquet(path))
-        return read_parquet(r, path, e);
+        return read_parquet(r, path, name, 1, e);
     tk_source *src = NULL;
     int rc = tk_source_open(&src, path, e), more = 1;
     while (rc == 0 && (rc = tk_source_next(src, &more, e)) == 0 && more) {
         char head[READ_BYTES];
         size_t nhead = 0;
-        if (!tk_source_is_archive(src) && (rc = peek(src, head, sizeof head, &nhead, e)))
-            break;
-        if (is_stdin && gk_parquet_magic(head, nhead)) {
-            rc = gk_errf(e, GK_EUSAGE, "stdin: a Parquet file (read from its end): give it as a "
-                         "file operand");
-            break;
-        }
-        if (nhead && tk_jsonl_detect(is_stdin ? NULL : name, head, nhead, r->o->field != NULL))
-            rc = read_jsonl(r, src, name, head, nhead, e);
-        else
-            rc = read_document(r, src, head, nhead, e);
+        if (tk_source_is_archive(src))
+            rc = read_document(r, src, head, 0, e);
+        else if ((rc = peek(src, head, sizeof head, &nhead, e)) == 0)
+            rc = read_plain(r, src, name, is_stdin, head, nhead, e);
     }
     if (rc == 0)
         input_done(r, src, name);
     tk_source_close(src);
     return rc;
-}
-
-/* An error about a download's local path names the input instead. */
-static void rename_input(gk_err *e, const char *local, const char *name)
-{
-    char *at = strstr(e->msg, local);
-    if (!at || strcmp(local, name) == 0)
-        return;
-    char msg[sizeof e->msg];
-    snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e->msg), e->msg, name, at + strlen(local));
-    snprintf(e->msg, sizeof e->msg, "%s", msg);
 }
 
 static int64_t total_bytes(const tk_read_opts *o)

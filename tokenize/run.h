@@ -1,6 +1,7 @@
 /* run.h: the reading side of gpt-tokenize: every input's documents (a text file or archive
- * member, cut further by --doc-sep; a JSON Lines line, jsonl.h; a Parquet row, common/io/parquet.h),
- * handed to a document consumer
+ * member, cut further by --doc-sep; a JSON Lines line or an item of a JSON array, jsonl.h; a
+ * Parquet row, common/io/parquet.h, also from a compressed file or a stream, copied into an
+ * unlinked temporary file first, spill.h), handed to a document consumer
  * (the encoder, or the collector of collect.h), with a progress line across all inputs.
  * Owns: nothing past a call.
  * Not thread-safe. */
@@ -47,6 +48,7 @@ typedef struct tk_read_stats {
     int64_t input_bytes; /* bytes read from the inputs as stored (compressed where they are) */
     int64_t docs;        /* documents handed on */
     int64_t bad_lines;   /* JSON Lines skipped with skip_bad */
+    int64_t bad_items;   /* items of JSON arrays skipped with skip_bad */
     int64_t null_rows;   /* Parquet rows without a value, skipped */
     int parquet_files;
     char first_bad[1024]; /* the first one's message */

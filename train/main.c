@@ -129,7 +129,7 @@ static int s3_conf(gk_s3_conf *conf, gk_err *e)
 static int s3_data_conf(tr_run *r, gk_err *e)
 {
     r->s3data = strstr(r->s.train_data, "s3://") || strstr(r->s.val_data, "s3://");
-    if (!r->s3data && !gk_s3_is_url(r->s.out_dir)) /* out_dir: every rank may fetch the start */
+    if (!r->s3data && !gk_s3_is_url(r->s.out_dir) && !gk_s3_is_url(r->s.init_from)) /* every rank may fetch the start */
         return 0;
     return s3_conf(&r->s3conf, e);
 }

@@ -1,5 +1,6 @@
-/* s3data.c: shards in a bucket: their listing, their headers checked, ranged reads of their
- * tokens (see s3data.h). Owns the client and the objects' bucket and key. */
+/* s3data.c: shards in a bucket: their listing, their headers checked and ranged reads of their
+ * tokens (common/io/shard_s3.h, shared with gpt-tokenize -d and gpt-evalppl) (see s3data.h).
+ * Owns the client and the objects' bucket and key. */
 #include "s3data.h"
 
 #include <fnmatch.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/io/shard_s3.h"
 
 typedef struct object {
     char *bucket, *key;
@@ -60,35 +62,6 @@ static int on_key(const gk_s3_entry *ent, void *ud)
     return (m->keys[m->n] = strdup(ent->key)) ? (m->n++, 0) : GK_ENOMEM;
 }
 
-/* The object's header read and checked as gk_shard_map_open checks a file's: m filled. */
-static int read_header(tr_s3data *d, size_t obj, int64_t size, gk_shard_map *m, int64_t *data_off, gk_err *e)
-{
-    unsigned char b[GK_SHARD_HEADER_BYTES];
-    size_t want = size < (int64_t)sizeof b ? (size_t)size : sizeof b;
-    m->size = (size_t)size;
-    m->raw = 1, m->width = 2, *data_off = 0; /* empty: a raw file of no tokens */
-    if (size == 0)
-        return 0;
-    gk_shard_kind kind;
-    gk_shard_header h;
-    int rc = tr_s3data_read(d, obj, 0, want, b, e);
-    if (!rc)
-        rc = gk_shard_parse(b, want, size, m->name, &kind, &h, e);
-    if (!rc && kind == GK_SHARD_TEXT)
-        rc = gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)", m->name);
-    if (rc)
-        return rc;
-    m->raw = kind == GK_SHARD_RAW;
-    if (m->raw && size % 2)
-        return gk_errf(e, GK_EFORMAT, "%s: object ends in the middle of a token", m->name);
-    m->width = h.width;
-    m->count = h.tokens;
-    m->vocab_size = h.vocab_size;
-    m->fingerprint = h.fingerprint;
-    *data_off = m->raw ? 0 : GK_SHARD_HEADER_BYTES;
-    return 0;
-}
-
 /* One object: remembered, its header checked, given to fn. */
 static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t size, tr_s3data_fn fn,
                       void *ud, gk_err *e)
@@ -108,7 +81,7 @@ static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t
     }
     size_t obj = d->n++;
     int64_t data_off;
-    int rc = read_header(d, obj, size, &m, &data_off, e);
+    int rc = gk_shard_s3_header(d->s, o->bucket, o->key, size, &m, &data_off, e);
     if (!rc)
         return fn(ud, &m, obj, data_off, e);
     gk_shard_map_close(&m);
@@ -142,12 +115,7 @@ int tr_s3data_add(tr_s3data *d, const char *url, const char *what, tr_s3data_fn 
 int tr_s3data_read(tr_s3data *d, size_t obj, int64_t off, size_t n, void *buf, gk_err *e)
 {
     const object *o = &d->obj[obj];
-    size_t got = 0;
-    int rc = gk_s3_get_range(d->s, o->bucket, o->key, off, n, buf, &got, e);
-    if (!rc && got != n)
-        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: %zu bytes at %lld, where %zu were expected (the object "
-                     "changed?)", o->bucket, o->key, got, (long long)off, n);
-    return rc;
+    return gk_shard_s3_range(d->s, o->bucket, o->key, off, n, buf, e);
 }
 
 long tr_s3data_retries(const tr_s3data *d) { return gk_s3_retries(d->s); }

@@ -16,27 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/io/stagedir.h"
 #include "common/log.h"
 #include "run.h"
-
-struct tr_s3out {
-    gk_s3 *s3;
-    char given[1400];    /* out_dir as set */
-    char url[1400];      /* s3://BUCKET/PREFIX as given, without a trailing '/' */
-    char bucket[256];
-    char prefix[1100];   /* "" or "PREFIX/" */
-    char stage[4096];
-    int locked;
-    pthread_t renewer;   /* renews the lock every TR_S3_LOCK_RENEW_S while running */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int renewing, quit;
-};
-
-static void key_of(const tr_s3out *o, const char *name, char *key, size_t cap)
-{
-    snprintf(key, cap, "%s%s", o->prefix, name);
-}
+#include "s3out_int.h"
 
 /* ---------------------------------------------------------------- small objects */
 
@@ -61,7 +44,7 @@ static int download(tr_s3out *o, const char *name, gk_err *e)
 {
     char key[1200], path[4400];
     key_of(o, name, key, sizeof key);
-    snprintf(path, sizeof path, "%s/%s", o->stage, name);
+    snprintf(path, sizeof path, "%s/%s", o->stage.path, name);
     return gk_s3_fetch_file(o->s3, o->bucket, key, path, e);
 }
 
@@ -218,8 +201,7 @@ static int abort_one(const char *key, const char *upload_id, void *ud)
     return 0;
 }
 
-/* The name PREFIX/latest holds into name ("" when there is none). */
-static int read_latest(tr_s3out *o, char *name, size_t cap, gk_err *e)
+int tr_s3out_read_latest(tr_s3out *o, char *name, size_t cap, gk_err *e)
 {
     char key[1200];
     key_of(o, "latest", key, sizeof key);
@@ -242,7 +224,7 @@ static int read_latest(tr_s3out *o, char *name, size_t cap, gk_err *e)
 static int fetch_start(tr_s3out *o, const char *init_from, gk_err *e)
 {
     char name[600], link[4400];
-    int rc = read_latest(o, name, sizeof name, e);
+    int rc = tr_s3out_read_latest(o, name, sizeof name, e);
     int resume = strcmp(init_from, "resume") == 0, autom = strcmp(init_from, "auto") == 0;
     if (rc)
         return rc;
@@ -258,7 +240,7 @@ static int fetch_start(tr_s3out *o, const char *init_from, gk_err *e)
     gk_err ignore = {0};
     if ((rc = download(o, "metrics.jsonl", &ignore)) && rc != GK_ENOTFOUND)
         gk_warn("%s", ignore.msg);
-    snprintf(link, sizeof link, "%s/latest.safetensors", o->stage);
+    snprintf(link, sizeof link, "%s/latest.safetensors", o->stage.path);
     if (symlink(name, link) != 0)
         return gk_errno(e, link);
     return 0;
@@ -282,12 +264,9 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
         rc = rc ? rc : gk_errf(e, GK_EUSAGE, "%s: the key is too long", url);
     if (!rc)
         rc = gk_s3_open(&o->s3, conf, e);
-    int n = snprintf(o->stage, sizeof o->stage, "%s/gpt-train.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!rc && (n < 0 || (size_t)n >= sizeof o->stage || !mkdtemp(o->stage))) {
-        gk_errno(e, o->stage);
-        rc = gk_errf(e, GK_EIO, "%s (the staging directory for %s; set TMPDIR to another directory)", e->msg, url);
-        o->stage[0] = '\0';
-    }
+    tr_unsent_dir(o, tmpdir);
+    if (!rc && (rc = gk_stagedir_make(&o->stage, tmpdir, "gpt-train", e)))
+        rc = gk_errf(e, rc, "%s (the staging directory for %s)", e->msg, url);
     if (!rc)
         rc = lock_take(o, e);
     if (!rc)
@@ -295,24 +274,26 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
     if (!rc)
         rc = gk_s3_list_uploads(o->s3, o->bucket, o->prefix, abort_one, o, e);
     if (!rc)
+        rc = tr_unsent_pick_up(o, init_from, e);
+    if (!rc)
         rc = fetch_start(o, init_from, e);
     if (rc) {
         tr_s3out_close(o, 0);
         return rc;
     }
-    gk_info("out_dir %s: staging checkpoints in %s", o->url, o->stage);
+    gk_info("out_dir %s: staging checkpoints in %s", o->url, o->stage.path);
     *out = o;
     return 0;
 }
 
-const char *tr_s3out_stage(const tr_s3out *o) { return o->stage; }
+const char *tr_s3out_stage(const tr_s3out *o) { return o->stage.path; }
 const char *tr_s3out_url(const tr_s3out *o) { return o->given; }
 
 int tr_s3out_object_url(const tr_s3out *o, const char *path, char *url, size_t cap)
 {
-    size_t n = strlen(o->stage);
+    size_t n = strlen(o->stage.path);
     char target[4096];
-    if (strncmp(path, o->stage, n) != 0 || path[n] != '/')
+    if (strncmp(path, o->stage.path, n) != 0 || path[n] != '/')
         return -1;
     const char *name = path + n + 1;
     ssize_t k = readlink(path, target, sizeof target - 1); /* latest.safetensors: the checkpoint's name */
@@ -344,7 +325,7 @@ static int upload(tr_s3out *o, const char *name, int optional, gk_err *e)
 {
     char key[1200], path[4400];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", o->stage, name);
+    snprintf(path, sizeof path, "%s/%s", o->stage.path, name);
     if (optional && stat(path, &st) != 0)
         return 0;
     key_of(o, name, key, sizeof key);
@@ -414,6 +395,17 @@ int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_l
     key_of(o, "latest", key, sizeof key);
     if (!rc)
         rc = gk_s3_put(o->s3, o->bucket, key, text, (size_t)n, e); /* only now: the upload is whole */
+    if (rc) { /* latest not moved: the checkpoint must not go with the staging directory */
+        char msg[sizeof e->msg], kept[4400];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        tr_unsent_keep(o, name, kept, sizeof kept);
+        if (!kept[0])
+            return gk_errf(e, rc, "uploading %s to %s: %s (the checkpoint could not be kept in %s either: it is "
+                           "in %s until this run ends)", name, o->url, msg, o->unsent, o->stage.path);
+        return gk_errf(e, rc, "uploading %s to %s: %s; the checkpoint is kept at %s: the next run of this "
+                       "out_dir with init_from=auto (TMPDIR the same) uploads it and resumes from it",
+                       name, o->url, msg, kept);
+    }
     if (!rc)
         rc = upload(o, "metrics.jsonl", 1, e);
     if (!rc)
@@ -433,25 +425,13 @@ int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_l
 
 /* ---------------------------------------------------------------- closing */
 
-static void remove_stage(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    for (struct dirent *de; (de = readdir(d));)
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    rmdir(dir);
-}
-
 void tr_s3out_close(tr_s3out *o, int upload_logs)
 {
     if (!o)
         return;
     gk_err e = {0};
     renew_stop(o);
-    if (upload_logs && o->stage[0] && (upload(o, "metrics.jsonl", 1, &e) || upload(o, "loss.svg", 1, &e)))
+    if (upload_logs && o->stage.path[0] && (upload(o, "metrics.jsonl", 1, &e) || upload(o, "loss.svg", 1, &e)))
         gk_warn("%s", e.msg);
     char key[1200];
     key_of(o, "gpt-train.lock", key, sizeof key);
@@ -461,8 +441,7 @@ void tr_s3out_close(tr_s3out *o, int upload_logs)
         if (gk_s3_delete(o->s3, o->bucket, key, &e))
             gk_warn("%s (the lock stays: delete it before the next run)", e.msg);
     }
-    if (o->stage[0])
-        remove_stage(o->stage);
+    gk_stagedir_remove(&o->stage);
     gk_s3_close(o->s3);
     free(o);
 }

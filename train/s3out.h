@@ -8,7 +8,11 @@
  * TR_S3_LOCK_RENEW_S by a thread; one not renewed for TR_S3_LOCK_STALE_S (its run lost with its
  * node), or left by a pid of this host that is not running, is taken over. Resuming downloads
  * the checkpoint latest names (and metrics.jsonl) into the staging directory, whose
- * latest.safetensors then names it, so that the rest of gpt-train sees a local out_dir. */
+ * latest.safetensors then names it, so that the rest of gpt-train sees a local out_dir.
+ * The staging directory is a gk_stagedir (TMPDIR/gpt-train.XXXXXX, flock'd: a killed run's is
+ * swept by the next tool that makes one). A checkpoint whose upload fails for good is moved to
+ * TMPDIR/gpt-train-unsent.HASH (s3unsent.c), named in the error, and uploaded by the next run of
+ * the out_dir (init_from = auto or resume) before it resumes. */
 #ifndef TR_S3OUT_H
 #define TR_S3OUT_H
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/env.h"
+#include "common/io/ckpt_where.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "kernels/backend.h"
@@ -64,7 +65,8 @@ static int newest_ckpt(const char *out_dir, char *path, size_t cap)
 }
 
 /* Which checkpoint to start from: NULL for scratch. *resume: it is this run's own latest. */
-static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume, gk_err *e)
+static int pick_start(const tr_settings *s, const gk_s3_conf *conf, char *path, size_t cap, int *resume,
+                      gk_err *e)
 {
     *resume = 0;
     snprintf(path, cap, "%s/latest.safetensors", s->out_dir);
@@ -83,10 +85,10 @@ static int pick_start(const tr_settings *s, char *path, size_t cap, int *resume,
             path[0] = '\0';
         return 0;
     }
-    snprintf(path, cap, "%s", s->init_from);
-    if (access(path, R_OK) != 0)
-        return gk_errno(e, path);
-    return 0;
+    int rc = gk_ckpt_where_conf(s->init_from, conf, path, cap, e); /* an out_dir: its latest */
+    if (!rc && !gk_s3_is_url(path) && access(path, R_OK) != 0)
+        rc = gk_errno(e, path);
+    return rc;
 }
 
 /* A run that does not resume refuses an out_dir holding another run's checkpoints: its own would
@@ -424,11 +426,15 @@ static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *
         if (!r->s.eval_only && is_dir(r->s.out_dir))
             rc = tr_lock_take(&r->lock, r->s.out_dir, e);
         if (!rc)
-            rc = pick_start(&r->s, path, cap, resume, e);
+            rc = pick_start(&r->s, &r->s3conf, path, cap, resume, e);
         if (!rc && !*resume && !r->s.eval_only && is_dir(r->s.out_dir))
             rc = check_fresh_out_dir(&r->s, e);
         if (!rc && r->s3out && path[0] && tr_s3out_object_url(r->s3out, path, url, sizeof url))
             url[0] = '\0';
+        if (!rc && gk_s3_is_url(path)) { /* init_from in a bucket: every rank downloads it */
+            snprintf(url, sizeof url, "%s", path);
+            rc = tr_s3out_fetch_ckpt(&r->s3conf, url, r->tmpdir, &r->start_fd, e);
+        }
         if (rc)
             snprintf(text, sizeof text, "%s", e->msg);
         else

@@ -104,6 +104,9 @@ static void list_columns(const pq_meta *m, char *buf, size_t cap)
     }
 }
 
+/* Chooses the column. Every way the file fails to offer the column asked for (none of that
+ * name, several, not a string, a list; no string column or several when none is named) is
+ * GK_EFORMAT: the file does not fit the request, as a JSON line without the field does. */
 static int choose(gk_parquet *p, const char *column, gk_err *e)
 {
     const pq_meta *m = &p->meta;
@@ -114,28 +117,28 @@ static int choose(gk_parquet *p, const char *column, gk_err *e)
         if (strcmp(m->leaves[i].path, want) == 0) found = found < 0 ? i : found, count++;
     if (count > 1) {
         list_columns(m, cols, sizeof cols);
-        return gk_errf(e, GK_EUSAGE, "%s: column name '%s' is ambiguous (%d columns have it); its columns: %s",
+        return gk_errf(e, GK_EFORMAT, "%s: column name '%s' is ambiguous (%d columns have it); its columns: %s",
                        p->path, want, count, cols);
     }
     if (count == 0 && column) {
         list_columns(m, cols, sizeof cols);
-        return gk_errf(e, GK_ENOTFOUND, "%s: no column '%s'; its columns: %s", p->path, column, cols);
+        return gk_errf(e, GK_EFORMAT, "%s: no column '%s'; its columns: %s", p->path, column, cols);
     }
     if (count == 0) { /* no "text": the only string column */
         for (int i = 0; i < m->nleaves; i++)
             if (is_string(&m->leaves[i]) && !m->leaves[i].max_rep) found = found < 0 ? i : found, count++;
         if (count != 1) {
             list_columns(m, cols, sizeof cols);
-            if (count == 0) return gk_errf(e, GK_ENOTFOUND, "%s: no string column; its columns: %s", p->path, cols);
-            return gk_errf(e, GK_EUSAGE, "%s: no column 'text' and %d string columns: choose one by name; its columns: %s",
+            if (count == 0) return gk_errf(e, GK_EFORMAT, "%s: no string column; its columns: %s", p->path, cols);
+            return gk_errf(e, GK_EFORMAT, "%s: no column 'text' and %d string columns: choose one by name; its columns: %s",
                            p->path, count, cols);
         }
     }
     const pq_leaf *l = &m->leaves[found];
     if (!is_string(l))
-        return gk_errf(e, GK_EUSAGE, "%s: column '%s' is %s, not a string column", p->path, l->path, pq_type_name(l->type));
+        return gk_errf(e, GK_EFORMAT, "%s: column '%s' is %s, not a string column", p->path, l->path, pq_type_name(l->type));
     if (l->max_rep)
-        return gk_errf(e, GK_EUSAGE, "%s: column '%s' is repeated (a list): not supported, only a column of one string a row",
+        return gk_errf(e, GK_EFORMAT, "%s: column '%s' is repeated (a list): not supported, only a column of one string a row",
                        p->path, l->path);
     p->leaf = found, p->max_def = l->max_def;
     if (!(p->column = strdup(l->path))) return gk_errf(e, GK_ENOMEM, "out of memory");

@@ -44,8 +44,10 @@ int gk_s3_open(gk_s3 **out, const gk_s3_conf *c, gk_err *e)
         snprintf(s->c.region, sizeof s->c.region, "us-east-1");
     if (!s->c.endpoint[0])
         snprintf(s->c.endpoint, sizeof s->c.endpoint, "https://s3.%s.amazonaws.com", s->c.region);
-    if (s->c.max_attempts <= 0)
-        s->c.max_attempts = 5;
+    if (s->c.max_attempts < 0)
+        s->c.max_attempts = 0; /* no limit by count: retry_ms bounds */
+    if (s->c.retry_ms <= 0)
+        s->c.retry_ms = 600000;
     if (s->c.connect_timeout_s <= 0)
         s->c.connect_timeout_s = 5;
     if (s->c.backoff_ms <= 0)
@@ -59,6 +61,10 @@ int gk_s3_open(gk_s3 **out, const gk_s3_conf *c, gk_err *e)
     int rc = parse_endpoint(s, e);
     if (!rc && pthread_mutex_init(&s->pool_mu, NULL) != 0)
         rc = gk_errf(e, GK_ENOMEM, "cannot create a mutex");
+    if (!rc && pthread_mutex_init(&s->throttle.mu, NULL) != 0) {
+        pthread_mutex_destroy(&s->pool_mu);
+        rc = gk_errf(e, GK_ENOMEM, "cannot create a mutex");
+    }
     if (rc) {
         free(s);
         return rc;
@@ -73,6 +79,7 @@ void gk_s3_close(gk_s3 *s)
         return;
     s3_pool_free(s);
     pthread_mutex_destroy(&s->pool_mu);
+    pthread_mutex_destroy(&s->throttle.mu);
     memset(s->c.secret, 0, sizeof s->c.secret);
     memset(s->c.token, 0, sizeof s->c.token);
     free(s);
@@ -147,13 +154,15 @@ int gk_s3_get(gk_s3 *s, const char *bucket, const char *key, gk_s3_sink sink, vo
 
 /* ---------------------------------------------------------------- writes */
 
-static int put(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, int if_new, gk_err *e)
+static int put(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, int if_new,
+               const atomic_int *cancel, gk_err *e)
 {
     static const long ok[] = {412, 409, 0};
     s3_req r;
     s3_req_init(&r, "PUT", bucket, key);
     r.body = buf;
     r.body_len = n;
+    r.cancel = cancel;
     if (if_new)
         r.hdr[0] = "If-None-Match: *";
     int rc = s3_do(s, &r, if_new ? ok : NULL, e);
@@ -165,12 +174,12 @@ static int put(gk_s3 *s, const char *bucket, const char *key, const void *buf, s
 
 int gk_s3_put(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, gk_err *e)
 {
-    return put(s, bucket, key, buf, n, 0, e);
+    return put(s, bucket, key, buf, n, 0, NULL, e);
 }
 
 int gk_s3_put_new(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, gk_err *e)
 {
-    return put(s, bucket, key, buf, n, 1, e);
+    return put(s, bucket, key, buf, n, 1, NULL, e);
 }
 
 int gk_s3_delete(gk_s3 *s, const char *bucket, const char *key, gk_err *e)
@@ -198,6 +207,20 @@ static long long read_full(FILE *f, char *buf, size_t n)
 
 int gk_s3_put_file(gk_s3 *s, const char *bucket, const char *key, const char *path, gk_err *e)
 {
+    return gk_s3_put_file_cancel(s, bucket, key, path, NULL, e);
+}
+
+/* GK_EINTR naming the object when cancel (may be NULL) is set. */
+static int cancelled(const atomic_int *cancel, const char *bucket, const char *key, gk_err *e)
+{
+    return cancel && atomic_load(cancel) ? gk_errf(e, GK_EINTR, "s3://%s/%s: upload interrupted", bucket, key) : 0;
+}
+
+int gk_s3_put_file_cancel(gk_s3 *s, const char *bucket, const char *key, const char *path,
+                          const atomic_int *cancel, gk_err *e)
+{
+    if (cancelled(cancel, bucket, key, e))
+        return GK_EINTR;
     FILE *f = fopen(path, "rb");
     if (!f)
         return gk_errno(e, path);
@@ -212,12 +235,16 @@ int gk_s3_put_file(gk_s3 *s, const char *bucket, const char *key, const char *pa
     if (n < 0) {
         rc = gk_errno(e, path);
     } else if ((size_t)n <= ps) {
-        rc = gk_s3_put(s, bucket, key, buf, (size_t)n, e);
+        rc = put(s, bucket, key, buf, (size_t)n, 0, cancel, e);
     } else {
         gk_s3_upload *u = NULL;
         rc = gk_s3_mpu_create(s, bucket, key, &u, e);
+        if (!rc)
+            gk_s3_mpu_cancel_on(u, cancel);
         char carry = buf[ps];
         while (!rc && n > 0) {
+            if ((rc = cancelled(cancel, bucket, key, e)))
+                break; /* aborted below: no upload left in progress */
             rc = gk_s3_mpu_part(u, buf, (size_t)n > ps ? ps : (size_t)n, e);
             if (rc || (size_t)n <= ps)
                 break;
@@ -230,6 +257,8 @@ int gk_s3_put_file(gk_s3 *s, const char *bucket, const char *key, const char *pa
             n += 1;
             carry = buf[ps];
         }
+        if (!rc)
+            rc = cancelled(cancel, bucket, key, e);
         if (u) {
             gk_err e2;
             if (rc)

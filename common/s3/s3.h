@@ -10,9 +10,31 @@
  * percent-encoded except unreserved characters and '/'; x-amz-content-sha256 is the body's
  * SHA-256 (UNSIGNED-PAYLOAD for bodies that are not in memory); x-amz-security-token carries a
  * session token. Connecting times out after connect_timeout_s; a transfer that stalls
- * (under 1 byte/s for stall_timeout_s) fails. Retried, at most max_attempts times in all, each counted: 5xx
- * (500, 502, 503 SlowDown, 504), 429, timeouts, refused or reset connections, a body cut short;
- * the wait before retry n is a random time in [0, min(backoff_ms << n, 20 s)] ("full jitter").
+ * (under 1 byte/s for stall_timeout_s) fails.
+ *
+ * Retries (s3_http.c). Retried: 500, 502, 503 (SlowDown), 504, 429, 400 RequestTimeout, timeouts,
+ * reset or dropped connections, a body cut short (not: a refused connection, an unknown host,
+ * 4xx). A request is tried again and again, each retry counted (gk_s3_retries), until it
+ * succeeds or one of two limits ends it:
+ *   time   retry_ms (default 10 minutes; GPT_S3_RETRY_SECONDS): the time spent in tries that
+ *          failed without delivering data plus the waits between tries; the last wait is cut
+ *          so that the last try starts when that time is reached;
+ *   count  max_attempts (AWS_MAX_ATTEMPTS, the profile's max_attempts; default none): tries in
+ *          a row that delivered no new bytes. A try that delivered some (a download cut short,
+ *          resumed from where it was) starts the count again and is not counted against it.
+ * The wait before a retry is a random time in [0, min(backoff_ms * 2^k, 20 s)] ("full jitter",
+ * AWS's standard retry mode), k the tries in a row without progress so far less one (0 after a
+ * try that made progress): with the default 200 ms, up to 0.2, 0.4, ... 12.8 s, then 20 s
+ * each. So by default a request failing without delivering data gives up after 10 minutes:
+ * about 13 s of waits over its first 8 tries, then a try every 10 s on average, ~65 tries in
+ * all (a stalled try takes stall_timeout_s of them). With retry_mode adaptive
+ * (AWS_RETRY_MODE=adaptive), the client also spaces the starts of all its requests (all
+ * threads) after an answer of 503 or 429, the gap doubling at each such answer (from backoff_ms
+ * up to 5 s) and shrinking by 1/16 at each other answer, as AWS's adaptive mode slows its send
+ * rate under throttling. A cancel flag (s3_int.h's s3_req.cancel) ends the waits and the
+ * transfer. The final error names the tries, the time spent and the limit that ended them
+ * (" (gave up after 66 tries and 600.0 s of retrying, the limit: GPT_S3_RETRY_SECONDS=600)").
+ *
  * Errors (one line, naming the object): 403 names the bucket and the access key id used (never
  * the secret) and where it came from; 404 names the key or bucket (GK_ENOTFOUND); a wrong region
  * (301, or 400 AuthorizationHeaderMalformed) names the region the bucket is in when the answer
@@ -28,6 +50,8 @@
 
 /* ---------------------------------------------------------------- settings (s3_conf.c) */
 
+enum { GK_S3_RETRY_STANDARD = 0, GK_S3_RETRY_ADAPTIVE = 1 };
+
 typedef struct gk_s3_conf {
     char endpoint[512];      /* "https://s3.REGION.amazonaws.com" when "" at gk_s3_open */
     char region[64];         /* "us-east-1" when "" */
@@ -38,7 +62,9 @@ typedef struct gk_s3_conf {
     int path_style;          /* 1: ENDPOINT/BUCKET/KEY; 0: virtual-hosted BUCKET.HOST/KEY, but
                               * path-style for a bucket that is no host name (capitals, '_';
                               * '.' over https) */
-    int max_attempts;        /* tries per request in all; 0: 5 */
+    int max_attempts;        /* tries in a row without progress; 0: no limit (retry_ms bounds) */
+    int retry_mode;          /* GK_S3_RETRY_STANDARD (0; AWS's "legacy" too) or GK_S3_RETRY_ADAPTIVE */
+    long retry_ms;           /* time a request may spend failing and waiting; 0: 600000 (10 min) */
     int connect_timeout_s;   /* 0: 5 */
     int backoff_ms;          /* the first retry's bound; 0: 200 */
     int stall_timeout_s;     /* a transfer under 1 byte/s this long fails (and is retried); 0: 30 */
@@ -60,8 +86,13 @@ typedef const char *(*gk_s3_getenv)(const char *name, void *ud);
  *               else AWS's (https://s3.REGION.amazonaws.com)
  *   addressing  the profile's addressing_style (path, virtual; under "s3 ="), else path-style
  *               for an endpoint of one's own and virtual-hosted for AWS's
+ *   retries     max_attempts: AWS_MAX_ATTEMPTS, else the profile's max_attempts (1 or more),
+ *               else none; retry_mode: AWS_RETRY_MODE, else the profile's retry_mode (legacy,
+ *               standard, adaptive), else standard; retry_ms: GPT_S3_RETRY_SECONDS (seconds,
+ *               decimals allowed, over 0 and at most a day), else 10 minutes
  * A profile named by AWS_PROFILE that neither file holds is an error (GK_EUSAGE) naming both
- * files; a file that cannot be read, other than a missing one, is GK_EIO. */
+ * files, as is a bad retry setting (naming it); a file that cannot be read, other than a
+ * missing one, is GK_EIO. */
 int gk_s3_conf_discover(gk_s3_conf *c, gk_s3_getenv env, void *ud, gk_err *e);
 
 /* Splits "s3://BUCKET/KEY" (KEY may be empty: "s3://BUCKET" and "s3://BUCKET/" name the
@@ -119,6 +150,11 @@ int gk_s3_put_new(gk_s3 *s, const char *bucket, const char *key, const void *buf
 /* PUT of the file at path: one PUT up to part_size, else a multipart upload of part_size parts,
  * aborted when a part fails. */
 int gk_s3_put_file(gk_s3 *s, const char *bucket, const char *key, const char *path, gk_err *e);
+/* The same, stopped when *cancel (NULL: never) is set: before the PUT and each part, and during
+ * a transfer and its retries' waits: GK_EINTR, the multipart upload aborted. For a tool's signal
+ * handler, which sets the flag. */
+int gk_s3_put_file_cancel(gk_s3 *s, const char *bucket, const char *key, const char *path,
+                          const atomic_int *cancel, gk_err *e);
 /* DELETE (an absent key is no error, as in S3). */
 int gk_s3_delete(gk_s3 *s, const char *bucket, const char *key, gk_err *e);
 
@@ -127,6 +163,8 @@ int gk_s3_delete(gk_s3 *s, const char *bucket, const char *key, gk_err *e);
 typedef struct gk_s3_upload gk_s3_upload;
 /* Starts a multipart upload of key. The upload belongs to one thread at a time. */
 int gk_s3_mpu_create(gk_s3 *s, const char *bucket, const char *key, gk_s3_upload **out, gk_err *e);
+/* A part being uploaded, and its retries, stop (GK_EINTR) once *cancel is set (NULL: never). */
+void gk_s3_mpu_cancel_on(gk_s3_upload *u, const atomic_int *cancel);
 /* Uploads buf[0..n) as the next part (1, 2, ...; every part but the last at least 5 MiB). */
 int gk_s3_mpu_part(gk_s3_upload *u, const void *buf, size_t n, gk_err *e);
 /* Completes the upload (the object appears whole) / aborts it (its parts are dropped). Either

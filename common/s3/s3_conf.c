@@ -1,5 +1,5 @@
 /* s3_conf.c: s3:// URLs, AWS's INI files and the discovery of credentials, region and endpoint
- * (see s3.h). Owns nothing past a call; reads the files it is told of, no environment. */
+ * and retry settings (see s3.h). Owns nothing past a call; reads the files it is told of, no environment. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +196,40 @@ static const char *config_section(const char *cfg, const char *profile, char *bu
     return buf;
 }
 
+/* max_attempts, retry_mode and retry_ms from the environment, else the profile (s3.h). */
+static int retry_settings(gk_s3_conf *c, gk_s3_getenv env, void *ud, const char *cfg, const char *csec,
+                          const char *cfg_path, gk_err *e)
+{
+    char file[64], where[1500];
+    const char *v = env_get(env, ud, "AWS_MAX_ATTEMPTS"), *end;
+    snprintf(where, sizeof where, "AWS_MAX_ATTEMPTS=%.64s", v ? v : "");
+    if (!v && gk_s3_ini_get(cfg, csec, "max_attempts", file, sizeof file) && file[0])
+        v = file, snprintf(where, sizeof where, "max_attempts = %s in [%s] of %s", file, csec, cfg_path);
+    if (v) {
+        long n = strtol(v, (char **)&end, 10);
+        if (*end || end == v || n < 1 || n > 1000000)
+            return gk_errf(e, GK_EUSAGE, "%s: not a number of tries (1 or more)", where);
+        c->max_attempts = (int)n;
+    }
+    v = env_get(env, ud, "AWS_RETRY_MODE");
+    snprintf(where, sizeof where, "AWS_RETRY_MODE=%.64s", v ? v : "");
+    if (!v && gk_s3_ini_get(cfg, csec, "retry_mode", file, sizeof file) && file[0])
+        v = file, snprintf(where, sizeof where, "retry_mode = %s in [%s] of %s", file, csec, cfg_path);
+    if (v && strcmp(v, "adaptive") == 0)
+        c->retry_mode = GK_S3_RETRY_ADAPTIVE;
+    else if (v && strcmp(v, "standard") != 0 && strcmp(v, "legacy") != 0)
+        return gk_errf(e, GK_EUSAGE, "%s: not a retry mode (standard, adaptive or legacy)", where);
+    v = env_get(env, ud, "GPT_S3_RETRY_SECONDS");
+    if (v) {
+        double sec = strtod(v, (char **)&end);
+        if (*end || end == v || !(sec > 0 && sec <= 86400))
+            return gk_errf(e, GK_EUSAGE, "GPT_S3_RETRY_SECONDS=%.64s: not a time in seconds (over 0, at most "
+                           "86400)", v);
+        c->retry_ms = sec * 1000 < 1 ? 1 : (long)(sec * 1000);
+    }
+    return 0;
+}
+
 int gk_s3_conf_discover(gk_s3_conf *c, gk_s3_getenv env, void *ud, gk_err *e)
 {
     memset(c, 0, sizeof *c);
@@ -247,6 +281,7 @@ int gk_s3_conf_discover(gk_s3_conf *c, gk_s3_getenv env, void *ud, gk_err *e)
         c->path_style = strcmp(style, "path") == 0;
     else
         c->path_style = c->endpoint[0] != '\0';
+    rc = retry_settings(c, env, ud, cfg, csec, cfg_path, e);
 out:
     free(cred);
     free(cfg);

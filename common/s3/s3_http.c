@@ -1,5 +1,7 @@
 /* s3_http.c: one S3 request over libcurl, signed with libcurl's SigV4, retried with backoff and
- * jitter, its failure turned into one line naming the object (see s3_int.h, s3.h). Owns
+ * jitter within a time budget and a count of tries without progress (s3.h's top comment says
+ * how), its failure turned into one line naming the object and the tries (see s3_int.h, s3.h);
+ * the adaptive mode's limiter (s3_throttle). Owns
  * libcurl's process-wide initialisation for this module (pthread_once) and the client's pool of
  * idle handles (kept alive connections); all else is per call. */
 #include <curl/curl.h>
@@ -142,6 +144,13 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *ud)
     return n;
 }
 
+/* Stops a transfer once the request's cancel flag is set. */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return atomic_load((const atomic_int *)ud) != 0;
+}
+
 /* Whether bucket can lead a host name (virtual-hosted addressing): lowercase letters, digits and
  * '-', and '.' only over plain http (a dotted name breaks https's wildcard certificates). As
  * AWS's tools do, other names go path-style. */
@@ -263,6 +272,11 @@ static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *p
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+    if (r->cancel) { /* a cancel flag set stops the transfer too */
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)r->cancel);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
     if (s->c.key_id[0]) { /* libcurl signs: the key id and secret as user and password */
         curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
         curl_easy_setopt(c, CURLOPT_USERNAME, s->c.key_id);
@@ -306,18 +320,66 @@ static int retryable_status(long st, const s3_req *r)
            strcmp(code, "RequestTimeout") == 0;
 }
 
-/* Sleeps a random time in [0, min(base << n, 20 s)] ("full jitter"). */
-static void backoff(const gk_s3 *s, int n, unsigned *seed)
+/* ---------------------------------------------------------------- waits */
+
+static long long now_us(void)
 {
-    long cap = (long)s->c.backoff_ms << (n < 16 ? n : 16);
-    if (cap > MAX_BACKOFF_MS)
-        cap = MAX_BACKOFF_MS;
-    long ms = (long)(rand_r(seed) % (cap + 1));
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int http_error(const gk_s3 *s, const s3_req *r, gk_err *e)
+/* Sleeps us microseconds (in slices of 50 ms when there is a cancel flag to watch): 1 when
+ * cancel is set, at once or during the wait. */
+static int nap(long long us, const atomic_int *cancel)
+{
+    for (;;) {
+        if (cancel && atomic_load(cancel))
+            return 1;
+        if (us <= 0)
+            return 0;
+        long long d = cancel && us > 50000 ? 50000 : us;
+        struct timespec ts = {(time_t)(d / 1000000), (long)(d % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+        us -= d;
+    }
+}
+
+/* A random time in [0, min(backoff_ms * 2^k, 20 s)] ("full jitter"), in microseconds. */
+static long long backoff_us(const gk_s3 *s, int k, unsigned *seed)
+{
+    long long cap = (long long)s->c.backoff_ms * 1000;
+    for (int i = 0; i < k && cap < MAX_BACKOFF_MS * 1000LL; i++) cap *= 2;
+    if (cap > MAX_BACKOFF_MS * 1000LL)
+        cap = MAX_BACKOFF_MS * 1000LL;
+    return (long long)((double)rand_r(seed) / RAND_MAX * (double)cap);
+}
+
+long long s3_throttle_take(s3_throttle *t, long long now)
+{
+    long long wait = 0;
+    pthread_mutex_lock(&t->mu);
+    if (t->gap_us > 0) {
+        long long start = t->next_us > now ? t->next_us : now;
+        wait = start - now;
+        t->next_us = start + t->gap_us;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return wait;
+}
+
+void s3_throttle_note(s3_throttle *t, int throttled, long long base_us)
+{
+    pthread_mutex_lock(&t->mu);
+    if (throttled)
+        t->gap_us = t->gap_us < base_us ? base_us : t->gap_us > S3_THROTTLE_MAX_US / 2 ? S3_THROTTLE_MAX_US
+                                                                                        : t->gap_us * 2;
+    else if (t->gap_us > 0 && (t->gap_us -= t->gap_us / 16 + 1) < base_us / 16)
+        t->gap_us = 0;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static int http_error(const gk_s3 *s, const s3_req *r, const char *tries, gk_err *e)
 {
     char code[64] = "", msg[300] = "", region[64] = "", obj[1400];
     if (r->body_out) {
@@ -362,17 +424,63 @@ static int http_error(const gk_s3 *s, const s3_req *r, gk_err *e)
             return gk_errf(e, GK_ENOTFOUND, "%s: no such key%s", obj, code[0] ? "" : " (or no such bucket)");
         return gk_errf(e, GK_ENOTFOUND, "%s: not found%s%s", obj, why[0] ? ": " : "", why);
     }
-    return gk_errf(e, GK_EIO, "%s: %s %s: HTTP %ld%s%s", obj, r->method, s->c.endpoint, st, why[0] ? ": " : "", why);
+    return gk_errf(e, GK_EIO, "%s: %s %s: HTTP %ld%s%s%s", obj, r->method, s->c.endpoint, st, why[0] ? ": " : "", why,
+                   tries);
 }
 
-static int net_error(const gk_s3 *s, const s3_req *r, CURLcode cr, const char *errbuf, int tries, gk_err *e)
+static int net_error(const gk_s3 *s, const s3_req *r, CURLcode cr, const char *errbuf, const char *tries,
+                     gk_err *e)
 {
     const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cr);
     if (cr == CURLE_COULDNT_RESOLVE_HOST || cr == CURLE_COULDNT_CONNECT || cr == CURLE_COULDNT_RESOLVE_PROXY)
         return gk_errf(e, GK_EIO, "s3://%s: cannot reach %s: %s (no network? check AWS_ENDPOINT_URL)", r->bucket,
                        s->c.endpoint, why);
-    return gk_errf(e, GK_EIO, "s3://%s/%s: %s %s: %s (%d %s)", r->bucket, r->key ? r->key : "", r->method,
-                   s->c.endpoint, why, tries, tries == 1 ? "try" : "tries");
+    return gk_errf(e, GK_EIO, "s3://%s/%s: %s %s: %s%s", r->bucket, r->key ? r->key : "", r->method,
+                   s->c.endpoint, why, tries);
+}
+
+/* The tries of one request: what s3.h's limits count. */
+typedef struct tries {
+    int n, dry;         /* tries in all; the last ones in a row that delivered nothing new */
+    long long spent_us; /* in tries that delivered nothing and in waits */
+    unsigned seed;
+} tries;
+
+/* After a try that failed and may be retried (progress: it delivered new bytes): 0 to retry,
+ * after the wait; 1 when a limit is reached, said in msg; -1 when r->cancel was set. */
+static int retry_or_stop(gk_s3 *s, s3_req *r, tries *t, int progress, long long t0, char *msg, size_t cap)
+{
+    t->dry = progress ? 0 : t->dry + 1;
+    if (!progress)
+        t->spent_us += now_us() - t0;
+    long long budget = s->c.retry_ms * 1000LL;
+    if (s->c.max_attempts > 0 && t->dry >= s->c.max_attempts) {
+        if (t->n == t->dry)
+            snprintf(msg, cap, " (gave up after %d tries and %.1f s of retrying, the limit: AWS_MAX_ATTEMPTS=%d)",
+                     t->n, t->spent_us / 1e6, s->c.max_attempts);
+        else
+            snprintf(msg, cap, " (gave up after %d tries, the last %d without progress, and %.1f s of retrying, "
+                     "the limit: AWS_MAX_ATTEMPTS=%d)", t->n, t->dry, t->spent_us / 1e6, s->c.max_attempts);
+        return 1;
+    }
+    if (t->spent_us >= budget) {
+        snprintf(msg, cap, " (gave up after %d tries and %.1f s of retrying, the limit: GPT_S3_RETRY_SECONDS=%g)",
+                 t->n, t->spent_us / 1e6, (double)s->c.retry_ms / 1000);
+        return 1;
+    }
+    long long wait = backoff_us(s, t->dry ? t->dry - 1 : 0, &t->seed);
+    if (wait > budget - t->spent_us)
+        wait = budget - t->spent_us; /* the last try at the limit */
+    atomic_fetch_add(&s->retries, 1);
+    long long w0 = now_us();
+    int stop = nap(wait, r->cancel);
+    t->spent_us += now_us() - w0;
+    return stop ? -1 : 0;
+}
+
+static int stopped(const s3_req *r, gk_err *e)
+{
+    return gk_errf(e, GK_EINTR, "s3://%s/%s: stopped", r->bucket, r->key ? r->key : "");
 }
 
 int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e)
@@ -380,7 +488,7 @@ int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e)
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s", curl_easy_strerror(curl_init_rc));
-    char url[8192], errbuf[CURL_ERROR_SIZE], hash[65];
+    char url[8192], errbuf[CURL_ERROR_SIZE], hash[65], said[300] = "";
     int rc = make_url(s, r, url, sizeof url, e);
     if (rc)
         return rc;
@@ -388,28 +496,40 @@ int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e)
         sha256_hex(r->body, r->body_len, hash);
     else
         sha256_hex("", 0, hash);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    unsigned seed = (unsigned)now.tv_nsec ^ (unsigned)(uintptr_t)r;
-    for (int t = 1;; t++) {
+    tries t = {.seed = (unsigned)now_us() ^ (unsigned)(uintptr_t)r};
+    int adaptive = s->c.retry_mode == GK_S3_RETRY_ADAPTIVE;
+    for (;;) {
+        if (adaptive && nap(s3_throttle_take(&s->throttle, now_us()), r->cancel))
+            return stopped(r, e);
+        int64_t had = r->delivered;
+        long long t0 = now_us();
         CURLcode cr = attempt_once(s, r, url, hash, errbuf);
+        t.n++;
         if (cr == CURLE_WRITE_ERROR && r->sink_rc)
-            return r->sink_rc > 0 ? gk_errf(e, GK_EINTR, "s3://%s/%s: stopped", r->bucket, r->key) : r->sink_rc;
+            return r->sink_rc > 0 ? stopped(r, e) : r->sink_rc;
+        if (cr == CURLE_ABORTED_BY_CALLBACK && r->cancel && atomic_load(r->cancel))
+            return stopped(r, e);
         if (r->delivered > 0 && !r->if_match[0])
             snprintf(r->if_match, sizeof r->if_match, "%s", r->etag);
+        if (adaptive && cr == CURLE_OK)
+            s3_throttle_note(&s->throttle, r->status == 503 || r->status == 429, s->c.backoff_ms * 1000LL);
         int again = cr == CURLE_OK ? retryable_status(r->status, r) : retryable_net(cr);
-        if (again && t < s->c.max_attempts) {
-            atomic_fetch_add(&s->retries, 1);
-            backoff(s, t - 1, &seed);
-            continue;
+        if (again) {
+            int go = retry_or_stop(s, r, &t, r->delivered > had, t0, said, sizeof said);
+            if (go < 0)
+                return stopped(r, e);
+            if (go == 0)
+                continue;
+        } else if (t.n > 1 || cr != CURLE_OK) {
+            snprintf(said, sizeof said, " (%d %s)", t.n, t.n == 1 ? "try" : "tries");
         }
         if (cr != CURLE_OK)
-            return net_error(s, r, cr, errbuf, t, e);
+            return net_error(s, r, cr, errbuf, said, e);
         if (r->status >= 200 && r->status < 300)
             return 0;
         for (const long *p = ok_status; p && *p; p++)
             if (*p == r->status)
                 return 0;
-        return http_error(s, r, e);
+        return http_error(s, r, said, e);
     }
 }

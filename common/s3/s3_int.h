@@ -15,6 +15,21 @@
 
 enum { S3_POOL = 32 }; /* idle handles kept (the read-ahead runs up to 16 fetchers) */
 
+/* The adaptive retry mode's limiter, shared by a client's threads: request starts spaced by at
+ * least gap_us; a throttling answer doubles the gap (from base_us up to S3_THROTTLE_MAX_US),
+ * any other shrinks it by 1/16 (to none below base_us / 16). Times in microseconds of
+ * CLOCK_MONOTONIC. */
+enum { S3_THROTTLE_MAX_US = 5000000 };
+typedef struct s3_throttle {
+    pthread_mutex_t mu;
+    long long gap_us, next_us; /* the gap; the earliest start of the next request */
+} s3_throttle;
+/* How long to wait before a request that would start at now_us (0 while there is no gap); the
+ * next one's start is moved on by the gap. */
+long long s3_throttle_take(s3_throttle *t, long long now_us);
+/* An answer came: throttled (503, 429) or not. */
+void s3_throttle_note(s3_throttle *t, int throttled, long long base_us);
+
 struct gk_s3 {
     gk_s3_conf c;
     char scheme[8];        /* "http" or "https" */
@@ -22,6 +37,7 @@ struct gk_s3 {
     char base[256];        /* the endpoint's path, "" or "/PATH" without a trailing '/' */
     char sigv4[96];        /* "aws:amz:REGION:s3" */
     atomic_long retries;
+    s3_throttle throttle;  /* used in retry_mode adaptive */
     /* idle libcurl handles, each with its open connection, reused by the next request of any
      * thread (one thread at a time per handle): no new TCP (and TLS) connection a request */
     pthread_mutex_t pool_mu;
@@ -43,6 +59,7 @@ typedef struct s3_req {
     gk_s3_sink sink;           /* a 2xx answer's body goes here (else into body_out) */
     void *sink_ud;
     size_t max_body;           /* body_out's bound (0: 1 MiB) */
+    const atomic_int *cancel;  /* NULL, or set: the transfer and the waits stop (GK_EINTR) */
     /* what came back (of the last attempt) */
     long status;
     char etag[128];            /* without quotes */
@@ -59,10 +76,11 @@ typedef struct s3_req {
 void s3_req_init(s3_req *r, const char *method, const char *bucket, const char *key);
 void s3_req_free(s3_req *r);
 
-/* Runs r, retrying as s3.h says. 0 when the final answer is 2xx, or when it is a status listed
+/* Runs r, retrying as s3.h says (its top comment). 0 when the final answer is 2xx, or when it is a status listed
  * in ok_status (0-terminated, may be NULL: e.g. 412 for a conditional PUT, 416 for a range past
  * the end); r->status tells. Otherwise an error naming s3://BUCKET/KEY: GK_ENOTFOUND for 404,
- * GK_EIO else (network, 403, region, 5xx after the last try). */
+ * GK_EIO else (network, 403, region, 5xx after the last try: the tries, the time spent and the
+ * limit reached said at the end); GK_EINTR when r->cancel was set. */
 int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e);
 /* Closes the idle handles of s's pool (gk_s3_close). */
 void s3_pool_free(gk_s3 *s);

@@ -16,7 +16,10 @@ struct gk_s3_upload {
     char (*etags)[128]; /* of parts 1..n */
     int n;
     size_t cap;
+    const atomic_int *cancel; /* stops a part's transfer and its retries (NULL: never) */
 };
+
+void gk_s3_mpu_cancel_on(gk_s3_upload *u, const atomic_int *cancel) { u->cancel = cancel; }
 
 static void upload_free(gk_s3_upload *u)
 {
@@ -78,6 +81,7 @@ int gk_s3_mpu_part(gk_s3_upload *u, const void *buf, size_t n, gk_err *e)
     r.query = q;
     r.body = buf;
     r.body_len = n;
+    r.cancel = u->cancel;
     int rc = s3_do(u->s, &r, NULL, e);
     if (!rc && !r.etag[0])
         rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: no ETag in the answer to part %d", u->bucket, u->key, u->n + 1);

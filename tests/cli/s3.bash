@@ -1,7 +1,11 @@
 # s3.bash: sourced by the CLI tests against moto's S3 server (tests/cli/s3_server.py): skips the
 # test (77) without moto, starts the server for the test's life, and sets port (the server),
 # proxy (its fault-injecting proxy), key and secret; s3py CODE ARGS... runs python with s3 (a
-# boto3 client of the server: an independent client), keys(BUCKET) and sys.argv.
+# boto3 client of the server: an independent client), keys(BUCKET) and sys.argv. port is a proxy
+# in front of moto that checks each body's x-amz-content-sha256 as S3 does. A request the tools
+# retry gives up after 2 s of failing (GPT_S3_RETRY_SECONDS; 10 minutes by default), so that a
+# fault that lasts fails a test in seconds.
+export GPT_S3_RETRY_SECONDS=2
 python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "moto is not installed (pip install 'moto[server]')" >&2; exit 77; }
 mkfifo ctl
 python3 "$TOP/tests/cli/s3_server.py" ready < ctl 2> server.log &

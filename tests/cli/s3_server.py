@@ -1,37 +1,48 @@
 #!/usr/bin/env python3
-"""A local S3 server for the tests of common/s3 (tests/unit/test_s3_server.c, tests/cli/ckpt_s3.sh):
-moto's server (PyPI: moto[server]) on 127.0.0.1 at a free port, with request signing enforced (an
-IAM user whose access key may do anything on s3, so that a wrong secret is refused as AWS refuses
-it, and a role's temporary credentials with a session token), and in front of it a small
-fault-injecting proxy on a second port.
+"""A local S3 server for the tests of common/s3 (tests/unit/test_s3_server.c, test_s3_faults.c,
+tests/cli/*_s3.sh): moto's server (PyPI: moto[server]) on 127.0.0.1 at a free port, with request
+signing enforced (an IAM user whose access key may do anything on s3, so that a wrong secret is
+refused as AWS refuses it, and a role's temporary credentials with a session token), reached
+only through two proxies in front of it: a checking one, and a fault-injecting one that checks
+as well.
 
 Usage: s3_server.py READYFILE
-Writes "PORT PROXYPORT KEYID SECRET TEMPKEYID TEMPSECRET SESSIONTOKEN" into READYFILE once both
-listen (buckets "gk-test" and "gk-other" exist), then serves until its standard input reaches EOF
-(the test holds a pipe) or it is killed. Exits 77 with a line on stderr when moto is not
-importable.
+Writes "PORT PROXYPORT KEYID SECRET TEMPKEYID TEMPSECRET SESSIONTOKEN MOTOPORT" into READYFILE
+once all listen (buckets "gk-test" and "gk-other" exist), then serves until its standard input
+reaches EOF (the test holds a pipe) or it is killed. PORT is the checking proxy: what the tests
+call the server. Exits 77 with a line on stderr when moto is not importable.
 
-The proxy forwards requests as they come (Host kept, so signatures stay valid) and answers two
-control requests itself (GET ones answered on their own connection too):
-  POST /__fault?n=N&what=W[&ranged=1]
+Both proxies check what moto does not: a request whose x-amz-content-sha256 is a hex SHA-256
+other than its body's gets S3's answer, 400 XAmzContentSHA256Mismatch (UNSIGNED-PAYLOAD and
+STREAMING-* pass), and a signed request without that header 400 InvalidRequest; so a client that
+signs the wrong hash fails the tests as it would fail on AWS.
+
+The proxies forward requests as they come (Host kept, so signatures stay valid). The fault proxy
+answers control requests itself (GET ones answered on their own connection too):
+  POST /__fault?what=W&n=N[&ranged=1][&p=P&seed=S][&secs=T]
                              the next N requests (control requests aside; with ranged=1 only
                              those with a Range header that does not start at byte 0: reads of
-                             data windows, not of shard headers) get fault W:
-                             503 (an S3 SlowDown error, not forwarded), 500 (InternalError),
+                             data windows, not of shard headers) get fault W, each with
+                             probability P (default 1; drawn from a generator seeded with S, so
+                             that a single-threaded client sees the same faults every run); with
+                             secs=T every request for the next T seconds gets it (a storm).
+                             W: 503 (an S3 SlowDown error, not forwarded), 500 (InternalError),
                              region (400 AuthorizationHeaderMalformed naming eu-west-1),
                              reset (the connection closed without an answer, RST),
                              stall (forwarded; headers and half the body, then 4 s of nothing),
                              drop (forwarded; the answer's headers and half its body, then the
-                             connection closed)
+                             connection closed). n=0 ends any fault.
   GET /__count               the number of requests forwarded or faulted so far, as text
   GET /__conns               the number of connections accepted so far (control ones included)
   GET /__last                "HOST PATH" of the last request forwarded or faulted
 """
+import hashlib
 import http.client
 import http.server
 import json
 import logging
 import os
+import random
 import socket
 import socketserver
 import struct
@@ -104,31 +115,67 @@ class Faults:
     what = ""
     left = 0
     ranged = False
+    until = 0.0  # a storm: every request gets the fault until this time.monotonic()
+    p = 1.0  # each of the next left requests gets it with this probability ...
+    rng = random.Random(0)  # ... drawn from this (seeded: the same draws run after run)
     count = 0
     conns = 0
     last = ""
+
+    @classmethod
+    def set(cls, q):
+        with cls.lock:
+            cls.what, cls.left = q["what"][0], int(q.get("n", ["0"])[0])
+            cls.ranged = q.get("ranged", ["0"])[0] == "1"
+            cls.until = time.monotonic() + float(q.get("secs", ["0"])[0])
+            cls.p = float(q.get("p", ["1"])[0])
+            cls.rng = random.Random(int(q.get("seed", ["0"])[0]))
 
     @classmethod
     def take(cls, host, path, rng):
         with cls.lock:
             cls.count += 1
             cls.last = f"{host} {path}"
+            if time.monotonic() < cls.until:
+                return cls.what
             if cls.left > 0 and (not cls.ranged or (rng and not rng.startswith("bytes=0-"))):
                 cls.left -= 1
-                return cls.what
+                if cls.p >= 1 or cls.rng.random() < cls.p:
+                    return cls.what
             return ""
+
+
+def sha256_mismatch(headers, body):
+    """S3's answer (400 XAmzContentSHA256Mismatch) when x-amz-content-sha256 is a hex SHA-256
+    that is not the body's; UNSIGNED-PAYLOAD (and STREAMING-*) pass. A signed request without
+    the header is refused as S3 refuses it. None when the request may go on."""
+    claimed = headers.get("x-amz-content-sha256")
+    if claimed is None:
+        if (headers.get("Authorization") or "").startswith("AWS4-HMAC-SHA256"):
+            return ("InvalidRequest", "Missing required header for this request: x-amz-content-sha256", "")
+        return None
+    if len(claimed) != 64 or any(c not in "0123456789abcdefABCDEF" for c in claimed):
+        return None
+    actual = hashlib.sha256(body or b"").hexdigest()
+    if claimed.lower() == actual:
+        return None
+    return ("XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was "
+            "computed.", f"<ClientComputedContentSHA256>{claimed}</ClientComputedContentSHA256>"
+            f"<S3ComputedContentSHA256>{actual}</S3ComputedContentSHA256>")
 
 
 class Proxy(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     upstream = 0
+    inject = True  # the fault proxy; the checking one (Checker) neither injects nor counts
 
     def log_message(self, *args):
         pass
 
     def handle(self):
-        with Faults.lock:
-            Faults.conns += 1
+        if self.inject:
+            with Faults.lock:
+                Faults.conns += 1
         super().handle()
 
     def reply(self, status, body, ctype="text/plain"):
@@ -151,20 +198,17 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.reply(200, Faults.last.encode())
             return True
         if u.path == "/__fault":
-            q = urllib.parse.parse_qs(u.query)
-            with Faults.lock:
-                Faults.what, Faults.left = q["what"][0], int(q["n"][0])
-                Faults.ranged = q.get("ranged", ["0"])[0] == "1"
+            Faults.set(urllib.parse.parse_qs(u.query))
             self.reply(200, b"ok")
             return True
         return False
 
     def forward(self):
-        if self.control():
+        if self.inject and self.control():
             return
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
-        fault = Faults.take(self.headers.get("Host", ""), self.path, self.headers.get("Range"))
+        fault = Faults.take(self.headers.get("Host", ""), self.path, self.headers.get("Range")) if self.inject else ""
         if fault in ("503", "500"):
             code = "SlowDown" if fault == "503" else "InternalError"
             xml = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>"
@@ -177,6 +221,12 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if fault == "region":
             xml = ("<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
                    "'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>")
+            self.reply(400, xml.encode(), "application/xml")
+            return
+        bad = sha256_mismatch(self.headers, body)
+        if bad:
+            xml = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{bad[0]}</Code><Message>{bad[1]}"
+                   f"</Message>{bad[2]}<RequestId>0</RequestId></Error>")
             self.reply(400, xml.encode(), "application/xml")
             return
         conn = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=60)
@@ -207,6 +257,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
 
 
+class Checker(Proxy):
+    inject = False
+
+
 class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
@@ -223,12 +277,15 @@ def main():
     moto.start()
     Proxy.upstream = moto.get_host_and_port()[1]
     proxy = ThreadingServer(("127.0.0.1", 0), Proxy)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    checker = ThreadingServer(("127.0.0.1", 0), Checker)
+    for server in (proxy, checker):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
     with open(ready + ".tmp", "w") as f:
-        f.write(f"{Proxy.upstream} {proxy.server_address[1]} {' '.join(creds)}\n")
+        f.write(f"{checker.server_address[1]} {proxy.server_address[1]} {' '.join(creds)} {Proxy.upstream}\n")
     os.rename(ready + ".tmp", ready)
     sys.stdin.read()  # until the test closes its end (or dies)
     proxy.shutdown()
+    checker.shutdown()
     moto.stop()
 
 

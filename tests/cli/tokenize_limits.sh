@@ -20,8 +20,18 @@ for j in 1 2; do
 done
 cmp t1.bin t2.bin && echo "--max-tokens 12345: $(header_int t1.bin 2) tokens, -j 1 = -j 2"
 cmp <(ids t1.bin) <(ids all.bin | cut -d' ' -f1-12345) && echo "the first 12345 of all"
-# (the bytes read past the stop depend on the threads: not shown)
-run gpt-tokenize --max-tokens 12345 sh.jsonl -o t.bin | sed 's/, [0-9]* bytes,/, B bytes,/'
+run gpt-tokenize --max-tokens 12345 sh.jsonl -o t.bin
+# the summary's bytes are the text encoded into the output, the same for every -j (before: every
+# byte read, past the stop too, which depended on the threads): the decoded text's, less the
+# <|endoftext|> between documents
+for j in 1 2; do
+  gpt-tokenize -j $j --max-tokens 12345 sh.jsonl -o t.bin 2> err.txt
+  echo "-j $j: $(sed -n 's/.* documents*, \([0-9]*\) bytes,.*/\1/p' err.txt) bytes in the summary," \
+    "$(gpt-tokenize -q -d t.bin | sed 's/<|endoftext|>//g' | wc -c) decoded"
+done
+gpt-tokenize --max-docs 3 --doc-sep $'\n\n' "$DATA/tinyshakespeare/input.txt" -o t.bin 2> err.txt
+echo "--max-docs 3 --doc-sep: $(sed -n 's/.* documents*, \([0-9]*\) bytes,.*/\1/p' err.txt) bytes in the summary," \
+  "$(gpt-tokenize -q -d t.bin | sed 's/<|endoftext|>//g' | wc -c) decoded"
 for j in 1 2; do
   gpt-tokenize -q -j $j --val-tokens 5000 --val-output v$j.bin sh.jsonl -o tr$j --shard-tokens 100K
 done

@@ -1,7 +1,9 @@
 # Parquet inputs: one document a row, ids equal tiktoken's (tests/ref/tokenize_rows.py made
 # docs.parquet and docs.ids; a null row skipped and counted), -j 1 = -j 2; --column; a quoted glob
 # and a directory stand for their files in sorted order (Parquet, JSON Lines and text mixed);
-# bad files (tests/ref/parquet_fixtures.py) fail naming the file and leave no output.
+# bad files (tests/ref/parquet_fixtures.py) fail naming the file and leave no output; Parquet
+# compressed (gzip, zstd, xz), on stdin or through a pipe is read as the file is; column
+# mistakes exit 1 whatever their kind.
 source "$TOP/tests/cli/lib.bash"; need_data
 run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed 's/ in [0-9.]* m*s.*$//' err.txt)"; }
 cp "$FIX/tokenize/docs.parquet" "$FIX/tokenize/docs.jsonl" .
@@ -43,4 +45,23 @@ test ! -e g.bin && ! ls g.bin* 2>/dev/null
 # numbered shards: those completed before the bad file are removed too, and no temporary is left
 run gpt-tokenize docs.parquet docs.parquet bad_dict_index.parquet -o sh --shard-tokens 10
 ! ls sh_* 2>/dev/null
-run sh -c 'gpt-tokenize < docs.parquet > g.bin'
+# Parquet as a stream (compressed, on stdin, through a pipe): copied into a temporary file in
+# TMPDIR and read as the file is (before: gzip'd Parquet was read as binary text, U+FFFD warning;
+# stdin refused). Char-level runs (no vocabulary to load) compare the text read.
+mkdir tmp; export TMPDIR=$PWD/tmp
+ch() { gpt-tokenize -q --char -j 1 "$@"; }
+ch docs.parquet -o ca.bin
+gzip -c docs.parquet > docs.parquet.gz; zstd -q docs.parquet -o docs.parquet.zst; xz -c docs.parquet > docs.parquet.xz
+run gpt-tokenize docs.parquet.gz -o z.bin; cmp z.bin a.bin && echo "docs.parquet.gz: tiktoken's ids"
+for f in docs.parquet.zst docs.parquet.xz; do ch $f -o z.bin; cmp z.bin ca.bin && echo "$f: the same text"; done
+ch < docs.parquet > z.bin && cmp z.bin ca.bin && echo "stdin: the same text"
+ch <(cat docs.parquet.gz) -o z.bin && cmp z.bin ca.bin && echo "a pipe of gzip: the same text"
+run gpt-tokenize --char --column nope docs.parquet.gz -o g.bin
+gzip -c cut.parquet > cut.parquet.gz
+run gpt-tokenize --char cut.parquet.gz -o g.bin
+test ! -e g.bin && echo "TMPDIR left empty: $(ls tmp | wc -l) files"
+TMPDIR=nodir run gpt-tokenize docs.parquet.gz -o g.bin
+# a column mistake is exit 1, whatever it is (the file does not offer what was asked, as a JSON
+# line without the field); 2 is for a command line wrong in itself
+run gpt-tokenize --char --column n content.parquet -o g.bin
+run gpt-tokenize --column '' content.parquet -o g.bin

@@ -84,7 +84,7 @@ ls tmp
 run() {
   local rc=0
   "$@" > msg 2>&1 || rc=$?
-  sed "s/127.0.0.1:$port/ENDPOINT/g; s/127.0.0.1:$proxy/PROXY/g" msg
+  sed "s/127.0.0.1:$port/ENDPOINT/g; s/127.0.0.1:$proxy/PROXY/g; s/closed with [0-9]* bytes/closed with N bytes/; s/gave up after [0-9]* tries and [0-9.]* s/gave up after N tries and T s/" msg
   echo "exit $rc"
 }
 run gpt-tokenize -q s3://gk-other/nope.txt -o x.bin

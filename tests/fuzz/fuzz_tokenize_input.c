@@ -173,8 +173,9 @@ static void read_all(const char *sep, const text *whole)
     gk_err e = {0};
     int rc = tk_read_all(&o, &cons, &st, &e);
     if (rc) check_error(rc, &e, "tk_read_all");
-    /* Parquet (read from its end) is refused on a pipe, not as a member or a plain document */
-    int parquet = rc && strstr(e.msg, "a Parquet file") != NULL;
+    /* Parquet on a pipe (read from its end) is copied to a temporary file and read as Parquet,
+     * not as a plain document (as the pipe's documents read it); a member is text */
+    int parquet = whole->docs == 1 && whole->skipped == 0 && whole->len >= 4 && !memcmp(whole->p, "PAR1", 4);
     int full = !whole->capped && whole->docs + whole->skipped < DOCS_MAX && !strstr(e.msg, "fuzz: text cap") &&
                !parquet;
     if (full)

@@ -1,7 +1,8 @@
 /* s3_harness.h: what the S3 tests against moto share (test_s3_server.c, test_s3_faults.c): the
- * server (tests/cli/s3_server.py, started once per binary on 127.0.0.1 with a fault-injecting
- * proxy beside it; its tests skip, saying why, when moto is not installed), clients of it or of
- * the proxy, the proxy's controls (faults, where the last request went), a fake environment for
+ * server (tests/cli/s3_server.py, started once per binary on 127.0.0.1: moto behind a proxy that
+ * checks each body's x-amz-content-sha256, and a fault-injecting proxy beside it, which checks
+ * too; its tests skip, saying why, when moto is not installed), clients of it or of the fault
+ * proxy, the proxy's controls (faults, where the last request went), a fake environment for
  * gk_s3_conf_discover and a sink into memory. Header-only: each test binary is one translation
  * unit. Not thread-safe: call from main's thread. */
 #ifndef GK_TEST_S3_HARNESS_H
@@ -48,7 +49,7 @@ static inline void write_file(const char *path, const char *text)
 static struct {
     pid_t pid;
     int fd;          /* the server's stdin: closing it stops the server */
-    int port, proxy; /* moto's, the fault proxy's */
+    int port, proxy; /* the server's (a proxy that checks x-amz-content-sha256), the fault proxy's */
     char key[128], secret[128], why[300];
     char tkey[128], tsecret[128], token[2048]; /* temporary credentials (an assumed role) */
 } srv = {.fd = -1};
@@ -116,7 +117,9 @@ static inline void server_stop(void)
     }
 }
 
-/* A client of moto (proxy = 0) or of the fault proxy, with the server's key and secret. */
+/* A client of the server (proxy = 0: its checking proxy, in front of moto) or of the fault
+ * proxy, with the server's key and secret; backoff_ms 5 and retry_ms 5 s, so that retries are
+ * quick. */
 static inline gk_s3 *client(int proxy, const char *secret, int attempts)
 {
     gk_s3_conf c = {0};
@@ -127,6 +130,7 @@ static inline gk_s3 *client(int proxy, const char *secret, int attempts)
     c.path_style = 1;
     c.max_attempts = attempts;
     c.backoff_ms = 5;
+    c.retry_ms = 5000; /* a test that goes wrong fails in seconds, not in the default 10 minutes */
     c.part_size = (size_t)5 << 20;
     gk_s3 *s = NULL;
     gk_err e;
@@ -135,11 +139,28 @@ static inline gk_s3 *client(int proxy, const char *secret, int attempts)
     return s;
 }
 
-/* Tells the fault proxy to give the next n requests fault what. */
-static inline int fault(const char *what, int n)
+/* A client of the fault proxy that gives up after attempts tries in a row without progress
+ * (0: no such limit) or retry_ms of failing and waiting. */
+static inline gk_s3 *client_retrying(int attempts, long retry_ms)
 {
-    char url[200];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/__fault?n=%d&what=%s", srv.proxy, n, what);
+    gk_s3 *s = client(1, NULL, attempts);
+    if (!s)
+        return NULL;
+    gk_s3_conf c = *gk_s3_settings(s);
+    gk_s3_close(s);
+    c.max_attempts = attempts;
+    c.retry_ms = retry_ms;
+    gk_err e;
+    if (gk_s3_open(&s, &c, &e))
+        fprintf(stderr, "gk_s3_open: %s\n", e.msg);
+    return s;
+}
+
+/* Sends the fault proxy POST /__fault?QUERY (tests/cli/s3_server.py says what it may hold). */
+static inline int fault_q(const char *query)
+{
+    char url[300];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/__fault?%s", srv.proxy, query);
     CURL *c = curl_easy_init();
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
@@ -150,6 +171,14 @@ static inline int fault(const char *what, int n)
     curl_easy_cleanup(c);
     fclose(null);
     return rc == CURLE_OK ? 0 : -1;
+}
+
+/* Tells the fault proxy to give the next n requests fault what. */
+static inline int fault(const char *what, int n)
+{
+    char q[100];
+    snprintf(q, sizeof q, "n=%d&what=%s", n, what);
+    return fault_q(q);
 }
 
 /* ---------------------------------------------------------------- for the tests */

@@ -140,17 +140,17 @@ static void expect_msg(const char *file, const char *column, int code, const cha
 
 static void test_column_choice(void)
 {
-    expect_msg(DIR "none_v1_dict.parquet", "id", GK_EUSAGE, "column 'id' is INT64, not a string column");
-    expect_msg(DIR "none_v1_dict.parquet", "txt", GK_ENOTFOUND, "no column 'txt'; its columns: id (INT64), text (BYTE_ARRAY)");
-    expect_msg(DIR "nested.parquet", "tags.list.element", GK_EUSAGE, "'tags.list.element' is repeated");
-    expect_msg(DIR "nested.parquet", "meta.n", GK_EUSAGE, "'meta.n' is INT32");
-    expect_msg(DIR "nested.parquet", "meta", GK_ENOTFOUND, "meta.text (BYTE_ARRAY), meta.n (INT32), "
+    expect_msg(DIR "none_v1_dict.parquet", "id", GK_EFORMAT, "column 'id' is INT64, not a string column");
+    expect_msg(DIR "none_v1_dict.parquet", "txt", GK_EFORMAT, "no column 'txt'; its columns: id (INT64), text (BYTE_ARRAY)");
+    expect_msg(DIR "nested.parquet", "tags.list.element", GK_EFORMAT, "'tags.list.element' is repeated");
+    expect_msg(DIR "nested.parquet", "meta.n", GK_EFORMAT, "'meta.n' is INT32");
+    expect_msg(DIR "nested.parquet", "meta", GK_EFORMAT, "meta.text (BYTE_ARRAY), meta.n (INT32), "
                "tags.list.element (BYTE_ARRAY, repeated), score (DOUBLE)");
-    expect_msg(DIR "ambiguous.parquet", "a.b", GK_EUSAGE, "column name 'a.b' is ambiguous (2 columns have it); "
+    expect_msg(DIR "ambiguous.parquet", "a.b", GK_EFORMAT, "column name 'a.b' is ambiguous (2 columns have it); "
                "its columns: a.b (BYTE_ARRAY), a.b (BYTE_ARRAY), text (BYTE_ARRAY)");
-    expect_msg(DIR "two_strings.parquet", NULL, GK_EUSAGE, "no column 'text' and 2 string columns");
-    expect_msg(DIR "numbers.parquet", NULL, GK_ENOTFOUND, "no string column; its columns: n (INT64), x (DOUBLE)");
-    expect_msg(DIR "text_int.parquet", NULL, GK_EUSAGE, "column 'text' is INT32");
+    expect_msg(DIR "two_strings.parquet", NULL, GK_EFORMAT, "no column 'text' and 2 string columns");
+    expect_msg(DIR "numbers.parquet", NULL, GK_EFORMAT, "no string column; its columns: n (INT64), x (DOUBLE)");
+    expect_msg(DIR "text_int.parquet", NULL, GK_EFORMAT, "column 'text' is INT32");
     expect_msg(DIR "missing.parquet", NULL, GK_ENOTFOUND, "missing.parquet");
     expect_msg(DIR "expected.json", NULL, GK_EFORMAT, "not a Parquet file");
     /* a name picks any string column; both of two_strings' read all 8 rows */

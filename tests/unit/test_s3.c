@@ -1,6 +1,7 @@
 /* test_s3.c: common/s3 (s3.h) by hand-checked values: s3:// URL parsing and key encoding, AWS's
- * INI files, the discovery of credentials, region and endpoint from an environment and profile
- * files (a temp HOME), the XML reader. The requests themselves: test_s3_server.c. */
+ * INI files, the discovery of credentials, region, endpoint and retry settings from an
+ * environment and profile files (a temp HOME), the XML reader, the adaptive mode's limiter. The requests themselves: test_s3_server.c. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,11 +164,82 @@ static void test_discover(void)
     CHECK(system(p) == 0);
 }
 
+/* The retry settings: AWS's variables over the profile's keys, GPT_S3_RETRY_SECONDS; none set:
+ * no count limit, standard mode, and gk_s3_open's 10 minutes; bad values name the setting. */
+static void test_discover_retries(void)
+{
+    gk_s3_conf c;
+    gk_err e;
+    gk_s3 *s = NULL;
+    fake_env none = {{"HOME", "/nonexistent", NULL}};
+    CHECK_OK(gk_s3_conf_discover(&c, env_of, &none, &e), &e);
+    CHECK(c.max_attempts == 0 && c.retry_mode == GK_S3_RETRY_STANDARD && c.retry_ms == 0);
+    CHECK_OK(gk_s3_open(&s, &c, &e), &e);
+    if (s) {
+        const gk_s3_conf *u = gk_s3_settings(s);
+        CHECKF(u->max_attempts == 0 && u->retry_ms == 600000 && u->backoff_ms == 200, "%d tries, %ld ms",
+               u->max_attempts, u->retry_ms);
+        gk_s3_close(s);
+    }
+    char home[] = "/tmp/gk_s3_retry.XXXXXX", p[300];
+    if (!mkdtemp(home))
+        SKIP("mkdtemp failed");
+    snprintf(p, sizeof p, "%s/config", home);
+    write_file(p, "[default]\nmax_attempts = 7\nretry_mode = adaptive\n[profile bad]\nmax_attempts = many\n");
+    fake_env prof = {{"HOME", "/nonexistent", "AWS_CONFIG_FILE", p, NULL}};
+    CHECK_OK(gk_s3_conf_discover(&c, env_of, &prof, &e), &e);
+    CHECK(c.max_attempts == 7 && c.retry_mode == GK_S3_RETRY_ADAPTIVE);
+    fake_env vars = {{"HOME", "/nonexistent", "AWS_CONFIG_FILE", p, "AWS_MAX_ATTEMPTS", "3", "AWS_RETRY_MODE",
+                      "legacy", "GPT_S3_RETRY_SECONDS", "2.5", NULL}};
+    CHECK_OK(gk_s3_conf_discover(&c, env_of, &vars, &e), &e);
+    CHECK(c.max_attempts == 3 && c.retry_mode == GK_S3_RETRY_STANDARD && c.retry_ms == 2500);
+    fake_env bad1 = {{"HOME", "/nonexistent", "AWS_MAX_ATTEMPTS", "0", NULL}};
+    CHECK(gk_s3_conf_discover(&c, env_of, &bad1, &e) == GK_EUSAGE);
+    CHECKF(strstr(e.msg, "AWS_MAX_ATTEMPTS=0: not a number of tries"), "%s", e.msg);
+    fake_env bad2 = {{"HOME", "/nonexistent", "AWS_CONFIG_FILE", p, "AWS_PROFILE", "bad", NULL}};
+    CHECK(gk_s3_conf_discover(&c, env_of, &bad2, &e) == GK_EUSAGE);
+    CHECKF(strstr(e.msg, "max_attempts = many in [profile bad] of ") && strstr(e.msg, home), "%s", e.msg);
+    fake_env bad3 = {{"HOME", "/nonexistent", "AWS_RETRY_MODE", "fast", NULL}};
+    CHECK(gk_s3_conf_discover(&c, env_of, &bad3, &e) == GK_EUSAGE);
+    CHECKF(strstr(e.msg, "AWS_RETRY_MODE=fast: not a retry mode"), "%s", e.msg);
+    fake_env bad4 = {{"HOME", "/nonexistent", "GPT_S3_RETRY_SECONDS", "10m", NULL}};
+    CHECK(gk_s3_conf_discover(&c, env_of, &bad4, &e) == GK_EUSAGE);
+    CHECKF(strstr(e.msg, "GPT_S3_RETRY_SECONDS=10m: not a time in seconds"), "%s", e.msg);
+    snprintf(p, sizeof p, "rm -rf '%s'", home);
+    CHECK(system(p) == 0);
+}
+
+/* The adaptive mode's limiter, by hand-checked values: no gap until a throttling answer; then
+ * the starts spaced by the gap, doubling with each throttling answer up to 5 s, shrinking with
+ * the others until it is gone. */
+static void test_throttle(void)
+{
+    s3_throttle t = {.gap_us = 0};
+    pthread_mutex_init(&t.mu, NULL);
+    CHECK(s3_throttle_take(&t, 1000) == 0 && s3_throttle_take(&t, 1000) == 0);
+    s3_throttle_note(&t, 1, 200000);
+    CHECK(t.gap_us == 200000);
+    s3_throttle_note(&t, 1, 200000);
+    CHECK(t.gap_us == 400000);
+    CHECK(s3_throttle_take(&t, 1000000) == 0);       /* the first goes at once ... */
+    CHECK(s3_throttle_take(&t, 1000000) == 400000);  /* ... the next ones a gap apart */
+    CHECK(s3_throttle_take(&t, 1100000) == 700000);
+    CHECK(s3_throttle_take(&t, 9000000) == 0);       /* after a pause: at once */
+    for (int i = 0; i < 20; i++) s3_throttle_note(&t, 1, 200000);
+    CHECK(t.gap_us == S3_THROTTLE_MAX_US);
+    int n = 0;
+    while (t.gap_us > 0 && n < 1000) s3_throttle_note(&t, 0, 200000), n++;
+    CHECKF(n > 16 && n < 200 && s3_throttle_take(&t, 20000000) == 0, "%d answers", n);
+    pthread_mutex_destroy(&t.mu);
+}
+
 int main(void)
 {
     RUN(test_url);
     RUN(test_ini);
     RUN(test_xml);
     RUN(test_discover);
+    RUN(test_discover_retries);
+    RUN(test_throttle);
     return TEST_END();
 }

@@ -1,8 +1,13 @@
 /* test_s3_faults.c: common/s3's retries against moto's server through the fault proxy of
  * tests/cli/s3_server.py (tests/unit/s3_harness.h; skipped without moto): 503 SlowDown, a 500,
  * connections dropped mid-body or reset, a stalled transfer, each retried and counted, the bytes
- * whole; retries running out; a wrong region named; connections kept open between requests
- * (the client's pool of handles) and a new one after a network error. */
+ * whole; retries running out (count and time limits, the error naming the tries and the time);
+ * half the requests answered 503; a storm longer than five tries last, ridden out; a download
+ * cut short again and again while it advances; a cancel flag; a wrong region named;
+ * connections kept open between requests (the client's pool of handles) and a new one after a
+ * network error. Backoff 5 ms and small time limits keep each test to a few seconds. */
+#include <pthread.h>
+
 #include "tests/unit/s3_harness.h"
 
 static void test_faults(void)
@@ -51,11 +56,12 @@ static void test_faults(void)
     CHECK_OK(gk_s3_get(s, "gk-test", "faults/obj", to_mem, &m, &e), &e);
     CHECK(m.n == n && memcmp(data, back, n) == 0 && gk_s3_retries(s) == 1);
     gk_s3_close(s);
-    /* retries run out: the last answer's error, the tries counted */
+    /* retries run out (3 tries without progress): the last answer's error, the tries said */
     s = client(1, NULL, 3);
     CHECK(fault("503", 10) == 0);
     CHECK(gk_s3_put(s, "gk-test", "faults/never", "x", 1, &e) == GK_EIO);
-    CHECKF(strstr(e.msg, "s3://gk-test/faults/never") && strstr(e.msg, "503"), "%s", e.msg);
+    CHECKF(strstr(e.msg, "s3://gk-test/faults/never") && strstr(e.msg, "HTTP 503: injected (gave up after 3 tries and ") &&
+           strstr(e.msg, " s of retrying, the limit: AWS_MAX_ATTEMPTS=3)"), "%s", e.msg);
     CHECK(gk_s3_retries(s) == 2);
     CHECK(fault("503", 0) == 0);
     /* a wrong region is named */
@@ -92,12 +98,151 @@ static void test_connections_kept(void)
     gk_s3_close(s);
 }
 
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Half the requests answered 503 (at random, seeded: the same draws every run), over 80
+ * requests one after another: every one succeeds, however many 503s in a row it meets (two
+ * meet five or more in these draws: five tries in all gave up on them before). */
+static void test_half_503(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client_retrying(0, 5000);
+    gk_err e;
+    CHECK_OK(gk_s3_put(s, "gk-test", "half/obj", "0123456789", 10, &e), &e);
+    CHECK(fault_q("what=503&n=1000&p=0.5&seed=11") == 0);
+    int ok = 0;
+    gk_s3_stat st;
+    for (int i = 0; i < 80; i++) {
+        int rc = gk_s3_head(s, "gk-test", "half/obj", &st, &e);
+        ok += rc == 0 && st.size == 10;
+        if (rc)
+            fprintf(stderr, "request %d: %s\n", i, e.msg);
+    }
+    CHECK(fault("503", 0) == 0);
+    CHECKF(ok == 80 && gk_s3_retries(s) > 40, "%d of 80, %ld retries", ok, gk_s3_retries(s));
+    gk_s3_close(s);
+}
+
+/* A storm of 503s for 0.5 s, longer than five tries at this backoff (5 ms, 10 ms, ... at most
+ * 75 ms of waits) last, within the time limit (2 s): the request rides it out. */
+static void test_storm(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client_retrying(0, 2000);
+    gk_err e;
+    CHECK(fault_q("what=503&secs=0.5") == 0);
+    double t0 = seconds();
+    CHECK_OK(gk_s3_put(s, "gk-test", "storm/obj", "after the storm", 15, &e), &e);
+    double took = seconds() - t0;
+    CHECKF(took >= 0.5 && took < 2.5 && gk_s3_retries(s) >= 5, "%.2f s, %ld retries", took, gk_s3_retries(s));
+    gk_s3_close(s);
+}
+
+/* A storm longer than the time limit (0.3 s): the request ends near the limit, the error naming
+ * the tries, the time and the setting; nothing written. */
+static void test_storm_past_limit(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client_retrying(0, 300);
+    gk_err e;
+    CHECK(fault_q("what=503&secs=5") == 0);
+    double t0 = seconds();
+    CHECK(gk_s3_put(s, "gk-test", "storm/never", "x", 1, &e) == GK_EIO);
+    double took = seconds() - t0, said = -1;
+    int tries = 0;
+    const char *p = strstr(e.msg, "HTTP 503: injected (gave up after ");
+    CHECKF(p && sscanf(p, "HTTP 503: injected (gave up after %d tries and %lf s of retrying", &tries, &said) == 2 &&
+           strstr(e.msg, " s of retrying, the limit: GPT_S3_RETRY_SECONDS=0.3)"), "%s", e.msg);
+    CHECKF(tries >= 2 && said >= 0.3 && said < 0.5 && took < 1, "%d tries, %.2f s said, %.2f s taken", tries, said,
+           took);
+    CHECK(gk_s3_retries(s) == tries - 1);
+    CHECK(fault("503", 0) == 0); /* the storm over */
+    gk_s3_stat st;
+    CHECK(gk_s3_head(s, "gk-test", "storm/never", &st, &e) == GK_ENOTFOUND);
+    gk_s3_close(s);
+}
+
+/* A download cut short 8 times, each cut after some new bytes (the proxy gives half of what
+ * is asked), with at most 3 tries in a row without progress: it completes, the bytes whole. */
+static void test_cut_advancing(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client_retrying(3, 60000);
+    gk_err e;
+    size_t n = (size_t)1 << 20;
+    char *data = malloc(n), *back = malloc(n);
+    fill(data, n, 5);
+    CHECK_OK(gk_s3_put(s, "gk-test", "cut/obj", data, n, &e), &e);
+    CHECK(fault("drop", 8) == 0);
+    membuf m = {back, 0, n};
+    CHECK_OK(gk_s3_get(s, "gk-test", "cut/obj", to_mem, &m, &e), &e);
+    CHECK(m.n == n && memcmp(data, back, n) == 0);
+    CHECKF(gk_s3_retries(s) == 8, "%ld retries", gk_s3_retries(s));
+    /* the same with no progress at all (HEAD has no body): 3 tries */
+    CHECK(fault("reset", 10) == 0);
+    gk_s3_stat st;
+    CHECK(gk_s3_head(s, "gk-test", "cut/obj", &st, &e) == GK_EIO);
+    CHECKF(strstr(e.msg, "(gave up after 3 tries and "), "%s", e.msg);
+    CHECK(fault("reset", 0) == 0);
+    free(data);
+    free(back);
+    gk_s3_close(s);
+}
+
+typedef struct canceller {
+    atomic_int flag;
+} canceller;
+
+static void *cancel_later(void *ud)
+{
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    atomic_store(&((canceller *)ud)->flag, 1);
+    return NULL;
+}
+
+/* A cancel flag set while a request waits out a storm ends it at once (GK_EINTR). */
+static void test_cancel(void)
+{
+    NEED_SERVER();
+    gk_s3 *s = client_retrying(0, 60000);
+    gk_err e;
+    canceller c;
+    atomic_init(&c.flag, 0);
+    CHECK(fault_q("what=503&secs=5") == 0);
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &c);
+    s3_req r;
+    s3_req_init(&r, "PUT", "gk-test", "storm/cancelled");
+    r.body = "x";
+    r.body_len = 1;
+    r.cancel = &c.flag;
+    double t0 = seconds();
+    int rc = s3_do(s, &r, NULL, &e);
+    double took = seconds() - t0;
+    s3_req_free(&r);
+    pthread_join(th, NULL);
+    CHECKF(rc == GK_EINTR && took < 1, "rc %d after %.2f s: %s", rc, took, e.msg);
+    CHECK(fault("503", 0) == 0);
+    gk_s3_close(s);
+}
+
 int main(void)
 {
     if (server_start())
         srv.port = 0;
     RUN(test_faults);
     RUN(test_connections_kept);
+    RUN(test_half_503);
+    RUN(test_storm);
+    RUN(test_storm_past_limit);
+    RUN(test_cut_advancing);
+    RUN(test_cancel);
     server_stop();
     return TEST_END();
 }

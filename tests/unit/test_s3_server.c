@@ -1,4 +1,5 @@
-/* test_s3_server.c: common/s3's requests against a real S3 server (moto's, tests/unit/s3_harness.h;
+/* test_s3_server.c: common/s3's requests against a real S3 server (moto's, behind a proxy that
+ * refuses a body whose x-amz-content-sha256 is not its hash, as S3 does: tests/unit/s3_harness.h;
  * skipped, saying why, when moto is not installed): put/get/range/head, streaming get,
  * virtual-hosted and path-style addressing, listing in pages, multipart upload of a file over the
  * part size, an abort, and the cleanup of uploads left in progress, conditional put, delete, a
@@ -279,7 +280,7 @@ static void test_profile_client(void)
     snprintf(p, sizeof p, "%s/.aws/config", home);
     snprintf(text, sizeof text, "[profile moto]\nregion = us-east-1\nendpoint_url = http://127.0.0.1:%d\n", srv.port);
     write_file(p, text);
-    fake_env env = {{"HOME", home, "AWS_PROFILE", "moto", NULL}};
+    fake_env env = {{"HOME", home, "AWS_PROFILE", "moto", "GPT_S3_RETRY_SECONDS", "5", NULL}};
     gk_s3_conf c;
     gk_err e;
     gk_s3 *s = NULL;
@@ -292,7 +293,7 @@ static void test_profile_client(void)
         CHECK(st.size == 1);
         gk_s3_close(s);
     }
-    fake_env anon = {{"HOME", "/nonexistent", "AWS_ENDPOINT_URL", text, NULL}};
+    fake_env anon = {{"HOME", "/nonexistent", "AWS_ENDPOINT_URL", text, "GPT_S3_RETRY_SECONDS", "5", NULL}};
     snprintf(text, sizeof text, "http://127.0.0.1:%d", srv.port);
     CHECK_OK(gk_s3_conf_discover(&c, env_of, &anon, &e), &e);
     CHECK_OK(gk_s3_open(&s, &c, &e), &e);
