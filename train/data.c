@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/io/shard.h"
+#include "common/s3/s3.h"
 #include "common/le.h"
 #include "common/log.h"
 #include "kernels/rng.h"
@@ -320,4 +321,41 @@ void tr_data_close(tr_data *d)
     free(d->win);
     free(d->first_start);
     free(d);
+}
+
+/* ---- the data's vocabulary ---- */
+
+/* The vocabulary at path if it loads and is the data's (fingerprint fp), else NULL. */
+static gk_vocab *data_vocab_at(const char *path, uint32_t fp)
+{
+    gk_vocab *v = NULL;
+    gk_err quiet;
+    if (gk_vocab_load(&v, path, &quiet) == 0 && gk_vocab_fingerprint(v) != fp) {
+        gk_vocab_free(v); /* some other vocabulary: not the data's */
+        v = NULL;
+    }
+    return v;
+}
+
+gk_vocab *tr_data_find_vocab(const tr_data *d, char *path, size_t cap)
+{
+    uint32_t fp = tr_data_fingerprint(d);
+    const char *first = tr_data_first_name(d);
+    const char *slash = strrchr(first, '/');
+    char dir[4096];
+    gk_vocab *v = NULL;
+    if (fp && !gk_s3_is_url(first)) {
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - first) : 1, slash ? first : ".");
+        snprintf(path, cap, "%s", dir);
+        if (!(v = data_vocab_at(path, fp))) {
+            snprintf(path, cap, "%s/vocab.json", dir);
+            v = data_vocab_at(path, fp);
+        }
+    }
+    gk_err quiet;
+    if (!v && gk_vocab_find(path, cap, NULL, &quiet) == 0)
+        v = data_vocab_at(path, fp);
+    if (!v)
+        path[0] = '\0';
+    return v;
 }

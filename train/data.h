@@ -17,6 +17,7 @@
 
 #include "common/err.h"
 #include "common/s3/s3.h"
+#include "common/text/vocab.h"
 
 typedef struct tr_data tr_data;
 
@@ -48,6 +49,11 @@ uint32_t tr_data_fingerprint(const tr_data *d);
 uint32_t tr_data_vocab_size(const tr_data *d);
 /* The first shard's path (or s3:// URL). */
 const char *tr_data_first_name(const tr_data *d);
+/* The data's vocabulary, found without a `vocab` setting: beside the first shard (a directory
+ * of GPT-2 files, or gpt-tokenize --vocab-out's vocab.json; not in a bucket), else the default
+ * lookup (gk_vocab_find); only one whose fingerprint is the data's. path[cap]: where it was
+ * found ("" when none: NULL). */
+gk_vocab *tr_data_find_vocab(const tr_data *d, char *path, size_t cap);
 /* Checks every shard of d against the model before any training: a fingerprint other than
  * *fingerprint (0: unknown; then the first shard that has one sets it, for the next calls too)
  * and a header vocab size above vocab_size are errors naming the shard (`what` its config key,

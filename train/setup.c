@@ -202,44 +202,6 @@ static int record_shape(tr_run *r, const gk_gpt2_config *mc, const char *from, g
     return rc;
 }
 
-/* The vocabulary at path if it loads and is the data's (fingerprint fp), else NULL. */
-static gk_vocab *data_vocab_at(const char *path, uint32_t fp)
-{
-    gk_vocab *v = NULL;
-    gk_err quiet;
-    if (gk_vocab_load(&v, path, &quiet) == 0 && gk_vocab_fingerprint(v) != fp) {
-        gk_vocab_free(v); /* some other vocabulary: not the data's */
-        v = NULL;
-    }
-    return v;
-}
-
-/* The data's vocabulary found without a `vocab` setting: beside the first train shard (a
- * directory of GPT-2 files, or gpt-tokenize --vocab-out's vocab.json), else the default
- * lookup; only one whose fingerprint is the data's. path[4200]: where it was found. */
-static gk_vocab *find_data_vocab(const tr_data *train, char *path)
-{
-    uint32_t fp = tr_data_fingerprint(train);
-    const char *first = tr_data_first_name(train);
-    const char *slash = strrchr(first, '/');
-    char dir[4096];
-    gk_vocab *v = NULL;
-    if (fp && !gk_s3_is_url(first)) {
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - first) : 1, slash ? first : ".");
-        snprintf(path, 4200, "%s", dir);
-        if (!(v = data_vocab_at(path, fp))) {
-            snprintf(path, 4200, "%s/vocab.json", dir);
-            v = data_vocab_at(path, fp);
-        }
-    }
-    gk_err quiet;
-    if (!v && gk_vocab_find(path, 4200, NULL, &quiet) == 0)
-        v = data_vocab_at(path, fp);
-    if (!v)
-        path[0] = '\0';
-    return v;
-}
-
 /* The vocabulary to embed: the checkpoint's, else `vocab`, else the data's when found (beside
  * the shards or by the default lookup). A mismatch with the data is an error. */
 static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
@@ -255,7 +217,7 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
         if (rc)
             return rc;
     } else if (rc == GK_ENOTFOUND) {
-        r->vocab = find_data_vocab(r->train, r->vocab_found);
+        r->vocab = tr_data_find_vocab(r->train, r->vocab_found, sizeof r->vocab_found);
         rc = 0;
     }
     if (rc)
