@@ -1,7 +1,41 @@
-/* backend.c: what every backend shares. */
+/* backend.c: what every backend shares, and the fixed layout of gk_ops (backend.h's rule). */
 #include "kernels/backend.h"
 
+#include <stddef.h>
+
 #include "common/mem.h"
+
+/* gk_ops's layout, pointer slot by pointer slot (backend.h, above gk_ops): each group's first op
+ * and its spares stay where they are. A new op that takes a spare moves the spare's index here
+ * by one (and nothing else); a slot inserted elsewhere fails the build, since it would move every
+ * slot after it. */
+#define GK_OPS_AT(slot, i)                                         \
+    _Static_assert(offsetof(gk_ops, slot) == (i) * sizeof(void *), \
+                   "gk_ops." #slot " moved (backend.h: new ops take a spare)")
+GK_OPS_AT(alloc, 1);
+GK_OPS_AT(spare_memory, 10);
+GK_OPS_AT(cast, 12);
+GK_OPS_AT(spare_cast, 13);
+GK_OPS_AT(gemm, 15);
+GK_OPS_AT(spare_matmul, 17);
+GK_OPS_AT(bias_bwd, 19);
+GK_OPS_AT(spare_elementwise, 23);
+GK_OPS_AT(encoder_fwd, 25);
+GK_OPS_AT(spare_encoder, 27);
+GK_OPS_AT(layernorm_fwd, 29);
+GK_OPS_AT(spare_layernorm, 32);
+GK_OPS_AT(attention_fwd, 34);
+GK_OPS_AT(spare_attention, 37);
+GK_OPS_AT(xent_fwd, 39);
+GK_OPS_AT(spare_classifier, 41);
+GK_OPS_AT(sumsq, 43);
+GK_OPS_AT(spare_optimizer, 48);
+GK_OPS_AT(record_begin, 50);
+GK_OPS_AT(spare_graph, 54);
+GK_OPS_AT(comm_open, 56);
+GK_OPS_AT(spare_comm, 57);
+_Static_assert(sizeof(gk_ops) == 59 * sizeof(void *),
+               "gk_ops grew at its end (backend.h: new ops take a spare)");
 
 void gk_backend_free(gk_backend *be)
 {

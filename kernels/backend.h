@@ -77,10 +77,22 @@ typedef struct gk_span {
     size_t n;
 } gk_span;
 
+/* The op table. Its layout is what a backend library and the tools built apart agree on, so:
+ * - Slots are grouped by op family, one group per family file stem: every backend puts a group's
+ *   ops in its file of that stem (kernels/ref/layernorm.c, kernels/cpu/layernorm.c,
+ *   kernels/cuda/layernorm.cu); the op tests are tests/unit/ops/STEM.c. A slot's name need not
+ *   carry the stem (xent_fwd is classifier's, bias_bwd elementwise's): its group says where it
+ *   lives. Ops a backend builds from its other ops are backend_compose.c's (cpu's and ref's
+ *   gemm_bwd).
+ * - Groups keep this order, and each ends in spare slots (spare_GROUP[n], NULL). A new op takes
+ *   its group's first spare (the array shrinks by one), so no other slot moves; slots are never
+ *   removed or reordered (a retired one becomes a spare). A group with no spare left is laid out
+ *   again, every group given two spares, in one change with one ABI bump. backend.c asserts the
+ *   offsets at compile time, so a slot inserted anywhere else fails the build.
+ * Whether a change needs a GK_BACKEND_ABI bump: see GK_BACKEND_ABI below. */
 typedef struct gk_ops {
     const char *name; /* "cpu", "ref", "cuda", "cuda-emu" */
-
-    /* ---- memory ---- */
+    /* ==== memory (kernels/cpu/host_mem.c for cpu and ref, cuda/backend.cu) ==== */
     /* Allocates n bytes of device memory, 64-byte aligned, zero-filled; NULL on failure (not a
      * sticky error: the caller reports it with the sizes it knows). */
     void *(*alloc)(gk_backend *be, size_t n);
@@ -97,12 +109,20 @@ typedef struct gk_ops {
     void (*sync)(gk_backend *be);
     /* Sizes internal scratch for problems up to rows x cols (rows = B*T, cols = widest row) and
      * attention heads of head_size over sequences of T; called once by the graph's create, so
-     * that no op allocates inside a step. Returns 0 or a negative GK_E* code. */
+     * that no op allocates inside a step. An op given more than was reserved still runs its own
+     * code (cpu grows its scratch once, or fails with GK_ENOMEM), never another backend's.
+     * Returns 0 or a negative GK_E* code. */
     int (*reserve)(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err);
+    /* The tools' up-front "does it fit" checks: *free_bytes = device memory that allocations may
+     * still take, *total_bytes = all of it (cuda: cudaMemGetInfo; cpu and ref: the host's,
+     * common/mem.h). 0 or a negative GK_E* code. */
+    int (*mem_info)(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e);
+    void (*spare_memory[2])(void);
+    /* ==== cast (cast.c) ==== */
     /* dst (n, type dt) = src (n, type st), rounding to nearest even when narrowing. */
     void (*cast)(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
-
-    /* ---- dense ---- */
+    void (*spare_cast[2])(void);
+    /* ==== matmul (matmul.c; gemm_bwd on cpu and ref: kernels/backend_compose.c) ==== */
     /* The one matmul: C (M,N) = alpha * op(A) op(B) + beta * C, row-major, BLAS semantics: op(A)
      * is (M,K), A stored (M,K) with lda >= K if !transA, else (K,M) with lda >= M; likewise B.
      * beta == 0: C not read. Products are summed in fp32 whatever the types (bf16 inputs are
@@ -116,8 +136,6 @@ typedef struct gk_ops {
     void (*gemm)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
                  const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
                  void *C, gk_elt tc, int ldc, const float *bias, void *pre_gelu);
-    /* dbias (C) += column sums of dout (N,C). */
-    void (*bias_bwd)(gk_backend *be, float *dbias, const void *dout, int N, int C);
     /* gemm's backward epilogues, for a layer y = x W + bias (GELU after it or not): gemm without
      * bias or GELU (the same operands, types and beta), and then
      *  - pre_gelu non-NULL (type tc = be->act, (M,N); beta 0, ldc = N): C = gelu'(pre_gelu) * the
@@ -131,8 +149,22 @@ typedef struct gk_ops {
     void (*gemm_bwd)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
                      const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb,
                      float beta, void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
-
-    /* ---- embedding ---- */
+    void (*spare_matmul[2])(void);
+    /* ==== elementwise (elementwise.c): the bias gradient, GELU (tanh form; the forward of a
+     * layer is gemm's epilogue), dropout ==== */
+    /* dbias (C) += column sums of dout (N,C). */
+    void (*bias_bwd)(gk_backend *be, float *dbias, const void *dout, int N, int C);
+    /* x (N,C) -> out (N,C) = gelu(x): what gemm's epilogue stores in C from pre_gelu (bit for bit
+     * on cpu and ref; within the rounding of be->act on cuda, whose epilogue is cuBLASLt's), so
+     * that the backward can recompute the GELU output instead of keeping it. out may not alias x. */
+    void (*gelu_fwd)(gk_backend *be, void *out, const void *x, int N, int C);
+    /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout, x the pre-GELU values; dinp may alias dout. */
+    void (*gelu_bwd)(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
+    /* dout (n) -> dinp (n) = dout * mask / (1-p) (the backward of a dropout; may alias). */
+    void (*dropout_bwd)(gk_backend *be, void *dinp, const void *dout, size_t n, float p,
+                        uint64_t key);
+    void (*spare_elementwise[2])(void);
+    /* ==== encoder (encoder.c): the embedding ==== */
     /* tokens (B,T) -> out (B,T,C) = wte[token] + wpe[t0 + t], then dropout(p, key). wte has type
      * tw (fp32 master or the bf16 weights), wpe is fp32. t0 is a device int read when the op runs
      * (so that a recorded decode step replays at the next position), or NULL for 0. */
@@ -142,8 +174,9 @@ typedef struct gk_ops {
     /* dout (B,T,C) -> dwte (V,C) +=, dwpe (T,C) +=, undoing the dropout of the forward. */
     void (*encoder_bwd)(gk_backend *be, float *dwte, float *dwpe, const void *dout,
                         const int *tokens, int B, int T, int C, float p, uint64_t key);
-
-    /* ---- layernorm (eps 1e-5) ---- */
+    void (*spare_encoder[2])(void);
+    /* ==== layernorm (layernorm.c; eps 1e-5), and the residual add fused with the layernorm after
+     * it ==== */
     /* inp (N,C) -> out (N,C), mean (N), rstd (N); weight (C), bias (C) or NULL. */
     void (*layernorm_fwd)(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
                           const float *weight, const float *bias, int N, int C);
@@ -151,8 +184,17 @@ typedef struct gk_ops {
     void (*layernorm_bwd)(gk_backend *be, void *dinp, float *dweight, float *dbias,
                           const void *dout, const void *inp, const float *weight,
                           const float *mean, const float *rstd, int N, int C);
-
-    /* ---- causal self-attention; the (T,T) score matrix is never stored ---- */
+    /* res_out (N,C) = res + dropout(x + bias) (bias (C) may be NULL; res_out may alias res or x),
+     * then ln_out (N,C), mean (N), rstd (N) = the layernorm of res_out as stored (rounded to
+     * be->act) with ln_weight (C), ln_bias (C) or NULL: the same values as the residual add
+     * followed by layernorm_fwd on its output, in one pass over each row. */
+    void (*residual_layernorm_fwd)(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                                   float *rstd, const void *res, const void *x, const float *bias,
+                                   float p, uint64_t key, const float *ln_weight,
+                                   const float *ln_bias, int N, int C);
+    void (*spare_layernorm[2])(void);
+    /* ==== attention (attention.c): causal self-attention; the (T,T) score matrix is never
+     * stored ==== */
     /* qkv (B,T,3C) [q | k | v, heads of C/NH inside each] -> out (B,T,C) =, lse (B,NH,T) =
      * (log-sum-exp of each scaled score row, kept for the backward); dropout p on the
      * probabilities. */
@@ -162,29 +204,19 @@ typedef struct gk_ops {
     void (*attention_bwd)(gk_backend *be, void *dqkv, const void *dout, const void *qkv,
                           const void *out, const float *lse, int B, int T, int C, int NH,
                           float p, uint64_t key);
-
-    /* ---- GELU (tanh form; the forward of a layer is gemm's epilogue) ---- */
-    /* x (N,C) -> out (N,C) = gelu(x): what gemm's epilogue stores in C from pre_gelu (bit for bit
-     * on cpu and ref; within the rounding of be->act on cuda, whose epilogue is cuBLASLt's), so
-     * that the backward can recompute the GELU output instead of keeping it. out may not alias x. */
-    void (*gelu_fwd)(gk_backend *be, void *out, const void *x, int N, int C);
-    /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout, x the pre-GELU values; dinp may alias dout. */
-    void (*gelu_bwd)(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
-
-    /* ---- residual (fused with the layernorm that follows it) ---- */
-    /* res_out (N,C) = res + dropout(x + bias) (bias (C) may be NULL; res_out may alias res or x),
-     * then ln_out (N,C), mean (N), rstd (N) = the layernorm of res_out as stored (rounded to
-     * be->act) with ln_weight (C), ln_bias (C) or NULL: the same values as the residual add
-     * followed by layernorm_fwd on its output, in one pass over each row. */
-    void (*residual_layernorm_fwd)(gk_backend *be, void *res_out, void *ln_out, float *mean,
-                                   float *rstd, const void *res, const void *x, const float *bias,
-                                   float p, uint64_t key, const float *ln_weight,
-                                   const float *ln_bias, int N, int C);
-    /* dout (n) -> dinp (n) = dout * mask / (1-p) (the backward of a dropout; may alias). */
-    void (*dropout_bwd)(gk_backend *be, void *dinp, const void *dout, size_t n, float p,
-                        uint64_t key);
-
-    /* ---- softmax + cross-entropy over the first V of Vp columns ---- */
+    /* Inference with a KV cache (gk_gpt2_forward_at): causal attention of n new query positions
+     * t0..t0+n-1 over a cache, no dropout, no lse.
+     * t0 is a device int read when the op runs (a recorded decode step replays at the next
+     * position); the caller keeps 0 <= t0 and t0 + n <= Tc (cuda clamps t0 into that range, cpu
+     * and ref fail with GK_EUSAGE). cache (B,Tc,3C) [q | k | v as attention_fwd] holds, for each
+     * batch row b, the k, v of rows < t0 from earlier calls. qkv_new (B,n,3C), when not NULL, is
+     * first copied to the cache's rows t0..t0+n-1; NULL: they are in the cache already. Then
+     * out (B,n,C) =, row i of batch b attending to cache rows 0..t0+i. With t0 = 0 and n = Tc it
+     * equals attention_fwd's out. */
+    void (*attention_fwd_at)(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
+                             int Tc, const int *t0, int n, int C, int NH);
+    void (*spare_attention[2])(void);
+    /* ==== classifier (classifier.c): softmax + cross-entropy over the first V of Vp columns ==== */
     /* logits (N,Vp), targets (N) -> losses (N) = -log softmax(logits)[target] (0 where target < 0),
      * lse (N) = log-sum-exp of the row. */
     void (*xent_fwd)(gk_backend *be, float *losses, float *lse, const void *logits,
@@ -194,8 +226,8 @@ typedef struct gk_ops {
      * alias logits. */
     void (*xent_bwd)(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                      const int *targets, float dloss, int N, int V, int Vp);
-
-    /* ---- optimizer (fp32 master weights, gradients and moments) ---- */
+    void (*spare_classifier[2])(void);
+    /* ==== optimizer (optimizer.c): fp32 master weights, gradients and moments ==== */
     /* *host_out = sum of squares of x (n): partial sums of up to 1024 squares in fp32 or wider,
      * accumulated in double (a fixed split: deterministic). */
     void (*sumsq)(gk_backend *be, double *host_out, const float *x, size_t n);
@@ -218,20 +250,9 @@ typedef struct gk_ops {
     /* zero on count ranges in one call (one launch on cuda); sp is host memory, read during the
      * call only. */
     void (*zero_multi)(gk_backend *be, const gk_span *sp, int count);
-
-    /* ---- inference with a KV cache (gk_gpt2_forward_at) ---- */
-    /* Causal attention of n new query positions t0..t0+n-1 over a cache, no dropout, no lse.
-     * t0 is a device int read when the op runs (a recorded decode step replays at the next
-     * position); the caller keeps 0 <= t0 and t0 + n <= Tc (cuda clamps t0 into that range, cpu
-     * and ref fail with GK_EUSAGE). cache (B,Tc,3C) [q | k | v as attention_fwd] holds, for each
-     * batch row b, the k, v of rows < t0 from earlier calls. qkv_new (B,n,3C), when not NULL, is
-     * first copied to the cache's rows t0..t0+n-1; NULL: they are in the cache already. Then
-     * out (B,n,C) =, row i of batch b attending to cache rows 0..t0+i. With t0 = 0 and n = Tc it
-     * equals attention_fwd's out. */
-    void (*attention_fwd_at)(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
-                             int Tc, const int *t0, int n, int C, int NH);
-
-    /* ---- recorded steps (optional: NULL where a launch costs nothing to issue: cpu, ref) ---- */
+    void (*spare_optimizer[2])(void);
+    /* ==== graph (cuda/graph.cu): recorded steps; optional: NULL where a launch costs nothing to
+     * issue (cpu, ref) ==== */
     /* The ops launched between record_begin and record_end are recorded, not run (a CUDA stream
      * capture into a graph); replay runs them again in order, with the same pointers and
      * arguments, reading device memory as it is when they run. record_begin returns 0, or
@@ -245,8 +266,9 @@ typedef struct gk_ops {
     void *(*record_end)(gk_backend *be);
     void (*replay)(gk_backend *be, void *rec);
     void (*record_free)(gk_backend *be, void *rec);
-
-    /* ---- collectives across processes (optional: NULL in a test's hand-made backend) ---- */
+    void (*spare_graph[2])(void);
+    /* ==== comm (kernels/comm/, cuda/comm_nccl.cu): collectives across processes; optional:
+     * NULL in a test's hand-made backend ==== */
     /* Opens this process's rank (b->rank of b->world) of the collectives for be's memory,
      * bootstrapped through the rendezvous store b carries (kernels/comm/comm.h: gk_comm_boot;
      * tools call gk_comm_open): Gloo on cpu and ref (gk_comm_gloo_open), NCCL on cuda (rank 0
@@ -258,11 +280,7 @@ typedef struct gk_ops {
      * a dead or silent peer included, within the timeout). Close *out (gk_comm_close) before
      * freeing be. */
     int (*comm_open)(gk_backend *be, const struct gk_comm_boot *b, struct gk_comm **out, gk_err *e);
-
-    /* ---- memory report (the tools' up-front "does it fit" checks) ---- */
-    /* *free_bytes = device memory that allocations may still take, *total_bytes = all of it
-     * (cuda: cudaMemGetInfo; cpu and ref: the host's, common/mem.h). 0 or a negative GK_E* code. */
-    int (*mem_info)(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e);
+    void (*spare_comm[2])(void);
 } gk_ops;
 
 /* What kind of backend a gk_backend is (gk_backend_props.kind); 0: unknown (a test's hand-made
@@ -283,6 +301,13 @@ typedef struct gk_backend_props {
     int recompute;          /* the default activation recompute (recompute = auto starts there):
                              * 0 none (cpu, ref), 1 the GELU's output (cuda, cuda-emu: device
                              * memory is the limit), 2 also the layernorms' */
+    char ref_ops[128];      /* the slots this backend serves with the reference backend's code
+                             * (kernels/ref/) instead of its own, space-separated, a slot served so
+                             * only in some cases followed by them in parentheses, e.g.
+                             * "layernorm_bwd gemm(q8)"; "" when none (every backend now: the CPU's
+                             * scratch grows where a caller reserved too little, cpu_internal.h).
+                             * A hidden speed cliff made visible: gk_backend_describe names them,
+                             * and the op tests, which then compare the reference with itself. */
 } gk_backend_props;
 
 /* The context: the vtable plus the backend's own state (impl). Backends embed nothing else here. */
@@ -381,14 +406,27 @@ const char *gk_attention_name(int a);
  * attention = cudnn, a GPU whose backend fails (no cuDNN) is that error, not the CPU). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
  * with one line naming the device. */
 int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e);
-/* Writes what be is for a tool's message, e.g. "cpu (8 threads)", "cuda (NVIDIA H100, bf16)";
- * returns buf. */
+/* Writes what be is for a tool's message, e.g. "cpu (8 threads)", "cuda (NVIDIA H100, bf16)",
+ * followed by ", reference code for SLOTS" where props.ref_ops names any; returns buf. */
 const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
 
 /* What a backend library exports: one function, GK_BACKEND_ENTRY_SYMBOL, returning its entry.
- * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI (bump it on any change
- * to gk_ops, gk_backend, gk_backend_opts, gk_comm (kernels/comm/comm.h) or this struct). */
-#define GK_BACKEND_ABI 15
+ * gk_backend_open refuses a library whose abi differs from GK_BACKEND_ABI.
+ * Bump GK_BACKEND_ABI (once per change, by one) when a library built from the header before the
+ * change would misbehave with tools built after it, or the reverse; that is, when any of these
+ * changes: what a gk_ops slot takes, does or returns (a slot moved, removed or retyped, a type
+ * combination or argument meaning added or dropped); a new slot that callers call without
+ * checking for NULL (an older library has NULL in that spare); a field of gk_backend,
+ * gk_backend_props, gk_backend_opts, gk_backend_entry or gk_comm (kernels/comm/comm.h) added,
+ * removed, moved or given another meaning (the library allocates gk_backend, the tools allocate
+ * gk_backend_opts: either side may read past the other's end); a value of gk_elt,
+ * gk_attention or gk_backend_kind. No bump: comments; a backend's code behind an unchanged
+ * contract (speed, results within the stated tolerances); an optional slot (callers treat NULL
+ * as absent, as record_begin and comm_open) put in its group's spare; anything outside these
+ * structs (the graph, the tools, the emulator's internals). The layout rule of gk_ops (above it)
+ * keeps the bumps to the changes that need them and a new op's diff to its own line.
+ * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. */
+#define GK_BACKEND_ABI 16
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

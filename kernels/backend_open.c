@@ -168,6 +168,10 @@ const char *gk_attention_name(int a)
 const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n)
 {
     const char *name = be && be->ops && be->ops->name ? be->ops->name : "?";
-    snprintf(buf, n, "%s", be && be->what[0] ? be->what : name);
+    if (be && be->props.ref_ops[0]) /* a slot served by the reference code: a speed cliff, said */
+        snprintf(buf, n, "%s, reference code for %.*s", be->what[0] ? be->what : name,
+                 (int)sizeof be->props.ref_ops, be->props.ref_ops);
+    else
+        snprintf(buf, n, "%s", be && be->what[0] ? be->what : name);
     return buf;
 }

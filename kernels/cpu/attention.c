@@ -18,7 +18,6 @@
 
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/host_mem.h"
-#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
 #define VW CPU_LANES /* floats per vector chunk (16: one AVX-512 register) */
@@ -201,11 +200,8 @@ void gk_cpu_attention_fwd(gk_backend *be, void *out_, float *lse, const void *qk
     const float *qkv = qkv_;
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = gk_cpu_attn_scratch(T, hs); /* per thread */
-    float *scr = cpu_scratch(be, nt * per);
-    if (!scr) {
-        gk_ref_ops.attention_fwd(be, out, lse, qkv, B, T, C, NH, p, key);
-        return;
-    }
+    float *scr = gk_cpu_scratch_need(be, nt * per, "attention_fwd");
+    if (!scr) return;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
@@ -282,14 +278,11 @@ void gk_cpu_attention_bwd(gk_backend *be, void *dqkv_, const void *dout_, const 
     float *dqkv = dqkv_;
     const float *dout = dout_;
     const float *qkv = qkv_;
-    const float *out = out_;
+    (void)out_; /* the probabilities are recomputed from lse */
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = gk_cpu_attn_scratch(T, hs);
-    float *scr = cpu_scratch(be, nt * per);
-    if (!scr) {
-        gk_ref_ops.attention_bwd(be, dqkv, dout, qkv, out, lse, B, T, C, NH, p, key);
-        return;
-    }
+    float *scr = gk_cpu_scratch_need(be, nt * per, "attention_bwd");
+    if (!scr) return;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
@@ -368,11 +361,8 @@ void gk_cpu_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void
     const float *qkv = cache;
     int nt = CPU(be)->nthreads, hs = C / NH;
     size_t per = (size_t)Tc; /* scores of one row, per thread */
-    float *scr = cpu_scratch(be, (size_t)nt * per);
-    if (!scr) {
-        gk_ref_ops.attention_fwd_at(be, out, cache, qkv_new, B, Tc, t0p, n, C, NH);
-        return;
-    }
+    float *scr = gk_cpu_scratch_need(be, (size_t)nt * per, "attention_fwd_at");
+    if (!scr) return;
     int t0 = gk_host_cache_store(be, "cpu", cache, qkv_new, B, Tc, t0p, n, C);
     if (t0 < 0) return;
     float scale = 1.0f / sqrtf((float)hs);

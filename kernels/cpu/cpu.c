@@ -17,10 +17,21 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/host_mem.h"
-#include "kernels/ref/ref.h"
 
 /* ---- memory ---- */
 
+
+/* c's scratch grown to need floats (kept as it is when large enough); 0, or -1 out of memory. */
+static int scratch_grow(gk_cpu_impl *c, size_t need)
+{
+    if (need <= c->scratch_n) return 0;
+    float *s = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+    if (!s) return -1;
+    free(c->scratch);
+    c->scratch = s;
+    c->scratch_n = need;
+    return 0;
+}
 
 static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
 {
@@ -31,17 +42,19 @@ static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
     size_t panels = (size_t)c->nthreads * CPU_BF16_PANEL * cols;
     if (att > need) need = att;
     if (panels > need) need = panels;
-    if (need <= c->scratch_n) return 0;
-    float *s = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
-    if (!s) return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory for %zu floats of scratch", need);
-    free(c->scratch);
-    c->scratch = s;
-    c->scratch_n = need;
+    if (scratch_grow(c, need))
+        return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory for %zu floats of scratch", need);
     return 0;
 }
 
-
-
+float *gk_cpu_scratch_need(gk_backend *be, size_t n, const char *op)
+{
+    if (scratch_grow(CPU(be), n)) {
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "cpu %s: out of memory for %zu floats of scratch", op, n);
+        return NULL;
+    }
+    return CPU(be)->scratch;
+}
 
 /* ---- how idle threads wait ----
  * libgomp keeps a thread that waits (for the next parallel region, at a barrier) spinning for
@@ -66,23 +79,24 @@ __attribute__((constructor(101))) static void cpu_bound_spin(void)
 
 const float gk_vexpf_lim[2] = {-87.3f, 88.3f}; /* cpu_internal.h says why it lives here */
 
-static const gk_ops cpu_ops = {
+static const gk_ops cpu_ops = { /* by gk_ops's groups (backend.h) */
     .name = "cpu",
     .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
     .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = cpu_reserve,
-    .cast = gk_cpu_cast, .gemm = gk_cpu_gemm, .bias_bwd = gk_cpu_bias_bwd,
-    .gemm_bwd = gk_gemm_bwd_apart,
+    .mem_info = gk_host_mem_info,
+    .cast = gk_cpu_cast,
+    .gemm = gk_cpu_gemm, .gemm_bwd = gk_gemm_bwd_apart, /* this gemm, gelu_bwd, bias_bwd in turn */
+    .bias_bwd = gk_cpu_bias_bwd, .gelu_fwd = gk_cpu_gelu_fwd, .gelu_bwd = gk_cpu_gelu_bwd,
+    .dropout_bwd = gk_cpu_dropout_bwd,
     .encoder_fwd = gk_cpu_encoder_fwd, .encoder_bwd = gk_cpu_encoder_bwd,
     .layernorm_fwd = gk_cpu_layernorm_fwd, .layernorm_bwd = gk_cpu_layernorm_bwd,
+    .residual_layernorm_fwd = gk_cpu_residual_layernorm_fwd,
     .attention_fwd = gk_cpu_attention_fwd, .attention_bwd = gk_cpu_attention_bwd,
-    .gelu_fwd = gk_cpu_gelu_fwd, .gelu_bwd = gk_cpu_gelu_bwd,
-    .residual_layernorm_fwd = gk_cpu_residual_layernorm_fwd, .dropout_bwd = gk_cpu_dropout_bwd,
+    .attention_fwd_at = gk_cpu_attention_fwd_at,
     .xent_fwd = gk_cpu_xent_fwd, .xent_bwd = gk_cpu_xent_bwd,
     .sumsq = gk_cpu_sumsq, .scale = gk_cpu_scale, .adamw = gk_cpu_adamw,
     .adamw_multi = gk_cpu_adamw_multi, .zero_multi = gk_cpu_zero_multi,
-    .attention_fwd_at = gk_cpu_attention_fwd_at,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
-    .mem_info = gk_host_mem_info,
 };
 
 /* ---- instruction-set paths ---- */

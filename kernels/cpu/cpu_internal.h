@@ -43,18 +43,25 @@ typedef struct gk_cpu_impl {
     int isa;          /* CPU_ISA_*: the path the hand-written kernels take */
     int ncores;       /* processors of the machine (fixed per machine; never the thread count) */
     float *scratch;   /* reserve()d (cpu.c): max(GK_NCHUNK*2*cols,
-                       * nthreads*gk_cpu_attn_scratch(T,head_size), nthreads*CPU_BF16_PANEL*cols) */
+                       * nthreads*gk_cpu_attn_scratch(T,head_size), nthreads*CPU_BF16_PANEL*cols),
+                       * or more where an op grew it (gk_cpu_scratch_need) */
     size_t scratch_n; /* in floats */
 } gk_cpu_impl;
 
 #define CPU(be) ((gk_cpu_impl *)(be)->impl)
 
-/* Scratch of n floats, or NULL when reserve() did not provide that much (ops then fall back to
- * the reference op rather than allocate inside a step). */
+/* Scratch of n floats, or NULL when reserve() did not provide that much: for an op with a path
+ * that needs none (the few-row gemms' K split), which it then takes. */
 static inline float *cpu_scratch(gk_backend *be, size_t n)
 {
     return CPU(be)->scratch_n >= n ? CPU(be)->scratch : NULL;
 }
+/* Scratch of n floats for an op that needs it (op names it in the error): reserve()'s, or, when a
+ * caller asks more than it reserved (a shape past the graph's, a test's own backend), grown to n
+ * once and kept, so that the op runs its own code at the same speed and with the same bits as if
+ * reserved (it once ran the reference backend's instead: a hidden speed cliff). NULL with
+ * GK_ENOMEM recorded in be when that allocation fails. cpu.c. */
+float *gk_cpu_scratch_need(gk_backend *be, size_t n, const char *op);
 
 /* Row reductions (softmax, layernorm, log-sum-exp, dot products) keep CPU_LANES partial results in
  * an array, lane j taking elements j mod CPU_LANES, which stays in vector registers on every

@@ -9,7 +9,6 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
 // x (N,C) += bias (C)
@@ -38,11 +37,8 @@ GK_CLONES static void colsum_rows(float *restrict acc, const float *restrict a, 
 void gk_cpu_bias_bwd(gk_backend *be, float *dbias, const void *dout_, int N, int C)
 {
     const float *dout = dout_;
-    float *part = cpu_scratch(be, (size_t)GK_NCHUNK * C);
-    if (!part) {
-        gk_ref_ops.bias_bwd(be, dbias, dout, N, C);
-        return;
-    }
+    float *part = gk_cpu_scratch_need(be, (size_t)GK_NCHUNK * C, "bias_bwd");
+    if (!part) return;
     int per = (N + GK_NCHUNK - 1) / GK_NCHUNK;
 #pragma omp parallel NT(be)
     {

@@ -6,7 +6,6 @@
 
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
 // tokens (B,T) -> out (B,T,C)

@@ -8,7 +8,6 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 
 GK_CLONES static void ln_fwd_row(float *restrict o, float *mean, float *rstd, const float *restrict x,
@@ -92,11 +91,8 @@ void gk_cpu_layernorm_bwd(gk_backend *be, void *dinp_, float *dw, float *db, con
     float *dinp = dinp_;
     const float *dout = dout_;
     const float *inp = inp_;
-    float *part = cpu_scratch(be, (size_t)GK_NCHUNK * 2 * C);
-    if (!part) {
-        gk_ref_ops.layernorm_bwd(be, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-        return;
-    }
+    float *part = gk_cpu_scratch_need(be, (size_t)GK_NCHUNK * 2 * C, "layernorm_bwd");
+    if (!part) return;
     int per = (N + GK_NCHUNK - 1) / GK_NCHUNK;
 #pragma omp parallel NT(be)
     {

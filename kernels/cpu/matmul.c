@@ -14,7 +14,6 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/ref/ref.h"
 
 /* ---- gemm ----
  * OpenBLAS runs single-threaded inside our OpenMP team. The larger of M and N (M on a tie) is cut
@@ -221,14 +220,14 @@ void gk_cpu_scale_c(int M, int N, float beta, float *C, int ldc)
         }
 }
 
-int gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+void gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const void *B, int ldb, gk_cpu_widen_fn widen, const void *arg,
                        float beta, float *C, int ldc)
 {
     int nt = CPU(be)->nthreads;
     size_t per_thread = (size_t)CPU_BF16_PANEL * K;
-    float *scr = cpu_scratch(be, (size_t)nt * per_thread);
-    if (!scr) return 0;
+    float *scr = gk_cpu_scratch_need(be, (size_t)nt * per_thread, "gemm");
+    if (!scr) return;
     int np = (N + CPU_BF16_PANEL - 1) / CPU_BF16_PANEL;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int p = 0; p < np; p++) {
@@ -238,7 +237,6 @@ int gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha,
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, w, K, alpha,
                     A, lda, panel, tb ? K : w, beta, C + j0, ldc);
     }
-    return 1;
 }
 
 /* gk_cpu_gemm_panels' widen for 16-bit weights (arg: the gk_cpu_kern16): tb, w rows of K from row j0;
@@ -289,7 +287,5 @@ void gk_cpu_gemm16(gk_backend *be, const gk_cpu_kern16 *k, int tb, int M, int N,
         }
         return;
     }
-    if (!gk_cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen16_panel, k, beta, C, ldc))
-        gk_ref_ops.gemm(be, 0, tb, M, N, K, alpha, A, GK_F32, lda, B, k->t, ldb, beta, C, GK_F32,
-                        ldc, NULL, NULL);
+    gk_cpu_gemm_panels(be, tb, M, N, K, alpha, A, lda, B, ldb, widen16_panel, k, beta, C, ldc);
 }

@@ -38,15 +38,16 @@ void gk_cpu_scale_c(int M, int N, float beta, float *C, int ldc);
  * CPU_BF16_PANEL weight columns, each widened to fp32 in the thread's scratch by widen (panel
  * (K, w) = columns j0..j0+w-1 of B (K, ldb) for !tb; panel (w, K) = rows j0.. of B (N, ldb) for
  * tb; arg is widen's own), then sgemm. Cut by shape: results do not depend on the thread count.
- * Returns 0 (nothing done) without the scratch. */
+ * The scratch grows where the caller reserved less (gk_cpu_scratch_need; out of memory: the
+ * backend's sticky error, nothing done). */
 typedef void (*gk_cpu_widen_fn)(float *panel, const void *B, int ldb, int tb, int K, int j0, int w,
                                 const void *arg);
-int gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
+void gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const void *B, int ldb, gk_cpu_widen_fn widen, const void *arg,
                        float beta, float *C, int ldc);
 /* The kernels of one path of a gemm with 16-bit weights (gk_cpu_gemm16). */
 typedef struct gk_cpu_kern16 {
-    gk_elt t;            /* GK_BF16 or GK_F16: the element type (slow path, reference fallback) */
+    gk_elt t;            /* GK_BF16 or GK_F16: the element type (the few-row slow path) */
     gk_cpu_part_fn part_nn; /* few rows, !tb: acc = A (M, k0..k1) @ B (k0..k1, N) (gk_cpu_rows_ksplit) */
     /* few rows, tb: C (M, j0..j1) = alpha A (M,K) @ B^T + beta C, B (N,K) rows at stride ldb */
     void (*rows_nt)(float *C, int ldc, const float *A, int lda, const uint16_t *B, int ldb, int M,
@@ -55,8 +56,7 @@ typedef struct gk_cpu_kern16 {
 } gk_cpu_kern16;
 /* C (M,N) = alpha A (M,K) @ op(B) + beta C with 16-bit weights B (K, N) at stride ldb, or (N, K)
  * for tb, through k: a few rows (decoding) stream the weights once (k's part_nn over the K split,
- * or rows_nt over column slabs), more rows widen panels (gk_cpu_gemm_panels); the reference
- * backend's gemm where the scratch is missing. */
+ * or rows_nt over column slabs), more rows widen panels (gk_cpu_gemm_panels). */
 void gk_cpu_gemm16(gk_backend *be, const gk_cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
                    const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
 

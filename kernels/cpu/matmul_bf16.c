@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/ref/ref.h"
 
 /* ---- a few rows: weights widened on the fly ---- */
 

@@ -13,7 +13,6 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/ref/ref.h"
 
 #if defined(__x86_64__) && !defined(GK_NO_CLONES)
 #include <immintrin.h>

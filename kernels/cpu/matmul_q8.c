@@ -15,7 +15,6 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_internal.h"
-#include "kernels/ref/ref.h"
 
 #if defined(__x86_64__) && !defined(GK_NO_CLONES)
 #include <immintrin.h>
@@ -207,9 +206,7 @@ void gk_cpu_gemm_q8(gk_backend *be, int M, int N, int K, float alpha, const floa
         }
         return;
     }
-    if (!gk_cpu_gemm_panels(be, 1, M, N, K, alpha, A, lda, B, K, widen_panel, NULL, beta, C, ldc))
-        gk_ref_ops.gemm(be, 0, 1, M, N, K, alpha, A, GK_F32, lda, B, GK_Q8, K, beta, C, GK_F32,
-                        ldc, NULL, NULL);
+    gk_cpu_gemm_panels(be, 1, M, N, K, alpha, A, lda, B, K, widen_panel, NULL, beta, C, ldc);
 }
 
 void gk_cpu_encoder_fwd_q8(gk_backend *be, float *out, const int *tokens, const uint8_t *wte,

@@ -15,23 +15,24 @@ static int ref_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
     return 0;
 }
 
-const gk_ops gk_ref_ops = {
+const gk_ops gk_ref_ops = { /* by gk_ops's groups (backend.h) */
     .name = "ref",
     .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
     .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = ref_reserve,
-    .cast = gk_ref_cast, .gemm = gk_ref_gemm, .bias_bwd = gk_ref_bias_bwd,
-    .gemm_bwd = gk_gemm_bwd_apart,
+    .mem_info = gk_host_mem_info,
+    .cast = gk_ref_cast,
+    .gemm = gk_ref_gemm, .gemm_bwd = gk_gemm_bwd_apart,
+    .bias_bwd = gk_ref_bias_bwd, .gelu_fwd = gk_ref_gelu_fwd, .gelu_bwd = gk_ref_gelu_bwd,
+    .dropout_bwd = gk_ref_dropout_bwd,
     .encoder_fwd = gk_ref_encoder_fwd, .encoder_bwd = gk_ref_encoder_bwd,
     .layernorm_fwd = gk_ref_layernorm_fwd, .layernorm_bwd = gk_ref_layernorm_bwd,
+    .residual_layernorm_fwd = gk_ref_residual_layernorm_fwd,
     .attention_fwd = gk_ref_attention_fwd, .attention_bwd = gk_ref_attention_bwd,
-    .gelu_fwd = gk_ref_gelu_fwd, .gelu_bwd = gk_ref_gelu_bwd,
-    .residual_layernorm_fwd = gk_ref_residual_layernorm_fwd, .dropout_bwd = gk_ref_dropout_bwd,
+    .attention_fwd_at = gk_ref_attention_fwd_at,
     .xent_fwd = gk_ref_xent_fwd, .xent_bwd = gk_ref_xent_bwd,
     .sumsq = gk_ref_sumsq, .scale = gk_ref_scale, .adamw = gk_ref_adamw,
     .adamw_multi = gk_ref_adamw_multi, .zero_multi = gk_ref_zero_multi,
-    .attention_fwd_at = gk_ref_attention_fwd_at,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
-    .mem_info = gk_host_mem_info,
 };
 
 static void ref_destroy(gk_backend *be) { free(be); }

@@ -58,7 +58,7 @@ step build 240 make -j"$(nproc)" CUDA_ARCH=90 all units build/bench/train_step b
 export GPT_TEST_DEVICES="cpu cuda" GPT_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 
 # 2. the op tests on cuda against the reference (test_ops and test_ops_fused: every op family on
-# one harness, GPT_TEST_DEVICES; test_cuda_ops: one rank through NCCL's collectives on the device's
+# one harness, GPT_TEST_DEVICES; test_cuda_comm: one rank through NCCL's collectives on the device's
 # stream); test_ops also on each attention path (cuda:plain, cuda:flash, fa2 as cuda's auto, and
 # cuDNN's, cuda:cudnn: against ref, GPT-2's T = 1024 included; skipped, saying why, where the
 # library has no cuDNN or libcudnn.so.9 does not load: the build step's log says whether it has);
@@ -67,7 +67,7 @@ export GPT_TEST_DEVICES="cpu cuda" GPT_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 # whose capture breaks runs unrecorded
 paths="cuda:plain cuda:flash cuda:cudnn cuda:fused" # fa2: auto's, on device cuda; fused: gemm_bwd's epilogues
 GPT_TEST_DEVICES="cpu cuda $paths" step test_ops 150 build/tests/test_ops
-for t in test_cuda_ops test_ops_fused test_infer test_nccl_emu; do
+for t in test_cuda_comm test_ops_fused test_infer test_nccl_emu; do
   step "$t" 90 "build/tests/$t"
 done
 

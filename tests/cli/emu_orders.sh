@@ -7,7 +7,7 @@
 source "$TOP/tests/cli/lib.bash"
 [ -f "$GPT_TEST_BUILD/lib/libgptkit-cuda-emu.so" ] || { echo "no cuda-emu library in $GPT_TEST_BUILD" >&2; exit 77; }
 for order in reverse shuffle; do
-  for t in test_cuda_ops test_ops test_ops_fused; do
+  for t in test_cuda_comm test_ops test_ops_fused; do
     if GPT_EMU_ORDER=$order GPT_TEST_DEVICES=cuda-emu "$GPT_TEST_BUILD/tests/$t" > log 2>&1 &&
        tail -n 1 log | grep -q ' 0 failed, 0 skipped$'; then
       echo "$order: $t passes"

@@ -42,7 +42,11 @@
  * padding). A case marked det (a count) runs det more times on the device and must give the same
  * bits each time (reductions whose order is fixed; cross-block reductions whose arrival counts
  * must be back at zero after each call); one marked off places every device buffer one element
- * past its allocation (16-byte packs refused: the scalar paths). */
+ * past its allocation (16-byte packs refused: the scalar paths).
+ *
+ * A device that serves a slot with the reference backend's code (its props.ref_ops) would be
+ * compared with the oracle itself there: each device run says which slots do (none on any backend
+ * now), and a case of such a slot carries "[reference code]" in its name. */
 #ifndef GK_OPS_HARNESS_H
 #define GK_OPS_HARNESS_H
 
@@ -333,10 +337,25 @@ static void check_siblings(const tcase *c, float *const h[], float *const D[])
     }
 }
 
+/* Whether the op of case c (the first word of its name) is one the device serves with the
+ * reference code: listed in props.ref_ops, alone or followed by its cases in parentheses. */
+static int ref_served(const tcase *c)
+{
+    const char *list = dev->props.ref_ops;
+    char op[64];
+    size_t n = strcspn(c->what, " ");
+    snprintf(op, sizeof op, "%.*s", (int)n, c->what);
+    for (const char *r = list; n && n < sizeof op && (r = strstr(r, op)); r += n)
+        if ((r == list || r[-1] == ' ') && (r[n] == 0 || r[n] == ' ' || r[n] == '(')) return 1;
+    return 0;
+}
+
 /* One case: the reference on the start values and on two perturbations, the device once (and det
  * more times), the siblings it names once each. */
 static void check(tcase *c)
 {
+    if (ref_served(c)) /* the reference against itself: said in the name */
+        snprintf(c->what + strlen(c->what), sizeof c->what - strlen(c->what), " [reference code]");
     float **h = host_bufs(c, NULL, 0), **R = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0);
     if (c->prep) c->prep(c, h);
     float **h32 = host_bufs(c, h, U32), **h16 = host_bufs(c, h, U16);
@@ -448,6 +467,11 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
         t_failed++;
         return;
     }
+    if (dev->props.ref_ops[0])
+        fprintf(stderr, "test_ops: %s %s: the reference code serves %s (those cases compare it with itself)\n",
+                name, bf16 ? "bf16" : "fp32", dev->props.ref_ops);
+    else if (!dev_pathed)
+        fprintf(stderr, "test_ops: %s %s: every op runs the device's own code\n", name, bf16 ? "bf16" : "fp32");
     for (int i = 0; i < n; i++)
         if (!dev_pathed || tests[i].attn == (dev_fused ? 2 : 1)) RUN_ON(tests[i]);
     free_siblings();

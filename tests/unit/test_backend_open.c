@@ -2,11 +2,15 @@
  * unknown name and a missing CUDA library, the attention setting, and the refusal of a backend
  * library with another ABI version or no GPU, using tiny fake libraries built here with
  * cc -shared and named by the open options' cuda_lib (the tools' $GPT_CUDA_LIB); the host
- * backends' allocations (aligned, zeroed, large ones on 2 MB boundaries for huge pages). */
+ * backends' allocations (aligned, zeroed, large ones on 2 MB boundaries for huge pages), what a
+ * backend says of the slots it serves with the reference code (props.ref_ops: none), and the CPU
+ * backend's idle OpenMP threads. */
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/mem.h"
@@ -70,13 +74,49 @@ static void test_props(void)
                p->host_memory, p->bf16_peak_flops, p->recompute);
         CHECKF(p->memory_bytes == h.total && h.total > 0, "%s: %zu bytes, MemTotal %zu", cases[i].dev,
                p->memory_bytes, h.total);
+        /* every slot its own code (cpu once ran the reference's where a caller reserved too
+         * little scratch, unsaid); a slot listed is said in the description */
+        CHECKF(p->ref_ops[0] == 0, "%s: the reference code serves '%s'", cases[i].dev, p->ref_ops);
+        char what[256], want[256];
+        snprintf(want, sizeof want, "%s, reference code for layernorm_bwd gemm(q8)", be->what);
+        snprintf(be->props.ref_ops, sizeof be->props.ref_ops, "layernorm_bwd gemm(q8)");
+        CHECKF(strcmp(gk_backend_describe(be, what, sizeof what), want) == 0, "%s", what);
         gk_backend_free(be);
     }
 }
 
-/* The CUDA backend's bf16 peaks by the GPU's name (NVIDIA's datasheets, dense): the more specific
- * name first (an H100 PCIe is not an SXM H100; an L40S not an L4); nothing for a GPU not in the
- * table or the emulator. */
+static double process_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The CPU backend's idle threads (cpu.c, linked in here by gk_backend_open's cpu): a thread
+ * waiting for the next parallel region gives its core up after a short spin (cpu.c bounds
+ * libgomp's, 8 ms by default, so that processes sharing cores do not spin against each
+ * other): a 50 ms sleep of the main thread after a region costs the process almost no CPU. The
+ * bound, 5 ms on the least of 5 tries, is under libgomp's own spin (7-8 ms) and leaves room for
+ * the wake-ups of a loaded machine under ASan (2.8 ms, the least of 3, seen in make check). */
+static void test_idle_threads_sleep(void)
+{
+    if (getenv("OMP_WAIT_POLICY")) SKIP("OMP_WAIT_POLICY is set");
+    const char *spin = getenv("GOMP_SPINCOUNT");
+    double least = 1e9;
+    for (int r = 0; r < 5; r++) {
+        int ran[2] = {0, 0};
+#pragma omp parallel num_threads(2)
+        ran[omp_get_thread_num() & 1] = 1;
+        double c0 = process_cpu_ms();
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        double used = process_cpu_ms() - c0;
+        least = used < least ? used : least;
+        CHECK(ran[0]);
+    }
+    CHECKF(least < 5.0, "idle threads used %.1f ms of CPU in a 50 ms sleep (GOMP_SPINCOUNT %s)",
+           least, spin ? spin : "unset");
+}
+
 /* cpu's alloc: 64-byte aligned and zeroed at every size; slots of 4 MB and more start on a 2 MB
  * boundary (host_mem.c: huge pages), and every byte asked for is writable (ASan checks). */
 static void test_host_alloc(void)
@@ -104,6 +144,9 @@ static void test_host_alloc(void)
     gk_backend_free(be);
 }
 
+/* The CUDA backend's bf16 peaks by the GPU's name (NVIDIA's datasheets, dense): the more specific
+ * name first (an H100 PCIe is not an SXM H100; an L40S not an L4); nothing for a GPU not in the
+ * table or the emulator. */
 static void test_peak_table(void)
 {
     static const struct { const char *name; double tflops; } cases[] = {
@@ -276,6 +319,7 @@ int main(void)
     RUN(test_cpu_and_ref);
     RUN(test_props);
     RUN(test_host_alloc);
+    RUN(test_idle_threads_sleep);
     RUN(test_peak_table);
     RUN(test_unknown_name);
     RUN(test_cuda_missing);

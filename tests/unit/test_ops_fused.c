@@ -85,7 +85,7 @@ static void check_recompute(gk_backend *be, int M, int N, int K, gk_elt wt)
 }
 
 /* gelu_fwd of one buffer as (N, C), one row and one column: the same bits (an element's GELU does
- * not depend on how the rows are cut; once test_kernels's, for the CPU's) */
+ * not depend on how the rows are cut) */
 static void check_cuts(int N, int C)
 {
     size_t n = (size_t)N * C;
@@ -114,7 +114,7 @@ static void test_gelu_fwd(void)
             gelu_fwd_case(N, C, 4, 0);
         }
     static const int moved[][3] = {{1, 1, 0}, {7, 24, 0}, {65, 100, 0}, {3, 7, 1}, {129, 64, 1}}; /* N, C, off */
-    for (int k = 0; k < 5; k++) gelu_fwd_case(moved[k][0], moved[k][1], 3, moved[k][2]); /* once test_cuda_ops's */
+    for (int k = 0; k < 5; k++) gelu_fwd_case(moved[k][0], moved[k][1], 3, moved[k][2]);
     static const int mnk[][3] = {{1, 1, 7}, {7, 65, 64}, {65, 3072, 24}};
     for (int k = 0; k < 3; k++) { /* weights of the activations' type (cuBLASLt), and fp32 */
         check_recompute(ref, mnk[k][0], mnk[k][1], mnk[k][2], GK_F32);
@@ -218,7 +218,7 @@ static void check_two_steps(gk_backend *be, int N, int C, int bias, float p, int
 
 static void test_residual_layernorm(void)
 {
-    /* once test_cuda_ops's: N, C, bias, p, off, alias; packs and the scalar path, rows past the
+    /* N, C, bias, p, off, alias; packs and the scalar path, rows past the
      * registers (bf16 past 1024 or 256, fp32 past 1024); with dropout once more with res 0, so
      * that the dropped elements are exactly res (zeros compared as a mask) */
     static const struct { int N, C, bias; float p; int off, alias; } cs[] = {

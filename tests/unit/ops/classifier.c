@@ -60,8 +60,8 @@ static void test_xent(void)
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 4; j++)
             for (int alias = 0; alias < 2; alias++) xent_cases(NS[i], vs[j][0], vs[j][1], alias, 1.0f / 16, 0);
-    /* once test_cuda_ops's: N, V, Vp, alias; a vocabulary of 3000 (the row's chunks) */
+    /* N, V, Vp, alias; a vocabulary of 3000 (the row's chunks) */
     static const int xs[][4] = {{1, 1, 1, 0}, {7, 100, 104, 0}, {7, 100, 104, 1}, {5, 37, 37, 1}, {9, 3000, 3008, 0},
-                                {9, 70, 128, 0}}; /* the last: once test_kernels's */
+                                {9, 70, 128, 0}};
     for (int k = 0; k < 6; k++) xent_cases(xs[k][0], xs[k][1], xs[k][2], xs[k][3], 1.0f / 3, 1);
 }

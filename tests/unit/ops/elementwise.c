@@ -74,7 +74,7 @@ static void test_elementwise(void)
             gelu_dropout_cases(NS[i], CS[j], 0.3f, 0, 0);
         }
     /* bias_bwd on the same bits twice: long columns, many rows (the reduction's passes), off
-     * alignment; gelu_bwd and dropout_bwd off alignment and in place (once test_cuda_ops's) */
+     * alignment; gelu_bwd and dropout_bwd off alignment and in place */
     static const int bs[][3] = {{1, 1, 0},    {7, 24, 0},   {65, 100, 0},   {300, 8, 0},   {1000, 7, 0},
                                 {513, 64, 1}, {9000, 16, 0}, {2000, 600, 0}, {4100, 776, 1}};
     for (size_t k = 0; k < sizeof bs / sizeof *bs; k++) bias_bwd_case(bs[k][0], bs[k][1], bs[k][2], 1);

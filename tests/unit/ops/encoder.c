@@ -53,10 +53,10 @@ static void test_encoder(void)
                 enc_fwd_case(B, T, C, V, v == 1 ? GK_BF16 : GK_F32, p, v == 3 ? 3 : 0);
                 if (v != 1 && v != 3) enc_bwd_case(B, T, C, V, p, 0);
             }
-    /* once test_cuda_ops's: B, T, C, V, dropout; the backward's tiles and sort merges (2100
-     * keys: two merge passes), one token everywhere (one long run), twice for the same bits */
+    /* B, T, C, V, dropout; the backward's tiles and sort merges (2100 keys: two merge passes),
+     * one token everywhere (one long run), twice for the same bits */
     static const int fs[][5] = {{2, 7, 24, 11, 0}, {1, 1, 7, 3, 0}, {3, 65, 100, 50, 1}, {3, 7, 80, 11, 1}};
-    for (int k = 0; k < 4; k++) /* the last: once test_kernels's, as the next table's */
+    for (int k = 0; k < 4; k++)
         for (int tw = 0; tw < 2; tw++) /* the CPU refuses dropout with 16-bit weights */
             if (!(tw && fs[k][4] && strncmp(dev_name, "cuda", 4))) enc_fwd_case(fs[k][0], fs[k][1], fs[k][2], fs[k][3], tw ? GK_BF16 : GK_F32, fs[k][4] ? 0.25f : 0.0f, 0);
     static const int bs[][5] = {{1, 1, 7, 3, 0}, {2, 7, 24, 5, 0}, {2, 65, 100, 40, 1}, {3, 700, 8, 40, 0},

@@ -53,7 +53,7 @@ static void test_layernorm(void)
         for (int j = 0; j < 3; j++)
             for (int with_bias = 0; with_bias < 2; with_bias++) layernorm_cases(NS[i], CS[j], with_bias, 0, 0);
     /* N, C, bias, off: packs and the scalar path, rows past what the CUDA kernel keeps in
-     * registers, many rows (once test_cuda_ops's) */
+     * registers, many rows */
     static const int ls[][4] = {{1, 24, 1, 0}, {7, 100, 0, 0}, {65, 7, 1, 0}, {5, 768, 1, 0},
                                 {33, 64, 1, 1}, {2100, 16, 1, 0}, {3, 6200, 1, 0}};
     for (size_t k = 0; k < sizeof ls / sizeof *ls; k++) layernorm_cases(ls[k][0], ls[k][1], ls[k][2], ls[k][3], 1);

@@ -74,7 +74,7 @@ static void test_gemm(void)
                     /* bf16 weights are only ever B (the CPU backend refuses them with A transposed) */
                     for (int epi = 0; epi < (combo == 3 ? 1 : 4) && !(combo == 2 && ta); epi++)
                         gemm_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], combo, epi);
-    /* N wide enough for the CPU to cut into slabs, odd M and K, fp32 (once test_kernels's) */
+    /* N wide enough for the CPU to cut into slabs, odd M and K, fp32 */
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) gemm_case(ta, tb, 37, 300, 129, 0, 0, 0);
     bias_identity_case(50, 96);

@@ -28,7 +28,7 @@ static void run_adamw3(gk_backend *be, void *const p[], const gk_elt t[], const 
 }
 
 /* The CPU backend does the reference's IEEE operations in its order: the same bits after three
- * steps (elsewhere the model's bound; once test_kernels's) */
+ * steps (elsewhere the model's bound) */
 static void adamw3_case(int n)
 {
     int same = strcmp(dev_name, "cpu") == 0;
@@ -100,7 +100,7 @@ static void test_optimizer(void)
         for (int copy = 0; copy < 2; copy++) adamw_case(ns[k], 0, copy, 0, 0.7f, 1);
         sumsq_case(ns[k]);
     }
-    /* once test_cuda_ops's: sizes around packs and chunks, one element off, a bf16 copy and an
+    /* sizes around packs and chunks, one element off, a bf16 copy and an
      * fp32 one or none, eps where it matters */
     adamw3_case(100003);
     static const int ms[] = {1, 7, 1001, 4099, 100003};

@@ -1,26 +1,22 @@
-/* test_kernels.c: every backward of the reference backend against central finite differences of
- * its forward (the one place of the gradient checks; the ops of the other backends are checked
- * against the reference by test_ops and test_ops_fused, on ops_harness.h), and the CPU backend's
- * idle OpenMP threads.
+/* test_ref_grads.c: every backward of the reference backend against central finite differences
+ * of its forward (the one place of the gradient checks; the ops of the other backends are checked
+ * against the reference by test_ops and test_ops_fused, on ops_harness.h).
  *
  * Finite differences: the truncation error of a step h is estimated from the steps h and 2h
  * (|fd(h) - fd(2h)| bounds it: the error is O(h^2)), and the rounding error is u * sum|dout*out| / h
  * (u = 2^-24, the forward's outputs are float); the check allows twice their sum. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "kernels/cpu/cpu.h"
 #include "kernels/ref/ref.h"
 #include "kernels/rng.h"
 #include "test.h"
 
 #define U 5.9604645e-8 /* float32 unit roundoff */
 
-static gk_backend *cpu, *ref;
+static gk_backend *ref;
 static uint64_t seed = 1;
 
 static float *rnd(size_t n, float scale)
@@ -202,44 +198,10 @@ static void test_fd_xent_encoder(void)
     free(e.a), free(e.b), free(r2);
 }
 
-/* ---- idle threads ---- */
-
-static double process_cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* A thread waiting for the next parallel region gives its core up after a short spin (cpu.c
- * bounds libgomp's, 8 ms by default, so that processes sharing cores do not spin against each
- * other): a 50 ms sleep of the main thread after a region costs the process almost no CPU. The
- * bound, 5 ms on the least of 5 tries, is under libgomp's own spin (7-8 ms) and leaves room for
- * the wake-ups of a loaded machine under ASan (2.8 ms, the least of 3, seen in make check). */
-static void test_idle_threads_sleep(void)
-{
-    if (getenv("OMP_WAIT_POLICY")) SKIP("OMP_WAIT_POLICY is set");
-    const char *spin = getenv("GOMP_SPINCOUNT");
-    double least = 1e9;
-    for (int r = 0; r < 5; r++) {
-        int ran[2] = {0, 0};
-#pragma omp parallel num_threads(2)
-        ran[omp_get_thread_num() & 1] = 1;
-        double c0 = process_cpu_ms();
-        nanosleep(&(struct timespec){0, 50000000}, NULL);
-        double used = process_cpu_ms() - c0;
-        least = used < least ? used : least;
-        CHECK(ran[0]);
-    }
-    CHECKF(least < 5.0, "idle threads used %.1f ms of CPU in a 50 ms sleep (GOMP_SPINCOUNT %s)",
-           least, spin ? spin : "unset");
-}
-
 int main(void)
 {
     gk_err err;
-    if (gk_cpu_create(&cpu, 2, &err) || gk_ref_create(&ref, &err) ||
-        cpu->ops->reserve(cpu, 1024, 4096, 64, 64, &err)) {
+    if (gk_ref_create(&ref, &err)) {
         fprintf(stderr, "backend: %s\n", err.msg);
         return 1;
     }
@@ -247,8 +209,6 @@ int main(void)
     RUN(test_fd_gelu_gemm_resid);
     RUN(test_fd_attention);
     RUN(test_fd_xent_encoder);
-    RUN(test_idle_threads_sleep);
-    gk_backend_free(cpu);
     gk_backend_free(ref);
     return TEST_END();
 }

@@ -1,8 +1,7 @@
-/* test_cuda_ops.c: what the CUDA backend ($GPT_TEST_CUDA, default cuda-emu; "cuda" on a GPU) does
- * beside its ops' numbers: one rank's collectives on the device's stream. Its op tests against the
- * reference (bias_bwd, the embedding, layernorm, the fused residual add, cross-entropy, the
- * element-wise ops, the optimizer) are test_ops's and test_ops_fused's now, on every backend
- * (ops_harness.h). The device is skipped when its library is absent. */
+/* test_cuda_comm.c: the CUDA backend's collectives ($GPT_TEST_CUDA, default cuda-emu; "cuda" on a
+ * GPU): one rank's, on the device's stream (its op tests against the reference are test_ops's
+ * and test_ops_fused's, on every backend: ops_harness.h; the ranks of the emulator's NCCL,
+ * test_nccl_emu's). The device is skipped when its library is absent. */
 #include <stdlib.h>
 #include <string.h>
 
