@@ -1,8 +1,10 @@
 /* attention.cu: causal self-attention on the CUDA backend: the ops (cu_attention_fwd, _bwd,
- * _fwd_at, cu_attention_scratch), the choice between the two paths, and the plain path.
- * The fused flash-attention kernels (bf16 on tensor cores) live in attention_flash.cu; the plain
- * path here serves fp32 activations, head sizes flash does not take, the KV-cache decode, and is
- * the reference the flash kernels are tested against. The backend's attention setting (cu_ctx's
+ * _fwd_at, cu_attention_scratch), the choice between the paths, the fused paths' D =
+ * rowsum(dO * O), and the plain path.
+ * The fused kernels (bf16 on tensor cores) live in attention_flash.cu and attention_fa2*.cu, what
+ * they share with this file in attention.h; the plain path here serves fp32 activations, head
+ * sizes flash does not take, the KV-cache decode, and is the reference the flash kernels are
+ * tested against. The backend's attention setting (cu_ctx's
  * attention, gk_attention in backend.h) picks: cudnn first offers the call to cuDNN
  * (attention_cudnn.cpp, which hands back a shape it has no plan for), plain forces the plain
  * path, flash takes the wmma flash kernels (attention_flash.cu) wherever they apply (bf16, head
@@ -16,56 +18,19 @@
  * KV-cache decode: the same row kernel, or, for few new rows over a long cache, a split over
  * chunks of keys (partial max, sum and weighted values per chunk in scratch, merged in chunk
  * order) so that a single row runs on many blocks. */
-#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_pack.h"
+#include "kernels/cuda/reduce.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/rng.h"
 
-/* attention_flash.cu */
-int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b, const void *c);
-void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T,
-                       int C, int NH, float p, uint64_t key);
-void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
-                       const bf16 *out, const float *lse, float *dsum, int B, int T, int C,
-                       int NH, float p, uint64_t key);
-/* attention_fa2.cu */
-int cu_fa2_attn_takes(int hs);
-void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
-                     int NH, float p, uint64_t key);
-/* attention_fa2_bwd.cu */
-void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
-                     const float *lse, float *dsum, int B, int T, int C, int NH, float p, uint64_t key);
-
 #define ROW_THREADS 128
 #define ROW_WARPS (ROW_THREADS / 32)
 
 /* ---- block-wide helpers (every thread of the block must call them) ---- */
-
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-/* Sum (is_max 0) or max (1) of v over the block, in a fixed order; red holds ROW_WARPS floats. */
-__device__ float block_reduce(float v, float *red, int is_max)
-{
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    v = is_max ? warp_max(v) : warp_sum(v);
-    __syncthreads(); /* red may still be read by a previous call */
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float r = red[0];
-    for (int w = 1; w < ROW_WARPS; w++) r = is_max ? fmaxf(r, red[w]) : r + red[w];
-    return r;
-}
 
 /* Dot product of a (shared, fp32) with x (n elements of E) by one warp; every lane gets it. */
 template <typename E>
@@ -135,14 +100,14 @@ __global__ void __launch_bounds__(ROW_THREADS)
         if (threadIdx.x % 32 == 0) s[u] = d;
         mx = fmaxf(mx, d);
     }
-    mx = block_reduce(mx, red, 1);
+    mx = block_max<ROW_WARPS>(mx, red);
     float sum = 0.0f;
     for (int u = threadIdx.x; u < nk; u += ROW_THREADS) {
         float e = expf(s[u] - mx);
         s[u] = e;
         sum += e;
     }
-    sum = block_reduce(sum, red, 0); /* its barriers also publish s */
+    sum = block_sum<ROW_WARPS>(sum, red); /* its barriers also publish s */
     size_t row = ((size_t)b * NH + h) * Tc + t;
     if (lse && threadIdx.x == 0) lse[row] = mx + logf(sum);
     float inv = 1.0f / sum;
@@ -225,13 +190,13 @@ __global__ void __launch_bounds__(ROW_THREADS)
         if (threadIdx.x % 32 == 0) s[j] = d;
         mx = fmaxf(mx, d);
     }
-    mx = block_reduce(mx, red, 1);
+    mx = block_max<ROW_WARPS>(mx, red);
     float sum = 0.0f;
     for (int j = threadIdx.x; j < nk; j += ROW_THREADS) {
         s[j] = expf(s[j] - mx);
         sum += s[j];
     }
-    sum = block_reduce(sum, red, 0);
+    sum = block_sum<ROW_WARPS>(sum, red);
     if (threadIdx.x == 0) dst[0] = mx, dst[1] = sum;
     block_comb(dst + 2, s, qb + (size_t)u0 * ld + 2 * C, ld, nk, hs, cpart);
 }
@@ -307,7 +272,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
         if (threadIdx.x % 32 == 0) pr[u] = P, ds[u] = dp;
         D += P * dp;
     }
-    D = block_reduce(threadIdx.x % 32 == 0 ? D : 0.0f, red, 0);
+    D = block_sum<ROW_WARPS>(threadIdx.x % 32 == 0 ? D : 0.0f, red);
     if (threadIdx.x == 0) dsum[row] = D;
     for (int u = threadIdx.x; u < nk; u += ROW_THREADS) ds[u] = pr[u] * (ds[u] - D) * scale;
     __syncthreads();
@@ -372,18 +337,57 @@ static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, 
               (const E *)dout, (const E *)qkv, lse, T, C, NH, p, key);
 }
 
+/* ---- the fused paths' D = rowsum(dO * O) ---- */
+
+/* dsum (B,NH,T) = rowsum(dO * O) per head, fp32: one warp per (b, t, h), each lane a strided
+ * share of the head's elements, then the warp's by warp_sum. PAIRS: a lane adds two adjacent
+ * products at a time (the fa2 path's order) rather than one (the flash path's): the two orders
+ * round differently, and each path keeps its own bits. */
+template <bool PAIRS>
+__global__ void attn_dsum(float *dsum, const bf16 *dout, const bf16 *out, int B, int T, int C, int NH)
+{
+    size_t w = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (w >= (size_t)B * T * NH) return; /* whole warps leave together */
+    int hs = C / NH, h = (int)(w % NH);
+    size_t bt = w / NH, b = bt / T, t = bt % T;
+    const bf16 *g = dout + bt * C + (size_t)h * hs, *o = out + bt * C + (size_t)h * hs;
+    float s = 0.0f;
+    if constexpr (PAIRS) {
+        for (int i = threadIdx.x % 32 * 2; i < hs; i += 64)
+            s += __bfloat162float(g[i]) * __bfloat162float(o[i]) + __bfloat162float(g[i + 1]) * __bfloat162float(o[i + 1]);
+    } else {
+        for (int i = threadIdx.x % 32; i < hs; i += 32) s += __bfloat162float(g[i]) * __bfloat162float(o[i]);
+    }
+    s = warp_sum(s);
+    if (threadIdx.x % 32 == 0) dsum[(b * NH + h) * T + t] = s;
+}
+
+template <bool PAIRS>
+static void dsum_launch(gk_backend *be, float *dsum, const void *dout, const void *out, int B, int T, int C, int NH)
+{
+    size_t warps = (size_t)B * T * NH;
+    CU_LAUNCH(be, attn_dsum<PAIRS>, cu_blocks(warps, 8), 256, 0, dsum, (const bf16 *)dout, (const bf16 *)out, B, T,
+              C, NH);
+}
+
 /* ---- the ops ---- */
 
-/* Flash unless attention = plain, for bf16 activations and the head sizes it takes. */
+/* The scratch of attention_bwd: its D = rowsum(dO * O) per (b, h, t), fp32; the forward needs
+ * none (cuDNN keeps its own workspace; the split decode runs where its partials fit, else not). */
+static size_t bwd_scratch(int B, int NH, int T) { return sizeof(float) * (size_t)B * NH * T; }
+
+/* Flash unless attention = plain, for bf16 activations and the head sizes it takes; a, b, c must
+ * be 16-byte aligned for its 128-bit copies. */
 static int use_flash(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
     if (CU(be)->attention == GK_ATTN_PLAIN) return 0;
-    return be->act == GK_BF16 && cu_flash_attn_takes(be, hs, a, b, c);
+    if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) return 0;
+    return be->act == GK_BF16 && cu_attn_fused_head(hs);
 }
 /* The fa2 kernels where flash applies, unless attention = flash or plain. */
 static int use_fa2(gk_backend *be, int hs, const void *a, const void *b, const void *c)
 {
-    return CU(be)->attention != GK_ATTN_FLASH && use_flash(be, hs, a, b, c) && cu_fa2_attn_takes(hs);
+    return CU(be)->attention != GK_ATTN_FLASH && use_flash(be, hs, a, b, c);
 }
 
 static int bad_shape(gk_backend *be, const char *op, int B, int T, int C, int NH)
@@ -416,15 +420,15 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
     CU_BEGIN(be);
     if (bad_shape(be, "attention_bwd", B, T, C, NH)) return;
     if (cu_cudnn_attn_bwd(be, dqkv, dout, qkv, out, lse, B, T, C, NH, p)) return;
-    float *dsum = (float *)cu_scratch(be, cu_attention_scratch(B, NH, T, C / NH), "attention_bwd");
+    float *dsum = (float *)cu_scratch(be, bwd_scratch(B, NH, T), "attention_bwd");
     if (!dsum) return;
-    if (use_fa2(be, C / NH, qkv, dout, dqkv))
-        cu_fa2_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out,
-                        lse, dsum, B, T, C, NH, p, key);
-    else if (use_flash(be, C / NH, qkv, dout, dqkv))
-        cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,
-                          (const bf16 *)out, lse, dsum, B, T, C, NH, p, key);
-    else if (be->act == GK_BF16)
+    if (use_fa2(be, C / NH, qkv, dout, dqkv)) {
+        dsum_launch<true>(be, dsum, dout, out, B, T, C, NH);
+        cu_fa2_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, dsum, B, T, C, NH, p, key);
+    } else if (use_flash(be, C / NH, qkv, dout, dqkv)) {
+        dsum_launch<false>(be, dsum, dout, out, B, T, C, NH);
+        cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, dsum, B, T, C, NH, p, key);
+    } else if (be->act == GK_BF16)
         rows_bwd<bf16>(be, dqkv, dsum, dout, qkv, lse, B, T, C, NH, p, key);
     else
         rows_bwd<float>(be, dqkv, dsum, dout, qkv, lse, B, T, C, NH, p, key);
@@ -475,10 +479,11 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
         fwd_at<float>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH);
 }
 
-/* The backward's D = rowsum(dO * O) per (b, h, t), fp32; the forward needs none (cuDNN keeps
- * its own workspace). */
-size_t cu_attention_scratch(int B, int NH, int T, int head_size)
+/* The scratch for reserve: attention_bwd's of B sequences of T over rows x cols. */
+size_t cu_attention_scratch(size_t rows, size_t cols, int head_size, int T)
 {
-    (void)head_size;
-    return sizeof(float) * (size_t)B * NH * T;
+    /* B sequences of T; the widest row holds at most cols / head_size heads */
+    int B = (int)(rows / (size_t)T > 0 ? rows / (size_t)T : 1);
+    int NH = (int)(cols / (size_t)head_size > 0 ? cols / (size_t)head_size : 1);
+    return bwd_scratch(B, NH, T);
 }

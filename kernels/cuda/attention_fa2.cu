@@ -16,7 +16,6 @@
  * diagonal are never loaded; the diagonal tiles mask keys past the row and past T (rows and keys
  * past T are zero-filled by cp.async and never stored). Dropout as the other paths key it, in a
  * kernel of its own. Head sizes 16, 32, 64, 128. */
-#include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/attention_fa2_tile.h"
 
 #include <stdint.h>
@@ -26,8 +25,8 @@
 /* Knob for measuring on a GPU (tests/bench/gpu_session.sh): FA_FWD_MT m16 row tiles a warp up to
  * head size 64, 1 (16 rows a warp, 64 a block, the default) or 2 (32 and 128, as
  * FlashAttention-2 does at head size 64: each K and V fragment read from shared memory feeds
- * twice the mma; 231 registers a thread on sm_90 at D = 64, 2 blocks an SM). D = 128 keeps 1 (2
- * would spill). */
+ * twice the mma, for about twice the registers: 2 blocks an SM at D = 64; ptxas's counts are in
+ * tests/bench/gpu-results.md). D = 128 keeps 1 (2 would spill). */
 #ifndef FA_FWD_MT
 #define FA_FWD_MT 1
 #endif
@@ -175,22 +174,12 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
 
 /* ---- host side ---- */
 
-/* The head sizes with an fa2 kernel (attention.cu checks the 16-byte alignment first). */
-int cu_fa2_attn_takes(int hs) { return hs == 16 || hs == 32 || hs == 64 || hs == 128; }
-
 template <int D, bool DROP>
 static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                 int NH, float p, uint64_t key)
 {
     size_t smem = fa2_fwd_smem<D>();
-    if (smem > 48 * 1024) {
-        if (smem > CU(be)->smem_optin) {
-            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: %zu bytes of shared memory", smem);
-            return;
-        }
-        if (CU_CHECK(be, cudaFuncSetAttribute(fa2_fwd<D, DROP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
-            return;
-    }
+    if (cu_attn_smem_optin(be, fa2_fwd<D, DROP>, smem, "fa2 attention")) return;
     dim3 grid((unsigned)((T + fa2_fwd_bq<D>() - 1) / fa2_fwd_bq<D>()), (unsigned)NH, (unsigned)B);
     CU_LAUNCH(be, (fa2_fwd<D, DROP>), grid, FA_THREADS, smem, out, lse, qkv, T, C, NH, p, key);
 }
@@ -206,11 +195,6 @@ static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, i
 void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                      int NH, float p, uint64_t key)
 {
-    switch (C / NH) {
-    case 16: fwd<16>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    case 32: fwd<32>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    case 64: fwd<64>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    case 128: fwd<128>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    default: GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: head size %d", C / NH);
-    }
+    if (cu_attn_by_head(C / NH, [&](auto d) { fwd<decltype(d)::value>(be, out, lse, qkv, B, T, C, NH, p, key); }))
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: head size %d", C / NH);
 }

@@ -1,9 +1,8 @@
 /* attention_fa2_bwd.cu: the causal attention backward as FlashAttention-2 does it, for bf16
  * activations, on the warp-level primitives of mma.h (attention_fa2_tile.h); attention.cu decides when it
  * runs (attention = fa2, with attention_fa2.cu's forward, whose lse it reads; flash's lse is the
- * same). Three launches, each output summed by one warp in a fixed order (deterministic, no
- * atomics):
- * - fa2_bwd_dsum: D = rowsum(dO * O) per (b, h, t), fp32, one warp a row;
+ * same). After D = rowsum(dO * O) per (b, h, t) (attention.cu's attn_dsum), two launches, each
+ * output summed by one warp in a fixed order (deterministic, no atomics):
  * - fa2_bwd_kv: a block per (key tile of 64, head, batch), 4 warps of 16 keys, walking the query
  *   tiles from the diagonal to the end, Q and dO double-buffered by cp.async (with the tile's lse
  *   and D staged beside them). Each warp works transposed, 16 queries at a time, all in
@@ -18,7 +17,6 @@
  * kernels of their own, DROP, so that those without hold none of its state). Causal chunks
  * past the diagonal are skipped per warp; the diagonal tile masks keys past the query, and rows
  * past T (zero-filled by cp.async) are masked and never stored. Head sizes 16, 32, 64, 128. */
-#include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/attention_fa2_tile.h"
 
 #include <stdint.h>
@@ -30,21 +28,6 @@
 template <int D> static constexpr size_t fa2_bwd_smem(int kv)
 {
     return sizeof(bf16) * (size_t)6 * FA_BK * fa_ld(D) + (kv ? sizeof(float) * 4 * FA_BQ : 0);
-}
-
-/* dsum (B,NH,T) = rowsum(dO * O) per head: one warp per (b, t, h), two elements a lane. */
-__global__ void fa2_bwd_dsum(float *dsum, const bf16 *dout, const bf16 *out, int B, int T, int C, int NH)
-{
-    size_t w = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (w >= (size_t)B * T * NH) return; /* whole warps leave together */
-    int hs = C / NH, h = (int)(w % NH);
-    size_t bt = w / NH, b = bt / T, t = bt % T;
-    const bf16 *g = dout + bt * C + (size_t)h * hs, *o = out + bt * C + (size_t)h * hs;
-    float s = 0.0f;
-    for (int i = threadIdx.x % 32 * 2; i < hs; i += 64)
-        s += __bfloat162float(g[i]) * __bfloat162float(o[i]) + __bfloat162float(g[i + 1]) * __bfloat162float(o[i + 1]);
-    for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
-    if (threadIdx.x % 32 == 0) dsum[(b * NH + h) * T + t] = s;
 }
 
 /* Stores a warp's 16 rows (this lane's: row, row + 8, where < T) of acc (16, D) fp32 as bf16 to
@@ -63,9 +46,9 @@ __device__ __forceinline__ void store_acc(bf16 *dst, size_t ld, int row, int T, 
 
 /* Knobs for measuring on a GPU (tests/bench/gpu_session.sh): the K and V fragments of the kv
  * kernel stay in registers up to head size FB_KV_REG_D, the Q and dO fragments of the q kernel up
- * to FB_Q_REG_D; past it they are read again from shared memory (ldmatrix) for each chunk. On an
- * H200 (2026-11-27) the kv kernel holding K and V at D = 64 (159 registers, 3 blocks an SM) made
- * the backward 6.46 ms a step against 6.70 (126, 4 blocks), hence the default. */
+ * to FB_Q_REG_D; past it they are read again from shared memory (ldmatrix) for each chunk. The
+ * default holds K and V at D = 64: more registers and fewer blocks an SM, yet the backward was
+ * faster so (tests/bench/gpu-results.md, 2026-11-27 on the H200: fa2 with FB_KV_REG_D=64). */
 #ifndef FB_KV_REG_D
 #define FB_KV_REG_D 64
 #endif
@@ -76,7 +59,8 @@ __device__ __forceinline__ void store_acc(bf16 *dst, size_t ld, int row, int T, 
 /* Blocks an SM asked of ptxas, as for the forward (attention_fa2.cu's fa2_fwd_blocks): 4 up to
  * D = 64 (shared memory allows 4 at 64: 55 KiB a block), which caps registers at 128 a thread;
  * the kv kernel holding K and V at D = 64 fits them with one 8-byte spill outside its loop
- * without dropout, and takes 3 (168 registers) with it; no bound at D = 128. */
+ * without dropout, and takes 3 with it (ptxas's counts: tests/bench/gpu-results.md); no bound at
+ * D = 128. */
 template <int D, bool DROP> static constexpr int fa2_bwd_blocks(int kv)
 {
     return D > 64 ? 1 : kv && DROP && D == 64 && D <= FB_KV_REG_D ? 3 : 4;
@@ -282,21 +266,12 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_bwd_blocks<D, DROP>(0))
 
 /* ---- host side ---- */
 
-/* Opts a kernel into more than the default 48 KiB of dynamic shared memory; 0 or the error. */
-template <typename K>
-static int smem_optin(gk_backend *be, K kernel, size_t smem)
-{
-    if (smem <= 48 * 1024) return 0;
-    if (smem > CU(be)->smem_optin)
-        return GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention_bwd: %zu bytes of shared memory", smem);
-    return CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-}
-
 template <int D, bool DROP>
 static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                 const float *dsum, int B, int T, int C, int NH, float p, uint64_t key)
 {
-    if (smem_optin(be, fa2_bwd_kv<D, DROP>, fa2_bwd_smem<D>(1)) || smem_optin(be, fa2_bwd_q<D, DROP>, fa2_bwd_smem<D>(0)))
+    if (cu_attn_smem_optin(be, fa2_bwd_kv<D, DROP>, fa2_bwd_smem<D>(1), "fa2 attention_bwd") ||
+        cu_attn_smem_optin(be, fa2_bwd_q<D, DROP>, fa2_bwd_smem<D>(0), "fa2 attention_bwd"))
         return;
     dim3 grid((unsigned)((T + FA_BQ - 1) / FA_BQ), (unsigned)NH, (unsigned)B);
     CU_LAUNCH(be, (fa2_bwd_kv<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(1), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
@@ -311,18 +286,13 @@ static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, c
     else bwd<D, false>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key);
 }
 
-/* dqkv (B,T,3C) from dout (B,T,C), qkv, out and lse of the forward; dsum (B,NH,T) is scratch for D.
- * Head sizes as cu_fa2_attn_takes; bf16, 16-byte aligned rows (attention.cu checks). */
-void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
-                     const float *lse, float *dsum, int B, int T, int C, int NH, float p, uint64_t key)
+/* dqkv (B,T,3C) from dout (B,T,C), qkv, lse of the forward and dsum (B,NH,T): D = rowsum(dO * O),
+ * attention.cu's. Head sizes as cu_attn_fused_head; bf16, 16-byte aligned rows (attention.cu
+ * checks). */
+void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
+                     const float *lse, const float *dsum, int B, int T, int C, int NH, float p,
+                     uint64_t key)
 {
-    size_t warps = (size_t)B * T * NH;
-    CU_LAUNCH(be, fa2_bwd_dsum, cu_blocks(warps, 8), 256, 0, dsum, dout, out, B, T, C, NH);
-    switch (C / NH) {
-    case 16: bwd<16>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    case 32: bwd<32>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    case 64: bwd<64>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    case 128: bwd<128>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    default: GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention_bwd: head size %d", C / NH);
-    }
+    if (cu_attn_by_head(C / NH, [&](auto d) { bwd<decltype(d)::value>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); }))
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention_bwd: head size %d", C / NH);
 }

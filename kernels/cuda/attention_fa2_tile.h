@@ -4,7 +4,8 @@
  * - FA_BQ, FA_BK, FA_WARPS, FA_THREADS: 64-row tiles, 4 warps of 16 rows each;
  * - fa_ld(D): the padded b16 row stride of a shared tile; async_tile: a tile of rows by cp.async;
  *   async_kv, async_kv_next: a key tile's K and V, and the double-buffered walk over key tiles;
- * - quad_max, quad_sum: a value reduced over the 4 lanes of a quad (one accumulator row);
+ * - (quad_max, quad_sum, a value reduced over the 4 lanes of a quad that hold one accumulator row:
+ *   reduce.h's);
  * - fragment loads from a row-major shared tile (row stride fa_ld(D)) by ldmatrix.x4:
  *   frag_a: the A fragment of the 16x16 block at (r0, c0);
  *   frag_b_nk: the B fragments (16 k x 8 n, two n8 tiles) of a tile stored n-major, B^T at rows
@@ -20,8 +21,9 @@
 #ifndef GK_CUDA_FA2_TILE_H
 #define GK_CUDA_FA2_TILE_H
 
-#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/mma.h"
+#include "kernels/cuda/reduce.h"
 
 #define FA_BQ 64 /* query rows per block: FA_WARPS x 16 */
 #define FA_BK 64 /* keys per tile */
@@ -74,18 +76,6 @@ __device__ __forceinline__ void async_kv_next(bf16 *kv, const bf16 *qb, size_t l
     } else {
         cp_async_wait<0>();
     }
-}
-
-/* x of this lane's two rows (i = 0: the quad's row g, 1: g + 8) reduced over the quad's 4 lanes */
-__device__ __forceinline__ float quad_max(float x)
-{
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x)
-{
-    x += __shfl_xor_sync(0xffffffffu, x, 1);
-    return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 template <int D>

@@ -4,13 +4,14 @@
  * Forward (FlashAttention-2): per query tile, loop over the key tiles up to the diagonal (causal
  * blocks skipped): S = Q K^T on tensor cores, online softmax in fp32 (running max and sum per
  * row), O = diag(alpha) O + P V with O in accumulator fragments; the (T,T) matrix is never
- * stored; lse = m + log(l) is kept for the backward. Backward: D = rowsum(dO * O) first, then one
- * pass per key tile accumulating dK and dV over the query tiles, and one pass per query tile for
- * dQ, so every output is summed by one warp in a fixed order (deterministic, no atomics).
+ * stored; lse = m + log(l) is kept for the backward. Backward: from D = rowsum(dO * O)
+ * (attention.cu's), one pass per key tile accumulating dK and dV over the query tiles, and one
+ * pass per query tile for dQ, so every output is summed by one warp in a fixed order (deterministic, no atomics).
  * wmma fragments hide which lane holds which element; elementwise row scaling of an accumulator
  * works through a second accumulator loaded from a (16,16) tile of the row factors: fragments
  * of one type share the element mapping, so x[e] of both refer to the same (row, column). */
-#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/reduce.h"
 
 #include <stdint.h>
 
@@ -285,7 +286,7 @@ __global__ void FL_FWD_BOUNDS
         float mx = -INFINITY;
         for (int c = 0; c < 32; c++)
             if (u0 + c <= t && u0 + c < T) mx = fmaxf(mx, srow[c] * scale);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = xor_reduce<1, 1>(mx, cu_fmax()); /* the row's other half */
         float mnew = fmaxf(m, mx), sum = 0.0f; /* finite: key 0 is in every row's first tile */
         bf16 *prow = ps + r * FL_LDP + half * 32;
         for (int c = 0; c < 32; c++) {
@@ -295,7 +296,7 @@ __global__ void FL_FWD_BOUNDS
             if (p > 0.0f && e != 0.0f) e *= gk_rng_dropout(key, (bh * T + t) * T + u, p);
             prow[c] = __float2bfloat16(e);
         }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum = xor_reduce<1, 1>(sum, cu_add());
         float alpha = __expf(m - mnew);
         l = l * alpha + sum;
         m = mnew;
@@ -311,21 +312,6 @@ __global__ void FL_FWD_BOUNDS
 }
 
 /* ---- backward ---- */
-
-/* dsum (B,NH,T) = rowsum(dO * O) per head: one warp per (b, t, h). */
-__global__ void flash_bwd_dsum(float *dsum, const bf16 *dout, const bf16 *out, int B, int T, int C,
-                               int NH)
-{
-    size_t w = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (w >= (size_t)B * T * NH) return; /* whole warps leave together */
-    int hs = C / NH, h = (int)(w % NH);
-    size_t bt = w / NH, b = bt / T, t = bt % T;
-    const bf16 *g = dout + bt * C + (size_t)h * hs, *o = out + bt * C + (size_t)h * hs;
-    float s = 0.0f;
-    for (int i = threadIdx.x % 32; i < hs; i += 32) s += __bfloat162float(g[i]) * __bfloat162float(o[i]);
-    for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
-    if (threadIdx.x % 32 == 0) dsum[(b * NH + h) * T + t] = s;
-}
 
 template <int D> static constexpr size_t bwd_kv_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) + FL_WARPS * warp_bytes(2, 2); }
 
@@ -461,29 +447,11 @@ __global__ void FL_BWD_Q_BOUNDS
 
 /* ---- host side ---- */
 
-/* Opts a kernel into more than the default 48 KiB of dynamic shared memory; 0 or the error. */
-template <typename K>
-static int smem_optin(gk_backend *be, K kernel, size_t smem)
-{
-    if (smem <= 48 * 1024) return 0;
-    if (smem > CU(be)->smem_optin)
-        return GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: %zu bytes of shared memory", smem);
-    return CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-}
-
-/* The head sizes with a flash kernel; a, b, c must be 16-byte aligned for the 128-bit copies. */
-int cu_flash_attn_takes(gk_backend *be, int hs, const void *a, const void *b, const void *c)
-{
-    (void)be;
-    if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) return 0;
-    return hs == 16 || hs == 32 || hs == 64 || hs == 128;
-}
-
 template <int D>
 static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                 int NH, float p, uint64_t key)
 {
-    if (smem_optin(be, flash_fwd<D>, fwd_smem<D>())) return;
+    if (cu_attn_smem_optin(be, flash_fwd<D>, fwd_smem<D>(), "flash attention")) return;
     dim3 grid((unsigned)((T + FL_TILE - 1) / FL_TILE), (unsigned)NH, (unsigned)B);
     CU_LAUNCH(be, flash_fwd<D>, grid, FL_THREADS, fwd_smem<D>(), out, lse, qkv, T, C, NH, p, key);
 }
@@ -491,21 +459,16 @@ static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, i
 void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T,
                        int C, int NH, float p, uint64_t key)
 {
-    switch (C / NH) {
-    case 16: fwd<16>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    case 32: fwd<32>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    case 64: fwd<64>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    case 128: fwd<128>(be, out, lse, qkv, B, T, C, NH, p, key); break;
-    default: GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: head size %d", C / NH);
-    }
+    if (cu_attn_by_head(C / NH, [&](auto d) { fwd<decltype(d)::value>(be, out, lse, qkv, B, T, C, NH, p, key); }))
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: head size %d", C / NH);
 }
 
 template <int D>
 static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                 const float *dsum, int B, int T, int C, int NH, float p, uint64_t key)
 {
-    if (smem_optin(be, flash_bwd_kv<D>, bwd_kv_smem<D>()) ||
-        smem_optin(be, flash_bwd_q<D>, bwd_q_smem<D>()))
+    if (cu_attn_smem_optin(be, flash_bwd_kv<D>, bwd_kv_smem<D>(), "flash attention") ||
+        cu_attn_smem_optin(be, flash_bwd_q<D>, bwd_q_smem<D>(), "flash attention"))
         return;
     dim3 grid((unsigned)((T + FL_TILE - 1) / FL_TILE), (unsigned)NH, (unsigned)B);
     CU_LAUNCH(be, flash_bwd_kv<D>, grid, FL_THREADS, bwd_kv_smem<D>(), dqkv, dout, qkv, lse, dsum,
@@ -514,17 +477,11 @@ static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, c
               T, C, NH, p, key);
 }
 
+/* dsum: D = rowsum(dO * O), computed by attention.cu. */
 void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
-                       const bf16 *out, const float *lse, float *dsum, int B, int T, int C,
-                       int NH, float p, uint64_t key)
+                       const float *lse, const float *dsum, int B, int T, int C, int NH, float p,
+                       uint64_t key)
 {
-    size_t warps = (size_t)B * T * NH;
-    CU_LAUNCH(be, flash_bwd_dsum, cu_blocks(warps, 8), 256, 0, dsum, dout, out, B, T, C, NH);
-    switch (C / NH) {
-    case 16: bwd<16>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    case 32: bwd<32>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    case 64: bwd<64>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    case 128: bwd<128>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); break;
-    default: GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: head size %d", C / NH);
-    }
+    if (cu_attn_by_head(C / NH, [&](auto d) { bwd<decltype(d)::value>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); }))
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: head size %d", C / NH);
 }

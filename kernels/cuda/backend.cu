@@ -1,7 +1,9 @@
 /* backend.cu: the CUDA backend's context and everything that is not an op's math.
  * Owns: create/destroy of cu_ctx (device, stream, cuBLASLt handle and workspace, scratch), the
  * checks that turn CUDA failures into the sticky backend error, memory (alloc, free, copies,
- * zero, sync), reserve (op scratch), cast, the gk_ops table and the library's one exported symbol
+ * zero, sync), the buffers the ops share (scratch, grown by reserve to the largest of the op
+ * families' needs, which each family's file computes; the column reductions' arrival counters),
+ * the gk_ops table and the library's one exported symbol
  * (gk_cuda_backend_entry). Compiled by nvcc into libgptkit-cuda.so, or by g++ against kernels/emu
  * into libgptkit-cuda-emu.so (GK_CUDA_EMU); every other symbol is hidden (-fvisibility=hidden).
  * Thread safety: as backend.h (one host thread per backend). */
@@ -71,6 +73,8 @@ int cu_launched(gk_backend *be, const char *kernel, const char *file, int line)
     return 0;
 }
 
+/* ---- the buffers the ops share ---- */
+
 void *cu_scratch(gk_backend *be, size_t n, const char *op)
 {
     cu_ctx *c = CU(be);
@@ -78,6 +82,22 @@ void *cu_scratch(gk_backend *be, size_t n, const char *op)
     gk_backend_fail(be, GK_EUSAGE, __FILE__, __LINE__,
                     "cuda %s: needs %zu bytes of scratch, reserve gave %zu", op, n, c->scratch_bytes);
     return NULL;
+}
+
+unsigned *cu_col_counters(gk_backend *be, size_t n)
+{
+    cu_ctx *c = CU(be);
+    if (n <= c->col_count_n) return c->col_count;
+    unsigned *p = NULL;
+    /* the old counters may be in use by a kernel in flight */
+    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) || CU_CHECK(be, cudaMalloc(&p, n * sizeof *p))) return NULL;
+    if (CU_CHECK(be, cudaMemsetAsync(p, 0, n * sizeof *p, c->stream))) {
+        cudaFree(p);
+        return NULL;
+    }
+    cudaFree(c->col_count);
+    c->col_count = p, c->col_count_n = n;
+    return p;
 }
 
 /* ---- memory ---- */
@@ -137,31 +157,17 @@ void cu_sync(gk_backend *be)
 
 /* ---- reserve ---- */
 
-/* The largest scratch any non-attention op takes for rows x cols (elementwise.cu, encoder.cu, layernorm.cu): per-chunk fp32
- * partials of the column reductions (bias_bwd, layernorm_bwd: at most CU_COL_CHUNKS chunks of
- * two rows of cols floats, and layernorm_bwd's one row per group of 16 chunks), the embedding
- * backward's sort keys (two uint64 per row) and sumsq's double partials (CU_SUMSQ_PARTS). */
-#define CU_SUMSQ_PARTS 1024
-static size_t ops_scratch(size_t rows, size_t cols)
-{
-    size_t chunks = rows < CU_COL_CHUNKS ? rows : CU_COL_CHUNKS;
-    size_t need = (chunks + (chunks + 15) / 16) * 2 * cols * sizeof(float);
-    if (2 * rows * sizeof(uint64_t) > need) need = 2 * rows * sizeof(uint64_t);
-    if (CU_SUMSQ_PARTS * sizeof(double) > need) need = CU_SUMSQ_PARTS * sizeof(double);
-    return need;
-}
-
+/* The largest scratch an op takes for activations of rows x cols (each family says its own), with
+ * attention's for heads of head_size over sequences of T where given. */
 int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
 {
     cu_ctx *c = CU(be);
-    size_t need = ops_scratch(rows, cols);
-    if (head_size > 0 && T > 0) {
-        /* B sequences of T; the widest row holds at most cols / head_size heads */
-        int B = (int)(rows / (size_t)T > 0 ? rows / (size_t)T : 1);
-        int NH = (int)(cols / (size_t)head_size > 0 ? cols / (size_t)head_size : 1);
-        size_t att = cu_attention_scratch(B, NH, T, head_size);
-        if (att > need) need = att;
-    }
+    size_t fam[] = {cu_bias_bwd_scratch(rows, cols), cu_layernorm_scratch(rows, cols),
+                    cu_encoder_scratch(rows, cols), cu_sumsq_scratch(rows, cols),
+                    head_size > 0 && T > 0 ? cu_attention_scratch(rows, cols, head_size, T) : 0};
+    size_t need = 0;
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
+        if (fam[i] > need) need = fam[i];
     if (need <= c->scratch_bytes) return 0;
     void *s = NULL;
     cudaError_t rc = cudaStreamSynchronize(c->stream); /* ops in flight may use the old scratch */

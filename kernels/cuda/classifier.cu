@@ -3,18 +3,31 @@
  * per row, online max and sum in fp32, templates on an op_cfg P (activation type T, pack width
  * V; see cuda_pack.h), packs of 16-byte loads, V = 1 when a row or pointer is not aligned. */
 #include "kernels/cuda/cuda_pack.h"
+#include "kernels/cuda/reduce.h"
 
 /* ---- softmax + cross-entropy: a block per row ---- */
 
 #define XENT_THREADS 512
 
-/* (m, s) <- the log-sum-exp state of both (max, sum of exp(x - max)). */
-static __device__ __forceinline__ void lse_merge(float &m, float &s, float m2, float s2)
+/* A log-sum-exp state: the max m and the sum s of exp(x - m). */
+struct lse_st {
+    float m, s;
+};
+/* The state of both a's and b's values. */
+struct lse_merge {
+    __device__ __forceinline__ lse_st operator()(lse_st a, lse_st b) const
+    {
+        float M = fmaxf(a.m, b.m);
+        if (M == -INFINITY) return a;
+        a.s = a.s * expf(a.m - M) + b.s * expf(b.m - M);
+        a.m = M;
+        return a;
+    }
+};
+/* The state of the lane lane ^ o (reduce.h's butterfly takes it). */
+static __device__ __forceinline__ lse_st cu_shfl_xor(lse_st v, int o)
 {
-    float M = fmaxf(m, m2);
-    if (M == -INFINITY) return;
-    s = s * expf(m - M) + s2 * expf(m2 - M);
-    m = M;
+    return {cu_shfl_xor(v.m, o), cu_shfl_xor(v.s, o)};
 }
 
 /* Packs cover the first V columns (the last one partly: its columns >= V are skipped). */
@@ -22,9 +35,8 @@ template <class P>
 static __global__ void xent_fwd_kernel(float *losses, float *lse, const typename P::T *logits, const int *targets, int Vn, int Vp)
 {
     constexpr int V = P::V;
-    __shared__ float s_m[XENT_THREADS / 32], s_s[XENT_THREADS / 32];
+    __shared__ lse_st red[32];
     const typename P::T *l = logits + (size_t)blockIdx.x * Vp;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     float m = -INFINITY, s = 0.0f;
     for (int cp = threadIdx.x; cp < (Vn + V - 1) / V; cp += blockDim.x) {
         float f[V], pm = -INFINITY;
@@ -35,15 +47,9 @@ static __global__ void xent_fwd_kernel(float *losses, float *lse, const typename
         for (int j = 0; j < V; j++)
             if (cp * V + j < Vn) s += expf(f[j] - m);
     }
-    for (int o = 16; o > 0; o >>= 1) lse_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
-    if (lane == 0) s_m[warp] = m, s_s[warp] = s;
-    __syncthreads();
-    if (warp != 0) return;
-    m = lane < warps ? s_m[lane] : -INFINITY;
-    s = lane < warps ? s_s[lane] : 0.0f;
-    for (int o = 16; o > 0; o >>= 1) lse_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
-    if (lane != 0) return;
-    float z = m + logf(s);
+    lse_st r = block_reduce_warp0(lse_st{m, s}, red, lse_st{-INFINITY, 0.0f}, lse_merge());
+    if (threadIdx.x != 0) return;
+    float z = r.m + logf(r.s);
     int t = targets[blockIdx.x];
     lse[blockIdx.x] = z;
     losses[blockIdx.x] = t >= 0 ? z - cu_f(l[t]) : 0.0f;

@@ -1,8 +1,9 @@
 /* cuda_internal.h: what the CUDA backend's files share (not part of any API).
- * Owns: the backend context (cu_ctx: device, stream, cuBLASLt handle and workspace, scratch), the checks
+ * Owns: the backend context (cu_ctx, its fields grouped by the file that owns them), the checks
  * that turn CUDA/cuBLAS failures into the sticky backend error, the element helpers that let one
- * kernel template serve fp32 and bf16 activations, and the prototypes of every op (one per gk_ops
- * slot; backend.cu assembles the table). Compiled by nvcc, or by g++ against kernels/emu.
+ * kernel template serve fp32 and bf16 activations, the prototypes of every op (one per gk_ops
+ * slot; backend.cu assembles the table) and of each op family's scratch size (reserve takes the
+ * largest). Compiled by nvcc, or by g++ against kernels/emu.
  * Thread safety: as backend.h (one host thread per backend). */
 #ifndef GK_CUDA_INTERNAL_H
 #define GK_CUDA_INTERNAL_H
@@ -12,28 +13,36 @@
 
 typedef __nv_bfloat16 bf16;
 
+/* The backend's context, grouped by the file that owns each field (sets it and says what it means;
+ * others may read it). */
 typedef struct cu_ctx {
+    /* backend.cu: the device and what every op uses; set at create */
     int device;
     cudaStream_t stream;
+    int sm_count;
+    size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
+    int sync_each;          /* opts cuda_sync (GPT_CUDA_SYNC=1): synchronize after every launch */
+    /* backend.cu: buffers the ops share, one op at a time on the stream */
+    void *scratch;          /* op scratch sized by reserve (partial sums of reductions, ...): cu_scratch */
+    size_t scratch_bytes;
+    unsigned *col_count;    /* arrival counters of the column reductions that finish in one launch */
+    size_t col_count_n;     /* (bias_bwd, layernorm_bwd), zero between launches: cu_col_counters */
+    /* matmul.cu: cuBLASLt (the handle and workspace made at create by backend.cu) */
     cublasLtHandle_t lt;
     void *workspace;        /* cuBLASLt workspace */
     size_t workspace_bytes;
-    void *scratch;          /* op scratch sized by reserve (partial sums of reductions, ...) */
-    size_t scratch_bytes;
-    int sync_each;          /* opts cuda_sync (GPT_CUDA_SYNC=1): synchronize after every launch */
-    int graphs;             /* record steps as CUDA graphs (opts cuda_no_graphs: never) */
     int fused_grads;        /* opts cuda_fused_grads: gemm_bwd takes cuBLASLt's DGELU, BGRADA */
-    int capturing;          /* between record_begin and the end of record_end */
-    char capture_fail[160]; /* the first call that failed while capturing (cu_fail) */
-    int sm_count;
-    size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
-    void *gemm_cache;       /* matmul.cu's cached cuBLASLt descriptors and algorithms */
-    void *bias16;           /* matmul.cu: a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
-    void *optim_cache;      /* optimizer.cu's device copies of the multi-tensor ops' tables */
-    unsigned *col_count;    /* arrival counters of bias_bwd (elementwise.cu: one per column tile) and */
-    size_t col_count_n;     /* layernorm_bwd (layernorm.cu), zero between launches; col_count_n */
+    void *gemm_cache;       /* cached cuBLASLt descriptors and algorithms */
+    void *bias16;           /* a gemm's fp32 bias rounded to bf16 (CU_BIAS16_MAX) */
+    /* optimizer.cu */
+    void *optim_cache;      /* device copies of the multi-tensor ops' tables */
+    /* attention.cu, attention_cudnn.cpp */
     int attention;          /* gk_attention (backend.h): the path attention.cu takes */
     void *cudnn;            /* attention_cudnn.cpp's handle and plans, or NULL: no cuDNN */
+    /* graph.cu: recorded steps (cu_fail in backend.cu writes capture_fail) */
+    int graphs;             /* record steps as CUDA graphs (opts cuda_no_graphs: never) */
+    int capturing;          /* between record_begin and the end of record_end */
+    char capture_fail[160]; /* the first call that failed while capturing (cu_fail) */
 } cu_ctx;
 
 /* cuBLASLt adds a bias only in D's type: a bf16 gemm's bias goes through c->bias16 (as under
@@ -42,7 +51,7 @@ typedef struct cu_ctx {
 
 /* The column reductions over rows (bias_bwd in elementwise.cu, layernorm_bwd in layernorm.cu)
  * cut the rows into at most CU_COL_CHUNKS chunks (layernorm_bwd: blocks), each writing fp32
- * partials that the reserve sizes (backend.cu). The cut depends on the shapes only, so results do
+ * partials to scratch (each file says how much reserve must allow). The cut depends on the shapes only, so results do
  * not change from run to run; they change with the knob. A knob for measuring on a GPU
  * (tests/bench/gpu_session.sh's variants, CUDA_DEFS=-DCU_COL_CHUNKS=N): more chunks keep more
  * loads in flight (256 blocks of layernorm_bwd are 2 an SM on an H100), fewer make the last
@@ -81,6 +90,9 @@ int cu_launched(gk_backend *be, const char *kernel, const char *file, int line);
     } while (0)
 /* Scratch of at least n bytes (reserved by ops->reserve), or NULL with the sticky error set. */
 void *cu_scratch(gk_backend *be, size_t n, const char *op);
+/* The arrival counters, n of them (zero), or NULL with the sticky error set: col_count, grown
+ * (after the kernels in flight) when n is more. A kernel that uses them leaves them at zero. */
+unsigned *cu_col_counters(gk_backend *be, size_t n);
 
 /* Element access for kernels templated on the activation type (float or bf16). */
 __device__ __forceinline__ float cu_f(float x) { return x; }
@@ -113,7 +125,7 @@ __device__ __forceinline__ void cu_gemm_store(float r, size_t c, int j, T *C, co
 static inline unsigned cu_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
 /* ---- the ops (signatures as the gk_ops slots in backend.h) ---- */
-/* backend.cu: memory, sync, reserve, cast */
+/* backend.cu: memory, sync, reserve; cast.cu: cast */
 void *cu_alloc(gk_backend *be, size_t n);
 void cu_free(gk_backend *be, void *p);
 void cu_to_device(gk_backend *be, void *dst, const void *host_src, size_t n);
@@ -140,7 +152,15 @@ void cu_gemm_cache_free(gk_backend *be);
 int cu_gemv(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
             gk_elt tA, int lda, const void *B, gk_elt tB, int ldb, float beta, void *C, gk_elt tC,
             int ldc, const float *bias, void *pre);
-/* elementwise.cu, encoder.cu, layernorm.cu */
+/* The scratch each op family needs at most for activations of rows x cols (reserve's arguments;
+ * cu_reserve takes the largest): elementwise.cu (bias_bwd), layernorm.cu, encoder.cu,
+ * optimizer.cu (sumsq), attention.cu (heads of head_size over sequences of T). */
+size_t cu_bias_bwd_scratch(size_t rows, size_t cols);
+size_t cu_layernorm_scratch(size_t rows, size_t cols);
+size_t cu_encoder_scratch(size_t rows, size_t cols);
+size_t cu_sumsq_scratch(size_t rows, size_t cols);
+size_t cu_attention_scratch(size_t rows, size_t cols, int head_size, int T);
+/* elementwise.cu, encoder.cu, layernorm.cu, classifier.cu */
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
                     const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key);
@@ -181,8 +201,6 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
                       uint64_t key);
 void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
                          int Tc, const int *t0, int n, int C, int NH);
-/* The scratch attention needs for heads of head_size over sequences of T (reserve sizes it). */
-size_t cu_attention_scratch(int B, int NH, int T, int head_size);
 /* attention_cudnn.cpp: cuDNN's fused attention (where built with it; else these say it is absent).
  * Loads libcudnn and makes the handle and plan cache (be's cudnn); 0, or -1 with why[n] saying
  * why not (not built with it, the emulator, no libcudnn.so.9). */

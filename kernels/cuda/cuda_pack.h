@@ -1,7 +1,8 @@
 /* cuda_pack.h: what the element-wise and row-wise op files (elementwise.cu, encoder.cu, layernorm.cu, classifier.cu) share:
  * packs of V consecutive elements moved by 16-byte loads and stores (V = 1: the fallback for
  * unaligned rows or pointers), the op configurations that carry the element type and pack width
- * as one template parameter (so CU_LAUNCH's arguments hold no comma), and small device helpers. */
+ * as one template parameter (so CU_LAUNCH's arguments hold no comma), small device helpers and
+ * the grid of a grid-stride loop. */
 #ifndef GK_CUDA_PACK_H
 #define GK_CUDA_PACK_H
 
@@ -52,6 +53,13 @@ static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 static __device__ __forceinline__ float dropout_of(uint64_t key, size_t i, float p)
 {
     return p > 0.0f ? gk_rng_dropout(key, i, p) : 1.0f;
+}
+/* Blocks for a grid-stride loop over `items` (enough to fill the device, no more). */
+static inline unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
+{
+    size_t cap = (size_t)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
+    size_t b = (items + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b < cap ? b : cap);
 }
 #define GRID_STRIDE(k, n) \
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (size_t)gridDim.x * blockDim.x)

@@ -7,14 +7,7 @@
  * Reductions are deterministic: fixed splits that depend on the shapes only, per-block partials in
  * the backend's scratch, and a second pass that sums them in a fixed order. */
 #include "kernels/cuda/cuda_pack.h"
-
-/* Blocks for a grid-stride loop over `items` (enough to fill the device, no more). */
-static unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
-{
-    size_t cap = (size_t)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
-    size_t b = (items + threads - 1) / threads;
-    return (unsigned)(b < 1 ? 1 : b < cap ? b : cap);
-}
+#include "kernels/cuda/reduce.h"
 
 /* ---- bias backward: column sums in one launch, partials per chunk of rows ---- */
 
@@ -65,11 +58,7 @@ template <int V> static __device__ __forceinline__ void load_cg(float *f, const 
 /* Thread (tx, ty) of a block: the sum over y of red[y][0..V)[tx], y in order, into s (ty == 0). */
 template <int V> static __device__ __forceinline__ void red_rows(float *s, float (*red)[V][COL_TX], int tx)
 {
-    for (int j = 0; j < V; j++) {
-        float t = 0.0f;
-        for (int y = 0; y < COL_TY; y++) t += red[y][j][tx];
-        s[j] = t;
-    }
+    for (int j = 0; j < V; j++) s[j] = strided_sum(&red[0][j][tx], COL_TY, V * COL_TX);
 }
 
 /* grid (column tiles, chunks). Block (x, y) writes part (chunks, C) row y = the column sums of
@@ -116,34 +105,23 @@ static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *coun
     if (tx == 0 && ty == 0) count[blockIdx.x] = 0;
 }
 
-/* The arrival counters of tiles column tiles (zero), or NULL with the sticky error set. */
-static unsigned *col_counters(gk_backend *be, size_t tiles)
-{
-    cu_ctx *c = CU(be);
-    if (tiles <= c->col_count_n) return c->col_count;
-    unsigned *p = NULL;
-    /* the old counters may be in use by a kernel in flight */
-    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) || CU_CHECK(be, cudaMalloc(&p, tiles * sizeof *p)))
-        return NULL;
-    if (CU_CHECK(be, cudaMemsetAsync(p, 0, tiles * sizeof *p, c->stream))) {
-        cudaFree(p);
-        return NULL;
-    }
-    cudaFree(c->col_count);
-    c->col_count = p, c->col_count_n = tiles;
-    return p;
-}
-
 template <typename T, int V> static void bias_bwd_run(gk_backend *be, float *dbias, const T *dout, int N, int C)
 {
     typedef op_cfg<T, V> P;
     int rows = col_rows_per_chunk(N), chunks = (N + rows - 1) / rows;
     unsigned tiles = (unsigned)((C / V + COL_TX - 1) / COL_TX);
     float *part = (float *)cu_scratch(be, (size_t)chunks * C * sizeof(float), "bias_bwd");
-    unsigned *count = part ? col_counters(be, tiles) : NULL;
+    unsigned *count = part ? cu_col_counters(be, tiles) : NULL;
     if (!count) return;
     dim3 grid(tiles, (unsigned)chunks), block(COL_TX, COL_TY);
     CU_LAUNCH(be, bias_bwd_kernel<P>, grid, block, 0, dbias, part, count, dout, N, C, rows);
+}
+
+/* At most min(rows, CU_COL_CHUNKS) chunks' fp32 partials of cols columns (bias_bwd_run's). */
+size_t cu_bias_bwd_scratch(size_t rows, size_t cols)
+{
+    size_t chunks = rows < CU_COL_CHUNKS ? rows : CU_COL_CHUNKS;
+    return chunks * cols * sizeof(float);
 }
 
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C)

@@ -4,6 +4,7 @@
  * Kernels are templates on one parameter P (an op_cfg: activation type T, weight type W, pack
  * width V; see cuda_pack.h), packs are 16-byte loads, V = 1 when a row or pointer is not aligned. */
 #include "kernels/cuda/cuda_pack.h"
+#include "kernels/cuda/reduce.h"
 
 #define EW_THREADS 256
 
@@ -33,15 +34,14 @@ static void encoder_fwd_run(gk_backend *be, T *out, const int *tokens, const W *
 {
     constexpr int VW = 16 / sizeof(T);
     size_t n = (size_t)B * Tn * C;
-    unsigned threads = EW_THREADS, cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
     if (C % VW == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
         typedef enc_cfg<T, W, VW> P;
-        unsigned grid = cu_blocks(n / VW, threads);
-        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, t0, B * Tn, Tn, C, p, key);
+        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid_for(be, n / VW, EW_THREADS), EW_THREADS, 0, out, tokens, wte, wpe, t0, B * Tn,
+                  Tn, C, p, key);
     } else {
         typedef enc_cfg<T, W, 1> P;
-        unsigned grid = cu_blocks(n, threads);
-        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid < cap ? grid : cap, threads, 0, out, tokens, wte, wpe, t0, B * Tn, Tn, C, p, key);
+        CU_LAUNCH(be, encoder_fwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, out, tokens, wte, wpe, t0, B * Tn, Tn, C,
+                  p, key);
     }
 }
 
@@ -141,11 +141,7 @@ static __global__ void encoder_dwte_kernel(float *dwte, const typename P::T *dou
         if (ty == 0 && cp < row_packs) {
             float *w = dwte + (size_t)tok * C + (size_t)cp * V, cur[V];
             load_f<V>(cur, w);
-            for (int j = 0; j < V; j++) {
-                float s = 0.0f;
-                for (int y = 0; y < SEG_TY; y++) s += red[y][j][tx];
-                cur[j] += s;
-            }
+            for (int j = 0; j < V; j++) cur[j] += strided_sum(&red[0][j][tx], SEG_TY, V * SEG_TX);
             store_f<V>(w, cur);
         }
         __syncthreads();
@@ -178,7 +174,7 @@ static void encoder_bwd_run(gk_backend *be, float *dwte, float *dwpe, const T *d
 {
     typedef op_cfg<T, V> P;
     int N = B * Tn;
-    uint64_t *a = (uint64_t *)cu_scratch(be, 2 * (size_t)N * sizeof(uint64_t), "encoder_bwd"), *b = a + N;
+    uint64_t *a = (uint64_t *)cu_scratch(be, cu_encoder_scratch((size_t)N, (size_t)C), "encoder_bwd"), *b = a + N;
     if (!a) return;
     CU_LAUNCH(be, sort_tiles_kernel, cu_blocks((size_t)N, SORT_TILE), SORT_THREADS, 0, a, tokens, N);
     for (int w = SORT_TILE; w < N; w *= 2) {
@@ -187,8 +183,15 @@ static void encoder_bwd_run(gk_backend *be, float *dwte, float *dwpe, const T *d
         a = b, b = t;
     }
     CU_LAUNCH(be, encoder_dwte_kernel<P>, (unsigned)N, dim3(SEG_TX, SEG_TY), 0, dwte, dout, a, N, C, p, key);
-    unsigned grid = cu_blocks((size_t)Tn * C / V, EW_THREADS), cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
-    CU_LAUNCH(be, encoder_dwpe_kernel<P>, grid < cap ? grid : cap, EW_THREADS, 0, dwpe, dout, B, Tn, C, p, key);
+    CU_LAUNCH(be, encoder_dwpe_kernel<P>, grid_for(be, (size_t)Tn * C / V, EW_THREADS), EW_THREADS, 0, dwpe, dout, B, Tn, C, p,
+              key);
+}
+
+/* The backward's sort keys: two buffers of one uint64 a row (encoder_bwd_run's). */
+size_t cu_encoder_scratch(size_t rows, size_t cols)
+{
+    (void)cols;
+    return 2 * rows * sizeof(uint64_t);
 }
 
 void cu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout, const int *tokens, int B, int T, int C, float p,

@@ -5,12 +5,7 @@
  * only) with per-block partials in the backend's scratch, summed in a fixed order in the same
  * launch by the blocks that arrive last. */
 #include "kernels/cuda/cuda_pack.h"
-
-static __device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
+#include "kernels/cuda/reduce.h"
 
 /* ---- layernorm, alone or fused with the residual add before it ---- */
 
@@ -238,8 +233,7 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight,
     __syncthreads();
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
         int half = i / C, k = i - half * C, j = k / row_packs, cp = k - j * row_packs;
-        float s = 0.0f;
-        for (int v = 0; v < warps; v++) s += acc[(size_t)v * 2 * C + i];
+        float s = strided_sum(acc + i, warps, (size_t)2 * C);
         part[((size_t)blockIdx.x * 2 + half) * C + (size_t)cp * V + j] = s;
     }
     unsigned g = blockIdx.x / LN_GROUP, groups = (gridDim.x + LN_GROUP - 1) / LN_GROUP, g0 = g * LN_GROUP;
@@ -258,25 +252,6 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight,
     if (threadIdx.x == 0) count[LN_GROUPS_MAX] = 0;
 }
 
-/* The arrival counters, n of them (zero), or NULL with the sticky error set: cu_ctx's col_count,
- * which bias_bwd (elementwise.cu) uses too, one kernel at a time on the stream; grown as it grows
- * it. */
-static unsigned *ln_counters(gk_backend *be, size_t n)
-{
-    cu_ctx *c = CU(be);
-    if (n <= c->col_count_n) return c->col_count;
-    unsigned *p = NULL;
-    /* the old counters may be in use by a kernel in flight */
-    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) || CU_CHECK(be, cudaMalloc(&p, n * sizeof *p))) return NULL;
-    if (CU_CHECK(be, cudaMemsetAsync(p, 0, n * sizeof *p, c->stream))) {
-        cudaFree(p);
-        return NULL;
-    }
-    cudaFree(c->col_count);
-    c->col_count = p, c->col_count_n = n;
-    return p;
-}
-
 template <typename T, int V>
 static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *dbias, const T *dout, const T *inp, const float *weight,
                               const float *mean, const float *rstd, int N, int C)
@@ -287,7 +262,7 @@ static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *db
     int groups = (blocks + LN_GROUP - 1) / LN_GROUP;
     size_t smem = (size_t)warps * 2 * C * sizeof(float);
     float *part = (float *)cu_scratch(be, (size_t)(blocks + groups) * 2 * C * sizeof(float), "layernorm_bwd");
-    unsigned *count = part ? ln_counters(be, LN_GROUPS_MAX + 1) : NULL;
+    unsigned *count = part ? cu_col_counters(be, LN_GROUPS_MAX + 1) : NULL;
     if (!count) return;
     if (smem > LN_SMEM_DEFAULT) {
         if (smem > CU(be)->smem_optin) {
@@ -298,6 +273,14 @@ static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *db
     }
     CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, (unsigned)warps * 32, smem, dinp, dweight, dbias, part, count, dout, inp,
               weight, mean, rstd, N, C);
+}
+
+/* At most min(rows, LN_BWD_BLOCKS) blocks' rows of 2 cols fp32 partials and one row a group of
+ * them (layernorm_bwd_run's). */
+size_t cu_layernorm_scratch(size_t rows, size_t cols)
+{
+    size_t blocks = rows < LN_BWD_BLOCKS ? rows : LN_BWD_BLOCKS;
+    return (blocks + (blocks + LN_GROUP - 1) / LN_GROUP) * 2 * cols * sizeof(float);
 }
 
 void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout, const void *inp, const float *weight,

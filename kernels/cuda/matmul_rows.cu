@@ -17,6 +17,7 @@
  * too, 16-byte aligned pointers; anything else goes to cuBLASLt. */
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_pack.h"
+#include "kernels/cuda/reduce.h"
 
 #ifndef GV_ROWS /* CUDA_DEFS=-DGV_ROWS=0 builds a library without these kernels, to compare */
 #define GV_ROWS 4 /* at most this many rows of A (4 at most) */
@@ -63,7 +64,7 @@ __global__ void __launch_bounds__(GV_THREADS)
     for (int m = 0; m < M; m++)
         GK_UNROLL
         for (int j = 0; j < 8; j++)
-            for (int o = GV_GROUPS; o < 32; o *= 2) acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], o);
+            acc[m][j] = xor_reduce<GV_GROUPS, 16>(acc[m][j], cu_add()); /* over the lanes of a column group */
     if (lane < GV_GROUPS)
         GK_UNROLL
         for (int m = 0; m < M; m++)
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(GV_THREADS)
     __syncthreads();
     if (threadIdx.x < M * GV_COLS) {
         int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS, col = (int)blockIdx.x * GV_COLS + c;
-        float s = 0.0f;
+        float s = 0.0f; /* the warps' sums in order (a loop of its own: strided_sum interleaves the loads) */
         for (int w = 0; w < GV_THREADS / 32; w++) s += red[w][m][c];
         if (col < N) cu_gemm_store(alpha * s, (size_t)m * ldc + col, col, C, bias, pre);
     }
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(GV_THREADS)
     }
     GK_UNROLL
     for (int m = 0; m < M; m++)
-        for (int o = 16; o > 0; o /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+        acc[m] = warp_sum(acc[m]);
     if (lane == 0)
         GK_UNROLL
         for (int m = 0; m < M; m++) cu_gemm_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, pre);

@@ -10,19 +10,12 @@
  * device function): the results are the same bits.
  * Thread safety: as backend.h (the cache belongs to one backend). */
 #include "kernels/cuda/cuda_pack.h"
+#include "kernels/cuda/reduce.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define EW_THREADS 256
-
-/* Blocks for a grid-stride loop over `items` (enough to fill the device, no more). */
-static unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
-{
-    size_t cap = (size_t)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 16;
-    size_t b = (items + threads - 1) / threads;
-    return (unsigned)(b < 1 ? 1 : b < cap ? b : cap);
-}
 
 /* ---- sum of squares (double), scale ---- */
 
@@ -53,13 +46,8 @@ template <int ALIGNED> static __global__ void sumsq_partial_kernel(double *part,
     size_t tail = n / 4 * 4;
     if ((size_t)blockIdx.x * blockDim.x + threadIdx.x == (tail / 4) % ((size_t)gridDim.x * blockDim.x))
         for (size_t i = tail; i < n; i++) s += (double)x[i] * x[i];
-    red[threadIdx.x] = s;
-    __syncthreads();
-    for (int h = SUMSQ_THREADS / 2; h > 0; h >>= 1) {
-        if ((int)threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) part[blockIdx.x] = red[0];
+    s = block_tree_sum<SUMSQ_THREADS>(s, red);
+    if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
 /* part[SUMSQ_BLOCKS] = the sum of part[0..parts), in a fixed tree; one block. */
@@ -68,19 +56,14 @@ static __global__ void sumsq_final_kernel(double *part, int parts)
     __shared__ double red[SUMSQ_THREADS];
     double s = 0.0;
     for (int i = threadIdx.x; i < parts; i += SUMSQ_THREADS) s += part[i];
-    red[threadIdx.x] = s;
-    __syncthreads();
-    for (int h = SUMSQ_THREADS / 2; h > 0; h >>= 1) {
-        if ((int)threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) part[SUMSQ_BLOCKS] = red[0];
+    s = block_tree_sum<SUMSQ_THREADS>(s, red);
+    if (threadIdx.x == 0) part[SUMSQ_BLOCKS] = s;
 }
 
 void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n)
 {
     CU_BEGIN(be);
-    double *part = (double *)cu_scratch(be, (SUMSQ_BLOCKS + 1) * sizeof(double), "sumsq");
+    double *part = (double *)cu_scratch(be, cu_sumsq_scratch(0, 0), "sumsq");
     if (!part) return;
     unsigned blocks = sumsq_blocks(n);
     if (aligned16(x)) CU_LAUNCH(be, sumsq_partial_kernel<1>, blocks, SUMSQ_THREADS, 0, part, x, n);
@@ -90,6 +73,13 @@ void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n)
     if (CU_CHECK(be, cudaMemcpyAsync(&sum, part + SUMSQ_BLOCKS, sizeof sum, cudaMemcpyDeviceToHost, CU(be)->stream))) return;
     if (CU_CHECK(be, cudaStreamSynchronize(CU(be)->stream))) return;
     if (!be->err.code) *host_out = sum;
+}
+
+/* sumsq's double partials, whatever the shapes. */
+size_t cu_sumsq_scratch(size_t rows, size_t cols)
+{
+    (void)rows, (void)cols;
+    return (SUMSQ_BLOCKS + 1) * sizeof(double);
 }
 
 template <int V> static __device__ __forceinline__ void scale_at(float *x, float s, size_t i)
