@@ -323,8 +323,12 @@ test: deps
 	@$(MAKE) --no-print-directory all units
 	@GPT_TEST_BUDGET=$${GPT_TEST_BUDGET:-60} bash tests/run.sh $(BUILD) $(T)
 
-# test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib)
-units: $(UNIT_BINS) $(ISA_TESTS) $(FUZZ_TESTS) $(CUDA_LIBS) $(EMU_TESTS) $(EMU_NVCC)
+# test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib).
+# A test binary whose source is gone (a renamed test) is removed, since tests/run.sh runs them all.
+TEST_BINS := $(UNIT_BINS) $(ISA_TESTS) $(FUZZ_TESTS) $(EMU_TESTS)
+units: $(TEST_BINS) $(CUDA_LIBS) $(EMU_NVCC)
+	@for t in $(BUILD)/tests/test_*; do case " $(TEST_BINS) " in *" $$t "*|" $(BUILD)/tests/test_*") ;; \
+	  *) [ ! -f "$$t" ] || { echo "removing $$t (no source)"; rm -f "$$t"; } ;; esac; done
 .PHONY: units
 
 # ThreadSanitizer on the code with threads of its own (not OpenMP's: libgomp is not

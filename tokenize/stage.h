@@ -7,7 +7,7 @@
  * locked; those of killed runs are swept when the next one is made). Before an upload, the
  * multipart uploads a killed run left in progress on the same key are aborted. On SIGINT,
  * SIGTERM, SIGHUP or SIGPIPE (tk_stage_signal, from main's handler) the upload under way is
- * aborted (at its next part), the staging directory removed, and the process dies of the signal.
+ * cut short and aborted, the staging directory removed, and the process dies of the signal.
  * Owns: the staging directory (removed at close). s3 is borrowed. Not thread-safe, but for
  * tk_stage_signal. */
 #ifndef TK_STAGE_H
