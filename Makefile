@@ -383,8 +383,11 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# lint: the man pages through mandoc, and tests/lint.sh: no comment in the C/C++/CUDA sources
+# holds a measured time or rate beside a machine name or a date (those go in tests/bench/*-results.md).
 lint: all
 	@for m in man/*.[0-9]; do mandoc -Tlint -W warning $$m || exit 1; done
+	@bash tests/lint.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/gptkit/configs

@@ -6,8 +6,8 @@
  * last key rounded up to VW; entries past a row's own position get probability 0. The backward
  * recomputes probabilities from the saved log-sum-exp (flash-attention style). A head is done by
  * one thread in a fixed order, so results do not depend on the thread count. (Small OpenBLAS
- * calls from inside OpenMP threads were measured 20x slower here: the pthread OpenBLAS build
- * serializes them.)
+ * calls from inside OpenMP threads are many times slower, tests/bench/cpu-results.md: the
+ * pthread OpenBLAS build serializes them.)
  * The decode step (attention_fwd_at) attends new query rows over the KV cache. References:
  * kernels/ref/attention.c. */
 #include "kernels/cpu/cpu_ops.h"
@@ -330,8 +330,8 @@ GK_CLONES static void softmax_inplace(float *restrict s, int n)
 
 /* A head's keys and values in the cache are hs-wide pieces of rows 3C apart (9 KB on GPT-2 124M),
  * a pattern the hardware prefetcher barely follows: each loop over them asks for the piece
- * ATT_AHEAD rows ahead (one Zen 4 core, 12 layers at 145 positions: 1.3 ms a token without,
- * 1.0 with; 4 to 16 rows ahead do about as well, a whole row of all heads worse). */
+ * ATT_AHEAD rows ahead, which shortens a decoded token (tests/bench/cpu-results.md); 4 to 16
+ * rows ahead do about as well, a whole row of all heads worse. */
 #define ATT_AHEAD 8
 
 static inline void prefetch_piece(const float *p, int hs)

@@ -58,13 +58,14 @@ float *gk_cpu_scratch_need(gk_backend *be, size_t n, const char *op)
 
 /* ---- how idle threads wait ----
  * libgomp keeps a thread that waits (for the next parallel region, at a barrier) spinning for
- * GOMP_SPINCOUNT rounds of `pause` before it sleeps on a futex: 300000 by default, 7-8 ms at the
- * 24-27 ns a round of current x86 cores. Processes whose teams share cores then spin against
- * each other's descheduled threads: two train_step S on 2 cores ran 23-33x slower than alone.
- * CPU_SPINCOUNT, the bound libgomp itself uses once it sees more threads than cores (it cannot
- * see other processes), is 25-40 us: two at once then run 1.5-2.4x slower than alone, and one
- * alone on 2 threads as fast as before (on 16 threads ~10% slower on the tiny S model, whose
- * regions are ~50 us apart; passive waiting, 0, cost 45% there). make bench: BENCH=shared.
+ * GOMP_SPINCOUNT rounds of `pause` before it sleeps on a futex: 300000 by default, milliseconds
+ * of spinning. Processes whose teams share cores then spin against each other's descheduled
+ * threads, and each runs many times slower than alone. CPU_SPINCOUNT, the bound libgomp itself
+ * uses once it sees more threads than cores (it cannot see other processes), is tens of
+ * microseconds: two at once then run at about their fair share, and one alone on few threads as
+ * fast as before (a little slower on many threads for the tiny S model, whose parallel regions
+ * are that close; passive waiting, 0, costs far more there). Figures: tests/bench/cpu-results.md;
+ * make bench: BENCH=shared.
  * libgomp reads the setting once, from the environment, in its constructor; it is linked into
  * the executable (Makefile: static libgomp), so this constructor, of a higher priority, runs
  * first. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is. */

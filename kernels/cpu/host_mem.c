@@ -10,7 +10,7 @@
 /* Slots of at least this many bytes are 2 MB aligned and asked to be backed by huge pages
  * (transparent huge pages in "madvise" mode, the usual default, give them only when asked).
  * Decoding streams the weights once a token: under a hypervisor each 4 KB page's TLB miss is a
- * two-level walk, and one Zen 4 core under KVM read 4 KB pages at 23 GB/s, 2 MB pages at 32. */
+ * two-level walk, and a core reads 2 MB pages markedly faster (tests/bench/cpu-results.md). */
 #define HUGE_MIN ((size_t)4 << 20)
 #define HUGE_ALIGN ((size_t)2 << 20)
 

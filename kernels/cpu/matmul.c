@@ -21,9 +21,10 @@
  * never from the thread count, and K is never cut; the threads share out the same slab calls, so
  * results are bit-identical for any thread count (OpenBLAS itself picks different kernels for
  * different sizes, e.g. its small-matrix path, so cutting by thread count would not be). Each
- * slab packs only its own part of the weight matrix. One slab per core (measured on 2 cores:
- * 8 slabs per call lost 10-25% to repacking and short panels), fewer when a slab would be under
- * 64 wide or 1 MFLOP. One thread pool: no spinning OpenBLAS threads competing with OpenMP ones. */
+ * slab packs only its own part of the weight matrix. One slab per core (more slabs than cores
+ * lose time to repacking and short panels: tests/bench/cpu-results.md), fewer when a slab would
+ * be under 64 wide or 1 MFLOP. One thread pool: no spinning OpenBLAS threads competing with
+ * OpenMP ones. */
 
 static int gemm_slabs(int M, int N, int K, int ncores)
 {
@@ -161,8 +162,8 @@ int gk_cpu_rows_ksplit(gk_backend *be, gk_cpu_part_fn part, int M, int N, int K,
 /* out (M, j0..j1) = A (M,K) @ B^T, B (N,K) rows at stride ldb (the tied lm_head: wte (V,C)).
  * One weight row at a time (dotted with the M rows of A while it is in L1): a thread's slab is
  * then one sequential stream, which the hardware prefetcher follows at the memory's speed; four
- * rows interleaved (streams of one row each) read half as fast on a Zen 4, and software
- * prefetch made it worse (one core: 17 GB/s against 7-8 for bf16). */
+ * rows interleaved (streams of one row each) read far slower, and software prefetch made it
+ * worse (tests/bench/cpu-results.md). */
 GK_CLONES static void rows_nt(float *restrict Cm, int ldc, const float *restrict A, int lda,
                               const float *restrict Bm, int ldb, int M, int K, int j0, int j1,
                               float alpha, float beta)

@@ -15,7 +15,7 @@
 
 /* acc (M,N) = A (M, k0..k1) @ B (k0..k1, N), B bf16 rows at stride ldb (gk_cpu_rows_ksplit): the
  * part's rows are one sequential stream, which the hardware prefetcher follows (software
- * prefetch a few rows ahead made it slower: 10 against 18 GB/s on one Zen 4 core) */
+ * prefetch a few rows ahead made it slower: tests/bench/cpu-results.md) */
 GK_CLONES static void bf16_part_nn(float *restrict acc, const float *restrict A, int lda,
                                    const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {

@@ -82,7 +82,7 @@ static inline AVX2_FN float hsum8(__m256 v)
 
 /* One weight row at a time, widened once per 8 columns and added into all M rows of acc
  * (M <= CPU_GEMM_ROWS_MAX): the part is one sequential stream (see matmul_bf16.c's part_nn; four
- * rows at a time, four streams, read 14 against 18 GB/s on one Zen 4 core). */
+ * rows at a time, four streams, read slower: tests/bench/cpu-results.md). */
 static AVX2_FN void avx2_part_nn(float *restrict acc, const float *restrict A, int lda,
                                  const void *restrict Bv, int ldb, int M, int N, int k0, int k1)
 {

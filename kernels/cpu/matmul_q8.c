@@ -103,8 +103,8 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
  * row at a time, each dotted with the M activation rows (the row stays in L1 for them), two
  * sums over alternate blocks. One row at a time, a thread's slab is read as one sequential
  * stream, which the hardware prefetcher follows at the memory's speed: four rows interleaved
- * (816-byte streams that each stop after 24 blocks), with or without software prefetch, read a
- * third to a quarter as fast (measured on a Zen 4, 1 thread: 6 GB/s against 25 GB/s). */
+ * (816-byte streams that each stop after 24 blocks), with or without software prefetch, read
+ * several times slower (tests/bench/cpu-results.md). */
 #define Q8_ROWS(NAME, ATTR, DOT32)                                                                 \
     static inline ATTR __m256 NAME##_blk(const uint8_t *blk, const gk_cpu_q8_act *x, __m256 s)      \
     {                                                                                             \

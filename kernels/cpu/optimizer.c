@@ -49,7 +49,8 @@ void gk_cpu_scale(gk_backend *be, float *x, float s, size_t n)
 /* Vectorized only when built with -fno-math-errno: otherwise sqrtf's errno branch (negative
  * input) keeps GCC from vectorizing the loop at all, and neither the optimize attribute nor
  * pragma lifts it for a target_clones function (GCC 12). vsqrtps is exactly rounded like sqrtf,
- * so the result is the same either way; vectorized, AdamW on GPT-2 124M takes 74 ms, not 150. */
+ * so the result is the same either way; vectorized, AdamW takes about half the time
+ * (tests/bench/cpu-results.md). */
 GK_CLONES static void adamw_range(float *restrict param, const float *restrict grad,
                                   float *restrict m, float *restrict v, size_t lo, size_t hi,
                                   float b1, float b2, float eps, float decay, float step_size,
