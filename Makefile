@@ -316,7 +316,7 @@ cuda: $(CUDA_LIBS)
 deps:
 	@bash .ci/deps.sh
 
-# The tests run in parallel (make's -jN, else every core; tests/run.sh), each within 60 s
+# The tests run in parallel (make's -jN, else every core; tests/run.sh), those over 60 s named
 # (GPT_TEST_BUDGET): T=PATTERN runs those whose names hold PATTERN; GPT_TEST_CASE=NAME runs one
 # case of a unit binary (test.h).
 test: deps
