@@ -1,7 +1,8 @@
 /* ck.h: gpt-ckpt's modules: the subcommands (import.c, info.c, export.c, convert.c,
  * verify.c), what they
  * share (cmd.c: the option prologue, opening a checkpoint, tensor helpers), the tensor table
- * (table.c), llm.c's checkpoint format (llmc.c) and s3:// checkpoints (s3.c).
+ * (table.c), llm.c's checkpoint format (llmc.c) and s3:// outputs (s3.c; a checkpoint to read,
+ * local or in a bucket, is common/io/ckpt_src.h's, opened in cmd.c).
  * Owns: ck_table (ck_table_make / ck_table_free). Subcommands own everything they open until they
  * return. Single-threaded. */
 #ifndef CK_H
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/env.h"
 #include "common/io/ckpt.h"
 #include "common/io/safetensors.h"
 #include "common/err.h"
@@ -19,12 +21,14 @@
 #include "kernels/model/gpt2_load.h"
 
 /* ---- subcommands: parse their own options; return 0 or a GK_E* code with e filled
- * (GK_OPT_HELP / GK_OPT_VERSION after printing help or the version) ---- */
-int ck_import_main(int argc, char **argv, gk_err *e);
-int ck_info_main(int argc, char **argv, gk_err *e);
-int ck_export_main(int argc, char **argv, gk_err *e);
-int ck_convert_main(int argc, char **argv, gk_err *e);
-int ck_verify_main(int argc, char **argv, gk_err *e); /* prints its own errors: e->msg left empty */
+ * (GK_OPT_HELP / GK_OPT_VERSION after printing help or the version). env: the environment,
+ * read once by main (TMPDIR, the hub's variables) ---- */
+int ck_import_main(int argc, char **argv, const gk_env *env, gk_err *e);
+int ck_info_main(int argc, char **argv, const gk_env *env, gk_err *e);
+int ck_export_main(int argc, char **argv, const gk_env *env, gk_err *e);
+int ck_convert_main(int argc, char **argv, const gk_env *env, gk_err *e);
+/* verify prints its own errors: e->msg left empty */
+int ck_verify_main(int argc, char **argv, const gk_env *env, gk_err *e);
 
 /* ---- what every subcommand shares (cmd.c) ---- */
 /* The prologue: a subcommand's option table points its -q / -v entries at quiet / verbose. */
@@ -40,24 +44,21 @@ typedef struct ck_args {
  * or GK_EUSAGE. */
 int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *what,
                   const char *usage, const char *footer, int argc, char **argv, gk_err *e);
-/* Opens a gptkit checkpoint (a file, or an s3:// URL: downloaded first) and, when cfg is not
- * NULL, reads its model config. ck_open_sized also gives its size in bytes (-1 unknown). */
-int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e);
-int ck_open_sized(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e);
-/* A safetensors file (or s3:// URL) opened as gk_st_open does; *bytes its size when it was
- * downloaded, else -1. */
-int ck_st_open(const char *path, gk_st_file **f, long long *bytes, gk_err *e);
-/* s3.c: the object url names, downloaded into an unlinked temporary file: its descriptor (the
- * caller closes it) and size. Errors name url. */
-/* What path names as a checkpoint (gk_ckpt_where: an out_dir, local or in a bucket, stands for
- * its latest) into out: for every subcommand that opens one (cmd.c). */
-int ck_where(const char *path, char *out, size_t cap, gk_err *e);
-int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e);
-/* Writing an output that may be an s3:// URL: ck_out_begin gives the local path to write (out
- * itself, or a file in a new temporary directory for a URL, whose form it checks first);
+/* Opens a gptkit checkpoint (a file, an out_dir standing for its latest, or an s3:// URL:
+ * downloaded into env->tmpdir first; common/io/ckpt_src.h) and, when cfg is not NULL, reads its
+ * model config. ck_open_sized also gives its size in bytes (-1 unknown). */
+int ck_open(const char *path, const gk_env *env, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e);
+int ck_open_sized(const char *path, const gk_env *env, gk_ckpt **c, gk_gpt2_config *cfg,
+                  long long *bytes, gk_err *e);
+/* A safetensors file (or out_dir, or s3:// URL) opened as gk_st_open does; *bytes its size when
+ * it was downloaded, else -1. */
+int ck_st_open(const char *path, const gk_env *env, gk_st_file **f, long long *bytes, gk_err *e);
+/* s3.c: writing an output that may be an s3:// URL: ck_out_begin gives the local path to write
+ * (out itself, or a file in a new temporary directory in env->tmpdir for a URL, whose form it
+ * checks first);
  * ck_out_finish(out, path, rc of the write) uploads it when rc is 0, removes the temporary, and
  * returns the first failure. */
-int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e);
+int ck_out_begin(const char *out, const gk_env *env, char *path, size_t cap, gk_err *e);
 /* Checks the form of an s3:// output before any work (0 for a local path). */
 int ck_out_check(const char *out, gk_err *e);
 int ck_out_finish(const char *out, const char *path, int rc, gk_err *e);
@@ -124,8 +125,9 @@ int ck_llmc_write(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path,
 /* Loads the vocabulary for an import: option, else the files in dir (may be NULL), else none
  * (*v = NULL, with a warning). vocab_size: the model's, which the vocab must not exceed. */
 int ck_import_vocab(const char *option, const char *dir, int vocab_size, gk_vocab **v, gk_err *e);
-/* Saves params as a gptkit checkpoint with config and vocab; prints the summary. */
-int ck_save_imported(const char *out, const char *from, const gk_gpt2_config *cfg,
+/* Saves params as a gptkit checkpoint with config and vocab (out: ck_out_begin's, with env);
+ * prints the summary. */
+int ck_save_imported(const char *out, const gk_env *env, const char *from, const gk_gpt2_config *cfg,
                      const gk_ckpt_param *params, size_t n, const gk_vocab *v, gk_err *e);
 
 #endif

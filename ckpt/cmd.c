@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "ck.h"
+#include "common/io/ckpt_src.h"
 #include "common/log.h"
-#include "common/s3/s3.h"
 
 int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *what,
                   const char *usage, const char *footer, int argc, char **argv, gk_err *e)
@@ -22,26 +22,33 @@ int ck_args_parse(ck_args *a, const gk_opt *tab, const char *cmd, const char *wh
     return 0;
 }
 
-int ck_open_sized(const char *named, gk_ckpt **c, gk_gpt2_config *cfg, long long *bytes, gk_err *e)
+/* What named stands for (an out_dir: its latest), downloaded when in a bucket (saying so when
+ * requests were retried). */
+static int src_open(gk_ckpt_src *src, const char *named, const gk_env *env, gk_err *e)
 {
-    int rc, fd = -1;
+    int rc = gk_ckpt_src_open(src, named, env, e);
+    if (src->retries)
+        gk_warn("%s: %ld requests retried", src->where, src->retries);
+    return rc;
+}
+
+int ck_open_sized(const char *named, const gk_env *env, gk_ckpt **c, gk_gpt2_config *cfg,
+                  long long *bytes, gk_err *e)
+{
+    gk_ckpt_src src;
     long long size = -1;
     struct stat st;
-    char path[4400];
     *c = NULL;
-    if ((rc = ck_where(named, path, sizeof path, e))) /* an out_dir: its latest */
-        return rc;
-    if (gk_s3_is_url(path)) {
-        rc = ck_s3_fetch(path, &fd, &size, e);
-        if (rc == 0)
-            rc = gk_ckpt_open_fd(c, fd, path, e);
-        if (fd >= 0)
-            close(fd);
-    } else {
-        rc = gk_ckpt_open(c, path, e);
-        if (rc == 0 && stat(path, &st) == 0)
+    int rc = src_open(&src, named, env, e);
+    if (!rc && src.fd >= 0) {
+        size = src.bytes;
+        rc = gk_ckpt_open_fd(c, src.fd, src.where, e);
+    } else if (!rc) {
+        rc = gk_ckpt_open(c, src.where, e);
+        if (rc == 0 && stat(src.where, &st) == 0)
             size = (long long)st.st_size;
     }
+    gk_ckpt_src_close(&src);
     if (bytes)
         *bytes = size;
     if (rc == 0 && cfg && (rc = gk_gpt2_ckpt_config(*c, cfg, e)) != 0) {
@@ -51,27 +58,20 @@ int ck_open_sized(const char *named, gk_ckpt **c, gk_gpt2_config *cfg, long long
     return rc;
 }
 
-int ck_st_open(const char *named, gk_st_file **f, long long *bytes, gk_err *e)
+int ck_st_open(const char *named, const gk_env *env, gk_st_file **f, long long *bytes, gk_err *e)
 {
-    char path[4400];
-    *bytes = -1;
-    int rc = ck_where(named, path, sizeof path, e); /* an out_dir: its latest */
-    if (rc)
-        return rc;
-    if (!gk_s3_is_url(path))
-        return gk_st_open(f, path, e);
-    int fd = -1;
-    rc = ck_s3_fetch(path, &fd, bytes, e);
-    if (rc == 0)
-        rc = gk_st_open_fd(f, fd, path, e);
-    if (fd >= 0)
-        close(fd);
+    gk_ckpt_src src;
+    int rc = src_open(&src, named, env, e);
+    *bytes = src.bytes;
+    if (!rc)
+        rc = src.fd >= 0 ? gk_st_open_fd(f, src.fd, src.where, e) : gk_st_open(f, src.where, e);
+    gk_ckpt_src_close(&src);
     return rc;
 }
 
-int ck_open(const char *path, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e)
+int ck_open(const char *path, const gk_env *env, gk_ckpt **c, gk_gpt2_config *cfg, gk_err *e)
 {
-    return ck_open_sized(path, c, cfg, NULL, e);
+    return ck_open_sized(path, env, c, cfg, NULL, e);
 }
 
 int ck_is_param(const gk_st_tensor *t)

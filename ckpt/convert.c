@@ -119,13 +119,14 @@ static int q8_scales(const gk_st_file *f, conv *c, gk_err *e)
     return 0;
 }
 
-static int convert(const char *in, const char *out, enum gk_dtype to, int strip, gk_err *e)
+static int convert(const char *in, const char *out, enum gk_dtype to, int strip, const gk_env *env,
+                   gk_err *e)
 {
     gk_st_file *f = NULL;
     gk_st_writer *w = NULL;
     conv *cv = NULL;
     long long bytes;
-    int rc = ck_st_open(in, &f, &bytes, e);
+    int rc = ck_st_open(in, env, &f, &bytes, e);
     if (!rc)
         rc = gk_ckpt_check_version(f, e);
     if (!rc)
@@ -161,7 +162,7 @@ static int convert(const char *in, const char *out, enum gk_dtype to, int strip,
         rc = gk_st_writer_meta(w, k, v, e);
     }
     char dst[4400];
-    if (!rc && !(rc = ck_out_begin(out, dst, sizeof dst, e)))
+    if (!rc && !(rc = ck_out_begin(out, env, dst, sizeof dst, e)))
         rc = ck_out_finish(out, dst, gk_st_writer_write(w, dst, e), e);
     if (!rc)
         gk_info("%s -> %s: parameters as %s, %zu tensors%s", in, out,
@@ -184,7 +185,7 @@ static const char usage[] =
     "bfloat16, float16 or int8 (llama.cpp's Q8_0 weight matrices) copies for inference,\n"
     "float32 back for training.";
 
-int ck_convert_main(int argc, char **argv, gk_err *e)
+int ck_convert_main(int argc, char **argv, const gk_env *env, gk_err *e)
 {
     ck_args a = {0};
     const char *output = NULL, *dtype = NULL;
@@ -209,5 +210,5 @@ int ck_convert_main(int argc, char **argv, gk_err *e)
     if (strcmp(dtype, "int8") && gk_dtype_from_user(dtype, &to) != 0)
         return gk_errf(e, GK_EUSAGE, "--dtype %s: expected " GK_DTYPE_USER_CHOICES ", or int8",
                        dtype);
-    return convert(a.operand, output, to, strip, e);
+    return convert(a.operand, output, to, strip, env, e);
 }

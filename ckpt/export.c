@@ -349,7 +349,7 @@ static const char usage[] =
     "GPT2LMHeadModel.from_pretrained) and/or an llm.c checkpoint (version 3, fp32).\n"
     "A model without biases (bias = false) is written with zero biases: the same outputs.";
 
-int ck_export_main(int argc, char **argv, gk_err *e)
+int ck_export_main(int argc, char **argv, const gk_env *env, gk_err *e)
 {
     ck_args a = {0};
     const char *hf = NULL, *llmc = NULL;
@@ -366,7 +366,7 @@ int ck_export_main(int argc, char **argv, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "export needs --hf DIR or --llmc FILE");
     gk_ckpt *c = NULL;
     gk_gpt2_config cfg;
-    if ((rc = ck_open(a.operand, &c, &cfg, e)))
+    if ((rc = ck_open(a.operand, env, &c, &cfg, e)))
         return rc;
     const char *zeros = cfg.bias ? "" : "; the model has no biases: zeros written";
     if (hf && (rc = export_hf(c, &cfg, hf, e)) == 0)

@@ -22,6 +22,7 @@
 typedef struct import_opts {
     const char *output, *vocab;
     const char *label; /* the source as messages name it (the hub name), or NULL */
+    const gk_env *env; /* the environment, read once by main */
 } import_opts;
 
 static const char pickle_help[] =
@@ -83,7 +84,7 @@ int ck_import_vocab(const char *option, const char *dir, int vocab_size, gk_voca
     return rc;
 }
 
-int ck_save_imported(const char *out, const char *from, const gk_gpt2_config *cfg,
+int ck_save_imported(const char *out, const gk_env *env, const char *from, const gk_gpt2_config *cfg,
                      const gk_ckpt_param *params, size_t n, const gk_vocab *v, gk_err *e)
 {
     char *json = gk_gpt2_config_json(cfg);
@@ -91,7 +92,7 @@ int ck_save_imported(const char *out, const char *from, const gk_gpt2_config *cf
         return gk_errf(e, GK_ENOMEM, "out of memory");
     gk_ckpt_info info = {json, NULL, v, GK_DT_F32};
     char dst[4400];
-    int rc = ck_out_begin(out, dst, sizeof dst, e);
+    int rc = ck_out_begin(out, env, dst, sizeof dst, e);
     if (!rc)
         rc = ck_out_finish(out, dst, gk_ckpt_save(dst, params, n, &info, e), e);
     free(json);
@@ -232,7 +233,7 @@ static int import_hf(const char *st_path, const char *dir, const char *out, cons
     if (!rc)
         rc = ck_import_vocab(o->vocab, dir, cfg.vocab_size, &v, e);
     if (!rc)
-        rc = ck_save_imported(out, o->label ? o->label : st_path, &cfg, params, (size_t)tab.n, v, e);
+        rc = ck_save_imported(out, o->env, o->label ? o->label : st_path, &cfg, params, (size_t)tab.n, v, e);
     for (int i = 0; owned && i < tab.n; i++)
         free(owned[i]);
     free(owned);
@@ -268,7 +269,7 @@ static int import_llmc(const char *path, const char *out, const import_opts *o, 
                     "the checkpoint will have none (give one with -V)", path, cfg.vocab_size);
     }
     if (!rc)
-        rc = ck_save_imported(out, path, &cfg, params, (size_t)tab.n, v, e);
+        rc = ck_save_imported(out, o->env, path, &cfg, params, (size_t)tab.n, v, e);
     gk_vocab_free(v);
     free(params);
     free(buf);
@@ -333,18 +334,17 @@ static int import_dir(const char *dir, const char *out, const import_opts *o, gk
     return gk_errf(e, GK_ENOTFOUND, "%s: no model.safetensors in this directory", dir);
 }
 
-/* Imports repo from the hub, with the hub settings from the environment (HF_HUB_CACHE, HF_HOME,
- * HOME, HF_HUB_OFFLINE, HF_ENDPOINT, HF_TOKEN). */
+/* Imports repo from the hub, with the hub settings from the environment (o->env: HF_HUB_CACHE,
+ * HF_HOME, HOME, HF_HUB_OFFLINE, HF_ENDPOINT, HF_TOKEN, GPT_HUB_STALL_S). */
 static int import_hub(const char *repo, const char *out, import_opts *o, gk_err *e)
 {
     static const char *const need[] = {"config.json", "vocab.json", "merges.txt", "model.safetensors"};
     static const char *const want[] = {"generation_config.json"};
     char dir[4096], cache[2048];
-    gk_env vars;
-    gk_env_read(&vars);
-    gk_hub_conf hub = {vars.hf_endpoint, vars.hf_token, vars.hf_offline, cache,
-                       vars.hub_stall_s};
-    int rc = gk_hub_cache_dir(cache, sizeof cache, vars.hf_hub_cache, vars.hf_home, vars.home, e);
+    const gk_env *vars = o->env;
+    gk_hub_conf hub = {vars->hf_endpoint, vars->hf_token, vars->hf_offline, cache,
+                       vars->hub_stall_s};
+    int rc = gk_hub_cache_dir(cache, sizeof cache, vars->hf_hub_cache, vars->hf_home, vars->home, e);
     if (!rc)
         rc = gk_hub_snapshot(dir, sizeof dir, repo, need, 4, want, 1, &hub, e);
     if (rc == GK_ENOTFOUND && strstr(e->msg, "no file model.safetensors"))
@@ -391,10 +391,10 @@ static const char footer[] =
     "downloaded into it from $HF_ENDPOINT (default https://huggingface.co) when missing.\n"
     "Example: gpt-ckpt import gpt2-xl   (writes gpt2-xl.safetensors)\n";
 
-int ck_import_main(int argc, char **argv, gk_err *e)
+int ck_import_main(int argc, char **argv, const gk_env *env, gk_err *e)
 {
     ck_args a = {0};
-    import_opts o = {0};
+    import_opts o = {.env = env};
     const gk_opt tab[] = {
         {'o', "output", GK_OPT_STR, &o.output, "FILE", "the checkpoint to write (default: NAME.safetensors here)", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o.vocab, "DIR|FILE", "vocabulary to embed (default: the model's vocab.json + merges.txt)", 0, 0},

@@ -198,7 +198,7 @@ static const char usage[] =
     "gpt-ckpt info [options] FILE\n"
     "Shows a checkpoint's config, parameter count, dtype, tokenizer, training state and tensors.";
 
-int ck_info_main(int argc, char **argv, gk_err *e)
+int ck_info_main(int argc, char **argv, const gk_env *env, gk_err *e)
 {
     ck_args a = {0};
     info_opts o = {0};
@@ -214,7 +214,7 @@ int ck_info_main(int argc, char **argv, gk_err *e)
     gk_ckpt *c = NULL;
     gk_vocab *v = NULL;
     long long bytes = -1;
-    if ((rc = ck_open_sized(a.operand, &c, NULL, &bytes, e)))
+    if ((rc = ck_open_sized(a.operand, env, &c, NULL, &bytes, e)))
         return rc;
     gk_err ve = {0};
     int vrc = gk_ckpt_vocab(c, &v, &ve);

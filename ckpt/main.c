@@ -8,11 +8,10 @@
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
-#include "common/text/vocab.h"
 
 static const struct command {
     const char *name;
-    int (*run)(int argc, char **argv, gk_err *e);
+    int (*run)(int argc, char **argv, const gk_env *env, gk_err *e);
     const char *args, *help;
 } commands[] = {
     {"import", ck_import_main, "NAME|DIR|FILE [-o OUT]", "HuggingFace GPT-2 or llm.c -> checkpoint"},
@@ -32,7 +31,7 @@ static void usage(FILE *f)
 }
 
 /* Runs the command named by argv[1]; returns the exit status. */
-static int run(int argc, char **argv, gk_err *e)
+static int run(int argc, char **argv, const gk_env *env, gk_err *e)
 {
     if (argc < 2) {
         usage(stderr);
@@ -49,7 +48,7 @@ static int run(int argc, char **argv, gk_err *e)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
         if (strcmp(argv[1], commands[i].name) != 0)
             continue;
-        int rc = commands[i].run(argc - 1, argv + 1, e); /* help and version are printed */
+        int rc = commands[i].run(argc - 1, argv + 1, env, e); /* help and version are printed */
         if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
             return 0;
         if (rc && e->msg[0]) /* empty: the command printed its errors (verify) */
@@ -62,13 +61,10 @@ static int run(int argc, char **argv, gk_err *e)
 
 int main(int argc, char **argv)
 {
-    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
-    gk_env vars;
-    gk_env_read(&vars);
-    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
+    gk_env env;
+    gk_env_tool_start(&env, "gpt-ckpt"); /* the environment, read once here */
     gk_err e = {0};
-    gk_log_setup("gpt-ckpt", GK_LOG_NORMAL);
-    int status = run(argc, argv, &e);
+    int status = run(argc, argv, &env, &e);
     if (status == 0 && gk_std_finish(&e) != 0) { /* e.g. stdout on a full disk */
         gk_error("%s", e.msg);
         status = 1;

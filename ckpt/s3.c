@@ -1,26 +1,19 @@
-/* s3.c: gpt-ckpt's s3:// checkpoints: one to read is downloaded into an unlinked temporary file
- * (in $TMPDIR, else /tmp) that the checkpoint reader maps, named by its URL in every message; one
- * to write is written into a temporary directory there, then uploaded (multipart when large) and
- * removed. Credentials, region and endpoint from the environment and ~/.aws
- * (gk_s3_conf_discover). The staging directory is a gk_stagedir (locked; swept once its process is
- * gone). An out_dir of gpt-train, local or in a bucket, stands for its latest checkpoint
- * (gk_ckpt_where). Owns the temporaries until they are handed over or removed. */
+/* s3.c: gpt-ckpt's s3:// outputs: a checkpoint to write is written into a temporary directory
+ * (in $TMPDIR, else /tmp: the tool's gk_env), then uploaded (multipart when large) and removed.
+ * Credentials, region and endpoint from the environment and ~/.aws (gk_s3_conf_discover with
+ * gk_env_getenv). The staging directory is a gk_stagedir (locked; swept once its process is
+ * gone). A checkpoint to read is common/io/ckpt_src.h's (cmd.c). Owns the temporaries until
+ * they are handed over or removed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ck.h"
-#include "common/io/ckpt_where.h"
+#include "common/env.h"
 #include "common/io/stagedir.h"
 #include "common/log.h"
 #include "common/s3/s3.h"
-
-static const char *env(const char *name, void *ud)
-{
-    (void)ud;
-    return getenv(name);
-}
 
 /* A client for url's store (credentials, region and endpoint from the environment and ~/.aws),
  * and url's bucket and key (which must not be empty). */
@@ -32,33 +25,11 @@ static int open_client(const char *url, char *bucket, size_t bcap, char *key, si
     if (!rc && !key[0])
         rc = gk_errf(e, GK_EUSAGE, "%s: names a bucket, not a checkpoint (s3://BUCKET/KEY)", url);
     if (!rc)
-        rc = gk_s3_conf_discover(&conf, env, NULL, e);
+        rc = gk_s3_conf_discover(&conf, gk_env_getenv, NULL, e);
     if (!rc)
         rc = gk_s3_open(s, &conf, e);
     return rc;
 }
-
-static const char *tmp_dir(void)
-{
-    const char *dir = getenv("TMPDIR");
-    return dir && *dir ? dir : "/tmp";
-}
-
-int ck_where(const char *path, char *out, size_t cap, gk_err *e)
-{
-    return gk_ckpt_where(path, env, NULL, out, cap, e);
-}
-
-int ck_s3_fetch(const char *url, int *fd, long long *bytes, gk_err *e)
-{
-    long retries;
-    int rc = gk_s3_fetch_url(url, env, NULL, tmp_dir(), fd, bytes, &retries, e);
-    if (retries)
-        gk_warn("%s: %ld requests retried", url, retries);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- writing */
 
 static gk_stagedir stage; /* TMPDIR/gpt-ckpt.XXXXXX from ck_out_begin to ck_out_finish (one output) */
 
@@ -73,7 +44,7 @@ int ck_out_check(const char *out, gk_err *e)
     return rc;
 }
 
-int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e)
+int ck_out_begin(const char *out, const gk_env *env, char *path, size_t cap, gk_err *e)
 {
     if (!gk_s3_is_url(out)) {
         snprintf(path, cap, "%s", out);
@@ -86,7 +57,7 @@ int ck_out_begin(const char *out, char *path, size_t cap, gk_err *e)
     if (rc)
         return rc;
     const char *base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
-    if ((rc = gk_stagedir_make(&stage, tmp_dir(), "gpt-ckpt", e)))
+    if ((rc = gk_stagedir_make(&stage, env->tmpdir, "gpt-ckpt", e)))
         return gk_errf(e, rc, "%s (writing %s there first)", e->msg, out);
     if ((size_t)snprintf(path, cap, "%s/%s", stage.path, *base ? base : "checkpoint.safetensors") >= cap) {
         gk_stagedir_remove(&stage);

@@ -11,13 +11,13 @@
 #include "common/io/safetensors.h"
 
 /* Verifies one file and prints its line; 0 or the error code (e filled, not printed). */
-static int verify_one(const char *path, gk_err *e)
+static int verify_one(const char *path, const gk_env *env, gk_err *e)
 {
     gk_st_file *f = NULL;
     int verified = 0;
     long long bytes = -1;
     struct stat st;
-    int rc = ck_st_open(path, &f, &bytes, e);
+    int rc = ck_st_open(path, env, &f, &bytes, e);
     if (rc == 0 && bytes < 0 && stat(path, &st) == 0)
         bytes = (long long)st.st_size;
     if (rc == 0)
@@ -37,7 +37,7 @@ static const char usage[] =
     "tensor's checksum. Prints \"FILE: ok (N tensors, M bytes)\" or the error; exit status 1\n"
     "when any file is bad.";
 
-int ck_verify_main(int argc, char **argv, gk_err *e)
+int ck_verify_main(int argc, char **argv, const gk_env *env, gk_err *e)
 {
     ck_args a = {0};
     const gk_opt tab[] = {
@@ -53,7 +53,7 @@ int ck_verify_main(int argc, char **argv, gk_err *e)
     int worst = 0;
     for (int i = first; i < argc; i++) {
         gk_err one = {0};
-        int r = verify_one(argv[i], &one);
+        int r = verify_one(argv[i], env, &one);
         if (r) {
             gk_error("%s", one.msg);
             worst = r;

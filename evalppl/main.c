@@ -15,17 +15,17 @@
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
-#include "common/io/ckpt_where.h"
 #include "common/s3/s3.h"
 #include "common/io/choice.h"
 #include "common/text/vocab.h"
 #include "evalppl/input.h"
 #include "evalppl/score.h"
+#include "kernels/device_opt.h"
 #include "kernels/infer/multichoice.h"
-#include "kernels/model/gpt2_load.h"
+#include "kernels/infer/runner.h"
 
 typedef struct options {
-    const char *device, *dtype, *attention;
+    gk_device_args dev; /* --dtype, --device, --attention */
     const char *model, *vocab;
     int64_t context, stride, batch;
     int json, per_doc, raw, hellaswag, quiet, verbose;
@@ -60,9 +60,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL, "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
         {0, "batch", GK_OPT_INT, &o->batch, "R", "with --hellaswag: rows (endings) per forward (default 4, an item; 64 on a GPU)", 1, 4096},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda; default: bfloat16 on cuda, else float32)", 0, 0},
-        {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
-        {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: the attention path: auto (default: cuDNN where it is present and takes the call, else flash), cudnn, flash, fa2 or plain; the CPU ignores it", 0, 0},
+        GK_DEVICE_OPTS(o->dev, "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda; default: bfloat16 on cuda, else float32)"),
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -130,45 +128,15 @@ static void doc_token(void *ctx, size_t pos, double nll)
     a->nll += nll;
 }
 
-static const char *env(const char *name, void *ud)
-{
-    (void)ud;
-    return getenv(name);
-}
-
-/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp), of the
- * checkpoint path names (gk_ckpt_where: an out_dir's latest, local or in a bucket). */
-static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
-                       const char *vocab, int required, gk_err *e)
-{
-    const char *dir = getenv("TMPDIR");
-    long retries = 0;
-    char where[4400];
-    memset(r, 0, sizeof *r); /* closable when gk_ckpt_where fails */
-    int rc = gk_ckpt_where(path, env, NULL, where, sizeof where, e); /* an out_dir, local or in a bucket */
-    if (!rc)
-        rc = gk_gpt2_runner_open_url(r, bo, where, vocab, required, env, dir && *dir ? dir : "/tmp", &retries, e);
-    if (retries)
-        gk_warn("%s: %ld requests retried", where, retries);
-    return rc;
-}
-
 /* Opens the backend, the checkpoint and its vocabulary (need_vocab: or fails); *context is
  * --context, else the model's block_size. */
-static int open_model(const options *o, gk_gpt2_runner *r, int *weights, int *context, int need_vocab,
-                      gk_err *e)
+static int open_model(const options *o, const gk_env *env, gk_gpt2_runner *r, int *weights,
+                      int *context, int need_vocab, gk_err *e)
 {
     *weights = GK_WEIGHTS_F32;
-    int rc = gk_opt_weights(o->dtype, weights, e); /* a usage error before any file */
-    gk_env env;
-    gk_env_read(&env);
-    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = gk_opt_weights_bf16(*weights),
-                          .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
-                          .cuda_no_graphs = env.cuda_no_graphs,
-                          .cuda_lib = env.cuda_lib};
-    if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
-    if (!rc) rc = runner_open(r, &bo, gk_opt_model_path(o->model, env.model), o->vocab, need_vocab, e);
-    r->mem_check = env.mem_check;
+    int rc = gk_opt_weights(o->dev.dtype, weights, e); /* a usage error before any file */
+    if (!rc) rc = gk_gpt2_runner_open(r, &o->dev, *weights, o->model, o->vocab, need_vocab, env, e);
+    if (r->retries) gk_warn("%s: %ld requests retried", r->where, r->retries);
     char what[128];
     if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what)); /* -v: tests compare stderr */
     if (r->be) gk_warn_note(r->be->note); /* e.g. why device auto is not cuda */
@@ -201,18 +169,18 @@ static int inputs_s3(char **inputs, int ninputs, gk_s3 **s3, gk_err *e)
     int need = 0, rc = 0;
     for (int i = 0; i < ninputs; i++)
         need |= gk_s3_is_url(inputs[i]);
-    if (need && !(rc = gk_s3_conf_discover(&conf, env, NULL, e)) && !(rc = gk_s3_open(s3, &conf, e)))
+    if (need && !(rc = gk_s3_conf_discover(&conf, gk_env_getenv, NULL, e)) && !(rc = gk_s3_open(s3, &conf, e)))
         ep_input_s3(*s3);
     return rc;
 }
 
-static int run(const options *o, char **inputs, int ninputs, gk_err *e)
+static int run(const options *o, const gk_env *env, char **inputs, int ninputs, gk_err *e)
 {
     gk_gpt2_runner r = {0};
     ep_scorer *sc = NULL;
     int weights, context;
     gk_s3 *s3 = NULL;
-    int rc = open_model(o, &r, &weights, &context, 0, e); /* shards need no vocabulary */
+    int rc = open_model(o, env, &r, &weights, &context, 0, e); /* shards need no vocabulary */
     if (!rc)
         rc = inputs_s3(inputs, ninputs, &s3, e);
     const gk_vocab *v = r.vocab;
@@ -320,8 +288,8 @@ static int score_set(const options *o, gk_gpt2 *m, const gk_choice_set *set, int
 }
 
 /* Rows a forward without --batch: 4 (one item) where device memory is host memory (props: cpu,
- * ref, cuda-emu), the CPU's best; on a GPU 64 (16 items:
- * twice the items/s of 4 on an H100, 2026-11-27), halved while they would not fit. */
+ * ref, cuda-emu), the CPU's best; on a GPU 64 (16 items: the fastest of 4, 16 and 64 rows in
+ * tests/bench/gpu-results.md), halved while they would not fit. */
 static int default_rows(gk_gpt2_runner *r, int max_T, int weights)
 {
     if (r->be->props.host_memory) return 4;
@@ -332,12 +300,12 @@ static int default_rows(gk_gpt2_runner *r, int max_T, int weights)
 }
 
 /* Reads every input whole (all checked before the model is made), then scores them. */
-static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
+static int run_choice(const options *o, const gk_env *env, char **inputs, int ninputs, gk_err *e)
 {
     gk_gpt2_runner r = {0};
     int weights, context, max_T = 0, rows = (int)o->batch;
     tally t = {0};
-    int rc = open_model(o, &r, &weights, &context, 1, e);
+    int rc = open_model(o, env, &r, &weights, &context, 1, e);
     gk_choice_set *sets = calloc((size_t)ninputs, sizeof *sets);
     if (!rc && !sets) rc = gk_errf(e, GK_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < ninputs; i++) {
@@ -369,14 +337,11 @@ static int run_choice(const options *o, char **inputs, int ninputs, gk_err *e)
 
 int main(int argc, char **argv)
 {
-    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
-    gk_env vars;
-    gk_env_read(&vars);
-    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
+    gk_env env;
+    gk_env_tool_start(&env, "gpt-evalppl"); /* the environment, read once here */
     options o = {0};
     gk_err e = {0};
     int first;
-    gk_log_setup("gpt-evalppl", GK_LOG_NORMAL);
     int rc = parse(&o, argc, argv, &first, &e);
     if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) {
         rc = 0; /* printed: only the check that it reached stdout is left */
@@ -393,7 +358,7 @@ int main(int argc, char **argv)
         static char *stdin_only[] = {"-"};
         char **in = first < argc ? argv + first : stdin_only;
         int nin = first < argc ? argc - first : 1;
-        if (rc == 0) rc = o.hellaswag ? run_choice(&o, in, nin, &e) : run(&o, in, nin, &e);
+        if (rc == 0) rc = o.hellaswag ? run_choice(&o, &env, in, nin, &e) : run(&o, &env, in, nin, &e);
     }
     if (rc == 0) rc = gk_std_finish(&e); /* a result that did not reach stdout (a full disk) fails */
     if (rc) {

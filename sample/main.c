@@ -13,16 +13,15 @@
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
-#include "common/io/ckpt_where.h"
-#include "common/s3/s3.h"
 #include "common/text/encode_text.h"
 #include "common/text/sampleout.h"
 #include "common/text/vocab.h"
+#include "kernels/device_opt.h"
 #include "kernels/infer/generate.h"
-#include "kernels/model/gpt2_load.h"
+#include "kernels/infer/runner.h"
 
 typedef struct options {
-    const char *device, *dtype, *attention;
+    gk_device_args dev; /* --dtype, --device, --attention */
     const char *model, *prompt, *prompt_file, *vocab;
     int64_t n_new, num_samples, top_k, seed;
     double temperature, top_p;
@@ -56,9 +55,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "stop-at-eot", GK_OPT_FLAG, &o->stop_at_eot, NULL, "end a sample at <|endoftext|>", 0, 0},
         {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text", 0, 0},
         {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda); 16 bits halve the bytes read per token, int8 nearly quarters them (default: bfloat16 on cuda, else float32)", 0, 0},
-        {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default auto: cuda when a GPU is found, else cpu)", 0, 0},
-        {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: the attention path: auto (default: cuDNN where it is present and takes the call, else flash), cudnn, flash, fa2 or plain; the CPU ignores it", 0, 0},
+        GK_DEVICE_OPTS(o->dev, "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda); 16 bits halve the bytes read per token, int8 nearly quarters them (default: bfloat16 on cuda, else float32)"),
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -162,45 +159,15 @@ static int generate(const options *o, gk_gpt2 *m, const gk_vocab *v, const int *
 }
 
 
-static const char *env(const char *name, void *ud)
-{
-    (void)ud;
-    return getenv(name);
-}
-
-/* gk_gpt2_runner_open_url with the environment's S3 settings and $TMPDIR (else /tmp), of the
- * checkpoint path names (gk_ckpt_where: an out_dir's latest, local or in a bucket). */
-static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
-                       const char *vocab, int required, gk_err *e)
-{
-    const char *dir = getenv("TMPDIR");
-    long retries = 0;
-    char where[4400];
-    memset(r, 0, sizeof *r); /* closable when gk_ckpt_where fails */
-    int rc = gk_ckpt_where(path, env, NULL, where, sizeof where, e); /* an out_dir, local or in a bucket */
-    if (!rc)
-        rc = gk_gpt2_runner_open_url(r, bo, where, vocab, required, env, dir && *dir ? dir : "/tmp", &retries, e);
-    if (retries)
-        gk_warn("%s: %ld requests retried", where, retries);
-    return rc;
-}
-
-static int run(const options *o, gk_err *e)
+static int run(const options *o, const gk_env *env, gk_err *e)
 {
     gk_gpt2_runner r = {0};
     int *prompt = NULL, hidden = 0;
     int64_t n = 0;
     int weights;
-    int rc = gk_opt_weights(o->dtype, &weights, e); /* a usage error before any file */
-    gk_env env;
-    gk_env_read(&env);
-    gk_backend_opts bo = {.device = o->device ? o->device : "auto", .bf16 = gk_opt_weights_bf16(weights),
-                          .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
-                          .cuda_no_graphs = env.cuda_no_graphs,
-                          .cuda_lib = env.cuda_lib};
-    if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, e);
-    if (!rc) rc = runner_open(&r, &bo, gk_opt_model_path(o->model, env.model), o->vocab, 1, e);
-    r.mem_check = env.mem_check;
+    int rc = gk_opt_weights(o->dev.dtype, &weights, e); /* a usage error before any file */
+    if (!rc) rc = gk_gpt2_runner_open(&r, &o->dev, weights, o->model, o->vocab, 1, env, e);
+    if (r.retries) gk_warn("%s: %ld requests retried", r.where, r.retries);
     char what[128];
     if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
     if (r.be) gk_warn_note(r.be->note); /* e.g. why device auto is not cuda */
@@ -234,15 +201,12 @@ static int run(const options *o, gk_err *e)
 
 int main(int argc, char **argv)
 {
-    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
-    gk_env vars;
-    gk_env_read(&vars);
-    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
+    gk_env env;
+    gk_env_tool_start(&env, "gpt-sample"); /* the environment, read once here */
     options o = {.n_new = 256, .num_samples = 1, .top_k = 200, .seed = 1337, .temperature = 0.8,
                  .top_p = 1.0};
     gk_err e = {0};
     int first;
-    gk_log_setup("gpt-sample", GK_LOG_NORMAL);
     int rc = parse(&o, argc, argv, &first, &e);
     if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION) {
         rc = 0; /* printed: only the check that it reached stdout is left */
@@ -250,7 +214,7 @@ int main(int argc, char **argv)
         gk_log_setup("gpt-sample", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
         if (rc == 0 && first < argc) rc = gk_errf(&e, GK_EUSAGE, "unexpected argument '%s'", argv[first]);
         if (rc == 0 && o.prompt && o.prompt_file) rc = gk_errf(&e, GK_EUSAGE, "-p and -f: give one prompt");
-        if (rc == 0) rc = run(&o, &e);
+        if (rc == 0) rc = run(&o, &env, &e);
     }
     if (rc == 0) rc = gk_std_finish(&e); /* text that did not reach stdout (a full disk) fails */
     if (rc) {

@@ -11,12 +11,12 @@
 #define DOC_MARK UINT32_MAX
 #define MAX_RECORD (1u << 30)
 
-int tk_collector_init(tk_collector *c, gk_err *e)
+int tk_collector_init(tk_collector *c, const char *tmpdir, gk_err *e)
 {
     memset(c, 0, sizeof *c);
     if (!(c->seen = calloc(NCP / 8, 1)))
         return gk_errf(e, GK_ENOMEM, "out of memory");
-    return tk_spill_open(&c->text, "the text held for --char's vocabulary", e);
+    return tk_spill_open(&c->text, tmpdir, "the text held for --char's vocabulary", e);
 }
 
 static int reserve(char **buf, size_t *cap, size_t need)

@@ -23,7 +23,8 @@ typedef struct tk_collector {
     size_t max_record;     /* the longest text record, for replay's buffer */
 } tk_collector;
 
-int tk_collector_init(tk_collector *c, gk_err *e);
+/* Holds the text in a temporary file in tmpdir (spill.h). */
+int tk_collector_init(tk_collector *c, const char *tmpdir, gk_err *e);
 tk_consumer tk_collector_consumer(tk_collector *c);
 /* Replays the held documents into another consumer. */
 int tk_collector_replay(tk_collector *c, const tk_consumer *to, gk_err *e);

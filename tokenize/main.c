@@ -302,7 +302,7 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
 {
     double t0 = gk_now();
     tk_read_opts ro = {in->paths, in->n, o->doc_sep, o->column, o->field, (size_t)o->max_line,
-                       o->skip_bad, NULL, in->sizes, fetch_input, input_done, in};
+                       o->skip_bad, NULL, in->sizes, fetch_input, input_done, in, in->tmpdir};
     tk_read_stats rs = {0};
     tk_collector held = {0};
     gk_vocab *v = NULL;
@@ -312,7 +312,7 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
     int rc = 0;
     if (collect) {
         tk_consumer c = tk_collector_consumer(&held);
-        rc = tk_collector_init(&held, e);
+        rc = tk_collector_init(&held, in->tmpdir, e);
         if (!rc)
             rc = tk_read_all(&ro, &c, &rs, e);
         tk_inputs_stop(in);
@@ -398,32 +398,16 @@ static int expand(tk_inputs *in, char **ops, int n, const gk_env *vars, gk_err *
     return rc;
 }
 
-static const char *env(const char *name, void *ud)
-{
-    (void)ud;
-    return getenv(name);
-}
-
 /* A client for the s3:// operands and outputs, if any (credentials, region and endpoint from
- * the environment and ~/.aws), and TMPDIR (else /tmp) for their temporaries. */
-static int s3_setup(const options *o, char **ops, int n, tk_inputs *in, gk_s3 **s3, gk_err *e)
+ * the environment and ~/.aws; GPT_S3_PART_SIZE, as gpt-train's: gk_env_s3_conf). */
+static int s3_setup(const options *o, const gk_env *env, char **ops, int n, tk_inputs *in,
+                    gk_s3 **s3, gk_err *e)
 {
     int need = gk_s3_is_url(o->output ? o->output : "") || gk_s3_is_url(o->val_output ? o->val_output : "");
     for (int i = 0; i < n; i++)
         need |= gk_s3_is_url(ops[i]);
-    const char *dir = getenv("TMPDIR");
     gk_s3_conf conf;
-    in->tmpdir = dir && *dir ? dir : "/tmp";
-    int rc = need ? gk_s3_conf_discover(&conf, env, NULL, e) : 0;
-    const char *part = getenv("GPT_S3_PART_SIZE"); /* bytes a multipart part, as gpt-train's */
-    char *end = NULL;
-    if (need && !rc && part && *part) {
-        unsigned long long v = strtoull(part, &end, 10);
-        if (*end || v < (5u << 20) || v > (5ull << 30))
-            return gk_errf(e, GK_EUSAGE, "GPT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
-                           "(5242880) to 5 GiB", part);
-        conf.part_size = (size_t)v;
-    }
+    int rc = need ? gk_env_s3_conf(env, &conf, e) : 0;
     if (need && !rc && !(rc = gk_s3_open(s3, &conf, e)))
         in->s3 = *s3;
     return rc;
@@ -456,14 +440,11 @@ static void cleanup_on_signals(void)
 
 int main(int argc, char **argv)
 {
-    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
+    gk_env vars;
+    gk_env_tool_start(&vars, "gpt-tokenize"); /* the environment, read once here */
     options o = {0};
     gk_err e = {0};
     int first;
-    gk_log_setup("gpt-tokenize", GK_LOG_NORMAL);
-    gk_env vars;
-    gk_env_read(&vars);
-    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults */
     int rc = parse(&o, argc, argv, &first, &e);
     if (rc == GK_OPT_HELP || rc == GK_OPT_VERSION)
         return 0;
@@ -477,11 +458,12 @@ int main(int argc, char **argv)
     char **inputs = first < argc ? argv + first : stdin_only;
     int ninputs = first < argc ? argc - first : 1;
     tk_inputs in = {0};
+    in.tmpdir = vars.tmpdir; /* TMPDIR, else /tmp: downloads, staged outputs, temporary files */
     gk_s3 *s3 = NULL;
     if (rc == 0)
         rc = check_stdin(inputs, ninputs, &e);
     if (rc == 0) /* -d too: shards in a bucket */
-        rc = s3_setup(&o, inputs, ninputs, &in, &s3, &e);
+        rc = s3_setup(&o, &vars, inputs, ninputs, &in, &s3, &e);
     if (rc == 0 && !o.decode) /* directories, patterns and hf:// stand for their files */
         rc = expand(&in, inputs, ninputs, &vars, &e);
     if (rc == 0) {

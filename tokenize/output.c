@@ -179,8 +179,8 @@ int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
         return rc;
     }
     if (o->val_fraction > 0 &&
-        ((rc = tk_spill_open(&s->held, "the tokens held for --val-fraction", e)) ||
-         (rc = tk_spill_open(&s->starts, "the documents held for --val-fraction", e)))) {
+        ((rc = tk_spill_open(&s->held, s->stage.tmpdir, "the tokens held for --val-fraction", e)) ||
+         (rc = tk_spill_open(&s->starts, s->stage.tmpdir, "the documents held for --val-fraction", e)))) {
         tk_sink_abort(s);
         return rc;
     }

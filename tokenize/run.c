@@ -208,7 +208,7 @@ static int read_parquet_stream(reader *r, tk_source *src, const char *name, cons
                                size_t nhead, gk_err *e)
 {
     tk_spill sp;
-    int rc = tk_spill_open(&sp, "a Parquet file read from a stream", e);
+    int rc = tk_spill_open(&sp, r->o->tmpdir, "a Parquet file read from a stream", e);
     if (rc)
         return rc;
     rc = tk_spill_write(&sp, head, nhead, e);

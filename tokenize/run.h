@@ -40,6 +40,7 @@ typedef struct tk_read_opts {
     /* NULL, or called after input i was read with result rc: rc, or a failure of its transfer */
     int (*done)(void *ctx, int i, int rc, gk_err *e);
     void *fetch_ctx;
+    const char *tmpdir;  /* where a Parquet stream is copied to be read (spill.h) */
 } tk_read_opts;
 
 typedef struct tk_read_stats {

@@ -32,12 +32,11 @@ static int open_unlinked(const char *dir)
     return fd2;
 }
 
-int tk_spill_open(tk_spill *s, const char *what, gk_err *e)
+int tk_spill_open(tk_spill *s, const char *dir, const char *what, gk_err *e)
 {
     memset(s, 0, sizeof *s);
     s->what = what;
-    const char *dir = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s", dir && *dir ? dir : "/tmp");
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
     int fd = open_unlinked(s->dir);
     if (fd < 0 || !(s->fp = fdopen(fd, "w+"))) {
         if (fd >= 0)

@@ -1,7 +1,7 @@
 /* spill.h: unlinked temporary files where gpt-tokenize keeps what it must see whole before it
  * can write (the tokens of a validation split, the text of a char vocabulary), so that memory
- * stays bounded whatever the input. They live in $TMPDIR (default /tmp), as sort(1)'s do, and
- * vanish when closed or when the process dies.
+ * stays bounded whatever the input. They live in $TMPDIR (default /tmp: gk_env's tmpdir, which
+ * main reads and passes down), as sort(1)'s do, and vanish when closed or when the process dies.
  * Owns: the open file and its stdio buffer. Lifetime: open .. close. Not thread-safe. */
 #ifndef TK_SPILL_H
 #define TK_SPILL_H
@@ -19,7 +19,8 @@ typedef struct tk_spill {
     int64_t size;     /* bytes written */
 } tk_spill;
 
-int tk_spill_open(tk_spill *s, const char *what, gk_err *e);
+/* Opens one in dir (what: for messages). */
+int tk_spill_open(tk_spill *s, const char *dir, const char *what, gk_err *e);
 /* Errors (a full disk) name the directory and what was being held. */
 int tk_spill_write(tk_spill *s, const void *p, size_t n, gk_err *e);
 /* Flushes what was written and goes back to its start for tk_spill_read. */

@@ -173,10 +173,11 @@ static int rendezvous(tr_dist *d, gk_err *e)
 }
 
 /* Opens the store and waits for every rank, with SIGINT and SIGTERM stopping the wait. Without
- * GPT_DIST_TOKEN (gpt-train's own launcher makes one) rank 0's store takes any client. */
+ * GPT_DIST_TOKEN (l->dist_token; gpt-train's own launcher makes one) rank 0's store takes any
+ * client. */
 static int dist_join(tr_dist *d, const tr_launch *l, gk_err *e)
 {
-    const char *token = tr_launch_env("GPT_DIST_TOKEN");
+    const char *token = l->dist_token;
     gk_store_opts o = {.serve = d->rank == 0, .world = d->world,
                        .local = l->local_world_size >= l->world_size, .token = token,
                        .token_name = "GPT_DIST_TOKEN", .timeout_s = d->timeout_s,
@@ -199,7 +200,7 @@ static int dist_join(tr_dist *d, const tr_launch *l, gk_err *e)
     return !rc && rdzv_signal ? rdzv_stopped(l, e) : rc; /* one at the very end */
 }
 
-int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
+int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env *env, gk_err *e)
 {
     memset(d, 0, sizeof *d);
     d->where = *l;
@@ -207,8 +208,8 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, gk_err *e)
     d->world = l->world_size > 0 ? l->world_size : 1;
     d->timeout_s = timeout_s;
     d->accum = d->accum_total = 1;
-    const char *overlap = getenv("GPT_GRAD_OVERLAP");
-    d->overlap = !(overlap && strcmp(overlap, "0") == 0);
+    d->overlap = !env->no_grad_overlap;
+    d->gloo_ifname = env->gloo_ifname;
     return d->world == 1 ? 0 : dist_join(d, l, e);
 }
 
@@ -295,9 +296,7 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
 {
     if (d->world == 1)
         return gk_comm_open_single(&d->comm, e);
-    gk_env env;
-    gk_env_read(&env); /* GLOO_SOCKET_IFNAME */
-    int rc = gk_comm_open(be, d->store, d->rank, d->world, d->timeout_s, env.gloo_ifname,
+    int rc = gk_comm_open(be, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,
                           &d->inner, e);
     if (rc)
         return rc;

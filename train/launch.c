@@ -16,18 +16,23 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define MAX_COUNT TR_LAUNCH_MAX_COUNT
-#define env tr_launch_env
 
 /* ---- reading the environment ---- */
 
-const char *tr_launch_env(const char *name)
+/* The launcher's variables, read through the tool's getenv (tr_launch_from_env). */
+typedef struct vars {
+    gk_getenv_fn get;
+    void *ud;
+} vars;
+
+/* Variable name's value; NULL when it is unset or empty. */
+static const char *var(const vars *vs, const char *name)
 {
-    const char *v = getenv(name);
+    const char *v = vs->get(name, vs->ud);
     return v && *v ? v : NULL;
 }
+#define env(name) var(vs, name)
 
 /* v as it may appear in a one-line message: at most 64 bytes, control characters as '?'. */
 static const char *shown(const char *v, char buf[80])
@@ -61,7 +66,7 @@ static int parse_num(const char *name, const char *text, int min, int max, int *
 }
 
 /* Reads variable `name` into *out when set ([min, MAX_COUNT]); *set tells whether it was. */
-static int env_num(const char *name, int min, int *out, int *set, gk_err *e)
+static int env_num(const vars *vs, const char *name, int min, int *out, int *set, gk_err *e)
 {
     const char *v = env(name);
     *set = v != NULL;
@@ -69,9 +74,9 @@ static int env_num(const char *name, int min, int *out, int *set, gk_err *e)
 }
 
 /* Like env_num, but the variable must be set when `needed` (named in the error) is. */
-static int env_need(const char *name, const char *needed, int min, int *out, gk_err *e)
+static int env_need(const vars *vs, const char *name, const char *needed, int min, int *out, gk_err *e)
 {
-    int set, rc = env_num(name, min, out, &set, e);
+    int set, rc = env_num(vs, name, min, out, &set, e);
     if (!rc && !set)
         rc = gk_errf(e, GK_EUSAGE, "%s set without %s", needed, name);
     return rc;
@@ -105,7 +110,7 @@ static int set_addr(tr_launch *l, const char *name, const char *v, gk_err *e)
 }
 
 /* MASTER_ADDR and MASTER_PORT (first the `pet` variants when given), else the defaults. */
-static int read_master(tr_launch *l, int pet, gk_err *e)
+static int read_master(const vars *vs, tr_launch *l, int pet, gk_err *e)
 {
     const char *an = pet && env("PET_MASTER_ADDR") ? "PET_MASTER_ADDR" : "MASTER_ADDR";
     const char *pn = pet && env("PET_MASTER_PORT") ? "PET_MASTER_PORT" : "MASTER_PORT";
@@ -177,11 +182,11 @@ static int finish(tr_launch *l, const names *nm, gk_err *e)
 
 /* Local rank and size from the named variables; unknown ones: one node (all ranks here) when
  * MASTER_ADDR is a loopback address, else one process per node (Kubeflow's PyTorchJob). */
-static int read_local(tr_launch *l, const names *nm, gk_err *e)
+static int read_local(const vars *vs, tr_launch *l, const names *nm, gk_err *e)
 {
     int lr_set = 0, lw_set = 0, rc;
-    if ((rc = env_num(nm->local_rank, 0, &l->local_rank, &lr_set, e)) ||
-        (rc = env_num(nm->local_world, 1, &l->local_world_size, &lw_set, e)))
+    if ((rc = env_num(vs, nm->local_rank, 0, &l->local_rank, &lr_set, e)) ||
+        (rc = env_num(vs, nm->local_world, 1, &l->local_world_size, &lw_set, e)))
         return rc;
     int one_node = is_loopback(l->master_addr);
     if (!lw_set)
@@ -192,26 +197,27 @@ static int read_local(tr_launch *l, const names *nm, gk_err *e)
 }
 
 /* torchrun's variables (with GROUP_RANK, the node rank, as node_var) or mpirun's. */
-static int from_ranks(tr_launch *l, const char *source, const names *nm, const char *node_var, gk_err *e)
+static int from_ranks(const vars *vs, tr_launch *l, const char *source, const names *nm,
+                      const char *node_var, gk_err *e)
 {
     int rc, set;
     l->source = source;
     l->nnodes = 0;
     l->node_rank = -1;
-    if ((rc = env_need(nm->rank, nm->world, 0, &l->rank, e)) ||
-        (rc = env_need(nm->world, nm->rank, 1, &l->world_size, e)) || (rc = read_master(l, 0, e)) ||
-        (rc = read_local(l, nm, e)) || (node_var && (rc = env_num(node_var, 0, &l->node_rank, &set, e))))
+    if ((rc = env_need(vs, nm->rank, nm->world, 0, &l->rank, e)) ||
+        (rc = env_need(vs, nm->world, nm->rank, 1, &l->world_size, e)) || (rc = read_master(vs, l, 0, e)) ||
+        (rc = read_local(vs, l, nm, e)) || (node_var && (rc = env_num(vs, node_var, 0, &l->node_rank, &set, e))))
         return rc;
     return finish(l, nm, e);
 }
 
 /* Slurm's master: MASTER_ADDR, else loopback on one node, else the node list's first host. */
-static int slurm_master(tr_launch *l, gk_err *e)
+static int slurm_master(const vars *vs, tr_launch *l, gk_err *e)
 {
     const char *ln = env("SLURM_JOB_NODELIST") ? "SLURM_JOB_NODELIST" : "SLURM_NODELIST";
     const char *list = env(ln);
     char b[80];
-    int rc = read_master(l, 0, e);
+    int rc = read_master(vs, l, 0, e);
     if (rc || env("MASTER_ADDR") || l->nnodes == 1)
         return rc;
     if (!list)
@@ -223,20 +229,20 @@ static int slurm_master(tr_launch *l, gk_err *e)
     return 0;
 }
 
-static int from_slurm(tr_launch *l, gk_err *e)
+static int from_slurm(const vars *vs, tr_launch *l, gk_err *e)
 {
     const char *tn = env("SLURM_NTASKS_PER_NODE") ? "SLURM_NTASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
     int rc, set;
     l->source = "slurm";
     l->node_rank = -1;
-    if ((rc = env_num("SLURM_PROCID", 0, &l->rank, &set, e)) ||
-        (rc = env_need("SLURM_NTASKS", "SLURM_PROCID", 1, &l->world_size, e)) ||
-        (rc = env_num("SLURM_NODEID", 0, &l->node_rank, &set, e)) ||
-        (rc = env_num("SLURM_NNODES", 1, &l->nnodes, &set, e)))
+    if ((rc = env_num(vs, "SLURM_PROCID", 0, &l->rank, &set, e)) ||
+        (rc = env_need(vs, "SLURM_NTASKS", "SLURM_PROCID", 1, &l->world_size, e)) ||
+        (rc = env_num(vs, "SLURM_NODEID", 0, &l->node_rank, &set, e)) ||
+        (rc = env_num(vs, "SLURM_NNODES", 1, &l->nnodes, &set, e)))
         return rc;
     if (!set)
         l->nnodes = 0;
-    if ((rc = slurm_master(l, e)) || (rc = env_num("SLURM_LOCALID", 0, &l->local_rank, &set, e)))
+    if ((rc = slurm_master(vs, l, e)) || (rc = env_num(vs, "SLURM_LOCALID", 0, &l->local_rank, &set, e)))
         return rc;
     if (!set)
         l->local_rank = l->nnodes == 1 ? l->rank : 0;
@@ -247,19 +253,19 @@ static int from_slurm(tr_launch *l, gk_err *e)
     return finish(l, &SLURM, e);
 }
 
-static int from_kubeflow(tr_launch *l, gk_err *e)
+static int from_kubeflow(const vars *vs, tr_launch *l, gk_err *e)
 {
     const char *np = env("PET_NPROC_PER_NODE");
     int rc, set, nproc = 1;
     l->source = "kubeflow";
-    if ((rc = env_num("PET_NNODES", 1, &l->nnodes, &set, e)))
+    if ((rc = env_num(vs, "PET_NNODES", 1, &l->nnodes, &set, e)))
         return rc;
     if (!set)
         return gk_errf(e, GK_EUSAGE, "%s set without PET_NNODES",
                        env("PET_NODE_RANK") ? "PET_NODE_RANK" : "PET_NPROC_PER_NODE");
     if (np && strcmp(np, "auto") != 0 && (rc = parse_num("PET_NPROC_PER_NODE", np, 1, MAX_COUNT, &nproc, e)))
         return rc;
-    if ((rc = env_num("PET_NODE_RANK", 0, &l->node_rank, &set, e)) || (rc = read_master(l, 1, e)))
+    if ((rc = env_num(vs, "PET_NODE_RANK", 0, &l->node_rank, &set, e)) || (rc = read_master(vs, l, 1, e)))
         return rc;
     if (!set && l->nnodes > 1)
         return gk_errf(e, GK_EUSAGE, "PET_NODE_RANK is not set (PET_NNODES = %d)", l->nnodes);
@@ -276,12 +282,16 @@ static int from_kubeflow(tr_launch *l, gk_err *e)
     return 0;
 }
 
-int tr_launch_from_env(tr_launch *l, gk_err *e)
+int tr_launch_from_env(tr_launch *l, gk_getenv_fn get, void *ud, gk_err *e)
 {
     static const char *const torchrun[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"};
+    const vars v = {get, ud}, *vs = &v;
     const char *sp = env("GPT_TRAIN_SPAWNED"), *first = NULL;
     memset(l, 0, sizeof *l);
     l->world_size = l->local_world_size = l->nnodes = 1;
+    l->spawned = sp != NULL;
+    l->dist_token = env("GPT_DIST_TOKEN");
+    l->port_given = env("MASTER_PORT") || env("PET_MASTER_PORT");
     for (int i = 4; i >= 0; i--)
         first = env(torchrun[i]) ? torchrun[i] : first;
     if (sp && strcmp(sp, "1") == 0 && !env("RANK"))
@@ -289,15 +299,15 @@ int tr_launch_from_env(tr_launch *l, gk_err *e)
     if (first && !env("RANK"))
         return gk_errf(e, GK_EUSAGE, "%s set without RANK", first);
     if (first)
-        return from_ranks(l, "torchrun", &TORCHRUN, "GROUP_RANK", e);
+        return from_ranks(vs, l, "torchrun", &TORCHRUN, "GROUP_RANK", e);
     if (env("OMPI_COMM_WORLD_RANK") || env("OMPI_COMM_WORLD_SIZE"))
-        return from_ranks(l, "mpirun", &OMPI, NULL, e);
+        return from_ranks(vs, l, "mpirun", &OMPI, NULL, e);
     if (env("SLURM_PROCID")) /* before PMI: srun --mpi=pmi2 sets both, and only Slurm's local ranks */
-        return from_slurm(l, e);
+        return from_slurm(vs, l, e);
     if (env("PMI_RANK") || env("PMI_SIZE"))
-        return from_ranks(l, "mpirun", &PMI, NULL, e);
+        return from_ranks(vs, l, "mpirun", &PMI, NULL, e);
     if (env("PET_NNODES") || env("PET_NPROC_PER_NODE") || env("PET_NODE_RANK"))
-        return from_kubeflow(l, e);
+        return from_kubeflow(vs, l, e);
     l->source = "none";
-    return read_master(l, 0, e);
+    return read_master(vs, l, 0, e);
 }

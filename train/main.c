@@ -10,7 +10,6 @@
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/proc.h"
-#include "common/text/vocab.h"
 #include "run.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -74,9 +73,9 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
 {
     static char prog[64];
     tr_launch l;
-    int rc = tr_launch_from_env(&l, e);
-    const char *spawned_env = getenv("GPT_TRAIN_SPAWNED"); /* a rank this launcher started */
-    int nproc = l.spawn ? l.spawn : spawned_env && *spawned_env ? 1 : (int)r->s.nproc_per_node;
+    int rc = tr_launch_from_env(&l, r->env.getenv_fn, NULL, e); /* the launcher's variables */
+    /* l.spawned: a rank this launcher started */
+    int nproc = l.spawn ? l.spawn : l.spawned ? 1 : (int)r->s.nproc_per_node;
     *spawned = 0;
     if (!rc && nproc > 1 && !l.spawn && l.world_size > 1)
         return gk_errf(e, GK_EUSAGE, "%s: nproc_per_node = %d, but %s started this process as rank %d "
@@ -93,34 +92,11 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
         gk_log_setup(prog, GK_LOG_QUIET);
     }
     if (!rc)
-        rc = tr_dist_open(&r->dist, &l, r->s.dist_timeout, e);
+        rc = tr_dist_open(&r->dist, &l, r->s.dist_timeout, &r->env, e);
     if (!rc && l.world_size > 1)
         gk_info("rank 0 of %d (%s), rendezvous at %s%s", l.world_size, l.source,
                 gk_store_address(r->dist.store),
                 strcmp(r->s.reduce_dtype, "bfloat16") == 0 ? "; gradient sums in bfloat16" : "");
-    return rc;
-}
-
-static const char *env(const char *name, void *ud)
-{
-    (void)ud;
-    return getenv(name);
-}
-
-/* The S3 settings: credentials and endpoint from the environment and ~/.aws; the multipart part
- * size from GPT_S3_PART_SIZE (bytes; the tests' 5 MiB). */
-static int s3_conf(gk_s3_conf *conf, gk_err *e)
-{
-    int rc = gk_s3_conf_discover(conf, env, NULL, e);
-    const char *part = getenv("GPT_S3_PART_SIZE"); /* bytes a multipart part (tests: 5 MiB) */
-    char *end = NULL;
-    if (!rc && part && *part) {
-        unsigned long long v = strtoull(part, &end, 10);
-        if (*end || v < (5u << 20) || v > (5ull << 30))
-            return gk_errf(e, GK_EUSAGE, "GPT_S3_PART_SIZE=%s: not a part size in bytes from 5 MiB "
-                           "(5242880) to 5 GiB", part);
-        conf->part_size = (size_t)v;
-    }
     return rc;
 }
 
@@ -131,7 +107,7 @@ static int s3_data_conf(tr_run *r, gk_err *e)
     r->s3data = strstr(r->s.train_data, "s3://") || strstr(r->s.val_data, "s3://");
     if (!r->s3data && !gk_s3_is_url(r->s.out_dir) && !gk_s3_is_url(r->s.init_from)) /* every rank may fetch the start */
         return 0;
-    return s3_conf(&r->s3conf, e);
+    return gk_env_s3_conf(&r->env, &r->s3conf, e); /* and GPT_S3_PART_SIZE (tests: 5 MiB) */
 }
 
 /* out_dir = s3://...: rank 0 opens the bucket (the staging directory in TMPDIR) and trains into
@@ -141,9 +117,9 @@ static int open_s3_out_dir(tr_run *r, gk_err *e)
     if (!gk_s3_is_url(r->s.out_dir) || r->s.eval_only || !tr_dist_is_root(&r->dist))
         return 0;
     gk_s3_conf conf;
-    int rc = s3_conf(&conf, e);
+    int rc = gk_env_s3_conf(&r->env, &conf, e);
     if (!rc)
-        rc = tr_s3out_open(&r->s3out, r->s.out_dir, &conf, getenv("TMPDIR"), r->s.init_from, e);
+        rc = tr_s3out_open(&r->s3out, r->s.out_dir, &conf, r->env.tmpdir, r->s.init_from, e);
     if (!rc)
         r->s.out_dir = tr_s3out_stage(r->s3out);
     return rc;
@@ -176,18 +152,13 @@ static int run(tr_run *r, int argc, char **argv, gk_err *e)
 
 int main(int argc, char **argv)
 {
-    gk_std_fds_open(); /* before anything opens a file: none may land on fd 0-2 */
-    gk_env vars;
-    gk_env_read(&vars);
-    gk_vocab_set_search(vars.vocab, vars.hf_home, vars.home); /* -V's defaults, where the loader looks */
     tr_run r;
     memset(&r, 0, sizeof r);
+    gk_env_tool_start(&r.env, "gpt-train"); /* the environment, read once here */
     r.stop = &stop_requested;
-    r.tmpdir = getenv("TMPDIR");
     r.start_fd = -1;
     gk_err e = {0};
     int verbosity = GK_LOG_NORMAL;
-    gk_log_setup("gpt-train", verbosity);
     int rc = gk_config_create(&r.cfg, tr_settings_keys, &r.s, &e);
     if (!rc)
         rc = parse_args(&r, argc, argv, &verbosity, &e);

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "common/config.h"
+#include "common/env.h"
 #include "common/io/choice.h"
 #include "common/io/ckpt.h"
 #include "common/text/vocab.h"
@@ -46,7 +47,8 @@ typedef struct tr_run {
     tr_s3out *s3out;            /* out_dir in a bucket (rank 0): s.out_dir is its staging directory */
     int s3data;                 /* train_data or val_data in a bucket */
     gk_s3_conf s3conf;          /* a bucket's client settings (main.c: data or out_dir in one) */
-    const char *tmpdir;         /* $TMPDIR (NULL: /tmp) */
+    gk_env env;                 /* the environment's settings, read once by main (TMPDIR,
+                                 * GPT_MEM_CHECK, GPT_CUDA_*, ...) */
     int start_fd;               /* the checkpoint to start from, downloaded (another machine than
                                  * rank 0's; decide_start), else -1 */
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/env.h"
 #include "common/io/safetensors.h"
+#include "kernels/device_opt.h"
 
 #define S tr_settings
 const gk_config_key tr_settings_keys[] = {
@@ -59,7 +59,7 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, seed, "1337", 0, 9.2e18, "seed of initialization, data order and dropout"),
     GK_CK_INT_R(S, threads, "0", 0, 4096, "CPU threads (0: all cores)"),
     GK_CK_CHOICE(S, recompute, "auto", "auto|true|false|gelu|gelu+ln", "recompute in the backward instead of keeping: gelu (or true) the GELU outputs, a quarter less activation memory; gelu+ln also the LayerNorm outputs, another eighth (llm.c's -r 1, -r 2; auto: gelu on cuda, false on the CPU, more when the batch would not fit)"),
-    GK_CK_CHOICE(S, attention, "auto", "auto|cudnn|flash|fa2|plain", "cuda's attention path: auto (cuDNN's fused attention where it is present and takes the call, else the own flash kernels), cudnn (an error where it is absent), flash, fa2 (FlashAttention-2 forward) or plain (row kernels); the CPU ignores it"),
+    GK_CK_CHOICE(S, attention, "auto", GK_ATTENTION_CHOICES, GK_ATTENTION_KEY_HELP),
     GK_CK_DOUBLE_R(S, peak_tflops, "0", 0, 1e9, "device peak TFLOP/s for the MFU column (0: the GPU's bf16 peak when gptkit knows it: H100, H200, A100, L4, L40S, RTX 4090, ...; else no MFU)"),
     GK_CK_INT_R(S, total_batch_size, "0", 0, 1e15, "tokens per optimizer step over all ranks (0: batch_size x block_size x gradient_accumulation_steps); sets gradient_accumulation_steps"),
     GK_CK_INT_R(S, nproc_per_node, "1", 1, 1024, "ranks to start on this machine (as torchrun --nproc_per_node)"),
@@ -97,9 +97,6 @@ static int set_setting(void *cfg, const char *arg, gk_err *e)
 void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load)
 {
     memset(c, 0, sizeof *c);
-    gk_env env;
-    gk_env_read(&env);
-    gk_config_set_dir(env.config_dir); /* $GPT_CONFIG_DIR: presets searched first */
     c->load = (gk_opt_call){load, cfg};
     c->set = (gk_opt_call){set_setting, cfg};
     const gk_opt tab[] = {

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/env.h"
 #include "common/io/ckpt_where.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "kernels/backend.h"
+#include "kernels/device_opt.h"
 #include "kernels/model/gpt2_load.h"
 #include "checkpoint.h"
 #include "run.h"
@@ -289,9 +289,7 @@ int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err
     static const char *names[] = {"false", "gelu", "gelu+ln"};
     int set = recompute_setting(r->s.recompute), lo = r->be->props.recompute; /* the device's */
     lo = lo < 0 || lo > 2 ? 0 : lo;
-    gk_env env;
-    gk_env_read(&env); /* GPT_MEM_CHECK */
-    int k = lo, mode = env.mem_check, rc = 0;
+    int k = lo, mode = r->env.mem_check, rc = 0; /* GPT_MEM_CHECK */
     *flags = set >= 0 ? set : levels[lo];
     if (mode == 2)
         return 0;
@@ -314,14 +312,11 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
     int bf16 = strcmp(r->s.dtype, "bfloat16") == 0 ? 1 : strcmp(r->s.dtype, "float32") == 0 ? 0 : -1;
-    gk_env env;
-    gk_env_read(&env);
-    gk_backend_opts bo = {.device = r->s.device, .threads = (int)r->s.threads, .bf16 = bf16,
-                          .gpu = r->dist.where.local_rank, /* GPU LOCAL_RANK */
-                          .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
-                          .cuda_no_graphs = env.cuda_no_graphs,
-                          .cuda_fused_grads = env.cuda_fused_grads, .cuda_lib = env.cuda_lib};
-    if (!rc) rc = gk_attention_parse(r->s.attention, "attention", &bo.attention, e); /* a CHOICE: known */
+    gk_backend_opts bo = {0};
+    if (!rc) /* attention is a CHOICE key: known */
+        rc = gk_device_backend_opts(&bo, r->s.device, r->s.attention, "attention", bf16, &r->env, e);
+    bo.threads = (int)r->s.threads;
+    bo.gpu = r->dist.where.local_rank; /* GPU LOCAL_RANK */
     int local = r->dist.where.local_world_size;
     if (bo.threads <= 0 && local > 1) { /* ranks on one machine share its cores */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -395,7 +390,7 @@ static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *
             url[0] = '\0';
         if (!rc && gk_s3_is_url(path)) { /* init_from in a bucket: every rank downloads it */
             snprintf(url, sizeof url, "%s", path);
-            rc = tr_s3out_fetch_ckpt(&r->s3conf, url, r->tmpdir, &r->start_fd, e);
+            rc = tr_s3out_fetch_ckpt(&r->s3conf, url, r->env.tmpdir, &r->start_fd, e);
         }
         if (rc)
             snprintf(text, sizeof text, "%s", e->msg);
@@ -412,7 +407,7 @@ static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *
         *nl = '\0';
     snprintf(path, cap, "%.*s", (int)cap - 1, text + 1);
     if (nl && nl[1] && access(path, R_OK) != 0) { /* rank 0's staging directory is not here */
-        if ((rc = tr_s3out_fetch_ckpt(&r->s3conf, nl + 1, r->tmpdir, &r->start_fd, e)))
+        if ((rc = tr_s3out_fetch_ckpt(&r->s3conf, nl + 1, r->env.tmpdir, &r->start_fd, e)))
             return rc;
         snprintf(path, cap, "%.*s", (int)cap - 1, nl + 1);
     }

@@ -41,8 +41,6 @@
 
 extern char **environ;
 
-#define env tr_launch_env
-
 /* The variables each child gets; anything else of this environment is passed on as it is. */
 static const char *const child_vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                          "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "GPT_TRAIN_SPAWNED",
@@ -103,7 +101,7 @@ static int reserve_port(int *port, int *fd, gk_err *e)
  * (a node's ranks share nothing else); "" on several nodes without one (rank 0 warns). */
 static int job_token(const tr_launch *l, char *tok, size_t cap, gk_err *e)
 {
-    const char *given = env("GPT_DIST_TOKEN");
+    const char *given = l->dist_token;
     unsigned char r[16];
     *tok = '\0';
     if (given || l->nnodes > 1) {
@@ -381,7 +379,7 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
     exe[len] = '\0';
     if ((rc = job_token(l, token, sizeof token, e)))
         return rc;
-    if (l->nnodes == 1 && !env("MASTER_PORT") && !env("PET_MASTER_PORT") && (rc = reserve_port(&port, &held, e)))
+    if (l->nnodes == 1 && !l->port_given && (rc = reserve_port(&port, &held, e)))
         return rc;
 
     char **ours, **av = calloc((size_t)argc + 1, sizeof *av), **envp = child_env(&ours);

@@ -5,10 +5,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/io/safetensors.h"
-#include "common/opt.h"
 #include "kernels/model/gpt2_internal.h"
 
 int gk_gpt2_config_parse(const char *json, const char *origin, gk_gpt2_config *cfg, gk_err *e)
@@ -107,78 +105,4 @@ char *gk_gpt2_config_json(const gk_gpt2_config *c)
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
-}
-
-/* gk_gpt2_create_ex's flags for enum gk_weights */
-static int runner_flags(int weights)
-{
-    return GK_GPT2_INFERENCE | (weights == GK_WEIGHTS_BF16 ? GK_GPT2_BF16 : 0) |
-           (weights == GK_WEIGHTS_F16 ? GK_GPT2_F16 : 0) |
-           (weights == GK_WEIGHTS_INT8 ? GK_GPT2_Q8 : 0);
-}
-
-int gk_gpt2_runner_check(gk_gpt2_runner *r, int max_B, int max_T, int weights, const char *hint,
-                         gk_err *e)
-{
-    if (r->mem_check == 2) return 0;
-    gk_gpt2_mem need;
-    int flags = runner_flags(weights);
-    int rc = gk_gpt2_mem_estimate(&r->cfg, r->be->act, max_B, max_T, flags, &need, e);
-    return rc ? rc : gk_gpt2_mem_check(r->be, &need, 0, NULL, hint, e);
-}
-
-/* path, or with path NULL fd named name */
-static int runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path, int fd,
-                       const char *name, const char *vocab, int required, gk_err *e)
-{
-    memset(r, 0, sizeof *r);
-    int rc = gk_backend_open(&r->be, bo, e);
-    if (!rc) rc = path ? gk_ckpt_open(&r->ckpt, path, e) : gk_ckpt_open_fd(&r->ckpt, fd, name, e);
-    if (!rc) rc = gk_gpt2_ckpt_config(r->ckpt, &r->cfg, e);
-    if (!rc) rc = gk_gpt2_vocab(r->ckpt, &r->cfg, vocab, required, &r->vocab, e);
-    r->cfg.dropout = 0;
-    return rc;
-}
-
-int gk_gpt2_runner_open(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
-                        const char *vocab, int required, gk_err *e)
-{
-    return runner_open(r, bo, path, -1, NULL, vocab, required, e);
-}
-
-int gk_gpt2_runner_open_url(gk_gpt2_runner *r, const gk_backend_opts *bo, const char *path,
-                            const char *vocab, int required, gk_s3_getenv env, const char *tmpdir,
-                            long *retries, gk_err *e)
-{
-    *retries = 0;
-    if (!gk_s3_is_url(path))
-        return runner_open(r, bo, path, -1, NULL, vocab, required, e);
-    long long bytes;
-    int fd;
-    memset(r, 0, sizeof *r);
-    int rc = gk_s3_fetch_url(path, env, NULL, tmpdir, &fd, &bytes, retries, e);
-    if (!rc)
-        rc = runner_open(r, bo, NULL, fd, path, vocab, required, e);
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
-int gk_gpt2_runner_load(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_err *e)
-{
-    int flags = runner_flags(weights);
-    int rc = gk_gpt2_create_ex(&r->model, &r->cfg, r->be, max_B, max_T, flags, e);
-    if (!rc) rc = gk_gpt2_load(r->model, r->ckpt, e);
-    gk_ckpt_close(r->ckpt);
-    r->ckpt = NULL;
-    return rc;
-}
-
-void gk_gpt2_runner_close(gk_gpt2_runner *r)
-{
-    gk_gpt2_free(r->model);
-    gk_vocab_free(r->vocab);
-    gk_ckpt_close(r->ckpt);
-    gk_backend_free(r->be);
-    memset(r, 0, sizeof *r);
 }

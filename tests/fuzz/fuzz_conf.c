@@ -43,7 +43,7 @@ static const char *put(const char *name, const void *data, size_t n)
         snprintf(dir, sizeof dir, "%s/gk-fuzz-conf.XXXXXX", t && *t && strlen(t) < 30 ? t : "/tmp");
         if (!mkdtemp(dir)) return dir[0] = '\0', NULL;
         atexit(remove_dir);
-        setenv("GPT_CONFIG_DIR", "train/configs", 1); /* read by tr_cli_init */
+        gk_config_set_dir("train/configs"); /* gpt-train's main: $GPT_CONFIG_DIR (gk_env) */
     }
     char *p = path[next++ & 3];
     snprintf(p, sizeof path[0], "%s/%s", dir, name);

@@ -168,7 +168,8 @@ static void read_all(const char *sep, const text *whole)
     text c = {0};
     tk_consumer cons = {keep_begin, feed_capped, keep_end, &c};
     char *inputs[] = {"-"};
-    tk_read_opts o = {.inputs = inputs, .ninputs = 1, .doc_sep = sep};
+    const char *tmp = getenv("TMPDIR"); /* gpt-tokenize's main passes it (gk_env) */
+    tk_read_opts o = {.inputs = inputs, .ninputs = 1, .doc_sep = sep, .tmpdir = tmp && *tmp ? tmp : "/tmp"};
     tk_read_stats st = {0};
     gk_err e = {0};
     int rc = tk_read_all(&o, &cons, &st, &e);

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "common/grow.h"
 #include "common/num.h"
 #include "common/opt.h"
 #include "common/io/outfile.h"
 #include "common/io/readall.h"
+#include "common/s3/s3.h"
+#include "kernels/device_opt.h"
 #include "test.h"
 
 static void test_parse_i64_suffixes(void)
@@ -141,6 +144,73 @@ static void test_opt_callbacks(void)
 
 /* A message may be added to: e->msg as an argument of gk_errf (vsnprintf into its own argument
  * is undefined; ASan and glibc's fortify catch it). */
+/* gk_env: TMPDIR (else /tmp), the settings gpt-train reads once, GPT_S3_PART_SIZE checked by
+ * gk_env_s3_conf, and the getenv handed down. */
+static void test_env(void)
+{
+    gk_env env;
+    gk_err e = {0};
+    unsetenv("TMPDIR");
+    setenv("GPT_GRAD_OVERLAP", "0", 1);
+    setenv("GPT_S3_PART_SIZE", "4096", 1);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
+    setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+    gk_env_read(&env);
+    CHECKF(strcmp(env.tmpdir, "/tmp") == 0, "%s", env.tmpdir);
+    CHECK(env.no_grad_overlap == 1 && env.getenv_fn == gk_env_getenv);
+    const char *v = env.getenv_fn("GPT_GRAD_OVERLAP", NULL);
+    CHECK(v && strcmp(v, "0") == 0);
+    gk_s3_conf conf;
+    CHECK(gk_env_s3_conf(&env, &conf, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "GPT_S3_PART_SIZE=4096: not a part size in bytes from 5 MiB (5242880) to "
+                  "5 GiB") == 0, "%s", e.msg);
+    setenv("GPT_S3_PART_SIZE", "5242880", 1);
+    setenv("TMPDIR", "", 1); /* empty: unset */
+    unsetenv("GPT_GRAD_OVERLAP");
+    gk_env_read(&env);
+    CHECK_OK(gk_env_s3_conf(&env, &conf, &e), &e);
+    CHECK(conf.part_size == 5242880 && strcmp(env.tmpdir, "/tmp") == 0 && env.no_grad_overlap == 0);
+    setenv("TMPDIR", "/var/tmp", 1);
+    gk_env_read(&env);
+    CHECK(strcmp(env.tmpdir, "/var/tmp") == 0);
+    unsetenv("TMPDIR");
+    unsetenv("GPT_S3_PART_SIZE");
+}
+
+/* The device options' one fragment: parsed into gk_device_args, the help listing the attention
+ * paths the backend takes (GK_ATTENTION_CHOICES), and the backend's options from them and the
+ * environment's CUDA settings. */
+static void test_device_opts(void)
+{
+    gk_device_args dev = {0};
+    const gk_opt tab[] = {GK_DEVICE_OPTS(dev, "weights"), {0, NULL, 0, NULL, NULL, NULL, 0, 0}};
+    char *argv[] = {"prog", "--device", "cpu", "--attention=fa2", "--dtype", "bf16", NULL};
+    int first = 0;
+    gk_err e = {0};
+    CHECK_OK(gk_opt_parse(tab, 6, argv, &first, &e), &e);
+    CHECK(strcmp(dev.device, "cpu") == 0 && strcmp(dev.attention, "fa2") == 0 &&
+          strcmp(dev.dtype, "bf16") == 0);
+    char *help = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&help, &n);
+    gk_opt_help(f, "prog", tab, NULL);
+    fclose(f);
+    CHECKF(strstr(help, "--attention PATH") && strstr(help, "auto|cudnn|flash|fa2|plain") &&
+           !strstr(help, "cuDNN where"), "%s", help);
+    free(help);
+    gk_env env = {.cuda_sync = 1, .cuda_no_graphs = 1, .cuda_fused_grads = 1, .cuda_lib = "x.so"};
+    gk_backend_opts bo;
+    CHECK_OK(gk_device_backend_opts(&bo, dev.device, dev.attention, "--attention", 1, &env, &e), &e);
+    CHECK(strcmp(bo.device, "cpu") == 0 && bo.attention == GK_ATTN_FA2 && bo.bf16 == 1);
+    CHECK(bo.cuda_sync && bo.cuda_no_graphs && bo.cuda_fused_grads && strcmp(bo.cuda_lib, "x.so") == 0 &&
+          bo.threads == 0 && bo.gpu == 0);
+    CHECK_OK(gk_device_backend_opts(&bo, NULL, NULL, "--attention", -1, &env, &e), &e);
+    CHECK(strcmp(bo.device, "auto") == 0 && bo.attention == GK_ATTN_AUTO && bo.bf16 == -1);
+    CHECK(gk_device_backend_opts(&bo, NULL, "cudn", "--attention", -1, &env, &e) == GK_EUSAGE);
+    CHECKF(strcmp(e.msg, "--attention: 'cudn' is not one of auto, cudnn, flash, fa2, plain") == 0,
+           "%s", e.msg);
+}
+
 static void test_errf_adds_to_message(void)
 {
     gk_err e = {0};
@@ -251,5 +321,7 @@ int main(void)
     RUN(test_errf_adds_to_message);
     RUN(test_read_file);
     RUN(test_grow);
+    RUN(test_env);
+    RUN(test_device_opts);
     return TEST_END();
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/env.h"
 #include "test.h"
 #include "train/launch.h"
 
@@ -34,7 +35,7 @@ static int from(const char *const *kv, tr_launch *l, gk_err *e)
         setenv(name, eq + 1, 1);
     }
     memset(e, 0, sizeof *e);
-    return tr_launch_from_env(l, e);
+    return tr_launch_from_env(l, gk_env_getenv, NULL, e);
 }
 
 #define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -74,6 +75,39 @@ static void test_env_none(void)
     /* set but empty counts as unset */
     EXPECT(ENV("RANK=", "WORLD_SIZE=", "MASTER_PORT="), "none 0/1 0/1 0/1 0 127.0.0.1:29500");
     EXPECT_ERR(ENV("MASTER_PORT=0"), "MASTER_PORT = 0 is not a port (1 to 65535)");
+}
+
+/* A getenv over "NAME=VALUE" strings (ud, NULL-ended). */
+static const char *table_getenv(const char *name, void *ud)
+{
+    size_t n = strlen(name);
+    for (const char *const *kv = ud; *kv; kv++)
+        if (strncmp(*kv, name, n) == 0 && (*kv)[n] == '=')
+            return *kv + n + 1;
+    return NULL;
+}
+
+/* The variables come through the getenv main passes, not the process's own, and with the place
+ * come what the launcher and the store need: a port given, a spawned rank, the job token. */
+static void test_env_given_getenv(void)
+{
+    tr_launch l;
+    gk_err e = {0};
+    for (int i = 0; launcher_vars[i]; i++)
+        unsetenv(launcher_vars[i]);
+    setenv("RANK", "5", 1); /* the process's own: not read */
+    const char *const *kv = ENV("RANK=1", "WORLD_SIZE=2", "MASTER_PORT=4000", "GPT_TRAIN_SPAWNED=1",
+                                "GPT_DIST_TOKEN=tok");
+    CHECK_OK(tr_launch_from_env(&l, table_getenv, (void *)kv, &e), &e);
+    CHECKF(strcmp(fields(&l), "torchrun 1/2 1/2 0/1 0 127.0.0.1:4000") == 0, "%s", fields(&l));
+    CHECK(l.port_given && l.spawned && l.dist_token && strcmp(l.dist_token, "tok") == 0);
+    const char *const *pet = ENV("PET_NNODES=1", "PET_MASTER_PORT=4000", "GPT_DIST_TOKEN=");
+    CHECK_OK(tr_launch_from_env(&l, table_getenv, (void *)pet, &e), &e);
+    CHECK(l.port_given && !l.spawned && !l.dist_token); /* set but empty: unset */
+    const char *const *none = ENV("UNRELATED=1");
+    CHECK_OK(tr_launch_from_env(&l, table_getenv, (void *)none, &e), &e);
+    CHECK(!l.port_given && !l.spawned && !l.dist_token && strcmp(l.source, "none") == 0);
+    unsetenv("RANK");
 }
 
 static void test_env_torchrun(void)
@@ -232,7 +266,7 @@ static int child_main(char **argv)
     gk_err e;
     char text[512];
     snprintf(dir, sizeof dir, "%s", argv[2]);
-    if (tr_launch_from_env(&l, &e))
+    if (tr_launch_from_env(&l, gk_env_getenv, NULL, &e))
         return fprintf(stderr, "child: %s\n", e.msg), 5;
     if (strcmp(mode, "child-ok") == 0) {
         put(dir, "rank", l.rank, fields(&l));
@@ -352,12 +386,11 @@ static void test_spawn_one_node(void)
         CHECKF(strcmp(got, want) == 0, "rank %d saw '%s', want '%s'", r, got, want);
     }
     CHECKF(port > 0 && port != 29500, "port %d", port);
-    setenv("MASTER_PORT", "12345", 1);
     l.master_port = 12345;
+    l.port_given = 1; /* MASTER_PORT set */
     CHECK_OK(spawn("child-ok", &l, 2, 2, &e), &e);
     CHECK(strcmp(slurp("rank", 0), "torchrun 0/2 0/2 0/1 0 127.0.0.1:12345") == 0);
     CHECK(strcmp(slurp("rank", 1), "torchrun 1/2 1/2 0/1 0 127.0.0.1:12345") == 0);
-    unsetenv("MASTER_PORT");
 }
 
 /* Node 1 of 2: ranks 2 and 3 of 4, the node's master address and port. */
@@ -433,10 +466,10 @@ static void test_spawn_token(void)
     CHECK_OK(spawn("child-token", &l, 2, 2, &e), &e);
     CHECK(strcmp(slurp("token", 0), first) != 0);
     slurp("token", 1);
-    setenv("GPT_DIST_TOKEN", "given", 1);
+    l.dist_token = "given"; /* GPT_DIST_TOKEN set */
     CHECK_OK(spawn("child-token", &l, 2, 2, &e), &e);
     CHECK(strcmp(slurp("token", 0), "given") == 0 && strcmp(slurp("token", 1), "given") == 0);
-    unsetenv("GPT_DIST_TOKEN");
+    l.dist_token = NULL;
     l.nnodes = 2;
     CHECK_OK(spawn("child-token", &l, 1, 2, &e), &e);
     CHECK(strcmp(slurp("token", 0), "-") == 0);
@@ -543,6 +576,7 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir))
         return perror("mkdtemp"), 1;
     RUN(test_env_none);
+    RUN(test_env_given_getenv);
     RUN(test_env_torchrun);
     RUN(test_env_torchrun_errors);
     RUN(test_env_spawned);
