@@ -13,7 +13,8 @@
 #     time (SLOW ...) beside the summary: make it faster (smaller model, fewer steps, events
 #     instead of sleeps); with GPT_TEST_BUDGET_FAIL=1 such a test fails.
 #   hangs: a unit binary is stopped after 600 s, a CLI case after 300 s, times the jobs when
-#     more than one run at a time (a test shares the cores then).
+#     more than one run at a time (a test shares the cores then), times GPT_TEST_SLOWDOWN
+#     (default 1; make check: 2, for the sanitizers' slowdown).
 #   wall times: BUILD/test-times ("seconds name" per line, this run's), read by the next run.
 # With GPT_EXPECTED_SKIPS=FILE (CI: tests/expected-skips), the skipped tests must be exactly those
 # FILE lists (of those that ran): an unexpected skip, or a listed test that ran without skipping
@@ -38,7 +39,7 @@ budget=${GPT_TEST_BUDGET:-0}
 jobs=${GPT_TEST_JOBS:-}
 if [ -z "$jobs" ] && [[ " ${MAKEFLAGS:-} " =~ \ -j([0-9]+) ]]; then jobs=${BASH_REMATCH[1]}; fi
 [ -n "$jobs" ] || jobs=$(nproc 2>/dev/null || echo 2)
-scale=$(( jobs > 1 ? jobs : 1 ))
+scale=$(( (jobs > 1 ? jobs : 1) * ${GPT_TEST_SLOWDOWN:-1} ))
 res=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$res"' EXIT
 

@@ -37,6 +37,7 @@ WRAP
   chmod +x "$vg/bin/$name"
 done
 rc=0
+export GPT_TEST_SLOWDOWN=${GPT_TEST_SLOWDOWN:-2} # run.sh's hang guard, for valgrind's slowdown
 bash "$top/tests/run.sh" "$vg" "${patterns[@]}" || rc=1 # in parallel, as make test
 for log in "$logs"/*.log; do
   [ -s "$log" ] || continue
