@@ -360,7 +360,7 @@ fuzzers: $(FUZZERS)
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 NVCC= all units
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  GPT_TEST_SLOWDOWN=2 bash tests/run.sh build-san $(T)
+	  GPT_TEST_SLOWDOWN=3 bash tests/run.sh build-san $(T)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -14,7 +14,7 @@
 #     instead of sleeps); with GPT_TEST_BUDGET_FAIL=1 such a test fails.
 #   hangs: a unit binary is stopped after 600 s, a CLI case after 300 s, times the jobs when
 #     more than one run at a time (a test shares the cores then), times GPT_TEST_SLOWDOWN
-#     (default 1; make check: 2, for the sanitizers' slowdown).
+#     (default 1; make check: 3, tsan and valgrind: 2, for the sanitizers' slowdown).
 #   wall times: BUILD/test-times ("seconds name" per line, this run's), read by the next run.
 # With GPT_EXPECTED_SKIPS=FILE (CI: tests/expected-skips), the skipped tests must be exactly those
 # FILE lists (of those that ran): an unexpected skip, or a listed test that ran without skipping
