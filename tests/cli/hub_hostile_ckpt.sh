@@ -8,17 +8,9 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 # hub NAME ARGS...: starts a fake hub (in the background: they start together) logging to
 # NAME.log; at NAME: waits until it listens and sets $ep to its endpoint.
-hub() {
-  local name=$1; shift
-  python3 "$TOP/tests/cli/fake_hub.py" --root "$FIX/hf_tiny" --repo org/tiny \
-    --port-file "$name.port" --log "$name.log" "$@" &
-  pids+=($!)
-}
-at() {
-  for _ in $(seq 100); do [ -s "$1.port" ] && break; sleep 0.05; done
-  ep="http://127.0.0.1:$(cat "$1.port")"
-}
-show() { sed "s|127\.0\.0\.1:[0-9]*|HUB|g; s|localhost:[0-9]*|LOCALHOST|g; s|$PWD|.|g; s|$sha|SHA|g; s|at least [0-9]*|at least N|"; }
+hub() { fake_hub "$1" --root "$FIX/hf_tiny" --repo org/tiny "${@:2}"; }
+at() { hub_at "$1"; }
+show() { hub_show; }
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY HF_TOKEN HF_HUB_OFFLINE
 gpt-ckpt import -q "$FIX/hf_tiny" -o want.safetensors
 sha=$(sha256sum "$FIX/hf_tiny/model.safetensors" | cut -d' ' -f1)

@@ -74,3 +74,16 @@ close() {
     { d = $2 - $4; if (d < 0) d = -d; if (d > tol * $4) { printf "step %d: %s vs %s\n", $1, $2, $4; bad = 1 } }
     END { exit bad }'
 }
+# fake_hub NAME ARGS...: starts tests/cli/fake_hub.py ARGS in the background (its pid added to
+# the caller's pids array), logging to NAME.log; hub_at NAME waits until it listens and sets $ep
+# to its endpoint; hub_show filters a tool's output for comparison ($sha: the file's hash).
+fake_hub() {
+  local name=$1; shift
+  python3 "$TOP/tests/cli/fake_hub.py" --port-file "$name.port" --log "$name.log" "$@" &
+  pids+=($!)
+}
+hub_at() {
+  for _ in $(seq 100); do [ -s "$1.port" ] && break; sleep 0.05; done
+  ep="http://127.0.0.1:$(cat "$1.port")"
+}
+hub_show() { sed "s|127\.0\.0\.1:[0-9]*|HUB|g; s|localhost:[0-9]*|LOCALHOST|g; s|$PWD|.|g; s|$sha|SHA|g; s|at least [0-9]*|at least N|"; }
