@@ -21,24 +21,6 @@
 #include "run.h"
 #include "s3out_int.h"
 
-/* ---------------------------------------------------------------- small objects */
-
-typedef struct membuf {
-    char buf[512];
-    size_t n;
-} membuf;
-
-static int to_mem(const void *data, size_t n, void *ud)
-{
-    membuf *m = ud;
-    if (m->n + n >= sizeof m->buf)
-        return GK_EFORMAT;
-    memcpy(m->buf + m->n, data, n);
-    m->n += n;
-    m->buf[m->n] = '\0';
-    return 0;
-}
-
 /* name's object into stage/name: 0, GK_ENOTFOUND, or an error. */
 static int download(tr_s3out *o, const char *name, gk_err *e)
 {
@@ -76,11 +58,11 @@ static int holder_gone(long pid, const char *host, long long since)
  * this one gone): 1, 0, or -1 when it cannot be read. */
 static int lock_is_ours(tr_s3out *o, const char *key)
 {
-    membuf m = {.n = 0};
+    gk_s3_text m = {.n = 0};
     gk_err e = {0};
     long pid = 0;
     char host[256] = "", me[256] = "";
-    int rc = gk_s3_get(o->s3, o->bucket, key, to_mem, &m, &e);
+    int rc = gk_s3_get(o->s3, o->bucket, key, gk_s3_text_sink, &m, &e);
     if (rc)
         return rc == GK_ENOTFOUND ? 0 : -1;
     if (sscanf(m.buf, "%ld %255s", &pid, host) != 2 || gethostname(me, sizeof me) != 0)
@@ -159,8 +141,8 @@ static int lock_take(tr_s3out *o, gk_err *e)
         o->locked = 1;
         return 0;
     }
-    membuf m = {.n = 0};
-    rc = gk_s3_get(o->s3, o->bucket, key, to_mem, &m, e);
+    gk_s3_text m = {.n = 0};
+    rc = gk_s3_get(o->s3, o->bucket, key, gk_s3_text_sink, &m, e);
     if (rc == GK_ENOTFOUND) /* released meanwhile: try once more */
         return gk_s3_put_new(o->s3, o->bucket, key, body, (size_t)n, e) == 0 ? (o->locked = 1, 0)
                : gk_errf(e, GK_EIO, "out_dir %s: the lock s3://%s/%s was taken again meanwhile", o->url, o->bucket, key);
@@ -205,9 +187,9 @@ int tr_s3out_read_latest(tr_s3out *o, char *name, size_t cap, gk_err *e)
 {
     char key[1200];
     key_of(o, "latest", key, sizeof key);
-    membuf m = {.n = 0};
+    gk_s3_text m = {.n = 0};
     name[0] = '\0';
-    int rc = gk_s3_get(o->s3, o->bucket, key, to_mem, &m, e);
+    int rc = gk_s3_get(o->s3, o->bucket, key, gk_s3_text_sink, &m, e);
     if (rc == GK_ENOTFOUND)
         return 0;
     if (rc)

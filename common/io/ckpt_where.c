@@ -8,22 +8,6 @@
 
 #include "common/log.h"
 
-typedef struct small {
-    char buf[512];
-    size_t n;
-} small;
-
-static int to_small(const void *data, size_t n, void *ud)
-{
-    small *m = ud;
-    if (m->n + n >= sizeof m->buf)
-        return GK_EFORMAT; /* not a pointer: a pointer is one short line */
-    memcpy(m->buf + m->n, data, n);
-    m->n += n;
-    m->buf[m->n] = '\0';
-    return 0;
-}
-
 /* Whether name is a checkpoint's name as gpt-train writes it in PREFIX/latest: one line, no '/'. */
 static int pointer_name(const char *name)
 {
@@ -37,10 +21,10 @@ static int pointer_name(const char *name)
 static int follow(gk_s3 *s, const char *bucket, const char *dir, char *key, size_t cap, gk_err *e)
 {
     char pkey[1200];
-    small m = {.n = 0};
+    gk_s3_text m = {.n = 0};
     snprintf(pkey, sizeof pkey, "%slatest", dir);
     gk_err ignore = {0};
-    if (gk_s3_get(s, bucket, pkey, to_small, &m, &ignore))
+    if (gk_s3_get(s, bucket, pkey, gk_s3_text_sink, &m, &ignore))
         return 0;
     m.buf[strcspn(m.buf, "\r\n")] = '\0';
     if (!pointer_name(m.buf))

@@ -271,3 +271,14 @@ int gk_s3_put_file_cancel(gk_s3 *s, const char *bucket, const char *key, const c
     fclose(f);
     return rc;
 }
+
+int gk_s3_text_sink(const void *data, size_t n, void *ud)
+{
+    gk_s3_text *t = ud;
+    if (t->n + n >= sizeof t->buf)
+        return GK_EFORMAT;
+    memcpy(t->buf + t->n, data, n);
+    t->n += n;
+    t->buf[t->n] = '\0';
+    return 0;
+}

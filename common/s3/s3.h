@@ -141,6 +141,13 @@ int gk_s3_get_range(gk_s3 *s, const char *bucket, const char *key, int64_t off, 
  * twice. */
 typedef int (*gk_s3_sink)(const void *data, size_t n, void *ud);
 int gk_s3_get(gk_s3 *s, const char *bucket, const char *key, gk_s3_sink sink, void *ud, gk_err *e);
+/* A small object as text (a pointer, a lock): gk_s3_get(..., gk_s3_text_sink, &t, e) with t zeroed
+ * fills t.buf, NUL-terminated; an object of sizeof t.buf bytes or more stops it (GK_EFORMAT). */
+typedef struct gk_s3_text {
+    char buf[512];
+    size_t n;
+} gk_s3_text;
+int gk_s3_text_sink(const void *data, size_t n, void *ud);
 
 /* PUT of buf[0..n). */
 int gk_s3_put(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, gk_err *e);
