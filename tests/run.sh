@@ -38,7 +38,8 @@ export LC_ALL=C.UTF-8
 budget=${GPT_TEST_BUDGET:-0}
 jobs=${GPT_TEST_JOBS:-}
 if [ -z "$jobs" ] && [[ " ${MAKEFLAGS:-} " =~ \ -j([0-9]+) ]]; then jobs=${BASH_REMATCH[1]}; fi
-[ -n "$jobs" ] || jobs=$(nproc 2>/dev/null || echo 2)
+# the cores, not nproc alone: it answers OMP_NUM_THREADS (tsan.sh sets 1 for its tools)
+[ -n "$jobs" ] || jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
 scale=$(( (jobs > 1 ? jobs : 1) * ${GPT_TEST_SLOWDOWN:-1} ))
 res=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$res"' EXIT

@@ -73,6 +73,10 @@ struct Warp {
     unsigned arrived;        /* lanes waiting at a collective with a mask */
     unsigned at_activemask;  /* lanes waiting at __activemask */
     WarpSlot *slot[32];
+    /* the collective lanes last arrived at (kind, mask) and those of its lanes there (open_here);
+     * open_here is 0 when it completed: lets a lane that joins it skip comparing every slot */
+    int open_kind;
+    unsigned open_mask, open_here;
     uint32_t seq;                /* collectives completed in this block (the race checker's clock) */
     unsigned masks[kRaceRing];   /* the mask of collective seq at masks[seq % kRaceRing] */
 };

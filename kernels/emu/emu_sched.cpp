@@ -217,7 +217,7 @@ static void setup_block(Worker *w, uint64_t b)
     }
     for (int i = 0; i < n; i++) w->threads[i].state = T_NEW;
     if (w->grid->order != ORDER_FORWARD) make_order(w, b);
-    for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = w->warps[i].seq = 0;
+    for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = w->warps[i].seq = w->warps[i].open_here = 0;
     race_interval(w);
     w->ready_head = w->ready_count = 0;
     w->next_start = w->ndone = w->at_barrier = w->at_activemask = 0;
@@ -324,18 +324,23 @@ uint64_t warp_collective(WarpSlot *s)
     /* A lane this one waits for that waits elsewhere, for this one too: a deadlock. One that waits
      * only for others may still go on once they arrive (as in some other thread order), so the
      * collective completes once every lane of its mask is at it. */
-    unsigned here = 1u << lane;
-    for (int l = 0; l < 32; l++) {
-        const WarpSlot *o = wp.slot[l];
-        if (!(wp.arrived >> l & 1) || !(s->mask >> l & 1)) continue;
-        if (o->kind == s->kind && o->mask == s->mask) {
-            here |= 1u << l;
-            continue;
+    unsigned here = 1u << lane, waiting = wp.arrived & s->mask;
+    if (wp.open_here && wp.open_kind == s->kind && wp.open_mask == s->mask && !(waiting & ~wp.open_here)) {
+        here |= waiting; /* every lane of the mask that waits is at this same collective */
+    } else {
+        for (unsigned m = waiting; m; m &= m - 1) {
+            int l = __builtin_ctz(m);
+            const WarpSlot *o = wp.slot[l];
+            if (o->kind == s->kind && o->mask == s->mask) {
+                here |= 1u << l;
+                continue;
+            }
+            if (o->mask >> lane & 1)
+                fail_thread(w, "warp collectives do not match: lane %d at %s (mask 0x%08x), lane %d at %s (mask 0x%08x)",
+                            l, collective_name(o->kind), o->mask, lane, collective_name(s->kind), s->mask);
         }
-        if (o->mask >> lane & 1)
-            fail_thread(w, "warp collectives do not match: lane %d at %s (mask 0x%08x), lane %d at %s (mask 0x%08x)",
-                        l, collective_name(o->kind), o->mask, lane, collective_name(s->kind), s->mask);
     }
+    wp.open_kind = s->kind, wp.open_mask = s->mask, wp.open_here = here;
     wp.slot[lane] = s;
     wp.arrived |= 1u << lane;
     t->slot = s;
@@ -345,6 +350,7 @@ uint64_t warp_collective(WarpSlot *s)
     }
     complete_collective(wp.slot, s->mask);
     wp.arrived &= ~s->mask;
+    wp.open_here = 0;
     race_warp_synced(wp, s->mask);
     bool down = w->grid->order != ORDER_FORWARD;
     for (int k = 0; k < 32; k++) {
