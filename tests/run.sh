@@ -6,7 +6,8 @@
 # by name) as soon as the tests before them are done; the slowest of the last run start first.
 # Ends with the 10 slowest tests, then the line "N passed, N failed, N skipped"; exits 1 if
 # anything failed.
-# Usage: tests/run.sh BUILD [PATTERN...]   (the tests whose names hold any PATTERN, e.g. shard)
+# Usage: tests/run.sh BUILD [PATTERN...]   (the tests whose names hold any PATTERN, e.g. shard,
+#   and none of those given as -PATTERN)
 #   jobs: GPT_TEST_JOBS, else make's -jN (MAKEFLAGS), else the core count
 #   budget: with GPT_TEST_BUDGET=S (make test: 60), a test that takes longer than S seconds (unit
 #     binaries and CLI cases alike, on a 2-core machine running 2 at a time) is named with its
@@ -25,12 +26,15 @@ build=$(cd "${1:-build}" && pwd)
 shift
 patterns=("$@")
 pattern=${patterns[*]:-} # "" when every test runs
-# picked NAME: whether NAME holds one of the patterns (any name when none is given)
+# picked NAME: whether NAME holds one of the patterns (any name when none is given) and none of
+# the patterns written -PATTERN (make check: -emu_orders)
 picked() {
-  [ ${#patterns[@]} -eq 0 ] && return 0
-  local p
-  for p in "${patterns[@]}"; do [[ "$1" == *$p* ]] && return 0; done
-  return 1
+  local p any=0 want=0
+  for p in "${patterns[@]}"; do
+    if [[ "$p" == -* ]]; then [[ "$1" == *${p#-}* ]] && return 1
+    else any=1; [[ "$1" == *$p* ]] && want=1; fi
+  done
+  [ $any -eq 0 ] || [ $want -eq 1 ]
 }
 export GPT_TEST_DATA=$(cd "${GPT_TEST_DATA:-$top/../shared/data}" 2>/dev/null && pwd || echo /nonexistent)
 export PATH="$build/bin:$PATH" TOP="$top" FIX="$top/tests/fixtures" DATA="$GPT_TEST_DATA" GPT_TEST_BUILD="$build"

@@ -1,7 +1,8 @@
-/* test_emu_order.cu: GPT_EMU_ORDER (kernels/emu/README.md), the emulator's other thread and block orders, against
- * hand-checked tickets: the order threads start in and leave a barrier in, per order; a racy
- * broadcast (a missing __syncthreads) reads differently in forward and reverse; race-free kernels
- * give the same bits in every order, including one that an order-blind deadlock check rejected;
+/* test_emu_order.cu: GPT_EMU_ORDER (kernels/emu/README.md), the emulator's other thread and block
+ * orders, against hand-checked tickets: the order threads start in and leave a barrier in, per
+ * order; a racy broadcast (a missing __syncthreads) reads differently in forward and reverse;
+ * race-free kernels give the same bits in every order, including one that an order-blind deadlock
+ * check rejected;
  * a bad value is a launch error naming it. Emulator-only: under nvcc it is an empty test. */
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ static int racy_zeros(const char *order)
     enum { n = 64 };
     int h[n], zeros = 0;
     setenv("GPT_EMU_ORDER", order, 1);
-    setenv("GPT_EMU_RACECHECK", "0", 1); /* its race is the point here (test_emu_race: the checker's) */
+    /* its race is the point here (test_emu_race: the checker's) */
+    setenv("GPT_EMU_RACECHECK", "0", 1);
     int *out = to_dev<int>(NULL, n);
     GK_LAUNCH(racy_broadcast, 1, n, 0, 0, out);
     CUDA_OK(cudaGetLastError());
@@ -97,7 +99,8 @@ static void test_orders(void)
         int *counter = to_dev<int>(NULL, 1), *d_start = to_dev<int>(NULL, blocks * n),
             *d_after = to_dev<int>(NULL, blocks * n);
         CUDA_OK(cudaMemset(counter, 0, sizeof(int)));
-        GK_LAUNCH(tickets, blocks, n, 0, 0, counter, d_start, d_after); /* 128 threads: one host thread */
+        /* 128 threads: one host thread */
+        GK_LAUNCH(tickets, blocks, n, 0, 0, counter, d_start, d_after);
         CUDA_OK(cudaGetLastError());
         to_host(start, d_start, blocks * n);
         to_host(after, d_after, blocks * n);
@@ -115,17 +118,27 @@ static void test_orders(void)
         for (int k = 0; k < blocks * n; k++) perm += seen[k] == 1;
         CHECKF(perm == blocks * n, "%s: start tickets are not a permutation", orders[o]);
         CHECKF(last_at_barrier_first == blocks * n, "%s: barrier release order", orders[o]);
-        if (o == 0) CHECKF(fwd == blocks * n, "forward: %d of %d threads in id order", fwd, blocks * n);
-        if (o == 1) CHECKF(rev == blocks * n, "reverse: %d of %d threads in reverse order", rev, blocks * n);
+        if (o == 0)
+            CHECKF(fwd == blocks * n, "forward: %d of %d threads in id order", fwd, blocks * n);
+        if (o == 1)
+            CHECKF(rev == blocks * n, "reverse: %d of %d threads in reverse order", rev,
+                   blocks * n);
         if (o == 2) CHECKF(fwd < n && rev < n, "shuffle: %d in id order, %d reversed", fwd, rev);
         cudaFree(counter);
         cudaFree(d_start);
         cudaFree(d_after);
     }
-    /* the race: forward lets the last thread read before thread 0 writes; reverse runs thread 0 first */
+    /* the race: forward lets the last thread read before thread 0 writes; reverse runs thread 0
+     * first */
     int zeros_forward = racy_zeros("forward"), zeros_reverse = racy_zeros("reverse");
     CHECKF(zeros_forward == 1, "forward: %d threads read 0", zeros_forward);
     CHECKF(zeros_reverse == 0, "reverse: %d threads read 0", zeros_reverse);
+    /* shuffle exposes it too (tests/cli/emu_orders.sh runs the op tests in shuffled order only):
+     * each launch draws another permutation, and those that start thread 0 after a reader differ
+     * from forward */
+    int exposed = 0;
+    for (int rep = 0; rep < 10; rep++) exposed += racy_zeros("shuffle") != zeros_forward;
+    CHECKF(exposed >= 5, "shuffle: %d of 10 launches read what forward reads", 10 - exposed);
     /* a race-free kernel gives the same bits in every order */
     setenv("GPT_EMU_ORDER", "shuffle", 1);
     for (int rep = 0; rep < 20; rep++) { /* another permutation each launch */
@@ -148,7 +161,8 @@ static void test_orders(void)
     setenv("GPT_EMU_ORDER", "sideways", 1);
     int *out = to_dev<int>(NULL, 64);
     GK_LAUNCH(racy_broadcast, 1, 64, 0, 0, out);
-    const char *words[] = {"racy_broadcast", "GPT_EMU_ORDER='sideways'", "forward, reverse or shuffle"};
+    const char *words[] = {"racy_broadcast", "GPT_EMU_ORDER='sideways'",
+                           "forward, reverse or shuffle"};
     CHECK(launch_failed_with(cudaErrorInvalidValue, words, 3));
     unsetenv("GPT_EMU_ORDER");
     cudaFree(out);
