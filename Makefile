@@ -386,7 +386,8 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # lint: the man pages through mandoc, and tests/lint.sh: no comment in the C/C++/CUDA sources
-# holds a measured time or rate beside a machine name or a date (those go in tests/bench/*-results.md).
+# holds a measured time or rate beside a machine name or a date (those go in
+# tests/bench/*-results.md), and no line of them is over 100 columns.
 lint: all
 	@for m in man/*.[0-9]; do mandoc -Tlint -W warning $$m || exit 1; done
 	@bash tests/lint.sh

@@ -36,7 +36,8 @@ typedef struct ck_args {
     int quiet, verbose;
     const char *operand; /* the one operand */
 } ck_args;
-#define CK_OPT_QUIET(a) {'q', "quiet", GK_OPT_FLAG, &(a).quiet, NULL, "no messages but errors", 0, 0}
+#define CK_OPT_QUIET(a) \
+    {'q', "quiet", GK_OPT_FLAG, &(a).quiet, NULL, "no messages but errors", 0, 0}
 #define CK_OPT_END {0, NULL, 0, NULL, NULL, NULL, 0, 0}
 /* Parses argv against tab (-h/--help prints usage, the table and footer; --version the
  * version), sets up logging from a->quiet / a->verbose and requires exactly one operand, named
@@ -127,7 +128,8 @@ int ck_llmc_write(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path,
 int ck_import_vocab(const char *option, const char *dir, int vocab_size, gk_vocab **v, gk_err *e);
 /* Saves params as a gptkit checkpoint with config and vocab (out: ck_out_begin's, with env);
  * prints the summary. */
-int ck_save_imported(const char *out, const gk_env *env, const char *from, const gk_gpt2_config *cfg,
-                     const gk_ckpt_param *params, size_t n, const gk_vocab *v, gk_err *e);
+int ck_save_imported(const char *out, const gk_env *env, const char *from,
+                     const gk_gpt2_config *cfg, const gk_ckpt_param *params, size_t n,
+                     const gk_vocab *v, gk_err *e);
 
 #endif

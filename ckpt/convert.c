@@ -31,7 +31,8 @@ static float value_of(const conv *c, size_t i)
     if (!c->scales)
         return (float)ck_value_at(c->src, i);
     int64_t d1 = c->src->shape[1];
-    return gk_q8_value(c->src->data, c->scales->data, c->axis, d1, (int64_t)i / d1, (int64_t)i % d1);
+    return gk_q8_value(c->src->data, c->scales->data, c->axis, d1, (int64_t)i / d1,
+                       (int64_t)i % d1);
 }
 
 /* Fills bytes [off, off+n) of the converted tensor. */
@@ -111,8 +112,10 @@ static int q8_scales(const gk_st_file *f, conv *c, gk_err *e)
     char sname[320];
     snprintf(sname, sizeof sname, "q8_0.%s", c->src->name);
     c->scales = gk_st_find(f, sname);
-    c->axis = c->src->ndim == 2 && c->scales && c->scales->ndim == 2 && c->scales->dtype == GK_DT_F16
-                  ? gk_q8_axis(c->src->shape, c->scales->shape) : -1;
+    c->axis =
+        c->src->ndim == 2 && c->scales && c->scales->ndim == 2 && c->scales->dtype == GK_DT_F16
+            ? gk_q8_axis(c->src->shape, c->scales->shape)
+            : -1;
     if (c->axis < 0)
         return gk_errf(e, GK_EFORMAT, "%s: int8 tensor '%s' has no F16 scales '%s' of a matching "
                        "shape", gk_st_path(f), c->src->name, sname);

@@ -39,7 +39,8 @@ static int write_text(const char *dir, const char *name, const char *text, size_
 
 static int write_json(const char *dir, const char *name, json_t *j, gk_err *e)
 {
-    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
+    char *text =
+        j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(j);
     if (!text)
         return gk_errf(e, GK_ENOMEM, "out of memory");
@@ -65,17 +66,17 @@ static const char *torch_dtype(enum gk_dtype dt)
 static json_t *hf_config(const gk_gpt2_config *c, int eot, enum gk_dtype dt)
 {
     double p = (double)c->dropout;
-    json_t *o = json_pack("{s:s, s:[s], s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i, s:i, s:n, s:i, "
-                          "s:b, s:b, s:b, s:b, s:s, s:b, s:i}",
-                          "model_type", "gpt2", "architectures", "GPT2LMHeadModel",
-                          "attn_pdrop", p, "embd_pdrop", p, "resid_pdrop", p,
-                          "initializer_range", 0.02, "layer_norm_epsilon", 1e-5,
-                          "activation_function", "gelu_new", "n_ctx", c->block_size,
-                          "n_embd", c->n_embd, "n_head", c->n_head, "n_layer", c->n_layer,
-                          "n_inner", "n_positions", c->block_size,
-                          "scale_attn_weights", 1, "scale_attn_by_inverse_layer_idx", 0,
-                          "reorder_and_upcast_attn", 0, "tie_word_embeddings", 1,
-                          "torch_dtype", torch_dtype(dt), "use_cache", 1, "vocab_size", c->vocab_size);
+    json_t *o =
+        json_pack("{s:s, s:[s], s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i, s:i, s:n, s:i, s:b, "
+                  "s:b, s:b, s:b, s:s, s:b, s:i}",
+                  "model_type", "gpt2", "architectures", "GPT2LMHeadModel", "attn_pdrop", p,
+                  "embd_pdrop", p, "resid_pdrop", p, "initializer_range", 0.02,
+                  "layer_norm_epsilon", 1e-5, "activation_function", "gelu_new", "n_ctx",
+                  c->block_size, "n_embd", c->n_embd, "n_head", c->n_head, "n_layer", c->n_layer,
+                  "n_inner", "n_positions", c->block_size, "scale_attn_weights", 1,
+                  "scale_attn_by_inverse_layer_idx", 0, "reorder_and_upcast_attn", 0,
+                  "tie_word_embeddings", 1, "torch_dtype", torch_dtype(dt), "use_cache", 1,
+                  "vocab_size", c->vocab_size);
     /* without an end-of-text token, null: GPT2Config's default 50256 lies outside a smaller
      * vocabulary (a char-level model), and transformers warns about it */
     if (o && (eot >= 0 || c->vocab_size <= 50256)) {
@@ -355,7 +356,8 @@ int ck_export_main(int argc, char **argv, const gk_env *env, gk_err *e)
     const char *hf = NULL, *llmc = NULL;
     const gk_opt tab[] = {
         {0, "hf", GK_OPT_STR, &hf, "DIR", "write a HuggingFace model directory", 0, 0},
-        {0, "llmc", GK_OPT_STR, &llmc, "FILE", "write an llm.c checkpoint (gpt2_124M.bin style)", 0, 0},
+        {0, "llmc", GK_OPT_STR, &llmc, "FILE", "write an llm.c checkpoint (gpt2_124M.bin style)", 0,
+         0},
         CK_OPT_QUIET(a),
         CK_OPT_END,
     };

@@ -79,13 +79,15 @@ int ck_import_vocab(const char *option, const char *dir, int vocab_size, gk_voca
         gk_vocab_free(*v);
         *v = NULL;
     } else if (rc == 0 && gk_vocab_size(*v) < (uint32_t)vocab_size) {
-        gk_verbose("%s: %u tokens for a model vocab_size of %d", from, gk_vocab_size(*v), vocab_size);
+        gk_verbose("%s: %u tokens for a model vocab_size of %d", from, gk_vocab_size(*v),
+                   vocab_size);
     }
     return rc;
 }
 
-int ck_save_imported(const char *out, const gk_env *env, const char *from, const gk_gpt2_config *cfg,
-                     const gk_ckpt_param *params, size_t n, const gk_vocab *v, gk_err *e)
+int ck_save_imported(const char *out, const gk_env *env, const char *from,
+                     const gk_gpt2_config *cfg, const gk_ckpt_param *params, size_t n,
+                     const gk_vocab *v, gk_err *e)
 {
     char *json = gk_gpt2_config_json(cfg);
     if (!json)
@@ -132,10 +134,11 @@ static int check_tensor(const gk_st_file *f, const gk_st_tensor *t, const ck_ent
         char got[64], want[64];
         ck_shape_text(got, sizeof got, t->ndim, t->shape);
         ck_shape_text(want, sizeof want, x->ndim, x->shape);
-        return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has shape %s, but %s (n_layer %d, n_head %d, "
-                       "n_embd %d, n_positions %d, vocab_size %d) needs %s", gk_st_path(f), t->name,
-                       got, config, c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size,
-                       want);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: tensor '%s' has shape %s, but %s (n_layer %d, n_head %d, n_embd %d, "
+                       "n_positions %d, vocab_size %d) needs %s",
+                       gk_st_path(f), t->name, got, config, c->n_layer, c->n_head, c->n_embd,
+                       c->block_size, c->vocab_size, want);
     }
     if (t->dtype != GK_DT_F32 && t->dtype != GK_DT_F16 && t->dtype != GK_DT_BF16)
         return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' has dtype %s (F32, F16 or BF16 expected)",
@@ -233,7 +236,8 @@ static int import_hf(const char *st_path, const char *dir, const char *out, cons
     if (!rc)
         rc = ck_import_vocab(o->vocab, dir, cfg.vocab_size, &v, e);
     if (!rc)
-        rc = ck_save_imported(out, o->env, o->label ? o->label : st_path, &cfg, params, (size_t)tab.n, v, e);
+        rc = ck_save_imported(out, o->env, o->label ? o->label : st_path, &cfg, params,
+                              (size_t)tab.n, v, e);
     for (int i = 0; owned && i < tab.n; i++)
         free(owned[i]);
     free(owned);
@@ -260,7 +264,8 @@ static int import_llmc(const char *path, const char *out, const import_opts *o, 
         char found[4096];
         gk_err ignore = {0};
         if (gk_vocab_find(found, sizeof found, NULL, &ignore) == 0 &&
-            gk_vocab_load(&v, found, &ignore) == 0 && gk_vocab_size(v) != (uint32_t)cfg.vocab_size) {
+            gk_vocab_load(&v, found, &ignore) == 0 &&
+            gk_vocab_size(v) != (uint32_t)cfg.vocab_size) {
             gk_vocab_free(v);
             v = NULL;
         }
@@ -307,7 +312,8 @@ static void default_output(char *out, size_t cap, const char *src, int hub)
     size_t n = strlen(copy);
     while (n > 1 && copy[n - 1] == '/')
         copy[--n] = '\0';
-    snprintf(name, sizeof name, "%s", hub && strchr(copy, '/') ? strchr(copy, '/') + 1 : basename(copy));
+    snprintf(name, sizeof name, "%s",
+             hub && strchr(copy, '/') ? strchr(copy, '/') + 1 : basename(copy));
     if (!hub && strcmp(name, "model.safetensors") == 0) { /* a HF file: name it after its dir */
         snprintf(copy, sizeof copy, "%s", src);
         snprintf(name, sizeof name, "%s", basename(dirname(copy)));
@@ -338,13 +344,15 @@ static int import_dir(const char *dir, const char *out, const import_opts *o, gk
  * HF_HOME, HOME, HF_HUB_OFFLINE, HF_ENDPOINT, HF_TOKEN, GPT_HUB_STALL_S). */
 static int import_hub(const char *repo, const char *out, import_opts *o, gk_err *e)
 {
-    static const char *const need[] = {"config.json", "vocab.json", "merges.txt", "model.safetensors"};
+    static const char *const need[] = {"config.json", "vocab.json", "merges.txt",
+                                       "model.safetensors"};
     static const char *const want[] = {"generation_config.json"};
     char dir[4096], cache[2048];
     const gk_env *vars = o->env;
     gk_hub_conf hub = {vars->hf_endpoint, vars->hf_token, vars->hf_offline, cache,
                        vars->hub_stall_s};
-    int rc = gk_hub_cache_dir(cache, sizeof cache, vars->hf_hub_cache, vars->hf_home, vars->home, e);
+    int rc =
+        gk_hub_cache_dir(cache, sizeof cache, vars->hf_hub_cache, vars->hf_home, vars->home, e);
     if (!rc)
         rc = gk_hub_snapshot(dir, sizeof dir, repo, need, 4, want, 1, &hub, e);
     if (rc == GK_ENOTFOUND && strstr(e->msg, "no file model.safetensors"))
@@ -396,8 +404,10 @@ int ck_import_main(int argc, char **argv, const gk_env *env, gk_err *e)
     ck_args a = {0};
     import_opts o = {.env = env};
     const gk_opt tab[] = {
-        {'o', "output", GK_OPT_STR, &o.output, "FILE", "the checkpoint to write (default: NAME.safetensors here)", 0, 0},
-        {'V', "vocab", GK_OPT_STR, &o.vocab, "DIR|FILE", "vocabulary to embed (default: the model's vocab.json + merges.txt)", 0, 0},
+        {'o', "output", GK_OPT_STR, &o.output, "FILE",
+         "the checkpoint to write (default: NAME.safetensors here)", 0, 0},
+        {'V', "vocab", GK_OPT_STR, &o.vocab, "DIR|FILE",
+         "vocabulary to embed (default: the model's vocab.json + merges.txt)", 0, 0},
         CK_OPT_QUIET(a),
         {'v', "verbose", GK_OPT_COUNT, &a.verbose, NULL, "more messages", 0, 0},
         CK_OPT_END,

@@ -203,7 +203,8 @@ int ck_info_main(int argc, char **argv, const gk_env *env, gk_err *e)
     ck_args a = {0};
     info_opts o = {0};
     const gk_opt tab[] = {
-        {0, "stats", GK_OPT_FLAG, &o.stats, NULL, "also mean, std and NaN/Inf counts of each tensor", 0, 0},
+        {0, "stats", GK_OPT_FLAG, &o.stats, NULL,
+         "also mean, std and NaN/Inf counts of each tensor", 0, 0},
         {0, "json", GK_OPT_FLAG, &o.json, NULL, "print one JSON object (for scripts)", 0, 0},
         {'q', "quiet", GK_OPT_FLAG, &a.quiet, NULL, "no warnings", 0, 0},
         CK_OPT_END,
@@ -222,7 +223,8 @@ int ck_info_main(int argc, char **argv, const gk_env *env, gk_err *e)
         gk_warn("%s", ve.msg);
     if (o.json) {
         json_t *j = json_info(c, v, &o, bytes);
-        char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
+        char *text =
+            j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
         if (text)
             printf("%s\n", text);
         else

@@ -51,8 +51,9 @@ static int read_header(FILE *f, const char *path, int32_t *h, gk_err *e)
 {
     unsigned char raw[HDR_INTS * 4];
     if (fread(raw, 1, sizeof raw, f) != sizeof raw)
-        return ferror(f) ? gk_errno(e, path)
-                         : gk_errf(e, GK_EFORMAT, "%s: shorter than llm.c's 1024-byte header", path);
+        return ferror(f)
+                   ? gk_errno(e, path)
+                   : gk_errf(e, GK_EFORMAT, "%s: shorter than llm.c's 1024-byte header", path);
     for (int i = 0; i < HDR_INTS; i++)
         h[i] = (int32_t)gk_le32(raw + 4 * i);
     if (h[0] != CK_LLMC_MAGIC)
@@ -61,7 +62,8 @@ static int read_header(FILE *f, const char *path, int32_t *h, gk_err *e)
         return gk_errf(e, GK_EFORMAT, "%s: llm.c checkpoint version %d (3 = fp32 and 5 = bf16 "
                        "are read)", path, h[1]);
     if (h[7] < h[3])
-        return gk_errf(e, GK_EFORMAT, "%s: padded vocab %d smaller than vocab %d", path, h[7], h[3]);
+        return gk_errf(e, GK_EFORMAT, "%s: padded vocab %d smaller than vocab %d", path, h[7],
+                       h[3]);
     return 0;
 }
 

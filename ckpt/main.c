@@ -14,10 +14,12 @@ static const struct command {
     int (*run)(int argc, char **argv, const gk_env *env, gk_err *e);
     const char *args, *help;
 } commands[] = {
-    {"import", ck_import_main, "NAME|DIR|FILE [-o OUT]", "HuggingFace GPT-2 or llm.c -> checkpoint"},
+    {"import", ck_import_main, "NAME|DIR|FILE [-o OUT]",
+     "HuggingFace GPT-2 or llm.c -> checkpoint"},
     {"info", ck_info_main, "FILE [--stats] [--json]", "what a checkpoint holds"},
     {"export", ck_export_main, "FILE --hf DIR | --llmc FILE", "checkpoint -> HuggingFace / llm.c"},
-    {"convert", ck_convert_main, "FILE -o OUT --dtype TYPE", "parameters as float32, bfloat16, float16 or int8"},
+    {"convert", ck_convert_main, "FILE -o OUT --dtype TYPE",
+     "parameters as float32, bfloat16, float16 or int8"},
     {"verify", ck_verify_main, "FILE...", "check header, sizes and checksums"},
 };
 

@@ -17,7 +17,8 @@
 
 /* A client for url's store (credentials, region and endpoint from the environment and ~/.aws),
  * and url's bucket and key (which must not be empty). */
-static int open_client(const char *url, char *bucket, size_t bcap, char *key, size_t kcap, gk_s3 **s, gk_err *e)
+static int open_client(const char *url, char *bucket, size_t bcap, char *key, size_t kcap,
+                       gk_s3 **s, gk_err *e)
 {
     gk_s3_conf conf;
     *s = NULL;
@@ -31,7 +32,8 @@ static int open_client(const char *url, char *bucket, size_t bcap, char *key, si
     return rc;
 }
 
-static gk_stagedir stage; /* TMPDIR/gpt-ckpt.XXXXXX from ck_out_begin to ck_out_finish (one output) */
+/* TMPDIR/gpt-ckpt.XXXXXX from ck_out_begin to ck_out_finish (one output) */
+static gk_stagedir stage;
 
 int ck_out_check(const char *out, gk_err *e)
 {
@@ -59,7 +61,8 @@ int ck_out_begin(const char *out, const gk_env *env, char *path, size_t cap, gk_
     const char *base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
     if ((rc = gk_stagedir_make(&stage, env->tmpdir, "gpt-ckpt", e)))
         return gk_errf(e, rc, "%s (writing %s there first)", e->msg, out);
-    if ((size_t)snprintf(path, cap, "%s/%s", stage.path, *base ? base : "checkpoint.safetensors") >= cap) {
+    if ((size_t)snprintf(path, cap, "%s/%s", stage.path, *base ? base : "checkpoint.safetensors") >=
+        cap) {
         gk_stagedir_remove(&stage);
         return gk_errf(e, GK_EUSAGE, "%s: name too long", out);
     }
@@ -74,7 +77,8 @@ int ck_out_finish(const char *out, const char *path, int rc, gk_err *e)
     gk_s3 *s = NULL;
     if (rc) { /* the local write failed: say where it went */
         gk_err keep = *e;
-        gk_errf(e, keep.code, "%s (writing %s there first; set TMPDIR to another directory)", keep.msg, out);
+        gk_errf(e, keep.code, "%s (writing %s there first; set TMPDIR to another directory)",
+                keep.msg, out);
     } else if (!(rc = open_client(out, bucket, sizeof bucket, key, sizeof key, &s, e))) {
         gk_info("uploading %s", out);
         rc = gk_s3_put_file(s, bucket, key, path, e);

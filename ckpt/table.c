@@ -33,8 +33,9 @@ static int table_templates(const gk_gpt2_config *cfg, ck_entry *tmpl, int *n, gk
     gk_param table[4 + 16];
     int count = gk_gpt2_param_table(&pc, table, (int)(sizeof table / sizeof *table));
     int rc = count < 0 ? gk_errf(e, count, "parameter table: out of memory")
-             : count > (int)(sizeof table / sizeof *table) ? gk_errf(e, GK_EFORMAT, "parameter table: %d entries", count)
-             : 0;
+             : count > (int)(sizeof table / sizeof *table)
+                 ? gk_errf(e, GK_EFORMAT, "parameter table: %d entries", count)
+                 : 0;
     int seen_layer = 0;
     *n = 0;
     for (int i = 0; rc == 0 && i < count; i++) {
@@ -138,7 +139,8 @@ static void hf_warnings(json_t *o, const gk_gpt2_config *c, const char *path)
 {
     const char *act = json_string_value(json_object_get(o, "activation_function"));
     if (act && strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0)
-        gk_warn("%s: activation_function \"%s\": gptkit uses GELU's tanh form (gelu_new)", path, act);
+        gk_warn("%s: activation_function \"%s\": gptkit uses GELU's tanh form (gelu_new)", path,
+                act);
     json_t *eps = json_object_get(o, "layer_norm_epsilon");
     if (eps && json_is_number(eps) && json_number_value(eps) != 1e-5)
         gk_warn("%s: layer_norm_epsilon %g: gptkit uses 1e-5", path, json_number_value(eps));

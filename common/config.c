@@ -81,7 +81,8 @@ static int unknown_key(const gk_config *cfg, const char *key, const char *origin
     }
     size_t len = strlen(key);
     if (best && best_d <= 1 + len / 4 && best_d < len)
-        return gk_errf(err, GK_EUSAGE, "%s: unknown key '%s' (did you mean '%s'?)", origin, key, best);
+        return gk_errf(err, GK_EUSAGE, "%s: unknown key '%s' (did you mean '%s'?)", origin, key,
+                       best);
     return gk_errf(err, GK_EUSAGE, "%s: unknown key '%s'", origin, key);
 }
 
@@ -228,7 +229,8 @@ int gk_config_create(gk_config **out, const gk_config_key *table, void *values, 
     return 0;
 }
 
-int gk_config_set(gk_config *cfg, const char *key, const char *value, const char *origin, gk_err *err)
+int gk_config_set(gk_config *cfg, const char *key, const char *value, const char *origin,
+                  gk_err *err)
 {
     char obuf[160];
     if (!origin) {
@@ -255,8 +257,9 @@ int gk_config_set_arg(gk_config *cfg, const char *arg, gk_err *err)
     if (strncmp(arg, "--", 2) != 0 || eq == arg + 2 || !arg[2])
         return gk_errf(err, GK_EUSAGE, "%s: expected --key=value", arg);
     if (!eq) /* "--key": a known key is missing its value; any other is unknown */
-        return find_index(cfg, arg + 2) < 0 ? unknown_key(cfg, arg + 2, arg, err)
-                                            : gk_errf(err, GK_EUSAGE, "%s: expected %s=VALUE", arg, arg);
+        return find_index(cfg, arg + 2) < 0
+                   ? unknown_key(cfg, arg + 2, arg, err)
+                   : gk_errf(err, GK_EUSAGE, "%s: expected %s=VALUE", arg, arg);
     char key[160];
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof key)

@@ -1,12 +1,13 @@
 /* config.h: typed configuration keys (`key = value` files, --key=value overrides, JSON copies).
  * Owns: a gk_config binds a caller's key table to a caller's values struct; it owns the strings
- * that string fields point to and each key's origin, until gk_config_free. One gk_config per thread.
+ * that string fields point to and each key's origin, until gk_config_free. One gk_config per
+ * thread.
  *
  * File syntax (.conf), one statement per line:
  *   # whole-line comment                 blank lines are ignored
  *   learning_rate = 6e-4   # trailing comment ('#' ends an unquoted value)
- *   out_dir = "out dir/#1"               quotes ("..." or '...') keep '#' and spaces; \" \' \\ escape,
- *                                        and \n \r \t stand for newline, CR and tab
+ *   out_dir = "out dir/#1"               quotes ("..." or '...') keep '#' and spaces; \" \'
+ *                                        \\ escape, and \n \r \t stand for newline, CR and tab
  *   include = base.conf                  relative to the including file's directory; if not found
  *                                        and the name has no '/', looked up like a preset
  *                                        (gk_config_resolve_path); cycles and depth > 16 are errors
@@ -59,9 +60,12 @@ typedef struct gk_config_key {
 #define GK_CK_DOUBLE(st, f, def, help) GK_CK(st, f, GK_CT_DOUBLE, def, help)
 #define GK_CK_BOOL(st, f, def, help) GK_CK(st, f, GK_CT_BOOL, def, help)
 #define GK_CK_STR(st, f, def, help) GK_CK(st, f, GK_CT_STRING, def, help)
-#define GK_CK_INT_R(st, f, def, lo, hi, help) { #f, GK_CT_INT, offsetof(st, f), def, help, true, lo, hi, NULL }
-#define GK_CK_DOUBLE_R(st, f, def, lo, hi, help) { #f, GK_CT_DOUBLE, offsetof(st, f), def, help, true, lo, hi, NULL }
-#define GK_CK_CHOICE(st, f, def, choices, help) { #f, GK_CT_STRING, offsetof(st, f), def, help, false, 0, 0, choices }
+#define GK_CK_INT_R(st, f, def, lo, hi, help) \
+    { #f, GK_CT_INT, offsetof(st, f), def, help, true, lo, hi, NULL }
+#define GK_CK_DOUBLE_R(st, f, def, lo, hi, help) \
+    { #f, GK_CT_DOUBLE, offsetof(st, f), def, help, true, lo, hi, NULL }
+#define GK_CK_CHOICE(st, f, def, choices, help) \
+    { #f, GK_CT_STRING, offsetof(st, f), def, help, false, 0, 0, choices }
 #define GK_CK_END { NULL, GK_CT_INT, 0, NULL, NULL, false, 0, 0, NULL }
 
 typedef struct gk_config gk_config;
@@ -77,7 +81,8 @@ void gk_config_free(gk_config *cfg);
 int gk_config_load_file(gk_config *cfg, const char *path, gk_err *err);
 /* Sets one key from text. origin names where it came from in messages and in gk_config_print
  * ("FILE:LINE", "--KEY"); NULL means "--KEY". */
-int gk_config_set(gk_config *cfg, const char *key, const char *value, const char *origin, gk_err *err);
+int gk_config_set(gk_config *cfg, const char *key, const char *value, const char *origin,
+                  gk_err *err);
 /* Applies one command-line argument "--key=value" (origin "--key"). "--key" alone is an error
  * saying so ("--bias: expected --bias=VALUE", or the unknown-key message). */
 int gk_config_set_arg(gk_config *cfg, const char *arg, gk_err *err);
@@ -106,7 +111,8 @@ struct json_t *gk_config_to_jansson(const gk_config *cfg, gk_err *err);
 char *gk_config_to_json(const gk_config *cfg, gk_err *err);
 /* Sets every key found in a JSON object as above (resume); origin names the source in messages
  * ("ckpt.safetensors:gptkit.train"). Unknown keys and mistyped values are errors. */
-int gk_config_from_jansson(gk_config *cfg, const struct json_t *obj, const char *origin, gk_err *err);
+int gk_config_from_jansson(gk_config *cfg, const struct json_t *obj, const char *origin,
+                           gk_err *err);
 int gk_config_from_json(gk_config *cfg, const char *json, const char *origin, gk_err *err);
 
 /* The directory searched for presets before the installed ones (the tool's $GPT_CONFIG_DIR, or

@@ -52,7 +52,8 @@ const char *gk_datadir_checkout_configs(char *buf, size_t cap)
     if ((size_t)snprintf(mark, sizeof mark, "%s/../common/datadir.c", build) >= sizeof mark
         || stat(mark, &st) != 0 || !S_ISREG(st.st_mode))
         return NULL;
-    if ((size_t)snprintf(buf, cap, "%s/../train/configs", build) >= cap || !is_dir(buf)) return NULL;
+    if ((size_t)snprintf(buf, cap, "%s/../train/configs", build) >= cap || !is_dir(buf))
+        return NULL;
     char *real = realpath(buf, NULL); /* messages name it without the "BUILD/.." */
     if (real && strlen(real) < cap) strcpy(buf, real);
     free(real);

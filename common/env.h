@@ -27,7 +27,8 @@ typedef struct gk_env {
                               * the presets searched first (gk_config_set_dir), or NULL */
     int mem_check;           /* GPT_MEM_CHECK: gk_mem_check_mode's 0 check, 1 warn, 2 off */
     const char *model;       /* GPT_MODEL: the checkpoint without -m (gk_opt_model_path), or NULL */
-    const char *vocab;       /* GPT_VOCAB: the vocabulary without -V (gk_vocab_set_search), or NULL */
+    const char *vocab;       /* GPT_VOCAB: the vocabulary without -V
+                              * (gk_vocab_set_search), or NULL */
     const char *hf_hub_cache; /* HF_HUB_CACHE: the HuggingFace cache (gk_hub_cache_dir), or NULL */
     const char *hf_home;     /* HF_HOME: HuggingFace's folder, the cache under hub/, or NULL */
     const char *home;        /* HOME: ~/.cache/huggingface/hub without the two above, or NULL */

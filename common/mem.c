@@ -66,7 +66,8 @@ static int cgroup_path(const char *proc, const char *want, char *out, size_t cap
 
 /* The tightest limit - usage over dir and its ancestors down to root (files lim and use);
  * *seen: some limit file was readable. */
-static size_t cgroup_room(const char *root, const char *rel, const char *lim, const char *use, int *seen)
+static size_t cgroup_room(const char *root, const char *rel, const char *lim, const char *use,
+                          int *seen)
 {
     char dir[4096], path[4200];
     size_t room = GK_MEM_UNKNOWN, rootlen = strlen(root);

@@ -27,7 +27,8 @@ static int suffix_multiplier(const char *s, int64_t *mul)
     return 0;
 }
 
-int gk_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what, gk_err *e)
+int gk_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what,
+                 gk_err *e)
 {
     if (!text || !*text)
         return gk_errf(e, GK_EUSAGE, "%s: empty value, expected an integer", what);
@@ -59,7 +60,8 @@ bad:
     return gk_errf(e, GK_EUSAGE, "%s: '%s' is not an integer", what, text);
 }
 
-int gk_parse_double(const char *text, double min, double max, double *out, const char *what, gk_err *e)
+int gk_parse_double(const char *text, double min, double max, double *out, const char *what,
+                    gk_err *e)
 {
     if (!text || !*text)
         return gk_errf(e, GK_EUSAGE, "%s: empty value, expected a number", what);

@@ -10,8 +10,10 @@
 
 /* Integer with an optional suffix: K M G T (x1000^n) or Ki Mi Gi Ti (x1024^n); also a plain
  * integral scientific form such as 1e8. Must lie in [min, max]. Returns 0 or GK_EUSAGE. */
-int gk_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what, gk_err *e);
+int gk_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what,
+                 gk_err *e);
 /* Finite double in [min, max] (strtod syntax, whole string). Returns 0 or GK_EUSAGE. */
-int gk_parse_double(const char *text, double min, double max, double *out, const char *what, gk_err *e);
+int gk_parse_double(const char *text, double min, double max, double *out, const char *what,
+                    gk_err *e);
 
 #endif

@@ -195,7 +195,9 @@ int gk_opt_weights(const char *dtype, int *weights, gk_err *e)
     }
     if (gk_dtype_from_user(dtype, &dt) != 0)
         return gk_errf(e, GK_EUSAGE, "--dtype %s: " GK_OPT_WEIGHTS_CHOICES, dtype);
-    *weights = dt == GK_DT_BF16 ? GK_WEIGHTS_BF16 : dt == GK_DT_F16 ? GK_WEIGHTS_F16 : GK_WEIGHTS_F32;
+    *weights = dt == GK_DT_BF16  ? GK_WEIGHTS_BF16
+               : dt == GK_DT_F16 ? GK_WEIGHTS_F16
+                                 : GK_WEIGHTS_F32;
     return 0;
 }
 

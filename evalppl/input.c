@@ -95,9 +95,10 @@ static int take_tokens(ep_stream *s, const unsigned char *p, size_t count, int w
     if (!s->ids) return gk_errf(e, GK_ENOMEM, "%s: out of memory", s->name);
     size_t ok = gk_shard_decode(p, count, width, vocab_limit, s->ids);
     if (ok < count)
-        return gk_errf(e, GK_EFORMAT, "%s: token %u at position %zu is outside the model's "
-                       "vocabulary (%u)", s->name, width == 2 ? gk_le16(p + 2 * ok) : gk_le32(p + 4 * ok),
-                       ok, vocab_limit);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: token %u at position %zu is outside the model's vocabulary (%u)",
+                       s->name, width == 2 ? gk_le16(p + 2 * ok) : gk_le32(p + 4 * ok), ok,
+                       vocab_limit);
     s->n = count;
     s->bytes = -1;
     return 0;
@@ -214,8 +215,9 @@ int ep_load(ep_stream *s, const char *path, const gk_vocab *v, int raw, uint32_t
     unsigned char *b = (unsigned char *)text;
     if (rc) return rc;
     if (raw)
-        rc = len % 2 ? gk_errf(e, GK_EFORMAT, "%s: --raw: odd size %zu (uint16 tokens)", s->name, len)
-                     : take_tokens(s, b, len / 2, 2, vocab_limit, e);
+        rc = len % 2
+                 ? gk_errf(e, GK_EFORMAT, "%s: --raw: odd size %zu (uint16 tokens)", s->name, len)
+                 : take_tokens(s, b, len / 2, 2, vocab_limit, e);
     else
         rc = take_any(s, b, len, v, vocab_limit, e);
     free(b);

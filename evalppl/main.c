@@ -33,7 +33,8 @@ typedef struct options {
 
 static const char usage[] =
     "gpt-evalppl [-m CKPT] [--context N] [--stride S] [--json] [--per-doc] [--raw]\n"
-    "                   [--dtype float32|bfloat16|float16|int8] [--device NAME] [--attention PATH]\n"
+    "                   [--dtype float32|bfloat16|float16|int8] "
+    "[--device NAME] [--attention PATH]\n"
     "                   [FILE...]\n"
     "       gpt-evalppl --hellaswag [-m CKPT] [--context N] [--batch R] [--json] [--per-doc]\n"
     "                   [FILE.jsonl...]\n"
@@ -51,16 +52,28 @@ static const char footer[] =
 static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 {
     const gk_opt tab[] = {
-        {'m', "model", GK_OPT_STR, &o->model, "CKPT", "checkpoint (default $GPT_MODEL, else out/latest.safetensors)", 0, 0},
-        {0, "context", GK_OPT_INT, &o->context, "N", "tokens per window (default block_size)", 1, 1 << 20},
-        {0, "stride", GK_OPT_INT, &o->stride, "S", "tokens between window starts (default N)", 1, 1 << 20},
-        {0, "json", GK_OPT_FLAG, &o->json, NULL, "print a JSON object {tokens, nll, ppl[, bpb]}", 0, 0},
-        {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL, "also a line per document (split at <|endoftext|>), or per item", 0, 0},
-        {0, "raw", GK_OPT_FLAG, &o->raw, NULL, "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
-        {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL, "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
-        {0, "batch", GK_OPT_INT, &o->batch, "R", "with --hellaswag: rows (endings) per forward (default 4, an item; 64 on a GPU)", 1, 4096},
-        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        GK_DEVICE_OPTS(o->dev, "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda; default: bfloat16 on cuda, else float32)"),
+        {'m', "model", GK_OPT_STR, &o->model, "CKPT",
+         "checkpoint (default $GPT_MODEL, else out/latest.safetensors)", 0, 0},
+        {0, "context", GK_OPT_INT, &o->context, "N", "tokens per window (default block_size)", 1,
+         1 << 20},
+        {0, "stride", GK_OPT_INT, &o->stride, "S", "tokens between window starts (default N)", 1,
+         1 << 20},
+        {0, "json", GK_OPT_FLAG, &o->json, NULL, "print a JSON object {tokens, nll, ppl[, bpb]}", 0,
+         0},
+        {0, "per-doc", GK_OPT_FLAG, &o->per_doc, NULL,
+         "also a line per document (split at <|endoftext|>), or per item", 0, 0},
+        {0, "raw", GK_OPT_FLAG, &o->raw, NULL,
+         "inputs are header-less uint16 tokens (nanoGPT .bin)", 0, 0},
+        {0, "hellaswag", GK_OPT_FLAG, &o->hellaswag, NULL,
+         "inputs are multiple-choice items (HellaSwag's .jsonl): print accuracy", 0, 0},
+        {0, "batch", GK_OPT_INT, &o->batch, "R",
+         "with --hellaswag: rows (endings) per forward (default 4, an item; 64 on a GPU)", 1, 4096},
+        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE",
+         "vocabulary (instead of the checkpoint's)", 0, 0},
+        GK_DEVICE_OPTS(o->dev,
+                       "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, "
+                       "fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu "
+                       "and ref, not cuda; default: bfloat16 on cuda, else float32)"),
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -138,7 +151,8 @@ static int open_model(const options *o, const gk_env *env, gk_gpt2_runner *r, in
     if (!rc) rc = gk_gpt2_runner_open(r, &o->dev, *weights, o->model, o->vocab, need_vocab, env, e);
     if (r->retries) gk_warn("%s: %ld requests retried", r->where, r->retries);
     char what[128];
-    if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what)); /* -v: tests compare stderr */
+    /* -v: tests compare stderr */
+    if (r->be) gk_verbose("device %s", gk_backend_describe(r->be, what, sizeof what));
     if (r->be) gk_warn_note(r->be->note); /* e.g. why device auto is not cuda */
     *context = o->context ? (int)o->context : 0;
     if (!rc) {
@@ -153,7 +167,8 @@ static int open_model(const options *o, const gk_env *env, gk_gpt2_runner *r, in
 /* The memory check, then the model for batches up to max_B x max_T. */
 static int load_model(gk_gpt2_runner *r, int max_B, int max_T, int weights, gk_err *e)
 {
-    int rc = gk_gpt2_runner_check(r, max_B, max_T, weights, "lower --context, or try --dtype bfloat16", e);
+    int rc = gk_gpt2_runner_check(r, max_B, max_T, weights,
+                                  "lower --context, or try --dtype bfloat16", e);
     if (rc == GK_ENOMEM && r->mem_check == 1) { /* GPT_MEM_CHECK=warn */
         gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
         rc = 0;
@@ -169,7 +184,8 @@ static int inputs_s3(char **inputs, int ninputs, gk_s3 **s3, gk_err *e)
     int need = 0, rc = 0;
     for (int i = 0; i < ninputs; i++)
         need |= gk_s3_is_url(inputs[i]);
-    if (need && !(rc = gk_s3_conf_discover(&conf, gk_env_getenv, NULL, e)) && !(rc = gk_s3_open(s3, &conf, e)))
+    if (need && !(rc = gk_s3_conf_discover(&conf, gk_env_getenv, NULL, e)) &&
+        !(rc = gk_s3_open(s3, &conf, e)))
         ep_input_s3(*s3);
     return rc;
 }
@@ -185,7 +201,8 @@ static int run(const options *o, const gk_env *env, char **inputs, int ninputs, 
         rc = inputs_s3(inputs, ninputs, &s3, e);
     const gk_vocab *v = r.vocab;
     int stride = o->stride ? (int)o->stride : context;
-    for (int i = 0; rc == 0 && i < ninputs; i++) /* a bad header stops the run before the model is made */
+    /* a bad header stops the run before the model is made */
+    for (int i = 0; rc == 0 && i < ninputs; i++)
         rc = ep_precheck(inputs[i], v, o->raw, (uint32_t)r.cfg.vocab_size, e);
     if (!rc) rc = load_model(&r, 1, context, weights, e);
     if (!rc) rc = ep_scorer_create(&sc, r.model, context, stride, e);
@@ -207,15 +224,18 @@ static int run(const options *o, const gk_env *env, char **inputs, int ninputs, 
         ep_stream_free(&s);
     }
     double secs = gk_now() - t0;
-    if (!rc && !tokens) rc = gk_errf(e, GK_EFORMAT, "nothing to score: the input%s hold%s fewer "
-                                     "than 2 tokens", ninputs > 1 ? "s" : "", ninputs > 1 ? "" : "s");
+    if (!rc && !tokens)
+        rc = gk_errf(e, GK_EFORMAT,
+                     "nothing to score: the input%s hold%s fewer than 2 tokens",
+                     ninputs > 1 ? "s" : "", ninputs > 1 ? "" : "s");
     if (!rc) {
         print_result(o, NULL, 0, tokens, nll, all_text ? bytes : 0);
         rc = gk_std_finish(e); /* before the summary: a result lost is a failure */
     }
     if (!rc) {
         gk_info("%lld token%s in %.2f s (%.0f tokens/s), windows of %d every %d", (long long)tokens,
-                plural((size_t)tokens), secs, tokens / (secs > 1e-9 ? secs : 1e-9), context, stride);
+                plural((size_t)tokens), secs, tokens / (secs > 1e-9 ? secs : 1e-9), context,
+                stride);
     }
     ep_scorer_free(sc);
     gk_gpt2_runner_close(&r);
@@ -295,7 +315,8 @@ static int default_rows(gk_gpt2_runner *r, int max_T, int weights)
     if (r->be->props.host_memory) return 4;
     gk_err quiet = {0};
     int rows = 64;
-    while (rows > 4 && gk_gpt2_runner_check(r, rows, max_T, weights, "", &quiet) == GK_ENOMEM) rows /= 2;
+    while (rows > 4 && gk_gpt2_runner_check(r, rows, max_T, weights, "", &quiet) == GK_ENOMEM)
+        rows /= 2;
     return rows;
 }
 
@@ -327,8 +348,8 @@ static int run_choice(const options *o, const gk_env *env, char **inputs, int ni
         rc = gk_std_finish(e);
     }
     if (!rc)
-        gk_info("%zu item%s in %.2f s (%d row%s a forward)", t.items, plural(t.items), gk_now() - t0,
-                rows, plural((size_t)rows));
+        gk_info("%zu item%s in %.2f s (%d row%s a forward)", t.items, plural(t.items),
+                gk_now() - t0, rows, plural((size_t)rows));
     for (int i = 0; sets && i < ninputs; i++) gk_choice_free(&sets[i]);
     free(sets);
     gk_gpt2_runner_close(&r);
@@ -358,9 +379,11 @@ int main(int argc, char **argv)
         static char *stdin_only[] = {"-"};
         char **in = first < argc ? argv + first : stdin_only;
         int nin = first < argc ? argc - first : 1;
-        if (rc == 0) rc = o.hellaswag ? run_choice(&o, &env, in, nin, &e) : run(&o, &env, in, nin, &e);
+        if (rc == 0)
+            rc = o.hellaswag ? run_choice(&o, &env, in, nin, &e) : run(&o, &env, in, nin, &e);
     }
-    if (rc == 0) rc = gk_std_finish(&e); /* a result that did not reach stdout (a full disk) fails */
+    /* a result that did not reach stdout (a full disk) fails */
+    if (rc == 0) rc = gk_std_finish(&e);
     if (rc) {
         gk_error("%s", e.msg);
         return gk_exit_status(rc);

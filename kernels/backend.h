@@ -1,8 +1,10 @@
 /* backend.h: the backend-neutral op interface the GPT-2 graph is written against.
- * Owns: gk_ops (a vtable, one per backend kind) and gk_backend (one context per run: vtable + device state).
+ * Owns: gk_ops (a vtable, one per backend kind) and gk_backend (one context per run: vtable +
+ * device state).
  * Lifetime: create with gk_backend_open (or a constructor: gk_cpu_create, gk_ref_create, a CUDA
  * library's entry), free with gk_backend_free.
- * Thread safety: a gk_backend is used by one host thread at a time; ops may use threads internally. */
+ * Thread safety: a gk_backend is used by one host thread at a time; ops may use threads
+ * internally. */
 #ifndef GK_BACKEND_H
 #define GK_BACKEND_H
 
@@ -56,7 +58,8 @@ static inline size_t gk_elt_bytes(gk_elt t, size_t n)
  *   gk_rng_uniform(key, i) >= p; kept values are scaled by 1/(1-p). Element i is the flat index
  *   of the masked tensor ((B,T,C) row-major for the embedding and residual dropouts; for the
  *   attention probabilities ((b*NH + h)*T + t)*T + u, query t, key u). Backward ops recompute
- *   the mask from the same key, so masks are never stored. p == 0 means no dropout (key ignored). */
+ *   the mask from the same key, so masks are never stored. p == 0 means no dropout (key
+ *   ignored). */
 
 typedef struct gk_backend gk_backend;
 struct gk_comm;      /* kernels/comm/comm.h */
@@ -156,7 +159,8 @@ typedef struct gk_ops {
     void (*bias_bwd)(gk_backend *be, float *dbias, const void *dout, int N, int C);
     /* x (N,C) -> out (N,C) = gelu(x): what gemm's epilogue stores in C from pre_gelu (bit for bit
      * on cpu and ref; within the rounding of be->act on cuda, whose epilogue is cuBLASLt's), so
-     * that the backward can recompute the GELU output instead of keeping it. out may not alias x. */
+     * that the backward can recompute the GELU output instead of keeping it. out may not alias
+     * x. */
     void (*gelu_fwd)(gk_backend *be, void *out, const void *x, int N, int C);
     /* dout (N,C) -> dinp (N,C) = gelu'(x) * dout, x the pre-GELU values; dinp may alias dout. */
     void (*gelu_bwd)(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
@@ -216,7 +220,8 @@ typedef struct gk_ops {
     void (*attention_fwd_at)(gk_backend *be, void *out, void *cache, const void *qkv_new, int B,
                              int Tc, const int *t0, int n, int C, int NH);
     void (*spare_attention[2])(void);
-    /* ==== classifier (classifier.c): softmax + cross-entropy over the first V of Vp columns ==== */
+    /* ==== classifier (classifier.c): softmax + cross-entropy over the first V of Vp columns
+     * ==== */
     /* logits (N,Vp), targets (N) -> losses (N) = -log softmax(logits)[target] (0 where target < 0),
      * lse (N) = log-sum-exp of the row. */
     void (*xent_fwd)(gk_backend *be, float *losses, float *lse, const void *logits,
@@ -256,11 +261,11 @@ typedef struct gk_ops {
     /* The ops launched between record_begin and record_end are recorded, not run (a CUDA stream
      * capture into a graph); replay runs them again in order, with the same pointers and
      * arguments, reading device memory as it is when they run. record_begin returns 0, or
-     * nonzero when the backend will not record now (opened with cuda_sync or cuda_no_graphs): nothing
-     * is recorded and no error is set. record_end returns the recording, or NULL: with the sticky
-     * error set when an op failed for another reason, else because a call between them may not be
-     * recorded on this device, and then the backend records nothing more (record_begin returns
-     * nonzero), says why in be->note, and the caller runs the ops unrecorded instead.
+     * nonzero when the backend will not record now (opened with cuda_sync or cuda_no_graphs):
+     * nothing is recorded and no error is set. record_end returns the recording, or NULL: with the
+     * sticky error set when an op failed for another reason, else because a call between them may
+     * not be recorded on this device, and then the backend records nothing more (record_begin
+     * returns nonzero), says why in be->note, and the caller runs the ops unrecorded instead.
      * record_free(NULL) is a no-op. */
     int (*record_begin)(gk_backend *be);
     void *(*record_end)(gk_backend *be);
@@ -331,7 +336,8 @@ struct gk_backend {
  * file and line; the message names the failing call, e.g. "ref attention_fwd: malloc(80)". */
 int gk_backend_fail(gk_backend *be, int code, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-#define GK_BACKEND_FAIL(be, code, ...) gk_backend_fail((be), (code), __FILE__, __LINE__, __VA_ARGS__)
+#define GK_BACKEND_FAIL(be, code, ...) \
+    gk_backend_fail((be), (code), __FILE__, __LINE__, __VA_ARGS__)
 /* 0, or the sticky error's code with the error copied to err (if not NULL), without waiting: an
  * asynchronous device's fault shows once an op has seen it. The error stays recorded: every later
  * call returns it. */
@@ -352,8 +358,8 @@ int gk_gemm_bwd_check(gk_backend *be, int transB, int N, int ldb, gk_elt tb, int
 /* gemm_bwd as the backend's gemm, gelu_bwd and bias_bwd one after the other (backend_compose.c):
  * cpu's and ref's gemm_bwd, and cuda's without its fused epilogues. */
 void gk_gemm_bwd_apart(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
-                       const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,
-                       void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
+                       const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb,
+                       float beta, void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
 
 /* Frees a backend from any constructor; NULL is a no-op. */
 void gk_backend_free(gk_backend *be);
@@ -403,8 +409,9 @@ const char *gk_attention_name(int a);
  * at run time from libgptkit-cuda.so / libgptkit-cuda-emu.so: o->cuda_lib, else the binary's
  * ../lib, else the dlopen search path), "auto" (cuda when its library loads and sees a GPU, else
  * cpu; when the library was there but failed to load, or the GPU failed, be->note says why; with
- * attention = cudnn, a GPU whose backend fails (no cuDNN) is that error, not the CPU). Returns 0, GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code
- * with one line naming the device. */
+ * attention = cudnn, a GPU whose backend fails (no cuDNN) is that error, not the CPU). Returns 0,
+ * GK_EUSAGE for an unknown name, or GK_ENOTFOUND / GK_EFORMAT / another code with one line
+ * naming the device. */
 int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e);
 /* Writes what be is for a tool's message, e.g. "cpu (8 threads)", "cuda (NVIDIA H100, bf16)",
  * followed by ", reference code for SLOTS" where props.ref_ops names any; returns buf. */

@@ -77,12 +77,13 @@ static int load_entry(const gk_backend_entry **entry, void **h, const char *devi
     gk_backend_entry_fn fn = (gk_backend_entry_fn)dlsym(*h, GK_BACKEND_ENTRY_SYMBOL);
     const gk_backend_entry *en = fn ? fn() : NULL;
     if (!fn)
-        rc = gk_errf(e, GK_EFORMAT, "device %s: %s has no %s (not a gptkit backend library)", device,
-                     where, GK_BACKEND_ENTRY_SYMBOL);
+        rc = gk_errf(e, GK_EFORMAT, "device %s: %s has no %s (not a gptkit backend library)",
+                     device, where, GK_BACKEND_ENTRY_SYMBOL);
     else if (!en || en->abi != GK_BACKEND_ABI)
-        rc = gk_errf(e, GK_EFORMAT, "device %s: %s has backend ABI version %d, this gptkit needs %d "
-                     "(install the library built with these tools)", device, where,
-                     en ? en->abi : -1, GK_BACKEND_ABI);
+        rc = gk_errf(e, GK_EFORMAT,
+                     "device %s: %s has backend ABI version %d, this gptkit needs %d (install the "
+                     "library built with these tools)",
+                     device, where, en ? en->abi : -1, GK_BACKEND_ABI);
     else if (!en->device_count || !en->create)
         rc = gk_errf(e, GK_EFORMAT, "device %s: %s: incomplete backend entry", device, where);
     if (rc) {
@@ -140,7 +141,8 @@ int gk_backend_open(gk_backend **out, const gk_backend_opts *o, gk_err *e)
         int rc = open_cpu(out, "cpu", o, e);
         /* no library or no GPU is the quiet case; a library or GPU that failed is worth a word */
         if (!rc && why.code != GK_ENOTFOUND)
-            snprintf((*out)->note, sizeof (*out)->note, "device auto: the CPU, since %.470s", why.msg);
+            snprintf((*out)->note, sizeof(*out)->note, "device auto: the CPU, since %.470s",
+                     why.msg);
         return rc;
     }
     return gk_errf(e, GK_EUSAGE, "device '%s': not one of cpu, ref, cuda, cuda-emu, auto", device);

@@ -1,7 +1,7 @@
 /* bf16.h: bf16, fp16 and Q8_0 <-> fp32 on the host, and element access by gk_elt, for the CPU-side
  * code (the CPU backends, the model's parameter loading). Owns nothing; pure inline functions. The
- * scalar conversions (gk_f2bf16, gk_bf16f, gk_f2f16, gk_f16f) are common/half.h's, the project's one
- * rounding rule (the CPU backend's fast kernels convert fp16 with F16C). */
+ * scalar conversions (gk_f2bf16, gk_bf16f, gk_f2f16, gk_f16f) are common/half.h's, the project's
+ * one rounding rule (the CPU backend's fast kernels convert fp16 with F16C). */
 #ifndef GK_BF16_H
 #define GK_BF16_H
 

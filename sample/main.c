@@ -35,8 +35,10 @@ static const char usage[] =
     "Generates text from a GPT-2 checkpoint, streaming it to stdout.";
 
 static const char footer[] =
-    "The model is -m, else $GPT_MODEL, else out/latest.safetensors. The vocabulary is -V, else the\n"
-    "checkpoint's own, else $GPT_VOCAB or the HuggingFace cache. With no prompt, generation starts\n"
+    "The model is -m, else $GPT_MODEL, else out/latest.safetensors. "
+    "The vocabulary is -V, else the\n"
+    "checkpoint's own, else $GPT_VOCAB or the HuggingFace cache. "
+    "With no prompt, generation starts\n"
     "from <|endoftext|> (BPE) or a newline (char). Same seed, same output; -t 0 is greedy.\n"
     "Example: gpt-sample -m out/latest.safetensors -p 'ROMEO:' -n 200 -t 0.8 -k 200\n";
 
@@ -44,18 +46,31 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 {
     const gk_opt tab[] = {
         {'m', "model", GK_OPT_STR, &o->model, "CKPT", "checkpoint (.safetensors)", 0, 0},
-        {'n', "tokens", GK_OPT_INT, &o->n_new, "N", "tokens to generate per sample (default 256)", 0, 1e9},
+        {'n', "tokens", GK_OPT_INT, &o->n_new, "N", "tokens to generate per sample (default 256)",
+         0, 1e9},
         {'p', "prompt", GK_OPT_STR, &o->prompt, "TEXT", "start from TEXT", 0, 0},
-        {'f', "prompt-file", GK_OPT_STR, &o->prompt_file, "FILE", "start from the text of FILE (- reads standard input)", 0, 0},
-        {0, "num-samples", GK_OPT_INT, &o->num_samples, "K", "K samples, generated as one batch (default 1)", 1, 1024},
-        {'t', "temperature", GK_OPT_DOUBLE, &o->temperature, "T", "sampling temperature; 0 = greedy (default 0.8)", 0, 1e6},
-        {'k', "top-k", GK_OPT_INT, &o->top_k, "K", "sample among the K most likely tokens; 0 = all (default 200)", 0, 1e9},
-        {0, "top-p", GK_OPT_DOUBLE, &o->top_p, "P", "nucleus sampling: the most likely tokens holding P (default 1)", 1e-9, 1},
+        {'f', "prompt-file", GK_OPT_STR, &o->prompt_file, "FILE",
+         "start from the text of FILE (- reads standard input)", 0, 0},
+        {0, "num-samples", GK_OPT_INT, &o->num_samples, "K",
+         "K samples, generated as one batch (default 1)", 1, 1024},
+        {'t', "temperature", GK_OPT_DOUBLE, &o->temperature, "T",
+         "sampling temperature; 0 = greedy (default 0.8)", 0, 1e6},
+        {'k', "top-k", GK_OPT_INT, &o->top_k, "K",
+         "sample among the K most likely tokens; 0 = all (default 200)", 0, 1e9},
+        {0, "top-p", GK_OPT_DOUBLE, &o->top_p, "P",
+         "nucleus sampling: the most likely tokens holding P (default 1)", 1e-9, 1},
         {0, "seed", GK_OPT_INT, &o->seed, "S", "random seed (default 1337)", 0, 9.2e18},
-        {0, "stop-at-eot", GK_OPT_FLAG, &o->stop_at_eot, NULL, "end a sample at <|endoftext|>", 0, 0},
-        {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text", 0, 0},
-        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary (instead of the checkpoint's)", 0, 0},
-        GK_DEVICE_OPTS(o->dev, "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu and ref, not cuda); 16 bits halve the bytes read per token, int8 nearly quarters them (default: bfloat16 on cuda, else float32)"),
+        {0, "stop-at-eot", GK_OPT_FLAG, &o->stop_at_eot, NULL, "end a sample at <|endoftext|>", 0,
+         0},
+        {0, "ids", GK_OPT_FLAG, &o->ids, NULL, "print token ids, space-separated, instead of text",
+         0, 0},
+        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE",
+         "vocabulary (instead of the checkpoint's)", 0, 0},
+        GK_DEVICE_OPTS(o->dev,
+                       "weight matrices in memory: float32, bfloat16, float16 or int8 (fp32, bf16, "
+                       "fp16; float16 and int8, llama.cpp's Q8_0, on the CPU backends only: cpu "
+                       "and ref, not cuda); 16 bits halve the bytes read per token, int8 nearly "
+                       "quarters them (default: bfloat16 on cuda, else float32)"),
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no messages but errors", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -91,13 +106,15 @@ static int encode_prompt(const options *o, const gk_vocab *v, int **ids, int64_t
         len = strlen(o->prompt);
     *hidden = !len;
     if (rc == 0 && !len) {
-        rc = (u = malloc(sizeof *u)) ? gk_text_start_token(v, u, e) : gk_errf(e, GK_ENOMEM, "out of memory");
+        rc = (u = malloc(sizeof *u)) ? gk_text_start_token(v, u, e)
+                                     : gk_errf(e, GK_ENOMEM, "out of memory");
         if (rc == GK_EFORMAT)
             rc = gk_errf(e, GK_EFORMAT, "no prompt, and the vocabulary has no <|endoftext|> or "
                          "newline to start from: give one with -p");
         nu = rc == 0;
     } else if (rc == 0) {
-        rc = gk_text_encode(v, text ? text : o->prompt, len, GK_ENCODE_SPECIAL, &u, &nu, &cap, &bad, e);
+        rc = gk_text_encode(v, text ? text : o->prompt, len, GK_ENCODE_SPECIAL, &u, &nu, &cap, &bad,
+                            e);
     }
     if (bad && !rc)
         gk_warn("%s: replaced %zu invalid UTF-8 sequence%s with U+FFFD",
@@ -169,7 +186,8 @@ static int run(const options *o, const gk_env *env, gk_err *e)
     if (!rc) rc = gk_gpt2_runner_open(&r, &o->dev, weights, o->model, o->vocab, 1, env, e);
     if (r.retries) gk_warn("%s: %ld requests retried", r.where, r.retries);
     char what[128];
-    if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what)); /* -v: tests compare stderr */
+    /* -v: tests compare stderr */
+    if (r.be) gk_verbose("device %s", gk_backend_describe(r.be, what, sizeof what));
     if (r.be) gk_warn_note(r.be->note); /* e.g. why device auto is not cuda */
     if (!rc) rc = encode_prompt(o, r.vocab, &prompt, &n, &hidden, e);
     if (!rc) rc = gk_gpt2_runner_check(&r, (int)o->num_samples, r.cfg.block_size, weights,
@@ -212,8 +230,10 @@ int main(int argc, char **argv)
         rc = 0; /* printed: only the check that it reached stdout is left */
     } else {
         gk_log_setup("gpt-sample", o.quiet ? GK_LOG_QUIET : GK_LOG_NORMAL + o.verbose);
-        if (rc == 0 && first < argc) rc = gk_errf(&e, GK_EUSAGE, "unexpected argument '%s'", argv[first]);
-        if (rc == 0 && o.prompt && o.prompt_file) rc = gk_errf(&e, GK_EUSAGE, "-p and -f: give one prompt");
+        if (rc == 0 && first < argc)
+            rc = gk_errf(&e, GK_EUSAGE, "unexpected argument '%s'", argv[first]);
+        if (rc == 0 && o.prompt && o.prompt_file)
+            rc = gk_errf(&e, GK_EUSAGE, "-p and -f: give one prompt");
         if (rc == 0) rc = run(&o, &env, &e);
     }
     if (rc == 0) rc = gk_std_finish(&e); /* text that did not reach stdout (a full disk) fails */

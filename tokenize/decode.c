@@ -19,7 +19,8 @@ static int check_vocab(gk_shard_reader *r, const gk_vocab *v, gk_err *e)
     if (r->fingerprint && r->fingerprint != gk_vocab_fingerprint(v))
         return gk_errf(e, GK_EFORMAT,
                        "%s: made with another vocabulary (fingerprint %08x, this one is %08x); "
-                       "give the right one with -V", r->name, r->fingerprint, gk_vocab_fingerprint(v));
+                       "give the right one with -V",
+                       r->name, r->fingerprint, gk_vocab_fingerprint(v));
     if (r->vocab_size && r->vocab_size != gk_vocab_size(v))
         return gk_errf(e, GK_EFORMAT, "%s: made with a vocabulary of %u tokens, this one has %u",
                        r->name, r->vocab_size, gk_vocab_size(v));
@@ -38,7 +39,8 @@ static int vocab_for_shard(const char *vocab_opt, gk_shard_reader *first, gk_voc
         gk_vocab_free(*v);
         *v = NULL;
     }
-    if (rc && !vocab_opt && !first->raw && first->vocab_size && first->vocab_size != GPT2_VOCAB_SIZE)
+    if (rc && !vocab_opt && !first->raw && first->vocab_size &&
+        first->vocab_size != GPT2_VOCAB_SIZE)
         rc = gk_errf(e, GK_ENOTFOUND, "%s: made with a %u-token vocabulary, not GPT-2's: give that "
                      "vocabulary with -V (for a char-level shard, the file from --vocab-out, e.g. "
                      "-V vocab.json)", first->name, first->vocab_size);
@@ -76,7 +78,8 @@ static int open_any(gk_shard_reader *r, gk_s3 *s3, const char *path, gk_err *e)
     return gk_s3_is_url(path) ? open_s3(r, s3, path, e) : gk_shard_open(r, path, e);
 }
 
-static int open_checked(gk_shard_reader *r, gk_s3 *s3, const char *path, const gk_vocab *v, gk_err *e)
+static int open_checked(gk_shard_reader *r, gk_s3 *s3, const char *path, const gk_vocab *v,
+                        gk_err *e)
 {
     int rc = open_any(r, s3, path, e);
     if (rc == 0 && (rc = check_vocab(r, v, e)))
@@ -102,7 +105,8 @@ static int write_tokens(const gk_vocab *v, const gk_shard_reader *r, const uint3
 }
 
 /* An object's tokens, DECODE_TOKENS at a time by ranged GETs, each checked against v. */
-static int decode_s3(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t *ids, int *first, gk_err *e)
+static int decode_s3(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t *ids, int *first,
+                     gk_err *e)
 {
     char bucket[256], key[1100];
     int width = r->raw || r->version == 1 ? 2 : 4;
@@ -116,7 +120,8 @@ static int decode_s3(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t 
         rc = gk_shard_s3_range(s3, bucket, key, base + at * width, n * (size_t)width, b, e);
         size_t ok = rc ? n : gk_shard_decode(b, n, width, gk_vocab_size(v), ids);
         if (ok < n)
-            rc = gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u tokens)",
+            rc = gk_errf(e, GK_EFORMAT,
+                         "%s: token %u at position %lld is outside the vocabulary (%u tokens)",
                          r->name, width == 2 ? gk_le16(b + 2 * ok) : gk_le32(b + 4 * ok),
                          (long long)(at + (int64_t)ok), gk_vocab_size(v));
         if (!rc)
@@ -126,7 +131,8 @@ static int decode_s3(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t 
     return rc;
 }
 
-static int decode_one(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t *ids, int *first, gk_err *e)
+static int decode_one(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t *ids, int *first,
+                      gk_err *e)
 {
     if (!r->fp)
         return decode_s3(r, s3, v, ids, first, e);
@@ -140,12 +146,14 @@ static int decode_one(gk_shard_reader *r, gk_s3 *s3, const gk_vocab *v, uint32_t
 
 /* Pass 1 checks every input, keeping open the first and the one on stdin (it cannot be read
  * twice); pass 2 decodes, reopening the others. */
-int tk_decode(const char *vocab_opt, gk_s3 *s3, char **inputs, int ninputs, int *raw_inputs, gk_err *e)
+int tk_decode(const char *vocab_opt, gk_s3 *s3, char **inputs, int ninputs, int *raw_inputs,
+              gk_err *e)
 {
     gk_shard_reader *held = calloc((size_t)ninputs, sizeof *held);
     uint32_t *ids = malloc(DECODE_TOKENS * sizeof *ids);
     gk_vocab *v = NULL;
-    int rc = held && ids ? open_any(&held[0], s3, inputs[0], e) : gk_errf(e, GK_ENOMEM, "out of memory");
+    int rc =
+        held && ids ? open_any(&held[0], s3, inputs[0], e) : gk_errf(e, GK_ENOMEM, "out of memory");
     if (rc == 0)
         rc = vocab_for_shard(vocab_opt, &held[0], &v, e);
     int stdin_seen = strcmp(inputs[0], "-") == 0;

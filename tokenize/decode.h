@@ -16,6 +16,7 @@
  * *raw_inputs to the count of header-less (nanoGPT) inputs, for the caller to mention.
  * An input s3://BUCKET/KEY is read in place with s3 (common/io/shard_s3.h: its header by a ranged
  * GET, then its tokens by ranges), as gpt-train reads its shards. */
-int tk_decode(const char *vocab_opt, gk_s3 *s3, char **inputs, int ninputs, int *raw_inputs, gk_err *e);
+int tk_decode(const char *vocab_opt, gk_s3 *s3, char **inputs, int ninputs, int *raw_inputs,
+              gk_err *e);
 
 #endif

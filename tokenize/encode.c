@@ -84,7 +84,8 @@ static void encode_chunk(tk_encoder *enc, chunk *c, gk_bpe *bpe)
         if (c->rc || k == c->nstarts)
             break;
         c->dtok[k] = c->n;
-        if (bpe && gk_grow(&c->ids, &c->cap, c->n + 1, sizeof *c->ids, 256)) { /* its <|endoftext|> */
+        /* its <|endoftext|> */
+        if (bpe && gk_grow(&c->ids, &c->cap, c->n + 1, sizeof *c->ids, 256)) {
             c->rc = gk_errf(&c->err, GK_ENOMEM, "out of memory");
             break;
         }

@@ -9,8 +9,8 @@ static size_t char_split_point(const char *text, size_t len, size_t from)
 {
     const unsigned char *u = (const unsigned char *)text;
     for (size_t p = from < 1 ? 1 : from; p < len; p++)
-        if ((u[p] & 0xC0) != 0x80 ||
-            (p >= 3 && (u[p - 1] & 0xC0) == 0x80 && (u[p - 2] & 0xC0) == 0x80 && (u[p - 3] & 0xC0) == 0x80))
+        if ((u[p] & 0xC0) != 0x80 || (p >= 3 && (u[p - 1] & 0xC0) == 0x80 &&
+                                      (u[p - 2] & 0xC0) == 0x80 && (u[p - 3] & 0xC0) == 0x80))
             return p;
     return len;
 }

@@ -64,7 +64,8 @@ static const char *layers(tk_source *s, char *buf, size_t cap)
 
 /* One layer of compression at most, and none around an archive that compresses its members
  * (zip, 7z): each layer multiplies what a few bytes expand to (gzip, 1000 times at most; a gzip of
- * a gzip of a gzip of 1 GB of zeros is 651 bytes), and nothing but a decompression bomb needs two. */
+ * a gzip of a gzip of 1 GB of zeros is 651 bytes), and nothing but a decompression bomb needs
+ * two. */
 static int check_layers(tk_source *s, int format, gk_err *e)
 {
     char chain[256];
@@ -73,8 +74,9 @@ static int check_layers(tk_source *s, int format, gk_err *e)
                              : format == ARCHIVE_FORMAT_7ZIP ? "7z"
                                                              : NULL;
     if (n > 1)
-        return gk_errf(e, GK_EFORMAT, "%s: compressed %d times (%s): gpt-tokenize reads one layer of "
-                       "compression", s->name, n, layers(s, chain, sizeof chain));
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: compressed %d times (%s): gpt-tokenize reads one layer of compression",
+                       s->name, n, layers(s, chain, sizeof chain));
     if (n == 1 && compresses)
         return gk_errf(e, GK_EFORMAT, "%s: a %s archive inside %s: gpt-tokenize reads zip and 7z "
                        "archives as they are, not compressed again", s->name, compresses,
@@ -169,7 +171,8 @@ int tk_source_next(tk_source *s, int *more, gk_err *e)
         }
         if (r < ARCHIVE_WARN)
             return archive_fail(s, e);
-        if (!s->started && (r = check_layers(s, archive_format(s->a) & ARCHIVE_FORMAT_BASE_MASK, e)))
+        if (!s->started &&
+            (r = check_layers(s, archive_format(s->a) & ARCHIVE_FORMAT_BASE_MASK, e)))
             return r;
         s->in_archive = archive_format(s->a) != ARCHIVE_FORMAT_RAW &&
                         archive_format(s->a) != ARCHIVE_FORMAT_EMPTY;
@@ -228,7 +231,8 @@ const char *tk_source_empty_archive(const tk_source *s)
     case 0: return NULL;
     /* libarchive takes any input that starts with a 512-byte block of NULs for a tar archive
      * that ends there: a real empty tar is only such blocks, so the two cannot be told apart */
-    case ARCHIVE_FORMAT_TAR: return "an empty tar archive (it starts with 512 NUL bytes, a tar's end)";
+    case ARCHIVE_FORMAT_TAR:
+        return "an empty tar archive (it starts with 512 NUL bytes, a tar's end)";
     case ARCHIVE_FORMAT_ZIP: return "an empty zip archive";
     case ARCHIVE_FORMAT_7ZIP: return "an empty 7z archive";
     default: return "an empty archive";

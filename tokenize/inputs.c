@@ -60,7 +60,8 @@ static int add_dataset(tk_inputs *in, const char *url, const gk_hub_conf *hub, g
     const char *repo_end = strchr(strchr(url + strlen("hf://datasets/"), '/') + 1, '/');
     for (int i = 0; rc == 0 && i < gk_hub_dataset_files(d); i++) {
         char name[2048];
-        snprintf(name, sizeof name, "%.*s/%s", (int)(repo_end - url), url, gk_hub_dataset_file(d, i));
+        snprintf(name, sizeof name, "%.*s/%s", (int)(repo_end - url), url,
+                 gk_hub_dataset_file(d, i));
         rc = tk_inputs_add_entry(in, name, gk_hub_dataset_size(d, i), (tk_remote){d, i, 0}, e);
     }
     return rc;
@@ -214,7 +215,8 @@ static int add_glob(tk_inputs *in, const char *pattern, gk_err *e)
     for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
         struct stat st;
         const char *p = g.gl_pathv[i];
-        rc = stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? add_dir(in, p, 0, e) : tk_inputs_add(in, p, e);
+        rc = stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? add_dir(in, p, 0, e)
+                                                      : tk_inputs_add(in, p, e);
     }
     globfree(&g);
     return rc;

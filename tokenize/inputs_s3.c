@@ -120,7 +120,8 @@ static int put(tk_s3_stream *t, const void *data, size_t n)
         }
         if (k <= 0) {
             gk_errno(&t->err, t->tmpdir);
-            return gk_errf(&t->err, GK_EIO, "%s (downloading s3://%s/%s there; set TMPDIR to another directory)",
+            return gk_errf(&t->err, GK_EIO,
+                           "%s (downloading s3://%s/%s there; set TMPDIR to another directory)",
                            t->err.msg, t->bucket, t->key);
         }
         p += k, n -= (size_t)k;
@@ -145,7 +146,8 @@ static int decide(tk_s3_stream *t)
         snprintf(tmp, sizeof tmp, "%s/gpt-tokenize.XXXXXX", t->tmpdir);
         if ((t->tmpfd = mkstemp(tmp)) < 0) {
             gk_errno(&t->err, tmp);
-            return gk_errf(&t->err, t->err.code, "%s (a temporary file for s3://%s/%s; set TMPDIR to another directory)",
+            return gk_errf(&t->err, t->err.code,
+                           "%s (a temporary file for s3://%s/%s; set TMPDIR to another directory)",
                            t->err.msg, t->bucket, t->key);
         }
         unlink(tmp);

@@ -39,7 +39,8 @@ size_t tk_json_bom(const char *head, size_t n)
     return n >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
 }
 
-/* Whether name (its one compression suffix dropped) ends in .jsonl, .ndjson or .json; 2 for .json. */
+/* Whether name (its one compression suffix dropped) ends in .jsonl, .ndjson or .json; 2 for
+ * .json. */
 static int json_name(const char *name)
 {
     static const char *const packs[] = {".gz", ".bz2", ".xz", ".lzma", ".zst", ".lz4"};
@@ -49,7 +50,9 @@ static int json_name(const char *name)
             len -= strlen(packs[k]);
             break;
         }
-    return ends_with(name, len, ".json") ? 2 : ends_with(name, len, ".jsonl") || ends_with(name, len, ".ndjson");
+    return ends_with(name, len, ".json")
+               ? 2
+               : ends_with(name, len, ".jsonl") || ends_with(name, len, ".ndjson");
 }
 
 static int starts_with(const char *s, size_t n, const char *prefix)
@@ -103,8 +106,9 @@ int tk_jsonl_open(tk_jsonl **out, tk_source *src, const char *name, const tk_jso
 static int too_long(tk_jsonl *j, gk_err *e)
 {
     if (j->array)
-        return gk_errf(e, GK_EFORMAT, "%s:%lld: item %lld: longer than %zu bytes (--max-line raises "
-                       "the bound)", j->name, (long long)j->item_line, (long long)j->item, j->max_line);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s:%lld: item %lld: longer than %zu bytes (--max-line raises the bound)",
+                       j->name, (long long)j->item_line, (long long)j->item, j->max_line);
     return gk_errf(e, GK_EFORMAT, "%s:%lld: a line longer than %zu bytes (--max-line raises "
                    "the bound)", j->name, (long long)j->line + 1, j->max_line);
 }
@@ -185,7 +189,8 @@ static int scan_value(tk_jsonl *j)
                 j->scan++;
                 return 1;
             }
-        } else if (j->depth == 0 && j->scan > j->start && (c == ',' || c == ']' || c == '}' || is_blank(c))) {
+        } else if (j->depth == 0 && j->scan > j->start &&
+                   (c == ',' || c == ']' || c == '}' || is_blank(c))) {
             return 1;
         } else if (c == '"') {
             j->in_str = 1;
@@ -211,7 +216,8 @@ static int array_punct(tk_jsonl *j, char c, gk_err *e)
     if (j->state == A_OPEN && c != '[')
         return array_error(j, "not a JSON array", e);
     if (j->state == A_END)
-        return array_error(j, "more after the array's closing ']' (one array of objects a file)", e);
+        return array_error(j, "more after the array's closing ']' (one array of objects a file)",
+                           e);
     if (j->state == A_AFTER && c != ',' && c != ']')
         return gk_errf(e, GK_EFORMAT, "%s:%lld: '%c' after item %lld, where ',' or ']' should be",
                        j->name, (long long)j->line + 1, c, (long long)j->item);
@@ -261,7 +267,9 @@ static int next_item(tk_jsonl *j, char **item, size_t *n, int *more, gk_err *e)
             return 0;
         }
         if (j->eof)
-            return array_error(j, "the file ends inside the JSON array (no closing ']': truncated?)", e);
+            return array_error(j,
+                               "the file ends inside the JSON array (no closing ']': truncated?)",
+                               e);
         int rc = read_more(j, e);
         if (rc)
             return rc;
@@ -318,16 +326,19 @@ static void list_keys(json_t *obj, char *out, size_t cap)
 
 /* Parses one line or item (at, "FILE:LINE" or "FILE:LINE: item N", labels errors); 0 with the
  * document in j->doc and its text in *text. */
-static int parse_doc(tk_jsonl *j, const char *doc, size_t n, const char *at, json_t **text, gk_err *e)
+static int parse_doc(tk_jsonl *j, const char *doc, size_t n, const char *at, json_t **text,
+                     gk_err *e)
 {
     json_error_t jerr;
     json_t *root = json_loadb(doc, n, JSON_ALLOW_NUL | (j->array ? JSON_DECODE_ANY : 0), &jerr);
     if (!root && !j->array && j->line == 1 && ends_with(j->name, strlen(j->name), ".json") &&
-        memchr(doc, '{', n)) /* a pretty-printed .json fails on its first line: say how it was read */
-        return gk_errf(e, GK_EFORMAT, "%s: not JSON Lines: its first line is not a whole JSON object "
-                       "(%s, column %d): a .json input is read as JSON Lines, one object a line, or "
-                       "as a JSON array of objects, not as one object over several lines", j->name,
-                       jerr.text, jerr.column);
+        memchr(doc, '{', n)) /* a pretty-printed .json fails on its
+                              * first line: say how it was read */
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: not JSON Lines: its first line is not a whole JSON object (%s, column "
+                       "%d): a .json input is read as JSON Lines, one object a line, or as a JSON "
+                       "array of objects, not as one object over several lines",
+                       j->name, jerr.text, jerr.column);
     if (!root)
         return gk_errf(e, GK_EFORMAT, "%s: not JSON: %s (column %d)", at, jerr.text, jerr.column);
     int rc = 0;

@@ -57,25 +57,44 @@ static const char footer[] =
 static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 {
     const gk_opt tab[] = {
-        {'o', "output", GK_OPT_STR, &o->output, "FILE", "write the shard to FILE (with --shard-tokens: PREFIX_000000.bin..., a .bin of FILE dropped)", 0, 0},
-        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE", "vocabulary: BPE directory, .tiktoken file, or char vocab file", 0, 0},
+        {'o', "output", GK_OPT_STR, &o->output, "FILE",
+         "write the shard to FILE (with --shard-tokens: "
+         "PREFIX_000000.bin..., a .bin of FILE dropped)",
+         0, 0},
+        {'V', "vocab", GK_OPT_STR, &o->vocab, "DIR|FILE",
+         "vocabulary: BPE directory, .tiktoken file, or char vocab file", 0, 0},
         {'d', "decode", GK_OPT_FLAG, &o->decode, NULL, "decode shards back to text", 0, 0},
-        {0, "char", GK_OPT_FLAG, &o->char_level, NULL, "char-level: the vocabulary is the input's sorted characters", 0, 0},
-        {0, "vocab-out", GK_OPT_STR, &o->vocab_out, "FILE", "with --char: write the char vocabulary to FILE", 0, 0},
-        {0, "allow-special", GK_OPT_FLAG, &o->allow_special, NULL, "encode <|endoftext|> in the text as the special token", 0, 0},
-        {0, "doc-sep", GK_OPT_STR, &o->doc_sep, "STR", "also start a new document at each STR (removed)", 0, 0},
-        {0, "shard-tokens", GK_OPT_INT, &o->shard_tokens, "N", "numbered shards of N tokens each (e.g. 100M)", 1, 2147483647.0},
-        {0, "val-fraction", GK_OPT_DOUBLE, &o->val_fraction, "F", "put the last fraction F of documents into --val-output", 0, 0.999999},
-        {0, "val-docs", GK_OPT_INT, &o->val_docs, "N", "put the first N documents into --val-output", 1, 9.2e18},
-        {0, "val-tokens", GK_OPT_INT, &o->val_tokens, "N", "put the first N tokens into --val-output (a document may straddle)", 1, 9.2e18},
-        {0, "val-output", GK_OPT_STR, &o->val_output, "FILE", "the validation shard (default: beside -o, PREFIX_val.bin)", 0, 0},
+        {0, "char", GK_OPT_FLAG, &o->char_level, NULL,
+         "char-level: the vocabulary is the input's sorted characters", 0, 0},
+        {0, "vocab-out", GK_OPT_STR, &o->vocab_out, "FILE",
+         "with --char: write the char vocabulary to FILE", 0, 0},
+        {0, "allow-special", GK_OPT_FLAG, &o->allow_special, NULL,
+         "encode <|endoftext|> in the text as the special token", 0, 0},
+        {0, "doc-sep", GK_OPT_STR, &o->doc_sep, "STR",
+         "also start a new document at each STR (removed)", 0, 0},
+        {0, "shard-tokens", GK_OPT_INT, &o->shard_tokens, "N",
+         "numbered shards of N tokens each (e.g. 100M)", 1, 2147483647.0},
+        {0, "val-fraction", GK_OPT_DOUBLE, &o->val_fraction, "F",
+         "put the last fraction F of documents into --val-output", 0, 0.999999},
+        {0, "val-docs", GK_OPT_INT, &o->val_docs, "N",
+         "put the first N documents into --val-output", 1, 9.2e18},
+        {0, "val-tokens", GK_OPT_INT, &o->val_tokens, "N",
+         "put the first N tokens into --val-output (a document may straddle)", 1, 9.2e18},
+        {0, "val-output", GK_OPT_STR, &o->val_output, "FILE",
+         "the validation shard (default: beside -o, PREFIX_val.bin)", 0, 0},
         {0, "max-docs", GK_OPT_INT, &o->max_docs, "N", "stop after N documents", 1, 9.2e18},
-        {0, "max-tokens", GK_OPT_INT, &o->max_tokens, "N", "stop after N tokens (the last document cut)", 1, 9.2e18},
-        {0, "column", GK_OPT_STR, &o->column, "NAME", "Parquet: the text column (default text, else the only string column)", 0, 0},
-        {0, "field", GK_OPT_STR, &o->field, "NAME", "JSON Lines and arrays: the text field (default text; a.b reaches into objects)", 0, 0},
-        {0, "skip-bad", GK_OPT_FLAG, &o->skip_bad, NULL, "JSON Lines and arrays: skip and count bad lines (items) instead of failing", 0, 0},
-        {0, "max-line", GK_OPT_INT, &o->max_line, "N", "JSON Lines and arrays: the longest line (item) in bytes (default 64M)", 1, 1e12},
-        {'j', "threads", GK_OPT_INT, &o->threads, "N", "encoding threads (default: all cores)", 1, 1024},
+        {0, "max-tokens", GK_OPT_INT, &o->max_tokens, "N",
+         "stop after N tokens (the last document cut)", 1, 9.2e18},
+        {0, "column", GK_OPT_STR, &o->column, "NAME",
+         "Parquet: the text column (default text, else the only string column)", 0, 0},
+        {0, "field", GK_OPT_STR, &o->field, "NAME",
+         "JSON Lines and arrays: the text field (default text; a.b reaches into objects)", 0, 0},
+        {0, "skip-bad", GK_OPT_FLAG, &o->skip_bad, NULL,
+         "JSON Lines and arrays: skip and count bad lines (items) instead of failing", 0, 0},
+        {0, "max-line", GK_OPT_INT, &o->max_line, "N",
+         "JSON Lines and arrays: the longest line (item) in bytes (default 64M)", 1, 1e12},
+        {'j', "threads", GK_OPT_INT, &o->threads, "N", "encoding threads (default: all cores)", 1,
+         1024},
         {'q', "quiet", GK_OPT_FLAG, &o->quiet, NULL, "no summary, progress or warnings", 0, 0},
         {'v', "verbose", GK_OPT_COUNT, &o->verbose, NULL, "more messages", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
@@ -101,7 +120,8 @@ static void default_val_output(options *o, char *buf, size_t cap)
     if (special == TK_OUT_NULL)
         o->val_output = "/dev/null";
     else if (special == TK_OUT_FILE &&
-             snprintf(buf, cap, "%.*s_val.bin", (int)tk_output_prefix_len(o->output), o->output) < (int)cap)
+             snprintf(buf, cap, "%.*s_val.bin", (int)tk_output_prefix_len(o->output), o->output) <
+                 (int)cap)
         o->val_output = buf;
 }
 
@@ -109,14 +129,20 @@ static int check_options(const options *o, gk_err *e)
 {
     int vals = (o->val_fraction > 0) + (o->val_docs > 0) + (o->val_tokens > 0);
     if (vals > 1)
-        return gk_errf(e, GK_EUSAGE, "--val-fraction, --val-docs and --val-tokens: give one of them");
-    const char *val = o->val_docs ? "--val-docs" : o->val_tokens ? "--val-tokens" : "--val-fraction";
+        return gk_errf(e, GK_EUSAGE,
+                       "--val-fraction, --val-docs and --val-tokens: give one of them");
+    const char *val = o->val_docs     ? "--val-docs"
+                      : o->val_tokens ? "--val-tokens"
+                                      : "--val-fraction";
     if (vals > 0 && !o->val_output && o->output && strcmp(o->output, "-") != 0)
         return gk_errf(e, GK_EUSAGE, "%s with -o %s, a device or FIFO: name the validation shard "
                        "(--val-output FILE; none is made beside a device)", val, o->output);
     if ((vals > 0) != (o->val_output != NULL))
-        return gk_errf(e, GK_EUSAGE, o->val_output ? "--val-output without --val-fraction, --val-docs or "
-                       "--val-tokens" : "%s on standard output: name the validation shard (--val-output FILE)",
+        return gk_errf(e, GK_EUSAGE,
+                       o->val_output
+                           ? "--val-output without --val-fraction, --val-docs or "
+                             "--val-tokens"
+                           : "%s on standard output: name the validation shard (--val-output FILE)",
                        val);
     if (o->field && !*o->field)
         return gk_errf(e, GK_EUSAGE, "--field: empty name");
@@ -146,7 +172,8 @@ static int load_vocab(const options *o, gk_vocab **v, gk_err *e)
     if (rc == 0 && o->char_level && gk_vocab_type(*v) != GK_VOCAB_CHAR) {
         gk_vocab_free(*v);
         *v = NULL;
-        rc = gk_errf(e, GK_EUSAGE, "%s: --char needs a char vocabulary file (from --vocab-out)", path);
+        rc = gk_errf(e, GK_EUSAGE, "%s: --char needs a char vocabulary file (from --vocab-out)",
+                     path);
     }
     return rc;
 }
@@ -239,12 +266,13 @@ static void options_summary(const options *o, const tk_stats *st, const tk_read_
                             const outcome *out)
 {
     if (rs->null_rows)
-        gk_info("skipped %lld null row%s of Parquet", (long long)rs->null_rows, plural(rs->null_rows));
+        gk_info("skipped %lld null row%s of Parquet", (long long)rs->null_rows,
+                plural(rs->null_rows));
     if (rs->bad_lines || rs->bad_items) {
         char items[64] = "";
         if (rs->bad_items)
-            snprintf(items, sizeof items, "%s%lld bad JSON array item%s", rs->bad_lines ? " and " : "",
-                     (long long)rs->bad_items, plural(rs->bad_items));
+            snprintf(items, sizeof items, "%s%lld bad JSON array item%s",
+                     rs->bad_lines ? " and " : "", (long long)rs->bad_items, plural(rs->bad_items));
         if (rs->bad_lines)
             gk_warn("skipped %lld bad JSON line%s%s (the first: %s)", (long long)rs->bad_lines,
                     plural(rs->bad_lines), items, rs->first_bad);
@@ -252,7 +280,8 @@ static void options_summary(const options *o, const tk_stats *st, const tk_read_
             gk_warn("skipped %s (the first: %s)", items, rs->first_bad);
     }
     if (rs->stopped && o->max_docs && st->docs >= o->max_docs)
-        gk_info("stopped after %lld document%s (--max-docs)", (long long)st->docs, plural(st->docs));
+        gk_info("stopped after %lld document%s (--max-docs)", (long long)st->docs,
+                plural(st->docs));
     else if (o->max_tokens && out->tokens >= o->max_tokens) /* reading may have ended first */
         gk_info("stopped after %lld token%s (--max-tokens)", (long long)out->tokens,
                 plural(out->tokens));
@@ -377,7 +406,8 @@ static int check_stdin(char **inputs, int ninputs, gk_err *e)
 {
     for (int i = 0; i < ninputs; i++)
         if (strcmp(inputs[i], "-") == 0 && gk_std_was_closed(STDIN_FILENO))
-            return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
+            return gk_errf(e, GK_EIO,
+                           "standard input is closed (give input files, or redirect it)");
     return 0;
 }
 
@@ -392,7 +422,8 @@ static int expand(tk_inputs *in, char **ops, int n, const gk_env *vars, gk_err *
     for (int i = 0; i < n; i++)
         need_hub |= gk_hub_is_dataset_url(ops[i]);
     if (need_hub)
-        rc = gk_hub_cache_dir(cache, sizeof cache, vars->hf_hub_cache, vars->hf_home, vars->home, e);
+        rc =
+            gk_hub_cache_dir(cache, sizeof cache, vars->hf_hub_cache, vars->hf_home, vars->home, e);
     for (int i = 0; rc == 0 && i < n; i++)
         rc = tk_inputs_expand(in, ops[i], &hub, e);
     return rc;
@@ -403,7 +434,8 @@ static int expand(tk_inputs *in, char **ops, int n, const gk_env *vars, gk_err *
 static int s3_setup(const options *o, const gk_env *env, char **ops, int n, tk_inputs *in,
                     gk_s3 **s3, gk_err *e)
 {
-    int need = gk_s3_is_url(o->output ? o->output : "") || gk_s3_is_url(o->val_output ? o->val_output : "");
+    int need = gk_s3_is_url(o->output ? o->output : "") ||
+               gk_s3_is_url(o->val_output ? o->val_output : "");
     for (int i = 0; i < n; i++)
         need |= gk_s3_is_url(ops[i]);
     gk_s3_conf conf;

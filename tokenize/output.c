@@ -67,9 +67,11 @@ static int series_special(target *t, const char *path, gk_err *e)
     if (kind != TK_OUT_DEVICE)
         return 0;
     int fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
-    return gk_errf(e, GK_EUSAGE, "-o %s is a %s, not a prefix: numbered shards (--shard-tokens) are "
-                   "files PREFIX_000000.bin, ...; name a prefix in a directory (-o /dev/null discards "
-                   "them)", path, fifo ? "FIFO" : "device");
+    return gk_errf(e, GK_EUSAGE,
+                   "-o %s is a %s, not a prefix: numbered shards "
+                   "(--shard-tokens) are files PREFIX_000000.bin, ...; name "
+                   "a prefix in a directory (-o /dev/null discards them)",
+                   path, fifo ? "FIFO" : "device");
 }
 
 static int target_open(target *t, tk_stage *st, const char *path, int64_t shard_tokens,
@@ -180,7 +182,8 @@ int tk_sink_open(tk_sink **out, const tk_sink_opts *o, gk_err *e)
     }
     if (o->val_fraction > 0 &&
         ((rc = tk_spill_open(&s->held, s->stage.tmpdir, "the tokens held for --val-fraction", e)) ||
-         (rc = tk_spill_open(&s->starts, s->stage.tmpdir, "the documents held for --val-fraction", e)))) {
+         (rc = tk_spill_open(&s->starts, s->stage.tmpdir, "the documents held for --val-fraction",
+                             e)))) {
         tk_sink_abort(s);
         return rc;
     }

@@ -84,7 +84,10 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Whether a step checkpoint is one keep_every keeps for good. */
-static int milestone(int64_t step, int64_t keep_every) { return keep_every > 0 && step > 0 && step % keep_every == 0; }
+static int milestone(int64_t step, int64_t keep_every)
+{
+    return keep_every > 0 && step > 0 && step % keep_every == 0;
+}
 
 /* Removes all but the newest keep_last step checkpoints, never the one just written (`keep`, the
  * one latest names: a run killed between a checkpoint's rename and latest's leaves a newer one),
@@ -106,7 +109,8 @@ static void prune(const char *out_dir, int64_t keep_last, int64_t keep_every, in
     rewinddir(d);
     while (n > (size_t)keep_last && (de = readdir(d))) {
         int64_t step = tr_ckpt_step(de->d_name);
-        if (step >= 0 && step != keep && !milestone(step, keep_every) && step < steps[n - (size_t)keep_last])
+        if (step >= 0 && step != keep && !milestone(step, keep_every) &&
+            step < steps[n - (size_t)keep_last])
             unlinkat(dirfd(d), de->d_name, 0); /* by its own name: ckpt_5 or ckpt_00000005 */
     }
     closedir(d);
@@ -132,7 +136,8 @@ static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
     gk_sync_dir_of(link); /* latest's new target survives a power cut too */
     if (w->s3) { /* the staging directory keeps this one; the bucket keeps keep_last */
         prune(w->out_dir, 1, 0, tr_snapshot_step(w->snap));
-        return tr_s3out_publish(w->s3, name, tr_snapshot_step(w->snap), w->keep_last, w->keep_every, e);
+        return tr_s3out_publish(w->s3, name, tr_snapshot_step(w->snap), w->keep_last, w->keep_every,
+                                e);
     }
     prune(w->out_dir, w->keep_last, w->keep_every, tr_snapshot_step(w->snap));
     gk_info("saved %s", path);
@@ -238,8 +243,8 @@ static int remove_if_stale(int dir, const char *name, int is_link)
     int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat held;
     int gone = fd >= 0 && S_ISREG(named.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-               fstat(fd, &held) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino &&
-               unlinkat(dir, name, 0) == 0;
+               fstat(fd, &held) == 0 && held.st_dev == named.st_dev &&
+               held.st_ino == named.st_ino && unlinkat(dir, name, 0) == 0;
     if (fd >= 0)
         close(fd);
     return gone;
@@ -253,7 +258,8 @@ int tr_checkpoint_clean_stale(const char *out_dir)
     int removed = 0, is_link;
     for (struct dirent *de; (de = readdir(d));)
         if (is_own_temp(de->d_name, &is_link) && remove_if_stale(dirfd(d), de->d_name, is_link)) {
-            gk_info("removed %s/%s (a temporary file left by a run that was killed)", out_dir, de->d_name);
+            gk_info("removed %s/%s (a temporary file left by a run that was killed)", out_dir,
+                    de->d_name);
             removed++;
         }
     closedir(d);

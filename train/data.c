@@ -18,7 +18,8 @@ struct tr_data {
     gk_shard_map *shards;
     int64_t *obj;         /* shard i's object in s3 (s3data.h), -1: a mapped file */
     int64_t *data_off;    /* where the tokens of object obj[i] start */
-    int64_t *first_start; /* prefix sums of window starts: shard i owns [first_start[i], first_start[i+1]) */
+    int64_t *first_start; /* prefix sums of window starts: shard i owns
+                           * [first_start[i], first_start[i+1]) */
     size_t n;
     int T;
     uint32_t vocab_limit;
@@ -117,7 +118,8 @@ static int add_pattern(tr_data *d, const char *pattern, const char *what, gk_err
 }
 
 /* The shard and start of window j of batch `batch` in stream. */
-static size_t locate(const tr_data *d, uint64_t seed, int stream, uint64_t batch, uint64_t j, int64_t *start)
+static size_t locate(const tr_data *d, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+                     int64_t *start)
 {
     int64_t total = d->first_start[d->n];
     int64_t u = (int64_t)(tr_hash(seed, (uint64_t)stream, batch, j) % (uint64_t)total);
@@ -134,8 +136,8 @@ static size_t locate(const tr_data *d, uint64_t seed, int stream, uint64_t batch
 }
 
 /* readahead.h's fetch: a window's T + 1 tokens, as they are in the shard. */
-static int fetch_window(void *ud, uint64_t seed, int stream, uint64_t batch, uint64_t j, unsigned char *out,
-                        gk_err *e)
+static int fetch_window(void *ud, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+                        unsigned char *out, gk_err *e)
 {
     const tr_data *d = ud;
     int64_t start;
@@ -193,8 +195,8 @@ int tr_data_open(tr_data **out, const char *patterns, int T, uint32_t vocab_limi
     return 0;
 }
 
-int tr_data_plan(tr_data *d, uint64_t seed, int stream, uint64_t first, uint64_t stride, uint64_t count,
-                 uint64_t j0, uint64_t n, gk_err *e)
+int tr_data_plan(tr_data *d, uint64_t seed, int stream, uint64_t first, uint64_t stride,
+                 uint64_t count, uint64_t j0, uint64_t n, gk_err *e)
 {
     if (!d->ra)
         return 0;
@@ -234,9 +236,10 @@ static int scan_tokens(const gk_shard_map *m, uint32_t vocab_size, const char *w
             continue;
         for (size_t i = 0;; i++)
             if (max_token(p + i * (size_t)m->width, 1, m->width) >= vocab_size)
-                return gk_errf(e, GK_EUSAGE, "%s: %s: token %u at position %lld is outside the model's "
-                               "vocabulary (vocab_size %u)", what, m->name,
-                               max_token(p + i * (size_t)m->width, 1, m->width),
+                return gk_errf(e, GK_EUSAGE,
+                               "%s: %s: token %u at position %lld is outside the model's "
+                               "vocabulary (vocab_size %u)",
+                               what, m->name, max_token(p + i * (size_t)m->width, 1, m->width),
                                (long long)(at + (int64_t)i), vocab_size);
     }
     return 0;
@@ -248,14 +251,17 @@ int tr_data_check(tr_data *d, uint32_t vocab_size, uint32_t *fingerprint, const 
     for (size_t i = 0; i < d->n; i++) {
         const gk_shard_map *m = &d->shards[i];
         if (m->fingerprint && *fingerprint && m->fingerprint != *fingerprint)
-            return gk_errf(e, GK_EUSAGE, "%s: %s was tokenized with another vocabulary (fingerprint "
-                           "%08x) than %s (%08x)", what, m->name, m->fingerprint, whose, *fingerprint);
+            return gk_errf(e, GK_EUSAGE,
+                           "%s: %s was tokenized with another vocabulary "
+                           "(fingerprint %08x) than %s (%08x)",
+                           what, m->name, m->fingerprint, whose, *fingerprint);
         if (m->fingerprint && !*fingerprint)
             *fingerprint = m->fingerprint;
         if (m->vocab_size > vocab_size)
             return gk_errf(e, GK_EUSAGE, "%s: %s was made with a vocabulary of %u tokens, but the "
                            "model has %u (vocab_size)", what, m->name, m->vocab_size, vocab_size);
-        int rc = m->vocab_size || d->obj[i] >= 0 ? 0 : scan_tokens(m, vocab_size, what, e); /* a bucket's: as read */
+        /* a bucket's: as read */
+        int rc = m->vocab_size || d->obj[i] >= 0 ? 0 : scan_tokens(m, vocab_size, what, e);
         if (rc)
             return rc;
     }
@@ -290,8 +296,10 @@ int tr_data_window(const tr_data *d, uint64_t seed, int stream, uint64_t batch, 
     }
     if (ok <= T) {
         const unsigned char *p = d->win + ok * w;
-        return gk_errf(e, GK_EFORMAT, "%s: %s: token %u at position %lld is outside the vocabulary (%u)", d->what,
-                       m->name, w == 2 ? gk_le16(p) : gk_le32(p), (long long)(start + (int64_t)ok), d->vocab_limit);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: %s: token %u at position %lld is outside the vocabulary (%u)", d->what,
+                       m->name, w == 2 ? gk_le16(p) : gk_le32(p), (long long)(start + (int64_t)ok),
+                       d->vocab_limit);
     }
     return 0;
 }
@@ -303,8 +311,8 @@ void tr_data_close(tr_data *d)
     if (d->ra) {
         long waited, asked;
         tr_ra_counts(d->ra, &waited, &asked);
-        gk_verbose("%s: %ld windows read from the bucket, %ld of them not read ahead (waited for)", d->what,
-                   asked, waited);
+        gk_verbose("%s: %ld windows read from the bucket, %ld of them not read ahead (waited for)",
+                   d->what, asked, waited);
     }
     tr_ra_close(d->ra); /* first: its threads read the shards */
     if (d->s3) {

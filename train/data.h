@@ -40,8 +40,8 @@ int tr_data_open(tr_data **out, const char *patterns, int T, uint32_t vocab_limi
 /* The order in which the run will ask for windows of stream (readahead.h's plan: batches first,
  * first + stride, ... (count of them, again and again; 0: for ever), windows j0 .. j0 + n - 1 of
  * each): read ahead from now on when shards are in a bucket, else nothing done. */
-int tr_data_plan(tr_data *d, uint64_t seed, int stream, uint64_t first, uint64_t stride, uint64_t count,
-                 uint64_t j0, uint64_t n, gk_err *e);
+int tr_data_plan(tr_data *d, uint64_t seed, int stream, uint64_t first, uint64_t stride,
+                 uint64_t count, uint64_t j0, uint64_t n, gk_err *e);
 int64_t tr_data_tokens(const tr_data *d);
 size_t tr_data_shards(const tr_data *d);
 /* Fingerprint and vocab size of the first shard's header (0 when unknown). */
@@ -59,7 +59,8 @@ gk_vocab *tr_data_find_vocab(const tr_data *d, char *path, size_t cap);
  * and a header vocab size above vocab_size are errors naming the shard (`what` its config key,
  * `whose` what *fingerprint belongs to: "the model's vocabulary"); a shard that does not say
  * its vocab size (0, or nanoGPT's header-less files) has every token checked (one pass over
- * it; in a bucket, as its windows are read). Windows are checked against vocab_size from then on. */
+ * it; in a bucket, as its windows are read). Windows are checked against vocab_size from then
+ * on. */
 int tr_data_check(tr_data *d, uint32_t vocab_size, uint32_t *fingerprint, const char *whose,
                   const char *what, gk_err *e);
 /* Window j of batch `batch` in stream: x[0..T) inputs, y[0..T) targets. */

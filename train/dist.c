@@ -82,7 +82,8 @@ static int rdzv_verify(tr_dist *d, gk_err *e)
         size_t n;
         snprintf(key, sizeof key, "rdzv/rank/%d", r);
         int rc = gk_store_check(d->store, key, e);
-        if (rc == 1 && (rc = gk_store_get(d->store, key, &val, &n, e)) == 0 && atoi(val) != d->world) {
+        if (rc == 1 && (rc = gk_store_get(d->store, key, &val, &n, e)) == 0 &&
+            atoi(val) != d->world) {
             rc = gk_errf(e, GK_EUSAGE, "rendezvous at %s: rank %d was started with a world of %d "
                          "ranks, rank 0 with %d (WORLD_SIZE or the launcher's settings differ)",
                          gk_store_address(d->store), r, atoi(val), d->world);
@@ -359,7 +360,8 @@ static int agreed(tr_dist *d, const char *key, int r, gk_err *e)
     int rc = gk_store_get(d->store, k, &val, &n, e);
     const char *s = val;
     if (!rc && n > 0 && s[0] == '!')
-        rc = r == d->rank ? gk_errf(e, GK_EIO, "%s", s + 1) : gk_errf(e, GK_EIO, "rank %d: %s", r, s + 1);
+        rc = r == d->rank ? gk_errf(e, GK_EIO, "%s", s + 1)
+                          : gk_errf(e, GK_EIO, "rank %d: %s", r, s + 1);
     free(val);
     return rc;
 }
@@ -373,11 +375,13 @@ int tr_dist_agree(tr_dist *d, const char *key, int rc, gk_err *e)
     snprintf(buf, sizeof buf, "%c%s", rc ? '!' : '=', rc ? e->msg : "");
     gk_err local;
     int src = gk_store_set(d->store, k, buf, strlen(buf), &local);
-    if (rc && d->rank > 0) { /* rank 0 says it when it failed alike (a bad setting, a missing file) */
+    /* rank 0 says it when it failed alike (a bad setting, a missing file) */
+    if (rc && d->rank > 0) {
         void *val = NULL;
         size_t n = 0;
         snprintf(k, sizeof k, "agree/%s/0", key);
-        if (!src && gk_store_get(d->store, k, &val, &n, &local) == 0 && n > 0 && strcmp(val, buf) == 0)
+        if (!src && gk_store_get(d->store, k, &val, &n, &local) == 0 && n > 0 &&
+            strcmp(val, buf) == 0)
             d->quiet_error = 1;
         free(val);
     }

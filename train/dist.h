@@ -32,15 +32,17 @@ typedef struct tr_dist {
     gk_comm timed;        /* comm's collectives, timed: d->comm points here (world > 1) */
     gk_comm *inner;       /* the comm that does the work */
     double comm_secs;     /* seconds spent in collectives since the last tr_dist_comm_secs */
-    int overlap;          /* sum each layer's gradients during the backward (not GPT_GRAD_OVERLAP=0) */
+    int overlap;          /* sum each layer's gradients during the
+                           * backward (not GPT_GRAD_OVERLAP=0) */
     const char *gloo_ifname; /* GLOO_SOCKET_IFNAME: the Gloo collectives' interface(s), or NULL */
 } tr_dist;
 
 /* Joins the run l describes, with env's settings (GPT_GRAD_OVERLAP, GLOO_SOCKET_IFNAME): with
  * world > 1, rank 0 hosts the store (on loopback when every rank is local; the token
- * l->dist_token, GPT_DIST_TOKEN, without which rank 0 warns that it accepts any client) and every rank connects to it and waits (timeout_s) until all have arrived
- * ("rendezvous at 10.0.0.1:29500: 1 of 2 ranks arrived within 300 s", "... (2 connected)" when
- * a rank connected without arriving); rank 0 says once, after a second, how many it waits for.
+ * l->dist_token, GPT_DIST_TOKEN, without which rank 0 warns that it accepts any client) and every
+ * rank connects to it and waits (timeout_s) until all have arrived ("rendezvous at 10.0.0.1:29500:
+ * 1 of 2 ranks arrived within 300 s", "... (2 connected)" when a rank connected without arriving);
+ * rank 0 says once, after a second, how many it waits for.
  * SIGINT or SIGTERM meanwhile: GK_EINTR "stopped by SIGTERM while waiting at rendezvous at
  * HOST:PORT" (handlers of its own, restored after). */
 int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env *env, gk_err *e);

@@ -74,7 +74,8 @@ static int env_num(const vars *vs, const char *name, int min, int *out, int *set
 }
 
 /* Like env_num, but the variable must be set when `needed` (named in the error) is. */
-static int env_need(const vars *vs, const char *name, const char *needed, int min, int *out, gk_err *e)
+static int env_need(const vars *vs, const char *name, const char *needed, int min, int *out,
+                    gk_err *e)
 {
     int set, rc = env_num(vs, name, min, out, &set, e);
     if (!rc && !set)
@@ -96,7 +97,8 @@ static int slurm_leading(const char *name, const char *text, int *out, gk_err *e
 
 static int is_loopback(const char *addr)
 {
-    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "localhost") == 0 || strcmp(addr, "::1") == 0;
+    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "localhost") == 0 ||
+           strcmp(addr, "::1") == 0;
 }
 
 static int set_addr(tr_launch *l, const char *name, const char *v, gk_err *e)
@@ -155,19 +157,21 @@ typedef struct names {
 } names;
 
 static const names TORCHRUN = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-                   OMPI = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                           "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                   OMPI = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
                    PMI = {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-                   SLURM = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"};
+                   SLURM = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+                            "SLURM_NTASKS_PER_NODE"};
 
 /* The checks every launcher's values get, and node_rank/nnodes when the launcher gave none. */
 static int finish(tr_launch *l, const names *nm, gk_err *e)
 {
     if (l->rank >= l->world_size)
-        return gk_errf(e, GK_EUSAGE, "%s = %d is not below %s = %d", nm->rank, l->rank, nm->world, l->world_size);
+        return gk_errf(e, GK_EUSAGE, "%s = %d is not below %s = %d", nm->rank, l->rank, nm->world,
+                       l->world_size);
     if (l->local_world_size > l->world_size)
-        return gk_errf(e, GK_EUSAGE, "%s = %d is above %s = %d", nm->local_world, l->local_world_size,
-                       nm->world, l->world_size);
+        return gk_errf(e, GK_EUSAGE, "%s = %d is above %s = %d", nm->local_world,
+                       l->local_world_size, nm->world, l->world_size);
     if (l->local_rank >= l->local_world_size)
         return gk_errf(e, GK_EUSAGE, "%s = %d is not below %s = %d", nm->local_rank, l->local_rank,
                        nm->local_world, l->local_world_size);
@@ -176,7 +180,8 @@ static int finish(tr_launch *l, const names *nm, gk_err *e)
     if (l->node_rank < 0)
         l->node_rank = l->rank / l->local_world_size;
     if (l->node_rank >= l->nnodes)
-        return gk_errf(e, GK_EUSAGE, "the node rank %d is not below the node count %d", l->node_rank, l->nnodes);
+        return gk_errf(e, GK_EUSAGE, "the node rank %d is not below the node count %d",
+                       l->node_rank, l->nnodes);
     return 0;
 }
 
@@ -205,8 +210,9 @@ static int from_ranks(const vars *vs, tr_launch *l, const char *source, const na
     l->nnodes = 0;
     l->node_rank = -1;
     if ((rc = env_need(vs, nm->rank, nm->world, 0, &l->rank, e)) ||
-        (rc = env_need(vs, nm->world, nm->rank, 1, &l->world_size, e)) || (rc = read_master(vs, l, 0, e)) ||
-        (rc = read_local(vs, l, nm, e)) || (node_var && (rc = env_num(vs, node_var, 0, &l->node_rank, &set, e))))
+        (rc = env_need(vs, nm->world, nm->rank, 1, &l->world_size, e)) ||
+        (rc = read_master(vs, l, 0, e)) || (rc = read_local(vs, l, nm, e)) ||
+        (node_var && (rc = env_num(vs, node_var, 0, &l->node_rank, &set, e))))
         return rc;
     return finish(l, nm, e);
 }
@@ -221,17 +227,22 @@ static int slurm_master(const vars *vs, tr_launch *l, gk_err *e)
     if (rc || env("MASTER_ADDR") || l->nnodes == 1)
         return rc;
     if (!list)
-        return gk_errf(e, GK_EUSAGE, "SLURM_NNODES = %d but SLURM_JOB_NODELIST is not set: set MASTER_ADDR "
-                       "to the first node's address", l->nnodes);
+        return gk_errf(e, GK_EUSAGE,
+                       "SLURM_NNODES = %d but SLURM_JOB_NODELIST is not "
+                       "set: set MASTER_ADDR to the first node's address",
+                       l->nnodes);
     if (first_host(list, l->master_addr, sizeof l->master_addr))
-        return gk_errf(e, GK_EUSAGE, "%s = '%s' is not a simple node list: set MASTER_ADDR to the first "
-                       "node's address", ln, shown(list, b));
+        return gk_errf(e, GK_EUSAGE,
+                       "%s = '%s' is not a simple node list: set "
+                       "MASTER_ADDR to the first node's address",
+                       ln, shown(list, b));
     return 0;
 }
 
 static int from_slurm(const vars *vs, tr_launch *l, gk_err *e)
 {
-    const char *tn = env("SLURM_NTASKS_PER_NODE") ? "SLURM_NTASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+    const char *tn =
+        env("SLURM_NTASKS_PER_NODE") ? "SLURM_NTASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
     int rc, set;
     l->source = "slurm";
     l->node_rank = -1;
@@ -242,14 +253,16 @@ static int from_slurm(const vars *vs, tr_launch *l, gk_err *e)
         return rc;
     if (!set)
         l->nnodes = 0;
-    if ((rc = slurm_master(vs, l, e)) || (rc = env_num(vs, "SLURM_LOCALID", 0, &l->local_rank, &set, e)))
+    if ((rc = slurm_master(vs, l, e)) ||
+        (rc = env_num(vs, "SLURM_LOCALID", 0, &l->local_rank, &set, e)))
         return rc;
     if (!set)
         l->local_rank = l->nnodes == 1 ? l->rank : 0;
     if (env(tn) && (rc = slurm_leading(tn, env(tn), &l->local_world_size, e)))
         return rc;
     if (!env(tn))
-        l->local_world_size = l->nnodes > 0 ? (l->world_size + l->nnodes - 1) / l->nnodes : l->world_size;
+        l->local_world_size =
+            l->nnodes > 0 ? (l->world_size + l->nnodes - 1) / l->nnodes : l->world_size;
     return finish(l, &SLURM, e);
 }
 
@@ -263,14 +276,17 @@ static int from_kubeflow(const vars *vs, tr_launch *l, gk_err *e)
     if (!set)
         return gk_errf(e, GK_EUSAGE, "%s set without PET_NNODES",
                        env("PET_NODE_RANK") ? "PET_NODE_RANK" : "PET_NPROC_PER_NODE");
-    if (np && strcmp(np, "auto") != 0 && (rc = parse_num("PET_NPROC_PER_NODE", np, 1, MAX_COUNT, &nproc, e)))
+    if (np && strcmp(np, "auto") != 0 &&
+        (rc = parse_num("PET_NPROC_PER_NODE", np, 1, MAX_COUNT, &nproc, e)))
         return rc;
-    if ((rc = env_num(vs, "PET_NODE_RANK", 0, &l->node_rank, &set, e)) || (rc = read_master(vs, l, 1, e)))
+    if ((rc = env_num(vs, "PET_NODE_RANK", 0, &l->node_rank, &set, e)) ||
+        (rc = read_master(vs, l, 1, e)))
         return rc;
     if (!set && l->nnodes > 1)
         return gk_errf(e, GK_EUSAGE, "PET_NODE_RANK is not set (PET_NNODES = %d)", l->nnodes);
     if (l->node_rank >= l->nnodes)
-        return gk_errf(e, GK_EUSAGE, "PET_NODE_RANK = %d is not below PET_NNODES = %d", l->node_rank, l->nnodes);
+        return gk_errf(e, GK_EUSAGE, "PET_NODE_RANK = %d is not below PET_NNODES = %d",
+                       l->node_rank, l->nnodes);
     if ((long long)l->nnodes * nproc > MAX_COUNT)
         return gk_errf(e, GK_EUSAGE, "PET_NNODES x PET_NPROC_PER_NODE = %lld is above %d",
                        (long long)l->nnodes * nproc, MAX_COUNT);
@@ -284,7 +300,8 @@ static int from_kubeflow(const vars *vs, tr_launch *l, gk_err *e)
 
 int tr_launch_from_env(tr_launch *l, gk_getenv_fn get, void *ud, gk_err *e)
 {
-    static const char *const torchrun[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"};
+    static const char *const torchrun[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                           "GROUP_RANK"};
     const vars v = {get, ud}, *vs = &v;
     const char *sp = env("GPT_TRAIN_SPAWNED"), *first = NULL;
     memset(l, 0, sizeof *l);
@@ -302,7 +319,8 @@ int tr_launch_from_env(tr_launch *l, gk_getenv_fn get, void *ud, gk_err *e)
         return from_ranks(vs, l, "torchrun", &TORCHRUN, "GROUP_RANK", e);
     if (env("OMPI_COMM_WORLD_RANK") || env("OMPI_COMM_WORLD_SIZE"))
         return from_ranks(vs, l, "mpirun", &OMPI, NULL, e);
-    if (env("SLURM_PROCID")) /* before PMI: srun --mpi=pmi2 sets both, and only Slurm's local ranks */
+    /* before PMI: srun --mpi=pmi2 sets both, and only Slurm's local ranks */
+    if (env("SLURM_PROCID"))
         return from_slurm(vs, l, e);
     if (env("PMI_RANK") || env("PMI_SIZE"))
         return from_ranks(vs, l, "mpirun", &PMI, NULL, e);

@@ -4,8 +4,9 @@
  * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: torchrun, Kubeflow PyTorchJob, DLRover ElasticJob,
  * TensorStack), else OpenMPI's (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE), else Slurm's
  * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE; before PMI, which
- * srun --mpi=pmi2 sets too), else PMI's (PMI_RANK, PMI_SIZE: MPICH, Intel MPI), else Kubeflow Trainer v2's per-node ones (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
- * PET_MASTER_ADDR, PET_MASTER_PORT); none of them: one process.
+ * srun --mpi=pmi2 sets too), else PMI's (PMI_RANK, PMI_SIZE: MPICH, Intel MPI), else Kubeflow
+ * Trainer v2's per-node ones (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR,
+ * PET_MASTER_PORT); none of them: one process.
  * `nproc_per_node = N` (or PET_NPROC_PER_NODE) makes gpt-train start its N local ranks itself,
  * as torchrun does: tr_launch_spawn re-runs this executable N times with the torchrun-style
  * variables set and supervises the children.
@@ -23,11 +24,13 @@ typedef struct tr_launch {
     int rank, world_size;   /* global; 0 and 1 for one process */
     int local_rank, local_world_size;
     int node_rank, nnodes;  /* PET_* (or derived: rank / local_world_size); 0 and 1 otherwise */
-    int spawn;              /* processes this one must start (PET_NPROC_PER_NODE); 0: it is a rank */
+    int spawn;              /* processes this one must start
+                             * (PET_NPROC_PER_NODE); 0: it is a rank */
     char master_addr[256];  /* MASTER_ADDR (PET_MASTER_ADDR, SLURM: the first host of
                              * SLURM_NODELIST when simple), default 127.0.0.1 */
     int master_port;        /* MASTER_PORT, default 29500 */
-    int port_given;         /* MASTER_PORT or PET_MASTER_PORT is set (else spawn picks a free one) */
+    int port_given;         /* MASTER_PORT or PET_MASTER_PORT is
+                             * set (else spawn picks a free one) */
     int spawned;            /* GPT_TRAIN_SPAWNED is set: tr_launch_spawn started this process */
     const char *dist_token; /* GPT_DIST_TOKEN (the rendezvous store's job token), or NULL */
 } tr_launch;
@@ -38,9 +41,10 @@ typedef struct tr_launch {
 /* Fills l from the environment (read through get(name, ud): a tool passes gk_env_getenv), from
  * the first launcher whose variables are set (a variable set but empty counts as unset), and
  * port_given, spawned and dist_token. GPT_TRAIN_SPAWNED=1 (set by tr_launch_spawn): the
- * torchrun-style variables only, spawn = 0. torchrun-style: GROUP_RANK is the node rank when set; without
- * LOCAL_RANK/LOCAL_WORLD_SIZE, all ranks are on this node when MASTER_ADDR is unset or loopback,
- * else one rank per node (a PyTorchJob pod). mpirun and Slurm: MASTER_ADDR/MASTER_PORT still win;
+ * torchrun-style variables only, spawn = 0. torchrun-style: GROUP_RANK is the node rank when set;
+ * without LOCAL_RANK/LOCAL_WORLD_SIZE, all ranks are on this node when MASTER_ADDR is unset or
+ * loopback, else one rank per node (a PyTorchJob pod). mpirun and Slurm: MASTER_ADDR/MASTER_PORT
+ * still win;
  * Slurm's master is else 127.0.0.1 on one node, else the first host of SLURM_JOB_NODELIST when
  * that is simple ("node[01-04]" -> "node01"; harder lists: an error asking for MASTER_ADDR).
  * PET_*: PET_MASTER_ADDR/PORT, else MASTER_ADDR/PORT; PET_NPROC_PER_NODE = "auto" means 1; above 1
@@ -63,8 +67,9 @@ int tr_launch_from_env(tr_launch *l, gk_getenv_fn get, void *ud, gk_err *e);
  * exit, or a signal not passed on to it) the others get 2 s to end on their own (after a bad
  * setting every rank does, and rank 0 must get to say why), then SIGTERM, then SIGKILL after
  * grace_s, and GK_EIO names the first rank that failed and how ("rank 1 (pid 4242) was killed
- * by signal 9 (Killed); stopped the other ranks"). GK_EINTR when a child was killed by a signal passed on to
- * it (a second Ctrl-C). Returns 0 when every child exited 0. Call it before starting threads:
+ * by signal 9 (Killed); stopped the other ranks"). GK_EINTR when a child was killed by a signal
+ * passed on to it (a second Ctrl-C). Returns 0 when every child exited 0. Call it before starting
+ * threads:
  * it waits for SIGINT, SIGTERM and SIGCHLD with them blocked in the calling thread only. */
 int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double grace_s,
                     gk_err *e);

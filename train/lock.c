@@ -64,7 +64,8 @@ int tr_lock_take(tr_lock *l, const char *dir, gk_err *e)
             return rc;
         }
         struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
             write_owner(fd);
             l->path = path;
             l->fd = fd;

@@ -29,22 +29,25 @@ double tr_learning_rate(const tr_settings *s, int64_t step)
         int64_t start = tr_wsd_decay_start(s);
         if (step < start)
             return top;
-        return low + (1.0 - sqrt((double)(step - start) / (double)(s->lr_decay_iters - start))) * (top - low);
+        return low + (1.0 - sqrt((double)(step - start) / (double)(s->lr_decay_iters - start))) *
+                         (top - low);
     }
     double ratio = (double)(step - s->warmup_iters) / (double)(s->lr_decay_iters - s->warmup_iters);
     ratio = ratio > 1 ? 1 : ratio < 0 ? 0 : ratio;
-    double coeff = strcmp(s->lr_schedule, "linear") == 0 ? 1.0 - ratio : 0.5 * (1.0 + cos(M_PI * ratio));
+    double coeff =
+        strcmp(s->lr_schedule, "linear") == 0 ? 1.0 - ratio : 0.5 * (1.0 + cos(M_PI * ratio));
     return low + coeff * (top - low);
 }
 
 /* Fills r->x, r->y with batch `batch` (windows first_window .. + B) of stream. */
-static int load_batch(tr_run *r, const tr_data *d, int stream, uint64_t batch, uint64_t first_window,
-                      gk_err *e)
+static int load_batch(tr_run *r, const tr_data *d, int stream, uint64_t batch,
+                      uint64_t first_window, gk_err *e)
 {
     int B = (int)r->s.batch_size, T = gk_gpt2_cfg(r->model)->block_size;
     uint32_t *wx = r->window, *wy = r->window + T;
     for (int b = 0; b < B; b++) {
-        int rc = tr_data_window(d, r->st.seed, stream, batch, first_window + (uint64_t)b, wx, wy, e);
+        int rc =
+            tr_data_window(d, r->st.seed, stream, batch, first_window + (uint64_t)b, wx, wy, e);
         if (rc)
             return rc;
         for (int t = 0; t < T; t++) {
@@ -63,7 +66,8 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
     gk_gpt2_set_training(r->model, 0);
     for (int64_t i = r->dist.rank; i < r->s.eval_iters; i += r->dist.world) {
         float l;
-        if (*r->stop && r->dist.world == 1) /* a signal: checkpoint now rather than after the eval */
+        /* a signal: checkpoint now rather than after the eval */
+        if (*r->stop && r->dist.world == 1)
             return gk_errf(e, GK_EINTR, "evaluation interrupted by a signal");
         int rc = load_batch(r, d, stream, (uint64_t)i, 0, e);
         if (!rc)
@@ -86,7 +90,8 @@ int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e)
     double right[2] = {0, 0};
     gk_gpt2_set_training(r->model, 0);
     for (size_t i0 = n * rank / world; i0 < end; i0 += CHUNK) {
-        if (*r->stop && r->dist.world == 1) /* a signal: checkpoint now rather than after the eval */
+        /* a signal: checkpoint now rather than after the eval */
+        if (*r->stop && r->dist.world == 1)
             return gk_errf(e, GK_EINTR, "evaluation interrupted by a signal");
         size_t k = end - i0 < CHUNK ? end - i0 : CHUNK;
         const gk_choice_item *items = r->hellaswag.items + i0;
@@ -163,7 +168,11 @@ static int spikes(tr_window *w, double z, const char *what, double x, step_outco
  * advances only on an update. */
 static int train_step(tr_run *r, tr_step_record *rec, step_outcome *out, gk_err *e)
 {
-    gk_adamw h = {(float)r->s.beta1, (float)r->s.beta2, 1e-8f, (float)r->s.weight_decay, (float)r->s.grad_clip,
+    gk_adamw h = {(float)r->s.beta1,
+                  (float)r->s.beta2,
+                  1e-8f,
+                  (float)r->s.weight_decay,
+                  (float)r->s.grad_clip,
                   tr_window_limit(&r->st.recent_norm, r->s.skip_grad_z)};
     double v[2];
     out->kind = STEP_NONFINITE;
@@ -178,7 +187,8 @@ static int train_step(tr_run *r, tr_step_record *rec, step_outcome *out, gk_err 
     rec->loss = v[0] / (double)r->dist.accum_total;
     r->stop_all = v[1] > 0;
     rec->grad_norm = NAN;
-    if (!isfinite(rec->loss) || spikes(&r->st.recent_loss, r->s.skip_loss_z, "loss", rec->loss, out))
+    if (!isfinite(rec->loss) ||
+        spikes(&r->st.recent_loss, r->s.skip_loss_z, "loss", rec->loss, out))
         return 0;
     rc = gk_gpt2_update(r->model, &h, (float)rec->lr, &rec->grad_norm, e);
     if (rc || !isfinite(rec->grad_norm) ||
@@ -206,16 +216,20 @@ static int skipped_step(tr_run *r, const tr_step_record *rec, const step_outcome
         char last[64] = "none written by this run";
         if (r->last_saved_step >= 0)
             snprintf(last, sizeof last, "ckpt_%08lld.safetensors", (long long)r->last_saved_step);
-        return gk_errf(e, GK_EFORMAT, "step %lld: loss %g, gradient norm %g: stopping with the last "
-                       "good checkpoint kept (%s); skip_nonfinite = true skips such steps",
+        return gk_errf(e, GK_EFORMAT,
+                       "step %lld: loss %g, gradient norm %g: stopping with the last good "
+                       "checkpoint kept (%s); skip_nonfinite = true skips such steps",
                        (long long)rec->step, shown(rec->loss), shown(rec->grad_norm), last);
     }
     if (o->kind == STEP_SPIKE)
-        snprintf(why, sizeof why, "%s %g is %.3g standard deviations above the mean of the last %d "
-                 "steps' (%g, sd %g)", o->what, o->x, o->sd > 0 ? (o->x - o->mean) / o->sd : INFINITY,
-                 TR_SPIKE_WINDOW, o->mean, o->sd);
+        snprintf(why, sizeof why,
+                 "%s %g is %.3g standard deviations above "
+                 "the mean of the last %d steps' (%g, sd %g)",
+                 o->what, o->x, o->sd > 0 ? (o->x - o->mean) / o->sd : INFINITY, TR_SPIKE_WINDOW,
+                 o->mean, o->sd);
     else
-        snprintf(why, sizeof why, "loss %g, gradient norm %g", shown(rec->loss), shown(rec->grad_norm));
+        snprintf(why, sizeof why, "loss %g, gradient norm %g", shown(rec->loss),
+                 shown(rec->grad_norm));
     r->st.step++;
     r->st.skipped++;
     gk_gpt2_set_step(r->model, r->st.step); /* AdamW's t stays equal to step, as on resume */
@@ -300,8 +314,9 @@ static double mfu(const tr_run *r, double secs)
 
 static void log_step(tr_run *r, const tr_step_record *rec)
 {
-    printf("step %lld/%lld | loss %.4f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s", (long long)rec->step,
-           (long long)r->s.max_iters, shown(rec->loss), rec->lr, shown(rec->grad_norm), rec->ms, rec->tokens_per_s);
+    printf("step %lld/%lld | loss %.4f | lr %.2e | norm %.4f | %.1f ms | %.0f tok/s",
+           (long long)rec->step, (long long)r->s.max_iters, shown(rec->loss), rec->lr,
+           shown(rec->grad_norm), rec->ms, rec->tokens_per_s);
     if (rec->has & TR_HAS_MFU)
         printf(" | mfu %.1f%%", 100 * rec->mfu);
     if (rec->has & TR_HAS_COMM)
@@ -358,7 +373,8 @@ static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
         rc = at_step(r, e, rc, rec->step, " (evaluation)");
     if (interrupted)
         rc = 0; /* the loop ends at the stop flag and checkpoints */
-    if (!rc && rec->has && tr_dist_is_root(&r->dist)) /* (an interrupted evaluation at step 0 leaves nothing to log) */
+    if (!rc && rec->has && tr_dist_is_root(&r->dist)) /* (an interrupted evaluation at
+                                                       * step 0 leaves nothing to log) */
         rc = tr_metrics_log(&r->metrics, rec, e);
     if (!rc && eval_now && !interrupted)
         rc = after_eval(r, rec, e);
@@ -374,7 +390,8 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
         return rc;
     double tokens_per_step = (double)(r->s.batch_size * r->dist.accum_total) *
                              gk_gpt2_cfg(r->model)->block_size;
-    tr_step_record rec = {.step = r->st.step + 1, .has = TR_HAS_STEP | (r->peak_tflops > 0 ? TR_HAS_MFU : 0)};
+    tr_step_record rec = {.step = r->st.step + 1,
+                          .has = TR_HAS_STEP | (r->peak_tflops > 0 ? TR_HAS_MFU : 0)};
     rec.lr = tr_learning_rate(&r->s, r->st.step);
     tr_dist_comm_secs(&r->dist); /* from here: this step's collectives */
     double t0 = gk_now();
@@ -392,7 +409,8 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     rec.skipped = r->st.skipped;
     int eval_now = !failed && (rec.step % r->s.eval_interval == 0 || rec.step == r->s.max_iters);
     int root = tr_dist_is_root(&r->dist);
-    if (root && (failed || rec.step % r->s.log_interval == 0 || rec.step == r->s.max_iters || eval_now)) {
+    if (root &&
+        (failed || rec.step % r->s.log_interval == 0 || rec.step == r->s.max_iters || eval_now)) {
         gk_progress_clear(bar); /* a log line replaces the progress line */
         log_step(r, &rec);
     }
@@ -405,7 +423,8 @@ static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
     if ((rc = log_and_eval(r, &rec, eval_now, e)))
         return rc;
     int64_t every = r->s.checkpoint_interval;
-    if (every > 0 && rec.step % every == 0 && rec.step != r->last_saved_step && (rc = checkpoint(r, e)))
+    if (every > 0 && rec.step % every == 0 && rec.step != r->last_saved_step &&
+        (rc = checkpoint(r, e)))
         return rc;
     char note[64];
     snprintf(note, sizeof note, "step %lld/%lld, loss %.4f", (long long)rec.step,
@@ -449,7 +468,8 @@ static int stopping(tr_run *r)
  * micro_steps reads them); each evaluation's batches, the same every time (tr_estimate_loss). */
 static int plan_data(tr_run *r, int train, gk_err *e)
 {
-    uint64_t B = (uint64_t)r->s.batch_size, rank = (uint64_t)r->dist.rank, world = (uint64_t)r->dist.world;
+    uint64_t B = (uint64_t)r->s.batch_size, rank = (uint64_t)r->dist.rank,
+             world = (uint64_t)r->dist.world;
     uint64_t accum = (uint64_t)r->dist.accum, iters = (uint64_t)r->s.eval_iters, seed = r->st.seed;
     uint64_t evals = rank < iters ? (iters - rank + world - 1) / world : 0;
     int rc = 0;

@@ -35,7 +35,8 @@ static void install_signals(void)
 static const char usage[] =
     "gpt-train [-c FILE.conf] [--key=value ...]\n"
     "Trains a GPT-2 model on token shards (see gpt-tokenize). Settings come from the built-in\n"
-    "defaults (nanoGPT's train.py), then FILE.conf (a path, or a preset name such as shakespeare),\n"
+    "defaults (nanoGPT's train.py), then FILE.conf (a "
+    "path, or a preset name such as shakespeare),\n"
     "then --key=value overrides, in the order given. The whole config is checked before anything\n"
     "is read or written.";
 
@@ -55,7 +56,8 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
         return rc == GK_OPT_HELP || rc == GK_OPT_VERSION ? 1 : rc;
     *verbosity = c.quiet ? GK_LOG_QUIET : c.verbose ? GK_LOG_VERBOSE : GK_LOG_NORMAL;
     if (first < argc)
-        return gk_errf(e, GK_EUSAGE, "unexpected argument '%s' (settings are --key=value; see --help)",
+        return gk_errf(e, GK_EUSAGE,
+                       "unexpected argument '%s' (settings are --key=value; see --help)",
                        argv[first]);
     if ((rc = tr_settings_check(&r->s, r->cfg, e)))
         return rc;
@@ -68,7 +70,8 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
 
 /* Where this process sits: one process, a rank started by a launcher, or the launcher of this
  * machine's ranks (nproc_per_node, Kubeflow Trainer's PET_NPROC_PER_NODE). *spawned: it was the
- * launcher, and its ranks have run. Ranks other than 0 print errors only, prefixed with the rank. */
+ * launcher, and its ranks have run. Ranks other than 0 print errors only, prefixed with the
+ * rank. */
 static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
 {
     static char prog[64];
@@ -78,14 +81,17 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
     int nproc = l.spawn ? l.spawn : l.spawned ? 1 : (int)r->s.nproc_per_node;
     *spawned = 0;
     if (!rc && nproc > 1 && !l.spawn && l.world_size > 1)
-        return gk_errf(e, GK_EUSAGE, "%s: nproc_per_node = %d, but %s started this process as rank %d "
-                       "of %d already (leave nproc_per_node at 1 under a launcher)",
-                       gk_config_origin(r->cfg, "nproc_per_node"), nproc, l.source, l.rank, l.world_size);
+        return gk_errf(e, GK_EUSAGE,
+                       "%s: nproc_per_node = %d, but %s started this process as rank %d of %d "
+                       "already (leave nproc_per_node at 1 under a launcher)",
+                       gk_config_origin(r->cfg, "nproc_per_node"), nproc, l.source, l.rank,
+                       l.world_size);
     if (!rc && nproc > 1) {
         *spawned = 1;
-        gk_info("starting %d ranks on this machine (ranks %d..%d of %d)", nproc, l.node_rank * nproc,
-                l.node_rank * nproc + nproc - 1, l.nnodes * nproc);
-        return tr_launch_spawn(&l, nproc, argc, argv, 30.0, e); /* each rank reads a bucket's shards itself */
+        gk_info("starting %d ranks on this machine (ranks %d..%d of %d)", nproc,
+                l.node_rank * nproc, l.node_rank * nproc + nproc - 1, l.nnodes * nproc);
+        /* each rank reads a bucket's shards itself */
+        return tr_launch_spawn(&l, nproc, argc, argv, 30.0, e);
     }
     if (!rc && l.rank > 0) {
         snprintf(prog, sizeof prog, "gpt-train[rank %d]", l.rank);
@@ -105,7 +111,8 @@ static int place(tr_run *r, int argc, char **argv, int *spawned, gk_err *e)
 static int s3_data_conf(tr_run *r, gk_err *e)
 {
     r->s3data = strstr(r->s.train_data, "s3://") || strstr(r->s.val_data, "s3://");
-    if (!r->s3data && !gk_s3_is_url(r->s.out_dir) && !gk_s3_is_url(r->s.init_from)) /* every rank may fetch the start */
+    /* every rank may fetch the start */
+    if (!r->s3data && !gk_s3_is_url(r->s.out_dir) && !gk_s3_is_url(r->s.init_from))
         return 0;
     return gk_env_s3_conf(&r->env, &r->s3conf, e); /* and GPT_S3_PART_SIZE (tests: 5 MiB) */
 }

@@ -55,7 +55,8 @@ static int load_old(tr_metrics *m, int64_t keep_until, off_t *complete)
         json_t *o = json_loads(line, 0, NULL);
         double step = o ? get_num(o, "step") : NAN;
         if (o && !isnan(step) && step <= (double)keep_until) {
-            tr_point p = {(int64_t)step, get_num(o, "loss"), get_num(o, "train_loss"), get_num(o, "val_loss")};
+            tr_point p = {(int64_t)step, get_num(o, "loss"), get_num(o, "train_loss"),
+                          get_num(o, "val_loss")};
             rc = add_point(m, &p);
         }
         json_decref(o);
@@ -194,8 +195,14 @@ typedef struct frame {
     double x0, x1, y0, y1;
 } frame;
 
-static double px(const frame *fr, double x) { return L + (x - fr->x0) / (fr->x1 - fr->x0) * (W - L - R); }
-static double py(const frame *fr, double y) { return H - BOT - (y - fr->y0) / (fr->y1 - fr->y0) * (H - TOP - BOT); }
+static double px(const frame *fr, double x)
+{
+    return L + (x - fr->x0) / (fr->x1 - fr->x0) * (W - L - R);
+}
+static double py(const frame *fr, double y)
+{
+    return H - BOT - (y - fr->y0) / (fr->y1 - fr->y0) * (H - TOP - BOT);
+}
 
 static void series(FILE *f, const frame *fr, const tr_point *pts, size_t n, size_t field,
                    const char *color, double width)
@@ -205,7 +212,8 @@ static void series(FILE *f, const frame *fr, const tr_point *pts, size_t n, size
         double v = *(const double *)((const char *)&pts[i] + field);
         if (!isfinite(v))
             continue;
-        fprintf(f, "%s%.1f,%.1f", started ? " " : "<polyline fill=\"none\" points=\"", px(fr, (double)pts[i].step), py(fr, v));
+        fprintf(f, "%s%.1f,%.1f", started ? " " : "<polyline fill=\"none\" points=\"",
+                px(fr, (double)pts[i].step), py(fr, v));
         started = 1;
     }
     if (started)
@@ -234,24 +242,37 @@ static frame bounds(const tr_point *pts, size_t n)
 void tr_plot_svg(FILE *f, const tr_point *pts, size_t n)
 {
     frame fr = bounds(pts, n);
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n",
+            W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"14\">loss</text>\n", L);
     for (int i = 0; i <= 5; i++) { /* grid and tick labels */
         double y = fr.y0 + (fr.y1 - fr.y0) * i / 5, x = fr.x0 + (fr.x1 - fr.x0) * i / 5;
-        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, W - R, py(&fr, y), py(&fr, y));
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n", L - 6, py(&fr, y) + 4, y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.0f</text>\n", px(&fr, x), H - BOT + 16, x);
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L,
+                W - R, py(&fr, y), py(&fr, y));
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n", L - 6,
+                py(&fr, y) + 4, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.0f</text>\n", px(&fr, x),
+                H - BOT + 16, x);
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", (L + W - R) / 2, H - 8);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, TOP, W - L - R, H - TOP - BOT);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", (L + W - R) / 2,
+            H - 8);
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n",
+            L, TOP, W - L - R, H - TOP - BOT);
     series(f, &fr, pts, n, offsetof(tr_point, loss), "#9ecae1", 1);
     series(f, &fr, pts, n, offsetof(tr_point, train_loss), "#08519c", 2);
     series(f, &fr, pts, n, offsetof(tr_point, val_loss), "#d94801", 2);
-    const char *names[3] = {"step loss", "train (eval)", "val (eval)"}, *colors[3] = {"#9ecae1", "#08519c", "#d94801"};
+    const char *names[3] = {"step loss", "train (eval)", "val (eval)"},
+               *colors[3] = {"#9ecae1", "#08519c", "#d94801"};
     for (int k = 0; k < 3; k++) {
         int y = TOP + 14 + 16 * k;
-        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>\n", W - R - 120, W - R - 100, y - 4, y - 4, colors[k]);
+        fprintf(f,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" "
+                "stroke=\"%s\" stroke-width=\"2\"/>\n",
+                W - R - 120, W - R - 100, y - 4, y - 4, colors[k]);
         fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", W - R - 95, y, names[k]);
     }
     fprintf(f, "</svg>\n");

@@ -1,8 +1,9 @@
 /* metrics.h: what a training run leaves for people and scripts: out_dir/metrics.jsonl (one JSON
  * object per step: step, loss, lr, grad_norm (before clipping), ms, tokens_per_s, mfu when
- * there is a peak (peak_tflops, or the backend's props.bf16_peak_flops), train_loss/val_loss on eval steps, skipped
- * (steps skipped so far) once a step was skipped; a NaN or infinite value is written as null) and out_dir/loss.svg, a
- * self-contained plot of the train and val loss against step, rewritten at every eval.
+ * there is a peak (peak_tflops, or the backend's props.bf16_peak_flops), train_loss/val_loss on
+ * eval steps, skipped (steps skipped so far) once a step was skipped; a NaN or infinite value is
+ * written as null) and out_dir/loss.svg, a self-contained plot of the train and val loss against
+ * step, rewritten at every eval.
  * On resume metrics.jsonl is appended to, never rewritten: lines past the resumed step (logged by
  * a run killed after its last checkpoint) stay, and the resumed run logs those steps again, so a
  * step may appear twice (the later line is the resumed run's); only an incomplete last line (cut

@@ -38,7 +38,8 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
         return gk_errf(e, GK_ENOMEM, "out of memory for the checkpoint's host copy (%.1f MB)",
                        (double)(numel * kinds * sizeof(float)) / 1e6);
     }
-    memset(s->buf, 0, numel * kinds * sizeof *s->buf); /* its pages mapped now, not at the first copy */
+    /* its pages mapped now, not at the first copy */
+    memset(s->buf, 0, numel * kinds * sizeof *s->buf);
     s->n = n;
     s->numel = numel;
     s->with_opt = with_optimizer;
@@ -47,8 +48,8 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
     for (int i = 0; i < n; i++) {
         const gk_param *t = gk_gpt2_param(m, i);
         snprintf(s->names[i], sizeof s->names[i], "%s", t->name);
-        s->params[i] = (gk_ckpt_param){s->names[i], t->ndim, {t->shape[0], t->ndim > 1 ? t->shape[1] : 0},
-                                       p, NULL, NULL};
+        s->params[i] = (gk_ckpt_param){s->names[i], t->ndim,
+                                       {t->shape[0], t->ndim > 1 ? t->shape[1] : 0}, p, NULL, NULL};
         if (with_optimizer) {
             s->params[i].m = p + numel;
             s->params[i].v = p + 2 * numel;

@@ -123,8 +123,8 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int tr_ra_open(tr_readahead **out, size_t window_bytes, size_t budget, int threads, tr_ra_fetch fetch,
-               void *ud, gk_err *e)
+int tr_ra_open(tr_readahead **out, size_t window_bytes, size_t budget, int threads,
+               tr_ra_fetch fetch, void *ud, gk_err *e)
 {
     *out = NULL;
     tr_readahead *ra = calloc(1, sizeof *ra);
@@ -181,7 +181,8 @@ int tr_ra_plan_set(tr_readahead *ra, int stream, const tr_ra_plan *p, gk_err *e)
         free(g->slots);
         free(g->bytes);
         g->slots = NULL, g->bytes = NULL;
-        rc = gk_errf(e, GK_ENOMEM, "out of memory for the data read-ahead (%llu windows of %zu bytes)",
+        rc = gk_errf(e, GK_ENOMEM,
+                     "out of memory for the data read-ahead (%llu windows of %zu bytes)",
                      (unsigned long long)n, ra->wbytes);
     } else {
         for (uint64_t i = 0; i < n; i++)
@@ -216,8 +217,8 @@ static void ring_seek(ring *g, uint64_t idx)
     g->head = idx;
 }
 
-int tr_ra_get(tr_readahead *ra, uint64_t seed, int stream, uint64_t batch, uint64_t j, unsigned char *out,
-              gk_err *e)
+int tr_ra_get(tr_readahead *ra, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+              unsigned char *out, gk_err *e)
 {
     pthread_mutex_lock(&ra->mu);
     ra->asked++;

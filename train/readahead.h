@@ -27,7 +27,8 @@ typedef int (*tr_ra_fetch)(void *ud, uint64_t seed, int stream, uint64_t batch, 
 
 typedef struct tr_ra_plan {
     uint64_t seed;
-    uint64_t first, stride, count; /* batches first + stride * q, q = 0 .. count - 1 (0: q unbounded) */
+    uint64_t first, stride, count; /* batches first + stride * q, q = 0
+                                    * .. count - 1 (0: q unbounded) */
     uint64_t j0, n;                /* windows j0 .. j0 + n - 1 of each batch, in this order */
 } tr_ra_plan;
 
@@ -38,14 +39,14 @@ enum { TR_RA_BATCHES = 8 }; /* an unbounded plan is read at most this many batch
  * budget bytes (at least one window), and no more than one pass over a bounded plan (count > 0)
  * or TR_RA_BATCHES batches of an unbounded one: windows fetched far ahead would only take the
  * network, and the server's and this machine's CPUs, from the steps that run now. */
-int tr_ra_open(tr_readahead **out, size_t window_bytes, size_t budget, int threads, tr_ra_fetch fetch,
-               void *ud, gk_err *e);
+int tr_ra_open(tr_readahead **out, size_t window_bytes, size_t budget, int threads,
+               tr_ra_fetch fetch, void *ud, gk_err *e);
 /* Sets (or replaces) the plan of stream; its read-ahead starts at once. */
 int tr_ra_plan_set(tr_readahead *ra, int stream, const tr_ra_plan *p, gk_err *e);
 /* Window (seed, stream, batch, j) into out: from the ring (waiting for it when it is being
  * fetched) or fetched now. A fetch that failed is returned as its error. */
-int tr_ra_get(tr_readahead *ra, uint64_t seed, int stream, uint64_t batch, uint64_t j, unsigned char *out,
-              gk_err *e);
+int tr_ra_get(tr_readahead *ra, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+              unsigned char *out, gk_err *e);
 /* Windows the run had to wait for (not yet read ahead when asked for), and all it asked for. */
 void tr_ra_counts(tr_readahead *ra, long *waited, long *asked);
 /* Fetches the background threads have finished, their windows in the ring (or failed). */

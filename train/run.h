@@ -43,8 +43,10 @@ typedef struct tr_run {
     int stop_all;               /* the ranks agreed at the last step to stop after it */
     int log_errno;              /* a write to stdout failed (errno): checkpoint, then exit 1 */
     double peak_tflops;         /* the MFU column's peak: peak_tflops, else the GPU's (0: none) */
-    struct tr_ckpt_writer *writer; /* the background checkpoint writer (checkpoint.c); NULL: none yet */
-    tr_s3out *s3out;            /* out_dir in a bucket (rank 0): s.out_dir is its staging directory */
+    struct tr_ckpt_writer *writer; /* the background checkpoint writer
+                                    * (checkpoint.c); NULL: none yet */
+    tr_s3out *s3out;            /* out_dir in a bucket (rank 0):
+                                 * s.out_dir is its staging directory */
     int s3data;                 /* train_data or val_data in a bucket */
     gk_s3_conf s3conf;          /* a bucket's client settings (main.c: data or out_dir in one) */
     gk_env env;                 /* the environment's settings, read once by main (TMPDIR,

@@ -63,8 +63,8 @@ static int on_key(const gk_s3_entry *ent, void *ud)
 }
 
 /* One object: remembered, its header checked, given to fn. */
-static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t size, tr_s3data_fn fn,
-                      void *ud, gk_err *e)
+static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t size,
+                      tr_s3data_fn fn, void *ud, gk_err *e)
 {
     if (gk_grow(&d->obj, &d->cap, d->n + 1, sizeof *d->obj, 16))
         return gk_errf(e, GK_ENOMEM, "out of memory");
@@ -88,7 +88,8 @@ static int add_object(tr_s3data *d, const char *bucket, const char *key, int64_t
     return rc;
 }
 
-int tr_s3data_add(tr_s3data *d, const char *url, const char *what, tr_s3data_fn fn, void *ud, gk_err *e)
+int tr_s3data_add(tr_s3data *d, const char *url, const char *what, tr_s3data_fn fn, void *ud,
+                  gk_err *e)
 {
     char bucket[256], key[1100], prefix[1100];
     int rc = gk_s3_parse_url(url, bucket, sizeof bucket, key, sizeof key, e);

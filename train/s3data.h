@@ -28,7 +28,8 @@ int tr_s3data_open(tr_s3data **out, const gk_s3_conf *conf, gk_err *e);
 typedef int (*tr_s3data_fn)(void *ud, gk_shard_map *m, size_t obj, int64_t data_off, gk_err *e);
 /* The shards url (s3://BUCKET/KEYGLOB) matches, each given to fn in order. GK_ENOTFOUND naming
  * url when it matches no object; what ("train_data") leads every message. */
-int tr_s3data_add(tr_s3data *d, const char *url, const char *what, tr_s3data_fn fn, void *ud, gk_err *e);
+int tr_s3data_add(tr_s3data *d, const char *url, const char *what, tr_s3data_fn fn, void *ud,
+                  gk_err *e);
 /* Bytes [off, off + n) of object obj into buf (a GET that is cut short is retried, s3.h). */
 int tr_s3data_read(tr_s3data *d, size_t obj, int64_t off, size_t n, void *buf, gk_err *e);
 /* Requests retried so far. */

@@ -86,7 +86,8 @@ static void *renew_main(void *arg)
         gk_err e = {0};
         int n = lock_body(body, sizeof body), ours = lock_is_ours(o, key);
         if (ours == 0) {
-            gk_warn("out_dir %s: another run has taken over the lock s3://%s/%s: this run no longer holds it",
+            gk_warn("out_dir %s: another run has taken over the "
+                    "lock s3://%s/%s: this run no longer holds it",
                     o->url, o->bucket, key);
             pthread_mutex_lock(&o->mu);
             o->locked = 0;
@@ -144,8 +145,10 @@ static int lock_take(tr_s3out *o, gk_err *e)
     gk_s3_text m = {.n = 0};
     rc = gk_s3_get(o->s3, o->bucket, key, gk_s3_text_sink, &m, e);
     if (rc == GK_ENOTFOUND) /* released meanwhile: try once more */
-        return gk_s3_put_new(o->s3, o->bucket, key, body, (size_t)n, e) == 0 ? (o->locked = 1, 0)
-               : gk_errf(e, GK_EIO, "out_dir %s: the lock s3://%s/%s was taken again meanwhile", o->url, o->bucket, key);
+        return gk_s3_put_new(o->s3, o->bucket, key, body, (size_t)n, e) == 0
+                   ? (o->locked = 1, 0)
+                   : gk_errf(e, GK_EIO, "out_dir %s: the lock s3://%s/%s was taken again meanwhile",
+                             o->url, o->bucket, key);
     if (rc)
         return rc;
     long pid = 0;
@@ -158,16 +161,19 @@ static int lock_take(tr_s3out *o, gk_err *e)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     if (holder_gone(pid, host, since)) {
         int old = since > 0 && (long long)time(NULL) - since > TR_S3_LOCK_STALE_S;
-        gk_info("out_dir %s: taking over the lock of gpt-train pid %ld on host %s (renewed %s), %s", o->url,
-                pid, host, when, old ? "not renewed since (its run is gone)" : "which is no longer running");
+        gk_info("out_dir %s: taking over the lock of gpt-train pid %ld on host %s (renewed %s), %s",
+                o->url, pid, host, when,
+                old ? "not renewed since (its run is gone)" : "which is no longer running");
         if ((rc = gk_s3_put(o->s3, o->bucket, key, body, (size_t)n, e)))
             return rc;
         o->locked = 1;
         return 0;
     }
-    return gk_errf(e, GK_EIO, "out_dir %s is in use by gpt-train (pid %ld on host %s, lock renewed %s; "
-                   "s3://%s/%s): if that run is gone, delete the lock (aws s3 rm s3://%s/%s) or wait until it "
-                   "is %d s old", o->url, pid, host, when, o->bucket, key, o->bucket, key, TR_S3_LOCK_STALE_S);
+    return gk_errf(e, GK_EIO,
+                   "out_dir %s is in use by gpt-train (pid %ld on host %s, lock renewed %s; "
+                   "s3://%s/%s): if that run is gone, delete the lock (aws s3 rm s3://%s/%s) or "
+                   "wait until it is %d s old",
+                   o->url, pid, host, when, o->bucket, key, o->bucket, key, TR_S3_LOCK_STALE_S);
 }
 
 /* ---------------------------------------------------------------- opening */
@@ -196,7 +202,8 @@ int tr_s3out_read_latest(tr_s3out *o, char *name, size_t cap, gk_err *e)
         return rc;
     m.buf[strcspn(m.buf, "\r\n")] = '\0';
     if (tr_ckpt_step(m.buf) < 0)
-        return gk_errf(e, GK_EFORMAT, "s3://%s/%s: not the name of a step checkpoint (ckpt_STEP.safetensors)",
+        return gk_errf(e, GK_EFORMAT,
+                       "s3://%s/%s: not the name of a step checkpoint (ckpt_STEP.safetensors)",
                        o->bucket, key);
     snprintf(name, cap, "%s", m.buf);
     return 0;
@@ -211,10 +218,12 @@ static int fetch_start(tr_s3out *o, const char *init_from, gk_err *e)
     if (rc)
         return rc;
     if (!name[0])
-        return resume ? gk_errf(e, GK_ENOTFOUND, "init_from=resume: %s/latest not found", o->url) : 0;
+        return resume ? gk_errf(e, GK_ENOTFOUND, "init_from=resume: %s/latest not found", o->url)
+                      : 0;
     if (!resume && !autom)
-        return gk_errf(e, GK_EUSAGE, "out_dir %s already holds the checkpoints of a run (latest: %s): "
-                       "continue it with --init_from=auto, or train into another out_dir, or remove them",
+        return gk_errf(e, GK_EUSAGE,
+                       "out_dir %s already holds the checkpoints of a run (latest: %s): continue "
+                       "it with --init_from=auto, or train into another out_dir, or remove them",
                        o->url, name);
     gk_info("downloading %s/%s", o->url, name);
     if ((rc = download(o, name, e)))
@@ -241,7 +250,8 @@ int tr_s3out_open(tr_s3out **out, const char *url, const gk_s3_conf *conf, const
     size_t k = strlen(key);
     while (k && key[k - 1] == '/')
         key[--k] = '\0';
-    if (snprintf(o->url, sizeof o->url, "s3://%s%s%s", o->bucket, k ? "/" : "", key) >= (int)sizeof o->url ||
+    if (snprintf(o->url, sizeof o->url, "s3://%s%s%s", o->bucket, k ? "/" : "", key) >=
+            (int)sizeof o->url ||
         snprintf(o->prefix, sizeof o->prefix, "%s%s", key, k ? "/" : "") >= (int)sizeof o->prefix)
         rc = rc ? rc : gk_errf(e, GK_EUSAGE, "%s: the key is too long", url);
     if (!rc)
@@ -278,7 +288,8 @@ int tr_s3out_object_url(const tr_s3out *o, const char *path, char *url, size_t c
     if (strncmp(path, o->stage.path, n) != 0 || path[n] != '/')
         return -1;
     const char *name = path + n + 1;
-    ssize_t k = readlink(path, target, sizeof target - 1); /* latest.safetensors: the checkpoint's name */
+    /* latest.safetensors: the checkpoint's name */
+    ssize_t k = readlink(path, target, sizeof target - 1);
     if (k > 0) {
         target[k] = '\0';
         name = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
@@ -287,7 +298,8 @@ int tr_s3out_object_url(const tr_s3out *o, const char *path, char *url, size_t c
     return m < 0 || (size_t)m >= cap ? -1 : 0;
 }
 
-int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmpdir, int *fd, gk_err *e)
+int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmpdir, int *fd,
+                        gk_err *e)
 {
     char bucket[256], key[1100];
     long long bytes;
@@ -296,7 +308,8 @@ int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmp
     if (!rc)
         rc = gk_s3_open(&s, conf, e);
     if (!rc)
-        rc = gk_s3_fetch_temp(s, bucket, key, tmpdir && *tmpdir ? tmpdir : "/tmp", 0, NULL, fd, &bytes, e);
+        rc = gk_s3_fetch_temp(s, bucket, key, tmpdir && *tmpdir ? tmpdir : "/tmp", 0, NULL, fd,
+                              &bytes, e);
     gk_s3_close(s);
     return rc;
 }
@@ -363,29 +376,36 @@ static int prune(tr_s3out *o, int64_t keep_last, int64_t keep_every, int64_t kee
     return 0;
 }
 
-int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_last, int64_t keep_every,
-                     gk_err *e)
+int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_last,
+                     int64_t keep_every, gk_err *e)
 {
     char key[1200], text[128];
     long before = gk_s3_retries(o->s3);
     key_of(o, "gpt-train.lock", key, sizeof key);
     if (lock_is_ours(o, key) == 0) /* two runs must not move one latest */
-        return gk_errf(e, GK_EIO, "out_dir %s: another run has taken over the lock s3://%s/%s: stopping "
-                       "(%s not uploaded)", o->url, o->bucket, key, name);
+        return gk_errf(e, GK_EIO,
+                       "out_dir %s: another run has taken over the "
+                       "lock s3://%s/%s: stopping (%s not uploaded)",
+                       o->url, o->bucket, key, name);
     int rc = upload(o, name, 0, e);
     int n = snprintf(text, sizeof text, "%s\n", name);
     key_of(o, "latest", key, sizeof key);
     if (!rc)
-        rc = gk_s3_put(o->s3, o->bucket, key, text, (size_t)n, e); /* only now: the upload is whole */
+        /* only now: the upload is whole */
+        rc = gk_s3_put(o->s3, o->bucket, key, text, (size_t)n, e);
     if (rc) { /* latest not moved: the checkpoint must not go with the staging directory */
         char msg[sizeof e->msg], kept[4400];
         snprintf(msg, sizeof msg, "%s", e->msg);
         tr_unsent_keep(o, name, kept, sizeof kept);
         if (!kept[0])
-            return gk_errf(e, rc, "uploading %s to %s: %s (the checkpoint could not be kept in %s either: it is "
-                           "in %s until this run ends)", name, o->url, msg, o->unsent, o->stage.path);
-        return gk_errf(e, rc, "uploading %s to %s: %s; the checkpoint is kept at %s: the next run of this "
-                       "out_dir with init_from=auto (TMPDIR the same) uploads it and resumes from it",
+            return gk_errf(e, rc,
+                           "uploading %s to %s: %s (the checkpoint could not be kept in %s either: "
+                           "it is in %s until this run ends)",
+                           name, o->url, msg, o->unsent, o->stage.path);
+        return gk_errf(e, rc,
+                       "uploading %s to %s: %s; the checkpoint is kept at "
+                       "%s: the next run of this out_dir with init_from=auto "
+                       "(TMPDIR the same) uploads it and resumes from it",
                        name, o->url, msg, kept);
     }
     if (!rc)
@@ -413,12 +433,14 @@ void tr_s3out_close(tr_s3out *o, int upload_logs)
         return;
     gk_err e = {0};
     renew_stop(o);
-    if (upload_logs && o->stage.path[0] && (upload(o, "metrics.jsonl", 1, &e) || upload(o, "loss.svg", 1, &e)))
+    if (upload_logs && o->stage.path[0] &&
+        (upload(o, "metrics.jsonl", 1, &e) || upload(o, "loss.svg", 1, &e)))
         gk_warn("%s", e.msg);
     char key[1200];
     key_of(o, "gpt-train.lock", key, sizeof key);
     if (o->locked && lock_is_ours(o, key) == 0)
-        gk_warn("out_dir %s: another run has taken over the lock s3://%s/%s: left to it", o->url, o->bucket, key);
+        gk_warn("out_dir %s: another run has taken over the lock s3://%s/%s: left to it", o->url,
+                o->bucket, key);
     else if (o->locked) {
         if (gk_s3_delete(o->s3, o->bucket, key, &e))
             gk_warn("%s (the lock stays: delete it before the next run)", e.msg);

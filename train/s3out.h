@@ -40,12 +40,13 @@ const char *tr_s3out_url(const tr_s3out *o);
 int tr_s3out_object_url(const tr_s3out *o, const char *path, char *url, size_t cap);
 /* Downloads the checkpoint at url into an unlinked temporary file in tmpdir (NULL: /tmp), open
  * on *fd: a rank on another machine than rank 0 resuming from a bucket. */
-int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmpdir, int *fd, gk_err *e);
+int tr_s3out_fetch_ckpt(const gk_s3_conf *conf, const char *url, const char *tmpdir, int *fd,
+                        gk_err *e);
 /* After the checkpoint writer wrote stage/name (step): uploads it, moves latest to it, uploads
  * metrics.jsonl and loss.svg, prunes the step checkpoints (keep_last, keep_every). Called by the
  * writer thread only. */
-int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_last, int64_t keep_every,
-                     gk_err *e);
+int tr_s3out_publish(tr_s3out *o, const char *name, int64_t step, int64_t keep_last,
+                     int64_t keep_every, gk_err *e);
 /* Uploads metrics.jsonl and loss.svg (when upload_logs), deletes the lock object, removes the
  * staging directory, closes. Accepts NULL. */
 void tr_s3out_close(tr_s3out *o, int upload_logs);

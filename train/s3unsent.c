@@ -18,14 +18,15 @@
 
 /* The directory that keeps this out_dir's checkpoint whose upload failed for good:
  * TMPDIR/gpt-train-unsent.HASH, HASH the FNV-1a hash of the URL (found again by the next run with
- * the same TMPDIR; its file "url" names the out_dir). Never a staging directory: no sweep takes it. */
+ * the same TMPDIR; its file "url" names the out_dir). Never a staging directory: no sweep takes
+ * it. */
 void tr_unsent_dir(tr_s3out *o, const char *tmpdir)
 {
     uint64_t h = 1469598103934665603ULL;
     for (const char *p = o->url; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    snprintf(o->unsent, sizeof o->unsent, "%s/gpt-train-unsent.%016llx", tmpdir && *tmpdir ? tmpdir : "/tmp",
-             (unsigned long long)h);
+    snprintf(o->unsent, sizeof o->unsent, "%s/gpt-train-unsent.%016llx",
+             tmpdir && *tmpdir ? tmpdir : "/tmp", (unsigned long long)h);
 }
 
 /* The newest ckpt_STEP.safetensors in the unsent directory into name, when its "url" is this
@@ -37,7 +38,8 @@ static int64_t unsent_newest(const tr_s3out *o, char *name, size_t cap)
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    int same = fgets(url, sizeof url, f) && (url[strcspn(url, "\n")] = '\0', strcmp(url, o->url) == 0);
+    int same =
+        fgets(url, sizeof url, f) && (url[strcspn(url, "\n")] = '\0', strcmp(url, o->url) == 0);
     fclose(f);
     int64_t newest = -1;
     DIR *d = same ? opendir(o->unsent) : NULL;
@@ -55,7 +57,8 @@ static void unsent_remove(const tr_s3out *o)
 {
     DIR *d = opendir(o->unsent);
     for (struct dirent *de; d && (de = readdir(d));)
-        if (tr_ckpt_step(de->d_name) >= 0 || !strcmp(de->d_name, "url") || !strcmp(de->d_name, "metrics.jsonl"))
+        if (tr_ckpt_step(de->d_name) >= 0 || !strcmp(de->d_name, "url") ||
+            !strcmp(de->d_name, "metrics.jsonl"))
             unlinkat(dirfd(d), de->d_name, 0);
     if (d)
         closedir(d);
@@ -65,7 +68,8 @@ static void unsent_remove(const tr_s3out *o)
 static int copy_file(const char *from, const char *to)
 {
     char buf[65536];
-    int in = open(from, O_RDONLY | O_CLOEXEC), out = in < 0 ? -1 : open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int in = open(from, O_RDONLY | O_CLOEXEC),
+        out = in < 0 ? -1 : open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ssize_t n = 0;
     while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
         if (write(out, buf, (size_t)n) != n) {
@@ -88,7 +92,8 @@ void tr_unsent_keep(tr_s3out *o, const char *name, char *kept, size_t cap)
     if (mkdir(o->unsent, 0700) != 0 && errno != EEXIST)
         return;
     if (unsent_newest(o, old, sizeof old) < 0)
-        unsent_remove(o), mkdir(o->unsent, 0700); /* another out_dir's (a hash collision): start over */
+        /* another out_dir's (a hash collision): start over */
+        unsent_remove(o), mkdir(o->unsent, 0700);
     snprintf(to, sizeof to, "%s/url", o->unsent);
     FILE *f = fopen(to, "w");
     if (!f || fprintf(f, "%s\n", o->url) < 0 || fclose(f) != 0)
@@ -125,14 +130,17 @@ int tr_unsent_pick_up(tr_s3out *o, const char *init_from, gk_err *e)
         return rc;
     snprintf(path, sizeof path, "%s/%s", o->unsent, name);
     if (latest[0] && tr_ckpt_step(latest) >= step) {
-        gk_info("removing %s: the unsent checkpoint of an earlier run, not newer than %s/%s", path, o->url, latest);
+        gk_info("removing %s: the unsent checkpoint of an earlier run, not newer than %s/%s", path,
+                o->url, latest);
         unsent_remove(o);
         return 0;
     }
     if (strcmp(init_from, "resume") != 0 && strcmp(init_from, "auto") != 0)
-        return gk_errf(e, GK_EUSAGE, "out_dir %s has a newer checkpoint than its latest, kept at %s after its "
-                       "upload failed: continue the run with --init_from=auto (it is uploaded first), or "
-                       "remove it", o->url, path);
+        return gk_errf(e, GK_EUSAGE,
+                       "out_dir %s has a newer checkpoint than its latest, kept "
+                       "at %s after its upload failed: continue the run with "
+                       "--init_from=auto (it is uploaded first), or remove it",
+                       o->url, path);
     gk_info("uploading %s to %s (kept there after its upload failed)", path, o->url);
     key_of(o, name, key, sizeof key);
     rc = gk_s3_put_file(o->s3, o->bucket, key, path, e);
@@ -147,8 +155,8 @@ int tr_unsent_pick_up(tr_s3out *o, const char *init_from, gk_err *e)
     if (rc) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
-        return gk_errf(e, rc, "uploading %s/%s (kept there after its upload failed) to %s: %s", o->unsent,
-                       name, o->url, msg);
+        return gk_errf(e, rc, "uploading %s/%s (kept there after its upload failed) to %s: %s",
+                       o->unsent, name, o->url, msg);
     }
     unsent_remove(o);
     return 0;

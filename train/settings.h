@@ -68,7 +68,8 @@ typedef struct tr_cli {
 /* How -c finds and loads NAME into cfg (a gk_config *): gpt-train's is tr_settings_load_config. */
 typedef int (*tr_cli_load_fn)(void *cfg, const char *name, gk_err *e);
 void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load);
-/* -c NAME as gpt-train reads it: a path, else a preset (gk_config_resolve_path), loaded into cfg. */
+/* -c NAME as gpt-train reads it: a path, else a preset (gk_config_resolve_path), loaded into
+ * cfg. */
 int tr_settings_load_config(void *cfg, const char *name, gk_err *e);
 
 #endif

@@ -65,8 +65,8 @@ static int newest_ckpt(const char *out_dir, char *path, size_t cap)
 }
 
 /* Which checkpoint to start from: NULL for scratch. *resume: it is this run's own latest. */
-static int pick_start(const tr_settings *s, const gk_s3_conf *conf, char *path, size_t cap, int *resume,
-                      gk_err *e)
+static int pick_start(const tr_settings *s, const gk_s3_conf *conf, char *path, size_t cap,
+                      int *resume, gk_err *e)
 {
     *resume = 0;
     snprintf(path, cap, "%s/latest.safetensors", s->out_dir);
@@ -136,14 +136,17 @@ static int reconcile_shape(tr_run *r, const char *ck, gk_gpt2_config *mc, gk_err
         const char *origin = gk_config_origin(r->cfg, k[i].key);
         char want[32], have[32];
         if (origin && k[i].want != k[i].have)
-            return gk_errf(e, GK_EUSAGE, "%s: %s = %s, but the model in %s has %s = %s (its shape "
-                           "cannot change)", origin, k[i].key, shape_text(k[i].key, k[i].want, want,
-                           sizeof want), ck, k[i].key, shape_text(k[i].key, k[i].have, have, sizeof have));
+            return gk_errf(e, GK_EUSAGE,
+                           "%s: %s = %s, but the model in %s has %s = %s (its shape cannot change)",
+                           origin, k[i].key, shape_text(k[i].key, k[i].want, want, sizeof want), ck,
+                           k[i].key, shape_text(k[i].key, k[i].have, have, sizeof have));
     }
     const char *origin = gk_config_origin(r->cfg, "block_size");
     if (origin && s->block_size > mc->block_size)
-        return gk_errf(e, GK_EUSAGE, "%s: block_size = %lld, but the model in %s has block_size = "
-                       "%d (it can only shrink)", origin, (long long)s->block_size, ck, mc->block_size);
+        return gk_errf(e, GK_EUSAGE,
+                       "%s: block_size = %lld, but the model in %s "
+                       "has block_size = %d (it can only shrink)",
+                       origin, (long long)s->block_size, ck, mc->block_size);
     if (origin && s->block_size < mc->block_size) {
         gk_info("block_size %d -> %lld: cropping the position embeddings of %s", mc->block_size,
                 (long long)s->block_size, ck);
@@ -166,7 +169,8 @@ static int check_steps_left(const tr_run *r, const char *ck, gk_err *e)
 }
 
 /* Model shape from the checkpoint; the state too when resuming. */
-static int read_checkpoint_meta(tr_run *r, const gk_ckpt *c, int resume, gk_gpt2_config *mc, gk_err *e)
+static int read_checkpoint_meta(tr_run *r, const gk_ckpt *c, int resume, gk_gpt2_config *mc,
+                                gk_err *e)
 {
     int rc = gk_gpt2_ckpt_config(c, mc, e);
     if (!rc)
@@ -178,7 +182,8 @@ static int read_checkpoint_meta(tr_run *r, const gk_ckpt *c, int resume, gk_gpt2
         return 0;
     const char *st = gk_ckpt_train_json(c);
     if (!st)
-        return gk_errf(e, GK_EFORMAT, "%s: not a training checkpoint (no gptkit.train)", gk_ckpt_path(c));
+        return gk_errf(e, GK_EFORMAT, "%s: not a training checkpoint (no gptkit.train)",
+                       gk_ckpt_path(c));
     if ((rc = tr_state_parse(st, gk_ckpt_path(c), &r->st, e)))
         return rc;
     return check_steps_left(r, gk_ckpt_path(c), e);
@@ -197,7 +202,8 @@ static int record_shape(tr_run *r, const gk_gpt2_config *mc, const char *from, g
     for (size_t i = 0; rc == 0 && i < sizeof k / sizeof *k; i++) {
         char v[32];
         if (k[i].now != k[i].val)
-            rc = gk_config_set(r->cfg, k[i].key, shape_text(k[i].key, k[i].val, v, sizeof v), from, e);
+            rc = gk_config_set(r->cfg, k[i].key, shape_text(k[i].key, k[i].val, v, sizeof v), from,
+                               e);
     }
     return rc;
 }
@@ -223,9 +229,10 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
     if (rc)
         return rc;
     if (r->vocab && data_fp && gk_vocab_fingerprint(r->vocab) != data_fp)
-        return gk_errf(e, GK_EUSAGE, "train_data was tokenized with another vocabulary (fingerprint "
-                       "%08x) than %s (%08x)", data_fp, c ? gk_ckpt_path(c) : r->s.vocab,
-                       gk_vocab_fingerprint(r->vocab));
+        return gk_errf(e, GK_EUSAGE,
+                       "train_data was tokenized with another "
+                       "vocabulary (fingerprint %08x) than %s (%08x)",
+                       data_fp, c ? gk_ckpt_path(c) : r->s.vocab, gk_vocab_fingerprint(r->vocab));
     if (!r->vocab)
         gk_warn("vocabulary unknown: checkpoints will not carry one (set vocab = DIR|FILE)");
     return 0;
@@ -236,8 +243,10 @@ static int pick_vocab(tr_run *r, const gk_ckpt *c, gk_err *e)
 static int check_data(tr_run *r, const gk_gpt2_config *mc, const gk_ckpt *c, gk_err *e)
 {
     uint32_t fp = r->vocab ? gk_vocab_fingerprint(r->vocab) : 0;
-    const char *whose = !r->vocab ? "the first shard" : c ? gk_ckpt_path(c) : r->s.vocab[0] ? r->s.vocab
-                        : r->vocab_found;
+    const char *whose = !r->vocab       ? "the first shard"
+                        : c             ? gk_ckpt_path(c)
+                        : r->s.vocab[0] ? r->s.vocab
+                                        : r->vocab_found;
     int rc = tr_data_check(r->train, (uint32_t)mc->vocab_size, &fp, whose, "train_data", e);
     if (!rc && r->val)
         rc = tr_data_check(r->val, (uint32_t)mc->vocab_size, &fp, whose, "val_data", e);
@@ -266,7 +275,8 @@ static int recompute_setting(const char *rc)
 
 /* Whether the model (with flags) and a batch fit the device: 0, or GK_ENOMEM with the message
  * (gpt2 mem_check's; hint names what would help), or another error. */
-static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const char *hint, gk_err *e)
+static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const char *hint,
+                    gk_err *e)
 {
     gk_gpt2_mem need;
     int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size, flags,
@@ -296,8 +306,11 @@ int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err
     do { /* auto: from the device's default up, until one fits */
         if (set < 0)
             *flags = levels[k];
-        rc = mem_fits(r, mc, *flags, *flags & GK_GPT2_RECOMPUTE_LN ? "lower batch_size or block_size"
-                      : "lower batch_size or block_size, or set recompute = gelu+ln", e);
+        rc = mem_fits(r, mc, *flags,
+                      *flags & GK_GPT2_RECOMPUTE_LN
+                          ? "lower batch_size or block_size"
+                          : "lower batch_size or block_size, or set recompute = gelu+ln",
+                      e);
     } while (set < 0 && rc == GK_ENOMEM && ++k < 3);
     if (!rc && set < 0 && k > lo)
         gk_info("recompute = auto: %s, so that the model and batch fit", names[k]);
@@ -311,10 +324,13 @@ int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err
 static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 {
     int rc = gk_gpt2_config_check(mc, e);
-    int bf16 = strcmp(r->s.dtype, "bfloat16") == 0 ? 1 : strcmp(r->s.dtype, "float32") == 0 ? 0 : -1;
+    int bf16 = strcmp(r->s.dtype, "bfloat16") == 0  ? 1
+               : strcmp(r->s.dtype, "float32") == 0 ? 0
+                                                    : -1;
     gk_backend_opts bo = {0};
     if (!rc) /* attention is a CHOICE key: known */
-        rc = gk_device_backend_opts(&bo, r->s.device, r->s.attention, "attention", bf16, &r->env, e);
+        rc =
+            gk_device_backend_opts(&bo, r->s.device, r->s.attention, "attention", bf16, &r->env, e);
     bo.threads = (int)r->s.threads;
     bo.gpu = r->dist.where.local_rank; /* GPU LOCAL_RANK */
     int local = r->dist.where.local_world_size;
@@ -423,10 +439,12 @@ static int split_batch(tr_run *r, int T, gk_err *e)
     char near[64];
     if (s->total_batch_size > 0) {
         if (s->total_batch_size % (BT * W) != 0)
-            return gk_errf(e, GK_EUSAGE, "%s: total_batch_size = %lld is not a multiple of "
-                           "batch_size x block_size x ranks = %lld x %d x %lld = %lld: %s would be",
-                           gk_config_origin(r->cfg, "total_batch_size"), (long long)s->total_batch_size,
-                           (long long)s->batch_size, T, (long long)W, (long long)(BT * W),
+            return gk_errf(e, GK_EUSAGE,
+                           "%s: total_batch_size = %lld is not a multiple of batch_size x "
+                           "block_size x ranks = %lld x %d x %lld = %lld: %s would be",
+                           gk_config_origin(r->cfg, "total_batch_size"),
+                           (long long)s->total_batch_size, (long long)s->batch_size, T,
+                           (long long)W, (long long)(BT * W),
                            gk_config_multiples(s->total_batch_size, BT * W, near, sizeof near));
         accum = s->total_batch_size / BT;
         char v[32];
@@ -436,9 +454,11 @@ static int split_batch(tr_run *r, int T, gk_err *e)
             return rc;
     } else if (accum % W != 0) {
         const char *o = gk_config_origin(r->cfg, "gradient_accumulation_steps");
-        return gk_errf(e, GK_EUSAGE, "%s: gradient_accumulation_steps = %lld does not split over %lld "
-                       "ranks: %s would (or set total_batch_size)", o ? o : "default",
-                       (long long)accum, (long long)W, gk_config_multiples(accum, W, near, sizeof near));
+        return gk_errf(e, GK_EUSAGE,
+                       "%s: gradient_accumulation_steps = %lld does not split over %lld ranks: %s "
+                       "would (or set total_batch_size)",
+                       o ? o : "default", (long long)accum, (long long)W,
+                       gk_config_multiples(accum, W, near, sizeof near));
     }
     return tr_dist_split(&r->dist, accum, e);
 }
@@ -457,7 +477,8 @@ static int load_hellaswag(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
         snprintf(msg, sizeof msg, "%s", e->msg);
         rc = gk_errf(e, rc == GK_ENOMEM || rc == GK_EINTR ? rc : GK_EUSAGE, "hellaswag: %s", msg);
     }
-    if (!rc && !r->hellaswag.n) rc = gk_errf(e, GK_EUSAGE, "hellaswag: %s holds no items", r->s.hellaswag);
+    if (!rc && !r->hellaswag.n)
+        rc = gk_errf(e, GK_EUSAGE, "hellaswag: %s holds no items", r->s.hellaswag);
     if (!rc) gk_verbose("hellaswag: %zu items from %s", r->hellaswag.n, r->s.hellaswag);
     return rc;
 }
@@ -466,7 +487,9 @@ static int load_hellaswag(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
 static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
 {
     gk_ckpt *c = NULL;
-    int rc = r->start_fd >= 0 ? gk_ckpt_open_fd(&c, r->start_fd, path, e) : path[0] ? gk_ckpt_open(&c, path, e) : 0;
+    int rc = r->start_fd >= 0 ? gk_ckpt_open_fd(&c, r->start_fd, path, e)
+             : path[0]        ? gk_ckpt_open(&c, path, e)
+                              : 0;
     gk_gpt2_config mc = config_from_settings(&r->s);
     if (!rc && c)
         rc = read_checkpoint_meta(r, c, resume, &mc, e);

@@ -43,8 +43,8 @@ extern char **environ;
 
 /* The variables each child gets; anything else of this environment is passed on as it is. */
 static const char *const child_vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                         "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "GPT_TRAIN_SPAWNED",
-                                         "GPT_DIST_TOKEN"};
+                                         "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+                                         "GPT_TRAIN_SPAWNED", "GPT_DIST_TOKEN"};
 #define N_CHILD_VARS (sizeof child_vars / sizeof child_vars[0])
 
 typedef struct child {
@@ -106,8 +106,8 @@ static int job_token(const tr_launch *l, char *tok, size_t cap, gk_err *e)
     *tok = '\0';
     if (given || l->nnodes > 1) {
         if (given && strlen(given) >= cap)
-            return gk_errf(e, GK_EUSAGE, "GPT_DIST_TOKEN has %zu bytes (at most %zu)", strlen(given),
-                           cap - 1);
+            return gk_errf(e, GK_EUSAGE, "GPT_DIST_TOKEN has %zu bytes (at most %zu)",
+                           strlen(given), cap - 1);
         snprintf(tok, cap, "%s", given ? given : "");
         return 0;
     }
@@ -247,7 +247,8 @@ static void reap(supervisor *s, double grace_s)
         c->alive = 0;
         c->status = r == c->pid ? st : -1;
         if (s->failed < 0 && has_failed(c) &&
-            (best < 0 || (c->status != -1 && WIFSIGNALED(c->status) && !WIFSIGNALED(s->c[best].status))))
+            (best < 0 ||
+             (c->status != -1 && WIFSIGNALED(c->status) && !WIFSIGNALED(s->c[best].status))))
             best = i;
     }
     if (best >= 0) {
@@ -303,7 +304,8 @@ static void describe(const child *c, char *buf, size_t cap)
     if (n < 0 || (size_t)n >= cap)
         return;
     if (c->status == -1)
-        snprintf(buf + n, cap - n, "ended, but its exit status was taken by another part of this process");
+        snprintf(buf + n, cap - n,
+                 "ended, but its exit status was taken by another part of this process");
     else if (WIFEXITED(c->status))
         snprintf(buf + n, cap - n, "exited with status %d", WEXITSTATUS(c->status));
     else
@@ -315,8 +317,10 @@ static int outcome(const supervisor *s, double grace_s, gk_err *e)
 {
     char what[512], stop[160] = "";
     if (s->stopped_others && s->killed >= 0)
-        snprintf(stop, sizeof stop, "; stopped the other ranks (rank %d did not stop within %g s after "
-                 "SIGTERM: SIGKILL)", s->c[s->killed].rank, grace_s);
+        snprintf(stop, sizeof stop,
+                 "; stopped the other ranks (rank %d did not "
+                 "stop within %g s after SIGTERM: SIGKILL)",
+                 s->c[s->killed].rank, grace_s);
     else if (s->stopped_others)
         snprintf(stop, sizeof stop, "; stopped the other ranks");
     if (s->start_err[0])
@@ -354,8 +358,8 @@ static void start_all(supervisor *s, const tr_launch *l, const start_args *a, ch
             ours[j] = vars[j];
         pid_t pid = start_child(a, &err);
         if (pid < 0) {
-            snprintf(s->start_err, sizeof s->start_err, "cannot start rank %d: %.300s: %s", s->c[i].rank,
-                     err == EAGAIN || err == ENOMEM ? "fork" : exe, strerror(err));
+            snprintf(s->start_err, sizeof s->start_err, "cannot start rank %d: %.300s: %s",
+                     s->c[i].rank, err == EAGAIN || err == ENOMEM ? "fork" : exe, strerror(err));
             begin_stop(s, 0, grace_s);
             stop_due(s);
             return;
@@ -371,7 +375,8 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
     int port = l->master_port, held = -1, rc = 0;
     if (nproc < 1 || nproc > 4096 || argc < 1 || l->nnodes < 1 || l->node_rank < 0 ||
         l->node_rank >= l->nnodes || (long long)l->nnodes * nproc > TR_LAUNCH_MAX_COUNT)
-        return gk_errf(e, GK_EUSAGE, "cannot start %d local ranks as node %d of %d (1 to 4096 ranks per node)",
+        return gk_errf(e, GK_EUSAGE,
+                       "cannot start %d local ranks as node %d of %d (1 to 4096 ranks per node)",
                        nproc, l->node_rank, l->nnodes);
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len < 0)
@@ -383,7 +388,10 @@ int tr_launch_spawn(const tr_launch *l, int nproc, int argc, char **argv, double
         return rc;
 
     char **ours, **av = calloc((size_t)argc + 1, sizeof *av), **envp = child_env(&ours);
-    supervisor s = {.c = calloc((size_t)nproc, sizeof(child)), .n = nproc, .failed = -1, .killed = -1};
+    supervisor s = {.c = calloc((size_t)nproc, sizeof(child)),
+                    .n = nproc,
+                    .failed = -1,
+                    .killed = -1};
     if (!av || !envp || !s.c) {
         rc = gk_errf(e, GK_ENOMEM, "out of memory starting %d local ranks", nproc);
         goto out;

@@ -17,7 +17,8 @@ typedef struct tr_state {
     uint64_t seed;       /* data and dropout seed */
     uint64_t rng_counter;/* dropout RNG counter (training forwards done) */
     double best_val_loss;/* lowest val loss seen at an eval (INFINITY if none) */
-    int world_size;      /* processes at save time (informational: checkpoints do not depend on it) */
+    int world_size;      /* processes at save time (informational:
+                          * checkpoints do not depend on it) */
     int64_t skipped;     /* steps whose update was skipped: a non-finite or spiking loss or norm */
     tr_window recent_loss, recent_norm; /* the last steps' losses and gradient norms (spikes.h) */
 } tr_state;

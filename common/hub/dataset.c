@@ -242,7 +242,8 @@ static int parse_url(gk_hub_dataset *d, const char *url, gk_err *e)
     snprintf(d->revision, sizeof d->revision, "%s", at ? at + 1 : "main");
     if (at)
         *at = '\0';
-    if ((at && strlen(at + 1) >= sizeof d->revision) || !hub_valid_name(d->revision, strlen(d->revision)))
+    if ((at && strlen(at + 1) >= sizeof d->revision) ||
+        !hub_valid_name(d->revision, strlen(d->revision)))
         return gk_errf(e, GK_EUSAGE, "%s: '%s' is not a revision (a branch, tag or commit of "
                        "[A-Za-z0-9._-])", url, d->revision);
     snprintf(d->pattern, sizeof d->pattern, "%s", b + 1);
@@ -262,8 +263,8 @@ int gk_hub_dataset_open(gk_hub_dataset **out, const char *url, const gk_hub_conf
         return gk_errf(e, GK_ENOMEM, "out of memory");
     snprintf(d->url, sizeof d->url, "%s", url);
     int rc = parse_url(d, url, e);
-    snprintf(d->endpoint, sizeof d->endpoint, "%s", c->endpoint && *c->endpoint ? c->endpoint
-                                                                                   : DEFAULT_ENDPOINT);
+    snprintf(d->endpoint, sizeof d->endpoint, "%s",
+             c->endpoint && *c->endpoint ? c->endpoint : DEFAULT_ENDPOINT);
     for (size_t n = strlen(d->endpoint); n > 0 && d->endpoint[n - 1] == '/'; n--)
         d->endpoint[n - 1] = '\0';
     d->token = c->token;
@@ -283,7 +284,8 @@ int gk_hub_dataset_open(gk_hub_dataset **out, const char *url, const gk_hub_conf
         rc = d->offline ? list_cached(d, e) : list_remote(d, e);
     if (rc == 0 && d->n == 0)
         rc = gk_errf(e, GK_ENOTFOUND, "%s: no file of dataset %s matches %s%s", url, d->repo,
-                     d->pattern, d->offline ? " in the HuggingFace cache (HF_HUB_OFFLINE is set)" : "");
+                     d->pattern,
+                     d->offline ? " in the HuggingFace cache (HF_HUB_OFFLINE is set)" : "");
     if (rc) {
         gk_hub_dataset_close(d);
         return rc;

@@ -56,7 +56,8 @@ int gk_hub_valid_repo(const char *repo)
     const char *slash = strchr(repo, '/');
     if (!slash)
         return hub_valid_name(repo, strlen(repo));
-    return hub_valid_name(repo, (size_t)(slash - repo)) && hub_valid_name(slash + 1, strlen(slash + 1));
+    return hub_valid_name(repo, (size_t)(slash - repo)) &&
+           hub_valid_name(slash + 1, strlen(slash + 1));
 }
 
 int hub_mkdirs(char *path, gk_err *e)
@@ -254,8 +255,9 @@ int hub_head_check(const hub_head *h, const char *repo, const char *endpoint, co
 int hub_fetch_file(hub_repo *r, const char *file, int required, gk_err *e)
 {
     char url[4096];
-    snprintf(url, sizeof url, "%s/%s%s/resolve/%s/%s", r->endpoint, r->url_prefix ? r->url_prefix : "",
-             r->repo, r->revision ? r->revision : "main", r->url_file ? r->url_file : file);
+    snprintf(url, sizeof url, "%s/%s%s/resolve/%s/%s", r->endpoint,
+             r->url_prefix ? r->url_prefix : "", r->repo, r->revision ? r->revision : "main",
+             r->url_file ? r->url_file : file);
     hub_head h;
     int rc = hub_http_head(url, r->endpoint, r->token, &h, e);
     if (rc == 0)
@@ -326,7 +328,8 @@ int gk_hub_snapshot(char *dir, size_t cap, const char *repo, const char *const *
                     const char *const *want, size_t n_want, const gk_hub_conf *c, gk_err *e)
 {
     if (!gk_hub_valid_repo(repo))
-        return gk_errf(e, GK_EUSAGE, "'%s' is not a HuggingFace repository id (NAME or ORG/NAME)", repo);
+        return gk_errf(e, GK_EUSAGE, "'%s' is not a HuggingFace repository id (NAME or ORG/NAME)",
+                       repo);
     hub_repo r = {.repo = repo, .listed_size = -1, .ctl = {.stall_s = c->stall_s}};
     char mangled[256];
     int rc = 0;

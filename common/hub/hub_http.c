@@ -36,7 +36,8 @@ static int curl_ready(gk_err *e)
 {
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
-        return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s", curl_easy_strerror(curl_init_rc));
+        return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s",
+                       curl_easy_strerror(curl_init_rc));
     return 0;
 }
 
@@ -84,7 +85,8 @@ static int net_error(gk_err *e, const char *endpoint, CURLcode rc, const char *e
 {
     const char *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
     if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_CONNECT ||
-        rc == CURLE_COULDNT_RESOLVE_PROXY || (rc == CURLE_OPERATION_TIMEDOUT && strstr(why, "onnect")))
+        rc == CURLE_COULDNT_RESOLVE_PROXY ||
+        (rc == CURLE_OPERATION_TIMEDOUT && strstr(why, "onnect")))
         return gk_errf(e, GK_EIO, "cannot reach %s: %s (no network? set HF_ENDPOINT to a mirror, "
                        "or copy the model into the HuggingFace cache)", endpoint, why);
     return gk_errf(e, GK_EIO, "%s: %s", endpoint, why);

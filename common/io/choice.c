@@ -57,8 +57,8 @@ size_t gk_choice_ctx_start(const char *text, size_t len, size_t keep)
 }
 
 /* ctx's tokens, of which only the last context are kept (a row keeps its last context + 1
- * tokens, and every ending has one at least): a long ctx is encoded from gk_choice_ctx_start on, which
- * gives those tokens exactly, and whole only when that holds fewer. */
+ * tokens, and every ending has one at least): a long ctx is encoded from gk_choice_ctx_start on,
+ * which gives those tokens exactly, and whole only when that holds fewer. */
 static int encode_ctx(const loader *ld, gk_choice_item *it, const char *text, size_t *n,
                       size_t *cap, gk_err *e)
 {
@@ -69,7 +69,8 @@ static int encode_ctx(const loader *ld, gk_choice_item *it, const char *text, si
         rc = encode(ld, it, text, len, n, cap, &count, e);
     }
     if (!rc && count > (size_t)ld->context) {
-        memmove(it->ids, it->ids + count - (size_t)ld->context, (size_t)ld->context * sizeof *it->ids);
+        memmove(it->ids, it->ids + count - (size_t)ld->context,
+                (size_t)ld->context * sizeof *it->ids);
         *n = count = (size_t)ld->context;
     }
     it->n_ctx = (int)count;
@@ -85,7 +86,8 @@ static int check_keys(json_t *o, int *label, char *why, size_t cap)
     size_t k = json_array_size(ends);
     if (!json_is_string(ctx)) return snprintf(why, cap, "no \"ctx\" string"), -1;
     if (!json_is_array(ends) || k < 2 || k > GK_CHOICE_MAX)
-        return snprintf(why, cap, "\"endings\" must be an array of 2 to %d strings", GK_CHOICE_MAX), -1;
+        return snprintf(why, cap, "\"endings\" must be an array of 2 to %d strings",
+                        GK_CHOICE_MAX), -1;
     for (size_t i = 0; i < k; i++)
         if (!json_is_string(json_array_get(ends, i)))
             return snprintf(why, cap, "ending %zu is not a string", i), -1;
@@ -235,7 +237,8 @@ int gk_choice_load(gk_choice_set *s, const char *path, const gk_vocab *v, uint32
                        "checkpoint has none; give -V", s->name);
     if (is_stdin && gk_std_was_closed(STDIN_FILENO)) /* reopened on /dev/null: not an input */
         return gk_errf(e, GK_EIO, "standard input is closed (give input files, or redirect it)");
-    loader ld = {s, NULL, vocab_limit, context, (size_t)(context > 0 ? context : 1) * longest_token(v)};
+    loader ld = {s, NULL, vocab_limit, context,
+                 (size_t)(context > 0 ? context : 1) * longest_token(v)};
     int rc = gk_text_encoder_create(&ld.enc, v, e);
     FILE *f = rc ? NULL : is_stdin ? stdin : fopen(path, "r");
     if (!rc && !f) rc = gk_errno(e, path);

@@ -1,8 +1,8 @@
 /* choice.h: multiple-choice items in HellaSwag's JSON Lines format (hellaswag_val.jsonl: an
  * object a line with "ctx", "endings" (2..GK_CHOICE_MAX strings) and "label", the index of the
  * right ending; other keys are ignored), read and encoded for scoring as llm.c and build-nanogpt
- * score HellaSwag (kernels/infer/multichoice.h): the tokens of ctx, then those of " " + endings[k] for each
- * k, each text encoded apart, without <|endoftext|>.
+ * score HellaSwag (kernels/infer/multichoice.h): the tokens of ctx, then those of " " + endings[k]
+ * for each k, each text encoded apart, without <|endoftext|>.
  * Owns: gk_choice_set's items and their tokens until gk_choice_free. One thread. */
 #ifndef GK_IO_CHOICE_H
 #define GK_IO_CHOICE_H

@@ -120,7 +120,8 @@ int gk_ckpt_verify(const gk_st_file *f, gk_err *e)
     int verified = 0;
     int rc = gk_st_verify(f, &verified, e);
     if (rc == 0 && !verified)
-        gk_verbose("%s has no checksums (written before gptkit 0.1.0): not verified", gk_st_path(f));
+        gk_verbose("%s has no checksums (written before gptkit 0.1.0): not verified",
+                   gk_st_path(f));
     return rc;
 }
 
@@ -133,10 +134,13 @@ int gk_ckpt_check_version(const gk_st_file *f, gk_err *e)
     errno = 0;
     long n = strtol(v, &end, 10);
     if (end == v || *end || errno || n < 1)
-        return gk_errf(e, GK_EFORMAT, "%s: format version '%.40s' is not a number", gk_st_path(f), v);
+        return gk_errf(e, GK_EFORMAT, "%s: format version '%.40s' is not a number", gk_st_path(f),
+                       v);
     if (n > GK_CKPT_FORMAT_VERSION)
-        return gk_errf(e, GK_EFORMAT, "%s: format version %ld is newer than this gptkit reads (%d): "
-                       "upgrade gptkit", gk_st_path(f), n, GK_CKPT_FORMAT_VERSION);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: format version %ld is newer than "
+                       "this gptkit reads (%d): upgrade gptkit",
+                       gk_st_path(f), n, GK_CKPT_FORMAT_VERSION);
     return 0;
 }
 
@@ -160,7 +164,10 @@ static int ckpt_open(gk_ckpt **out, int fd, const char *path, gk_err *e)
 }
 
 int gk_ckpt_open(gk_ckpt **out, const char *path, gk_err *e) { return ckpt_open(out, -1, path, e); }
-int gk_ckpt_open_fd(gk_ckpt **out, int fd, const char *name, gk_err *e) { return ckpt_open(out, fd, name, e); }
+int gk_ckpt_open_fd(gk_ckpt **out, int fd, const char *name, gk_err *e)
+{
+    return ckpt_open(out, fd, name, e);
+}
 
 void gk_ckpt_close(gk_ckpt *c)
 {
@@ -256,13 +263,16 @@ static int read_q8(const gk_ckpt *c, const gk_st_tensor *t, float *dst, gk_err *
     char sname[320];
     snprintf(sname, sizeof sname, "q8_0.%s", t->name);
     const gk_st_tensor *s = gk_st_find(c->f, sname);
-    int axis = t->ndim == 2 && s && s->ndim == 2 && s->dtype == GK_DT_F16 ? gk_q8_axis(t->shape, s->shape) : -1;
+    int axis = t->ndim == 2 && s && s->ndim == 2 && s->dtype == GK_DT_F16
+                   ? gk_q8_axis(t->shape, s->shape)
+                   : -1;
     if (axis < 0)
-        return gk_errf(e, GK_EFORMAT, "%s: int8 tensor '%s' needs F16 scales '%s' of shape [%lld/32, "
-                       "%lld] or [%lld, %lld/32]%s", gk_st_path(c->f), t->name, sname,
-                       (long long)t->shape[0], (long long)(t->ndim > 1 ? t->shape[1] : 0),
-                       (long long)t->shape[0], (long long)(t->ndim > 1 ? t->shape[1] : 0),
-                       s ? "" : " (absent)");
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: int8 tensor '%s' needs F16 scales '%s' of "
+                       "shape [%lld/32, %lld] or [%lld, %lld/32]%s",
+                       gk_st_path(c->f), t->name, sname, (long long)t->shape[0],
+                       (long long)(t->ndim > 1 ? t->shape[1] : 0), (long long)t->shape[0],
+                       (long long)(t->ndim > 1 ? t->shape[1] : 0), s ? "" : " (absent)");
     for (int64_t i = 0; i < s->numel; i++)
         if (!isfinite(gk_f16_to_f32(((const uint16_t *)s->data)[i])))
             return gk_errf(e, GK_EFORMAT, "%s: tensor '%s' holds a non-finite scale at element "
@@ -279,7 +289,11 @@ int gk_ckpt_read(const gk_ckpt *c, int kind, const char *name, int ndim, const i
                  float *dst, gk_err *e)
 {
     char full[300];
-    snprintf(full, sizeof full, "%s%s", kind == 'm' ? "optimizer.m." : kind == 'v' ? "optimizer.v." : "", name);
+    snprintf(full, sizeof full, "%s%s",
+             kind == 'm'   ? "optimizer.m."
+             : kind == 'v' ? "optimizer.v."
+                           : "",
+             name);
     const gk_st_tensor *t = gk_st_find(c->f, full);
     if (!t)
         return gk_errf(e, GK_ENOTFOUND, "%s: no tensor '%s'", gk_st_path(c->f), full);
@@ -317,5 +331,6 @@ int gk_ckpt_vocab(const gk_ckpt *c, gk_vocab **out, gk_err *e)
         return gk_errf(e, GK_EFORMAT, "%s: tokenizer tensors must be U8", gk_st_path(c->f));
     char origin[512];
     snprintf(origin, sizeof origin, "%s:tokenizer.vocab", gk_st_path(c->f));
-    return gk_vocab_load_mem(out, v->data, v->nbytes, m ? m->data : NULL, m ? m->nbytes : 0, origin, e);
+    return gk_vocab_load_mem(out, v->data, v->nbytes, m ? m->data : NULL, m ? m->nbytes : 0, origin,
+                             e);
 }

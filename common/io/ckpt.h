@@ -1,7 +1,8 @@
 /* ckpt.h: gptkit checkpoints: one safetensors file (see safetensors.h for the bytes) holding
  *   - the parameters under HuggingFace GPT-2 names (F32 master weights; BF16/F16 copies are
  *     read too, converted to fp32),
- *   - for training checkpoints, the AdamW moments as F32 "optimizer.m.<name>", "optimizer.v.<name>",
+ *   - for training checkpoints, the AdamW moments as F32 "optimizer.m.<name>",
+ *     "optimizer.v.<name>",
  *   - the vocabulary as U8 tensors "tokenizer.vocab" (HF vocab.json text, or the char-level JSON
  *     array) and "tokenizer.merges" (merges.txt text; absent for char-level),
  *   - __metadata__: "gptkit.config" (model config JSON, nanoGPT key names), "gptkit.train"
@@ -34,7 +35,8 @@ typedef struct gk_ckpt_info {
     const char *config_json; /* required */
     const char *train_json;  /* NULL: not a training checkpoint */
     const gk_vocab *vocab;   /* NULL: no embedded vocabulary */
-    int dtype;               /* storage of parameters: GK_DT_F32 (default 0 means F32), GK_DT_BF16, GK_DT_F16 */
+    int dtype;               /* storage of parameters: GK_DT_F32 (default
+                              * 0 means F32), GK_DT_BF16, GK_DT_F16 */
 } gk_ckpt_info;
 
 /* Writes path atomically (temp file, fsync, rename). Moments are written when present. */

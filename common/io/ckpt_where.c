@@ -12,7 +12,8 @@
 static int pointer_name(const char *name)
 {
     size_t n = strlen(name), ext = strlen(".safetensors");
-    return n > ext && strcmp(name + n - ext, ".safetensors") == 0 && !strchr(name, '/') && strcmp(name, "latest.safetensors");
+    return n > ext && strcmp(name + n - ext, ".safetensors") == 0 && !strchr(name, '/') &&
+           strcmp(name, "latest.safetensors");
 }
 
 /* The checkpoint dir/latest points at into key (dir "" or "P/"): 1 found, 0 no such pointer
@@ -28,8 +29,10 @@ static int follow(gk_s3 *s, const char *bucket, const char *dir, char *key, size
         return 0;
     m.buf[strcspn(m.buf, "\r\n")] = '\0';
     if (!pointer_name(m.buf))
-        return gk_errf(e, GK_EFORMAT, "s3://%s/%s: not the name of a checkpoint (gpt-train's pointer to the "
-                       "latest one holds ckpt_STEP.safetensors)", bucket, pkey);
+        return gk_errf(e, GK_EFORMAT,
+                       "s3://%s/%s: not the name of a checkpoint (gpt-train's pointer to the "
+                       "latest one holds ckpt_STEP.safetensors)",
+                       bucket, pkey);
     if ((size_t)snprintf(key, cap, "%s%s", dir, m.buf) >= cap)
         return gk_errf(e, GK_EUSAGE, "s3://%s/%s: the key is too long", bucket, pkey);
     return 1;
@@ -45,7 +48,8 @@ static int object_exists(gk_s3 *s, const char *bucket, const char *key)
     return rc == 0 ? 1 : rc == GK_ENOTFOUND ? 0 : -1;
 }
 
-static int where_s3(gk_s3 *s, const char *bucket, const char *key, char *found, size_t cap, gk_err *e)
+static int where_s3(gk_s3 *s, const char *bucket, const char *key, char *found, size_t cap,
+                    gk_err *e)
 {
     char dir[1100];
     size_t n = strlen(key);
@@ -67,7 +71,10 @@ int gk_ckpt_where_conf(const char *path, const gk_s3_conf *conf, char *out, size
     if (!gk_s3_is_url(path)) {
         size_t n = strlen(path);
         int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-        if ((size_t)snprintf(out, cap, "%s%s%s", path, !dir ? "" : n && path[n - 1] == '/' ? "" : "/",
+        if ((size_t)snprintf(out, cap, "%s%s%s", path,
+                             !dir                      ? ""
+                             : n && path[n - 1] == '/' ? ""
+                                                       : "/",
                              dir ? "latest.safetensors" : "") >= cap)
             return gk_errf(e, GK_EUSAGE, "%s: path too long", path);
         return 0;

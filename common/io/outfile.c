@@ -79,7 +79,7 @@ void gk_outfile_cleanup_on_signals(void)
     }
 }
 
-/* ---------------------------------------------------------------- creating and sweeping temporaries */
+/* ------------------------------------------------------------ creating and sweeping temporaries */
 
 static int is_temp_of(const char *name, const char *base)
 {
@@ -88,7 +88,8 @@ static int is_temp_of(const char *name, const char *base)
         return 0;
     const char *r = name + n + k;
     for (int i = 0; i < TMP_RANDOM; i++)
-        if (!((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'z') || (r[i] >= 'A' && r[i] <= 'Z')))
+        if (!((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'z') ||
+              (r[i] >= 'A' && r[i] <= 'Z')))
             return 0;
     return r[TMP_RANDOM] == '\0';
 }
@@ -129,8 +130,10 @@ static void random_name(char *out)
     if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32 ^ atomic_fetch_add(&counter, 1);
-        for (int i = 0; i < TMP_RANDOM; i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
+        uint64_t x =
+            (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32 ^ atomic_fetch_add(&counter, 1);
+        for (int i = 0; i < TMP_RANDOM;
+             i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
             r[i] = (unsigned char)(x >> 56);
     }
     for (int i = 0; i < TMP_RANDOM; i++)
@@ -202,10 +205,11 @@ static int create_error(const char *path, const char *target, gk_err *e)
     int err = errno;
     char *copy = strdup(target);
     const char *dir = copy ? dirname(copy) : ".";
-    int rc = err == ENOENT    ? gk_errf(e, GK_ENOTFOUND, "%s: directory %s does not exist", path, dir)
-             : err == ENOTDIR ? gk_errf(e, GK_ENOTFOUND, "%s: %s is not a directory", path, dir)
-                              : gk_errf(e, err == ENOMEM ? GK_ENOMEM : GK_EIO,
-                                        "%s: cannot create a file in %s: %s", path, dir, strerror(err));
+    int rc = err == ENOENT ? gk_errf(e, GK_ENOTFOUND, "%s: directory %s does not exist", path, dir)
+             : err == ENOTDIR
+                 ? gk_errf(e, GK_ENOTFOUND, "%s: %s is not a directory", path, dir)
+                 : gk_errf(e, err == ENOMEM ? GK_ENOMEM : GK_EIO,
+                           "%s: cannot create a file in %s: %s", path, dir, strerror(err));
     free(copy);
     return rc;
 }
@@ -268,7 +272,8 @@ static int resolve(const char *path, char **target, int *in_place, gk_err *e)
     }
     *target = *in_place ? strdup(path) : follow_links(path);
     if (!*target)
-        return errno == ENOMEM ? gk_errf(e, GK_ENOMEM, "%s: out of memory", path) : gk_errno(e, path);
+        return errno == ENOMEM ? gk_errf(e, GK_ENOMEM, "%s: out of memory", path)
+                               : gk_errno(e, path);
     return 0;
 }
 

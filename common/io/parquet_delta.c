@@ -39,8 +39,8 @@ int pq_delta_init(pq_delta *d, const uint8_t *p, size_t n, long long max_values)
     if (uvarint(&p, d->end, &block) || uvarint(&p, d->end, &nmini) || uvarint(&p, d->end, &total) ||
         zvarint(&p, d->end, &d->value))
         return -1;
-    if (block == 0 || block % 128 || nmini == 0 || block % nmini || (block / nmini) % 32 || block > (1u << 20) ||
-        total > (uint64_t)max_values)
+    if (block == 0 || block % 128 || nmini == 0 || block % nmini || (block / nmini) % 32 ||
+        block > (1u << 20) || total > (uint64_t)max_values)
         return -1;
     d->p = p;
     d->per_mini = block / nmini, d->nmini = nmini, d->left = total;

@@ -15,8 +15,15 @@
 enum { PQ_BOOLEAN, PQ_INT32, PQ_INT64, PQ_INT96, PQ_FLOAT, PQ_DOUBLE, PQ_BYTE_ARRAY, PQ_FIXED };
 enum { PQ_UNCOMPRESSED, PQ_SNAPPY, PQ_GZIP, PQ_LZO, PQ_BROTLI, PQ_LZ4, PQ_ZSTD, PQ_LZ4_RAW };
 enum { PQ_DATA_PAGE, PQ_INDEX_PAGE, PQ_DICTIONARY_PAGE, PQ_DATA_PAGE_V2 };
-enum { PQ_PLAIN = 0, PQ_PLAIN_DICTIONARY = 2, PQ_RLE = 3, PQ_BIT_PACKED = 4, PQ_DELTA_LENGTH_BYTE_ARRAY = 6,
-       PQ_DELTA_BYTE_ARRAY = 7, PQ_RLE_DICTIONARY = 8 };
+enum {
+    PQ_PLAIN = 0,
+    PQ_PLAIN_DICTIONARY = 2,
+    PQ_RLE = 3,
+    PQ_BIT_PACKED = 4,
+    PQ_DELTA_LENGTH_BYTE_ARRAY = 6,
+    PQ_DELTA_BYTE_ARRAY = 7,
+    PQ_RLE_DICTIONARY = 8
+};
 enum { PQ_REQUIRED, PQ_OPTIONAL, PQ_REPEATED };
 
 const char *pq_type_name(int type);
@@ -101,7 +108,8 @@ typedef struct pq_delta {
 
 /* Reads the stream's header from p[0..n): -1 if bad or over max_values values. */
 int pq_delta_init(pq_delta *d, const uint8_t *p, size_t n, long long max_values);
-int pq_delta_next(pq_delta *d, int64_t *v); /* 0, or -1 when the stream runs out or past its bytes */
+/* 0, or -1 when the stream runs out or past its bytes */
+int pq_delta_next(pq_delta *d, int64_t *v);
 /* Where the stream ends (after its last value's miniblock), NULL if it runs past its bytes. */
 const uint8_t *pq_delta_end(const pq_delta *d);
 

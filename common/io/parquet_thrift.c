@@ -141,7 +141,8 @@ static int skip(tbuf *b, int type)
         uint64_t count;
         if (varint(b, &count)) return -1;
         if (count == 0) return 0;
-        if (count > (uint64_t)(b->end - b->p) / 2 || b->p >= b->end) return fail(b, "a map longer than the bytes left");
+        if (count > (uint64_t)(b->end - b->p) / 2 || b->p >= b->end)
+            return fail(b, "a map longer than the bytes left");
         kt = *b->p >> 4, et = *b->p & 0x0f;
         b->p++;
         if (++b->depth > MAX_DEPTH) return fail(b, "maps nested too deep");
@@ -159,7 +160,8 @@ static int skip(tbuf *b, int type)
 static int integer(tbuf *b, int type, long long lo, long long hi, long long *out)
 {
     int64_t v;
-    if (type != T_I32 && type != T_I64 && type != T_I16) return fail(b, "a field of the wrong type");
+    if (type != T_I32 && type != T_I64 && type != T_I16)
+        return fail(b, "a field of the wrong type");
     if (zigzag(b, &v)) return -1;
     if (v < lo || v > hi) return fail(b, "a number out of range");
     *out = v;
@@ -211,14 +213,17 @@ static int schema_element(tbuf *b, pq_schema *s)
 /* The schema tree, depth first: leaves with their dotted paths and maximum levels. */
 static int walk(pq_meta *m, int *i, int depth, int *stack, int def, int rep, gk_err *e)
 {
-    if (*i >= m->nschema) return gk_errf(e, GK_EFORMAT, "footer: the schema has fewer elements than its groups' children");
+    if (*i >= m->nschema)
+        return gk_errf(e, GK_EFORMAT,
+                       "footer: the schema has fewer elements than its groups' children");
     if (depth > MAX_DEPTH) return gk_errf(e, GK_EFORMAT, "footer: the schema is nested too deep");
     int self = (*i)++;
     const pq_schema *s = &m->schema[self];
     if (depth > 0) {
         if (s->repetition == PQ_OPTIONAL) def++;
         else if (s->repetition == PQ_REPEATED) def++, rep++;
-        else if (s->repetition != PQ_REQUIRED) return gk_errf(e, GK_EFORMAT, "footer: schema element '%s' has no repetition", s->name);
+        else if (s->repetition != PQ_REQUIRED)
+            return gk_errf(e, GK_EFORMAT, "footer: schema element '%s' has no repetition", s->name);
         stack[depth - 1] = self;
     }
     if (s->num_children > 0) {
@@ -229,7 +234,8 @@ static int walk(pq_meta *m, int *i, int depth, int *stack, int def, int rep, gk_
         return 0;
     }
     if (depth == 0) return gk_errf(e, GK_EFORMAT, "footer: the schema has no columns");
-    if (s->type < 0 || s->type > PQ_FIXED) return gk_errf(e, GK_EFORMAT, "footer: column '%s' has no valid type", s->name);
+    if (s->type < 0 || s->type > PQ_FIXED)
+        return gk_errf(e, GK_EFORMAT, "footer: column '%s' has no valid type", s->name);
     size_t len = 0;
     for (int d = 0; d < depth; d++) len += strlen(m->schema[stack[d]].name) + 1;
     pq_leaf *l = &m->leaves[m->nleaves++];
@@ -254,7 +260,8 @@ static int file_meta(tbuf *b, pq_meta *m)
         if (id == 2 && type == T_LIST) {
             if (list_begin(b, &et, &n)) return -1;
             if (et != T_STRUCT || m->schema) return fail(b, "a bad schema list");
-            if (!(m->schema = calloc((size_t)n + 1, sizeof *m->schema))) return fail(b, "out of memory");
+            if (!(m->schema = calloc((size_t)n + 1, sizeof *m->schema)))
+                return fail(b, "out of memory");
             for (int64_t i = 0; i < n; i++) {
                 m->nschema++; /* counted first: a failed element's name is freed too */
                 if (schema_element(b, &m->schema[i])) return -1;
@@ -272,7 +279,8 @@ static int file_meta(tbuf *b, pq_meta *m)
             return -1;
         }
     }
-    if (!m->schema || !have_rows || !m->rg_at) return fail(b, "the schema, row count or row groups missing");
+    if (!m->schema || !have_rows || !m->rg_at)
+        return fail(b, "the schema, row count or row groups missing");
     return 0;
 }
 
@@ -281,15 +289,18 @@ int pq_read_meta(const uint8_t *buf, size_t n, pq_meta *m, gk_err *e)
     *m = (pq_meta){0};
     tbuf b = {buf, buf, buf + n, 0, NULL};
     if (file_meta(&b, m))
-        return gk_errf(e, GK_EFORMAT, "footer: damaged FileMetaData (%s, near byte %td of %zu)", b.bad,
-                       b.p - buf, n);
+        return gk_errf(e, GK_EFORMAT, "footer: damaged FileMetaData (%s, near byte %td of %zu)",
+                       b.bad, b.p - buf, n);
     m->end = buf + n;
     if (m->nschema < 1) return gk_errf(e, GK_EFORMAT, "footer: the schema is empty");
-    if (!(m->leaves = calloc((size_t)m->nschema, sizeof *m->leaves))) return gk_errf(e, GK_ENOMEM, "out of memory");
+    if (!(m->leaves = calloc((size_t)m->nschema, sizeof *m->leaves)))
+        return gk_errf(e, GK_ENOMEM, "out of memory");
     int i = 0, stack[MAX_DEPTH + 1];
     int rc = walk(m, &i, 0, stack, 0, 0, e);
     if (rc) return rc;
-    if (i != m->nschema) return gk_errf(e, GK_EFORMAT, "footer: the schema has %d elements, its tree %d", m->nschema, i);
+    if (i != m->nschema)
+        return gk_errf(e, GK_EFORMAT, "footer: the schema has %d elements, its tree %d", m->nschema,
+                       i);
     return 0;
 }
 
@@ -327,7 +338,8 @@ static int column_meta(tbuf *b, pq_chunk *c)
         if (id == 1 || id == 4 || id == 5 || id == 7 || id == 9) have |= 1u << id;
     }
     unsigned need = 1u << 1 | 1u << 4 | 1u << 5 | 1u << 7 | 1u << 9;
-    if ((have & need) != need) return fail(b, "a column chunk without its type, codec, sizes or offset");
+    if ((have & need) != need)
+        return fail(b, "a column chunk without its type, codec, sizes or offset");
     c->has_meta = 1;
     return 0;
 }
@@ -360,7 +372,8 @@ static int row_group(tbuf *b, int leaf, int nleaves, pq_chunk *c)
         if (type == T_STOP) break;
         if (id == 1 && type == T_LIST) {
             if (list_begin(b, &et, &n)) return -1;
-            if (et != T_STRUCT || n != nleaves) return fail(b, "a row group whose column count is not the schema's");
+            if (et != T_STRUCT || n != nleaves)
+                return fail(b, "a row group whose column count is not the schema's");
             for (int64_t i = 0; i < n; i++)
                 if (i == leaf ? column_chunk(b, c) : skip_struct(b)) return -1;
             have_cols = 1;
@@ -382,7 +395,8 @@ int pq_read_row_groups(const pq_meta *m, int leaf, pq_chunk *chunks, gk_err *e)
     for (int i = 0; i < m->nrg; i++) {
         chunks[i] = (pq_chunk){.dict_off = -1};
         if (row_group(&b, leaf, m->nleaves, &chunks[i]))
-            return gk_errf(e, GK_EFORMAT, "footer: row group %d of %d: damaged (%s)", i + 1, m->nrg, b.bad);
+            return gk_errf(e, GK_EFORMAT, "footer: row group %d of %d: damaged (%s)", i + 1, m->nrg,
+                           b.bad);
     }
     return 0;
 }
@@ -406,7 +420,8 @@ static int data_header(tbuf *b, pq_page_header *h, int v2)
         else if (!v2 && id == 4) rc = int32f(b, type, &h->rep_encoding);
         else if (v2 && id == 5) rc = integer(b, type, 0, big, &h->def_len);
         else if (v2 && id == 6) rc = integer(b, type, 0, big, &h->rep_len);
-        else if (v2 && id == 7 && (type == T_TRUE || type == T_FALSE)) h->is_compressed = type == T_TRUE;
+        else if (v2 && id == 7 && (type == T_TRUE || type == T_FALSE))
+            h->is_compressed = type == T_TRUE;
         else if (v2 && (id == 2 || id == 3)) rc = integer(b, type, 0, big, &n);
         else rc = skip(b, type), known = 0;
         if (rc) return -1;
@@ -448,7 +463,8 @@ static int page_header(tbuf *b, pq_page_header *h)
         if (id == 1) rc = int32f(b, type, &h->type), have |= 1;
         else if (id == 2) rc = integer(b, type, 0, big, &h->uncompressed), have |= 2;
         else if (id == 3) rc = integer(b, type, 0, big, &h->compressed), have |= 4;
-        else if (id == 4 && type == T_I32) rc = integer(b, type, INT32_MIN, INT32_MAX, &crc), h->have_crc = 1;
+        else if (id == 4 && type == T_I32)
+            rc = integer(b, type, INT32_MIN, INT32_MAX, &crc), h->have_crc = 1;
         else if (sub && id == 5) rc = data_header(b, h, 0), h->have_data = 1;
         else if (sub && id == 7) rc = dict_header(b, h), h->have_dict = 1;
         else if (sub && id == 8) rc = data_header(b, h, 1), h->have_v2 = 1;
@@ -463,7 +479,10 @@ static int page_header(tbuf *b, pq_page_header *h)
 
 int pq_read_page_header(const uint8_t *p, size_t n, pq_page_header *h, size_t *used, gk_err *e)
 {
-    *h = (pq_page_header){.encoding = -1, .def_encoding = PQ_RLE, .rep_encoding = PQ_RLE, .is_compressed = 1};
+    *h = (pq_page_header){.encoding = -1,
+                          .def_encoding = PQ_RLE,
+                          .rep_encoding = PQ_RLE,
+                          .is_compressed = 1};
     tbuf b = {p, p, p + n, 0, NULL};
     if (page_header(&b, h))
         return gk_errf(e, GK_EFORMAT, "damaged page header (%s)", b.bad);
@@ -475,21 +494,22 @@ int pq_read_page_header(const uint8_t *p, size_t n, pq_page_header *h, size_t *u
 
 const char *pq_type_name(int type)
 {
-    static const char *names[] = {"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
-                                  "FIXED_LEN_BYTE_ARRAY"};
+    static const char *names[] = {"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE",
+                                  "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
     return type >= 0 && type <= PQ_FIXED ? names[type] : "an unknown type";
 }
 
 const char *pq_codec_name(int codec)
 {
-    static const char *names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"};
+    static const char *names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD",
+                                  "LZ4_RAW"};
     return codec >= 0 && codec <= PQ_LZ4_RAW ? names[codec] : "an unknown codec";
 }
 
 const char *pq_encoding_name(int encoding)
 {
     static const char *names[] = {"PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
-                                  "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
-                                  "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
+                                  "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY",
+                                  "DELTA_BYTE_ARRAY", "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
     return encoding >= 0 && encoding <= 9 ? names[encoding] : "an unknown encoding";
 }

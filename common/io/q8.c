@@ -23,6 +23,7 @@ int gk_q8_axis(const int64_t *shape, const int64_t *s)
 
 float gk_q8_value(const int8_t *q, const uint16_t *s, int axis, int64_t d1, int64_t i, int64_t j)
 {
-    size_t k = axis == 0 ? (size_t)(i / GK_Q8_N * d1 + j) : (size_t)(i * (d1 / GK_Q8_N) + j / GK_Q8_N);
+    size_t k =
+        axis == 0 ? (size_t)(i / GK_Q8_N * d1 + j) : (size_t)(i * (d1 / GK_Q8_N) + j / GK_Q8_N);
     return gk_f16_to_f32(s[k]) * (float)q[i * d1 + j];
 }

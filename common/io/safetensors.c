@@ -56,7 +56,9 @@ static const struct {
     const char *name, *alias;
     enum gk_dtype dt;
 } user_dtypes[] = {
-    {"float32", "fp32", GK_DT_F32}, {"bfloat16", "bf16", GK_DT_BF16}, {"float16", "fp16", GK_DT_F16},
+    {"float32", "fp32", GK_DT_F32},
+    {"bfloat16", "bf16", GK_DT_BF16},
+    {"float16", "fp16", GK_DT_F16},
 };
 
 int gk_dtype_from_user(const char *text, enum gk_dtype *out)
@@ -195,20 +197,23 @@ static int parse_offsets(gk_st_file *f, gk_st_tensor *t, json_t *offs, gk_err *e
     if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(b)
         || !json_is_integer(e) || json_integer_value(b) < 0
         || json_integer_value(e) < json_integer_value(b))
-        return bad(f, err, "tensor", t->name, "'data_offsets' is not [begin, end] with begin <= end");
+        return bad(f, err, "tensor", t->name,
+                   "'data_offsets' is not [begin, end] with begin <= end");
     uint64_t begin = (uint64_t)json_integer_value(b), end = (uint64_t)json_integer_value(e);
     char msg[300], shape[200];
     if (end > f->data_len) {
         snprintf(msg, sizeof msg, "data_offsets [%llu, %llu] exceed data size %llu",
-                 (unsigned long long)begin, (unsigned long long)end, (unsigned long long)f->data_len);
+                 (unsigned long long)begin, (unsigned long long)end,
+                 (unsigned long long)f->data_len);
         return bad(f, err, "tensor", t->name, msg);
     }
     uint64_t want = (uint64_t)t->numel * gk_dtype_size(t->dtype);
     if (end - begin != want) {
         format_shape(t, shape, sizeof shape);
-        snprintf(msg, sizeof msg, "shape %s of %s needs %llu bytes but data_offsets [%llu, %llu] hold %llu",
-                 shape, gk_dtype_name(t->dtype), (unsigned long long)want,
-                 (unsigned long long)begin, (unsigned long long)end, (unsigned long long)(end - begin));
+        snprintf(msg, sizeof msg,
+                 "shape %s of %s needs %llu bytes but data_offsets [%llu, %llu] hold %llu", shape,
+                 gk_dtype_name(t->dtype), (unsigned long long)want, (unsigned long long)begin,
+                 (unsigned long long)end, (unsigned long long)(end - begin));
         return bad(f, err, "tensor", t->name, msg);
     }
     t->offset = begin;
@@ -272,7 +277,8 @@ static int check_layout(gk_st_file *f, gk_err *err)
     for (size_t i = 0; i < f->n; i++) {
         const gk_st_tensor *t = &f->tensors[i];
         if (t->offset < at) {
-            snprintf(msg, sizeof msg, "tensors '%.150s' and '%.150s' overlap", f->tensors[i - 1].name, t->name);
+            snprintf(msg, sizeof msg, "tensors '%.150s' and '%.150s' overlap",
+                     f->tensors[i - 1].name, t->name);
             return bad(f, err, NULL, NULL, msg);
         }
         if (t->offset > at) {
@@ -310,8 +316,9 @@ static int parse_header(gk_st_file *f, const uint8_t *hdr, size_t len, gk_err *e
     const char *key;
     json_t *v;
     json_object_foreach (f->header, key, v) {
-        int rc = strcmp(key, "__metadata__") == 0 ? parse_metadata(f, v, err)
-                                                  : parse_tensor(f, &f->tensors[f->n++], key, v, err);
+        int rc = strcmp(key, "__metadata__") == 0
+                     ? parse_metadata(f, v, err)
+                     : parse_tensor(f, &f->tensors[f->n++], key, v, err);
         if (rc != 0)
             return rc;
     }
@@ -403,7 +410,8 @@ static int map_file(gk_st_file *f, int fd, uint64_t *hlen, gk_err *err)
     if ((*hlen > size - 8 || *hlen > MAX_HEADER) && other_format(f, lenbuf, err))
         return GK_EFORMAT;
     if (*hlen > size - 8) {
-        snprintf(msg, sizeof msg, "header length %llu exceeds file size %llu (truncated or not a safetensors file)",
+        snprintf(msg, sizeof msg,
+                 "header length %llu exceeds file size %llu (truncated or not a safetensors file)",
                  (unsigned long long)*hlen, (unsigned long long)size);
         return bad(f, err, NULL, NULL, msg);
     }

@@ -1,5 +1,6 @@
 /* safetensors_half.c: fp32 <-> bf16 / fp16 conversion (see safetensors.h), the exported face of
- * common/half.h's rounding rule (bit-exact integer code, shared with the kernels and the emulator). */
+ * common/half.h's rounding rule (bit-exact integer code, shared with the kernels and the
+ * emulator). */
 #include "common/io/safetensors.h"
 
 #include "common/half.h"

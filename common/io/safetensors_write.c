@@ -61,7 +61,8 @@ static int add_entry(gk_st_writer *w, const char *name, enum gk_dtype dt, int nd
                      const int64_t *shape, st_entry **out, gk_err *err)
 {
     if (!name || !*name || strcmp(name, "__metadata__") == 0)
-        return gk_errf(err, GK_EUSAGE, "safetensors writer: bad tensor name '%s'", name ? name : "");
+        return gk_errf(err, GK_EUSAGE, "safetensors writer: bad tensor name '%s'",
+                       name ? name : "");
     if (!gk_dtype_name(dt) || ndim < 0 || ndim > GK_ST_MAX_DIMS)
         return gk_errf(err, GK_EUSAGE, "safetensors writer: tensor '%s': bad dtype or ndim", name);
     uint64_t numel = 1, size = gk_dtype_size(dt);
@@ -115,7 +116,8 @@ int gk_st_writer_meta(gk_st_writer *w, const char *key, const char *value, gk_er
 {
     json_t *v = json_string(value);
     if (!v || json_object_set_new(w->meta, key, v) != 0)
-        return gk_errf(err, GK_EUSAGE, "safetensors writer: metadata '%.100s': not valid UTF-8", key);
+        return gk_errf(err, GK_EUSAGE, "safetensors writer: metadata '%.100s': not valid UTF-8",
+                       key);
     return 0;
 }
 
@@ -282,7 +284,8 @@ int gk_st_writer_write(gk_st_writer *w, const char *path, gk_err *err)
     char *hdr;
     int rc = build_header(w, order, &hdr, &hlen, err);
     if (rc == 0 && hlen > MAX_HEADER)
-        rc = gk_errf(err, GK_EFORMAT, "%s: header of %zu bytes exceeds the safetensors limit", path, hlen);
+        rc = gk_errf(err, GK_EFORMAT, "%s: header of %zu bytes exceeds the safetensors limit", path,
+                     hlen);
     gk_outfile o;
     if (rc == 0 && (rc = gk_outfile_open(&o, path, err)) == 0) {
         rc = write_all(w, &o, order, &hdr, hlen, path, err);

@@ -69,9 +69,11 @@ static int parse_header(const unsigned char *b, size_t n, int64_t size, const ch
         return 0;
     int64_t body = size - GK_SHARD_HEADER_BYTES;
     if (count >= 0 && body != (int64_t)count * h->width)
-        return gk_errf(e, GK_EFORMAT, "%s: header says %d tokens (%lld bytes) but the file has %lld "
-                       "bytes after the header%s", name, count, (long long)count * h->width,
-                       (long long)body, body < (int64_t)count * h->width ? " (truncated?)" : "");
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: header says %d tokens (%lld bytes) but "
+                       "the file has %lld bytes after the header%s",
+                       name, count, (long long)count * h->width, (long long)body,
+                       body < (int64_t)count * h->width ? " (truncated?)" : "");
     if (body % h->width)
         return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", name);
     h->tokens = body / h->width;
@@ -165,8 +167,9 @@ int gk_shard_check_raw(gk_shard_reader *r, uint32_t vocab_size, gk_err *e)
     uint32_t ids[GK_SHARD_HEADER_BYTES / 2];
     size_t ok = gk_shard_decode(r->sniff, k, 2, vocab_size, ids);
     if (ok < k)
-        return gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and read as raw "
-                       "uint16 tokens it holds %u at position %zu, outside the %u-token vocabulary)",
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: not a token shard (no shard header, and read as raw uint16 tokens it "
+                       "holds %u at position %zu, outside the %u-token vocabulary)",
                        r->name, gk_le16(r->sniff + 2 * ok), ok, vocab_size);
     return 0;
 }
@@ -199,8 +202,9 @@ int gk_shard_read(gk_shard_reader *r, uint32_t *out, size_t max, size_t *got, gk
         return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", r->name);
     size_t k = n / (size_t)width, ok = gk_shard_decode(bytes, k, width, r->vocab_size, out);
     if (ok < k)
-        return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
-                       r->name, width == 2 ? gk_le16(bytes + 2 * ok) : gk_le32(bytes + 4 * ok),
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: token %u at position %lld is outside the vocabulary (%u)", r->name,
+                       width == 2 ? gk_le16(bytes + 2 * ok) : gk_le32(bytes + 4 * ok),
                        (long long)(r->delivered + (int64_t)ok), r->vocab_size);
     r->delivered += (int64_t)k;
     if (k == 0 && r->count >= 0 && r->delivered < r->count)
@@ -232,8 +236,8 @@ static int map_header(gk_shard_map *m, gk_err *e)
     if (rc)
         return rc;
     if (kind == GK_SHARD_TEXT)
-        return gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)",
-                       m->name);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: not a token shard (no shard header, and it reads as text)", m->name);
     m->raw = kind == GK_SHARD_RAW;
     if (m->raw && m->size % 2)
         return gk_errf(e, GK_EFORMAT, "%s: file ends in the middle of a token", m->name);
@@ -283,8 +287,9 @@ int gk_shard_map_get(const gk_shard_map *m, int64_t start, size_t n, uint32_t vo
     const unsigned char *p = m->tokens + (size_t)start * (size_t)m->width;
     size_t ok = gk_shard_decode(p, n, m->width, vocab_limit, out);
     if (ok < n)
-        return gk_errf(e, GK_EFORMAT, "%s: token %u at position %lld is outside the vocabulary (%u)",
-                       m->name, m->width == 2 ? gk_le16(p + 2 * ok) : gk_le32(p + 4 * ok),
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: token %u at position %lld is outside the vocabulary (%u)", m->name,
+                       m->width == 2 ? gk_le16(p + 2 * ok) : gk_le32(p + 4 * ok),
                        (long long)(start + (int64_t)ok), vocab_limit);
     return 0;
 }
@@ -332,8 +337,10 @@ int gk_shard_writer_open(gk_shard_writer *w, const char *path, uint32_t vocab_si
 int gk_shard_writer_write(gk_shard_writer *w, const uint32_t *ids, size_t n, gk_err *e)
 {
     if (w->count + (int64_t)n > GK_SHARD_MAX_TOKENS)
-        return gk_errf(e, GK_EUSAGE, "%s: more than 2^31-1 tokens in one shard; use numbered shards "
-                       "(-o PREFIX --shard-tokens N)", gk_outfile_name(&w->out));
+        return gk_errf(e, GK_EUSAGE,
+                       "%s: more than 2^31-1 tokens in one shard; use "
+                       "numbered shards (-o PREFIX --shard-tokens N)",
+                       gk_outfile_name(&w->out));
     size_t width = w->version == 1 ? 2 : 4, need = n * width;
     if (need > w->buf_cap) {
         unsigned char *nb = realloc(w->buf, need);

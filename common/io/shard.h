@@ -65,7 +65,8 @@ typedef struct gk_shard_reader {
     uint32_t vocab_size; /* 0 when unknown */
     uint32_t fingerprint;
     int64_t delivered;   /* tokens returned so far */
-    unsigned char sniff[GK_SHARD_HEADER_BYTES]; /* raw files: bytes read while looking for a header */
+    unsigned char sniff[GK_SHARD_HEADER_BYTES]; /* raw files: bytes read while
+                                                 * looking for a header */
     size_t sniff_len, sniff_pos;
 } gk_shard_reader;
 

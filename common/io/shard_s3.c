@@ -3,14 +3,15 @@
 
 #include <stdio.h>
 
-int gk_shard_s3_range(gk_s3 *s, const char *bucket, const char *key, int64_t off, size_t n, void *buf,
-                      gk_err *e)
+int gk_shard_s3_range(gk_s3 *s, const char *bucket, const char *key, int64_t off, size_t n,
+                      void *buf, gk_err *e)
 {
     size_t got = 0;
     int rc = gk_s3_get_range(s, bucket, key, off, n, buf, &got, e);
     if (!rc && got != n)
-        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: %zu bytes at %lld, where %zu were expected (the object "
-                     "changed?)", bucket, key, got, (long long)off, n);
+        rc = gk_errf(e, GK_EFORMAT,
+                     "s3://%s/%s: %zu bytes at %lld, where %zu were expected (the object changed?)",
+                     bucket, key, got, (long long)off, n);
     return rc;
 }
 
@@ -29,7 +30,8 @@ int gk_shard_s3_header(gk_s3 *s, const char *bucket, const char *key, int64_t si
     if (!rc)
         rc = gk_shard_parse(b, want, size, m->name, &kind, &h, e);
     if (!rc && kind == GK_SHARD_TEXT)
-        rc = gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)", m->name);
+        rc = gk_errf(e, GK_EFORMAT, "%s: not a token shard (no shard header, and it reads as text)",
+                     m->name);
     if (rc)
         return rc;
     m->raw = kind == GK_SHARD_RAW;

@@ -13,8 +13,8 @@
 
 /* Bytes [off, off + n) of the object into buf, all of them (fewer is GK_EFORMAT: "the object
  * changed?"). */
-int gk_shard_s3_range(gk_s3 *s, const char *bucket, const char *key, int64_t off, size_t n, void *buf,
-                      gk_err *e);
+int gk_shard_s3_range(gk_s3 *s, const char *bucket, const char *key, int64_t off, size_t n,
+                      void *buf, gk_err *e);
 /* The object's header (its size given: a listing's or a HEAD's) read and checked into m, whose
  * name the caller set (messages use it); nothing is mapped (m->base and m->tokens stay NULL).
  * *data_off: where the tokens start (0 for a raw uint16 object). A text object is "not a token

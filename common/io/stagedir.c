@@ -14,7 +14,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const char *tmp_or_default(const char *tmpdir) { return tmpdir && *tmpdir ? tmpdir : "/tmp"; }
+static const char *tmp_or_default(const char *tmpdir)
+{
+    return tmpdir && *tmpdir ? tmpdir : "/tmp";
+}
 
 /* Whether name is gpt-NAME.XXXXXX: NAME lower-case letters, then 6 letters or digits. */
 static int is_stage_name(const char *name)
@@ -27,7 +30,8 @@ static int is_stage_name(const char *name)
         return 0;
     p += n + 1;
     for (int i = 0; i < 6; i++)
-        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z')))
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'z') ||
+              (p[i] >= 'A' && p[i] <= 'Z')))
             return 0;
     return p[6] == '\0';
 }
@@ -77,7 +81,8 @@ static int sweep_one(int tmp, const char *name)
     int dfd = openat(tmp, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (dfd < 0)
         return 0;
-    int gone = flock(dfd, LOCK_EX | LOCK_NB) == 0 && fstatat(dfd, GK_STAGEDIR_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    int gone = flock(dfd, LOCK_EX | LOCK_NB) == 0 &&
+               fstatat(dfd, GK_STAGEDIR_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (gone) {
         unlink_all(dfd);
         gone = unlinkat(tmp, name, AT_REMOVEDIR) == 0;
@@ -107,7 +112,8 @@ int gk_stagedir_make(gk_stagedir *d, const char *tmpdir, const char *tool, gk_er
     int fd = -1;
     if (n < 0 || (size_t)n >= sizeof d->path) {
         d->path[0] = '\0';
-        return gk_errf(e, GK_EUSAGE, "TMPDIR %s: name too long (set TMPDIR to another directory)", tmp);
+        return gk_errf(e, GK_EUSAGE, "TMPDIR %s: name too long (set TMPDIR to another directory)",
+                       tmp);
     }
     if (!mkdtemp(d->path) || (fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
         flock(fd, LOCK_EX) != 0 || mknodat(fd, GK_STAGEDIR_MARK, S_IFREG | 0600, 0) != 0) {
@@ -117,7 +123,9 @@ int gk_stagedir_make(gk_stagedir *d, const char *tmpdir, const char *tool, gk_er
             rmdir(d->path);
         }
         d->path[0] = '\0';
-        return gk_errf(e, GK_EIO, "%s: cannot make a staging directory there: %s (set TMPDIR to another directory)",
+        return gk_errf(e, GK_EIO,
+                       "%s: cannot make a staging directory there: "
+                       "%s (set TMPDIR to another directory)",
                        tmp, strerror(err));
     }
     d->fd = fd;

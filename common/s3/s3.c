@@ -18,7 +18,8 @@ static int parse_endpoint(gk_s3 *s, gk_err *e)
     else if (strncmp(ep, "http://", 7) == 0)
         strcpy(s->scheme, "http"), rest = ep + 7;
     else
-        return gk_errf(e, GK_EUSAGE, "S3 endpoint %s: expected http://HOST[:PORT] or https://HOST[:PORT]", ep);
+        return gk_errf(e, GK_EUSAGE,
+                       "S3 endpoint %s: expected http://HOST[:PORT] or https://HOST[:PORT]", ep);
     size_t hn = strcspn(rest, "/?#");
     if (hn == 0 || hn >= sizeof s->host || rest[hn] == '?' || rest[hn] == '#')
         return gk_errf(e, GK_EUSAGE, "S3 endpoint %s: expected http(s)://HOST[:PORT][/PATH]", ep);
@@ -134,7 +135,8 @@ int gk_s3_get_range(gk_s3 *s, const char *bucket, const char *key, int64_t off, 
     r.sink_ud = &b;
     int rc = s3_do(s, &r, ok, e);
     if (rc == GK_EFORMAT)
-        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: the answer to a range request of %zu bytes at %lld was longer",
+        rc = gk_errf(e, GK_EFORMAT,
+                     "s3://%s/%s: the answer to a range request of %zu bytes at %lld was longer",
                      bucket, key, n, (long long)off);
     *got = b.len;
     s3_req_free(&r);
@@ -177,7 +179,8 @@ int gk_s3_put(gk_s3 *s, const char *bucket, const char *key, const void *buf, si
     return put(s, bucket, key, buf, n, 0, NULL, e);
 }
 
-int gk_s3_put_new(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, gk_err *e)
+int gk_s3_put_new(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n,
+                  gk_err *e)
 {
     return put(s, bucket, key, buf, n, 1, NULL, e);
 }
@@ -213,7 +216,9 @@ int gk_s3_put_file(gk_s3 *s, const char *bucket, const char *key, const char *pa
 /* GK_EINTR naming the object when cancel (may be NULL) is set. */
 static int cancelled(const atomic_int *cancel, const char *bucket, const char *key, gk_err *e)
 {
-    return cancel && atomic_load(cancel) ? gk_errf(e, GK_EINTR, "s3://%s/%s: upload interrupted", bucket, key) : 0;
+    return cancel && atomic_load(cancel)
+               ? gk_errf(e, GK_EINTR, "s3://%s/%s: upload interrupted", bucket, key)
+               : 0;
 }
 
 int gk_s3_put_file_cancel(gk_s3 *s, const char *bucket, const char *key, const char *path,

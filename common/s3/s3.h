@@ -63,7 +63,8 @@ typedef struct gk_s3_conf {
                               * path-style for a bucket that is no host name (capitals, '_';
                               * '.' over https) */
     int max_attempts;        /* tries in a row without progress; 0: no limit (retry_ms bounds) */
-    int retry_mode;          /* GK_S3_RETRY_STANDARD (0; AWS's "legacy" too) or GK_S3_RETRY_ADAPTIVE */
+    int retry_mode;          /* GK_S3_RETRY_STANDARD (0; AWS's "legacy"
+                              * too) or GK_S3_RETRY_ADAPTIVE */
     long retry_ms;           /* time a request may spend failing and waiting; 0: 600000 (10 min) */
     int connect_timeout_s;   /* 0: 5 */
     int backoff_ms;          /* the first retry's bound; 0: 200 */
@@ -153,7 +154,8 @@ int gk_s3_text_sink(const void *data, size_t n, void *ud);
 int gk_s3_put(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, gk_err *e);
 /* PUT with If-None-Match: * (a lock): 0 created, 1 when the object exists already (412, or 409
  * from a store that answers a concurrent create so), nothing written then. */
-int gk_s3_put_new(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n, gk_err *e);
+int gk_s3_put_new(gk_s3 *s, const char *bucket, const char *key, const void *buf, size_t n,
+                  gk_err *e);
 /* PUT of the file at path: one PUT up to part_size, else a multipart upload of part_size parts,
  * aborted when a part fails. */
 int gk_s3_put_file(gk_s3 *s, const char *bucket, const char *key, const char *path, gk_err *e);
@@ -183,10 +185,11 @@ const char *gk_s3_mpu_id(const gk_s3_upload *u);
  * each one's key and upload id, and returns 0 to go on (else that value is returned). With
  * gk_s3_abort_upload, what a killed writer left is cleaned up. */
 typedef int (*gk_s3_upload_fn)(const char *key, const char *upload_id, void *ud);
-int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn, void *ud,
-                       gk_err *e);
+int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn,
+                       void *ud, gk_err *e);
 /* Aborts the upload id of key (one gone already is no error). */
-int gk_s3_abort_upload(gk_s3 *s, const char *bucket, const char *key, const char *upload_id, gk_err *e);
+int gk_s3_abort_upload(gk_s3 *s, const char *bucket, const char *key, const char *upload_id,
+                       gk_err *e);
 
 /* ---------------------------------------------------------------- listing (s3_list.c) */
 

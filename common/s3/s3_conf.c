@@ -1,5 +1,6 @@
 /* s3_conf.c: s3:// URLs, AWS's INI files and the discovery of credentials, region and endpoint
- * and retry settings (see s3.h). Owns nothing past a call; reads the files it is told of, no environment. */
+ * and retry settings (see s3.h). Owns nothing past a call; reads the files it is told of, no
+ * environment. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@ int gk_s3_is_url(const char *s) { return s && strncmp(s, "s3://", 5) == 0; }
 int gk_s3_parse_url(const char *url, char *bucket, size_t bcap, char *key, size_t kcap, gk_err *e)
 {
     if (!gk_s3_is_url(url))
-        return gk_errf(e, GK_EUSAGE, "%s: not an s3:// URL (s3://BUCKET/KEY)", url ? url : "(null)");
+        return gk_errf(e, GK_EUSAGE, "%s: not an s3:// URL (s3://BUCKET/KEY)",
+                       url ? url : "(null)");
     const char *b = url + 5, *slash = strchr(b, '/');
     size_t bn = slash ? (size_t)(slash - b) : strlen(b);
     if (bn == 0)
@@ -25,7 +27,8 @@ int gk_s3_parse_url(const char *url, char *bucket, size_t bcap, char *key, size_
         char ch = b[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
               ch == '.' || ch == '-' || ch == '_'))
-            return gk_errf(e, GK_EUSAGE, "%s: bad bucket name: '%c' (letters, digits, '.', '-', '_')", url, ch);
+            return gk_errf(e, GK_EUSAGE,
+                           "%s: bad bucket name: '%c' (letters, digits, '.', '-', '_')", url, ch);
     }
     const char *k = slash ? slash + 1 : "";
     if (bn >= bcap || strlen(k) >= kcap)
@@ -163,7 +166,8 @@ static const char *env_get(gk_s3_getenv env, void *ud, const char *name)
 }
 
 /* The file named by var, else $HOME/.aws/NAME, into path. */
-static void aws_file(char *path, size_t cap, gk_s3_getenv env, void *ud, const char *var, const char *name)
+static void aws_file(char *path, size_t cap, gk_s3_getenv env, void *ud, const char *var,
+                     const char *name)
 {
     const char *v = env_get(env, ud, var), *home = env_get(env, ud, "HOME");
     if (v)
@@ -197,14 +201,15 @@ static const char *config_section(const char *cfg, const char *profile, char *bu
 }
 
 /* max_attempts, retry_mode and retry_ms from the environment, else the profile (s3.h). */
-static int retry_settings(gk_s3_conf *c, gk_s3_getenv env, void *ud, const char *cfg, const char *csec,
-                          const char *cfg_path, gk_err *e)
+static int retry_settings(gk_s3_conf *c, gk_s3_getenv env, void *ud, const char *cfg,
+                          const char *csec, const char *cfg_path, gk_err *e)
 {
     char file[64], where[1500];
     const char *v = env_get(env, ud, "AWS_MAX_ATTEMPTS"), *end;
     snprintf(where, sizeof where, "AWS_MAX_ATTEMPTS=%.64s", v ? v : "");
     if (!v && gk_s3_ini_get(cfg, csec, "max_attempts", file, sizeof file) && file[0])
-        v = file, snprintf(where, sizeof where, "max_attempts = %s in [%s] of %s", file, csec, cfg_path);
+        v = file,
+        snprintf(where, sizeof where, "max_attempts = %s in [%s] of %s", file, csec, cfg_path);
     if (v) {
         long n = strtol(v, (char **)&end, 10);
         if (*end || end == v || n < 1 || n > 1000000)
@@ -214,7 +219,8 @@ static int retry_settings(gk_s3_conf *c, gk_s3_getenv env, void *ud, const char 
     v = env_get(env, ud, "AWS_RETRY_MODE");
     snprintf(where, sizeof where, "AWS_RETRY_MODE=%.64s", v ? v : "");
     if (!v && gk_s3_ini_get(cfg, csec, "retry_mode", file, sizeof file) && file[0])
-        v = file, snprintf(where, sizeof where, "retry_mode = %s in [%s] of %s", file, csec, cfg_path);
+        v = file,
+        snprintf(where, sizeof where, "retry_mode = %s in [%s] of %s", file, csec, cfg_path);
     if (v && strcmp(v, "adaptive") == 0)
         c->retry_mode = GK_S3_RETRY_ADAPTIVE;
     else if (v && strcmp(v, "standard") != 0 && strcmp(v, "legacy") != 0)
@@ -223,8 +229,10 @@ static int retry_settings(gk_s3_conf *c, gk_s3_getenv env, void *ud, const char 
     if (v) {
         double sec = strtod(v, (char **)&end);
         if (*end || end == v || !(sec > 0 && sec <= 86400))
-            return gk_errf(e, GK_EUSAGE, "GPT_S3_RETRY_SECONDS=%.64s: not a time in seconds (over 0, at most "
-                           "86400)", v);
+            return gk_errf(e, GK_EUSAGE,
+                           "GPT_S3_RETRY_SECONDS=%.64s: not a time "
+                           "in seconds (over 0, at most 86400)",
+                           v);
         c->retry_ms = sec * 1000 < 1 ? 1 : (long)(sec * 1000);
     }
     return 0;
@@ -250,10 +258,12 @@ int gk_s3_conf_discover(gk_s3_conf *c, gk_s3_getenv env, void *ud, gk_err *e)
         goto out;
     const char *csec = config_section(cfg, profile, sec, sizeof sec);
     if (named && !gk_s3_ini_has(cred, profile) && !gk_s3_ini_has(cfg, csec)) {
-        rc = gk_errf(e, GK_EUSAGE, "AWS profile '%s' not found in %s or %s", profile, cred_path, cfg_path);
+        rc = gk_errf(e, GK_EUSAGE, "AWS profile '%s' not found in %s or %s", profile, cred_path,
+                     cfg_path);
         goto out;
     }
-    const char *id = env_get(env, ud, "AWS_ACCESS_KEY_ID"), *secret = env_get(env, ud, "AWS_SECRET_ACCESS_KEY");
+    const char *id = env_get(env, ud, "AWS_ACCESS_KEY_ID"),
+               *secret = env_get(env, ud, "AWS_SECRET_ACCESS_KEY");
     if (id && secret) {
         set(c->key_id, sizeof c->key_id, id);
         set(c->secret, sizeof c->secret, secret);
@@ -277,7 +287,8 @@ int gk_s3_conf_discover(gk_s3_conf *c, gk_s3_getenv env, void *ud, gk_err *e)
     else
         gk_s3_ini_get(cfg, csec, "endpoint_url", c->endpoint, sizeof c->endpoint);
     char style[32];
-    if (gk_s3_ini_get(cfg, csec, "addressing_style", style, sizeof style) && strcmp(style, "auto") != 0)
+    if (gk_s3_ini_get(cfg, csec, "addressing_style", style, sizeof style) &&
+        strcmp(style, "auto") != 0)
         c->path_style = strcmp(style, "path") == 0;
     else
         c->path_style = c->endpoint[0] != '\0';

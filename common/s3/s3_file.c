@@ -51,7 +51,8 @@ int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *
     *fd = -1;
     if (t.fd < 0) {
         gk_errno(e, tmp);
-        return gk_errf(e, e->code, "%s (a temporary file for %s; set TMPDIR to another directory)", e->msg, url);
+        return gk_errf(e, e->code, "%s (a temporary file for %s; set TMPDIR to another directory)",
+                       e->msg, url);
     }
     unlink(tmp);
     if (bar) {
@@ -64,7 +65,8 @@ int gk_s3_fetch_temp(gk_s3 *s, const char *bucket, const char *key, const char *
     if (rc && t.err) {
         errno = t.err;
         gk_errno(e, dir);
-        rc = gk_errf(e, GK_EIO, "%s (downloading %s there; set TMPDIR to another directory)", e->msg, url);
+        rc = gk_errf(e, GK_EIO, "%s (downloading %s there; set TMPDIR to another directory)",
+                     e->msg, url);
     }
     if (rc) {
         close(t.fd);
@@ -86,8 +88,8 @@ int gk_s3_fetch_file(gk_s3 *s, const char *bucket, const char *key, const char *
     if (rc && t.err) {
         errno = t.err;
         gk_errno(e, path);
-        rc = gk_errf(e, GK_EIO, "%s (downloading s3://%s/%s; set TMPDIR to another directory)", e->msg,
-                     bucket, key);
+        rc = gk_errf(e, GK_EIO, "%s (downloading s3://%s/%s; set TMPDIR to another directory)",
+                     e->msg, bucket, key);
     }
     if (rc)
         unlink(path);

@@ -47,8 +47,9 @@ int s3_encode(const char *key, int keep_slash, char *out, size_t cap)
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;
     for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                    *p == '-' || *p == '.' || *p == '_' || *p == '~' || (keep_slash && *p == '/');
+        int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
+                    (keep_slash && *p == '/');
         if (o + (plain ? 1 : 3) >= cap)
             return -1;
         if (plain) {
@@ -171,10 +172,10 @@ static int make_url(const gk_s3 *s, const s3_req *r, char *url, size_t cap, gk_e
         return gk_errf(e, GK_EUSAGE, "s3://%s/%s: key too long", r->bucket, r->key);
     const char *q = r->query && *r->query ? "?" : "";
     int n = s->c.path_style || !host_safe(r->bucket, s->scheme)
-                ? snprintf(url, cap, "%s://%s%s/%s/%s%s%s", s->scheme, s->host, s->base, r->bucket, key, q,
-                           *q ? r->query : "")
-                : snprintf(url, cap, "%s://%s.%s%s/%s%s%s", s->scheme, r->bucket, s->host, s->base, key, q,
-                           *q ? r->query : "");
+                ? snprintf(url, cap, "%s://%s%s/%s/%s%s%s", s->scheme, s->host, s->base, r->bucket,
+                           key, q, *q ? r->query : "")
+                : snprintf(url, cap, "%s://%s.%s%s/%s%s%s", s->scheme, r->bucket, s->host, s->base,
+                           key, q, *q ? r->query : "");
     if (n < 0 || (size_t)n >= cap)
         return gk_errf(e, GK_EUSAGE, "s3://%s/%s: URL too long", r->bucket, r->key ? r->key : "");
     return 0;
@@ -244,7 +245,8 @@ static CURLcode attempt_once(gk_s3 *s, s3_req *r, const char *url, const char *p
     if (r->range_off > 0 || r->range_end >= 0 || r->delivered > 0) {
         int64_t from = r->range_off + r->delivered;
         if (r->range_end >= 0)
-            snprintf(line, sizeof line, "Range: bytes=%lld-%lld", (long long)from, (long long)r->range_end);
+            snprintf(line, sizeof line, "Range: bytes=%lld-%lld", (long long)from,
+                     (long long)r->range_end);
         else
             snprintf(line, sizeof line, "Range: bytes=%lld-", (long long)from);
         h = curl_slist_append(h, line);
@@ -316,7 +318,8 @@ static int retryable_status(long st, const s3_req *r)
     if (st == 500 || st == 502 || st == 503 || st == 504 || st == 429)
         return 1;
     char code[64];
-    return st == 400 && r->body_out && s3_xml_get(r->body_out, r->body_len_out, NULL, "Code", code, sizeof code) &&
+    return st == 400 && r->body_out &&
+           s3_xml_get(r->body_out, r->body_len_out, NULL, "Code", code, sizeof code) &&
            strcmp(code, "RequestTimeout") == 0;
 }
 
@@ -372,8 +375,9 @@ void s3_throttle_note(s3_throttle *t, int throttled, long long base_us)
 {
     pthread_mutex_lock(&t->mu);
     if (throttled)
-        t->gap_us = t->gap_us < base_us ? base_us : t->gap_us > S3_THROTTLE_MAX_US / 2 ? S3_THROTTLE_MAX_US
-                                                                                        : t->gap_us * 2;
+        t->gap_us = t->gap_us < base_us                  ? base_us
+                    : t->gap_us > S3_THROTTLE_MAX_US / 2 ? S3_THROTTLE_MAX_US
+                                                         : t->gap_us * 2;
     else if (t->gap_us > 0 && (t->gap_us -= t->gap_us / 16 + 1) < base_us / 16)
         t->gap_us = 0;
     pthread_mutex_unlock(&t->mu);
@@ -395,46 +399,54 @@ static int http_error(const gk_s3 *s, const s3_req *r, const char *tries, gk_err
         snprintf(obj, sizeof obj, "s3://%s", r->bucket);
     long st = r->status;
     const char *why = msg[0] ? msg : code;
-    if (st == 301 || strcmp(code, "AuthorizationHeaderMalformed") == 0 || strcmp(code, "PermanentRedirect") == 0) {
+    if (st == 301 || strcmp(code, "AuthorizationHeaderMalformed") == 0 ||
+        strcmp(code, "PermanentRedirect") == 0) {
         if (region[0] && strcmp(region, s->c.region) != 0)
-            return gk_errf(e, GK_EIO, "%s: bucket %s is in region %s, not %s (set AWS_REGION=%s)", obj,
-                           r->bucket, region, s->c.region, region);
-        return gk_errf(e, GK_EIO, "%s: wrong region or endpoint for bucket %s (region %s, endpoint %s): %s", obj,
-                       r->bucket, s->c.region, s->c.endpoint, why[0] ? why : "HTTP 301");
+            return gk_errf(e, GK_EIO, "%s: bucket %s is in region %s, not %s (set AWS_REGION=%s)",
+                           obj, r->bucket, region, s->c.region, region);
+        return gk_errf(e, GK_EIO,
+                       "%s: wrong region or endpoint for bucket %s (region %s, endpoint %s): %s",
+                       obj, r->bucket, s->c.region, s->c.endpoint, why[0] ? why : "HTTP 301");
     }
     if (st == 403) {
         if (!s->c.key_id[0])
-            return gk_errf(e, GK_EIO, "%s: access denied to bucket %s for anonymous requests (%s)", obj, r->bucket,
-                           s->c.source[0] ? s->c.source : "no credentials");
-        const char *hint = strcmp(code, "SignatureDoesNotMatch") == 0 ? "the secret access key does not match: "
-                           : strcmp(code, "InvalidAccessKeyId") == 0 ? "unknown access key id: " : "";
-        return gk_errf(e, GK_EIO, "%s: access denied to bucket %s (%s%s) for access key id %s (%s)", obj,
-                       r->bucket, hint, why[0] ? why : "HTTP 403", s->c.key_id,
+            return gk_errf(e, GK_EIO, "%s: access denied to bucket %s for anonymous requests (%s)",
+                           obj, r->bucket, s->c.source[0] ? s->c.source : "no credentials");
+        const char *hint = strcmp(code, "SignatureDoesNotMatch") == 0
+                               ? "the secret access key does not match: "
+                           : strcmp(code, "InvalidAccessKeyId") == 0 ? "unknown access key id: "
+                                                                     : "";
+        return gk_errf(e, GK_EIO, "%s: access denied to bucket %s (%s%s) for access key id %s (%s)",
+                       obj, r->bucket, hint, why[0] ? why : "HTTP 403", s->c.key_id,
                        s->c.source[0] ? s->c.source : "given");
     }
     if (strcmp(code, "InvalidToken") == 0 || strcmp(code, "ExpiredToken") == 0 ||
         strcmp(code, "TokenRefreshRequired") == 0)
-        return gk_errf(e, GK_EIO, "%s: the session token %s (%s: %s) for access key id %s (%s)", obj,
-                       code[0] == 'I' ? "was refused" : "has expired: renew the credentials", code, why,
-                       s->c.key_id, s->c.source[0] ? s->c.source : "given");
+        return gk_errf(e, GK_EIO, "%s: the session token %s (%s: %s) for access key id %s (%s)",
+                       obj, code[0] == 'I' ? "was refused" : "has expired: renew the credentials",
+                       code, why, s->c.key_id, s->c.source[0] ? s->c.source : "given");
     if (st == 404) {
         if (strcmp(code, "NoSuchBucket") == 0)
-            return gk_errf(e, GK_ENOTFOUND, "s3://%s: no such bucket (at %s)", r->bucket, s->c.endpoint);
+            return gk_errf(e, GK_ENOTFOUND, "s3://%s: no such bucket (at %s)", r->bucket,
+                           s->c.endpoint);
         if (r->key && *r->key)
-            return gk_errf(e, GK_ENOTFOUND, "%s: no such key%s", obj, code[0] ? "" : " (or no such bucket)");
+            return gk_errf(e, GK_ENOTFOUND, "%s: no such key%s", obj,
+                           code[0] ? "" : " (or no such bucket)");
         return gk_errf(e, GK_ENOTFOUND, "%s: not found%s%s", obj, why[0] ? ": " : "", why);
     }
-    return gk_errf(e, GK_EIO, "%s: %s %s: HTTP %ld%s%s%s", obj, r->method, s->c.endpoint, st, why[0] ? ": " : "", why,
-                   tries);
+    return gk_errf(e, GK_EIO, "%s: %s %s: HTTP %ld%s%s%s", obj, r->method, s->c.endpoint, st,
+                   why[0] ? ": " : "", why, tries);
 }
 
-static int net_error(const gk_s3 *s, const s3_req *r, CURLcode cr, const char *errbuf, const char *tries,
-                     gk_err *e)
+static int net_error(const gk_s3 *s, const s3_req *r, CURLcode cr, const char *errbuf,
+                     const char *tries, gk_err *e)
 {
     const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cr);
-    if (cr == CURLE_COULDNT_RESOLVE_HOST || cr == CURLE_COULDNT_CONNECT || cr == CURLE_COULDNT_RESOLVE_PROXY)
-        return gk_errf(e, GK_EIO, "s3://%s: cannot reach %s: %s (no network? check AWS_ENDPOINT_URL)", r->bucket,
-                       s->c.endpoint, why);
+    if (cr == CURLE_COULDNT_RESOLVE_HOST || cr == CURLE_COULDNT_CONNECT ||
+        cr == CURLE_COULDNT_RESOLVE_PROXY)
+        return gk_errf(e, GK_EIO,
+                       "s3://%s: cannot reach %s: %s (no network? check AWS_ENDPOINT_URL)",
+                       r->bucket, s->c.endpoint, why);
     return gk_errf(e, GK_EIO, "s3://%s/%s: %s %s: %s%s", r->bucket, r->key ? r->key : "", r->method,
                    s->c.endpoint, why, tries);
 }
@@ -448,7 +460,8 @@ typedef struct tries {
 
 /* After a try that failed and may be retried (progress: it delivered new bytes): 0 to retry,
  * after the wait; 1 when a limit is reached, said in msg; -1 when r->cancel was set. */
-static int retry_or_stop(gk_s3 *s, s3_req *r, tries *t, int progress, long long t0, char *msg, size_t cap)
+static int retry_or_stop(gk_s3 *s, s3_req *r, tries *t, int progress, long long t0, char *msg,
+                         size_t cap)
 {
     t->dry = progress ? 0 : t->dry + 1;
     if (!progress)
@@ -456,15 +469,21 @@ static int retry_or_stop(gk_s3 *s, s3_req *r, tries *t, int progress, long long 
     long long budget = s->c.retry_ms * 1000LL;
     if (s->c.max_attempts > 0 && t->dry >= s->c.max_attempts) {
         if (t->n == t->dry)
-            snprintf(msg, cap, " (gave up after %d tries and %.1f s of retrying, the limit: AWS_MAX_ATTEMPTS=%d)",
+            snprintf(msg, cap,
+                     " (gave up after %d tries and %.1f s of "
+                     "retrying, the limit: AWS_MAX_ATTEMPTS=%d)",
                      t->n, t->spent_us / 1e6, s->c.max_attempts);
         else
-            snprintf(msg, cap, " (gave up after %d tries, the last %d without progress, and %.1f s of retrying, "
-                     "the limit: AWS_MAX_ATTEMPTS=%d)", t->n, t->dry, t->spent_us / 1e6, s->c.max_attempts);
+            snprintf(msg, cap,
+                     " (gave up after %d tries, the last %d without progress, and %.1f s of "
+                     "retrying, the limit: AWS_MAX_ATTEMPTS=%d)",
+                     t->n, t->dry, t->spent_us / 1e6, s->c.max_attempts);
         return 1;
     }
     if (t->spent_us >= budget) {
-        snprintf(msg, cap, " (gave up after %d tries and %.1f s of retrying, the limit: GPT_S3_RETRY_SECONDS=%g)",
+        snprintf(msg, cap,
+                 " (gave up after %d tries and %.1f s of "
+                 "retrying, the limit: GPT_S3_RETRY_SECONDS=%g)",
                  t->n, t->spent_us / 1e6, (double)s->c.retry_ms / 1000);
         return 1;
     }
@@ -487,7 +506,8 @@ int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e)
 {
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
-        return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s", curl_easy_strerror(curl_init_rc));
+        return gk_errf(e, GK_EIO, "libcurl: initialisation failed: %s",
+                       curl_easy_strerror(curl_init_rc));
     char url[8192], errbuf[CURL_ERROR_SIZE], hash[65], said[300] = "";
     int rc = make_url(s, r, url, sizeof url, e);
     if (rc)
@@ -512,7 +532,8 @@ int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e)
         if (r->delivered > 0 && !r->if_match[0])
             snprintf(r->if_match, sizeof r->if_match, "%s", r->etag);
         if (adaptive && cr == CURLE_OK)
-            s3_throttle_note(&s->throttle, r->status == 503 || r->status == 429, s->c.backoff_ms * 1000LL);
+            s3_throttle_note(&s->throttle, r->status == 503 || r->status == 429,
+                             s->c.backoff_ms * 1000LL);
         int again = cr == CURLE_OK ? retryable_status(r->status, r) : retryable_net(cr);
         if (again) {
             int go = retry_or_stop(s, r, &t, r->delivered > had, t0, said, sizeof said);

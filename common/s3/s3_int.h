@@ -76,10 +76,10 @@ typedef struct s3_req {
 void s3_req_init(s3_req *r, const char *method, const char *bucket, const char *key);
 void s3_req_free(s3_req *r);
 
-/* Runs r, retrying as s3.h says (its top comment). 0 when the final answer is 2xx, or when it is a status listed
- * in ok_status (0-terminated, may be NULL: e.g. 412 for a conditional PUT, 416 for a range past
- * the end); r->status tells. Otherwise an error naming s3://BUCKET/KEY: GK_ENOTFOUND for 404,
- * GK_EIO else (network, 403, region, 5xx after the last try: the tries, the time spent and the
+/* Runs r, retrying as s3.h says (its top comment). 0 when the final answer is 2xx, or when it is a
+ * status listed in ok_status (0-terminated, may be NULL: e.g. 412 for a conditional PUT, 416 for a
+ * range past the end); r->status tells. Otherwise an error naming s3://BUCKET/KEY: GK_ENOTFOUND for
+ * 404, GK_EIO else (network, 403, region, 5xx after the last try: the tries, the time spent and the
  * limit reached said at the end); GK_EINTR when r->cancel was set. */
 int s3_do(gk_s3 *s, s3_req *r, const long *ok_status, gk_err *e);
 /* Closes the idle handles of s's pool (gk_s3_close). */
@@ -93,8 +93,8 @@ void s3_pool_free(gk_s3 *s);
 typedef int (*s3_page_query)(void *ud, char *q, size_t cap, gk_err *e);
 typedef int (*s3_page_markers)(void *ud, const char *xml, size_t n, int truncated, gk_err *e);
 int s3_list_pages(gk_s3 *s, const char *bucket, const char *item, s3_page_query query,
-                  int (*each)(const char *inner, size_t len, void *ud), s3_page_markers markers, void *ud,
-                  gk_err *e);
+                  int (*each)(const char *inner, size_t len, void *ud), s3_page_markers markers,
+                  void *ud, gk_err *e);
 
 /* The text of the first <name>...</name> in xml[0..n), entities &amp; &lt; &gt; &quot; &apos;
  * decoded, into out (cut at cap - 1); *from (NULL: 0) is where to start, and is moved past the

@@ -20,13 +20,16 @@ static int on_contents(const char *x, size_t n, void *ud)
 {
     list_state *st = ud;
     char key[1100], size[32], etag[160];
-    if (!s3_xml_get(x, n, NULL, "Key", key, sizeof key) || !s3_xml_get(x, n, NULL, "Size", size, sizeof size))
-        return gk_errf(st->e, GK_EFORMAT, "s3://%s: a listing entry without Key or Size", st->bucket);
+    if (!s3_xml_get(x, n, NULL, "Key", key, sizeof key) ||
+        !s3_xml_get(x, n, NULL, "Size", size, sizeof size))
+        return gk_errf(st->e, GK_EFORMAT, "s3://%s: a listing entry without Key or Size",
+                       st->bucket);
     s3_xml_get(x, n, NULL, "ETag", etag, sizeof etag);
     char *end;
     long long sz = strtoll(size, &end, 10);
     if (!size[0] || *end || sz < 0)
-        return gk_errf(st->e, GK_EFORMAT, "s3://%s/%s: bad Size '%s' in the listing", st->bucket, key, size);
+        return gk_errf(st->e, GK_EFORMAT, "s3://%s/%s: bad Size '%s' in the listing", st->bucket,
+                       key, size);
     size_t el = strlen(etag);
     const char *et = etag;
     if (el >= 2 && etag[0] == '"' && etag[el - 1] == '"') {
@@ -38,8 +41,8 @@ static int on_contents(const char *x, size_t n, void *ud)
 }
 
 int s3_list_pages(gk_s3 *s, const char *bucket, const char *item, s3_page_query query,
-                  int (*each)(const char *inner, size_t len, void *ud), s3_page_markers markers, void *ud,
-                  gk_err *e)
+                  int (*each)(const char *inner, size_t len, void *ud), s3_page_markers markers,
+                  void *ud, gk_err *e)
 {
     char q[10000];
     for (;;) {
@@ -86,12 +89,13 @@ static int list_markers(void *ud, const char *xml, size_t n, int truncated, gk_e
     st->token[0] = '\0';
     s3_xml_get(xml, n, NULL, "NextContinuationToken", st->token, sizeof st->token);
     if (truncated && !st->token[0])
-        return gk_errf(e, GK_EFORMAT, "s3://%s: a truncated listing without NextContinuationToken", st->bucket);
+        return gk_errf(e, GK_EFORMAT, "s3://%s: a truncated listing without NextContinuationToken",
+                       st->bucket);
     return 0;
 }
 
-int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, gk_s3_list_fn fn, void *ud,
-               gk_err *e)
+int gk_s3_list(gk_s3 *s, const char *bucket, const char *prefix, int page_size, gk_s3_list_fn fn,
+               void *ud, gk_err *e)
 {
     list_state st = {fn, ud, bucket, e, page_size, "", ""};
     if (s3_encode(prefix ? prefix : "", 0, st.eprefix, sizeof st.eprefix) < 0)

@@ -46,8 +46,10 @@ int gk_s3_mpu_create(gk_s3 *s, const char *bucket, const char *key, gk_s3_upload
     s3_req_init(&r, "POST", bucket, key);
     r.query = "uploads=";
     int rc = s3_do(s, &r, NULL, e);
-    if (!rc && (!s3_xml_get(r.body_out, r.body_len_out, NULL, "UploadId", u->id, sizeof u->id) || !u->id[0]))
-        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: no UploadId in the answer to CreateMultipartUpload", bucket, key);
+    if (!rc && (!s3_xml_get(r.body_out, r.body_len_out, NULL, "UploadId", u->id, sizeof u->id) ||
+                !u->id[0]))
+        rc = gk_errf(e, GK_EFORMAT,
+                     "s3://%s/%s: no UploadId in the answer to CreateMultipartUpload", bucket, key);
     s3_req_free(&r);
     if (rc) {
         upload_free(u);
@@ -63,14 +65,16 @@ static int upload_query(const gk_s3_upload *u, int part, char *q, size_t cap)
     char id[3 * sizeof u->id];
     if (s3_encode(u->id, 0, id, sizeof id) < 0)
         return -1;
-    int n = part > 0 ? snprintf(q, cap, "partNumber=%d&uploadId=%s", part, id) : snprintf(q, cap, "uploadId=%s", id);
+    int n = part > 0 ? snprintf(q, cap, "partNumber=%d&uploadId=%s", part, id)
+                     : snprintf(q, cap, "uploadId=%s", id);
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
 int gk_s3_mpu_part(gk_s3_upload *u, const void *buf, size_t n, gk_err *e)
 {
     if (u->n == 10000)
-        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: more than 10000 parts (raise the part size)", u->bucket, u->key);
+        return gk_errf(e, GK_EUSAGE, "s3://%s/%s: more than 10000 parts (raise the part size)",
+                       u->bucket, u->key);
     if (gk_grow(&u->etags, &u->cap, (size_t)u->n + 1, sizeof *u->etags, 16))
         return gk_errf(e, GK_ENOMEM, "out of memory");
     char q[4096];
@@ -84,7 +88,8 @@ int gk_s3_mpu_part(gk_s3_upload *u, const void *buf, size_t n, gk_err *e)
     r.cancel = u->cancel;
     int rc = s3_do(u->s, &r, NULL, e);
     if (!rc && !r.etag[0])
-        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: no ETag in the answer to part %d", u->bucket, u->key, u->n + 1);
+        rc = gk_errf(e, GK_EFORMAT, "s3://%s/%s: no ETag in the answer to part %d", u->bucket,
+                     u->key, u->n + 1);
     if (!rc)
         snprintf(u->etags[u->n++], sizeof u->etags[0], "%s", r.etag);
     s3_req_free(&r);
@@ -100,7 +105,8 @@ static char *complete_body(const gk_s3_upload *u, size_t *len)
         return NULL;
     size_t o = (size_t)snprintf(b, cap, "<CompleteMultipartUpload>");
     for (int i = 0; i < u->n; i++)
-        o += (size_t)snprintf(b + o, cap - o, "<Part><PartNumber>%d</PartNumber><ETag>\"%s\"</ETag></Part>", i + 1,
+        o += (size_t)snprintf(b + o, cap - o,
+                              "<Part><PartNumber>%d</PartNumber><ETag>\"%s\"</ETag></Part>", i + 1,
                               u->etags[i]);
     o += (size_t)snprintf(b + o, cap - o, "</CompleteMultipartUpload>");
     *len = o;
@@ -126,7 +132,8 @@ int gk_s3_mpu_complete(gk_s3_upload *u, gk_err *e)
         char code[64];
         if (!rc && s3_xml_get(r.body_out, r.body_len_out, NULL, "Code", code, sizeof code) &&
             !s3_xml_get(r.body_out, r.body_len_out, NULL, "CompleteMultipartUploadResult", NULL, 0))
-            rc = gk_errf(e, GK_EIO, "s3://%s/%s: completing the upload failed: %s", u->bucket, u->key, code);
+            rc = gk_errf(e, GK_EIO, "s3://%s/%s: completing the upload failed: %s", u->bucket,
+                         u->key, code);
         s3_req_free(&r);
     }
     free(body);
@@ -188,8 +195,10 @@ static int on_upload(const char *x, size_t n, void *ud)
 {
     uploads_state *st = ud;
     char key[1100], id[1024];
-    if (!s3_xml_get(x, n, NULL, "Key", key, sizeof key) || !s3_xml_get(x, n, NULL, "UploadId", id, sizeof id))
-        return gk_errf(st->e, GK_EFORMAT, "s3://%s: an upload without Key or UploadId in the listing", st->bucket);
+    if (!s3_xml_get(x, n, NULL, "Key", key, sizeof key) ||
+        !s3_xml_get(x, n, NULL, "UploadId", id, sizeof id))
+        return gk_errf(st->e, GK_EFORMAT,
+                       "s3://%s: an upload without Key or UploadId in the listing", st->bucket);
     return st->fn(key, id, st->ud);
 }
 
@@ -200,9 +209,10 @@ static int uploads_query(void *ud, char *q, size_t cap, gk_err *e)
     char ek[3 * sizeof st->kmark], ei[3 * sizeof st->imark];
     if (s3_encode(st->kmark, 0, ek, sizeof ek) < 0 || s3_encode(st->imark, 0, ei, sizeof ei) < 0)
         return gk_errf(e, GK_EFORMAT, "s3://%s: listing marker too long", st->bucket);
-    int n = snprintf(q, cap, "%s%s%sprefix=%s&%s%s%suploads=", st->kmark[0] ? "key-marker=" : "", st->kmark[0] ? ek : "",
-                     st->kmark[0] ? "&" : "", st->ep, st->imark[0] ? "upload-id-marker=" : "",
-                     st->imark[0] ? ei : "", st->imark[0] ? "&" : "");
+    int n = snprintf(q, cap, "%s%s%sprefix=%s&%s%s%suploads=", st->kmark[0] ? "key-marker=" : "",
+                     st->kmark[0] ? ek : "", st->kmark[0] ? "&" : "", st->ep,
+                     st->imark[0] ? "upload-id-marker=" : "", st->imark[0] ? ei : "",
+                     st->imark[0] ? "&" : "");
     if (n < 0 || (size_t)n >= cap)
         return gk_errf(e, GK_EFORMAT, "s3://%s: listing marker too long", st->bucket);
     return 0;
@@ -215,11 +225,13 @@ static int uploads_markers(void *ud, const char *xml, size_t n, int truncated, g
     s3_xml_get(xml, n, NULL, "NextKeyMarker", st->kmark, sizeof st->kmark);
     s3_xml_get(xml, n, NULL, "NextUploadIdMarker", st->imark, sizeof st->imark);
     if (truncated && !st->kmark[0])
-        return gk_errf(e, GK_EFORMAT, "s3://%s: a truncated list of uploads without NextKeyMarker", st->bucket);
+        return gk_errf(e, GK_EFORMAT, "s3://%s: a truncated list of uploads without NextKeyMarker",
+                       st->bucket);
     return 0;
 }
 
-int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn, void *ud, gk_err *e)
+int gk_s3_list_uploads(gk_s3 *s, const char *bucket, const char *prefix, gk_s3_upload_fn fn,
+                       void *ud, gk_err *e)
 {
     uploads_state st = {.fn = fn, .ud = ud, .bucket = bucket, .e = e};
     if (s3_encode(prefix ? prefix : "", 0, st.ep, sizeof st.ep) < 0)

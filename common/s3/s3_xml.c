@@ -8,7 +8,8 @@
 
 /* The first "<name>" or "<name " at or after *pos in x[0..n); its content's start and end
  * (before "</name>") in *a, *b. 1 found. A self-closing "<name/>" is found, empty. */
-static int find_elem(const char *x, size_t n, size_t pos, const char *name, size_t *a, size_t *b, size_t *after)
+static int find_elem(const char *x, size_t n, size_t pos, const char *name, size_t *a, size_t *b,
+                     size_t *after)
 {
     size_t nl = strlen(name);
     for (size_t i = pos; i + nl + 2 <= n; i++) {
@@ -27,7 +28,8 @@ static int find_elem(const char *x, size_t n, size_t pos, const char *name, size
             return 0;
         size_t start = (size_t)(gt - x) + 1;
         for (size_t k = start; k + nl + 3 <= n; k++) {
-            if (x[k] == '<' && x[k + 1] == '/' && memcmp(x + k + 2, name, nl) == 0 && x[k + 2 + nl] == '>') {
+            if (x[k] == '<' && x[k + 1] == '/' && memcmp(x + k + 2, name, nl) == 0 &&
+                x[k + 2 + nl] == '>') {
                 *a = start;
                 *b = k;
                 *after = k + nl + 3;
@@ -42,8 +44,8 @@ static int find_elem(const char *x, size_t n, size_t pos, const char *name, size
 static size_t decode(const char *s, size_t n, char *out, size_t cap)
 {
     static const struct { const char *ent; char ch; } ents[] = {
-        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}, {"&#34;", '"'},
-        {"&#39;", '\''}, {"&#x2F;", '/'}};
+        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
+        {"&#34;", '"'}, {"&#39;", '\''}, {"&#x2F;", '/'}};
     size_t o = 0;
     for (size_t i = 0; i < n && o + 1 < cap;) {
         size_t k = 0, m = sizeof ents / sizeof ents[0];

@@ -46,7 +46,8 @@ struct gk_bpe {
 int gk_bpe_create(gk_bpe **out, const gk_vocab *v, gk_err *e)
 {
     *out = NULL;
-    if (gk_vocab_type(v) != GK_VOCAB_BPE) return gk_errf(e, GK_EUSAGE, "BPE encoder: not a BPE vocab");
+    if (gk_vocab_type(v) != GK_VOCAB_BPE)
+        return gk_errf(e, GK_EUSAGE, "BPE encoder: not a BPE vocab");
     gk_bpe *b = calloc(1, sizeof *b);
     if (!b || !(b->cache = calloc(CACHE_SLOTS, sizeof *b->cache))) {
         gk_bpe_free(b);
@@ -192,7 +193,8 @@ static size_t merge_heap(gk_bpe *b, const unsigned char *p, size_t n, uint32_t *
     while (hn) {
         hent t = hpop(b->heap, &hn);
         uint32_t l = (uint32_t)t.key, r = t.right, rank = (uint32_t)(t.key >> 32);
-        if (b->tid[l] == GK_NONE || b->next[l] != r || gk_vocab_pair(v, b->tid[l], b->tid[r]) != rank)
+        if (b->tid[l] == GK_NONE || b->next[l] != r ||
+            gk_vocab_pair(v, b->tid[l], b->tid[r]) != rank)
             continue;
         uint32_t after = b->next[r];
         b->tid[l] = rank;
@@ -245,7 +247,8 @@ static size_t window_commit(gk_bpe *b, const unsigned char *p, size_t w, uint32_
     size_t q = 0, keep = b->win_max / 4, k, at = 0;
     if (long_scratch(b)) return (size_t)-1;
     memset(b->mark, 0, w + 1);
-    if (mark_run(b, p, w, 0, b->wids) == (size_t)-1 || mark_run(b, p, w - 1, 1, b->wids) == (size_t)-1 ||
+    if (mark_run(b, p, w, 0, b->wids) == (size_t)-1 ||
+        mark_run(b, p, w - 1, 1, b->wids) == (size_t)-1 ||
         (k = mark_run(b, p, w - 131, 2, out)) == (size_t)-1)
         return (size_t)-1;
     for (size_t x = w - keep; x > 0 && !q; x--)

@@ -54,7 +54,8 @@ int gk_text_encoder_run(gk_text_encoder *t, const char *text, size_t len, int fl
     int32_t eot = gk_vocab_eot(t->v);
     if ((flags & GK_ENCODE_EOT_FIRST) && eot >= 0) rc = push((uint32_t)eot, ids, n, cap, e);
     if (rc == 0 && t->bpe)
-        rc = gk_bpe_encode(t->bpe, t->clean, clean_len, !!(flags & GK_ENCODE_SPECIAL), ids, n, cap, e);
+        rc = gk_bpe_encode(t->bpe, t->clean, clean_len, !!(flags & GK_ENCODE_SPECIAL), ids, n, cap,
+                           e);
     else if (rc == 0)
         rc = gk_char_encode(t->v, t->clean, clean_len, ids, n, cap, e);
     return rc;

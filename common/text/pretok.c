@@ -5,7 +5,9 @@
 #include <pcre2.h>
 #include <stdlib.h>
 
-#define WS "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define WS     \
+    "\\t-\\r " \
+    "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 static const char pattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+"
                               "|[" WS "]+(?![^" WS "])|[" WS "]+";
 
@@ -57,8 +59,9 @@ void gk_pretok_free(gk_pretok *p)
 
 size_t gk_pretok_regex(gk_pretok *p, const char *s, size_t len, size_t i, gk_err *e)
 {
-    int rc = p->jit ? pcre2_jit_match(p->code, (PCRE2_SPTR)s, len, i, PCRE2_NO_UTF_CHECK, p->md, p->mctx)
-                    : pcre2_match(p->code, (PCRE2_SPTR)s, len, i, PCRE2_NO_UTF_CHECK, p->md, p->mctx);
+    int rc =
+        p->jit ? pcre2_jit_match(p->code, (PCRE2_SPTR)s, len, i, PCRE2_NO_UTF_CHECK, p->md, p->mctx)
+               : pcre2_match(p->code, (PCRE2_SPTR)s, len, i, PCRE2_NO_UTF_CHECK, p->md, p->mctx);
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->md);
     if (rc < 0 || ov[0] != i || ov[1] <= i) {
         PCRE2_UCHAR msg[256] = "no match at the position";
@@ -102,7 +105,8 @@ static size_t ascii_piece(const unsigned char *u, size_t len, size_t i)
         if (u[i] == '\'' && i + 1 < len) { /* 's 't 're 've 'm 'll 'd come first */
             unsigned char a = u[i + 1], b = i + 2 < len ? u[i + 2] : 0;
             if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
-            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+                return i + 3;
         }
         return run(u, len, i + 1, O);
     }

@@ -298,7 +298,8 @@ int gk_char_encode(const gk_vocab *v, const char *text, size_t len, uint32_t **i
                    size_t *cap, gk_err *e)
 {
     if (v->type != GK_VOCAB_CHAR) return gk_errf(e, GK_EUSAGE, "char encode: not a char vocab");
-    if (gk_ids_reserve(ids, cap, *n + len)) return gk_errf(e, GK_ENOMEM, "char encode: out of memory");
+    if (gk_ids_reserve(ids, cap, *n + len))
+        return gk_errf(e, GK_ENOMEM, "char encode: out of memory");
     const unsigned char *u = (const unsigned char *)text;
     uint32_t *o = *ids + *n;
     for (size_t i = 0; i < len;) {

@@ -99,7 +99,8 @@ static int merge_line(const gk_vocab *v, const int inv[324], const char *path, s
         return gk_errf(e, GK_EFORMAT, "%s:%zu: expected two tokens \"A B\", got \"%.*s\"", path,
                        lineno, (int)(len < SHOW ? len : SHOW), s);
     size_t la = (size_t)(sp - s);
-    long a = decode_key(inv, s, la, buf), b = decode_key(inv, sp + 1, len - la - 1, buf + (a > 0 ? a : 0));
+    long a = decode_key(inv, s, la, buf),
+         b = decode_key(inv, sp + 1, len - la - 1, buf + (a > 0 ? a : 0));
     if (a <= 0 || b <= 0)
         return gk_errf(e, GK_EFORMAT, "%s:%zu: \"%.*s\" has a character outside GPT-2's byte "
                        "alphabet", path, lineno, (int)(len < SHOW ? len : SHOW), s);
@@ -154,8 +155,9 @@ int gk_vocab_parse_bpe(gk_vocab **out, const char *json, size_t jlen, const char
     gk_vocab *v = gk_vocab_alloc(GK_VOCAB_BPE);
     gk_vbuild b = {0};
     uint32_t gap = 0;
-    int rc = !v || gk_vbuild_init(&b, (uint32_t)n) ? gk_errf(e, GK_ENOMEM, "%s: out of memory", jname)
-                                                   : read_encoder(v, &b, root, jname, e);
+    int rc = !v || gk_vbuild_init(&b, (uint32_t)n)
+                 ? gk_errf(e, GK_ENOMEM, "%s: out of memory", jname)
+                 : read_encoder(v, &b, root, jname, e);
     json_decref(root);
     if (!rc && !has_eot) {
         v->eot = (int32_t)(n - 1);
@@ -345,7 +347,8 @@ static long b64decode(const char *s, size_t n, unsigned char *out)
             v[k] = c == '=' && i + 4 == n && k >= 2 ? (pad++, 0) : b64val(c);
             if (v[k] < 0 || (pad && c != '=')) return -1;
         }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         out[o++] = (unsigned char)(w >> 16);
         if (pad < 2) out[o++] = (unsigned char)(w >> 8);
         if (pad < 1) out[o++] = (unsigned char)w;
@@ -365,9 +368,10 @@ static int tiktoken_line(gk_vbuild *b, const char *path, size_t lineno, const ch
     errno = 0;
     unsigned long long r = strtoull(sp + 1, &endp, 10);
     if (errno || endp != s + len || sp[1] < '0' || sp[1] > '9' || r >= b->n - 1)
-        return gk_errf(e, GK_EFORMAT, "%s:%zu: rank \"%.*s\" is not in 0..%u (ranks must be "
-                       "0..N-1 without gaps)", path, lineno, (int)(s + len - sp - 1 < 20 ? s + len - sp - 1 : 20),
-                       sp + 1, b->n - 2);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s:%zu: rank \"%.*s\" is not in 0..%u (ranks must be 0..N-1 without gaps)",
+                       path, lineno, (int)(s + len - sp - 1 < 20 ? s + len - sp - 1 : 20), sp + 1,
+                       b->n - 2);
     int rc = gk_vbuild_put(b, (uint32_t)r, buf, (size_t)bl);
     if (rc == GK_ENOMEM) return gk_errf(e, rc, "%s: out of memory", path);
     if (rc) return gk_errf(e, rc, "%s:%zu: rank %llu used twice", path, lineno, r);
@@ -399,7 +403,8 @@ int gk_vocab_load_tiktoken(gk_vocab **out, const char *path, gk_err *e)
     uint32_t gap;
     if (!rc && toks == 0) rc = gk_errf(e, GK_EFORMAT, "%s: no tokens", path);
     if (!rc && (rc = gk_vbuild_put(&b, (uint32_t)toks, GK_EOT_TEXT, strlen(GK_EOT_TEXT))) != 0)
-        rc = gk_errf(e, rc, "%s: rank %zu out of range (ranks must be 0..%zu)", path, toks, toks - 1);
+        rc = gk_errf(e, rc, "%s: rank %zu out of range (ranks must be 0..%zu)", path, toks,
+                     toks - 1);
     if (!rc && (rc = gk_vbuild_finish(&b, v, &gap)) != 0)
         rc = rc == GK_ENOMEM ? gk_errf(e, rc, "%s: out of memory", path)
                              : gk_errf(e, rc, "%s: rank %u missing (ranks must be 0..%zu)", path,

@@ -17,7 +17,8 @@ int gk_vocab_to_json(const gk_vocab *v, char **out, size_t *len, gk_err *e)
 {
     *out = NULL;
     *len = 0;
-    return v->type == GK_VOCAB_CHAR ? gk_vocab_chars_json(v, out, len, e) : gk_vocab_bpe_json(v, out, len, e);
+    return v->type == GK_VOCAB_CHAR ? gk_vocab_chars_json(v, out, len, e)
+                                    : gk_vocab_bpe_json(v, out, len, e);
 }
 
 /* ---------------------------------------------------------------- loading and finding */
@@ -76,8 +77,9 @@ int gk_vocab_load_mem(gk_vocab **out, const char *vocab_json, size_t vocab_len, 
     while (i < vocab_len && memchr(" \t\r\n", vocab_json[i], 4)) i++;
     char c = i < vocab_len ? vocab_json[i] : '\0';
     if (c == '[' && merges && merges_len)
-        return gk_errf(e, GK_EFORMAT, "%s: a char vocab (JSON array) takes no merges (got %zu bytes)",
-                       origin, merges_len);
+        return gk_errf(e, GK_EFORMAT,
+                       "%s: a char vocab (JSON array) takes no merges (got %zu bytes)", origin,
+                       merges_len);
     if (c == '[') return gk_vocab_parse_chars(out, vocab_json, vocab_len, origin, e);
     if (c != '{')
         return gk_errf(e, GK_EFORMAT, "%s: not a vocab: expected a JSON object (BPE token -> id) "
@@ -115,7 +117,8 @@ static int find_hf(char *out, size_t cap, gk_err *e)
     char base[4096], dir[4600], ref[128] = "";
     const char *hf = search_hf_home, *home = search_home;
     if (hf && *hf) snprintf(base, sizeof base, "%s/hub/models--gpt2", hf);
-    else if (home && *home) snprintf(base, sizeof base, "%s/.cache/huggingface/hub/models--gpt2", home);
+    else if (home && *home)
+        snprintf(base, sizeof base, "%s/.cache/huggingface/hub/models--gpt2", home);
     else return 1;
     snprintf(dir, sizeof dir, "%s/refs/main", base);
     FILE *f = fopen(dir, "r");

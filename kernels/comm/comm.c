@@ -13,7 +13,8 @@ int gk_comm_open(gk_backend *be, gk_store *store, int rank, int world, double ti
     if (!be->ops->comm_open)
         return gk_errf(e, GK_EUSAGE, "%s: this backend has no collectives across processes",
                        be->ops->name);
-    gk_comm_boot b = {store, gk_store_set, gk_store_get, gk_store_add, rank, world, timeout_s, ifname};
+    gk_comm_boot b = {store, gk_store_set, gk_store_get, gk_store_add, rank, world, timeout_s,
+                      ifname};
     return be->ops->comm_open(be, &b, out, e);
 }
 

@@ -90,15 +90,16 @@ int gk_comm_gloo_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_e
 int gk_comm_open_single(gk_comm **out, gk_err *e);
 /* Gloo over TCP, bootstrapped through the store (keys "gloo/N/..."; one store can bootstrap
  * several comms in turn); collectives give up after timeout_s seconds. The device listens on the
- * interface ifname names (its first, if a list: a tool's GLOO_SOCKET_IFNAME; NULL or ""), else on the address this host reaches
- * the store from (gk_store_local_host), so MASTER_ADDR must be an address rank 0 itself connects
- * to as the others do (not 127.0.0.1 on a job of several hosts). A failed collective names who
- * caused it: "allreduce: rank 1 is gone: Connection closed by peer [10.0.0.2]:41234" (at once
- * when a rank dies, even for a send Gloo had queued: gloo_mesh.h), "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv
- * operation to complete" (a rank that hangs: after the timeout and 2 s more), "allreduce: rank 0
- * (the store at 10.0.0.1:29500) is gone: ...". Gloo writes to sockets without MSG_NOSIGNAL, so
- * opening sets SIGPIPE to SIG_IGN for the process when it has its default action. The store
- * must outlive the comm and is used by it only from the thread that calls the collectives. */
+ * interface ifname names (its first, if a list: a tool's GLOO_SOCKET_IFNAME; NULL or ""), else on
+ * the address this host reaches the store from (gk_store_local_host), so MASTER_ADDR must be an
+ * address rank 0 itself connects to as the others do (not 127.0.0.1 on a job of several hosts). A
+ * failed collective names who caused it: "allreduce: rank 1 is gone: Connection closed by peer
+ * [10.0.0.2]:41234" (at once when a rank dies, even for a send Gloo had queued: gloo_mesh.h),
+ * "allreduce: rank 1 is not responding: Timed out waiting 300000ms for recv operation to complete"
+ * (a rank that hangs: after the timeout and 2 s more), "allreduce: rank 0 (the store at
+ * 10.0.0.1:29500) is gone: ...". Gloo writes to sockets without MSG_NOSIGNAL, so opening sets
+ * SIGPIPE to SIG_IGN for the process when it has its default action. The store must outlive the
+ * comm and is used by it only from the thread that calls the collectives. */
 int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world, double timeout_s,
                       const char *ifname, gk_err *e);
 /* From now on, once *flag is set (by the tool's SIGTERM/SIGINT handler), a collective in which

@@ -1,8 +1,9 @@
 /* comm_gloo.cc: the Gloo comm (comm.h): collectives over TCP among CPU ranks, bootstrapped
  * through the rendezvous store (store.h).
  * The device binds to the interface ifname names (the tool's GLOO_SOCKET_IFNAME; the first, if it
- * lists several, as PyTorch's), else to the address this host reaches the store from (gk_store_local_host: the
- * interface that routes to rank 0, which is 127.0.0.1 when every rank is on one host).
+ * lists several, as PyTorch's), else to the address this host reaches the store from
+ * (gk_store_local_host: the interface that routes to rank 0, which is 127.0.0.1 when every rank is
+ * on one host).
  * Each open takes fresh store keys ("gloo/N/...", N counted per rank), so a store can bootstrap
  * several comms one after another. Collectives run with increasing tags, the same on every rank
  * as long as every rank calls the same collectives in the same order (comm.h's contract).

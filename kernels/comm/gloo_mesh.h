@@ -77,7 +77,8 @@ class MeshContext : public gloo::Context {
     MeshContext(int rank, int size, Watch *w) : gloo::Context(rank, size), watch_(w) {}
     /* Connects to every other rank, exchanging addresses through store (keys "R": rank R's
      * addresses, as Gloo's connectFullMesh); throws on failure. dev: a TCP device. */
-    void connect(gloo::rendezvous::Store &store, const std::shared_ptr<gloo::transport::Device> &dev);
+    void connect(gloo::rendezvous::Store &store,
+                 const std::shared_ptr<gloo::transport::Device> &dev);
     /* Fails every pair with why (their peers see them closed). */
     void fail_all(const std::string &why);
 

@@ -132,7 +132,8 @@ static int call(gk_store *s, int op, const field *f, int nf, double span, int ma
 }
 
 /* The reply's first field, which must be n bytes (n 0: any length, *len gets it). */
-static const uint8_t *answer(gk_store *s, const gk_store_buf *reply, size_t n, size_t *len, gk_err *e)
+static const uint8_t *answer(gk_store *s, const gk_store_buf *reply, size_t n, size_t *len,
+                             gk_err *e)
 {
     gk_store_rd r = {reply->p + 1, reply->n - 1};
     const uint8_t *p;
@@ -318,7 +319,8 @@ int64_t gk_store_refusals(gk_store *s, char *last, size_t cap, gk_err *e)
         last[0] = '\0';
     void *val = NULL;
     size_t n = 0;
-    if (rc == 0 && count > 0 && cap && (rc = gk_store_get(s, GK_STORE_REFUSED_LAST, &val, &n, e)) == 0)
+    if (rc == 0 && count > 0 && cap &&
+        (rc = gk_store_get(s, GK_STORE_REFUSED_LAST, &val, &n, e)) == 0)
         snprintf(last, cap, "%.*s", (int)n, (const char *)val);
     free(val);
     return rc < 0 ? rc : count;
@@ -414,7 +416,8 @@ static int stopped(const gk_store *s, gk_err *e)
 }
 
 /* Connects and says HELLO, retrying until the timeout (rank 0 may start after the others, and a
- * store short of descriptors may drop a connection): an answer, a refusal or the timeout ends it. */
+ * store short of descriptors may drop a connection): an answer, a refusal or the timeout ends
+ * it. */
 static int client_connect(gk_store *s, gk_err *e)
 {
     double deadline = gk_store_now() + s->timeout_s;
@@ -491,7 +494,10 @@ int gk_store_open(gk_store **out, const char *host, int port, int serve, int ran
     return gk_store_open_opts(out, host, port, rank, &o, e);
 }
 
-const char *gk_store_bound(const gk_store *s) { return s->srv ? gk_store_server_bound(s->srv) : NULL; }
+const char *gk_store_bound(const gk_store *s)
+{
+    return s->srv ? gk_store_server_bound(s->srv) : NULL;
+}
 
 int gk_store_port(const gk_store *s) { return s->port; }
 

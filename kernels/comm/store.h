@@ -1,9 +1,10 @@
 /* store.h: the rendezvous store: a small TCP key-value store (torch's TCPStore in spirit).
  * Rank 0 hosts it (a server thread inside its process, listening where gk_store_opts says);
  * every rank, rank 0 included, talks to it as a client over one connection, after a HELLO that
- * carries the job's token (the server refuses a wrong one, and a second connection of a rank). It bootstraps Gloo,
- * carries NCCL's unique id and the run's agreements (which checkpoint to resume), and knows which
- * ranks are still connected, so that a failed collective can name the rank that is gone.
+ * carries the job's token (the server refuses a wrong one, and a second connection of a rank). It
+ * bootstraps Gloo, carries NCCL's unique id and the run's agreements (which checkpoint to resume),
+ * and knows which ranks are still connected, so that a failed collective can name the rank that is
+ * gone.
  * Owns: the client connection, and on rank 0 the server thread and its keys. Lifetime: open ..
  * close. Thread safety: one thread per gk_store (the server thread is internal). */
 #ifndef GK_STORE_H
@@ -24,13 +25,15 @@ typedef struct gk_store gk_store;
 typedef struct gk_store_opts {
     int serve;          /* 1 (rank 0): start the server first */
     int world;          /* the job's ranks: the server refuses others and bounds what the job may
-                         * hold by it (store_wire.h: values, keys, bytes, connections); 0: unknown */
+                         * hold by it (store_wire.h: values, keys, bytes, connections); 0:
+                         * unknown */
     int local;          /* 1: every rank is on this machine: a loopback host is listened on */
     const char *token;  /* the job's token (NULL or "": none): the server refuses a client that
                          * does not present it; the client presents it */
     const char *token_name; /* named in the refusal's message ("GPT_DIST_TOKEN"), or NULL */
     double timeout_s;   /* connecting, and every later wait */
-    const volatile sig_atomic_t *stop; /* set (by a signal handler): connecting gives up (GK_EINTR); or NULL */
+    const volatile sig_atomic_t *stop; /* set (by a signal handler): connecting
+                                        * gives up (GK_EINTR); or NULL */
 } gk_store_opts;
 
 /* Connects to host:port as rank `rank`, retrying until timeout_s seconds have passed; serve = 1

@@ -16,7 +16,8 @@ void gk_store_limits_for(gk_store_limits *l, int world)
     l->value = ((size_t)64 << 10) + 256 * w;
     l->keys = 64 + 16 * w;
     l->bytes = ((size_t)1 << 20) + 512 * w * w;
-    l->frame = l->value + (MAX_KEY + 8) * (w + 8) + 1024; /* a value, or a WAIT for every rank's key */
+    /* a value, or a WAIT for every rank's key */
+    l->frame = l->value + (MAX_KEY + 8) * (w + 8) + 1024;
     l->pending = 8 + (int)(w < 4096 ? w : 4096);
     if (l->value > MAX_VALUE)
         l->value = MAX_VALUE;
@@ -221,7 +222,8 @@ static void note_refusal(server *sv, const conn *c, const char *text)
     int n = snprintf(line, sizeof line, "%lld", sv->refused);
     kv_put(sv, GK_STORE_REFUSED, line, (size_t)n, why, sizeof why);
     n = snprintf(line, sizeof line, "%s: %s", c->peer, text);
-    kv_put(sv, GK_STORE_REFUSED_LAST, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1, why, sizeof why);
+    kv_put(sv, GK_STORE_REFUSED_LAST, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1, why,
+           sizeof why);
 }
 
 void gk_store_refuse(server *sv, conn *c, int reason, const char *text)
@@ -267,7 +269,8 @@ static int serve_hello(server *sv, conn *c, gk_store_rd *r)
         return -1;
     if (r->n && gk_store_rd_u64(r, &version))
         return -1;
-    if (version != VERSION || gk_store_rd_field(r, &token, &n) || gk_store_rd_u64(r, &pid) || r->n) {
+    if (version != VERSION || gk_store_rd_field(r, &token, &n) || gk_store_rd_u64(r, &pid) ||
+        r->n) {
         snprintf(why, sizeof why, "the store speaks protocol %d, this client %llu", VERSION,
                  (unsigned long long)version);
         return gk_store_refuse(sv, c, RF_VERSION, why), 1;

@@ -1,5 +1,6 @@
 /* store_server.c: the rendezvous store's server thread (store_wire.h): one thread polling the
- * listening socket, a wake pipe (gk_store_server_stop) and every client connection, all non-blocking;
+ * listening socket, a wake pipe (gk_store_server_stop) and every client connection, all
+ * non-blocking;
  * store_serve.c answers the requests. It alone touches the keys and connections, so it takes no
  * lock. A connection may hold one request and its reply at a time, of the job's size
  * (gk_store_limits); one that has not said HELLO within HELLO_S is dropped, and the oldest of those
@@ -224,8 +225,9 @@ static int poll_all(server *sv, struct pollfd *pf)
     pf[0] = (struct pollfd){sv->wake[0], POLLIN, 0};
     pf[1] = (struct pollfd){listening ? sv->lfd : -1, POLLIN, 0};
     for (int i = 0; i < nc; i++)
-        pf[i + 2] = (struct pollfd){sv->c[i]->fd,
-                                    (sv->c[i]->closing ? 0 : POLLIN) | (sv->c[i]->out.n ? POLLOUT : 0), 0};
+        pf[i + 2] =
+            (struct pollfd){sv->c[i]->fd,
+                            (sv->c[i]->closing ? 0 : POLLIN) | (sv->c[i]->out.n ? POLLOUT : 0), 0};
     return poll(pf, nc + 2, next_timeout(sv)) < 0 && errno != EINTR ? -1 : 0;
 }
 
@@ -285,7 +287,8 @@ static int is_loopback(const struct sockaddr *a)
 {
     if (a->sa_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
-    return a->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+    return a->sa_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
 }
 
 /* Listens at address a: 0, or errno (EADDRNOTAVAIL: not an address of this machine). */

@@ -121,7 +121,8 @@ GK_CLONES static void block_rank(float *restrict x, int ldx, const float *restri
                 r[i] += ((c0 * a0[i] + c1 * a1[i]) + c2 * a2[i]) + c3 * a3[i];
         } else {
 #pragma omp simd
-            for (int i = 0; i < hs; i++) r[i] = ((c0 * a0[i] + c1 * a1[i]) + c2 * a2[i]) + c3 * a3[i];
+            for (int i = 0; i < hs; i++)
+                r[i] = ((c0 * a0[i] + c1 * a1[i]) + c2 * a2[i]) + c3 * a3[i];
         }
     }
 }

@@ -43,7 +43,8 @@ static int cpu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
     if (att > need) need = att;
     if (panels > need) need = panels;
     if (scratch_grow(c, need))
-        return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory for %zu floats of scratch", need);
+        return gk_errf(err, GK_ENOMEM, "cpu backend: out of memory for %zu floats of scratch",
+                       need);
     return 0;
 }
 
@@ -82,7 +83,8 @@ const float gk_vexpf_lim[2] = {-87.3f, 88.3f}; /* cpu_internal.h says why it liv
 
 static const gk_ops cpu_ops = { /* by gk_ops's groups (backend.h) */
     .name = "cpu",
-    .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
+    .alloc = gk_host_alloc, .free = gk_host_free,
+    .to_device = gk_host_copy, .to_host = gk_host_copy,
     .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = cpu_reserve,
     .mem_info = gk_host_mem_info,
     .cast = gk_cpu_cast,
@@ -164,7 +166,8 @@ int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err)
     be->ops = &cpu_ops;
     be->act = GK_F32;
     be->impl = c;
-    snprintf(be->what, sizeof be->what, "cpu (%d thread%s)", c->nthreads, c->nthreads == 1 ? "" : "s");
+    snprintf(be->what, sizeof be->what, "cpu (%d thread%s)", c->nthreads,
+             c->nthreads == 1 ? "" : "s");
     gk_host_props(be, GK_KIND_CPU);
     be->destroy = cpu_destroy;
     *out = be;

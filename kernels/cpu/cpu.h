@@ -10,8 +10,8 @@
 int gk_cpu_create(gk_backend **out, int nthreads, gk_err *err);
 /* The instruction-set paths of the hand-written kernels (fp16 and int8 weights): 0 portable C, 1
  * AVX2 + FMA + F16C, 2 that and AVX-512 VNNI (int8 dot products). A backend takes the best its
- * machine runs; gk_cpu_isa says which, gk_cpu_set_isa picks another (tests, benchmarks): 0, or GK_EUSAGE (be unchanged) when the machine cannot run
- * it or be is not a cpu backend. */
+ * machine runs; gk_cpu_isa says which, gk_cpu_set_isa picks another (tests, benchmarks): 0, or
+ * GK_EUSAGE (be unchanged) when the machine cannot run it or be is not a cpu backend. */
 int gk_cpu_isa(const gk_backend *be);
 int gk_cpu_set_isa(gk_backend *be, int isa, gk_err *err);
 const char *gk_cpu_isa_name(int isa);

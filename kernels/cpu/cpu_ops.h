@@ -27,7 +27,8 @@ void gk_cpu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, 
 
 /* encoder.c (16-bit and Q8_0 tables: matmul.h) */
 void gk_cpu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
-                        const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key);
+                        const float *wpe, const int *t0, int B, int T, int C, float p,
+                        uint64_t key);
 void gk_cpu_encoder_bwd(gk_backend *be, float *dwte, float *dwpe, const void *dout,
                         const int *tokens, int B, int T, int C, float p, uint64_t key);
 

@@ -23,7 +23,8 @@ void gk_cpu_bias_add(gk_backend *be, float *x, const float *bias, int N, int C)
 }
 
 /* Column sums of rows [r0,r1) of a (N,C) into acc (C) (=), in row order. */
-GK_CLONES static void colsum_rows(float *restrict acc, const float *restrict a, int r0, int r1, int C)
+GK_CLONES static void colsum_rows(float *restrict acc, const float *restrict a, int r0, int r1,
+                                  int C)
 {
     for (int j = 0; j < C; j++) acc[j] = 0.0f;
     for (int i = r0; i < r1; i++) {

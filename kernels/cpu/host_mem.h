@@ -1,5 +1,6 @@
 /* host_mem.h: the memory slots of the backends whose "device" is host memory (cpu and ref), and
- * the KV-cache store their attention_fwd_at shares. Owns nothing: allocations belong to the caller (free with gk_host_free). Thread-safe. */
+ * the KV-cache store their attention_fwd_at shares. Owns nothing: allocations belong to the
+ * caller (free with gk_host_free). Thread-safe. */
 #ifndef GK_HOST_MEM_H
 #define GK_HOST_MEM_H
 

@@ -10,8 +10,9 @@
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/rng.h"
 
-GK_CLONES static void ln_fwd_row(float *restrict o, float *mean, float *rstd, const float *restrict x,
-                                 const float *restrict w, const float *restrict b, int C)
+GK_CLONES static void ln_fwd_row(float *restrict o, float *mean, float *rstd,
+                                 const float *restrict x, const float *restrict w,
+                                 const float *restrict b, int C)
 {
     float lm[CPU_LANES] = {0}, lv[CPU_LANES] = {0};
     int C16 = C / CPU_LANES * CPU_LANES;

@@ -64,8 +64,9 @@ static void sgemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alp
     }
 }
 
-/* backend.h's gemm: fp32 activations with fp32 (sgemm), bf16 (matmul_bf16.c), fp16 (matmul_f16.c) or
- * int8 weights (matmul_q8.c), then the epilogue in one more pass over C (bias; or bias + GELU). */
+/* backend.h's gemm: fp32 activations with fp32 (sgemm), bf16 (matmul_bf16.c), fp16 (matmul_f16.c)
+ * or int8 weights (matmul_q8.c), then the epilogue in one more pass over C (bias; or bias +
+ * GELU). */
 void gk_cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                  const void *A, gk_elt tA, int lda, const void *B, gk_elt tB, int ldb,
                  float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre_gelu)
@@ -139,7 +140,8 @@ GK_CLONES static void sum_parts(float *restrict Cm, int ldc, const float *restri
 }
 
 int gk_cpu_rows_ksplit(gk_backend *be, gk_cpu_part_fn part, int M, int N, int K, float alpha,
-                       const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc)
+                       const float *A, int lda, const void *B, int ldb, float beta, float *C,
+                       int ldc)
 {
     float *acc = cpu_scratch(be, (size_t)CPU_ROWS_PARTS * M * N);
     if (!acc) return 0;
@@ -148,7 +150,8 @@ int gk_cpu_rows_ksplit(gk_backend *be, gk_cpu_part_fn part, int M, int N, int K,
     {
 #pragma omp for schedule(static)
         for (int p = 0; p < CPU_ROWS_PARTS; p++)
-            part(acc + (size_t)p * M * N, A, lda, B, ldb, M, N, (int)((int64_t)K * p / CPU_ROWS_PARTS),
+            part(acc + (size_t)p * M * N, A, lda, B, ldb, M, N,
+                 (int)((int64_t)K * p / CPU_ROWS_PARTS),
                  (int)((int64_t)K * (p + 1) / CPU_ROWS_PARTS));
 #pragma omp for schedule(static)
         for (int t = 0; t < nt; t++) {
@@ -197,7 +200,8 @@ int gk_cpu_rows_slabs(gk_backend *be, int N)
 }
 
 int gk_cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                     int ldc)
 {
     if (ta || M > CPU_GEMM_ROWS_MAX) return 0;
     if (alpha == 0.0f) return 0;
@@ -240,7 +244,8 @@ void gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha
     }
 }
 
-/* gk_cpu_gemm_panels' widen for 16-bit weights (arg: the gk_cpu_kern16): tb, w rows of K from row j0;
+/* gk_cpu_gemm_panels' widen for 16-bit weights (arg: the gk_cpu_kern16): tb, w rows of K from row
+ * j0;
  * else K rows of w from column j0 */
 static void widen16_panel(float *panel, const void *Bv, int ldb, int tb, int K, int j0, int w,
                           const void *arg)
@@ -268,7 +273,8 @@ static void rows16_nn_slow(gk_elt t, int M, int j0, int j1, int K, float alpha, 
 }
 
 void gk_cpu_gemm16(gk_backend *be, const gk_cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
-                   const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+                   const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                   int ldc)
 {
     if (alpha == 0.0f) {
         gk_cpu_scale_c(M, N, beta, C, ldc);

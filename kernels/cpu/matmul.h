@@ -20,7 +20,8 @@ void gk_cpu_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alph
  * not one it takes (the caller then runs sgemm). */
 #define CPU_GEMM_ROWS_MAX 8
 int gk_cpu_gemm_rows(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+                     const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                     int ldc);
 /* Column slabs of a few-row gemm over N columns (any cut gives the same results). */
 int gk_cpu_rows_slabs(gk_backend *be, int N);
 /* A few-row gemm with untransposed weights, C (M,N) = alpha A (M,K) @ B (K,N) + beta C: K is cut
@@ -31,7 +32,8 @@ int gk_cpu_rows_slabs(gk_backend *be, int N);
 typedef void (*gk_cpu_part_fn)(float *acc, const float *A, int lda, const void *B, int ldb, int M,
                                int N, int k0, int k1);
 int gk_cpu_rows_ksplit(gk_backend *be, gk_cpu_part_fn part, int M, int N, int K, float alpha,
-                       const float *A, int lda, const void *B, int ldb, float beta, float *C, int ldc);
+                       const float *A, int lda, const void *B, int ldb, float beta, float *C,
+                       int ldc);
 /* C = beta C (alpha 0, as BLAS: C is not read where beta is 0). */
 void gk_cpu_scale_c(int M, int N, float beta, float *C, int ldc);
 /* A gemm with narrow weights for more rows, C (M,N) = alpha A (M,K) @ op(B) + beta C: panels of
@@ -48,7 +50,8 @@ void gk_cpu_gemm_panels(gk_backend *be, int tb, int M, int N, int K, float alpha
 /* The kernels of one path of a gemm with 16-bit weights (gk_cpu_gemm16). */
 typedef struct gk_cpu_kern16 {
     gk_elt t;            /* GK_BF16 or GK_F16: the element type (the few-row slow path) */
-    gk_cpu_part_fn part_nn; /* few rows, !tb: acc = A (M, k0..k1) @ B (k0..k1, N) (gk_cpu_rows_ksplit) */
+    gk_cpu_part_fn part_nn; /* few rows, !tb: acc = A (M, k0..k1) @
+                             * B (k0..k1, N) (gk_cpu_rows_ksplit) */
     /* few rows, tb: C (M, j0..j1) = alpha A (M,K) @ B^T + beta C, B (N,K) rows at stride ldb */
     void (*rows_nt)(float *C, int ldc, const float *A, int lda, const uint16_t *B, int ldb, int M,
                     int K, int j0, int j1, float alpha, float beta);
@@ -58,7 +61,8 @@ typedef struct gk_cpu_kern16 {
  * for tb, through k: a few rows (decoding) stream the weights once (k's part_nn over the K split,
  * or rows_nt over column slabs), more rows widen panels (gk_cpu_gemm_panels). */
 void gk_cpu_gemm16(gk_backend *be, const gk_cpu_kern16 *k, int tb, int M, int N, int K, float alpha,
-                   const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
+                   const float *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                   int ldc);
 
 /* matmul_bf16.c */
 /* gemm_bf16 with more than CPU_GEMM_ROWS_MAX rows widens panels of this many weight columns

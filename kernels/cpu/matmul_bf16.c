@@ -4,7 +4,8 @@
  * the bytes of the fp32 path. More rows (prompts, gpt-evalppl windows) widen panels of
  * CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm on each. Panels and slabs
  * are cut by shape, never by thread count: results do not depend on it. The driver is
- * matmul.c's gk_cpu_gemm16; this file owns the bf16 kernels it runs. References: kernels/ref/matmul.c. */
+ * matmul.c's gk_cpu_gemm16; this file owns the bf16 kernels it runs. References:
+ * kernels/ref/matmul.c. */
 #include "kernels/cpu/matmul.h"
 
 #include <omp.h>

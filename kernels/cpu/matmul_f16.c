@@ -1,12 +1,14 @@
 /* matmul_f16.c: the CPU backend's fp16-weight ops (gemm_f16, encoder_fwd_f16; see backend.h), laid
- * out as matmul_bf16.c's: a few rows (decoding) stream the weights once and widen them in registers,
- * more rows widen panels of CPU_BF16_PANEL weight columns into per-thread scratch and run sgemm.
+ * out as matmul_bf16.c's: a few rows (decoding) stream the weights once and widen them in
+ * registers, more rows widen panels of CPU_BF16_PANEL weight columns into per-thread scratch and
+ * run sgemm.
  * Each step has two paths, picked per backend by gk_cpu_impl.isa (CPUID at create): portable C
  * (the bit conversion of bf16.h), and AVX2 + FMA + F16C (vcvtph2ps, 8 halves at a time, fused
  * multiply-adds). The paths round differently (FMA, lane order) and each is checked against the
  * reference (tests/unit/test_infer_f16.c). Slabs and parts are cut by shape, never by thread
  * count: results do not depend on it. The driver is matmul.c's gk_cpu_gemm16; this file owns
- * each path's kernels (a gk_cpu_kern16). References: kernels/ref/matmul.c (gk_elt_get of GK_F16). */
+ * each path's kernels (a gk_cpu_kern16). References: kernels/ref/matmul.c (gk_elt_get of
+ * GK_F16). */
 #include "kernels/cpu/matmul.h"
 
 #include <math.h>

@@ -7,8 +7,9 @@
  * pair saturates), and AVX-512 VNNI (vpdpbusd: the same products, summed in one instruction).
  * Longer batches (prompts, gpt-evalppl) widen panels of weights into fp32 and run sgemm, with
  * the activations exact. Slabs are cut by shape, never by thread count.
- * References: kernels/ref/matmul.c (gk_elt_get of GK_Q8, activations exact); tests/unit/test_infer_q8.c also
- * checks each path against a scalar version of these quantized products. */
+ * References: kernels/ref/matmul.c (gk_elt_get of GK_Q8, activations exact);
+ * tests/unit/test_infer_q8.c also checks each path against a scalar version of these quantized
+ * products. */
 #include "kernels/cpu/matmul.h"
 
 #include <math.h>
@@ -105,8 +106,8 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
  * stream, which the hardware prefetcher follows at the memory's speed: four rows interleaved
  * (816-byte streams that each stop after 24 blocks), with or without software prefetch, read
  * several times slower (tests/bench/cpu-results.md). */
-#define Q8_ROWS(NAME, ATTR, DOT32)                                                                 \
-    static inline ATTR __m256 NAME##_blk(const uint8_t *blk, const gk_cpu_q8_act *x, __m256 s)      \
+#define Q8_ROWS(NAME, ATTR, DOT32)                                                                \
+    static inline ATTR __m256 NAME##_blk(const uint8_t *blk, const gk_cpu_q8_act *x, __m256 s)    \
     {                                                                                             \
         uint16_t h;                                                                               \
         memcpy(&h, blk, 2);                                                                       \
@@ -115,7 +116,7 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
         __m256i xq = _mm256_loadu_si256((const __m256i *)x->q);                                   \
         return _mm256_fmadd_ps(d, DOT32(wq, xq), s);                                              \
     }                                                                                             \
-    static ATTR void NAME(float *restrict Cm, int ldc, const gk_cpu_q8_act *restrict a, int kb_n,    \
+    static ATTR void NAME(float *restrict Cm, int ldc, const gk_cpu_q8_act *restrict a, int kb_n, \
                           const uint8_t *restrict B, int M, int j0, int j1, float alpha,          \
                           float beta)                                                             \
     {                                                                                             \
@@ -123,7 +124,7 @@ static inline AVX2_FN __m256 dot32(__m256i w, __m256i x)
         for (int j = j0; j < j1; j++) {                                                           \
             const uint8_t *w = B + (size_t)j * rb;                                                \
             for (int r = 0; r < M; r++) {                                                         \
-                const gk_cpu_q8_act *x = a + (size_t)r * kb_n;                                       \
+                const gk_cpu_q8_act *x = a + (size_t)r * kb_n;                                    \
                 __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                        \
                 int b = 0;                                                                        \
                 for (; b + 2 <= kb_n; b += 2) {                                                   \
@@ -170,7 +171,8 @@ static void widen_row(float *restrict dst, const uint8_t *restrict row, int K)
     for (int b = 0; b < K / GK_Q8_BLOCK; b++) {
         const uint8_t *blk = row + (size_t)b * GK_Q8_BLOCK_BYTES;
         float d = wscale(blk);
-        for (int i = 0; i < GK_Q8_BLOCK; i++) dst[b * GK_Q8_BLOCK + i] = d * (float)(int8_t)blk[2 + i];
+        for (int i = 0; i < GK_Q8_BLOCK; i++)
+            dst[b * GK_Q8_BLOCK + i] = d * (float)(int8_t)blk[2 + i];
     }
 }
 

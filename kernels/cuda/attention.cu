@@ -10,7 +10,8 @@
  * path, flash takes the wmma flash kernels (attention_flash.cu) wherever they apply (bf16, head
  * sizes 16, 32, 64, 128, 16-byte aligned buffers), and auto, fa2 (and cudnn's hand-backs) take
  * the FlashAttention-2 kernels where flash applies: attention_fa2.cu's forward (mma.sync, the
- * softmax in registers) and attention_fa2_bwd.cu's backward (faster than flash's: tests/bench/gpu-results.md).
+ * softmax in registers) and attention_fa2_bwd.cu's backward (faster than flash's:
+ * tests/bench/gpu-results.md).
  * Plain path: one block per (batch, head, query row) computes that row's scores into shared
  * memory (one warp per key), its softmax, and the weighted sum of values; the backward runs one
  * block per query row (D = sum P dP and dQ) then one block per key row (dK, dV), each output
@@ -64,7 +65,10 @@ __device__ void block_comb(O *out, const float *w, const E *x, size_t ld, int n,
     __syncthreads(); /* part is reused by the caller */
 }
 
-static __host__ __device__ size_t row_part_floats(int hs) { return (size_t)(hs > ROW_THREADS ? hs : ROW_THREADS); }
+static __host__ __device__ size_t row_part_floats(int hs)
+{
+    return (size_t)(hs > ROW_THREADS ? hs : ROW_THREADS);
+}
 
 /* ---- forward (also the KV-cache decode): one block per (query row i, head, batch) ---- */
 
@@ -232,10 +236,10 @@ static int decode_split(gk_backend *be, void *out, void *qkv, const void *fresh,
     float *part = (float *)cu_scratch(be, need, "attention_fwd_at");
     if (!part) return 1;
     CU_LAUNCH(be, attn_decode_part<E>, dim3((unsigned)nch, (unsigned)NH, (unsigned)(B * n)),
-              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), part, (E *)qkv, n == 1 ? (const E *)fresh : NULL,
-              Tc, t0, n, C, NH, nch);
-    CU_LAUNCH(be, attn_decode_merge<E>, dim3((unsigned)NH, (unsigned)(B * n)), hs < 128 ? 64 : 128, 0,
-              (E *)out, (const float *)part, C, NH, nch);
+              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), part, (E *)qkv,
+              n == 1 ? (const E *)fresh : NULL, Tc, t0, n, C, NH, nch);
+    CU_LAUNCH(be, attn_decode_merge<E>, dim3((unsigned)NH, (unsigned)(B * n)), hs < 128 ? 64 : 128,
+              0, (E *)out, (const float *)part, C, NH, nch);
     return 1;
 }
 
@@ -320,14 +324,20 @@ static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, 
                      const float *lse, int B, int T, int C, int NH, float p, uint64_t key)
 {
     int hs = C / NH;
-    size_t smem = sizeof(float) * (2 * (size_t)hs + 2 * (size_t)T + row_part_floats(hs) + ROW_WARPS);
+    size_t smem =
+        sizeof(float) * (2 * (size_t)hs + 2 * (size_t)T + row_part_floats(hs) + ROW_WARPS);
     if (smem > 48 * 1024) {
         if (smem > CU(be)->smem_optin) {
-            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda attention_bwd: T = %d does not fit in shared memory", T);
+            GK_BACKEND_FAIL(be, GK_EUSAGE,
+                            "cuda attention_bwd: T = %d does not fit in shared memory", T);
             return;
         }
-        if (CU_CHECK(be, cudaFuncSetAttribute(attn_rows_bwd<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ||
-            CU_CHECK(be, cudaFuncSetAttribute(attn_cols_bwd<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+        if (CU_CHECK(be, cudaFuncSetAttribute(attn_rows_bwd<E>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)smem)) ||
+            CU_CHECK(be,
+                     cudaFuncSetAttribute(attn_cols_bwd<E>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
             return;
     }
     dim3 grid((unsigned)T, (unsigned)NH, (unsigned)B);
@@ -344,7 +354,8 @@ static void rows_bwd(gk_backend *be, void *dqkv, float *dsum, const void *dout, 
  * products at a time (the fa2 path's order) rather than one (the flash path's): the two orders
  * round differently, and each path keeps its own bits. */
 template <bool PAIRS>
-__global__ void attn_dsum(float *dsum, const bf16 *dout, const bf16 *out, int B, int T, int C, int NH)
+__global__ void attn_dsum(float *dsum, const bf16 *dout, const bf16 *out, int B, int T, int C,
+                          int NH)
 {
     size_t w = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (w >= (size_t)B * T * NH) return; /* whole warps leave together */
@@ -354,20 +365,23 @@ __global__ void attn_dsum(float *dsum, const bf16 *dout, const bf16 *out, int B,
     float s = 0.0f;
     if constexpr (PAIRS) {
         for (int i = threadIdx.x % 32 * 2; i < hs; i += 64)
-            s += __bfloat162float(g[i]) * __bfloat162float(o[i]) + __bfloat162float(g[i + 1]) * __bfloat162float(o[i + 1]);
+            s += __bfloat162float(g[i]) * __bfloat162float(o[i]) +
+                 __bfloat162float(g[i + 1]) * __bfloat162float(o[i + 1]);
     } else {
-        for (int i = threadIdx.x % 32; i < hs; i += 32) s += __bfloat162float(g[i]) * __bfloat162float(o[i]);
+        for (int i = threadIdx.x % 32; i < hs; i += 32)
+            s += __bfloat162float(g[i]) * __bfloat162float(o[i]);
     }
     s = warp_sum(s);
     if (threadIdx.x % 32 == 0) dsum[(b * NH + h) * T + t] = s;
 }
 
 template <bool PAIRS>
-static void dsum_launch(gk_backend *be, float *dsum, const void *dout, const void *out, int B, int T, int C, int NH)
+static void dsum_launch(gk_backend *be, float *dsum, const void *dout, const void *out, int B,
+                        int T, int C, int NH)
 {
     size_t warps = (size_t)B * T * NH;
-    CU_LAUNCH(be, attn_dsum<PAIRS>, cu_blocks(warps, 8), 256, 0, dsum, (const bf16 *)dout, (const bf16 *)out, B, T,
-              C, NH);
+    CU_LAUNCH(be, attn_dsum<PAIRS>, cu_blocks(warps, 8), 256, 0, dsum, (const bf16 *)dout,
+              (const bf16 *)out, B, T, C, NH);
 }
 
 /* ---- the ops ---- */
@@ -424,10 +438,12 @@ void cu_attention_bwd(gk_backend *be, void *dqkv, const void *dout, const void *
     if (!dsum) return;
     if (use_fa2(be, C / NH, qkv, dout, dqkv)) {
         dsum_launch<true>(be, dsum, dout, out, B, T, C, NH);
-        cu_fa2_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, dsum, B, T, C, NH, p, key);
+        cu_fa2_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, dsum, B, T, C,
+                        NH, p, key);
     } else if (use_flash(be, C / NH, qkv, dout, dqkv)) {
         dsum_launch<false>(be, dsum, dout, out, B, T, C, NH);
-        cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, dsum, B, T, C, NH, p, key);
+        cu_flash_attn_bwd(be, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, dsum, B, T,
+                          C, NH, p, key);
     } else if (be->act == GK_BF16)
         rows_bwd<bf16>(be, dqkv, dsum, dout, qkv, lse, B, T, C, NH, p, key);
     else
@@ -456,9 +472,10 @@ static void fwd_at(gk_backend *be, void *out, void *cache, const void *qkv_new, 
     if (n == 1 && decode_split<E>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH)) return;
     if (qkv_new) {
         size_t total = (size_t)B * n * 3 * C;
-        unsigned grid = cu_blocks(total, 256), cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 8;
-        CU_LAUNCH(be, cache_store<E>, grid < cap ? grid : cap, 256, 0, (E *)cache, (const E *)qkv_new,
-                  t0, B, Tc, n, 3 * C);
+        unsigned grid = cu_blocks(total, 256),
+                 cap = (unsigned)(CU(be)->sm_count > 0 ? CU(be)->sm_count : 132) * 8;
+        CU_LAUNCH(be, cache_store<E>, grid < cap ? grid : cap, 256, 0, (E *)cache,
+                  (const E *)qkv_new, t0, B, Tc, n, 3 * C);
     }
     if (!decode_split<E>(be, out, cache, NULL, B, Tc, t0, n, C, NH))
         rows_fwd<E>(be, out, NULL, cache, B, Tc, t0, n, C, NH, 0.0f, 0);

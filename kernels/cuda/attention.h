@@ -13,7 +13,10 @@
 #include <type_traits>
 
 /* The head sizes with a flash and an fa2 kernel. */
-static inline int cu_attn_fused_head(int hs) { return hs == 16 || hs == 32 || hs == 64 || hs == 128; }
+static inline int cu_attn_fused_head(int hs)
+{
+    return hs == 16 || hs == 32 || hs == 64 || hs == 128;
+}
 
 /* Calls f(std::integral_constant<int, D>()) with D = hs, one of cu_attn_fused_head's; returns 0,
  * or -1 without calling f for another head size. */
@@ -30,12 +33,14 @@ template <typename F> static int cu_attn_by_head(int hs, F &&f)
 
 /* Opts a fused kernel into more than the default 48 KiB of dynamic shared memory; 0, or the error
  * recorded ("cuda WHAT: N bytes of shared memory" where the device has less). */
-template <typename K> static int cu_attn_smem_optin(gk_backend *be, K kernel, size_t smem, const char *what)
+template <typename K>
+static int cu_attn_smem_optin(gk_backend *be, K kernel, size_t smem, const char *what)
 {
     if (smem <= 48 * 1024) return 0;
     if (smem > CU(be)->smem_optin)
         return GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda %s: %zu bytes of shared memory", what, smem);
-    return CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    return CU_CHECK(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem));
 }
 
 /* attention_flash.cu: qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T); the backward from dout, qkv,

@@ -30,9 +30,15 @@
 #ifndef FA_FWD_MT
 #define FA_FWD_MT 1
 #endif
-template <int D> static __host__ __device__ constexpr int fa2_fwd_mt() { return D <= 64 ? FA_FWD_MT : 1; }
+template <int D> static __host__ __device__ constexpr int fa2_fwd_mt()
+{
+    return D <= 64 ? FA_FWD_MT : 1;
+}
 /* query rows a block */
-template <int D> static __host__ __device__ constexpr int fa2_fwd_bq() { return FA_WARPS * 16 * fa2_fwd_mt<D>(); }
+template <int D> static __host__ __device__ constexpr int fa2_fwd_bq()
+{
+    return FA_WARPS * 16 * fa2_fwd_mt<D>();
+}
 
 /* Q tile, then two buffers of (K tile, V tile). */
 template <int D> static constexpr size_t fa2_fwd_smem()
@@ -66,8 +72,10 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
     constexpr int tile = FA_BK * fa_ld(D);
     bf16 *qs = sm, *kv = sm + BQ * fa_ld(D);
     const float sl2 = FA_LOG2E / sqrtf((float)D); /* log2(e) / sqrt(D) */
-    int r0[MT], row[MT];                           /* a row tile's first row; this lane's: row, row + 8 */
-    for (int mt = 0; mt < MT; mt++) r0[mt] = qt * BQ + (mt * FA_WARPS + warp) * 16, row[mt] = r0[mt] + g;
+    int r0[MT], row[MT];                           /* a row tile's first row; this
+                                                    * lane's: row, row + 8 */
+    for (int mt = 0; mt < MT; mt++)
+        r0[mt] = qt * BQ + (mt * FA_WARPS + warp) * 16, row[mt] = r0[mt] + g;
     int last = (min(qt * BQ + BQ, T) - 1) / FA_BK; /* the key tile of the block's last row */
 
     async_tile<D, BQ>(qs, qb, ld, qt * BQ, T);
@@ -113,7 +121,8 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
          * of one fused multiply-add with the exponent's - m */
         GK_UNROLL
         for (int mt = 0; mt < MT; mt++) {
-            /* a branch of the warp's (inside the max loop ptxas predicated the mask on every tile) */
+            /* a branch of the warp's (inside the max loop ptxas predicated the mask on every
+             * tile) */
             if (kt * FA_BK + FA_BK - 1 > r0[mt] || kt * FA_BK + FA_BK > T)
                 for (int n = 0; n < FA_BK / 8; n++)
                     for (int i = 0; i < 4; i++) {
@@ -129,7 +138,8 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
                 float alpha = fa_exp2(m[mt][r] - mnew);
                 m[mt][r] = mnew;
                 l[mt][r] *= alpha;
-                for (int j = 0; j < D / 8; j++) o[mt][j][2 * r] *= alpha, o[mt][j][2 * r + 1] *= alpha;
+                for (int j = 0; j < D / 8; j++)
+                    o[mt][j][2 * r] *= alpha, o[mt][j][2 * r + 1] *= alpha;
             }
             for (int n = 0; n < FA_BK / 8; n++)
                 for (int i = 0; i < 4; i++) {
@@ -168,7 +178,8 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_fwd_blocks<D, DROP>())
             if (lse && tq == 0) lse[bh * T + t] = m[mt][r] * 0.6931471805599453f + logf(sum);
             bf16 *dst = out + ((size_t)b * T + t) * C + (size_t)h * D + 2 * tq;
             for (int j = 0; j < D / 8; j++)
-                *(uint32_t *)(dst + j * 8) = pack_bf16x2(o[mt][j][2 * r] * inv, o[mt][j][2 * r + 1] * inv);
+                *(uint32_t *)(dst + j * 8) =
+                    pack_bf16x2(o[mt][j][2 * r] * inv, o[mt][j][2 * r + 1] * inv);
         }
 }
 
@@ -195,6 +206,8 @@ static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, i
 void cu_fa2_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
                      int NH, float p, uint64_t key)
 {
-    if (cu_attn_by_head(C / NH, [&](auto d) { fwd<decltype(d)::value>(be, out, lse, qkv, B, T, C, NH, p, key); }))
+    if (cu_attn_by_head(C / NH, [&](auto d) {
+            fwd<decltype(d)::value>(be, out, lse, qkv, B, T, C, NH, p, key);
+        }))
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention: head size %d", C / NH);
 }

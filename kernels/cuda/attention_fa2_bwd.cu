@@ -1,8 +1,8 @@
 /* attention_fa2_bwd.cu: the causal attention backward as FlashAttention-2 does it, for bf16
- * activations, on the warp-level primitives of mma.h (attention_fa2_tile.h); attention.cu decides when it
- * runs (attention = fa2, with attention_fa2.cu's forward, whose lse it reads; flash's lse is the
- * same). After D = rowsum(dO * O) per (b, h, t) (attention.cu's attn_dsum), two launches, each
- * output summed by one warp in a fixed order (deterministic, no atomics):
+ * activations, on the warp-level primitives of mma.h (attention_fa2_tile.h); attention.cu decides
+ * when it runs (attention = fa2, with attention_fa2.cu's forward, whose lse it reads; flash's lse
+ * is the same). After D = rowsum(dO * O) per (b, h, t) (attention.cu's attn_dsum), two launches,
+ * each output summed by one warp in a fixed order (deterministic, no atomics):
  * - fa2_bwd_kv: a block per (key tile of 64, head, batch), 4 warps of 16 keys, walking the query
  *   tiles from the diagonal to the end, Q and dO double-buffered by cp.async (with the tile's lse
  *   and D staged beside them). Each warp works transposed, 16 queries at a time, all in
@@ -33,14 +33,16 @@ template <int D> static constexpr size_t fa2_bwd_smem(int kv)
 /* Stores a warp's 16 rows (this lane's: row, row + 8, where < T) of acc (16, D) fp32 as bf16 to
  * dst (row stride ld, column 0 at dst). */
 template <int D>
-__device__ __forceinline__ void store_acc(bf16 *dst, size_t ld, int row, int T, float (&acc)[D / 8][4])
+__device__ __forceinline__ void store_acc(bf16 *dst, size_t ld, int row, int T,
+                                          float (&acc)[D / 8][4])
 {
     int tq = threadIdx.x % 4;
     for (int r = 0; r < 2; r++) {
         int t = row + 8 * r;
         if (t >= T) continue;
         bf16 *d = dst + (size_t)t * ld + 2 * tq;
-        for (int j = 0; j < D / 8; j++) *(uint32_t *)(d + j * 8) = pack_bf16x2(acc[j][2 * r], acc[j][2 * r + 1]);
+        for (int j = 0; j < D / 8; j++)
+            *(uint32_t *)(d + j * 8) = pack_bf16x2(acc[j][2 * r], acc[j][2 * r + 1]);
     }
 }
 
@@ -92,7 +94,9 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_bwd_blocks<D, DROP>(1))
     cp_async_commit();
     { /* threads 0..63 stage lse, 64..127 D */
         int t = kt * FA_BK + threadIdx.x % FA_BQ;
-        zd[threadIdx.x] = t >= T ? 0.0f : threadIdx.x < FA_BQ ? lse[bh * T + t] * FA_LOG2E : dsum[bh * T + t];
+        zd[threadIdx.x] = t >= T                ? 0.0f
+                          : threadIdx.x < FA_BQ ? lse[bh * T + t] * FA_LOG2E
+                                                : dsum[bh * T + t];
     }
 
     uint32_t kf[regs ? D / 16 : 1][4], vf[regs ? D / 16 : 1][4];
@@ -143,10 +147,12 @@ __global__ void __launch_bounds__(FA_THREADS, fa2_bwd_blocks<D, DROP>(1))
                 mma_16816(dp[0], vp, bg, dp[0]);
                 mma_16816(dp[1], vp, bg + 2, dp[1]);
             }
-            /* element i of n8 tile n: key u + 8*(i/2), query (in the tile) j = 16c + 8n + 2tq + i%2 */
+            /* element i of n8 tile n: key u + 8*(i/2), query (in the tile) j = 16c + 8n + 2tq +
+             * i%2 */
             for (int n = 0; n < 2; n++)
                 for (int i = 0; i < 4; i++) {
-                    int j = c * 16 + n * 8 + 2 * tq + i % 2, t = qt * FA_BQ + j, uk = u + 8 * (i / 2);
+                    int j = c * 16 + n * 8 + 2 * tq + i % 2, t = qt * FA_BQ + j,
+                        uk = u + 8 * (i / 2);
                     float P = fa_exp2(s[n][i] * sl2 - z2[j]), g_ = dp[n][i];
                     if (edge && (uk > t || t >= T)) P = 0.0f;
                     if (DROP && P != 0.0f) {
@@ -274,8 +280,10 @@ static void bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *qkv, c
         cu_attn_smem_optin(be, fa2_bwd_q<D, DROP>, fa2_bwd_smem<D>(0), "fa2 attention_bwd"))
         return;
     dim3 grid((unsigned)((T + FA_BQ - 1) / FA_BQ), (unsigned)NH, (unsigned)B);
-    CU_LAUNCH(be, (fa2_bwd_kv<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(1), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
-    CU_LAUNCH(be, (fa2_bwd_q<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(0), dqkv, dout, qkv, lse, dsum, T, C, NH, p, key);
+    CU_LAUNCH(be, (fa2_bwd_kv<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(1), dqkv, dout, qkv, lse,
+              dsum, T, C, NH, p, key);
+    CU_LAUNCH(be, (fa2_bwd_q<D, DROP>), grid, FA_THREADS, fa2_bwd_smem<D>(0), dqkv, dout, qkv, lse,
+              dsum, T, C, NH, p, key);
 }
 
 template <int D>
@@ -293,6 +301,8 @@ void cu_fa2_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 *q
                      const float *lse, const float *dsum, int B, int T, int C, int NH, float p,
                      uint64_t key)
 {
-    if (cu_attn_by_head(C / NH, [&](auto d) { bwd<decltype(d)::value>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); }))
+    if (cu_attn_by_head(C / NH, [&](auto d) {
+            bwd<decltype(d)::value>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key);
+        }))
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda fa2 attention_bwd: head size %d", C / NH);
 }

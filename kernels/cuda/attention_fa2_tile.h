@@ -1,4 +1,5 @@
-/* attention_fa2_tile.h: the tile helpers the FlashAttention-2 kernels share (attention_fa2.cu, the forward;
+/* attention_fa2_tile.h: the tile helpers the FlashAttention-2 kernels share (attention_fa2.cu, the
+ * forward;
  * attention_fa2_bwd.cu, the backward), on the warp primitives of mma.h.
  * Owns:
  * - FA_BQ, FA_BK, FA_WARPS, FA_THREADS: 64-row tiles, 4 warps of 16 rows each;
@@ -34,7 +35,8 @@
 #define FA_FAST_EXP 1
 #endif
 
-/* b16 per shared row: 16 bytes of padding, so that the 8 rows of an ldmatrix fall on distinct banks */
+/* b16 per shared row: 16 bytes of padding, so that the 8 rows of an ldmatrix fall on distinct
+ * banks */
 static __host__ __device__ constexpr int fa_ld(int D) { return D + 8; }
 
 /* dst (ROWS, fa_ld(D)) <- rows row0.. of src (row stride ld) by cp.async; rows >= T are zeros
@@ -46,7 +48,8 @@ template <int D, int ROWS>
 __device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld, int row0, int T)
 {
     constexpr int per_row = D / 8, step = FA_THREADS / per_row; /* rows a pass covers */
-    static_assert(FA_THREADS % per_row == 0 && ROWS % step == 0, "a tile is whole passes of the block");
+    static_assert(FA_THREADS % per_row == 0 && ROWS % step == 0,
+                  "a tile is whole passes of the block");
     int r = threadIdx.x / per_row, k = threadIdx.x % per_row * 8;
     for (int i = 0; i < ROWS / step; i++, r += step) {
         int in = row0 + r < T;
@@ -54,8 +57,8 @@ __device__ __forceinline__ void async_tile(bf16 *dst, const bf16 *src, size_t ld
     }
 }
 
-/* The K and V tiles of key tile kt (rows kt * FA_BK.. of the qkv block qb's K at + C, V at + 2C) into
- * kv[0..2 * FA_BK * fa_ld(D)) by cp.async (the caller commits the group). */
+/* The K and V tiles of key tile kt (rows kt * FA_BK.. of the qkv block qb's K at + C, V at + 2C)
+ * into kv[0..2 * FA_BK * fa_ld(D)) by cp.async (the caller commits the group). */
 template <int D>
 __device__ __forceinline__ void async_kv(bf16 *kv, const bf16 *qb, size_t ld, int C, int kt, int T)
 {
@@ -67,7 +70,8 @@ __device__ __forceinline__ void async_kv(bf16 *kv, const bf16 *qb, size_t ld, in
  * starts tile kt + 1 into the other buffer, which every warp is done with, unless kt is the last,
  * then waits for this thread's copies of tile kt (the caller syncs the block). */
 template <int D>
-__device__ __forceinline__ void async_kv_next(bf16 *kv, const bf16 *qb, size_t ld, int C, int kt, int last, int T)
+__device__ __forceinline__ void async_kv_next(bf16 *kv, const bf16 *qb, size_t ld, int C, int kt,
+                                              int last, int T)
 {
     if (kt < last) {
         async_kv<D>(kv + ((kt + 1) & 1) * 2 * FA_BK * fa_ld(D), qb, ld, C, kt + 1, T);
@@ -88,7 +92,8 @@ template <int D>
 __device__ __forceinline__ void frag_b_nk(uint32_t *r, const bf16 *tile, int n0, int k0)
 {
     int lane = threadIdx.x % 32;
-    ldmatrix<4, false>(r, tile + (n0 + lane / 16 * 8 + lane % 8) * fa_ld(D) + k0 + lane / 8 % 2 * 8);
+    ldmatrix<4, false>(r,
+                       tile + (n0 + lane / 16 * 8 + lane % 8) * fa_ld(D) + k0 + lane / 8 % 2 * 8);
 }
 template <int D>
 __device__ __forceinline__ void frag_b_kn(uint32_t *r, const bf16 *tile, int k0, int n0)

@@ -6,7 +6,8 @@
  * row), O = diag(alpha) O + P V with O in accumulator fragments; the (T,T) matrix is never
  * stored; lse = m + log(l) is kept for the backward. Backward: from D = rowsum(dO * O)
  * (attention.cu's), one pass per key tile accumulating dK and dV over the query tiles, and one
- * pass per query tile for dQ, so every output is summed by one warp in a fixed order (deterministic, no atomics).
+ * pass per query tile for dQ, so every output is summed by one warp in a fixed order
+ * (deterministic, no atomics).
  * wmma fragments hide which lane holds which element; elementwise row scaling of an accumulator
  * works through a second accumulator loaded from a (16,16) tile of the row factors: fragments
  * of one type share the element mapping, so x[e] of both refer to the same (row, column). */
@@ -106,14 +107,16 @@ template <int D> struct tile_fetch {
 #endif
 };
 template <int D>
-__device__ __forceinline__ void fetch_tile(tile_fetch<D> &f, const bf16 *src, size_t ld, int row0, int T)
+__device__ __forceinline__ void fetch_tile(tile_fetch<D> &f, const bf16 *src, size_t ld, int row0,
+                                           int T)
 {
 #if FL_PREFETCH
     constexpr int per_row = D / 8;
     for (int i = 0; i < f.per_thread; i++) {
         int c = threadIdx.x + i * FL_THREADS, r = c / per_row, k = (c % per_row) * 8;
         vec8 v = {{0, 0, 0, 0}};
-        if (c < FL_TILE * per_row && row0 + r < T) v = *(const vec8 *)(src + (size_t)(row0 + r) * ld + k);
+        if (c < FL_TILE * per_row && row0 + r < T)
+            v = *(const vec8 *)(src + (size_t)(row0 + r) * ld + k);
         f.v[i] = v;
     }
 #else
@@ -122,7 +125,8 @@ __device__ __forceinline__ void fetch_tile(tile_fetch<D> &f, const bf16 *src, si
 }
 /* dst = the tile fetch_tile(f, src, ld, row0, T) started. */
 template <int D>
-__device__ __forceinline__ void put_tile(bf16 *dst, const tile_fetch<D> &f, const bf16 *src, size_t ld, int row0, int T)
+__device__ __forceinline__ void put_tile(bf16 *dst, const tile_fetch<D> &f, const bf16 *src,
+                                         size_t ld, int row0, int T)
 {
 #if FL_PREFETCH
     constexpr int per_row = D / 8;
@@ -144,14 +148,15 @@ template <int D> struct kv_fetch_t {
     tile_fetch<D> k, v;
 };
 template <int D>
-__device__ __forceinline__ void kv_fetch(kv_fetch_t<D> &f, const bf16 *qb, size_t ld, int C, int kt, int T)
+__device__ __forceinline__ void kv_fetch(kv_fetch_t<D> &f, const bf16 *qb, size_t ld, int C, int kt,
+                                         int T)
 {
     fetch_tile<D>(f.k, qb + C, ld, kt * FL_TILE, T);
     fetch_tile<D>(f.v, qb + 2 * C, ld, kt * FL_TILE, T);
 }
 template <int D>
-__device__ __forceinline__ void kv_step(bf16 *ks, bf16 *vs, kv_fetch_t<D> &f, const bf16 *qb, size_t ld, int C,
-                                        int kt, int last, int T)
+__device__ __forceinline__ void kv_step(bf16 *ks, bf16 *vs, kv_fetch_t<D> &f, const bf16 *qb,
+                                        size_t ld, int C, int kt, int last, int T)
 {
     put_tile<D>(ks, f.k, qb + C, ld, kt * FL_TILE, T);
     put_tile<D>(vs, f.v, qb + 2 * C, ld, kt * FL_TILE, T);
@@ -245,7 +250,10 @@ __device__ __forceinline__ void load_rows(frag_a (&f)[D / 16], const bf16 *tile)
 
 /* ---- forward ---- */
 
-template <int D> static constexpr size_t fwd_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + FL_WARPS * warp_bytes(1, 1); }
+template <int D> static constexpr size_t fwd_smem()
+{
+    return FL_SMEM_SLACK + 2 * tile_bytes(D) + FL_WARPS * warp_bytes(1, 1);
+}
 
 /* grid (query tiles, NH, B), FL_THREADS. qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T). */
 template <int D>
@@ -313,7 +321,11 @@ __global__ void FL_FWD_BOUNDS
 
 /* ---- backward ---- */
 
-template <int D> static constexpr size_t bwd_kv_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) + FL_WARPS * warp_bytes(2, 2); }
+template <int D> static constexpr size_t bwd_kv_smem()
+{
+    return FL_SMEM_SLACK + 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) +
+           FL_WARPS * warp_bytes(2, 2);
+}
 
 /* grid (key tiles, NH, B), FL_THREADS: dK, dV of one key tile, over the query tiles from the
  * diagonal on. Warp w owns keys w*16..+16 of the tile; its scores are computed transposed
@@ -332,7 +344,8 @@ __global__ void FL_BWD_KV_BOUNDS
     const bf16 *gb = dout + (size_t)b * T * C + (size_t)h * D;
     bf16 *qs = (bf16 *)sm, *gs = (bf16 *)(sm + tile_bytes(D));
     float *zs = (float *)(sm + 2 * tile_bytes(D)), *ds = zs + FL_TILE;
-    unsigned char *wb = sm + 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) + warp * warp_bytes(2, 2);
+    unsigned char *wb =
+        sm + 2 * tile_bytes(D) + 2 * FL_TILE * sizeof(float) + warp * warp_bytes(2, 2);
     float *st = (float *)wb, *gt = st + 16 * FL_LDS;
     bf16 *pt = (bf16 *)(wb + align128(2 * 16 * FL_LDS * sizeof(float))), *dst = pt + 16 * FL_LDP;
     float *tile = (float *)(wb + warp_bytes(2, 2) - 16 * 16 * sizeof(float));
@@ -346,7 +359,8 @@ __global__ void FL_BWD_KV_BOUNDS
     __syncthreads();
     load_rows<D>(kf, qs);
     load_rows<D>(vf, gs);
-    for (int j = 0; j < D / 16; j++) wmma::fill_fragment(dk[j], 0.0f), wmma::fill_fragment(dv[j], 0.0f);
+    for (int j = 0; j < D / 16; j++)
+        wmma::fill_fragment(dk[j], 0.0f), wmma::fill_fragment(dv[j], 0.0f);
     tile_fetch<D> qn, gn; /* the next query tile's Q and dO */
     fetch_tile<D>(qn, qb, ld, kt * FL_TILE, T);
     fetch_tile<D>(gn, gb, (size_t)C, kt * FL_TILE, T);
@@ -388,7 +402,10 @@ __global__ void FL_BWD_KV_BOUNDS
     store_rows<D>(du + 2 * C, ld, kt * FL_TILE + warp * 16, T, dv, tile);
 }
 
-template <int D> static constexpr size_t bwd_q_smem() { return FL_SMEM_SLACK + 2 * tile_bytes(D) + FL_WARPS * warp_bytes(2, 1); }
+template <int D> static constexpr size_t bwd_q_smem()
+{
+    return FL_SMEM_SLACK + 2 * tile_bytes(D) + FL_WARPS * warp_bytes(2, 1);
+}
 
 /* grid (query tiles, NH, B), FL_THREADS: dQ of one query tile, over the key tiles up to the
  * diagonal. */
@@ -459,7 +476,9 @@ static void fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, i
 void cu_flash_attn_fwd(gk_backend *be, bf16 *out, float *lse, const bf16 *qkv, int B, int T,
                        int C, int NH, float p, uint64_t key)
 {
-    if (cu_attn_by_head(C / NH, [&](auto d) { fwd<decltype(d)::value>(be, out, lse, qkv, B, T, C, NH, p, key); }))
+    if (cu_attn_by_head(C / NH, [&](auto d) {
+            fwd<decltype(d)::value>(be, out, lse, qkv, B, T, C, NH, p, key);
+        }))
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: head size %d", C / NH);
 }
 
@@ -482,6 +501,8 @@ void cu_flash_attn_bwd(gk_backend *be, bf16 *dqkv, const bf16 *dout, const bf16 
                        const float *lse, const float *dsum, int B, int T, int C, int NH, float p,
                        uint64_t key)
 {
-    if (cu_attn_by_head(C / NH, [&](auto d) { bwd<decltype(d)::value>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key); }))
+    if (cu_attn_by_head(C / NH, [&](auto d) {
+            bwd<decltype(d)::value>(be, dqkv, dout, qkv, lse, dsum, B, T, C, NH, p, key);
+        }))
         GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda flash attention: head size %d", C / NH);
 }

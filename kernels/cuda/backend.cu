@@ -68,7 +68,8 @@ int cu_launched(gk_backend *be, const char *kernel, const char *file, int line)
     if (!CU(be)->sync_each) return 0;
     rc = cudaStreamSynchronize(CU(be)->stream);
     if (rc != cudaSuccess)
-        return gk_backend_fail(be, GK_EIO, file, line, "CUDA error: %s (%s) in kernel %s (GPT_CUDA_SYNC=1)",
+        return gk_backend_fail(be, GK_EIO, file, line,
+                               "CUDA error: %s (%s) in kernel %s (GPT_CUDA_SYNC=1)",
                                cudaGetErrorString(rc), cudaGetErrorName(rc), kernel);
     return 0;
 }
@@ -80,7 +81,8 @@ void *cu_scratch(gk_backend *be, size_t n, const char *op)
     cu_ctx *c = CU(be);
     if (n <= c->scratch_bytes) return c->scratch;
     gk_backend_fail(be, GK_EUSAGE, __FILE__, __LINE__,
-                    "cuda %s: needs %zu bytes of scratch, reserve gave %zu", op, n, c->scratch_bytes);
+                    "cuda %s: needs %zu bytes of scratch, reserve gave %zu", op, n,
+                    c->scratch_bytes);
     return NULL;
 }
 
@@ -90,7 +92,9 @@ unsigned *cu_col_counters(gk_backend *be, size_t n)
     if (n <= c->col_count_n) return c->col_count;
     unsigned *p = NULL;
     /* the old counters may be in use by a kernel in flight */
-    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) || CU_CHECK(be, cudaMalloc(&p, n * sizeof *p))) return NULL;
+    if (CU_CHECK(be, cudaStreamSynchronize(c->stream)) ||
+        CU_CHECK(be, cudaMalloc(&p, n * sizeof *p)))
+        return NULL;
     if (CU_CHECK(be, cudaMemsetAsync(p, 0, n * sizeof *p, c->stream))) {
         cudaFree(p);
         return NULL;
@@ -132,7 +136,8 @@ void cu_to_device(gk_backend *be, void *dst, const void *host_src, size_t n)
 void cu_to_host(gk_backend *be, void *host_dst, const void *src, size_t n)
 {
     CU_BEGIN(be);
-    if (n && CU_CHECK(be, cudaMemcpyAsync(host_dst, src, n, cudaMemcpyDeviceToHost, CU(be)->stream)))
+    if (n &&
+        CU_CHECK(be, cudaMemcpyAsync(host_dst, src, n, cudaMemcpyDeviceToHost, CU(be)->stream)))
         return;
     CU_CHECK(be, cudaStreamSynchronize(CU(be)->stream));
 }
@@ -271,8 +276,9 @@ static void cu_probe(gk_backend *be, cu_ctx *c, const cudaDeviceProp *prop)
     }
     (void)cudaGetLastError();
     if (cc < 80)
-        gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "%.60s has compute capability %d.%d; the CUDA "
-                        "backend needs 8.0 or newer (A100, RTX 30xx, H100 and later): use --device=cpu",
+        gk_backend_fail(be, GK_EIO, __FILE__, __LINE__,
+                        "%.60s has compute capability %d.%d; the CUDA backend needs 8.0 or newer "
+                        "(A100, RTX 30xx, H100 and later): use --device=cpu",
                         prop->name, prop->major, prop->minor);
     else
         gk_backend_fail(be, GK_EIO, __FILE__, __LINE__, "%.60s (compute capability %d.%d): this "
@@ -301,7 +307,8 @@ static void cu_props(gk_backend *be, const cudaDeviceProp *prop)
 
 /* Fills the context of be on device c->device (named GPU gpu in be->what when not 0); any
  * failure is left in be->err. sync_each, no_graphs: gk_backend_opts's cuda_sync, cuda_no_graphs. */
-static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu, int sync_each, int no_graphs)
+static void cu_setup(gk_backend *be, cu_ctx *c, int bf16_acts, int gpu, int sync_each,
+                     int no_graphs)
 {
     cudaDeviceProp prop;
     if (CU_CHECK(be, cudaSetDevice(c->device)) ||
@@ -339,7 +346,8 @@ static int cu_pick_device(int gpu, int *device, gk_err *err)
     if (gpu >= 0 && count > 0) gpu = 0;
 #endif
     if (gpu < 0 || gpu >= count)
-        return gk_errf(err, GK_ENOTFOUND, "%s: no GPU %d (this machine has %d)", CU_NAME, gpu, count);
+        return gk_errf(err, GK_ENOTFOUND, "%s: no GPU %d (this machine has %d)", CU_NAME, gpu,
+                       count);
     *device = gpu;
     return 0;
 }
@@ -407,15 +415,19 @@ static int cu_device_count(gk_err *err)
     (void)cudaGetLastError();
     if (rc == cudaErrorNoDevice || (rc == cudaErrorInsufficientDriver && drv == 0)) return 0;
     if (rc == cudaErrorInsufficientDriver)
-        return gk_errf(err, GK_EIO, "%s: the NVIDIA driver supports CUDA %d.%d, this libgptkit-cuda.so "
-                       "was built with CUDA %d.%d: update the driver (or build gptkit with an older "
-                       "CUDA)", CU_NAME, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
-    return gk_errf(err, GK_EIO, "%s: %s (%s)", CU_NAME, cudaGetErrorString(rc), cudaGetErrorName(rc));
+        return gk_errf(err, GK_EIO,
+                       "%s: the NVIDIA driver supports CUDA %d.%d, this "
+                       "libgptkit-cuda.so was built with CUDA %d.%d: update "
+                       "the driver (or build gptkit with an older CUDA)",
+                       CU_NAME, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    return gk_errf(err, GK_EIO, "%s: %s (%s)", CU_NAME, cudaGetErrorString(rc),
+                   cudaGetErrorName(rc));
 }
 
 static const gk_backend_entry cu_entry = {GK_BACKEND_ABI, CU_NAME, cu_device_count, cu_create};
 
-extern "C" __attribute__((visibility("default"))) const gk_backend_entry *gk_cuda_backend_entry(void)
+extern "C" __attribute__((visibility("default")))
+const gk_backend_entry *gk_cuda_backend_entry(void)
 {
     return &cu_entry;
 }

@@ -32,7 +32,8 @@ static __device__ __forceinline__ lse_st cu_shfl_xor(lse_st v, int o)
 
 /* Packs cover the first V columns (the last one partly: its columns >= V are skipped). */
 template <class P>
-static __global__ void xent_fwd_kernel(float *losses, float *lse, const typename P::T *logits, const int *targets, int Vn, int Vp)
+static __global__ void xent_fwd_kernel(float *losses, float *lse, const typename P::T *logits,
+                                       const int *targets, int Vn, int Vp)
 {
     constexpr int V = P::V;
     __shared__ lse_st red[32];
@@ -56,8 +57,9 @@ static __global__ void xent_fwd_kernel(float *losses, float *lse, const typename
 }
 
 template <class P>
-static __global__ void xent_bwd_kernel(typename P::T *dlogits, const typename P::T *logits, const float *lse, const int *targets, float dloss,
-                                int Vn, int Vp)
+static __global__ void xent_bwd_kernel(typename P::T *dlogits, const typename P::T *logits,
+                                       const float *lse, const int *targets, float dloss, int Vn,
+                                       int Vp)
 {
     constexpr int V = P::V;
     size_t row = blockIdx.x;
@@ -76,27 +78,35 @@ static __global__ void xent_bwd_kernel(typename P::T *dlogits, const typename P:
 }
 
 template <typename T>
-static void xent_fwd_run(gk_backend *be, float *losses, float *lse, const T *logits, const int *targets, int N, int V, int Vp)
+static void xent_fwd_run(gk_backend *be, float *losses, float *lse, const T *logits,
+                         const int *targets, int N, int V, int Vp)
 {
     typedef op_cfg<T, 16 / sizeof(T)> PV;
     typedef op_cfg<T, 1> P1;
     if (Vp % PV::V == 0 && aligned16(logits))
-        CU_LAUNCH(be, xent_fwd_kernel<PV>, (unsigned)N, XENT_THREADS, 0, losses, lse, logits, targets, V, Vp);
-    else CU_LAUNCH(be, xent_fwd_kernel<P1>, (unsigned)N, XENT_THREADS, 0, losses, lse, logits, targets, V, Vp);
+        CU_LAUNCH(be, xent_fwd_kernel<PV>, (unsigned)N, XENT_THREADS, 0, losses, lse, logits,
+                  targets, V, Vp);
+    else
+        CU_LAUNCH(be, xent_fwd_kernel<P1>, (unsigned)N, XENT_THREADS, 0, losses, lse, logits,
+                  targets, V, Vp);
 }
 
 template <typename T>
-static void xent_bwd_run(gk_backend *be, T *dlogits, const T *logits, const float *lse, const int *targets, float dloss, int N, int V,
-                         int Vp)
+static void xent_bwd_run(gk_backend *be, T *dlogits, const T *logits, const float *lse,
+                         const int *targets, float dloss, int N, int V, int Vp)
 {
     typedef op_cfg<T, 16 / sizeof(T)> PV;
     typedef op_cfg<T, 1> P1;
     if (Vp % PV::V == 0 && aligned16(dlogits) && aligned16(logits))
-        CU_LAUNCH(be, xent_bwd_kernel<PV>, (unsigned)N, XENT_THREADS, 0, dlogits, logits, lse, targets, dloss, V, Vp);
-    else CU_LAUNCH(be, xent_bwd_kernel<P1>, (unsigned)N, XENT_THREADS, 0, dlogits, logits, lse, targets, dloss, V, Vp);
+        CU_LAUNCH(be, xent_bwd_kernel<PV>, (unsigned)N, XENT_THREADS, 0, dlogits, logits, lse,
+                  targets, dloss, V, Vp);
+    else
+        CU_LAUNCH(be, xent_bwd_kernel<P1>, (unsigned)N, XENT_THREADS, 0, dlogits, logits, lse,
+                  targets, dloss, V, Vp);
 }
 
-void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets, int N, int V, int Vp)
+void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets,
+                 int N, int V, int Vp)
 {
     CU_BEGIN(be);
     if (N <= 0) return;
@@ -104,10 +114,12 @@ void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, 
     else xent_fwd_run(be, losses, lse, (const float *)logits, targets, N, V, Vp);
 }
 
-void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse, const int *targets, float dloss, int N, int V, int Vp)
+void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse,
+                 const int *targets, float dloss, int N, int V, int Vp)
 {
     CU_BEGIN(be);
     if (N <= 0) return;
-    if (be->act == GK_BF16) xent_bwd_run(be, (bf16 *)dlogits, (const bf16 *)logits, lse, targets, dloss, N, V, Vp);
+    if (be->act == GK_BF16)
+        xent_bwd_run(be, (bf16 *)dlogits, (const bf16 *)logits, lse, targets, dloss, N, V, Vp);
     else xent_bwd_run(be, (float *)dlogits, (const float *)logits, lse, targets, dloss, N, V, Vp);
 }

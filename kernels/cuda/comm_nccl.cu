@@ -37,8 +37,9 @@
 
 static int no_nccl(gk_err *e)
 {
-    return gk_errf(e, GK_EUSAGE, "nccl: this CUDA backend was built without NCCL (no nccl.h was found): "
-                   "a run of several CUDA ranks needs it: install NCCL (libnccl-dev) and rebuild");
+    return gk_errf(e, GK_EUSAGE,
+                   "nccl: this CUDA backend was built without NCCL (no nccl.h was found): a run of "
+                   "several CUDA ranks needs it: install NCCL (libnccl-dev) and rebuild");
 }
 
 int cu_comm_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e)
@@ -78,9 +79,10 @@ static void api_load(void)
         snprintf(api_error, sizeof api_error, "cannot load NCCL: %s", why ? why : "libnccl.so.2");
         return;
     }
-#define NC_DLSYM(f)                                                                                    \
-    if (!api_error[0] && !(api.f = (decltype(&::f))dlsym(h, #f)))                                      \
-        snprintf(api_error, sizeof api_error, "libnccl.so.2 has no %s: NCCL 2.14 or later is needed", #f);
+#define NC_DLSYM(f)                                               \
+    if (!api_error[0] && !(api.f = (decltype(&::f))dlsym(h, #f))) \
+        snprintf(api_error, sizeof api_error,                     \
+                 "libnccl.so.2 has no %s: NCCL 2.14 or later is needed", #f);
     NCCL_FUNCS(NC_DLSYM)
 #endif
 }
@@ -90,8 +92,10 @@ static int api_ready(gk_err *e)
 {
     pthread_once(&api_once, api_load);
     if (!api_error[0]) return 0;
-    return gk_errf(e, GK_ENOTFOUND, "nccl: %s (a run of several CUDA ranks needs NCCL: install it, or "
-                   "point LD_LIBRARY_PATH at its lib folder)", api_error);
+    return gk_errf(e, GK_ENOTFOUND,
+                   "nccl: %s (a run of several CUDA ranks needs NCCL: install it, or point "
+                   "LD_LIBRARY_PATH at its lib folder)",
+                   api_error);
 }
 
 #define NC_MIN_SCRATCH 16 /* doubles of allreduce_host scratch before it grows */
@@ -173,7 +177,8 @@ static int nc_timeout(nc_comm *c, gk_err *e, const char *op)
 static int nc_cuda(nc_comm *c, cudaError_t rc, const char *call, const char *op, gk_err *e)
 {
     if (rc == cudaSuccess) return 0;
-    return nc_fail(c, e, op, "cuda %.*s: %s", (int)strcspn(call, "("), call, cudaGetErrorString(rc));
+    return nc_fail(c, e, op, "cuda %.*s: %s", (int)strcspn(call, "("), call,
+                   cudaGetErrorString(rc));
 }
 #define NC_CUDA(c, op, e, call) nc_cuda((c), (call), #call, (op), (e))
 
@@ -198,9 +203,11 @@ static int nc_settle(nc_comm *c, ncclResult_t rc, const char *op, double deadlin
 static int nc_begin(nc_comm *c, const char *op, double *deadline, gk_err *e)
 {
     if (c->failure.code)
-        return gk_errf(e, GK_EIO, "nccl %s: the communicator failed earlier: %s", op, c->failure.msg);
+        return gk_errf(e, GK_EIO, "nccl %s: the communicator failed earlier: %s", op,
+                       c->failure.msg);
     if (c->be->err.code)
-        return gk_errf(e, c->be->err.code, "nccl %s: the backend failed earlier: %s", op, c->be->err.msg);
+        return gk_errf(e, c->be->err.code, "nccl %s: the backend failed earlier: %s", op,
+                       c->be->err.msg);
     *deadline = now_s() + c->timeout_s;
     if (NC_CUDA(c, op, e, cudaEventRecord(c->ready, CU(c->be)->stream))) return GK_EIO;
     return NC_CUDA(c, op, e, cudaStreamWaitEvent(c->stream, c->ready, 0));
@@ -252,7 +259,8 @@ static int nc_wire(nc_comm *c, size_t n, const char *op, gk_err *e)
 }
 
 /* dst (n elements of dt) = src (n of the other type), on the comm stream. */
-static int nc_cast(nc_comm *c, void *dst, gk_elt dt, const void *src, size_t n, const char *op, gk_err *e)
+static int nc_cast(nc_comm *c, void *dst, gk_elt dt, const void *src, size_t n, const char *op,
+                   gk_err *e)
 {
     if (!n) return 0;
     cu_cast_on(c->be, c->stream, dst, dt, src, n);
@@ -264,20 +272,24 @@ static int nc_sum_bf16(nc_comm *c, float *buf, size_t n, double dl, gk_err *e)
 {
     const char *op = "allreduce";
     if (nc_wire(c, n, op, e) || nc_cast(c, c->wire, GK_BF16, buf, n, op, e) ||
-        NC_CHECK(c, op, dl, e, api.ncclAllReduce(c->wire, c->wire, n, ncclBfloat16, ncclSum, c->nccl, c->stream)))
+        NC_CHECK(c, op, dl, e,
+                 api.ncclAllReduce(c->wire, c->wire, n, ncclBfloat16, ncclSum, c->nccl, c->stream)))
         return GK_EIO;
     return nc_cast(c, buf, GK_F32, c->wire, n, op, e);
 }
 
 /* out (count floats) = the sum over ranks of part `rank` of in, in bf16: in place in wire, where
  * this rank's part becomes its result. */
-static int nc_scatter_bf16(nc_comm *c, const float *in, float *out, size_t count, double dl, gk_err *e)
+static int nc_scatter_bf16(nc_comm *c, const float *in, float *out, size_t count, double dl,
+                           gk_err *e)
 {
     const char *op = "reduce_scatter";
     size_t all = count * (size_t)c->base.world;
     if (nc_wire(c, all, op, e) || nc_cast(c, c->wire, GK_BF16, in, all, op, e)) return GK_EIO;
     bf16 *mine = c->wire + count * (size_t)c->base.rank;
-    if (NC_CHECK(c, op, dl, e, api.ncclReduceScatter(c->wire, mine, count, ncclBfloat16, ncclSum, c->nccl, c->stream)))
+    if (NC_CHECK(c, op, dl, e,
+                 api.ncclReduceScatter(c->wire, mine, count, ncclBfloat16, ncclSum, c->nccl,
+                                       c->stream)))
         return GK_EIO;
     return nc_cast(c, out, GK_F32, mine, count, op, e);
 }
@@ -293,7 +305,8 @@ static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
     if (!rc && gc->sum_type == GK_BF16)
         rc = nc_sum_bf16(c, buf, n, dl, e);
     else if (!rc)
-        rc = NC_CHECK(c, "allreduce", dl, e, api.ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
+        rc = NC_CHECK(c, "allreduce", dl, e,
+                      api.ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
     if (!rc && !c->started++) c->started_deadline = dl;
     return rc;
 }
@@ -326,9 +339,13 @@ static int nc_allreduce_host(gk_comm *gc, double *vals, int n, gk_err *e)
     if (!rc) rc = nc_scratch(c, n, op, e);
     if (rc) return rc;
     if (n) memcpy(c->host, vals, bytes);
-    if (NC_CUDA(c, op, e, cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, c->stream)) ||
-        NC_CHECK(c, op, dl, e, api.ncclAllReduce(c->dev, c->dev, (size_t)n, ncclFloat64, ncclSum, c->nccl, c->stream)) ||
-        NC_CUDA(c, op, e, cudaMemcpyAsync(c->host, c->dev, bytes, cudaMemcpyDeviceToHost, c->stream)) ||
+    if (NC_CUDA(c, op, e,
+                cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, c->stream)) ||
+        NC_CHECK(c, op, dl, e,
+                 api.ncclAllReduce(c->dev, c->dev, (size_t)n, ncclFloat64, ncclSum, c->nccl,
+                                   c->stream)) ||
+        NC_CUDA(c, op, e,
+                cudaMemcpyAsync(c->host, c->dev, bytes, cudaMemcpyDeviceToHost, c->stream)) ||
         nc_end(c, op, dl, e))
         return GK_EIO;
     if (n) memcpy(vals, c->host, bytes);
@@ -344,7 +361,9 @@ static int nc_reduce_scatter(gk_comm *gc, const float *in, float *out, size_t co
     if (!rc && gc->sum_type == GK_BF16)
         rc = nc_scatter_bf16(c, in, out, count, dl, e);
     else if (!rc)
-        rc = NC_CHECK(c, op, dl, e, api.ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl, c->stream));
+        rc = NC_CHECK(c, op, dl, e,
+                      api.ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl,
+                                            c->stream));
     return rc ? rc : nc_end(c, op, dl, e);
 }
 
@@ -354,7 +373,8 @@ static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count,
     double dl = 0;
     int rc = nc_begin(c, "all_gather", &dl, e);
     if (!rc)
-        rc = NC_CHECK(c, "all_gather", dl, e, api.ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
+        rc = NC_CHECK(c, "all_gather", dl, e,
+                      api.ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
     return rc ? rc : nc_end(c, "all_gather", dl, e);
 }
 
@@ -366,7 +386,8 @@ static int nc_broadcast(gk_comm *gc, void *buf, size_t n, int root, gk_err *e)
     double dl = 0;
     int rc = nc_begin(c, "broadcast", &dl, e);
     if (!rc)
-        rc = NC_CHECK(c, "broadcast", dl, e, api.ncclBroadcast(buf, buf, n, ncclUint8, root, c->nccl, c->stream));
+        rc = NC_CHECK(c, "broadcast", dl, e,
+                      api.ncclBroadcast(buf, buf, n, ncclUint8, root, c->nccl, c->stream));
     return rc ? rc : nc_end(c, "broadcast", dl, e);
 }
 
@@ -377,7 +398,9 @@ static int nc_barrier(gk_comm *gc, gk_err *e)
     double dl = 0;
     int rc = nc_begin(c, "barrier", &dl, e);
     if (!rc)
-        rc = NC_CHECK(c, "barrier", dl, e, api.ncclAllReduce(c->dev, c->dev, 1, ncclFloat64, ncclSum, c->nccl, c->stream));
+        rc = NC_CHECK(c, "barrier", dl, e,
+                      api.ncclAllReduce(c->dev, c->dev, 1, ncclFloat64, ncclSum, c->nccl,
+                                        c->stream));
     return rc ? rc : nc_end(c, "barrier", dl, e);
 }
 
@@ -433,7 +456,8 @@ static int nc_share_id(const gk_comm_boot *b, ncclUniqueId *uid, gk_err *e)
     size_t n = 0;
     rc = b->store_get(b->store, key, &val, &n, e);
     if (!rc && n != sizeof *uid)
-        rc = gk_errf(e, GK_EUSAGE, "nccl init: the id at %s has %zu bytes, not %zu", key, n, sizeof *uid);
+        rc = gk_errf(e, GK_EUSAGE, "nccl init: the id at %s has %zu bytes, not %zu", key, n,
+                     sizeof *uid);
     if (!rc) memcpy(uid, val, sizeof *uid);
     free(val);
     return rc;

@@ -23,9 +23,11 @@ typedef struct cu_ctx {
     size_t smem_optin;      /* max dynamic shared memory per block after opt-in */
     int sync_each;          /* opts cuda_sync (GPT_CUDA_SYNC=1): synchronize after every launch */
     /* backend.cu: buffers the ops share, one op at a time on the stream */
-    void *scratch;          /* op scratch sized by reserve (partial sums of reductions, ...): cu_scratch */
+    void *scratch;          /* op scratch sized by reserve (partial
+                             * sums of reductions, ...): cu_scratch */
     size_t scratch_bytes;
-    unsigned *col_count;    /* arrival counters of the column reductions that finish in one launch */
+    unsigned *col_count;    /* arrival counters of the column
+                             * reductions that finish in one launch */
     size_t col_count_n;     /* (bias_bwd, layernorm_bwd), zero between launches: cu_col_counters */
     /* matmul.cu: cuBLASLt (the handle and workspace made at create by backend.cu) */
     cublasLtHandle_t lt;
@@ -51,10 +53,10 @@ typedef struct cu_ctx {
 
 /* The column reductions over rows (bias_bwd in elementwise.cu, layernorm_bwd in layernorm.cu)
  * cut the rows into at most CU_COL_CHUNKS chunks (layernorm_bwd: blocks), each writing fp32
- * partials to scratch (each file says how much reserve must allow). The cut depends on the shapes only, so results do
- * not change from run to run; they change with the knob. A knob for measuring on a GPU
- * (tests/bench/gpu_session.sh's variants, CUDA_DEFS=-DCU_COL_CHUNKS=N): more chunks keep more
- * loads in flight (256 blocks of layernorm_bwd are 2 an SM on an H100), fewer make the last
+ * partials to scratch (each file says how much reserve must allow). The cut depends on the shapes
+ * only, so results do not change from run to run; they change with the knob. A knob for measuring
+ * on a GPU (tests/bench/gpu_session.sh's variants, CUDA_DEFS=-DCU_COL_CHUNKS=N): more chunks keep
+ * more loads in flight (256 blocks of layernorm_bwd are 2 an SM on an H100), fewer make the last
  * block's sum shorter. */
 #ifndef CU_COL_CHUNKS
 #define CU_COL_CHUNKS 256
@@ -100,7 +102,8 @@ __device__ __forceinline__ float cu_f(bf16 x) { return __bfloat162float(x); }
 template <typename T> __device__ __forceinline__ T cu_to(float x);
 template <> __device__ __forceinline__ float cu_to<float>(float x) { return x; }
 template <> __device__ __forceinline__ bf16 cu_to<bf16>(float x) { return __float2bfloat16(x); }
-/* GELU's tanh form in fp32: the fallback gemm epilogue (matmul.cu) and gelu_fwd (elementwise.cu). */
+/* GELU's tanh form in fp32: the fallback gemm epilogue (matmul.cu) and gelu_fwd
+ * (elementwise.cu). */
 static __device__ __forceinline__ float gelu_tanh(float x)
 {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
@@ -111,7 +114,8 @@ static __device__ __forceinline__ float gelu_tanh(float x)
  * (column j): + bias, then either C = r or, with pre non-NULL, pre = r and C = gelu(pre)
  * computed from the stored (rounded) pre-activation. */
 template <typename T>
-__device__ __forceinline__ void cu_gemm_store(float r, size_t c, int j, T *C, const float *bias, T *pre)
+__device__ __forceinline__ void cu_gemm_store(float r, size_t c, int j, T *C, const float *bias,
+                                              T *pre)
 {
     if (bias) r += bias[j];
     if (pre) {
@@ -122,7 +126,10 @@ __device__ __forceinline__ void cu_gemm_store(float r, size_t c, int j, T *C, co
     C[c] = cu_to<T>(r);
 }
 
-static inline unsigned cu_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
+static inline unsigned cu_blocks(size_t n, unsigned threads)
+{
+    return (unsigned)((n + threads - 1) / threads);
+}
 
 /* ---- the ops (signatures as the gk_ops slots in backend.h) ---- */
 /* backend.cu: memory, sync, reserve; cast.cu: cast */
@@ -137,7 +144,8 @@ int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, g
 void cu_cast(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
 /* cu_cast's kernel launched on stream (the comm's), n > 0 elements to dt from the other type;
  * sets no error: check cudaGetLastError after it. */
-void cu_cast_on(gk_backend *be, cudaStream_t stream, void *dst, gk_elt dt, const void *src, size_t n);
+void cu_cast_on(gk_backend *be, cudaStream_t stream, void *dst, gk_elt dt, const void *src,
+                size_t n);
 /* matmul.cu */
 void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
              const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb, float beta,

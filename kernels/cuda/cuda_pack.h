@@ -1,4 +1,5 @@
-/* cuda_pack.h: what the element-wise and row-wise op files (elementwise.cu, encoder.cu, layernorm.cu, classifier.cu) share:
+/* cuda_pack.h: what the element-wise and row-wise op files (elementwise.cu, encoder.cu,
+ * layernorm.cu, classifier.cu) share:
  * packs of V consecutive elements moved by 16-byte loads and stores (V = 1: the fallback for
  * unaligned rows or pointers), the op configurations that carry the element type and pack width
  * as one template parameter (so CU_LAUNCH's arguments hold no comma), small device helpers and
@@ -61,7 +62,8 @@ static inline unsigned grid_for(gk_backend *be, size_t items, unsigned threads)
     size_t b = (items + threads - 1) / threads;
     return (unsigned)(b < 1 ? 1 : b < cap ? b : cap);
 }
-#define GRID_STRIDE(k, n) \
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (size_t)gridDim.x * blockDim.x)
+#define GRID_STRIDE(k, n)                                                   \
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < (n); \
+         k += (size_t)gridDim.x * blockDim.x)
 
 #endif

@@ -25,12 +25,14 @@ static int col_rows_per_chunk(int N)
 /* acc[0..V) += the column sums of pack cp over rows r, r + COL_TY, ... < r1, in that order;
  * COL_UNROLL rows loaded before they are added, so that their loads are in flight together. */
 template <int V, typename T>
-static __device__ __forceinline__ void col_rows(float *acc, const T *dout, int C, int cp, int r, int r1)
+static __device__ __forceinline__ void col_rows(float *acc, const T *dout, int C, int cp, int r,
+                                                int r1)
 {
     for (; r + (COL_UNROLL - 1) * COL_TY < r1; r += COL_UNROLL * COL_TY) {
         float d[COL_UNROLL][V];
         GK_UNROLL
-        for (int u = 0; u < COL_UNROLL; u++) load_f<V>(d[u], dout + (size_t)(r + u * COL_TY) * C + (size_t)cp * V);
+        for (int u = 0; u < COL_UNROLL; u++)
+            load_f<V>(d[u], dout + (size_t)(r + u * COL_TY) * C + (size_t)cp * V);
         GK_UNROLL
         for (int u = 0; u < COL_UNROLL; u++)
             for (int j = 0; j < V; j++) acc[j] += d[u][j];
@@ -56,7 +58,8 @@ template <int V> static __device__ __forceinline__ void load_cg(float *f, const 
 }
 
 /* Thread (tx, ty) of a block: the sum over y of red[y][0..V)[tx], y in order, into s (ty == 0). */
-template <int V> static __device__ __forceinline__ void red_rows(float *s, float (*red)[V][COL_TX], int tx)
+template <int V>
+static __device__ __forceinline__ void red_rows(float *s, float (*red)[V][COL_TX], int tx)
 {
     for (int j = 0; j < V; j++) s[j] = strided_sum(&red[0][j][tx], COL_TY, V * COL_TX);
 }
@@ -67,8 +70,8 @@ template <int V> static __device__ __forceinline__ void red_rows(float *s, float
  * ty + COL_TY, ... in order, then the rows are added in order and the result to dbias. A fixed
  * order whichever block is last: the same bits every time. */
 template <class P>
-static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *count, const typename P::T *dout,
-                                       int N, int C, int rows)
+static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *count,
+                                       const typename P::T *dout, int N, int C, int rows)
 {
     constexpr int V = P::V;
     __shared__ float red[COL_TY][V][COL_TX];
@@ -105,7 +108,8 @@ static __global__ void bias_bwd_kernel(float *dbias, float *part, unsigned *coun
     if (tx == 0 && ty == 0) count[blockIdx.x] = 0;
 }
 
-template <typename T, int V> static void bias_bwd_run(gk_backend *be, float *dbias, const T *dout, int N, int C)
+template <typename T, int V>
+static void bias_bwd_run(gk_backend *be, float *dbias, const T *dout, int N, int C)
 {
     typedef op_cfg<T, V> P;
     int rows = col_rows_per_chunk(N), chunks = (N + rows - 1) / rows;
@@ -129,10 +133,12 @@ void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C)
     CU_BEGIN(be);
     if (N <= 0 || C <= 0) return;
     if (be->act == GK_BF16) {
-        if (C % 8 == 0 && aligned16(dout)) bias_bwd_run<bf16, 8>(be, dbias, (const bf16 *)dout, N, C);
+        if (C % 8 == 0 && aligned16(dout))
+            bias_bwd_run<bf16, 8>(be, dbias, (const bf16 *)dout, N, C);
         else bias_bwd_run<bf16, 1>(be, dbias, (const bf16 *)dout, N, C);
     } else {
-        if (C % 4 == 0 && aligned16(dout)) bias_bwd_run<float, 4>(be, dbias, (const float *)dout, N, C);
+        if (C % 4 == 0 && aligned16(dout))
+            bias_bwd_run<float, 4>(be, dbias, (const float *)dout, N, C);
         else bias_bwd_run<float, 1>(be, dbias, (const float *)dout, N, C);
     }
 }
@@ -145,11 +151,13 @@ void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C)
 static __device__ __forceinline__ float gelu_grad(float x)
 {
     float th = tanhf(GELU_K * (x + 0.044715f * x * x * x));
-    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + th) +
+           0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 /* gelu_fwd: x (n) -> out (n) = gelu(x) in fp32, rounded to T (as gemm's GELU epilogue). */
-template <int V, typename T> static __device__ __forceinline__ void gelu_fwd_at(T *out, const T *x, size_t i)
+template <int V, typename T>
+static __device__ __forceinline__ void gelu_fwd_at(T *out, const T *x, size_t i)
 {
     float a[V];
     load_f<V>(a, x + i);
@@ -157,7 +165,8 @@ template <int V, typename T> static __device__ __forceinline__ void gelu_fwd_at(
     store_f<V>(out + i, a);
 }
 /* n elements: packs first, then the n % V tail one by one. */
-template <class P> static __global__ void gelu_fwd_kernel(typename P::T *out, const typename P::T *x, size_t n)
+template <class P>
+static __global__ void gelu_fwd_kernel(typename P::T *out, const typename P::T *x, size_t n)
 {
     constexpr int V = P::V;
     GRID_STRIDE(k, n / V) gelu_fwd_at<V>(out, x, k * V);
@@ -168,7 +177,8 @@ template <typename T> static void gelu_fwd_run(gk_backend *be, T *out, const T *
 {
     if (aligned16(out) && aligned16(x)) {
         typedef op_cfg<T, 16 / sizeof(T)> P;
-        CU_LAUNCH(be, gelu_fwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0, out, x, n);
+        CU_LAUNCH(be, gelu_fwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0, out, x,
+                  n);
     } else {
         typedef op_cfg<T, 1> P;
         CU_LAUNCH(be, gelu_fwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, out, x, n);
@@ -184,7 +194,8 @@ void cu_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C)
     else gelu_fwd_run<float>(be, (float *)out, (const float *)x, n);
 }
 
-template <int V, typename T> static __device__ __forceinline__ void gelu_bwd_at(T *dinp, const T *x, const T *dout, size_t i)
+template <int V, typename T>
+static __device__ __forceinline__ void gelu_bwd_at(T *dinp, const T *x, const T *dout, size_t i)
 {
     float a[V], d[V];
     load_f<V>(a, x + i);
@@ -193,21 +204,26 @@ template <int V, typename T> static __device__ __forceinline__ void gelu_bwd_at(
     store_f<V>(dinp + i, d);
 }
 /* n elements: packs first, then the n % V tail one by one. */
-template <class P> static __global__ void gelu_bwd_kernel(typename P::T *dinp, const typename P::T *x, const typename P::T *dout, size_t n)
+template <class P>
+static __global__ void gelu_bwd_kernel(typename P::T *dinp, const typename P::T *x,
+                                       const typename P::T *dout, size_t n)
 {
     constexpr int V = P::V;
     GRID_STRIDE(k, n / V) gelu_bwd_at<V>(dinp, x, dout, k * V);
     GRID_STRIDE(k, n % V) gelu_bwd_at<1>(dinp, x, dout, n / V * V + k);
 }
 
-template <typename T> static void gelu_bwd_run(gk_backend *be, T *dinp, const T *x, const T *dout, size_t n)
+template <typename T>
+static void gelu_bwd_run(gk_backend *be, T *dinp, const T *x, const T *dout, size_t n)
 {
     if (aligned16(dinp) && aligned16(x) && aligned16(dout)) {
         typedef op_cfg<T, 16 / sizeof(T)> P;
-        CU_LAUNCH(be, gelu_bwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0, dinp, x, dout, n);
+        CU_LAUNCH(be, gelu_bwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0, dinp,
+                  x, dout, n);
     } else {
         typedef op_cfg<T, 1> P;
-        CU_LAUNCH(be, gelu_bwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, dinp, x, dout, n);
+        CU_LAUNCH(be, gelu_bwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, dinp, x, dout,
+                  n);
     }
 }
 
@@ -216,32 +232,40 @@ void cu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, in
     CU_BEGIN(be);
     size_t n = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
     if (n == 0) return;
-    if (be->act == GK_BF16) gelu_bwd_run<bf16>(be, (bf16 *)dinp, (const bf16 *)x, (const bf16 *)dout, n);
+    if (be->act == GK_BF16)
+        gelu_bwd_run<bf16>(be, (bf16 *)dinp, (const bf16 *)x, (const bf16 *)dout, n);
     else gelu_bwd_run<float>(be, (float *)dinp, (const float *)x, (const float *)dout, n);
 }
 
-template <int V, typename T> static __device__ __forceinline__ void dropout_at(T *dinp, const T *dout, size_t i, float p, uint64_t key)
+template <int V, typename T>
+static __device__ __forceinline__ void dropout_at(T *dinp, const T *dout, size_t i, float p,
+                                                  uint64_t key)
 {
     float d[V];
     load_f<V>(d, dout + i);
     for (int j = 0; j < V; j++) d[j] *= gk_rng_dropout(key, i + j, p);
     store_f<V>(dinp + i, d);
 }
-template <class P> static __global__ void dropout_bwd_kernel(typename P::T *dinp, const typename P::T *dout, size_t n, float p, uint64_t key)
+template <class P>
+static __global__ void dropout_bwd_kernel(typename P::T *dinp, const typename P::T *dout, size_t n,
+                                          float p, uint64_t key)
 {
     constexpr int V = P::V;
     GRID_STRIDE(k, n / V) dropout_at<V>(dinp, dout, k * V, p, key);
     GRID_STRIDE(k, n % V) dropout_at<1>(dinp, dout, n / V * V + k, p, key);
 }
 
-template <typename T> static void dropout_bwd_run(gk_backend *be, T *dinp, const T *dout, size_t n, float p, uint64_t key)
+template <typename T>
+static void dropout_bwd_run(gk_backend *be, T *dinp, const T *dout, size_t n, float p, uint64_t key)
 {
     if (aligned16(dinp) && aligned16(dout)) {
         typedef op_cfg<T, 16 / sizeof(T)> P;
-        CU_LAUNCH(be, dropout_bwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0, dinp, dout, n, p, key);
+        CU_LAUNCH(be, dropout_bwd_kernel<P>, grid_for(be, n / P::V, EW_THREADS), EW_THREADS, 0,
+                  dinp, dout, n, p, key);
     } else {
         typedef op_cfg<T, 1> P;
-        CU_LAUNCH(be, dropout_bwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, dinp, dout, n, p, key);
+        CU_LAUNCH(be, dropout_bwd_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, dinp, dout,
+                  n, p, key);
     }
 }
 
@@ -251,7 +275,9 @@ void cu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, floa
     if (n == 0) return;
     size_t bytes = n * gk_elt_size(be->act);
     if (!(p > 0.0f)) { /* no dropout: a copy, or nothing in place */
-        if (dinp != dout) CU_CHECK(be, cudaMemcpyAsync(dinp, dout, bytes, cudaMemcpyDeviceToDevice, CU(be)->stream));
+        if (dinp != dout)
+            CU_CHECK(be,
+                     cudaMemcpyAsync(dinp, dout, bytes, cudaMemcpyDeviceToDevice, CU(be)->stream));
         return;
     }
     if (be->act == GK_BF16) dropout_bwd_run<bf16>(be, (bf16 *)dinp, (const bf16 *)dout, n, p, key);

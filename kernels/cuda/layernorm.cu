@@ -17,8 +17,9 @@
  * in fp32, stored to res_out rounded to T, and v = the rounded values (what layernorm_fwd would
  * read back); without x, v = res. */
 template <int V, typename T>
-static __device__ __forceinline__ void res_ln_take(float *v, T *res_out, const T *res, const T *x, const float *bias, size_t i,
-                                                   int c, float p, uint64_t key)
+static __device__ __forceinline__ void res_ln_take(float *v, T *res_out, const T *res, const T *x,
+                                                   const float *bias, size_t i, int c, float p,
+                                                   uint64_t key)
 {
     load_f<V>(v, res + i);
     if (!x) return;
@@ -32,7 +33,8 @@ static __device__ __forceinline__ void res_ln_take(float *v, T *res_out, const T
 
 /* o[cp*V ..) = (f - m) * rs * weight + lnb, pack cp of a row (f is clobbered). */
 template <int V, typename T>
-static __device__ __forceinline__ void ln_put(T *o, float *f, int cp, float m, float rs, const float *weight, const float *lnb)
+static __device__ __forceinline__ void ln_put(T *o, float *f, int cp, float m, float rs,
+                                              const float *weight, const float *lnb)
 {
     float w[V], b[V] = {};
     load_f<V>(w, weight + (size_t)cp * V);
@@ -48,13 +50,16 @@ static __device__ __forceinline__ void ln_put(T *o, float *f, int cp, float m, f
  * residual add and then the plain layernorm. res_out may alias res or x: each element is read
  * before the same thread writes it. */
 template <class P>
-static __global__ void res_ln_fwd_kernel(typename P::T *res_out, typename P::T *out, float *mean, float *rstd, const typename P::T *res,
-                                         const typename P::T *x, const float *bias, float p, uint64_t key, const float *weight,
-                                         const float *lnb, int N, int C)
+static __global__ void res_ln_fwd_kernel(typename P::T *res_out, typename P::T *out, float *mean,
+                                         float *rstd, const typename P::T *res,
+                                         const typename P::T *x, const float *bias, float p,
+                                         uint64_t key, const float *weight, const float *lnb, int N,
+                                         int C)
 {
     typedef typename P::T T;
     constexpr int V = P::V, K = V > 1 ? LN_REG_FLOATS / V : 8;
-    int lane = threadIdx.x % 32, row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, row_packs = C / V;
+    int lane = threadIdx.x % 32, row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32,
+        row_packs = C / V;
     if (row >= N) return; /* the whole warp */
     size_t base = (size_t)row * C;
     const T *back = x ? res_out : res; /* where packs past the registers are read again */
@@ -96,38 +101,48 @@ static __global__ void res_ln_fwd_kernel(typename P::T *res_out, typename P::T *
 }
 
 template <typename T>
-static void res_ln_fwd_run(gk_backend *be, T *res_out, T *out, float *mean, float *rstd, const T *res, const T *x, const float *bias,
-                           float p, uint64_t key, const float *w, const float *b, int N, int C)
+static void res_ln_fwd_run(gk_backend *be, T *res_out, T *out, float *mean, float *rstd,
+                           const T *res, const T *x, const float *bias, float p, uint64_t key,
+                           const float *w, const float *b, int N, int C)
 {
     typedef op_cfg<T, 16 / sizeof(T)> PV;
     typedef op_cfg<T, 1> P1;
     unsigned grid = cu_blocks((size_t)N, LN_FWD_THREADS / 32);
-    if (C % PV::V == 0 && aligned16(res_out) && aligned16(out) && aligned16(res) && aligned16(x) && aligned16(bias) &&
-        aligned16(w) && aligned16(b))
-        CU_LAUNCH(be, res_ln_fwd_kernel<PV>, grid, LN_FWD_THREADS, 0, res_out, out, mean, rstd, res, x, bias, p, key, w, b, N, C);
-    else CU_LAUNCH(be, res_ln_fwd_kernel<P1>, grid, LN_FWD_THREADS, 0, res_out, out, mean, rstd, res, x, bias, p, key, w, b, N, C);
+    if (C % PV::V == 0 && aligned16(res_out) && aligned16(out) && aligned16(res) && aligned16(x) &&
+        aligned16(bias) && aligned16(w) && aligned16(b))
+        CU_LAUNCH(be, res_ln_fwd_kernel<PV>, grid, LN_FWD_THREADS, 0, res_out, out, mean, rstd, res,
+                  x, bias, p, key, w, b, N, C);
+    else
+        CU_LAUNCH(be, res_ln_fwd_kernel<P1>, grid, LN_FWD_THREADS, 0, res_out, out, mean, rstd, res,
+                  x, bias, p, key, w, b, N, C);
 }
 
-void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp, const float *weight, const float *bias,
-                      int N, int C)
+void cu_layernorm_fwd(gk_backend *be, void *out, float *mean, float *rstd, const void *inp,
+                      const float *weight, const float *bias, int N, int C)
 {
     CU_BEGIN(be);
     if (N <= 0 || C <= 0) return;
     if (be->act == GK_BF16)
-        res_ln_fwd_run<bf16>(be, NULL, (bf16 *)out, mean, rstd, (const bf16 *)inp, NULL, NULL, 0.0f, 0, weight, bias, N, C);
-    else res_ln_fwd_run<float>(be, NULL, (float *)out, mean, rstd, (const float *)inp, NULL, NULL, 0.0f, 0, weight, bias, N, C);
+        res_ln_fwd_run<bf16>(be, NULL, (bf16 *)out, mean, rstd, (const bf16 *)inp, NULL, NULL, 0.0f,
+                             0, weight, bias, N, C);
+    else
+        res_ln_fwd_run<float>(be, NULL, (float *)out, mean, rstd, (const float *)inp, NULL, NULL,
+                              0.0f, 0, weight, bias, N, C);
 }
 
-void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean, float *rstd, const void *res, const void *x,
-                               const float *bias, float p, uint64_t key, const float *ln_weight, const float *ln_bias, int N, int C)
+void cu_residual_layernorm_fwd(gk_backend *be, void *res_out, void *ln_out, float *mean,
+                               float *rstd, const void *res, const void *x, const float *bias,
+                               float p, uint64_t key, const float *ln_weight, const float *ln_bias,
+                               int N, int C)
 {
     CU_BEGIN(be);
     if (N <= 0 || C <= 0) return;
     if (be->act == GK_BF16)
-        res_ln_fwd_run<bf16>(be, (bf16 *)res_out, (bf16 *)ln_out, mean, rstd, (const bf16 *)res, (const bf16 *)x, bias, p, key,
-                             ln_weight, ln_bias, N, C);
-    else res_ln_fwd_run<float>(be, (float *)res_out, (float *)ln_out, mean, rstd, (const float *)res, (const float *)x, bias, p, key,
-                               ln_weight, ln_bias, N, C);
+        res_ln_fwd_run<bf16>(be, (bf16 *)res_out, (bf16 *)ln_out, mean, rstd, (const bf16 *)res,
+                             (const bf16 *)x, bias, p, key, ln_weight, ln_bias, N, C);
+    else
+        res_ln_fwd_run<float>(be, (float *)res_out, (float *)ln_out, mean, rstd, (const float *)res,
+                              (const float *)x, bias, p, key, ln_weight, ln_bias, N, C);
 }
 
 /* Backward in one launch: a warp per row (rows dealt round-robin to the warps of at most
@@ -154,9 +169,11 @@ static int ln_bwd_warps(int C)
 /* dinp += the row gradients of rows row0, row0 + stride, ...; this warp's acc slice (dweight |
  * dbias, [j * row_packs + cp]: lanes on consecutive banks) += their column terms. */
 template <class P>
-static __device__ __forceinline__ void ln_bwd_rows(float *dw, typename P::T *dinp, const typename P::T *dout, const typename P::T *inp,
-                                                   const float *weight, const float *mean, const float *rstd, int N, int C,
-                                                   int row0, int stride)
+static __device__ __forceinline__ void ln_bwd_rows(float *dw, typename P::T *dinp,
+                                                   const typename P::T *dout,
+                                                   const typename P::T *inp, const float *weight,
+                                                   const float *mean, const float *rstd, int N,
+                                                   int C, int row0, int stride)
 {
     constexpr int V = P::V;
     int lane = threadIdx.x % 32, row_packs = C / V;
@@ -209,7 +226,8 @@ static __device__ __forceinline__ bool ln_arrive_last(unsigned *count, unsigned 
 }
 
 /* part rows [k0, k0 + n) of 2C, summed in order, read past L1 (written by other blocks). */
-static __device__ __forceinline__ float ln_rows_sum(const float *part, size_t k0, unsigned n, int C, int i)
+static __device__ __forceinline__ float ln_rows_sum(const float *part, size_t k0, unsigned n, int C,
+                                                    int i)
 {
     float s = 0.0f;
     for (unsigned k = 0; k < n; k++) s += __ldcg(part + (k0 + k) * 2 * C + i);
@@ -219,8 +237,9 @@ static __device__ __forceinline__ float ln_rows_sum(const float *part, size_t k0
 /* part: gridDim.x rows of 2C (the blocks' sums), then one row per group; count: the groups'
  * counts, then the count of completed groups; all zero on entry and on return. */
 template <class P>
-static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight, float *dbias, float *part, unsigned *count,
-                                            const typename P::T *dout, const typename P::T *inp, const float *weight,
+static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight, float *dbias,
+                                            float *part, unsigned *count, const typename P::T *dout,
+                                            const typename P::T *inp, const float *weight,
                                             const float *mean, const float *rstd, int N, int C)
 {
     constexpr int V = P::V;
@@ -228,20 +247,23 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight,
     int warp = threadIdx.x / 32, warps = blockDim.x / 32, row_packs = C / V;
     for (int i = threadIdx.x; i < warps * 2 * C; i += blockDim.x) acc[i] = 0.0f;
     __syncthreads();
-    ln_bwd_rows<P>(acc + (size_t)warp * 2 * C, dinp, dout, inp, weight, mean, rstd, N, C, blockIdx.x * warps + warp,
-                   gridDim.x * warps);
+    ln_bwd_rows<P>(acc + (size_t)warp * 2 * C, dinp, dout, inp, weight, mean, rstd, N, C,
+                   blockIdx.x * warps + warp, gridDim.x * warps);
     __syncthreads();
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
         int half = i / C, k = i - half * C, j = k / row_packs, cp = k - j * row_packs;
         float s = strided_sum(acc + i, warps, (size_t)2 * C);
         part[((size_t)blockIdx.x * 2 + half) * C + (size_t)cp * V + j] = s;
     }
-    unsigned g = blockIdx.x / LN_GROUP, groups = (gridDim.x + LN_GROUP - 1) / LN_GROUP, g0 = g * LN_GROUP;
+    unsigned g = blockIdx.x / LN_GROUP, groups = (gridDim.x + LN_GROUP - 1) / LN_GROUP,
+             g0 = g * LN_GROUP;
     unsigned gn = gridDim.x - g0 < LN_GROUP ? gridDim.x - g0 : LN_GROUP;
-    unsigned *last = reinterpret_cast<unsigned *>(acc); /* acc is read: the barrier in ln_arrive_last */
+    /* acc is read: the barrier in ln_arrive_last */
+    unsigned *last = reinterpret_cast<unsigned *>(acc);
     if (!ln_arrive_last(&count[g], gn, last)) return;
     float *gpart = part + (size_t)gridDim.x * 2 * C;
-    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) gpart[(size_t)g * 2 * C + i] = ln_rows_sum(part, g0, gn, C, i);
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x)
+        gpart[(size_t)g * 2 * C + i] = ln_rows_sum(part, g0, gn, C, i);
     if (threadIdx.x == 0) count[g] = 0;
     if (!ln_arrive_last(&count[LN_GROUPS_MAX], groups, last)) return;
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
@@ -253,26 +275,32 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight,
 }
 
 template <typename T, int V>
-static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *dbias, const T *dout, const T *inp, const float *weight,
-                              const float *mean, const float *rstd, int N, int C)
+static void layernorm_bwd_run(gk_backend *be, T *dinp, float *dweight, float *dbias, const T *dout,
+                              const T *inp, const float *weight, const float *mean,
+                              const float *rstd, int N, int C)
 {
     typedef op_cfg<T, V> P;
     int warps = ln_bwd_warps(C), blocks = (N + warps - 1) / warps;
     blocks = blocks < LN_BWD_BLOCKS ? blocks : LN_BWD_BLOCKS;
     int groups = (blocks + LN_GROUP - 1) / LN_GROUP;
     size_t smem = (size_t)warps * 2 * C * sizeof(float);
-    float *part = (float *)cu_scratch(be, (size_t)(blocks + groups) * 2 * C * sizeof(float), "layernorm_bwd");
+    float *part =
+        (float *)cu_scratch(be, (size_t)(blocks + groups) * 2 * C * sizeof(float), "layernorm_bwd");
     unsigned *count = part ? cu_col_counters(be, LN_GROUPS_MAX + 1) : NULL;
     if (!count) return;
     if (smem > LN_SMEM_DEFAULT) {
         if (smem > CU(be)->smem_optin) {
-            GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda layernorm_bwd: C = %d needs %zu bytes of shared memory", C, smem);
+            GK_BACKEND_FAIL(be, GK_EUSAGE,
+                            "cuda layernorm_bwd: C = %d needs %zu bytes of shared memory", C, smem);
             return;
         }
-        if (CU_CHECK(be, cudaFuncSetAttribute(layernorm_bwd_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem))) return;
+        if (CU_CHECK(be,
+                     cudaFuncSetAttribute(layernorm_bwd_kernel<P>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)))
+            return;
     }
-    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, (unsigned)warps * 32, smem, dinp, dweight, dbias, part, count, dout, inp,
-              weight, mean, rstd, N, C);
+    CU_LAUNCH(be, layernorm_bwd_kernel<P>, (unsigned)blocks, (unsigned)warps * 32, smem, dinp,
+              dweight, dbias, part, count, dout, inp, weight, mean, rstd, N, C);
 }
 
 /* At most min(rows, LN_BWD_BLOCKS) blocks' rows of 2 cols fp32 partials and one row a group of
@@ -283,21 +311,26 @@ size_t cu_layernorm_scratch(size_t rows, size_t cols)
     return (blocks + (blocks + LN_GROUP - 1) / LN_GROUP) * 2 * cols * sizeof(float);
 }
 
-void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout, const void *inp, const float *weight,
-                      const float *mean, const float *rstd, int N, int C)
+void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, const void *dout,
+                      const void *inp, const float *weight, const float *mean, const float *rstd,
+                      int N, int C)
 {
     CU_BEGIN(be);
     if (N <= 0 || C <= 0) return;
     bool ok = aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
     if (be->act == GK_BF16) {
         if (ok && C % 8 == 0)
-            layernorm_bwd_run<bf16, 8>(be, (bf16 *)dinp, dweight, dbias, (const bf16 *)dout, (const bf16 *)inp, weight, mean, rstd, N, C);
-        else layernorm_bwd_run<bf16, 1>(be, (bf16 *)dinp, dweight, dbias, (const bf16 *)dout, (const bf16 *)inp, weight, mean, rstd, N, C);
+            layernorm_bwd_run<bf16, 8>(be, (bf16 *)dinp, dweight, dbias, (const bf16 *)dout,
+                                       (const bf16 *)inp, weight, mean, rstd, N, C);
+        else
+            layernorm_bwd_run<bf16, 1>(be, (bf16 *)dinp, dweight, dbias, (const bf16 *)dout,
+                                       (const bf16 *)inp, weight, mean, rstd, N, C);
     } else {
         if (ok && C % 4 == 0)
-            layernorm_bwd_run<float, 4>(be, (float *)dinp, dweight, dbias, (const float *)dout, (const float *)inp, weight, mean, rstd, N,
-                                        C);
-        else layernorm_bwd_run<float, 1>(be, (float *)dinp, dweight, dbias, (const float *)dout, (const float *)inp, weight, mean, rstd, N,
-                                         C);
+            layernorm_bwd_run<float, 4>(be, (float *)dinp, dweight, dbias, (const float *)dout,
+                                        (const float *)inp, weight, mean, rstd, N, C);
+        else
+            layernorm_bwd_run<float, 1>(be, (float *)dinp, dweight, dbias, (const float *)dout,
+                                        (const float *)inp, weight, mean, rstd, N, C);
     }
 }

@@ -20,7 +20,8 @@
 
 /* The epilogue cuBLASLt refused: src (M,N, row stride ldc; C or pre) holds the matmul's result. */
 template <typename T>
-__global__ void epilogue_kernel(T *C, T *pre, const T *src, const float *bias, int M, int N, int ldc)
+__global__ void epilogue_kernel(T *C, T *pre, const T *src, const float *bias, int M, int N,
+                                int ldc)
 {
     size_t n = (size_t)M * N, stride = (size_t)gridDim.x * blockDim.x;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
@@ -85,9 +86,11 @@ static void gemm_small_tc(gk_backend *be, gk_elt tc, int ta, int tb, int M, int 
                           void *C, int ldc, const float *bias, void *pre)
 {
     if (tc == GK_BF16)
-        gemm_small<TA, TB, bf16>(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+        gemm_small<TA, TB, bf16>(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
+                                 pre);
     else
-        gemm_small<TA, TB, float>(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+        gemm_small<TA, TB, float>(be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
+                                  pre);
 }
 
 /* Any of the eight type combinations through gemm_small_kernel. */
@@ -96,13 +99,17 @@ static void gemm_fallback(gk_backend *be, int ta, int tb, int M, int N, int K, f
                           float beta, void *C, gk_elt tC, int ldc, const float *bias, void *pre)
 {
     if (tA == GK_BF16 && tB == GK_BF16)
-        gemm_small_tc<bf16, bf16>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+        gemm_small_tc<bf16, bf16>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                  bias, pre);
     else if (tA == GK_BF16)
-        gemm_small_tc<bf16, float>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+        gemm_small_tc<bf16, float>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                   bias, pre);
     else if (tB == GK_BF16)
-        gemm_small_tc<float, bf16>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+        gemm_small_tc<float, bf16>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                   bias, pre);
     else
-        gemm_small_tc<float, float>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, pre);
+        gemm_small_tc<float, float>(be, tC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                    bias, pre);
 }
 
 /* The part of the epilogue a cuBLASLt plan left undone, on src (where cuBLASLt wrote). */
@@ -180,12 +187,14 @@ void cu_gemm_cache_free(gk_backend *be)
 static int lt_fail(gk_backend *be, cublasStatus_t st, const char *call, int line)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
-    return cu_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call, cublasLtGetStatusString(st));
+    return cu_fail(be, GK_EIO, __FILE__, line, "cublasLt %s: %s", call,
+                   cublasLtGetStatusString(st));
 }
 #define LT(be, call, name) lt_fail((be), (call), (name), __LINE__)
 
 /* A new matmul descriptor (the old one destroyed): no epilogue attribute of an earlier try left
- * in it (a real cuBLASLt refuses even the plain matmul while a bias type it does not take is set). */
+ * in it (a real cuBLASLt refuses even the plain matmul while a bias type it does not take is
+ * set). */
 static int plan_desc(gk_backend *be, gemm_plan *p)
 {
     const gemm_key *k = &p->key;
@@ -195,9 +204,13 @@ static int plan_desc(gk_backend *be, gemm_plan *p)
     p->desc = NULL;
     return LT(be, cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
               "cublasLtMatmulDescCreate") ||
-           LT(be, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa),
+           LT(be,
+              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                             sizeof opa),
               "cublasLtMatmulDescSetAttribute(TRANSA)") ||
-           LT(be, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb),
+           LT(be,
+              cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                             sizeof opb),
               "cublasLtMatmulDescSetAttribute(TRANSB)");
 }
 
@@ -205,10 +218,14 @@ static int plan_desc(gk_backend *be, gemm_plan *p)
 static int plan_layouts(gk_backend *be, gemm_plan *p)
 {
     const gemm_key *k = &p->key;
-    return LT(be, cublasLtMatrixLayoutCreate(&p->la, lt_type((gk_elt)k->tB), k->tb ? k->K : k->N,
-                                             k->tb ? k->N : k->K, k->ldb), "cublasLtMatrixLayoutCreate(B)") ||
-           LT(be, cublasLtMatrixLayoutCreate(&p->lb, lt_type((gk_elt)k->tA), k->ta ? k->M : k->K,
-                                             k->ta ? k->K : k->M, k->lda), "cublasLtMatrixLayoutCreate(A)") ||
+    return LT(be,
+              cublasLtMatrixLayoutCreate(&p->la, lt_type((gk_elt)k->tB), k->tb ? k->K : k->N,
+                                         k->tb ? k->N : k->K, k->ldb),
+              "cublasLtMatrixLayoutCreate(B)") ||
+           LT(be,
+              cublasLtMatrixLayoutCreate(&p->lb, lt_type((gk_elt)k->tA), k->ta ? k->M : k->K,
+                                         k->ta ? k->K : k->M, k->lda),
+              "cublasLtMatrixLayoutCreate(A)") ||
            LT(be, cublasLtMatrixLayoutCreate(&p->lc, lt_type((gk_elt)k->tC), k->N, k->M, k->ldc),
               "cublasLtMatrixLayoutCreate(C)");
 }
@@ -219,31 +236,42 @@ static int plan_layouts(gk_backend *be, gemm_plan *p)
 static int set_epilogue(gk_backend *be, gemm_plan *p, int bias, int gelu, int dgelu, int bgrad,
                         const void *bias_ptr, const void *pre_ptr)
 {
-    cublasLtEpilogue_t epi = dgelu ? CUBLASLT_EPILOGUE_DGELU
-                             : bgrad ? CUBLASLT_EPILOGUE_BGRADA
-                             : gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-                                    : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    cublasLtEpilogue_t epi =
+        dgelu   ? CUBLASLT_EPILOGUE_DGELU
+        : bgrad ? CUBLASLT_EPILOGUE_BGRADA
+        : gelu  ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     cublasLtMatmulDesc_t d = p->desc;
     if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
            "cublasLtMatmulDescSetAttribute(EPILOGUE)"))
         return -1;
     if (bias || bgrad) {
         int32_t bt = lt_type((gk_elt)p->key.tC); /* D's type: a bf16 D's bias is c->bias16 */
-        if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
-                                                  sizeof bias_ptr), "cublasLtMatmulDescSetAttribute(BIAS_POINTER)") ||
-            LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
+        if (LT(be,
+               cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                              sizeof bias_ptr),
+               "cublasLtMatmulDescSetAttribute(BIAS_POINTER)") ||
+            LT(be,
+               cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                              sizeof bt),
                "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
             return -1;
     }
     if (gelu || dgelu) {
         int64_t ld = p->key.ldc;
         int32_t at = lt_type((gk_elt)p->key.tC);
-        if (LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                                  &pre_ptr, sizeof pre_ptr), "cublasLtMatmulDescSetAttribute(AUX_POINTER)") ||
-            LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld),
+        if (LT(be,
+               cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                              &pre_ptr, sizeof pre_ptr),
+               "cublasLtMatmulDescSetAttribute(AUX_POINTER)") ||
+            LT(be,
+               cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+                                              sizeof ld),
                "cublasLtMatmulDescSetAttribute(AUX_LD)") ||
-            LT(be, cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at,
-                                                  sizeof at), "cublasLtMatmulDescSetAttribute(AUX_DATA_TYPE)"))
+            LT(be,
+               cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at,
+                                              sizeof at),
+               "cublasLtMatmulDescSetAttribute(AUX_DATA_TYPE)"))
             return -1;
     }
     return 0;
@@ -275,9 +303,13 @@ static int find_algo(gk_backend *be, gemm_plan *p)
     uint64_t ws = c->workspace_bytes;
     /* cuBLASLt's A is our B and its B our A */
     if (LT(be, cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")) return -1;
-    int rc = LT(be, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute(WORKSPACE)") ||
-             set_alignments(be, pref, k) ? -1 : 0;
+    int rc = LT(be,
+                cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                     &ws, sizeof ws),
+                "cublasLtMatmulPreferenceSetAttribute(WORKSPACE)") ||
+                     set_alignments(be, pref, k)
+                 ? -1
+                 : 0;
     if (rc == 0) {
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
@@ -333,8 +365,10 @@ static int plan_choose(gk_backend *be, gemm_plan *p, const float *bias, const vo
     }
     /* refused every way: gemm_small_kernel, correct but some 100 times slower, so say so once */
     if (!be->note[0])
-        snprintf(be->note, sizeof be->note, "cuda gemm: cuBLASLt refused M %d N %d K %d (types %d %d %d, bias %d, "
-                 "gelu %d): a slow fallback kernel runs it", k->M, k->N, k->K, k->tA, k->tB, k->tC, k->bias, k->gelu);
+        snprintf(be->note, sizeof be->note,
+                 "cuda gemm: cuBLASLt refused M %d N %d K %d (types %d %d %d, bias %d, gelu %d): a "
+                 "slow fallback kernel runs it",
+                 k->M, k->N, k->K, k->tA, k->tB, k->tC, k->bias, k->gelu);
     return 0;
 }
 
@@ -380,8 +414,10 @@ static void run_plan(gk_backend *be, gemm_plan *p, float alpha, const void *A, c
     }
     if (set_epilogue(be, p, p->lt_bias, p->lt_gelu, 0, 0, lt_bias, pre)) return;
     void *D = pre && !p->lt_gelu ? pre : C; /* GELU by the kernel: the matmul writes pre */
-    if (LT(be, cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, D, p->lc, D, p->lc,
-                              &p->algo, c->workspace, c->workspace_bytes, c->stream), "cublasLtMatmul"))
+    if (LT(be,
+           cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, D, p->lc, D, p->lc,
+                          &p->algo, c->workspace, c->workspace_bytes, c->stream),
+           "cublasLtMatmul"))
         return;
     if (c->sync_each && CU_CHECK(be, cudaStreamSynchronize(c->stream))) return;
     if ((bias && !p->lt_bias) || (pre && !p->lt_gelu))
@@ -393,8 +429,9 @@ static int gemm_shape_bad(gk_backend *be, int transA, int transB, int M, int N, 
                           int ldb, int ldc)
 {
     if (M < 0 || N < 0 || K < 0 || lda < (transA ? M : K) || ldb < (transB ? K : N) || ldc < N)
-        return GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda gemm: bad shape M %d N %d K %d lda %d ldb %d ldc %d",
-                               M, N, K, lda, ldb, ldc);
+        return GK_BACKEND_FAIL(be, GK_EUSAGE,
+                               "cuda gemm: bad shape M %d N %d K %d lda %d ldb %d ldc %d", M, N, K,
+                               lda, ldb, ldc);
     return 0;
 }
 
@@ -433,7 +470,8 @@ void cu_gemm(gk_backend *be, int transA, int transB, int M, int N, int K, float 
 /* dst (n) += src (n, T): BGRADA's sums, which cuBLASLt writes rather than adds */
 template <typename T> __global__ void add_to_kernel(float *dst, const T *src, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) dst[i] += cu_f(src[i]);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        dst[i] += cu_f(src[i]);
 }
 
 /* Runs a backward plan: the product with what cuBLASLt fused (DGELU, or BGRADA into scratch, then
@@ -444,8 +482,10 @@ static void run_plan_bwd(gk_backend *be, gemm_plan *p, float alpha, const void *
     cu_ctx *c = CU(be);
     const gemm_key *k = &p->key;
     if (set_epilogue(be, p, 0, 0, p->lt_dgelu, p->lt_bgrad, sums, pre) ||
-        LT(be, cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc,
-                              &p->algo, c->workspace, c->workspace_bytes, c->stream), "cublasLtMatmul"))
+        LT(be,
+           cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc,
+                          &p->algo, c->workspace, c->workspace_bytes, c->stream),
+           "cublasLtMatmul"))
         return;
     if (c->sync_each && CU_CHECK(be, cudaStreamSynchronize(c->stream))) return;
     if (pre && !p->lt_dgelu) cu_gelu_bwd(be, C, pre, C, k->M, k->N);
@@ -455,7 +495,8 @@ static void run_plan_bwd(gk_backend *be, gemm_plan *p, float alpha, const void *
         return;
     }
     unsigned blocks = cu_blocks((size_t)k->N, 256);
-    if (k->tC == GK_BF16) CU_LAUNCH(be, add_to_kernel<bf16>, blocks, 256, 0, dbias, (const bf16 *)sums, k->N);
+    if (k->tC == GK_BF16)
+        CU_LAUNCH(be, add_to_kernel<bf16>, blocks, 256, 0, dbias, (const bf16 *)sums, k->N);
     else CU_LAUNCH(be, add_to_kernel<float>, blocks, 256, 0, dbias, (const float *)sums, k->N);
 }
 
@@ -470,9 +511,10 @@ void cu_gemm_bwd(gk_backend *be, int transA, int transB, int M, int N, int K, fl
     memset(&key, 0, sizeof key);
     key.ta = !!transA, key.tb = !!transB, key.M = M, key.N = N, key.K = K;
     key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.tA = ta, key.tB = tb, key.tC = tc;
-    if (!CU(be)->fused_grads || (!pre_gelu && !dbias) || M < 16 || N < 1 || K < 1 || !lt_takes(&key)) {
-        gk_gemm_bwd_apart(be, transA, transB, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc,
-                          pre_gelu, dbias);
+    if (!CU(be)->fused_grads || (!pre_gelu && !dbias) || M < 16 || N < 1 || K < 1 ||
+        !lt_takes(&key)) {
+        gk_gemm_bwd_apart(be, transA, transB, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc,
+                          ldc, pre_gelu, dbias);
         return;
     }
     if (gemm_shape_bad(be, transA, transB, M, N, K, lda, ldb, ldc) ||
@@ -489,7 +531,8 @@ void cu_gemm_bwd(gk_backend *be, int transA, int transB, int M, int N, int K, fl
         run_plan_bwd(be, p, alpha, A, B, beta, C, pre_gelu, dbias, sums);
         return;
     }
-    gemm_fallback(be, key.ta, key.tb, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc, NULL, NULL);
+    gemm_fallback(be, key.ta, key.tb, M, N, K, alpha, A, ta, lda, B, tb, ldb, beta, C, tc, ldc,
+                  NULL, NULL);
     if (pre_gelu) cu_gelu_bwd(be, C, pre_gelu, C, M, N);
     if (dbias) cu_bias_bwd(be, dbias, B, K, N);
 }

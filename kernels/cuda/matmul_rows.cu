@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(GV_THREADS)
     for (int m = 0; m < M; m++)
         GK_UNROLL
         for (int j = 0; j < 8; j++)
-            acc[m][j] = xor_reduce<GV_GROUPS, 16>(acc[m][j], cu_add()); /* over the lanes of a column group */
+            /* over the lanes of a column group */
+            acc[m][j] = xor_reduce<GV_GROUPS, 16>(acc[m][j], cu_add());
     if (lane < GV_GROUPS)
         GK_UNROLL
         for (int m = 0; m < M; m++)
@@ -72,8 +73,10 @@ __global__ void __launch_bounds__(GV_THREADS)
             for (int j = 0; j < 8; j++) red[warp][m][8 * g + j] = acc[m][j];
     __syncthreads();
     if (threadIdx.x < M * GV_COLS) {
-        int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS, col = (int)blockIdx.x * GV_COLS + c;
-        float s = 0.0f; /* the warps' sums in order (a loop of its own: strided_sum interleaves the loads) */
+        int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS,
+            col = (int)blockIdx.x * GV_COLS + c;
+        /* the warps' sums in order (a loop of its own: strided_sum interleaves the loads) */
+        float s = 0.0f;
         for (int w = 0; w < GV_THREADS / 32; w++) s += red[w][m][c];
         if (col < N) cu_gemm_store(alpha * s, (size_t)m * ldc + col, col, C, bias, pre);
     }
@@ -105,7 +108,7 @@ __global__ void __launch_bounds__(GV_THREADS)
         acc[m] = warp_sum(acc[m]);
     if (lane == 0)
         GK_UNROLL
-        for (int m = 0; m < M; m++) cu_gemm_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, pre);
+    for (int m = 0; m < M; m++) cu_gemm_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, pre);
 }
 
 template <int M>

@@ -2,7 +2,8 @@
  * (attention_fa2.cu), read by nvcc (inline PTX, sm_80 and newer) and by g++ -DGK_CUDA_EMU (the
  * emulator's kernels/emu/emu_mma.h, which implements them exactly with the same lane layouts).
  * Owns:
- * - mma_16816(d, a, b, c): mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, d[4] = a[4] b[2] + c[4]
+ * - mma_16816(d, a, b, c): mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, d[4] = a[4] b[2] +
+ *   c[4]
  * - ldmatrix<N, TRANS>(r, row): ldmatrix.sync.aligned.m8n8.x<N>[.trans].shared.b16 into r[N]
  * - cp_async16(dst, src, src_bytes): cp.async.cg.shared.global 16 bytes (src_bytes copied, the rest
  *   zeroed), cp_async_commit(), cp_async_wait<N>() (all but the N most recent groups complete)
@@ -10,7 +11,8 @@
  * - ex2_ftz(x): ex2.approx.ftz.f32, 2^x in one MUFU instruction (exp2f adds a range check and two
  *   predicated multiplies around it for subnormal results, which softmax weights never need:
  *   results under 2^-126 are 0, -inf gives 0; at most 2 ulp from 2^x)
- * Lane layouts (lane = 4g + t; register i, half h; the PTX ISA's "Matrix Fragments for mma.m16n8k16"):
+ * Lane layouts (lane = 4g + t; register i, half h; the PTX ISA's "Matrix Fragments for
+ * mma.m16n8k16"):
  *   A 16x16: row g + 8*(i&1), column 2t + h + 8*(i>>1)     B 16x8: row 2t + h + 8*i, column g
  *   C, D 16x8 (fp32, element i): row g + 8*(i>>1), column 2t + (i&1)
  *   ldmatrix: matrix i's rows are at the addresses lanes 8i..8i+7 give; lane l gets row l/4,
@@ -51,14 +53,15 @@ __device__ __forceinline__ float ex2_ftz(float x)
 #endif
 }
 
-__device__ __forceinline__ void mma_16816(float *d, const uint32_t *a, const uint32_t *b, const float *c)
+__device__ __forceinline__ void mma_16816(float *d, const uint32_t *a, const uint32_t *b,
+                                          const float *c)
 {
 #if defined(__CUDACC__)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9}, {%10,%11,%12,%13};\n"
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
-                   "f"(c[2]), "f"(c[3]));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #else
     gk_emu::mma_m16n8k16_bf16(d, a, b, c);
 #endif
@@ -71,9 +74,13 @@ __device__ __forceinline__ void ldmatrix(uint32_t *r, const void *row)
 #if defined(__CUDACC__)
     unsigned a = (unsigned)__cvta_generic_to_shared(row);
     if constexpr (N == 1 && !TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(a));
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+                     : "=r"(r[0])
+                     : "r"(a));
     if constexpr (N == 1 && TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(a));
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+                     : "=r"(r[0])
+                     : "r"(a));
     if constexpr (N == 2 && !TRANS)
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
                      : "=r"(r[0]), "=r"(r[1]) : "r"(a));
@@ -97,7 +104,9 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_b
 {
 #if defined(__CUDACC__)
     unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src), "r"(src_bytes) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
 #else
     gk_emu::cp_async16(dst, src, src_bytes);
 #endif

@@ -25,13 +25,15 @@
 
 static unsigned sumsq_blocks(size_t n)
 {
-    size_t b = (n / 4 + (size_t)SUMSQ_THREADS * SUMSQ_QUADS - 1) / ((size_t)SUMSQ_THREADS * SUMSQ_QUADS);
+    size_t b =
+        (n / 4 + (size_t)SUMSQ_THREADS * SUMSQ_QUADS - 1) / ((size_t)SUMSQ_THREADS * SUMSQ_QUADS);
     return (unsigned)(b < 1 ? 1 : b > SUMSQ_BLOCKS ? SUMSQ_BLOCKS : b);
 }
 
 /* Quad k (elements 4k..4k+3, fewer at the end) is summed by thread k % (blocks*threads) whatever
  * the alignment, so aligned and unaligned calls give the same bits. */
-template <int ALIGNED> static __global__ void sumsq_partial_kernel(double *part, const float *x, size_t n)
+template <int ALIGNED>
+static __global__ void sumsq_partial_kernel(double *part, const float *x, size_t n)
 {
     __shared__ double red[SUMSQ_THREADS];
     double s = 0.0;
@@ -44,7 +46,8 @@ template <int ALIGNED> static __global__ void sumsq_partial_kernel(double *part,
         for (int j = 0; j < 4; j++) s += (double)f[j] * f[j];
     }
     size_t tail = n / 4 * 4;
-    if ((size_t)blockIdx.x * blockDim.x + threadIdx.x == (tail / 4) % ((size_t)gridDim.x * blockDim.x))
+    if ((size_t)blockIdx.x * blockDim.x + threadIdx.x ==
+        (tail / 4) % ((size_t)gridDim.x * blockDim.x))
         for (size_t i = tail; i < n; i++) s += (double)x[i] * x[i];
     s = block_tree_sum<SUMSQ_THREADS>(s, red);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
@@ -70,7 +73,9 @@ void cu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n)
     else CU_LAUNCH(be, sumsq_partial_kernel<0>, blocks, SUMSQ_THREADS, 0, part, x, n);
     CU_LAUNCH(be, sumsq_final_kernel, 1, SUMSQ_THREADS, 0, part, (int)blocks);
     double sum;
-    if (CU_CHECK(be, cudaMemcpyAsync(&sum, part + SUMSQ_BLOCKS, sizeof sum, cudaMemcpyDeviceToHost, CU(be)->stream))) return;
+    if (CU_CHECK(be, cudaMemcpyAsync(&sum, part + SUMSQ_BLOCKS, sizeof sum, cudaMemcpyDeviceToHost,
+                                     CU(be)->stream)))
+        return;
     if (CU_CHECK(be, cudaStreamSynchronize(CU(be)->stream))) return;
     if (!be->err.code) *host_out = sum;
 }
@@ -99,18 +104,21 @@ void cu_scale(gk_backend *be, float *x, float s, size_t n)
 {
     CU_BEGIN(be);
     if (n == 0) return;
-    if (aligned16(x)) CU_LAUNCH(be, scale_kernel<4>, grid_for(be, n / 4, EW_THREADS), EW_THREADS, 0, x, s, n);
+    if (aligned16(x))
+        CU_LAUNCH(be, scale_kernel<4>, grid_for(be, n / 4, EW_THREADS), EW_THREADS, 0, x, s, n);
     else CU_LAUNCH(be, scale_kernel<1>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, x, s, n);
 }
 
 /* ---- AdamW on one tensor ---- */
 
-/* AdamW's per-call constants, computed on the host in torch's order (see kernels/ref/optimizer.c). */
+/* AdamW's per-call constants, computed on the host in torch's order (see
+ * kernels/ref/optimizer.c). */
 typedef struct adamw_k {
     float beta1, beta2, eps, decay, step_size, bc2_sqrt, grad_scale;
 } adamw_k;
 
-static adamw_k adamw_consts(float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale)
+static adamw_k adamw_consts(float lr, float beta1, float beta2, float eps, float wd, int t,
+                            float grad_scale)
 {
     adamw_k k;
     k.beta1 = beta1, k.beta2 = beta2, k.eps = eps, k.grad_scale = grad_scale;
@@ -125,7 +133,8 @@ static adamw_k adamw_consts(float lr, float beta1, float beta2, float eps, float
  * them differently in adamw_kernel and adamw_multi_kernel, and the two disagreed in the last bit
  * (test_ops's test_multi saw it on a GPU); this is also the reference's order of roundings. */
 template <int V, typename E>
-static __device__ __forceinline__ void adamw_at(float *param, const float *grad, float *m, float *v, E *copy, const adamw_k &k, size_t i)
+static __device__ __forceinline__ void adamw_at(float *param, const float *grad, float *m, float *v,
+                                                E *copy, const adamw_k &k, size_t i)
 {
     float p[V], g[V], mm[V], vv[V];
     load_f<V>(p, param + i);
@@ -147,7 +156,8 @@ static __device__ __forceinline__ void adamw_at(float *param, const float *grad,
 }
 /* P::T is the copy's type. */
 template <class P>
-static __global__ void adamw_kernel(float *param, const float *grad, float *m, float *v, typename P::T *copy, size_t n, adamw_k k)
+static __global__ void adamw_kernel(float *param, const float *grad, float *m, float *v,
+                                    typename P::T *copy, size_t n, adamw_k k)
 {
     constexpr int V = P::V;
     GRID_STRIDE(i, n / V) adamw_at<V>(param, grad, m, v, copy, k, i * V);
@@ -155,21 +165,26 @@ static __global__ void adamw_kernel(float *param, const float *grad, float *m, f
 }
 
 template <typename E>
-static void adamw_run(gk_backend *be, float *param, const float *grad, float *m, float *v, E *copy, size_t n, const adamw_k &k)
+static void adamw_run(gk_backend *be, float *param, const float *grad, float *m, float *v, E *copy,
+                      size_t n, const adamw_k &k)
 {
     /* 4 floats per pack: 16 bytes of each fp32 array, 4 copy elements (8 bytes for bf16) */
-    bool ok = aligned16(param) && aligned16(grad) && aligned16(m) && aligned16(v) && ((uintptr_t)copy & (4 * sizeof(E) - 1)) == 0;
+    bool ok = aligned16(param) && aligned16(grad) && aligned16(m) && aligned16(v) &&
+              ((uintptr_t)copy & (4 * sizeof(E) - 1)) == 0;
     if (ok) {
         typedef op_cfg<E, 4> P;
-        CU_LAUNCH(be, adamw_kernel<P>, grid_for(be, n / 4, EW_THREADS), EW_THREADS, 0, param, grad, m, v, copy, n, k);
+        CU_LAUNCH(be, adamw_kernel<P>, grid_for(be, n / 4, EW_THREADS), EW_THREADS, 0, param, grad,
+                  m, v, copy, n, k);
     } else {
         typedef op_cfg<E, 1> P;
-        CU_LAUNCH(be, adamw_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, param, grad, m, v, copy, n, k);
+        CU_LAUNCH(be, adamw_kernel<P>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, param, grad, m,
+                  v, copy, n, k);
     }
 }
 
-void cu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n, float lr, float beta1, float beta2,
-              float eps, float wd, int t, float grad_scale, void *copy, gk_elt tcopy)
+void cu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
+              float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
+              void *copy, gk_elt tcopy)
 {
     CU_BEGIN(be);
     if (copy && tcopy != GK_F32 && tcopy != GK_BF16) {
@@ -207,7 +222,8 @@ void cu_optim_cache_free(gk_backend *be)
 
 /* The device copy of the table host (bytes) for slot, uploaded (in stream order) only when it
  * differs from that slot's last one; NULL with the sticky error set. */
-static const void *cu_table_of(gk_backend *be, int slot, const void *host, size_t bytes, const char *op)
+static const void *cu_table_of(gk_backend *be, int slot, const void *host, size_t bytes,
+                               const char *op)
 {
     cu_ctx *c = CU(be);
     optim_cache *oc = (optim_cache *)c->optim_cache;
@@ -220,7 +236,8 @@ static const void *cu_table_of(gk_backend *be, int slot, const void *host, size_
     if (bytes > t->cap) {
         void *h = malloc(bytes), *d = NULL;
         if (!h) {
-            GK_BACKEND_FAIL(be, GK_ENOMEM, "cuda %s: out of memory for %zu bytes of table", op, bytes);
+            GK_BACKEND_FAIL(be, GK_ENOMEM, "cuda %s: out of memory for %zu bytes of table", op,
+                            bytes);
             return NULL;
         }
         /* the old table may still be read by a kernel in flight */
@@ -234,13 +251,16 @@ static const void *cu_table_of(gk_backend *be, int slot, const void *host, size_
     }
     memcpy(t->host, host, bytes);
     t->bytes = 0; /* valid once uploaded */
-    if (CU_CHECK(be, cudaMemcpyAsync(t->dev, t->host, bytes, cudaMemcpyHostToDevice, c->stream))) return NULL;
+    if (CU_CHECK(be, cudaMemcpyAsync(t->dev, t->host, bytes, cudaMemcpyHostToDevice, c->stream)))
+        return NULL;
     t->bytes = bytes;
     return t->dev;
 }
 
-/* The entry that holds chunk c: the last one whose first chunk is <= c (each holds at least one). */
-template <typename Ent> static __device__ __forceinline__ const Ent &entry_of(const Ent *tab, int count, size_t c)
+/* The entry that holds chunk c: the last one whose first chunk is <= c (each holds at least
+ * one). */
+template <typename Ent>
+static __device__ __forceinline__ const Ent &entry_of(const Ent *tab, int count, size_t c)
 {
     int lo = 0, hi = count - 1;
     while (lo < hi) {
@@ -266,7 +286,8 @@ typedef struct aw_entry {
 
 /* Chunks in a grid-stride loop; P::T is the copies' type. k.decay is that of the tensors with
  * weight decay; the others get 1, which is what adamw computes for wd = 0. */
-template <class P> static __global__ void adamw_multi_kernel(const aw_entry *tab, int count, size_t chunks, adamw_k k)
+template <class P>
+static __global__ void adamw_multi_kernel(const aw_entry *tab, int count, size_t chunks, adamw_k k)
 {
     typedef typename P::T E;
     for (size_t c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -283,11 +304,12 @@ template <class P> static __global__ void adamw_multi_kernel(const aw_entry *tab
     }
 }
 
-void cu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr, float beta1, float beta2,
-                    float eps, float wd, int t, float grad_scale, gk_elt tcopy)
+void cu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float lr, float beta1,
+                    float beta2, float eps, float wd, int t, float grad_scale, gk_elt tcopy)
 {
     CU_BEGIN(be);
-    aw_entry *tab = (aw_entry *)calloc(count > 0 ? (size_t)count : 1, sizeof *tab); /* padding zero: memcmp */
+    /* padding zero: memcmp */
+    aw_entry *tab = (aw_entry *)calloc(count > 0 ? (size_t)count : 1, sizeof *tab);
     if (!tab) {
         GK_BACKEND_FAIL(be, GK_ENOMEM, "cuda adamw_multi: out of memory for %d tensors", count);
         return;
@@ -308,14 +330,18 @@ void cu_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int count, float 
                  ((uintptr_t)s->copy & (4 * esz - 1)) == 0;
         chunks += (s->n + AW_CHUNK - 1) / AW_CHUNK;
     }
-    const aw_entry *d = n && !be->err.code ? (const aw_entry *)cu_table_of(be, TAB_ADAMW, tab, (size_t)n * sizeof *tab, "adamw_multi") : NULL;
+    const aw_entry *d = n && !be->err.code
+                            ? (const aw_entry *)cu_table_of(be, TAB_ADAMW, tab,
+                                                            (size_t)n * sizeof *tab, "adamw_multi")
+                            : NULL;
     free(tab);
     if (!d) return;
     adamw_k k = adamw_consts(lr, beta1, beta2, eps, wd, t, grad_scale);
     unsigned grid = grid_for(be, chunks * EW_THREADS, EW_THREADS);
     typedef op_cfg<bf16, 4> PB;
     typedef op_cfg<float, 4> PF;
-    if (tcopy == GK_BF16) CU_LAUNCH(be, adamw_multi_kernel<PB>, grid, EW_THREADS, 0, d, n, chunks, k);
+    if (tcopy == GK_BF16)
+        CU_LAUNCH(be, adamw_multi_kernel<PB>, grid, EW_THREADS, 0, d, n, chunks, k);
     else CU_LAUNCH(be, adamw_multi_kernel<PF>, grid, EW_THREADS, 0, d, n, chunks, k);
 }
 
@@ -354,10 +380,15 @@ void cu_zero_multi(gk_backend *be, const gk_span *sp, int count)
     for (int i = 0; i < count; i++) {
         if (sp[i].n == 0) continue;
         zr_entry *e = &tab[n++];
-        e->p = (unsigned char *)sp[i].p, e->n = sp[i].n, e->chunk0 = chunks, e->vec = aligned16(sp[i].p);
+        e->p = (unsigned char *)sp[i].p, e->n = sp[i].n, e->chunk0 = chunks,
+        e->vec = aligned16(sp[i].p);
         chunks += (sp[i].n + ZR_CHUNK - 1) / ZR_CHUNK;
     }
-    const zr_entry *d = n ? (const zr_entry *)cu_table_of(be, TAB_ZERO, tab, (size_t)n * sizeof *tab, "zero_multi") : NULL;
+    const zr_entry *d =
+        n ? (const zr_entry *)cu_table_of(be, TAB_ZERO, tab, (size_t)n * sizeof *tab, "zero_multi")
+          : NULL;
     free(tab);
-    if (d) CU_LAUNCH(be, zero_multi_kernel, grid_for(be, chunks * EW_THREADS, EW_THREADS), EW_THREADS, 0, d, n, chunks);
+    if (d)
+        CU_LAUNCH(be, zero_multi_kernel, grid_for(be, chunks * EW_THREADS, EW_THREADS), EW_THREADS,
+                  0, d, n, chunks);
 }

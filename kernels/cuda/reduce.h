@@ -26,7 +26,10 @@ struct cu_fmax {
 
 /* The value v of the lane whose index is this lane's xor o; a kernel with a state of its own
  * (classifier.cu's log-sum-exp pair) adds an overload for it. */
-__device__ __forceinline__ float cu_shfl_xor(float v, int o) { return __shfl_xor_sync(CU_FULL_MASK, v, o); }
+__device__ __forceinline__ float cu_shfl_xor(float v, int o)
+{
+    return __shfl_xor_sync(CU_FULL_MASK, v, o);
+}
 
 /* The butterfly: for o = FROM, then halving down to TO (FROM >= TO) or doubling up to TO (FROM <
  * TO), v = op(v, v of lane ^ o). Every lane ends with v combined over the lanes that differ from
@@ -45,7 +48,8 @@ __device__ __forceinline__ T xor_reduce(T v, Op op)
 /* Over the 32 lanes of the warp, offsets 16 down to 1. */
 __device__ __forceinline__ float warp_sum(float v) { return xor_reduce<16, 1>(v, cu_add()); }
 __device__ __forceinline__ float warp_max(float v) { return xor_reduce<16, 1>(v, cu_fmax()); }
-/* Over the 4 lanes of a quad (the lanes that hold one row of an mma accumulator), offsets 1 then 2. */
+/* Over the 4 lanes of a quad (the lanes that hold one row of an mma accumulator), offsets 1 then
+ * 2. */
 __device__ __forceinline__ float quad_sum(float v) { return xor_reduce<1, 2>(v, cu_add()); }
 __device__ __forceinline__ float quad_max(float v) { return xor_reduce<1, 2>(v, cu_fmax()); }
 

@@ -24,7 +24,8 @@ struct LaunchSpec {
     cudaStream_t stream;
 };
 typedef void (*BodyFn)(const void *closure);
-typedef std::shared_ptr<const void> (*KeepFn)(const void *closure); /* a copy of it that owns its arguments */
+/* a copy of it that owns its arguments */
+typedef std::shared_ptr<const void> (*KeepFn)(const void *closure);
 
 /* Runs body(closure) once per thread of the grid; errors go where cudaGetLastError finds them.
  * On a capturing stream it records keep(closure) instead, for cudaGraphLaunch to run. */
@@ -38,7 +39,8 @@ template <class... P> struct Launcher {
     void (*fn)(P...);
     template <class... A> void operator()(A &&...args) const
     {
-        static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
+        static_assert(sizeof...(A) == sizeof...(P),
+                      "kernel launched with the wrong number of arguments");
         struct Closure {
             void (*fn)(P...);
             std::tuple<typename std::decay<P>::type...> args;
@@ -57,10 +59,11 @@ template <class... P> struct Launcher {
     }
 };
 template <class... P>
-inline Launcher<P...> launcher(const char *name, void (*fn)(P...), dim3 grid, dim3 block, size_t smem,
-                               cudaStream_t stream)
+inline Launcher<P...> launcher(const char *name, void (*fn)(P...), dim3 grid, dim3 block,
+                               size_t smem, cudaStream_t stream)
 {
-    return Launcher<P...>{{name, reinterpret_cast<const void *>(fn), grid, block, smem, stream}, fn};
+    return Launcher<P...>{{name, reinterpret_cast<const void *>(fn), grid, block, smem, stream},
+                          fn};
 }
 } // namespace gk_emu
 

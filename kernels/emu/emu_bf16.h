@@ -1,4 +1,5 @@
-/* emu_bf16.h: the cuda_bf16.h subset of the emulator (see kernels/emu/README.md for the whole subset).
+/* emu_bf16.h: the cuda_bf16.h subset of the emulator (see kernels/emu/README.md for the whole
+ * subset).
  * Owns: __nv_bfloat16 (2 bytes, standard layout, the bits in __x as on a GPU), __nv_bfloat162
  * and the conversions: float -> bf16 rounds to nearest even and keeps NaN a (quiet) NaN.
  * Arithmetic and comparisons go through float and round the result back, as on a GPU.
@@ -60,7 +61,10 @@ GK_EMU_BF16_ARITH(-)
 GK_EMU_BF16_ARITH(*)
 GK_EMU_BF16_ARITH(/)
 #undef GK_EMU_BF16_ARITH
-inline __nv_bfloat16 operator-(__nv_bfloat16 a) { return __ushort_as_bfloat16((unsigned short)(a.__x ^ 0x8000u)); }
+inline __nv_bfloat16 operator-(__nv_bfloat16 a)
+{
+    return __ushort_as_bfloat16((unsigned short)(a.__x ^ 0x8000u));
+}
 #define GK_EMU_BF16_CMP(op) \
     inline bool operator op(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a op(float) b; }
 GK_EMU_BF16_CMP(==)

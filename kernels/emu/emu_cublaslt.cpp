@@ -53,7 +53,8 @@ size_t type_size(int32_t t) { return t == CUDA_R_32F ? 4 : 2; }
 
 float load(const void *p, int32_t type, size_t i)
 {
-    return type == CUDA_R_32F ? static_cast<const float *>(p)[i] : (float)static_cast<const __nv_bfloat16 *>(p)[i];
+    return type == CUDA_R_32F ? static_cast<const float *>(p)[i]
+                              : (float)static_cast<const __nv_bfloat16 *>(p)[i];
 }
 void store(void *p, int32_t type, size_t i, float v)
 {
@@ -67,7 +68,8 @@ float gelu_tanh(float x) { return 0.5f * x * (1.0f + tanhf(GELU_S * (x + 0.04471
 float gelu_grad(float x)
 {
     float th = tanhf(GELU_S * (x + 0.044715f * x * x * x));
-    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + th) +
+           0.5f * x * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 /* The epilogue's parts: bias added; aux written (GELU_AUX) or read (DGELU: the GELU input whose
@@ -81,23 +83,28 @@ struct Problem {
 
 /* What cuBLASLt checks before it runs; pointers only when they are about to be used. */
 cublasStatus_t check(const gk_emu_lt_desc *d, const gk_emu_lt_layout *A, const gk_emu_lt_layout *B,
-                     const gk_emu_lt_layout *C, const gk_emu_lt_layout *D, bool pointers, Problem *p)
+                     const gk_emu_lt_layout *C, const gk_emu_lt_layout *D, bool pointers,
+                     Problem *p)
 {
     if (!d || !A || !B || !C || !D) return CUBLAS_STATUS_INVALID_VALUE;
-    if (d->compute != CUBLAS_COMPUTE_32F || d->scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (d->compute != CUBLAS_COMPUTE_32F || d->scale != CUDA_R_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     const gk_emu_lt_layout *all[4] = {A, B, C, D};
     for (const gk_emu_lt_layout *l : all) {
-        if (l->order != CUBLASLT_ORDER_COL || !is_float_type(l->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+        if (l->order != CUBLASLT_ORDER_COL || !is_float_type(l->type))
+            return CUBLAS_STATUS_NOT_SUPPORTED;
         if (l->ld < (int64_t)(l->rows ? l->rows : 1) || l->batch != D->batch || l->batch < 1)
             return CUBLAS_STATUS_INVALID_VALUE;
     }
-    if (A->type != B->type || C->type != D->type || (A->type == CUDA_R_32F && D->type != CUDA_R_32F))
+    if (A->type != B->type || C->type != D->type ||
+        (A->type == CUDA_R_32F && D->type != CUDA_R_32F))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     p->m = D->rows;
     p->n = D->cols;
     p->k = d->transa != CUBLAS_OP_N ? A->rows : A->cols;
     uint64_t a_m = d->transa != CUBLAS_OP_N ? A->cols : A->rows;
-    uint64_t b_k = d->transb != CUBLAS_OP_N ? B->cols : B->rows, b_n = d->transb != CUBLAS_OP_N ? B->rows : B->cols;
+    uint64_t b_k = d->transb != CUBLAS_OP_N ? B->cols : B->rows,
+             b_n = d->transb != CUBLAS_OP_N ? B->rows : B->cols;
     if (a_m != p->m || b_k != p->k || b_n != p->n || C->rows != p->m || C->cols != p->n)
         return CUBLAS_STATUS_INVALID_VALUE;
     switch (d->epilogue) {
@@ -123,13 +130,16 @@ cublasStatus_t check(const gk_emu_lt_desc *d, const gk_emu_lt_layout *A, const g
     p->aux_type = d->aux_type == -1 ? D->type : d->aux_type;
     if ((p->bias && !is_float_type(p->bias_type)) || (p->aux && !is_float_type(p->aux_type)))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (p->aux && (d->aux_ld < (int64_t)p->m || d->aux_ld % 8 || d->aux_stride % 8)) return CUBLAS_STATUS_INVALID_VALUE;
-    if (pointers && ((p->bias && !d->bias) || (p->aux && !d->aux))) return CUBLAS_STATUS_INVALID_VALUE;
+    if (p->aux && (d->aux_ld < (int64_t)p->m || d->aux_ld % 8 || d->aux_stride % 8))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (pointers && ((p->bias && !d->bias) || (p->aux && !d->aux)))
+        return CUBLAS_STATUS_INVALID_VALUE;
     return CUBLAS_STATUS_SUCCESS;
 }
 
 /* rows x cols of p (type, ld) as packed fp32 in out. */
-void widen(const void *p, int32_t type, uint64_t rows, uint64_t cols, int64_t ld, std::vector<float> &out)
+void widen(const void *p, int32_t type, uint64_t rows, uint64_t cols, int64_t ld,
+           std::vector<float> &out)
 {
     out.resize(rows * cols);
     for (uint64_t j = 0; j < cols; j++)
@@ -139,7 +149,8 @@ void widen(const void *p, int32_t type, uint64_t rows, uint64_t cols, int64_t ld
 /* Batch b of p (NULL stays NULL). */
 const char *at(const void *p, const gk_emu_lt_layout *l, int b)
 {
-    return p ? static_cast<const char *>(p) + (int64_t)b * l->stride * (int64_t)type_size(l->type) : nullptr;
+    return p ? static_cast<const char *>(p) + (int64_t)b * l->stride * (int64_t)type_size(l->type)
+             : nullptr;
 }
 
 } // namespace
@@ -193,7 +204,8 @@ const char *cublasGetStatusString(cublasStatus_t status)
     return "unknown error";
 }
 
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute, cudaDataType_t scale)
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
+                                        cudaDataType_t scale)
 {
     if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
     *desc = new gk_emu_lt_desc{compute, scale, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT,
@@ -207,8 +219,9 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
-                                              const void *buf, size_t size)
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t attr, const void *buf,
+                                              size_t size)
 {
     if (!d) return CUBLAS_STATUS_INVALID_VALUE;
     switch (attr) {
@@ -228,8 +241,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMa
     return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type, uint64_t rows,
-                                          uint64_t cols, int64_t ld)
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld)
 {
     if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
     *layout = new gk_emu_lt_layout{type, CUBLASLT_ORDER_COL, rows, cols, ld, 1, 0};
@@ -242,7 +255,8 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr,
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+                                                cublasLtMatrixLayoutAttribute_t attr,
                                                 const void *buf, size_t size)
 {
     if (!l) return CUBLAS_STATUS_INVALID_VALUE;
@@ -272,8 +286,8 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref)
 }
 
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
-                                                    cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
-                                                    size_t size)
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void *buf, size_t size)
 {
     if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
     switch (attr) {
@@ -283,7 +297,8 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
-        return set_field(pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, size);
+        return set_field(pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES],
+                         buf, size);
     }
     return CUBLAS_STATUS_NOT_SUPPORTED;
 }
@@ -292,7 +307,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
                                               cublasLtMatrixLayout_t A, cublasLtMatrixLayout_t B,
                                               cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
                                               cublasLtMatmulPreference_t pref, int requested,
-                                              cublasLtMatmulHeuristicResult_t results[], int *returned)
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int *returned)
 {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!pref || !results || !returned || requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
@@ -307,9 +323,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
 }
 
 /* One batch: D = epilogue(alpha op(A) op(B) + beta C + bias), through an fp32 tile. */
-static void matmul_one(const gk_emu_lt_desc *d, const Problem &p, float alpha, float beta, const void *A,
-                       const gk_emu_lt_layout *Al, const void *B, const gk_emu_lt_layout *Bl, const void *C,
-                       const gk_emu_lt_layout *Cl, void *D, const gk_emu_lt_layout *Dl, int batch)
+static void matmul_one(const gk_emu_lt_desc *d, const Problem &p, float alpha, float beta,
+                       const void *A, const gk_emu_lt_layout *Al, const void *B,
+                       const gk_emu_lt_layout *Bl, const void *C, const gk_emu_lt_layout *Cl,
+                       void *D, const gk_emu_lt_layout *Dl, int batch)
 {
     std::vector<float> a, b, c(p.m * p.n, 0.0f);
     const float *ap = static_cast<const float *>(A), *bp = static_cast<const float *>(B);
@@ -324,14 +341,18 @@ static void matmul_one(const gk_emu_lt_desc *d, const Problem &p, float alpha, f
     }
     if (beta != 0.0f) /* as in BLAS, C is not read when beta is 0 */
         for (uint64_t j = 0; j < p.n; j++)
-            for (uint64_t i = 0; i < p.m; i++) c[i + j * p.m] = load(C, Cl->type, i + j * (uint64_t)Cl->ld);
+            for (uint64_t i = 0; i < p.m; i++)
+                c[i + j * p.m] = load(C, Cl->type, i + j * (uint64_t)Cl->ld);
     if (p.m && p.n)
         cblas_sgemm(CblasColMajor, d->transa != CUBLAS_OP_N ? CblasTrans : CblasNoTrans,
-                    d->transb != CUBLAS_OP_N ? CblasTrans : CblasNoTrans, (int)p.m, (int)p.n, (int)p.k, alpha, ap,
-                    (int)lda, bp, (int)ldb, beta, c.data(), (int)p.m);
-    char *bias = p.bias ? static_cast<char *>(const_cast<void *>(d->bias)) + batch * d->bias_stride * (int64_t)type_size(p.bias_type)
+                    d->transb != CUBLAS_OP_N ? CblasTrans : CblasNoTrans, (int)p.m, (int)p.n,
+                    (int)p.k, alpha, ap, (int)lda, bp, (int)ldb, beta, c.data(), (int)p.m);
+    char *bias = p.bias ? static_cast<char *>(const_cast<void *>(d->bias)) +
+                              batch * d->bias_stride * (int64_t)type_size(p.bias_type)
                         : nullptr;
-    char *aux = p.aux ? static_cast<char *>(d->aux) + batch * d->aux_stride * (int64_t)type_size(p.aux_type) : nullptr;
+    char *aux =
+        p.aux ? static_cast<char *>(d->aux) + batch * d->aux_stride * (int64_t)type_size(p.aux_type)
+              : nullptr;
     for (uint64_t j = 0; j < p.n; j++)
         for (uint64_t i = 0; i < p.m; i++) {
             float v = c[i + j * p.m];
@@ -346,15 +367,18 @@ static void matmul_one(const gk_emu_lt_desc *d, const Problem &p, float alpha, f
         for (uint64_t i = 0; i < p.m; i++) {
             float s = 0.0f;
             for (uint64_t kk = 0; kk < p.k; kk++)
-                s += d->transa != CUBLAS_OP_N ? ap[kk + i * (uint64_t)lda] : ap[i + kk * (uint64_t)lda];
+                s += d->transa != CUBLAS_OP_N ? ap[kk + i * (uint64_t)lda]
+                                              : ap[i + kk * (uint64_t)lda];
             store(bias, p.bias_type, i, s);
         }
 }
 
-/* Every batch of one matmul; descriptors by value, so that a captured call keeps them as they were. */
-static void matmul_all(const gk_emu_lt_desc &d, const Problem &p, float alpha, float beta, const void *A,
-                       const gk_emu_lt_layout &Al, const void *B, const gk_emu_lt_layout &Bl, const void *C,
-                       const gk_emu_lt_layout &Cl, void *D, const gk_emu_lt_layout &Dl)
+/* Every batch of one matmul; descriptors by value, so that a captured call keeps them as they
+ * were. */
+static void matmul_all(const gk_emu_lt_desc &d, const Problem &p, float alpha, float beta,
+                       const void *A, const gk_emu_lt_layout &Al, const void *B,
+                       const gk_emu_lt_layout &Bl, const void *C, const gk_emu_lt_layout &Cl,
+                       void *D, const gk_emu_lt_layout &Dl)
 {
     for (int b = 0; b < Dl.batch; b++)
         matmul_one(&d, p, alpha, beta, at(A, &Al, b), &Al, at(B, &Bl, b), &Bl, at(C, &Cl, b), &Cl,
@@ -363,21 +387,23 @@ static void matmul_all(const gk_emu_lt_desc &d, const Problem &p, float alpha, f
 
 /* On a capturing stream the call is checked now and recorded with copies of its descriptors, alpha
  * and beta (host pointers: read at the call, as cuBLASLt's host pointer mode does). */
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
-                              cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
-                              const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
-                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *, void *, size_t,
-                              cudaStream_t stream)
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
+                              cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
+                              cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
+                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t stream)
 {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     Problem p;
     if (cublasStatus_t s = check(desc, Adesc, Bdesc, Cdesc, Ddesc, true, &p)) return s;
-    if (!alpha || !beta || (p.m && p.n && (!D || (p.k && (!A || !B))))) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!alpha || !beta || (p.m && p.n && (!D || (p.k && (!A || !B)))))
+        return CUBLAS_STATUS_INVALID_VALUE;
     if (gk_emu::sticky_error()) return CUBLAS_STATUS_EXECUTION_FAILED;
     float al = *static_cast<const float *>(alpha), be = *static_cast<const float *>(beta);
     if (be != 0.0f && !C) return CUBLAS_STATUS_INVALID_VALUE;
     bool captured = false;
-    if (gk_emu::capture_route(stream, "cublasLtMatmul", &captured)) return CUBLAS_STATUS_EXECUTION_FAILED;
+    if (gk_emu::capture_route(stream, "cublasLtMatmul", &captured))
+        return CUBLAS_STATUS_EXECUTION_FAILED;
     if (!captured) {
         matmul_all(*desc, p, al, be, A, *Adesc, B, *Bdesc, C, *Cdesc, D, *Ddesc);
         return CUBLAS_STATUS_SUCCESS;

@@ -112,15 +112,17 @@ GK_EMU_API const char *cublasLtGetStatusName(cublasStatus_t status);
 GK_EMU_API const char *cublasGetStatusString(cublasStatus_t status); /* libcublas's names */
 GK_EMU_API const char *cublasGetStatusName(cublasStatus_t status);
 
-GK_EMU_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
+GK_EMU_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                                   cublasComputeType_t compute,
                                                    cudaDataType_t scale);
 GK_EMU_API cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc);
 GK_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                                          cublasLtMatmulDescAttributes_t attr,
                                                          const void *buf, size_t size);
 
-GK_EMU_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
-                                                     uint64_t rows, uint64_t cols, int64_t ld);
+GK_EMU_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
+                                                     cudaDataType type, uint64_t rows,
+                                                     uint64_t cols, int64_t ld);
 GK_EMU_API cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout);
 GK_EMU_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
                                                            cublasLtMatrixLayoutAttribute_t attr,
@@ -128,21 +130,21 @@ GK_EMU_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_
 
 GK_EMU_API cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref);
 GK_EMU_API cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref);
-GK_EMU_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
-                                                               cublasLtMatmulPreferenceAttributes_t attr,
-                                                               const void *buf, size_t size);
+GK_EMU_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
+    size_t size);
 
 /* Returns one result when the problem is supported, else CUBLAS_STATUS_NOT_SUPPORTED and 0. */
 GK_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc,
     cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
-    cublasLtMatmulPreference_t pref, int requested, cublasLtMatmulHeuristicResult_t results[], int *returned);
+    cublasLtMatmulPreference_t pref, int requested, cublasLtMatmulHeuristicResult_t results[],
+    int *returned);
 
-GK_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,
-                                         const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
-                                         cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
-                                         cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
-                                         const cublasLtMatmulAlgo_t *algo, void *workspace,
-                                         size_t workspace_size, cudaStream_t stream);
+GK_EMU_API cublasStatus_t cublasLtMatmul(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
+    cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta,
+    const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
+    const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspace_size, cudaStream_t stream);
 
 #endif

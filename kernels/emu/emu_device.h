@@ -1,4 +1,5 @@
-/* emu_device.h: what kernel code sees of the emulated device (see kernels/emu/README.md for the whole subset).
+/* emu_device.h: what kernel code sees of the emulated device (see kernels/emu/README.md for the
+ * whole subset).
  * Owns: the qualifiers, threadIdx/blockIdx/blockDim/gridDim, __syncthreads and the warp
  * collectives, atomics, and the float math and load/store intrinsics. The collectives are
  * implemented in emu_sched.cpp / emu_warp.cpp; the rest is inline here. */
@@ -93,21 +94,33 @@ template <class T> inline T __shfl_sync(unsigned mask, T var, int src_lane, int 
 {
     return gk_emu::shuffle(gk_emu::WOP_SHFL, mask, var, src_lane, width);
 }
-template <class T> inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
 {
     return gk_emu::shuffle(gk_emu::WOP_SHFL_UP, mask, var, (int)delta, width);
 }
-template <class T> inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
 {
     return gk_emu::shuffle(gk_emu::WOP_SHFL_DOWN, mask, var, (int)delta, width);
 }
-template <class T> inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize)
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize)
 {
     return gk_emu::shuffle(gk_emu::WOP_SHFL_XOR, mask, var, lane_mask, width);
 }
-inline unsigned __ballot_sync(unsigned mask, int pred) { return (unsigned)gk_emu::vote(gk_emu::WOP_BALLOT, mask, pred); }
-inline int __any_sync(unsigned mask, int pred) { return (int)gk_emu::vote(gk_emu::WOP_ANY, mask, pred); }
-inline int __all_sync(unsigned mask, int pred) { return (int)gk_emu::vote(gk_emu::WOP_ALL, mask, pred); }
+inline unsigned __ballot_sync(unsigned mask, int pred)
+{
+    return (unsigned)gk_emu::vote(gk_emu::WOP_BALLOT, mask, pred);
+}
+inline int __any_sync(unsigned mask, int pred)
+{
+    return (int)gk_emu::vote(gk_emu::WOP_ANY, mask, pred);
+}
+inline int __all_sync(unsigned mask, int pred)
+{
+    return (int)gk_emu::vote(gk_emu::WOP_ALL, mask, pred);
+}
 
 /* ---- atomics: real host atomics (blocks run in parallel on host threads) ---- */
 template <class T, class F> inline T gk_emu_atomic_update(T *addr, F f)
@@ -116,25 +129,44 @@ template <class T, class F> inline T gk_emu_atomic_update(T *addr, F f)
     __atomic_load(addr, &old, __ATOMIC_RELAXED);
     do {
         next = f(old);
-    } while (!__atomic_compare_exchange(addr, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    } while (
+        !__atomic_compare_exchange(addr, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     return old;
 }
-inline float atomicAdd(float *a, float v) { return gk_emu_atomic_update(a, [v](float o) { return o + v; }); }
-inline double atomicAdd(double *a, double v) { return gk_emu_atomic_update(a, [v](double o) { return o + v; }); }
+inline float atomicAdd(float *a, float v)
+{
+    return gk_emu_atomic_update(a, [v](float o) { return o + v; });
+}
+inline double atomicAdd(double *a, double v)
+{
+    return gk_emu_atomic_update(a, [v](double o) { return o + v; });
+}
 inline int atomicAdd(int *a, int v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
-inline unsigned atomicAdd(unsigned *a, unsigned v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
+inline unsigned atomicAdd(unsigned *a, unsigned v)
+{
+    return __atomic_fetch_add(a, v, __ATOMIC_RELAXED);
+}
 inline unsigned long long atomicAdd(unsigned long long *a, unsigned long long v)
 {
     return __atomic_fetch_add(a, v, __ATOMIC_RELAXED);
 }
 inline int atomicSub(int *a, int v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
-inline unsigned atomicSub(unsigned *a, unsigned v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
-inline int atomicMax(int *a, int v) { return gk_emu_atomic_update(a, [v](int o) { return o > v ? o : v; }); }
+inline unsigned atomicSub(unsigned *a, unsigned v)
+{
+    return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED);
+}
+inline int atomicMax(int *a, int v)
+{
+    return gk_emu_atomic_update(a, [v](int o) { return o > v ? o : v; });
+}
 inline unsigned atomicMax(unsigned *a, unsigned v)
 {
     return gk_emu_atomic_update(a, [v](unsigned o) { return o > v ? o : v; });
 }
-inline int atomicMin(int *a, int v) { return gk_emu_atomic_update(a, [v](int o) { return o < v ? o : v; }); }
+inline int atomicMin(int *a, int v)
+{
+    return gk_emu_atomic_update(a, [v](int o) { return o < v ? o : v; });
+}
 inline unsigned atomicMin(unsigned *a, unsigned v)
 {
     return gk_emu_atomic_update(a, [v](unsigned o) { return o < v ? o : v; });
@@ -145,13 +177,20 @@ template <class T> inline T gk_emu_atomic_cas(T *a, T compare, T val)
     return compare; /* the old value whether or not it was swapped */
 }
 inline int atomicCAS(int *a, int c, int v) { return gk_emu_atomic_cas(a, c, v); }
-inline unsigned atomicCAS(unsigned *a, unsigned c, unsigned v) { return gk_emu_atomic_cas(a, c, v); }
-inline unsigned long long atomicCAS(unsigned long long *a, unsigned long long c, unsigned long long v)
+inline unsigned atomicCAS(unsigned *a, unsigned c, unsigned v)
+{
+    return gk_emu_atomic_cas(a, c, v);
+}
+inline unsigned long long atomicCAS(unsigned long long *a, unsigned long long c,
+                                    unsigned long long v)
 {
     return gk_emu_atomic_cas(a, c, v);
 }
 inline int atomicExch(int *a, int v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }
-inline unsigned atomicExch(unsigned *a, unsigned v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }
+inline unsigned atomicExch(unsigned *a, unsigned v)
+{
+    return __atomic_exchange_n(a, v, __ATOMIC_RELAXED);
+}
 inline unsigned long long atomicExch(unsigned long long *a, unsigned long long v)
 {
     return __atomic_exchange_n(a, v, __ATOMIC_RELAXED);
@@ -163,7 +202,8 @@ inline float atomicExch(float *a, float v)
     return old;
 }
 
-/* ---- math (libm for expf, logf, sqrtf, tanhf, fabsf, fmaxf, fminf, powf, fmaf, isnan, isinf) ---- */
+/* ---- math (libm for expf, logf, sqrtf, tanhf, fabsf, fmaxf, fminf, powf, fmaf, isnan, isinf)
+ * ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }

@@ -13,7 +13,8 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
-#define ASAN_START(fake, bottom, size) __sanitizer_start_switch_fiber((void **)(fake), (bottom), (size))
+#define ASAN_START(fake, bottom, size) \
+    __sanitizer_start_switch_fiber((void **)(fake), (bottom), (size))
 #define ASAN_FINISH(fake) __sanitizer_finish_switch_fiber((fake), nullptr, nullptr)
 #else
 #define ASAN_START(fake, bottom, size) ((void)(fake), (void)(bottom), (void)(size))
@@ -21,8 +22,10 @@
 #endif
 
 #if GK_EMU_ASM_SWITCH
-/* gk_emu_ctx_switch(&from_sp, to_sp): pushes rbp rbx r12-r15, saves rsp, loads to_sp, pops, returns. */
-extern "C" void gk_emu_ctx_switch(void **save_sp, void *to_sp) __attribute__((visibility("hidden")));
+/* gk_emu_ctx_switch(&from_sp, to_sp): pushes rbp rbx r12-r15, saves rsp, loads to_sp, pops,
+ * returns. */
+extern "C" void gk_emu_ctx_switch(void **save_sp, void *to_sp)
+    __attribute__((visibility("hidden")));
 asm(".text\n"
     ".globl gk_emu_ctx_switch\n"
     ".hidden gk_emu_ctx_switch\n"
@@ -125,8 +128,8 @@ Fiber *fiber_get(Worker *w)
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE), size = stack_bytes();
     size_t guard = page > 65536 ? page : 65536; /* a large frame may skip a single page */
-    void *map = mmap(nullptr, guard + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    void *map = mmap(nullptr, guard + size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) return nullptr;
     if (mprotect(map, guard, PROT_NONE) != 0) {
         munmap(map, guard + size);
@@ -153,8 +156,14 @@ void fiber_free_all(Worker *w)
 
 void switch_to_fiber(Worker *w, Fiber *f) { SWITCH(w->sched, f->ctx, stack_bottom(f), f->size); }
 
-void switch_fiber(Worker *, Fiber *from, Fiber *to) { SWITCH(from->ctx, to->ctx, stack_bottom(to), to->size); }
+void switch_fiber(Worker *, Fiber *from, Fiber *to)
+{
+    SWITCH(from->ctx, to->ctx, stack_bottom(to), to->size);
+}
 
-void switch_to_scheduler(Worker *w, Fiber *f) { SWITCH(f->ctx, w->sched, w->host_stack, w->host_stack_size); }
+void switch_to_scheduler(Worker *w, Fiber *f)
+{
+    SWITCH(f->ctx, w->sched, w->host_stack, w->host_stack_size);
+}
 
 } // namespace gk_emu

@@ -54,14 +54,17 @@ cudaError_t capture_route(cudaStream_t s, const char *call, bool *captured)
     if (!s) {
         if (!invalidate_blocking()) return cudaSuccess;
         record_error(cudaErrorStreamCaptureImplicit, false,
-                     "%s: work on the legacy stream 0 while a blocking stream captures (capture invalidated)", call);
+                     "%s: work on the legacy stream 0 while a "
+                     "blocking stream captures (capture invalidated)",
+                     call);
         return cudaErrorStreamCaptureImplicit;
     }
     auto it = captures.find(s);
     if (it == captures.end()) return cudaSuccess;
     if (it->second.invalid) {
         record_error(cudaErrorStreamCaptureInvalidated, false,
-                     "%s: the stream's capture was invalidated by an earlier error (end it with cudaStreamEndCapture)",
+                     "%s: the stream's capture was invalidated by an "
+                     "earlier error (end it with cudaStreamEndCapture)",
                      call);
         return cudaErrorStreamCaptureInvalidated;
     }
@@ -99,8 +102,9 @@ cudaError_t capture_forbids(const char *call)
     }
     if (!why) return cudaSuccess;
     record_error(cudaErrorStreamCaptureUnsupported, false,
-                 "%s: not allowed while a stream captures in cudaStreamCaptureMode%s (capture invalidated)", call,
-                 mode_name(why->mode));
+                 "%s: not allowed while a stream captures in "
+                 "cudaStreamCaptureMode%s (capture invalidated)",
+                 call, mode_name(why->mode));
     return cudaErrorStreamCaptureUnsupported;
 }
 
@@ -114,7 +118,9 @@ cudaError_t capture_sync(cudaStream_t s, bool device, const char *call)
     } else if (!s) {
         if (!invalidate_blocking()) return cudaSuccess;
         record_error(cudaErrorStreamCaptureImplicit, false,
-                     "%s: the legacy stream 0 waits for a capturing blocking stream (capture invalidated)", call);
+                     "%s: the legacy stream 0 waits for a capturing "
+                     "blocking stream (capture invalidated)",
+                     call);
         return cudaErrorStreamCaptureImplicit;
     } else {
         auto it = captures.find(s);
@@ -122,7 +128,8 @@ cudaError_t capture_sync(cudaStream_t s, bool device, const char *call)
         it->second.invalid = true;
     }
     record_error(cudaErrorStreamCaptureUnsupported, false,
-                 "%s: waits for a capturing stream, whose work has not run (capture invalidated)", call);
+                 "%s: waits for a capturing stream, whose work has not run (capture invalidated)",
+                 call);
     return cudaErrorStreamCaptureUnsupported;
 }
 
@@ -146,10 +153,16 @@ using namespace gk_emu;
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode)
 {
     const char *call = "cudaStreamBeginCapture";
-    if ((unsigned)mode > cudaStreamCaptureModeRelaxed) return fail(cudaErrorInvalidValue, call, "unknown mode");
-    if (!stream) return fail(cudaErrorStreamCaptureUnsupported, call, "the legacy stream 0 cannot capture");
+    if ((unsigned)mode > cudaStreamCaptureModeRelaxed)
+        return fail(cudaErrorInvalidValue, call, "unknown mode");
+    if (!stream)
+        return fail(cudaErrorStreamCaptureUnsupported, call, "the legacy stream 0 cannot capture");
     std::lock_guard<std::mutex> lock(mu);
-    Capture c{mode, std::this_thread::get_id(), !(stream->flags & cudaStreamNonBlocking), false, {}};
+    Capture c{mode,
+              std::this_thread::get_id(),
+              !(stream->flags & cudaStreamNonBlocking),
+              false,
+              {}};
     if (!captures.emplace(stream, std::move(c)).second)
         return fail(cudaErrorIllegalState, call, "the stream already captures");
     ncaptures.fetch_add(1, std::memory_order_release);
@@ -169,14 +182,16 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
     Capture &c = it->second;
     if (c.mode != cudaStreamCaptureModeRelaxed && c.owner != std::this_thread::get_id()) {
         lock.unlock();
-        return fail(cudaErrorStreamCaptureWrongThread, call, "not the thread that began the capture");
+        return fail(cudaErrorStreamCaptureWrongThread, call,
+                    "not the thread that began the capture");
     }
     bool invalid = c.invalid;
     *graph = invalid ? nullptr : new gk_emu_graph{std::move(c.nodes)};
     captures.erase(it);
     ncaptures.fetch_sub(1, std::memory_order_release);
     lock.unlock();
-    return invalid ? fail(cudaErrorStreamCaptureInvalidated, call, "the capture was invalidated by an earlier error")
+    return invalid ? fail(cudaErrorStreamCaptureInvalidated, call,
+                          "the capture was invalidated by an earlier error")
                    : cudaSuccess;
 }
 
@@ -195,7 +210,8 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *
     }
     auto it = captures.find(stream);
     if (it != captures.end())
-        *status = it->second.invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+        *status =
+            it->second.invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
     return cudaSuccess;
 }
 

@@ -77,7 +77,8 @@ struct Warp {
      * open_here is 0 when it completed: lets a lane that joins it skip comparing every slot */
     int open_kind;
     unsigned open_mask, open_here;
-    uint32_t seq;                /* collectives completed in this block (the race checker's clock) */
+    uint32_t seq;                /* collectives completed in this block
+                                  * (the race checker's clock) */
     unsigned masks[kRaceRing];   /* the mask of collective seq at masks[seq % kRaceRing] */
 };
 
@@ -92,7 +93,8 @@ struct RaceState {
     bool on = false;    /* checking the running launch */
     uint32_t epoch = 0; /* the barrier interval: one more at each block start and __syncthreads */
     uintptr_t dyn = 0, dyn_len = 0; /* this launch's dynamic shared memory */
-    uintptr_t tls = 0, tls_len = 0; /* this host thread's copy of the module's TLS (static __shared__) */
+    uintptr_t tls = 0, tls_len = 0; /* this host thread's copy of the
+                                     * module's TLS (static __shared__) */
     std::vector<RaceCell> dyn_cells, tls_cells;
 };
 
@@ -151,7 +153,8 @@ enum : size_t { kSmemGuard = 64 * 1024 };
 extern thread_local Worker *tls_worker; /* this host thread's, or NULL */
 Worker *this_worker();                 /* creates it on first use */
 void release_worker();                 /* frees this thread's worker (a pool thread that ends) */
-Worker *kernel_worker();               /* this thread's worker while it runs a kernel thread, else NULL */
+Worker *kernel_worker();               /* this thread's worker while it runs
+                                        * a kernel thread, else NULL */
 void run_block(Worker *w, uint64_t b); /* w->failed and w->msg tell how it went */
 void recycle_fibers(Worker *w);        /* after a failed block: every stack back to idle */
 
@@ -165,14 +168,17 @@ void switch_fiber(Worker *w, Fiber *from, Fiber *to); /* from != to; returns whe
 [[noreturn]] void fiber_main(Worker *w, Fiber *f); /* emu_sched.cpp: runs threads on f forever */
 int lane_id(const Worker *w);
 std::string thread_name(const Worker *w, const Thread *t); /* "(x,y,z)" */
-/* Marks the block failed with "kernel 'k' block (x,y,z) thread (x,y,z): what" (first failure wins). */
+/* Marks the block failed with "kernel 'k' block (x,y,z) thread (x,y,z): what" (first failure
+ * wins). */
 void fail_block(Worker *w, const Thread *t, const std::string &what);
 /* fail_block for the running thread, then back to the scheduler for good. */
-[[noreturn]] void fail_thread(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+[[noreturn]] void fail_thread(Worker *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* emu_race.cpp: the shared-memory race checker (what the kernels' instrumented accesses call). */
 void race_launch(Worker *w, const LaunchSpec &s); /* before w runs blocks of s (w->smem set) */
-void race_interval(Worker *w);                    /* a block starts, or its __syncthreads releases */
+void race_interval(Worker *w);                    /* a block starts, or its
+                                                   * __syncthreads releases */
 void race_warp_synced(Warp &wp, unsigned mask);   /* a collective of these lanes completed */
 /* An access of the running kernel thread that uninstrumented emulator code makes for it (wmma,
  * mma.h): checked as the kernel's own, when it is in the block's shared memory. */
@@ -182,8 +188,10 @@ void race_access(const void *p, size_t n, bool write);
 void complete_collective(WarpSlot *const slots[32], unsigned mask);
 const char *collective_name(int kind);
 
-/* emu_runtime.cpp: error state. A fault is sticky (until cudaDeviceReset); a config error is not. */
-void record_error(cudaError_t code, bool fault, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* emu_runtime.cpp: error state. A fault is sticky (until cudaDeviceReset); a config error is
+ * not. */
+void record_error(cudaError_t code, bool fault, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 cudaError_t sticky_error();
 /* True when this is the Nth call since env's value was first seen (fault injection); which (0..2)
  * picks the counter: 0 cudaMalloc, 1 launches, 2 launches for GPT_EMU_LOSE_DEVICE. */

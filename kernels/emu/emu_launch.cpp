@@ -46,7 +46,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         if (!w || !w->running || !pthread_equal(w->owner, self)) continue;
         const Thread *t = w->cur;
         if (a >= w->smem_guard && a < w->smem_guard + kSmemGuard) w->fault_kind = 1;
-        else if (t && t->fiber && a >= t->fiber->map && a < t->fiber->map + t->fiber->guard) w->fault_kind = 2;
+        else if (t && t->fiber && a >= t->fiber->map && a < t->fiber->map + t->fiber->guard)
+            w->fault_kind = 2;
         else break;
         w->fault_addr = a;
         siglongjmp(w->fault, 1);
@@ -81,7 +82,8 @@ void release_worker()
     if (!w) return;
     for (int i = 0; i < kMaxWorkers; i++) {
         Worker *me = w;
-        __atomic_compare_exchange_n(&registry[i], &me, nullptr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+        __atomic_compare_exchange_n(&registry[i], &me, nullptr, false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
     }
     if (w->altstack) {
         stack_t off;
@@ -103,7 +105,8 @@ static bool prepare_worker(Worker *w)
     if (w->smem_map) return true;
     stack_t ss;
     if (sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_DISABLE)) {
-        void *alt = mmap(nullptr, kAltStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *alt =
+            mmap(nullptr, kAltStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (alt == MAP_FAILED) return false;
         ss.ss_sp = alt;
         ss.ss_size = kAltStack;
@@ -111,7 +114,8 @@ static bool prepare_worker(Worker *w)
         if (sigaltstack(&ss, nullptr) == 0) w->altstack = (char *)alt;
         else munmap(alt, kAltStack);
     }
-    void *map = mmap(nullptr, smem_cap() + kSmemGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *map = mmap(nullptr, smem_cap() + kSmemGuard, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return false;
     if (mprotect((char *)map + smem_cap(), kSmemGuard, PROT_NONE) != 0) {
         munmap(map, smem_cap() + kSmemGuard);
@@ -121,7 +125,9 @@ static bool prepare_worker(Worker *w)
     w->smem_guard = w->smem_map + smem_cap();
     for (int i = 0; i < kMaxWorkers; i++) {
         Worker *none = nullptr;
-        if (__atomic_compare_exchange_n(&registry[i], &none, w, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) break;
+        if (__atomic_compare_exchange_n(&registry[i], &none, w, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            break;
     }
     return true;
 }
@@ -145,10 +151,12 @@ static void fault_to_error(Worker *w, Grid *g)
     size_t smem = g->spec->smem;
     if (w->fault_kind == 1)
         snprintf(what, sizeof what,
-                 "dynamic shared memory access out of bounds: %zu bytes past the end of the %zu bytes launched",
+                 "dynamic shared memory access out of bounds: %zu "
+                 "bytes past the end of the %zu bytes launched",
                  (size_t)(w->fault_addr - w->smem_guard) + round16(smem) - smem, smem);
     else
-        snprintf(what, sizeof what, "thread stack overflow (GK_EMU_STACK_KB, default 128, sets its size)");
+        snprintf(what, sizeof what,
+                 "thread stack overflow (GK_EMU_STACK_KB, default 128, sets its size)");
     w->failed = false;
     fail_block(w, w->cur, what);
     record_block_error(g, w->block, w->msg);
@@ -162,7 +170,9 @@ static void run_blocks(Worker *w, Grid *g)
     blockDim = uint3{s.block.x, s.block.y, s.block.z};
     gridDim = uint3{s.grid.x, s.grid.y, s.grid.z};
     if (!prepare_worker(w)) {
-        record_block_error(g, 0, std::string("kernel '") + s.name + "': no memory for the emulator's shared memory");
+        record_block_error(g, 0,
+                           std::string("kernel '") + s.name +
+                               "': no memory for the emulator's shared memory");
         return;
     }
     w->smem = w->smem_guard - round16(s.smem);
@@ -288,32 +298,38 @@ static cudaError_t check_config(const LaunchSpec &s, char *why, size_t n)
 {
     const dim3 &b = s.block, &g = s.grid;
     uint64_t threads = (uint64_t)b.x * b.y * b.z;
-    if (!b.x || !b.y || !b.z || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > kMaxThreadsPerBlock) {
-        snprintf(why, n, "block (%u,%u,%u) is not within sm_90's limits (dims up to (1024,1024,64), 1024 threads)",
+    if (!b.x || !b.y || !b.z || b.x > 1024 || b.y > 1024 || b.z > 64 ||
+        threads > kMaxThreadsPerBlock) {
+        snprintf(why, n,
+                 "block (%u,%u,%u) is not within sm_90's limits "
+                 "(dims up to (1024,1024,64), 1024 threads)",
                  b.x, b.y, b.z);
         return cudaErrorInvalidConfiguration;
     }
     if (!g.x || !g.y || !g.z || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
-        snprintf(why, n, "grid (%u,%u,%u) is not within sm_90's limits ((2^31-1, 65535, 65535))", g.x, g.y, g.z);
+        snprintf(why, n, "grid (%u,%u,%u) is not within sm_90's limits ((2^31-1, 65535, 65535))",
+                 g.x, g.y, g.z);
         return cudaErrorInvalidConfiguration;
     }
     int limit = max_dyn_smem(s.func);
     if (s.smem > kMaxSmemOptin || s.smem > (size_t)limit) {
         snprintf(why, n, "%zu bytes of dynamic shared memory, more than %s (%d)", s.smem,
-                 s.smem > kMaxSmemOptin ? "an sm_90 block can have" : "its limit: see cudaFuncSetAttribute",
+                 s.smem > kMaxSmemOptin ? "an sm_90 block can have"
+                                        : "its limit: see cudaFuncSetAttribute",
                  s.smem > kMaxSmemOptin ? (int)kMaxSmemOptin : limit);
         return cudaErrorInvalidValue;
     }
     return cudaSuccess;
 }
 
-/* What a launch checks before it runs: the error (recorded), the sticky fault (not recorded) or 0. */
+/* What a launch checks before it runs: the error (recorded), the sticky fault (not recorded) or
+ * 0. */
 static cudaError_t launch_checks(const LaunchSpec &s)
 {
     if (cudaError_t e = sticky_error()) return e; /* cudaGetLastError reports the earlier fault */
     if (kernel_worker()) {
-        record_error(cudaErrorLaunchFailure, true, "kernel '%s' launched from a kernel (no dynamic parallelism)",
-                     s.name);
+        record_error(cudaErrorLaunchFailure, true,
+                     "kernel '%s' launched from a kernel (no dynamic parallelism)", s.name);
         return cudaErrorLaunchFailure;
     }
     char why[256];
@@ -332,19 +348,22 @@ cudaError_t run_launch(const LaunchSpec &s, BodyFn body, const void *closure)
         return cudaErrorDevicesUnavailable;
     }
     if (int sm = emu_compute_capability(); sm < 80) { /* as a GPU the library has no code for */
-        record_error(cudaErrorNoKernelImageForDevice, false, "kernel '%s': no code for compute capability "
-                     "%d.%d (GPT_EMU_SM; kernels/cuda needs 8.0)", s.name, sm / 10, sm % 10);
+        record_error(cudaErrorNoKernelImageForDevice, false,
+                     "kernel '%s': no code for compute capability "
+                     "%d.%d (GPT_EMU_SM; kernels/cuda needs 8.0)",
+                     s.name, sm / 10, sm % 10);
         return cudaErrorNoKernelImageForDevice;
     }
     if (nth_call_fails("GPT_EMU_FAIL_LAUNCH", 1)) {
-        record_error(cudaErrorLaunchFailure, true, "kernel '%s': launch failure injected by GPT_EMU_FAIL_LAUNCH",
-                     s.name);
+        record_error(cudaErrorLaunchFailure, true,
+                     "kernel '%s': launch failure injected by GPT_EMU_FAIL_LAUNCH", s.name);
         return cudaErrorLaunchFailure;
     }
     static std::atomic<uint64_t> launches{0};
     Order order = schedule_order();
     if (order == ORDER_INVALID) {
-        record_error(cudaErrorInvalidValue, false, "kernel '%s': GPT_EMU_ORDER='%s': expected forward, reverse or shuffle",
+        record_error(cudaErrorInvalidValue, false,
+                     "kernel '%s': GPT_EMU_ORDER='%s': expected forward, reverse or shuffle",
                      s.name, getenv("GPT_EMU_ORDER"));
         return cudaErrorInvalidValue;
     }

@@ -40,12 +40,16 @@ static void check_same(WarpSlot *const slots[32])
 {
     for (int l = 1; l < 32; l++)
         if (slots[l]->value != slots[0]->value || slots[l]->param != slots[0]->param)
-            fail_thread(kernel_worker(), "warp primitives do not match: lane 0 at %s (0x%x), lane %d at %s (0x%x)",
-                        op_name(slots[0]->param & 15), slots[0]->param, l, op_name(slots[l]->param & 15),
-                        slots[l]->param);
+            fail_thread(kernel_worker(),
+                        "warp primitives do not match: lane 0 at %s (0x%x), lane %d at %s (0x%x)",
+                        op_name(slots[0]->param & 15), slots[0]->param, l,
+                        op_name(slots[l]->param & 15), slots[l]->param);
 }
 
-static float lo_bf16(uint32_t r, int h) { return bf16_bits_to_float((unsigned short)(r >> (16 * h))); }
+static float lo_bf16(uint32_t r, int h)
+{
+    return bf16_bits_to_float((unsigned short)(r >> (16 * h)));
+}
 
 static void mma_complete(WarpSlot *const slots[32])
 {
@@ -57,7 +61,8 @@ static void mma_complete(WarpSlot *const slots[32])
         const uint32_t *b = static_cast<const uint32_t *>(slots[l]->ptr[2]);
         const float *c = static_cast<const float *>(slots[l]->ptr[3]);
         for (int i = 0; i < 4; i++)
-            for (int h = 0; h < 2; h++) A[g + 8 * (i & 1)][2 * t + h + 8 * (i >> 1)] = lo_bf16(a[i], h);
+            for (int h = 0; h < 2; h++)
+                A[g + 8 * (i & 1)][2 * t + h + 8 * (i >> 1)] = lo_bf16(a[i], h);
         for (int i = 0; i < 2; i++)
             for (int h = 0; h < 2; h++) B[2 * t + h + 8 * i][g] = lo_bf16(b[i], h);
         for (int i = 0; i < 4; i++) C[g + 8 * (i >> 1)][2 * t + (i & 1)] = c[i];
@@ -76,8 +81,13 @@ static void mma_complete(WarpSlot *const slots[32])
 
 void mma_m16n8k16_bf16(float *d, const uint32_t *a, const uint32_t *b, const float *c)
 {
-    WarpSlot s{WOP_WARP_FN, 0xffffffffu, (uint64_t)(uintptr_t)&mma_complete, OP_MMA, 32,
-               {d, const_cast<uint32_t *>(a), const_cast<uint32_t *>(b), const_cast<float *>(c)}, 0};
+    WarpSlot s{WOP_WARP_FN,
+               0xffffffffu,
+               (uint64_t)(uintptr_t)&mma_complete,
+               OP_MMA,
+               32,
+               {d, const_cast<uint32_t *>(a), const_cast<uint32_t *>(b), const_cast<float *>(c)},
+               0};
     warp_collective(&s);
 }
 
@@ -95,7 +105,8 @@ static void ldmatrix_complete(WarpSlot *const slots[32])
                 lo = static_cast<const unsigned short *>(slots[8 * i + 2 * t]->ptr[1])[g];
                 hi = static_cast<const unsigned short *>(slots[8 * i + 2 * t + 1]->ptr[1])[g];
             } else {
-                const unsigned short *row = static_cast<const unsigned short *>(slots[8 * i + g]->ptr[1]);
+                const unsigned short *row =
+                    static_cast<const unsigned short *>(slots[8 * i + g]->ptr[1]);
                 lo = row[2 * t], hi = row[2 * t + 1];
             }
             r[i] = (uint32_t)lo | (uint32_t)hi << 16;
@@ -111,12 +122,18 @@ void ldmatrix(int n, bool trans, uint32_t *r, const void *row)
     unsigned short mine[8] = {0};
     if (lane < 8 * n) {
         if ((uintptr_t)row % 16)
-            fail_thread(w, "ldmatrix.x%d: lane %d's row address %p is not 16-byte aligned", n, lane, row);
+            fail_thread(w, "ldmatrix.x%d: lane %d's row address %p is not 16-byte aligned", n, lane,
+                        row);
         memcpy(mine, row, sizeof mine);
         race_access(row, sizeof mine, false);
     }
-    WarpSlot s{WOP_WARP_FN, 0xffffffffu, (uint64_t)(uintptr_t)&ldmatrix_complete, OP_LDMATRIX | n << 4 | (int)trans << 8,
-               32, {r, mine}, 0};
+    WarpSlot s{WOP_WARP_FN,
+               0xffffffffu,
+               (uint64_t)(uintptr_t)&ldmatrix_complete,
+               OP_LDMATRIX | n << 4 | (int)trans << 8,
+               32,
+               {r, mine},
+               0};
     warp_collective(&s);
 }
 
@@ -149,7 +166,8 @@ void cp_async16(void *dst, const void *src, int src_bytes)
     Worker *w = kernel_worker();
     if (w && ((uintptr_t)dst % 16 || (uintptr_t)src % 16))
         fail_thread(w, "cp.async 16 bytes from %p to %p: not 16-byte aligned", src, dst);
-    if (w && (src_bytes < 0 || src_bytes > 16)) fail_thread(w, "cp.async with src-size %d (0..16)", src_bytes);
+    if (w && (src_bytes < 0 || src_bytes > 16))
+        fail_thread(w, "cp.async with src-size %d (0..16)", src_bytes);
     AsyncCopy c{dst, {0}};
     if (src_bytes > 0) memcpy(c.bytes, src, (size_t)src_bytes);
     if (!w) {

@@ -40,7 +40,8 @@ struct ncclComm {
     std::string token, host;
     int port = 0;
     int listen_fd = -1;          /* rank 0 until every peer joined */
-    std::vector<int> fds;        /* rank 0: fds[r] to rank r (fds[0] unused); else fds[0] to rank 0 */
+    std::vector<int> fds;        /* rank 0: fds[r] to rank r (fds[0]
+                                  * unused); else fds[0] to rank 0 */
     std::thread worker;          /* the running nonblocking call */
     std::atomic<bool> busy{false}, aborting{false};
     ncclResult_t state = ncclSuccess; /* the first failure, sticky */
@@ -65,7 +66,8 @@ std::vector<std::pair<std::string, int>> pending; /* token -> listener of ncclGe
 
 const int kTickMs = 100;
 
-ncclResult_t fail(ncclComm *c, ncclResult_t code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ncclResult_t fail(ncclComm *c, ncclResult_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 ncclResult_t fail(ncclComm *c, ncclResult_t code, const char *fmt, ...)
 {
     char buf[512];
@@ -89,7 +91,8 @@ size_t type_size(ncclDataType_t t)
 }
 bool summable(ncclDataType_t t)
 {
-    return t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclInt32 || t == ncclInt64;
+    return t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclInt32 ||
+           t == ncclInt64;
 }
 const char *op_name(uint32_t op)
 {
@@ -209,14 +212,16 @@ ncclResult_t hub_init(ncclComm *c)
         if (fd < 0) continue;
         tune(fd);
         Hello h;
-        if (recv_all(c, fd, -1, &h, sizeof h) || memcmp(h.token, c->token.data(), sizeof h.token) != 0) {
+        if (recv_all(c, fd, -1, &h, sizeof h) ||
+            memcmp(h.token, c->token.data(), sizeof h.token) != 0) {
             close(fd); /* not a peer of this communicator */
             continue;
         }
-        if (h.world != c->world || h.rank < 1 || h.rank >= c->world || c->fds[(size_t)h.rank] >= 0) {
+        if (h.world != c->world || h.rank < 1 || h.rank >= c->world ||
+            c->fds[(size_t)h.rank] >= 0) {
             close(fd);
-            return fail(c, ncclInvalidUsage, "rank %d of %d joined a communicator of %d ranks%s", (int)h.rank,
-                        (int)h.world, c->world, h.world == c->world ? " twice" : "");
+            return fail(c, ncclInvalidUsage, "rank %d of %d joined a communicator of %d ranks%s",
+                        (int)h.rank, (int)h.world, c->world, h.world == c->world ? " twice" : "");
         }
         c->fds[(size_t)h.rank] = fd;
         joined++;
@@ -240,17 +245,21 @@ ncclResult_t peer_init(ncclComm *c)
     tune(fd);
     ncclResult_t rc = ncclSuccess;
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS)
-        return fail(c, ncclSystemError, "cannot connect to rank 0 at %s:%d: %s", c->host.c_str(), c->port, strerror(errno));
+        return fail(c, ncclSystemError, "cannot connect to rank 0 at %s:%d: %s", c->host.c_str(),
+                    c->port, strerror(errno));
     if (!wait_fd(c, fd, POLLOUT, &rc)) return rc;
     int err = 0;
     socklen_t len = sizeof err;
     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err) return fail(c, ncclSystemError, "cannot connect to rank 0 at %s:%d: %s", c->host.c_str(), c->port, strerror(err));
+    if (err)
+        return fail(c, ncclSystemError, "cannot connect to rank 0 at %s:%d: %s", c->host.c_str(),
+                    c->port, strerror(err));
     Hello h = {};
     memcpy(h.token, c->token.data(), sizeof h.token);
     h.rank = c->rank, h.world = c->world;
     int32_t ok = -1;
-    if ((rc = send_all(c, fd, 0, &h, sizeof h)) || (rc = recv_all(c, fd, 0, &ok, sizeof ok))) return rc;
+    if ((rc = send_all(c, fd, 0, &h, sizeof h)) || (rc = recv_all(c, fd, 0, &ok, sizeof ok)))
+        return rc;
     return ok == 0 ? ncclSuccess : fail(c, ncclInvalidUsage, "rank 0 refused rank %d", c->rank);
 }
 
@@ -280,7 +289,8 @@ ncclResult_t hub_coll(ncclComm *c, const Coll &k)
     std::vector<char> acc, tmp;
     char *res = static_cast<char *>(k.recv);
     if (k.h.op == OP_REDUCE_SCATTER) acc.resize(world * part), res = acc.data();
-    if (in_bytes(k, 0, c->world)) memmove(res, k.send, in_bytes(k, 0, c->world)); /* all-gather's at offset 0 */
+    /* all-gather's at offset 0 */
+    if (in_bytes(k, 0, c->world)) memmove(res, k.send, in_bytes(k, 0, c->world));
     if (reduce) tmp.resize(in_bytes(k, 0, c->world));
     ncclResult_t rc;
     for (int r = 1; r < c->world; r++) {
@@ -288,9 +298,11 @@ ncclResult_t hub_coll(ncclComm *c, const Coll &k)
         Header h;
         if ((rc = recv_all(c, fd, r, &h, sizeof h))) return rc;
         if (h.op != k.h.op || h.type != k.h.type || h.count != k.h.count || h.root != k.h.root)
-            return fail(c, ncclInvalidUsage, "rank %d called %s of %llu (type %u, root %d), rank 0 %s of %llu (type %u, root %d)",
-                        r, op_name(h.op), (unsigned long long)h.count, h.type, h.root, op_name(k.h.op),
-                        (unsigned long long)k.h.count, k.h.type, k.h.root);
+            return fail(c, ncclInvalidUsage,
+                        "rank %d called %s of %llu (type %u, root "
+                        "%d), rank 0 %s of %llu (type %u, root %d)",
+                        r, op_name(h.op), (unsigned long long)h.count, h.type, h.root,
+                        op_name(k.h.op), (unsigned long long)k.h.count, k.h.type, k.h.root);
         size_t n = in_bytes(k, r, c->world);
         char *dst = reduce ? tmp.data() : k.h.op == OP_ALL_GATHER ? res + (size_t)r * part : res;
         if ((rc = recv_all(c, fd, r, dst, n))) return rc;
@@ -299,7 +311,8 @@ ncclResult_t hub_coll(ncclComm *c, const Coll &k)
     for (int r = 1; r < c->world; r++) {
         bool scatter = k.h.op == OP_REDUCE_SCATTER;
         size_t n = scatter ? part : k.h.op == OP_ALL_GATHER ? world * part : part;
-        if ((rc = send_all(c, c->fds[(size_t)r], r, res + (scatter ? (size_t)r * part : 0), n))) return rc;
+        if ((rc = send_all(c, c->fds[(size_t)r], r, res + (scatter ? (size_t)r * part : 0), n)))
+            return rc;
     }
     if (k.h.op == OP_REDUCE_SCATTER && part) memmove(k.recv, res, part);
     return ncclSuccess;
@@ -310,7 +323,8 @@ ncclResult_t peer_coll(ncclComm *c, const Coll &k)
     int fd = c->fds[0];
     size_t out = k.h.count * k.es * (k.h.op == OP_ALL_GATHER ? (size_t)c->world : 1);
     ncclResult_t rc;
-    if ((rc = send_all(c, fd, 0, &k.h, sizeof k.h)) || (rc = send_all(c, fd, 0, k.send, in_bytes(k, c->rank, c->world))))
+    if ((rc = send_all(c, fd, 0, &k.h, sizeof k.h)) ||
+        (rc = send_all(c, fd, 0, k.send, in_bytes(k, c->rank, c->world))))
         return rc;
     return recv_all(c, fd, 0, k.recv, out);
 }
@@ -332,7 +346,8 @@ void join(ncclComm *c)
 
 ncclResult_t run(ncclComm *c, std::function<ncclResult_t()> job)
 {
-    if (c->busy.load()) return fail(nullptr, ncclInvalidUsage, "a call on this communicator is still in progress");
+    if (c->busy.load())
+        return fail(nullptr, ncclInvalidUsage, "a call on this communicator is still in progress");
     join(c);
     if (c->state != ncclSuccess) return c->state;
     if (c->blocking) {
@@ -348,20 +363,26 @@ ncclResult_t run(ncclComm *c, std::function<ncclResult_t()> job)
     return ncclInProgress;
 }
 
-ncclResult_t collective(ncclComm *c, Op op, const void *send, void *recv, size_t count, ncclDataType_t type, int root,
-                        const char *call, cudaStream_t stream)
+ncclResult_t collective(ncclComm *c, Op op, const void *send, void *recv, size_t count,
+                        ncclDataType_t type, int root, const char *call, cudaStream_t stream)
 {
     if (!c) return fail(nullptr, ncclInvalidArgument, "%s: no communicator", call);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (stream && cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
-        return fail(c, ncclInvalidUsage, "%s: the emulator cannot capture NCCL calls into a graph", call);
-    if (c->busy.load()) return fail(nullptr, ncclInvalidUsage, "%s: a call is still in progress", call);
+    if (stream && cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+        capture != cudaStreamCaptureStatusNone)
+        return fail(c, ncclInvalidUsage, "%s: the emulator cannot capture NCCL calls into a graph",
+                    call);
+    if (c->busy.load())
+        return fail(nullptr, ncclInvalidUsage, "%s: a call is still in progress", call);
     size_t es = type_size(type);
     if (!es) return fail(c, ncclInvalidArgument, "%s: unknown data type %d", call, (int)type);
     if ((op == OP_ALLREDUCE || op == OP_REDUCE_SCATTER) && !summable(type))
-        return fail(c, ncclInvalidArgument, "%s: the emulator sums only float32, float64, bfloat16, int32 and int64", call);
-    if (root < 0 || root >= c->world) return fail(c, ncclInvalidArgument, "%s: root %d of %d ranks", call, root, c->world);
-    if (count > ((size_t)1 << 40) / es) return fail(c, ncclInvalidArgument, "%s: count %zu too large", call, count);
+        return fail(c, ncclInvalidArgument,
+                    "%s: the emulator sums only float32, float64, bfloat16, int32 and int64", call);
+    if (root < 0 || root >= c->world)
+        return fail(c, ncclInvalidArgument, "%s: root %d of %d ranks", call, root, c->world);
+    if (count > ((size_t)1 << 40) / es)
+        return fail(c, ncclInvalidArgument, "%s: count %zu too large", call, count);
     if (count && (!recv || (!send && (op != OP_BROADCAST || c->rank == root))))
         return fail(c, ncclInvalidArgument, "%s: NULL buffer", call);
     Coll k = {{(uint32_t)op, (uint32_t)type, root, 0, count}, send, recv, es};
@@ -392,13 +413,15 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
         return fail(nullptr, ncclSystemError, "listening on 127.0.0.1: %s", strerror(err));
     }
     memset(id, 0, sizeof *id);
-    snprintf(id->internal, sizeof id->internal, "gkemu-nccl 127.0.0.1:%d %s", (int)ntohs(a.sin_port), token);
+    snprintf(id->internal, sizeof id->internal, "gkemu-nccl 127.0.0.1:%d %s",
+             (int)ntohs(a.sin_port), token);
     std::lock_guard<std::mutex> lock(pending_mu);
     pending.emplace_back(token, fd);
     return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config)
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t *config)
 {
     if (!comm) return fail(nullptr, ncclInvalidArgument, "ncclCommInitRank: NULL comm");
     *comm = nullptr;
@@ -407,8 +430,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
     char host[64], token[33];
     int port = 0;
     id.internal[sizeof id.internal - 1] = 0;
-    if (sscanf(id.internal, "gkemu-nccl %63[^:]:%d %32s", host, &port, token) != 3 || strlen(token) != 32)
-        return fail(nullptr, ncclInvalidArgument, "ncclCommInitRank: not an id from ncclGetUniqueId");
+    if (sscanf(id.internal, "gkemu-nccl %63[^:]:%d %32s", host, &port, token) != 3 ||
+        strlen(token) != 32)
+        return fail(nullptr, ncclInvalidArgument,
+                    "ncclCommInitRank: not an id from ncclGetUniqueId");
     ncclComm *c = new ncclComm;
     c->rank = rank, c->world = nranks, c->host = host, c->port = port, c->token = token;
     c->blocking = !config || config->blocking != 0;
@@ -423,7 +448,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
     }
     if (rank == 0 && c->listen_fd < 0) {
         delete c;
-        return fail(nullptr, ncclInvalidUsage, "ncclCommInitRank: rank 0 must be opened in the process that made the id");
+        return fail(nullptr, ncclInvalidUsage,
+                    "ncclCommInitRank: rank 0 must be opened in the process that made the id");
     }
     ncclResult_t rc = run(c, [c] { return c->rank == 0 ? hub_init(c) : peer_init(c); });
     if (rc != ncclSuccess && rc != ncclInProgress) {
@@ -442,7 +468,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error)
 {
-    if (!comm || !async_error) return fail(comm, ncclInvalidArgument, "ncclCommGetAsyncError: NULL argument");
+    if (!comm || !async_error)
+        return fail(comm, ncclInvalidArgument, "ncclCommGetAsyncError: NULL argument");
     if (comm->busy.load()) {
         *async_error = ncclInProgress;
         return ncclSuccess;
@@ -455,7 +482,8 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error)
 ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     if (!comm) return fail(nullptr, ncclInvalidArgument, "ncclCommFinalize: no communicator");
-    if (comm->busy.load()) return fail(nullptr, ncclInvalidUsage, "ncclCommFinalize: a call is still in progress");
+    if (comm->busy.load())
+        return fail(nullptr, ncclInvalidUsage, "ncclCommFinalize: a call is still in progress");
     join(comm);
     return comm->state;
 }
@@ -480,9 +508,11 @@ const char *ncclGetErrorString(ncclResult_t result)
 {
     switch (result) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclUnhandledCudaError:
+        return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
     case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInternalError:
+        return "internal error - please report this issue to the NCCL developers";
     case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
@@ -497,29 +527,36 @@ const char *ncclGetLastError(ncclComm_t comm)
     return last_error.c_str();
 }
 
-ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream)
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream)
 {
-    if (op != ncclSum) return fail(comm, ncclInvalidArgument, "ncclAllReduce: the emulator has only ncclSum");
-    return collective(comm, OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, 0, "ncclAllReduce", stream);
-}
-
-ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
-                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
-{
-    if (op != ncclSum) return fail(comm, ncclInvalidArgument, "ncclReduceScatter: the emulator has only ncclSum");
-    return collective(comm, OP_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, 0, "ncclReduceScatter",
+    if (op != ncclSum)
+        return fail(comm, ncclInvalidArgument, "ncclAllReduce: the emulator has only ncclSum");
+    return collective(comm, OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, 0, "ncclAllReduce",
                       stream);
 }
 
-ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
-                           ncclComm_t comm, cudaStream_t stream)
+ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream)
 {
-    return collective(comm, OP_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, 0, "ncclAllGather", stream);
+    if (op != ncclSum)
+        return fail(comm, ncclInvalidArgument, "ncclReduceScatter: the emulator has only ncclSum");
+    return collective(comm, OP_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, 0,
+                      "ncclReduceScatter", stream);
 }
 
-ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-                           ncclComm_t comm, cudaStream_t stream)
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    return collective(comm, OP_BROADCAST, sendbuff, recvbuff, count, datatype, root, "ncclBroadcast", stream);
+    return collective(comm, OP_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, 0,
+                      "ncclAllGather", stream);
+}
+
+ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
+{
+    return collective(comm, OP_BROADCAST, sendbuff, recvbuff, count, datatype, root,
+                      "ncclBroadcast", stream);
 }

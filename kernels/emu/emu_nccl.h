@@ -67,8 +67,8 @@ typedef struct {
 
 GK_EMU_API ncclResult_t ncclGetUniqueId(ncclUniqueId *id);
 GK_EMU_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
-GK_EMU_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
-                                               ncclConfig_t *config);
+GK_EMU_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                                               int rank, ncclConfig_t *config);
 GK_EMU_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error);
 GK_EMU_API ncclResult_t ncclCommFinalize(ncclComm_t comm);
 GK_EMU_API ncclResult_t ncclCommDestroy(ncclComm_t comm);
@@ -78,14 +78,17 @@ GK_EMU_API const char *ncclGetLastError(ncclComm_t comm);
 
 /* Collectives: sum only (ncclSum); streams are accepted and ignored (the emulator is synchronous),
  * but a capturing stream is refused (ncclInvalidUsage: not captured into graphs here). */
-GK_EMU_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+GK_EMU_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream);
 GK_EMU_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream);
 GK_EMU_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-GK_EMU_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm, cudaStream_t stream);
+                                      ncclDataType_t datatype, ncclComm_t comm,
+                                      cudaStream_t stream);
+GK_EMU_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, int root, ncclComm_t comm,
+                                      cudaStream_t stream);
 
 #endif

@@ -56,7 +56,9 @@ static std::string tls_symbol(size_t off)
     int fd = open(module_path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0) return name;
-    void *map = fstat(fd, &st) == 0 ? mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    void *map = fstat(fd, &st) == 0
+                    ? mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                    : MAP_FAILED;
     close(fd);
     if (map == MAP_FAILED) return name;
     const char *base = static_cast<const char *>(map);
@@ -68,12 +70,13 @@ static std::string tls_symbol(size_t off)
         for (int i = 0; i < eh->e_shnum && name.empty(); i++) {
             if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
             const ElfW(Shdr) &str = sh[sh[i].sh_link];
-            if (sh[i].sh_offset + sh[i].sh_size > size || str.sh_offset + str.sh_size > size) continue;
+            if (sh[i].sh_offset + sh[i].sh_size > size || str.sh_offset + str.sh_size > size)
+                continue;
             const ElfW(Sym) *sym = reinterpret_cast<const ElfW(Sym) *>(base + sh[i].sh_offset);
             for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
                 const ElfW(Sym) &s = sym[k];
-                if (ELF64_ST_TYPE(s.st_info) != STT_TLS || off < s.st_value || off >= s.st_value + s.st_size ||
-                    s.st_name >= str.sh_size)
+                if (ELF64_ST_TYPE(s.st_info) != STT_TLS || off < s.st_value ||
+                    off >= s.st_value + s.st_size || s.st_name >= str.sh_size)
                     continue;
                 const char *mangled = base + str.sh_offset + s.st_name;
                 int status = 1;
@@ -143,8 +146,8 @@ static bool synced(const Warp &wp, uint32_t since, unsigned lanes)
     return false;
 }
 
-[[noreturn]] static void report(Worker *w, bool dyn, size_t off, bool write, int other, bool other_wrote,
-                                bool same_warp)
+[[noreturn]] static void report(Worker *w, bool dyn, size_t off, bool write, int other,
+                                bool other_wrote, bool same_warp)
 {
     std::string where, who;
     char buf[160];
@@ -153,13 +156,16 @@ static bool synced(const Warp &wp, uint32_t since, unsigned lanes)
         where = buf;
     } else {
         std::string sym = tls_symbol(off);
-        snprintf(buf, sizeof buf, "static __shared__ memory at offset %zu of the module's thread-local block", off);
+        snprintf(buf, sizeof buf,
+                 "static __shared__ memory at offset %zu of the module's thread-local block", off);
         where = sym.empty() ? buf : "static __shared__ " + sym;
     }
     if (other >= 0) who = "thread " + thread_name(w, &w->threads[other]);
     else who = "another thread";
-    fail_thread(w, "shared memory race: it %s %s, which %s %s in the same barrier interval (no __syncthreads%s "
-                "between them)", write ? "writes" : "reads", where.c_str(), who.c_str(),
+    fail_thread(w,
+                "shared memory race: it %s %s, which %s %s in the same barrier interval (no "
+                "__syncthreads%s between them)",
+                write ? "writes" : "reads", where.c_str(), who.c_str(),
                 other_wrote ? "wrote" : "read", same_warp ? " or __syncwarp" : "");
 }
 
@@ -214,10 +220,12 @@ static inline void on_access(const void *p, size_t n, bool write)
     RaceState &r = w->race;
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     if (a - r.dyn < r.dyn_len || a + n - 1 - r.dyn < r.dyn_len) {
-        size_t off = a < r.dyn ? 0 : a - r.dyn, end = a + n - r.dyn < r.dyn_len ? a + n - r.dyn : r.dyn_len;
+        size_t off = a < r.dyn ? 0 : a - r.dyn,
+               end = a + n - r.dyn < r.dyn_len ? a + n - r.dyn : r.dyn_len;
         access_cells(w, r.dyn_cells.data(), true, off, end - off, write);
     } else if (a - r.tls < r.tls_len || a + n - 1 - r.tls < r.tls_len) {
-        size_t off = a < r.tls ? 0 : a - r.tls, end = a + n - r.tls < r.tls_len ? a + n - r.tls : r.tls_len;
+        size_t off = a < r.tls ? 0 : a - r.tls,
+               end = a + n - r.tls < r.tls_len ? a + n - r.tls : r.tls_len;
         access_cells(w, r.tls_cells.data(), false, off, end - off, write);
     }
 }
@@ -257,39 +265,44 @@ GK_RACE_HOOK __tsan_vptr_update(void **, void *) {}
 GK_RACE_HOOK __tsan_vptr_read(void **) {}
 
 /* Atomics are not races (an atomic racing a plain access is not caught): they just happen. */
-#define GK_RACE_ATOMIC(bits, T)                                                                                 \
-    extern "C" __attribute__((visibility("hidden"))) T __tsan_atomic##bits##_load(const volatile T *a, int)     \
-    {                                                                                                           \
-        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                            \
-    }                                                                                                           \
-    GK_RACE_HOOK __tsan_atomic##bits##_store(volatile T *a, T v, int) { __atomic_store_n(a, v, __ATOMIC_SEQ_CST); } \
-    GK_RACE_ATOMIC_RMW(bits, T, exchange, exchange_n)                                                           \
-    GK_RACE_ATOMIC_RMW(bits, T, fetch_add, fetch_add)                                                           \
-    GK_RACE_ATOMIC_RMW(bits, T, fetch_sub, fetch_sub)                                                           \
-    GK_RACE_ATOMIC_RMW(bits, T, fetch_and, fetch_and)                                                           \
-    GK_RACE_ATOMIC_RMW(bits, T, fetch_or, fetch_or)                                                             \
-    GK_RACE_ATOMIC_RMW(bits, T, fetch_xor, fetch_xor)                                                           \
-    GK_RACE_ATOMIC_RMW(bits, T, fetch_nand, fetch_nand)                                                         \
-    extern "C" __attribute__((visibility("hidden"))) int __tsan_atomic##bits##_compare_exchange_strong(         \
-        volatile T *a, T *c, T v, int, int)                                                                     \
-    {                                                                                                           \
-        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                 \
-    }                                                                                                           \
-    extern "C" __attribute__((visibility("hidden"))) int __tsan_atomic##bits##_compare_exchange_weak(           \
-        volatile T *a, T *c, T v, int, int)                                                                     \
-    {                                                                                                           \
-        return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                  \
-    }                                                                                                           \
-    extern "C" __attribute__((visibility("hidden"))) T __tsan_atomic##bits##_compare_exchange_val(              \
-        volatile T *a, T c, T v, int, int)                                                                      \
-    {                                                                                                           \
-        __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
-        return c;                                                                                               \
+#define GK_RACE_ATOMIC(bits, T)                                                                    \
+    extern "C" __attribute__((visibility("hidden")))                                               \
+    T __tsan_atomic##bits##_load(const volatile T *a, int)                                         \
+    {                                                                                              \
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                               \
+    }                                                                                              \
+    GK_RACE_HOOK __tsan_atomic##bits##_store(volatile T *a, T v, int)                              \
+    {                                                                                              \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                  \
+    }                                                                                              \
+    GK_RACE_ATOMIC_RMW(bits, T, exchange, exchange_n)                                              \
+    GK_RACE_ATOMIC_RMW(bits, T, fetch_add, fetch_add)                                              \
+    GK_RACE_ATOMIC_RMW(bits, T, fetch_sub, fetch_sub)                                              \
+    GK_RACE_ATOMIC_RMW(bits, T, fetch_and, fetch_and)                                              \
+    GK_RACE_ATOMIC_RMW(bits, T, fetch_or, fetch_or)                                                \
+    GK_RACE_ATOMIC_RMW(bits, T, fetch_xor, fetch_xor)                                              \
+    GK_RACE_ATOMIC_RMW(bits, T, fetch_nand, fetch_nand)                                            \
+    extern "C" __attribute__((visibility("hidden")))                                               \
+    int __tsan_atomic##bits##_compare_exchange_strong(volatile T *a, T *c, T v, int, int)          \
+    {                                                                                              \
+        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);    \
+    }                                                                                              \
+    extern "C" __attribute__((visibility("hidden")))                                               \
+    int __tsan_atomic##bits##_compare_exchange_weak(volatile T *a, T *c, T v, int, int)            \
+    {                                                                                              \
+        return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);     \
+    }                                                                                              \
+    extern "C" __attribute__((visibility("hidden")))                                               \
+    T __tsan_atomic##bits##_compare_exchange_val(volatile T *a, T c, T v, int, int)                \
+    {                                                                                              \
+        __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
+        return c;                                                                                  \
     }
-#define GK_RACE_ATOMIC_RMW(bits, T, op, builtin)                                                                \
-    extern "C" __attribute__((visibility("hidden"))) T __tsan_atomic##bits##_##op(volatile T *a, T v, int)      \
-    {                                                                                                           \
-        return __atomic_##builtin(a, v, __ATOMIC_SEQ_CST);                                                      \
+#define GK_RACE_ATOMIC_RMW(bits, T, op, builtin)           \
+    extern "C" __attribute__((visibility("hidden")))       \
+    T __tsan_atomic##bits##_##op(volatile T *a, T v, int)  \
+    {                                                      \
+        return __atomic_##builtin(a, v, __ATOMIC_SEQ_CST); \
     }
 GK_RACE_ATOMIC(8, uint8_t)
 GK_RACE_ATOMIC(16, uint16_t)

@@ -109,7 +109,8 @@ cudaError_t func_set_attribute(const void *func, cudaFuncAttribute attr, int val
 {
     if (!func) return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute");
     if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
-    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > (int)kMaxSmemOptin)
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+        value > (int)kMaxSmemOptin)
         return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute");
     std::lock_guard<std::mutex> lock(attr_mu);
     smem_limits[func] = value;
@@ -148,7 +149,8 @@ using namespace gk_emu;
 static std::mutex mem_mu;
 static std::unordered_map<void *, size_t> device_blocks, host_blocks;
 
-static cudaError_t host_alloc(void **ptr, size_t size, std::unordered_map<void *, size_t> &blocks, bool poison)
+static cudaError_t host_alloc(void **ptr, size_t size, std::unordered_map<void *, size_t> &blocks,
+                              bool poison)
 {
     *ptr = nullptr;
     if (!size) return cudaSuccess;
@@ -179,11 +181,12 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
     if (cudaError_t e = sticky_error()) return e;
     if (cudaError_t e = capture_forbids("cudaMalloc")) return e;
     if (nth_call_fails("GK_EMU_FAIL_MALLOC", 0)) {
-        record_error(cudaErrorMemoryAllocation, false, "cudaMalloc(%zu bytes): failure injected by GK_EMU_FAIL_MALLOC",
-                     size);
+        record_error(cudaErrorMemoryAllocation, false,
+                     "cudaMalloc(%zu bytes): failure injected by GK_EMU_FAIL_MALLOC", size);
         return cudaErrorMemoryAllocation;
     }
-    if (host_alloc(ptr, size, device_blocks, true)) return fail(cudaErrorMemoryAllocation, "cudaMalloc");
+    if (host_alloc(ptr, size, device_blocks, true))
+        return fail(cudaErrorMemoryAllocation, "cudaMalloc");
     return cudaSuccess;
 }
 
@@ -197,8 +200,9 @@ cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
     if (!ptr) return fail(cudaErrorInvalidValue, "cudaMallocHost");
     if (cudaError_t e = capture_forbids("cudaMallocHost")) return e;
-    return host_alloc(ptr, size, host_blocks, false) ? fail(cudaErrorMemoryAllocation, "cudaMallocHost")
-                                                      : cudaSuccess;
+    return host_alloc(ptr, size, host_blocks, false)
+               ? fail(cudaErrorMemoryAllocation, "cudaMallocHost")
+               : cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void *ptr)
@@ -212,7 +216,8 @@ static bool copy_args_bad(const void *dst, const void *src, size_t count, cudaMe
     return (unsigned)kind > cudaMemcpyDefault || (count && (!dst || !src));
 }
 
-static cudaError_t copy_now(void *dst, const void *src, size_t count, cudaMemcpyKind kind, const char *call)
+static cudaError_t copy_now(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
+                            const char *call)
 {
     if (cudaError_t e = sticky_error()) return e;
     if (copy_args_bad(dst, src, count, kind)) return fail(cudaErrorInvalidValue, call);
@@ -237,7 +242,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind 
 }
 
 /* On a capturing stream: the arguments are checked now, the copy made at each replay. */
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind, cudaStream_t stream)
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
+                            cudaStream_t stream)
 {
     bool captured = false;
     if (cudaError_t e = capture_route(stream, "cudaMemcpyAsync", &captured)) return e;
@@ -246,7 +252,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
         capture_invalidate(stream);
         return fail(cudaErrorInvalidValue, "cudaMemcpyAsync");
     }
-    capture_add(stream, [=](cudaStream_t) { return copy_now(dst, src, count, kind, "cudaMemcpyAsync"); });
+    capture_add(stream,
+                [=](cudaStream_t) { return copy_now(dst, src, count, kind, "cudaMemcpyAsync"); });
     return cudaSuccess;
 }
 
@@ -267,7 +274,8 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t str
         capture_invalidate(stream);
         return fail(cudaErrorInvalidValue, "cudaMemsetAsync");
     }
-    capture_add(stream, [=](cudaStream_t) { return set_now(ptr, value, count, "cudaMemsetAsync"); });
+    capture_add(stream,
+                [=](cudaStream_t) { return set_now(ptr, value, count, "cudaMemsetAsync"); });
     return cudaSuccess;
 }
 
@@ -284,12 +292,16 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags)
 {
-    if (!stream || flags > cudaStreamNonBlocking) return fail(cudaErrorInvalidValue, "cudaStreamCreate");
+    if (!stream || flags > cudaStreamNonBlocking)
+        return fail(cudaErrorInvalidValue, "cudaStreamCreate");
     *stream = new gk_emu_stream{flags};
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+cudaError_t cudaStreamCreate(cudaStream_t *stream)
+{
+    return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
@@ -335,7 +347,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
@@ -366,7 +381,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event)
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     if (!ms) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime");
-    if (!start || !end || !start->recorded || !end->recorded || ((start->flags | end->flags) & cudaEventDisableTiming))
+    if (!start || !end || !start->recorded || !end->recorded ||
+        ((start->flags | end->flags) & cudaEventDisableTiming))
         return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime");
     *ms = (float)(end->ms - start->ms);
     return cudaSuccess;
@@ -425,20 +441,26 @@ const char *cudaGetErrorString(cudaError_t error)
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorInsufficientDriver:
+        return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorDevicesUnavailable: return "CUDA-capable device(s) is/are busy or unavailable";
     case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
-    case cudaErrorUnsupportedPtxVersion: return "the provided PTX was compiled with an unsupported toolchain.";
+    case cudaErrorNoKernelImageForDevice:
+        return "no kernel image is available for execution on the device";
+    case cudaErrorUnsupportedPtxVersion:
+        return "the provided PTX was compiled with an unsupported toolchain.";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
-    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
-    case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
+    case cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+        return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched:
+        return "capture was not ended in the same stream as it began";
     case cudaErrorStreamCaptureImplicit:
         return "operation would make the legacy stream depend on a capturing blocking stream";
     case cudaErrorStreamCaptureWrongThread:
@@ -478,7 +500,8 @@ cudaError_t cudaGetDeviceCount(int *count)
 {
     if (!count) return fail(cudaErrorInvalidValue, "cudaGetDeviceCount");
     *count = 0;
-    if (driver_version() < kRuntimeVersion) return fail(cudaErrorInsufficientDriver, "cudaGetDeviceCount");
+    if (driver_version() < kRuntimeVersion)
+        return fail(cudaErrorInsufficientDriver, "cudaGetDeviceCount");
     *count = no_device() ? 0 : 1;
     return *count ? cudaSuccess : fail(cudaErrorNoDevice, "cudaGetDeviceCount");
 }
@@ -543,7 +566,9 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
     case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
     case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
     case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+        *value = (int)p.sharedMemPerMultiprocessor;
+        break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
     default: return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute");
     }

@@ -1,13 +1,14 @@
-/* emu_runtime.h: the CUDA runtime API subset of the emulator (see kernels/emu/README.md for the whole subset).
+/* emu_runtime.h: the CUDA runtime API subset of the emulator (see kernels/emu/README.md for the
+ * whole subset).
  * Owns: the vector and dimension types (dim3, uint3, float2/4, int4, uint4), cudaError_t and the
  * enums' real numeric values, and the runtime calls on host memory. Every call is synchronous:
  * a launch or copy has finished when it returns; streams and events are plain handles, except
  * that a stream can capture its work into a graph that cudaGraphLaunch replays (see below).
  * Errors: a launch's configuration error is returned once by cudaGetLastError (as on a GPU); a
- * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds, GPT_EMU_FAIL_LAUNCH)
- * is sticky as on a GPU: every later launch, copy, set and synchronize returns it until
- * cudaDeviceReset. GPT_EMU_LOSE_DEVICE=N loses the device at the Nth launch (a GPU fallen off the
- * bus): cudaErrorDevicesUnavailable, sticky past cudaDeviceReset, cudaMemGetInfo included.
+ * fault inside a kernel (barrier or warp deadlock, shared memory out of bounds,
+ * GPT_EMU_FAIL_LAUNCH) is sticky as on a GPU: every later launch, copy, set and synchronize returns
+ * it until cudaDeviceReset. GPT_EMU_LOSE_DEVICE=N loses the device at the Nth launch (a GPU fallen
+ * off the bus): cudaErrorDevicesUnavailable, sticky past cudaDeviceReset, cudaMemGetInfo included.
  * cudaGetErrorString of the last such code on the calling host thread returns the
  * detailed message (kernel, block, thread). */
 #ifndef GK_EMU_RUNTIME_H
@@ -35,7 +36,10 @@ inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
+{
+    return uint4{x, y, z, w};
+}
 
 enum cudaError {
     cudaSuccess = 0,
@@ -150,8 +154,8 @@ template <class T> inline cudaError_t cudaMallocHost(T **ptr, size_t size)
 }
 GK_EMU_API cudaError_t cudaFreeHost(void *ptr);
 GK_EMU_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind);
-GK_EMU_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
-                                       cudaStream_t stream = 0);
+GK_EMU_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                       cudaMemcpyKind kind, cudaStream_t stream = 0);
 GK_EMU_API cudaError_t cudaMemset(void *ptr, int value, size_t count);
 GK_EMU_API cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream = 0);
 GK_EMU_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
@@ -161,8 +165,10 @@ GK_EMU_API cudaError_t cudaStreamCreate(cudaStream_t *stream);
 GK_EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
 GK_EMU_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
 GK_EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t stream);
-GK_EMU_API cudaError_t cudaStreamQuery(cudaStream_t stream); /* cudaSuccess: all work has finished */
-GK_EMU_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+/* cudaSuccess: all work has finished */
+GK_EMU_API cudaError_t cudaStreamQuery(cudaStream_t stream);
+GK_EMU_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                           unsigned flags = 0);
 GK_EMU_API cudaError_t cudaDeviceSynchronize(void);
 GK_EMU_API cudaError_t cudaEventCreate(cudaEvent_t *event);
 GK_EMU_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
@@ -185,7 +191,8 @@ GK_EMU_API cudaError_t cudaEventDestroy(cudaEvent_t event);
  *   cudaStreamWaitEvent on it are accepted and record nothing (the event is not marked recorded).
  *   Other streams run their work as before. Stream 0's work (launch, copy or set, event record,
  *   cudaStreamSynchronize(0), cudaGraphLaunch) while a blocking stream (not
- *   cudaStreamNonBlocking) captures -> cudaErrorStreamCaptureImplicit, and invalidates that capture.
+ *   cudaStreamNonBlocking) captures -> cudaErrorStreamCaptureImplicit, and invalidates that
+ *   capture.
  * - Calls not allowed during capture -> cudaErrorStreamCaptureUnsupported, and the capture that
  *   forbids them is invalidated (not sticky: later calls work): cudaMalloc, cudaFree,
  *   cudaMallocHost, cudaFreeHost, cudaMemcpy, cudaMemset from any thread while a Global capture
@@ -205,7 +212,8 @@ GK_EMU_API cudaError_t cudaEventDestroy(cudaEvent_t event);
 GK_EMU_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
 GK_EMU_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
 GK_EMU_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status);
-GK_EMU_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags = 0);
+GK_EMU_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                            unsigned long long flags = 0);
 GK_EMU_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
 GK_EMU_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 GK_EMU_API cudaError_t cudaGraphDestroy(cudaGraph_t graph);
@@ -235,7 +243,8 @@ GK_EMU_API cudaError_t func_set_attribute(const void *func, cudaFuncAttribute at
 }
 /* MaxDynamicSharedMemorySize: a kernel launched with more than 48 KiB of dynamic shared memory
  * needs this first (at most 227 KiB); the carveout is accepted and ignored. */
-template <class F> inline cudaError_t cudaFuncSetAttribute(F *func, cudaFuncAttribute attr, int value)
+template <class F>
+inline cudaError_t cudaFuncSetAttribute(F *func, cudaFuncAttribute attr, int value)
 {
     return gk_emu::func_set_attribute(reinterpret_cast<const void *>(func), attr, value);
 }

@@ -63,8 +63,8 @@ void fail_block(Worker *w, const Thread *t, const std::string &what)
 {
     if (w->failed) return;
     char head[512];
-    snprintf(head, sizeof head, "kernel '%s' block (%u,%u,%u) thread %s: ", w->grid->spec->name, blockIdx.x,
-             blockIdx.y, blockIdx.z, t ? thread_name(w, t).c_str() : "?");
+    snprintf(head, sizeof head, "kernel '%s' block (%u,%u,%u) thread %s: ", w->grid->spec->name,
+             blockIdx.x, blockIdx.y, blockIdx.z, t ? thread_name(w, t).c_str() : "?");
     w->failed = true;
     w->msg = head + what;
 }
@@ -84,7 +84,10 @@ void recycle_fibers(Worker *w)
 /* ---- switching ---- */
 
 /* The id of the thread that starts next, or that is released k-th at a barrier. */
-static int nth_thread(const Worker *w, int k) { return w->grid->order == ORDER_FORWARD ? k : w->order[k]; }
+static int nth_thread(const Worker *w, int k)
+{
+    return w->grid->order == ORDER_FORWARD ? k : w->order[k];
+}
 
 static void start_thread(Worker *w, Fiber *f)
 {
@@ -157,7 +160,10 @@ static bool settle_activemask(Worker *w, int base)
     return true;
 }
 
-static int warp_base(const Worker *w, const Thread *t) { return (int)(t - w->threads.data()) & ~31; }
+static int warp_base(const Worker *w, const Thread *t)
+{
+    return (int)(t - w->threads.data()) & ~31;
+}
 
 void fiber_main(Worker *w, Fiber *f)
 {
@@ -217,7 +223,9 @@ static void setup_block(Worker *w, uint64_t b)
     }
     for (int i = 0; i < n; i++) w->threads[i].state = T_NEW;
     if (w->grid->order != ORDER_FORWARD) make_order(w, b);
-    for (int i = 0; i < (n + 31) / 32; i++) w->warps[i].arrived = w->warps[i].at_activemask = w->warps[i].seq = w->warps[i].open_here = 0;
+    for (int i = 0; i < (n + 31) / 32; i++)
+        w->warps[i].arrived = w->warps[i].at_activemask = w->warps[i].seq = w->warps[i].open_here =
+            0;
     race_interval(w);
     w->ready_head = w->ready_count = 0;
     w->next_start = w->ndone = w->at_barrier = w->at_activemask = 0;
@@ -232,7 +240,8 @@ static const char *what_it_does(const Thread *t, std::string &buf)
     case T_BARRIER: return "waits at __syncthreads";
     case T_WARP: {
         char s[96];
-        snprintf(s, sizeof s, "waits at %s (mask 0x%08x)", collective_name(t->slot->kind), t->slot->mask);
+        snprintf(s, sizeof s, "waits at %s (mask 0x%08x)", collective_name(t->slot->kind),
+                 t->slot->mask);
         return (buf = s).c_str();
     }
     default: return "never got there";
@@ -262,8 +271,8 @@ static void report_deadlock(Worker *w)
             lane++;
         missing = &th[base + lane];
         snprintf(msg, sizeof msg, "%s (mask 0x%08x) never completes: lane %d, thread %s, %s",
-                 collective_name(t->slot->kind), t->slot->mask, lane, thread_name(w, missing).c_str(),
-                 what_it_does(missing, buf));
+                 collective_name(t->slot->kind), t->slot->mask, lane,
+                 thread_name(w, missing).c_str(), what_it_does(missing, buf));
     }
     fail_block(w, t, msg);
 }
@@ -277,7 +286,8 @@ void run_block(Worker *w, uint64_t b)
         } else if (w->next_start < w->n) {
             Fiber *f = fiber_get(w);
             if (!f) {
-                fail_block(w, &w->threads[nth_thread(w, w->next_start)], "no memory for another thread stack");
+                fail_block(w, &w->threads[nth_thread(w, w->next_start)],
+                           "no memory for another thread stack");
                 break;
             }
             start_thread(w, f);
@@ -315,17 +325,19 @@ uint64_t warp_collective(WarpSlot *s)
     int lanes = w->n - base < 32 ? w->n - base : 32;
     unsigned exists = lanes == 32 ? ~0u : (1u << lanes) - 1;
     if (!(s->mask >> lane & 1))
-        fail_thread(w, "%s with mask 0x%08x, which leaves out the calling lane %d", collective_name(s->kind),
-                    s->mask, lane);
+        fail_thread(w, "%s with mask 0x%08x, which leaves out the calling lane %d",
+                    collective_name(s->kind), s->mask, lane);
     if (s->mask & ~exists)
-        fail_thread(w, "%s with mask 0x%08x names lanes past the end of the block (this warp has %d)",
+        fail_thread(w,
+                    "%s with mask 0x%08x names lanes past the end of the block (this warp has %d)",
                     collective_name(s->kind), s->mask, lanes);
     Warp &wp = w->warps[base / 32];
     /* A lane this one waits for that waits elsewhere, for this one too: a deadlock. One that waits
      * only for others may still go on once they arrive (as in some other thread order), so the
      * collective completes once every lane of its mask is at it. */
     unsigned here = 1u << lane, waiting = wp.arrived & s->mask;
-    if (wp.open_here && wp.open_kind == s->kind && wp.open_mask == s->mask && !(waiting & ~wp.open_here)) {
+    if (wp.open_here && wp.open_kind == s->kind && wp.open_mask == s->mask &&
+        !(waiting & ~wp.open_here)) {
         here |= waiting; /* every lane of the mask that waits is at this same collective */
     } else {
         for (unsigned m = waiting; m; m &= m - 1) {
@@ -336,8 +348,11 @@ uint64_t warp_collective(WarpSlot *s)
                 continue;
             }
             if (o->mask >> lane & 1)
-                fail_thread(w, "warp collectives do not match: lane %d at %s (mask 0x%08x), lane %d at %s (mask 0x%08x)",
-                            l, collective_name(o->kind), o->mask, lane, collective_name(s->kind), s->mask);
+                fail_thread(w,
+                            "warp collectives do not match: lane %d at %s "
+                            "(mask 0x%08x), lane %d at %s (mask 0x%08x)",
+                            l, collective_name(o->kind), o->mask, lane, collective_name(s->kind),
+                            s->mask);
         }
     }
     wp.open_kind = s->kind, wp.open_mask = s->mask, wp.open_here = here;

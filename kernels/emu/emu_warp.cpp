@@ -5,7 +5,8 @@
  * and the wmma fragment mapping: lane l = 4g + t holds, for element e, the tile entry
  *   accumulator and matrix_a: row g + 8*((e>>1)&1), column 2t + (e&1) + 8*(e>>2)
  *   matrix_b:                 row 2t + (e&1) + 8*((e>>1)&1), column g + 8*(e>>2)
- * (matrix_a is M x K, matrix_b K x N, the accumulator M x N; memory layout is a load's business). */
+ * (matrix_a is M x K, matrix_b K x N, the accumulator M x N; memory layout is a load's
+ * business). */
 #include <stdio.h>
 
 #include "kernels/emu/emu_internal.h"
@@ -15,9 +16,9 @@ namespace gk_emu {
 const char *collective_name(int kind)
 {
     static const char *const names[] = {
-        "__syncwarp",    "__shfl_sync",  "__shfl_up_sync", "__shfl_down_sync",       "__shfl_xor_sync",
-        "__ballot_sync", "__any_sync",   "__all_sync",     "wmma::load_matrix_sync", "wmma::store_matrix_sync",
-        "wmma::mma_sync", "__activemask", "mma.h warp primitive",
+        "__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+        "__ballot_sync", "__any_sync", "__all_sync", "wmma::load_matrix_sync",
+        "wmma::store_matrix_sync", "wmma::mma_sync", "__activemask", "mma.h warp primitive",
     };
     return kind >= 0 && kind <= WOP_WARP_FN ? names[kind] : "?";
 }
@@ -52,7 +53,8 @@ void complete_collective(WarpSlot *const slots[32], unsigned mask)
         for (int l = 0; l < 32; l++) {
             if (!(mask >> l & 1)) continue;
             int src = shuffle_source(slots[l], l);
-            slots[l]->result = src >= 0 && src < 32 && (mask >> src & 1) ? value[src] : slots[l]->value;
+            slots[l]->result =
+                src >= 0 && src < 32 && (mask >> src & 1) ? value[src] : slots[l]->value;
         }
         return;
     }
@@ -68,9 +70,10 @@ void complete_collective(WarpSlot *const slots[32], unsigned mask)
     case WOP_WMMA_STORE:
         for (int l = 1; l < 32; l++)
             if (slots[l]->ptr[0] != slots[0]->ptr[0] || slots[l]->param != slots[0]->param)
-                fail_thread(kernel_worker(), "%s: lane %d passed pointer %p ldm %d, lane 0 pointer %p ldm %d",
-                            collective_name(kind), l, slots[l]->ptr[0], slots[l]->param, slots[0]->ptr[0],
-                            slots[0]->param);
+                fail_thread(kernel_worker(),
+                            "%s: lane %d passed pointer %p ldm %d, lane 0 pointer %p ldm %d",
+                            collective_name(kind), l, slots[l]->ptr[0], slots[l]->param,
+                            slots[0]->ptr[0], slots[0]->param);
         break;
     case WOP_WMMA_MMA: wmma_mma_complete(slots); return;
     case WOP_WARP_FN: reinterpret_cast<WarpFn>(slots[__builtin_ctz(mask)]->value)(slots); return;
@@ -143,8 +146,14 @@ void wmma_store(float *p, const float *x, unsigned ldm, bool col_major)
 
 void wmma_mma(float *d, const __nv_bfloat16 *a, const __nv_bfloat16 *b, const float *c)
 {
-    WarpSlot s{WOP_WMMA_MMA, 0xffffffffu, 0, 0, 32,
-               {d, const_cast<__nv_bfloat16 *>(a), const_cast<__nv_bfloat16 *>(b), const_cast<float *>(c)}, 0};
+    WarpSlot s{WOP_WMMA_MMA,
+               0xffffffffu,
+               0,
+               0,
+               32,
+               {d, const_cast<__nv_bfloat16 *>(a), const_cast<__nv_bfloat16 *>(b),
+                const_cast<float *>(c)},
+               0};
     warp_collective(&s);
 }
 

@@ -1,4 +1,5 @@
-/* emu_wmma.h: the nvcuda::wmma subset of the emulator (see kernels/emu/README.md for the whole subset).
+/* emu_wmma.h: the nvcuda::wmma subset of the emulator (see kernels/emu/README.md for the whole
+ * subset).
  * Owns: fragment<matrix_a|matrix_b, 16,16,16, __nv_bfloat16, row_major|col_major> and
  * fragment<accumulator, 16,16,16, float>, and fill_fragment, load_matrix_sync, store_matrix_sync,
  * mma_sync. As on a GPU each lane holds 8 elements of the 16x16 tile in .x[] in a fixed mapping
@@ -42,10 +43,26 @@ template <class T, int Size> struct __frag_base {
     typedef T storage_element_type;
 };
 template <class Use, int M, int N, int K, class T, class Layout = void> class fragment;
-template <> class fragment<matrix_a, 16, 16, 16, __nv_bfloat16, row_major> : public __frag_base<__nv_bfloat16, 8> {};
-template <> class fragment<matrix_a, 16, 16, 16, __nv_bfloat16, col_major> : public __frag_base<__nv_bfloat16, 8> {};
-template <> class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, row_major> : public __frag_base<__nv_bfloat16, 8> {};
-template <> class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, col_major> : public __frag_base<__nv_bfloat16, 8> {};
+template <>
+class fragment<matrix_a, 16, 16, 16, __nv_bfloat16, row_major>
+    : public __frag_base<__nv_bfloat16, 8>
+{
+};
+template <>
+class fragment<matrix_a, 16, 16, 16, __nv_bfloat16, col_major>
+    : public __frag_base<__nv_bfloat16, 8>
+{
+};
+template <>
+class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, row_major>
+    : public __frag_base<__nv_bfloat16, 8>
+{
+};
+template <>
+class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, col_major>
+    : public __frag_base<__nv_bfloat16, 8>
+{
+};
 template <> class fragment<accumulator, 16, 16, 16, float> : public __frag_base<float, 8> {};
 
 template <class L> struct gk_is_col_major { static constexpr bool value = false; };
@@ -58,24 +75,24 @@ inline void fill_fragment(fragment<Use, M, N, K, T, L> &f,
     for (int i = 0; i < f.num_elements; i++) f.x[i] = v;
 }
 template <class L>
-inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, __nv_bfloat16, L> &f, const __nv_bfloat16 *p,
-                             unsigned ldm)
+inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, __nv_bfloat16, L> &f,
+                             const __nv_bfloat16 *p, unsigned ldm)
 {
     gk_emu::wmma_load(gk_emu::WMMA_A, gk_is_col_major<L>::value, f.x, p, ldm);
 }
 template <class L>
-inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, __nv_bfloat16, L> &f, const __nv_bfloat16 *p,
-                             unsigned ldm)
+inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, __nv_bfloat16, L> &f,
+                             const __nv_bfloat16 *p, unsigned ldm)
 {
     gk_emu::wmma_load(gk_emu::WMMA_B, gk_is_col_major<L>::value, f.x, p, ldm);
 }
-inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p, unsigned ldm,
-                             layout_t layout)
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
+                             unsigned ldm, layout_t layout)
 {
     gk_emu::wmma_load(gk_emu::WMMA_ACC, layout == mem_col_major, f.x, p, ldm);
 }
-inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f, unsigned ldm,
-                              layout_t layout)
+inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                              unsigned ldm, layout_t layout)
 {
     gk_emu::wmma_store(p, f.x, ldm, layout == mem_col_major);
 }

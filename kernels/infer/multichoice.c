@@ -63,7 +63,8 @@ static void predict(const gk_choice_item *it, gk_choice_result *r)
     r->pred = r->pred_norm = 0;
     for (int k = 1; k < it->n_endings; k++) {
         if (r->nll[k] < r->nll[r->pred]) r->pred = k;
-        if (r->nll[k] / r->tokens[k] < r->nll[r->pred_norm] / r->tokens[r->pred_norm]) r->pred_norm = k;
+        if (r->nll[k] / r->tokens[k] < r->nll[r->pred_norm] / r->tokens[r->pred_norm])
+            r->pred_norm = k;
     }
 }
 
@@ -81,7 +82,8 @@ int gk_choice_score_many(gk_gpt2 *m, const gk_choice_item *items, size_t n, int 
             rows[B++] = (row_ref){(int)i, k};
             int last = i + 1 == n && k + 1 == items[i].n_endings;
             if (B == max_rows || last) {
-                rc = score_rows(m, items, rows, B, context, in, in + (size_t)max_rows * (size_t)context, r, e);
+                rc = score_rows(m, items, rows, B, context, in,
+                                in + (size_t)max_rows * (size_t)context, r, e);
                 B = 0;
             }
         }

@@ -1,7 +1,8 @@
 /* gpt2.h: the GPT-2 model (nanoGPT's, = HuggingFace's layout), written once against backend.h.
- * Owns: parameters, gradients, AdamW moments (one device block each, laid out by one parameter table)
- * and every activation for batches up to max_B x max_T, all allocated by gk_gpt2_create and freed by
- * gk_gpt2_free; no op allocates inside a step. Thread safety: one host thread per model. */
+ * Owns: parameters, gradients, AdamW moments (one device block each, laid out by one parameter
+ * table) and every activation for batches up to max_B x max_T, all allocated by gk_gpt2_create and
+ * freed by gk_gpt2_free; no op allocates inside a step. Thread safety: one host thread per
+ * model. */
 #ifndef GK_GPT2_H
 #define GK_GPT2_H
 
@@ -16,9 +17,11 @@
 typedef struct gk_gpt2_config {
     int n_layer, n_head, n_embd; /* n_embd % n_head == 0 */
     int block_size;              /* max sequence length: rows of wpe */
-    int vocab_size;              /* logical vocab; stored padded to a multiple of 64 in memory only */
+    int vocab_size;              /* logical vocab; stored padded to a
+                                  * multiple of 64 in memory only */
     int bias;                    /* 1: Linear and LayerNorm biases exist (GPT-2); 0: they do not */
-    float dropout;               /* embedding, attention-probability and residual dropout, in [0,1) */
+    float dropout;               /* embedding, attention-probability
+                                  * and residual dropout, in [0,1) */
 } gk_gpt2_config;
 
 /* The parameter table's dimensions, symbolically: 1, vocab_size, block_size, n_embd, 3 n_embd,
@@ -229,11 +232,11 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
  * keeps this rank's part. */
 int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err);
 void gk_gpt2_moments_release(gk_gpt2 *m);
-/* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as torch.nn.utils.clip_grad_norm_,
- * then AdamW with learning rate lr (refreshing the bf16 weight copies in the same pass); step
- * count t += 1. *grad_norm (may be NULL) = the norm before clipping (of the summed gradients). A norm that
- * is not finite, or above h->skip_norm when that is set, updates nothing (weights, moments and t
- * stay): the caller sees it in *grad_norm. */
+/* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as
+ * torch.nn.utils.clip_grad_norm_, then AdamW with learning rate lr (refreshing the bf16 weight
+ * copies in the same pass); step count t += 1. *grad_norm (may be NULL) = the norm before clipping
+ * (of the summed gradients). A norm that is not finite, or above h->skip_norm when that is set,
+ * updates nothing (weights, moments and t stay): the caller sees it in *grad_norm. */
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err);
 /* Optimizer updates done so far (AdamW's t); set it when resuming. */
 int64_t gk_gpt2_get_step(const gk_gpt2 *m);
@@ -241,10 +244,10 @@ void gk_gpt2_set_step(gk_gpt2 *m, int64_t step);
 
 /* Incremental forward with a KV cache (kernels/model/gpt2_infer.c), eval mode (no dropout).
  * host tokens (B,n): the tokens at positions t0..t0+n-1 of each of B sequences -> logits (B,n,
- * padded_vocab) for gk_gpt2_logits_host (row b*n + i is position t0+i of sequence b). The cache is each
- * layer's qkv activation viewed as (max_B, max_T, 3C): this call writes rows t0..t0+n-1 and reads
- * rows 0..t0-1, which earlier forward_at calls with the same B must have written (t0 = 0 starts
- * afresh). gk_gpt2_forward (training, evaluation) overwrites the cache. B <= max_B,
+ * padded_vocab) for gk_gpt2_logits_host (row b*n + i is position t0+i of sequence b). The cache is
+ * each layer's qkv activation viewed as (max_B, max_T, 3C): this call writes rows t0..t0+n-1 and
+ * reads rows 0..t0-1, which earlier forward_at calls with the same B must have written (t0 = 0
+ * starts afresh). gk_gpt2_forward (training, evaluation) overwrites the cache. B <= max_B,
  * t0 + n <= max_T. Tokens outside [0, vocab_size) are GK_EUSAGE. */
 int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_err *err);
 

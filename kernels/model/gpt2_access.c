@@ -10,7 +10,8 @@
 
 /* ---- int8 (GK_Q8) weights: quantized and widened block by block, through to_device/to_host of
  * one 34-byte block (Q8 runs on host-memory backends: a memcpy). The Conv1D matrices, [in, out]
- * in the table, are kept [out, in] so that blocks run along the input; wte is kept as it is. ---- */
+ * in the table, are kept [out, in] so that blocks run along the input; wte is kept as it is.
+ * ---- */
 
 /* Visits every block of p's copy: fn(m, p, host, x, dev) with x the block's 32 values in host
  * (gathered into x), dev its place in the copy. */
@@ -108,7 +109,8 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
     if (!d && m->g_block && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
-        return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err) : moments_deferred(p, kind, err);
+        return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err)
+                       : moments_deferred(p, kind, err);
     if (d) {
         be->ops->to_host(be, host, d, p->numel * sizeof(float));
     } else if (kind == GK_TENSOR_PARAM && p->copy && m->wt == GK_Q8) {
@@ -122,7 +124,8 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
             host[j] = m->wt == GK_F16 ? gk_f16f(b) : gk_bf16f(b);
         }
     } else {
-        return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));
+        return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name,
+                       kind_name(kind));
     }
     return gk_backend_status(be, err);
 }
@@ -144,8 +147,11 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
     if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
     float *d = tensor_of(p, kind);
     if (!d && m->g_block && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
-        return m->zero ? gk_gpt2_shard_moment_set(m, i, kind, host, err) : moments_deferred(p, kind, err);
-    if (!d) return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name, kind_name(kind));
+        return m->zero ? gk_gpt2_shard_moment_set(m, i, kind, host, err)
+                       : moments_deferred(p, kind, err);
+    if (!d)
+        return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name,
+                       kind_name(kind));
     be->ops->to_device(be, d, host, p->numel * sizeof(float));
     if (kind == GK_TENSOR_PARAM && p->copy) be->ops->cast(be, p->copy, m->wt, d, GK_F32, p->numel);
     return gk_backend_status(be, err);

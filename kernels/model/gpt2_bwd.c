@@ -72,7 +72,8 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     const gk_gpt2_config *c = &m->cfg;
     int B = m->last_B, T = m->last_T, N = B * T, C = c->n_embd, NH = c->n_head;
     int V = c->vocab_size, Vp = m->Vp;
-    if (!m->g_block) return gk_errf(err, GK_EUSAGE, "backward: an inference model has no gradients");
+    if (!m->g_block)
+        return gk_errf(err, GK_EUSAGE, "backward: an inference model has no gradients");
     if (!m->last_has_targets)
         return gk_errf(err, GK_EUSAGE, "backward: the last forward had no targets");
     int n_valid = 0;

@@ -87,8 +87,9 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     int n_valid = 0;
     for (int i = 0; i < N; i++) {
         if (inputs[i] < 0 || inputs[i] >= V)
-            return gk_errf(err, GK_EUSAGE, "forward: input token %d at %d is outside the vocab (%d)",
-                           inputs[i], i, V);
+            return gk_errf(err, GK_EUSAGE,
+                           "forward: input token %d at %d is outside the vocab (%d)", inputs[i], i,
+                           V);
         if (targets) {
             if (targets[i] < -1 || targets[i] >= V)
                 return gk_errf(err, GK_EUSAGE, "forward: target %d at %d is outside the vocab (%d)",

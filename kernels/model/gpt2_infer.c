@@ -1,11 +1,11 @@
 /* gpt2_infer.c: the incremental forward for sampling (see gk_gpt2_forward_at in gpt2.h): the
  * forward's one layer loop (gpt2_fwd.c's gk_gpt2_forward_ops) with a position, d_pos. Only the n
- * new positions run through the blocks: every op but attention is row-wise, so the row-wise activations hold the B*n new rows packed, while
- * each layer's qkv buffer is the cache, (max_B, max_T, 3C), rows at their positions. With n = 1
- * the matmuls are matrix-vector products (M = B rows), and the step's ops take the same pointers
- * and arguments at every position (the position is a device int, d_pos), so a backend that can
- * record (CUDA graphs) records the step once per batch size and replays it: one launch a token
- * instead of a dozen a layer. */
+ * new positions run through the blocks: every op but attention is row-wise, so the row-wise
+ * activations hold the B*n new rows packed, while each layer's qkv buffer is the cache, (max_B,
+ * max_T, 3C), rows at their positions. With n = 1 the matmuls are matrix-vector products (M = B
+ * rows), and the step's ops take the same pointers and arguments at every position (the position is
+ * a device int, d_pos), so a backend that can record (CUDA graphs) records the step once per batch
+ * size and replays it: one launch a token instead of a dozen a layer. */
 #include "kernels/model/gpt2_internal.h"
 
 /* The one-row step for batch B, recorded the first time (or when B changes) and replayed;
@@ -35,7 +35,8 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     const gk_ops *op = be->ops;
     int V = m->cfg.vocab_size, N = B * n, Tc = m->max_T;
     if (!op->attention_fwd_at)
-        return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no KV-cache attention", op->name);
+        return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no KV-cache attention",
+                       op->name);
     if (B < 1 || B > m->max_B || t0 < 0 || n < 1 || t0 + n > Tc)
         return gk_errf(err, GK_EUSAGE, "forward_at: batch %d, positions %d..%d exceed the model's "
                        "%d x %d", B, t0, t0 + n - 1, m->max_B, Tc);

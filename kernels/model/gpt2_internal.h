@@ -120,7 +120,10 @@ float gk_gpt2_grads_begin(gk_gpt2 *m);
  * that every shard starts 64-byte aligned; 0: too few to shard), and the parameter block's floats
  * past world x shard_count, which every rank updates alike (gpt2_shard.c allocates their moments
  * after the shard's, gpt2_optim.c updates, gpt2_mem.c counts). */
-static inline size_t gk_gpt2_shard_count(size_t n, int world) { return n / (size_t)world / 16 * 16; }
+static inline size_t gk_gpt2_shard_count(size_t n, int world)
+{
+    return n / (size_t)world / 16 * 16;
+}
 static inline size_t gk_gpt2_shard_tail(const gk_gpt2 *m)
 {
     return m->n_floats - m->shard_count * (size_t)m->comm->world;

@@ -78,9 +78,11 @@ int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_
         /* no vocabulary inside, and GPT-2's would not fit: name -V rather than GPT-2's lookup */
         if (!required)
             return 0;
-        return gk_errf(e, GK_ENOTFOUND, "%s: the checkpoint carries no vocabulary, and its %d tokens are "
-                       "not GPT-2's: give its vocabulary with -V (for a char-level model, the file from "
-                       "gpt-tokenize --vocab-out, e.g. -V vocab.json)", gk_ckpt_path(c), cfg->vocab_size);
+        return gk_errf(e, GK_ENOTFOUND,
+                       "%s: the checkpoint carries no vocabulary, and its %d tokens are not "
+                       "GPT-2's: give its vocabulary with -V (for a char-level model, the file "
+                       "from gpt-tokenize --vocab-out, e.g. -V vocab.json)",
+                       gk_ckpt_path(c), cfg->vocab_size);
     }
     if (rc == GK_ENOTFOUND) {
         rc = gk_vocab_find(path, sizeof path, path_or_dir, path_or_dir || required ? e : &quiet);

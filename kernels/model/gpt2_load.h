@@ -25,8 +25,9 @@ int gk_gpt2_load(gk_gpt2 *m, const gk_ckpt *c, gk_err *e);
 /* The vocabulary for running the model of c (config cfg): path_or_dir (-V) if given, else the
  * checkpoint's own, else the default lookup (gk_vocab_find: $GPT_VOCAB, the HuggingFace cache)
  * unless the model has fewer tokens than GPT-2's (then the error names -V). None found: an error
- * when required, else 0 with *v = NULL (gpt-evalppl scores shards without one). A vocabulary with more tokens than cfg->vocab_size is GK_EFORMAT naming the checkpoint
- * and both sizes (a GPT-2 vocabulary on a char model). */
+ * when required, else 0 with *v = NULL (gpt-evalppl scores shards without one). A vocabulary with
+ * more tokens than cfg->vocab_size is GK_EFORMAT naming the checkpoint and both sizes (a GPT-2
+ * vocabulary on a char model). */
 int gk_gpt2_vocab(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *path_or_dir,
                   int required, gk_vocab **v, gk_err *e);
 

@@ -24,7 +24,8 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
 
 void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
 {
-    size_t n = mem->optimizer / (2 * sizeof(float)), cnt = world > 1 ? gk_gpt2_shard_count(n, world) : n;
+    size_t n = mem->optimizer / (2 * sizeof(float)),
+           cnt = world > 1 ? gk_gpt2_shard_count(n, world) : n;
     if (world > 1 && cnt) mem->optimizer = 2 * (cnt + n - cnt * (size_t)world) * sizeof(float);
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
@@ -34,7 +35,8 @@ static void add_part(char *buf, size_t cap, size_t *k, const char *name, size_t 
 {
     char t[32];
     if (!bytes || *k >= cap) return;
-    *k += (size_t)snprintf(buf + *k, cap - *k, "%s%s %s", *k ? ", " : "", name, gk_mem_text(bytes, t, sizeof t));
+    *k += (size_t)snprintf(buf + *k, cap - *k, "%s%s %s", *k ? ", " : "", name,
+                           gk_mem_text(bytes, t, sizeof t));
 }
 
 static int too_big(gk_err *e, size_t need, const char *parts, size_t avail, const char *where,
@@ -42,7 +44,8 @@ static int too_big(gk_err *e, size_t need, const char *parts, size_t avail, cons
 {
     char a[32], b[32];
     return gk_errf(e, GK_ENOMEM, "model + batch need %s (%s) but %s are available %s: %s",
-                   gk_mem_text(need, a, sizeof a), parts, gk_mem_text(avail, b, sizeof b), where, hint);
+                   gk_mem_text(need, a, sizeof a), parts, gk_mem_text(avail, b, sizeof b), where,
+                   hint);
 }
 
 int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,

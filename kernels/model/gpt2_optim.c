@@ -84,12 +84,13 @@ static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, siz
 {
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
-        size_t lo = p->offset > a ? p->offset : a, hi = p->offset + p->numel < b ? p->offset + p->numel : b;
+        size_t lo = p->offset > a ? p->offset : a,
+               hi = p->offset + p->numel < b ? p->offset + p->numel : b;
         if (lo >= hi) continue;
         size_t j = lo - p->offset;
         void *copy = p->copy ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
-        ts[n++] = (gk_adamw_tensor){p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base), copy,
-                                    hi - lo, p->decay};
+        ts[n++] = (gk_adamw_tensor){p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base),
+                                    copy,        hi - lo,     p->decay};
     }
     return n;
 }
@@ -101,7 +102,8 @@ static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
     size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m);
     double s = 0, t = 0;
     m->be->ops->sumsq(m->be, &s, m->g_block + (size_t)c->rank * cnt, cnt);
-    if (tail && c->rank == 0) m->be->ops->sumsq(m->be, &t, m->g_block + cnt * (size_t)c->world, tail);
+    if (tail && c->rank == 0)
+        m->be->ops->sumsq(m->be, &t, m->g_block + cnt * (size_t)c->world, tail);
     s += t;
     int rc = gk_backend_status(m->be, err);
     if (!rc) rc = c->ops->allreduce_host(c, &s, 1, err);
@@ -114,7 +116,8 @@ static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
 static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m), lo = (size_t)c->rank * cnt, main = cnt * (size_t)c->world;
+    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m), lo = (size_t)c->rank * cnt,
+           main = cnt * (size_t)c->world;
     int rc = 0;
     if (!m->grads_reduced) { /* else summed whole during the backward (reduce_in_next_backward) */
         rc = c->ops->reduce_scatter(c, m->g_block, m->g_block + lo, cnt, err);

@@ -57,13 +57,18 @@ int64_t gk_gpt2_dim_size(const gk_gpt2_config *c, enum gk_gpt2_dim d)
 
 int gk_gpt2_config_check(const gk_gpt2_config *c, gk_err *err)
 {
-    if (c->n_layer < 1 || c->n_layer > 1000) return gk_errf(err, GK_EUSAGE, "n_layer = %d: must be 1..1000", c->n_layer);
+    if (c->n_layer < 1 || c->n_layer > 1000)
+        return gk_errf(err, GK_EUSAGE, "n_layer = %d: must be 1..1000", c->n_layer);
     if (c->n_head < 1) return gk_errf(err, GK_EUSAGE, "n_head = %d: must be >= 1", c->n_head);
     if (c->n_embd < 1 || c->n_embd > 65536 || c->n_embd % c->n_head)
-        return gk_errf(err, GK_EUSAGE, "n_embd = %d: must be a positive multiple of n_head (%d)", c->n_embd, c->n_head);
-    if (c->block_size < 1 || c->block_size > 1 << 20) return gk_errf(err, GK_EUSAGE, "block_size = %d: must be 1..1048576", c->block_size);
-    if (c->vocab_size < 1 || c->vocab_size > 1 << 24) return gk_errf(err, GK_EUSAGE, "vocab_size = %d: must be 1..16777216", c->vocab_size);
-    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return gk_errf(err, GK_EUSAGE, "dropout = %g: must be in [0, 1)", c->dropout);
+        return gk_errf(err, GK_EUSAGE, "n_embd = %d: must be a positive multiple of n_head (%d)",
+                       c->n_embd, c->n_head);
+    if (c->block_size < 1 || c->block_size > 1 << 20)
+        return gk_errf(err, GK_EUSAGE, "block_size = %d: must be 1..1048576", c->block_size);
+    if (c->vocab_size < 1 || c->vocab_size > 1 << 24)
+        return gk_errf(err, GK_EUSAGE, "vocab_size = %d: must be 1..16777216", c->vocab_size);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return gk_errf(err, GK_EUSAGE, "dropout = %g: must be in [0, 1)", c->dropout);
     return 0;
 }
 
@@ -97,8 +102,10 @@ static int weights_check(int flags, const gk_gpt2_config *c, const gk_backend *b
     if (wf & (wf - 1))
         return gk_errf(err, GK_EUSAGE, "gpt2: more than one weight type (flags 0x%x)", wf);
     const char *what = wf == GK_GPT2_F16 ? "fp16" : wf == GK_GPT2_Q8 ? "int8" : NULL;
-    if (what && (act != GK_F32 || (be && strcmp(be->ops->name, "cpu") && strcmp(be->ops->name, "ref"))))
-        return gk_errf(err, GK_EUSAGE, "%s weights run on the CPU backends only, cpu and ref (this is %s)", what,
+    if (what &&
+        (act != GK_F32 || (be && strcmp(be->ops->name, "cpu") && strcmp(be->ops->name, "ref"))))
+        return gk_errf(err, GK_EUSAGE,
+                       "%s weights run on the CPU backends only, cpu and ref (this is %s)", what,
                        be ? be->ops->name : "a bf16 device");
     if (wf == GK_GPT2_Q8 && c->n_embd % GK_Q8_BLOCK)
         return gk_errf(err, GK_EUSAGE, "int8 weights: n_embd %d is not a multiple of %d (their "
@@ -281,7 +288,8 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->acts = calloc(L, sizeof *m->acts);
     m->h_targets = malloc(BT * sizeof *m->h_targets);
     m->h_losses = malloc(BT * sizeof *m->h_losses);
-    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->lw || !m->acts || !m->h_targets || !m->h_losses)
+    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->lw || !m->acts || !m->h_targets ||
+        !m->h_losses)
         goto nomem;
     walk(m, add_param);
     size_t bytes = m->n_floats * sizeof(float);
@@ -311,8 +319,9 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     return 0;
 nomem:
     gk_gpt2_free(m);
-    return gk_errf(err, GK_ENOMEM, "gpt2: out of memory for a %d-layer, %d-wide model, batch %d x %d",
-                   L, cfg->n_embd, max_B, max_T);
+    return gk_errf(err, GK_ENOMEM,
+                   "gpt2: out of memory for a %d-layer, %d-wide model, batch %d x %d", L,
+                   cfg->n_embd, max_B, max_T);
 }
 
 void gk_gpt2_free(gk_gpt2 *m)
@@ -386,7 +395,8 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
             case I_ONE: h[j] = 1.0f; break;
             case I_ZERO: h[j] = 0.0f; break;
             default: { /* Box-Muller on two counter-based uniforms */
-                double u1 = gk_rng_uniform(key, 2 * j) + 0x1p-25, u2 = gk_rng_uniform(key, 2 * j + 1);
+                double u1 = gk_rng_uniform(key, 2 * j) + 0x1p-25,
+                       u2 = gk_rng_uniform(key, 2 * j + 1);
                 double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
                 h[j] = (float)(z * (m->p_init[i] == I_PROJ ? proj_std : 0.02));
             }

@@ -19,7 +19,8 @@ static int alloc_shards(gk_gpt2 *m, gk_err *err)
     m->m_shard = be->ops->alloc(be, bytes);
     m->v_shard = be->ops->alloc(be, bytes);
     if (!m->m_shard || !m->v_shard)
-        return gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory for %zu bytes of moments", 2 * bytes);
+        return gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory for %zu bytes of moments",
+                       2 * bytes);
     return 0;
 }
 
@@ -34,7 +35,9 @@ static int shard_moments(gk_gpt2 *m, gk_err *err)
     float *full[2] = {m->m_block, m->v_block}, *part[2] = {m->m_shard, m->v_shard};
     for (int k = 0; k < 2; k++) {
         be->ops->copy(be, part[k], full[k] + lo, cnt * sizeof(float));
-        if (tail) be->ops->copy(be, part[k] + cnt, full[k] + cnt * (size_t)m->comm->world, tail * sizeof(float));
+        if (tail)
+            be->ops->copy(be, part[k] + cnt, full[k] + cnt * (size_t)m->comm->world,
+                          tail * sizeof(float));
     }
     be->ops->free(be, m->m_block); /* the full blocks go */
     be->ops->free(be, m->v_block);
@@ -54,7 +57,8 @@ static int alloc_full_moments(gk_gpt2 *m, gk_err *err)
         be->ops->free(be, m->m_block);
         be->ops->free(be, m->v_block);
         m->m_block = m->v_block = NULL;
-        return gk_errf(err, GK_ENOMEM, "gpt2: out of memory for %zu bytes of AdamW moments", 2 * bytes);
+        return gk_errf(err, GK_ENOMEM, "gpt2: out of memory for %zu bytes of AdamW moments",
+                       2 * bytes);
     }
     for (int i = 0; i < m->n_params; i++) {
         gk_param *p = &m->params[i];
@@ -84,7 +88,8 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
 /* One kind of moments (part: this rank's shard and tail) of every rank into host (n_floats),
  * piece by piece: each all_gather brings the same stretch of every rank's shard into stage
  * (world x piece floats); host NULL: this rank only takes part. */
-static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage, size_t piece, gk_err *err)
+static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage, size_t piece,
+                       gk_err *err)
 {
     gk_backend *be = m->be;
     gk_comm *c = m->comm;
@@ -136,8 +141,9 @@ int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float 
     const gk_param *p = &m->params[i];
     const float *all = kind == GK_TENSOR_ADAM_M ? m->m_host : m->v_host;
     if (!all)
-        return gk_errf(err, GK_EUSAGE, "%s: the %s moment is sharded across ranks "
-                       "(gk_gpt2_moments_gather first)", p->name, kind == GK_TENSOR_ADAM_M ? "first" : "second");
+        return gk_errf(err, GK_EUSAGE,
+                       "%s: the %s moment is sharded across ranks (gk_gpt2_moments_gather first)",
+                       p->name, kind == GK_TENSOR_ADAM_M ? "first" : "second");
     memcpy(host, all + p->offset, p->numel * sizeof(float));
     return 0;
 }
@@ -146,14 +152,17 @@ int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const 
                              gk_err *err)
 {
     const gk_param *p = &m->params[i];
-    size_t cnt = m->shard_count, lo = (size_t)m->comm->rank * cnt, main = cnt * (size_t)m->comm->world;
-    const size_t range[2][3] = {{lo, lo + cnt, lo}, {main, m->n_floats, main - cnt}}; /* a, b, base */
+    size_t cnt = m->shard_count, lo = (size_t)m->comm->rank * cnt,
+           main = cnt * (size_t)m->comm->world;
+    /* a, b, base */
+    const size_t range[2][3] = {{lo, lo + cnt, lo}, {main, m->n_floats, main - cnt}};
     float *mom = kind == GK_TENSOR_ADAM_M ? m->m_shard : m->v_shard;
     for (int k = 0; k < 2; k++) {
         size_t a = p->offset > range[k][0] ? p->offset : range[k][0];
         size_t b = p->offset + p->numel < range[k][1] ? p->offset + p->numel : range[k][1];
         if (a < b)
-            m->be->ops->to_device(m->be, mom + (a - range[k][2]), host + (a - p->offset), (b - a) * sizeof(float));
+            m->be->ops->to_device(m->be, mom + (a - range[k][2]), host + (a - p->offset),
+                                  (b - a) * sizeof(float));
     }
     return gk_backend_status(m->be, err);
 }

@@ -19,7 +19,8 @@ void gk_ref_attention_fwd(gk_backend *be, void *out_, float *lse, const void *qk
     double scale = 1.0 / sqrt((double)hs);
     double *s = malloc(sizeof(double) * (size_t)T);
     if (!s) {
-        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_fwd: malloc(%zu)", sizeof(double) * (size_t)T);
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_fwd: malloc(%zu)",
+                        sizeof(double) * (size_t)T);
         return;
     }
     for (int b = 0; b < B; b++)
@@ -66,7 +67,8 @@ void gk_ref_attention_bwd(gk_backend *be, void *dqkv_, const void *dout_, const 
     if (!dp || !pr) {
         free(dp);
         free(pr);
-        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_bwd: malloc(%zu)", sizeof(double) * (size_t)T);
+        GK_BACKEND_FAIL(be, GK_ENOMEM, "ref attention_bwd: malloc(%zu)",
+                        sizeof(double) * (size_t)T);
         return;
     }
     memset(dqkv, 0, sizeof(float) * (size_t)B * T * 3 * C);
@@ -81,7 +83,8 @@ void gk_ref_attention_bwd(gk_backend *be, void *dqkv_, const void *dout_, const 
                     const float *k = qkv + ((size_t)b * T + u) * 3 * C + C + h * hs;
                     const float *v = k + C;
                     double d = 0, g = 0;
-                    for (int i = 0; i < hs; i++) d += (double)q[i] * k[i], g += (double)dO[i] * v[i];
+                    for (int i = 0; i < hs; i++)
+                        d += (double)q[i] * k[i], g += (double)dO[i] * v[i];
                     double m = p > 0 ? gk_rng_dropout(key, row * T + u, p) : 1.0;
                     pr[u] = exp(d * scale - lse[row]);
                     dp[u] = g * m;           /* d loss / d P (before dropout) */
@@ -137,7 +140,8 @@ void gk_ref_attention_fwd_at(gk_backend *be, void *out_, void *cache, const void
                 for (int j = 0; j < hs; j++) {
                     double o = 0;
                     for (int u = 0; u <= t; u++)
-                        o += exp(s[u] - mx) / sum * qkv[((size_t)b * Tc + u) * 3 * C + 2 * C + h * hs + j];
+                        o += exp(s[u] - mx) / sum *
+                             qkv[((size_t)b * Tc + u) * 3 * C + 2 * C + h * hs + j];
                     out[((size_t)b * n + i) * C + h * hs + j] = (float)o;
                 }
             }

@@ -18,7 +18,8 @@ void gk_ref_gemm(gk_backend *be, int ta, int tb, int M, int N, int K, float alph
         for (int j = 0; j < N; j++) {
             double s = 0;
             for (int k = 0; k < K; k++)
-                s += (double)gk_elt_get(A, tA, i * sai + k * sak) * gk_elt_get(B, tB, k * sbk + j * sbj);
+                s += (double)gk_elt_get(A, tA, i * sai + k * sak) *
+                     gk_elt_get(B, tB, k * sbk + j * sbj);
             size_t c = (size_t)i * ldc + j;
             double r = alpha * s + (beta == 0.0f ? 0.0 : (double)beta * gk_elt_get(C, tC, c));
             if (bias) r += bias[j];

@@ -1,5 +1,6 @@
 /* optimizer.c: the reference optimizer ops: sum of squares (gradient norm), scale, AdamW in
- * torch.optim.AdamW's operation order (one tensor, or a table of them), zeroing a table of ranges. */
+ * torch.optim.AdamW's operation order (one tensor, or a table of them), zeroing a table of
+ * ranges. */
 #include "kernels/ref/ref_internal.h"
 
 #include <math.h>

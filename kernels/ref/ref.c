@@ -17,7 +17,8 @@ static int ref_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, 
 
 const gk_ops gk_ref_ops = { /* by gk_ops's groups (backend.h) */
     .name = "ref",
-    .alloc = gk_host_alloc, .free = gk_host_free, .to_device = gk_host_copy, .to_host = gk_host_copy,
+    .alloc = gk_host_alloc, .free = gk_host_free,
+    .to_device = gk_host_copy, .to_host = gk_host_copy,
     .copy = gk_host_copy, .zero = gk_host_zero, .sync = gk_host_sync, .reserve = ref_reserve,
     .mem_info = gk_host_mem_info,
     .cast = gk_ref_cast,

@@ -37,17 +37,20 @@ int main(int argc, char **argv)
     const char *isa = gk_cpu_isa_name(gk_cpu_isa(be));
     gk_backend_free(be);
     size_t nn = (size_t)n * n;
-    float *a = malloc(nn * sizeof(float)), *b = malloc(nn * sizeof(float)), *c = malloc(nn * sizeof(float));
+    float *a = malloc(nn * sizeof(float)), *b = malloc(nn * sizeof(float)),
+          *c = malloc(nn * sizeof(float));
     if (!a || !b || !c) {
         fprintf(stderr, "ceilings: out of memory for n = %d\n", n);
         return 1;
     }
-    for (size_t i = 0; i < nn; i++) a[i] = (float)(i % 13) / 13, b[i] = (float)(i % 7) / 7, c[i] = 0;
+    for (size_t i = 0; i < nn; i++)
+        a[i] = (float)(i % 13) / 13, b[i] = (float)(i % 7) / 7, c[i] = 0;
     openblas_set_num_threads(nt);
     double best = 1e30;
     for (int pass = 0; pass < 6; pass++) { /* the first warms the threads and pages */
         double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                    n);
         double t = now() - t0;
         if (pass && t < best) best = t;
     }

@@ -24,7 +24,8 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* sum of x[0..n), n a multiple of 64, x 32-byte aligned: 8 vector accumulators, 256 bytes an iteration */
+/* sum of x[0..n), n a multiple of 64, x 32-byte aligned: 8 vector accumulators, 256 bytes an
+ * iteration */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static float sum(const float *restrict x, size_t n)
 {

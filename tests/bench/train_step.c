@@ -27,7 +27,8 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* The calling thread's CPU time: per-op times of a 1-thread CPU profile, unaffected by other load. */
+/* The calling thread's CPU time: per-op times of a 1-thread CPU profile, unaffected by other
+ * load. */
 static double cpu_ms(void)
 {
     struct timespec ts;
@@ -117,10 +118,22 @@ static void p_free(gk_backend *be, void *ptr)
     p->in->ops->free(p->in, ptr);
     take_err(be);
 }
-static void p_to_device(gk_backend *be, void *d, const void *s, size_t n) { FWD(P_COPY, IN(be)->ops->to_device(IN(be), d, s, n)); }
-static void p_to_host(gk_backend *be, void *d, const void *s, size_t n) { FWD(P_COPY, IN(be)->ops->to_host(IN(be), d, s, n)); }
-static void p_copy(gk_backend *be, void *d, const void *s, size_t n) { FWD(P_COPY, IN(be)->ops->copy(IN(be), d, s, n)); }
-static void p_zero(gk_backend *be, void *ptr, size_t n) { FWD(P_ZERO, IN(be)->ops->zero(IN(be), ptr, n)); }
+static void p_to_device(gk_backend *be, void *d, const void *s, size_t n)
+{
+    FWD(P_COPY, IN(be)->ops->to_device(IN(be), d, s, n));
+}
+static void p_to_host(gk_backend *be, void *d, const void *s, size_t n)
+{
+    FWD(P_COPY, IN(be)->ops->to_host(IN(be), d, s, n));
+}
+static void p_copy(gk_backend *be, void *d, const void *s, size_t n)
+{
+    FWD(P_COPY, IN(be)->ops->copy(IN(be), d, s, n));
+}
+static void p_zero(gk_backend *be, void *ptr, size_t n)
+{
+    FWD(P_ZERO, IN(be)->ops->zero(IN(be), ptr, n));
+}
 static void p_sync(gk_backend *be) { IN(be)->ops->sync(IN(be)); take_err(be); }
 static int p_reserve(gk_backend *be, size_t r, size_t c, int hs, int T, gk_err *err)
 {
@@ -128,7 +141,10 @@ static int p_reserve(gk_backend *be, size_t r, size_t c, int hs, int T, gk_err *
     take_err(be);
     return rc;
 }
-static void p_cast(gk_backend *be, void *d, gk_elt dt, const void *s, gk_elt st, size_t n) { FWD(P_CAST, IN(be)->ops->cast(IN(be), d, dt, s, st, n)); }
+static void p_cast(gk_backend *be, void *d, gk_elt dt, const void *s, gk_elt st, size_t n)
+{
+    FWD(P_CAST, IN(be)->ops->cast(IN(be), d, dt, s, st, n));
+}
 
 /* The shape slot of a gemm (-1 when the table is full). */
 static int gemm_slot(prof *p, const int key[9])
@@ -172,25 +188,97 @@ static void p_gemm_bwd(gk_backend *be, int ta, int tb, int M, int N, int K, floa
     GEMM_TIMED(key, IN(be)->ops->gemm_bwd(IN(be), ta, tb, M, N, K, alpha, A, tA, lda, B, tB, ldb,
                                           beta, C, tC, ldc, pre_gelu, dbias));
 }
-static void p_bias_bwd(gk_backend *be, float *db, const void *d, int N, int C) { FWD(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C)); }
-static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw, const float *wpe, const int *t0, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, t0, B, T, C, pr, k)); }
-static void p_enc_bwd(gk_backend *be, float *dwte, float *dwpe, const void *d, const int *t, int B, int T, int C, float pr, uint64_t k) { FWD(P_ENC_BWD, IN(be)->ops->encoder_bwd(IN(be), dwte, dwpe, d, t, B, T, C, pr, k)); }
-static void p_ln_fwd(gk_backend *be, void *o, float *mu, float *rs, const void *x, const float *w, const float *b, int N, int C) { FWD(P_LN_FWD, IN(be)->ops->layernorm_fwd(IN(be), o, mu, rs, x, w, b, N, C)); }
-static void p_ln_bwd(gk_backend *be, void *dx, float *dw, float *db, const void *d, const void *x, const float *w, const float *mu, const float *rs, int N, int C) { FWD(P_LN_BWD, IN(be)->ops->layernorm_bwd(IN(be), dx, dw, db, d, x, w, mu, rs, N, C)); }
-static void p_att_fwd(gk_backend *be, void *o, float *lse, const void *qkv, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_FWD, IN(be)->ops->attention_fwd(IN(be), o, lse, qkv, B, T, C, NH, pr, k)); }
-static void p_att_bwd(gk_backend *be, void *dqkv, const void *d, const void *qkv, const void *o, const float *lse, int B, int T, int C, int NH, float pr, uint64_t k) { FWD(P_ATT_BWD, IN(be)->ops->attention_bwd(IN(be), dqkv, d, qkv, o, lse, B, T, C, NH, pr, k)); }
-static void p_att_at(gk_backend *be, void *o, void *qkv, const void *qn, int B, int Tc, const int *t0, int n, int C, int NH) { FWD(P_ATT_AT, IN(be)->ops->attention_fwd_at(IN(be), o, qkv, qn, B, Tc, t0, n, C, NH)); }
-static void p_gelu_fwd(gk_backend *be, void *o, const void *x, int N, int C) { FWD(P_GELU_FWD, IN(be)->ops->gelu_fwd(IN(be), o, x, N, C)); }
-static void p_gelu_bwd(gk_backend *be, void *dx, const void *x, const void *d, int N, int C) { FWD(P_GELU_BWD, IN(be)->ops->gelu_bwd(IN(be), dx, x, d, N, C)); }
-static void p_res_ln_fwd(gk_backend *be, void *ro, void *lo, float *mu, float *rs, const void *r, const void *x, const float *b, float pr, uint64_t k, const float *lw, const float *lb, int N, int C) { FWD(P_RES_LN_FWD, IN(be)->ops->residual_layernorm_fwd(IN(be), ro, lo, mu, rs, r, x, b, pr, k, lw, lb, N, C)); }
-static void p_drop_bwd(gk_backend *be, void *dx, const void *d, size_t n, float pr, uint64_t k) { FWD(P_DROP_BWD, IN(be)->ops->dropout_bwd(IN(be), dx, d, n, pr, k)); }
-static void p_xent_fwd(gk_backend *be, float *l, float *lse, const void *lg, const int *t, int N, int V, int Vp) { FWD(P_XENT_FWD, IN(be)->ops->xent_fwd(IN(be), l, lse, lg, t, N, V, Vp)); }
-static void p_xent_bwd(gk_backend *be, void *dl, const void *lg, const float *lse, const int *t, float d, int N, int V, int Vp) { FWD(P_XENT_BWD, IN(be)->ops->xent_bwd(IN(be), dl, lg, lse, t, d, N, V, Vp)); }
-static void p_sumsq(gk_backend *be, double *o, const float *x, size_t n) { FWD(P_SUMSQ, IN(be)->ops->sumsq(IN(be), o, x, n)); }
-static void p_scale(gk_backend *be, float *x, float s, size_t n) { FWD(P_SCALE, IN(be)->ops->scale(IN(be), x, s, n)); }
-static void p_adamw(gk_backend *be, float *pa, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps, float wd, int t, float gs, void *copy, gk_elt tc) { FWD(P_ADAMW, IN(be)->ops->adamw(IN(be), pa, g, m, v, n, lr, b1, b2, eps, wd, t, gs, copy, tc)); }
-static void p_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int cnt, float lr, float b1, float b2, float eps, float wd, int t, float gs, gk_elt tc) { FWD(P_ADAMW_MULTI, IN(be)->ops->adamw_multi(IN(be), ts, cnt, lr, b1, b2, eps, wd, t, gs, tc)); }
-static void p_zero_multi(gk_backend *be, const gk_span *sp, int cnt) { FWD(P_ZERO_MULTI, IN(be)->ops->zero_multi(IN(be), sp, cnt)); }
+static void p_bias_bwd(gk_backend *be, float *db, const void *d, int N, int C)
+{
+    FWD(P_BIAS_BWD, IN(be)->ops->bias_bwd(IN(be), db, d, N, C));
+}
+static void p_enc_fwd(gk_backend *be, void *o, const int *t, const void *wte, gk_elt tw,
+                      const float *wpe, const int *t0, int B, int T, int C, float pr, uint64_t k)
+{
+    FWD(P_ENC_FWD, IN(be)->ops->encoder_fwd(IN(be), o, t, wte, tw, wpe, t0, B, T, C, pr, k));
+}
+static void p_enc_bwd(gk_backend *be, float *dwte, float *dwpe, const void *d, const int *t, int B,
+                      int T, int C, float pr, uint64_t k)
+{
+    FWD(P_ENC_BWD, IN(be)->ops->encoder_bwd(IN(be), dwte, dwpe, d, t, B, T, C, pr, k));
+}
+static void p_ln_fwd(gk_backend *be, void *o, float *mu, float *rs, const void *x, const float *w,
+                     const float *b, int N, int C)
+{
+    FWD(P_LN_FWD, IN(be)->ops->layernorm_fwd(IN(be), o, mu, rs, x, w, b, N, C));
+}
+static void p_ln_bwd(gk_backend *be, void *dx, float *dw, float *db, const void *d, const void *x,
+                     const float *w, const float *mu, const float *rs, int N, int C)
+{
+    FWD(P_LN_BWD, IN(be)->ops->layernorm_bwd(IN(be), dx, dw, db, d, x, w, mu, rs, N, C));
+}
+static void p_att_fwd(gk_backend *be, void *o, float *lse, const void *qkv, int B, int T, int C,
+                      int NH, float pr, uint64_t k)
+{
+    FWD(P_ATT_FWD, IN(be)->ops->attention_fwd(IN(be), o, lse, qkv, B, T, C, NH, pr, k));
+}
+static void p_att_bwd(gk_backend *be, void *dqkv, const void *d, const void *qkv, const void *o,
+                      const float *lse, int B, int T, int C, int NH, float pr, uint64_t k)
+{
+    FWD(P_ATT_BWD, IN(be)->ops->attention_bwd(IN(be), dqkv, d, qkv, o, lse, B, T, C, NH, pr, k));
+}
+static void p_att_at(gk_backend *be, void *o, void *qkv, const void *qn, int B, int Tc,
+                     const int *t0, int n, int C, int NH)
+{
+    FWD(P_ATT_AT, IN(be)->ops->attention_fwd_at(IN(be), o, qkv, qn, B, Tc, t0, n, C, NH));
+}
+static void p_gelu_fwd(gk_backend *be, void *o, const void *x, int N, int C)
+{
+    FWD(P_GELU_FWD, IN(be)->ops->gelu_fwd(IN(be), o, x, N, C));
+}
+static void p_gelu_bwd(gk_backend *be, void *dx, const void *x, const void *d, int N, int C)
+{
+    FWD(P_GELU_BWD, IN(be)->ops->gelu_bwd(IN(be), dx, x, d, N, C));
+}
+static void p_res_ln_fwd(gk_backend *be, void *ro, void *lo, float *mu, float *rs, const void *r,
+                         const void *x, const float *b, float pr, uint64_t k, const float *lw,
+                         const float *lb, int N, int C)
+{
+    FWD(P_RES_LN_FWD,
+        IN(be)->ops->residual_layernorm_fwd(IN(be), ro, lo, mu, rs, r, x, b, pr, k, lw, lb, N, C));
+}
+static void p_drop_bwd(gk_backend *be, void *dx, const void *d, size_t n, float pr, uint64_t k)
+{
+    FWD(P_DROP_BWD, IN(be)->ops->dropout_bwd(IN(be), dx, d, n, pr, k));
+}
+static void p_xent_fwd(gk_backend *be, float *l, float *lse, const void *lg, const int *t, int N,
+                       int V, int Vp)
+{
+    FWD(P_XENT_FWD, IN(be)->ops->xent_fwd(IN(be), l, lse, lg, t, N, V, Vp));
+}
+static void p_xent_bwd(gk_backend *be, void *dl, const void *lg, const float *lse, const int *t,
+                       float d, int N, int V, int Vp)
+{
+    FWD(P_XENT_BWD, IN(be)->ops->xent_bwd(IN(be), dl, lg, lse, t, d, N, V, Vp));
+}
+static void p_sumsq(gk_backend *be, double *o, const float *x, size_t n)
+{
+    FWD(P_SUMSQ, IN(be)->ops->sumsq(IN(be), o, x, n));
+}
+static void p_scale(gk_backend *be, float *x, float s, size_t n)
+{
+    FWD(P_SCALE, IN(be)->ops->scale(IN(be), x, s, n));
+}
+static void p_adamw(gk_backend *be, float *pa, const float *g, float *m, float *v, size_t n,
+                    float lr, float b1, float b2, float eps, float wd, int t, float gs, void *copy,
+                    gk_elt tc)
+{
+    FWD(P_ADAMW, IN(be)->ops->adamw(IN(be), pa, g, m, v, n, lr, b1, b2, eps, wd, t, gs, copy, tc));
+}
+static void p_adamw_multi(gk_backend *be, const gk_adamw_tensor *ts, int cnt, float lr, float b1,
+                          float b2, float eps, float wd, int t, float gs, gk_elt tc)
+{
+    FWD(P_ADAMW_MULTI, IN(be)->ops->adamw_multi(IN(be), ts, cnt, lr, b1, b2, eps, wd, t, gs, tc));
+}
+static void p_zero_multi(gk_backend *be, const gk_span *sp, int cnt)
+{
+    FWD(P_ZERO_MULTI, IN(be)->ops->zero_multi(IN(be), sp, cnt));
+}
 
 static int p_mem_info(gk_backend *be, size_t *f, size_t *t, gk_err *e)
 {
@@ -294,7 +382,8 @@ typedef struct options {
 
 static const char usage[] =
     "train_step [--device NAME] [--dtype float32|bfloat16] [--batch N] [--peak-tflops F]\n"
-    "                  [--recompute false|gelu|gelu+ln] [--attention PATH] CONFIG [steps] [threads] [prof]\n"
+    "                  [--recompute false|gelu|gelu+ln] "
+    "[--attention PATH] CONFIG [steps] [threads] [prof]\n"
     "Times training steps (forward, backward, AdamW) of GPT-2 on one backend.";
 static const char footer[] =
     "Configs: S 4 layers, 4 heads, 128 wide, vocab 65, B=12, T=64; M GPT-2 124M, B=4, T=64;\n"
@@ -327,12 +416,19 @@ static int config_of(const char *name, int64_t batch, gk_gpt2_config *c, int *B,
 static int parse(options *o, int argc, char **argv, gk_err *e)
 {
     const gk_opt tab[] = {
-        {0, "device", GK_OPT_STR, &o->device, "NAME", "cpu, ref, cuda, cuda-emu or auto (default cpu)", 0, 0},
-        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE", "activations: float32 or bfloat16 (default: the device's)", 0, 0},
-        {0, "batch", GK_OPT_INT, &o->batch, "N", "batch size B (default: the config's)", 1, 1 << 20},
-        {0, "peak-tflops", GK_OPT_DOUBLE, &o->peak_tflops, "F", "peak for MFU (default 989.5: H100 SXM bf16 dense)", 1e-6, 1e9},
-        {0, "attention", GK_OPT_STR, &o->attention, "PATH", "cuda: auto (default), cudnn, flash, fa2 or plain (gpt-train's attention)", 0, 0},
-        {0, "recompute", GK_OPT_STR, &o->recompute, "WHAT", "false (default), gelu or gelu+ln: what the backward recomputes (gpt-train's recompute)", 0, 0},
+        {0, "device", GK_OPT_STR, &o->device, "NAME",
+         "cpu, ref, cuda, cuda-emu or auto (default cpu)", 0, 0},
+        {0, "dtype", GK_OPT_STR, &o->dtype, "DTYPE",
+         "activations: float32 or bfloat16 (default: the device's)", 0, 0},
+        {0, "batch", GK_OPT_INT, &o->batch, "N", "batch size B (default: the config's)", 1,
+         1 << 20},
+        {0, "peak-tflops", GK_OPT_DOUBLE, &o->peak_tflops, "F",
+         "peak for MFU (default 989.5: H100 SXM bf16 dense)", 1e-6, 1e9},
+        {0, "attention", GK_OPT_STR, &o->attention, "PATH",
+         "cuda: auto (default), cudnn, flash, fa2 or plain (gpt-train's attention)", 0, 0},
+        {0, "recompute", GK_OPT_STR, &o->recompute, "WHAT",
+         "false (default), gelu or gelu+ln: what the backward recomputes (gpt-train's recompute)",
+         0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
     int first = 0, rc = gk_opt_parse_main(tab, "train_step", usage, footer, argc, argv, &first, e);
@@ -451,7 +547,8 @@ static int bench(const options *o, gk_err *err)
                           .bf16 = bf16, .attention = GK_ATTN_AUTO, .cuda_sync = env.cuda_sync,
                           .cuda_no_graphs = env.cuda_no_graphs,
                           .cuda_fused_grads = env.cuda_fused_grads, .cuda_lib = env.cuda_lib};
-    if (!rc && o->attention) rc = gk_attention_parse(o->attention, "--attention", &bo.attention, err);
+    if (!rc && o->attention)
+        rc = gk_attention_parse(o->attention, "--attention", &bo.attention, err);
     if (!rc) rc = gk_backend_open(&dev, &bo, err);
     if (!rc) {
         int single_cpu = !strcmp(dev->ops->name, "cpu") && o->threads == 1;

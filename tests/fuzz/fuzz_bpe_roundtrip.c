@@ -57,7 +57,8 @@ static char *decode(const gk_vocab *v, const ids *t, size_t *len)
 static size_t count(const char *s, size_t n, const char *what)
 {
     size_t k = 0, wl = strlen(what);
-    for (const char *p; n >= wl && (p = memmem(s, n, what, wl)); k++) n -= (size_t)(p - s) + wl, s = p + wl;
+    for (const char *p; n >= wl && (p = memmem(s, n, what, wl)); k++)
+        n -= (size_t)(p - s) + wl, s = p + wl;
     return k;
 }
 
@@ -67,13 +68,15 @@ static void tools_path(const gk_vocab *v, const uint8_t *data, size_t size, int 
 {
     gk_err e = {0};
     size_t replaced, dl, eots = 0;
-    int rc = gk_text_encode(v, (const char *)data, size, flags, &out->p, &out->n, &out->cap, &replaced, &e);
+    int rc = gk_text_encode(v, (const char *)data, size, flags, &out->p, &out->n, &out->cap,
+                            &replaced, &e);
     FZ_ASSERT(rc == 0, "encode: %s", e.msg);
     for (size_t i = 0; i < out->n; i++) eots += out->p[i] == (uint32_t)gk_vocab_eot(v);
     FZ_ASSERT(eots == (flags & GK_ENCODE_SPECIAL ? count(clean, clean_len, EOT) : 0),
               "%zu eot ids", eots);
     char *got = decode(v, out, &dl);
-    FZ_ASSERT(dl == clean_len && (!dl || !memcmp(got, clean, dl)), "decoded %zu bytes, want %zu", dl, clean_len);
+    FZ_ASSERT(dl == clean_len && (!dl || !memcmp(got, clean, dl)), "decoded %zu bytes, want %zu",
+              dl, clean_len);
     free(got);
 }
 
@@ -85,7 +88,8 @@ static void pieces(const char *s, size_t len)
     if (!p && gk_pretok_create(&p, &e)) FZ_ASSERT(0, "pretok: %s", e.msg);
     for (size_t i = 0; i < len;) {
         size_t fast = gk_pretok_next(p, s, len, i, &e), ref = gk_pretok_regex(p, s, len, i, &e);
-        FZ_ASSERT(fast == ref && ref > i && ref <= len, "piece at %zu ends at %zu, regex %zu", i, fast, ref);
+        FZ_ASSERT(fast == ref && ref > i && ref <= len, "piece at %zu ends at %zu, regex %zu", i,
+                  fast, ref);
         i = ref;
     }
 }
@@ -95,7 +99,8 @@ static void same_ids(const gk_vocab *v, const char *s, size_t len, const ids *wa
 {
     static gk_bpe *heap, *plain;
     gk_err e = {0};
-    if (!heap && (gk_bpe_create(&heap, v, &e) || gk_bpe_create(&plain, v, &e))) FZ_ASSERT(0, "%s", e.msg);
+    if (!heap && (gk_bpe_create(&heap, v, &e) || gk_bpe_create(&plain, v, &e)))
+        FZ_ASSERT(0, "%s", e.msg);
     gk_bpe_set_heap_min(heap, 2);
     ids got = {0};
     FZ_ASSERT(gk_bpe_encode(heap, s, len, 0, &got.p, &got.n, &got.cap, &e) == 0, "%s", e.msg);
@@ -105,7 +110,8 @@ static void same_ids(const gk_vocab *v, const char *s, size_t len, const ids *wa
     for (size_t at = 0, p; at < len; at = p) {
         p = gk_bpe_split_point(s, len, at + 1);
         FZ_ASSERT(p > at && p <= len, "split point %zu after %zu", p, at);
-        FZ_ASSERT(gk_bpe_encode(plain, s + at, p - at, 0, &got.p, &got.n, &got.cap, &e) == 0, "%s", e.msg);
+        FZ_ASSERT(gk_bpe_encode(plain, s + at, p - at, 0, &got.p, &got.n, &got.cap, &e) == 0, "%s",
+                  e.msg);
     }
     FZ_ASSERT(got.n == want->n && (!got.n || !memcmp(got.p, want->p, got.n * sizeof *got.p)),
               "split encoding differs");
@@ -135,7 +141,8 @@ static void char_level(const char *s, size_t len)
     gk_err e = {0};
     FZ_ASSERT(gk_vocab_from_chars(&v, cps, u, &e) == 0, "%s", e.msg);
     ids t = {0};
-    FZ_ASSERT(gk_text_encode(v, s, len, 0, &t.p, &t.n, &t.cap, NULL, &e) == 0, "char encode: %s", e.msg);
+    FZ_ASSERT(gk_text_encode(v, s, len, 0, &t.p, &t.n, &t.cap, NULL, &e) == 0, "char encode: %s",
+              e.msg);
     char *got = decode(v, &t, &dl);
     FZ_ASSERT(dl == len && (!len || !memcmp(got, s, len)), "char round trip");
     free(got);
@@ -149,7 +156,8 @@ static void stream(const gk_vocab *v, const uint8_t *data, size_t size)
 {
     ids t = {0};
     t.p = malloc((size / 2 + 1) * sizeof *t.p);
-    for (size_t i = 0; i + 1 < size; i += 2) t.p[t.n++] = (data[i] | data[i + 1] << 8) % gk_vocab_size(v);
+    for (size_t i = 0; i + 1 < size; i += 2)
+        t.p[t.n++] = (data[i] | data[i + 1] << 8) % gk_vocab_size(v);
     char *buf = NULL, *all = decode(v, &t, &(size_t){0}), *want = NULL;
     size_t blen = 0, alen = 0, wcap = 0, wlen = 0, tl;
     for (size_t i = 0; i < t.n; i++) gk_vocab_token(v, t.p[i], &tl), alen += tl;
@@ -164,7 +172,8 @@ static void stream(const gk_vocab *v, const uint8_t *data, size_t size)
     gk_textout_free(&o);
     fclose(f);
     gk_utf8_sanitize(all, alen, &want, &wcap, &wlen);
-    FZ_ASSERT(blen == wlen && !memcmp(buf, want ? want : "", wlen), "streamed %zu bytes, want %zu", blen, wlen);
+    FZ_ASSERT(blen == wlen && !memcmp(buf, want ? want : "", wlen), "streamed %zu bytes, want %zu",
+              blen, wlen);
     free(buf);
     free(all);
     free(want);
@@ -177,8 +186,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const gk_vocab *v = gpt2();
     char *clean = NULL;
     size_t ccap = 0, clen = 0;
-    FZ_ASSERT(gk_utf8_sanitize((const char *)data, size, &clean, &ccap, &clen) != (size_t)-1, "oom");
-    FZ_ASSERT(gk_utf8_valid_prefix(clean ? clean : "", clen) == clen, "sanitized text is not UTF-8");
+    FZ_ASSERT(gk_utf8_sanitize((const char *)data, size, &clean, &ccap, &clen) != (size_t)-1,
+              "oom");
+    FZ_ASSERT(gk_utf8_valid_prefix(clean ? clean : "", clen) == clen,
+              "sanitized text is not UTF-8");
     if (v) {
         ids plain = {0}, special = {0};
         tools_path(v, data, size, 0, clean, clen, &plain);

@@ -1,7 +1,7 @@
 /* fuzz_choice.c: the HellaSwag reader (common/io/choice.c, gpt-evalppl --hellaswag, gpt-train's
  * hellaswag key) on arbitrary bytes as a .jsonl file, with a char vocabulary of printable ASCII
- * and newline, and a context of CONTEXT tokens; what loads is scored (kernels/infer/multichoice.c) on a tiny
- * random model (the ref backend).
+ * and newline, and a context of CONTEXT tokens; what loads is scored (kernels/infer/multichoice.c)
+ * on a tiny random model (the ref backend).
  * Properties: a failure is one gk_err with a message naming the file; a load that succeeds has
  * items with 2..GK_CHOICE_MAX endings, a label among them, a non-empty ctx, endings of 1..CONTEXT
  * tokens, ids inside the vocabulary, and max_row / max_endings that bound every item; scoring an
@@ -37,10 +37,12 @@ static void setup(void)
     FZ_ASSERT(gk_gpt2_init(model, 3, &e) == 0, "%s", e.msg);
 }
 
-static void check_item(const gk_choice_set *s, const gk_choice_item *it, int score, /* out: when score */
+static void check_item(const gk_choice_set *s, const gk_choice_item *it,
+                       int score, /* out: when score */
                        gk_choice_result *out)
 {
-    FZ_ASSERT(it->n_endings >= 2 && it->n_endings <= GK_CHOICE_MAX && it->n_endings <= s->max_endings,
+    FZ_ASSERT(it->n_endings >= 2 && it->n_endings <= GK_CHOICE_MAX &&
+                  it->n_endings <= s->max_endings,
               "%d endings", it->n_endings);
     FZ_ASSERT(it->label >= 0 && it->label < it->n_endings, "label %d", it->label);
     FZ_ASSERT(it->n_ctx >= 1, "empty ctx");
@@ -67,7 +69,8 @@ static void check_item(const gk_choice_set *s, const gk_choice_item *it, int sco
     int rows = 1 + (int)(it->line % 3);
     FZ_ASSERT(gk_choice_score(model, it, CONTEXT, rows, &few, &e) == 0, "%s", e.msg);
     for (int k = 0; k < it->n_endings; k++)
-        FZ_ASSERT(few.tokens[k] == r.tokens[k] && fabs(few.nll[k] - r.nll[k]) <= 1e-5 * r.nll[k] + 1e-6,
+        FZ_ASSERT(few.tokens[k] == r.tokens[k] &&
+                      fabs(few.nll[k] - r.nll[k]) <= 1e-5 * r.nll[k] + 1e-6,
                   "ending %d: %g in rows of %d, %g in one forward", k, few.nll[k], rows, r.nll[k]);
     *out = r;
 }
@@ -85,14 +88,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   rc, e.code, e.msg);
     } else {
         gk_choice_result one[SCORED_MAX], many[SCORED_MAX];
-        for (size_t i = 0; i < s.n; i++) check_item(&s, &s.items[i], i < SCORED_MAX, i < SCORED_MAX ? &one[i] : NULL);
+        for (size_t i = 0; i < s.n; i++)
+            check_item(&s, &s.items[i], i < SCORED_MAX, i < SCORED_MAX ? &one[i] : NULL);
         size_t n = s.n < SCORED_MAX ? s.n : SCORED_MAX;
         FZ_ASSERT(gk_choice_score_many(model, s.items, n, CONTEXT, 5, many, &e) == 0, "%s", e.msg);
         for (size_t i = 0; i < n; i++)
             for (int k = 0; k < s.items[i].n_endings; k++)
                 FZ_ASSERT(many[i].tokens[k] == one[i].tokens[k] &&
                               fabs(many[i].nll[k] - one[i].nll[k]) <= 1e-5 * one[i].nll[k] + 1e-6,
-                          "item %zu ending %d: %g packed, %g alone", i, k, many[i].nll[k], one[i].nll[k]);
+                          "item %zu ending %d: %g packed, %g alone", i, k, many[i].nll[k],
+                          one[i].nll[k]);
     }
     gk_choice_free(&s);
     return 0;

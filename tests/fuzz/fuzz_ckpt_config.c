@@ -17,13 +17,15 @@ static void check_config(const gk_gpt2_config *c, const char *what)
     ck_table t;
     int rc = ck_table_make(&t, c, &e);
     FZ_ASSERT(rc == 0, "%s: table: %s", what, e.msg);
-    FZ_ASSERT(t.n == t.n_head + c->n_layer * t.n_layer_slots + t.n_tail, "%s: %d entries", what, t.n);
+    FZ_ASSERT(t.n == t.n_head + c->n_layer * t.n_layer_slots + t.n_tail, "%s: %d entries", what,
+              t.n);
     ck_table_free(&t);
     char *json = gk_gpt2_config_json(c);
     FZ_ASSERT(json, "%s: no JSON", what);
     gk_gpt2_config back;
     rc = gk_gpt2_config_parse(json, "fuzz", &back, &e);
-    FZ_ASSERT(rc == 0 && !memcmp(&back, c, sizeof back), "%s: %s does not read back: %s", what, json, e.msg);
+    FZ_ASSERT(rc == 0 && !memcmp(&back, c, sizeof back), "%s: %s does not read back: %s", what,
+              json, e.msg);
     free(json);
 }
 

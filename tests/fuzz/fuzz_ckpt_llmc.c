@@ -23,7 +23,8 @@ static void check_read(const gk_gpt2_config *cfg, const ck_table *tab, const gk_
         const ck_entry *x = &tab->e[i];
         const gk_ckpt_param *p = &params[i];
         FZ_ASSERT(p->data == at && p->ndim == x->ndim && !strcmp(p->name, x->name), "param %d", i);
-        FZ_ASSERT(p->shape[0] == x->shape[0] && p->shape[1] == x->shape[1], "param %s shape", x->name);
+        FZ_ASSERT(p->shape[0] == x->shape[0] && p->shape[1] == x->shape[1], "param %s shape",
+                  x->name);
         for (size_t k = 0; k < x->numel; k++) /* every value is there to read (ASan) */
             sum += p->data[k];
         at += x->numel;
@@ -49,7 +50,8 @@ static void run(const uint8_t *data, size_t size)
         free(params);
         free(buf);
     } else {
-        FZ_ASSERT(rc == GK_EFORMAT && e.msg[0] && !params && !buf, "ck_llmc_read: %d '%s'", rc, e.msg);
+        FZ_ASSERT(rc == GK_EFORMAT && e.msg[0] && !params && !buf, "ck_llmc_read: %d '%s'", rc,
+                  e.msg);
     }
 }
 

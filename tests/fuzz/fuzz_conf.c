@@ -55,7 +55,8 @@ static const char *put(const char *name, const void *data, size_t n)
 
 static void check_failure(int rc, const gk_err *e)
 {
-    FZ_ASSERT(rc < 0 && e->code == rc && e->msg[0], "rc %d, code %d, message '%s'", rc, e->code, e->msg);
+    FZ_ASSERT(rc < 0 && e->code == rc && e->msg[0], "rc %d, code %d, message '%s'", rc, e->code,
+              e->msg);
 }
 
 static int in_choices(const char *choices, const char *s)
@@ -72,13 +73,15 @@ static void in_range(const tr_settings *s)
     for (const gk_config_key *k = tr_settings_keys; k->name; k++) {
         const void *f = (const char *)s + k->offset;
         if (k->type == GK_CT_INT && k->has_range)
-            FZ_ASSERT(*(const int64_t *)f >= (int64_t)k->min && *(const int64_t *)f <= (int64_t)k->max,
+            FZ_ASSERT(*(const int64_t *)f >= (int64_t)k->min &&
+                          *(const int64_t *)f <= (int64_t)k->max,
                       "%s = %lld", k->name, (long long)*(const int64_t *)f);
         if (k->type == GK_CT_DOUBLE && k->has_range)
             FZ_ASSERT(*(const double *)f >= k->min && *(const double *)f <= k->max, "%s = %g",
                       k->name, *(const double *)f);
         if (k->type == GK_CT_STRING)
-            FZ_ASSERT(*(const char *const *)f && (!k->choices || in_choices(k->choices, *(const char *const *)f)),
+            FZ_ASSERT(*(const char *const *)f &&
+                          (!k->choices || in_choices(k->choices, *(const char *const *)f)),
                       "%s", k->name);
     }
 }
@@ -89,8 +92,9 @@ static void same_values(const tr_settings *a, const tr_settings *b, const char *
         const void *x = (const char *)a + k->offset, *y = (const char *)b + k->offset;
         int same = k->type == GK_CT_INT      ? *(const int64_t *)x == *(const int64_t *)y
                    : k->type == GK_CT_DOUBLE ? !memcmp(x, y, sizeof(double))
-                   : k->type == GK_CT_BOOL   ? *(const bool *)x == *(const bool *)y
-                                             : !strcmp(*(const char *const *)x, *(const char *const *)y);
+                   : k->type == GK_CT_BOOL
+                       ? *(const bool *)x == *(const bool *)y
+                       : !strcmp(*(const char *const *)x, *(const char *const *)y);
         FZ_ASSERT(same, "%s: %s differs", how, k->name);
     }
 }
@@ -99,13 +103,16 @@ static void same_values(const tr_settings *a, const tr_settings *b, const char *
 static void checked(const tr_settings *s, const gk_config *cfg)
 {
     FZ_ASSERT(s->train_data[0] && s->out_dir[0] && s->init_from[0], "an empty path");
-    if (!strcmp(s->init_from, "scratch") || (gk_config_origin(cfg, "n_head") && gk_config_origin(cfg, "n_embd")))
-        FZ_ASSERT(s->n_embd % s->n_head == 0, "n_head %lld, n_embd %lld", (long long)s->n_head, (long long)s->n_embd);
+    if (!strcmp(s->init_from, "scratch") ||
+        (gk_config_origin(cfg, "n_head") && gk_config_origin(cfg, "n_embd")))
+        FZ_ASSERT(s->n_embd % s->n_head == 0, "n_head %lld, n_embd %lld", (long long)s->n_head,
+                  (long long)s->n_embd);
     FZ_ASSERT(s->batch_size * s->block_size <= 0x7FFFFFFF, "tokens per micro-batch");
     if (s->decay_lr && strcmp(s->lr_schedule, "constant"))
         FZ_ASSERT(s->lr_decay_iters > s->warmup_iters && s->min_lr <= s->learning_rate, "schedule");
     if (s->decay_lr && !strcmp(s->lr_schedule, "wsd"))
-        FZ_ASSERT(tr_wsd_decay_start(s) >= s->warmup_iters && tr_wsd_decay_start(s) < s->lr_decay_iters,
+        FZ_ASSERT(tr_wsd_decay_start(s) >= s->warmup_iters &&
+                      tr_wsd_decay_start(s) < s->lr_decay_iters,
                   "wsd decay from step %lld", (long long)tr_wsd_decay_start(s));
 }
 
@@ -141,7 +148,8 @@ static int load_config(void *cfg, const char *name, gk_err *e)
     char path[4096];
     if (strchr(name, '/')) return 0; /* stay inside the fuzz directory and the presets */
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    return access(path, F_OK) == 0 ? gk_config_load_file(cfg, path, e) : tr_settings_load_config(cfg, name, e);
+    return access(path, F_OK) == 0 ? gk_config_load_file(cfg, path, e)
+                                   : tr_settings_load_config(cfg, name, e);
 }
 
 /* The lines of text as gpt-train's command line (settings.h's tr_cli, the table gpt-train
@@ -180,7 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < 5; i++) parts[i] = part(&data, &size);
     int skip = strchr(parts[0], '/') || strchr(parts[1], '/') || strchr(parts[2], '/');
     const char *main_path = skip ? NULL : put("main.conf", parts[0], strlen(parts[0]));
-    if (main_path && put("a.conf", parts[1], strlen(parts[1])) && put("b.conf", parts[2], strlen(parts[2]))) {
+    if (main_path && put("a.conf", parts[1], strlen(parts[1])) &&
+        put("b.conf", parts[2], strlen(parts[2]))) {
         tr_settings s;
         gk_config *cfg = NULL;
         gk_err e = {0};

@@ -15,7 +15,8 @@
 #include "common/hub/hub_int.h"
 #include "tests/fuzz/fuzz.h"
 
-static const char *const endpoints[] = {"https://huggingface.co", "http://127.0.0.1:8080/mirror/hf"};
+static const char *const endpoints[] = {"https://huggingface.co",
+                                        "http://127.0.0.1:8080/mirror/hf"};
 
 /* The status of a status line "HTTP/1.1 302 Found", or -1. */
 static long status_of(const char *line, size_t n)
@@ -46,14 +47,17 @@ static void check_answer(const uint8_t *data, size_t size, const char *endpoint)
         memset(link, 0x55, sizeof link);
         link[0] = '\0';
         hub_link_next((const char *)data + at, n, link, sizeof link);
-        FZ_ASSERT(memchr(link, 0, sizeof link) && !strchr(link, '>'), "Link's next unterminated or with '>'");
+        FZ_ASSERT(memchr(link, 0, sizeof link) && !strchr(link, '>'),
+                  "Link's next unterminated or with '>'");
         at += n;
     }
     char next[4096];
     memset(next, 0x55, sizeof next);
     int redirect = hub_head_end(&s, status, endpoint, next, sizeof next);
-    FZ_ASSERT(memchr(h.commit, 0, sizeof h.commit) && memchr(h.etag, 0, sizeof h.etag), "unterminated field");
-    FZ_ASSERT(h.size >= -1 && h.status == status, "size %lld, status %ld", (long long)h.size, h.status);
+    FZ_ASSERT(memchr(h.commit, 0, sizeof h.commit) && memchr(h.etag, 0, sizeof h.etag),
+              "unterminated field");
+    FZ_ASSERT(h.size >= -1 && h.status == status, "size %lld, status %ld", (long long)h.size,
+              h.status);
     if (redirect) {
         const char *host_end = strchr(strstr(endpoint, "://") + 3, '/');
         size_t hostlen = host_end ? (size_t)(host_end - endpoint) : strlen(endpoint);
@@ -87,7 +91,8 @@ static void check_repo(const uint8_t *data, size_t size)
         return;
     const char *slash = strchr(repo, '/');
     FZ_ASSERT(repo[0] != '.' && !strstr(repo, "..") &&
-              (!slash || (slash[1] != '.' && !strchr(slash + 1, '/'))), "repo id '%s' accepted", repo);
+                  (!slash || (slash[1] != '.' && !strchr(slash + 1, '/'))),
+              "repo id '%s' accepted", repo);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

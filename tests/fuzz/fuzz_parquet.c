@@ -24,19 +24,23 @@ static void read_column(const char *path, const char *column)
     int more = 1, rc = 0;
     while (more && rows < (1 << 20) && (rc = gk_parquet_next(p, &s, &len, &more, &e)) == 0) {
         long long at = gk_parquet_position(p);
-        FZ_ASSERT(at >= last && at <= size, "position %lld after %lld, file of %lld", at, last, size);
+        FZ_ASSERT(at >= last && at <= size, "position %lld after %lld, file of %lld", at, last,
+                  size);
         last = at;
         if (more) {
             FZ_ASSERT(len <= (1 << 20), "a row of %zu bytes from pages of at most 1 MB", len);
-            volatile char first = len ? s[0] : 0, last_byte = len ? s[len - 1] : 0; /* ASan checks both */
+            /* ASan checks both */
+            volatile char first = len ? s[0] : 0, last_byte = len ? s[len - 1] : 0;
             (void)first, (void)last_byte;
             rows++;
         }
     }
     if (rc == 0 && !more) {
-        FZ_ASSERT(rows + gk_parquet_nulls(p) == gk_parquet_rows(p), "%lld rows and %lld nulls, footer says %lld",
-                  rows, gk_parquet_nulls(p), gk_parquet_rows(p));
-        FZ_ASSERT(gk_parquet_position(p) == size, "ended at %lld of %lld", gk_parquet_position(p), size);
+        FZ_ASSERT(rows + gk_parquet_nulls(p) == gk_parquet_rows(p),
+                  "%lld rows and %lld nulls, footer says %lld", rows, gk_parquet_nulls(p),
+                  gk_parquet_rows(p));
+        FZ_ASSERT(gk_parquet_position(p) == size, "ended at %lld of %lld", gk_parquet_position(p),
+                  size);
     } else {
         FZ_ASSERT(strstr(e.msg, path) != NULL, "error does not name the file: %s", e.msg);
     }

@@ -42,7 +42,8 @@ static void check_xml(const char *x, size_t n)
     }
     size_t from = 0, last = 0;
     for (int i = 0; i < 1000 && s3_xml_get(x, n, &from, "Key", out, sizeof out); i++) {
-        FZ_ASSERT(from > last && from <= n, "the position went from %zu to %zu (of %zu)", last, from, n);
+        FZ_ASSERT(from > last && from <= n, "the position went from %zu to %zu (of %zu)", last,
+                  from, n);
         last = from;
     }
     size_t count = 0;
@@ -63,7 +64,9 @@ static void check_ini(const char *text)
             size_t n = strlen(v);
             FZ_ASSERT(found || n == 0, "not found, yet '%s'", v);
             int cut = n == sizeof v - 1; /* a longer value is cut: it may end in a blank there */
-            FZ_ASSERT(!strchr(v, '\n') && (n == 0 || (v[0] != ' ' && (cut || (v[n - 1] != ' ' && v[n - 1] != '\r')))),
+            FZ_ASSERT(!strchr(v, '\n') &&
+                          (n == 0 ||
+                           (v[0] != ' ' && (cut || (v[n - 1] != ' ' && v[n - 1] != '\r')))),
                       "value '%s' not trimmed", v);
         }
     }
@@ -78,9 +81,11 @@ static void check_url(const char *url)
         return;
     }
     FZ_ASSERT(bucket[0] && strcmp(bucket, ".") && strcmp(bucket, ".."), "bucket '%s'", bucket);
-    FZ_ASSERT(strspn(bucket, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(bucket),
+    FZ_ASSERT(strspn(bucket, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                  strlen(bucket),
               "bucket '%s'", bucket);
-    snprintf(back, sizeof back, "s3://%s%s%s", bucket, key[0] || strchr(url + 5, '/') ? "/" : "", key);
+    snprintf(back, sizeof back, "s3://%s%s%s", bucket, key[0] || strchr(url + 5, '/') ? "/" : "",
+             key);
     FZ_ASSERT(strcmp(back, url) == 0, "'%s' split into '%s' and '%s'", url, bucket, key);
 }
 

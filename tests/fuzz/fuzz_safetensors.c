@@ -25,22 +25,24 @@ static void check_table(const gk_st_file *f, const uint8_t *data, size_t size)
     for (size_t i = 0; i < gk_st_count(f); i++) {
         const gk_st_tensor *t = gk_st_at(f, i);
         size_t el = gk_dtype_size(t->dtype);
-        FZ_ASSERT(el > 0 && t->ndim >= 0 && t->ndim <= GK_ST_MAX_DIMS, "tensor %s: dtype %d, ndim %d",
-                  t->name, (int)t->dtype, t->ndim);
+        FZ_ASSERT(el > 0 && t->ndim >= 0 && t->ndim <= GK_ST_MAX_DIMS,
+                  "tensor %s: dtype %d, ndim %d", t->name, (int)t->dtype, t->ndim);
         int64_t numel = 1;
         for (int d = 0; d < t->ndim; d++)
             numel *= t->shape[d];
         FZ_ASSERT(numel == t->numel && (uint64_t)t->numel * el == t->nbytes,
                   "tensor %s: numel %lld, %zu bytes", t->name, (long long)t->numel, t->nbytes);
-        FZ_ASSERT(t->offset == at && t->offset + t->nbytes <= len, "tensor %s at %llu, %zu bytes, data %llu",
-                  t->name, (unsigned long long)t->offset, t->nbytes, (unsigned long long)len);
+        FZ_ASSERT(t->offset == at && t->offset + t->nbytes <= len,
+                  "tensor %s at %llu, %zu bytes, data %llu", t->name, (unsigned long long)t->offset,
+                  t->nbytes, (unsigned long long)len);
         FZ_ASSERT(!t->nbytes || (uintptr_t)t->data % el == 0, "tensor %s misaligned", t->name);
         FZ_ASSERT(!t->nbytes || memcmp(t->data, section + t->offset, t->nbytes) == 0,
                   "tensor %s: not the file's bytes", t->name);
         FZ_ASSERT(gk_st_find(f, t->name) == t, "tensor %s not found by name", t->name);
         at += t->nbytes;
     }
-    FZ_ASSERT(at == len, "tensors cover %llu of %llu bytes", (unsigned long long)at, (unsigned long long)len);
+    FZ_ASSERT(at == len, "tensors cover %llu of %llu bytes", (unsigned long long)at,
+              (unsigned long long)len);
     for (size_t i = 0; i < gk_st_meta_count(f); i++) {
         const char *k, *v;
         gk_st_meta_at(f, i, &k, &v);
@@ -57,7 +59,8 @@ static void read_ckpt(const gk_ckpt *c)
     const gk_st_file *f = gk_ckpt_file(c);
     for (size_t i = 0; i < gk_st_count(f); i++) {
         const gk_st_tensor *t = gk_st_at(f, i);
-        if (t->ndim > 2 || (t->dtype != GK_DT_F32 && t->dtype != GK_DT_BF16 && t->dtype != GK_DT_F16))
+        if (t->ndim > 2 ||
+            (t->dtype != GK_DT_F32 && t->dtype != GK_DT_BF16 && t->dtype != GK_DT_F16))
             continue;
         float *dst = malloc((size_t)t->numel * sizeof *dst + 1);
         gk_err e = {0};

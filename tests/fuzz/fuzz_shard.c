@@ -18,11 +18,13 @@ static void stream(const char *path, int seekable)
     int rc = 0;
     while (got > 0 && (rc = gk_shard_read(&r, buf, 257, &got, &e)) == 0) {
         for (size_t i = 0; i < got; i++)
-            FZ_ASSERT(!r.vocab_size || buf[i] < r.vocab_size, "token %u, vocab %u", buf[i], r.vocab_size);
+            FZ_ASSERT(!r.vocab_size || buf[i] < r.vocab_size, "token %u, vocab %u", buf[i],
+                      r.vocab_size);
         total += (int64_t)got;
     }
     if (rc == 0 && seekable && !r.raw && r.count >= 0)
-        FZ_ASSERT(total == r.count, "read %lld tokens, header says %lld", (long long)total, (long long)r.count);
+        FZ_ASSERT(total == r.count, "read %lld tokens, header says %lld", (long long)total,
+                  (long long)r.count);
     gk_shard_close(&r);
 }
 

@@ -35,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = tr_state_parse(json, "fuzz", &s, &e);
     free(json);
     if (rc) {
-        FZ_ASSERT(rc == GK_EFORMAT && e.code == rc && e.msg[0], "rc %d, code %d, '%s'", rc, e.code, e.msg);
+        FZ_ASSERT(rc == GK_EFORMAT && e.code == rc && e.msg[0], "rc %d, code %d, '%s'", rc, e.code,
+                  e.msg);
         return 0;
     }
     check_window(&s.recent_loss, "recent_loss");

@@ -169,19 +169,23 @@ static void read_all(const char *sep, const text *whole)
     tk_consumer cons = {keep_begin, feed_capped, keep_end, &c};
     char *inputs[] = {"-"};
     const char *tmp = getenv("TMPDIR"); /* gpt-tokenize's main passes it (gk_env) */
-    tk_read_opts o = {.inputs = inputs, .ninputs = 1, .doc_sep = sep, .tmpdir = tmp && *tmp ? tmp : "/tmp"};
+    tk_read_opts o = {.inputs = inputs,
+                      .ninputs = 1,
+                      .doc_sep = sep,
+                      .tmpdir = tmp && *tmp ? tmp : "/tmp"};
     tk_read_stats st = {0};
     gk_err e = {0};
     int rc = tk_read_all(&o, &cons, &st, &e);
     if (rc) check_error(rc, &e, "tk_read_all");
     /* Parquet on a pipe (read from its end) is copied to a temporary file and read as Parquet,
      * not as a plain document (as the pipe's documents read it); a member is text */
-    int parquet = whole->docs == 1 && whole->skipped == 0 && whole->len >= 4 && !memcmp(whole->p, "PAR1", 4);
-    int full = !whole->capped && whole->docs + whole->skipped < DOCS_MAX && !strstr(e.msg, "fuzz: text cap") &&
-               !parquet;
+    int parquet =
+        whole->docs == 1 && whole->skipped == 0 && whole->len >= 4 && !memcmp(whole->p, "PAR1", 4);
+    int full = !whole->capped && whole->docs + whole->skipped < DOCS_MAX &&
+               !strstr(e.msg, "fuzz: text cap") && !parquet;
     if (full)
-        FZ_ASSERT(!rc == !whole->failed, "tk_read_all %s, the pipe's documents %s", rc ? e.msg : "read",
-                  whole->failed ? "failed" : "read");
+        FZ_ASSERT(!rc == !whole->failed, "tk_read_all %s, the pipe's documents %s",
+                  rc ? e.msg : "read", whole->failed ? "failed" : "read");
     if (!rc && full) {
         FZ_ASSERT((size_t)st.skipped_binary == whole->skipped, "skipped %lld, not %zu",
                   (long long)st.skipped_binary, whole->skipped);
@@ -244,7 +248,8 @@ static int gzip_around_compression(const uint8_t *data, size_t size)
     static uint8_t in[1 << 16], inner[16];
     int header;
     size_t n = gunzip(data, size, in, sizeof in, &header);
-    return (n >= 4 && !memcmp(in, "PK\3\4", 4)) || (gunzip(in, n, inner, sizeof inner, &header), header);
+    return (n >= 4 && !memcmp(in, "PK\3\4", 4)) ||
+           (gunzip(in, n, inner, sizeof inner, &header), header);
 }
 
 static int seeks(const uint8_t *data, size_t size)
@@ -259,20 +264,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!path) return 0;
     read_source(path, size, &file);
     if (plain_text(data, size))
-        FZ_ASSERT(!file.failed && file.docs == 1 && file.len == size && (!size || !memcmp(file.p, data, size)),
+        FZ_ASSERT(!file.failed && file.docs == 1 && file.len == size &&
+                      (!size || !memcmp(file.p, data, size)),
                   "plain text of %zu bytes: %s, %zu documents, %zu bytes", size,
                   file.failed ? "failed" : "read", file.docs, file.len);
     if (gzip_around_compression(data, size))
-        FZ_ASSERT(file.failed, "compressed twice, read: %zu documents, %zu bytes", file.docs, file.len);
+        FZ_ASSERT(file.failed, "compressed twice, read: %zu documents, %zu bytes", file.docs,
+                  file.len);
     int saved = size <= FZ_PIPE_MAX ? with_stdin(data, size) : -1;
     if (saved >= 0) {
         read_source("-", size, &piped);
         restore_stdin(saved);
         int full = !file.capped && !piped.capped && file.docs < DOCS_MAX && piped.docs < DOCS_MAX;
         if (full && !seeks(data, size))
-            FZ_ASSERT(file.failed == piped.failed && file.len == piped.len && file.docs == piped.docs &&
-                      (!file.len || !memcmp(file.p, piped.p, file.len)) &&
-                      (!file.docs || !memcmp(file.starts, piped.starts, file.docs * sizeof *file.starts)),
+            FZ_ASSERT(file.failed == piped.failed && file.len == piped.len &&
+                          file.docs == piped.docs &&
+                          (!file.len || !memcmp(file.p, piped.p, file.len)) &&
+                          (!file.docs ||
+                           !memcmp(file.starts, piped.starts, file.docs * sizeof *file.starts)),
                       "file (%s, %zu documents, %zu bytes) and pipe (%s, %zu, %zu) differ",
                       file.failed ? "failed" : "read", file.docs, file.len,
                       piped.failed ? "failed" : "read", piped.docs, piped.len);

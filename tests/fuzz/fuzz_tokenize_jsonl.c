@@ -42,14 +42,16 @@ static result read_all(const char *path, const tk_jsonl_opts *o)
         r.rc = tk_jsonl_next(j, &text, &len, &more, &e);
         if (r.rc || !more)
             break;
-        FZ_ASSERT(len <= (o->max_line ? o->max_line : TK_JSONL_MAX_LINE), "a text of %zu bytes", len);
+        FZ_ASSERT(len <= (o->max_line ? o->max_line : TK_JSONL_MAX_LINE), "a text of %zu bytes",
+                  len);
         r.docs++;
         r.sum = r.sum * 1000003u + len;
         for (size_t i = 0; i < len; i++)
             r.sum = r.sum * 31u + (unsigned char)text[i];
     }
     if (r.rc)
-        FZ_ASSERT(r.rc < 0 && e.code == r.rc && e.msg[0], "rc %d, code %d, '%s'", r.rc, e.code, e.msg);
+        FZ_ASSERT(r.rc < 0 && e.code == r.rc && e.msg[0], "rc %d, code %d, '%s'", r.rc, e.code,
+                  e.msg);
     if (r.rc && o->skip_bad) /* what parse_doc says of one line or item: skipped, not failed */
         FZ_ASSERT(r.rc != GK_EFORMAT || !j || !(strstr(e.msg, "not JSON:") ||
                   strstr(e.msg, "not a JSON object") || strstr(e.msg, "no field \"") ||
@@ -75,14 +77,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (blank + 1 < size && strchr(" \t\r\n", data[1 + blank]))
         blank++;
     int d1 = tk_jsonl_detect("x.jsonl", (const char *)data + 1, size - 1, 0);
-    int d2 = tk_jsonl_detect("x.jsonl", (const char *)data + 1, blank + 1 < size ? blank + 1 : size - 1, 0);
+    int d2 = tk_jsonl_detect("x.jsonl", (const char *)data + 1,
+                             blank + 1 < size ? blank + 1 : size - 1, 0);
     FZ_ASSERT(d1 == d2, "detect %d on the whole, %d on its start", d1, d2);
     result r = read_all(path, &o);
     if (r.rc == 0 && !o.skip_bad && r.docs < DOCS_MAX) {
         o.skip_bad = 1;
         result s = read_all(path, &o);
         FZ_ASSERT(s.rc == 0 && s.docs == r.docs && s.sum == r.sum && s.bad == 0,
-                  "--skip-bad: rc %d, %zu documents (not %zu), %lld bad", s.rc, s.docs, r.docs, s.bad);
+                  "--skip-bad: rc %d, %zu documents (not %zu), %lld bad", s.rc, s.docs, r.docs,
+                  s.bad);
     }
     return 0;
 }

@@ -38,7 +38,8 @@ static const char *put(const char *name, const uint8_t *data, size_t n)
     static char path[128];
     if (!dir[0]) {
         const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/gk-fuzz-vocab.XXXXXX", t && *t && strlen(t) < 30 ? t : "/tmp");
+        snprintf(dir, sizeof dir, "%s/gk-fuzz-vocab.XXXXXX",
+                 t && *t && strlen(t) < 30 ? t : "/tmp");
         if (!mkdtemp(dir)) return dir[0] = '\0', NULL;
         snprintf(path, sizeof path, "%s/o", dir);
         mkdir(path, 0700);
@@ -55,7 +56,8 @@ static const char *put(const char *name, const uint8_t *data, size_t n)
 
 static void check_failure(int rc, const gk_err *e)
 {
-    FZ_ASSERT(rc < 0 && e->code == rc && e->msg[0], "rc %d, code %d, message '%s'", rc, e->code, e->msg);
+    FZ_ASSERT(rc < 0 && e->code == rc && e->msg[0], "rc %d, code %d, message '%s'", rc, e->code,
+              e->msg);
 }
 
 /* The concatenated bytes of ids[0..n) (malloc'd, *len set); every id must be a token. */
@@ -154,7 +156,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mode <= 2) fz_split(rest, nrest, 0, &f2, &n2, &text, &nt);
     else f2 = NULL, n2 = 0, text = rest, nt = nrest;
     if (!text) text = (const uint8_t *)"";
-    static const char *names[2][2] = {{"o/encoder.json", "o/vocab.bpe"}, {"h/vocab.json", "h/merges.txt"}};
+    static const char *names[2][2] = {{"o/encoder.json", "o/vocab.bpe"},
+                                      {"h/vocab.json", "h/merges.txt"}};
     gk_vocab *v = NULL;
     gk_err e = {0};
     const char *path = NULL;

@@ -57,7 +57,8 @@ static inline int free_port(void)
         int port = 10000 + (int)(rand_r(&seed) % (unsigned)(low - 10000));
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
                                 .sin_addr.s_addr = htonl(INADDR_ANY)};
-        int fd = socket(AF_INET, SOCK_STREAM, 0), ok = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a);
+        int fd = socket(AF_INET, SOCK_STREAM, 0),
+            ok = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a);
         if (fd >= 0)
             close(fd);
         if (ok)

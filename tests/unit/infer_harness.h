@@ -79,7 +79,8 @@ static inline void check_ops16(gk_elt t, uint16_t (*round)(float), int isa_max, 
                     ref->ops->gemm(ref, 0, tb, M, N, K, 0.5f, A, GK_F32, K, H, t, ldb, (float)beta,
                                    c2, GK_F32, N, NULL, NULL);
                     double d = rel_err(c1, c2, (size_t)M * N);
-                    CHECKF(d < 1e-6, "gemm %s %s M=%d tb=%d beta=%d: %.3e", what, path, M, tb, beta, d);
+                    CHECKF(d < 1e-6, "gemm %s %s M=%d tb=%d beta=%d: %.3e", what, path, M, tb, beta,
+                           d);
                 }
         int tokens[6] = {0, 9, 3, 3, 7, 1};
         float wpe[3 * 30];
@@ -104,7 +105,8 @@ out:
  * be: a prompt of P tokens, then single greedy steps to 20. Each row's logits within bound
  * (normalized) of fp32's; where the greedy tokens differ, the two logits must be within bound
  * of each other (a near-tie), and the comparison stops there. what names the run on stderr. */
-static inline void narrow_logits_on(gk_backend *be, int flags, int P, double bound, const char *what)
+static inline void narrow_logits_on(gk_backend *be, int flags, int P, double bound,
+                                    const char *what)
 {
     gk_err e = {0};
     gk_gpt2_config cfg = {3, 4, 64, 32, 100, 1, 0.0f};
@@ -117,7 +119,8 @@ static inline void narrow_logits_on(gk_backend *be, int flags, int P, double bou
     CHECK(gk_gpt2_param(h, 0)->data == NULL && gk_gpt2_param(h, 0)->copy != NULL);
     int Vp = gk_gpt2_padded_vocab(f), V = cfg.vocab_size;
     float *lf = malloc(sizeof(float) * P * Vp), *lh = malloc(sizeof(float) * P * Vp);
-    int prompt[16] = {5, 17, 42, 99, 0, 63, 7, 21, 3, 3, 50, 1, 8, 80, 2, 33}, tf = 0, th = 0, diverged = 0;
+    int prompt[16] = {5, 17, 42, 99, 0, 63, 7, 21, 3, 3, 50, 1, 8, 80, 2, 33}, tf = 0, th = 0,
+        diverged = 0;
     double worst = 0;
     for (int t = 0; t < 20 && !diverged; t++) {
         int n = t == 0 ? P : 1, pos = t == 0 ? 0 : P - 1 + t;
@@ -138,14 +141,15 @@ static inline void narrow_logits_on(gk_backend *be, int flags, int P, double bou
         if (tf != th) {
             double norm = 0;
             for (int j = 0; j < V; j++) norm += (double)a[j] * a[j];
-            CHECKF(fabs(a[tf] - a[th]) < bound * sqrt(norm), "%s greedy step %d: %d vs %d, gap %.3e",
-                   what, t, tf, th, fabs(a[tf] - a[th]));
+            CHECKF(fabs(a[tf] - a[th]) < bound * sqrt(norm),
+                   "%s greedy step %d: %d vs %d, gap %.3e", what, t, tf, th, fabs(a[tf] - a[th]));
             fprintf(stderr, "%s greedy: near-tie at step %d (%d vs %d)\n", what, t, tf, th);
             diverged = 1;
         }
     }
     if (!diverged) fprintf(stderr, "%s greedy: 20 steps equal to fp32\n", what);
-    fprintf(stderr, "%s vs fp32 logits: worst row relative error %.2e (bound %.2e)\n", what, worst, bound);
+    fprintf(stderr, "%s vs fp32 logits: worst row relative error %.2e (bound %.2e)\n", what, worst,
+            bound);
     CHECKF(worst < bound, "%s logits: relative error %.3e", what, worst);
     free(lf);
     free(lh);
@@ -155,7 +159,8 @@ out:
 }
 
 /* narrow_logits_on the CPU backend on paths 0..isa_max (isa_max < 0: the default path only) */
-static inline void check_narrow_logits(int flags, int P, double bound, int isa_max, const char *what)
+static inline void check_narrow_logits(int flags, int P, double bound, int isa_max,
+                                       const char *what)
 {
     gk_backend *be = NULL;
     gk_err e = {0};

@@ -9,7 +9,8 @@
  * Devices: argv, else $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu; "cuda" on
  * a GPU) and that device on the attention paths plain, flash and (on a GPU) cudnn (below; fa2 is
  * auto's) and with its fused gradient epilogues (NAME:fused); a device whose library is missing
- * (or, for cuda, without a GPU) is skipped with a note. Each runs with fp32 activations, and with bf16 ones where it has them (cuda, cuda-emu).
+ * (or, for cuda, without a GPU) is skipped with a note. Each runs with fp32 activations, and with
+ * bf16 ones where it has them (cuda, cuda-emu).
  * The backend library is $GPT_CUDA_LIB's where set (a variant build), else the binary's ../lib.
  * Attention paths: a device named NAME:PATH (cuda-emu:fa2, cuda:cudnn; PATH one of
  * gk_attention_parse's) is NAME opened with that attention setting; it runs only the tests marked
@@ -69,8 +70,10 @@
 static gk_backend *dev, *ref;
 static const char *dev_name;     /* as listed: NAME or NAME:PATH */
 static char dev_base[64];        /* NAME */
-static int dev_path, dev_pathed; /* the attention path (a gk_attention), and whether one was named */
-static int dev_fused;            /* NAME:fused: opened with cuda_fused_grads (gemm_bwd's epilogues) */
+static int dev_path, dev_pathed; /* the attention path (a gk_attention),
+                                  * and whether one was named */
+static int dev_fused;            /* NAME:fused: opened with cuda_fused_grads
+                                  * (gemm_bwd's epilogues) */
 static gk_backend *sib[GK_ATTN_PLAIN + 1]; /* dev's base opened on another path, or NULL */
 static const int NS[] = {1, 7, 65}; /* rows of the cases: not multiples of tiles */
 #define NKEY 0x5eed0fd20b0u        /* the cases' dropout key */
@@ -79,10 +82,14 @@ static uint64_t seed = 1;
 /* *be = dev_base on attention path `path` with bf16 activations or not; 0, or the error in e. */
 static int open_path(gk_backend **be, int path, int bf16, gk_err *e)
 {
-    gk_backend_opts o = {.device = dev_base, .bf16 = bf16, .attention = path, .cuda_fused_grads = dev_fused,
+    gk_backend_opts o = {.device = dev_base,
+                         .bf16 = bf16,
+                         .attention = path,
+                         .cuda_fused_grads = dev_fused,
                          .cuda_lib = getenv("GPT_CUDA_LIB")};
     int rc = gk_backend_open(be, &o, e);
-    if (rc == 0 && (rc = (*be)->ops->reserve(*be, 10000, 2048, 64, 128, e))) { /* above every case */
+    /* above every case */
+    if (rc == 0 && (rc = (*be)->ops->reserve(*be, 10000, 2048, 64, 128, e))) {
         gk_backend_free(*be);
         *be = NULL;
     }
@@ -108,7 +115,8 @@ static void free_siblings(void)
 static void reopen_dev(void)
 {
     for (int i = 0; i <= GK_ATTN_PLAIN; i++)
-        if (sib[i] && sib[i]->err.code) gk_backend_free(sib[i]), sib[i] = NULL; /* reopened when next asked */
+        /* reopened when next asked */
+        if (sib[i] && sib[i]->err.code) gk_backend_free(sib[i]), sib[i] = NULL;
     if (!dev->err.code) return;
     int bf16 = dev->act == GK_BF16;
     gk_err e = {0};
@@ -121,16 +129,20 @@ static void reopen_dev(void)
 
 /* ---- cases ---- */
 
-typedef enum { B_ACT, B_F32, B_WT, B_INT, B_BF16 } bclass; /* element type: be->act, fp32, c->wt, int32, bf16 */
-typedef enum { R_NONE, R_IN, R_OUT, R_TMP } brole;         /* R_OUT: compared (starts random); R_TMP: not */
+typedef enum { B_ACT, B_F32, B_WT, B_INT, B_BF16 } bclass; /* element type: be->act,
+                                                            * fp32, c->wt, int32, bf16 */
+typedef enum { R_NONE, R_IN, R_OUT, R_TMP } brole;         /* R_OUT: compared (starts
+                                                            * random); R_TMP: not */
 typedef struct tbuf {
     bclass cls;
     brole role;
     size_t n;
     float scale, offset; /* random start values: offset + scale * U(-1, 1) */
     int stages;          /* bf16 roundings on the path to this output */
-    int mask;            /* zeros where the reference has them (dropout, ignored targets, padding) */
-    int copy_of;         /* > 0: exactly the device's buffer copy_of - 1 as this one's type holds it */
+    int mask;            /* zeros where the reference has them
+                          * (dropout, ignored targets, padding) */
+    int copy_of;         /* > 0: exactly the device's buffer copy_of
+                          * - 1 as this one's type holds it */
     int exact;           /* the reference rounded to the device's type, bit for bit */
 } tbuf;
 
@@ -182,7 +194,8 @@ static gk_elt type_of(const tcase *c, int i, int is_ref)
 
 /* Runs c on be with host start values h (floats; ints from c->ints), results into out[i] for
  * R_OUT buffers. 0, or the backend's error. */
-static int run_on(gk_backend *be, int is_ref, const tcase *c, float *const h[], float *out[], gk_err *e)
+static int run_on(gk_backend *be, int is_ref, const tcase *c, float *const h[], float *out[],
+                  gk_err *e)
 {
     void *p[MAXB] = {0};
     gk_elt t[MAXB];
@@ -222,7 +235,8 @@ static int run_on(gk_backend *be, int is_ref, const tcase *c, float *const h[], 
 static double relerr(const float *a, const float *b, size_t n)
 {
     double d = 0, r = 0;
-    for (size_t i = 0; i < n; i++) d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
+    for (size_t i = 0; i < n; i++)
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
     return r > 0 ? sqrt(d / r) : sqrt(d);
 }
 
@@ -266,7 +280,8 @@ static void check_bits(const tcase *c, int i, float *const R[], float *const D[]
             float want = t == GK_BF16 ? gk_bf16f(gk_f2bf16(R[i][k])) : R[i][k];
             bad += memcmp(&want, &D[i][k], 4) != 0 && !(isnan(want) && isnan(D[i][k]));
         }
-        CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the reference exactly", c->what, i, bad, b->n);
+        CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the reference exactly", c->what, i,
+               bad, b->n);
     }
     if (b->copy_of) { /* exact: the device's own buffer as this one's type holds it */
         int b16 = type_of(c, i, 0) == GK_BF16;
@@ -275,14 +290,14 @@ static void check_bits(const tcase *c, int i, float *const R[], float *const D[]
             float s = D[b->copy_of - 1][k];
             bad += D[i][k] != (b16 ? gk_bf16f(gk_f2bf16(s)) : s);
         }
-        CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the %s copy", c->what, i, bad, b->n,
-               b16 ? "bf16" : "fp32");
+        CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements not the %s copy", c->what, i, bad,
+               b->n, b16 ? "bf16" : "fp32");
     }
 }
 
 /* The norm-wise check of output i (the model atop this file), and its zeros where it is a mask. */
-static void check_norm(const tcase *c, int i, float *const R[], float *const D[], float *const R32[],
-                       float *const R16[])
+static void check_norm(const tcase *c, int i, float *const R[], float *const D[],
+                       float *const R32[], float *const R16[])
 {
     const tbuf *b = &c->b[i];
     double d32 = fmax(relerr(R32[i], R[i], b->n), U32), d16 = fmax(relerr(R16[i], R[i], b->n), U16);
@@ -290,8 +305,8 @@ static void check_norm(const tcase *c, int i, float *const R[], float *const D[]
     size_t w = 0; /* the worst element, for the message */
     for (size_t k = 1; k < b->n; k++)
         if (fabsf(D[i][k] - R[i][k]) > fabsf(D[i][w] - R[i][w])) w = k;
-    CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g (worst [%zu]: %.9g, ref %.9g)", c->what, i, err, tol,
-           w, D[i][w], R[i][w]);
+    CHECKF(err <= tol, "%s: buffer %d: relerr %.3g > tol %.3g (worst [%zu]: %.9g, ref %.9g)",
+           c->what, i, err, tol, w, D[i][w], R[i][w]);
     if (b->mask) {
         size_t bad = 0;
         for (size_t k = 0; k < b->n; k++) bad += (D[i][k] == 0.0f) != (R[i][k] == 0.0f);
@@ -314,7 +329,8 @@ static void check_vs(const tcase *c, int v, float *const D[], float *const S[])
     double mx = 0;
     for (k = 0; k < n; k++) mx = fmax(mx, fabs(S[i][k]));
     for (k = 0; k < n; k++) bad += !(fabs((double)D[i][k] - S[i][k]) <= U16 * (mx + fabs(S[i][k])));
-    CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements beyond u16 of attention = %s's", c->what, i, bad, n, p);
+    CHECKF(bad == 0, "%s: buffer %d: %zu of %zu elements beyond u16 of attention = %s's", c->what,
+           i, bad, n, p);
 }
 
 /* The sibling comparisons of c, on the device's start values h and its outputs D: each sibling
@@ -359,7 +375,8 @@ static void check(tcase *c)
     float **h = host_bufs(c, NULL, 0), **R = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0);
     if (c->prep) c->prep(c, h);
     float **h32 = host_bufs(c, h, U32), **h16 = host_bufs(c, h, U16);
-    float **R32 = host_bufs(c, NULL, 0), **R16 = host_bufs(c, NULL, 0), **A = c->det ? host_bufs(c, NULL, 0) : NULL;
+    float **R32 = host_bufs(c, NULL, 0), **R16 = host_bufs(c, NULL, 0),
+          **A = c->det ? host_bufs(c, NULL, 0) : NULL;
     gk_err e = {0};
     int ok = run_on(ref, 1, c, h, R, &e) == 0 && run_on(ref, 1, c, h32, R32, &e) == 0 &&
              run_on(ref, 1, c, h16, R16, &e) == 0;
@@ -369,8 +386,8 @@ static void check(tcase *c)
         dok = run_on(dev, 0, c, h, A, &e) == 0;
         for (int i = 0; dok && i < c->nb; i++)
             if (c->b[i].role == R_OUT)
-                CHECKF(memcmp(A[i], D[i], sizeof(float) * c->b[i].n) == 0, "%s: buffer %d: not the same bits on run %d",
-                       c->what, i, r + 2);
+                CHECKF(memcmp(A[i], D[i], sizeof(float) * c->b[i].n) == 0,
+                       "%s: buffer %d: not the same bits on run %d", c->what, i, r + 2);
     }
     CHECKF(!ok || dok, "%s: %s: %s", c->what, dev_name, e.msg);
     for (int i = 0; dok && i < c->nb; i++) {
@@ -379,14 +396,16 @@ static void check(tcase *c)
         if (!c->b[i].copy_of && !c->b[i].exact) check_norm(c, i, R, D, R32, R16);
     }
     if (dok) check_siblings(c, h, D);
-    free_bufs(h), free_bufs(R), free_bufs(D), free_bufs(h32), free_bufs(h16), free_bufs(R32), free_bufs(R16);
+    free_bufs(h), free_bufs(R), free_bufs(D), free_bufs(h32), free_bufs(h16), free_bufs(R32),
+        free_bufs(R16);
     if (A) free_bufs(A);
     for (int i = 0; i < c->nb; i++) free(c->ints[i]);
     memset(c->ints, 0, sizeof c->ints);
     reopen_dev();
 }
 
-static tcase *new_case(run_fn run, int n_red, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
 {
     static tcase c;
@@ -402,17 +421,21 @@ static tcase *new_case(run_fn run, int n_red, const char *fmt, ...)
 /* ---- devices ---- */
 
 /* RUN with the device and activation type in the test's name. */
-#define RUN_ON(t)                                                                           \
-    do {                                                                                    \
-        static char name_[96];                                                              \
-        snprintf(name_, sizeof name_, "%s[%s %s]", (t).name, dev_name, bf16_run() ? "bf16" : "fp32"); \
-        if (!t_selected(name_)) break;                                                      \
-        t_cur_name = name_;                                                                 \
-        t_cur_failed = t_cur_skipped = 0;                                                   \
-        (t).fn();                                                                           \
-        if (t_cur_failed) t_failed++;                                                       \
-        else if (t_cur_skipped) t_skipped++;                                                \
-        else t_passed++;                                                                    \
+#define RUN_ON(t)                                                      \
+    do {                                                               \
+        static char name_[96];                                         \
+        snprintf(name_, sizeof name_, "%s[%s %s]", (t).name, dev_name, \
+                 bf16_run() ? "bf16" : "fp32");                        \
+        if (!t_selected(name_)) break;                                 \
+        t_cur_name = name_;                                            \
+        t_cur_failed = t_cur_skipped = 0;                              \
+        (t).fn();                                                      \
+        if (t_cur_failed)                                              \
+            t_failed++;                                                \
+        else if (t_cur_skipped)                                        \
+            t_skipped++;                                               \
+        else                                                           \
+            t_passed++;                                                \
     } while (0)
 
 /* One test of the table: a function, its name, and which named devices it also runs on: the
@@ -468,10 +491,13 @@ static void run_device(const char *name, int bf16, const ops_test *tests, int n)
         return;
     }
     if (dev->props.ref_ops[0])
-        fprintf(stderr, "test_ops: %s %s: the reference code serves %s (those cases compare it with itself)\n",
+        fprintf(stderr,
+                "test_ops: %s %s: the reference code serves "
+                "%s (those cases compare it with itself)\n",
                 name, bf16 ? "bf16" : "fp32", dev->props.ref_ops);
     else if (!dev_pathed)
-        fprintf(stderr, "test_ops: %s %s: every op runs the device's own code\n", name, bf16 ? "bf16" : "fp32");
+        fprintf(stderr, "test_ops: %s %s: every op runs the device's own code\n", name,
+                bf16 ? "bf16" : "fp32");
     for (int i = 0; i < n; i++)
         if (!dev_pathed || tests[i].attn == (dev_fused ? 2 : 1)) RUN_ON(tests[i]);
     free_siblings();
@@ -515,7 +541,8 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 #endif
     if (env && *env) snprintf(list, sizeof list, "%s", env);
     else {
-        snprintf(list, sizeof list, "cpu %s %s:plain %s:flash %s:fused", cuda, cuda, cuda, cuda); /* auto: fa2 */
+        /* auto: fa2 */
+        snprintf(list, sizeof list, "cpu %s %s:plain %s:flash %s:fused", cuda, cuda, cuda, cuda);
         if (strcmp(cuda, "cuda-emu")) /* cuDNN: not under the emulator */
             snprintf(list + strlen(list), sizeof list - strlen(list), " %s:cudnn", cuda);
     }

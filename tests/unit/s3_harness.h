@@ -49,7 +49,8 @@ static inline void write_file(const char *path, const char *text)
 static struct {
     pid_t pid;
     int fd;          /* the server's stdin: closing it stops the server */
-    int port, proxy; /* the server's (a proxy that checks x-amz-content-sha256), the fault proxy's */
+    int port, proxy; /* the server's (a proxy that checks
+                      * x-amz-content-sha256), the fault proxy's */
     char key[128], secret[128], why[300];
     char tkey[128], tsecret[128], token[2048]; /* temporary credentials (an assumed role) */
 } srv = {.fd = -1};
@@ -79,16 +80,20 @@ static inline int server_start(void)
     for (int i = 0; i < 600; i++) { /* moto takes a few seconds to import */
         FILE *f = fopen(ready, "r");
         if (f) {
-            rc = fscanf(f, "%d %d %127s %127s %127s %127s %2047s", &srv.port, &srv.proxy, srv.key, srv.secret,
-                        srv.tkey, srv.tsecret, srv.token) == 7 ? 0 : -1;
+            rc = fscanf(f, "%d %d %127s %127s %127s %127s %2047s", &srv.port, &srv.proxy, srv.key,
+                        srv.secret, srv.tkey, srv.tsecret, srv.token) == 7
+                     ? 0
+                     : -1;
             fclose(f);
             break;
         }
         int st;
         if (waitpid(srv.pid, &st, WNOHANG) == srv.pid) {
             srv.pid = 0;
-            snprintf(srv.why, sizeof srv.why, WIFEXITED(st) && WEXITSTATUS(st) == 77
-                         ? "moto is not installed (pip install 'moto[server]')" : "tests/cli/s3_server.py failed");
+            snprintf(srv.why, sizeof srv.why,
+                     WIFEXITED(st) && WEXITSTATUS(st) == 77
+                         ? "moto is not installed (pip install 'moto[server]')"
+                         : "tests/cli/s3_server.py failed");
             break;
         }
         struct timespec ts = {0, 50000000};

@@ -22,7 +22,10 @@ static const char *cuda_lib; /* the opts' cuda_lib (a tool's $GPT_CUDA_LIB), or 
 
 static int open_dev(gk_backend **be, const char *device, int threads, gk_err *e)
 {
-    gk_backend_opts o = {.device = device, .threads = threads, .bf16 = -1, .attention = GK_ATTN_AUTO,
+    gk_backend_opts o = {.device = device,
+                         .threads = threads,
+                         .bf16 = -1,
+                         .attention = GK_ATTN_AUTO,
                          .cuda_lib = cuda_lib};
     return gk_backend_open(be, &o, e);
 }
@@ -72,8 +75,8 @@ static void test_props(void)
         CHECKF(p->host_memory == 1 && p->bf16_peak_flops == 0 &&
                p->recompute == cases[i].recompute, "%s: host %d peak %g recompute %d", cases[i].dev,
                p->host_memory, p->bf16_peak_flops, p->recompute);
-        CHECKF(p->memory_bytes == h.total && h.total > 0, "%s: %zu bytes, MemTotal %zu", cases[i].dev,
-               p->memory_bytes, h.total);
+        CHECKF(p->memory_bytes == h.total && h.total > 0, "%s: %zu bytes, MemTotal %zu",
+               cases[i].dev, p->memory_bytes, h.total);
         /* every slot its own code (cpu once ran the reference's where a caller reserved too
          * little scratch, unsaid); a slot listed is said in the description */
         CHECKF(p->ref_ops[0] == 0, "%s: the reference code serves '%s'", cases[i].dev, p->ref_ops);
@@ -124,7 +127,8 @@ static void test_host_alloc(void)
     gk_backend *be = NULL;
     gk_err e = {0};
     CHECK(open_dev(&be, "cpu", 1, &e) == 0);
-    const size_t sizes[] = {0, 1, 100, ((size_t)4 << 20) - 64, (size_t)4 << 20, ((size_t)9 << 20) + 3};
+    const size_t sizes[] =
+        {0, 1, 100, ((size_t)4 << 20) - 64, (size_t)4 << 20, ((size_t)9 << 20) + 3};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         size_t n = sizes[i];
         unsigned char *p = be->ops->alloc(be, n);
@@ -166,7 +170,8 @@ static void test_unknown_name(void)
     gk_err e = {0};
     CHECK(open_dev(&be, "gpu", 0, &e) == GK_EUSAGE);
     CHECK(be == NULL);
-    CHECKF(strcmp(e.msg, "device 'gpu': not one of cpu, ref, cuda, cuda-emu, auto") == 0, "%s", e.msg);
+    CHECKF(strcmp(e.msg, "device 'gpu': not one of cpu, ref, cuda, cuda-emu, auto") == 0, "%s",
+           e.msg);
 }
 
 /* No libgptkit-cuda*.so can be loaded: "cuda" is one clear error, "auto" is the CPU. The build
@@ -252,7 +257,8 @@ static int build_so(const char *dir, const char *name, const char *src, char *so
 
 /* A fake entry: ABI version, no device, create never reached. */
 static const char fake_src[] =
-    "typedef struct { int abi; const char *name; int (*count)(void *); int (*create)(void **, void *); } entry;\n"
+    "typedef struct { int abi; const char *name; "
+    "int (*count)(void *); int (*create)(void **, void *); } entry;\n"
     "static int count(void *e) { (void)e; return 0; }\n"
     "static int create(void **o, void *e) { (void)o; (void)e; return -1; }\n"
     "static const entry en = {ABI, \"cuda\", count, create};\n"
@@ -301,10 +307,12 @@ static void test_fake_libraries(void)
         CHECKF(be && strstr(be->note, want) == be->note, "note: '%s'", be ? be->note : "");
         gk_backend_free(be);
 
-        CHECK(build_so(dir, "noentry", "int gk_something_else(void) { return 1; }\n", so, sizeof so) == 0);
+        CHECK(build_so(dir, "noentry", "int gk_something_else(void) { return 1; }\n", so,
+                       sizeof so) == 0);
         cuda_lib = so;
         CHECK(open_dev(&be, "cuda-emu", 0, &e) == GK_EFORMAT);
-        CHECKF(strstr(e.msg, "has no gk_cuda_backend_entry (not a gptkit backend library)"), "%s", e.msg);
+        CHECKF(strstr(e.msg, "has no gk_cuda_backend_entry (not a gptkit backend library)"), "%s",
+               e.msg);
         cuda_lib = NULL;
     }
     char cmd[600];

@@ -81,7 +81,8 @@ static uint32_t *enc(gk_bpe *b, const char *t, size_t len, int special, size_t *
     return ids;
 }
 
-static void check_case(gk_bpe *b, gk_bpe *heap, const gk_vocab *v, const char *dir, const char *name)
+static void check_case(gk_bpe *b, gk_bpe *heap, const gk_vocab *v, const char *dir,
+                       const char *name)
 {
     char path[4608];
     size_t len, nw, n, nh;
@@ -231,14 +232,20 @@ static char *long_text(const char *name, uint64_t seed, size_t chars, size_t *le
     static const struct {
         const char *name, *alpha[30];
     } al[] = {
-        {"a", {"a"}}, {"letters", {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
-        "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z"}}, {"ab", {"a", "b"}},
-        {"digits", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}, {"zeros", {"0"}},
-        {"spaces", {" "}}, {"newlines", {"\n"}}, {"blanks", {" ", "\t", "\n"}},
-        {"punct", {"!", "#", "$", "%", "&", "'", "(", ")", "*", "+", ",", "-", ".", "/", ":", ";",
-        "<", "=", ">", "?", "@", "[", "]", "^", "_", "`", "{", "|", "}", "~"}},
+        {"a", {"a"}},
+        {"letters", {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
+                     "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z"}},
+        {"ab", {"a", "b"}},
+        {"digits", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+        {"zeros", {"0"}},
+        {"spaces", {" "}},
+        {"newlines", {"\n"}},
+        {"blanks", {" ", "\t", "\n"}},
+        {"punct", {"!", "#", "$", "%", "&", "'", "(", ")", "*", "+", ",", "-", ".", "/", ":",
+                   ";", "<", "=", ">", "?", "@", "[", "]", "^", "_", "`", "{", "|", "}", "~"}},
         {"eacute", {"\xc3\xa9"}},
-        {"unicode", {"\xc3\xa9", "\xc3\xa0", "\xc3\xbc", "\xc3\x9f", "\xe4\xb8\xad", "\xe6\x96\x87", "a"}},
+        {"unicode",
+         {"\xc3\xa9", "\xc3\xa0", "\xc3\xbc", "\xc3\x9f", "\xe4\xb8\xad", "\xe6\x96\x87", "a"}},
     };
     for (size_t k = 0; k < sizeof al / sizeof al[0]; k++) {
         if (strcmp(al[k].name, name)) continue;
@@ -276,7 +283,8 @@ static uint32_t *enc_parts(gk_bpe *b, const char *t, size_t len, size_t part, si
     while (at < len) {
         fed = fed + part < len ? fed + part : len;
         while (fed < len && ((unsigned char)t[fed] & 0xC0) == 0x80) fed++;
-        CHECK_OK(gk_bpe_encode_part(b, t + at, fed - at, fed == len, 0, &ids, n, &cap, &used, &e), &e);
+        CHECK_OK(gk_bpe_encode_part(b, t + at, fed - at, fed == len, 0, &ids, n, &cap, &used, &e),
+                 &e);
         at += used;
         CHECKF(fed - at <= GK_BPE_PART_KEEP, "%zu bytes held back", fed - at);
     }
@@ -307,14 +315,16 @@ static void test_long_fixture(void)
         CHECKF(t != NULL, "%s: unknown case", name);
         if (!t) continue;
         uint32_t *ids = enc(b, t, len, 0, &n);
-        CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu: %zu ids, want %llu", name, chars, n, count);
+        CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu: %zu ids, want %llu", name, chars, n,
+               count);
         free(ids);
         ids = enc_parts(b, t, len, 10007, &n);
         CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu streamed: %zu ids", name, chars, n);
         free(ids);
         if (len <= 1100000) {
             ids = enc(w, t, len, 0, &n);
-            CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu, 1 KB windows: %zu ids", name, chars, n);
+            CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu, 1 KB windows: %zu ids", name,
+                   chars, n);
             free(ids);
         }
         free(t);
@@ -413,7 +423,8 @@ static void test_pretok_fast_vs_regex(void)
     uint64_t seed = 0x1234567u;
     size_t pieces = 0, bad = 0;
     for (int round = 0; round < 400 && !bad; round++) {
-        size_t len = random_text(t, round < 8 ? cap : 64 + rng_next(&seed) % 3000, &seed, round % 4 != 3);
+        size_t len =
+            random_text(t, round < 8 ? cap : 64 + rng_next(&seed) % 3000, &seed, round % 4 != 3);
         for (size_t i = 0; i < len;) {
             size_t a = gk_pretok_next(p, t, len, i, &e), r = gk_pretok_regex(p, t, len, i, &e);
             if (a != r || a <= i) {
@@ -442,7 +453,8 @@ static void test_pretok_edges(void)
     for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) {
         size_t len = strlen(s[k]);
         for (size_t i = 0; i < len;) {
-            size_t a = gk_pretok_next(p, s[k], len, i, &e), r = gk_pretok_regex(p, s[k], len, i, &e);
+            size_t a = gk_pretok_next(p, s[k], len, i, &e),
+                   r = gk_pretok_regex(p, s[k], len, i, &e);
             CHECKF(a == r, "\"%s\" at %zu: fast %zu, regex %zu", s[k], i, a, r);
             i = r > i ? r : len;
         }

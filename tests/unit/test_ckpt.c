@@ -189,7 +189,8 @@ static void test_checksums(void)
     gk_ckpt *c = NULL;
     CHECK(gk_ckpt_open(&c, path, &e) == GK_EFORMAT && c == NULL);
     char want[300];
-    snprintf(want, sizeof want, "%s: tensor %s: checksum mismatch (the file is damaged)", path, p[1].name);
+    snprintf(want, sizeof want, "%s: tensor %s: checksum mismatch (the file is damaged)", path,
+             p[1].name);
     CHECKF(strcmp(e.msg, want) == 0, "%s", e.msg);
     /* the key renamed (same length), as a file written before checksums: opens unverified */
     static char buf[4096];

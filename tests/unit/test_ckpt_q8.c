@@ -1,8 +1,8 @@
 /* test_ckpt_q8.c: int8 checkpoint tensors (common/io/q8.c, gk_ckpt_read; gpt-formats(5)): the
- * Q8_0 block rule on hand-checked values (exact halves among them) and a strided block, which axis a scales tensor names,
- * and int8 parameters read back widened (blocks along either axis) with every malformed case (no
- * scales, scales of another shape or dtype, a non-finite scale, an int8 AdamW moment) refused
- * in one message naming the file and tensor. */
+ * Q8_0 block rule on hand-checked values (exact halves among them) and a strided block, which axis
+ * a scales tensor names, and int8 parameters read back widened (blocks along either axis) with
+ * every malformed case (no scales, scales of another shape or dtype, a non-finite scale, an int8
+ * AdamW moment) refused in one message naming the file and tensor. */
 #include <stdint.h>
 #include <unistd.h>
 

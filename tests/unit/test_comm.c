@@ -140,7 +140,8 @@ static void backend_rank(int rank, int world)
     gk_backend bare = {.ops = &none};
     c = (gk_comm *)&e; /* set to NULL on failure */
     CHECK(gk_comm_open(&bare, s, rank, world, 10, NULL, &c, &e) == GK_EUSAGE && c == NULL);
-    CHECKF(strcmp(e.msg, "none: this backend has no collectives across processes") == 0, "%s", e.msg);
+    CHECKF(strcmp(e.msg, "none: this backend has no collectives across processes") == 0, "%s",
+           e.msg);
     gk_backend_free(be);
     gk_store_close(s);
 }
@@ -180,7 +181,8 @@ static void killed_rank(int rank, int world)
     snprintf(gone, sizeof gone, "%s: rank 1 is gone", call);
     snprintf(later, sizeof later, "barrier: the comm failed earlier: %s", gone);
     /* rank 1 first; the other survivor may have left too by the time the store is asked */
-    CHECKF(starts(e.msg, gone) && (e.msg[strlen(gone)] == ':' || starts(e.msg + strlen(gone), " (then ")),
+    CHECKF(starts(e.msg, gone) &&
+               (e.msg[strlen(gone)] == ':' || starts(e.msg + strlen(gone), " (then ")),
            "%s", e.msg);
     CHECKF(now() - t0 < 5, "took %g s", now() - t0);
     CHECK(c->ops->barrier(c, &e) == GK_EIO);
@@ -251,7 +253,10 @@ static void test_gloo_started_sums(void) { run_ranks(3, started_rank); }
 /* ---- bf16 sums (sum_type GK_BF16) ---- */
 
 static float bf16_round(float x) { return gk_bf16f(gk_f2bf16(x)); }
-static float bf16_value(int rank, size_t i) { return sinf((float)i * 0.37f + (float)rank) * (float)(rank + 1); }
+static float bf16_value(int rank, size_t i)
+{
+    return sinf((float)i * 0.37f + (float)rank) * (float)(rank + 1);
+}
 
 /* Two ranks: a sum is the bf16 rounding of the two roundings' sum, by hand and over 600000 floats
  * (a sum, sums started in two parts, a reduce-scatter); float32 sums again after. */
@@ -266,7 +271,8 @@ static void bf16_rank(int rank, int world)
     /* 256 + 1 is 256 in bf16's 8 significant bits (257 in float32); 1 + 2^-9 is 1 in bf16 */
     float hand[3] = {rank ? 1.0f : 256.0f, 1.0f + 0x1p-9f, -3.0f};
     CHECK_OK(c->ops->allreduce(c, hand, 3, &e), &e);
-    CHECKF(hand[0] == 256.0f && hand[1] == 2.0f && hand[2] == -6.0f, "%g %g %g", hand[0], hand[1], hand[2]);
+    CHECKF(hand[0] == 256.0f && hand[1] == 2.0f && hand[2] == -6.0f, "%g %g %g", hand[0], hand[1],
+           hand[2]);
     size_t n = 600000, bad = 0, bad_started = 0, bad_scatter = 0;
     float *sum = malloc(n * sizeof *sum), *started = malloc(n * sizeof *started), in[10], part[5];
     for (size_t i = 0; i < n; i++)
@@ -284,8 +290,8 @@ static void bf16_rank(int rank, int world)
         if (i < 5) /* this rank's part of in */
             bad_scatter += part[i] != sum[(size_t)rank * 5 + i];
     }
-    CHECKF(bad == 0 && bad_started == 0 && bad_scatter == 0, "%zu, %zu started, %zu scattered differ",
-           bad, bad_started, bad_scatter);
+    CHECKF(bad == 0 && bad_started == 0 && bad_scatter == 0,
+           "%zu, %zu started, %zu scattered differ", bad, bad_started, bad_scatter);
     c->sum_type = GK_F32;
     check_allreduce(c, 1000);
     free(sum), free(started);
@@ -443,7 +449,8 @@ static void queued_send_rank(int rank, int world)
     CHECK(c->ops->broadcast(c, buf, n, 1, &e) == GK_EIO);
     pthread_join(helper, NULL);
     char want[128];
-    snprintf(want, sizeof want, "broadcast: rank 0 (the store at %s) is gone: ", gk_store_address(s));
+    snprintf(want, sizeof want,
+             "broadcast: rank 0 (the store at %s) is gone: ", gk_store_address(s));
     CHECKF(starts(e.msg, want), "%s", e.msg);
     CHECKF(now() - killed_at < 3, "ended %g s after the kill", now() - killed_at);
     free(buf);
@@ -484,7 +491,8 @@ static void stop_flag_rank(int rank, int world)
     int rc = c->ops->allreduce(c, buf, 64, &e);
     CHECK(rc == GK_EIO);
     if (rank == 0) {
-        CHECKF(strcmp(e.msg, "allreduce: stopped by a signal: rank 1 made no progress for 0.5 s") == 0,
+        CHECKF(strcmp(e.msg, "allreduce: stopped by a signal: rank 1 made no progress for 0.5 s") ==
+                   0,
                "%s", e.msg);
         CHECKF(now() - t0 > 0.4 && now() - t0 < 2, "took %g s", now() - t0);
     }

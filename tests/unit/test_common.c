@@ -74,7 +74,8 @@ static void test_opt_table(void)
         {0, "frac", GK_OPT_DOUBLE, &f, "F", "a fraction", 0, 1},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
-    char *argv[] = {"prog", "-o", "x.bin", "--flag", "-vv", "--num=2K", "--frac", "0.25", "in1", "in2", NULL};
+    char *argv[] = {"prog", "-o", "x.bin", "--flag", "-vv", "--num=2K", "--frac", "0.25", "in1",
+                    "in2", NULL};
     int first = 0;
     gk_err e = {0};
     CHECK_OK(gk_opt_parse(tab, 10, argv, &first, &e), &e);
@@ -116,7 +117,8 @@ static void test_opt_callbacks(void)
         {'q', "quiet", GK_OPT_FLAG, &quiet, NULL, "quiet", 0, 0},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
-    char *argv[] = {"prog", "--n_layer=2", "-c", "a.conf", "-q", "--config=b.conf", "--lr=1e-3", "x", NULL};
+    char *argv[] = {"prog", "--n_layer=2", "-c", "a.conf", "-q", "--config=b.conf", "--lr=1e-3",
+                    "x", NULL};
     int first = 0;
     gk_err e = {0};
     CHECK_OK(gk_opt_parse(tab, 8, argv, &first, &e), &e);
@@ -200,10 +202,11 @@ static void test_device_opts(void)
     free(help);
     gk_env env = {.cuda_sync = 1, .cuda_no_graphs = 1, .cuda_fused_grads = 1, .cuda_lib = "x.so"};
     gk_backend_opts bo;
-    CHECK_OK(gk_device_backend_opts(&bo, dev.device, dev.attention, "--attention", 1, &env, &e), &e);
+    CHECK_OK(gk_device_backend_opts(&bo, dev.device, dev.attention, "--attention", 1, &env, &e),
+             &e);
     CHECK(strcmp(bo.device, "cpu") == 0 && bo.attention == GK_ATTN_FA2 && bo.bf16 == 1);
-    CHECK(bo.cuda_sync && bo.cuda_no_graphs && bo.cuda_fused_grads && strcmp(bo.cuda_lib, "x.so") == 0 &&
-          bo.threads == 0 && bo.gpu == 0);
+    CHECK(bo.cuda_sync && bo.cuda_no_graphs && bo.cuda_fused_grads &&
+          strcmp(bo.cuda_lib, "x.so") == 0 && bo.threads == 0 && bo.gpu == 0);
     CHECK_OK(gk_device_backend_opts(&bo, NULL, NULL, "--attention", -1, &env, &e), &e);
     CHECK(strcmp(bo.device, "auto") == 0 && bo.attention == GK_ATTN_AUTO && bo.bf16 == -1);
     CHECK(gk_device_backend_opts(&bo, NULL, "cudn", "--attention", -1, &env, &e) == GK_EUSAGE);
@@ -279,7 +282,8 @@ static void test_read_file(void)
     got = NULL;
     CHECK(gk_read_file(path, n - 1, &got, &len, &e) == GK_EFORMAT && !got);
     CHECKF(strstr(e.msg, path) && strstr(e.msg, "larger than 200000 bytes"), "%s", e.msg);
-    CHECK(gk_read_file(dir, GK_READALL_NO_LIMIT, &got, &len, &e) == GK_EIO && !got); /* a directory */
+    /* a directory */
+    CHECK(gk_read_file(dir, GK_READALL_NO_LIMIT, &got, &len, &e) == GK_EIO && !got);
     CHECKF(strstr(e.msg, dir) != NULL, "%s", e.msg);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

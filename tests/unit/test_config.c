@@ -120,7 +120,8 @@ static void test_file_parse(void)
     CHECK(strcmp(c.device, "cuda") == 0);
     char want[600];
     snprintf(want, sizeof want, "%s:3", p);
-    CHECKF(gk_config_origin(cfg, "batch_size") && strcmp(gk_config_origin(cfg, "batch_size"), want) == 0,
+    CHECKF(gk_config_origin(cfg, "batch_size") &&
+               strcmp(gk_config_origin(cfg, "batch_size"), want) == 0,
            "%s", gk_config_origin(cfg, "batch_size"));
     gk_config_free(cfg);
 }
@@ -142,7 +143,8 @@ static void test_values(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gk_err err = { 0 };
         int rc = gk_config_set(cfg, cases[i].key, cases[i].text, NULL, &err);
-        CHECKF((rc == 0) == cases[i].ok, "%s=%s: rc %d %s", cases[i].key, cases[i].text, rc, err.msg);
+        CHECKF((rc == 0) == cases[i].ok, "%s=%s: rc %d %s", cases[i].key, cases[i].text, rc,
+               err.msg);
         if (!cases[i].ok)
             CHECK(rc == GK_EUSAGE);
     }
@@ -171,7 +173,8 @@ static void test_include(void)
     p = write_file("cyc_a.conf", "batch_size = 3\ninclude = cyc_b.conf\n");
     int rc = gk_config_load_file(cfg, p, &err);
     char want[1400];
-    snprintf(want, sizeof want, "%s/cyc_b.conf:1: include cycle: %s/cyc_a.conf -> %s/cyc_b.conf -> %s/cyc_a.conf",
+    snprintf(want, sizeof want,
+             "%s/cyc_b.conf:1: include cycle: %s/cyc_a.conf -> %s/cyc_b.conf -> %s/cyc_a.conf",
              tmpdir, tmpdir, tmpdir, tmpdir);
     CHECK(rc == GK_EUSAGE);
     CHECKF(strcmp(err.msg, want) == 0, "got '%s'", err.msg);
@@ -213,17 +216,22 @@ static void test_file_errors(void)
                       "bad.conf:1: learning_rate: 'abc' is not a number");
     expect_file_error("# x\nbatch_size = 0\n", GK_EUSAGE,
                       "bad.conf:2: batch_size: 0 is out of range [1, 1000000000]");
-    expect_file_error("dropout = 1.5\n", GK_EUSAGE, "bad.conf:1: dropout: 1.5 is out of range [0, 1]");
+    expect_file_error("dropout = 1.5\n", GK_EUSAGE,
+                      "bad.conf:1: dropout: 1.5 is out of range [0, 1]");
     expect_file_error("bias = maybe\n", GK_EUSAGE,
                       "bad.conf:1: bias: 'maybe' is not a boolean (true/false)");
-    expect_file_error("device = gpu\n", GK_EUSAGE, "bad.conf:1: device: 'gpu' is not one of cpu|cuda");
+    expect_file_error("device = gpu\n", GK_EUSAGE,
+                      "bad.conf:1: device: 'gpu' is not one of cpu|cuda");
     expect_file_error("batch_size 12\n", GK_EUSAGE,
                       "bad.conf:1: expected 'key = value', got 'batch_size 12'");
-    expect_file_error("out_dir = \"abc\n", GK_EUSAGE, "bad.conf:1: out_dir: unterminated quoted value");
+    expect_file_error("out_dir = \"abc\n", GK_EUSAGE,
+                      "bad.conf:1: out_dir: unterminated quoted value");
     expect_file_error("out_dir = \"a\" b\n", GK_EUSAGE,
                       "bad.conf:1: out_dir: unexpected 'b' after quoted value");
-    expect_file_error("max_iters = 1e30\n", GK_EUSAGE, "bad.conf:1: max_iters: '1e30' is not an integer");
-    expect_file_error("batch_size = 12.5\n", GK_EUSAGE, "bad.conf:1: batch_size: '12.5' is not an integer");
+    expect_file_error("max_iters = 1e30\n", GK_EUSAGE,
+                      "bad.conf:1: max_iters: '1e30' is not an integer");
+    expect_file_error("batch_size = 12.5\n", GK_EUSAGE,
+                      "bad.conf:1: batch_size: '12.5' is not an integer");
     expect_file_error("= 3\n", GK_EUSAGE, "bad.conf:1: expected 'key = value', got '= 3'");
     tcfg c;
     gk_config *cfg = make(&c);
@@ -259,18 +267,23 @@ static void test_overrides(void)
     CHECK(c.learning_rate == 3e-4);
     CHECK(strcmp(gk_config_origin(cfg, "learning_rate"), "--learning_rate") == 0);
     CHECK(gk_config_set_arg(cfg, "--lerning_rate=1", &err) == GK_EUSAGE);
-    CHECKF(strcmp(err.msg, "--lerning_rate: unknown key 'lerning_rate' (did you mean 'learning_rate'?)") == 0,
+    CHECKF(strcmp(err.msg,
+                  "--lerning_rate: unknown key 'lerning_rate' (did you mean 'learning_rate'?)") ==
+               0,
            "%s", err.msg);
     CHECK(gk_config_set_arg(cfg, "--learning_rate=abc", &err) == GK_EUSAGE);
-    CHECKF(strcmp(err.msg, "--learning_rate: learning_rate: 'abc' is not a number") == 0, "%s", err.msg);
+    CHECKF(strcmp(err.msg, "--learning_rate: learning_rate: 'abc' is not a number") == 0, "%s",
+           err.msg);
     CHECK(gk_config_set_arg(cfg, "--bias", &err) == GK_EUSAGE);
     CHECKF(strcmp(err.msg, "--bias: expected --bias=VALUE") == 0, "%s", err.msg);
     CHECK(gk_config_set_arg(cfg, "--bais", &err) == GK_EUSAGE);
-    CHECKF(strcmp(err.msg, "--bais: unknown key 'bais' (did you mean 'bias'?)") == 0, "%s", err.msg);
+    CHECKF(strcmp(err.msg, "--bais: unknown key 'bais' (did you mean 'bias'?)") == 0, "%s",
+           err.msg);
     CHECK(gk_config_set_arg(cfg, "--=3", &err) == GK_EUSAGE);
     CHECKF(strcmp(err.msg, "--=3: expected --key=value") == 0, "%s", err.msg);
     CHECK(gk_config_set(cfg, "batch_sise", "3", NULL, &err) == GK_EUSAGE);
-    CHECKF(strcmp(err.msg, "--batch_sise: unknown key 'batch_sise' (did you mean 'batch_size'?)") == 0,
+    CHECKF(strcmp(err.msg, "--batch_sise: unknown key 'batch_sise' (did you mean 'batch_size'?)") ==
+               0,
            "%s", err.msg);
     CHECK_OK(gk_config_set_arg(cfg, "--out_dir=a=b", &err), &err);
     CHECK(strcmp(c.out_dir, "a=b") == 0);
@@ -310,7 +323,9 @@ static void test_print(void)
     f = open_memstream(&buf, &len);
     gk_config_help(table, f);
     fclose(f);
-    CHECKF(strstr(buf, "  --device=cpu|cuda                compute device (default: cpu)\n") != NULL, "%s", buf);
+    CHECKF(strstr(buf, "  --device=cpu|cuda                compute device (default: cpu)\n") !=
+               NULL,
+           "%s", buf);
     CHECKF(strstr(buf, "--learning_rate=X") != NULL, "%s", buf);
     free(buf);
     gk_config_free(cfg2);
@@ -330,7 +345,8 @@ static void test_json_round_trip(void)
     CHECKF(js != NULL, "%s", err.msg);
     if (!js)
         return;
-    CHECKF(strncmp(js, "{\"batch_size\":12,\"max_iters\":-7,\"learning_rate\":0.10000000000000001,", 68) == 0,
+    CHECKF(strncmp(js, "{\"batch_size\":12,\"max_iters\":-7,\"learning_rate\":0.10000000000000001,",
+                   68) == 0,
            "%s", js);
     CHECK_OK(gk_config_from_json(cb, js, "ckpt:gptkit.train", &err), &err);
     CHECK(memcmp(&a, &b, offsetof(tcfg, out_dir)) == 0);
@@ -345,7 +361,8 @@ static void test_json_round_trip(void)
     CHECKF(strcmp(err.msg, "ck: dropout: 2 is out of range [0, 1]") == 0, "%s", err.msg);
     CHECK(gk_config_from_json(cb, "[1", "ck", &err) == GK_EFORMAT);
     CHECKF(strncmp(err.msg, "ck: bad config JSON at byte", 27) == 0, "%s", err.msg);
-    CHECK_OK(gk_config_from_json(cb, "{\"max_iters\": 3.0, \"learning_rate\": 1}", "ck", &err), &err);
+    CHECK_OK(gk_config_from_json(cb, "{\"max_iters\": 3.0, \"learning_rate\": 1}", "ck", &err),
+             &err);
     CHECK(b.max_iters == 3 && b.learning_rate == 1.0);
     gk_config_free(ca);
     gk_config_free(cb);
@@ -374,7 +391,8 @@ static void test_resolve_path(void)
     /* include falls back to presets */
     tcfg c;
     gk_config *cfg = make(&c);
-    CHECK_OK(gk_config_load_file(cfg, write_file("inc_preset.conf", "include = tiny.conf\n"), &err), &err);
+    CHECK_OK(gk_config_load_file(cfg, write_file("inc_preset.conf", "include = tiny.conf\n"), &err),
+             &err);
     CHECK(c.batch_size == 2);
     gk_config_free(cfg);
     gk_config_set_dir(NULL);
@@ -398,7 +416,8 @@ static void test_multiples(void)
     };
     char out[64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECKF(strcmp(gk_config_multiples(cases[i].v, cases[i].m, out, sizeof out), cases[i].want) == 0,
+        CHECKF(strcmp(gk_config_multiples(cases[i].v, cases[i].m, out, sizeof out),
+                      cases[i].want) == 0,
                "%lld over %lld: '%s', want '%s'", (long long)cases[i].v, (long long)cases[i].m, out,
                cases[i].want);
 }

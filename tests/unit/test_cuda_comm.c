@@ -38,7 +38,8 @@ static void test_comm_one_rank(void)
         if (s) gk_store_close(s);
         return;
     }
-    float *x = rnd(len), *y = malloc(len * sizeof(float)), *d = be->ops->alloc(be, len * sizeof(float));
+    float *x = rnd(len), *y = malloc(len * sizeof(float)),
+          *d = be->ops->alloc(be, len * sizeof(float));
     be->ops->to_device(be, d, x, len * sizeof(float));
     be->ops->scale(be, d, 2.0f, len);
     CHECK_OK(c->ops->allreduce(c, d, len, &e), &e);
@@ -59,7 +60,9 @@ static void test_comm_one_rank(void)
 int main(void)
 {
     const char *name = getenv("GPT_TEST_CUDA");
-    gk_backend_opts o = {.device = name && *name ? name : "cuda-emu", .threads = 1, .attention = GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = name && *name ? name : "cuda-emu",
+                         .threads = 1,
+                         .attention = GK_ATTN_AUTO};
     gk_err e = {0};
     if (gk_backend_open(&dev, &o, &e)) fprintf(stderr, "note: %s\n", e.msg), dev = NULL;
     RUN(test_comm_one_rank);

@@ -168,7 +168,8 @@ static void test_choice_ctx_tail(void)
         for (size_t len = 20000; len <= LEN; len += 997) {
             char save = text[len];
             text[len] = '\0';
-            json_t *o = json_pack("{s:s, s:[s, s], s:i}", "ctx", text, "endings", "a", "b", "label", 0);
+            json_t *o =
+                json_pack("{s:s, s:[s, s], s:i}", "ctx", text, "endings", "a", "b", "label", 0);
             text[len] = save;
             char *line = json_dumps(o, JSON_COMPACT);
             fprintf(out, "%s\n", line);
@@ -216,7 +217,8 @@ static void test_choice_ctx_start(void)
     char shakespeare[2001] = {0};
     CHECK(fread(shakespeare, 1, 2000, f) == 2000);
     fclose(f);
-    const char *texts[] = {shakespeare, "it's  a \n\n  test's 12  345\t\tdon't\r\n 'll x  \u00e9t\u00e9  "
+    const char *texts[] = {shakespeare,
+                           "it's  a \n\n  test's 12  345\t\tdon't\r\n 'll x  \u00e9t\u00e9  "
                            "caf\u00e9 \u00a0 z .  ,, \"q\" \n"};
     int cuts = 0;
     for (int t = 0; t < 2; t++) {

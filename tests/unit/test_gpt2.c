@@ -87,7 +87,8 @@ static int fix_load(fixture *f, const char *path)
 static double relerr(const float *a, const float *b, size_t n)
 {
     double d = 0, r = 0;
-    for (size_t i = 0; i < n; i++) d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
+    for (size_t i = 0; i < n; i++)
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
     return r > 0 ? sqrt(d / r) : sqrt(d);
 }
 
@@ -324,10 +325,12 @@ static void test_threads_bitexact(void)
     CHECK_OK(gk_cpu_create(&b1, 1, &err), &err);
     CHECK_OK(gk_cpu_create(&b2, 2, &err), &err);
     for (int d = 0; d < 2; d++) {
-        run r1 = run_once(&f, b1, d ? 0.1f : 0.0f, 5, 3), r2 = run_once(&f, b2, d ? 0.1f : 0.0f, 5, 3);
+        run r1 = run_once(&f, b1, d ? 0.1f : 0.0f, 5, 3),
+            r2 = run_once(&f, b2, d ? 0.1f : 0.0f, 5, 3);
         CHECK(r1.grads && r2.grads);
         if (r1.grads && r2.grads) {
-            CHECKF(memcmp(&r1.loss, &r2.loss, 4) == 0, "dropout %d: loss %.9g vs %.9g", d, r1.loss, r2.loss);
+            CHECKF(memcmp(&r1.loss, &r2.loss, 4) == 0, "dropout %d: loss %.9g vs %.9g", d, r1.loss,
+                   r2.loss);
             CHECKF(memcmp(r1.grads, r2.grads, 4 * r1.ng) == 0, "dropout %d: grads differ", d);
             CHECKF(memcmp(r1.logits, r2.logits, 4 * r1.nl) == 0, "dropout %d: dlogits differ", d);
         }
@@ -357,7 +360,8 @@ static void test_dropout(void)
         CHECK(a.loss != z.loss);
         CHECKF(fabsf(z.loss - f.loss) < 1e-4, "no-dropout loss %.6f vs %.6f", z.loss, f.loss);
         double e = relerr(a.grads, r.grads, a.ng);
-        CHECKF(fabsf(a.loss - r.loss) < 1e-4 && e < 1e-5, "cpu vs ref with dropout: loss %.6f vs %.6f, grads relerr %.3g", a.loss, r.loss, e);
+        CHECKF(fabsf(a.loss - r.loss) < 1e-4 && e < 1e-5,
+               "cpu vs ref with dropout: loss %.6f vs %.6f, grads relerr %.3g", a.loss, r.loss, e);
     } else {
         CHECK(0);
     }
@@ -413,21 +417,35 @@ static void test_grad_accumulation(void)
  * call update reduce-scatters them. Rank 0 of 2 here, the other rank played by a comm that adds
  * zeros (and leaves the other shard's weights as they were), so both ways give the same bits. */
 static int zc_starts, zc_scatters;
-static int zc_sum(gk_comm *c, float *buf, size_t n, gk_err *e) { (void)c, (void)buf, (void)n, (void)e; return 0; }
-static int zc_start(gk_comm *c, float *buf, size_t n, gk_err *e) { zc_starts++; return zc_sum(c, buf, n, e); }
+static int zc_sum(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    (void)c, (void)buf, (void)n, (void)e;
+    return 0;
+}
+static int zc_start(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    zc_starts++;
+    return zc_sum(c, buf, n, e);
+}
 static int zc_wait(gk_comm *c, gk_err *e) { (void)c, (void)e; return 0; }
-static int zc_host(gk_comm *c, double *v, int n, gk_err *e) { (void)c, (void)v, (void)n, (void)e; return 0; }
+static int zc_host(gk_comm *c, double *v, int n, gk_err *e)
+{
+    (void)c, (void)v, (void)n, (void)e;
+    return 0;
+}
 static int zc_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
     (void)e;
     zc_scatters++;
-    if (out != in + (size_t)c->rank * count) memmove(out, in + (size_t)c->rank * count, count * sizeof *out);
+    if (out != in + (size_t)c->rank * count)
+        memmove(out, in + (size_t)c->rank * count, count * sizeof *out);
     return 0;
 }
 static int zc_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
     (void)e;
-    if (in != out + (size_t)c->rank * count) memmove(out + (size_t)c->rank * count, in, count * sizeof *out);
+    if (in != out + (size_t)c->rank * count)
+        memmove(out + (size_t)c->rank * count, in, count * sizeof *out);
     return 0;
 }
 
@@ -456,10 +474,11 @@ static void test_zero1_sums_in_backward(void)
         CHECK_OK(gk_gpt2_update(m[k], &h, f.lr, NULL, &err), &err);
         starts[k] = zc_starts, scatters[k] = zc_scatters;
     }
-    CHECKF(starts[0] == f.cfg.n_layer + 1 && scatters[0] == 0, "in the backward: %d sums started, %d "
-           "reduce-scatters", starts[0], scatters[0]);
-    CHECKF(starts[1] == 0 && scatters[1] == 1, "after it: %d sums started, %d reduce-scatters", starts[1],
-           scatters[1]);
+    CHECKF(starts[0] == f.cfg.n_layer + 1 && scatters[0] == 0,
+           "in the backward: %d sums started, %d reduce-scatters",
+           starts[0], scatters[0]);
+    CHECKF(starts[1] == 0 && scatters[1] == 1, "after it: %d sums started, %d reduce-scatters",
+           starts[1], scatters[1]);
     size_t differ = 0;
     for (int i = 0; m[0] && m[1] && i < gk_gpt2_n_params(m[0]); i++) {
         const gk_param *a = gk_gpt2_param(m[0], i), *b = gk_gpt2_param(m[1], i);
@@ -480,11 +499,13 @@ static void test_config_parse(void)
     gk_err e = {0};
     CHECK(gk_gpt2_config_parse("{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, \"block_size\": 16, "
                                "\"vocab_size\": 50, \"bias\": false}", "x", &c, &e) == 0);
-    CHECK(c.n_layer == 2 && c.n_head == 2 && c.n_embd == 8 && c.block_size == 16 && c.vocab_size == 50);
+    CHECK(c.n_layer == 2 && c.n_head == 2 && c.n_embd == 8 && c.block_size == 16 &&
+          c.vocab_size == 50);
     CHECK(c.bias == 0);
     CHECK(gk_gpt2_config_parse("{\"n_layer\": 4294967298, \"n_head\": 2, \"n_embd\": 8, "
                                "\"block_size\": 16, \"vocab_size\": 50}", "x", &c, &e) != 0);
-    CHECKF(strstr(e.msg, "x: model config: n_layer = 4294967298 is out of range") != NULL, "%s", e.msg);
+    CHECKF(strstr(e.msg, "x: model config: n_layer = 4294967298 is out of range") != NULL, "%s",
+           e.msg);
     CHECK(gk_gpt2_config_parse("{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, \"block_size\": 0, "
                                "\"vocab_size\": 50}", "x", &c, &e) != 0);
     CHECKF(strstr(e.msg, "block_size = 0 is out of range") != NULL, "%s", e.msg);

@@ -2,7 +2,8 @@
  * CPU backend's few-row gemm: the incremental logits of a prompt and several single-token steps
  * equal the full forward's logits at the same positions (batch 2, CPU and reference backends);
  * the op equals attention_fwd when it covers the whole sequence; gk_cpu_gemm_rows equals sgemm. On
- * cuda-emu (or $GPT_TEST_CUDA), the recorded and replayed one-row step (a CUDA graph) gives the same as unrecorded.
+ * cuda-emu (or $GPT_TEST_CUDA), the recorded and replayed one-row step (a CUDA graph) gives the
+ * same as unrecorded.
  * Errors are normalized: ||a - b|| / ||b|| per row, bounded by a small multiple of fp32 epsilon
  * times the depth of the sums (the two paths add in different orders).
  * Inference models (GK_GPT2_INFERENCE) give the training model's logits bit for bit and refuse
@@ -81,9 +82,10 @@ static void test_incremental_cpu(void)
 
 /* $GPT_TEST_CUDA (default cuda-emu): the one-row steps are recorded once and replayed (a CUDA
  * graph; the position is read from device memory by the replay), and give the full forward's
- * logits as the unrecorded steps do (cuda_no_graphs: GPT_CUDA_GRAPHS=0). A step whose recording a call breaks (a
- * sync inside a capture, as an op the device may not capture would) runs unrecorded instead,
- * with no error and a note saying why. Replays are counted through the backend's own table. */
+ * logits as the unrecorded steps do (cuda_no_graphs: GPT_CUDA_GRAPHS=0). A step whose recording a
+ * call breaks (a sync inside a capture, as an op the device may not capture would) runs unrecorded
+ * instead, with no error and a note saying why. Replays are counted through the backend's own
+ * table. */
 static const gk_ops *emu_ops;
 static int replays;
 static void counted_replay(gk_backend *be, void *rec)
@@ -91,8 +93,9 @@ static void counted_replay(gk_backend *be, void *rec)
     replays++;
     emu_ops->replay(be, rec);
 }
-static void syncing_encoder(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,
-                            const float *wpe, const int *t0, int B, int T, int C, float p, uint64_t key)
+static void syncing_encoder(gk_backend *be, void *out, const int *tokens, const void *wte,
+                            gk_elt tw, const float *wpe, const int *t0, int B, int T, int C,
+                            float p, uint64_t key)
 {
     emu_ops->sync(be); /* may not be captured: it would wait for work that is only recorded */
     emu_ops->encoder_fwd(be, out, tokens, wte, tw, wpe, t0, B, T, C, p, key);
@@ -118,7 +121,8 @@ static void test_incremental_recorded(void)
         replays = 0;
         check_incremental(be, 1, 1e-5);
         /* 12 one-row steps of batch 2 (positions 6..17), all replays of one recording */
-        CHECKF(replays == (mode == 0 ? 12 : 0), "mode %d: %d replays (%s)", mode, replays, be->note);
+        CHECKF(replays == (mode == 0 ? 12 : 0), "mode %d: %d replays (%s)", mode, replays,
+               be->note);
         CHECK(gk_backend_status(be, NULL) == 0);
         if (mode == 2)
             CHECKF(strstr(be->note, "CUDA graphs off") && strstr(be->note, "cudaStreamSynchronize"),
@@ -163,7 +167,8 @@ static void test_attention_op(void)
         be->ops->attention_fwd_at(be, part, qkv, NULL, B, T, &t0, n, C, NH);
         double worst = 0;
         for (int b = 0; b < B; b++) {
-            double r = rel_err(part + (size_t)b * n * C, want + ((size_t)b * T + t0) * C, (size_t)n * C);
+            double r =
+                rel_err(part + (size_t)b * n * C, want + ((size_t)b * T + t0) * C, (size_t)n * C);
             if (r > worst) worst = r;
         }
         CHECKF(worst < 1e-6, "%s: rows %d..: %.3e", be->ops->name, t0, worst);
@@ -230,7 +235,8 @@ static void test_inference_model(void)
     CHECK_OK(gk_gpt2_init(tr, 5, &e), &e);
     CHECK_OK(gk_gpt2_init(inf, 5, &e), &e);
     int tokens[B * T], targets[B * T];
-    for (int i = 0; i < B * T; i++) tokens[i] = (i * 37) % cfg.vocab_size, targets[i] = (i * 11) % cfg.vocab_size;
+    for (int i = 0; i < B * T; i++)
+        tokens[i] = (i * 37) % cfg.vocab_size, targets[i] = (i * 11) % cfg.vocab_size;
     float l1, l2;
     CHECK_OK(gk_gpt2_forward(tr, tokens, targets, B, T, &l1, &e), &e);
     gk_gpt2_set_training(inf, 1); /* ignored: no dropout */

@@ -36,7 +36,8 @@ static void test_f16_conversions(void)
             for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
                 float f = s ? -probes[i] : probes[i];
                 if (gk_f2f16(f) != gk_f32_to_f16(f)) {
-                    fprintf(stderr, "f32 %a: 0x%04x, common/io 0x%04x\n", f, gk_f2f16(f), gk_f32_to_f16(f));
+                    fprintf(stderr, "f32 %a: 0x%04x, common/io 0x%04x\n", f, gk_f2f16(f),
+                            gk_f32_to_f16(f));
                     bad++;
                 }
             }
@@ -75,7 +76,8 @@ static void test_f16_params(void)
     CHECK_OK(gk_gpt2_tensor_set(m, 0, GK_TENSOR_PARAM, x, &e), &e);
     CHECK_OK(gk_gpt2_tensor_get(m, 0, GK_TENSOR_PARAM, y, &e), &e);
     int bad = 0;
-    for (size_t i = 0; i < p->numel; i++) bad += !same_bits(y[i], gk_f16_to_f32(gk_f32_to_f16(x[i])));
+    for (size_t i = 0; i < p->numel; i++)
+        bad += !same_bits(y[i], gk_f16_to_f32(gk_f32_to_f16(x[i])));
     CHECK(bad == 0 && y[0] == 1.0f);
     int tok[3] = {1, 2, 3};
     CHECK_OK(gk_gpt2_forward_at(m, tok, 1, 0, 3, &e), &e);
@@ -93,7 +95,8 @@ static void test_f16_refused(void)
     gk_gpt2_mem mem;
     CHECK(gk_gpt2_mem_estimate(&cfg, GK_BF16, 1, 8, GK_GPT2_F16, &mem, &e) == GK_EUSAGE);
     CHECK(strstr(e.msg, "CPU backends only, cpu and ref") != NULL);
-    CHECK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_F16 | GK_GPT2_BF16, &mem, &e) == GK_EUSAGE);
+    CHECK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_F16 | GK_GPT2_BF16, &mem, &e) ==
+          GK_EUSAGE);
     /* fp16 weight matrices take half the bytes of fp32 ones */
     gk_gpt2_mem m32, m16;
     CHECK_OK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_INFERENCE, &m32, &e), &e);

@@ -37,7 +37,8 @@ static void test_q8_block(void)
     uint16_t d;
     memcpy(&d, q, 2);
     CHECK(d == gk_f2f16(2.0f / 127.0f));
-    CHECK((int8_t)q[2] == -127 && (int8_t)q[2 + 16] == 0 && (int8_t)q[2 + 31] == 119); /* 1.875*63.5 = 119.06 */
+    /* 1.875*63.5 = 119.06 */
+    CHECK((int8_t)q[2] == -127 && (int8_t)q[2 + 16] == 0 && (int8_t)q[2 + 31] == 119);
     CHECK((int8_t)q[2 + 17] == 8); /* 0.125 * 63.5 = 7.94 */
     float y[32];
     for (int i = 0; i < 32; i++) y[i] = gk_q8_get(q, (size_t)i);
@@ -143,7 +144,8 @@ static void test_q8_ops(void)
                         double bound = 0;
                         for (int b = 0; b < 3; b++)
                             for (int i = 0; i < 32; i++)
-                                bound += qa[b].d / 2 * fabs(gk_q8_get(Q, (size_t)j * K + b * 32 + i));
+                                bound +=
+                                    qa[b].d / 2 * fabs(gk_q8_get(Q, (size_t)j * K + b * 32 + i));
                         double diff = fabs((double)c1[r * N + j] - c2[r * N + j]);
                         bad += diff > 0.5 * bound + 1e-5;
                     }
@@ -160,7 +162,8 @@ static void test_q8_ops(void)
     }
     CHECK_OK(gk_backend_status(be, &e), &e);
     /* B not transposed is not a Q8 layout */
-    be->ops->gemm(be, 0, 0, 1, N, K, 1.0f, A, GK_F32, K, Q, GK_Q8, N, 0.0f, c1, GK_F32, N, NULL, NULL);
+    be->ops->gemm(be, 0, 0, 1, N, K, 1.0f, A, GK_F32, K, Q, GK_Q8, N, 0.0f, c1, GK_F32, N, NULL,
+                  NULL);
     CHECK(gk_backend_status(be, &e) == GK_EUSAGE);
     free(A);
     free(W);
@@ -196,7 +199,8 @@ static void test_q8_model_params(void)
         /* the Conv1D matrix [in, out] is kept [out, in]: set a known one, read it back */
         size_t n = p->numel, in = (size_t)p->shape[0], out = (size_t)p->shape[1];
         int tr = strcmp(p->name, "transformer.wte.weight") != 0;
-        float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *t = malloc(sizeof(float) * n);
+        float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n),
+              *t = malloc(sizeof(float) * n);
         uint8_t *q = malloc(n / 32 * 34);
         fill(x, n, 40 + (uint64_t)i);
         for (size_t a = 0; a < in; a++)
@@ -222,7 +226,8 @@ static void test_q8_model_params(void)
     CHECK_OK(gk_gpt2_forward_at(r, tok, 1, 0, 12, &e), &e);
     gk_gpt2_logits_host(m, 0, 12, Vp, a, NULL);
     gk_gpt2_logits_host(r, 0, 12, Vp, b, NULL);
-    CHECKF(rel_err(a, b, (size_t)12 * Vp) < 1e-5, "cpu vs ref: %.3e", rel_err(a, b, (size_t)12 * Vp));
+    CHECKF(rel_err(a, b, (size_t)12 * Vp) < 1e-5, "cpu vs ref: %.3e",
+           rel_err(a, b, (size_t)12 * Vp));
     free(a);
     free(b);
 out:
@@ -251,7 +256,8 @@ static void test_q8_refused(void)
     CHECK(strstr(e.msg, "n_embd 48") != NULL);
     cfg.n_embd = 64;
     CHECK(gk_gpt2_mem_estimate(&cfg, GK_BF16, 1, 8, GK_GPT2_Q8, &mem, &e) == GK_EUSAGE);
-    CHECK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_Q8 | GK_GPT2_F16, &mem, &e) == GK_EUSAGE);
+    CHECK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_Q8 | GK_GPT2_F16, &mem, &e) ==
+          GK_EUSAGE);
     gk_gpt2_mem m32, m8;
     CHECK_OK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_INFERENCE, &m32, &e), &e);
     CHECK_OK(gk_gpt2_mem_estimate(&cfg, GK_F32, 1, 8, GK_GPT2_Q8, &m8, &e), &e);

@@ -47,7 +47,8 @@ static void fresh_root(void)
     }
     snprintf(root, sizeof root, "/tmp/gk_test_mem_XXXXXX");
     if (!mkdtemp(root)) root[0] = '\0';
-    put("proc/meminfo", "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:   8000000 kB\n");
+    put("proc/meminfo",
+        "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:   8000000 kB\n");
     put("proc/self/statm", "25000 1000 500 10 0 2000 0\n"); /* 25000 pages of address space */
 }
 
@@ -181,7 +182,9 @@ static void test_estimate_by_hand(void)
     CHECKF(m.activations == 34560 + 2 * (16704 - 4096) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
            m.activations);
     /* and the LayerNorm outputs: each other layer keeps neither ln1 nor ln2 (2 x 1024 bytes) */
-    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN, &m, &e), &e);
+    CHECK_OK(gk_gpt2_mem_estimate(&c, GK_F32, 2, 8, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN, &m,
+                                  &e),
+             &e);
     CHECKF(m.activations == 34560 + 2 * (16704 - 4096 - 2048) + GK_GPT2_MEM_SCRATCH + 128, "%zu",
            m.activations);
     c.n_layer = 1;
@@ -274,7 +277,8 @@ static void test_zero1_memory(void)
            est.total - host - est.optimizer, allocated);
     /* before set_comm the moments are nowhere: using them is refused, naming the order */
     gk_adamw h = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f};
-    CHECK(gk_gpt2_update(m, &h, 1e-3f, NULL, &e) == GK_EUSAGE && strstr(e.msg, "gk_gpt2_set_comm first"));
+    CHECK(gk_gpt2_update(m, &h, 1e-3f, NULL, &e) == GK_EUSAGE &&
+          strstr(e.msg, "gk_gpt2_set_comm first"));
     CHECK(gk_gpt2_tensor_get(m, 0, GK_TENSOR_ADAM_M, &(float){0}, &e) == GK_EUSAGE &&
           strstr(e.msg, "not allocated yet"));
     allocated = 0;
@@ -296,7 +300,8 @@ static void test_zero1_memory(void)
     CHECK(gk_gpt2_tensor_get(m, 0, GK_TENSOR_ADAM_V, &(float){0}, &e) == GK_EUSAGE);
     allocated = 0;
     CHECK_OK(gk_gpt2_moments_gather(m, 1, &e), &e);
-    CHECKF(allocated == 2 * ((size_t)1 << 20) * sizeof(float), "gather's device buffer: %zu", allocated);
+    CHECKF(allocated == 2 * ((size_t)1 << 20) * sizeof(float), "gather's device buffer: %zu",
+           allocated);
     size_t wrong = 0;
     for (int i = 0; i < gk_gpt2_n_params(m); i++) {
         const gk_param *p = gk_gpt2_param(m, i);
@@ -336,14 +341,17 @@ static void test_check_message(void)
     CHECK_OK(gk_gpt2_mem_check(be, &need, 0, NULL, "x", &e), &e);
     /* host memory: the host-side extra adds to the device's need */
     be->props.host_memory = 1;
-    fake_gpu_free = 1700000000; /* (the host's own limits may lower it further: then they are named) */
+    /* (the host's own limits may lower it further: then they are named) */
+    fake_gpu_free = 1700000000;
     gk_host_mem h;
     gk_host_mem_read(&h);
     int rc = gk_gpt2_mem_check(be, &need, 200000000, "checkpoint copy", "x", &e);
     CHECK(rc == GK_ENOMEM);
     if (h.avail > fake_gpu_free)
-        CHECKF(strstr(e.msg, "need 1.8 GB (") && strstr(e.msg, ", checkpoint copy 200.0 MB) but 1.7 GB "
-                                                      "are available on cuda (Fake GPU, bf16): x"), "%s", e.msg);
+        CHECKF(strstr(e.msg, "need 1.8 GB (") &&
+                   strstr(e.msg, ", checkpoint copy 200.0 MB) but 1.7 GB are "
+                                 "available on cuda (Fake GPU, bf16): x"),
+               "%s", e.msg);
     else
         CHECKF(strstr(e.msg, h.bound) != NULL, "%s", e.msg);
     gk_backend_free(be);

@@ -3,9 +3,10 @@
  * forked before anything is opened. Rank 0 hosts the rendezvous store and hands its port to the
  * others through pipes; every rank opens device $GPT_TEST_CUDA (default cuda-emu) and its comm
  * through the store (gk_comm_open, as gpt-train does: the communicator's id travels there) and
- * moves data only through the ops interface. With GPT_TEST_CUDA=cuda (a real GPU, and real NCCL) only the
- * one-rank cases run: the lent machines have one GPU, and NCCL takes one rank per GPU. Sums (one at a time, and started then waited for) are compared bit for bit with
- * the sum in rank order (the emulator's order).
+ * moves data only through the ops interface. With GPT_TEST_CUDA=cuda (a real GPU, and real NCCL)
+ * only the one-rank cases run: the lent machines have one GPU, and NCCL takes one rank per GPU.
+ * Sums (one at a time, and started then waited for) are compared bit for bit with the sum in rank
+ * order (the emulator's order).
  * Failures: a rank SIGKILLed before a collective, a rank that stops calling (the timeout), a rank
  * that never joins, ranks that disagree on a collective: the others get GK_EIO in bounded time.
  * A child's exit status carries its checks (0 passed, 1 failed, 77 no backend library: skip). */
@@ -76,7 +77,8 @@ static void rank_main(int rank, int world, int fds[][2], void (*fn)(rank_ctx *))
         for (int q = 1; q < world; q++)
             CHECK(write(fds[q][1], &port, sizeof port) == sizeof port);
     } else {
-        CHECKF(read(fds[rank][0], &port, sizeof port) == sizeof port && port > 0, "rank %d got no port", rank);
+        CHECKF(read(fds[rank][0], &port, sizeof port) == sizeof port && port > 0,
+               "rank %d got no port", rank);
         if (port > 0) CHECK_OK(gk_store_open(&r.store, "127.0.0.1", port, 0, rank, 20, &e), &e);
     }
     for (int q = 1; q < world; q++)
@@ -121,13 +123,15 @@ static int run_ranks(int world, void (*fn)(rank_ctx *), int *status)
     return skip;
 }
 
-#define CHECK_EXITED_OK(st, q) CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status %d", q, st)
+#define CHECK_EXITED_OK(st, q) \
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status %d", q, st)
 
 /* ---- the collectives ---- */
 
 static float value(int rank, size_t i, int salt)
 {
-    return sinf((float)i * 0.37f + (float)rank * 1.3f + (float)salt) * (float)(1 + rank) + 1e-3f * (float)i;
+    return sinf((float)i * 0.37f + (float)rank * 1.3f + (float)salt) * (float)(1 + rank) +
+           1e-3f * (float)i;
 }
 
 /* dev (n floats) = host x */
@@ -156,7 +160,8 @@ static void check_allreduce(rank_ctx *r, gk_comm *c)
 
     double v[3] = {r->rank + 0.25, 1e15 * (r->rank + 1), -r->rank}, w = r->world;
     CHECK_OK(c->ops->allreduce_host(c, v, 3, &e), &e);
-    CHECKF(v[0] == w * (w - 1) / 2 + 0.25 * w && v[1] == 1e15 * w * (w + 1) / 2 && v[2] == -w * (w - 1) / 2,
+    CHECKF(v[0] == w * (w - 1) / 2 + 0.25 * w && v[1] == 1e15 * w * (w + 1) / 2 &&
+               v[2] == -w * (w - 1) / 2,
            "rank %d: %g %g %g", r->rank, v[0], v[1], v[2]);
 }
 
@@ -228,7 +233,8 @@ static void check_broadcast(rank_ctx *r, gk_comm *c)
     gk_err e = {0};
     unsigned char buf[37], want[37];
     int root = r->world - 1;
-    for (int i = 0; i < 37; i++) want[i] = (unsigned char)(i * 11 + 3), buf[i] = r->rank == root ? want[i] : 0;
+    for (int i = 0; i < 37; i++)
+        want[i] = (unsigned char)(i * 11 + 3), buf[i] = r->rank == root ? want[i] : 0;
     unsigned char *d = r->be->ops->alloc(r->be, sizeof buf);
     r->be->ops->to_device(r->be, d, buf, sizeof buf);
     CHECK_OK(c->ops->broadcast(c, d, sizeof buf, root, &e), &e);
@@ -251,7 +257,8 @@ static void check_bf16(rank_ctx *r, gk_comm *c)
     for (size_t i = 0; i < N; i++) {
         x[i] = value(r->rank, i, 4);
         want[i] = bf16_round(value(0, i, 4));
-        for (int q = 1; q < r->world; q++) want[i] = bf16_round(want[i] + bf16_round(value(q, i, 4)));
+        for (int q = 1; q < r->world; q++)
+            want[i] = bf16_round(want[i] + bf16_round(value(q, i, 4)));
     }
     c->sum_type = GK_BF16;
     float *d = to_dev(r, x, N), *h = to_dev(r, &hand, 1);
@@ -261,8 +268,10 @@ static void check_bf16(rank_ctx *r, gk_comm *c)
     CHECK_OK(c->ops->allreduce(c, h, 1, &e), &e);
     r->be->ops->to_host(r->be, got, d, sizeof got);
     r->be->ops->to_host(r->be, &hand, h, sizeof hand);
-    CHECKF(memcmp(got, want, sizeof got) == 0 && hand == 256.0f, "rank %d: %g vs %g, %g", r->rank, got[7], want[7], hand);
-    float *d_in = to_dev(r, x, (size_t)r->world * 7), *d_out = r->be->ops->alloc(r->be, 7 * sizeof(float));
+    CHECKF(memcmp(got, want, sizeof got) == 0 && hand == 256.0f, "rank %d: %g vs %g, %g", r->rank,
+           got[7], want[7], hand);
+    float *d_in = to_dev(r, x, (size_t)r->world * 7),
+          *d_out = r->be->ops->alloc(r->be, 7 * sizeof(float));
     CHECK_OK(c->ops->reduce_scatter(c, d_in, d_out, 7, &e), &e);
     r->be->ops->to_host(r->be, got, d_out, 7 * sizeof(float));
     CHECK(memcmp(got, want + (size_t)r->rank * 7, 7 * sizeof(float)) == 0);
@@ -314,12 +323,16 @@ static void killed(rank_ctx *r)
     double t0 = now_s();
     CHECK(c->ops->allreduce(c, d, 64, &e) == GK_EIO);
     CHECKF(now_s() - t0 < 10, "%.1f s", now_s() - t0);
-    CHECKF(strstr(e.msg, "nccl allreduce: remote process exited or there was a network error: rank ") == e.msg,
+    CHECKF(strstr(e.msg,
+                  "nccl allreduce: remote process exited or there was a network error: rank ") ==
+               e.msg,
            "%s", e.msg);
-    CHECKF(strstr(e.msg, r->rank == 0 ? "rank 1 closed its connection" : "rank 0 closed its connection"), "%s",
-           e.msg);
+    CHECKF(strstr(e.msg,
+                  r->rank == 0 ? "rank 1 closed its connection" : "rank 0 closed its connection"),
+           "%s", e.msg);
     CHECK(c->ops->barrier(c, &e) == GK_EIO);
-    CHECKF(strstr(e.msg, "nccl barrier: the communicator failed earlier: nccl allreduce: "), "%s", e.msg);
+    CHECKF(strstr(e.msg, "nccl barrier: the communicator failed earlier: nccl allreduce: "), "%s",
+           e.msg);
     CHECK(c->ops->allreduce_start(c, d, 64, &e) == GK_EIO);
     CHECK(c->ops->allreduce_wait(c, &e) == GK_EIO);
     CHECKF(strstr(e.msg, "nccl allreduce: remote process exited") == e.msg, "%s", e.msg);
@@ -348,14 +361,17 @@ static void silent(rank_ctx *r)
     if (r->rank == 1) {
         pause_s(2.5);
         CHECK(c->ops->barrier(c, &e) == GK_EIO);
-        CHECKF(strstr(e.msg, "nccl barrier: remote process exited or there was a network error"), "%s", e.msg);
+        CHECKF(strstr(e.msg, "nccl barrier: remote process exited or there was a network error"),
+               "%s", e.msg);
     } else {
         double t0 = now_s();
         CHECK(c->ops->allreduce_host(c, (double[]){1}, 1, &e) == GK_EIO);
         double t = now_s() - t0;
         CHECKF(t >= 1 && t < 2.4, "%.2f s", t);
-        CHECKF(strcmp(e.msg, "nccl allreduce_host: not done within 1 s (a rank died or stopped calling "
-                             "collectives)") == 0, "%s", e.msg);
+        CHECKF(strcmp(e.msg,
+                      "nccl allreduce_host: not done within 1 s (a "
+                      "rank died or stopped calling collectives)") == 0,
+               "%s", e.msg);
     }
     gk_comm_close(c);
 }
@@ -373,7 +389,8 @@ static void absent(rank_ctx *r)
     CHECK(open_comm(r, 0.5, &c, &e) == GK_EIO);
     CHECK(c == NULL);
     CHECKF(now_s() - t0 < 1.4, "%.2f s", now_s() - t0);
-    CHECKF(strcmp(e.msg, "nccl init: rank 0 of 2: not every rank joined within 0.5 s") == 0, "%s", e.msg);
+    CHECKF(strcmp(e.msg, "nccl init: rank 0 of 2: not every rank joined within 0.5 s") == 0, "%s",
+           e.msg);
 }
 
 /* The ranks call allreduce with different counts. */
@@ -387,7 +404,9 @@ static void mismatch(rank_ctx *r)
     CHECK(c->ops->allreduce(c, d, r->rank ? 12 : 10, &e) == GK_EIO);
     if (r->rank == 0)
         CHECKF(strstr(e.msg, "nccl allreduce: invalid usage") == e.msg &&
-               strstr(e.msg, "rank 1 called allreduce of 12 (type 7, root 0), rank 0 allreduce of 10"), "%s", e.msg);
+                   strstr(e.msg,
+                          "rank 1 called allreduce of 12 (type 7, root 0), rank 0 allreduce of 10"),
+               "%s", e.msg);
     else
         CHECKF(strstr(e.msg, "rank 0 closed its connection"), "%s", e.msg);
     r->be->ops->free(r->be, d);
@@ -417,9 +436,14 @@ static void ordinal(rank_ctx *r)
     gk_backend *be = NULL;
     char what[128];
     CHECK(r->be->ops->comm_open != NULL && r->be->ops->comm_open != gk_comm_gloo_open);
-    gk_backend_opts o = {.device = "cuda-emu", .threads = 1, .bf16 = 0, .gpu = 2, .attention = GK_ATTN_AUTO};
+    gk_backend_opts o = {.device = "cuda-emu",
+                         .threads = 1,
+                         .bf16 = 0,
+                         .gpu = 2,
+                         .attention = GK_ATTN_AUTO};
     CHECK_OK(gk_backend_open(&be, &o, &e), &e);
-    CHECKF(be && strstr(gk_backend_describe(be, what, sizeof what), "cuda-emu (GPU 2: "), "%s", what);
+    CHECKF(be && strstr(gk_backend_describe(be, what, sizeof what), "cuda-emu (GPU 2: "), "%s",
+           what);
     gk_backend_free(be);
     o.gpu = -1;
     CHECK(gk_backend_open(&be, &o, &e) == GK_ENOTFOUND);
@@ -437,7 +461,8 @@ static void ordinal(rank_ctx *r)
     unsigned char bad[100] = {0};
     CHECK_OK(gk_store_set(r->store, "nccl/1/id", bad, sizeof bad, &e), &e);
     CHECK(gk_comm_open(r->be, r->store, 1, 2, 1, NULL, &c, &e) == GK_EUSAGE);
-    CHECKF(strcmp(e.msg, "nccl init: the id at nccl/1/id has 100 bytes, not 128") == 0, "%s", e.msg);
+    CHECKF(strcmp(e.msg, "nccl init: the id at nccl/1/id has 100 bytes, not 128") == 0, "%s",
+           e.msg);
     CHECK(c == NULL);
 }
 

@@ -54,8 +54,8 @@ static void run_gemm_q8(gk_backend *be, void *const p[], const gk_elt t[], const
 {
     (void)t;
     int M = c->ip[0], N = c->ip[1], K = c->ip[2];
-    be->ops->gemm(be, 0, 1, M, N, K, 1.0f, p[0], GK_F32, K, p[1], GK_Q8, K, 0.0f, p[2], GK_F32, N, NULL,
-                  NULL);
+    be->ops->gemm(be, 0, 1, M, N, K, 1.0f, p[0], GK_F32, K, p[1], GK_Q8, K, 0.0f, p[2], GK_F32, N,
+                  NULL, NULL);
 }
 
 /* The ops with scratch (bias_bwd, layernorm_bwd, attention_fwd, _bwd and _fwd_at, gemm with
@@ -105,8 +105,8 @@ static void test_unreserved(void)
     static const struct { gk_elt wt; int tb; } w16[] = {{GK_BF16, 0}, {GK_BF16, 1}, {GK_F16, 1}};
     int M = 20, Nn = 300, K = 72;
     for (int k = 0; k < 3; k++) {
-        c = new_case(run_gemm, 0, "gemm N%c M%d N%d K%d %s weights", w16[k].tb ? 'T' : 'N', M, Nn, K,
-                     w16[k].wt == GK_BF16 ? "bf16" : "f16");
+        c = new_case(run_gemm, 0, "gemm N%c M%d N%d K%d %s weights", w16[k].tb ? 'T' : 'N', M, Nn,
+                     K, w16[k].wt == GK_BF16 ? "bf16" : "f16");
         c->wt = w16[k].wt;
         add(c, B_ACT, R_IN, (size_t)M * K, 1, 0);
         add(c, B_WT, R_IN, (size_t)Nn * K, 1, 0);
@@ -140,10 +140,10 @@ static void test_unreserved(void)
 int main(int argc, char **argv)
 {
     static const ops_test tests[] = {
-        OPS_TEST(test_cast),      OPS_TEST(test_gemm),    OPS_TEST(test_elementwise), OPS_TEST(test_layernorm),
-        OPS_TEST(test_encoder),   OPS_TEST(test_xent),    OPS_TEST_ATTN(test_attention), OPS_TEST(test_attention_at),
-        OPS_TEST(test_optimizer), OPS_TEST(test_multi), OPS_TEST_FUSED(test_gemm_bwd),
-        OPS_TEST(test_unreserved),
+        OPS_TEST(test_cast),           OPS_TEST(test_gemm),           OPS_TEST(test_elementwise),
+        OPS_TEST(test_layernorm),      OPS_TEST(test_encoder),        OPS_TEST(test_xent),
+        OPS_TEST_ATTN(test_attention), OPS_TEST(test_attention_at),   OPS_TEST(test_optimizer),
+        OPS_TEST(test_multi),          OPS_TEST_FUSED(test_gemm_bwd), OPS_TEST(test_unreserved),
     };
     return ops_main(argc, argv, tests, (int)(sizeof tests / sizeof *tests));
 }

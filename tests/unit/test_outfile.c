@@ -170,7 +170,8 @@ static void test_symlink_followed(void)
     gk_err e = {0};
     CHECK(symlink("nodir/x.bin", tmp("bad.txt")) == 0);
     CHECK(gk_outfile_check(tmp("bad.txt"), &e) == GK_ENOTFOUND);
-    CHECKF(strstr(e.msg, "bad.txt: directory ") && strstr(e.msg, "/nodir does not exist"), "%s", e.msg);
+    CHECKF(strstr(e.msg, "bad.txt: directory ") && strstr(e.msg, "/nodir does not exist"), "%s",
+           e.msg);
     CHECK(symlink("loop.txt", tmp("loop.txt")) == 0);
     CHECK(gk_outfile_open(&o, tmp("loop.txt"), &e) != 0);
     CHECKF(strstr(e.msg, "loop.txt: Too many levels of symbolic links") != NULL, "%s", e.msg);
@@ -220,8 +221,8 @@ static void test_socket_refused(void)
     gk_err e = {0};
     CHECK(gk_outfile_check(tmp("s"), &e) == GK_EIO);
     CHECK(gk_outfile_open(&o, tmp("s"), &e) == GK_EIO);
-    CHECKF(strstr(e.msg, "/s: is a socket: give a file, a character device or a FIFO") != NULL, "%s",
-           e.msg);
+    CHECKF(strstr(e.msg, "/s: is a socket: give a file, a character device or a FIFO") != NULL,
+           "%s", e.msg);
     struct stat st;
     CHECK(lstat(tmp("s"), &st) == 0 && S_ISSOCK(st.st_mode) && count_entries() == 1);
     if (fd >= 0)
@@ -260,8 +261,8 @@ static void test_devices_written_in_place(void)
             rc = gk_outfile_commit(&o, &e);
         else
             gk_outfile_abort(&o);
-        CHECKF(rc == GK_EIO && strcmp(e.msg, "/dev/full: No space left on device") == 0, "%d %s", rc,
-               e.msg);
+        CHECKF(rc == GK_EIO && strcmp(e.msg, "/dev/full: No space left on device") == 0, "%d %s",
+               rc, e.msg);
     }
     CHECK(lstat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == null0.st_rdev);
     CHECK(lstat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == full0.st_rdev);

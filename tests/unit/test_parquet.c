@@ -72,8 +72,8 @@ static void check_rows(const char *name, json_t *want, json_t *all)
     int rc = gk_parquet_open(&p, path, NULL, &e);
     CHECKF(rc == 0, "%s: %s", name, e.msg);
     if (rc) return;
-    CHECKF(strcmp(gk_parquet_column(p), json_string_value(json_object_get(want, "column"))) == 0, "%s: chose %s",
-           name, gk_parquet_column(p));
+    CHECKF(strcmp(gk_parquet_column(p), json_string_value(json_object_get(want, "column"))) == 0,
+           "%s: chose %s", name, gk_parquet_column(p));
     CHECK(gk_parquet_rows(p) == json_integer_value(json_object_get(want, "rows_in_file")));
     json_t *rows = json_object_get(want, "rows"), *of = json_object_get(want, "rows_of");
     if (of) rows = json_object_get(json_object_get(all, json_string_value(of)), "rows");
@@ -87,12 +87,13 @@ static void check_rows(const char *name, json_t *want, json_t *all)
         if (rc || !more) break;
         json_t *w = json_array_get(rows, i);
         CHECKF(w && json_string_length(w) == len && memcmp(json_string_value(w), s, len) == 0,
-               "%s: row %zu is '%.*s', pyarrow read '%s'", name, i, (int)len, s, w ? json_string_value(w) : "(none)");
+               "%s: row %zu is '%.*s', pyarrow read '%s'", name, i, (int)len, s,
+               w ? json_string_value(w) : "(none)");
         i++;
     }
     CHECKF(i == json_array_size(rows), "%s: %zu rows, pyarrow %zu", name, i, json_array_size(rows));
-    CHECKF(gk_parquet_nulls(p) == json_integer_value(json_object_get(want, "nulls")), "%s: %lld nulls", name,
-           gk_parquet_nulls(p));
+    CHECKF(gk_parquet_nulls(p) == json_integer_value(json_object_get(want, "nulls")),
+           "%s: %lld nulls", name, gk_parquet_nulls(p));
     CHECK(gk_parquet_position(p) == gk_parquet_file_size(p));
     more = 1;
     CHECK(gk_parquet_next(p, &s, &len, &more, &e) == 0 && more == 0); /* the end stays the end */
@@ -107,7 +108,8 @@ static void check_error(const char *name, const char *piece)
     long long rows;
     int rc = read_all(path, NULL, &rows, &e);
     CHECKF(rc != 0, "%s: read %lld rows, no error", name, rows);
-    CHECKF(strstr(e.msg, piece) && strncmp(e.msg, path, strlen(path)) == 0, "%s: '%s' lacks '%s'", name, e.msg, piece);
+    CHECKF(strstr(e.msg, piece) && strncmp(e.msg, path, strlen(path)) == 0, "%s: '%s' lacks '%s'",
+           name, e.msg, piece);
 }
 
 /* Every fixture, as pyarrow read it (or with the error it must give). */
@@ -133,23 +135,30 @@ static void expect_msg(const char *file, const char *column, int code, const cha
     gk_err e = {0};
     gk_parquet *p = NULL;
     int rc = gk_parquet_open(&p, file, column, &e);
-    CHECKF(rc == code && strstr(e.msg, piece) && strstr(e.msg, file), "%s [%s]: %d '%s', want %d '%s'", file,
-           column ? column : "default", rc, e.msg, code, piece);
+    CHECKF(rc == code && strstr(e.msg, piece) && strstr(e.msg, file),
+           "%s [%s]: %d '%s', want %d '%s'", file, column ? column : "default", rc, e.msg, code,
+           piece);
     gk_parquet_close(p);
 }
 
 static void test_column_choice(void)
 {
-    expect_msg(DIR "none_v1_dict.parquet", "id", GK_EFORMAT, "column 'id' is INT64, not a string column");
-    expect_msg(DIR "none_v1_dict.parquet", "txt", GK_EFORMAT, "no column 'txt'; its columns: id (INT64), text (BYTE_ARRAY)");
-    expect_msg(DIR "nested.parquet", "tags.list.element", GK_EFORMAT, "'tags.list.element' is repeated");
+    expect_msg(DIR "none_v1_dict.parquet", "id", GK_EFORMAT,
+               "column 'id' is INT64, not a string column");
+    expect_msg(DIR "none_v1_dict.parquet", "txt", GK_EFORMAT,
+               "no column 'txt'; its columns: id (INT64), text (BYTE_ARRAY)");
+    expect_msg(DIR "nested.parquet", "tags.list.element", GK_EFORMAT,
+               "'tags.list.element' is repeated");
     expect_msg(DIR "nested.parquet", "meta.n", GK_EFORMAT, "'meta.n' is INT32");
     expect_msg(DIR "nested.parquet", "meta", GK_EFORMAT, "meta.text (BYTE_ARRAY), meta.n (INT32), "
                "tags.list.element (BYTE_ARRAY, repeated), score (DOUBLE)");
-    expect_msg(DIR "ambiguous.parquet", "a.b", GK_EFORMAT, "column name 'a.b' is ambiguous (2 columns have it); "
-               "its columns: a.b (BYTE_ARRAY), a.b (BYTE_ARRAY), text (BYTE_ARRAY)");
-    expect_msg(DIR "two_strings.parquet", NULL, GK_EFORMAT, "no column 'text' and 2 string columns");
-    expect_msg(DIR "numbers.parquet", NULL, GK_EFORMAT, "no string column; its columns: n (INT64), x (DOUBLE)");
+    expect_msg(DIR "ambiguous.parquet", "a.b", GK_EFORMAT,
+               "column name 'a.b' is ambiguous (2 columns have it); its columns: a.b (BYTE_ARRAY), "
+               "a.b (BYTE_ARRAY), text (BYTE_ARRAY)");
+    expect_msg(DIR "two_strings.parquet", NULL, GK_EFORMAT,
+               "no column 'text' and 2 string columns");
+    expect_msg(DIR "numbers.parquet", NULL, GK_EFORMAT,
+               "no string column; its columns: n (INT64), x (DOUBLE)");
     expect_msg(DIR "text_int.parquet", NULL, GK_EFORMAT, "column 'text' is INT32");
     expect_msg(DIR "missing.parquet", NULL, GK_ENOTFOUND, "missing.parquet");
     expect_msg(DIR "expected.json", NULL, GK_EFORMAT, "not a Parquet file");
@@ -160,7 +169,8 @@ static void test_column_choice(void)
     CHECK(rows == 8);
     CHECK_OK(read_all(DIR "text_int.parquet", "s", &rows, &e), &e);
     CHECK(rows == 4);
-    CHECK(gk_parquet_magic("PAR1xx", 6) && !gk_parquet_magic("PAR", 3) && !gk_parquet_magic("PAR2", 4));
+    CHECK(gk_parquet_magic("PAR1xx", 6) && !gk_parquet_magic("PAR", 3) &&
+          !gk_parquet_magic("PAR2", 4));
 }
 
 /* The hybrid by hand (parquet-format's Encodings.md): 0..7 bit-packed at width 3, then a run
@@ -174,7 +184,8 @@ static void test_rle_hybrid(void)
     for (uint32_t i = 0; i < 8; i++) CHECK(pq_rle_next(&r, &v) == 0 && v == i);
     for (int i = 0; i < 5; i++) CHECK(pq_rle_next(&r, &v) == 0 && v == 7);
     CHECK(pq_rle_next(&r, &v) == -1);
-    const uint8_t w[] = {0x02, 0x34, 0x12, 0x05, 0xff}; /* width 16: one 0x1234; 2 groups of 8 in 1 byte */
+    /* width 16: one 0x1234; 2 groups of 8 in 1 byte */
+    const uint8_t w[] = {0x02, 0x34, 0x12, 0x05, 0xff};
     pq_rle_init(&r, w, sizeof w, 16);
     CHECK(pq_rle_next(&r, &v) == 0 && v == 0x1234);
     CHECK(pq_rle_next(&r, &v) == -1);
@@ -204,7 +215,8 @@ static void test_lz4_hadoop(void)
     memset(out, 0, N);
     CHECK_OK(pq_decompress(&c, (uint8_t *)framed, (size_t)bare, (uint8_t *)out, N, &e), &e);
     CHECK(memcmp(out, text, N) == 0);
-    CHECK(pq_decompress(&c, (uint8_t *)framed, (size_t)bare, (uint8_t *)out, N - 1, &e) == GK_EFORMAT);
+    CHECK(pq_decompress(&c, (uint8_t *)framed, (size_t)bare, (uint8_t *)out, N - 1, &e) ==
+          GK_EFORMAT);
     CHECKF(strstr(e.msg, "LZ4 page does not uncompress to its 5999 bytes"), "%s", e.msg);
     pq_cursor_free(&c);
 }
@@ -220,7 +232,9 @@ static void test_chunk_limit(void)
     size_t len;
     int more;
     CHECK(gk_parquet_next(p, &s, &len, &more, &e) == GK_EFORMAT);
-    CHECKF(strstr(e.msg, "row group 1 of 3: the column chunk is") && strstr(e.msg, "over the limit of 100"), "%s", e.msg);
+    CHECKF(strstr(e.msg, "row group 1 of 3: the column chunk is") &&
+               strstr(e.msg, "over the limit of 100"),
+           "%s", e.msg);
     CHECK(gk_parquet_next(p, &s, &len, &more, &e) != 0 && more == 0);
     gk_parquet_close(p);
 }
@@ -273,7 +287,8 @@ static void flips(const char *name, int footer_only)
                 CHECKF(0, "%s byte %zu: '%s' does not name the file", name, i, e.msg);
         }
     }
-    CHECKF(errors > (int)(n - from) / 2, "%s: only %d of %zu flips found", name, errors, 2 * (n - from));
+    CHECKF(errors > (int)(n - from) / 2, "%s: only %d of %zu flips found", name, errors,
+           2 * (n - from));
     free(b);
 }
 

@@ -3,8 +3,8 @@
  * against the reference by test_ops and test_ops_fused, on ops_harness.h).
  *
  * Finite differences: the truncation error of a step h is estimated from the steps h and 2h
- * (|fd(h) - fd(2h)| bounds it: the error is O(h^2)), and the rounding error is u * sum|dout*out| / h
- * (u = 2^-24, the forward's outputs are float); the check allows twice their sum. */
+ * (|fd(h) - fd(2h)| bounds it: the error is O(h^2)), and the rounding error is u * sum|dout*out| /
+ * h (u = 2^-24, the forward's outputs are float); the check allows twice their sum. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,7 +56,9 @@ static void fwd(fdctx *x, float *out)
     }
     case FD_ATTN: o->attention_fwd(ref, out, tmp, x->a, x->B, x->T, x->C, x->NH, x->p, 3); break;
     case FD_XENT: o->xent_fwd(ref, out, tmp, x->a, x->tok, x->N, x->V, x->V); break;
-    case FD_ENC: o->encoder_fwd(ref, out, x->tok, x->a, F32, x->b, NULL, x->B, x->T, x->C, x->p, 4); break;
+    case FD_ENC:
+        o->encoder_fwd(ref, out, x->tok, x->a, F32, x->b, NULL, x->B, x->T, x->C, x->p, 4);
+        break;
     case FD_GEMM:
         o->gemm(ref, 0, 0, x->N, x->C, x->T, 1.0f, x->a, F32, x->T, x->b, F32, x->C, 0.0f, out, F32,
                 x->C, NULL, NULL);
@@ -83,8 +85,8 @@ static double lossf(fdctx *x, const float *r, float *out, size_t nout, double *a
 }
 
 /* Checks g (the analytic dL/dv) at 8 coordinates of v, an input of x, by central differences. */
-static void fd_check(const char *what, fdctx *x, float *v, size_t nv, const float *g, const float *r,
-                     size_t nout)
+static void fd_check(const char *what, fdctx *x, float *v, size_t nv, const float *g,
+                     const float *r, size_t nout)
 {
     float *out = malloc(sizeof(float) * nout);
     for (int k = 0; k < 8; k++) {
@@ -103,8 +105,9 @@ static void fd_check(const char *what, fdctx *x, float *v, size_t nv, const floa
         v[j] = v0;
         double h = 1e-2 * fmax(1.0, fabs(v0));
         double tol = 2 * (fabs(fdh[0] - fdh[1]) + U * A / h);
-        CHECKF(fabs(g[j] - fdh[0]) <= tol, "%s[%zu]: analytic %.7g, finite difference %.7g (tol %.2g)",
-               what, j, g[j], fdh[0], tol);
+        CHECKF(fabs(g[j] - fdh[0]) <= tol,
+               "%s[%zu]: analytic %.7g, finite difference %.7g (tol %.2g)", what, j, g[j], fdh[0],
+               tol);
     }
     free(out);
     seed++;
@@ -154,7 +157,8 @@ static void test_fd_gelu_gemm_resid(void)
     /* its layernorm: d res = layernorm_bwd(r) at the residual, d x = dropout_bwd of that */
     z.op = FD_RESLN;
     float res[32], ln[32], mean[4], rstd[4], dres[32] = {0}, dlw[8] = {0}, dlb[8] = {0};
-    ref->ops->residual_layernorm_fwd(ref, res, ln, mean, rstd, z.a, z.b, z.c, 0.3f, 6, z.lw, z.lb, 4, 8);
+    ref->ops->residual_layernorm_fwd(ref, res, ln, mean, rstd, z.a, z.b, z.c, 0.3f, 6, z.lw, z.lb,
+                                     4, 8);
     ref->ops->layernorm_bwd(ref, dres, dlw, dlb, r3, res, z.lw, mean, rstd, 4, 8);
     ref->ops->dropout_bwd(ref, dx, dres, 32, 0.3f, 6);
     fd_check("residual+layernorm dres", &z, z.a, 32, dres, r3, 32);

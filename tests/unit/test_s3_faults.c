@@ -24,8 +24,8 @@ static void test_faults(void)
     CHECK(fault("500", 1) == 0);
     gk_s3_stat st;
     CHECK_OK(gk_s3_head(s, "gk-test", "faults/obj", &st, &e), &e);
-    CHECKF(st.size == (int64_t)n && gk_s3_retries(s) == 4, "%lld bytes, %ld retries", (long long)st.size,
-           gk_s3_retries(s));
+    CHECKF(st.size == (int64_t)n && gk_s3_retries(s) == 4, "%lld bytes, %ld retries",
+           (long long)st.size, gk_s3_retries(s));
     /* dropped mid-body: resumed from the bytes had, the sink sees each byte once */
     CHECK(fault("drop", 2) == 0);
     membuf m = {back, 0, n};
@@ -60,15 +60,18 @@ static void test_faults(void)
     s = client(1, NULL, 3);
     CHECK(fault("503", 10) == 0);
     CHECK(gk_s3_put(s, "gk-test", "faults/never", "x", 1, &e) == GK_EIO);
-    CHECKF(strstr(e.msg, "s3://gk-test/faults/never") && strstr(e.msg, "HTTP 503: injected (gave up after 3 tries and ") &&
-           strstr(e.msg, " s of retrying, the limit: AWS_MAX_ATTEMPTS=3)"), "%s", e.msg);
+    CHECKF(strstr(e.msg, "s3://gk-test/faults/never") &&
+               strstr(e.msg, "HTTP 503: injected (gave up after 3 tries and ") &&
+               strstr(e.msg, " s of retrying, the limit: AWS_MAX_ATTEMPTS=3)"),
+           "%s", e.msg);
     CHECK(gk_s3_retries(s) == 2);
     CHECK(fault("503", 0) == 0);
     /* a wrong region is named */
     CHECK(fault("region", 1) == 0);
     CHECK(gk_s3_get_range(s, "gk-test", "faults/obj", 0, 10, back, &got, &e) == GK_EIO);
-    CHECKF(strstr(e.msg, "bucket gk-test is in region eu-west-1, not us-east-1 (set AWS_REGION=eu-west-1)"), "%s",
-           e.msg);
+    CHECKF(strstr(e.msg, "bucket gk-test is in region eu-west-1, "
+                         "not us-east-1 (set AWS_REGION=eu-west-1)"),
+           "%s", e.msg);
     gk_s3_close(s);
     free(data);
     free(back);
@@ -139,7 +142,8 @@ static void test_storm(void)
     double t0 = seconds();
     CHECK_OK(gk_s3_put(s, "gk-test", "storm/obj", "after the storm", 15, &e), &e);
     double took = seconds() - t0;
-    CHECKF(took >= 0.5 && took < 2.5 && gk_s3_retries(s) >= 5, "%.2f s, %ld retries", took, gk_s3_retries(s));
+    CHECKF(took >= 0.5 && took < 2.5 && gk_s3_retries(s) >= 5, "%.2f s, %ld retries", took,
+           gk_s3_retries(s));
     gk_s3_close(s);
 }
 
@@ -156,10 +160,13 @@ static void test_storm_past_limit(void)
     double took = seconds() - t0, said = -1;
     int tries = 0;
     const char *p = strstr(e.msg, "HTTP 503: injected (gave up after ");
-    CHECKF(p && sscanf(p, "HTTP 503: injected (gave up after %d tries and %lf s of retrying", &tries, &said) == 2 &&
-           strstr(e.msg, " s of retrying, the limit: GPT_S3_RETRY_SECONDS=0.3)"), "%s", e.msg);
-    CHECKF(tries >= 2 && said >= 0.3 && said < 0.5 && took < 1, "%d tries, %.2f s said, %.2f s taken", tries, said,
-           took);
+    CHECKF(p &&
+               sscanf(p, "HTTP 503: injected (gave up after %d tries and %lf s of retrying", &tries,
+                      &said) == 2 &&
+               strstr(e.msg, " s of retrying, the limit: GPT_S3_RETRY_SECONDS=0.3)"),
+           "%s", e.msg);
+    CHECKF(tries >= 2 && said >= 0.3 && said < 0.5 && took < 1,
+           "%d tries, %.2f s said, %.2f s taken", tries, said, took);
     CHECK(gk_s3_retries(s) == tries - 1);
     CHECK(fault("503", 0) == 0); /* the storm over */
     gk_s3_stat st;

@@ -18,7 +18,8 @@ static void test_put_get(void)
     gk_s3_stat st;
     CHECK_OK(gk_s3_head(s, "gk-test", "dir/a b_c.txt", &st, &e), &e);
     CHECK(st.size == (int64_t)strlen(text));
-    CHECKF(strcmp(st.etag, "cdae5a006da7601f4ecb89d98b19b881") == 0, "%s", st.etag); /* MD5 of the bytes (md5sum) */
+    /* MD5 of the bytes (md5sum) */
+    CHECKF(strcmp(st.etag, "cdae5a006da7601f4ecb89d98b19b881") == 0, "%s", st.etag);
     char buf[64] = "";
     size_t got = 0;
     CHECK_OK(gk_s3_get_range(s, "gk-test", "dir/a b_c.txt", 7, 6, buf, &got, &e), &e);
@@ -36,7 +37,8 @@ static void test_put_get(void)
     /* 404 names the key; HEAD (no body) says it may be the bucket */
     CHECK(gk_s3_get(s, "gk-test", "no/such.bin", to_mem, &m, &e) == GK_ENOTFOUND);
     CHECKF(strstr(e.msg, "s3://gk-test/no/such.bin: no such key"), "%s", e.msg);
-    CHECK(gk_s3_head(s, "gk-test", "no/such.bin", &st, &e) == GK_ENOTFOUND && strstr(e.msg, "s3://gk-test/no/such.bin"));
+    CHECK(gk_s3_head(s, "gk-test", "no/such.bin", &st, &e) == GK_ENOTFOUND &&
+          strstr(e.msg, "s3://gk-test/no/such.bin"));
     CHECK(gk_s3_get(s, "gk-nobucket", "k", to_mem, &m, &e) == GK_ENOTFOUND);
     CHECKF(strstr(e.msg, "s3://gk-nobucket: no such bucket"), "%s", e.msg);
     /* delete, then it is gone; deleting again is no error */
@@ -135,8 +137,8 @@ static void test_list(void)
         int page = pages[i];
         seen w = {0};
         CHECK_OK(gk_s3_list(s, "gk-test", "list-", page, on_entry, &w, &e), &e);
-        CHECKF(w.n == 23 && w.bad_order == 0 && w.bytes == want, "page %d: %d keys, %lld bytes", page, w.n,
-               (long long)w.bytes);
+        CHECKF(w.n == 23 && w.bad_order == 0 && w.bytes == want, "page %d: %d keys, %lld bytes",
+               page, w.n, (long long)w.bytes);
         CHECK(strcmp(w.last, "list-k022") == 0);
     }
     int count = 0;
@@ -221,8 +223,10 @@ static void test_multipart(void)
     uploads left = {0};
     CHECK_OK(gk_s3_list_uploads(s, "gk-test", "mpu-", on_upload, &left, &e), &e);
     int a = strcmp(left.keys[0], "mpu-a") == 0 ? 0 : 1; /* AWS lists by key, moto by creation */
-    CHECK(left.n == 2 && strcmp(left.keys[a], "mpu-a") == 0 && strcmp(left.keys[1 - a], "mpu-b") == 0);
-    CHECK(u1 && u2 && strcmp(left.ids[1 - a], gk_s3_mpu_id(u1)) == 0 && strcmp(left.ids[a], gk_s3_mpu_id(u2)) == 0);
+    CHECK(left.n == 2 && strcmp(left.keys[a], "mpu-a") == 0 &&
+          strcmp(left.keys[1 - a], "mpu-b") == 0);
+    CHECK(u1 && u2 && strcmp(left.ids[1 - a], gk_s3_mpu_id(u1)) == 0 &&
+          strcmp(left.ids[a], gk_s3_mpu_id(u2)) == 0);
     for (int i = 0; i < left.n && i < 2; i++)
         CHECK_OK(gk_s3_abort_upload(s, "gk-test", left.keys[i], left.ids[i], &e), &e);
     uploads none = {0};
@@ -245,7 +249,9 @@ static void test_denied(void)
     gk_err e;
     CHECK(gk_s3_put(s, "gk-test", "x", "x", 1, &e) == GK_EIO);
     CHECKF(strstr(e.msg, "access denied to bucket gk-test") && strstr(e.msg, srv.key) &&
-           strstr(e.msg, "secret access key does not match") && !strstr(e.msg, "not-the-secret"), "%s", e.msg);
+               strstr(e.msg, "secret access key does not match") &&
+               !strstr(e.msg, "not-the-secret"),
+           "%s", e.msg);
     CHECK(gk_s3_retries(s) == 0);
     gk_s3_close(s);
     /* no server: one line, at once */
@@ -275,10 +281,12 @@ static void test_profile_client(void)
     snprintf(p, sizeof p, "%s/.aws", home);
     mkdir(p, 0700);
     snprintf(p, sizeof p, "%s/.aws/credentials", home);
-    snprintf(text, sizeof text, "[moto]\naws_access_key_id = %s\naws_secret_access_key = %s\n", srv.key, srv.secret);
+    snprintf(text, sizeof text, "[moto]\naws_access_key_id = %s\naws_secret_access_key = %s\n",
+             srv.key, srv.secret);
     write_file(p, text);
     snprintf(p, sizeof p, "%s/.aws/config", home);
-    snprintf(text, sizeof text, "[profile moto]\nregion = us-east-1\nendpoint_url = http://127.0.0.1:%d\n", srv.port);
+    snprintf(text, sizeof text,
+             "[profile moto]\nregion = us-east-1\nendpoint_url = http://127.0.0.1:%d\n", srv.port);
     write_file(p, text);
     fake_env env = {{"HOME", home, "AWS_PROFILE", "moto", "GPT_S3_RETRY_SECONDS", "5", NULL}};
     gk_s3_conf c;
@@ -293,14 +301,16 @@ static void test_profile_client(void)
         CHECK(st.size == 1);
         gk_s3_close(s);
     }
-    fake_env anon = {{"HOME", "/nonexistent", "AWS_ENDPOINT_URL", text, "GPT_S3_RETRY_SECONDS", "5", NULL}};
+    fake_env anon = {
+        {"HOME", "/nonexistent", "AWS_ENDPOINT_URL", text, "GPT_S3_RETRY_SECONDS", "5", NULL}};
     snprintf(text, sizeof text, "http://127.0.0.1:%d", srv.port);
     CHECK_OK(gk_s3_conf_discover(&c, env_of, &anon, &e), &e);
     CHECK_OK(gk_s3_open(&s, &c, &e), &e);
     if (s) {
         gk_s3_stat st;
         CHECK(gk_s3_head(s, "gk-other", "from/profile", &st, &e) == GK_EIO);
-        CHECKF(strstr(e.msg, "access denied to bucket gk-other for anonymous requests"), "%s", e.msg);
+        CHECKF(strstr(e.msg, "access denied to bucket gk-other for anonymous requests"), "%s",
+               e.msg);
         gk_s3_close(s);
     }
     snprintf(p, sizeof p, "rm -rf '%s'", home);
@@ -334,7 +344,8 @@ static void test_session_token(void)
     c.token[0] = '\0'; /* a temporary key without its token */
     CHECK_OK(gk_s3_open(&s, &c, &e), &e);
     CHECK(gk_s3_put(s, "gk-test", "temp/k3", "tmp", 3, &e) == GK_EIO);
-    CHECKF(strstr(e.msg, "access denied to bucket gk-test") && strstr(e.msg, srv.tkey), "%s", e.msg);
+    CHECKF(strstr(e.msg, "access denied to bucket gk-test") && strstr(e.msg, srv.tkey), "%s",
+           e.msg);
     gk_s3_close(s);
 }
 

@@ -80,11 +80,14 @@ static void check_ref_contents(const gk_st_file *f)
     t = gk_st_find(f, "u8");
     CHECK(t && t->dtype == GK_DT_U8 && t->nbytes == 5 && memcmp(t->data, "hello", 5) == 0);
     t = gk_st_find(f, "scalar");
-    CHECK(t && t->dtype == GK_DT_I32 && t->ndim == 0 && t->numel == 1 && *(const int32_t *)t->data == 42);
+    CHECK(t && t->dtype == GK_DT_I32 && t->ndim == 0 && t->numel == 1 &&
+          *(const int32_t *)t->data == 42);
     CHECK(gk_st_find(f, "nope") == NULL && gk_st_find(f, "") == NULL);
-    CHECK(gk_st_meta_count(f) == 2 + (gk_st_meta(f, GK_ST_CHECKSUMS_KEY) != NULL)); /* ours add it */
+    /* ours add it */
+    CHECK(gk_st_meta_count(f) == 2 + (gk_st_meta(f, GK_ST_CHECKSUMS_KEY) != NULL));
     CHECK(gk_st_meta(f, "format") && strcmp(gk_st_meta(f, "format"), "pt") == 0);
-    CHECK(gk_st_meta(f, "gptkit.test") && strcmp(gk_st_meta(f, "gptkit.test"), "caf\xc3\xa9 \"q\"") == 0);
+    CHECK(gk_st_meta(f, "gptkit.test") &&
+          strcmp(gk_st_meta(f, "gptkit.test"), "caf\xc3\xa9 \"q\"") == 0);
     CHECK(gk_st_meta(f, "nope") == NULL);
     for (size_t i = 0; i < gk_st_count(f); i++) /* the aligned-data promise */
         CHECK((uintptr_t)gk_st_at(f, i)->data % gk_dtype_size(gk_st_at(f, i)->dtype) == 0);
@@ -140,7 +143,8 @@ static void test_write_matches_reference(void)
     static unsigned char a[8192], b[8192];
     long na = read_all(p, a, sizeof a), nb = read_all(REF, b, sizeof b);
     /* the same data section as the Rust library's file; the header differs by our checksums */
-    long ha = na > 8 ? 8 + (long)a[0] + 256 * (long)a[1] : 0, hb = nb > 8 ? 8 + (long)b[0] + 256 * (long)b[1] : 0;
+    long ha = na > 8 ? 8 + (long)a[0] + 256 * (long)a[1] : 0,
+         hb = nb > 8 ? 8 + (long)b[0] + 256 * (long)b[1] : 0;
     CHECKF(na > 0 && na - ha == nb - hb && memcmp(a + ha, b + hb, (size_t)(na - ha)) == 0,
            "data not byte-identical to %s", REF);
     CHECK(strstr((const char *)a + 8, "\"gptkit.checksums\":\"{\\\"i64\\\":\\\"") != NULL);
@@ -192,7 +196,8 @@ static void test_write_fill_and_alignment(void)
     CHECK(bad == 0);
     t = f ? gk_st_find(f, "empty") : NULL;
     CHECK(t && t->numel == 0 && t->nbytes == 0 && t->ndim == 2);
-    CHECK(f && gk_st_count(f) == 4 && gk_st_meta_count(f) == 1 && gk_st_meta(f, GK_ST_CHECKSUMS_KEY));
+    CHECK(f && gk_st_count(f) == 4 && gk_st_meta_count(f) == 1 &&
+          gk_st_meta(f, GK_ST_CHECKSUMS_KEY));
     for (size_t i = 0; f && i < gk_st_count(f); i++)
         CHECK(gk_st_at(f, i)->offset % gk_dtype_size(gk_st_at(f, i)->dtype) == 0);
     gk_st_close(f);
@@ -320,23 +325,30 @@ static void expect_bad(const char *path, int code, const char *msg)
     CHECKF(strcmp(err.msg, want) == 0, "\n got  '%s'\n want '%s'", err.msg, want);
 }
 
-#define T1(dt, shape, b, e) "{\"t\":{\"dtype\":\"" dt "\",\"shape\":" shape ",\"data_offsets\":[" #b "," #e "]}}"
+#define T1(dt, shape, b, e) \
+    "{\"t\":{\"dtype\":\"" dt "\",\"shape\":" shape ",\"data_offsets\":[" #b "," #e "]}}"
 
 static void test_corrupt_headers(void)
 {
-    expect_bad(raw_file("", 0, 0), GK_EFORMAT, "not a safetensors file (header does not start with '{')");
+    expect_bad(raw_file("", 0, 0), GK_EFORMAT,
+               "not a safetensors file (header does not start with '{')");
     expect_bad(raw_file("{}", 9999999, 1224), GK_EFORMAT,
-               "header length 9999999 exceeds file size 1234 (truncated or not a safetensors file)");
+               "header length 9999999 exceeds file size "
+               "1234 (truncated or not a safetensors file)");
     expect_bad(raw_file("{\"t\": {\"dtype\": ", -1, 0), GK_EFORMAT,
-               "not a safetensors file (bad JSON header at byte 24: unexpected token near end of file)");
-    expect_bad(raw_file("[1, 2]", -1, 0), GK_EFORMAT, "not a safetensors file (header does not start with '{')");
+               "not a safetensors file (bad JSON header at "
+               "byte 24: unexpected token near end of file)");
+    expect_bad(raw_file("[1, 2]", -1, 0), GK_EFORMAT,
+               "not a safetensors file (header does not start with '{')");
     expect_bad(raw_file("{} x", -1, 0), GK_EFORMAT,
-               "not a safetensors file (bad JSON header at byte 12: end of file expected near 'x')");
+               "not a safetensors file (bad JSON header at "
+               "byte 12: end of file expected near 'x')");
     expect_bad(raw_file(T1("F32", "[25]", 0, 100), -1, 64), GK_EFORMAT,
                "tensor 't': data_offsets [0, 100] exceed data size 64");
     expect_bad(raw_file(T1("F32", "[2,3]", 0, 20), -1, 20), GK_EFORMAT,
                "tensor 't': shape [2, 3] of F32 needs 24 bytes but data_offsets [0, 20] hold 20");
-    expect_bad(raw_file(T1("Q8", "[4]", 0, 4), -1, 4), GK_EFORMAT, "tensor 't': unknown dtype 'Q8'");
+    expect_bad(raw_file(T1("Q8", "[4]", 0, 4), -1, 4), GK_EFORMAT,
+               "tensor 't': unknown dtype 'Q8'");
     expect_bad(raw_file(T1("F32", "[-1]", 0, 4), -1, 4), GK_EFORMAT,
                "tensor 't': shape holds a value that is not a size");
     expect_bad(raw_file(T1("F32", "[1,1,1,1,1,1,1,1,1]", 0, 4), -1, 4), GK_EFORMAT,
@@ -352,9 +364,11 @@ static void test_corrupt_headers(void)
     expect_bad(raw_file("{\"t\":[]}", -1, 0), GK_EFORMAT, "tensor 't': entry is not a JSON object");
     expect_bad(raw_file("{\"__metadata__\":{\"a\":1}}", -1, 0), GK_EFORMAT,
                "__metadata__ value 'a': not a string");
-    expect_bad(raw_file("{\"__metadata__\":[]}", -1, 0), GK_EFORMAT, "__metadata__ is not a JSON object");
+    expect_bad(raw_file("{\"__metadata__\":[]}", -1, 0), GK_EFORMAT,
+               "__metadata__ is not a JSON object");
     expect_bad(raw_file("{\"a\":{},\"a\":{}}", -1, 0), GK_EFORMAT,
-               "not a safetensors file (bad JSON header at byte 19: duplicate object key near '\"a\"')");
+               "not a safetensors file (bad JSON header at "
+               "byte 19: duplicate object key near '\"a\"')");
 }
 
 /* gptkit's and llm.c's other .bin files, told by their first int32 (the low half of a header
@@ -384,7 +398,8 @@ static void test_corrupt_layout(void)
     snprintf(h, sizeof h, two, 4, 12);
     expect_bad(raw_file(h, -1, 12), GK_EFORMAT, "tensors 'a' and 'b' overlap");
     snprintf(h, sizeof h, two, 12, 20);
-    expect_bad(raw_file(h, -1, 20), GK_EFORMAT, "bytes [8, 12) of the data section belong to no tensor");
+    expect_bad(raw_file(h, -1, 20), GK_EFORMAT,
+               "bytes [8, 12) of the data section belong to no tensor");
     snprintf(h, sizeof h, two, 8, 16);
     expect_bad(raw_file(h, -1, 20), GK_EFORMAT, "data section has 20 bytes but tensors cover 16");
     /* a header past the reference library's 100 MB limit (sparse file: nothing is read) */
@@ -462,7 +477,8 @@ static void test_dtypes(void)
     for (int i = 0; i < GK_DT_COUNT; i++)
         CHECK(gk_dtype_parse(gk_dtype_name((enum gk_dtype)i), &dt) == 0 && dt == (enum gk_dtype)i);
     CHECK(gk_dtype_parse("f32", &dt) == -1 && gk_dtype_name(GK_DT_COUNT) == NULL);
-    CHECK(gk_dtype_size(GK_DT_BF16) == 2 && gk_dtype_size(GK_DT_I64) == 8 && gk_dtype_size(GK_DT_BOOL) == 1);
+    CHECK(gk_dtype_size(GK_DT_BF16) == 2 && gk_dtype_size(GK_DT_I64) == 8 &&
+          gk_dtype_size(GK_DT_BOOL) == 1);
 }
 
 static uint32_t bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -86,7 +86,8 @@ static void compare(gk_gpt2 *m, gk_gpt2 *ref, const int *prompt, int np, const g
         reference(ref, prompt, np, o, b, want, &nw);
         CHECKF(s.n[b] == nw, "sample %d: %d tokens, reference %d", b, s.n[b], nw);
         for (int i = 0; i < nw && i < s.n[b]; i++)
-            CHECKF(s.toks[b][i] == want[i], "sample %d token %d: %d vs %d", b, i, s.toks[b][i], want[i]);
+            CHECKF(s.toks[b][i] == want[i], "sample %d token %d: %d vs %d", b, i, s.toks[b][i],
+                   want[i]);
         int ran = nw < o->n_new ? nw + 1 : nw; /* the step that drew eot ran too */
         if (ran > steps) steps = ran;
     }
@@ -162,7 +163,8 @@ static char *print_samples(const gk_vocab *v, int ids, int K, const int *prompt,
     gk_sampleout so;
     CHECK_OK(gk_sampleout_init(&so, v, ids, K, f, "memory", &e), &e);
     CHECK_OK(gk_sampleout_prompt(&so, prompt, np, hidden, &e), &e);
-    for (int i = 0; i < ntoks; i++) CHECK_OK(gk_sampleout_token(&so, toks[i][0], toks[i][1], &e), &e);
+    for (int i = 0; i < ntoks; i++)
+        CHECK_OK(gk_sampleout_token(&so, toks[i][0], toks[i][1], &e), &e);
     CHECK_OK(gk_sampleout_finish(&so, &e), &e);
     gk_sampleout_free(&so);
     fclose(f);

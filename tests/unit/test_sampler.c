@@ -1,4 +1,5 @@
-/* test_sampler.c: the sampler chain (kernels/infer/sampler.h) and streamed text (common/text/textout.h):
+/* test_sampler.c: the sampler chain (kernels/infer/sampler.h) and streamed text
+ * (common/text/textout.h):
  * each sampling step on hand-checked
  * distributions, greedy, determinism of the counter-based draws, the frequencies of many draws,
  * and the UTF-8 hold-back of streamed token bytes. */
@@ -21,12 +22,14 @@ static void test_softmax(void)
     gk_fill(&l, x, 3);
     gk_softmax(&l);
     double z = exp(1) + exp(2) + exp(3);
-    for (int i = 0; i < 3; i++) CHECKF(NEAR(l.c[i].p, exp(i + 1) / z, 1e-6), "p[%d] = %g", i, l.c[i].p);
+    for (int i = 0; i < 3; i++)
+        CHECKF(NEAR(l.c[i].p, exp(i + 1) / z, 1e-6), "p[%d] = %g", i, l.c[i].p);
     // large logits: exp(1000) overflows unless the max is subtracted first
     float big[2] = {1000, 1001};
     gk_fill(&l, big, 2);
     gk_softmax(&l);
-    CHECKF(NEAR(l.c[1].p, 1 / (1 + exp(-1)), 1e-6) && isfinite(l.c[0].p), "p = %g %g", l.c[0].p, l.c[1].p);
+    CHECKF(NEAR(l.c[1].p, 1 / (1 + exp(-1)), 1e-6) && isfinite(l.c[0].p), "p = %g %g", l.c[0].p,
+           l.c[1].p);
 }
 
 static void test_temperature(void)
@@ -47,7 +50,8 @@ static void test_top_k(void)
     gk_fill(&l, x, 6);
     gk_top_k(&l, 3);
     CHECK(l.n == 3 && l.sorted);
-    CHECKF(l.c[0].id == 1 && l.c[1].id == 3 && l.c[2].id == 5, "%d %d %d", l.c[0].id, l.c[1].id, l.c[2].id);
+    CHECKF(l.c[0].id == 1 && l.c[1].id == 3 && l.c[2].id == 5, "%d %d %d", l.c[0].id, l.c[1].id,
+           l.c[2].id);
     gk_fill(&l, x, 6);
     gk_top_k(&l, 1);
     CHECK(l.n == 1 && l.c[0].id == 1); /* tie: lower id */
@@ -135,7 +139,8 @@ static void test_chain(void)
     CHECK_OK(gk_sampler_create(&s, &f, 3, &e), &e);
     int count[3] = {0};
     for (int i = 0; i < 20000; i++) count[gk_sample(s, three, 1, i)]++;
-    CHECKF(count[2] == 0 && NEAR(count[0] / 20000.0, 0.75, 0.015), "%d %d %d", count[0], count[1], count[2]);
+    CHECKF(count[2] == 0 && NEAR(count[0] / 20000.0, 0.75, 0.015), "%d %d %d", count[0], count[1],
+           count[2]);
     CHECK(gk_sampler_create(&s, &(gk_params){-1, 0, 1, 0}, 3, &e) == GK_EUSAGE);
     gk_sampler_free(s);
     gk_sampler_free(a);

@@ -29,7 +29,8 @@ static int write_shard(const char *path, const uint32_t *ids, size_t n, uint32_t
     return rc;
 }
 
-static size_t read_shard(const char *path, uint32_t *out, size_t cap, gk_shard_reader *info, gk_err *e)
+static size_t read_shard(const char *path, uint32_t *out, size_t cap, gk_shard_reader *info,
+                         gk_err *e)
 {
     gk_shard_reader r;
     if (gk_shard_open(&r, path, e))
@@ -61,7 +62,8 @@ static void test_round_trip_uint16_and_uint32(void)
     CHECK(write_shard(tmp("a.bin"), ids, 7, 65536) == 0);
     CHECK(read_shard(tmp("a.bin"), out, 16, &info, &e) == 7);
     CHECK(memcmp(out, ids, sizeof ids) == 0);
-    CHECK(info.version == 1 && info.count == 7 && info.vocab_size == 65536 && info.fingerprint == 0xabcd1234u);
+    CHECK(info.version == 1 && info.count == 7 && info.vocab_size == 65536 &&
+          info.fingerprint == 0xabcd1234u);
     struct stat st;
     CHECK(stat(tmp("a.bin"), &st) == 0 && st.st_size == 1024 + 14);
     uint32_t big[] = {100000, 3, 70000};
@@ -77,7 +79,8 @@ static void test_header_bytes_are_llmc(void)
     FILE *f = fopen(tmp("h.bin"), "rb");
     int32_t h[256];
     CHECK(f && fread(h, 4, 256, f) == 256);
-    CHECK(h[0] == 20240520 && h[1] == 1 && h[2] == 3 && h[3] == 50257 && (uint32_t)h[4] == 0xabcd1234u);
+    CHECK(h[0] == 20240520 && h[1] == 1 && h[2] == 3 && h[3] == 50257 &&
+          (uint32_t)h[4] == 0xabcd1234u);
     for (int i = 5; i < 256; i++)
         CHECK(h[i] == 0);
     uint16_t t[3];
@@ -182,7 +185,8 @@ static void test_map(void)
     gk_shard_map_close(&m);
     CHECK(truncate(tmp("m.bin"), 1024 + 6) == 0);
     CHECK(gk_shard_map_open(&m, tmp("m.bin"), &e) == GK_EFORMAT);
-    CHECKF(strstr(e.msg, "header says 5 tokens (10 bytes) but the file has 6 bytes after the header (truncated?)") != NULL,
+    CHECKF(strstr(e.msg, "header says 5 tokens (10 bytes) but the file has "
+                         "6 bytes after the header (truncated?)") != NULL,
            "%s", e.msg);
 }
 
@@ -243,7 +247,8 @@ static void test_text_is_not_a_shard(void)
     gk_shard_map m;
     gk_err e = {0};
     CHECK(read_shard(tmp("t.txt"), out, 64, &info, &e) == (size_t)-1);
-    CHECKF(strstr(e.msg, "t.txt: not a token shard (no shard header, and it reads as text)") != NULL,
+    CHECKF(strstr(e.msg, "t.txt: not a token shard (no shard header, and it reads as text)") !=
+               NULL,
            "%s", e.msg);
     CHECK(gk_shard_map_open(&m, tmp("t.txt"), &e) == GK_EFORMAT);
     CHECKF(strstr(e.msg, "t.txt: not a token shard") != NULL, "%s", e.msg);
@@ -305,14 +310,16 @@ static void test_check_raw(void)
     CHECK_OK(gk_shard_open(&r, tmp("r.bin"), &e), &e);
     CHECK_OK(gk_shard_check_raw(&r, 64, &e), &e); /* token 900 is past the first 1024 bytes */
     CHECK(gk_shard_read(&r, out, 1000, &got, &e) == GK_EFORMAT);
-    CHECKF(strstr(e.msg, "token 64 at position 900 is outside the vocabulary (64)") != NULL, "%s", e.msg);
+    CHECKF(strstr(e.msg, "token 64 at position 900 is outside the vocabulary (64)") != NULL, "%s",
+           e.msg);
     gk_shard_close(&r);
     raw[3] = 70;
     write_bytes(tmp("r.bin"), raw, sizeof raw);
     CHECK_OK(gk_shard_open(&r, tmp("r.bin"), &e), &e);
     CHECK(gk_shard_check_raw(&r, 65, &e) == GK_EFORMAT);
     CHECKF(strstr(e.msg, "r.bin: not a token shard (no shard header, and read as raw uint16 tokens "
-                  "it holds 70 at position 3, outside the 65-token vocabulary)") != NULL, "%s", e.msg);
+                         "it holds 70 at position 3, outside the 65-token vocabulary)") != NULL,
+           "%s", e.msg);
     gk_shard_close(&r);
 }
 

@@ -366,7 +366,8 @@ static void test_store_duplicate(void)
     snprintf(want, sizeof want, "rendezvous at 127.0.0.1:%d: refused: rank 1 is already connected "
              "from 127.0.0.1:", port);
     CHECKF(e2.code == GK_EUSAGE && starts(e2.msg, want), "%s", e2.msg);
-    snprintf(want, sizeof want, " (pid %d); refusing a second rank 1 from 127.0.0.1:", (int)getpid());
+    snprintf(want, sizeof want,
+             " (pid %d); refusing a second rank 1 from 127.0.0.1:", (int)getpid());
     CHECKF(strstr(e2.msg, want) != NULL, "%s", e2.msg);
     snprintf(want, sizeof want, " (pid %d)", (int)getpid());
     CHECKF(strlen(e2.msg) > strlen(want) &&

@@ -46,7 +46,12 @@ static void test_metrics_null(void)
     tr_metrics m;
     char path[128];
     CHECK_OK(tr_metrics_open(&m, dir, -1, &e), &e);
-    tr_step_record r = {.step = 3, .loss = NAN, .lr = 1e-3, .grad_norm = INFINITY, .ms = 2, .tokens_per_s = 5,
+    tr_step_record r = {.step = 3,
+                        .loss = NAN,
+                        .lr = 1e-3,
+                        .grad_norm = INFINITY,
+                        .ms = 2,
+                        .tokens_per_s = 5,
                         .has = TR_HAS_STEP};
     CHECK_OK(tr_metrics_log(&m, &r, &e), &e);
     tr_step_record ev = {.step = 4, .train_loss = 2.5, .val_loss = -INFINITY, .skipped = 2,
@@ -54,7 +59,8 @@ static void test_metrics_null(void)
     CHECK_OK(tr_metrics_log(&m, &ev, &e), &e);
     tr_metrics_close(&m);
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    const char *want = "{\"step\":3,\"loss\":null,\"lr\":0.001,\"grad_norm\":null,\"ms\":2.0,\"tokens_per_s\":5.0}\n"
+    const char *want = "{\"step\":3,\"loss\":null,\"lr\":0.001,\"grad_norm\":null,\"ms\":2.0,"
+                       "\"tokens_per_s\":5.0}\n"
                        "{\"step\":4,\"train_loss\":2.5,\"val_loss\":null,\"skipped\":2}\n";
     CHECKF(strcmp(slurp(path), want) == 0, "got %s", slurp(path));
 }
@@ -67,16 +73,25 @@ static void test_metrics_resume_appends(void)
     char path[128];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     FILE *f = fopen(path, "w");
-    fputs("{\"step\":1,\"loss\":3}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":1}\n{\"step\":4,\"lo", f);
+    fputs("{\"step\":1,\"loss\":3}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":1}\n{\"step\":4,"
+          "\"lo",
+          f);
     fclose(f);
     tr_metrics m;
     CHECK_OK(tr_metrics_open(&m, dir, 2, &e), &e);
     CHECK(m.n == 2 && m.pts[1].step == 2 && m.pts[1].loss == 2);
-    tr_step_record r = {.step = 3, .loss = 0.5, .lr = 1, .grad_norm = 1, .ms = 1, .tokens_per_s = 1, .has = TR_HAS_STEP};
+    tr_step_record r = {.step = 3,
+                        .loss = 0.5,
+                        .lr = 1,
+                        .grad_norm = 1,
+                        .ms = 1,
+                        .tokens_per_s = 1,
+                        .has = TR_HAS_STEP};
     CHECK_OK(tr_metrics_log(&m, &r, &e), &e);
     tr_metrics_close(&m);
-    const char *want = "{\"step\":1,\"loss\":3}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":1}\n"
-                       "{\"step\":3,\"loss\":0.5,\"lr\":1.0,\"grad_norm\":1.0,\"ms\":1.0,\"tokens_per_s\":1.0}\n";
+    const char *want =
+        "{\"step\":1,\"loss\":3}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":1}\n"
+        "{\"step\":3,\"loss\":0.5,\"lr\":1.0,\"grad_norm\":1.0,\"ms\":1.0,\"tokens_per_s\":1.0}\n";
     CHECKF(strcmp(slurp(path), want) == 0, "got %s", slurp(path));
 }
 
@@ -114,10 +129,12 @@ static void test_state_windows(void)
           memcmp(t.recent_loss.v, s.recent_loss.v, sizeof s.recent_loss.v) == 0 &&
           t.recent_norm.v[0] == 0.1 + 0.2);
     free(json);
-    CHECK_OK(tr_state_parse("{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4}", "x", &t, &e), &e);
+    CHECK_OK(tr_state_parse("{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4}", "x", &t, &e),
+             &e);
     CHECK(t.recent_loss.n == 0 && t.recent_norm.n == 0);
-    const char *bad[] = {"{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4,\"recent_loss\":{}}",
-                         "{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4,\"recent_grad_norm\":[1,\"a\"]}"};
+    const char *bad[] =
+        {"{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4,\"recent_loss\":{}}",
+         "{\"step\":1,\"tokens\":2,\"seed\":3,\"rng_counter\":4,\"recent_grad_norm\":[1,\"a\"]}"};
     for (int i = 0; i < 2; i++) {
         CHECK(tr_state_parse(bad[i], "x", &t, &e) == GK_EFORMAT);
         CHECKF(strstr(e.msg, i ? "recent_grad_norm[1]" : "recent_loss") != NULL, "%s", e.msg);
@@ -151,7 +168,8 @@ static void test_recompute_auto(void)
     CHECK(tr_model_flags(&r, &c, &flags, &e) == 0 && flags == ln);
     fake_gpu_free = m2.total - 1;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == GK_ENOMEM);
-    CHECKF(strstr(e.msg, ": lower batch_size or block_size") && !strstr(e.msg, "recompute"), "%s", e.msg);
+    CHECKF(strstr(e.msg, ": lower batch_size or block_size") && !strstr(e.msg, "recompute"), "%s",
+           e.msg);
     r.s.recompute = "gelu";
     fake_gpu_free = m1.total - 1;
     CHECK(tr_model_flags(&r, &c, &flags, &e) == GK_ENOMEM && flags == gelu);

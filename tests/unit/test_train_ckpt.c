@@ -164,7 +164,8 @@ static void test_async_equals_sync(void)
     CHECKF(same_bytes(sync, ck), "%s differs from %s", ck, sync);
     char target[256] = "";
     snprintf(sync, sizeof sync, "%s/latest.safetensors", out);
-    CHECK(readlink(sync, target, sizeof target - 1) > 0 && strcmp(target, "ckpt_00000003.safetensors") == 0);
+    CHECK(readlink(sync, target, sizeof target - 1) > 0 &&
+          strcmp(target, "ckpt_00000003.safetensors") == 0);
     CHECK(count_temps(out) == 0);
     free_run(&r);
 }
@@ -187,7 +188,8 @@ static void test_missing_dir(void)
     CHECK_OK(tr_checkpoint(&r, &e), &e); /* the snapshot is taken; the write fails behind */
     int rc = tr_checkpoint_wait(&r, &e);
     CHECK(rc == GK_ENOTFOUND);
-    CHECKF(strstr(e.msg, "md/ckpt_00000002.safetensors") && strstr(e.msg, "does not exist"), "%s", e.msg);
+    CHECKF(strstr(e.msg, "md/ckpt_00000002.safetensors") && strstr(e.msg, "does not exist"), "%s",
+           e.msg);
     CHECK(tr_checkpoint_wait(&r, &e) == 0); /* reported once */
     move_on(&r, 2.5f); /* again, seen by polling */
     CHECK_OK(tr_checkpoint(&r, &e), &e);
@@ -380,7 +382,8 @@ static void test_signals_blocked_in_writer(void)
     }
     CHECK(fresh == 1);
     unsigned long long want = 1ULL << (SIGINT - 1) | 1ULL << (SIGTERM - 1);
-    CHECKF((blocked_of(writer) & want) == want, "writer %ld blocks %llx", writer, blocked_of(writer));
+    CHECKF((blocked_of(writer) & want) == want, "writer %ld blocks %llx", writer,
+           blocked_of(writer));
     CHECK((blocked_of((long)syscall(SYS_gettid)) & want) == 0);
     free_run(&r);
 }

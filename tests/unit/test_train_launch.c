@@ -16,12 +16,13 @@
 static char dir[64];
 
 static const char *const launcher_vars[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
-    "GPT_TRAIN_SPAWNED", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
-    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
-    "SLURM_NODEID", "SLURM_NNODES", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "PET_NNODES",
-    "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT", NULL};
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+    "MASTER_PORT", "GPT_TRAIN_SPAWNED", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE",
+    "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+    "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID", "SLURM_NNODES",
+    "SLURM_JOB_NODELIST", "SLURM_NODELIST", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
+    "PET_MASTER_ADDR", "PET_MASTER_PORT", NULL};
 
 /* Clears every launcher variable, sets kv ("NAME=VALUE" strings, NULL-ended) and reads them. */
 static int from(const char *const *kv, tr_launch *l, gk_err *e)
@@ -44,8 +45,9 @@ static int from(const char *const *kv, tr_launch *l, gk_err *e)
 static const char *fields(const tr_launch *l)
 {
     static char buf[400];
-    snprintf(buf, sizeof buf, "%s %d/%d %d/%d %d/%d %d %s:%d", l->source, l->rank, l->world_size, l->local_rank,
-             l->local_world_size, l->node_rank, l->nnodes, l->spawn, l->master_addr, l->master_port);
+    snprintf(buf, sizeof buf, "%s %d/%d %d/%d %d/%d %d %s:%d", l->source, l->rank, l->world_size,
+             l->local_rank, l->local_world_size, l->node_rank, l->nnodes, l->spawn, l->master_addr,
+             l->master_port);
     return buf;
 }
 
@@ -123,7 +125,8 @@ static void test_env_torchrun(void)
     EXPECT(ENV("RANK=1", "WORLD_SIZE=2"), "torchrun 1/2 1/2 0/1 0 127.0.0.1:29500");
     EXPECT(ENV("RANK=2", "WORLD_SIZE=4", "MASTER_ADDR=job-master-0", "MASTER_PORT=23456"),
            "torchrun 2/4 0/1 2/4 0 job-master-0:23456");
-    EXPECT(ENV("RANK=05", "WORLD_SIZE=6", "LOCAL_WORLD_SIZE=3", "MASTER_ADDR=h"), "torchrun 5/6 2/3 1/2 0 h:29500");
+    EXPECT(ENV("RANK=05", "WORLD_SIZE=6", "LOCAL_WORLD_SIZE=3", "MASTER_ADDR=h"),
+           "torchrun 5/6 2/3 1/2 0 h:29500");
 }
 
 static void test_env_torchrun_errors(void)
@@ -139,9 +142,12 @@ static void test_env_torchrun_errors(void)
     EXPECT_ERR(ENV("LOCAL_RANK=0"), "LOCAL_RANK set without RANK");
     EXPECT_ERR(ENV("RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=2", "LOCAL_WORLD_SIZE=2"),
                "LOCAL_RANK = 2 is not below LOCAL_WORLD_SIZE = 2");
-    EXPECT_ERR(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=4"), "LOCAL_WORLD_SIZE = 4 is above WORLD_SIZE = 2");
-    EXPECT_ERR(ENV("RANK=0", "WORLD_SIZE=2", "MASTER_PORT=70000"), "MASTER_PORT = 70000 is not a port (1 to 65535)");
-    EXPECT_ERR(ENV("RANK=0", "WORLD_SIZE=2", "MASTER_PORT=p\n"), "MASTER_PORT = 'p?' is not a number");
+    EXPECT_ERR(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=4"),
+               "LOCAL_WORLD_SIZE = 4 is above WORLD_SIZE = 2");
+    EXPECT_ERR(ENV("RANK=0", "WORLD_SIZE=2", "MASTER_PORT=70000"),
+               "MASTER_PORT = 70000 is not a port (1 to 65535)");
+    EXPECT_ERR(ENV("RANK=0", "WORLD_SIZE=2", "MASTER_PORT=p\n"),
+               "MASTER_PORT = 'p?' is not a number");
     EXPECT_ERR(ENV("GPT_TRAIN_SPAWNED=1", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"),
                "GPT_TRAIN_SPAWNED = 1 but RANK is not set");
 }
@@ -149,64 +155,76 @@ static void test_env_torchrun_errors(void)
 /* A spawned rank reads the torchrun-style variables only, and never spawns. */
 static void test_env_spawned(void)
 {
-    EXPECT(ENV("GPT_TRAIN_SPAWNED=1", "RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
-               "GROUP_RANK=0", "MASTER_PORT=4000", "PET_NNODES=2", "PET_NPROC_PER_NODE=2", "PET_NODE_RANK=0",
-               "SLURM_PROCID=7", "SLURM_NTASKS=8"),
+    EXPECT(ENV("GPT_TRAIN_SPAWNED=1", "RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1",
+               "LOCAL_WORLD_SIZE=2", "GROUP_RANK=0", "MASTER_PORT=4000", "PET_NNODES=2",
+               "PET_NPROC_PER_NODE=2", "PET_NODE_RANK=0", "SLURM_PROCID=7", "SLURM_NTASKS=8"),
            "torchrun 1/4 1/2 0/2 0 127.0.0.1:4000");
 }
 
 static void test_env_mpirun(void)
 {
     EXPECT(ENV("OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=1",
-               "OMPI_COMM_WORLD_LOCAL_SIZE=2", "MASTER_ADDR=host1", "MASTER_PORT=4000", "SLURM_PROCID=0",
-               "SLURM_NTASKS=1"),
+               "OMPI_COMM_WORLD_LOCAL_SIZE=2", "MASTER_ADDR=host1", "MASTER_PORT=4000",
+               "SLURM_PROCID=0", "SLURM_NTASKS=1"),
            "mpirun 3/4 1/2 1/2 0 host1:4000");
-    EXPECT(ENV("OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2"), "mpirun 1/2 1/2 0/1 0 127.0.0.1:29500");
+    EXPECT(ENV("OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2"),
+           "mpirun 1/2 1/2 0/1 0 127.0.0.1:29500");
     EXPECT(ENV("PMI_RANK=1", "PMI_SIZE=2", "MPI_LOCALRANKID=1", "MPI_LOCALNRANKS=2"),
            "mpirun 1/2 1/2 0/1 0 127.0.0.1:29500");
     EXPECT_ERR(ENV("OMPI_COMM_WORLD_RANK=4", "OMPI_COMM_WORLD_SIZE=4"),
                "OMPI_COMM_WORLD_RANK = 4 is not below OMPI_COMM_WORLD_SIZE = 4");
-    EXPECT_ERR(ENV("OMPI_COMM_WORLD_RANK=0"), "OMPI_COMM_WORLD_RANK set without OMPI_COMM_WORLD_SIZE");
+    EXPECT_ERR(ENV("OMPI_COMM_WORLD_RANK=0"),
+               "OMPI_COMM_WORLD_RANK set without OMPI_COMM_WORLD_SIZE");
     EXPECT_ERR(ENV("PMI_RANK=0", "PMI_SIZE=two"), "PMI_SIZE = 'two' is not a number");
 }
 
 static void test_env_slurm(void)
 {
-#define SLURM6 "SLURM_PROCID=5", "SLURM_NTASKS=6", "SLURM_LOCALID=1", "SLURM_NODEID=2", "SLURM_NNODES=3"
+#define SLURM6 \
+    "SLURM_PROCID=5", "SLURM_NTASKS=6", "SLURM_LOCALID=1", "SLURM_NODEID=2", "SLURM_NNODES=3"
     EXPECT(ENV(SLURM6, "SLURM_NTASKS_PER_NODE=2(x3)", "SLURM_JOB_NODELIST=node[01-03]"),
            "slurm 5/6 1/2 2/3 0 node01:29500");
     EXPECT(ENV(SLURM6, "SLURM_TASKS_PER_NODE=2(x3)", "SLURM_NODELIST=gpu7,gpu9,gpu11"),
            "slurm 5/6 1/2 2/3 0 gpu7:29500");
     EXPECT(ENV(SLURM6, "SLURM_JOB_NODELIST=a[003,5-6],b[1-2]"), "slurm 5/6 1/2 2/3 0 a003:29500");
-    EXPECT(ENV(SLURM6, "SLURM_JOB_NODELIST=rack[1-2]-n[1-2]", "MASTER_ADDR=10.1.1.1", "MASTER_PORT=2222"),
+    EXPECT(ENV(SLURM6, "SLURM_JOB_NODELIST=rack[1-2]-n[1-2]", "MASTER_ADDR=10.1.1.1",
+               "MASTER_PORT=2222"),
            "slurm 5/6 1/2 2/3 0 10.1.1.1:2222");
-    EXPECT(ENV("SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0", "SLURM_NNODES=1",
-               "SLURM_NTASKS_PER_NODE=2", "SLURM_JOB_NODELIST=n1"),
+    EXPECT(ENV("SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0",
+               "SLURM_NNODES=1", "SLURM_NTASKS_PER_NODE=2", "SLURM_JOB_NODELIST=n1"),
            "slurm 1/2 1/2 0/1 0 127.0.0.1:29500");
-    EXPECT(ENV(SLURM6, "SLURM_JOB_NODELIST=n[1-3]", "PET_NNODES=4", "PET_NODE_RANK=0"), "slurm 5/6 1/2 2/3 0 n1:29500");
+    EXPECT(ENV(SLURM6, "SLURM_JOB_NODELIST=n[1-3]", "PET_NNODES=4", "PET_NODE_RANK=0"),
+           "slurm 5/6 1/2 2/3 0 n1:29500");
     EXPECT_ERR(ENV(SLURM6, "SLURM_JOB_NODELIST=rack[1-2]-n[1-2]"),
-               "SLURM_JOB_NODELIST = 'rack[1-2]-n[1-2]' is not a simple node list: set MASTER_ADDR to the "
-               "first node's address");
+               "SLURM_JOB_NODELIST = 'rack[1-2]-n[1-2]' is not a simple node list: set MASTER_ADDR "
+               "to the first node's address");
     EXPECT_ERR(ENV(SLURM6, "SLURM_JOB_NODELIST=n1", "SLURM_NTASKS_PER_NODE=x"),
                "SLURM_NTASKS_PER_NODE = 'x' is not a number of tasks");
-    EXPECT_ERR(ENV("SLURM_PROCID=2", "SLURM_NTASKS=2", "SLURM_NNODES=1"), "SLURM_PROCID = 2 is not below SLURM_NTASKS = 2");
+    EXPECT_ERR(ENV("SLURM_PROCID=2", "SLURM_NTASKS=2", "SLURM_NNODES=1"),
+               "SLURM_PROCID = 2 is not below SLURM_NTASKS = 2");
 #undef SLURM6
 }
 
 static void test_env_kubeflow(void)
 {
-    EXPECT(ENV("PET_NNODES=2", "PET_NPROC_PER_NODE=4", "PET_NODE_RANK=1", "PET_MASTER_ADDR=m", "PET_MASTER_PORT=23456",
-               "MASTER_ADDR=other", "MASTER_PORT=1"),
+    EXPECT(ENV("PET_NNODES=2", "PET_NPROC_PER_NODE=4", "PET_NODE_RANK=1", "PET_MASTER_ADDR=m",
+               "PET_MASTER_PORT=23456", "MASTER_ADDR=other", "MASTER_PORT=1"),
            "kubeflow 4/8 0/4 1/2 4 m:23456");
     EXPECT(ENV("PET_NNODES=3", "PET_NPROC_PER_NODE=1", "PET_NODE_RANK=2", "PET_MASTER_ADDR=m"),
            "kubeflow 2/3 0/1 2/3 0 m:29500");
-    EXPECT(ENV("PET_NNODES=1", "PET_NPROC_PER_NODE=auto"), "kubeflow 0/1 0/1 0/1 0 127.0.0.1:29500");
-    EXPECT(ENV("PET_NNODES=1", "PET_NPROC_PER_NODE=2", "MASTER_PORT=3333"), "kubeflow 0/2 0/2 0/1 2 127.0.0.1:3333");
-    EXPECT_ERR(ENV("PET_NNODES=2", "PET_NODE_RANK=2"), "PET_NODE_RANK = 2 is not below PET_NNODES = 2");
-    EXPECT_ERR(ENV("PET_NNODES=2", "PET_NPROC_PER_NODE=2"), "PET_NODE_RANK is not set (PET_NNODES = 2)");
+    EXPECT(ENV("PET_NNODES=1", "PET_NPROC_PER_NODE=auto"),
+           "kubeflow 0/1 0/1 0/1 0 127.0.0.1:29500");
+    EXPECT(ENV("PET_NNODES=1", "PET_NPROC_PER_NODE=2", "MASTER_PORT=3333"),
+           "kubeflow 0/2 0/2 0/1 2 127.0.0.1:3333");
+    EXPECT_ERR(ENV("PET_NNODES=2", "PET_NODE_RANK=2"),
+               "PET_NODE_RANK = 2 is not below PET_NNODES = 2");
+    EXPECT_ERR(ENV("PET_NNODES=2", "PET_NPROC_PER_NODE=2"),
+               "PET_NODE_RANK is not set (PET_NNODES = 2)");
     EXPECT_ERR(ENV("PET_NPROC_PER_NODE=2"), "PET_NPROC_PER_NODE set without PET_NNODES");
-    EXPECT_ERR(ENV("PET_NNODES=1", "PET_NPROC_PER_NODE=0"), "PET_NPROC_PER_NODE = 0 must be at least 1");
-    EXPECT_ERR(ENV("PET_NNODES=1", "PET_MASTER_PORT=65536"), "PET_MASTER_PORT = 65536 is not a port (1 to 65535)");
+    EXPECT_ERR(ENV("PET_NNODES=1", "PET_NPROC_PER_NODE=0"),
+               "PET_NPROC_PER_NODE = 0 must be at least 1");
+    EXPECT_ERR(ENV("PET_NNODES=1", "PET_MASTER_PORT=65536"),
+               "PET_MASTER_PORT = 65536 is not a port (1 to 65535)");
 }
 
 /* ---- the children (this binary re-run by tr_launch_spawn) ---- */
@@ -254,7 +272,8 @@ static int await(const char *name, int rank)
 }
 
 /* child-ok: writes what tr_launch_from_env read. child-fail: rank 1 exits 3, rank 0 sleeps.
- * child-usage: every rank exits 2 (a bad setting), rank 0 only after 0.5 s and a file (its message).
+ * child-usage: every rank exits 2 (a bad setting), rank 0 only after 0.5 s and a file (its
+ * message).
  * child-crash: rank 1 ignores SIGTERM, rank 0 kills itself with SIGKILL once rank 1 is ready.
  * child-signal: waits for SIGINT/SIGTERM (a second one ends it, as in gpt-train), then takes
  * 300 ms to "checkpoint" and exits 0. child-token: writes its GPT_DIST_TOKEN ("-" unset).
@@ -416,7 +435,8 @@ static void test_spawn_failure(void)
     int rc = spawn("child-fail", &l, 2, 5, &e);
     double dt = now_s() - t0;
     CHECKF(rc == GK_EIO, "rc %d: %s", rc, e.msg);
-    CHECKF(strncmp(e.msg, "rank 1 (pid ", 12) == 0 && strstr(e.msg, ") exited with status 3; stopped the other ranks") &&
+    CHECKF(strncmp(e.msg, "rank 1 (pid ", 12) == 0 &&
+               strstr(e.msg, ") exited with status 3; stopped the other ranks") &&
                !strchr(e.msg, '\n'),
            "%s", e.msg);
     CHECKF(dt < 4, "took %.2f s", dt);
@@ -429,8 +449,8 @@ static void test_spawn_all_fail(void)
     tr_launch l = one_node();
     gk_err e;
     int rc = spawn("child-usage", &l, 3, 5, &e);
-    CHECKF(rc == GK_EIO && strstr(e.msg, ") exited with status 2") && !strstr(e.msg, "stopped"), "rc %d: %s",
-           rc, e.msg);
+    CHECKF(rc == GK_EIO && strstr(e.msg, ") exited with status 2") && !strstr(e.msg, "stopped"),
+           "rc %d: %s", rc, e.msg);
     CHECK(exists("said", 0));
     slurp("said", 0);
 }
@@ -444,8 +464,10 @@ static void test_spawn_crash(void)
     double t0 = now_s();
     int rc = spawn("child-crash", &l, 2, 0.5, &e);
     double dt = now_s() - t0;
-    snprintf(want, sizeof want, "rank 0 (pid %.20s) was killed by signal 9 (Killed); stopped the other ranks (rank 1 did "
-             "not stop within 0.5 s after SIGTERM: SIGKILL)", slurp("pid", 0));
+    snprintf(want, sizeof want,
+             "rank 0 (pid %.20s) was killed by signal 9 (Killed); stopped the other ranks (rank 1 "
+             "did not stop within 0.5 s after SIGTERM: SIGKILL)",
+             slurp("pid", 0));
     slurp("ready", 1);
     CHECKF(rc == GK_EIO && strcmp(e.msg, want) == 0, "rc %d: '%s', want '%s'", rc, e.msg, want);
     CHECKF(dt >= 0.5 && dt < 5, "took %.2f s", dt);
@@ -534,7 +556,8 @@ static void test_spawn_second_signal(void)
     pid_t kp = killer(SIGTERM, 2, 2);
     int rc = spawn("child-signal", &l, 2, 2, &e);
     CHECK(waitpid(kp, &st, 0) == kp && st == 0);
-    CHECKF(rc == GK_EINTR && strstr(e.msg, ") was killed by signal 15 (Terminated), passed on to it: the run was interrupted"),
+    CHECKF(rc == GK_EINTR && strstr(e.msg, ") was killed by signal 15 (Terminated), passed on to "
+                                           "it: the run was interrupted"),
            "rc %d: %s", rc, e.msg);
     for (int r = 0; r < 2; r++) {
         CHECK(!exists("stopped", r));

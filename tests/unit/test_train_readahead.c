@@ -20,10 +20,12 @@ typedef struct fake {
 static void fill(uint64_t seed, int stream, uint64_t batch, uint64_t j, unsigned char *out)
 {
     for (int i = 0; i < W; i++)
-        out[i] = (unsigned char)(seed * 7 + (uint64_t)stream * 31 + batch * 13 + j * 3 + (uint64_t)i);
+        out[i] =
+            (unsigned char)(seed * 7 + (uint64_t)stream * 31 + batch * 13 + j * 3 + (uint64_t)i);
 }
 
-static int fetch(void *ud, uint64_t seed, int stream, uint64_t batch, uint64_t j, unsigned char *out, gk_err *e)
+static int fetch(void *ud, uint64_t seed, int stream, uint64_t batch, uint64_t j,
+                 unsigned char *out, gk_err *e)
 {
     fake *f = ud;
     atomic_fetch_add(&f->calls, 1);
@@ -159,7 +161,8 @@ static void test_failure_and_replan(void)
     CHECK_OK(tr_ra_open(&ra, W, 8 * W, 2, fetch, &f, &e), &e);
     tr_ra_plan p = {.seed = 5, .first = 0, .stride = 1, .count = 0, .j0 = 0, .n = 2};
     CHECK_OK(tr_ra_plan_set(ra, 1, &p, &e), &e);
-    CHECK(right(ra, 5, 1, 0, 0) && right(ra, 5, 1, 0, 1) && right(ra, 5, 1, 1, 0) && right(ra, 5, 1, 1, 1));
+    CHECK(right(ra, 5, 1, 0, 0) && right(ra, 5, 1, 0, 1) && right(ra, 5, 1, 1, 0) &&
+          right(ra, 5, 1, 1, 1));
     CHECK(tr_ra_get(ra, 5, 1, 2, 0, buf, &e) == GK_EIO);
     CHECKF(strcmp(e.msg, "batch 2: injected") == 0, "%s", e.msg);
     CHECK(right(ra, 5, 1, 3, 0));

@@ -44,9 +44,11 @@ static void test_sanitize_cases(void)
         size_t out_len = 12345;
         size_t reps = gk_utf8_sanitize(cases[i].in, cases[i].n, &buf, &cap, &out_len);
         size_t want = cases[i].reps ? strlen(cases[i].out) : cases[i].n;
-        CHECKF(reps == cases[i].reps, "case %zu: %zu replacements, want %zu", i, reps, cases[i].reps);
+        CHECKF(reps == cases[i].reps, "case %zu: %zu replacements, want %zu", i, reps,
+               cases[i].reps);
         CHECKF(out_len == want && !memcmp(buf, cases[i].out, want), "case %zu: wrong bytes", i);
-        CHECKF((gk_utf8_valid_prefix(cases[i].in, cases[i].n) == cases[i].n) == (cases[i].reps == 0),
+        CHECKF((gk_utf8_valid_prefix(cases[i].in, cases[i].n) == cases[i].n) ==
+                   (cases[i].reps == 0),
                "case %zu: validity", i);
     }
     free(buf);
@@ -105,7 +107,8 @@ static void test_complete_len(void)
     CHECK(gk_utf8_complete_len("a\xE2\x82\xAC", 4) == 4);
     CHECK(gk_utf8_complete_len("a\xF0\x9F\x98", 4) == 1);
     CHECK(gk_utf8_complete_len("\xF0\x9F\x98\x80", 4) == 4);
-    CHECK(gk_utf8_complete_len("a\x80", 2) == 2); /* a stray continuation byte: nothing to wait for */
+    /* a stray continuation byte: nothing to wait for */
+    CHECK(gk_utf8_complete_len("a\x80", 2) == 2);
 }
 
 int main(void)

@@ -94,7 +94,8 @@ static void tiktoken_line(FILE *f, const unsigned char *t, size_t len, uint32_t 
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for (size_t k = 0; k < len; k += 3) {
-        uint32_t w = (uint32_t)t[k] << 16 | (k + 1 < len ? t[k + 1] << 8 : 0) | (k + 2 < len ? t[k + 2] : 0);
+        uint32_t w =
+            (uint32_t)t[k] << 16 | (k + 1 < len ? t[k + 1] << 8 : 0) | (k + 2 < len ? t[k + 2] : 0);
         fputc(b64[w >> 18], f), fputc(b64[w >> 12 & 63], f);
         fputc(k + 1 < len ? b64[w >> 6 & 63] : '=', f), fputc(k + 2 < len ? b64[w & 63] : '=', f);
     }
@@ -156,7 +157,8 @@ static void test_formats_agree(void)
 
 static void test_chars(void)
 {
-    static const uint32_t cps[] = {0x0, 0x1, '\n', ' ', '"', '/', '\\', 'a', 0x7F, 0xE9, 0x2028, 0x1F600};
+    static const uint32_t cps[] = {0x0, 0x1, '\n', ' ', '"', '/', '\\', 'a', 0x7F, 0xE9, 0x2028,
+                                   0x1F600};
     const size_t n = sizeof cps / sizeof cps[0];
     gk_vocab *v, *w = NULL;
     gk_err e;
@@ -359,7 +361,8 @@ static void test_gpt2_text_round_trip(void)
     CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
     CHECK(json && strlen(json) == jl && !strncmp(json, "{\"!\": 0, \"\\\"\": 1, ", 18));
     /* byte for byte OpenAI's encoder.json (which HuggingFace ships as vocab.json) */
-    CHECKF(enc && jl == el && !memcmp(json, enc, el), "to_json: %zu bytes, encoder.json %zu", jl, el);
+    CHECKF(enc && jl == el && !memcmp(json, enc, el), "to_json: %zu bytes, encoder.json %zu", jl,
+           el);
     CHECK_OK(gk_vocab_merges(v, &m, &ml, &e), &e);
     CHECK(m && strlen(m) == ml && ml == bl && !memcmp(m, bpe, bl)); /* the kept text */
     CHECK_OK(gk_vocab_load_mem(&w, json, jl, m, ml, "ckpt:tokenizer.vocab", &e), &e);
@@ -417,7 +420,8 @@ static gk_vocab *small_tiktoken(const char *name, const char *const *extra, int 
     tmp_path(path, sizeof path, name);
     FILE *f = fopen(path, "wb");
     if (!f) return NULL;
-    for (int b = 0; b < 256; b++) tiktoken_line(f, (const unsigned char[]){(unsigned char)b}, 1, (uint32_t)b);
+    for (int b = 0; b < 256; b++)
+        tiktoken_line(f, (const unsigned char[]){(unsigned char)b}, 1, (uint32_t)b);
     for (int i = 0; i < n; i++)
         tiktoken_line(f, (const unsigned char *)extra[i], strlen(extra[i]), 256 + (uint32_t)i);
     fclose(f);
@@ -439,7 +443,8 @@ static void test_merges_small(void)
     CHECK_OK(gk_vocab_merges(v, &m, &ml, &e), &e);
     CHECKF(m && !strcmp(m, "#version: 0.2\nb c\na b\na bc\n\xc3\x84 \xc4\xa0\n\" \\\n"), "%s", m);
     CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
-    CHECK(json && strstr(json, ", \"\\\"\\\\\": 260, \"<|endoftext|>\": 261}") && strstr(json, "\"\\u00c4\\u0120\": 259"));
+    CHECK(json && strstr(json, ", \"\\\"\\\\\": 260, \"<|endoftext|>\": 261}") &&
+          strstr(json, "\"\\u00c4\\u0120\": 259"));
     CHECK_OK(gk_vocab_load_mem(&w, json, jl, m, ml, "small", &e), &e);
     CHECK(w && same_vocab(v, w));
     free(m);
@@ -465,8 +470,9 @@ static void test_chars_text(void)
     if (!have_tmp) SKIP("mkdtemp failed");
     CHECK_OK(gk_vocab_from_chars(&v, cps, sizeof cps / sizeof cps[0], &e), &e);
     CHECK_OK(gk_vocab_to_json(v, &json, &jl, &e), &e);
-    CHECK(json && jl && json[jl - 1] == '\n' && !strcmp(json, "[\"\\u0000\",\"\\n\",\" \",\"\\\"\","
-                                                        "\"\\\\\",\"a\",\"\xc3\xa9\",\"\xe2\x80\xa8\",\"\xf0\x9f\x98\x80\"]\n"));
+    CHECK(json && jl && json[jl - 1] == '\n' &&
+          !strcmp(json, "[\"\\u0000\",\"\\n\",\" \",\"\\\"\","
+                        "\"\\\\\",\"a\",\"\xc3\xa9\",\"\xe2\x80\xa8\",\"\xf0\x9f\x98\x80\"]\n"));
     tmp_path(path, sizeof path, "chars2.json");
     FILE *f = fopen(path, "wb");
     CHECK_OK(gk_vocab_save_chars(v, f, &e), &e);
@@ -505,7 +511,8 @@ static void expect_mem_error(const char *json, const char *merges, const char *w
     int rc = gk_vocab_load_mem(&v, json, strlen(json), merges, merges ? strlen(merges) : 0,
                                origin, &e);
     CHECKF(rc == GK_EFORMAT && e.code == rc, "%.40s: rc %d (%s)", json, rc, e.msg);
-    CHECKF(!strncmp(e.msg, origin, strlen(origin)), "%.40s: message \"%s\" lacks the origin", json, e.msg);
+    CHECKF(!strncmp(e.msg, origin, strlen(origin)), "%.40s: message \"%s\" lacks the origin", json,
+           e.msg);
     CHECKF(strstr(e.msg, want), "%.40s: message \"%s\" lacks \"%s\"", json, e.msg, want);
     CHECKF(!strchr(e.msg, '\n'), "%.40s: message has a newline", json);
     CHECK(v == NULL);

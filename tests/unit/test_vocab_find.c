@@ -29,7 +29,8 @@ static void test_find(void)
     tmp_path(hf, sizeof hf, "hfhome");
     snprintf(snap, sizeof snap, "%s/hub/models--gpt2/snapshots/abc123", hf);
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s/vocab.json' '%s/merges.txt'", snap, snap, snap);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s/vocab.json' '%s/merges.txt'", snap, snap,
+             snap);
     CHECK(system(cmd) == 0);
     gk_vocab_set_search("", hf, NULL); /* $HF_HOME; an empty $GPT_VOCAB is unset */
     CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
@@ -37,7 +38,8 @@ static void test_find(void)
     /* without $HF_HOME: $HOME/.cache/huggingface */
     char home[1024], want[4096];
     tmp_path(home, sizeof home, "home");
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/.cache' && ln -s '%s' '%s/.cache/huggingface'", home, hf, home);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/.cache' && ln -s '%s' '%s/.cache/huggingface'", home,
+             hf, home);
     CHECK(system(cmd) == 0);
     gk_vocab_set_search(NULL, NULL, home);
     snprintf(want, sizeof want, "%s/.cache/huggingface/hub/models--gpt2/snapshots/abc123", home);
@@ -45,9 +47,11 @@ static void test_find(void)
     CHECKF(!strcmp(out, want), "%s", out);
     gk_vocab_set_search(NULL, hf, home); /* $HF_HOME first */
     /* refs/main picks the snapshot when there are several */
-    snprintf(cmd, sizeof cmd, "cd '%s/hub/models--gpt2' && mkdir -p refs snapshots/000 snapshots/fff && "
-             "touch snapshots/000/vocab.json snapshots/000/merges.txt snapshots/fff/vocab.json "
-             "snapshots/fff/merges.txt && echo abc123 > refs/main", hf);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s/hub/models--gpt2' && mkdir -p refs snapshots/000 snapshots/fff && touch "
+             "snapshots/000/vocab.json snapshots/000/merges.txt snapshots/fff/vocab.json "
+             "snapshots/fff/merges.txt && echo abc123 > refs/main",
+             hf);
     CHECK(system(cmd) == 0);
     CHECK_OK(gk_vocab_find(out, sizeof out, NULL, &e), &e);
     CHECKF(!strcmp(out, snap), "%s", out);

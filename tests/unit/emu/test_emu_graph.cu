@@ -104,8 +104,8 @@ static void test_copy_nodes(void)
     CUDA_OK(cudaGraphLaunch(exec, s));
     CUDA_OK(cudaStreamSynchronize(s));
     /* set 0 -> {0,0,0,0}; copy {10,2} -> {10,2,0,0}; +1 -> {11,3,1,1} */
-    CHECKF(out[0] == 11 && out[1] == 3 && out[2] == 1 && out[3] == 1, "got {%d,%d,%d,%d}", out[0], out[1], out[2],
-           out[3]);
+    CHECKF(out[0] == 11 && out[1] == 3 && out[2] == 1 && out[3] == 1, "got {%d,%d,%d,%d}", out[0],
+           out[1], out[2], out[3]);
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));
     CUDA_OK(cudaFreeHost(src));
@@ -171,7 +171,8 @@ static void test_matmul(void)
     to_host(replayed, D2, m * n);
     for (int i = 0; i < m * n; i++) {
         CHECKF(direct[i] == want[i], "direct D[%d] = %g, want %g", i, direct[i], want[i]);
-        CHECKF(replayed[i] == direct[i], "replayed D[%d] = %g, direct %g", i, replayed[i], direct[i]);
+        CHECKF(replayed[i] == direct[i], "replayed D[%d] = %g, direct %g", i, replayed[i],
+               direct[i]);
     }
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));
@@ -198,7 +199,8 @@ static void end_invalidated(cudaStream_t s, int *counter)
     GK_LAUNCH(bump, 1, 32, 0, s, counter, 1);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaStreamSynchronize(s));
-    CHECKF(read_int(counter) == 1, "launch after the failed capture: counter %d", read_int(counter));
+    CHECKF(read_int(counter) == 1, "launch after the failed capture: counter %d",
+           read_int(counter));
 }
 
 static void test_forbidden_calls(void)
@@ -249,7 +251,8 @@ static void test_modes_across_threads(void)
     void *p = NULL;
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     std::thread([&] { other = cudaMalloc(&p, 64); }).join();
-    CHECKF(other == cudaSuccess, "cudaMalloc in another thread beside a ThreadLocal capture: %d", (int)other);
+    CHECKF(other == cudaSuccess, "cudaMalloc in another thread beside a ThreadLocal capture: %d",
+           (int)other);
     void *q = NULL;
     CHECK(cudaMalloc(&q, 64) == cudaErrorStreamCaptureUnsupported && q == NULL);
     cudaGetLastError();
@@ -261,8 +264,8 @@ static void test_modes_across_threads(void)
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     p = NULL;
     std::thread([&] { other = cudaMalloc(&p, 64); }).join();
-    CHECKF(other == cudaErrorStreamCaptureUnsupported, "cudaMalloc in another thread beside a Global capture: %d",
-           (int)other);
+    CHECKF(other == cudaErrorStreamCaptureUnsupported,
+           "cudaMalloc in another thread beside a Global capture: %d", (int)other);
     cudaStreamEndCapture(s, &graph);
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
@@ -303,7 +306,8 @@ static void test_refusals(void)
     GK_LAUNCH(bump, 1, 32, 0, 0, counter, 1);
     CHECK(cudaGetLastError() == cudaErrorStreamCaptureImplicit);
     graph = (cudaGraph_t)&graph;
-    CHECK(cudaStreamEndCapture(blocking, &graph) == cudaErrorStreamCaptureInvalidated && graph == NULL);
+    CHECK(cudaStreamEndCapture(blocking, &graph) == cudaErrorStreamCaptureInvalidated &&
+          graph == NULL);
     cudaGetLastError();
     CHECKF(read_int(counter) == 0, "stream 0's refused launch ran: %d", read_int(counter));
     GK_LAUNCH(bump, 1, 32, 0, 0, counter, 1); /* no capture now: runs */
@@ -323,11 +327,14 @@ static void test_emu_specifics(void)
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     cudaGraph_t graph = NULL;
-    CHECK(cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal) == cudaErrorStreamCaptureUnsupported);
+    CHECK(cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal) ==
+          cudaErrorStreamCaptureUnsupported);
     CHECK(cudaStreamEndCapture(s, &graph) == cudaErrorIllegalState);
     CHECK(cudaStreamBeginCapture(s, (cudaStreamCaptureMode)3) == cudaErrorInvalidValue);
-    CHECK(!strcmp(cudaGetErrorName(cudaErrorStreamCaptureInvalidated), "cudaErrorStreamCaptureInvalidated"));
-    CHECK(!strcmp(cudaGetErrorName(cudaErrorStreamCaptureImplicit), "cudaErrorStreamCaptureImplicit"));
+    CHECK(!strcmp(cudaGetErrorName(cudaErrorStreamCaptureInvalidated),
+                  "cudaErrorStreamCaptureInvalidated"));
+    CHECK(!strcmp(cudaGetErrorName(cudaErrorStreamCaptureImplicit),
+                  "cudaErrorStreamCaptureImplicit"));
     cudaGetLastError();
 
     int *counter = to_dev<int>(NULL, 1);
@@ -375,7 +382,8 @@ static void test_emu_specifics(void)
     CHECK(cudaStreamSynchronize(s) == cudaErrorLaunchFailure);
     CUDA_OK(cudaDeviceReset());
     cudaGetLastError();
-    CHECKF(read_int(counter) == 1, "the first node +1 ran, the failed one +10 not: %d", read_int(counter));
+    CHECKF(read_int(counter) == 1, "the first node +1 ran, the failed one +10 not: %d",
+           read_int(counter));
     CUDA_OK(cudaGraphLaunch(exec, s)); /* both now */
     CHECKF(read_int(counter) == 12, "after a clean replay: %d", read_int(counter));
     CUDA_OK(cudaGraphExecDestroy(exec));

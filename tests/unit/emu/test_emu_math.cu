@@ -7,8 +7,8 @@
 
 /* ---- atomics from many blocks (run in parallel on the host thread pool) ---- */
 
-__global__ void atomics(int *i, unsigned *u, unsigned long long *ull, float *f, double *d, int *mx, int *mn,
-                        unsigned *umx, unsigned *umn, int *cas_counter, int *exch)
+__global__ void atomics(int *i, unsigned *u, unsigned long long *ull, float *f, double *d, int *mx,
+                        int *mn, unsigned *umx, unsigned *umn, int *cas_counter, int *exch)
 {
     int id = blockIdx.x * blockDim.x + threadIdx.x;
     atomicAdd(i, 1);
@@ -30,7 +30,8 @@ static void test_atomics(void)
     enum { blocks = 64, threads = 128, n = blocks * threads };
     int *i = to_dev<int>(NULL, 1), *mx = to_dev<int>(NULL, 1), *mn = to_dev<int>(NULL, 1);
     int *cas = to_dev<int>(NULL, 1), *exch = to_dev<int>(NULL, 1);
-    unsigned *u = to_dev<unsigned>(NULL, 1), *umx = to_dev<unsigned>(NULL, 1), *umn = to_dev<unsigned>(NULL, 1);
+    unsigned *u = to_dev<unsigned>(NULL, 1), *umx = to_dev<unsigned>(NULL, 1),
+             *umn = to_dev<unsigned>(NULL, 1);
     unsigned long long *ull = to_dev<unsigned long long>(NULL, 1);
     float *f = to_dev<float>(NULL, 1);
     double *d = to_dev<double>(NULL, 1);
@@ -66,7 +67,8 @@ static void test_atomics(void)
     CHECKF(humx == 3u * (n - 1) && humn == 5u, "unsigned max %u min %u", humx, humn);
     CHECKF(hcas == n, "CAS increments %d", hcas);
     CHECKF(hexch == 7, "exch %d", hexch);
-    cudaFree(i), cudaFree(mx), cudaFree(mn), cudaFree(cas), cudaFree(exch), cudaFree(u), cudaFree(umx);
+    cudaFree(i), cudaFree(mx), cudaFree(mn), cudaFree(cas), cudaFree(exch), cudaFree(u),
+        cudaFree(umx);
     cudaFree(umn), cudaFree(ull), cudaFree(f), cudaFree(d);
 }
 
@@ -121,7 +123,8 @@ static void test_bf16(void)
     in[ncase + 2] = NAN;
     for (int i = 0; i < ncase; i++) {
         uint16_t got = bits_of(__float2bfloat16(in[i]));
-        CHECKF(got == bf16_cases[i].want, "host %08x -> %04x, want %04x", bf16_cases[i].in, got, bf16_cases[i].want);
+        CHECKF(got == bf16_cases[i].want, "host %08x -> %04x, want %04x", bf16_cases[i].in, got,
+               bf16_cases[i].want);
     }
     float *d_in = to_dev(in, n), *d_out = to_dev<float>(NULL, n);
     __nv_bfloat16 *mid = to_dev<__nv_bfloat16>(NULL, n);
@@ -133,14 +136,16 @@ static void test_bf16(void)
         memcpy(&got, &out[i], 4);
         CHECKF(got == want, "device %08x -> %08x, want %08x", bf16_cases[i].in, got, want);
     }
-    for (int i = ncase; i < n; i++) CHECKF(isnan(out[i]), "NaN %d came back as %g", i - ncase, out[i]);
+    for (int i = ncase; i < n; i++)
+        CHECKF(isnan(out[i]), "NaN %d came back as %g", i - ncase, out[i]);
     CHECK(isnan(__bfloat162float(__float2bfloat16(in[ncase]))));
     __nv_bfloat162 two = __floats2bfloat162_rn(1.5f, -2.25f);
     CHECK(__low2float(two) == 1.5f && __high2float(two) == -2.25f);
     __nv_bfloat162 dup = __bfloat162bfloat162(__float2bfloat16(3.0f));
     CHECK(__low2float(dup) == 3.0f && __high2float(dup) == 3.0f);
     CHECK(sizeof(__nv_bfloat16) == 2 && sizeof(__nv_bfloat162) == 4);
-    __nv_bfloat16 a = __float2bfloat16(1.0f), b = __float2bfloat16(float_of_bits(0x3b800000u)); /* 2^-8 */
+    /* 2^-8 */
+    __nv_bfloat16 a = __float2bfloat16(1.0f), b = __float2bfloat16(float_of_bits(0x3b800000u));
     CHECK(bits_of(a + b) == 0x3f80); /* 1 + 2^-8 rounds back to 1: bf16 arithmetic rounds */
     CHECK(__bfloat162float(a * __float2bfloat16(3.0f)) == 3.0f);
     CHECK(__bfloat162float(a - __float2bfloat16(3.0f)) == -2.0f);
@@ -155,8 +160,8 @@ using namespace nvcuda;
 /* D (16x16, row-major, ldd) = A B + C with A row- or col-major and B row- or col-major in memory,
  * C loaded row-major, times `scale` applied elementwise to the accumulator's .x[]. One warp. */
 template <class LA, class LB>
-__global__ void wmma_tile(const __nv_bfloat16 *A, const __nv_bfloat16 *B, const float *C, float *D, int ld,
-                          float scale, int store_col_major)
+__global__ void wmma_tile(const __nv_bfloat16 *A, const __nv_bfloat16 *B, const float *C, float *D,
+                          int ld, float scale, int store_col_major)
 {
     wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, LA> a;
     wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, LB> b;
@@ -166,7 +171,8 @@ __global__ void wmma_tile(const __nv_bfloat16 *A, const __nv_bfloat16 *B, const 
     wmma::load_matrix_sync(acc, C, ld, wmma::mem_row_major);
     wmma::mma_sync(acc, a, b, acc);
     for (int i = 0; i < acc.num_elements; i++) acc.x[i] *= scale;
-    wmma::store_matrix_sync(D, acc, ld, store_col_major ? wmma::mem_col_major : wmma::mem_row_major);
+    wmma::store_matrix_sync(D, acc, ld,
+                            store_col_major ? wmma::mem_col_major : wmma::mem_row_major);
 }
 
 template <class LA, class LB> static void check_wmma(bool a_col, bool b_col, bool d_col)
@@ -175,7 +181,8 @@ template <class LA, class LB> static void check_wmma(bool a_col, bool b_col, boo
     static float hA[16 * ld], hB[16 * ld], hC[16 * ld], hD[16 * ld];
     __nv_bfloat16 bA[16 * ld], bB[16 * ld];
     for (int i = 0; i < 16 * ld; i++) {
-        hA[i] = (float)((i * 7) % 11 - 5), hB[i] = (float)((i * 5) % 13 - 6), hC[i] = (float)(i % 9);
+        hA[i] = (float)((i * 7) % 11 - 5), hB[i] = (float)((i * 5) % 13 - 6),
+        hC[i] = (float)(i % 9);
         bA[i] = __float2bfloat16(hA[i]), bB[i] = __float2bfloat16(hB[i]);
     }
     __nv_bfloat16 *A = to_dev(bA, 16 * ld), *B = to_dev(bB, 16 * ld);
@@ -191,7 +198,8 @@ template <class LA, class LB> static void check_wmma(bool a_col, bool b_col, boo
                 want += hA[a_col ? k * ld + r : r * ld + k] * hB[b_col ? c * ld + k : k * ld + c];
             want *= 2.0f;
             float got = hD[d_col ? c * ld + r : r * ld + c];
-            if (got != want && bad++ < 3) fprintf(stderr, "  (%d,%d): %g, want %g\n", r, c, got, want);
+            if (got != want && bad++ < 3)
+                fprintf(stderr, "  (%d,%d): %g, want %g\n", r, c, got, want);
         }
     CHECKF(bad == 0, "A %s, B %s, D %s: %d wrong", a_col ? "col" : "row", b_col ? "col" : "row",
            d_col ? "col" : "row", bad);
@@ -222,7 +230,8 @@ __global__ void fragment_ownership(const float *C, float *out)
 __global__ void wmma_from_one_lane(const float *C, float *D)
 {
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    if (threadIdx.x == 0) wmma::load_matrix_sync(acc, C, 16, wmma::mem_row_major); /* a lane cannot do it alone */
+    /* a lane cannot do it alone */
+    if (threadIdx.x == 0) wmma::load_matrix_sync(acc, C, 16, wmma::mem_row_major);
     wmma::store_matrix_sync(D, acc, 16, wmma::mem_row_major);
 }
 /* The lanes write a tile (a stripe each) and load it as a fragment: with the __syncwarp that must
@@ -291,11 +300,15 @@ static void test_wmma_fragments(void)
         to_host(seen, d_seen, 32);
         for (int l = 0; l < 32; l++) full_reads += seen[l] == 256;
         if (sync) {
-            CHECKF(full_loads == 32, "with __syncwarp: %d of 32 lanes loaded what the others wrote", full_loads);
-            CHECKF(full_reads == 32, "with __syncwarp: %d of 32 lanes read what the others stored", full_reads);
+            CHECKF(full_loads == 32, "with __syncwarp: %d of 32 lanes loaded what the others wrote",
+                   full_loads);
+            CHECKF(full_reads == 32, "with __syncwarp: %d of 32 lanes read what the others stored",
+                   full_reads);
         } else {
-            CHECKF(full_loads < 32, "without __syncwarp every lane loaded what the others wrote: the race is hidden");
-            CHECKF(full_reads < 32, "without __syncwarp every lane read what the others stored: the race is hidden");
+            CHECKF(full_loads < 32, "without __syncwarp every lane loaded what "
+                                    "the others wrote: the race is hidden");
+            CHECKF(full_reads < 32,
+                   "without __syncwarp every lane read what the others stored: the race is hidden");
         }
     }
     cudaFree(d_seen);
@@ -310,7 +323,8 @@ __global__ void math_fns(const float *x, float *out)
     float v = x[threadIdx.x];
     float *o = out + 12 * threadIdx.x;
     o[0] = expf(v), o[1] = __expf(v), o[2] = logf(v + 2.0f), o[3] = __logf(v + 2.0f);
-    o[4] = rsqrtf(v + 2.0f), o[5] = tanhf(v), o[6] = __fdividef(v, 3.0f), o[7] = __frcp_rn(v + 2.0f);
+    o[4] = rsqrtf(v + 2.0f), o[5] = tanhf(v), o[6] = __fdividef(v, 3.0f),
+    o[7] = __frcp_rn(v + 2.0f);
     o[8] = fmaxf(v, 0.25f), o[9] = (float)max((int)v, 1), o[10] = (float)min((int)v, 1);
     o[11] = isinf(v * INFINITY) ? 1.0f : 0.0f;
 }
@@ -324,11 +338,21 @@ static void test_math(void)
     to_host(out, o, 48);
     for (int t = 0; t < 4; t++) {
         float v = x[t], *g = out + 12 * t;
-        float want[12] = {expf(v), expf(v), logf(v + 2), logf(v + 2), 1 / sqrtf(v + 2), tanhf(v), v / 3, 1 / (v + 2),
-                          v > 0.25f ? v : 0.25f, (float)((int)v > 1 ? (int)v : 1), (float)((int)v < 1 ? (int)v : 1),
+        float want[12] = {expf(v),
+                          expf(v),
+                          logf(v + 2),
+                          logf(v + 2),
+                          1 / sqrtf(v + 2),
+                          tanhf(v),
+                          v / 3,
+                          1 / (v + 2),
+                          v > 0.25f ? v : 0.25f,
+                          (float)((int)v > 1 ? (int)v : 1),
+                          (float)((int)v < 1 ? (int)v : 1),
                           v != 0 ? 1.0f : 0.0f};
         for (int k = 0; k < 12; k++)
-            CHECKF(fabsf(g[k] - want[k]) <= 2e-6f * fabsf(want[k]), "x %g fn %d: %g, want %g", v, k, g[k], want[k]);
+            CHECKF(fabsf(g[k] - want[k]) <= 2e-6f * fabsf(want[k]), "x %g fn %d: %g, want %g", v, k,
+                   g[k], want[k]);
     }
     cudaFree(dx), cudaFree(o);
 }

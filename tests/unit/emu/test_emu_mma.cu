@@ -13,7 +13,10 @@
 
 /* The PTX ISA's fragments of mma.m16n8k16 (lane = 4g + t; register i, half h; C element i). */
 __device__ __forceinline__ int a_row(int lane, int i) { return lane / 4 + 8 * (i % 2); }
-__device__ __forceinline__ int a_col(int lane, int i, int h) { return 2 * (lane % 4) + h + 8 * (i / 2); }
+__device__ __forceinline__ int a_col(int lane, int i, int h)
+{
+    return 2 * (lane % 4) + h + 8 * (i / 2);
+}
 __device__ __forceinline__ int b_row(int lane, int i, int h) { return 2 * (lane % 4) + h + 8 * i; }
 __device__ __forceinline__ int c_row(int lane, int i) { return lane / 4 + 8 * (i / 2); }
 __device__ __forceinline__ int c_col(int lane, int i) { return 2 * (lane % 4) + i % 2; }
@@ -36,7 +39,8 @@ static void expect_close(const char *what, const float *got, const float *want, 
     int bad = -1;
     for (int i = 0; i < n && bad < 0; i++)
         if (!(fabs((double)got[i] - want[i]) <= 1e-5 * mx)) bad = i;
-    CHECKF(bad < 0, "%s: element %d is %.8g, want %.8g", what, bad, bad < 0 ? 0.0 : got[bad], bad < 0 ? 0.0 : want[bad]);
+    CHECKF(bad < 0, "%s: element %d is %.8g, want %.8g", what, bad, bad < 0 ? 0.0 : got[bad],
+           bad < 0 ? 0.0 : want[bad]);
 }
 
 /* ---- mma from registers built by the documented layout ---- */
@@ -60,7 +64,8 @@ __global__ void mma_tile(const __nv_bfloat16 *A, const __nv_bfloat16 *B, const f
 
 /* S (16,16) = A B1 as two n8 tiles, P = bf16(S) as an A fragment straight from the accumulators
  * (registers 0, 1 from tile 0, 2, 3 from tile 1), D (16,8) = P B2. */
-__global__ void mma_chain(const __nv_bfloat16 *A, const __nv_bfloat16 *B1, const __nv_bfloat16 *B2, float *D)
+__global__ void mma_chain(const __nv_bfloat16 *A, const __nv_bfloat16 *B1, const __nv_bfloat16 *B2,
+                          float *D)
 {
     int l = threadIdx.x;
     uint32_t a[4], b[2], p[4];
@@ -162,7 +167,8 @@ __global__ void ldsm_all(const unsigned short *M, uint32_t *out)
 __global__ void ldsm_mma(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *D1, float *D2)
 {
     __shared__ uint4 raw[(16 * 24 + 8 * 24 + 16 * 8) / 8];
-    __nv_bfloat16 *a_s = reinterpret_cast<__nv_bfloat16 *>(raw), *bt_s = a_s + 16 * 24, *b_s = bt_s + 8 * 24;
+    __nv_bfloat16 *a_s = reinterpret_cast<__nv_bfloat16 *>(raw), *bt_s = a_s + 16 * 24,
+                  *b_s = bt_s + 8 * 24;
     int l = threadIdx.x;
     for (int i = l; i < 256; i += 32) a_s[i / 16 * 24 + i % 16] = A[i];
     for (int i = l; i < 128; i += 32) bt_s[i % 8 * 24 + i / 8] = B[i], b_s[i] = B[i];
@@ -196,13 +202,15 @@ static void test_ldmatrix(void)
 #define AT(j, c) M[lds_row(8 * i + (j)) * LDS_LD + lds_col(8 * i + (j)) + (c)]
                 uint32_t want = 0;
                 if (i < n)
-                    want = trans ? (uint32_t)AT(2 * (l % 4), l / 4) | (uint32_t)AT(2 * (l % 4) + 1, l / 4) << 16
-                                 : (uint32_t)AT(l / 4, 2 * (l % 4)) | (uint32_t)AT(l / 4, 2 * (l % 4) + 1) << 16;
+                    want = trans ? (uint32_t)AT(2 * (l % 4), l / 4) |
+                                       (uint32_t)AT(2 * (l % 4) + 1, l / 4) << 16
+                                 : (uint32_t)AT(l / 4, 2 * (l % 4)) |
+                                       (uint32_t)AT(l / 4, 2 * (l % 4) + 1) << 16;
 #undef AT
                 if (out[v * 128 + l * 4 + i] != want) {
                     bad = 1;
-                    CHECKF(0, "ldmatrix.x%d%s lane %d register %d: 0x%08x, want 0x%08x", n, trans ? ".trans" : "", l,
-                           i, out[v * 128 + l * 4 + i], want);
+                    CHECKF(0, "ldmatrix.x%d%s lane %d register %d: 0x%08x, want 0x%08x", n,
+                           trans ? ".trans" : "", l, i, out[v * 128 + l * 4 + i], want);
                 }
             }
     }
@@ -285,10 +293,11 @@ static void test_cp_async_groups(void)
     GK_LAUNCH(cp_async_groups, 1, 1, 0, 0, ds, dseen);
     CUDA_OK(cudaGetLastError());
     to_host(seen, dseen, 6);
-    CHECKF(seen[2] == 11 && seen[4] == 11 && seen[5] == 22, "after the waits: %u %u %u", seen[2], seen[4], seen[5]);
+    CHECKF(seen[2] == 11 && seen[4] == 11 && seen[5] == 22, "after the waits: %u %u %u", seen[2],
+           seen[4], seen[5]);
 #if defined(GK_CUDA_EMU) /* the emulator writes at the wait: a missing one shows */
-    CHECKF(seen[0] == 0 && seen[1] == 0 && seen[3] == 0, "before the waits: %u %u, after wait<1> %u", seen[0],
-           seen[1], seen[3]);
+    CHECKF(seen[0] == 0 && seen[1] == 0 && seen[3] == 0,
+           "before the waits: %u %u, after wait<1> %u", seen[0], seen[1], seen[3]);
 #endif
     cudaFree(ds), cudaFree(dseen);
 }
@@ -303,8 +312,10 @@ __global__ void ex2_values(const float *x, float *y, int n)
 
 static void test_ex2_ftz(void)
 {
-    const float x[] = {0.0f, 1.0f, -1.0f, 10.0f, -126.0f, -126.5f, -140.0f, -INFINITY, 0.5f, -20.25f};
-    const float want[] = {1.0f, 2.0f, 0.5f, 1024.0f, 0x1p-126f, 0.0f, 0.0f, 0.0f, 1.41421356f, 8.0194131e-7f};
+    const float x[] = {0.0f, 1.0f, -1.0f, 10.0f, -126.0f, -126.5f, -140.0f, -INFINITY, 0.5f,
+                       -20.25f};
+    const float want[] = {1.0f, 2.0f, 0.5f, 1024.0f, 0x1p-126f, 0.0f, 0.0f, 0.0f, 1.41421356f,
+                          8.0194131e-7f};
     enum { N = sizeof x / sizeof x[0] };
     float got[N];
     float *dx = to_dev(x, N), *dy = to_dev<float>(NULL, N);
@@ -312,8 +323,8 @@ static void test_ex2_ftz(void)
     CUDA_OK(cudaGetLastError());
     to_host(got, dy, N);
     for (int i = 0; i < N; i++) /* 2 ulp of the value, 0 and the powers of two exactly */
-        CHECKF(i < 8 ? got[i] == want[i] : fabsf(got[i] - want[i]) <= 3e-7f * want[i], "ex2_ftz(%g) = %a, want %a", x[i],
-               got[i], want[i]);
+        CHECKF(i < 8 ? got[i] == want[i] : fabsf(got[i] - want[i]) <= 3e-7f * want[i],
+               "ex2_ftz(%g) = %a, want %a", x[i], got[i], want[i]);
     cudaFree(dx), cudaFree(dy);
 }
 

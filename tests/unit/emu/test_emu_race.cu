@@ -19,7 +19,8 @@
 #define RACE_CHECKED 0
 #endif
 #if defined(GK_CUDA_EMU) && !RACE_CHECKED
-#define SKIP_UNCHECKED() SKIP("no race checker in this build (SAN=1 excludes its -fsanitize=thread; GCC only)")
+#define SKIP_UNCHECKED() \
+    SKIP("no race checker in this build (SAN=1 excludes its -fsanitize=thread; GCC only)")
 #else
 #define SKIP_UNCHECKED() ((void)0)
 #endif
@@ -81,7 +82,8 @@ __global__ void exchange(int *out, int sync, int cross)
 }
 
 /* Warp 0 reads an 8 x 8 tile by ldmatrix; then warp 1 refills it by cp.async from src + 64,
- * with a barrier between when barrier = 1. out[0..31]: warp 0's fragments; out[32..95]: the tile. */
+ * with a barrier between when barrier = 1. out[0..31]: warp 0's fragments; out[32..95]: the
+ * tile. */
 __global__ void tile_refill(const unsigned short *src, uint32_t *out, int barrier)
 {
     alignas(16) __shared__ unsigned short tile[64];
@@ -120,19 +122,21 @@ static void check_sums(bool dyn)
     to_host(got, out, 6);
     for (int b = 0; b < 3; b++) {
         float s = 0, q = 0;
-        for (int i = 0; i < kThreads; i++) s += h[b * kThreads + i], q += h[b * kThreads + i] * h[b * kThreads + i];
+        for (int i = 0; i < kThreads; i++)
+            s += h[b * kThreads + i], q += h[b * kThreads + i] * h[b * kThreads + i];
         CHECKF(got[2 * b] == s && got[2 * b + 1] == q, "block %d: %g %g, want %g %g", b, got[2 * b],
                got[2 * b + 1], s, q);
     }
 #if RACE_CHECKED
     run_sums(dyn, 0, in, out);
     /* the second call's lane 0 of warp 0 writes red[0] that the first call's threads read */
-    const char *dyn_words[] = {"kernel 'sums_dyn' block (0,0,0) thread (0,0,0)", "shared memory race",
-                               "writes dynamic shared memory at offset 0", "read in the same barrier interval"};
-    const char *static_words[] = {"kernel 'sums_static' block (0,0,0) thread (0,0,0)", "shared memory race",
-                                  "writes static __shared__ 'sums_static(float const*, float*, int)::partials' "
-                                  "at offset 0",
-                                  "read in the same barrier interval"};
+    const char *dyn_words[] = {"kernel 'sums_dyn' block (0,0,0) thread (0,0,0)",
+                               "shared memory race", "writes dynamic shared memory at offset 0",
+                               "read in the same barrier interval"};
+    const char *static_words[] =
+        {"kernel 'sums_static' block (0,0,0) thread (0,0,0)", "shared memory race",
+         "writes static __shared__ 'sums_static(float const*, float*, int)::partials' at offset 0",
+         "read in the same barrier interval"};
     const char *const *words = dyn ? dyn_words : static_words;
     CHECK(launch_failed_with(cudaErrorLaunchFailure, words, 4));
     CUDA_OK(cudaDeviceReset());
@@ -156,12 +160,14 @@ static void test_warp_exchange(void)
     CHECKF(bad == 0, "%d wrong values", bad);
 #if RACE_CHECKED
     GK_LAUNCH(exchange, 1, 64, 0, 0, out, 0, 0); /* lane 1's write after lane 0 read its slot */
-    const char *unsynced[] = {"kernel 'exchange' block (0,0,0) thread (1,0,0)", "writes static __shared__",
-                              "which thread (0,0,0) read", "no __syncthreads or __syncwarp"};
+    const char *unsynced[] = {"kernel 'exchange' block (0,0,0) thread (1,0,0)",
+                              "writes static __shared__", "which thread (0,0,0) read",
+                              "no __syncthreads or __syncwarp"};
     CHECK(launch_failed_with(cudaErrorLaunchFailure, unsynced, 4));
     CUDA_OK(cudaDeviceReset());
     GK_LAUNCH(exchange, 1, 64, 0, 0, out, 1, 1); /* __syncwarp does not order two warps */
-    const char *crossed[] = {"kernel 'exchange'", "shared memory race", "(no __syncthreads between"};
+    const char *crossed[] = {"kernel 'exchange'", "shared memory race",
+                             "(no __syncthreads between"};
     CHECK(launch_failed_with(cudaErrorLaunchFailure, crossed, 3));
     CUDA_OK(cudaDeviceReset());
 #endif

@@ -48,7 +48,8 @@ static void test_copies(void)
     CUDA_OK(cudaFree(NULL));
 #if defined(GK_CUDA_EMU)
     CHECK(cudaFree(h) == cudaErrorInvalidValue); /* not from cudaMalloc */
-    CHECK(cudaPeekAtLastError() == cudaErrorInvalidValue && cudaGetLastError() == cudaErrorInvalidValue);
+    CHECK(cudaPeekAtLastError() == cudaErrorInvalidValue &&
+          cudaGetLastError() == cudaErrorInvalidValue);
     float *poisoned = NULL;
     CUDA_OK(cudaMalloc(&poisoned, 16));
     float p0;
@@ -175,7 +176,8 @@ static void test_fail_launch(void)
     unsetenv("GPT_EMU_FAIL_LAUNCH");
     CUDA_OK(cudaDeviceReset());
     CUDA_OK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
-    CHECKF(h[0] == 2 && h[3] == 2, "%d %d: the 2 launches before the failure and nothing after", h[0], h[3]);
+    CHECKF(h[0] == 2 && h[3] == 2, "%d %d: the 2 launches before the failure and nothing after",
+           h[0], h[3]);
     GK_LAUNCH(add_one, 1, 32, 0, 0, d, 4);
     CUDA_OK(cudaGetLastError());
     cudaFree(d);

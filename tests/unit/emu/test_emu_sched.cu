@@ -42,8 +42,10 @@ static void test_block_reduction(void)
     GK_LAUNCH(block_sum, blocks, 256, 0, 0, in, out, n);
     CUDA_OK(cudaGetLastError());
     to_host(sums, out, blocks);
-    const float want[blocks] = {32640, 98176, 163712, 204972}; /* sums of 0..255, 256..511, .., 768..999 */
-    for (int b = 0; b < blocks; b++) CHECKF(sums[b] == want[b], "block %d: %g, want %g", b, sums[b], want[b]);
+    /* sums of 0..255, 256..511, .., 768..999 */
+    const float want[blocks] = {32640, 98176, 163712, 204972};
+    for (int b = 0; b < blocks; b++)
+        CHECKF(sums[b] == want[b], "block %d: %g, want %g", b, sums[b], want[b]);
     cudaFree(in);
     cudaFree(out);
 }
@@ -80,8 +82,9 @@ __global__ void write_ids(unsigned *out)
 {
     unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     unsigned bid = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    out[bid * blockDim.x * blockDim.y * blockDim.z + tid] = threadIdx.x | threadIdx.y << 4 | threadIdx.z << 8 |
-                                                            blockIdx.x << 12 | blockIdx.y << 16 | blockIdx.z << 20;
+    out[bid * blockDim.x * blockDim.y * blockDim.z + tid] = threadIdx.x | threadIdx.y << 4 |
+                                                            threadIdx.z << 8 | blockIdx.x << 12 |
+                                                            blockIdx.y << 16 | blockIdx.z << 20;
 }
 
 static void test_indices(void)
@@ -95,8 +98,8 @@ static void test_indices(void)
     int bad = 0;
     for (unsigned i = 0; i < total; i++) {
         unsigned t = i % (tx * ty * tz), b = i / (tx * ty * tz);
-        unsigned want = t % tx | t / tx % ty << 4 | t / (tx * ty) << 8 | b % bx << 12 | b / bx % by << 16 |
-                        b / (bx * by) << 20;
+        unsigned want = t % tx | t / tx % ty << 4 | t / (tx * ty) << 8 | b % bx << 12 |
+                        b / bx % by << 16 | b / (bx * by) << 20;
         bad += h[i] != want;
     }
     CHECKF(bad == 0, "%d wrong ids", bad);
@@ -132,10 +135,12 @@ static void test_shuffles(void)
         int lane = t % 32, warp_sum = 496 + (t / 32) * 32 * 32; /* 0+..+31, 32+..+63 */
         CHECKF(h[t] == warp_sum, "xor sum at %d: %d", t, h[t]);
         CHECKF(h[n + t] == (lane < 29 ? t + 3 : t) * 10, "down at %d: %d", t, h[n + t]);
-        CHECKF(h[2 * n + t] == (lane % 8 >= 2 ? t - 2 : t), "up width 8 at %d: %d", t, h[2 * n + t]);
+        CHECKF(h[2 * n + t] == (lane % 8 >= 2 ? t - 2 : t), "up width 8 at %d: %d", t,
+               h[2 * n + t]);
         CHECKF(h[3 * n + t] == (t & ~15) + 3, "broadcast width 16 at %d: %d", t, h[3 * n + t]);
         CHECKF(h[4 * n + t] == (lane & 8 ? t - 8 : t), "xor 8 width 8 at %d: %d", t, h[4 * n + t]);
-        CHECKF(h[5 * n + t] == (lane % 16 < 14 ? t + 2 : t), "down width 16 at %d: %d", t, h[5 * n + t]);
+        CHECKF(h[5 * n + t] == (lane % 16 < 14 ? t + 2 : t), "down width 16 at %d: %d", t,
+               h[5 * n + t]);
         CHECKF(h[6 * n + t] == (t & ~31) + 3, "source lane 35 at %d: %d", t, h[6 * n + t]);
         CHECKF(hd[t] == (t & ~31) + 31.5, "double broadcast at %d: %g", t, hd[t]);
     }
@@ -146,7 +151,8 @@ static void test_shuffles(void)
 /* Lanes are the linear thread id % 32: in a (16,4) block lane ^ 16 is the next row (y ^ 1). */
 __global__ void warp_of_2d_block(int *out)
 {
-    out[threadIdx.y * blockDim.x + threadIdx.x] = __shfl_xor_sync(0xffffffffu, (int)threadIdx.y, 16);
+    out[threadIdx.y * blockDim.x + threadIdx.x] =
+        __shfl_xor_sync(0xffffffffu, (int)threadIdx.y, 16);
 }
 
 static void test_warps_of_2d_block(void)
@@ -182,9 +188,11 @@ static void test_votes(void)
         CHECKF(h[t] == 0x49249249u, "ballot at %d: %08x", t, h[t]);
         CHECKF(h[n + t] == (t >= 32), "any at %d: %u", t, h[n + t]);
         CHECKF(h[2 * n + t] == (t < 32), "all at %d: %u", t, h[2 * n + t]);
-        CHECKF(h[3 * n + t] == (t % 32 < 16 ? 0xaaaau : 7u), "half-warp ballot at %d: %08x", t, h[3 * n + t]);
+        CHECKF(h[3 * n + t] == (t % 32 < 16 ? 0xaaaau : 7u), "half-warp ballot at %d: %08x", t,
+               h[3 * n + t]);
         CHECKF(h[4 * n + t] == 0xffffffffu, "activemask at %d: %08x", t, h[4 * n + t]);
-        CHECKF(h[5 * n + t] == (t % 32 < 20 ? 0xfffffu : 0u), "divergent activemask at %d: %08x", t, h[5 * n + t]);
+        CHECKF(h[5 * n + t] == (t % 32 < 20 ? 0xfffffu : 0u), "divergent activemask at %d: %08x", t,
+               h[5 * n + t]);
     }
     cudaFree(out);
 }
@@ -233,7 +241,10 @@ __global__ void warp_vs_barrier(int *out)
     out[threadIdx.x] = v;
 }
 
-__global__ void mask_without_caller(int *out) { out[threadIdx.x] = __shfl_sync(0x1u, (int)threadIdx.x, 0); }
+__global__ void mask_without_caller(int *out)
+{
+    out[threadIdx.x] = __shfl_sync(0x1u, (int)threadIdx.x, 0);
+}
 
 /* Lane 0 waits for lane 1 with mask 0x3, lane 1 goes on with a shuffle of its own (mask 0x2). */
 __global__ void masks_disagree(int *out)
@@ -250,7 +261,10 @@ __global__ void nested_launch(int *out)
 }
 
 /* Lane 0 waits for lane 1 with mask 0x3, lane 1 waits for the whole warp. */
-__global__ void masks_overlap(int *out) { out[threadIdx.x] = __shfl_sync(threadIdx.x == 0 ? 0x3u : ~0u, 1, 0); }
+__global__ void masks_overlap(int *out)
+{
+    out[threadIdx.x] = __shfl_sync(threadIdx.x == 0 ? 0x3u : ~0u, 1, 0);
+}
 
 /* Launches kernel on `blocks` blocks of 32 and checks the error names it and the words. */
 #define EXPECT_FAULT(kernel, blocks, w1, w2)                                                 \
@@ -274,8 +288,10 @@ static void test_barrier_and_warp_errors(void)
                  "lane 16, thread (16,0,0), exited");
     EXPECT_FAULT(warp_vs_barrier, 1, "__shfl_xor_sync", "waits at __syncthreads");
     EXPECT_FAULT(mask_without_caller, 1, "leaves out the calling lane 1", "thread (1,0,0)");
-    EXPECT_FAULT(masks_disagree, 1, "__shfl_sync (mask 0x00000003) never completes", "lane 1, thread (1,0,0), exited");
-    EXPECT_FAULT(masks_overlap, 1, "warp collectives do not match", "lane 0 at __shfl_sync (mask 0x00000003)");
+    EXPECT_FAULT(masks_disagree, 1, "__shfl_sync (mask 0x00000003) never completes",
+                 "lane 1, thread (1,0,0), exited");
+    EXPECT_FAULT(masks_overlap, 1, "warp collectives do not match",
+                 "lane 0 at __shfl_sync (mask 0x00000003)");
     int *out = to_dev<int>(NULL, 32);
     GK_LAUNCH(nested_launch, 1, 32, 0, 0, out);
     const char *nested[] = {"masks_disagree", "launched from a kernel"};
@@ -289,7 +305,8 @@ static void test_smem_out_of_bounds(void)
 {
     float *out = to_dev<float>(NULL, 64);
     GK_LAUNCH(dyn_smem_sum, 64, 32, 100 * sizeof(float), 0, out, 101);
-    const char *words[] = {"dyn_smem_sum", "dynamic shared memory access out of bounds", "0 bytes past the end"};
+    const char *words[] = {"dyn_smem_sum", "dynamic shared memory access out of bounds",
+                           "0 bytes past the end"};
     CHECK(launch_failed_with(cudaErrorLaunchFailure, words, 3));
     CUDA_OK(cudaDeviceReset());
     GK_LAUNCH(dyn_smem_sum, 64, 32, 0, 0, out, 1); /* no dynamic shared memory at all */
@@ -370,10 +387,11 @@ static void test_launch_limits(void)
     GK_LAUNCH(fill_smem, 1, 32, 48 * 1024 + 16, 0, out, 0);
     expect_config_error(cudaErrorInvalidValue, "48 KiB + 16 without the attribute");
     CUDA_OK(cudaDeviceSynchronize()); /* configuration errors are not sticky */
-    CHECK(cudaFuncSetAttribute(fill_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024 + 1) ==
-          cudaErrorInvalidValue);
+    CHECK(cudaFuncSetAttribute(fill_smem, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               227 * 1024 + 1) == cudaErrorInvalidValue);
     cudaGetLastError();
-    CUDA_OK(cudaFuncSetAttribute(fill_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+    CUDA_OK(
+        cudaFuncSetAttribute(fill_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
     GK_LAUNCH(fill_smem, 1, 256, 100 * 1024, 0, out, 100 * 1024);
     CUDA_OK(cudaGetLastError());
     to_host(&sum, out, 1);
@@ -394,7 +412,8 @@ __global__ void affine(float *out, int n)
 static void test_speed(void)
 {
     enum { n = 1 << 20 };
-    float *h = (float *)malloc(n * sizeof(float)), *out = to_dev<float>(NULL, n), *sums = to_dev<float>(NULL, n / 256);
+    float *h = (float *)malloc(n * sizeof(float)), *out = to_dev<float>(NULL, n),
+          *sums = to_dev<float>(NULL, n / 256);
     double t0 = now_s();
     GK_LAUNCH(affine, n / 256, 256, 0, 0, out, (int)n);
     double t1 = now_s();
@@ -406,14 +425,16 @@ static void test_speed(void)
     GK_LAUNCH(block_sum, n / 256, 256, 0, 0, out, sums, (int)n);
     double t2 = now_s();
     CUDA_OK(cudaGetLastError());
-    fprintf(stderr, "  1M threads: %.3f s without barriers, %.3f s with 9 barriers each\n", t1 - t0, t2 - t1);
+    fprintf(stderr, "  1M threads: %.3f s without barriers, %.3f s with 9 barriers each\n", t1 - t0,
+            t2 - t1);
     CHECKF(t1 - t0 < 5.0, "a barrier-free kernel of 1M threads took %.2f s", t1 - t0);
     free(h);
     cudaFree(out);
     cudaFree(sums);
 }
 
-/* A digest of block sums and warp sums of 1M pseudo-random floats: bit-exact, whatever the threads. */
+/* A digest of block sums and warp sums of 1M pseudo-random floats: bit-exact, whatever the
+ * threads. */
 __global__ void warp_sums(const float *in, float *out)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -33,7 +33,8 @@ static void test_cast(void)
         bad += h[i] != want && !nan;
         float w = gk_bf16f(h[i]);
         bad_back += memcmp(&w, &back[i], 4) != 0;
-        if (i < ns && h[i] != want && !nan) fprintf(stderr, "cast %08x -> %04x, want %04x\n", special[i], h[i], want);
+        if (i < ns && h[i] != want && !nan)
+            fprintf(stderr, "cast %08x -> %04x, want %04x\n", special[i], h[i], want);
     }
     CHECKF(bad == 0, "cast f32 -> bf16: %zu of %zu differ", bad, n);
     CHECKF(bad_back == 0, "cast bf16 -> f32: %zu of %zu not exact", bad_back, n);

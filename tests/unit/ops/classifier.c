@@ -28,18 +28,20 @@ static int *spread_targets(int n, int V)
     return t;
 }
 
-/* the forward (loss, lse; not again for alias) and the backward; dlogits are zero exactly in ignored rows and padding
- * (compared as a mask where V > 1: elsewhere every probability is positive). spread: targets of
- * spread_targets, else random. */
+/* the forward (loss, lse; not again for alias) and the backward; dlogits are zero exactly in
+ * ignored rows and padding (compared as a mask where V > 1: elsewhere every probability is
+ * positive). spread: targets of spread_targets, else random. */
 static void xent_cases(int N, int V, int Vp, int alias, float dloss, int spread)
 {
     tcase *c;
     if (!alias || spread) { /* the forward once per shape */
         c = new_case(run_xent_fwd, V + 8, "xent_fwd N%d V%d Vp%d", N, V, Vp);
-        c->b[add(c, B_F32, R_OUT, (size_t)N, 1, 0)].mask = V > 1; /* loss: 0 exactly where ignored */
+        /* loss: 0 exactly where ignored */
+        c->b[add(c, B_F32, R_OUT, (size_t)N, 1, 0)].mask = V > 1;
         add(c, B_F32, R_OUT, (size_t)N, 1, 0);
         add(c, B_ACT, R_IN, (size_t)N * Vp, 4, 0);
-        c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] = spread ? spread_targets(N, V) : rand_ints((size_t)N, -1, V);
+        c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] =
+            spread ? spread_targets(N, V) : rand_ints((size_t)N, -1, V);
         c->ip[0] = N, c->ip[1] = V, c->ip[2] = Vp;
         check(c);
     }
@@ -47,7 +49,8 @@ static void xent_cases(int N, int V, int Vp, int alias, float dloss, int spread)
     int o = add(c, B_ACT, R_OUT, (size_t)N * Vp, 1, 0);
     c->b[o].stages = bf16_run(), c->b[o].mask = V > 1;
     add(c, B_ACT, R_IN, (size_t)N * Vp, 4, 0);
-    c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] = spread ? spread_targets(N, V) : rand_ints((size_t)N, -1, V);
+    c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] =
+        spread ? spread_targets(N, V) : rand_ints((size_t)N, -1, V);
     add(c, B_F32, R_TMP, (size_t)N, 0, 0);
     add(c, B_F32, R_TMP, (size_t)N, 0, 0);
     c->ip[0] = N, c->ip[1] = V, c->ip[2] = Vp, c->ip[3] = alias, c->fp[0] = dloss;
@@ -59,9 +62,10 @@ static void test_xent(void)
     static const int vs[][2] = {{1, 1}, {24, 32}, {100, 100}, {37, 40}}; /* V, Vp */
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 4; j++)
-            for (int alias = 0; alias < 2; alias++) xent_cases(NS[i], vs[j][0], vs[j][1], alias, 1.0f / 16, 0);
+            for (int alias = 0; alias < 2; alias++)
+                xent_cases(NS[i], vs[j][0], vs[j][1], alias, 1.0f / 16, 0);
     /* N, V, Vp, alias; a vocabulary of 3000 (the row's chunks) */
-    static const int xs[][4] = {{1, 1, 1, 0}, {7, 100, 104, 0}, {7, 100, 104, 1}, {5, 37, 37, 1}, {9, 3000, 3008, 0},
-                                {9, 70, 128, 0}};
+    static const int xs[][4] = {{1, 1, 1, 0},   {7, 100, 104, 0},   {7, 100, 104, 1},
+                                {5, 37, 37, 1}, {9, 3000, 3008, 0}, {9, 70, 128, 0}};
     for (int k = 0; k < 6; k++) xent_cases(xs[k][0], xs[k][1], xs[k][2], xs[k][3], 1.0f / 3, 1);
 }

@@ -5,7 +5,8 @@
 static void run_enc_fwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
     const int *t0 = c->ip[3] ? p[4] : NULL; /* a device int: the first position */
-    be->ops->encoder_fwd(be, p[0], p[1], p[2], t[2], p[3], t0, c->ip[0], c->ip[1], c->ip[2], c->fp[0], NKEY);
+    be->ops->encoder_fwd(be, p[0], p[1], p[2], t[2], p[3], t0, c->ip[0], c->ip[1], c->ip[2],
+                         c->fp[0], NKEY);
 }
 static void run_enc_bwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
@@ -55,11 +56,17 @@ static void test_encoder(void)
             }
     /* B, T, C, V, dropout; the backward's tiles and sort merges (2100 keys: two merge passes),
      * one token everywhere (one long run), twice for the same bits */
-    static const int fs[][5] = {{2, 7, 24, 11, 0}, {1, 1, 7, 3, 0}, {3, 65, 100, 50, 1}, {3, 7, 80, 11, 1}};
+    static const int fs[][5] = {{2, 7, 24, 11, 0},
+                                {1, 1, 7, 3, 0},
+                                {3, 65, 100, 50, 1},
+                                {3, 7, 80, 11, 1}};
     for (int k = 0; k < 4; k++)
         for (int tw = 0; tw < 2; tw++) /* the CPU refuses dropout with 16-bit weights */
-            if (!(tw && fs[k][4] && strncmp(dev_name, "cuda", 4))) enc_fwd_case(fs[k][0], fs[k][1], fs[k][2], fs[k][3], tw ? GK_BF16 : GK_F32, fs[k][4] ? 0.25f : 0.0f, 0);
-    static const int bs[][5] = {{1, 1, 7, 3, 0}, {2, 7, 24, 5, 0}, {2, 65, 100, 40, 1}, {3, 700, 8, 40, 0},
-                                {1, 1500, 16, 1, 0}, {3, 7, 80, 11, 1}};
-    for (int k = 0; k < 6; k++) enc_bwd_case(bs[k][0], bs[k][1], bs[k][2], bs[k][3], bs[k][4] ? 0.25f : 0.0f, 1);
+            if (!(tw && fs[k][4] && strncmp(dev_name, "cuda", 4)))
+                enc_fwd_case(fs[k][0], fs[k][1], fs[k][2], fs[k][3], tw ? GK_BF16 : GK_F32,
+                             fs[k][4] ? 0.25f : 0.0f, 0);
+    static const int bs[][5] = {{1, 1, 7, 3, 0},    {2, 7, 24, 5, 0},    {2, 65, 100, 40, 1},
+                                {3, 700, 8, 40, 0}, {1, 1500, 16, 1, 0}, {3, 7, 80, 11, 1}};
+    for (int k = 0; k < 6; k++)
+        enc_bwd_case(bs[k][0], bs[k][1], bs[k][2], bs[k][3], bs[k][4] ? 0.25f : 0.0f, 1);
 }

@@ -51,12 +51,14 @@ static void test_layernorm(void)
 {
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
-            for (int with_bias = 0; with_bias < 2; with_bias++) layernorm_cases(NS[i], CS[j], with_bias, 0, 0);
+            for (int with_bias = 0; with_bias < 2; with_bias++)
+                layernorm_cases(NS[i], CS[j], with_bias, 0, 0);
     /* N, C, bias, off: packs and the scalar path, rows past what the CUDA kernel keeps in
      * registers, many rows */
     static const int ls[][4] = {{1, 24, 1, 0}, {7, 100, 0, 0}, {65, 7, 1, 0}, {5, 768, 1, 0},
                                 {33, 64, 1, 1}, {2100, 16, 1, 0}, {3, 6200, 1, 0}};
-    for (size_t k = 0; k < sizeof ls / sizeof *ls; k++) layernorm_cases(ls[k][0], ls[k][1], ls[k][2], ls[k][3], 1);
+    for (size_t k = 0; k < sizeof ls / sizeof *ls; k++)
+        layernorm_cases(ls[k][0], ls[k][1], ls[k][2], ls[k][3], 1);
     /* The CUDA backward's one launch (once test_cuda_ln's): each block's dweight and dbias sums
      * added by the last block of each group of 16, the group sums by the block that completes
      * the last group, an arrival count per group that must be back at zero after every call.
@@ -64,6 +66,11 @@ static void test_layernorm(void)
      * calls. Blocks (8 warps a block up to C = 768): 38 (groups of 16, 16, 6), 256 (16 groups,
      * the pack path), 250 (the scalar path, one element off), 9 (2 warps a block: one group),
      * 40 of 1 warp (C = 7000: the shared memory's opt-in). */
-    static const int gs[][3] = {{300, 100, 0}, {4100, 776, 0}, {2000, 777, 1}, {17, 3000, 0}, {40, 7000, 0}};
-    for (size_t k = 0; k < sizeof gs / sizeof *gs; k++) layernorm_cases(gs[k][0], gs[k][1], 1, gs[k][2], 2);
+    static const int gs[][3] = {{300, 100, 0},
+                                {4100, 776, 0},
+                                {2000, 777, 1},
+                                {17, 3000, 0},
+                                {40, 7000, 0}};
+    for (size_t k = 0; k < sizeof gs / sizeof *gs; k++)
+        layernorm_cases(gs[k][0], gs[k][1], 1, gs[k][2], 2);
 }

@@ -11,14 +11,15 @@ static void run_gemm(gk_backend *be, void *const p[], const gk_elt t[], const tc
 }
 
 /* combo: 0 all fp32; 1 (act, fp32 weights, act); 2 (act, bf16 weights, act); 3 (act, act, fp32)
- * accumulating (alpha 1, beta 1: the weight gradients). epi: 0 none, 1 bias, 2 bias + GELU, 3 GELU. */
+ * accumulating (alpha 1, beta 1: the weight gradients). epi: 0 none, 1 bias, 2 bias + GELU, 3
+ * GELU. */
 static void gemm_case(int ta, int tb, int M, int N, int K, int pad, int combo, int epi)
 {
     static const char *names[] = {"f32,f32,f32", "act,f32,act", "act,bf16,act", "act,act,f32"};
     static const char *epis[] = {"", " bias", " bias+gelu", " gelu"};
     int bias = epi == 1 || epi == 2, gelu = epi >= 2;
-    tcase *c = new_case(run_gemm, K + 4 + 8 * gelu, "gemm %c%c M%d N%d K%d pad%d %s%s", ta ? 'T' : 'N',
-                        tb ? 'T' : 'N', M, N, K, pad, names[combo], epis[epi]);
+    tcase *c = new_case(run_gemm, K + 4 + 8 * gelu, "gemm %c%c M%d N%d K%d pad%d %s%s",
+                        ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, pad, names[combo], epis[epi]);
     bclass ca = combo == 0 ? B_F32 : B_ACT, cb = combo == 0 ? B_F32 : combo == 3 ? B_ACT : B_WT;
     bclass cc = combo == 0 || combo == 3 ? B_F32 : B_ACT;
     c->wt = combo == 2 ? GK_BF16 : GK_F32;
@@ -71,9 +72,11 @@ static void test_gemm(void)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int combo = 0; combo < 4; combo++)
-                    /* bf16 weights are only ever B (the CPU backend refuses them with A transposed) */
+                    /* bf16 weights are only ever B (the CPU backend refuses them with A
+                     * transposed) */
                     for (int epi = 0; epi < (combo == 3 ? 1 : 4) && !(combo == 2 && ta); epi++)
-                        gemm_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], combo, epi);
+                        gemm_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+                                  combo, epi);
     /* N wide enough for the CPU to cut into slabs, odd M and K, fp32 */
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) gemm_case(ta, tb, 37, 300, 129, 0, 0, 0);
@@ -83,8 +86,8 @@ static void test_gemm(void)
 static void run_gemm_bwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
     const int *i = c->ip;
-    be->ops->gemm_bwd(be, i[0], i[1], i[2], i[3], i[4], c->fp[0], p[0], t[0], i[5], p[1], t[1], i[6],
-                      c->fp[1], p[2], t[2], i[7], p[3], p[4]);
+    be->ops->gemm_bwd(be, i[0], i[1], i[2], i[3], i[4], c->fp[0], p[0], t[0], i[5], p[1], t[1],
+                      i[6], c->fp[1], p[2], t[2], i[7], p[3], p[4]);
 }
 
 /* The two gemm_bwd calls of a layer out (N,OC) = x (N,IC) @ w (IC,OC) + bias:
@@ -92,9 +95,9 @@ static void run_gemm_bwd(gk_backend *be, void *const p[], const gk_elt t[], cons
  * dgelu 1: dx (N,IC) = gelu'(pre) * (dout w^T), w of type wt. f32: every buffer fp32. */
 static void gemm_bwd_case(int dgelu, int N, int IC, int OC, int f32, gk_elt wt, float beta)
 {
-    tcase *c = new_case(run_gemm_bwd, (dgelu ? OC : N) + 4, "gemm_bwd %s N%d IC%d OC%d %s%s beta %g",
-                        dgelu ? "dx gelu'" : "dw dbias", N, IC, OC, f32 ? "f32" : "act",
-                        wt == GK_BF16 ? " bf16 weights" : "", beta);
+    tcase *c = new_case(run_gemm_bwd, (dgelu ? OC : N) + 4,
+                        "gemm_bwd %s N%d IC%d OC%d %s%s beta %g", dgelu ? "dx gelu'" : "dw dbias",
+                        N, IC, OC, f32 ? "f32" : "act", wt == GK_BF16 ? " bf16 weights" : "", beta);
     bclass act = f32 ? B_F32 : B_ACT;
     c->wt = wt;
     if (!dgelu) {

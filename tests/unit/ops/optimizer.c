@@ -23,8 +23,8 @@ static void eps_prep(const tcase *c, float *h[])
 static void run_adamw3(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
     for (int s = 1; s <= 3; s++)
-        be->ops->adamw(be, p[0], p[1], p[2], p[3], (size_t)c->ip[0], 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s, 0.5f,
-                       p[4], t[4]);
+        be->ops->adamw(be, p[0], p[1], p[2], p[3], (size_t)c->ip[0], 1e-3f, 0.9f, 0.95f, 1e-8f,
+                       0.1f, s, 0.5f, p[4], t[4]);
 }
 
 /* The CPU backend does the reference's IEEE operations in its order: the same bits after three
@@ -32,9 +32,14 @@ static void run_adamw3(gk_backend *be, void *const p[], const gk_elt t[], const 
 static void adamw3_case(int n)
 {
     int same = strcmp(dev_name, "cpu") == 0;
-    tcase *c = new_case(run_adamw3, 24, "adamw n%d 3 steps%s", n, same ? " (the reference's bits)" : "");
+    tcase *c =
+        new_case(run_adamw3, 24, "adamw n%d 3 steps%s", n, same ? " (the reference's bits)" : "");
     for (int k = 0; k < 4; k++) {
-        int i = add(c, B_F32, k == 1 ? R_IN : R_OUT, (size_t)n, k == 2 ? 0.1f : k == 3 ? 0.05f : 1, k == 3 ? 0.05f : 0);
+        int i = add(c, B_F32, k == 1 ? R_IN : R_OUT, (size_t)n,
+                    k == 2   ? 0.1f
+                    : k == 3 ? 0.05f
+                             : 1,
+                    k == 3 ? 0.05f : 0);
         c->b[i].exact = same && k != 1;
     }
     c->b[add(c, B_BF16, R_OUT, (size_t)n, 1, 0)].copy_of = 1;
@@ -55,7 +60,8 @@ static void scale_case(int n, int off)
 static void adamw_case(int n, int off, int copy, int eps, float gs, float gamp)
 {
     static const char *copies[] = {"none", "bf16", "f32"};
-    tcase *c = new_case(run_adamw, 8, "adamw n%d copy %s%s%s", n, copies[copy], off ? " off 1" : "", eps ? " eps" : "");
+    tcase *c = new_case(run_adamw, 8, "adamw n%d copy %s%s%s", n, copies[copy], off ? " off 1" : "",
+                        eps ? " eps" : "");
     add(c, B_F32, R_OUT, (size_t)n, 1, 0);         /* param */
     add(c, B_F32, R_IN, (size_t)n, gamp, 0);       /* grad */
     add(c, B_F32, R_OUT, (size_t)n, 0.1f, 0);      /* m */
@@ -72,7 +78,8 @@ static void sumsq_case(int n)
     for (int i = 0; i < n; i++) x[i] = gk_rng_uniform(seed, (uint64_t)i) * 2.0f - 1.0f;
     seed++;
     double r = 0, d = -1, d1 = -2;
-    float *px = ref->ops->alloc(ref, sizeof(float) * n), *dx = dev->ops->alloc(dev, sizeof(float) * (n + 1));
+    float *px = ref->ops->alloc(ref, sizeof(float) * n),
+          *dx = dev->ops->alloc(dev, sizeof(float) * (n + 1));
     CHECK(px && dx);
     if (px && dx) {
         ref->ops->to_device(ref, px, x, sizeof(float) * n);
@@ -87,7 +94,8 @@ static void sumsq_case(int n)
     /* the sum of n positive terms in double; each square may be rounded to fp32 (u32), and
      * the CPU backend adds runs of 1024 squares in fp32 first (positive terms rounded to
      * nearest: a few u32 in practice, 1024 u32 at worst): 4 u32 */
-    CHECKF(fabs(d - r) <= (4 * U32 + 2.0 * (n + 2) * 0x1p-53) * r, "sumsq n%d: %.17g, ref %.17g", n, d, r);
+    CHECKF(fabs(d - r) <= (4 * U32 + 2.0 * (n + 2) * 0x1p-53) * r, "sumsq n%d: %.17g, ref %.17g", n,
+           d, r);
     CHECKF(d == d1, "sumsq n%d: %.17g one element off, %.17g aligned", n, d1, d);
     ref->ops->free(ref, px), dev->ops->free(dev, dx), free(x);
 }
@@ -144,20 +152,22 @@ static void mt_adamw(gk_backend *be, int multi, gk_elt tcopy, float *h[4], void 
         size_t o = mt_off[i];
         /* copies: every other tensor, one of them an element off (not a pack's alignment) */
         void *copy = i % 2 ? NULL : dc + (o + (i == 4)) * gk_elt_size(tcopy);
-        ts[i] = (gk_adamw_tensor){d[0] + o, d[1] + o, d[2] + o, d[3] + o, copy, mt_n[i], i % 3 != 1};
+        ts[i] =
+            (gk_adamw_tensor){d[0] + o, d[1] + o, d[2] + o, d[3] + o, copy, mt_n[i], i % 3 != 1};
     }
     for (int t = 1; t <= 2; t++) {
         float lr = 1e-3f * (float)t, gs = t == 1 ? 0.7f : 1.0f;
         if (multi) be->ops->adamw_multi(be, ts, MT_N, lr, 0.9f, 0.95f, 1e-8f, 0.1f, t, gs, tcopy);
         else
             for (int i = 0; i < MT_N; i++)
-                be->ops->adamw(be, ts[i].param, ts[i].grad, ts[i].m, ts[i].v, ts[i].n, lr, 0.9f, 0.95f,
-                               1e-8f, ts[i].decay ? 0.1f : 0.0f, t, gs, ts[i].copy, tcopy);
+                be->ops->adamw(be, ts[i].param, ts[i].grad, ts[i].m, ts[i].v, ts[i].n, lr, 0.9f,
+                               0.95f, 1e-8f, ts[i].decay ? 0.1f : 0.0f, t, gs, ts[i].copy, tcopy);
     }
     for (int k = 0; k < 4; k++) be->ops->to_host(be, h[k], d[k], bytes);
     be->ops->to_host(be, copy_out, dc, cb + 4);
     gk_err e = {0};
-    CHECKF(gk_backend_sync(be, &e) == 0, "%s adamw%s: %s", be->ops->name, multi ? "_multi" : "", e.msg);
+    CHECKF(gk_backend_sync(be, &e) == 0, "%s adamw%s: %s", be->ops->name, multi ? "_multi" : "",
+           e.msg);
     for (int k = 0; k < 4; k++) be->ops->free(be, d[k]);
     be->ops->free(be, dc);
 }
@@ -183,10 +193,12 @@ static void mt_adamw_on(gk_backend *be)
         seed += 4;
         static const char *what[4] = {"param", "grad", "m", "v"};
         for (int k = 0; k < 4; k++)
-            CHECKF(memcmp(h[0][k], h[1][k], MT_TOTAL * sizeof(float)) == 0, "%s adamw_multi (copy %s): %s differs "
-                   "from one adamw per tensor", be->ops->name, tc ? "bf16" : "fp32", what[k]);
-        CHECKF(memcmp(c[0], c[1], cb) == 0, "%s adamw_multi: the %s copy differs from one adamw per tensor",
-               be->ops->name, tc ? "bf16" : "fp32");
+            CHECKF(memcmp(h[0][k], h[1][k], MT_TOTAL * sizeof(float)) == 0,
+                   "%s adamw_multi (copy %s): %s differs from one adamw per tensor",
+                   be->ops->name, tc ? "bf16" : "fp32", what[k]);
+        CHECKF(memcmp(c[0], c[1], cb) == 0,
+               "%s adamw_multi: the %s copy differs from one adamw per tensor", be->ops->name,
+               tc ? "bf16" : "fp32");
         for (int r = 0; r < 2; r++) {
             for (int k = 0; k < 4; k++) free(h[r][k]);
             free(c[r]);
