@@ -16,7 +16,8 @@
 #   hangs: a unit binary is stopped after 600 s, a CLI case after 300 s, times the jobs when
 #     more than one run at a time (a test shares the cores then), times GPT_TEST_SLOWDOWN
 #     (default 1; make check: 3, tsan and valgrind: 2, for the sanitizers' slowdown).
-#   wall times: BUILD/test-times ("seconds name" per line, this run's), read by the next run.
+#   wall times: BUILD/test-times ("seconds name" per line, this run's), read by the next run;
+#     tests/test-times (a copy of one, refreshed now and then) where the build has none yet.
 # With GPT_EXPECTED_SKIPS=FILE (CI: tests/expected-skips), the skipped tests must be exactly those
 # FILE lists (of those that ran): an unexpected skip, or a listed test that ran without skipping
 # or no longer exists, is a failure naming it.
@@ -113,9 +114,11 @@ run_one() { # id name
 }
 
 # ---- the order they start in: the slowest of the last run first, new ones before the rest
+# (a build without a run yet, as in CI: the times in tests/test-times, a copy of a make test's)
 declare -A last=()
-if [ -f "$build/test-times" ]; then
-  while read -r s n; do last[$n]=$s; done < "$build/test-times"
+seen=$build/test-times; [ -f "$seen" ] || seen=$top/tests/test-times
+if [ -f "$seen" ]; then
+  while read -r s n; do last[$n]=$s; done < "$seen"
 fi
 order=()
 while read -r _ i; do order+=("$i"); done < <(

@@ -6,11 +6,12 @@
  * to_device, op, to_host, as ggml's test-backend-ops), the tolerance check, and the loop over
  * devices and activation types. Not thread-safe: one test binary, one thread.
  *
- * Devices: argv, else $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu; "cuda" on
- * a GPU) and that device on the attention paths plain, flash and (on a GPU) cudnn (below; fa2 is
- * auto's) and with its fused gradient epilogues (NAME:fused); a device whose library is missing
- * (or, for cuda, without a GPU) is skipped with a note. Each runs with fp32 activations, and with
- * bf16 ones where it has them (cuda, cuda-emu).
+ * Devices: argv, else $GPT_TEST_DEVICES, else "cpu" and $GPT_TEST_CUDA (default cuda-emu; "cuda"
+ * on a GPU), and in test_ops_paths (test_ops.c built with OPS_PATHS, a binary of its own that
+ * runs beside it) that device on the attention paths plain, flash and (on a GPU) cudnn (below;
+ * fa2 is auto's) and with its fused gradient epilogues (NAME:fused); a device whose library is
+ * missing (or, for cuda, without a GPU) is skipped with a note. Each runs with fp32 activations,
+ * and with bf16 ones where it has them (cuda, cuda-emu).
  * The backend library is $GPT_CUDA_LIB's where set (a variant build), else the binary's ../lib.
  * Attention paths: a device named NAME:PATH (cuda-emu:fa2, cuda:cudnn; PATH one of
  * gk_attention_parse's) is NAME opened with that attention setting; it runs only the tests marked
@@ -263,6 +264,19 @@ static float **host_bufs(const tcase *c, float *const base[], double u)
     }
     return h;
 }
+/* Host buffers for c's outputs (run_on writes them, never reads them): not filled, but seed
+ * moves on as host_bufs moves it, so that the cases after draw the same start values. */
+static float **out_bufs(const tcase *c)
+{
+    float **h = calloc(MAXB, sizeof *h);
+    for (int i = 0; i < c->nb; i++) {
+        const tbuf *b = &c->b[i];
+        if (b->cls == B_INT || b->role == R_NONE) continue;
+        h[i] = calloc(b->n, sizeof(float));
+        seed++;
+    }
+    return h;
+}
 static void free_bufs(float **h)
 {
     for (int i = 0; i < MAXB; i++) free(h[i]);
@@ -342,7 +356,7 @@ static void check_siblings(const tcase *c, float *const h[], float *const D[])
         for (int w = 0; w < v; w++) done |= c->vs[w].path == path;
         if (done) continue;
         gk_backend *s = sibling(path);
-        float **S = host_bufs(c, NULL, 0);
+        float **S = out_bufs(c);
         gk_err e = {0};
         if (s && run_on(s, 0, c, h, S, &e) == 0) {
             for (int w = v; w < c->nvs; w++)
@@ -372,11 +386,10 @@ static void check(tcase *c)
 {
     if (ref_served(c)) /* the reference against itself: said in the name */
         snprintf(c->what + strlen(c->what), sizeof c->what - strlen(c->what), " [reference code]");
-    float **h = host_bufs(c, NULL, 0), **R = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0);
+    float **h = host_bufs(c, NULL, 0), **R = out_bufs(c), **D = out_bufs(c);
     if (c->prep) c->prep(c, h);
     float **h32 = host_bufs(c, h, U32), **h16 = host_bufs(c, h, U16);
-    float **R32 = host_bufs(c, NULL, 0), **R16 = host_bufs(c, NULL, 0),
-          **A = c->det ? host_bufs(c, NULL, 0) : NULL;
+    float **R32 = out_bufs(c), **R16 = out_bufs(c), **A = c->det ? out_bufs(c) : NULL;
     gk_err e = {0};
     int ok = run_on(ref, 1, c, h, R, &e) == 0 && run_on(ref, 1, c, h32, R32, &e) == 0 &&
              run_on(ref, 1, c, h16, R16, &e) == 0;
@@ -517,9 +530,9 @@ static int ops_isa_runs(void)
 #endif
 
 /* The whole run: the reference backend, then tests[0..n) on each device of argv, else
- * $GPT_TEST_DEVICES, else "cpu", $GPT_TEST_CUDA (default cuda-emu) and that on the paths plain and
- * flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by test_attention) and fused, with
- * fp32 and then bf16 activations. */
+ * $GPT_TEST_DEVICES, else "cpu" and $GPT_TEST_CUDA (default cuda-emu), or with OPS_PATHS that on
+ * the paths plain and flash (and cudnn on a GPU; fa2 is auto's, checked bit for bit by
+ * test_attention) and fused, with fp32 and then bf16 activations. */
 static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 {
     gk_err e = {0};
@@ -541,10 +554,13 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
 #endif
     if (env && *env) snprintf(list, sizeof list, "%s", env);
     else {
-        /* auto: fa2 */
-        snprintf(list, sizeof list, "cpu %s %s:plain %s:flash %s:fused", cuda, cuda, cuda, cuda);
+#ifdef OPS_PATHS /* test_ops_paths: the attention paths and the fused gradients (auto: fa2) */
+        snprintf(list, sizeof list, "%s:plain %s:flash %s:fused", cuda, cuda, cuda);
         if (strcmp(cuda, "cuda-emu")) /* cuDNN: not under the emulator */
             snprintf(list + strlen(list), sizeof list - strlen(list), " %s:cudnn", cuda);
+#else
+        snprintf(list, sizeof list, "cpu %s", cuda);
+#endif
     }
     char *names[16];
     int n = 0;

@@ -3,7 +3,8 @@
  * model of ops_harness.h (its header comment states both). One file per op family in
  * tests/unit/ops/, included here to make one binary (each binary adds link time): matmul,
  * elementwise, layernorm, encoder, classifier, attention, optimizer, cast. The fused and
- * recompute ops are in test_ops_fused.c (the same driver, a binary of its own). */
+ * recompute ops are in test_ops_fused.c (the same driver, a binary of its own); the attention
+ * paths and the fused gradients in test_ops_paths (this file with OPS_PATHS). */
 #include "ops_harness.h"
 
 static const int CS[] = {1, 24, 100}; /* columns: not multiples of tiles */
@@ -36,7 +37,7 @@ static void unreserved(tcase *c)
     gk_backend_opts o = {.device = dev_base};
     gk_backend *u = NULL;
     gk_err e = {0};
-    float **h = host_bufs(c, NULL, 0), **D = host_bufs(c, NULL, 0), **U = host_bufs(c, NULL, 0);
+    float **h = host_bufs(c, NULL, 0), **D = out_bufs(c), **U = out_bufs(c);
     int ok = gk_backend_open(&u, &o, &e) == 0 && run_on(dev, 0, c, h, D, &e) == 0 &&
              run_on(u, 0, c, h, U, &e) == 0;
     CHECKF(ok, "%s unreserved: %s", c->what, e.msg);
