@@ -136,7 +136,7 @@ sed "s/pid $pid on host $(hostname), lock renewed [0-9: -]* UTC/pid PID on host 
 kill -CONT $pid; kill -TERM $pid
 rc=0; wait $pid || rc=$?; echo "first run: exit $rc"
 s3py 'print("lock after the run:", "gpt-train.lock" in keys("run-l"))'
-sleep 30 & dead=$!; kill $dead; wait $dead 2> /dev/null || true
+dead=$(sh -c 'echo $$') # the pid of a process that has ended
 s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=sys.argv[1].encode())' "$dead $(hostname) 1800000000"
 gpt-train "${TINY[@]}" --max_iters=100 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt
 grep -o 'taking over the lock.*' err.txt | sed "s/pid $dead on host $(hostname)/pid PID on host HOST/"
@@ -150,9 +150,10 @@ grep -o 'taking over the lock.*' err.txt
 # a run whose lock another took over (thinking it gone) stops at its next checkpoint, latest not
 # moved, and leaves that lock alone
 s3py 's3.delete_object(Bucket="run-l", Key="gpt-train.lock")'
-gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=50 --out_dir=s3://run-l --init_from=auto > /dev/null 2> err.txt &
+gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=50 --out_dir=s3://run-l --init_from=auto > steps.txt 2> err.txt &
 pid=$!
-for _ in $(seq 300); do grep -q 'staging checkpoints' err.txt && break; sleep 0.1; done
+# (a step: its SIGTERM handler is in place by then)
+for _ in $(seq 300); do grep -q '^step [0-9]*/' steps.txt && break; sleep 0.1; done
 s3py 's3.put_object(Bucket="run-l", Key="gpt-train.lock", Body=b"1 elsewhere 1800000000\n")'
 kill -TERM $pid 2> /dev/null || true; rc=0; wait $pid || rc=$? # it may have stopped at a checkpoint already
 grep -o 'another run has taken over the lock.*' err.txt | sed 's/ckpt_[0-9]*/ckpt_N/'; echo "exit $rc"
@@ -163,14 +164,14 @@ s3py 'print("the lock now:", s3.get_object(Bucket="run-l", Key="gpt-train.lock")
 # an upload that fails for good: a non-zero exit, latest on the previous checkpoint
 export AWS_ENDPOINT_URL=http://127.0.0.1:$pport
 gpt-train -q "${TINY[@]}" --max_iters=2 --out_dir=s3://run-f > /dev/null
-gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=400 --out_dir=s3://run-f --init_from=auto > /dev/null 2> err.txt &
+gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=100 --out_dir=s3://run-f --init_from=auto > /dev/null 2> err.txt &
 pid=$!
 for _ in $(seq 300); do grep -q '^gpt-train: resuming' err.txt && break; sleep 0.1; done
 curl -sS -X POST "http://127.0.0.1:$pport/__fault?n=1000000&what=503" > /dev/null
 rc=0; wait $pid || rc=$?
 curl -sS -X POST "http://127.0.0.1:$pport/__fault?n=0&what=503" > /dev/null
 echo "upload failing: exit $rc"
-grep -c 'uploading ckpt_00000400.safetensors to s3://run-f' err.txt
+grep -c 'uploading ckpt_00000100.safetensors to s3://run-f' err.txt
 get run-f latest latest.txt && cat latest.txt
 get run-f ckpt_00000002.safetensors f.safetensors && gpt-ckpt verify -q f.safetensors && echo "ckpt_00000002: verifies"
 export AWS_ENDPOINT_URL=http://127.0.0.1:$port

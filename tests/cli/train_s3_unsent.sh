@@ -18,9 +18,9 @@ wait_line() { for _ in $(seq 600); do grep -q "$1" "$2" && return; sleep 0.05; d
 
 gpt-train -q "${TINY[@]}" --max_iters=2 --out_dir=s3://run-u > /dev/null
 gpt-train "${TINY[@]}" --max_iters=100000 --eval_interval=100000 --out_dir=s3://run-u --init_from=auto \
-  > /dev/null 2> err.txt &
+  > steps.txt 2> err.txt &
 pid=$!
-wait_line '^gpt-train: resuming' err.txt
+wait_line '^step [0-9]*/' steps.txt # (a step: its SIGTERM handler is in place by then)
 fault 1000000
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
