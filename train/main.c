@@ -1,6 +1,7 @@
 /* main.c: gpt-train: trains GPT-2 family models from token shards.
  * Parses -c FILE and --key=value overrides into the settings (settings.h's tr_cli table), checks
- * them all, prints the effective config, and hands over to the run (setup.c, loop.c). */
+ * them all, prints the effective config, and hands over to the run (setup.c, loop.c), or with
+ * --plan to the memory plan (plan.c). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ static const char usage[] =
 static const char footer[] = "settings (--key=value, or key = value in a config file):\n";
 
 /* Applies argv in order and checks the result; returns 1 when the run should not start (help,
- * version, print-config). */
+ * version, print-config); r->plan for --plan. */
 static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *e)
 {
     int first = 0;
@@ -65,6 +66,8 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
         gk_config_print(r->cfg, stdout);
         return 1;
     }
+    r->plan = c.plan || c.plan_memory > 0;
+    r->plan_memory = c.plan_memory;
     return 0;
 }
 
@@ -171,9 +174,12 @@ int main(int argc, char **argv)
         rc = parse_args(&r, argc, argv, &verbosity, &e);
     gk_log_setup("gpt-train", verbosity);
     if (rc == 0)
-        rc = run(&r, argc, argv, &e);
-    if (rc < 0 && !r.dist.quiet_error) /* (else rank 0 says it) before rank 0 waits for the */
-        gk_error("%s", e.msg);         /* other ranks to leave its store (tr_run_free) */
+        rc = r.plan ? tr_run_plan(&r, &e) : run(&r, argc, argv, &e);
+    if (rc < 0 && !r.dist.quiet_error) { /* (else rank 0 says it) before rank 0 waits for */
+        gk_error("%s", e.msg);           /* the other ranks to leave its store (tr_run_free) */
+        if (r.unfit && gk_verbosity() >= GK_LOG_NORMAL) /* not -q: one line */
+            tr_plan_explain(&r, stderr); /* a model that does not fit: the plan, what would */
+    }
     if (rc < 0) {
         tr_dist_reported(&r.dist);
         tr_dist_await_report(&r.dist);

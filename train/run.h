@@ -5,6 +5,7 @@
 #define TR_RUN_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "common/config.h"
 #include "common/env.h"
@@ -55,6 +56,11 @@ typedef struct tr_run {
                                  * rank 0's; decide_start), else -1 */
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
                                  * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
+    int plan;                   /* --plan: print the memory plan, train nothing */
+    int64_t plan_memory;        /* --plan-memory: one device's memory for the plan (0: the
+                                 * device's own) */
+    int unfit;                  /* tr_model_flags refused the model: unfit_mc's plan explains */
+    gk_gpt2_config unfit_mc;
 } tr_run;
 
 /* Resolves init_from, creates backend and model, loads weights/state, opens the data, opens the
@@ -74,7 +80,24 @@ int tr_run_setup(tr_run *r, gk_err *e);
  * fit, takes the first of gelu and gelu+ln that does, saying so (each rank for its own device:
  * the choice changes memory, not the numbers beyond rounding). 0, or GK_ENOMEM naming what is
  * needed and available (GPT_MEM_CHECK=warn: a warning and 0; off: no check). */
-int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err *e);
+int tr_model_flags(tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err *e);
+/* --plan (plan.c): the memory plan of the configured run, on stdout, before any model memory is
+ * allocated (the backend opened; train_data's first shard read when vocab_size is not set):
+ * the model and run lines, then a table with a column for rank 0 and one for the other ranks
+ * (world: nproc_per_node, else the launcher's WORLD_SIZE), a row per part (gk_gpt2_plan), the
+ * recompute level (auto: chosen as tr_model_flags would), the peak, the memory available
+ * (r->plan_memory per device when set), the largest batch_size that fits, and whether it fits.
+ * When it does not fit, what would (as tr_plan_explain). The format is gpt-train(1)'s MEMORY
+ * section's. */
+int tr_run_plan(tr_run *r, gk_err *e);
+/* After tr_model_flags refused the model (r->unfit): its plan's table and each setting alone
+ * that would make it fit (recompute, batch_size, zero_stage = 1 over more ranks), on f (main:
+ * stderr, after the error line, unless -q). */
+void tr_plan_explain(tr_run *r, FILE *f);
+/* The model's shape from the settings (setup.c), and the backend they ask for, opened into r->be
+ * (the device line logged; dtype = bfloat16 checked against it). */
+gk_gpt2_config tr_model_config(const tr_settings *s);
+int tr_open_backend(tr_run *r, gk_err *e);
 /* Training starts: creates out_dir, locks it, opens the metrics log. */
 int tr_run_start(tr_run *r, gk_err *e);
 /* Trains until max_iters (or a stop signal), evaluating, logging and checkpointing. */

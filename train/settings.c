@@ -151,6 +151,10 @@ void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load)
         {'v', "verbose", GK_OPT_FLAG, &c->verbose, NULL, "more messages", 0, 0},
         {0, "print-config", GK_OPT_FLAG, &c->print_only, NULL,
          "print the effective config and exit", 0, 0},
+        {0, "plan", GK_OPT_FLAG, &c->plan, NULL,
+         "print the memory plan per rank (what fits) and exit", 0, 0},
+        {0, "plan-memory", GK_OPT_INT, &c->plan_memory, "SIZE",
+         "--plan for devices of SIZE bytes each (24G, 80Gi) instead of this machine's", 1, 1e18},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
     _Static_assert(sizeof tab == sizeof c->tab, "tr_cli.tab holds the whole table");

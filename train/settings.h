@@ -57,12 +57,14 @@ int tr_settings_is_model_key(const char *key);
 int tr_settings_check(tr_settings *s, gk_config *cfg, gk_err *e);
 
 /* gpt-train's command line, one option table: -c FILE (a config file or preset, loaded into cfg
- * where it stands), --key=value (one setting of cfg), -q, -v, --print-config (the flags below).
- * tab points into the struct itself: fill it in place with tr_cli_init, never copy it. */
+ * where it stands), --key=value (one setting of cfg), -q, -v, --print-config, --plan,
+ * --plan-memory (the flags below). tab points into the struct itself: fill it in place with
+ * tr_cli_init, never copy it. */
 typedef struct tr_cli {
-    int quiet, verbose, print_only;
+    int quiet, verbose, print_only, plan;
+    int64_t plan_memory; /* --plan-memory=SIZE (it implies --plan); 0: not given */
     gk_opt_call load, set;
-    gk_opt tab[6];
+    gk_opt tab[8];
 } tr_cli;
 
 /* How -c finds and loads NAME into cfg (a gk_config *): gpt-train's is tr_settings_load_config. */

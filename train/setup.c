@@ -42,7 +42,7 @@ static int is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static gk_gpt2_config config_from_settings(const tr_settings *s)
+gk_gpt2_config tr_model_config(const tr_settings *s)
 {
     return (gk_gpt2_config){(int)s->n_layer, (int)s->n_head, (int)s->n_embd, (int)s->block_size,
                             (int)s->vocab_size, s->bias, (float)s->dropout};
@@ -263,74 +263,14 @@ static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
     return rc;
 }
 
-/* What recompute asks for: its flags, or -1 for auto. */
-static int recompute_setting(const char *rc)
+int tr_open_backend(tr_run *r, gk_err *e)
 {
-    if (strcmp(rc, "auto") == 0)
-        return -1;
-    if (strcmp(rc, "gelu+ln") == 0)
-        return GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN;
-    return strcmp(rc, "true") == 0 || strcmp(rc, "gelu") == 0 ? GK_GPT2_RECOMPUTE : 0;
-}
-
-/* Whether the model (with flags) and a batch fit the device: 0, or GK_ENOMEM with the message
- * (gpt2 mem_check's; hint names what would help), or another error. */
-static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const char *hint,
-                    gk_err *e)
-{
-    gk_gpt2_mem need;
-    int rc = gk_gpt2_mem_estimate(mc, r->be->act, (int)r->s.batch_size, mc->block_size, flags,
-                                  &need, e);
-    int zero = r->s.zero_stage == 1 && r->dist.world > 1;
-    if (!rc && zero)
-        gk_gpt2_mem_shard(&need, r->dist.world);
-    /* rank 0's host copies for a checkpoint: the snapshot, and with ZeRO-1 the gathered moments */
-    size_t snap = tr_dist_is_root(&r->dist) ? (zero ? 5 : 3) * need.grads : 0;
-    return rc ? rc : gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
-}
-
-/* Measured against the peak RSS of gpt-train on the CPU (the shakespeare_char preset: 10.8M
- * parameters, batch 64 x 256, 2 steps and a checkpoint): estimate 3.125 GB, peak RSS 3.091 GB
- * (1% over; the activations, 2.82 GB, are nearly all of it). GPT_MEM_CHECK=warn|off
- * (common/mem.h) goes past an estimate that is wrong. */
-int tr_model_flags(const tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err *e)
-{
-    static const int levels[] = {0, GK_GPT2_RECOMPUTE, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN};
-    static const char *names[] = {"false", "gelu", "gelu+ln"};
-    int set = recompute_setting(r->s.recompute), lo = r->be->props.recompute; /* the device's */
-    lo = lo < 0 || lo > 2 ? 0 : lo;
-    int k = lo, mode = r->env.mem_check, rc = 0; /* GPT_MEM_CHECK */
-    *flags = set >= 0 ? set : levels[lo];
-    if (mode == 2)
-        return 0;
-    do { /* auto: from the device's default up, until one fits */
-        if (set < 0)
-            *flags = levels[k];
-        rc = mem_fits(r, mc, *flags,
-                      *flags & GK_GPT2_RECOMPUTE_LN
-                          ? "lower batch_size or block_size"
-                          : "lower batch_size or block_size, or set recompute = gelu+ln",
-                      e);
-    } while (set < 0 && rc == GK_ENOMEM && ++k < 3);
-    if (!rc && set < 0 && k > lo)
-        gk_info("recompute = auto: %s, so that the model and batch fit", names[k]);
-    if (rc == GK_ENOMEM && mode == 1) {
-        gk_warn("%s (GPT_MEM_CHECK=warn: going on)", e->msg);
-        rc = 0;
-    }
-    return rc;
-}
-
-static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
-{
-    int rc = gk_gpt2_config_check(mc, e);
     int bf16 = strcmp(r->s.dtype, "bfloat16") == 0  ? 1
                : strcmp(r->s.dtype, "float32") == 0 ? 0
                                                     : -1;
-    gk_backend_opts bo = {0};
-    if (!rc) /* attention is a CHOICE key: known */
-        rc =
-            gk_device_backend_opts(&bo, r->s.device, r->s.attention, "attention", bf16, &r->env, e);
+    gk_backend_opts bo = {0}; /* attention is a CHOICE key: known */
+    int rc =
+        gk_device_backend_opts(&bo, r->s.device, r->s.attention, "attention", bf16, &r->env, e);
     bo.threads = (int)r->s.threads;
     bo.gpu = r->dist.where.local_rank; /* GPU LOCAL_RANK */
     int local = r->dist.where.local_world_size;
@@ -354,6 +294,14 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     }
     if (!rc && bf16 == 1 && r->be->act != GK_BF16)
         rc = gk_errf(e, GK_EUSAGE, "dtype = bfloat16: device %s trains in float32 only", what);
+    return rc;
+}
+
+static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
+{
+    int rc = gk_gpt2_config_check(mc, e);
+    if (!rc)
+        rc = tr_open_backend(r, e);
     int flags = 0;
     if (!rc)
         rc = tr_model_flags(r, mc, &flags, e);
@@ -490,7 +438,7 @@ static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
     int rc = r->start_fd >= 0 ? gk_ckpt_open_fd(&c, r->start_fd, path, e)
              : path[0]        ? gk_ckpt_open(&c, path, e)
                               : 0;
-    gk_gpt2_config mc = config_from_settings(&r->s);
+    gk_gpt2_config mc = tr_model_config(&r->s);
     if (!rc && c)
         rc = read_checkpoint_meta(r, c, resume, &mc, e);
     if (!rc)

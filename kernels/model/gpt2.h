@@ -156,6 +156,40 @@ void gk_gpt2_mem_shard(gk_gpt2_mem *m, int world);
 int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, const char *extra_what,
                       const char *hint, gk_err *e);
 
+/* The largest batch *B in 1..GK_GPT2_MEM_MAX_B at T whose estimate (flags as
+ * gk_gpt2_mem_estimate's; moments sharded over world ranks when world > 1), plus extra bytes,
+ * is at most avail; 0 when not even 1 is. 0 or the estimate's error. */
+#define GK_GPT2_MEM_MAX_B (1 << 20)
+int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
+                          size_t extra, size_t avail, int *B, gk_err *err);
+
+/* One rank's memory plan (gpt-train --plan): the bytes it holds, by row, from an estimate
+ * (gk_gpt2_mem_plan), and the rows a tool adds for its own buffers (gk_gpt2_plan_add: a
+ * checkpoint's host copy); sharded layouts and offload add theirs the same way. Rows of 0 bytes
+ * are kept, so that the plans of several ranks line up row by row. Owns nothing. */
+#define GK_GPT2_PLAN_ROWS 12
+typedef struct gk_gpt2_plan_row {
+    const char *name; /* static text: "weights, fp32 master" */
+    size_t bytes;
+    int host;         /* 1: host memory (the device's too where the backend's is the host's) */
+} gk_gpt2_plan_row;
+typedef struct gk_gpt2_plan {
+    gk_gpt2_plan_row row[GK_GPT2_PLAN_ROWS];
+    int n;
+} gk_gpt2_plan;
+/* gk_gpt2_mem_estimate into *mem (sharded over world ranks when world > 1, as
+ * gk_gpt2_mem_shard) and the same as rows into *p: weights, fp32 master; weights, bf16 copy
+ * (16-bit copy where act is not bf16); gradients, fp32; AdamW moments, fp32; activations (with
+ * the batch's token ids); workspace and scratch. 0 or the estimate's error. */
+int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                     int world, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err);
+/* Appends a row (name: static text); a full plan drops it (GK_GPT2_PLAN_ROWS holds every row
+ * there is today with room to spare). */
+void gk_gpt2_plan_add(gk_gpt2_plan *p, const char *name, size_t bytes, int host);
+/* What p needs on the device (host rows included when shared: the device's memory is the
+ * host's) and in host memory apart (0 when shared); sums saturate. */
+void gk_gpt2_plan_sum(const gk_gpt2_plan *p, int shared, size_t *device, size_t *host);
+
 const gk_gpt2_config *gk_gpt2_cfg(const gk_gpt2 *m);
 int gk_gpt2_padded_vocab(const gk_gpt2 *m);
 /* The parameter table: n entries, i in [0,n). Drives checkpoint I/O and tests. */

@@ -1,25 +1,32 @@
 /* gpt2_mem.c: the fit check, before a model is made: what it needs by part (gk_gpt2_mem_estimate,
  * from the sizes gpt2_params.c's table and layout give: gk_gpt2_sizes_of), with ZeRO-1's
- * moments sharded over the ranks (gk_gpt2_mem_shard), and whether that fits in what the backend
- * and the host have (gk_gpt2_mem_check). Declared in gpt2.h. Owns nothing past a call. */
+ * moments sharded over the ranks (gk_gpt2_mem_shard), the largest batch that fits
+ * (gk_gpt2_mem_max_batch), one rank's plan by row (gk_gpt2_mem_plan: gpt-train --plan's table),
+ * and whether that fits in what the backend and the host have (gk_gpt2_mem_check). Declared in
+ * gpt2.h. Owns nothing past a call. */
 #include <stdio.h>
 
 #include "common/mem.h"
 #include "kernels/model/gpt2_internal.h"
+
+/* The estimate from sizes s. */
+static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, gk_gpt2_mem *out)
+{
+    size_t fp32 = s->n_floats * sizeof(float);
+    out->params = fp32 + s->copy_bytes;
+    out->grads = s->inference ? 0 : fp32;
+    out->optimizer = 2 * out->grads;
+    out->activations = s->act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
+    out->total = out->params + out->grads + out->optimizer + out->activations;
+}
 
 int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
                          gk_gpt2_mem *out, gk_err *err)
 {
     gk_gpt2_sizes s;
     int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
-    if (rc) return rc;
-    size_t fp32 = s.n_floats * sizeof(float);
-    out->params = fp32 + s.copy_bytes;
-    out->grads = s.inference ? 0 : fp32;
-    out->optimizer = 2 * out->grads;
-    out->activations = s.act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
-    out->total = out->params + out->grads + out->optimizer + out->activations;
-    return 0;
+    if (!rc) mem_of(&s, max_B, max_T, out);
+    return rc;
 }
 
 void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
@@ -29,6 +36,62 @@ void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
     if (world > 1 && cnt) mem->optimizer = 2 * (cnt + n - cnt * (size_t)world) * sizeof(float);
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
+
+int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
+                          size_t extra, size_t avail, int *B, gk_err *err)
+{
+    int lo = 0, hi = GK_GPT2_MEM_MAX_B; /* lo fits (0: nothing yet), above hi nothing does */
+    while (lo < hi) { /* the estimate grows with the batch */
+        int mid = lo + (hi - lo + 1) / 2;
+        gk_gpt2_mem m;
+        int rc = gk_gpt2_mem_estimate(cfg, act, mid, T, flags, &m, err);
+        if (rc) return rc;
+        if (world > 1) gk_gpt2_mem_shard(&m, world);
+        if (m.total <= avail && extra <= avail - m.total) lo = mid;
+        else hi = mid - 1;
+    }
+    *B = lo;
+    return 0;
+}
+
+/* ---- the plan's rows ---- */
+
+void gk_gpt2_plan_add(gk_gpt2_plan *p, const char *name, size_t bytes, int host)
+{
+    if (p->n < GK_GPT2_PLAN_ROWS) p->row[p->n++] = (gk_gpt2_plan_row){name, bytes, host};
+}
+
+int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
+                     int world, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err)
+{
+    gk_gpt2_sizes s;
+    int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
+    if (rc) return rc;
+    mem_of(&s, max_B, max_T, mem);
+    if (world > 1) gk_gpt2_mem_shard(mem, world);
+    p->n = 0;
+    gk_gpt2_plan_add(p, "weights, fp32 master", mem->params - s.copy_bytes, 0);
+    gk_gpt2_plan_add(p, act == GK_BF16 ? "weights, bf16 copy" : "weights, 16-bit copy",
+                     s.copy_bytes, 0);
+    gk_gpt2_plan_add(p, "gradients, fp32", mem->grads, 0);
+    gk_gpt2_plan_add(p, "AdamW moments, fp32", mem->optimizer, 0);
+    gk_gpt2_plan_add(p, "activations", mem->activations - GK_GPT2_MEM_SCRATCH, 0);
+    gk_gpt2_plan_add(p, "workspace and scratch", GK_GPT2_MEM_SCRATCH, 0);
+    return 0;
+}
+
+static size_t sat_add(size_t a, size_t b) { return a > (size_t)-1 - b ? (size_t)-1 : a + b; }
+
+void gk_gpt2_plan_sum(const gk_gpt2_plan *p, int shared, size_t *device, size_t *host)
+{
+    *device = *host = 0;
+    for (int i = 0; i < p->n; i++) {
+        size_t *to = p->row[i].host && !shared ? host : device;
+        *to = sat_add(*to, p->row[i].bytes);
+    }
+}
+
+/* ---- the fit check's message ---- */
 
 /* ", NAME SIZE" appended at buf + *k when bytes > 0. */
 static void add_part(char *buf, size_t cap, size_t *k, const char *name, size_t bytes)

@@ -271,13 +271,41 @@ static int await(const char *name, int rank)
     return -1;
 }
 
+/* Waits (up to 10 s) until the process whose pid the file name+rank holds is stopped (state T in
+ * /proc/PID/stat); 0 when it is. */
+static int await_stopped(const char *name, int rank)
+{
+    char path[128], buf[512];
+    for (int i = 0; i < 1000; i++, sleep_s(0.01)) {
+        snprintf(path, sizeof path, "%s/%s%d", dir, name, rank);
+        FILE *f = fopen(path, "r");
+        int pid = 0;
+        if (f) {
+            if (fscanf(f, "%d", &pid) != 1)
+                pid = 0;
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        f = pid > 0 ? fopen(path, "r") : NULL;
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        const char *end = strrchr(buf, ')'); /* after the command name: " STATE ..." */
+        if (end && end[1] == ' ' && end[2] == 'T')
+            return 0;
+    }
+    return -1;
+}
+
 /* child-ok: writes what tr_launch_from_env read. child-fail: rank 1 exits 3, rank 0 sleeps.
  * child-usage: every rank exits 2 (a bad setting), rank 0 only after 0.5 s and a file (its
  * message).
  * child-crash: rank 1 ignores SIGTERM, rank 0 kills itself with SIGKILL once rank 1 is ready.
  * child-signal: waits for SIGINT/SIGTERM (a second one ends it, as in gpt-train), then takes
  * 300 ms to "checkpoint" and exits 0. child-token: writes its GPT_DIST_TOKEN ("-" unset).
- * child-stopped: rank 1 stops itself (SIGSTOP) and exits 0 on SIGTERM; rank 0 then exits 3. */
+ * child-stopped: rank 1 stops itself (SIGSTOP) and exits 0 on SIGTERM; rank 0 exits 3 once it
+ * is stopped. */
 static int child_main(char **argv)
 {
     const char *mode = argv[1];
@@ -309,11 +337,13 @@ static int child_main(char **argv)
         return 0;
     }
     if (strcmp(mode, "child-stopped") == 0) {
-        if (l.rank == 0)
-            return await("ready", 1) == 0 ? (sleep_s(0.2), 3) : 4;
+        if (l.rank == 0) /* once rank 1 is stopped: a SIGTERM before its SIGSTOP would leave it
+                          * stopped for good (a machine under load showed it) */
+            return await("ready", 1) == 0 && await_stopped("ready", 1) == 0 ? 3 : 4;
         struct sigaction sa = {.sa_handler = on_signal};
         sigaction(SIGTERM, &sa, NULL);
-        put(dir, "ready", 1, "");
+        snprintf(text, sizeof text, "%d", (int)getpid());
+        put(dir, "ready", 1, text);
         raise(SIGSTOP);
         if (!got_signal) /* handled as it was continued */
             sleep_s(30);

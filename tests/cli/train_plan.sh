@@ -1,0 +1,37 @@
+# gpt-train --plan: the memory plan per rank (rank 0, which also holds the checkpoint snapshot,
+# and the other ranks), printed before any model memory is allocated, exit 0, nothing written;
+# --plan-memory=SIZE plans for devices of SIZE each, so that these figures do not depend on the
+# machine. A plan that does not fit says what would. A run that does not fit fails with its one
+# error line as before, then (not with -q) the same table and suggestions on stderr.
+# GPT-2 124M (the gpt2 preset), checked by hand: 124,439,808 parameters, stored with wte padded
+# to 50304 rows: 124,475,904 floats = 497,903,616 bytes = 497.9 MB (474.8 MiB) of fp32 master
+# weights, as many of gradients, twice that (995.8 MB) of AdamW moments; the bf16 copy holds wte
+# (50304 x 768) and each layer's four matrices (768 x 2304, 768 x 768, 768 x 3072, 3072 x 768):
+# 123,568,128 x 2 bytes = 247.1 MB; workspace 64 MiB = 67.1 MB; rank 0's checkpoint snapshot
+# (parameters and moments) 3 x 497.9 MB = 1.5 GB. ZeRO-1 over 2 ranks: each rank's moments half,
+# 497.9 MB, and rank 0's snapshot 5 x 497.9 MB = 2.5 GB (it gathers the moments too).
+source "$TOP/tests/cli/lib.bash"; need_data
+tiny_data d
+echo "== tiny model, 1 rank"
+gpt-train -q "${TINY[@]}" --plan-memory=100M
+echo "== gpt2 124M, cpu"
+gpt-train -q -c gpt2 --plan-memory=24G
+echo "== gpt2 124M, 2 ranks, zero_stage=1, bfloat16 on cuda-emu"
+gpt-train -q -c gpt2 --plan --plan-memory=24G --nproc_per_node=2 --zero_stage=1 \
+  --device=cuda-emu --dtype=bfloat16
+echo "== WORLD_SIZE=4"
+WORLD_SIZE=4 RANK=0 gpt-train -q -c gpt2 --plan-memory=24G --zero_stage=1 | sed -n '2,3p'
+echo "== does not fit 12 GB at recompute = false: gelu+ln or a smaller batch would"
+gpt-train -q -c gpt2 --plan-memory=12G --recompute=false | sed -n '/^fits/,$p'
+echo "== nothing fits 1 GB"
+gpt-train -q -c gpt2 --plan-memory=1G | sed -n '/^fits/,$p'
+test ! -e out-gpt2 && echo "nothing written"
+echo "== a run that does not fit"
+set +e
+gpt-train "${TINY[@]}" --block_size=1024 --batch_size=1000000 --max_iters=1 --out_dir=o \
+  > out.txt 2> err.txt
+echo "exit $?, stdout $(wc -c < out.txt) bytes"
+# this machine's memory and what fits in it masked (and the spaces that pad them)
+grep -v '^gpt-train: device' err.txt | tr -s ' ' | sed -E 's/[0-9]+\.[0-9] (kB|MB|GB|TB)/X \1/g;
+  s/\((MemAvailable|cgroup memory limit|ulimit -v)\)/(LIMIT)/; s/(batch_size( =)?) +[0-9]+/\1 N/'
+test ! -e o && echo "nothing written"
