@@ -28,7 +28,7 @@ shift
 patterns=("$@")
 pattern=${patterns[*]:-} # "" when every test runs
 # picked NAME: whether NAME holds one of the patterns (any name when none is given) and none of
-# the patterns written -PATTERN (make check: -emu_orders)
+# the patterns written -PATTERN (make test T='ops -test_ops_paths')
 picked() {
   local p any=0 want=0
   for p in "${patterns[@]}"; do
@@ -110,7 +110,9 @@ run_one() { # id name
   if [[ "$2" == cli/* ]]; then run_cli "$1" "$2"; else run_unit "$1" "$2"; fi
   rc=$?
   status=pass; [ $rc -eq 77 ] && status=skip; [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=fail
-  echo "$status $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" > "$res/$1.done"
+  # whole or absent: flush reads it as soon as it exists
+  echo "$status $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" > "$res/$1.tmp"
+  mv "$res/$1.tmp" "$res/$1.done"
 }
 
 # ---- the order they start in: the slowest of the last run first, new ones before the rest
@@ -118,7 +120,7 @@ run_one() { # id name
 declare -A last=()
 seen=$build/test-times; [ -f "$seen" ] || seen=$top/tests/test-times
 if [ -f "$seen" ]; then
-  while read -r s n; do last[$n]=$s; done < "$seen"
+  while read -r s n; do [[ -n "$n" && "$s" =~ ^[0-9.]+$ ]] && last[$n]=$s; done < "$seen"
 fi
 order=()
 while read -r _ i; do order+=("$i"); done < <(
