@@ -24,10 +24,9 @@ typedef struct cslot {
     uint32_t ids[CACHE_IDS];
 } cslot;
 
-typedef struct hent {
-    uint64_t key;               /* rank << 32 | left node: lowest rank first, then leftmost */
-    uint32_t right;             /* merge left with right into token rank */
-} hent;
+/* A heap entry: rank << 32 | left node (lowest rank first, then leftmost): the left node and
+ * its right neighbour at the pop merge into token rank, if they still do. */
+typedef uint64_t hent;
 
 struct gk_bpe {
     const gk_vocab *v;
@@ -114,14 +113,13 @@ static size_t merge_scan(const gk_vocab *v, const unsigned char *p, size_t n, ui
     return m;
 }
 
-static inline int hless(const hent *a, const hent *b) { return a->key < b->key; }
-
+/* The heap is 4-ary: half the depth of a binary one, and a node's children share a cache line. */
 static void hpush(hent *h, size_t *hn, hent x)
 {
     size_t i = (*hn)++;
-    while (i && hless(&x, &h[(i - 1) / 2])) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i && x < h[(i - 1) / 4]) {
+        h[i] = h[(i - 1) / 4];
+        i = (i - 1) / 4;
     }
     h[i] = x;
 }
@@ -130,10 +128,11 @@ static void sift_down(hent *h, size_t n, size_t i)
 {
     hent x = h[i];
     for (;;) {
-        size_t c = 2 * i + 1;
+        size_t c = 4 * i + 1, end = c + 4 < n ? c + 4 : n;
         if (c >= n) break;
-        if (c + 1 < n && hless(&h[c + 1], &h[c])) c++;
-        if (!hless(&h[c], &x)) break;
+        for (size_t k = c + 1; k < end; k++)
+            if (h[k] < h[c]) c = k;
+        if (h[c] >= x) break;
         h[i] = h[c];
         i = c;
     }
@@ -169,12 +168,14 @@ static int reserve_scratch(gk_bpe *b, size_t n)
 static void push_pair(const gk_vocab *v, gk_bpe *b, size_t *hn, uint32_t l, uint32_t r)
 {
     uint32_t rank = gk_vocab_pair(v, b->tid[l], b->tid[r]);
-    if (rank != GK_NONE) hpush(b->heap, hn, (hent){(uint64_t)rank << 32 | l, r});
+    if (rank != GK_NONE) hpush(b->heap, hn, (hent)rank << 32 | l);
 }
 
 /* Heap + linked list for long pieces: O(n log n). Node k starts at byte k; a merge keeps the
- * left node. Stale heap entries are skipped: their pair is no longer adjacent or no longer
- * merges to the same token. Returns the id count, (size_t)-1 if out of memory. */
+ * left node. Stale heap entries are skipped: the left node is gone, or it and its right
+ * neighbour no longer merge to the entry's token (an entry that still does is the same merge at
+ * the same place in the order as the entry pushed for it, which is then stale). Returns the id
+ * count, (size_t)-1 if out of memory. */
 static size_t merge_heap(gk_bpe *b, const unsigned char *p, size_t n, uint32_t *ids)
 {
     const gk_vocab *v = b->v;
@@ -187,14 +188,13 @@ static size_t merge_heap(gk_bpe *b, const unsigned char *p, size_t n, uint32_t *
     }
     for (size_t k = 0; k + 1 < n; k++) {
         uint32_t rank = v->byte_pair[p[k] << 8 | p[k + 1]];
-        if (rank != GK_NONE) b->heap[hn++] = (hent){(uint64_t)rank << 32 | k, (uint32_t)k + 1};
+        if (rank != GK_NONE) b->heap[hn++] = (hent)rank << 32 | k;
     } /* sorted by left already: a valid heap when all ranks are equal; else heapify */
-    for (size_t k = hn / 2; k-- > 0;) sift_down(b->heap, hn, k);
+    for (size_t k = (hn + 2) / 4; k-- > 0;) sift_down(b->heap, hn, k);
     while (hn) {
         hent t = hpop(b->heap, &hn);
-        uint32_t l = (uint32_t)t.key, r = t.right, rank = (uint32_t)(t.key >> 32);
-        if (b->tid[l] == GK_NONE || b->next[l] != r ||
-            gk_vocab_pair(v, b->tid[l], b->tid[r]) != rank)
+        uint32_t l = (uint32_t)t, r = b->next[l], rank = (uint32_t)(t >> 32);
+        if (b->tid[l] == GK_NONE || r == GK_NONE || gk_vocab_pair(v, b->tid[l], b->tid[r]) != rank)
             continue;
         uint32_t after = b->next[r];
         b->tid[l] = rank;

@@ -155,12 +155,12 @@ static int build_tok_tab(gk_vocab *v, const char *path, gk_err *e)
         if (len == strlen(GK_EOT_TEXT) && !memcmp(b, GK_EOT_TEXT, len))
             return gk_errf(e, GK_EFORMAT, "%s: token %u is the text of the special token %s", path,
                            id, GK_EOT_TEXT);
-        uint32_t other = gk_vocab_lookup(v, b, len);
-        if (other != GK_NONE)
-            return gk_errf(e, GK_EFORMAT, "%s: tokens %u and %u have the same bytes", path,
-                           other, id);
-        uint32_t i = (uint32_t)gk_hash_bytes(b, len) & v->tok_mask;
-        while (v->tok_tab[i] != GK_NONE) i = (i + 1) & v->tok_mask;
+        uint32_t i = (uint32_t)gk_hash_bytes(b, len) & v->tok_mask, other;
+        for (; (other = v->tok_tab[i]) != GK_NONE; i = (i + 1) & v->tok_mask)
+            if (v->off[other + 1] - v->off[other] == len &&
+                !memcmp(v->bytes + v->off[other], b, len))
+                return gk_errf(e, GK_EFORMAT, "%s: tokens %u and %u have the same bytes", path,
+                               other, id);
         v->tok_tab[i] = id;
     }
     for (int c = 0; c < 256; c++) {
@@ -172,33 +172,47 @@ static int build_tok_tab(gk_vocab *v, const char *path, gk_err *e)
     return 0;
 }
 
-/* Calls fn for every split of every token into two tokens; returns the number of splits.
+/* Every split of every token into two tokens, as (left, right, token) in *out (*n of them).
  * has_len[k]: some token is k bytes long. Only splits into two such lengths are looked up, so
  * that a long token costs its length times the number of lengths, not its length squared. */
-static size_t each_pair(gk_vocab *v, const unsigned char *has_len,
-                        void (*fn)(gk_vocab *, uint32_t, uint32_t, uint32_t))
+static int token_splits(const gk_vocab *v, const unsigned char *has_len, gk_pair **out, size_t *n)
 {
-    size_t count = 0;
-    for (uint32_t id = 0; id < v->n; id++) {
+    size_t cap = (size_t)v->n * 4, count = 0;
+    gk_pair *p = malloc(cap * sizeof *p);
+    for (uint32_t id = 0; p && id < v->n; id++) {
         if ((int32_t)id == v->eot) continue;
         const unsigned char *b = v->bytes + v->off[id];
         size_t len = v->off[id + 1] - v->off[id];
-        for (size_t k = 1; k < len; k++) {
+        for (size_t k = 1; p && k < len; k++) {
             if (!has_len[k] || !has_len[len - k]) continue;
             uint32_t l = gk_vocab_lookup(v, b, k), r;
             if (l == GK_NONE || (r = gk_vocab_lookup(v, b + k, len - k)) == GK_NONE) continue;
-            count++;
-            if (fn) fn(v, l, r, id);
+            if (count == cap) {
+                gk_pair *more = realloc(p, 2 * cap * sizeof *p);
+                if (!more) free(p);
+                p = more, cap *= 2;
+                if (!p) break;
+            }
+            p[count++] = (gk_pair){l, r, id};
         }
     }
-    return count;
+    *out = p, *n = count;
+    return p ? 0 : GK_ENOMEM;
 }
 
-static void pair_insert(gk_vocab *v, uint32_t l, uint32_t r, uint32_t id)
+/* The pair table of splits[0..n), at most half full (short probes). */
+static int build_pair_tab(gk_vocab *v, const gk_pair *splits, size_t n)
 {
-    uint32_t i = gk_pair_hash(l, r) & v->pair_mask;
-    while (v->pair_tab[i].left != GK_NONE) i = (i + 1) & v->pair_mask;
-    v->pair_tab[i] = (gk_pair){l, r, id};
+    v->pair_mask = pow2_at_least(2 * (uint64_t)n + 1) - 1;
+    v->pair_tab = malloc(((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
+    if (!v->pair_tab) return GK_ENOMEM;
+    memset(v->pair_tab, 0xFF, ((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = gk_pair_hash(splits[k].left, splits[k].right) & v->pair_mask;
+        while (v->pair_tab[i].left != GK_NONE) i = (i + 1) & v->pair_mask;
+        v->pair_tab[i] = splits[k];
+    }
+    return 0;
 }
 
 static uint32_t fingerprint_bpe(const gk_vocab *v)
@@ -228,15 +242,12 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e)
     if (!has_len) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
     for (uint32_t id = 0; id < v->n; id++)
         if ((int32_t)id != v->eot) has_len[v->off[id + 1] - v->off[id]] = 1;
-    size_t pairs = each_pair(v, has_len, NULL);
-    v->pair_mask = pow2_at_least(pairs + pairs / 2 + 1) - 1;
-    v->pair_tab = malloc(((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
-    if (v->pair_tab) {
-        memset(v->pair_tab, 0xFF, ((size_t)v->pair_mask + 1) * sizeof *v->pair_tab);
-        each_pair(v, has_len, pair_insert);
-    }
+    gk_pair *splits = NULL;
+    size_t nsplits = 0;
+    rc = token_splits(v, has_len, &splits, &nsplits) || build_pair_tab(v, splits, nsplits);
     free(has_len);
-    if (!v->pair_tab) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+    free(splits);
+    if (rc) return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
     if (!(v->byte_pair = malloc(65536 * sizeof *v->byte_pair)))
         return gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
     for (uint32_t k = 0; k < 65536; k++)
