@@ -357,12 +357,10 @@ fuzzers: $(FUZZERS)
 
 # make check: the same tests under ASan + UBSan, in parallel as make test runs them; without nvcc's
 # library (no GPU runs it here: the tests that read it skip), the emulator's is checked instead.
-# Not the emu_orders tests: they run the CUDA op tests again in other thread orders to find races
-# by their results, and ASan sees the same accesses in the usual order (test_ops, train_cuda_emu).
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 NVCC= all units
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  GPT_TEST_SLOWDOWN=3 bash tests/run.sh build-san $(T) -emu_orders
+	  GPT_TEST_SLOWDOWN=3 bash tests/run.sh build-san $(T)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -1,6 +1,7 @@
 /* emu_fiber.cpp: the stacks a block's threads run on (coroutines) and the switches between them.
- * Owns: stack allocation (mmap, a 64 KiB guard below each, pooled per host thread), starting a
- * stack at fiber_main (emu_sched.cpp), and the switches. On x86-64 a switch saves the six
+ * Owns: stack allocation (a 64 KiB guard below each, pooled per host thread, in slots of the stack
+ * arena that tell whose they are, else mapped alone), starting a stack at fiber_main
+ * (emu_sched.cpp), and the switches. On x86-64 a switch saves the six
  * callee-saved registers and swaps stack pointers (a few instructions); elsewhere, or with
  * GK_EMU_PORTABLE_SWITCH, makecontext sets a stack up once and _setjmp/_longjmp switch. Never a
  * system call per switch. AddressSanitizer is told of every switch between stacks. */
@@ -78,6 +79,66 @@ static size_t stack_bytes()
 
 static char *stack_bottom(const Fiber *f) { return f->map + f->guard; }
 
+/* ---- the stack arena (emu_internal.h) ---- */
+
+StackArena stack_arena;
+enum : uintptr_t { kArenaBytes = (uintptr_t)1 << 31 }; /* address space, not memory */
+static std::mutex arena_mu;
+static std::vector<long> arena_free; /* slots given back */
+static uintptr_t arena_used;         /* slots ever handed out */
+
+/* Reserves the region, inaccessible, for slots of at least bytes each; false where it cannot. */
+static bool arena_reserve(size_t bytes)
+{
+    static bool tried;
+    if (tried) return stack_arena.nslots.load(std::memory_order_relaxed) != 0;
+    tried = true;
+    unsigned shift = 12;
+    while (((uintptr_t)1 << shift) < bytes) shift++;
+    uintptr_t n = kArenaBytes >> shift;
+    if (n < 64) return false;
+    void *map = mmap(nullptr, kArenaBytes, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return false;
+    stack_arena.owner = new Worker *[n]();
+    stack_arena.lo = reinterpret_cast<uintptr_t>(map);
+    stack_arena.shift = shift;
+    stack_arena.nslots.store(n, std::memory_order_release);
+    return true;
+}
+
+/* A slot of the arena for w's new fiber of guard + size bytes, mapped and its guard left
+ * inaccessible; -1 when the arena has none. */
+static long arena_take(Worker *w, size_t guard, size_t size, char **map)
+{
+    std::lock_guard<std::mutex> lock(arena_mu);
+    if (!arena_reserve(guard + size)) return -1;
+    long slot;
+    if (!arena_free.empty()) slot = arena_free.back(), arena_free.pop_back();
+    else if (arena_used < stack_arena.nslots.load(std::memory_order_relaxed))
+        slot = (long)arena_used++;
+    else return -1;
+    char *at = reinterpret_cast<char *>(stack_arena.lo + ((uintptr_t)slot << stack_arena.shift));
+    if (mmap(at + guard, size, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED) {
+        arena_free.push_back(slot);
+        return -1;
+    }
+    stack_arena.owner[slot] = w;
+    *map = at;
+    return slot;
+}
+
+/* The slot back, its memory returned and the whole slot inaccessible again. */
+static void arena_give(const Fiber *f)
+{
+    std::lock_guard<std::mutex> lock(arena_mu);
+    mmap(f->map, f->guard + f->size, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    stack_arena.owner[f->slot] = nullptr;
+    arena_free.push_back(f->slot);
+}
+
 /* Where every stack starts: the first switch to it lands here. */
 static void fiber_entry()
 {
@@ -128,15 +189,21 @@ Fiber *fiber_get(Worker *w)
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE), size = stack_bytes();
     size_t guard = page > 65536 ? page : 65536; /* a large frame may skip a single page */
-    void *map = mmap(nullptr, guard + size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map == MAP_FAILED) return nullptr;
-    if (mprotect(map, guard, PROT_NONE) != 0) {
-        munmap(map, guard + size);
-        return nullptr;
+    char *map = nullptr;
+    long slot = arena_take(w, guard, size, &map);
+    if (slot < 0) {
+        void *alone = mmap(nullptr, guard + size, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (alone == MAP_FAILED) return nullptr;
+        if (mprotect(alone, guard, PROT_NONE) != 0) {
+            munmap(alone, guard + size);
+            return nullptr;
+        }
+        map = static_cast<char *>(alone);
     }
     Fiber *f = new Fiber{};
-    f->map = (char *)map;
+    f->slot = slot;
+    f->map = map;
     f->guard = guard;
     f->size = size;
     w->fibers.push_back(f);
@@ -147,7 +214,8 @@ Fiber *fiber_get(Worker *w)
 void fiber_free_all(Worker *w)
 {
     for (Fiber *f : w->fibers) {
-        munmap(f->map, f->guard + f->size);
+        if (f->slot >= 0) arena_give(f);
+        else munmap(f->map, f->guard + f->size);
         delete f;
     }
     w->fibers.clear();

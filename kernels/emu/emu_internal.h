@@ -3,7 +3,8 @@
  * dynamic shared memory with its guard), the Grid a launch shares between host threads, and the
  * error and device-limit helpers. emu_sched.cpp runs blocks, emu_fiber.cpp owns the stacks and
  * switches, emu_launch.cpp runs grids, emu_warp.cpp computes warp collectives and wmma,
- * emu_runtime.cpp keeps the error state, emu_graph.cpp captures streams and replays graphs,
+ * emu_runtime.cpp keeps the error state, emu_memory.cpp the device's memory, emu_graph.cpp
+ * captures streams and replays graphs,
  * emu_race.cpp checks shared memory for races, emu_cublaslt.cpp maps cuBLASLt to CBLAS,
  * emu_nccl.cpp runs NCCL's collectives over sockets (it needs nothing here). */
 #ifndef GK_EMU_INTERNAL_H
@@ -61,6 +62,7 @@ struct Fiber {
     size_t guard;  /* bytes of guard at map */
     size_t size;   /* bytes of stack after the guard */
     Thread *thread; /* NULL while idle */
+    long slot;      /* its slot of the stack arena, or -1: mapped on its own */
 };
 struct Thread {
     uint3 idx;
@@ -151,6 +153,25 @@ struct Worker {
 enum : size_t { kSmemGuard = 64 * 1024 };
 
 extern thread_local Worker *tls_worker; /* this host thread's, or NULL */
+
+/* emu_fiber.cpp: the stack arena, one reserved region cut into slots of 2^shift bytes, each a
+ * fiber's guard and stack, with the worker that owns it. Code running a kernel thread finds its
+ * worker from its stack pointer: a thread-local variable of this library (loaded with dlopen)
+ * costs a __tls_get_addr call, and the race checker's hooks run at every load and store. */
+struct StackArena {
+    uintptr_t lo;
+    unsigned shift;
+    std::atomic<uintptr_t> nslots; /* 0 until reserved (or where it could not be) */
+    Worker **owner;
+};
+extern StackArena stack_arena;
+/* The worker whose kernel thread runs on this stack, else this host thread's (or NULL). */
+__attribute__((always_inline)) inline Worker *stack_worker()
+{
+    uintptr_t i = ((uintptr_t)__builtin_frame_address(0) - stack_arena.lo) >> stack_arena.shift;
+    return i < stack_arena.nslots.load(std::memory_order_relaxed) ? stack_arena.owner[i]
+                                                                  : tls_worker;
+}
 Worker *this_worker();                 /* creates it on first use */
 void release_worker();                 /* frees this thread's worker (a pool thread that ends) */
 Worker *kernel_worker();               /* this thread's worker while it runs
@@ -200,6 +221,10 @@ bool nth_call_fails(const char *env, int which);
 int emu_compute_capability(void);
 /* GPT_EMU_LOSE_DEVICE: the device is gone; its error stays past cudaDeviceReset. */
 void lose_device(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool device_lost();                                  /* lose_device was called */
+cudaError_t fail(cudaError_t code, const char *call); /* records "call: code's name" */
+/* emu_memory.cpp: the device's memory in bytes, GPT_EMU_MEM's where set, else the host's. */
+size_t device_memory_total();
 int env_int(const char *name, int fallback, int lo, int hi);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
 Order schedule_order(); /* GPT_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */

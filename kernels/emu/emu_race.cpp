@@ -102,11 +102,15 @@ static bool racecheck_on()
     return !v || strcmp(v, "0") != 0;
 }
 
+/* Whether any launch has had the checker on: until one has, the hooks return at once. */
+static std::atomic<bool> race_any;
+
 void race_launch(Worker *w, const LaunchSpec &s)
 {
     RaceState &r = w->race;
     r.on = racecheck_on();
     if (!r.on) return;
+    race_any.store(true, std::memory_order_relaxed);
     if (!r.tls) { /* blockDim, set by now, is in the same block: it is allocated for this thread */
         void *tls = nullptr;
         dl_iterate_phdr(find_module, &tls);
@@ -215,7 +219,8 @@ static void access_cells(Worker *w, RaceCell *cells, bool dyn, size_t off, size_
 /* The part of [p, p + n) in the block's shared memory, checked. */
 static inline void on_access(const void *p, size_t n, bool write)
 {
-    Worker *w = tls_worker;
+    if (!race_any.load(std::memory_order_relaxed)) return;
+    Worker *w = stack_worker();
     if (__builtin_expect(!w || !w->running || !w->race.on || !w->cur, 1)) return;
     RaceState &r = w->race;
     uintptr_t a = reinterpret_cast<uintptr_t>(p);

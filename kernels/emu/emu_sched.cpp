@@ -39,7 +39,7 @@ Worker *this_worker()
 
 Worker *kernel_worker()
 {
-    Worker *w = tls_worker;
+    Worker *w = stack_worker();
     return w && w->running && w->cur ? w : nullptr;
 }
 

@@ -1,6 +1,11 @@
 # lib.bash: helpers sourced by the CLI test scripts (run from a fresh temp dir by tests/run.sh).
 # DATA is the shared test data, TOP the source tree, FIX the fixtures; PATH holds the tools.
 set -euo pipefail
+# The CUDA emulator's shared-memory race checker (kernels/emu/emu_race.cpp) takes half of a whole
+# run's time; every kernel the tools launch runs under it in the op tests (test_ops, _fused,
+# _paths: each kernel on shapes around its tiles), so a CLI test runs without it unless asked
+# (GPT_EMU_RACECHECK=1).
+export GPT_EMU_RACECHECK=${GPT_EMU_RACECHECK:-0}
 
 need_data() {
   [ -d "$DATA/gpt2" ] || { echo "shared test data not found at $DATA" >&2; exit 77; }

@@ -4,7 +4,10 @@
 # (3e-2 relative: activations and matmul inputs rounded to 8 significant bits); checkpoints move
 # between the devices (5 steps on one, 5 more on the other = 10 on the CPU, to 2e-5); gpt-sample's
 # greedy tokens and gpt-evalppl's loss are the same on both; with GPT_CUDA_FUSED_GRADS=1 too.
+# The emulator runs each block's threads and the blocks in shuffled order (a race would change
+# the losses; GPT_EMU_ORDER, unless set), as the op tests do.
 source "$TOP/tests/cli/lib.bash"; need_data
+export GPT_EMU_ORDER=${GPT_EMU_ORDER:-shuffle}
 tiny_data d
 run10() { gpt-train -q "${TINY[@]}" --dropout=0.1 --max_iters=10 --eval_interval=10 "$@" > /dev/null; }
 run10 --device=cpu --out_dir=cpu

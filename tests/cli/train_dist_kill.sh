@@ -41,7 +41,8 @@ child_rank0() { # LAUNCHER_PID: its child with RANK=0
     tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx RANK=0 && { echo "$c"; return; }
   done
 }
-delay() { sleep "0.$((RANDOM % 10))$((RANDOM % 10))"; }
+# a random moment of a step (each a few tens of ms with its checkpoint: 0.25 s spans several)
+delay() { sleep "0.$(printf %03d $((RANDOM % 250)))"; }
 
 for i in $(seq "$KILLS"); do
   gpt-train -q "${ARGS[@]}" --nproc_per_node=2 --out_dir=l$i > /dev/null 2> l$i.err & lp=$!

@@ -13,6 +13,11 @@
  * missing (or, for cuda, without a GPU) is skipped with a note. Each runs with fp32 activations,
  * and with bf16 ones where it has them (cuda, cuda-emu).
  * The backend library is $GPT_CUDA_LIB's where set (a variant build), else the binary's ../lib.
+ * The CUDA emulator runs each block's threads and the blocks in shuffled order here (another
+ * permutation each launch and block; GPT_EMU_ORDER=shuffle unless the environment says another),
+ * with its race checker on: a missing barrier changes a result or the bits of a second run
+ * (tests/unit/emu/test_emu_order.cu checks that shuffling exposes one), and the checker sees
+ * every shared-memory access whatever the order.
  * Attention paths: a device named NAME:PATH (cuda-emu:fa2, cuda:cudnn; PATH one of
  * gk_attention_parse's) is NAME opened with that attention setting; it runs only the tests marked
  * attn (OPS_TEST_ATTN), and in bf16 only (in fp32 every path takes the plain kernels). A case may
@@ -542,6 +547,7 @@ static int ops_main(int argc, char **argv, const ops_test *tests, int n_tests)
     }
     const char *env = getenv("GPT_TEST_DEVICES"), *cuda = getenv("GPT_TEST_CUDA");
     char list[512];
+    setenv("GPT_EMU_ORDER", "shuffle", 0); /* the header's thread order (the environment's wins) */
     cuda = cuda && *cuda ? cuda : "cuda-emu";
 #ifdef OPS_ISA /* test_ops_isa_*: the CPU backend's loops built for one instruction-set path */
     if (!ops_isa_runs()) {

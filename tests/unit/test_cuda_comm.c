@@ -64,6 +64,7 @@ int main(void)
                          .threads = 1,
                          .attention = GK_ATTN_AUTO};
     gk_err e = {0};
+    setenv("GPT_EMU_ORDER", "shuffle", 0); /* as the op tests run (ops_harness.h) */
     if (gk_backend_open(&dev, &o, &e)) fprintf(stderr, "note: %s\n", e.msg), dev = NULL;
     RUN(test_comm_one_rank);
     gk_backend_free(dev);

@@ -133,7 +133,7 @@ static void test_orders(void)
     int zeros_forward = racy_zeros("forward"), zeros_reverse = racy_zeros("reverse");
     CHECKF(zeros_forward == 1, "forward: %d threads read 0", zeros_forward);
     CHECKF(zeros_reverse == 0, "reverse: %d threads read 0", zeros_reverse);
-    /* shuffle exposes it too (tests/cli/emu_orders.sh runs the op tests in shuffled order only):
+    /* shuffle exposes it too (the op tests run in shuffled order only, ops_harness.h):
      * each launch draws another permutation, and those that start thread 0 after a reader differ
      * from forward */
     int exposed = 0;
