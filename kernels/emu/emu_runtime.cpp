@@ -1,7 +1,8 @@
 /* emu_runtime.cpp: the CUDA runtime calls of the emulator (declared in emu_runtime.h).
  * Owns: the error state (per host thread: the last error and the detailed message of the last
- * emulator error; per process: the sticky fault), device memory on the host heap, streams and
- * events as handles, the one device's properties, kernel attributes, fault injection counters.
+ * emulator error; per process: the sticky fault), streams and events as handles, the one
+ * device's properties, kernel attributes, fault injection counters (device memory:
+ * emu_memory.cpp).
  * What a capturing stream does with a call is emu_graph.cpp's: the calls here ask it first.
  * GK_EMU_NO_DEVICE=1 makes the emulator report no device (cudaErrorNoDevice), for tests of that. */
 #include <stdarg.h>
@@ -45,6 +46,8 @@ cudaError_t sticky_error() { return (cudaError_t)sticky.load(std::memory_order_r
 
 static std::atomic<bool> lost{false};
 
+bool device_lost() { return lost.load(); }
+
 void lose_device(const char *fmt, ...)
 {
     char buf[1024];
@@ -58,7 +61,7 @@ void lose_device(const char *fmt, ...)
 }
 
 /* A failed call: the error is also what cudaGetLastError returns next. */
-static cudaError_t fail(cudaError_t code, const char *call)
+cudaError_t fail(cudaError_t code, const char *call)
 {
     record_error(code, false, "%s: %s", call, cudaGetErrorName(code));
     return code;
@@ -119,19 +122,6 @@ cudaError_t func_set_attribute(const void *func, cudaFuncAttribute attr, int val
 
 static bool no_device() { return env_int("GK_EMU_NO_DEVICE", 0, 0, 1) == 1; }
 
-/* "MemTotal" or "MemAvailable" of /proc/meminfo in bytes (0 when unreadable). */
-static size_t meminfo(const char *key)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0, n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n) && line[n] == ':') kb = strtoull(line + n + 1, nullptr, 10);
-    fclose(f);
-    return kb * 1024;
-}
-
 int emu_compute_capability(void)
 {
     const char *v = getenv("GPT_EMU_SM");
@@ -143,73 +133,6 @@ int emu_compute_capability(void)
 } // namespace gk_emu
 
 using namespace gk_emu;
-
-/* ---- memory ---- */
-
-static std::mutex mem_mu;
-static std::unordered_map<void *, size_t> device_blocks, host_blocks;
-
-static cudaError_t host_alloc(void **ptr, size_t size, std::unordered_map<void *, size_t> &blocks,
-                              bool poison)
-{
-    *ptr = nullptr;
-    if (!size) return cudaSuccess;
-    void *p = aligned_alloc(256, (size + 255) & ~(size_t)255);
-    if (!p) return cudaErrorMemoryAllocation;
-    if (poison) memset(p, 0xff, size);
-    std::lock_guard<std::mutex> lock(mem_mu);
-    blocks[p] = size;
-    *ptr = p;
-    return cudaSuccess;
-}
-
-static cudaError_t host_free(void *ptr, std::unordered_map<void *, size_t> &blocks)
-{
-    if (!ptr) return cudaSuccess;
-    {
-        std::lock_guard<std::mutex> lock(mem_mu);
-        if (!blocks.erase(ptr)) return cudaErrorInvalidValue;
-    }
-    free(ptr);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMalloc(void **ptr, size_t size)
-{
-    if (!ptr) return fail(cudaErrorInvalidValue, "cudaMalloc");
-    *ptr = nullptr;
-    if (cudaError_t e = sticky_error()) return e;
-    if (cudaError_t e = capture_forbids("cudaMalloc")) return e;
-    if (nth_call_fails("GK_EMU_FAIL_MALLOC", 0)) {
-        record_error(cudaErrorMemoryAllocation, false,
-                     "cudaMalloc(%zu bytes): failure injected by GK_EMU_FAIL_MALLOC", size);
-        return cudaErrorMemoryAllocation;
-    }
-    if (host_alloc(ptr, size, device_blocks, true))
-        return fail(cudaErrorMemoryAllocation, "cudaMalloc");
-    return cudaSuccess;
-}
-
-cudaError_t cudaFree(void *ptr)
-{
-    if (cudaError_t e = capture_forbids("cudaFree")) return e;
-    return host_free(ptr, device_blocks) ? fail(cudaErrorInvalidValue, "cudaFree") : cudaSuccess;
-}
-
-cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-    if (!ptr) return fail(cudaErrorInvalidValue, "cudaMallocHost");
-    if (cudaError_t e = capture_forbids("cudaMallocHost")) return e;
-    return host_alloc(ptr, size, host_blocks, false)
-               ? fail(cudaErrorMemoryAllocation, "cudaMallocHost")
-               : cudaSuccess;
-}
-
-cudaError_t cudaFreeHost(void *ptr)
-{
-    if (cudaError_t e = capture_forbids("cudaFreeHost")) return e;
-    return host_free(ptr, host_blocks) ? fail(cudaErrorInvalidValue, "cudaFreeHost") : cudaSuccess;
-}
 
 static bool copy_args_bad(const void *dst, const void *src, size_t count, cudaMemcpyKind kind)
 {
@@ -276,15 +199,6 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t str
     }
     capture_add(stream,
                 [=](cudaStream_t) { return set_now(ptr, value, count, "cudaMemsetAsync"); });
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
-{
-    if (!free_bytes || !total_bytes) return fail(cudaErrorInvalidValue, "cudaMemGetInfo");
-    if (lost.load()) return cudaErrorDevicesUnavailable;
-    *free_bytes = meminfo("MemAvailable");
-    *total_bytes = meminfo("MemTotal");
     return cudaSuccess;
 }
 
@@ -526,7 +440,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
     if (device != 0) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties");
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "gptkit CUDA emulator");
-    prop->totalGlobalMem = meminfo("MemTotal");
+    prop->totalGlobalMem = device_memory_total();
     prop->sharedMemPerBlock = kDefaultSmem;
     prop->sharedMemPerBlockOptin = kMaxSmemOptin;
     prop->sharedMemPerMultiprocessor = 228 * 1024;

@@ -26,6 +26,10 @@ gpt-train -q -c gpt2 --plan-memory=12G --recompute=false | sed -n '/^fits/,$p'
 echo "== nothing fits 1 GB"
 gpt-train -q -c gpt2 --plan-memory=1G | sed -n '/^fits/,$p'
 test ! -e out-gpt2 && echo "nothing written"
+echo "== cuda-emu as a device of 200 MB, then of 60 MB (GPT_EMU_MEM): the plan reads its size"
+GPT_EMU_MEM=200M gpt-train -q "${TINY[@]}" --plan --device=cuda-emu | grep -E '^(available|fits)'
+rc=0; GPT_EMU_MEM=60M gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=o 2>&1 || rc=$?
+echo "exit $rc"
 echo "== a run that does not fit"
 set +e
 gpt-train "${TINY[@]}" --block_size=1024 --batch_size=1000000 --max_iters=1 --out_dir=o \

@@ -1,6 +1,7 @@
 /* test_emu_runtime.cu: the emulator's runtime calls: copies and sets of every kind, streams and
  * events, the device's properties and attributes, errors (last, peek, sticky faults, detailed
- * messages) and fault injection (GK_EMU_FAIL_MALLOC, GPT_EMU_FAIL_LAUNCH, GK_EMU_NO_DEVICE). */
+ * messages), fault injection (GK_EMU_FAIL_MALLOC, GPT_EMU_FAIL_LAUNCH, GK_EMU_NO_DEVICE) and
+ * the device's size (GPT_EMU_MEM). */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -156,6 +157,49 @@ static void test_fail_malloc(void)
     for (int i = 0; i < 3; i++) cudaFree(p[i]);
 }
 
+#if defined(GK_CUDA_EMU)
+/* GPT_EMU_MEM=10K (10,000 bytes; allocations take 256-byte granules): cudaMalloc fits within it
+ * and fails past it naming it, cudaFree gives the room back, cudaMemGetInfo and the properties
+ * report it; 1Ki is 1024; a value that is not a size fails the call naming it. */
+static void test_device_memory(void)
+{
+    void *a = NULL, *b = NULL, *c = NULL;
+    size_t free_b = 0, total_b = 0;
+    cudaDeviceProp p;
+    setenv("GPT_EMU_MEM", "10K", 1);
+    CUDA_OK(cudaMalloc(&a, 5000)); /* 5120 */
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    CHECKF(total_b == 10000 && free_b == 10000 - 5120, "%zu of %zu", free_b, total_b);
+    CUDA_OK(cudaGetDeviceProperties(&p, 0));
+    CHECK(p.totalGlobalMem == 10000);
+    CHECK(cudaMalloc(&b, 4865) == cudaErrorMemoryAllocation && b == NULL); /* 5120 of 4880 */
+    const char *msg = cudaGetErrorString(cudaGetLastError());
+    CHECKF(strstr(msg, "cudaMalloc(4865 bytes): out of memory: 5120 of the device's 10000 bytes "
+                       "(GPT_EMU_MEM) in use"),
+           "%s", msg);
+    CUDA_OK(cudaMalloc(&b, 4864)); /* 19 granules of the 4880 bytes left */
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    CHECK(free_b == 16);
+    CUDA_OK(cudaFree(a));
+    CUDA_OK(cudaMalloc(&c, 5000));
+    CUDA_OK(cudaFree(b));
+    CUDA_OK(cudaFree(c));
+    setenv("GPT_EMU_MEM", "1Ki", 1);
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    CHECK(total_b == 1024 && free_b == 1024);
+    const char *bad[] = {"lots", "24X", "-1", "0", "12Gib", "99999999999T"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("GPT_EMU_MEM", bad[i], 1);
+        CHECKF(cudaMalloc(&a, 64) == cudaErrorInvalidValue && a == NULL, "GPT_EMU_MEM=%s", bad[i]);
+        msg = cudaGetErrorString(cudaGetLastError());
+        CHECKF(strstr(msg, "GPT_EMU_MEM=") && strstr(msg, bad[i]), "%s", msg);
+    }
+    unsetenv("GPT_EMU_MEM");
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    CHECK(total_b > 1000000);
+}
+#endif
+
 static void test_fail_launch(void)
 {
     int h[4] = {0, 0, 0, 0}, *d = to_dev(h, 4);
@@ -193,6 +237,9 @@ int main(void)
 #if defined(GK_CUDA_EMU)
     RUN(test_fail_malloc);
     RUN(test_fail_launch);
+#if defined(GK_CUDA_EMU)
+    RUN(test_device_memory);
+#endif
 #endif
     return TEST_END();
 }
