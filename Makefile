@@ -356,11 +356,12 @@ fuzzers: $(FUZZERS)
 .PHONY: fuzz fuzzers
 
 # make check: the same tests under ASan + UBSan, in parallel as make test runs them; without nvcc's
-# library (no GPU runs it here: the tests that read it skip), the emulator's is checked instead.
+# library (no GPU runs it here: the tests that read it skip), the emulator's is checked instead,
+# in its usual thread order (ASan sees the same accesses in any; the shuffled runs are make test's).
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 NVCC= all units
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  GPT_TEST_SLOWDOWN=3 bash tests/run.sh build-san $(T)
+	  GPT_EMU_ORDER=forward GPT_TEST_SLOWDOWN=3 bash tests/run.sh build-san $(T)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
