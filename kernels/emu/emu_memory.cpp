@@ -67,13 +67,15 @@ size_t gk_emu::device_memory_total()
 
 static size_t granules(size_t size) { return (size + 255) & ~(size_t)255; }
 
-/* A block of size bytes in blocks; with limit, a device block only within it (ENOSPC past it). */
+/* A block of size bytes in blocks; with limit, a device block only within it (ENOSPC past it,
+ * *used: the device's bytes in use then). */
 static int host_alloc(void **ptr, size_t size, std::unordered_map<void *, size_t> &blocks,
-                      bool device, size_t limit)
+                      bool device, size_t limit, size_t *used = nullptr)
 {
     *ptr = nullptr;
     if (!size) return 0;
     std::lock_guard<std::mutex> lock(mem_mu);
+    if (used) *used = device_used;
     if (device && limit && granules(size) > limit - device_used) return ENOSPC;
     void *p = aligned_alloc(256, granules(size));
     if (!p) return ENOMEM;
@@ -108,14 +110,14 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
                      "cudaMalloc(%zu bytes): failure injected by GK_EMU_FAIL_MALLOC", size);
         return cudaErrorMemoryAllocation;
     }
-    size_t limit;
+    size_t limit, used;
     if (cudaError_t e = read_limit("cudaMalloc", &limit)) return e;
-    int rc = host_alloc(ptr, size, device_blocks, true, limit);
+    int rc = host_alloc(ptr, size, device_blocks, true, limit, &used);
     if (rc == ENOSPC) {
         record_error(cudaErrorMemoryAllocation, false,
                      "cudaMalloc(%zu bytes): out of memory: %zu of the device's %zu bytes "
                      "(GPT_EMU_MEM) in use",
-                     size, device_used, limit);
+                     size, used, limit);
         return cudaErrorMemoryAllocation;
     }
     return rc ? fail(cudaErrorMemoryAllocation, "cudaMalloc") : cudaSuccess;
