@@ -38,12 +38,13 @@ static size_t mem_limit()
 {
     const char *v = getenv("GPT_EMU_MEM");
     if (!v || !*v) return 0;
+    if (*v < '0' || *v > '9') return -1; /* strtoull would take spaces, signs and wrap "-1" */
     char *end;
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
     const char *units = "KMGT", *u = *end ? strchr(units, *end & ~0x20) : nullptr;
     size_t mul = 1, base = end[0] && end[1] == 'i' ? 1024 : 1000;
-    if (end == v || errno || *v == '-' || (*end && (!u || end[1 + (base == 1024)]))) return -1;
+    if (errno || (*end && (!u || end[1 + (base == 1024)]))) return -1;
     for (const char *k = units; u && k <= u; k++) mul *= base;
     return n && n <= (size_t)-2 / mul ? n * mul : (size_t)-1;
 }

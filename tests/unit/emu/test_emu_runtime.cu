@@ -187,7 +187,7 @@ static void test_device_memory(void)
     setenv("GPT_EMU_MEM", "1Ki", 1);
     CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
     CHECK(total_b == 1024 && free_b == 1024);
-    const char *bad[] = {"lots", "24X", "-1", "0", "12Gib", "99999999999T"};
+    const char *bad[] = {"lots", "24X", "-1", " 5M", "0", "12Gib", "99999999999T"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         setenv("GPT_EMU_MEM", bad[i], 1);
         CHECKF(cudaMalloc(&a, 64) == cudaErrorInvalidValue && a == NULL, "GPT_EMU_MEM=%s", bad[i]);
