@@ -106,12 +106,15 @@ run_cli() { # id name
 }
 
 run_one() { # id name
-  local t0=$EPOCHREALTIME rc status
+  local t0=$EPOCHREALTIME rc status cpu
   if [[ "$2" == cli/* ]]; then run_cli "$1" "$2"; else run_unit "$1" "$2"; fi
   rc=$?
   status=pass; [ $rc -eq 77 ] && status=skip; [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=fail
-  # whole or absent: flush reads it as soon as it exists
-  echo "$status $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" > "$res/$1.tmp"
+  # the CPU seconds of its processes (this subshell's children: user and system), then the
+  # result, whole or absent: flush reads it as soon as it exists
+  times > "$res/$1.times" # (in this shell: a pipe or $(...) would time a subshell's children)
+  cpu=$(tail -n 1 "$res/$1.times" | awk '{ for (i = 1; i <= 2; i++) { split($i, t, "m"); s += t[1] * 60 + t[2] } printf "%.1f", s }')
+  echo "$status $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') $cpu" > "$res/$1.tmp"
   mv "$res/$1.tmp" "$res/$1.done"
 }
 
@@ -128,15 +131,15 @@ while read -r _ i; do order+=("$i"); done < <(
 
 # ---- the results, in the printed order, as they come
 passed=0 failed=0 skipped=0 printed=0
-failures=() times=() slow=()
+failures=() times=() cpus=() slow=()
 declare -A skips=() ran=() # skipped test -> reason; tests (binaries, cli/NAME) that ran
 flush() {
-  local i name status secs c1 c2 c3 l
+  local i name status secs cpu c1 c2 c3 l
   while [ $printed -lt ${#names[@]} ] && [ -f "$res/$printed.done" ]; do
     i=$printed name=${names[$i]}
-    read -r status secs < "$res/$i.done"
+    read -r status secs cpu < "$res/$i.done"
     ran[$name]=1
-    times+=("$secs $name")
+    times+=("$secs $name") cpus+=("$cpu $name")
     [ -f "$res/$i.report" ] && cat "$res/$i.report"
     if [[ "$name" == cli/* ]]; then
       case $status in
@@ -200,6 +203,8 @@ fi
 if [ ${#times[@]} -gt 1 ]; then
   echo "slowest ($jobs at a time; seconds):"
   printf '%s\n' "${times[@]}" | sort -g -r | head -n 10 | awk '{ printf "  %6.1f  %s\n", $1, $2 }'
+  echo "most CPU (seconds of the cores, $(printf '%s\n' "${cpus[@]}" | awk '{ s += $1 } END { printf "%.0f", s }') in all):"
+  printf '%s\n' "${cpus[@]}" | sort -g -r | head -n 10 | awk '{ printf "  %6.1f  %s\n", $1, $2 }'
 fi
 [ ${#slow[@]} -gt 0 ] && echo "SLOW (over the budget of $budget s a test; make them faster): ${slow[*]}"
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
