@@ -4,8 +4,9 @@
 # NAME.err (expected stdout / stderr) and NAME.code (expected exit status, default 0); exit 77 =
 # skipped. Results are printed in the same order every run (unit binaries, then CLI cases, each
 # by name) as soon as the tests before them are done; the slowest of the last run start first.
-# Ends with the 10 slowest tests, then the line "N passed, N failed, N skipped"; exits 1 if
-# anything failed.
+# Ends with the 10 slowest tests and the 10 that took most CPU (their processes' user + system
+# seconds, with the sum: on a machine of few cores make test's minutes follow it), then the line
+# "N passed, N failed, N skipped"; exits 1 if anything failed.
 # Usage: tests/run.sh BUILD [PATTERN...]   (the tests whose names hold any PATTERN, e.g. shard,
 #   and none of those given as -PATTERN)
 #   jobs: GPT_TEST_JOBS, else make's -jN (MAKEFLAGS), else the core count
