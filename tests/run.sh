@@ -17,7 +17,7 @@
 #   hangs: a unit binary is stopped after 600 s, a CLI case after 300 s, times the jobs when
 #     more than one run at a time (a test shares the cores then), times GPT_TEST_SLOWDOWN
 #     (default 1; make check: 3, tsan and valgrind: 2, for the sanitizers' slowdown).
-#   wall times: BUILD/test-times ("seconds name" per line, this run's), read by the next run;
+#   times: BUILD/test-times ("seconds name cpu-seconds" per line, this run's), read by the next run;
 #     tests/test-times (a copy of one, refreshed now and then) where the build has none yet.
 # With GPT_EXPECTED_SKIPS=FILE (CI: tests/expected-skips), the skipped tests must be exactly those
 # FILE lists (of those that ran): an unexpected skip, or a listed test that ran without skipping
@@ -121,10 +121,12 @@ run_one() { # id name
 
 # ---- the order they start in: the slowest of the last run first, new ones before the rest
 # (a build without a run yet, as in CI: the times in tests/test-times, a copy of a make test's)
-declare -A last=()
+declare -A last=() last_line=()
 seen=$build/test-times; [ -f "$seen" ] || seen=$top/tests/test-times
 if [ -f "$seen" ]; then
-  while read -r s n; do [[ -n "$n" && "$s" =~ ^[0-9.]+$ ]] && last[$n]=$s; done < "$seen"
+  while read -r s n c; do
+    [[ -n "$n" && "$s" =~ ^[0-9.]+$ ]] && last[$n]=$s last_line[$n]="$s $n${c:+ $c}"
+  done < "$seen"
 fi
 order=()
 while read -r _ i; do order+=("$i"); done < <(
@@ -140,7 +142,7 @@ flush() {
     i=$printed name=${names[$i]}
     read -r status secs cpu < "$res/$i.done"
     ran[$name]=1
-    times+=("$secs $name") cpus+=("$cpu $name")
+    times+=("$secs $name $cpu") cpus+=("$cpu $name")
     [ -f "$res/$i.report" ] && cat "$res/$i.report"
     if [[ "$name" == cli/* ]]; then
       case $status in
@@ -179,7 +181,7 @@ if [ -z "$pattern" ] || [ ! -f "$build/test-times" ]; then
   printf '%s\n' "${times[@]}" > "$build/test-times.tmp" && mv "$build/test-times.tmp" "$build/test-times"
 else # a partial run updates its tests' times only
   { printf '%s\n' "${times[@]}"
-    for n in "${!last[@]}"; do [ -n "${ran[$n]:-}" ] || echo "${last[$n]} $n"; done; } > "$build/test-times.tmp" &&
+    for n in "${!last[@]}"; do [ -n "${ran[$n]:-}" ] || echo "${last_line[$n]}"; done; } > "$build/test-times.tmp" &&
     mv "$build/test-times.tmp" "$build/test-times"
 fi
 

@@ -92,11 +92,14 @@ struct RaceCell {
     uint16_t writer, rwarp, rfirst, rlast;
 };
 struct RaceState {
-    bool on = false;    /* checking the running launch */
+    /* the bytes every load and store is first compared with (one cache line): this launch's
+     * dynamic shared memory and this host thread's copy of the module's TLS (static
+     * __shared__), both of length 0 while no launch with the checker on runs on this worker */
+    alignas(32) uintptr_t dyn = 0, dyn_len = 0;
+    uintptr_t tls = 0, tls_len = 0;
+    uintptr_t tls_block = 0; /* where that copy is (found at the first launch checked here) */
+    bool on = false;         /* checking the running launch */
     uint32_t epoch = 0; /* the barrier interval: one more at each block start and __syncthreads */
-    uintptr_t dyn = 0, dyn_len = 0; /* this launch's dynamic shared memory */
-    uintptr_t tls = 0, tls_len = 0; /* this host thread's copy of the
-                                     * module's TLS (static __shared__) */
     std::vector<RaceCell> dyn_cells, tls_cells;
 };
 
@@ -198,6 +201,7 @@ void fail_block(Worker *w, const Thread *t, const std::string &what);
 
 /* emu_race.cpp: the shared-memory race checker (what the kernels' instrumented accesses call). */
 void race_launch(Worker *w, const LaunchSpec &s); /* before w runs blocks of s (w->smem set) */
+void race_launch_done(Worker *w);                  /* after: the window closed */
 void race_interval(Worker *w);                    /* a block starts, or its
                                                    * __syncthreads releases */
 void race_warp_synced(Warp &wp, unsigned mask);   /* a collective of these lanes completed */

@@ -180,6 +180,7 @@ static void run_blocks(Worker *w, Grid *g)
     race_launch(w, s);
     if (sigsetjmp(w->fault, 0)) {
         w->running = 0;
+        race_launch_done(w);
         fault_to_error(w, g);
         recycle_fibers(w);
         w->cur = nullptr;
@@ -200,6 +201,7 @@ static void run_blocks(Worker *w, Grid *g)
             break;
         }
     }
+    race_launch_done(w);
 }
 
 /* ---- the pool ---- */

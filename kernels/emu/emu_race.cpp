@@ -111,16 +111,24 @@ void race_launch(Worker *w, const LaunchSpec &s)
     r.on = racecheck_on();
     if (!r.on) return;
     race_any.store(true, std::memory_order_relaxed);
-    if (!r.tls) { /* blockDim, set by now, is in the same block: it is allocated for this thread */
+    if (!r.tls_block) { /* blockDim, set by now, is in the block: it is allocated for this thread */
         void *tls = nullptr;
         dl_iterate_phdr(find_module, &tls);
-        r.tls = reinterpret_cast<uintptr_t>(tls);
-        r.tls_len = tls ? module_tls_size : 0;
-        r.tls_cells.resize(r.tls_len);
+        r.tls_block = reinterpret_cast<uintptr_t>(tls);
+        r.tls_cells.resize(tls ? module_tls_size : 0);
     }
+    r.tls = r.tls_block;
+    r.tls_len = r.tls_cells.size();
     r.dyn = reinterpret_cast<uintptr_t>(w->smem);
     r.dyn_len = s.smem;
     if (r.dyn_cells.size() < r.dyn_len) r.dyn_cells.resize(r.dyn_len);
+}
+
+void race_launch_done(Worker *w)
+{
+    RaceState &r = w->race;
+    r.on = false;
+    r.dyn = r.dyn_len = r.tls = r.tls_len = 0;
 }
 
 void race_interval(Worker *w)
@@ -216,23 +224,35 @@ static void access_cells(Worker *w, RaceCell *cells, bool dyn, size_t off, size_
     }
 }
 
-/* The part of [p, p + n) in the block's shared memory, checked. */
+/* Whether [a, a + n) overlaps [lo, lo + len) (n >= 1): one compare, n being a constant. */
+static inline bool overlaps(uintptr_t a, size_t n, uintptr_t lo, uintptr_t len)
+{
+    return a + n - 1 - lo < len + n - 1;
+}
+
+/* The overlap of [a, a + n) with [lo, lo + len), checked in cells (a kernel thread's). */
+static void access_part(Worker *w, RaceCell *cells, bool dyn, uintptr_t a, size_t n, uintptr_t lo,
+                        uintptr_t len, bool write)
+{
+    if (!w->running || !w->cur) return; /* not a kernel thread's access (the window is open) */
+    size_t off = a < lo ? 0 : a - lo, end = a + n - lo < len ? a + n - lo : len;
+    access_cells(w, cells, dyn, off, end - off, write);
+}
+
+/* The part of [p, p + n) in the block's shared memory, checked. Every load and store of the
+ * kernels comes here: the common case (global memory, the stack) leaves after the worker's
+ * lookup and two compares with its window. */
 static inline void on_access(const void *p, size_t n, bool write)
 {
     if (!race_any.load(std::memory_order_relaxed)) return;
     Worker *w = stack_worker();
-    if (__builtin_expect(!w || !w->running || !w->race.on || !w->cur, 1)) return;
+    if (!w) return;
     RaceState &r = w->race;
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    if (a - r.dyn < r.dyn_len || a + n - 1 - r.dyn < r.dyn_len) {
-        size_t off = a < r.dyn ? 0 : a - r.dyn,
-               end = a + n - r.dyn < r.dyn_len ? a + n - r.dyn : r.dyn_len;
-        access_cells(w, r.dyn_cells.data(), true, off, end - off, write);
-    } else if (a - r.tls < r.tls_len || a + n - 1 - r.tls < r.tls_len) {
-        size_t off = a < r.tls ? 0 : a - r.tls,
-               end = a + n - r.tls < r.tls_len ? a + n - r.tls : r.tls_len;
-        access_cells(w, r.tls_cells.data(), false, off, end - off, write);
-    }
+    if (__builtin_expect(overlaps(a, n, r.dyn, r.dyn_len), 0))
+        access_part(w, r.dyn_cells.data(), true, a, n, r.dyn, r.dyn_len, write);
+    else if (__builtin_expect(overlaps(a, n, r.tls, r.tls_len), 0))
+        access_part(w, r.tls_cells.data(), false, a, n, r.tls, r.tls_len, write);
 }
 
 void race_access(const void *p, size_t n, bool write)
