@@ -316,11 +316,15 @@ cuda: $(CUDA_LIBS)
 deps:
 	@bash .ci/deps.sh
 
+# The builds these targets start (make test's, check's, tsan's, fuzz's, valgrind's, demo's, bench's)
+# use every core unless make itself was given -jN (then they share its jobs).
+SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc))
+
 # The tests run in parallel (make's -jN, else every core; tests/run.sh), those over 60 s named
 # (GPT_TEST_BUDGET): T=PATTERN runs those whose names hold PATTERN; GPT_TEST_CASE=NAME runs one
 # case of a unit binary (test.h).
 test: deps
-	@$(MAKE) --no-print-directory all units
+	@$(SUBMAKE) all units
 	@GPT_TEST_BUDGET=$${GPT_TEST_BUDGET:-60} bash tests/run.sh $(BUILD) $(T)
 
 # test_ops and the CLI tests open the CUDA libraries from the binaries' ../lib ($(BUILD)/lib).
@@ -338,11 +342,11 @@ units: $(TEST_BINS) $(CUDA_LIBS) $(EMU_NVCC)
 TSAN_TOOLS := tokenize train ckpt evalppl
 TSAN_TESTS := test_ckpt test_comm test_outfile test_store test_train_ckpt test_train_launch test_train_readahead
 tsan: deps
-	@$(MAKE) --no-print-directory BUILD=build-tsan TSAN=1 OPT=-O1 $(TSAN_TOOLS:%=build-tsan/bin/gpt-%) \
+	@$(SUBMAKE) BUILD=build-tsan TSAN=1 OPT=-O1 $(TSAN_TOOLS:%=build-tsan/bin/gpt-%) \
 	  $(TSAN_TESTS:%=build-tsan/tests/%)
 	@bash tests/sanitize/tsan.sh build-tsan
 valgrind: deps
-	@$(MAKE) --no-print-directory all
+	@$(SUBMAKE) all
 	@bash tests/sanitize/valgrind.sh $(BUILD)
 .PHONY: tsan valgrind
 
@@ -350,7 +354,7 @@ valgrind: deps
 # build-fuzz (FUZZ_TARGETS=PATTERN picks some); tests/fuzz/run.sh says what to do with a crash.
 fuzz: deps
 	@bash .ci/deps.sh fuzz
-	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang CXX=clang++ SAN=1 FUZZ=1 OPT=-O1 fuzzers
+	@$(SUBMAKE) BUILD=build-fuzz CC=clang CXX=clang++ SAN=1 FUZZ=1 OPT=-O1 fuzzers
 	@bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 fuzzers: $(FUZZERS)
 .PHONY: fuzz fuzzers
@@ -359,25 +363,25 @@ fuzzers: $(FUZZERS)
 # library (no GPU runs it here: the tests that read it skip), the emulator's is checked instead,
 # in its usual thread order (ASan sees the same accesses in any; the shuffled runs are make test's).
 check: deps
-	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 OPT=-O1 NVCC= all units
+	@$(SUBMAKE) BUILD=build-san SAN=1 OPT=-O1 NVCC= all units
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  GPT_EMU_ORDER=forward GPT_TEST_SLOWDOWN=3 bash tests/run.sh build-san $(T)
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(SUBMAKE) all
 	@bash tests/demo.sh $(BUILD)
 
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@$(SUBMAKE) all $(BENCH_BINS)
 	@bash tests/bench/run.sh $(BUILD)
 
 # On a machine with a GPU (and often no network: no deps step): GPT-2 124M training steps and
 # decoding on device = cuda beside PyTorch (tests/bench/run_gpu.sh; BENCH_DEVICE=cuda-emu with
 # BENCH_CONFIG=S runs it anywhere).
 bench-gpu:
-	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@$(SUBMAKE) all $(BENCH_BINS)
 	@bash tests/bench/run_gpu.sh $(BUILD)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBS)

@@ -117,8 +117,9 @@ typedef struct gk_ops {
      * Returns 0 or a negative GK_E* code. */
     int (*reserve)(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err);
     /* The tools' up-front "does it fit" checks: *free_bytes = device memory that allocations may
-     * still take, *total_bytes = all of it (cuda: cudaMemGetInfo; cpu and ref: the host's,
-     * common/mem.h). 0 or a negative GK_E* code. */
+     * still take, plus what the backend holds for the ops' workspace and scratch (which the
+     * model's plan counts: kernels/model/gpt2_mem.c), *total_bytes = all of it (cuda:
+     * cudaMemGetInfo; cpu and ref: the host's, common/mem.h). 0 or a negative GK_E* code. */
     int (*mem_info)(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e);
     void (*spare_memory[2])(void);
     /* ==== cast (cast.c) ==== */

@@ -190,11 +190,19 @@ int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, g
 
 /* ---- memory report ---- */
 
+/* What cudaMemGetInfo says is free, plus the cuBLASLt workspace and the ops' scratch this backend
+ * already holds: the plan counts them (GK_GPT2_MEM_SCRATCH), and counted them twice when the
+ * backend's were out of the free bytes too. */
 static int cu_mem_info(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *err)
 {
-    cudaError_t rc = cudaSetDevice(CU(be)->device);
+    cu_ctx *c = CU(be);
+    cudaError_t rc = cudaSetDevice(c->device);
     if (rc == cudaSuccess) rc = cudaMemGetInfo(free_bytes, total_bytes);
-    if (rc == cudaSuccess) return 0;
+    if (rc == cudaSuccess) {
+        size_t held = (c->workspace ? c->workspace_bytes : 0) + (c->scratch ? c->scratch_bytes : 0);
+        *free_bytes = *free_bytes + held < *total_bytes ? *free_bytes + held : *total_bytes;
+        return 0;
+    }
     (void)cudaGetLastError();
     return gk_errf(err, GK_EIO, "%s: cudaMemGetInfo: %s", be->what, cudaGetErrorString(rc));
 }
