@@ -119,7 +119,7 @@ void race_launch(Worker *w, const LaunchSpec &s)
     }
     r.tls = r.tls_block;
     r.tls_len = r.tls_cells.size();
-    r.dyn = reinterpret_cast<uintptr_t>(w->smem);
+    r.dyn = s.smem ? reinterpret_cast<uintptr_t>(w->smem) : 0; /* (an empty window at 0) */
     r.dyn_len = s.smem;
     if (r.dyn_cells.size() < r.dyn_len) r.dyn_cells.resize(r.dyn_len);
 }
@@ -224,7 +224,8 @@ static void access_cells(Worker *w, RaceCell *cells, bool dyn, size_t off, size_
     }
 }
 
-/* Whether [a, a + n) overlaps [lo, lo + len) (n >= 1): one compare, n being a constant. */
+/* Whether [a, a + n) overlaps [lo, lo + len) (n >= 1; an empty window must be at lo = 0, which
+ * nothing overlaps): one compare, n being a constant. */
 static inline bool overlaps(uintptr_t a, size_t n, uintptr_t lo, uintptr_t len)
 {
     return a + n - 1 - lo < len + n - 1;
