@@ -12,6 +12,6 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build-tsan}
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$top/tests/sanitize/tsan.supp ${TSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1 GPT_TEST_SLOWDOWN=${GPT_TEST_SLOWDOWN:-2} # run.sh's hang guard, for TSan's slowdown
-# (not tokenize_cases: 200 runs of a few bytes each, one block, nothing in parallel; a third of
+# (not tokenize_cases: 200 runs of a few bytes each, one block, nothing in parallel; an eighth of
 # this run's time: make test and make check run it)
 exec bash "$top/tests/run.sh" "$build" test_ tokenize -tokenize_cases train_ckpt_fail train_kill9 train_elastic
