@@ -62,17 +62,23 @@ static int read_encoder(gk_vocab *v, gk_vbuild *b, json_t *root, const char *pat
     int inv[324];
     byte_alphabet(inv, NULL);
     unsigned char *buf = NULL;
+    size_t cap = 0;
     const char *key;
     json_t *val;
     int rc = 0;
     json_object_foreach(root, key, val) {
         json_int_t id = json_integer_value(val);
         size_t klen = strlen(key);
-        unsigned char *p = realloc(buf, klen + 1);
-        long bl = p ? decode_key(inv, key, klen, p) : 0;
-        buf = p ? p : buf;
-        if (!p) rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
-        else if (!json_is_integer(val) || id < 0 || (size_t)id >= b->n)
+        if (klen >= cap) { /* grown, not made anew for each token (50257 reallocs) */
+            unsigned char *p = realloc(buf, 2 * klen + 64);
+            if (!p) {
+                rc = gk_errf(e, GK_ENOMEM, "%s: out of memory", path);
+                break;
+            }
+            buf = p, cap = 2 * klen + 64;
+        }
+        long bl = decode_key(inv, key, klen, buf);
+        if (!json_is_integer(val) || id < 0 || (size_t)id >= b->n)
             rc = gk_errf(e, GK_EFORMAT, "%s: token \"%.*s\": id must be an integer in 0..%u",
                          path, SHOW, key, b->n - 1);
         else if (!strcmp(key, GK_EOT_TEXT)) {
