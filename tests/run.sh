@@ -11,9 +11,10 @@
 #   and none of those given as -PATTERN)
 #   jobs: GPT_TEST_JOBS, else make's -jN (MAKEFLAGS), else the core count
 #   budget: with GPT_TEST_BUDGET=S (make test: 60), a test that takes longer than S seconds (unit
-#     binaries and CLI cases alike, on a 2-core machine running 2 at a time) is named with its
-#     time (SLOW ...) beside the summary: make it faster (smaller model, fewer steps, events
-#     instead of sleeps); with GPT_TEST_BUDGET_FAIL=1 such a test fails.
+#     binaries and CLI cases alike, on a 2-core machine running 2 at a time; with more jobs
+#     than cores the budget grows by jobs / cores) is named with its time (SLOW ...) beside the
+#     summary: make it faster (smaller model, fewer steps, events instead of sleeps); with
+#     GPT_TEST_BUDGET_FAIL=1 such a test fails.
 #   hangs: a unit binary is stopped after 600 s, a CLI case after 300 s, times the jobs when
 #     more than one run at a time (a test shares the cores then), times GPT_TEST_SLOWDOWN
 #     (default 1; make check: 3, tsan and valgrind: 2, for the sanitizers' slowdown).
@@ -45,8 +46,11 @@ budget=${GPT_TEST_BUDGET:-0}
 jobs=${GPT_TEST_JOBS:-}
 if [ -z "$jobs" ] && [[ " ${MAKEFLAGS:-} " =~ \ -j([0-9]+) ]]; then jobs=${BASH_REMATCH[1]}; fi
 # the cores, not nproc alone: it answers OMP_NUM_THREADS (tsan.sh sets 1 for its tools)
-[ -n "$jobs" ] || jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
+[ -n "$jobs" ] || jobs=$cores
 scale=$(( (jobs > 1 ? jobs : 1) * ${GPT_TEST_SLOWDOWN:-1} ))
+# (a test shares a core when more run than there are cores: its budget grows as its share falls)
+[ "$budget" = 0 ] || [ "$jobs" -le "$cores" ] || budget=$(( (budget * jobs + cores - 1) / cores ))
 res=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$res"' EXIT
 
