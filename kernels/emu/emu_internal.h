@@ -98,7 +98,6 @@ struct RaceState {
     alignas(32) uintptr_t dyn = 0, dyn_len = 0;
     uintptr_t tls = 0, tls_len = 0;
     uintptr_t tls_block = 0; /* where that copy is (found at the first launch checked here) */
-    bool on = false;         /* checking the running launch */
     uint32_t epoch = 0; /* the barrier interval: one more at each block start and __syncthreads */
     std::vector<RaceCell> dyn_cells, tls_cells;
 };

@@ -108,8 +108,7 @@ static std::atomic<bool> race_any;
 void race_launch(Worker *w, const LaunchSpec &s)
 {
     RaceState &r = w->race;
-    r.on = racecheck_on();
-    if (!r.on) return;
+    if (!racecheck_on()) return;
     race_any.store(true, std::memory_order_relaxed);
     if (!r.tls_block) { /* blockDim, set by now, is in the block: it is allocated for this thread */
         void *tls = nullptr;
@@ -127,7 +126,6 @@ void race_launch(Worker *w, const LaunchSpec &s)
 void race_launch_done(Worker *w)
 {
     RaceState &r = w->race;
-    r.on = false;
     r.dyn = r.dyn_len = r.tls = r.tls_len = 0;
 }
 
