@@ -320,9 +320,8 @@ deps:
 # use every core unless make itself was given -jN (then they share its jobs).
 SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc))
 
-# The tests run in parallel (make's -jN, else every core; tests/run.sh; GPT_TEST_JOBS=3 on 2
-# cores keeps them busier, 5.5 minutes instead of 6, but a timing test, test_train_launch's
-# stopped rank, once failed so), those over 60 s named (GPT_TEST_BUDGET): T=PATTERN runs those
+# The tests run in parallel (make's -jN, else one more than the cores: tests/run.sh), those over
+# 60 s named (GPT_TEST_BUDGET): T=PATTERN runs those
 # whose names hold PATTERN; GPT_TEST_CASE=NAME runs one case of a unit binary (test.h).
 test: deps
 	@$(SUBMAKE) all units

@@ -9,7 +9,8 @@
 # "N passed, N failed, N skipped"; exits 1 if anything failed.
 # Usage: tests/run.sh BUILD [PATTERN...]   (the tests whose names hold any PATTERN, e.g. shard,
 #   and none of those given as -PATTERN)
-#   jobs: GPT_TEST_JOBS, else make's -jN (MAKEFLAGS), else the core count
+#   jobs: GPT_TEST_JOBS, else make's -jN (MAKEFLAGS), else one more than the cores (some tests
+#     wait on servers, timeouts and their children: the spare job keeps the cores busy then)
 #   budget: with GPT_TEST_BUDGET=S (make test: 60), a test that takes longer than S seconds (unit
 #     binaries and CLI cases alike, on a 2-core machine running 2 at a time; with more jobs
 #     than cores the budget grows by jobs / cores) is named with its time (SLOW ...) beside the
@@ -47,7 +48,7 @@ jobs=${GPT_TEST_JOBS:-}
 if [ -z "$jobs" ] && [[ " ${MAKEFLAGS:-} " =~ \ -j([0-9]+) ]]; then jobs=${BASH_REMATCH[1]}; fi
 # the cores, not nproc alone: it answers OMP_NUM_THREADS (tsan.sh sets 1 for its tools)
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
-[ -n "$jobs" ] || jobs=$cores
+[ -n "$jobs" ] || jobs=$(( cores + 1 ))
 scale=$(( (jobs > 1 ? jobs : 1) * ${GPT_TEST_SLOWDOWN:-1} ))
 # (a test shares a core when more run than there are cores: its budget grows as its share falls)
 [ "$budget" = 0 ] || [ "$jobs" -le "$cores" ] || budget=$(( (budget * jobs + cores - 1) / cores ))

@@ -7,7 +7,7 @@ python3 - "$DATA/tinyshakespeare/input.txt" <<'PY'
 import random, sys
 text = open(sys.argv[1], "rb").read()
 r = random.Random(7)
-for i in range(60):
+for i in range(36):
     kind = r.random()
     if kind < 0.1:
         data = b""

@@ -13,5 +13,8 @@ build=${1:-build-tsan}
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$top/tests/sanitize/tsan.supp ${TSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1 GPT_TEST_SLOWDOWN=${GPT_TEST_SLOWDOWN:-2} # run.sh's hang guard, for TSan's slowdown
 # (not tokenize_cases: 200 runs of a few bytes each, one block, nothing in parallel; an eighth of
-# this run's time: make test and make check run it)
-exec bash "$top/tests/run.sh" "$build" test_ tokenize -tokenize_cases train_ckpt_fail train_kill9 train_elastic
+# this run's time. Not tokenize_bounded: 120 MB of text for its memory bounds, a fifth of this
+# run's time, through the same pool, streaming and --val-fraction spill that tokenize_batch,
+# tokenize_threads and tokenize_split run here on small inputs. make test and make check run both.)
+exec bash "$top/tests/run.sh" "$build" test_ tokenize -tokenize_cases -tokenize_bounded \
+  train_ckpt_fail train_kill9 train_elastic

@@ -383,18 +383,20 @@ static void test_spawn_token(void)
 }
 
 /* Rank 0 fails while rank 1 is stopped (SIGSTOP): the SIGTERM that stops the others comes with a
- * SIGCONT, so rank 1 ends at once, not by SIGKILL grace_s later. */
+ * SIGCONT, so rank 1 ends on it, not by SIGKILL grace_s later. (A grace of 30 s, far above what
+ * ending takes even on a loaded machine, where 5 s once did not suffice: without the SIGCONT the
+ * run takes the settle time plus the whole grace.) */
 static void test_spawn_stopped_rank(void)
 {
     tr_launch l = one_node();
     gk_err e;
     double t0 = now_s();
-    int rc = spawn("child-stopped", &l, 2, 5, &e);
+    int rc = spawn("child-stopped", &l, 2, 30, &e);
     double dt = now_s() - t0;
     slurp("ready", 1);
     CHECKF(rc == GK_EIO && strstr(e.msg, ") exited with status 3; stopped the other ranks") &&
                !strstr(e.msg, "SIGKILL"), "rc %d: %s", rc, e.msg);
-    CHECKF(dt < 4.5, "took %.2f s", dt);
+    CHECKF(dt < 25, "took %.2f s", dt);
 }
 
 /* A process that sends sig to this one (to its process group: -1) `times` times, 50 ms apart,
