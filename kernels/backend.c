@@ -29,7 +29,7 @@ GK_OPS_AT(spare_attention, 37);
 GK_OPS_AT(xent_fwd, 39);
 GK_OPS_AT(spare_classifier, 41);
 GK_OPS_AT(sumsq, 43);
-GK_OPS_AT(spare_optimizer, 48);
+GK_OPS_AT(spare_optimizer, 49);
 GK_OPS_AT(record_begin, 50);
 GK_OPS_AT(spare_graph, 54);
 GK_OPS_AT(comm_open, 56);

@@ -256,7 +256,9 @@ typedef struct gk_ops {
     /* zero on count ranges in one call (one launch on cuda); sp is host memory, read during the
      * call only. */
     void (*zero_multi)(gk_backend *be, const gk_span *sp, int count);
-    void (*spare_optimizer[2])(void);
+    /* y (n) += x (n): one rounding an element (ZeRO-2's gradient shard over micro-steps). */
+    void (*add)(gk_backend *be, float *y, const float *x, size_t n);
+    void (*spare_optimizer[1])(void);
     /* ==== graph (cuda/graph.cu): recorded steps; optional: NULL where a launch costs nothing to
      * issue (cpu, ref) ==== */
     /* The ops launched between record_begin and record_end are recorded, not run (a CUDA stream
@@ -433,8 +435,9 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
  * as absent, as record_begin and comm_open) put in its group's spare; anything outside these
  * structs (the graph, the tools, the emulator's internals). The layout rule of gk_ops (above it)
  * keeps the bumps to the changes that need them and a new op's diff to its own line.
- * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. */
-#define GK_BACKEND_ABI 16
+ * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. 17: add (called without
+ * a NULL check). */
+#define GK_BACKEND_ABI 17
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

@@ -64,16 +64,17 @@ static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
                      .shared = r->be->props.host_memory};
 }
 
-/* One rank's estimate with flags (ZeRO-1's moments sharded) into *m and as rows into *p, with
- * the host copies rank 0 (root) keeps for a checkpoint: the snapshot of parameters and moments
- * (3 x the fp32 parameters), with ZeRO-1 the gathered moments too (2 x more); *snap their bytes. */
+/* One rank's estimate with flags (ZeRO's moments and gradients sharded) into *m and as rows into
+ * *p, with the host copies rank 0 (root) keeps for a checkpoint: the snapshot of parameters and
+ * moments (3 x the fp32 parameters), with ZeRO the gathered moments too (2 x more); *snap their
+ * bytes. */
 static int need_of(const plan_in *in, int flags, int root, gk_gpt2_mem *m, gk_gpt2_plan *p,
                    size_t *snap, gk_err *e)
 {
-    int zero = in->zero == 1 && in->world > 1;
-    int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags,
-                              zero ? in->world : 1, m, p, e);
-    *snap = root ? (zero ? 5 : 3) * m->grads : 0;
+    int zero = in->zero >= 1 && in->world > 1;
+    int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags, in->world,
+                              in->zero, m, p, e);
+    *snap = root ? (zero ? 5 : 3) * m->master : 0;
     if (!rc)
         gk_gpt2_plan_add(p, "checkpoint snapshot, host", *snap, 1);
     return rc;
@@ -144,11 +145,10 @@ static int column(const plan_in *in, int root, plan_col *c, gk_err *e)
         gk_gpt2_plan_sum(&c->p, in->shared, &c->device, &c->host);
         c->fits = c->device <= in->avail && c->host <= in->host;
     } while (in->set < 0 && !c->fits && ++k < 3);
-    int world = in->zero == 1 && in->world > 1 ? in->world : 1;
     c->max_B = 0;
     if (in->shared || snap <= in->host)
-        rc = gk_gpt2_mem_max_batch(&in->mc, in->act, in->mc.block_size, c->flags, world,
-                                   in->shared ? snap : 0, in->avail, &c->max_B, e);
+        rc = gk_gpt2_mem_max_batch(&in->mc, in->act, in->mc.block_size, c->flags, in->world,
+                                   in->zero, in->shared ? snap : 0, in->avail, &c->max_B, e);
     return rc;
 }
 
@@ -302,7 +302,7 @@ static int plan_vocab(tr_run *r, gk_gpt2_config *mc, gk_err *e)
 }
 
 /* Each setting alone that would make p fit, on f: a higher recompute level, the largest
- * batch_size, zero_stage = 1 over more ranks. */
+ * batch_size, zero_stage = 1, else 2, over as many ranks as it has or the fewest more. */
 static void suggest(FILE *f, const plan *p, gk_err *e)
 {
     int any = 0;
@@ -325,20 +325,20 @@ static void suggest(FILE *f, const plan *p, gk_err *e)
         any = 1;
     }
     in = p->in;
-    in.zero = 1;
-    for (int w = 2; w <= 1024; w *= 2) {
-        if (w <= p->in.world && p->in.zero == 1)
-            continue;
-        in.world = w;
-        if (build(&in, &q, e) == 0 && q.fits) {
-            fprintf(f, "  zero_stage = 1 over %d ranks (a device each)\n", w);
-            any = 1;
-            break;
+    int found = 0;
+    for (int w = 2; w <= 1024 && !found; w *= 2)
+        for (int z = 1; z <= 2 && !found; z++) {
+            if (w < p->in.world || (w == p->in.world && z <= p->in.zero))
+                continue;
+            in.world = w, in.zero = z;
+            if (build(&in, &q, e) == 0 && q.fits) {
+                fprintf(f, "  zero_stage = %d over %d ranks (a device each)\n", z, w);
+                any = found = 1;
+            }
         }
-    }
     if (!any)
-        fprintf(f, "  none of recompute, a smaller batch_size or zero_stage = 1: a smaller model "
-                   "or block_size, or more memory\n");
+        fprintf(f, "  none of recompute, a smaller batch_size or zero_stage = 1 or 2: a smaller "
+                   "model or block_size, or more memory\n");
 }
 
 int tr_run_plan(tr_run *r, gk_err *e)

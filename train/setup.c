@@ -307,7 +307,8 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
         rc = tr_model_flags(r, mc, &flags, e);
     if (!rc)
         rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size,
-                               flags | GK_GPT2_DEFER_MOMENTS, e); /* moments(): maybe a shard */
+                               flags | GK_GPT2_DEFER_MOMENTS | GK_GPT2_DEFER_GRADS, e);
+        /* (moments(): maybe a shard) */
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;
     r->x = malloc(n * sizeof *r->x);
     r->y = malloc(n * sizeof *r->y);

@@ -99,6 +99,7 @@ static const gk_ops cpu_ops = { /* by gk_ops's groups (backend.h) */
     .xent_fwd = gk_cpu_xent_fwd, .xent_bwd = gk_cpu_xent_bwd,
     .sumsq = gk_cpu_sumsq, .scale = gk_cpu_scale, .adamw = gk_cpu_adamw,
     .adamw_multi = gk_cpu_adamw_multi, .zero_multi = gk_cpu_zero_multi,
+    .add = gk_cpu_add,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
 };
 

@@ -63,6 +63,7 @@ void gk_cpu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const fl
 /* optimizer.c */
 void gk_cpu_sumsq(gk_backend *be, double *host_out, const float *x, size_t n);
 void gk_cpu_scale(gk_backend *be, float *x, float s, size_t n);
+void gk_cpu_add(gk_backend *be, float *y, const float *x, size_t n);
 void gk_cpu_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int t, float grad_scale,
                   void *copy, gk_elt tcopy);

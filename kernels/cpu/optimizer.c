@@ -1,4 +1,4 @@
-/* optimizer.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, AdamW (one
+/* optimizer.c: the CPU backend's optimizer ops: sum of squares (grad norm), scale, add, AdamW (one
  * tensor, or a table of them as a loop), zeroing a table of ranges. Elementwise ops split freely
  * across threads; sumsq uses a fixed split so it is deterministic. References:
  * kernels/ref/optimizer.c */
@@ -44,6 +44,12 @@ void gk_cpu_scale(gk_backend *be, float *x, float s, size_t n)
 {
 #pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void gk_cpu_add(gk_backend *be, float *restrict y, const float *restrict x, size_t n)
+{
+#pragma omp parallel for num_threads(CPU(be)->nthreads) schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 /* Vectorized only when built with -fno-math-errno: otherwise sqrtf's errno branch (negative

@@ -225,7 +225,7 @@ static gk_ops make_ops(void)
     o.residual_layernorm_fwd = cu_residual_layernorm_fwd;
     o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd;
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
-    o.adamw_multi = cu_adamw_multi, o.zero_multi = cu_zero_multi;
+    o.adamw_multi = cu_adamw_multi, o.zero_multi = cu_zero_multi, o.add = cu_add_floats;
     o.attention_fwd_at = cu_attention_fwd_at;
     o.record_begin = cu_record_begin, o.record_end = cu_record_end;
     o.replay = cu_replay, o.record_free = cu_record_free;

@@ -1,7 +1,7 @@
 /* optimizer.cu: the CUDA backend's optimizer ops: the sum of squares of the gradient norm, scale,
- * AdamW on one tensor, and the multi-tensor forms that take a whole table in one launch: AdamW on
- * every parameter tensor (writing the bf16 copy of the weights in the same pass) and the zeroing
- * of many small gradient tensors.
+ * add, AdamW on one tensor, and the multi-tensor forms that take a whole table in one launch:
+ * AdamW on every parameter tensor (writing the bf16 copy of the weights in the same pass) and the
+ * zeroing of many small gradient tensors.
  * Owns: the device copies of the tables (optim_cache in cu_ctx), uploaded only when a table differs
  * from the one of the last call: a model passes the same table every step. A multi-tensor kernel
  * splits each table entry into chunks of a fixed size; a block takes chunks in a grid-stride loop
@@ -107,6 +107,28 @@ void cu_scale(gk_backend *be, float *x, float s, size_t n)
     if (aligned16(x))
         CU_LAUNCH(be, scale_kernel<4>, grid_for(be, n / 4, EW_THREADS), EW_THREADS, 0, x, s, n);
     else CU_LAUNCH(be, scale_kernel<1>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, x, s, n);
+}
+
+template <int V> static __global__ void add_kernel(float *y, const float *x, size_t n)
+{
+    GRID_STRIDE(k, n / V)
+    {
+        float a[V], b[V];
+        load_f<V>(a, y + k * V);
+        load_f<V>(b, x + k * V);
+        for (int j = 0; j < V; j++) a[j] += b[j];
+        store_f<V>(y + k * V, a);
+    }
+    GRID_STRIDE(k, n % V) y[n / V * V + k] += x[n / V * V + k];
+}
+
+void cu_add_floats(gk_backend *be, float *y, const float *x, size_t n)
+{
+    CU_BEGIN(be);
+    if (n == 0) return;
+    if (aligned16(y) && aligned16(x))
+        CU_LAUNCH(be, add_kernel<4>, grid_for(be, n / 4, EW_THREADS), EW_THREADS, 0, y, x, n);
+    else CU_LAUNCH(be, add_kernel<1>, grid_for(be, n, EW_THREADS), EW_THREADS, 0, y, x, n);
 }
 
 /* ---- AdamW on one tensor ---- */

@@ -104,11 +104,14 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * GK_GPT2_DEFER_MOMENTS (training models): create allocates no AdamW moments; gk_gpt2_set_comm
  *   does, as this rank's shard alone with ZeRO-1 (so that the full moments are never on the
  *   device), else whole. Call it before anything uses them (init, update, loading them).
+ * GK_GPT2_DEFER_GRADS (training models): the same for the gradients: gk_gpt2_set_comm allocates
+ *   them, whole, or with zero_stage 2 this rank's shard and the backward's buckets (so that the
+ *   whole gradient is never on the device). Call it before the first backward.
  * On a backend with bf16 activations the weight matrices are always read as bf16: a training
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
 enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8,
-       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32, GK_GPT2_Q8 = 64 };
+       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32, GK_GPT2_Q8 = 64, GK_GPT2_DEFER_GRADS = 128 };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);
@@ -136,6 +139,7 @@ typedef struct gk_gpt2_mem {
     size_t activations; /* every activation for max_B x max_T (inference: the KV cache and one
                          * layer's buffers), plus GK_GPT2_MEM_SCRATCH for the ops' scratch */
     size_t total;       /* the sum */
+    size_t master;      /* the fp32 parameters alone (a whole copy's bytes: a checkpoint's) */
 } gk_gpt2_mem;
 #define GK_GPT2_MEM_SCRATCH ((size_t)64 << 20) /* cuBLASLt workspace (32 MiB) and op scratch */
 /* Fills *out for cfg on a backend of activation type act (be->act) with flags as
@@ -157,11 +161,12 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
                       const char *hint, gk_err *e);
 
 /* The largest batch *B in 1..GK_GPT2_MEM_MAX_B at T whose estimate (flags as
- * gk_gpt2_mem_estimate's; moments sharded over world ranks when world > 1), plus extra bytes,
- * is at most avail; 0 when not even 1 is. 0 or the estimate's error. */
+ * gk_gpt2_mem_estimate's; sharded over world ranks at zero_stage stage when world > 1, as
+ * gk_gpt2_mem_plan), plus extra bytes, is at most avail; 0 when not even 1 is. 0 or the
+ * estimate's error. */
 #define GK_GPT2_MEM_MAX_B (1 << 20)
 int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
-                          size_t extra, size_t avail, int *B, gk_err *err);
+                          int stage, size_t extra, size_t avail, int *B, gk_err *err);
 
 /* One rank's memory plan (gpt-train --plan): the bytes it holds, by row, from an estimate
  * (gk_gpt2_mem_plan), and the rows a tool adds for its own buffers (gk_gpt2_plan_add: a
@@ -177,12 +182,14 @@ typedef struct gk_gpt2_plan {
     gk_gpt2_plan_row row[GK_GPT2_PLAN_ROWS];
     int n;
 } gk_gpt2_plan;
-/* gk_gpt2_mem_estimate into *mem (sharded over world ranks when world > 1, as
- * gk_gpt2_mem_shard) and the same as rows into *p: weights, fp32 master; weights, bf16 copy
- * (16-bit copy where act is not bf16); gradients, fp32; AdamW moments, fp32; activations (with
- * the batch's token ids); workspace and scratch. 0 or the estimate's error. */
+/* gk_gpt2_mem_estimate into *mem (sharded over world ranks when world > 1 at zero_stage stage:
+ * 1 the moments, as gk_gpt2_mem_shard, 2 the gradients too: this rank's shard of them and the
+ * backward's buckets, gk_gpt2_set_comm's layout) and the same as rows into *p: weights, fp32
+ * master; weights, bf16 copy (16-bit copy where act is not bf16); gradients, fp32; AdamW moments,
+ * fp32; activations (with the batch's token ids); workspace and scratch. 0 or the estimate's
+ * error. */
 int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                     int world, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err);
+                     int world, int stage, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err);
 /* Appends a row (name: static text); a full plan drops it (GK_GPT2_PLAN_ROWS holds every row
  * there is today with room to spare). */
 void gk_gpt2_plan_add(gk_gpt2_plan *p, const char *name, size_t bytes, int host);
@@ -234,7 +241,8 @@ void gk_gpt2_zero_grad(gk_gpt2 *m);
  * Gradient accumulation: zero_grad, then per micro-step forward + backward with
  * loss_scale = 1/steps (nanoGPT divides the loss by gradient_accumulation_steps), then update. */
 int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err);
-/* Global L2 norm of all gradients (before any clipping). */
+/* Global L2 norm of all gradients (before any clipping); NAN with zero_stage 2 (each rank holds
+ * its shard: update's *grad_norm is the global one). */
 double gk_gpt2_grad_norm(gk_gpt2 *m);
 /* Data-parallel training (kernels/comm/comm.h; c borrowed, NULL: one process): update first
  * sums the gradients of every rank (each rank's backward scales its loss by 1/(micro-batches of
@@ -242,10 +250,17 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * rank r keeps those of floats [r n/W, (r+1) n/W) of the parameter block (plus a shared tail of
  * under 16 W floats), and update reduce-scatters the gradients (unless the backward summed them:
  * gk_gpt2_reduce_in_next_backward), takes the global norm, updates its shard and all-gathers the
- * parameters. The moments held now are kept (each rank its shard);
- * a model made with GK_GPT2_DEFER_MOMENTS gets them here (zero), its shard only, or whole
- * without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for a model too small to
- * shard. */
+ * parameters. zero_stage 2 (ZeRO-2) shards the gradients too, and by layer: the parameter block
+ * is cut into the backward's buckets (wte and wpe; each layer, the last with ln_f), each bucket
+ * into W pieces (rank r keeps piece r of each, plus a shared tail of under 16 W floats, for the
+ * moments as for the gradients); the backward reduce-scatters each bucket as soon as its
+ * gradients are written, into this rank's gradient shard (accumulated there over micro-steps),
+ * and reuses the bucket's buffer: a rank holds the gradients of wte, wpe and two layers, and its
+ * shard, never the whole. update then takes the global norm from the shards, updates its pieces
+ * and all-gathers each bucket's parameters. The moments held now are kept (each rank its shard);
+ * a model made with GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) gets them here (zero), its shard
+ * only, or whole without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for a model
+ * too small to shard or a stage not 0, 1 or 2. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
  * In a data-parallel run that backward sums each layer's gradients over the ranks as soon as the
@@ -256,9 +271,10 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
  * a float's rounding). With ZeRO-1 they are whole sums too (as PyTorch's DDP beside a
  * ZeroRedundancyOptimizer): twice the bytes of update's reduce-scatter, but hidden behind the
  * backward; each rank then updates its shard of them. Every rank must make the same call.
+ * zero_stage 2 sums (reduce-scatters) in every backward: the call changes nothing there.
  * Without the call (or with one process) update sums the gradients as documented above. */
 void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
-/* ZeRO-1 checkpoints: gather collects every rank's moments (a collective: all ranks call it) in
+/* ZeRO checkpoints: gather collects every rank's moments (a collective: all ranks call it) in
  * pieces through a small device buffer (no rank holds them whole on the device) into host memory
  * of the ranks that keep them (keep != 0: the one that writes the checkpoint), where
  * gk_gpt2_tensor_get reads them; release frees them again. Without sharding both do nothing.

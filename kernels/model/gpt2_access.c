@@ -93,11 +93,23 @@ static const char *kind_name(enum gk_tensor_kind kind)
     return names[kind];
 }
 
-/* A training model made with GK_GPT2_DEFER_MOMENTS before gk_gpt2_set_comm. */
+/* A training model made with GK_GPT2_DEFER_MOMENTS (GRADS) before gk_gpt2_set_comm. */
 static int moments_deferred(const gk_param *p, enum gk_tensor_kind kind, gk_err *err)
 {
-    return gk_errf(err, GK_EUSAGE, "%s: the %s is not allocated yet (GK_GPT2_DEFER_MOMENTS: "
-                   "gk_gpt2_set_comm first)", p->name, kind_name(kind));
+    return gk_errf(err, GK_EUSAGE, "%s: the %s is not allocated yet (GK_GPT2_DEFER_MOMENTS, "
+                   "GK_GPT2_DEFER_GRADS: gk_gpt2_set_comm first)", p->name, kind_name(kind));
+}
+
+/* Before a gradient is read or written: none under ZeRO-2 (each rank holds its shard, summed),
+ * else the pending zero_grad carried out. */
+static int grads_usable(gk_gpt2 *m, const gk_param *p, enum gk_tensor_kind kind, gk_err *err)
+{
+    if (kind != GK_TENSOR_GRAD) return 0;
+    if (m->zero == 2)
+        return gk_errf(err, GK_EUSAGE, "%s: the gradients are sharded across ranks (zero_stage 2)",
+                       p->name);
+    gk_gpt2_grads_flush(m);
+    return 0;
 }
 
 int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err)
@@ -106,9 +118,10 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     if (i < 0 || i >= m->n_params)
         return gk_errf(err, GK_EUSAGE, "tensor %d: the model has %d", i, m->n_params);
     const gk_param *p = &m->params[i];
-    if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
+    int rc = grads_usable(m, p, kind, err);
+    if (rc) return rc;
     float *d = tensor_of(p, kind);
-    if (!d && m->g_block && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
+    if (!d && !(m->flags & GK_GPT2_INFERENCE) && kind != GK_TENSOR_PARAM)
         return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err)
                        : moments_deferred(p, kind, err);
     if (d) {
@@ -144,9 +157,10 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
         free(tmp);
         return gk_backend_status(be, err);
     }
-    if (kind == GK_TENSOR_GRAD) gk_gpt2_grads_flush(m);
+    int rc = grads_usable(m, p, kind, err);
+    if (rc) return rc;
     float *d = tensor_of(p, kind);
-    if (!d && m->g_block && (kind == GK_TENSOR_ADAM_M || kind == GK_TENSOR_ADAM_V))
+    if (!d && !(m->flags & GK_GPT2_INFERENCE) && kind != GK_TENSOR_PARAM)
         return m->zero ? gk_gpt2_shard_moment_set(m, i, kind, host, err)
                        : moments_deferred(p, kind, err);
     if (!d)

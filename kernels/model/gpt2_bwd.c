@@ -1,5 +1,9 @@
 /* gpt2_bwd.c: the backward pass of gpt2_fwd.c, layer by layer in reverse, against backend.h ops.
- * Parameter gradients accumulate (+=); dres carries the gradient of the residual stream. */
+ * Parameter gradients accumulate (+=); dres carries the gradient of the residual stream. In a
+ * data-parallel run each layer's gradients are summed over the ranks as soon as they are written:
+ * all-reduced when asked (gk_gpt2_reduce_in_next_backward), and under ZeRO-2 always
+ * reduce-scattered into this rank's gradient shard, the layer's bucket buffer then free for the
+ * layer after the next (gpt2_shard.c's layout). */
 #include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
@@ -23,6 +27,8 @@ static void matmul_bwd(gk_gpt2 *m, void *dinp, const void *pre, float *dw, float
 
 typedef struct bwd_sums {
     gk_comm *comm; /* NULL: this backward sums nothing */
+    int scatter;   /* ZeRO-2: reduce-scatter each bucket into the shard (comm set) */
+    int first;     /* ... overwriting the shard: the first backward after a zero_grad */
     int rc;        /* the first failure */
     gk_err err;
 } bwd_sums;
@@ -32,19 +38,49 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m) { m->reduce_next = 1; }
 /* Whether this backward sums the gradients (consumes the request). */
 static bwd_sums sums_begin(gk_gpt2 *m)
 {
-    bwd_sums s = {NULL, 0, {0, {0}}};
-    if (m->reduce_next && m->comm && m->comm->world > 1) s.comm = m->comm; /* ZeRO-1 too */
+    bwd_sums s = {NULL, 0, 0, 0, {0, {0}}};
+    if ((m->reduce_next || m->zero == 2) && m->comm && m->comm->world > 1)
+        s.comm = m->comm; /* ZeRO-1 too */
+    s.scatter = m->zero == 2;
+    s.first = s.scatter && m->grads_pending_zero;
     m->reduce_next = m->grads_reduced = 0;
     return s;
+}
+
+/* ZeRO-2: bucket b's sums (reduce-scattered in place, the tail all-reduced) folded into the
+ * gradient shard. */
+static void scatter_bucket(gk_gpt2 *m, bwd_sums *s, int b)
+{
+    const gk_bucket *k = &m->buckets[b];
+    gk_comm *c = s->comm;
+    float *buf = b == 0 ? m->g_head : m->g_layer[(b - 1) % 2];
+    size_t tail = gk_bucket_tail(k, c->world), W = (size_t)c->world;
+    if (s->rc) return;
+    if (k->piece)
+        s->rc = c->ops->reduce_scatter(c, buf, buf + (size_t)c->rank * k->piece, k->piece, &s->err);
+    if (!s->rc && tail) s->rc = c->ops->allreduce(c, buf + W * k->piece, tail, &s->err);
+    if (!s->rc) gk_gpt2_shard_fold(m, b, buf, s->first);
+}
+
+/* ZeRO-2: before bucket b's gradients are written, those the backward adds to zeroed. */
+static void bucket_begin(gk_gpt2 *m, const bwd_sums *s, int b)
+{
+    size_t lo, hi;
+    if (!s->scatter) return;
+    gk_gpt2_bwd_bucket(m, b, &lo, &hi);
+    gk_gpt2_zero_small(m, lo, hi);
 }
 
 /* The gradient floats of layer l: from its first tensor to the next layer's; the last layer's
  * run to the end of the block (ln_f's, written before it), layer -1 is wte and wpe (the head). */
 static void sum_layer(gk_gpt2 *m, bwd_sums *s, int l)
 {
-    int L = m->cfg.n_layer;
-    size_t lo = l < 0 ? 0 : (size_t)(LG(m, l, L_LN1W) - m->g_block);
-    size_t hi = l + 1 < L ? (size_t)(LG(m, l + 1, L_LN1W) - m->g_block) : m->n_floats;
+    size_t lo, hi;
+    if (s->scatter) {
+        scatter_bucket(m, s, l + 1);
+        return;
+    }
+    gk_gpt2_bwd_bucket(m, l + 1, &lo, &hi);
     if (s->comm && !s->rc)
         s->rc = s->comm->ops->allreduce_start(s->comm, m->g_block + lo, hi - lo, &s->err);
 }
@@ -52,7 +88,8 @@ static void sum_layer(gk_gpt2 *m, bwd_sums *s, int l)
 /* Waits for the sums; the backend's error first, then the comm's. */
 static int sums_end(gk_gpt2 *m, bwd_sums *s, gk_err *err)
 {
-    if (s->comm) {
+    if (s->scatter) m->grads_pending_zero = 0; /* the shard holds this backward's sums */
+    if (s->comm && !s->scatter) {
         gk_err e;
         int rc = s->comm->ops->allreduce_wait(s->comm, &e);
         if (rc && !s->rc) s->rc = rc, s->err = e;
@@ -72,23 +109,35 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     const gk_gpt2_config *c = &m->cfg;
     int B = m->last_B, T = m->last_T, N = B * T, C = c->n_embd, NH = c->n_head;
     int V = c->vocab_size, Vp = m->Vp;
-    if (!m->g_block)
+    if (m->flags & GK_GPT2_INFERENCE)
         return gk_errf(err, GK_EUSAGE, "backward: an inference model has no gradients");
+    if (!m->g_block && !m->g_shard)
+        return gk_errf(err, GK_EUSAGE, "backward: the gradients are not allocated yet "
+                       "(GK_GPT2_DEFER_GRADS: gk_gpt2_set_comm first)");
     if (!m->last_has_targets)
         return gk_errf(err, GK_EUSAGE, "backward: the last forward had no targets");
     int n_valid = 0;
     for (int i = 0; i < N; i++) n_valid += m->h_targets[i] >= 0;
     bwd_sums sums = sums_begin(m);
     if (!n_valid) { /* no gradient; the ranks still make the same sums */
-        gk_gpt2_grads_flush(m);
-        for (int l = c->n_layer - 1; l >= -1; l--) sum_layer(m, &sums, l);
+        if (!sums.scatter) gk_gpt2_grads_flush(m);
+        for (int l = c->n_layer - 1; l >= -1; l--) {
+            size_t lo, hi;
+            gk_gpt2_bwd_bucket(m, l + 1, &lo, &hi);
+            if (sums.scatter) /* zero gradients in the bucket, not those before */
+                op->zero(be, l < 0 ? m->g_head : m->g_layer[l % 2], (hi - lo) * sizeof(float));
+            sum_layer(m, &sums, l);
+        }
         return sums_end(m, &sums, err);
     }
     float p = m->fwd_dropout ? c->dropout : 0.0f;
     uint64_t ctr = m->fwd_counter;
 #define KEY(l, site) (p > 0 ? gk_rng_key(m->rng_seed, ctr, (uint32_t)(l), (site)) : 0)
     m->last_has_targets = 0; /* logits become dlogits: a second backward would be wrong */
-    float beta = gk_gpt2_grads_begin(m); /* for the weight-matrix gradients */
+    /* for the weight-matrix gradients (ZeRO-2: each bucket starts from zero) */
+    float beta = sums.scatter ? 0.0f : gk_gpt2_grads_begin(m);
+    bucket_begin(m, &sums, 0);
+    bucket_begin(m, &sums, c->n_layer);
 
     // loss -> dlogits (N,Vp), in place
     op->xent_bwd(be, m->logits, m->logits, m->xent_lse, m->d_targets, loss_scale / n_valid, N, V,
@@ -104,6 +153,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
 
     for (int l = c->n_layer - 1; l >= 0; l--) {
         gk_layer_acts *a = &m->acts[l];
+        if (l < c->n_layer - 1) bucket_begin(m, &sums, l + 1); /* (the last one's: above) */
         /* ln1 and ln2 shared by all layers: they still hold the last layer's from the forward */
         int recompute_ln = (m->flags & GK_GPT2_RECOMPUTE_LN) && l < c->n_layer - 1;
         // MLP branch: dres (N,C) is d next; -> d res2 accumulated into dres

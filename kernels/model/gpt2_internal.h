@@ -13,6 +13,14 @@ enum { L_LN1W, L_LN1B, L_QKVW, L_QKVB, L_ATTPW, L_ATTPB, L_LN2W, L_LN2B,
 /* Global tensors. */
 enum { G_WTE, G_WPE, G_LNFW, G_LNFB, G_COUNT };
 
+/* A bucket of ZeRO's layout (gpt2_shard.c): floats [lo, lo + n) of the parameter block, cut into
+ * W pieces of `piece` floats (a multiple of 16; rank r's from lo + r * piece) and the tail past
+ * lo + W * piece, which every rank keeps alike (its sums all-reduced); this rank's piece, then the
+ * tail, lie at `at` in its shard buffers (m_shard, v_shard, g_shard). */
+typedef struct gk_bucket {
+    size_t lo, n, piece, at;
+} gk_bucket;
+
 /* Activations of one layer (rows = B*T of the current batch, allocated for max_B*max_T).
  * void *: elements of the backend's activation type m->act; float *: fp32 always. */
 typedef struct gk_layer_acts {
@@ -62,9 +70,19 @@ struct gk_gpt2 {
     gk_comm *comm;          /* gk_gpt2_set_comm; NULL: one process */
     int reduce_next;        /* gk_gpt2_reduce_in_next_backward was called */
     int grads_reduced;      /* the last backward summed g_block over the ranks (update need not) */
-    int zero;               /* ZeRO-1 (gpt2_shard.c): moments of this rank's shard only */
-    size_t shard_count;     /* floats per rank's shard; the tail past world x count is shared */
-    float *m_shard, *v_shard; /* (shard_count + tail): the shard's moments, then the tail's */
+    int zero;               /* ZeRO's stage (gpt2_shard.c): 1, the moments of this rank's shard
+                             * only; 2, the gradients too; 0 none */
+    int nbuckets;           /* ZeRO's layout (gk_bucket): stage 1 one, stage 2 n_layer + 1 */
+    gk_bucket *buckets;
+    size_t shard_floats;    /* this rank's: the sum of every bucket's piece and tail */
+    float *m_shard, *v_shard; /* (shard_floats): the moments of this rank's shard */
+    float *g_shard;         /* stage 2 (shard_floats): the gradients summed over the ranks and
+                             * accumulated over the micro-steps; g_block is NULL then, and each
+                             * gradient lives in g_head (wte, wpe) or layer l's in g_layer[l % 2]
+                             * (the last layer's with ln_f's), reused by the backward
+                             * (gpt2_bwd.c) */
+    float *g_head, *g_layer[2];
+    size_t layers_at, layers_end; /* where layer 0's floats start and ln_f's (the table's) */
     float *m_host, *v_host; /* every rank's moments in host memory (n_floats each) while gathered
                              * for a checkpoint (gk_gpt2_moments_gather with keep), else NULL */
 
@@ -113,21 +131,32 @@ static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_
     return (char *)x + r * C * gk_elt_size(m->act);
 }
 
-/* gpt2_optim.c: the deferred zero_grad (see there). */
+/* gpt2_optim.c: the deferred zero_grad (see there); zero_small zeroes the gradients of the
+ * parameter block's floats [lo, hi) that the backward adds to (all but the weight matrices). */
 void gk_gpt2_grads_flush(gk_gpt2 *m);
 float gk_gpt2_grads_begin(gk_gpt2 *m);
-/* ZeRO-1's layout: floats per rank's shard for n floats over world ranks (a multiple of 16, so
- * that every shard starts 64-byte aligned; 0: too few to shard), and the parameter block's floats
- * past world x shard_count, which every rank updates alike (gpt2_shard.c allocates their moments
- * after the shard's, gpt2_optim.c updates, gpt2_mem.c counts). */
-static inline size_t gk_gpt2_shard_count(size_t n, int world)
+void gk_gpt2_zero_small(gk_gpt2 *m, size_t lo, size_t hi);
+/* gpt2_shard.c: ZeRO's layout. Floats per piece of a bucket of n floats over world ranks (a
+ * multiple of 16, so that every piece starts 64-byte aligned; 0: all tail), the tail of b, and
+ * the backward's buckets: 0 the head (wte, wpe), 1 + l layer l (the last one to the end of the
+ * block: ln_f's), as [lo, hi) into *lo, *hi. */
+static inline size_t gk_gpt2_piece(size_t n, int world)
 {
     return n / (size_t)world / 16 * 16;
 }
-static inline size_t gk_gpt2_shard_tail(const gk_gpt2 *m)
+static inline size_t gk_bucket_tail(const gk_bucket *b, int world)
 {
-    return m->n_floats - m->shard_count * (size_t)m->comm->world;
+    return b->n - b->piece * (size_t)world;
 }
+void gk_gpt2_bwd_bucket(const gk_gpt2 *m, int b, size_t *lo, size_t *hi);
+/* Where the gradient of the parameter block's float off lives: g_block, or stage 2's g_head and
+ * g_layer; NULL while none is allocated (GK_GPT2_DEFER_GRADS before gk_gpt2_set_comm). */
+float *gk_gpt2_grad_at(const gk_gpt2 *m, size_t off);
+/* gpt2_params.c: points every gradient (gk_param.grad, lg, gg) where gk_gpt2_grad_at says. */
+void gk_gpt2_point_grads(gk_gpt2 *m);
+/* Stage 2: folds bucket b's sums (reduce-scattered in place in buf, its floats [lo, lo + n)) into
+ * g_shard: copied when first (the step's first micro-step), else added. */
+void gk_gpt2_shard_fold(gk_gpt2 *m, int b, const float *buf, int first);
 /* gpt2_shard.c: tensor_get of a sharded moment: from the host copy gk_gpt2_moments_gather
  * keeps, else GK_EUSAGE. */
 int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err);
@@ -141,6 +170,7 @@ int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const 
  * (saturated at 2^60). 0, GK_EUSAGE (a bad config, batch or weight type) or GK_ENOMEM. */
 typedef struct gk_gpt2_sizes {
     size_t n_floats, copy_bytes, act_bytes;
+    size_t layers_at, layers_end; /* as gk_gpt2's */
     int inference;
 } gk_gpt2_sizes;
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,

@@ -1,6 +1,7 @@
 /* gpt2_mem.c: the fit check, before a model is made: what it needs by part (gk_gpt2_mem_estimate,
- * from the sizes gpt2_params.c's table and layout give: gk_gpt2_sizes_of), with ZeRO-1's
- * moments sharded over the ranks (gk_gpt2_mem_shard), the largest batch that fits
+ * from the sizes gpt2_params.c's table and layout give: gk_gpt2_sizes_of), with ZeRO's
+ * moments and gradients sharded over the ranks (gk_gpt2_mem_shard, shard_of: gpt2_shard.c's
+ * layout), the largest batch that fits
  * (gk_gpt2_mem_max_batch), one rank's plan by row (gk_gpt2_mem_plan: gpt-train --plan's table),
  * and whether that fits in what the backend and the host have (gk_gpt2_mem_check). Declared in
  * gpt2.h. Owns nothing past a call. */
@@ -18,6 +19,25 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, gk_gpt2_mem *ou
     out->optimizer = 2 * out->grads;
     out->activations = s->act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
     out->total = out->params + out->grads + out->optimizer + out->activations;
+    out->master = fp32;
+}
+
+/* With ZeRO over world ranks at stage (gk_gpt2_set_comm's layout, from s): the moments this
+ * rank's shard, and at stage 2 the gradients too, with the backward's buckets (wte and wpe's,
+ * and two of the last layer's, the largest). */
+static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
+{
+    if (world < 2 || stage < 1 || s->inference) return;
+    size_t n = s->n_floats, stride = (s->layers_end - s->layers_at) / (size_t)L,
+           last = stride + n - s->layers_end, shard = 0;
+    for (int b = 0; b < (stage == 1 ? 1 : L + 1); b++) {
+        size_t len = stage == 1 ? n : b == 0 ? s->layers_at : b == L ? last : stride;
+        size_t piece = gk_gpt2_piece(len, world);
+        shard += len - piece * (size_t)(world - 1); /* the piece and the tail */
+    }
+    mem->optimizer = 2 * shard * sizeof(float);
+    if (stage > 1) mem->grads = (shard + s->layers_at + 2 * last) * sizeof(float);
+    mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
 int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
@@ -31,22 +51,23 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
 
 void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
 {
-    size_t n = mem->optimizer / (2 * sizeof(float)),
-           cnt = world > 1 ? gk_gpt2_shard_count(n, world) : n;
+    size_t n = mem->optimizer / (2 * sizeof(float)), cnt = world > 1 ? gk_gpt2_piece(n, world) : n;
     if (world > 1 && cnt) mem->optimizer = 2 * (cnt + n - cnt * (size_t)world) * sizeof(float);
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
 int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
-                          size_t extra, size_t avail, int *B, gk_err *err)
+                          int stage, size_t extra, size_t avail, int *B, gk_err *err)
 {
     int lo = 0, hi = GK_GPT2_MEM_MAX_B; /* lo fits (0: nothing yet), above hi nothing does */
     while (lo < hi) { /* the estimate grows with the batch */
         int mid = lo + (hi - lo + 1) / 2;
         gk_gpt2_mem m;
-        int rc = gk_gpt2_mem_estimate(cfg, act, mid, T, flags, &m, err);
+        gk_gpt2_sizes s;
+        int rc = gk_gpt2_sizes_of(cfg, act, mid, T, flags, &s, err);
         if (rc) return rc;
-        if (world > 1) gk_gpt2_mem_shard(&m, world);
+        mem_of(&s, mid, T, &m);
+        shard_of(&s, cfg->n_layer, world, stage, &m);
         if (m.total <= avail && extra <= avail - m.total) lo = mid;
         else hi = mid - 1;
     }
@@ -62,13 +83,13 @@ void gk_gpt2_plan_add(gk_gpt2_plan *p, const char *name, size_t bytes, int host)
 }
 
 int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                     int world, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err)
+                     int world, int stage, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err)
 {
     gk_gpt2_sizes s;
     int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
     if (rc) return rc;
     mem_of(&s, max_B, max_T, mem);
-    if (world > 1) gk_gpt2_mem_shard(mem, world);
+    shard_of(&s, cfg->n_layer, world, stage, mem);
     p->n = 0;
     gk_gpt2_plan_add(p, "weights, fp32 master", mem->params - s.copy_bytes, 0);
     gk_gpt2_plan_add(p, act == GK_BF16 ? "weights, bf16 copy" : "weights, 16-bit copy",

@@ -1,6 +1,6 @@
 /* gpt2_optim.c: zero_grad, global gradient norm, clipping and AdamW over the parameter table
- * (summing the gradients of all ranks first in a data-parallel run), and under ZeRO-1 the update
- * of this rank's shard (the sharded moments' storage is gpt2_shard.c's).
+ * (summing the gradients of all ranks first in a data-parallel run), and under ZeRO the update
+ * of this rank's shard (the sharded moments' and gradients' storage is gpt2_shard.c's).
  * AdamW and the zeroing of the small gradient tensors each go to the backend as one table
  * (ops->adamw_multi, ops->zero_multi): one launch apiece on cuda, not one per tensor. */
 #include <math.h>
@@ -16,15 +16,17 @@
  * update) zeroes the whole block first if it is still pending, so the deferral is invisible. */
 void gk_gpt2_zero_grad(gk_gpt2 *m)
 {
-    m->grads_pending_zero = m->g_block != NULL;
+    m->grads_pending_zero = m->g_block || m->g_shard;
     m->grads_reduced = 0;
 }
 
-/* Carries out a pending zero_grad on the whole block. */
+/* Carries out a pending zero_grad on the whole block (ZeRO-2: on the shard, which the first
+ * backward after a zero_grad overwrites instead). */
 void gk_gpt2_grads_flush(gk_gpt2 *m)
 {
     if (!m->grads_pending_zero) return;
-    m->be->ops->zero(m->be, m->g_block, m->n_floats * sizeof(float));
+    if (m->g_block) m->be->ops->zero(m->be, m->g_block, m->n_floats * sizeof(float));
+    if (m->g_shard) m->be->ops->zero(m->be, m->g_shard, m->shard_floats * sizeof(float));
     m->grads_pending_zero = 0;
 }
 
@@ -35,26 +37,30 @@ void gk_gpt2_grads_flush(gk_gpt2 *m)
 float gk_gpt2_grads_begin(gk_gpt2 *m)
 {
     if (!m->grads_pending_zero) return 1.0f;
+    gk_gpt2_zero_small(m, 0, m->n_floats);
+    m->grads_pending_zero = 0;
+    return 0.0f;
+}
+
+void gk_gpt2_zero_small(gk_gpt2 *m, size_t lo, size_t hi)
+{
     gk_span *sp = malloc(sizeof *sp * (size_t)m->n_params);
-    if (!sp) { /* one range at a time then */
-        gk_gpt2_grads_flush(m);
-        return 0.0f;
-    }
     int n = 0;
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
-        if (p->ndim == 1 || p->grad == m->gg[G_WPE])
-            sp[n].p = p->grad, sp[n++].n = p->numel * sizeof(float);
+        if ((p->ndim == 1 || p->grad == m->gg[G_WPE]) && p->offset >= lo && p->offset < hi) {
+            if (!sp) m->be->ops->zero(m->be, p->grad, p->numel * sizeof(float));
+            else sp[n].p = p->grad, sp[n++].n = p->numel * sizeof(float);
+        }
     }
-    m->be->ops->zero_multi(m->be, sp, n); /* one launch on cuda */
+    if (sp) m->be->ops->zero_multi(m->be, sp, n); /* one launch on cuda */
     free(sp);
-    m->grads_pending_zero = 0;
-    return 0.0f;
 }
 
 /* Padded rows and alignment gaps hold zero gradients, so the whole block can be summed at once. */
 double gk_gpt2_grad_norm(gk_gpt2 *m)
 {
+    if (m->g_shard) return NAN; /* ZeRO-2: each rank its shard */
     if (!m->g_block) return 0.0; /* inference model */
     gk_gpt2_grads_flush(m);
     double s = 0;
@@ -78,9 +84,9 @@ static float clip_scale(const gk_adamw *h, double norm)
 }
 
 /* Appends to ts the slices of the tensors in the floats [a, b) of the parameter block, their
- * moments at mom + (a - base); returns the new count. */
-static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b, size_t base,
-                     float *mm, float *vv)
+ * gradients at g, moments at mm and vv (float a's); returns the new count. */
+static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b,
+                     const float *g, float *mm, float *vv)
 {
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
@@ -89,57 +95,96 @@ static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, siz
         if (lo >= hi) continue;
         size_t j = lo - p->offset;
         void *copy = p->copy ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
-        ts[n++] = (gk_adamw_tensor){p->data + j, p->grad + j, mm + (lo - base), vv + (lo - base),
-                                    copy,        hi - lo,     p->decay};
+        ts[n++] = (gk_adamw_tensor){p->data + j, g + (lo - a), mm + (lo - a), vv + (lo - a),
+                                    copy,        hi - lo,      p->decay};
     }
     return n;
 }
 
-/* The global gradient norm: each rank's shard, the tail counted once (by rank 0). */
+/* Bucket b's gradients of this rank: its piece (tail 0) or the tail (1): in the gradient shard
+ * (ZeRO-2) or where update's reduce-scatter left them in g_block (ZeRO-1). */
+static float *shard_grad(const gk_gpt2 *m, const gk_bucket *k, int tail)
+{
+    size_t W = (size_t)m->comm->world;
+    if (m->g_shard) return m->g_shard + k->at + (tail ? k->piece : 0);
+    return m->g_block + k->lo + (tail ? W : (size_t)m->comm->rank) * k->piece;
+}
+
+/* The global gradient norm: each rank's pieces, the tails counted once (by rank 0). */
 static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
 {
     gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m);
-    double s = 0, t = 0;
-    m->be->ops->sumsq(m->be, &s, m->g_block + (size_t)c->rank * cnt, cnt);
-    if (tail && c->rank == 0)
-        m->be->ops->sumsq(m->be, &t, m->g_block + cnt * (size_t)c->world, tail);
-    s += t;
+    double s = 0;
+    for (int b = 0; b < m->nbuckets; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        size_t tail = gk_bucket_tail(k, c->world);
+        double p = 0, t = 0;
+        if (k->piece) m->be->ops->sumsq(m->be, &p, shard_grad(m, k, 0), k->piece);
+        if (tail && c->rank == 0) m->be->ops->sumsq(m->be, &t, shard_grad(m, k, 1), tail);
+        s += p + t;
+    }
     int rc = gk_backend_status(m->be, err);
     if (!rc) rc = c->ops->allreduce_host(c, &s, 1, err);
     *norm = sqrt(s);
     return rc;
 }
 
-/* The update under ZeRO-1 (grads flushed): gradients reduce-scattered, AdamW on this rank's
- * shard and the tail, the weights all-gathered. */
+/* ZeRO-1: the gradients reduce-scattered over the buckets (the tails all-reduced), unless the
+ * backward summed them whole (reduce_in_next_backward). ZeRO-2's backward did. */
+static int scatter_grads(gk_gpt2 *m, gk_err *err)
+{
+    gk_comm *c = m->comm;
+    int rc = 0;
+    if (m->zero == 1 && !m->grads_reduced)
+        for (int b = 0; b < m->nbuckets && !rc; b++) {
+            const gk_bucket *k = &m->buckets[b];
+            size_t tail = gk_bucket_tail(k, c->world);
+            if (k->piece)
+                rc = c->ops->reduce_scatter(c, m->g_block + k->lo, shard_grad(m, k, 0), k->piece,
+                                            err);
+            if (!rc && tail) rc = c->ops->allreduce(c, shard_grad(m, k, 1), tail, err);
+        }
+    m->grads_reduced = 0;
+    return rc;
+}
+
+/* The update under ZeRO (grads flushed): the global norm, AdamW on this rank's pieces and the
+ * tails, each bucket's weights all-gathered. */
 static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m), lo = (size_t)c->rank * cnt,
-           main = cnt * (size_t)c->world;
-    int rc = 0;
-    if (!m->grads_reduced) { /* else summed whole during the backward (reduce_in_next_backward) */
-        rc = c->ops->reduce_scatter(c, m->g_block, m->g_block + lo, cnt, err);
-        if (!rc && tail) rc = c->ops->allreduce(c, m->g_block + main, tail, err);
-    }
-    m->grads_reduced = 0;
+    size_t W = (size_t)c->world, r = (size_t)c->rank;
+    int rc = scatter_grads(m, err);
     double norm = NAN;
     if (!rc) rc = global_norm(m, &norm, err);
     if (grad_norm) *grad_norm = norm;
     if (rc || norm_skips(h, norm)) return rc ? rc : gk_backend_status(m->be, err);
     float scale = clip_scale(h, norm);
-    /* this rank's shard and the tail: at most every tensor twice */
-    gk_adamw_tensor *ts = malloc(sizeof *ts * 2 * (size_t)m->n_params);
-    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
-    int n = slices_of(m, ts, 0, lo, lo + cnt, lo, m->m_shard, m->v_shard);
-    if (tail) n = slices_of(m, ts, n, main, m->n_floats, main - cnt, m->m_shard, m->v_shard);
+    /* every piece and tail: each splits at most one tensor more */
+    size_t cap = (size_t)m->n_params + 2 * (size_t)m->nbuckets;
+    gk_adamw_tensor *ts = malloc(sizeof *ts * cap);
+    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %zu tensors", cap);
+    int n = 0;
+    for (int b = 0; b < m->nbuckets; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        size_t mine = k->lo + r * k->piece, tail = k->lo + W * k->piece;
+        n = slices_of(m, ts, n, mine, mine + k->piece, shard_grad(m, k, 0), m->m_shard + k->at,
+                      m->v_shard + k->at);
+        n = slices_of(m, ts, n, tail, k->lo + k->n, shard_grad(m, k, 1),
+                      m->m_shard + k->at + k->piece, m->v_shard + k->at + k->piece);
+    }
     m->step++;
     m->be->ops->adamw_multi(m->be, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
                             (int)m->step, scale, m->wt);
     free(ts);
     if ((rc = gk_backend_status(m->be, err))) return rc;
-    if ((rc = c->ops->all_gather(c, m->p_block + lo, m->p_block, cnt, err))) return rc;
+    for (int b = 0; b < m->nbuckets && !rc; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        if (k->piece)
+            rc = c->ops->all_gather(c, m->p_block + k->lo + r * k->piece, m->p_block + k->lo,
+                                    k->piece, err);
+    }
+    if (rc) return rc;
     for (int i = 0; i < m->n_params; i++) { /* the other shards' weight copies */
         const gk_param *p = &m->params[i];
         if (p->copy) m->be->ops->cast(m->be, p->copy, m->wt, p->data, GK_F32, p->numel);
@@ -150,12 +195,13 @@ static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_
 int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_backend *be = m->be;
-    if (!m->g_block) return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
+    if (m->flags & GK_GPT2_INFERENCE)
+        return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     gk_gpt2_grads_flush(m);
     if (m->zero) return update_sharded(m, h, lr, grad_norm, err);
-    if (!m->m_block)
-        return gk_errf(err, GK_EUSAGE, "update: the AdamW moments are not allocated yet "
-                       "(GK_GPT2_DEFER_MOMENTS: gk_gpt2_set_comm first)");
+    if (!m->m_block || !m->g_block)
+        return gk_errf(err, GK_EUSAGE, "update: the AdamW moments or gradients are not allocated "
+                       "yet (GK_GPT2_DEFER_MOMENTS, GK_GPT2_DEFER_GRADS: gk_gpt2_set_comm first)");
     if (m->comm && m->comm->world > 1 && !m->grads_reduced) {
         int rc = m->comm->ops->allreduce(m->comm, m->g_block, m->n_floats, err);
         if (rc) return rc;

@@ -140,6 +140,8 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
         m->n_copy += (stored + 31) / 32 * 32;
     }
     if (has_master(m, d)) {
+        if (layer == 0 && d->slot == L_LN1W) m->layers_at = m->n_floats;
+        if (layer < 0 && d->slot == G_LNFW) m->layers_end = m->n_floats;
         p->offset = m->n_floats;
         m->n_floats += (stored + 15) / 16 * 16;
     }
@@ -156,6 +158,24 @@ static void walk(gk_gpt2 *m, void (*fn)(gk_gpt2 *, const pdesc *, int))
         if (m->cfg.bias || !g_tail[i].is_bias) fn(m, &g_tail[i], -1);
 }
 
+/* Points one gradient (gk_param.grad and the graph's pointer to it) where gk_gpt2_grad_at says. */
+static void set_grad(gk_gpt2 *m, const pdesc *d, int layer)
+{
+    gk_param *p = &m->params[m->n_params++];
+    if (!p->data) return;
+    p->grad = gk_gpt2_grad_at(m, p->offset);
+    if (layer >= 0) LG(m, layer, d->slot) = p->grad;
+    else m->gg[d->slot] = p->grad;
+}
+
+void gk_gpt2_point_grads(gk_gpt2 *m)
+{
+    int n = m->n_params;
+    m->n_params = 0;
+    walk(m, set_grad);
+    m->n_params = n;
+}
+
 static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 {
     gk_param *p = &m->params[m->n_params++];
@@ -163,8 +183,8 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
         p->copy = (char *)m->w_block + gk_elt_bytes(m->wt, (uintptr_t)p->copy);
     if (has_master(m, d)) {
         p->data = m->p_block + p->offset;
-        if (m->g_block) {
-            p->grad = m->g_block + p->offset;
+        if (!(m->flags & GK_GPT2_INFERENCE)) {
+            p->grad = gk_gpt2_grad_at(m, p->offset); /* NULL: deferred */
             p->m = m->m_block ? m->m_block + p->offset : NULL; /* NULL: deferred, or sharded */
             p->v = m->v_block ? m->v_block + p->offset : NULL;
         }
@@ -297,12 +317,12 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     if (!m->p_block) goto nomem;
     if (m->n_copy && !(m->w_block = be->ops->alloc(be, gk_elt_bytes(m->wt, m->n_copy))))
         goto nomem;
-    if (!(flags & GK_GPT2_INFERENCE)) {
-        int moments = !(flags & GK_GPT2_DEFER_MOMENTS); /* else gk_gpt2_set_comm's */
-        m->g_block = be->ops->alloc(be, bytes);
+    if (!(flags & GK_GPT2_INFERENCE)) { /* else gk_gpt2_set_comm's */
+        int moments = !(flags & GK_GPT2_DEFER_MOMENTS), grads = !(flags & GK_GPT2_DEFER_GRADS);
+        m->g_block = grads ? be->ops->alloc(be, bytes) : NULL;
         m->m_block = moments ? be->ops->alloc(be, bytes) : NULL;
         m->v_block = moments ? be->ops->alloc(be, bytes) : NULL;
-        if (!m->g_block || (moments && (!m->m_block || !m->v_block))) goto nomem;
+        if ((grads && !m->g_block) || (moments && (!m->m_block || !m->v_block))) goto nomem;
     }
     m->n_params = 0;
     walk(m, set_ptrs);
@@ -335,6 +355,11 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->v_block);
     be->ops->free(be, m->m_shard);
     be->ops->free(be, m->v_shard);
+    be->ops->free(be, m->g_shard);
+    be->ops->free(be, m->g_head);
+    be->ops->free(be, m->g_layer[0]);
+    be->ops->free(be, m->g_layer[1]);
+    free(m->buckets);
     be->ops->free(be, m->w_block);
     be->ops->free(be, m->act_block);
     free(m->m_host);
@@ -409,11 +434,11 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
     if (m->g_block) be->ops->zero(be, m->g_block, bytes);
     if (m->m_block) be->ops->zero(be, m->m_block, bytes);
     if (m->v_block) be->ops->zero(be, m->v_block, bytes);
-    if (m->m_shard) { /* ZeRO-1: the shard's moments, then the shared tail's */
-        size_t n = m->shard_count + m->n_floats - m->shard_count * (size_t)m->comm->world;
-        be->ops->zero(be, m->m_shard, n * sizeof(float));
-        be->ops->zero(be, m->v_shard, n * sizeof(float));
+    if (m->m_shard) { /* ZeRO: the shard's moments */
+        be->ops->zero(be, m->m_shard, m->shard_floats * sizeof(float));
+        be->ops->zero(be, m->v_shard, m->shard_floats * sizeof(float));
     }
+    if (m->g_shard) be->ops->zero(be, m->g_shard, m->shard_floats * sizeof(float));
     m->grads_pending_zero = 0;
     m->step = 0;
     return gk_backend_status(be, err);
@@ -477,6 +502,8 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         walk(&t, add_param);
         double approx = act_bytes_approx(cfg, max_B, max_T, gk_elt_size(act));
         out->n_floats = t.n_floats;
+        out->layers_at = t.layers_at;
+        out->layers_end = t.layers_end;
         out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
         out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */

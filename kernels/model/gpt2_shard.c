@@ -1,56 +1,133 @@
-/* gpt2_shard.c: the model in a data-parallel run (gk_gpt2_set_comm) and ZeRO-1's storage: the
- * AdamW moments sharded across ranks, gathering them for checkpoints, tensor access to them (the
- * sharded update itself is gpt2_optim.c's).
- * The parameter block (n floats) splits into W shards of `count` floats (a multiple of 16, so
- * every shard starts 64-byte aligned) and a tail of the n - W count floats left over, which every
- * rank updates alike (its gradients are all-reduced), so the collectives always move equal parts.
- * With GK_GPT2_DEFER_MOMENTS the full moments are never on the device: set_comm allocates the
- * shard, and a checkpoint gathers them in pieces into host memory. */
+/* gpt2_shard.c: the model in a data-parallel run (gk_gpt2_set_comm) and ZeRO's storage: the
+ * layout (gk_bucket: stage 1 one bucket, the whole block; stage 2 the backward's, one per layer),
+ * the AdamW moments sharded across ranks, gathering them for checkpoints, tensor access to them,
+ * and stage 2's gradients: the backward's bucket buffers and this rank's gradient shard (the
+ * sharded update itself is gpt2_optim.c's, the backward's reduce-scatters gpt2_bwd.c's).
+ * With GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) the full moments (gradients) are never on the
+ * device: set_comm allocates the shard, and a checkpoint gathers the moments in pieces into host
+ * memory. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/model/gpt2_internal.h"
 
-/* Allocates the shard buffers (zero): this rank's count floats and the tail, for m and v. */
-static int alloc_shards(gk_gpt2 *m, gk_err *err)
+void gk_gpt2_bwd_bucket(const gk_gpt2 *m, int b, size_t *lo, size_t *hi)
 {
-    gk_backend *be = m->be;
-    size_t bytes = (m->shard_count + gk_gpt2_shard_tail(m)) * sizeof(float);
-    m->m_shard = be->ops->alloc(be, bytes);
-    m->v_shard = be->ops->alloc(be, bytes);
-    if (!m->m_shard || !m->v_shard)
-        return gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory for %zu bytes of moments",
-                       2 * bytes);
+    int L = m->cfg.n_layer;
+    size_t stride = (m->layers_end - m->layers_at) / (size_t)L;
+    *lo = b == 0 ? 0 : m->layers_at + (size_t)(b - 1) * stride;
+    *hi = b == 0 ? m->layers_at : b == L ? m->n_floats : *lo + stride;
+}
+
+float *gk_gpt2_grad_at(const gk_gpt2 *m, size_t off)
+{
+    if (m->g_block) return m->g_block + off;
+    if (!m->g_head) return NULL;
+    if (off < m->layers_at) return m->g_head + off;
+    int L = m->cfg.n_layer;
+    size_t l = (off - m->layers_at) / ((m->layers_end - m->layers_at) / (size_t)L), lo, hi;
+    int b = 1 + (l < (size_t)L ? (int)l : L - 1);
+    gk_gpt2_bwd_bucket(m, b, &lo, &hi);
+    return m->g_layer[(b - 1) % 2] + (off - lo);
+}
+
+/* ZeRO's layout for stage over world ranks (gk_bucket); GK_EUSAGE when no bucket has a piece. */
+static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
+{
+    int nb = stage == 1 ? 1 : m->cfg.n_layer + 1;
+    m->buckets = calloc((size_t)nb, sizeof *m->buckets);
+    if (!m->buckets) return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory", stage);
+    size_t at = 0, pieces = 0;
+    for (int b = 0; b < nb; b++) {
+        gk_bucket *k = &m->buckets[b];
+        size_t lo = 0, hi = m->n_floats;
+        if (stage > 1) gk_gpt2_bwd_bucket(m, b, &lo, &hi);
+        *k = (gk_bucket){lo, hi - lo, gk_gpt2_piece(hi - lo, world), at};
+        at += k->piece + gk_bucket_tail(k, world);
+        pieces += k->piece;
+    }
+    m->nbuckets = nb;
+    m->shard_floats = at;
+    if (!pieces)
+        return gk_errf(err, GK_EUSAGE, "zero_stage %d: %zu parameters do not shard over %d ranks",
+                       stage, m->n_floats, world);
     return 0;
 }
 
-/* Moves the moments of this rank's shard and the tail out of the full blocks into the shard
- * buffers, then frees the full blocks. */
-static int shard_moments(gk_gpt2 *m, gk_err *err)
+/* Allocates the shard buffers (zero): the moments, and with stage 2 the gradients' shard and the
+ * backward's buckets (wte and wpe's, and two of the largest layer's: the last, with ln_f). */
+static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
 {
     gk_backend *be = m->be;
-    size_t cnt = m->shard_count, tail = gk_gpt2_shard_tail(m), lo = (size_t)m->comm->rank * cnt;
-    int rc = alloc_shards(m, err);
-    if (rc) return rc;
-    float *full[2] = {m->m_block, m->v_block}, *part[2] = {m->m_shard, m->v_shard};
-    for (int k = 0; k < 2; k++) {
-        be->ops->copy(be, part[k], full[k] + lo, cnt * sizeof(float));
-        if (tail)
-            be->ops->copy(be, part[k] + cnt, full[k] + cnt * (size_t)m->comm->world,
-                          tail * sizeof(float));
+    size_t bytes = m->shard_floats * sizeof(float), lo, hi;
+    m->m_shard = be->ops->alloc(be, bytes);
+    m->v_shard = be->ops->alloc(be, bytes);
+    if (!m->m_shard || !m->v_shard)
+        return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory for %zu bytes of moments",
+                       stage, 2 * bytes);
+    if (stage < 2) return 0;
+    gk_gpt2_bwd_bucket(m, m->cfg.n_layer, &lo, &hi);
+    m->g_shard = be->ops->alloc(be, bytes);
+    m->g_head = be->ops->alloc(be, m->layers_at * sizeof(float));
+    for (int k = 0; k < 2; k++) m->g_layer[k] = be->ops->alloc(be, (hi - lo) * sizeof(float));
+    if (!m->g_shard || !m->g_head || !m->g_layer[0] || !m->g_layer[1])
+        return gk_errf(err, GK_ENOMEM, "zero_stage 2: out of memory for %zu bytes of gradients",
+                       bytes + (m->layers_at + 2 * (hi - lo)) * sizeof(float));
+    be->ops->free(be, m->g_block); /* (a model made without GK_GPT2_DEFER_GRADS) */
+    m->g_block = NULL;
+    gk_gpt2_point_grads(m);
+    return 0;
+}
+
+/* Copies this rank's floats of every bucket (its piece and the tail) between full (n_floats,
+ * the parameter block's layout) and part (the shard's): to_part 1 from full, else back. */
+static void shard_copy(gk_gpt2 *m, float *full, float *part, int to_part)
+{
+    gk_backend *be = m->be;
+    size_t W = (size_t)m->comm->world, r = (size_t)m->comm->rank;
+    for (int b = 0; b < m->nbuckets; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        size_t tail = gk_bucket_tail(k, (int)W);
+        float *f[2] = {full + k->lo + r * k->piece, full + k->lo + W * k->piece},
+              *s[2] = {part + k->at, part + k->at + k->piece};
+        size_t n[2] = {k->piece, tail};
+        for (int i = 0; i < 2; i++)
+            if (n[i]) be->ops->copy(be, to_part ? s[i] : f[i], to_part ? f[i] : s[i],
+                                    n[i] * sizeof(float));
     }
+}
+
+/* Moves the moments of this rank's shard out of the full blocks into the shard buffers, then
+ * frees the full blocks. */
+static void shard_moments(gk_gpt2 *m)
+{
+    gk_backend *be = m->be;
+    shard_copy(m, m->m_block, m->m_shard, 1);
+    shard_copy(m, m->v_block, m->v_shard, 1);
     be->ops->free(be, m->m_block); /* the full blocks go */
     be->ops->free(be, m->v_block);
     m->m_block = m->v_block = NULL;
     for (int i = 0; i < m->n_params; i++) m->params[i].m = m->params[i].v = NULL;
-    return gk_backend_status(be, err);
 }
 
-/* GK_GPT2_DEFER_MOMENTS without sharding: the full blocks, now. */
-static int alloc_full_moments(gk_gpt2 *m, gk_err *err)
+/* The full gradients, where still deferred. */
+static int alloc_full_grads(gk_gpt2 *m, gk_err *err)
+{
+    size_t bytes = m->n_floats * sizeof(float);
+    if (m->g_block) return 0;
+    if (!(m->g_block = m->be->ops->alloc(m->be, bytes)))
+        return gk_errf(err, GK_ENOMEM, "gpt2: out of memory for %zu bytes of gradients", bytes);
+    gk_gpt2_point_grads(m);
+    return 0;
+}
+
+/* Without sharding: the full moments (and gradients), where still deferred. */
+static int alloc_full(gk_gpt2 *m, gk_err *err)
 {
     gk_backend *be = m->be;
     size_t bytes = m->n_floats * sizeof(float);
+    int rc = alloc_full_grads(m, err);
+    if (rc || m->m_block) return rc;
     m->m_block = be->ops->alloc(be, bytes);
     m->v_block = be->ops->alloc(be, bytes);
     if (!m->m_block || !m->v_block) {
@@ -71,37 +148,61 @@ static int alloc_full_moments(gk_gpt2 *m, gk_err *err)
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
 {
     m->comm = c;
-    if (!m->g_block || m->zero) return 0;
-    if (!zero_stage || !c || c->world == 1)
-        return m->m_block ? 0 : alloc_full_moments(m, err);
-    m->shard_count = gk_gpt2_shard_count(m->n_floats, c->world);
-    if (m->shard_count == 0)
-        return gk_errf(err, GK_EUSAGE, "zero_stage 1: %zu parameters do not shard over %d ranks",
-                       m->n_floats, c->world);
-    m->zero = 1;
-    return m->m_block ? shard_moments(m, err) : alloc_shards(m, err);
+    if ((m->flags & GK_GPT2_INFERENCE) || m->zero) return 0;
+    if (zero_stage < 0 || zero_stage > 2)
+        return gk_errf(err, GK_EUSAGE, "zero_stage %d: 0, 1 or 2", zero_stage);
+    if (!zero_stage || !c || c->world == 1) return alloc_full(m, err);
+    int rc = make_buckets(m, zero_stage, c->world, err);
+    if (!rc) rc = alloc_shards(m, zero_stage, err);
+    if (!rc && zero_stage < 2) rc = alloc_full_grads(m, err);
+    if (rc) return rc;
+    m->zero = zero_stage;
+    if (m->m_block) shard_moments(m);
+    return gk_backend_status(m->be, err);
 }
 
-/* Floats of each rank's shard that one all_gather moves (its device buffer: world of them). */
+void gk_gpt2_shard_fold(gk_gpt2 *m, int b, const float *buf, int first)
+{
+    gk_backend *be = m->be;
+    const gk_bucket *k = &m->buckets[b];
+    size_t W = (size_t)m->comm->world, n = gk_bucket_tail(k, (int)W);
+    const float *from[2] = {buf + (size_t)m->comm->rank * k->piece, buf + W * k->piece};
+    float *to[2] = {m->g_shard + k->at, m->g_shard + k->at + k->piece};
+    size_t len[2] = {k->piece, n};
+    for (int i = 0; i < 2; i++) {
+        if (!len[i]) continue;
+        if (first) be->ops->copy(be, to[i], from[i], len[i] * sizeof(float));
+        else be->ops->add(be, to[i], from[i], len[i]);
+    }
+}
+
+/* Floats of each rank's piece that one all_gather moves (its device buffer: world of them). */
 #define GATHER_PIECE ((size_t)1 << 20)
 
-/* One kind of moments (part: this rank's shard and tail) of every rank into host (n_floats),
- * piece by piece: each all_gather brings the same stretch of every rank's shard into stage
- * (world x piece floats); host NULL: this rank only takes part. */
-static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage, size_t piece,
+/* One kind of moments (part: this rank's shard) of every rank into host (n_floats), bucket by
+ * bucket and piece by piece: each all_gather brings the same stretch of every rank's piece into
+ * stage (world x chunk floats); host NULL: this rank only takes part. */
+static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage, size_t chunk,
                        gk_err *err)
 {
     gk_backend *be = m->be;
     gk_comm *c = m->comm;
-    size_t cnt = m->shard_count, W = (size_t)c->world, tail = gk_gpt2_shard_tail(m);
+    size_t W = (size_t)c->world;
     int rc = 0;
-    for (size_t off = 0; off < cnt && !rc; off += piece) {
-        size_t n = cnt - off < piece ? cnt - off : piece;
-        rc = c->ops->all_gather(c, part + off, stage, n, err);
-        for (size_t r = 0; r < W && !rc && host; r++)
-            be->ops->to_host(be, host + r * cnt + off, stage + r * n, n * sizeof(float));
+    for (int b = 0; b < m->nbuckets && !rc; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        size_t tail = gk_bucket_tail(k, (int)W);
+        for (size_t off = 0; off < k->piece && !rc; off += chunk) {
+            size_t n = k->piece - off < chunk ? k->piece - off : chunk;
+            rc = c->ops->all_gather(c, part + k->at + off, stage, n, err);
+            for (size_t r = 0; r < W && !rc && host; r++)
+                be->ops->to_host(be, host + k->lo + r * k->piece + off, stage + r * n,
+                                 n * sizeof(float));
+        }
+        if (!rc && host && tail)
+            be->ops->to_host(be, host + k->lo + W * k->piece, part + k->at + k->piece,
+                             tail * sizeof(float));
     }
-    if (!rc && host && tail) be->ops->to_host(be, host + cnt * W, part + cnt, tail * sizeof(float));
     return rc ? rc : gk_backend_status(be, err);
 }
 
@@ -109,8 +210,11 @@ int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
 {
     if (!m->zero || m->m_host) return 0;
     gk_backend *be = m->be;
-    size_t piece = m->shard_count < GATHER_PIECE ? m->shard_count : GATHER_PIECE;
-    float *stage = be->ops->alloc(be, piece * (size_t)m->comm->world * sizeof(float));
+    size_t chunk = 16;
+    for (int b = 0; b < m->nbuckets; b++)
+        if (m->buckets[b].piece > chunk) chunk = m->buckets[b].piece;
+    if (chunk > GATHER_PIECE) chunk = GATHER_PIECE;
+    float *stage = be->ops->alloc(be, chunk * (size_t)m->comm->world * sizeof(float));
     if (keep) {
         m->m_host = malloc(m->n_floats * sizeof(float));
         m->v_host = malloc(m->n_floats * sizeof(float));
@@ -119,11 +223,12 @@ int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
     double failed = !stage || (keep && (!m->m_host || !m->v_host));
     int rc = m->comm->ops->allreduce_host(m->comm, &failed, 1, err);
     if (!rc && failed > 0)
-        rc = gk_errf(err, GK_ENOMEM, "zero_stage 1: out of memory gathering %zu bytes of moments "
-                     "(on %g of the ranks)", 2 * m->n_floats * sizeof(float), failed);
+        rc = gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory gathering %zu bytes of "
+                     "moments (on %g of the ranks)", m->zero, 2 * m->n_floats * sizeof(float),
+                     failed);
     float *host[2] = {m->m_host, m->v_host}, *part[2] = {m->m_shard, m->v_shard};
     for (int k = 0; k < 2 && !rc; k++)
-        rc = gather_kind(m, part[k], host[k], stage, piece, err);
+        rc = gather_kind(m, part[k], host[k], stage, chunk, err);
     be->ops->free(be, stage);
     if (rc) gk_gpt2_moments_release(m);
     return rc;
@@ -152,17 +257,20 @@ int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const 
                              gk_err *err)
 {
     const gk_param *p = &m->params[i];
-    size_t cnt = m->shard_count, lo = (size_t)m->comm->rank * cnt,
-           main = cnt * (size_t)m->comm->world;
-    /* a, b, base */
-    const size_t range[2][3] = {{lo, lo + cnt, lo}, {main, m->n_floats, main - cnt}};
+    size_t W = (size_t)m->comm->world, r = (size_t)m->comm->rank;
     float *mom = kind == GK_TENSOR_ADAM_M ? m->m_shard : m->v_shard;
-    for (int k = 0; k < 2; k++) {
-        size_t a = p->offset > range[k][0] ? p->offset : range[k][0];
-        size_t b = p->offset + p->numel < range[k][1] ? p->offset + p->numel : range[k][1];
-        if (a < b)
-            m->be->ops->to_device(m->be, mom + (a - range[k][2]), host + (a - p->offset),
-                                  (b - a) * sizeof(float));
+    for (int b = 0; b < m->nbuckets; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        /* this rank's piece and the tail: [from, to) of the block, at `at` in the shard */
+        const size_t range[2][3] = {{k->lo + r * k->piece, k->lo + (r + 1) * k->piece, k->at},
+                                    {k->lo + W * k->piece, k->lo + k->n, k->at + k->piece}};
+        for (int j = 0; j < 2; j++) {
+            size_t a = p->offset > range[j][0] ? p->offset : range[j][0];
+            size_t e = p->offset + p->numel < range[j][1] ? p->offset + p->numel : range[j][1];
+            if (a < e)
+                m->be->ops->to_device(m->be, mom + range[j][2] + (a - range[j][0]),
+                                      host + (a - p->offset), (e - a) * sizeof(float));
+        }
     }
     return gk_backend_status(m->be, err);
 }

@@ -1,4 +1,4 @@
-/* optimizer.c: the reference optimizer ops: sum of squares (gradient norm), scale, AdamW in
+/* optimizer.c: the reference optimizer ops: sum of squares (gradient norm), scale, add, AdamW in
  * torch.optim.AdamW's operation order (one tensor, or a table of them), zeroing a table of
  * ranges. */
 #include "kernels/ref/ref_internal.h"
@@ -19,6 +19,12 @@ void gk_ref_scale(gk_backend *be, float *x, float s, size_t n)
 {
     (void)be;
     for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void gk_ref_add(gk_backend *be, float *y, const float *x, size_t n)
+{
+    (void)be;
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 void gk_ref_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,

@@ -33,6 +33,7 @@ const gk_ops gk_ref_ops = { /* by gk_ops's groups (backend.h) */
     .xent_fwd = gk_ref_xent_fwd, .xent_bwd = gk_ref_xent_bwd,
     .sumsq = gk_ref_sumsq, .scale = gk_ref_scale, .adamw = gk_ref_adamw,
     .adamw_multi = gk_ref_adamw_multi, .zero_multi = gk_ref_zero_multi,
+    .add = gk_ref_add,
     .comm_open = gk_comm_gloo_open, /* Gloo: kernels/comm/comm_gloo.cc */
 };
 

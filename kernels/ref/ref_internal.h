@@ -63,6 +63,7 @@ void gk_ref_xent_bwd(gk_backend *be, void *dlogits_, const void *logits_, const 
 /* optimizer.c */
 void gk_ref_sumsq(gk_backend *be, double *out, const float *x, size_t n);
 void gk_ref_scale(gk_backend *be, float *x, float s, size_t n);
+void gk_ref_add(gk_backend *be, float *y, const float *x, size_t n);
 void gk_ref_adamw(gk_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int t, float gscale,
                   void *copy, gk_elt tcopy);

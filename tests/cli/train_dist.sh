@@ -1,8 +1,8 @@
 # Data-parallel training on this machine: 2 ranks started with the torchrun-style variables and
 # by --nproc_per_node (by mpirun: train_dist_mpi) train the same model as one process with the
 # same global batch (the same losses and final weights, within float32 reduction order); the
-# suggestion when gradient_accumulation_steps does not split over the ranks; zero_stage = 1 equals
-# zero_stage = 0, and its checkpoint (full moments, gathered) equals the unsharded one, also
+# suggestion when gradient_accumulation_steps does not split over the ranks; zero_stage = 1 and 2
+# equal zero_stage = 0, and their checkpoints (full moments, gathered) the unsharded one, also
 # across a resume into shards or into one rank; bf16
 # gradient sums (reduce_dtype) on Gloo and on the emulated NCCL.
 source "$TOP/tests/cli/lib.bash"; need_data
@@ -54,6 +54,14 @@ two_ranks zres --zero_stage=1 --init_from=resume
 same zres
 gpt-train -q "${ARGS[@]}" --out_dir=zres1 --zero_stage=1 --init_from=resume > zres1.log
 same zres1
+# ZeRO-2: each layer's gradients reduce-scattered during the backward into the ranks' shards
+# (accumulated there over each rank's 2 micro-steps), the moments sharded by layer alike: the
+# one-process run, also resumed into shards at step 3
+two_ranks z2 --zero_stage=2
+same z2
+two_ranks z2res --zero_stage=2 --max_iters=3
+two_ranks z2res --zero_stage=2 --init_from=resume
+same z2res
 # gradient sums in bf16 (reduce_dtype): the losses stay within 1e-3 of the float32 sums' (bf16
 # rounds each gradient by at most 2^-9 of itself), and the weights are not the same bits
 two_ranks bf16 --reduce_dtype=bf16
@@ -75,6 +83,10 @@ two_ranks emu --device=cuda-emu --dtype=float32
 losses emu/metrics.jsonl > emu.l
 close emu.l torchrun.l 2e-5 && st_close emu/latest.safetensors torchrun/latest.safetensors 1e-3 && \
   echo "cuda-emu, 2 ranks: the CPU's 2 ranks"
+two_ranks emuz2 --device=cuda-emu --dtype=float32 --zero_stage=2
+losses emuz2/metrics.jsonl > emuz2.l
+close emuz2.l torchrun.l 2e-5 && st_close emuz2/latest.safetensors torchrun/latest.safetensors 1e-3 && \
+  echo "cuda-emu, 2 ranks, zero_stage 2: the CPU's 2 ranks"
 # bf16 sums through NCCL (emulated) as through Gloo: with 2 ranks both add the same two roundings;
 # 1e-6 tells them from float32 sums (whose losses differ from bf16.l by 3e-6 or more)
 two_ranks emu16 --device=cuda-emu --dtype=float32 --reduce_dtype=bf16

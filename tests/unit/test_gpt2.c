@@ -491,6 +491,84 @@ static void test_zero1_sums_in_backward(void)
     free(f.buf);
 }
 
+/* Whether float o of the parameter block is rank 0's of 2 under ZeRO-2: in the first piece of its
+ * bucket (wte and wpe; each layer, the last with ln_f) or the bucket's tail (gpt2_shard.c). */
+static int zero2_rank0(const gk_gpt2 *m, size_t o)
+{
+    int L = gk_gpt2_cfg(m)->n_layer, n = gk_gpt2_n_params(m);
+    const gk_param *last = gk_gpt2_param(m, n - 1);
+    size_t lo = 0, hi = (last->offset + last->numel + 15) / 16 * 16;
+    for (int l = 0; l <= L; l++) { /* bucket l ends where layer l starts */
+        char name[64];
+        snprintf(name, sizeof name, "transformer.h.%d.ln_1.weight", l);
+        for (int i = 0; i < n && l < L; i++)
+            if (strcmp(gk_gpt2_param(m, i)->name, name) == 0 && gk_gpt2_param(m, i)->offset <= o)
+                lo = gk_gpt2_param(m, i)->offset;
+    }
+    for (int l = 0; l < L; l++) /* the next bucket's start, if any */
+        for (int i = 0; i < n; i++) {
+            const gk_param *p = gk_gpt2_param(m, i);
+            if (strstr(p->name, "ln_1.weight") && p->offset > o && p->offset < hi) hi = p->offset;
+        }
+    size_t piece = (hi - lo) / 2 / 16 * 16;
+    return o < lo + piece || o >= lo + 2 * piece;
+}
+
+/* ZeRO-2 as rank 0 of 2 beside a rank that adds zeros (the comm above), two micro-steps of other
+ * targets: the backward reduce-scatters each layer's bucket into the shard and adds the second
+ * micro-step's there, so the update moves exactly rank 0's pieces (and the tails) as the
+ * one-process run does (within the order of a gemm's accumulation and the shard's add; no
+ * clipping, so each float's step is its own) and leaves the rest; gradients are not readable. */
+static void test_zero2_shards(void)
+{
+    fixture f;
+    if (load_tiny(&f)) return;
+    static const gk_comm_ops ops = {.name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host,
+                                    .reduce_scatter = zc_scatter, .all_gather = zc_gather,
+                                    .allreduce_start = zc_start, .allreduce_wait = zc_wait};
+    gk_comm comm = {&ops, 0, 2, NULL, GK_F32};
+    gk_err err;
+    gk_backend *be = NULL;
+    CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
+    gk_gpt2 *m[2] = {model_from(&f, be, 0.0f), model_from(&f, be, 0.0f)};
+    gk_adamw h = {f.b1, f.b2, f.eps, f.wd, 0, 0};
+    int N = f.B * f.T, *other = malloc(sizeof *other * (size_t)N);
+    for (int i = 0; i < N; i++) other[i] = f.targets[(i + 1) % N];
+    for (int k = 0; k < 2 && m[0] && m[1]; k++) { /* k = 1: ZeRO-2 */
+        float loss;
+        if (k) CHECK_OK(gk_gpt2_set_comm(m[k], &comm, 2, &err), &err);
+        gk_gpt2_zero_grad(m[k]);
+        for (int s = 0; s < 2; s++) {
+            CHECK_OK(gk_gpt2_forward(m[k], f.inputs, s ? other : f.targets, f.B, f.T, &loss, &err),
+                     &err);
+            CHECK_OK(gk_gpt2_backward(m[k], 0.5f, &err), &err);
+        }
+        CHECK_OK(gk_gpt2_update(m[k], &h, f.lr, NULL, &err), &err);
+    }
+    size_t mine = 0, theirs = 0, wrong = 0, off = 0, max = 0;
+    for (int i = 0; m[0] && m[1] && i < gk_gpt2_n_params(m[0]); i++) {
+        const gk_param *a = gk_gpt2_param(m[0], i), *b = gk_gpt2_param(m[1], i);
+        max = a->numel > max ? a->numel : max;
+        for (size_t j = 0; j < a->numel; j++) {
+            int own = zero2_rank0(m[1], b->offset + j);
+            mine += own, theirs += !own;
+            wrong += own ? fabsf(b->data[j] - a->data[j]) > 1e-6f
+                         : memcmp(&b->data[j], &f.params[off + j], 4) != 0;
+        }
+        off += a->numel;
+    }
+    CHECKF(wrong == 0 && mine > theirs / 2 && theirs > mine / 2,
+           "%zu of %zu floats wrong (%zu rank 0's)", wrong, mine + theirs, mine);
+    float *g = malloc(sizeof *g * (max ? max : 1));
+    CHECK(m[1] && gk_gpt2_tensor_get(m[1], 0, GK_TENSOR_GRAD, g, &err) == GK_EUSAGE &&
+          strstr(err.msg, "sharded across ranks (zero_stage 2)"));
+    free(g), free(other);
+    gk_gpt2_free(m[0]);
+    gk_gpt2_free(m[1]);
+    gk_backend_free(be);
+    free(f.buf);
+}
+
 /* gptkit.config: the one parser of a checkpoint's model config takes JSON's 64-bit integers
  * and refuses what does not fit an int (it once read 2^32 + 2 layers as 2). */
 static void test_config_parse(void)
@@ -521,5 +599,6 @@ int main(void)
     RUN(test_dropout);
     RUN(test_grad_accumulation);
     RUN(test_zero1_sums_in_backward);
+    RUN(test_zero2_shards);
     return TEST_END();
 }

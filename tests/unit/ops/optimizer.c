@@ -1,4 +1,4 @@
-/* ops/optimizer.c: the op tests of scale, adamw and sumsq, and of the multi-tensor ops
+/* ops/optimizer.c: the op tests of scale, add, adamw and sumsq, and of the multi-tensor ops
  * (adamw_multi, zero_multi: the same bits as the one-tensor ops).
  * Part of test_ops (included by test_ops.c: one binary; the driver and tolerance model are
  * ops_harness.h's). */
@@ -7,6 +7,11 @@ static void run_scale(gk_backend *be, void *const p[], const gk_elt t[], const t
 {
     (void)t;
     be->ops->scale(be, p[0], 0.37f, (size_t)c->ip[0]);
+}
+static void run_add(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
+{
+    (void)t;
+    be->ops->add(be, p[0], p[1], (size_t)c->ip[0]);
 }
 static void run_adamw(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
@@ -52,6 +57,16 @@ static void scale_case(int n, int off)
 {
     tcase *c = new_case(run_scale, 0, "scale n%d%s", n, off ? " off 1" : "");
     c->b[add(c, B_F32, R_OUT, (size_t)n, 1, 0)].exact = 1;
+    c->ip[0] = n, c->off = off;
+    check(c);
+}
+
+/* add: one sum an element, exact; off: both one element off (the unaligned path) */
+static void add_case(int n, int off)
+{
+    tcase *c = new_case(run_add, 0, "add n%d%s", n, off ? " off 1" : "");
+    c->b[add(c, B_F32, R_OUT, (size_t)n, 1, 0)].exact = 1;
+    add(c, B_F32, R_IN, (size_t)n, 1, 0);
     c->ip[0] = n, c->off = off;
     check(c);
 }
@@ -105,6 +120,7 @@ static void test_optimizer(void)
     static const int ns[] = {1, 7, 1000, 100003};
     for (int k = 0; k < 4; k++) {
         scale_case(ns[k], 0);
+        add_case(ns[k], 0);
         for (int copy = 0; copy < 2; copy++) adamw_case(ns[k], 0, copy, 0, 0.7f, 1);
         sumsq_case(ns[k]);
     }
@@ -117,6 +133,7 @@ static void test_optimizer(void)
             adamw_case(ms[k], off, 1, 1, 0.5f, 2);
             adamw_case(ms[k], off, k % 2 ? 2 : 0, 1, 0.5f, 2);
             scale_case(ms[k], off);
+            add_case(ms[k], off);
             sumsq_case(ms[k]);
         }
 }
