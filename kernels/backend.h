@@ -436,7 +436,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
  * structs (the graph, the tools, the emulator's internals). The layout rule of gk_ops (above it)
  * keeps the bumps to the changes that need them and a new op's diff to its own line.
  * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. 17: add (called without
- * a NULL check). */
+ * a NULL check); gk_comm_ops' reduce_scatter_start and started_wait (ZeRO-2). */
 #define GK_BACKEND_ABI 17
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {

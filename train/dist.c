@@ -274,6 +274,19 @@ static int timed_allreduce_wait(gk_comm *c, gk_err *e)
     TIMED(d, d->inner->ops->allreduce_wait(d->inner, e));
 }
 
+static int timed_reduce_scatter_start(gk_comm *c, const float *in, float *out, size_t count,
+                                      gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->reduce_scatter_start(d->inner, in, out, count, e));
+}
+
+static int timed_started_wait(gk_comm *c, int keep, gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->started_wait(d->inner, keep, e));
+}
+
 static void timed_close(gk_comm *c)
 {
     tr_dist *d = dist_of(c);
@@ -284,6 +297,7 @@ static void timed_close(gk_comm *c)
 static const gk_comm_ops timed_ops = {
     "timed", timed_allreduce, timed_allreduce_host, timed_reduce_scatter, timed_all_gather,
     timed_broadcast, timed_barrier, timed_close, timed_allreduce_start, timed_allreduce_wait,
+    timed_reduce_scatter_start, timed_started_wait,
 };
 
 double tr_dist_comm_secs(tr_dist *d)

@@ -69,6 +69,12 @@ static int single_allreduce_wait(gk_comm *c, gk_err *e)
     return 0;
 }
 
+static int single_started_wait(gk_comm *c, int keep, gk_err *e)
+{
+    (void)keep;
+    return single_allreduce_wait(c, e);
+}
+
 static void single_close(gk_comm *c)
 {
     free(c);
@@ -77,6 +83,7 @@ static void single_close(gk_comm *c)
 static const gk_comm_ops single_ops = {
     "single", single_allreduce, single_allreduce_host, single_reduce_scatter, single_all_gather,
     single_broadcast, single_barrier, single_close, single_allreduce, single_allreduce_wait,
+    single_reduce_scatter, single_started_wait,
 };
 
 int gk_comm_open_single(gk_comm **out, gk_err *e)

@@ -52,6 +52,13 @@ typedef struct gk_comm_ops {
     /* Returns when every sum started is in place (on a device: ordered before the ops launched
      * after this call), or with the first failure among them (the comm is then broken). */
     int (*allreduce_wait)(gk_comm *c, gk_err *e);
+    /* Starts reduce_scatter(in, out, count) as allreduce_start starts a sum, in the same order
+     * with them (in and out untouched by anyone until it is waited for). */
+    int (*reduce_scatter_start)(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
+    /* allreduce_wait for all but the last keep collectives started (0 <= keep; keep 0: all of
+     * them): returns when the others have ended (on a device: ordered before the ops launched
+     * after this call), or with the first failure. May wait for more than asked. */
+    int (*started_wait)(gk_comm *c, int keep, gk_err *e);
 } gk_comm_ops;
 
 struct gk_comm {

@@ -19,9 +19,10 @@
  * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
  * that did not report the same timeout), and the comm fails every later call at once (and every
  * pair, so that the other ranks see it leave).
- * Started sums (allreduce_start) run on a thread of the comm, one after another in the order
- * started; the calling thread makes no other collective until allreduce_wait (comm.h), so Gloo
- * and the store are never used by two threads at once.
+ * Started collectives (allreduce_start, reduce_scatter_start) run on a thread of the comm, one
+ * after another in the order started; the calling thread makes no other collective until
+ * allreduce_wait or started_wait (comm.h), so Gloo and the store are never used by two threads at
+ * once.
  * Opening a comm sets SIGPIPE to be ignored when it has its default action (see ignore_sigpipe). */
 #include "kernels/comm/comm.h"
 
@@ -130,7 +131,12 @@ struct Gloo {
     std::thread worker;
     std::mutex mu;
     std::condition_variable cv;
-    std::deque<std::pair<float *, size_t>> queue;
+    struct Started {
+        const float *in; /* reduce_scatter's, else NULL: an allreduce of out */
+        float *out;
+        size_t n;
+    };
+    std::deque<Started> queue; /* the one running stays at the front until it has ended */
     bool running = false, quit = false; /* guarded by mu */
     gk_err started_err{};               /* the first failure of a started sum (under mu) */
 };
@@ -320,7 +326,9 @@ int gloo_allreduce_host(gk_comm *c, double *vals, int n, gk_err *e)
     return guarded(c, "allreduce", e, [&](Gloo *g) { sum_ring(g, vals, static_cast<size_t>(n)); });
 }
 
-/* The worker: runs each started sum in turn, keeping the first failure for allreduce_wait. */
+int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
+
+/* The worker: runs each started collective in turn, keeping the first failure for the wait. */
 void run_started(gk_comm *c)
 {
     Gloo *g = impl(c);
@@ -329,11 +337,12 @@ void run_started(gk_comm *c)
         g->cv.wait(lock, [g] { return g->quit || !g->queue.empty(); });
         if (g->queue.empty())
             return;
-        std::pair<float *, size_t> job = g->queue.front();
+        Gloo::Started job = g->queue.front();
         g->running = true;
         lock.unlock();
         gk_err e{};
-        int rc = gloo_allreduce(c, job.first, job.second, &e);
+        int rc = job.in ? gloo_reduce_scatter(c, job.in, job.out, job.n, &e)
+                        : gloo_allreduce(c, job.out, job.n, &e);
         lock.lock();
         g->queue.pop_front();
         g->running = false;
@@ -343,31 +352,49 @@ void run_started(gk_comm *c)
     }
 }
 
-int gloo_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
+/* Queues a collective for the worker (started first). */
+int start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
 {
     Gloo *g = impl(c);
     try {
         if (!g->worker.joinable())
             g->worker = std::thread(run_started, c);
         std::lock_guard<std::mutex> lock(g->mu);
-        g->queue.emplace_back(buf, n);
+        g->queue.push_back(Gloo::Started{in, out, n});
     } catch (const std::exception &x) {
-        return gk_errf(e, GK_ENOMEM, "allreduce: cannot start a sum: %s", x.what());
+        return gk_errf(e, GK_ENOMEM, "%s: cannot start it: %s", in ? "reduce_scatter" : "allreduce",
+                       x.what());
     }
     g->cv.notify_all();
     return 0;
 }
 
-int gloo_allreduce_wait(gk_comm *c, gk_err *e)
+int gloo_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    return start(c, NULL, buf, n, e);
+}
+
+int gloo_reduce_scatter_start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
+{
+    return start(c, in, out, n, e);
+}
+
+int gloo_started_wait(gk_comm *c, int keep, gk_err *e)
 {
     Gloo *g = impl(c);
+    size_t k = keep > 0 ? (size_t)keep : 0;
     std::unique_lock<std::mutex> lock(g->mu);
-    g->cv.wait(lock, [g] { return g->queue.empty() && !g->running; });
+    g->cv.wait(lock, [g, k] { return g->queue.size() <= k && (k || !g->running); });
     if (!g->started_err.code)
         return g->broken ? gk_errf(e, GK_EIO, "allreduce: the comm failed earlier: %s", g->why) : 0;
     *e = g->started_err;
     g->started_err = gk_err{};
     return e->code;
+}
+
+int gloo_allreduce_wait(gk_comm *c, gk_err *e)
+{
+    return gloo_started_wait(c, 0, e);
 }
 
 /* Ring reduce-scatter, in world - 1 steps: at step s, this rank sends the running sum of part
@@ -487,6 +514,7 @@ void gloo_close(gk_comm *c)
 const gk_comm_ops gloo_ops = {
     "gloo",         gloo_allreduce, gloo_allreduce_host, gloo_reduce_scatter,  gloo_all_gather,
     gloo_broadcast, gloo_barrier,   gloo_close,          gloo_allreduce_start, gloo_allreduce_wait,
+    gloo_reduce_scatter_start, gloo_started_wait,
 };
 
 /* The device's address: ifname's first interface, else the store connection's. */

@@ -14,8 +14,10 @@
  * error shows or timeout_s has passed, and the backend's stream waits for `done` (so every op
  * launched after sees the result). An error or a timeout aborts the communicator (ncclCommAbort
  * stops its kernels) and every later call fails at once with the first error.
- * allreduce_start is a collective without its end: the host goes on launching ops on the backend's
- * stream while the comm stream sums; allreduce_wait is the end of the last one started.
+ * allreduce_start and reduce_scatter_start are collectives without their end: the host goes on
+ * launching ops on the backend's stream while the comm stream runs them; each records one of the
+ * `ends` events after it, and allreduce_wait is the end of the last one started, started_wait the
+ * end of an earlier one (of the last NC_ENDS).
  * bf16 sums (sum_type GK_BF16): on the comm stream, the floats are cast into the comm's bf16
  * buffer (`wire`), NCCL sums it as ncclBfloat16 (in place), and the result is cast back.
  * NCCL is loaded (dlopen libnccl.so.2) when the first communicator is made, not linked, so that
@@ -100,6 +102,8 @@ static int api_ready(gk_err *e)
 
 #define NC_MIN_SCRATCH 16 /* doubles of allreduce_host scratch before it grows */
 
+#define NC_ENDS 4 /* the started collectives whose ends started_wait tells apart */
+
 typedef struct nc_comm {
     gk_comm base;       /* base.impl points back here */
     gk_backend *be;
@@ -112,8 +116,12 @@ typedef struct nc_comm {
     bf16 *wire;         /* bf16 sums' buffer: wire_cap elements */
     size_t wire_cap;
     double timeout_s;
-    int started;        /* sums started (allreduce_start) and not yet waited for */
+    int started;        /* collectives started (allreduce_start, reduce_scatter_start) and not
+                         * yet waited for */
     double started_deadline; /* the first one's */
+    const char *started_op;  /* the last one's name, for messages */
+    unsigned seq;       /* collectives started so far: the last one's end is ends[(seq-1) % N] */
+    cudaEvent_t ends[NC_ENDS];
     gk_err failure;     /* the first failure (code 0 while the comm works) */
 } nc_comm;
 
@@ -215,11 +223,19 @@ static int nc_begin(nc_comm *c, const char *op, double *deadline, gk_err *e)
 
 /* After a collective: waits (polling, see the top) until it has ended, then orders the backend's
  * stream after it. */
+static int nc_await(nc_comm *c, cudaEvent_t ev, const char *op, double deadline, gk_err *e);
+
 static int nc_end(nc_comm *c, const char *op, double deadline, gk_err *e)
 {
     if (NC_CUDA(c, op, e, cudaEventRecord(c->done, c->stream))) return GK_EIO;
+    return nc_await(c, c->done, op, deadline, e);
+}
+
+/* Waits (polling) until ev has happened, then orders the backend's stream after it. */
+static int nc_await(nc_comm *c, cudaEvent_t ev, const char *op, double deadline, gk_err *e)
+{
     for (;;) {
-        cudaError_t q = cudaEventQuery(c->done);
+        cudaError_t q = cudaEventQuery(ev);
         if (q == cudaSuccess) break;
         if (q != cudaErrorNotReady) return nc_cuda(c, q, "cudaEventQuery", op, e);
         ncclResult_t async = ncclSuccess, st = api.ncclCommGetAsyncError(c->nccl, &async);
@@ -228,7 +244,7 @@ static int nc_end(nc_comm *c, const char *op, double deadline, gk_err *e)
         if (now_s() > deadline) return nc_timeout(c, e, op);
         nap();
     }
-    return NC_CUDA(c, op, e, cudaStreamWaitEvent(CU(c->be)->stream, c->done, 0));
+    return NC_CUDA(c, op, e, cudaStreamWaitEvent(CU(c->be)->stream, ev, 0));
 }
 
 /* Scratch for n doubles (the collectives before have ended: nothing uses the old one). */
@@ -296,6 +312,16 @@ static int nc_scatter_bf16(nc_comm *c, const float *in, float *out, size_t count
 
 /* ---- the collectives (comm.h) ---- */
 
+/* A collective just put on the comm stream by a *_start: its end recorded. */
+static int nc_started(nc_comm *c, const char *op, double dl, gk_err *e)
+{
+    if (NC_CUDA(c, op, e, cudaEventRecord(c->ends[c->seq % NC_ENDS], c->stream))) return GK_EIO;
+    c->seq++;
+    c->started_op = op;
+    if (!c->started++) c->started_deadline = dl;
+    return 0;
+}
+
 /* allreduce without its end: the comm stream runs it while the backend's stream goes on. */
 static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
 {
@@ -307,19 +333,43 @@ static int nc_allreduce_start(gk_comm *gc, float *buf, size_t n, gk_err *e)
     else if (!rc)
         rc = NC_CHECK(c, "allreduce", dl, e,
                       api.ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, c->nccl, c->stream));
-    if (!rc && !c->started++) c->started_deadline = dl;
-    return rc;
+    return rc ? rc : nc_started(c, "allreduce", dl, e);
 }
 
-/* The end of every started sum: they are in order on the comm stream, so the last one's. */
-static int nc_allreduce_wait(gk_comm *gc, gk_err *e)
+static int nc_reduce_scatter_start(gk_comm *gc, const float *in, float *out, size_t count,
+                                   gk_err *e)
 {
     nc_comm *c = NC(gc);
-    if (!c->started)
-        return c->failure.code ? gk_errf(e, GK_EIO, "%s", c->failure.msg) : 0;
-    c->started = 0;
+    double dl = 0;
+    const char *op = "reduce_scatter";
+    int rc = nc_begin(c, op, &dl, e);
+    if (!rc && gc->sum_type == GK_BF16)
+        rc = nc_scatter_bf16(c, in, out, count, dl, e);
+    else if (!rc)
+        rc = NC_CHECK(c, op, dl, e,
+                      api.ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl,
+                                            c->stream));
+    return rc ? rc : nc_started(c, op, dl, e);
+}
+
+/* The end of every started collective but the last keep (of the last NC_ENDS: more otherwise):
+ * they are in order on the comm stream, so that one's. */
+static int nc_started_wait(gk_comm *gc, int keep, gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    if (keep < 0) keep = 0;
+    if (keep >= NC_ENDS) keep = NC_ENDS - 1;
     if (c->failure.code) return gk_errf(e, GK_EIO, "%s", c->failure.msg);
-    return nc_end(c, "allreduce", c->started_deadline, e);
+    if (c->started <= keep) return 0;
+    double dl = c->started_deadline;
+    c->started = keep;
+    c->started_deadline = now_s() + c->timeout_s; /* (the rest: from now) */
+    return nc_await(c, c->ends[(c->seq - 1 - (unsigned)keep) % NC_ENDS], c->started_op, dl, e);
+}
+
+static int nc_allreduce_wait(gk_comm *gc, gk_err *e)
+{
+    return nc_started_wait(gc, 0, e);
 }
 
 static int nc_allreduce(gk_comm *gc, float *buf, size_t n, gk_err *e)
@@ -417,6 +467,8 @@ static void nc_close(gk_comm *gc)
         c->nccl = NULL;
     }
     if (c->done) cudaEventDestroy(c->done);
+    for (int i = 0; i < NC_ENDS; i++)
+        if (c->ends[i]) cudaEventDestroy(c->ends[i]);
     if (c->ready) cudaEventDestroy(c->ready);
     if (c->stream) cudaStreamDestroy(c->stream);
     cudaFree(c->dev);
@@ -429,6 +481,7 @@ static void nc_close(gk_comm *gc)
 static const gk_comm_ops nc_ops = {
     "nccl", nc_allreduce, nc_allreduce_host, nc_reduce_scatter, nc_all_gather,
     nc_broadcast, nc_barrier, nc_close, nc_allreduce_start, nc_allreduce_wait,
+    nc_reduce_scatter_start, nc_started_wait,
 };
 
 /* ---- the gk_ops slots ---- */
@@ -474,6 +527,9 @@ static int nc_init(nc_comm *c, const ncclUniqueId *uid, gk_err *e)
         NC_CUDA(c, op, e, cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming)) ||
         nc_scratch(c, NC_MIN_SCRATCH, op, e))
         return GK_EIO;
+    for (int i = 0; i < NC_ENDS; i++)
+        if (NC_CUDA(c, op, e, cudaEventCreateWithFlags(&c->ends[i], cudaEventDisableTiming)))
+            return GK_EIO;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm = NULL;

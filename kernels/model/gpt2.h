@@ -253,9 +253,10 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * parameters. zero_stage 2 (ZeRO-2) shards the gradients too, and by layer: the parameter block
  * is cut into the backward's buckets (wte and wpe; each layer, the last with ln_f), each bucket
  * into W pieces (rank r keeps piece r of each, plus a shared tail of under 16 W floats, for the
- * moments as for the gradients); the backward reduce-scatters each bucket as soon as its
- * gradients are written, into this rank's gradient shard (accumulated there over micro-steps),
- * and reuses the bucket's buffer: a rank holds the gradients of wte, wpe and two layers, and its
+ * moments as for the gradients); the backward starts each bucket's reduce-scatter as soon as its
+ * gradients are written (comm.h reduce_scatter_start: it runs while the backward goes on), folds
+ * it into this rank's gradient shard (accumulated there over micro-steps) once ended, and reuses
+ * the bucket's buffer two layers later: a rank holds the gradients of wte, wpe and two layers, and its
  * shard, never the whole. update then takes the global norm from the shards, updates its pieces
  * and all-gathers each bucket's parameters. The moments held now are kept (each rank its shard);
  * a model made with GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) gets them here (zero), its shard

@@ -4,6 +4,8 @@
  * all-reduced when asked (gk_gpt2_reduce_in_next_backward), and under ZeRO-2 always
  * reduce-scattered into this rank's gradient shard, the layer's bucket buffer then free for the
  * layer after the next (gpt2_shard.c's layout). */
+#include <string.h>
+
 #include "kernels/model/gpt2_internal.h"
 #include "kernels/rng.h"
 
@@ -25,12 +27,15 @@ static void matmul_bwd(gk_gpt2 *m, void *dinp, const void *pre, float *dw, float
 
 /* ---- sums over the ranks inside the backward (gk_gpt2_reduce_in_next_backward) ---- */
 
+enum { PENDING_MAX = 3 }; /* two layers' buckets and the head's */
 typedef struct bwd_sums {
     gk_comm *comm; /* NULL: this backward sums nothing */
     int scatter;   /* ZeRO-2: reduce-scatter each bucket into the shard (comm set) */
     int first;     /* ... overwriting the shard: the first backward after a zero_grad */
     int rc;        /* the first failure */
     gk_err err;
+    int npend;     /* ZeRO-2: buckets whose collectives are started, not yet folded (oldest */
+    int pend[PENDING_MAX], pend_ops[PENDING_MAX]; /* first), and how many each started */
 } bwd_sums;
 
 void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m) { m->reduce_next = 1; }
@@ -38,7 +43,7 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m) { m->reduce_next = 1; }
 /* Whether this backward sums the gradients (consumes the request). */
 static bwd_sums sums_begin(gk_gpt2 *m)
 {
-    bwd_sums s = {NULL, 0, 0, 0, {0, {0}}};
+    bwd_sums s = {NULL, 0, 0, 0, {0, {0}}, 0, {0}, {0}};
     if ((m->reduce_next || m->zero == 2) && m->comm && m->comm->world > 1)
         s.comm = m->comm; /* ZeRO-1 too */
     s.scatter = m->zero == 2;
@@ -47,26 +52,59 @@ static bwd_sums sums_begin(gk_gpt2 *m)
     return s;
 }
 
-/* ZeRO-2: bucket b's sums (reduce-scattered in place, the tail all-reduced) folded into the
- * gradient shard. */
+/* ZeRO-2: bucket b's buffer. */
+static float *bucket_buf(gk_gpt2 *m, int b)
+{
+    return b == 0 ? m->g_head : m->g_layer[(b - 1) % 2];
+}
+
+/* ZeRO-2: the oldest started bucket's collectives waited for (not those started after it), and
+ * its sums folded into the gradient shard. */
+static void finish_oldest(gk_gpt2 *m, bwd_sums *s)
+{
+    int b = s->pend[0], keep = 0;
+    for (int i = 1; i < s->npend; i++) keep += s->pend_ops[i];
+    if (!s->rc) s->rc = s->comm->ops->started_wait(s->comm, keep, &s->err);
+    if (!s->rc) gk_gpt2_shard_fold(m, b, bucket_buf(m, b), s->first);
+    s->npend--;
+    memmove(s->pend, s->pend + 1, sizeof *s->pend * (size_t)s->npend);
+    memmove(s->pend_ops, s->pend_ops + 1, sizeof *s->pend_ops * (size_t)s->npend);
+}
+
+/* ZeRO-2: bucket b's reduce-scatter (in place) and its tail's all-reduce started; they run while
+ * the backward goes on (finish_oldest folds them). */
 static void scatter_bucket(gk_gpt2 *m, bwd_sums *s, int b)
 {
     const gk_bucket *k = &m->buckets[b];
     gk_comm *c = s->comm;
-    float *buf = b == 0 ? m->g_head : m->g_layer[(b - 1) % 2];
+    float *buf = bucket_buf(m, b);
     size_t tail = gk_bucket_tail(k, c->world), W = (size_t)c->world;
-    if (s->rc) return;
-    if (k->piece)
-        s->rc = c->ops->reduce_scatter(c, buf, buf + (size_t)c->rank * k->piece, k->piece, &s->err);
-    if (!s->rc && tail) s->rc = c->ops->allreduce(c, buf + W * k->piece, tail, &s->err);
-    if (!s->rc) gk_gpt2_shard_fold(m, b, buf, s->first);
+    int ops = 0;
+    if (s->npend == PENDING_MAX) finish_oldest(m, s);
+    if (!s->rc && k->piece && ++ops)
+        s->rc = c->ops->reduce_scatter_start(c, buf, buf + (size_t)c->rank * k->piece, k->piece,
+                                             &s->err);
+    if (!s->rc && tail && ++ops)
+        s->rc = c->ops->allreduce_start(c, buf + W * k->piece, tail, &s->err);
+    s->pend[s->npend] = b, s->pend_ops[s->npend++] = ops;
 }
 
-/* ZeRO-2: before bucket b's gradients are written, those the backward adds to zeroed. */
-static void bucket_begin(gk_gpt2 *m, const bwd_sums *s, int b)
+/* ZeRO-2: bucket b's buffer free for it: the bucket started before in the same buffer finished. */
+static void bucket_free(gk_gpt2 *m, bwd_sums *s, int b)
+{
+    int last = -1;
+    for (int i = 0; i < s->npend; i++)
+        if (bucket_buf(m, s->pend[i]) == bucket_buf(m, b)) last = i;
+    for (; last >= 0; last--) finish_oldest(m, s);
+}
+
+/* ZeRO-2: before bucket b's gradients are written: its buffer free, and the gradients the
+ * backward adds to zeroed. */
+static void bucket_begin(gk_gpt2 *m, bwd_sums *s, int b)
 {
     size_t lo, hi;
     if (!s->scatter) return;
+    bucket_free(m, s, b);
     gk_gpt2_bwd_bucket(m, b, &lo, &hi);
     gk_gpt2_zero_small(m, lo, hi);
 }
@@ -88,6 +126,7 @@ static void sum_layer(gk_gpt2 *m, bwd_sums *s, int l)
 /* Waits for the sums; the backend's error first, then the comm's. */
 static int sums_end(gk_gpt2 *m, bwd_sums *s, gk_err *err)
 {
+    while (s->npend) finish_oldest(m, s);
     if (s->scatter) m->grads_pending_zero = 0; /* the shard holds this backward's sums */
     if (s->comm && !s->scatter) {
         gk_err e;
@@ -124,8 +163,10 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         for (int l = c->n_layer - 1; l >= -1; l--) {
             size_t lo, hi;
             gk_gpt2_bwd_bucket(m, l + 1, &lo, &hi);
-            if (sums.scatter) /* zero gradients in the bucket, not those before */
-                op->zero(be, l < 0 ? m->g_head : m->g_layer[l % 2], (hi - lo) * sizeof(float));
+            if (sums.scatter) { /* zero gradients in the bucket, not those before */
+                bucket_free(m, &sums, l + 1);
+                op->zero(be, bucket_buf(m, l + 1), (hi - lo) * sizeof(float));
+            }
             sum_layer(m, &sums, l);
         }
         return sums_end(m, &sums, err);

@@ -215,7 +215,8 @@ static void test_gloo_rank_killed(void) { run_rank1_killed_both(killed_rank); }
 /* ---- started sums (allreduce_start .. allreduce_wait) ---- */
 
 /* Sums started one after another (sizes across Gloo's segments, as check_allreduce's values)
- * equal the sums by hand after one wait; collectives before and after keep working. */
+ * equal the sums by hand after one wait, and a reduce-scatter started before a sum after a wait
+ * for all but the last; collectives before and after keep working. */
 static void started_rank(int rank, int world)
 {
     gk_store *s = join(rank, world, 10);
@@ -241,6 +242,22 @@ static void started_rank(int rank, int world)
         CHECKF(bad == 0, "sum %d: %zu of %zu floats differ", k, bad, n[k]);
         free(buf[k]);
     }
+    /* a reduce-scatter started before a sum (in place, as ZeRO-2's backward does): waited for
+     * alone (keep 1), then the sum */
+    size_t cnt = 700, bad = 0;
+    float *in = malloc((size_t)world * cnt * sizeof *in), few[5];
+    for (size_t i = 0; i < (size_t)world * cnt; i++)
+        in[i] = (float)(rank + 1) * (float)(i % 1021) * 0.25f;
+    for (int i = 0; i < 5; i++) few[i] = (float)(rank + 1);
+    CHECK_OK(c->ops->reduce_scatter_start(c, in, in + (size_t)rank * cnt, cnt, &e), &e);
+    CHECK_OK(c->ops->allreduce_start(c, few, 5, &e), &e);
+    CHECK_OK(c->ops->started_wait(c, 1, &e), &e);
+    for (size_t i = (size_t)rank * cnt; i < (size_t)(rank + 1) * cnt; i++)
+        bad += in[i] != tri * (float)(i % 1021) * 0.25f;
+    CHECK_OK(c->ops->started_wait(c, 0, &e), &e);
+    CHECKF(bad == 0 && few[0] == tri && few[4] == tri, "%zu of %zu scattered floats differ; %g",
+           bad, cnt, few[0]);
+    free(in);
     check_allreduce(c, 1000);
     float last[8] = {(float)rank};
     CHECK_OK(c->ops->allreduce_start(c, last, 8, &e), &e); /* closed before its wait */
