@@ -403,7 +403,7 @@ int gloo_allreduce_wait(gk_comm *c, gk_err *e)
  * the order rank + 1, rank + 2, ..., rank. A rank sends a step's part only once its last one has
  * arrived, so one slot serves every step. T is the wire type: float, or uint16_t for bf16 sums,
  * where own() rounds this rank's floats and each partial sum is rounded (sum_bf16), as the
- * allreduce does. */
+ * allreduce does; own(dst, part) puts this rank's count elements of that part at dst. */
 template <class T, class Own, class Add>
 const T *scatter_ring(Gloo *g, gk_comm *c, std::vector<T> &buf, size_t count, Own own, Add add)
 {
@@ -416,11 +416,11 @@ const T *scatter_ring(Gloo *g, gk_comm *c, std::vector<T> &buf, size_t count, Ow
     auto send_ub = g->ctx->createUnboundBuffer(send, bytes);
     auto sum_ub = g->ctx->createUnboundBuffer(sum, bytes);
     auto got_ub = g->ctx->createUnboundBuffer(got, bytes);
-    own(send, static_cast<size_t>((rank + world - 1) % world) * count);
+    own(send, static_cast<size_t>((rank + world - 1) % world));
     for (int s = 0; s < world - 1; s++) {
         got_ub->recv(prev, slot);
         send_ub->send(next, slot);
-        own(sum, static_cast<size_t>((rank - s - 2 + 2 * world) % world) * count);
+        own(sum, static_cast<size_t>((rank - s - 2 + 2 * world) % world));
         got_ub->waitRecv(g->timeout);
         add(sum, sum, got, count);
         send_ub->waitSend(g->timeout);
@@ -430,6 +430,9 @@ const T *scatter_ring(Gloo *g, gk_comm *c, std::vector<T> &buf, size_t count, Ow
     return send; /* the last sum, swapped in */
 }
 
+/* Elements of a part that one ring of reduce_scatter moves (4 MB of floats). */
+#define SCATTER_CHUNK ((size_t)1 << 20)
+
 int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
     if (count == 0)
@@ -438,20 +441,28 @@ int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, g
         memmove(out, in, count * sizeof *out);
         return 0;
     }
+    /* in rings of at most SCATTER_CHUNK elements a part, so that the scratch stays small (3 x
+     * the chunk) whatever count is; in place, a chunk's result overwrites only what was read */
     return guarded(c, "reduce_scatter", e, [&](Gloo *g) {
-        if (c->sum_type != GK_BF16) {
-            auto own = [&](float *dst, size_t at) { memcpy(dst, in + at, count * sizeof *dst); };
-            auto add = static_cast<void (*)(void *, const void *, const void *, size_t)>(
-                &gloo::sum<float>);
-            memcpy(out, scatter_ring(g, c, g->scratch, count, own, add), count * sizeof *out);
-            return;
-        }
-        auto own = [&](uint16_t *dst, size_t at) {
+        for (size_t off = 0; off < count; off += SCATTER_CHUNK) {
+            size_t n = count - off < SCATTER_CHUNK ? count - off : SCATTER_CHUNK;
+            const float *at = in + off;
+            if (c->sum_type != GK_BF16) {
+                auto own = [&](float *dst, size_t part) {
+                    memcpy(dst, at + part * count, n * sizeof *dst);
+                };
+                auto add = static_cast<void (*)(void *, const void *, const void *, size_t)>(
+                    &gloo::sum<float>);
+                memcpy(out + off, scatter_ring(g, c, g->scratch, n, own, add), n * sizeof *out);
+                continue;
+            }
+            auto own = [&](uint16_t *dst, size_t part) {
 #pragma omp simd
-            for (size_t i = 0; i < count; i++)
-                dst[i] = gk_f2bf16(in[at + i]);
-        };
-        widen(scatter_ring(g, c, g->wire, count, own, sum_bf16), out, count);
+                for (size_t i = 0; i < n; i++)
+                    dst[i] = gk_f2bf16(at[part * count + i]);
+            };
+            widen(scatter_ring(g, c, g->wire, n, own, sum_bf16), out + off, n);
+        }
     });
 }
 

@@ -242,9 +242,9 @@ static void started_rank(int rank, int world)
         CHECKF(bad == 0, "sum %d: %zu of %zu floats differ", k, bad, n[k]);
         free(buf[k]);
     }
-    /* a reduce-scatter started before a sum (in place, as ZeRO-2's backward does): waited for
-     * alone (keep 1), then the sum */
-    size_t cnt = 700, bad = 0;
+    /* a reduce-scatter started before a sum (in place, as ZeRO-2's backward does; parts of 2^20
+     * + 3 floats: two rings, the second of 3): waited for alone (keep 1), then the sum */
+    size_t cnt = ((size_t)1 << 20) + 3, bad = 0;
     float *in = malloc((size_t)world * cnt * sizeof *in), few[5];
     for (size_t i = 0; i < (size_t)world * cnt; i++)
         in[i] = (float)(rank + 1) * (float)(i % 1021) * 0.25f;
