@@ -328,13 +328,13 @@ static void log_step(tr_run *r, const tr_step_record *rec)
 }
 
 /* Rank 0 writes the checkpoint; the others only note the step, so that all decide alike. With
- * ZeRO-1 every rank first lends its shard of the moments to rank 0's host copy (a collective). */
+ * ZeRO every rank lends its shard of the moments to rank 0's host copy (a collective, which rank
+ * 0 makes inside tr_checkpoint, straight into the copy). */
 static int checkpoint(tr_run *r, gk_err *e)
 {
-    int rc = gk_gpt2_moments_gather(r->model, tr_dist_is_root(&r->dist), e);
-    if (!rc && tr_dist_is_root(&r->dist))
-        rc = tr_checkpoint(r, e); /* copies the state to the host before it returns */
-    gk_gpt2_moments_release(r->model);
+    int rc = tr_dist_is_root(&r->dist)
+                 ? tr_checkpoint(r, e) /* copies the state to the host before it returns */
+                 : gk_gpt2_moments_gather_packed(r->model, NULL, NULL, e);
     r->last_saved_step = r->st.step;
     return rc;
 }

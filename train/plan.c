@@ -65,16 +65,15 @@ static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
 }
 
 /* One rank's estimate with flags (ZeRO's moments and gradients sharded) into *m and as rows into
- * *p, with the host copies rank 0 (root) keeps for a checkpoint: the snapshot of parameters and
- * moments (3 x the fp32 parameters), with ZeRO the gathered moments too (2 x more); *snap their
+ * *p, with the host copy rank 0 (root) keeps for a checkpoint: the snapshot of parameters and
+ * moments (3 x the fp32 parameters; ZeRO's moments are gathered straight into it); *snap its
  * bytes. */
 static int need_of(const plan_in *in, int flags, int root, gk_gpt2_mem *m, gk_gpt2_plan *p,
                    size_t *snap, gk_err *e)
 {
-    int zero = in->zero >= 1 && in->world > 1;
     int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags, in->world,
                               in->zero, m, p, e);
-    *snap = root ? (zero ? 5 : 3) * m->master : 0;
+    *snap = root ? 3 * m->master : 0;
     if (!rc)
         gk_gpt2_plan_add(p, "checkpoint snapshot, host", *snap, 1);
     return rc;

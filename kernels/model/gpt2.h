@@ -282,6 +282,13 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
  * While sharded and not gathered here, tensor_get of a moment is GK_EUSAGE; tensor_set of one
  * keeps this rank's part. */
 int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err);
+/* 1 when the AdamW moments are sharded across ranks (zero_stage 1 or 2), else 0. */
+int gk_gpt2_moments_sharded(const gk_gpt2 *m);
+/* The same gather without a copy of its own: every rank's moments straight into m_out and v_out
+ * (host memory of gk_gpt2_num_scalars floats each, every table entry's numel in table order, as
+ * a checkpoint packs its tensors) on the rank that writes the checkpoint, NULL on the others,
+ * which take part (a collective). Without sharding it gathers nothing. */
+int gk_gpt2_moments_gather_packed(gk_gpt2 *m, float *m_out, float *v_out, gk_err *err);
 void gk_gpt2_moments_release(gk_gpt2 *m);
 /* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as
  * torch.nn.utils.clip_grad_norm_, then AdamW with learning rate lr (refreshing the bf16 weight

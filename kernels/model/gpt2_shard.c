@@ -179,13 +179,35 @@ void gk_gpt2_shard_fold(gk_gpt2 *m, int b, const float *buf, int first)
 /* Floats of each rank's piece that one all_gather moves (its device buffer: world of them). */
 #define GATHER_PIECE ((size_t)1 << 20)
 
-/* One kind of moments (part: this rank's shard) of every rank into host (n_floats), bucket by
- * bucket and piece by piece: each all_gather brings the same stretch of every rank's piece into
- * stage (world x chunk floats); host NULL: this rank only takes part. */
-static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage, size_t chunk,
-                       gk_err *err)
+/* Where a gather puts the moments: the parameter block's layout (block, n_floats), or each
+ * tensor's numel packed in table order (packed, at its entry of packed_at); both NULL: nowhere
+ * (this rank only takes part). */
+typedef struct gather_sink {
+    float *block, *packed;
+    const size_t *packed_at;
+} gather_sink;
+
+/* Device floats src, the parameter block's [at, at + n), to the sink. */
+static void sink_put(gk_gpt2 *m, const gather_sink *s, size_t at, const float *src, size_t n)
 {
     gk_backend *be = m->be;
+    if (s->block) be->ops->to_host(be, s->block + at, src, n * sizeof(float));
+    for (int i = 0; s->packed && i < m->n_params; i++) {
+        const gk_param *p = &m->params[i];
+        size_t lo = p->offset > at ? p->offset : at,
+               hi = p->offset + p->numel < at + n ? p->offset + p->numel : at + n;
+        if (lo < hi)
+            be->ops->to_host(be, s->packed + s->packed_at[i] + (lo - p->offset), src + (lo - at),
+                             (hi - lo) * sizeof(float));
+    }
+}
+
+/* One kind of moments (part: this rank's shard) of every rank into the sink, bucket by bucket
+ * and piece by piece: each all_gather brings the same stretch of every rank's piece into stage
+ * (world x chunk floats). */
+static int gather_kind(gk_gpt2 *m, const float *part, const gather_sink *sink, float *stage,
+                       size_t chunk, gk_err *err)
+{
     gk_comm *c = m->comm;
     size_t W = (size_t)c->world;
     int rc = 0;
@@ -195,42 +217,60 @@ static int gather_kind(gk_gpt2 *m, const float *part, float *host, float *stage,
         for (size_t off = 0; off < k->piece && !rc; off += chunk) {
             size_t n = k->piece - off < chunk ? k->piece - off : chunk;
             rc = c->ops->all_gather(c, part + k->at + off, stage, n, err);
-            for (size_t r = 0; r < W && !rc && host; r++)
-                be->ops->to_host(be, host + k->lo + r * k->piece + off, stage + r * n,
-                                 n * sizeof(float));
+            for (size_t r = 0; r < W && !rc; r++)
+                sink_put(m, sink, k->lo + r * k->piece + off, stage + r * n, n);
         }
-        if (!rc && host && tail)
-            be->ops->to_host(be, host + k->lo + W * k->piece, part + k->at + k->piece,
-                             tail * sizeof(float));
+        if (!rc && tail) sink_put(m, sink, k->lo + W * k->piece, part + k->at + k->piece, tail);
     }
-    return rc ? rc : gk_backend_status(be, err);
+    return rc ? rc : gk_backend_status(m->be, err);
 }
 
-int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
+/* Both kinds of moments into sinks (NULL outputs: this rank only takes part); host_failed: this
+ * rank could not make its sinks, which every rank learns first, so that none waits in a
+ * collective another has left. */
+static int gather_both(gk_gpt2 *m, const gather_sink sink[2], int host_failed, gk_err *err)
 {
-    if (!m->zero || m->m_host) return 0;
     gk_backend *be = m->be;
     size_t chunk = 16;
     for (int b = 0; b < m->nbuckets; b++)
         if (m->buckets[b].piece > chunk) chunk = m->buckets[b].piece;
     if (chunk > GATHER_PIECE) chunk = GATHER_PIECE;
     float *stage = be->ops->alloc(be, chunk * (size_t)m->comm->world * sizeof(float));
-    if (keep) {
-        m->m_host = malloc(m->n_floats * sizeof(float));
-        m->v_host = malloc(m->n_floats * sizeof(float));
-    }
-    /* the ranks agree first, so that none waits in a collective that another has left */
-    double failed = !stage || (keep && (!m->m_host || !m->v_host));
+    double failed = !stage || host_failed;
     int rc = m->comm->ops->allreduce_host(m->comm, &failed, 1, err);
     if (!rc && failed > 0)
         rc = gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory gathering %zu bytes of "
                      "moments (on %g of the ranks)", m->zero, 2 * m->n_floats * sizeof(float),
                      failed);
-    float *host[2] = {m->m_host, m->v_host}, *part[2] = {m->m_shard, m->v_shard};
-    for (int k = 0; k < 2 && !rc; k++)
-        rc = gather_kind(m, part[k], host[k], stage, chunk, err);
+    const float *part[2] = {m->m_shard, m->v_shard};
+    for (int k = 0; k < 2 && !rc; k++) rc = gather_kind(m, part[k], &sink[k], stage, chunk, err);
     be->ops->free(be, stage);
+    return rc;
+}
+
+int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
+{
+    if (!m->zero || m->m_host) return 0;
+    if (keep) {
+        m->m_host = malloc(m->n_floats * sizeof(float));
+        m->v_host = malloc(m->n_floats * sizeof(float));
+    }
+    const gather_sink sink[2] = {{m->m_host, NULL, NULL}, {m->v_host, NULL, NULL}};
+    int rc = gather_both(m, sink, keep && (!m->m_host || !m->v_host), err);
     if (rc) gk_gpt2_moments_release(m);
+    return rc;
+}
+
+int gk_gpt2_moments_sharded(const gk_gpt2 *m) { return m->zero != 0; }
+
+int gk_gpt2_moments_gather_packed(gk_gpt2 *m, float *m_out, float *v_out, gk_err *err)
+{
+    if (!m->zero) return 0;
+    size_t *at = m_out ? malloc(sizeof *at * (size_t)m->n_params) : NULL, n = 0;
+    for (int i = 0; at && i < m->n_params; i++) at[i] = n, n += m->params[i].numel;
+    const gather_sink sink[2] = {{NULL, m_out, at}, {NULL, v_out, at}};
+    int rc = gather_both(m, sink, m_out && !at, err);
+    free(at);
     return rc;
 }
 

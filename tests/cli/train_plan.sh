@@ -9,7 +9,7 @@
 # (50304 x 768) and each layer's four matrices (768 x 2304, 768 x 768, 768 x 3072, 3072 x 768):
 # 123,568,128 x 2 bytes = 247.1 MB; workspace 64 MiB = 67.1 MB; rank 0's checkpoint snapshot
 # (parameters and moments) 3 x 497.9 MB = 1.5 GB. ZeRO-1 over 2 ranks: each rank's moments half,
-# 497.9 MB, and rank 0's snapshot 5 x 497.9 MB = 2.5 GB (it gathers the moments too).
+# 497.9 MB, and rank 0's snapshot still 1.5 GB (every rank's moments gathered straight into it).
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 echo "== tiny model, 1 rank"

@@ -315,6 +315,20 @@ static void test_zero1_memory(void)
         free(h);
     }
     CHECKF(wrong == 0, "%zu gathered moments out of place", wrong);
+    /* packed (as a checkpoint's snapshot holds them): the same values, entry after entry */
+    size_t all = gk_gpt2_num_scalars(m), at = 0;
+    float *pm = malloc(all * sizeof *pm), *pv = malloc(all * sizeof *pv);
+    CHECK_OK(gk_gpt2_moments_gather_packed(m, pm, pv, &e), &e);
+    for (int i = 0; pv && i < gk_gpt2_n_params(m); i++) {
+        const gk_param *p = gk_gpt2_param(m, i);
+        float *h = malloc(p->numel * sizeof *h);
+        CHECK_OK(gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_V, h, &e), &e);
+        wrong += h && memcmp(h, pv + at, p->numel * sizeof *h) != 0;
+        at += p->numel;
+        free(h);
+    }
+    CHECKF(wrong == 0 && at == all, "%zu packed tensors differ", wrong);
+    free(pm), free(pv);
     gk_gpt2_moments_release(m);
     gk_gpt2_free(m);
     gk_backend_free(be);
