@@ -404,17 +404,8 @@ static int nc_allreduce_host(gk_comm *gc, double *vals, int n, gk_err *e)
 
 static int nc_reduce_scatter(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)
 {
-    nc_comm *c = NC(gc);
-    double dl = 0;
-    const char *op = "reduce_scatter";
-    int rc = nc_begin(c, op, &dl, e);
-    if (!rc && gc->sum_type == GK_BF16)
-        rc = nc_scatter_bf16(c, in, out, count, dl, e);
-    else if (!rc)
-        rc = NC_CHECK(c, op, dl, e,
-                      api.ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->nccl,
-                                            c->stream));
-    return rc ? rc : nc_end(c, op, dl, e);
+    int rc = nc_reduce_scatter_start(gc, in, out, count, e);
+    return rc ? rc : nc_started_wait(gc, 0, e);
 }
 
 static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)

@@ -450,20 +450,30 @@ static int zc_gather(gk_comm *c, const float *in, float *out, size_t count, gk_e
     return 0;
 }
 
+static const gk_comm_ops zeros_ops = {
+    .name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host, .reduce_scatter = zc_scatter,
+    .all_gather = zc_gather, .allreduce_start = zc_start, .allreduce_wait = zc_wait,
+    .reduce_scatter_start = zc_scatter, .started_wait = zc_wait_some};
+
+/* The ZeRO tests' start: the tiny fixture, a CPU backend and two models of it (0: no fixture). */
+static gk_backend *zero_setup(fixture *f, gk_gpt2 *m[2])
+{
+    gk_err err;
+    gk_backend *be = NULL;
+    if (load_tiny(f)) return NULL;
+    CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
+    m[0] = model_from(f, be, 0.0f), m[1] = model_from(f, be, 0.0f);
+    return be;
+}
+
 static void test_zero1_sums_in_backward(void)
 {
     fixture f;
-    if (load_tiny(&f)) return;
-    static const gk_comm_ops ops = {.name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host,
-                                    .reduce_scatter = zc_scatter, .all_gather = zc_gather,
-                                    .allreduce_start = zc_start, .allreduce_wait = zc_wait,
-                                    .reduce_scatter_start = zc_scatter,
-                                    .started_wait = zc_wait_some};
-    gk_comm comm = {&ops, 0, 2, NULL, GK_F32};
+    gk_gpt2 *m[2];
+    gk_backend *be = zero_setup(&f, m);
+    if (!be) return;
+    gk_comm comm = {&zeros_ops, 0, 2, NULL, GK_F32};
     gk_err err;
-    gk_backend *be = NULL;
-    CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
-    gk_gpt2 *m[2] = {model_from(&f, be, 0.0f), model_from(&f, be, 0.0f)};
     gk_adamw h = {f.b1, f.b2, f.eps, f.wd, f.clip, 0};
     int starts[2], scatters[2];
     for (int k = 0; k < 2 && m[0] && m[1]; k++) { /* k = 0: sums in the backward */
@@ -525,17 +535,11 @@ static int zero2_rank0(const gk_gpt2 *m, size_t o)
 static void test_zero2_shards(void)
 {
     fixture f;
-    if (load_tiny(&f)) return;
-    static const gk_comm_ops ops = {.name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host,
-                                    .reduce_scatter = zc_scatter, .all_gather = zc_gather,
-                                    .allreduce_start = zc_start, .allreduce_wait = zc_wait,
-                                    .reduce_scatter_start = zc_scatter,
-                                    .started_wait = zc_wait_some};
-    gk_comm comm = {&ops, 0, 2, NULL, GK_F32};
+    gk_gpt2 *m[2];
+    gk_backend *be = zero_setup(&f, m);
+    if (!be) return;
+    gk_comm comm = {&zeros_ops, 0, 2, NULL, GK_F32};
     gk_err err;
-    gk_backend *be = NULL;
-    CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
-    gk_gpt2 *m[2] = {model_from(&f, be, 0.0f), model_from(&f, be, 0.0f)};
     gk_adamw h = {f.b1, f.b2, f.eps, f.wd, 0, 0};
     int N = f.B * f.T, *other = malloc(sizeof *other * (size_t)N);
     for (int i = 0; i < N; i++) other[i] = f.targets[(i + 1) % N];
