@@ -258,10 +258,10 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * it into this rank's gradient shard (accumulated there over micro-steps) once ended, and reuses
  * the bucket's buffer two layers later: a rank holds the gradients of wte, wpe and two layers,
  * and its shard, never the whole. update then takes the global norm from the shards, updates its
- * pieces and all-gathers each bucket's parameters. The moments held now are kept (each rank its shard);
- * a model made with GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) gets them here (zero), its shard
- * only, or whole without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for a model
- * too small to shard or a stage not 0, 1 or 2. */
+ * pieces and all-gathers each bucket's parameters. The moments held now are kept (each rank its
+ * shard); a model made with GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) gets them here (zero),
+ * its shard only, or whole without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for
+ * a model too small to shard or a stage not 0, 1 or 2. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
  * In a data-parallel run that backward sums each layer's gradients over the ranks as soon as the
