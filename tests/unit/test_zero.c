@@ -1,0 +1,187 @@
+/* test_zero.c: ZeRO in the GPT-2 model (kernels/model/gpt2_shard.c, gpt2_optim.c, gpt2_bwd.c)
+ * as rank 0 of 2 beside a comm that plays the other rank adding zeros: ZeRO-1's sums in the
+ * backward against the reduce-scatter after it, and ZeRO-2's shards against the one-process
+ * update, on the tiny fixture (gpt2_fixture.h). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2_fixture.h"
+#include "kernels/comm/comm.h"
+#include "kernels/cpu/cpu.h"
+#include "test.h"
+
+/* ZeRO-1 with the gradients summed during the backward (gk_gpt2_reduce_in_next_backward): each
+ * layer's sum is started as it is written and update reduce-scatters nothing more; without the
+ * call update reduce-scatters them. Rank 0 of 2 here, the other rank played by a comm that adds
+ * zeros (and leaves the other shard's weights as they were), so both ways give the same bits. */
+static int zc_starts, zc_scatters;
+static int zc_sum(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    (void)c, (void)buf, (void)n, (void)e;
+    return 0;
+}
+static int zc_start(gk_comm *c, float *buf, size_t n, gk_err *e)
+{
+    zc_starts++;
+    return zc_sum(c, buf, n, e);
+}
+static int zc_wait(gk_comm *c, gk_err *e) { (void)c, (void)e; return 0; }
+static int zc_wait_some(gk_comm *c, int keep, gk_err *e) { (void)keep; return zc_wait(c, e); }
+static int zc_host(gk_comm *c, double *v, int n, gk_err *e)
+{
+    (void)c, (void)v, (void)n, (void)e;
+    return 0;
+}
+static int zc_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    (void)e;
+    zc_scatters++;
+    if (out != in + (size_t)c->rank * count)
+        memmove(out, in + (size_t)c->rank * count, count * sizeof *out);
+    return 0;
+}
+static int zc_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
+{
+    (void)e;
+    if (in != out + (size_t)c->rank * count)
+        memmove(out + (size_t)c->rank * count, in, count * sizeof *out);
+    return 0;
+}
+
+static const gk_comm_ops zeros_ops = {
+    .name = "zeros", .allreduce = zc_sum, .allreduce_host = zc_host, .reduce_scatter = zc_scatter,
+    .all_gather = zc_gather, .allreduce_start = zc_start, .allreduce_wait = zc_wait,
+    .reduce_scatter_start = zc_scatter, .started_wait = zc_wait_some};
+
+/* The ZeRO tests' start: the tiny fixture, a CPU backend and two models of it (0: no fixture). */
+static gk_backend *zero_setup(fixture *f, gk_gpt2 *m[2])
+{
+    gk_err err;
+    gk_backend *be = NULL;
+    if (load_tiny(f)) return NULL;
+    CHECK_OK(gk_cpu_create(&be, 2, &err), &err);
+    m[0] = model_from(f, be, 0.0f), m[1] = model_from(f, be, 0.0f);
+    return be;
+}
+
+static void test_zero1_sums_in_backward(void)
+{
+    fixture f;
+    gk_gpt2 *m[2];
+    gk_backend *be = zero_setup(&f, m);
+    if (!be) return;
+    gk_comm comm = {&zeros_ops, 0, 2, NULL, GK_F32};
+    gk_err err;
+    gk_adamw h = {f.b1, f.b2, f.eps, f.wd, f.clip, 0};
+    int starts[2], scatters[2];
+    for (int k = 0; k < 2 && m[0] && m[1]; k++) { /* k = 0: sums in the backward */
+        float loss;
+        CHECK_OK(gk_gpt2_set_comm(m[k], &comm, 1, &err), &err);
+        zc_starts = zc_scatters = 0;
+        gk_gpt2_zero_grad(m[k]);
+        CHECK_OK(gk_gpt2_forward(m[k], f.inputs, f.targets, f.B, f.T, &loss, &err), &err);
+        if (k == 0) gk_gpt2_reduce_in_next_backward(m[k]);
+        CHECK_OK(gk_gpt2_backward(m[k], 1.0f, &err), &err);
+        CHECK_OK(gk_gpt2_update(m[k], &h, f.lr, NULL, &err), &err);
+        starts[k] = zc_starts, scatters[k] = zc_scatters;
+    }
+    CHECKF(starts[0] == f.cfg.n_layer + 1 && scatters[0] == 0,
+           "in the backward: %d sums started, %d reduce-scatters",
+           starts[0], scatters[0]);
+    CHECKF(starts[1] == 0 && scatters[1] == 1, "after it: %d sums started, %d reduce-scatters",
+           starts[1], scatters[1]);
+    size_t differ = 0;
+    for (int i = 0; m[0] && m[1] && i < gk_gpt2_n_params(m[0]); i++) {
+        const gk_param *a = gk_gpt2_param(m[0], i), *b = gk_gpt2_param(m[1], i);
+        differ += memcmp(a->data, b->data, a->numel * sizeof(float)) != 0;
+    }
+    CHECKF(differ == 0, "%zu tensors differ", differ);
+    gk_gpt2_free(m[0]);
+    gk_gpt2_free(m[1]);
+    gk_backend_free(be);
+    free(f.buf);
+}
+
+/* Whether float o of the parameter block is rank 0's of 2 under ZeRO-2: in the first piece of its
+ * bucket (wte and wpe; each layer, the last with ln_f) or the bucket's tail (gpt2_shard.c). */
+static int zero2_rank0(const gk_gpt2 *m, size_t o)
+{
+    int L = gk_gpt2_cfg(m)->n_layer, n = gk_gpt2_n_params(m);
+    const gk_param *last = gk_gpt2_param(m, n - 1);
+    size_t lo = 0, hi = (last->offset + last->numel + 15) / 16 * 16;
+    for (int l = 0; l <= L; l++) { /* bucket l ends where layer l starts */
+        char name[64];
+        snprintf(name, sizeof name, "transformer.h.%d.ln_1.weight", l);
+        for (int i = 0; i < n && l < L; i++)
+            if (strcmp(gk_gpt2_param(m, i)->name, name) == 0 && gk_gpt2_param(m, i)->offset <= o)
+                lo = gk_gpt2_param(m, i)->offset;
+    }
+    for (int l = 0; l < L; l++) /* the next bucket's start, if any */
+        for (int i = 0; i < n; i++) {
+            const gk_param *p = gk_gpt2_param(m, i);
+            if (strstr(p->name, "ln_1.weight") && p->offset > o && p->offset < hi) hi = p->offset;
+        }
+    size_t piece = (hi - lo) / 2 / 16 * 16;
+    return o < lo + piece || o >= lo + 2 * piece;
+}
+
+/* ZeRO-2 as rank 0 of 2 beside a rank that adds zeros (the comm above), two micro-steps of other
+ * targets: the backward reduce-scatters each layer's bucket into the shard and adds the second
+ * micro-step's there, so the update moves exactly rank 0's pieces (and the tails) as the
+ * one-process run does (within the order of a gemm's accumulation and the shard's add; no
+ * clipping, so each float's step is its own) and leaves the rest; gradients are not readable. */
+static void test_zero2_shards(void)
+{
+    fixture f;
+    gk_gpt2 *m[2];
+    gk_backend *be = zero_setup(&f, m);
+    if (!be) return;
+    gk_comm comm = {&zeros_ops, 0, 2, NULL, GK_F32};
+    gk_err err;
+    gk_adamw h = {f.b1, f.b2, f.eps, f.wd, 0, 0};
+    int N = f.B * f.T, *other = malloc(sizeof *other * (size_t)N);
+    for (int i = 0; i < N; i++) other[i] = f.targets[(i + 1) % N];
+    for (int k = 0; k < 2 && m[0] && m[1]; k++) { /* k = 1: ZeRO-2 */
+        float loss;
+        if (k) CHECK_OK(gk_gpt2_set_comm(m[k], &comm, 2, &err), &err);
+        gk_gpt2_zero_grad(m[k]);
+        for (int s = 0; s < 2; s++) {
+            CHECK_OK(gk_gpt2_forward(m[k], f.inputs, s ? other : f.targets, f.B, f.T, &loss, &err),
+                     &err);
+            CHECK_OK(gk_gpt2_backward(m[k], 0.5f, &err), &err);
+        }
+        CHECK_OK(gk_gpt2_update(m[k], &h, f.lr, NULL, &err), &err);
+    }
+    size_t mine = 0, theirs = 0, wrong = 0, off = 0, max = 0;
+    for (int i = 0; m[0] && m[1] && i < gk_gpt2_n_params(m[0]); i++) {
+        const gk_param *a = gk_gpt2_param(m[0], i), *b = gk_gpt2_param(m[1], i);
+        max = a->numel > max ? a->numel : max;
+        for (size_t j = 0; j < a->numel; j++) {
+            int own = zero2_rank0(m[1], b->offset + j);
+            mine += own, theirs += !own;
+            wrong += own ? fabsf(b->data[j] - a->data[j]) > 1e-6f
+                         : memcmp(&b->data[j], &f.params[off + j], 4) != 0;
+        }
+        off += a->numel;
+    }
+    CHECKF(wrong == 0 && mine > theirs / 2 && theirs > mine / 2,
+           "%zu of %zu floats wrong (%zu rank 0's)", wrong, mine + theirs, mine);
+    float *g = malloc(sizeof *g * (max ? max : 1));
+    CHECK(m[1] && gk_gpt2_tensor_get(m[1], 0, GK_TENSOR_GRAD, g, &err) == GK_EUSAGE &&
+          strstr(err.msg, "sharded across ranks (zero_stage 2)"));
+    free(g), free(other);
+    gk_gpt2_free(m[0]);
+    gk_gpt2_free(m[1]);
+    gk_backend_free(be);
+    free(f.buf);
+}
+
+int main(void)
+{
+    RUN(test_zero1_sums_in_backward);
+    RUN(test_zero2_shards);
+    return TEST_END();
+}
