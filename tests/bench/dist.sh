@@ -6,8 +6,7 @@
 # gradient sums overlapped with the backward (the default), after it (GPT_GRAD_OVERLAP=0), in
 # bf16 (reduce_dtype=bf16), and with the AdamW moments sharded (zero_stage=1: the sums during the
 # backward, then an all-gather of the weights; with GPT_GRAD_OVERLAP=0 a reduce-scatter of the
-# gradients after the backward in place of the sums; zero_stage=2: each micro-step's gradients
-# reduce-scattered during the backward into the shards).
+# gradients after the backward in place of the sums).
 # Checkpoints: 30 steps with a checkpoint at every step against none (eval every step in both;
 # learning_rate 0 so that the val loss never improves and always_save_checkpoint = false saves
 # nothing after step 1), wall-clock per step, training on 1 thread (a core left for the writer)
@@ -42,16 +41,13 @@ gpt-train -q "${MODEL[@]}" --threads=1 --gradient_accumulation_steps=2 --max_ite
   --eval_interval=1000 --out_dir=zero1 --nproc_per_node=2 --zero_stage=1 > /dev/null
 GPT_GRAD_OVERLAP=0 gpt-train -q "${MODEL[@]}" --threads=1 --gradient_accumulation_steps=2 \
   --max_iters=30 --eval_interval=1000 --out_dir=zero1s --nproc_per_node=2 --zero_stage=1 > /dev/null
-gpt-train -q "${MODEL[@]}" --threads=1 --gradient_accumulation_steps=2 --max_iters=30 \
-  --eval_interval=1000 --out_dir=zero2 --nproc_per_node=2 --zero_stage=2 > /dev/null
 one=$(median tokens_per_s one/metrics.jsonl)
 printf '%-26s %12.0f %10s %10s\n' "1 rank x 1 thread" "$one" 1.00x -
-for run in two serial bf16 zero1 zero1s zero2; do
+for run in two serial bf16 zero1 zero1s; do
   label="2 ranks x 1 thread"; [ $run = serial ] && label="  the same, sums after"
   [ $run = bf16 ] && label="  the same, bf16 sums"
   [ $run = zero1 ] && label="  the same, zero_stage=1"
   [ $run = zero1s ] && label="    reduce-scatter after"
-  [ $run = zero2 ] && label="  the same, zero_stage=2"
   tps=$(median tokens_per_s $run/metrics.jsonl)
   printf '%-26s %12.0f %9.2fx %10.2f\n' "$label" "$tps" "$(echo "$tps / $one" | bc -l)" \
     "$(median comm_ms $run/metrics.jsonl)"
@@ -60,8 +56,7 @@ echo "(4 layers, 256 wide, B=8, T=128, 2 micro-batches per step; $(nproc) cores;
 echo " comm-ms: the time a step waits for collectives; by default each layer's gradients are summed"
 echo " during the backward, GPT_GRAD_OVERLAP=0 sums them all after it; reduce_dtype=bf16 sends"
 echo " half the bytes; zero_stage=1 then all-gathers the weights, and with GPT_GRAD_OVERLAP=0"
-echo " reduce-scatters the gradients after the backward instead of summing them whole during it;"
-echo " zero_stage=2 reduce-scatters each micro-step's during the backward, into the shards)"
+echo " reduce-scatters the gradients after the backward instead of summing them whole during it)"
 
 echo
 printf '%-34s %10s %10s %8s\n' "checkpoints (1 rank)" none-s/step every-s/step ratio

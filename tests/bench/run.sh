@@ -34,8 +34,10 @@
 # time and peak memory, the tokens compared (target: 4x faster, a quarter of the memory).
 # llama.cpp beside gpt-sample (BENCH=llamacpp only, not in the default run: it downloads and builds
 # llama.cpp, about 10 minutes the first time): tests/bench/llamacpp.sh.
+# ZeRO's stages side by side on 2 CPU ranks, speed and each rank's peak memory (BENCH=zero only:
+# tests/bench/zero.sh).
 # BENCH=ceil, BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared, BENCH=dist,
-# BENCH=s3 or BENCH=llamacpp runs one part.
+# BENCH=zero, BENCH=s3 or BENCH=llamacpp runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -313,6 +315,7 @@ case "${BENCH:-all}" in
   shared) shared_bench ;;
   ceil) ceilings ;;
   dist) bash "$top/tests/bench/dist.sh" "$build" ;;
+  zero) bash "$top/tests/bench/zero.sh" "$build" ;;
   s3) s3_bench ;;
   llamacpp) bash "$top/tests/bench/llamacpp.sh" "$build" ;;
   *) tokenize_bench; parquet_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build"
