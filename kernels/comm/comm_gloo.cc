@@ -353,7 +353,7 @@ void run_started(gk_comm *c)
 }
 
 /* Queues a collective for the worker (started first). */
-int start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
+int start_collective(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
 {
     Gloo *g = impl(c);
     try {
@@ -371,12 +371,12 @@ int start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
 
 int gloo_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
 {
-    return start(c, NULL, buf, n, e);
+    return start_collective(c, NULL, buf, n, e);
 }
 
 int gloo_reduce_scatter_start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
 {
-    return start(c, in, out, n, e);
+    return start_collective(c, in, out, n, e);
 }
 
 int gloo_started_wait(gk_comm *c, int keep, gk_err *e)
