@@ -58,13 +58,15 @@ static float *bucket_buf(gk_gpt2 *m, int b)
     return b == 0 ? m->g_head : m->g_layer[(b - 1) % 2];
 }
 
-/* ZeRO-2: the oldest started bucket's collectives waited for (not those started after it), and
- * its sums folded into the gradient shard. */
+/* ZeRO-2: the oldest started bucket's collectives waited for (not those started after it; after
+ * a failure too, so that none is left running), and its sums folded into the gradient shard. */
 static void finish_oldest(gk_gpt2 *m, bwd_sums *s)
 {
     int b = s->pend[0], keep = 0;
     for (int i = 1; i < s->npend; i++) keep += s->pend_ops[i];
-    if (!s->rc) s->rc = s->comm->ops->started_wait(s->comm, keep, &s->err);
+    gk_err e;
+    int rc = s->pend_ops[0] ? s->comm->ops->started_wait(s->comm, keep, &e) : 0;
+    if (rc && !s->rc) s->rc = rc, s->err = e;
     if (!s->rc) gk_gpt2_shard_fold(m, b, bucket_buf(m, b), s->first);
     s->npend--;
     memmove(s->pend, s->pend + 1, sizeof *s->pend * (size_t)s->npend);
