@@ -27,8 +27,13 @@ struct tk_source {
 
 static int archive_fail(tk_source *s, gk_err *e)
 {
-    const char *msg = archive_error_string(s->a);
-    return gk_errf(e, GK_EFORMAT, "%s: %s", s->name, msg ? msg : "unreadable input");
+    const char *msg = archive_error_string(s->a), *format = archive_format_name(s->a);
+    if (msg)
+        return gk_errf(e, GK_EFORMAT, "%s: %s", s->name, msg);
+    /* libarchive says nothing when a format's first bytes (a text starting "PK00") lead to no
+     * member: name the format the input was taken for */
+    return gk_errf(e, GK_EFORMAT, "%s: not a readable %s, although its first bytes say so",
+                   s->name, format && archive_format(s->a) ? format : "input");
 }
 
 static struct archive *new_reader(void)

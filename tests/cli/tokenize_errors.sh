@@ -6,6 +6,10 @@ test ! -e a.bin
 gzip -c "$DATA/tinyshakespeare/input.txt" > full.gz; head -c 20000 full.gz > cut.gz
 run gpt-tokenize cut.gz -o b.bin
 test ! -e b.bin && ! ls b.bin.tmp* 2>/dev/null
+# a text whose first bytes are a format's magic ("PK00": a split zip's) is read as that format
+printf 'PK00 is how this text starts\n' > pk00.txt
+run gpt-tokenize pk00.txt -o g.bin
+test ! -e g.bin
 printf 'hello\n' > ok.txt
 run gpt-tokenize ok.txt -o /nonexistent/c.bin
 run sh -c 'gpt-tokenize -q ok.txt > /dev/full' 

@@ -7,8 +7,8 @@
  * Properties: each call returns 0 or a negative gk_err code with a message, and after an error
  * nothing more is called but close; a read returns at most the bytes asked for, and 0 again
  * after a document's end; the position never goes back and never passes the file's size; text
- * that no format claims (printable ASCII under 512 bytes, not bzip2's "BZh") is one document
- * holding exactly the input; a gzip around a gzip or a zip is refused (one layer of
+ * that no format claims (printable ASCII under 512 bytes, not bzip2's "BZh" or zip's "PK00") is
+ * one document holding exactly the input; a gzip around a gzip or a zip is refused (one layer of
  * compression at most); file and pipe give the same documents unless the input may be a zip or
  * 7z (read differently without seeking); tk_read_all's documents are the pipe's documents cut at
  * the separator, empty pieces dropped, with the same count of skipped binary members. */
@@ -214,9 +214,13 @@ static int with_stdin(const uint8_t *data, size_t size)
 
 static void restore_stdin(int saved) { dup2(saved, STDIN_FILENO); }
 
+/* Printable text that no format claims: under a tar header's 512 bytes, and not starting with
+ * bzip2's "BZh" or "PK00" (a split zip's marker, which libarchive's zip reader takes). */
 static int plain_text(const uint8_t *data, size_t size)
 {
-    if (size >= 512 || (size >= 3 && !memcmp(data, "BZh", 3))) return 0;
+    if (size >= 512 || (size >= 3 && !memcmp(data, "BZh", 3)) ||
+        (size >= 4 && !memcmp(data, "PK00", 4)))
+        return 0;
     for (size_t i = 0; i < size; i++)
         if ((data[i] < 0x20 || data[i] > 0x7e) && data[i] != '\n' && data[i] != '\t') return 0;
     return 1;
