@@ -58,13 +58,17 @@ static int load_batch(tr_run *r, const tr_data *d, int stream, uint64_t batch,
     return 0;
 }
 
-/* Every rank evaluates the batches i = rank, rank + world, ...; the mean is over all of them. */
+/* Every rank evaluates the batches i = rank, rank + world, ...; the mean is over all of them.
+ * With the parameters sharded (zero_stage 3) each forward is a collective, so every rank makes
+ * as many: those past eval_iters are made and not counted. */
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e)
 {
     int B = (int)r->s.batch_size, T = gk_gpt2_cfg(r->model)->block_size;
+    int64_t n = r->s.eval_iters, world = r->dist.world;
+    int64_t end = gk_gpt2_params_sharded(r->model) ? (n + world - 1) / world * world : n;
     double sum = 0;
     gk_gpt2_set_training(r->model, 0);
-    for (int64_t i = r->dist.rank; i < r->s.eval_iters; i += r->dist.world) {
+    for (int64_t i = r->dist.rank; i < end; i += world) {
         float l;
         /* a signal: checkpoint now rather than after the eval */
         if (*r->stop && r->dist.world == 1)
@@ -74,18 +78,22 @@ int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_e
             rc = gk_gpt2_forward(r->model, r->x, r->y, B, T, &l, e);
         if (rc)
             return rc;
-        sum += l;
+        sum += i < n ? l : 0;
     }
     int rc = tr_dist_sum(&r->dist, &sum, 1, e);
     *loss = sum / (double)r->s.eval_iters;
     return rc;
 }
 
+/* Every rank scores its share of the items (with the parameters sharded, zero_stage 3, every
+ * item: each forward is a collective, and the batches an item takes depend on its lengths). */
 int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e)
 {
     enum { CHUNK = 64 }; /* items between two looks at the stop flag */
     gk_choice_result res[CHUNK];
-    size_t n = r->hellaswag.n, world = (size_t)r->dist.world, rank = (size_t)r->dist.rank;
+    int all = gk_gpt2_params_sharded(r->model);
+    size_t n = r->hellaswag.n, world = all ? 1 : (size_t)r->dist.world,
+           rank = all ? 0 : (size_t)r->dist.rank;
     size_t end = n * (rank + 1) / world;
     double right[2] = {0, 0};
     gk_gpt2_set_training(r->model, 0);
@@ -103,7 +111,7 @@ int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e)
             right[1] += res[i].pred_norm == items[i].label;
         }
     }
-    int rc = tr_dist_sum(&r->dist, right, 2, e);
+    int rc = all ? 0 : tr_dist_sum(&r->dist, right, 2, e);
     *acc = right[0] / (double)n;
     *acc_norm = right[1] / (double)n;
     return rc;
@@ -242,10 +250,13 @@ static int skipped_step(tr_run *r, const tr_step_record *rec, const step_outcome
 
 /* A short sample from the model as it is now (sample_tokens > 0): the same sampler as
  * gpt-sample, from the start token, seeded by the run's seed and the step. Touches no
- * training state: the data windows and dropout draws are counter-based. */
+ * training state: the data windows and dropout draws are counter-based. Rank 0's; with the
+ * parameters sharded (zero_stage 3) every rank's forwards are collectives, so the others sample
+ * alike, silently. */
 static int print_sample(tr_run *r, int64_t step, gk_err *e)
 {
-    if (r->s.sample_tokens <= 0 || !r->vocab || !tr_dist_is_root(&r->dist))
+    int root = tr_dist_is_root(&r->dist);
+    if (r->s.sample_tokens <= 0 || !r->vocab || (!root && !gk_gpt2_params_sharded(r->model)))
         return 0;
     uint32_t id;
     int rc = gk_text_start_token(r->vocab, &id, e);
@@ -257,6 +268,8 @@ static int print_sample(tr_run *r, int64_t step, gk_err *e)
     gk_sampleout so;
     gk_gen_hooks hooks = {&so, NULL, gk_sampleout_token};
     gk_gpt2_set_training(r->model, 0);
+    if (!root)
+        return gk_generate(r->model, &start, 1, &o, NULL, NULL, e);
     printf("sample at step %lld:\n", (long long)step);
     rc = gk_sampleout_init(&so, r->vocab, 0, 1, stdout, "standard output", e);
     if (!rc) rc = gk_sampleout_prompt(&so, &start, 1, 1, e);
@@ -328,13 +341,13 @@ static void log_step(tr_run *r, const tr_step_record *rec)
 }
 
 /* Rank 0 writes the checkpoint; the others only note the step, so that all decide alike. With
- * ZeRO every rank lends its shard of the moments to rank 0's host copy (a collective, which rank
- * 0 makes inside tr_checkpoint, straight into the copy). */
+ * ZeRO every rank lends its shard of the moments (stage 3: and of the parameters) to rank 0's
+ * host copy (a collective, which rank 0 makes inside tr_checkpoint, straight into the copy). */
 static int checkpoint(tr_run *r, gk_err *e)
 {
     int rc = tr_dist_is_root(&r->dist)
                  ? tr_checkpoint(r, e) /* copies the state to the host before it returns */
-                 : gk_gpt2_moments_gather_packed(r->model, NULL, NULL, e);
+                 : gk_gpt2_shards_gather_packed(r->model, NULL, NULL, NULL, e);
     r->last_saved_step = r->st.step;
     return rc;
 }

@@ -73,18 +73,21 @@ void tr_snapshot_free(tr_snapshot *s)
 }
 
 /* The tensors of m into s: parameters, and (with_opt) the moments: sharded ones gathered
- * straight into s (every entry's moments follow one another in table order there, from
- * buf + numel and buf + 2 numel, as gk_gpt2_moments_gather_packed writes them). */
+ * straight into s (every entry's tensors follow one another in table order there, from buf,
+ * buf + numel and buf + 2 numel, as gk_gpt2_shards_gather_packed writes them). */
 static int take_tensors(tr_snapshot *s, gk_gpt2 *m, gk_err *e)
 {
     if (gk_gpt2_n_params(m) != s->n || gk_gpt2_num_scalars(m) != s->numel)
         return gk_errf(e, GK_EUSAGE, "checkpoint snapshot: not made for this model");
-    int gathered = s->with_opt && gk_gpt2_moments_sharded(m), rc = 0;
-    if (gathered)
-        rc = gk_gpt2_moments_gather_packed(m, s->buf + s->numel, s->buf + 2 * s->numel, e);
+    int params = gk_gpt2_params_sharded(m), gathered = s->with_opt && gk_gpt2_moments_sharded(m);
+    int rc = 0;
+    if (params || gathered)
+        rc = gk_gpt2_shards_gather_packed(m, params ? s->buf : NULL,
+                                          gathered ? s->buf + s->numel : NULL,
+                                          gathered ? s->buf + 2 * s->numel : NULL, e);
     for (int i = 0; !rc && i < s->n; i++) {
         float *p = (float *)s->params[i].data; /* s->buf, which s owns */
-        rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_PARAM, p, e);
+        if (!params) rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_PARAM, p, e);
         if (!rc && s->with_opt && !gathered)
             rc = gk_gpt2_tensor_get(m, i, GK_TENSOR_ADAM_M, p + s->numel, e);
         if (!rc && s->with_opt && !gathered)

@@ -26,7 +26,7 @@ typedef struct tr_snapshot tr_snapshot;
 /* Allocates a snapshot for m's parameter table (GK_ENOMEM naming the size). */
 int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_err *e);
 /* Copies m's tensors (gk_gpt2_tensor_get: the parameters and, with_optimizer, its moments; under
- * ZeRO gathered straight into s, gk_gpt2_moments_gather_packed: a collective, which the other
+ * ZeRO gathered straight into s, gk_gpt2_shards_gather_packed: a collective, which the other
  * ranks join with NULL outputs), the config, st (NULL: not a training checkpoint) with
  * settings_json embedded, and v (may be NULL) into s. Drives m's backend. On failure s holds
  * nothing that may be saved. */

@@ -259,14 +259,18 @@ static void print_rows(FILE *f, const plan *p)
     row_text(f, "fits", c0->fits ? "yes" : "no", c1->fits ? "yes" : "no", n);
 }
 
-/* The two lines above the table: the model (and its parameters, wte's padding rows left out)
- * and the run. */
+/* The two lines above the table: the model (and its parameters: the table's numel, without
+ * wte's padding rows) and the run. */
 static void print_head(FILE *f, const plan *p, const char *dtype, const char *device,
                        const char *recompute)
 {
     const gk_gpt2_config *mc = &p->in.mc;
-    size_t vp = ((size_t)mc->vocab_size + 63) / 64 * 64,
-           n = p->col[0].p.row[0].bytes / sizeof(float) - (vp - mc->vocab_size) * mc->n_embd;
+    int cap = 4 + mc->n_layer * 12, k = 0; /* the table's entries at most */
+    gk_param *t = calloc((size_t)cap, sizeof *t);
+    size_t n = 0;
+    if (t) k = gk_gpt2_param_table(mc, t, cap);
+    for (int i = 0; i < k && i < cap; i++) n += t[i].numel;
+    free(t);
     char g[32];
     fprintf(f, "model: %d layers, %d heads, n_embd %d, block_size %d, vocab_size %d: %s "
             "parameters\n", mc->n_layer, mc->n_head, mc->n_embd, mc->block_size, mc->vocab_size,
@@ -301,7 +305,7 @@ static int plan_vocab(tr_run *r, gk_gpt2_config *mc, gk_err *e)
 }
 
 /* Each setting alone that would make p fit, on f: a higher recompute level, the largest
- * batch_size, zero_stage = 1, else 2, over as many ranks as it has or the fewest more. */
+ * batch_size, zero_stage = 1, else 2, else 3, over as many ranks as it has or the fewest more. */
 static void suggest(FILE *f, const plan *p, gk_err *e)
 {
     int any = 0;
@@ -326,7 +330,7 @@ static void suggest(FILE *f, const plan *p, gk_err *e)
     in = p->in;
     int found = 0;
     for (int w = 2; w <= 1024 && !found; w *= 2)
-        for (int z = 1; z <= 2 && !found; z++) {
+        for (int z = 1; z <= 3 && !found; z++) {
             if (w < p->in.world || (w == p->in.world && z <= p->in.zero))
                 continue;
             in.world = w, in.zero = z;
@@ -336,8 +340,8 @@ static void suggest(FILE *f, const plan *p, gk_err *e)
             }
         }
     if (!any)
-        fprintf(f, "  none of recompute, a smaller batch_size or zero_stage = 1 or 2: a smaller "
-                   "model or block_size, or more memory\n");
+        fprintf(f, "  none of recompute, a smaller batch_size or zero_stage = 1, 2 or 3: a "
+                   "smaller model or block_size, or more memory\n");
 }
 
 int tr_run_plan(tr_run *r, gk_err *e)

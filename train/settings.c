@@ -103,8 +103,9 @@ const gk_config_key tr_settings_keys[] = {
                 "gradient_accumulation_steps); sets gradient_accumulation_steps"),
     GK_CK_INT_R(S, nproc_per_node, "1", 1, 1024,
                 "ranks to start on this machine (as torchrun --nproc_per_node)"),
-    GK_CK_INT_R(S, zero_stage, "0", 0, 2,
-                "1: shard the AdamW moments across ranks (ZeRO-1); 2: the gradients too (ZeRO-2)"),
+    GK_CK_INT_R(S, zero_stage, "0", 0, 3,
+                "1: shard the AdamW moments across ranks (ZeRO-1); 2: the gradients too (ZeRO-2); "
+                "3: the parameters too (ZeRO-3, gathered layer by layer)"),
     GK_CK_STR(S, reduce_dtype, "float32",
               "type of the gradient sums across ranks: float32, or bfloat16 (or fp32, bf16): half "
               "the bytes, rounded to bf16"),

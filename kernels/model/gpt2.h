@@ -140,6 +140,8 @@ typedef struct gk_gpt2_mem {
                          * layer's buffers), plus GK_GPT2_MEM_SCRATCH for the ops' scratch */
     size_t total;       /* the sum */
     size_t master;      /* the fp32 parameters alone (a whole copy's bytes: a checkpoint's) */
+    size_t copies;      /* of params: the 16-bit weight copies held (zero_stage 3: wte's and two
+                         * layers') */
 } gk_gpt2_mem;
 #define GK_GPT2_MEM_SCRATCH ((size_t)64 << 20) /* cuBLASLt workspace (32 MiB) and op scratch */
 /* Fills *out for cfg on a backend of activation type act (be->act) with flags as
@@ -184,7 +186,8 @@ typedef struct gk_gpt2_plan {
 } gk_gpt2_plan;
 /* gk_gpt2_mem_estimate into *mem (sharded over world ranks when world > 1 at zero_stage stage:
  * 1 the moments, as gk_gpt2_mem_shard, 2 the gradients too: this rank's shard of them and the
- * backward's buckets, gk_gpt2_set_comm's layout) and the same as rows into *p: weights, fp32
+ * backward's buckets, gk_gpt2_set_comm's layout; 3 the parameters too, with the buffers they
+ * are gathered into) and the same as rows into *p: weights, fp32
  * master; weights, bf16 copy (16-bit copy where act is not bf16); gradients, fp32; AdamW moments,
  * fp32; activations (with the batch's token ids); workspace and scratch. 0 or the estimate's
  * error. */
@@ -260,8 +263,15 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * and its shard, never the whole. update then takes the global norm from the shards, updates its
  * pieces and all-gathers each bucket's parameters. The moments held now are kept (each rank its
  * shard); a model made with GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) gets them here (zero),
- * its shard only, or whole without sharding (then c may be NULL). 0, GK_ENOMEM, or GK_EUSAGE for
- * a model too small to shard or a stage not 0, 1 or 2. */
+ * its shard only, or whole without sharding (then c may be NULL). zero_stage 3 (ZeRO-3, FSDP's
+ * full shard) shards the parameters too, by the same buckets: each rank keeps the fp32
+ * parameters of its pieces (and the tails), frees the whole block and weight copies, and every
+ * forward and backward all-gathers a bucket's parameters (and casts its weight copies) just
+ * before reading them, into one of three buffers (wte and wpe's, and two layers'), so that a rank
+ * holds the parameters of wte, wpe and two layers and its shard (gpt2_gather.c); every rank then
+ * makes the same forwards and backwards (each one is a collective), and tensor_get of a parameter
+ * is GK_EUSAGE (gk_gpt2_shards_gather_packed gathers them); init before this call. 0, GK_ENOMEM,
+ * or GK_EUSAGE for a model too small to shard, a stage not 0..3, or stage 3 with one rank. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
  * In a data-parallel run that backward sums each layer's gradients over the ranks as soon as the
@@ -282,13 +292,18 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m);
  * While sharded and not gathered here, tensor_get of a moment is GK_EUSAGE; tensor_set of one
  * keeps this rank's part. */
 int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err);
-/* 1 when the AdamW moments are sharded across ranks (zero_stage 1 or 2), else 0. */
+/* 1 when the AdamW moments are sharded across ranks (zero_stage 1, 2 or 3), else 0; params: when
+ * the parameters are too (zero_stage 3). */
 int gk_gpt2_moments_sharded(const gk_gpt2 *m);
-/* The same gather without a copy of its own: every rank's moments straight into m_out and v_out
- * (host memory of gk_gpt2_num_scalars floats each, every table entry's numel in table order, as
- * a checkpoint packs its tensors) on the rank that writes the checkpoint, NULL on the others,
- * which take part (a collective). Without sharding it gathers nothing. */
-int gk_gpt2_moments_gather_packed(gk_gpt2 *m, float *m_out, float *v_out, gk_err *err);
+int gk_gpt2_params_sharded(const gk_gpt2 *m);
+/* The same gather without a copy of its own, of whatever is sharded: every rank's parameters
+ * (zero_stage 3) and moments straight into p_out, m_out and v_out (host memory of
+ * gk_gpt2_num_scalars floats each, every table entry's numel in table order, as a checkpoint packs
+ * its tensors) on the rank that writes the checkpoint, NULL on the others, which take part (a
+ * collective: every rank gathers the same kinds whatever it passes). Without sharding it gathers
+ * nothing; what is not sharded is read with gk_gpt2_tensor_get. */
+int gk_gpt2_shards_gather_packed(gk_gpt2 *m, float *p_out, float *m_out, float *v_out,
+                                 gk_err *err);
 void gk_gpt2_moments_release(gk_gpt2 *m);
 /* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as
  * torch.nn.utils.clip_grad_norm_, then AdamW with learning rate lr (refreshing the bf16 weight

@@ -105,9 +105,9 @@ static int moments_deferred(const gk_param *p, enum gk_tensor_kind kind, gk_err 
 static int grads_usable(gk_gpt2 *m, const gk_param *p, enum gk_tensor_kind kind, gk_err *err)
 {
     if (kind != GK_TENSOR_GRAD) return 0;
-    if (m->zero == 2)
-        return gk_errf(err, GK_EUSAGE, "%s: the gradients are sharded across ranks (zero_stage 2)",
-                       p->name);
+    if (m->zero >= 2)
+        return gk_errf(err, GK_EUSAGE, "%s: the gradients are sharded across ranks (zero_stage %d)",
+                       p->name, m->zero);
     gk_gpt2_grads_flush(m);
     return 0;
 }
@@ -120,6 +120,9 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     const gk_param *p = &m->params[i];
     int rc = grads_usable(m, p, kind, err);
     if (rc) return rc;
+    if (kind == GK_TENSOR_PARAM && m->p_shard)
+        return gk_errf(err, GK_EUSAGE, "%s: the parameters are sharded across ranks (zero_stage 3:"
+                       " gk_gpt2_shards_gather_packed gathers them)", p->name);
     float *d = tensor_of(p, kind);
     if (!d && !(m->flags & GK_GPT2_INFERENCE) && kind != GK_TENSOR_PARAM)
         return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err)
@@ -149,6 +152,7 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
     if (i < 0 || i >= m->n_params)
         return gk_errf(err, GK_EUSAGE, "tensor %d: the model has %d", i, m->n_params);
     const gk_param *p = &m->params[i];
+    if (kind == GK_TENSOR_PARAM && m->p_shard) return gk_gpt2_shard_set(m, i, kind, host, err);
     if (kind == GK_TENSOR_PARAM && !p->data) {
         float *tmp = malloc(p->numel * sizeof *tmp);
         if (!tmp) return gk_errf(err, GK_ENOMEM, "%s: out of memory", p->name);
@@ -161,7 +165,7 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
     if (rc) return rc;
     float *d = tensor_of(p, kind);
     if (!d && !(m->flags & GK_GPT2_INFERENCE) && kind != GK_TENSOR_PARAM)
-        return m->zero ? gk_gpt2_shard_moment_set(m, i, kind, host, err)
+        return m->zero ? gk_gpt2_shard_set(m, i, kind, host, err)
                        : moments_deferred(p, kind, err);
     if (!d)
         return gk_errf(err, GK_EUSAGE, "%s: an inference model has no %s", p->name,

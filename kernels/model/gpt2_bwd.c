@@ -1,9 +1,10 @@
 /* gpt2_bwd.c: the backward pass of gpt2_fwd.c, layer by layer in reverse, against backend.h ops.
  * Parameter gradients accumulate (+=); dres carries the gradient of the residual stream. In a
  * data-parallel run each layer's gradients are summed over the ranks as soon as they are written:
- * all-reduced when asked (gk_gpt2_reduce_in_next_backward), and under ZeRO-2 always
+ * all-reduced when asked (gk_gpt2_reduce_in_next_backward), and under ZeRO-2 and 3 always
  * reduce-scattered into this rank's gradient shard, the layer's bucket buffer then free for the
- * layer after the next (gpt2_shard.c's layout). */
+ * layer after the next (gpt2_shard.c's layout); under ZeRO-3 each layer's parameters are
+ * gathered before its backward (gpt2_gather.c). */
 #include <string.h>
 
 #include "kernels/model/gpt2_internal.h"
@@ -44,9 +45,9 @@ void gk_gpt2_reduce_in_next_backward(gk_gpt2 *m) { m->reduce_next = 1; }
 static bwd_sums sums_begin(gk_gpt2 *m)
 {
     bwd_sums s = {NULL, 0, 0, 0, {0, {0}}, 0, {0}, {0}};
-    if ((m->reduce_next || m->zero == 2) && m->comm && m->comm->world > 1)
+    if ((m->reduce_next || m->zero >= 2) && m->comm && m->comm->world > 1)
         s.comm = m->comm; /* ZeRO-1 too */
-    s.scatter = m->zero == 2;
+    s.scatter = m->zero >= 2;
     s.first = s.scatter && m->grads_pending_zero;
     m->reduce_next = m->grads_reduced = 0;
     return s;
@@ -111,6 +112,16 @@ static void bucket_begin(gk_gpt2 *m, bwd_sums *s, int b)
     gk_gpt2_zero_small(m, lo, hi);
 }
 
+/* ZeRO-3: bucket b's parameters gathered before its backward reads them. A gather is a
+ * collective, so the sums started before end first (comm.h: none other while they run): the
+ * layers whose parameters the forward left gathered (the last two) keep the overlap. */
+static void params_before(gk_gpt2 *m, bwd_sums *s, int b)
+{
+    if (!gk_gpt2_params_held(m, b))
+        while (s->npend) finish_oldest(m, s);
+    gk_gpt2_params_need(m, b);
+}
+
 /* The gradient floats of layer l: from its first tensor to the next layer's; the last layer's
  * run to the end of the block (ln_f's, written before it), layer -1 is wte and wpe (the head). */
 static void sum_layer(gk_gpt2 *m, bwd_sums *s, int l)
@@ -136,7 +147,7 @@ static int sums_end(gk_gpt2 *m, bwd_sums *s, gk_err *err)
         if (rc && !s->rc) s->rc = rc, s->err = e;
         m->grads_reduced = !s->rc;
     }
-    int rc = gk_backend_status(m->be, err);
+    int rc = gk_gpt2_pass_status(m, err);
     if (rc || !s->rc) return rc;
     m->grads_reduced = 0;
     *err = s->err;
@@ -181,6 +192,8 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     float beta = sums.scatter ? 0.0f : gk_gpt2_grads_begin(m);
     bucket_begin(m, &sums, 0);
     bucket_begin(m, &sums, c->n_layer);
+    params_before(m, &sums, 0); /* ZeRO-3: wte (for dlnf) and ln_f (the last layer's bucket) */
+    params_before(m, &sums, c->n_layer);
 
     // loss -> dlogits (N,Vp), in place
     op->xent_bwd(be, m->logits, m->logits, m->xent_lse, m->d_targets, loss_scale / n_valid, N, V,
@@ -197,6 +210,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     for (int l = c->n_layer - 1; l >= 0; l--) {
         gk_layer_acts *a = &m->acts[l];
         if (l < c->n_layer - 1) bucket_begin(m, &sums, l + 1); /* (the last one's: above) */
+        params_before(m, &sums, l + 1);
         /* ln1 and ln2 shared by all layers: they still hold the last layer's from the forward */
         int recompute_ln = (m->flags & GK_GPT2_RECOMPUTE_LN) && l < c->n_layer - 1;
         // MLP branch: dres (N,C) is d next; -> d res2 accumulated into dres

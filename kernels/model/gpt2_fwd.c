@@ -38,6 +38,8 @@ void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, ui
     const gk_ops *op = be->ops;
     const gk_gpt2_config *c = &m->cfg;
     int C = c->n_embd, NH = c->n_head, N = B * T;
+    gk_gpt2_params_need(m, 0); /* ZeRO-3: wte and wpe, then layer 0's (gpt2_gather.c) */
+    gk_gpt2_params_need(m, 1);
     embed(m, B, T, d_pos, p, KEY(0, SITE_EMB));
     // layer 0's ln_1; every later layernorm is fused with the residual add before it
     op->layernorm_fwd(be, m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd, m->acts[0].res,
@@ -62,6 +64,7 @@ void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, ui
         gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
         int last = l + 1 == c->n_layer;
         gk_layer_acts *nx = &m->acts[last ? l : l + 1];
+        if (!last) gk_gpt2_params_need(m, l + 2); /* the next layer's, for its ln_1 here */
         op->residual_layernorm_fwd(be, last ? m->res_out : nx->res, last ? m->lnf : nx->ln1,
                                    last ? m->lnf_mean : nx->ln1_mean,
                                    last ? m->lnf_rstd : nx->ln1_rstd, a->res2, m->tmp,
@@ -107,13 +110,13 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     m->last_has_targets = targets != NULL;
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
     gk_gpt2_forward_ops(m, B, T, NULL, p, ctr);
-    if (!targets) return gk_backend_status(be, err);
+    if (!targets) return gk_gpt2_pass_status(m, err);
 
     for (int i = 0; i < N; i++) m->h_targets[i] = targets[i];
     op->to_device(be, m->d_targets, targets, sizeof(int) * N);
     op->xent_fwd(be, m->losses, m->xent_lse, m->logits, m->d_targets, N, V, Vp);
     op->to_host(be, m->h_losses, m->losses, sizeof(float) * N);
-    int rc = gk_backend_status(be, err);
+    int rc = gk_gpt2_pass_status(m, err);
     if (rc) return rc;
     double s = 0;
     for (int i = 0; i < N; i++) s += m->h_losses[i];

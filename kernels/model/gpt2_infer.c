@@ -18,7 +18,8 @@ static void decode_step(gk_gpt2 *m, int B)
         op->record_free(be, m->decode_rec);
         m->decode_rec = NULL;
     }
-    if (!m->decode_rec && op->record_begin && op->record_begin(be) == 0) {
+    /* (not with ZeRO-3: a replay would not gather the parameters) */
+    if (!m->decode_rec && !m->p_shard && op->record_begin && op->record_begin(be) == 0) {
         gk_gpt2_forward_ops(m, B, 1, m->d_pos, 0.0f, 0);
         m->decode_rec = op->record_end(be);
         m->decode_rec_B = B;
@@ -55,5 +56,5 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
         decode_step(m, B);
     else
         gk_gpt2_forward_ops(m, B, n, m->d_pos, 0.0f, 0);
-    return gk_backend_status(be, err);
+    return gk_gpt2_pass_status(m, err);
 }

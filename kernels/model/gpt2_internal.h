@@ -71,8 +71,8 @@ struct gk_gpt2 {
     int reduce_next;        /* gk_gpt2_reduce_in_next_backward was called */
     int grads_reduced;      /* the last backward summed g_block over the ranks (update need not) */
     int zero;               /* ZeRO's stage (gpt2_shard.c): 1, the moments of this rank's shard
-                             * only; 2, the gradients too; 0 none */
-    int nbuckets;           /* ZeRO's layout (gk_bucket): stage 1 one, stage 2 n_layer + 1 */
+                             * only; 2, the gradients too; 3, the parameters too; 0 none */
+    int nbuckets;           /* ZeRO's layout (gk_bucket): stage 1 one, stages 2-3 n_layer + 1 */
     gk_bucket *buckets;
     size_t shard_floats;    /* this rank's: the sum of every bucket's piece and tail */
     float *m_shard, *v_shard; /* (shard_floats): the moments of this rank's shard */
@@ -83,6 +83,21 @@ struct gk_gpt2 {
                              * (gpt2_bwd.c) */
     float *g_head, *g_layer[2];
     size_t layers_at, layers_end; /* where layer 0's floats start and ln_f's (the table's) */
+    size_t *c_off;          /* per table entry: its weight copy's offset (elements of wt) in the
+                             * copy block, or (size_t)-1 when it has none */
+    size_t copies_at;       /* where layer 0's weight copies start in the copy block */
+    float *p_shard;         /* stage 3 (shard_floats): the fp32 parameters of this rank's shard;
+                             * p_block and w_block are NULL then, and each parameter (and its
+                             * copy) is read from the bucket buffers as for the gradients: wte
+                             * and wpe in p_head (w_head), layer l's in p_layer[l % 2]
+                             * (w_layer[l % 2]), gathered before use (gpt2_gather.c) */
+    float *p_head, *p_layer[2];
+    void *w_head, *w_layer[2];
+    int gathered[3];        /* stage 3: the bucket each of p_head, p_layer[0], p_layer[1] holds
+                             * as the shard is now, -1 none */
+    int gather_rc;          /* stage 3: the first gather that failed (gather_err), until the
+                             * forward or backward returns it */
+    gk_err gather_err;
     float *m_host, *v_host; /* every rank's moments in host memory (n_floats each) while gathered
                              * for a checkpoint (gk_gpt2_moments_gather with keep), else NULL */
 
@@ -149,19 +164,43 @@ static inline size_t gk_bucket_tail(const gk_bucket *b, int world)
     return b->n - b->piece * (size_t)world;
 }
 void gk_gpt2_bwd_bucket(const gk_gpt2 *m, int b, size_t *lo, size_t *hi);
+/* The backward's bucket holding the parameter block's float off. */
+int gk_gpt2_bucket_of(const gk_gpt2 *m, size_t off);
+/* Copies this rank's floats of every bucket (its piece and the tail) between full (n_floats,
+ * the parameter block's layout) and part (the shard's): to_part 1 from full, else back. */
+void gk_gpt2_shard_copy(gk_gpt2 *m, float *full, float *part, int to_part);
 /* Where the gradient of the parameter block's float off lives: g_block, or stage 2's g_head and
  * g_layer; NULL while none is allocated (GK_GPT2_DEFER_GRADS before gk_gpt2_set_comm). */
 float *gk_gpt2_grad_at(const gk_gpt2 *m, size_t off);
-/* gpt2_params.c: points every gradient (gk_param.grad, lg, gg) where gk_gpt2_grad_at says. */
+/* gpt2_params.c: points every gradient (gk_param.grad, lg, gg) where gk_gpt2_grad_at says, and
+ * (point_all) every parameter and weight copy where gk_gpt2_param_at and gk_gpt2_copy_at say. */
 void gk_gpt2_point_grads(gk_gpt2 *m);
+void gk_gpt2_point_all(gk_gpt2 *m);
+/* gpt2_gather.c, stage 3: where the parameter block's float off is read (p_block, or p_head and
+ * p_layer), and the weight copy's element coff (w_block, or w_head and w_layer). */
+float *gk_gpt2_param_at(const gk_gpt2 *m, size_t off);
+void *gk_gpt2_copy_at(const gk_gpt2 *m, size_t coff);
+/* Stage 3: shards the parameters (this rank's floats of every bucket into p_shard) and frees
+ * the whole block and copies; 0 or GK_ENOMEM. */
+int gk_gpt2_shard_params(gk_gpt2 *m, gk_err *err);
+/* Stage 3: bucket b's parameters gathered into its buffer (and its weight copies cast), unless
+ * it holds them already; a failure is kept in gather_rc. Other stages: nothing. */
+void gk_gpt2_params_need(gk_gpt2 *m, int b);
+/* Whether bucket b's parameters are where the graph reads them (always, but at stage 3). */
+int gk_gpt2_params_held(const gk_gpt2 *m, int b);
+/* Stage 3: the buffers no longer hold the shard's values (after an update or a set). */
+void gk_gpt2_params_stale(gk_gpt2 *m);
+/* gk_gpt2_forward / backward's end: the backend's error, else a failed gather's. */
+int gk_gpt2_pass_status(gk_gpt2 *m, gk_err *err);
 /* Stage 2: folds bucket b's sums (reduce-scattered in place in buf, its floats [lo, lo + n)) into
  * g_shard: copied when first (the step's first micro-step), else added. */
 void gk_gpt2_shard_fold(gk_gpt2 *m, int b, const float *buf, int first);
 /* gpt2_shard.c: tensor_get of a sharded moment: from the host copy gk_gpt2_moments_gather
- * keeps, else GK_EUSAGE. */
+ * keeps, else GK_EUSAGE; tensor_set of a sharded tensor (a moment, a stage 3 parameter): this
+ * rank's part kept. */
 int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host, gk_err *err);
-int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
-                             gk_err *err);
+int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
+                      gk_err *err);
 
 /* gpt2_params.c: what a model of cfg made by gk_gpt2_create_ex(cfg, a backend of activation
  * type act, max_B, max_T, flags) would allocate, from the same table and layout, without
@@ -170,7 +209,8 @@ int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const 
  * (saturated at 2^60). 0, GK_EUSAGE (a bad config, batch or weight type) or GK_ENOMEM. */
 typedef struct gk_gpt2_sizes {
     size_t n_floats, copy_bytes, act_bytes;
-    size_t layers_at, layers_end; /* as gk_gpt2's */
+    size_t layers_at, layers_end, copies_at; /* as gk_gpt2's */
+    size_t copy_elems;                       /* gk_gpt2's n_copy */
     int inference;
 } gk_gpt2_sizes;
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,

@@ -20,11 +20,13 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, gk_gpt2_mem *ou
     out->activations = s->act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
     out->total = out->params + out->grads + out->optimizer + out->activations;
     out->master = fp32;
+    out->copies = s->copy_bytes;
 }
 
 /* With ZeRO over world ranks at stage (gk_gpt2_set_comm's layout, from s): the moments this
- * rank's shard, and at stage 2 the gradients too, with the backward's buckets (wte and wpe's,
- * and two of the last layer's, the largest). */
+ * rank's shard, from stage 2 the gradients too, with the backward's buckets (wte and wpe's, and
+ * two of the last layer's, the largest), and at stage 3 the parameters alike, with the gathered
+ * weight copies of wte and two layers (gpt2_gather.c). */
 static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
 {
     if (world < 2 || stage < 1 || s->inference) return;
@@ -35,8 +37,19 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
         size_t piece = gk_gpt2_piece(len, world);
         shard += len - piece * (size_t)(world - 1); /* the piece and the tail */
     }
+    size_t held = shard + s->layers_at + 2 * last; /* the shard and three buckets' buffers */
     mem->optimizer = 2 * shard * sizeof(float);
-    if (stage > 1) mem->grads = (shard + s->layers_at + 2 * last) * sizeof(float);
+    if (stage > 1) mem->grads = held * sizeof(float);
+    if (stage > 2) {
+        size_t copies = s->copy_bytes, per_layer = 0, head = copies;
+        if (s->copy_elems) {
+            size_t bytes = copies / s->copy_elems; /* of one element */
+            head = s->copies_at * bytes;
+            per_layer = (s->copy_elems - s->copies_at) / (size_t)L * bytes;
+        }
+        mem->copies = head + 2 * per_layer;
+        mem->params = held * sizeof(float) + mem->copies;
+    }
     mem->total = mem->params + mem->grads + mem->optimizer + mem->activations;
 }
 
@@ -91,9 +104,9 @@ int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
     mem_of(&s, max_B, max_T, mem);
     shard_of(&s, cfg->n_layer, world, stage, mem);
     p->n = 0;
-    gk_gpt2_plan_add(p, "weights, fp32 master", mem->params - s.copy_bytes, 0);
+    gk_gpt2_plan_add(p, "weights, fp32 master", mem->params - mem->copies, 0);
     gk_gpt2_plan_add(p, act == GK_BF16 ? "weights, bf16 copy" : "weights, 16-bit copy",
-                     s.copy_bytes, 0);
+                     mem->copies, 0);
     gk_gpt2_plan_add(p, "gradients, fp32", mem->grads, 0);
     gk_gpt2_plan_add(p, "AdamW moments, fp32", mem->optimizer, 0);
     gk_gpt2_plan_add(p, "activations", mem->activations - GK_GPT2_MEM_SCRATCH, 0);

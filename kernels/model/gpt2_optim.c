@@ -84,8 +84,9 @@ static float clip_scale(const gk_adamw *h, double norm)
 }
 
 /* Appends to ts the slices of the tensors in the floats [a, b) of the parameter block, their
- * gradients at g, moments at mm and vv (float a's); returns the new count. */
-static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b,
+ * parameters at pp, gradients at g, moments at mm and vv (float a's), and their weight copies
+ * (none at stage 3: the gathers cast them); returns the new count. */
+static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b, float *pp,
                      const float *g, float *mm, float *vv)
 {
     for (int i = 0; i < m->n_params; i++) {
@@ -94,9 +95,9 @@ static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, siz
                hi = p->offset + p->numel < b ? p->offset + p->numel : b;
         if (lo >= hi) continue;
         size_t j = lo - p->offset;
-        void *copy = p->copy ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
-        ts[n++] = (gk_adamw_tensor){p->data + j, g + (lo - a), mm + (lo - a), vv + (lo - a),
-                                    copy,        hi - lo,      p->decay};
+        void *copy = p->copy && !m->p_shard ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
+        ts[n++] = (gk_adamw_tensor){pp + (lo - a), g + (lo - a), mm + (lo - a), vv + (lo - a),
+                                    copy,          hi - lo,      p->decay};
     }
     return n;
 }
@@ -149,7 +150,8 @@ static int scatter_grads(gk_gpt2 *m, gk_err *err)
 }
 
 /* The update under ZeRO (grads flushed): the global norm, AdamW on this rank's pieces and the
- * tails, each bucket's weights all-gathered. */
+ * tails, each bucket's weights all-gathered (stage 3: left in the shard, which the next forward
+ * gathers from). */
 static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_comm *c = m->comm;
@@ -168,9 +170,11 @@ static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_
     for (int b = 0; b < m->nbuckets; b++) {
         const gk_bucket *k = &m->buckets[b];
         size_t mine = k->lo + r * k->piece, tail = k->lo + W * k->piece;
-        n = slices_of(m, ts, n, mine, mine + k->piece, shard_grad(m, k, 0), m->m_shard + k->at,
-                      m->v_shard + k->at);
-        n = slices_of(m, ts, n, tail, k->lo + k->n, shard_grad(m, k, 1),
+        float *pp = m->p_shard ? m->p_shard + k->at : m->p_block + mine,
+              *pt = m->p_shard ? m->p_shard + k->at + k->piece : m->p_block + tail;
+        n = slices_of(m, ts, n, mine, mine + k->piece, pp, shard_grad(m, k, 0),
+                      m->m_shard + k->at, m->v_shard + k->at);
+        n = slices_of(m, ts, n, tail, k->lo + k->n, pt, shard_grad(m, k, 1),
                       m->m_shard + k->at + k->piece, m->v_shard + k->at + k->piece);
     }
     m->step++;
@@ -178,6 +182,10 @@ static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_
                             (int)m->step, scale, m->wt);
     free(ts);
     if ((rc = gk_backend_status(m->be, err))) return rc;
+    if (m->p_shard) {
+        gk_gpt2_params_stale(m);
+        return 0;
+    }
     for (int b = 0; b < m->nbuckets && !rc; b++) {
         const gk_bucket *k = &m->buckets[b];
         if (k->piece)

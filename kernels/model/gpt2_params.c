@@ -133,10 +133,10 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
     size_t stored = d->d0 == GK_DIM_V ? (size_t)m->Vp * p->shape[1] : p->numel;
     p->decay = p->ndim == 2;
     m->p_init[m->n_params - 1] = d->init;
-    /* offsets keep every tensor 64-byte aligned; the copy offset is stashed in the pointer
-     * field until set_ptrs turns it into a pointer */
+    /* offsets keep every tensor 64-byte aligned (copies too) */
+    if (m->c_off) m->c_off[m->n_params - 1] = has_copy(m, d) ? m->n_copy : (size_t)-1;
     if (has_copy(m, d)) {
-        p->copy = (void *)(uintptr_t)m->n_copy;
+        if (layer == 0 && d->slot == L_QKVW) m->copies_at = m->n_copy;
         m->n_copy += (stored + 31) / 32 * 32;
     }
     if (has_master(m, d)) {
@@ -176,13 +176,21 @@ void gk_gpt2_point_grads(gk_gpt2 *m)
     m->n_params = n;
 }
 
+static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer);
+void gk_gpt2_point_all(gk_gpt2 *m)
+{
+    int n = m->n_params;
+    m->n_params = 0;
+    walk(m, set_ptrs);
+    m->n_params = n;
+}
+
 static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 {
     gk_param *p = &m->params[m->n_params++];
-    if (has_copy(m, d))
-        p->copy = (char *)m->w_block + gk_elt_bytes(m->wt, (uintptr_t)p->copy);
+    if (has_copy(m, d)) p->copy = gk_gpt2_copy_at(m, m->c_off[m->n_params - 1]);
     if (has_master(m, d)) {
-        p->data = m->p_block + p->offset;
+        p->data = gk_gpt2_param_at(m, p->offset);
         if (!(m->flags & GK_GPT2_INFERENCE)) {
             p->grad = gk_gpt2_grad_at(m, p->offset); /* NULL: deferred */
             p->m = m->m_block ? m->m_block + p->offset : NULL; /* NULL: deferred, or sharded */
@@ -302,13 +310,14 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     size_t BT = (size_t)max_B * max_T;
     m->params = calloc(maxp, sizeof *m->params);
     m->p_init = calloc(maxp, sizeof *m->p_init);
+    m->c_off = calloc(maxp, sizeof *m->c_off);
     m->lp = calloc((size_t)L * L_COUNT, sizeof *m->lp);
     m->lg = calloc((size_t)L * L_COUNT, sizeof *m->lg);
     m->lw = calloc((size_t)L * L_COUNT, sizeof *m->lw);
     m->acts = calloc(L, sizeof *m->acts);
     m->h_targets = malloc(BT * sizeof *m->h_targets);
     m->h_losses = malloc(BT * sizeof *m->h_losses);
-    if (!m->params || !m->p_init || !m->lp || !m->lg || !m->lw || !m->acts || !m->h_targets ||
+    if (!m->params || !m->p_init || !m->c_off || !m->lp || !m->lg || !m->lw || !m->acts || !m->h_targets ||
         !m->h_losses)
         goto nomem;
     walk(m, add_param);
@@ -359,6 +368,13 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->g_head);
     be->ops->free(be, m->g_layer[0]);
     be->ops->free(be, m->g_layer[1]);
+    be->ops->free(be, m->p_shard);
+    be->ops->free(be, m->p_head);
+    be->ops->free(be, m->w_head);
+    for (int k = 0; k < 2; k++) {
+        be->ops->free(be, m->p_layer[k]);
+        be->ops->free(be, m->w_layer[k]);
+    }
     free(m->buckets);
     be->ops->free(be, m->w_block);
     be->ops->free(be, m->act_block);
@@ -366,6 +382,7 @@ void gk_gpt2_free(gk_gpt2 *m)
     free(m->v_host);
     free(m->params);
     free(m->p_init);
+    free(m->c_off);
     free(m->lp);
     free(m->lg);
     free(m->lw);
@@ -406,6 +423,9 @@ void gk_gpt2_set_step(gk_gpt2 *m, int64_t step) { m->step = step; }
 int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
 {
     gk_backend *be = m->be;
+    if (m->p_shard)
+        return gk_errf(err, GK_EUSAGE, "gpt2 init: the parameters are sharded (zero_stage 3): "
+                       "initialize before gk_gpt2_set_comm");
     size_t maxn = 0;
     for (int i = 0; i < m->n_params; i++)
         if (m->params[i].numel > maxn) maxn = m->params[i].numel;
@@ -504,6 +524,8 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         out->n_floats = t.n_floats;
         out->layers_at = t.layers_at;
         out->layers_end = t.layers_end;
+        out->copies_at = t.copies_at;
+        out->copy_elems = t.n_copy;
         out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
         out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */

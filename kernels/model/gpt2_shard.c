@@ -19,14 +19,21 @@ void gk_gpt2_bwd_bucket(const gk_gpt2 *m, int b, size_t *lo, size_t *hi)
     *hi = b == 0 ? m->layers_at : b == L ? m->n_floats : *lo + stride;
 }
 
+int gk_gpt2_bucket_of(const gk_gpt2 *m, size_t off)
+{
+    if (off < m->layers_at) return 0;
+    int L = m->cfg.n_layer;
+    size_t l = (off - m->layers_at) / ((m->layers_end - m->layers_at) / (size_t)L);
+    return 1 + (l < (size_t)L ? (int)l : L - 1);
+}
+
 float *gk_gpt2_grad_at(const gk_gpt2 *m, size_t off)
 {
     if (m->g_block) return m->g_block + off;
     if (!m->g_head) return NULL;
     if (off < m->layers_at) return m->g_head + off;
-    int L = m->cfg.n_layer;
-    size_t l = (off - m->layers_at) / ((m->layers_end - m->layers_at) / (size_t)L), lo, hi;
-    int b = 1 + (l < (size_t)L ? (int)l : L - 1);
+    size_t lo, hi;
+    int b = gk_gpt2_bucket_of(m, off);
     gk_gpt2_bwd_bucket(m, b, &lo, &hi);
     return m->g_layer[(b - 1) % 2] + (off - lo);
 }
@@ -54,7 +61,7 @@ static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
     return 0;
 }
 
-/* Allocates the shard buffers (zero): the moments, and with stage 2 the gradients' shard and the
+/* Allocates the shard buffers (zero): the moments, and from stage 2 the gradients' shard and the
  * backward's buckets (wte and wpe's, and two of the largest layer's: the last, with ln_f). */
 static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
 {
@@ -71,17 +78,15 @@ static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
     m->g_head = be->ops->alloc(be, m->layers_at * sizeof(float));
     for (int k = 0; k < 2; k++) m->g_layer[k] = be->ops->alloc(be, (hi - lo) * sizeof(float));
     if (!m->g_shard || !m->g_head || !m->g_layer[0] || !m->g_layer[1])
-        return gk_errf(err, GK_ENOMEM, "zero_stage 2: out of memory for %zu bytes of gradients",
-                       bytes + (m->layers_at + 2 * (hi - lo)) * sizeof(float));
+        return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory for %zu bytes of gradients",
+                       stage, bytes + (m->layers_at + 2 * (hi - lo)) * sizeof(float));
     be->ops->free(be, m->g_block); /* (a model made without GK_GPT2_DEFER_GRADS) */
     m->g_block = NULL;
     gk_gpt2_point_grads(m);
     return 0;
 }
 
-/* Copies this rank's floats of every bucket (its piece and the tail) between full (n_floats,
- * the parameter block's layout) and part (the shard's): to_part 1 from full, else back. */
-static void shard_copy(gk_gpt2 *m, float *full, float *part, int to_part)
+void gk_gpt2_shard_copy(gk_gpt2 *m, float *full, float *part, int to_part)
 {
     gk_backend *be = m->be;
     size_t W = (size_t)m->comm->world, r = (size_t)m->comm->rank;
@@ -102,8 +107,8 @@ static void shard_copy(gk_gpt2 *m, float *full, float *part, int to_part)
 static void shard_moments(gk_gpt2 *m)
 {
     gk_backend *be = m->be;
-    shard_copy(m, m->m_block, m->m_shard, 1);
-    shard_copy(m, m->v_block, m->v_shard, 1);
+    gk_gpt2_shard_copy(m, m->m_block, m->m_shard, 1);
+    gk_gpt2_shard_copy(m, m->v_block, m->v_shard, 1);
     be->ops->free(be, m->m_block); /* the full blocks go */
     be->ops->free(be, m->v_block);
     m->m_block = m->v_block = NULL;
@@ -149,12 +154,16 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
 {
     m->comm = c;
     if ((m->flags & GK_GPT2_INFERENCE) || m->zero) return 0;
-    if (zero_stage < 0 || zero_stage > 2)
-        return gk_errf(err, GK_EUSAGE, "zero_stage %d: 0, 1 or 2", zero_stage);
+    if (zero_stage < 0 || zero_stage > 3)
+        return gk_errf(err, GK_EUSAGE, "zero_stage %d: 0, 1, 2 or 3", zero_stage);
+    if (zero_stage == 3 && (!c || c->world == 1))
+        return gk_errf(err, GK_EUSAGE, "zero_stage 3 shards the parameters over the ranks: with "
+                       "one process there is nothing to shard them over (use zero_stage 0)");
     if (!zero_stage || !c || c->world == 1) return alloc_full(m, err);
     int rc = make_buckets(m, zero_stage, c->world, err);
     if (!rc) rc = alloc_shards(m, zero_stage, err);
     if (!rc && zero_stage < 2) rc = alloc_full_grads(m, err);
+    if (!rc && zero_stage == 3) rc = gk_gpt2_shard_params(m, err);
     if (rc) return rc;
     m->zero = zero_stage;
     if (m->m_block) shard_moments(m);
@@ -225,10 +234,11 @@ static int gather_kind(gk_gpt2 *m, const float *part, const gather_sink *sink, f
     return rc ? rc : gk_backend_status(m->be, err);
 }
 
-/* Both kinds of moments into sinks (NULL outputs: this rank only takes part); host_failed: this
- * rank could not make its sinks, which every rank learns first, so that none waits in a
- * collective another has left. */
-static int gather_both(gk_gpt2 *m, const gather_sink sink[2], int host_failed, gk_err *err)
+/* The nk sharded kinds part[] (this rank's shards) into sinks (NULL outputs: this rank only
+ * takes part); host_failed: this rank could not make its sinks, which every rank learns first,
+ * so that none waits in a collective another has left. */
+static int gather_kinds(gk_gpt2 *m, const float *const part[], const gather_sink sink[], int nk,
+                        int host_failed, gk_err *err)
 {
     gk_backend *be = m->be;
     size_t chunk = 16;
@@ -240,10 +250,9 @@ static int gather_both(gk_gpt2 *m, const gather_sink sink[2], int host_failed, g
     int rc = m->comm->ops->allreduce_host(m->comm, &failed, 1, err);
     if (!rc && failed > 0)
         rc = gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory gathering %zu bytes of "
-                     "moments (on %g of the ranks)", m->zero, 2 * m->n_floats * sizeof(float),
-                     failed);
-    const float *part[2] = {m->m_shard, m->v_shard};
-    for (int k = 0; k < 2 && !rc; k++) rc = gather_kind(m, part[k], &sink[k], stage, chunk, err);
+                     "sharded state (on %g of the ranks)", m->zero,
+                     (size_t)nk * m->n_floats * sizeof(float), failed);
+    for (int k = 0; k < nk && !rc; k++) rc = gather_kind(m, part[k], &sink[k], stage, chunk, err);
     be->ops->free(be, stage);
     return rc;
 }
@@ -256,20 +265,28 @@ int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
         m->v_host = malloc(m->n_floats * sizeof(float));
     }
     const gather_sink sink[2] = {{m->m_host, NULL, NULL}, {m->v_host, NULL, NULL}};
-    int rc = gather_both(m, sink, keep && (!m->m_host || !m->v_host), err);
+    const float *const part[2] = {m->m_shard, m->v_shard};
+    int rc = gather_kinds(m, part, sink, 2, keep && (!m->m_host || !m->v_host), err);
     if (rc) gk_gpt2_moments_release(m);
     return rc;
 }
 
 int gk_gpt2_moments_sharded(const gk_gpt2 *m) { return m->zero != 0; }
+int gk_gpt2_params_sharded(const gk_gpt2 *m) { return m->p_shard != NULL; }
 
-int gk_gpt2_moments_gather_packed(gk_gpt2 *m, float *m_out, float *v_out, gk_err *err)
+int gk_gpt2_shards_gather_packed(gk_gpt2 *m, float *p_out, float *m_out, float *v_out,
+                                 gk_err *err)
 {
     if (!m->zero) return 0;
-    size_t *at = m_out ? malloc(sizeof *at * (size_t)m->n_params) : NULL, n = 0;
+    int wants = p_out || m_out || v_out, nk = 0;
+    size_t *at = wants ? malloc(sizeof *at * (size_t)m->n_params) : NULL, n = 0;
     for (int i = 0; at && i < m->n_params; i++) at[i] = n, n += m->params[i].numel;
-    const gather_sink sink[2] = {{NULL, m_out, at}, {NULL, v_out, at}};
-    int rc = gather_both(m, sink, m_out && !at, err);
+    const float *part[3];
+    gather_sink sink[3];
+    if (m->p_shard) part[nk] = m->p_shard, sink[nk++] = (gather_sink){NULL, p_out, at};
+    part[nk] = m->m_shard, sink[nk++] = (gather_sink){NULL, m_out, at};
+    part[nk] = m->v_shard, sink[nk++] = (gather_sink){NULL, v_out, at};
+    int rc = gather_kinds(m, part, sink, nk, wants && !at, err);
     free(at);
     return rc;
 }
@@ -293,12 +310,15 @@ int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float 
     return 0;
 }
 
-int gk_gpt2_shard_moment_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
-                             gk_err *err)
+int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
+                      gk_err *err)
 {
     const gk_param *p = &m->params[i];
     size_t W = (size_t)m->comm->world, r = (size_t)m->comm->rank;
-    float *mom = kind == GK_TENSOR_ADAM_M ? m->m_shard : m->v_shard;
+    float *mom = kind == GK_TENSOR_ADAM_M   ? m->m_shard
+                 : kind == GK_TENSOR_ADAM_V ? m->v_shard
+                                            : m->p_shard;
+    if (kind == GK_TENSOR_PARAM) gk_gpt2_params_stale(m);
     for (int b = 0; b < m->nbuckets; b++) {
         const gk_bucket *k = &m->buckets[b];
         /* this rank's piece and the tail: [from, to) of the block, at `at` in the shard */

@@ -1,9 +1,9 @@
 # Data-parallel training on this machine: 2 ranks started with the torchrun-style variables and
 # by --nproc_per_node (by mpirun: train_dist_mpi) train the same model as one process with the
 # same global batch (the same losses and final weights, within float32 reduction order); the
-# suggestion when gradient_accumulation_steps does not split over the ranks; zero_stage = 1 and 2
-# equal zero_stage = 0, and their checkpoints (full moments, gathered) the unsharded one, also
-# across a resume into shards or into one rank; bf16
+# suggestion when gradient_accumulation_steps does not split over the ranks; zero_stage = 1, 2 and
+# 3 equal zero_stage = 0, and their checkpoints (full moments and parameters, gathered) the
+# unsharded one, also across a resume into shards or into one rank; bf16
 # gradient sums (reduce_dtype) on Gloo and on the emulated NCCL.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
@@ -62,6 +62,24 @@ same z2
 two_ranks z2res --zero_stage=2 --max_iters=3
 two_ranks z2res --zero_stage=2 --init_from=resume
 same z2res
+# ZeRO-3: the parameters sharded by layer too, each layer's all-gathered before its forward and
+# its backward: stage 2's bits (the same sums and shards), also resumed into shards at step 3 and
+# from them into one process at stage 0
+two_ranks z3 --zero_stage=3
+cmp <(st_data z3/latest.safetensors) <(st_data z2/latest.safetensors) && echo "zero_stage 3: stage 2's bits"
+same z3
+two_ranks z3res --zero_stage=3 --max_iters=3
+cp -r z3res z3res1
+two_ranks z3res --zero_stage=3 --init_from=resume
+same z3res
+gpt-train -q "${ARGS[@]}" --out_dir=z3res1 --init_from=resume > z3res1.log
+same z3res1
+# ... where every forward is a collective: an eval_iters that does not split over the ranks (rank
+# 1 makes a third forward it does not count) and a sample, which every rank makes and rank 0 prints
+two_ranks z2eval --zero_stage=2 --eval_iters=3 --sample_tokens=8
+two_ranks z3eval --zero_stage=3 --eval_iters=3 --sample_tokens=8
+diff <(sed 's/|[^|]*ms.*//' z2eval.log) <(sed 's/|[^|]*ms.*//' z3eval.log) && grep -q '^sample at step 3' z3eval.log &&
+  test ! -s z3eval.r1.log && echo "zero_stage 3: stage 2's evaluations and samples"
 # gradient sums in bf16 (reduce_dtype): the losses stay within 1e-3 of the float32 sums' (bf16
 # rounds each gradient by at most 2^-9 of itself), and the weights are not the same bits
 two_ranks bf16 --reduce_dtype=bf16
@@ -74,6 +92,7 @@ close bf16.l torchrun.l 1e-3 && ! cmp -s <(st_data bf16/latest.safetensors) <(st
 run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed "s/rank [0-9]* (pid [0-9]*)/rank N (pid P)/; s/; stopped the other ranks//" err.txt | LC_ALL=C sort)"; }
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --total_batch_size=100
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --reduce_dtype=float16
+run gpt-train -q "${ARGS[@]}" --out_dir=bad --zero_stage=3
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3
 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=3 --gradient_accumulation_steps=2
 RANK=0 WORLD_SIZE=2 run gpt-train -q "${ARGS[@]}" --out_dir=bad --nproc_per_node=2
@@ -87,6 +106,9 @@ two_ranks emuz2 --device=cuda-emu --dtype=float32 --zero_stage=2
 losses emuz2/metrics.jsonl > emuz2.l
 close emuz2.l torchrun.l 2e-5 && st_close emuz2/latest.safetensors torchrun/latest.safetensors 1e-3 && \
   echo "cuda-emu, 2 ranks, zero_stage 2: the CPU's 2 ranks"
+two_ranks emuz3 --device=cuda-emu --dtype=float32 --zero_stage=3
+cmp <(st_data emuz3/latest.safetensors) <(st_data emuz2/latest.safetensors) && \
+  echo "cuda-emu, 2 ranks, zero_stage 3: stage 2's bits"
 # bf16 sums through NCCL (emulated) as through Gloo: with 2 ranks both add the same two roundings;
 # 1e-6 tells them from float32 sums (whose losses differ from bf16.l by 3e-6 or more)
 two_ranks emu16 --device=cuda-emu --dtype=float32 --reduce_dtype=bf16

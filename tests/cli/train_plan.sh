@@ -19,10 +19,10 @@ gpt-train -q -c gpt2 --plan-memory=24G
 echo "== gpt2 124M, 2 ranks, zero_stage=1, bfloat16 on cuda-emu"
 gpt-train -q -c gpt2 --plan --plan-memory=24G --nproc_per_node=2 --zero_stage=1 \
   --device=cuda-emu --dtype=bfloat16
-echo "== gpt2-xl, 8 ranks, bfloat16: zero_stage=1 shards the moments, 2 the gradients too"
-for z in 1 2; do
+echo "== gpt2-xl, 8 ranks, bfloat16: zero_stage=1 shards the moments, 2 the gradients too, 3 the weights"
+for z in 1 2 3; do
   gpt-train -q -c gpt2-xl --plan --plan-memory=80G --nproc_per_node=8 --zero_stage=$z \
-    --device=cuda-emu --dtype=bfloat16 | grep -E '^(gradients|AdamW|peak)'
+    --device=cuda-emu --dtype=bfloat16 | grep -E '^(model|weights|gradients|AdamW|peak)'
 done
 echo "== WORLD_SIZE=4"
 WORLD_SIZE=4 RANK=0 gpt-train -q -c gpt2 --plan-memory=24G --zero_stage=1 | sed -n '2,3p'

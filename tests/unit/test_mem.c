@@ -318,7 +318,7 @@ static void test_zero1_memory(void)
     /* packed (as a checkpoint's snapshot holds them): the same values, entry after entry */
     size_t all = gk_gpt2_num_scalars(m), at = 0;
     float *pm = malloc(all * sizeof *pm), *pv = malloc(all * sizeof *pv);
-    CHECK_OK(gk_gpt2_moments_gather_packed(m, pm, pv, &e), &e);
+    CHECK_OK(gk_gpt2_shards_gather_packed(m, NULL, pm, pv, &e), &e);
     for (int i = 0; pv && i < gk_gpt2_n_params(m); i++) {
         const gk_param *p = gk_gpt2_param(m, i);
         float *h = malloc(p->numel * sizeof *h);
@@ -343,7 +343,7 @@ static void test_check_message(void)
     CHECKF(be != NULL, "%s", e.msg);
     if (!be) return;
     fake_gpu_free = 1000000000;
-    gk_gpt2_mem need = {200000000, 200000000, 400000000, 800000000, 1600000000, 200000000};
+    gk_gpt2_mem need = {200000000, 200000000, 400000000, 800000000, 1600000000, 200000000, 0};
     CHECK(gk_gpt2_mem_check(be, &need, 0, NULL, "lower batch_size or block_size", &e) == GK_ENOMEM);
     CHECKF(strcmp(e.msg, "model + batch need 1.6 GB (parameters 200.0 MB, gradients 200.0 MB, "
                   "optimizer 400.0 MB, activations 800.0 MB) but 1.0 GB are available on cuda "

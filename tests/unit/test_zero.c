@@ -1,7 +1,8 @@
 /* test_zero.c: ZeRO in the GPT-2 model (kernels/model/gpt2_shard.c, gpt2_optim.c, gpt2_bwd.c)
  * as rank 0 of 2 beside a comm that plays the other rank adding zeros: ZeRO-1's sums in the
- * backward against the reduce-scatter after it, and ZeRO-2's shards against the one-process
- * update, on the tiny fixture (gpt2_fixture.h). */
+ * backward against the reduce-scatter after it, ZeRO-2's shards against the one-process update,
+ * and ZeRO-3's contract, on the tiny fixture (gpt2_fixture.h); ZeRO-3's training is checked
+ * against stage 2's bits by cli/train_dist (2 real ranks). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -179,9 +180,56 @@ static void test_zero2_shards(void)
     free(f.buf);
 }
 
+/* ZeRO-3's contract as rank 0 of 2 (the comm above: the other rank's pieces are not brought):
+ * one rank cannot shard; after set_comm the parameters are not readable one by one, nor
+ * initialized anew, and the packed gather brings this rank's pieces and the tails as they were
+ * (the whole block's values) and, after a tensor_set, the values set. */
+static void test_zero3_contract(void)
+{
+    fixture f;
+    gk_gpt2 *m[2];
+    gk_backend *be = zero_setup(&f, m);
+    if (!be) return;
+    gk_comm one = {&zeros_ops, 0, 1, NULL, GK_F32}, comm = {&zeros_ops, 0, 2, NULL, GK_F32};
+    gk_err err;
+    CHECK(gk_gpt2_set_comm(m[0], &one, 3, &err) == GK_EUSAGE &&
+          strstr(err.msg, "zero_stage 3 shards the parameters over the ranks"));
+    CHECK_OK(gk_gpt2_set_comm(m[1], &comm, 3, &err), &err);
+    CHECK(gk_gpt2_params_sharded(m[1]) && !gk_gpt2_params_sharded(m[0]));
+    size_t n = gk_gpt2_num_scalars(m[1]), mine = 0, wrong = 0;
+    float *all = calloc(n, sizeof *all);
+    CHECK(gk_gpt2_tensor_get(m[1], 0, GK_TENSOR_PARAM, all, &err) == GK_EUSAGE &&
+          strstr(err.msg, "sharded across ranks (zero_stage 3"));
+    CHECK(gk_gpt2_init(m[1], 1, &err) == GK_EUSAGE);
+    const gk_param *wpe = gk_gpt2_param(m[1], 1);
+    float *set = malloc(wpe->numel * sizeof *set);
+    for (size_t j = 0; j < wpe->numel; j++) set[j] = (float)j;
+    for (int round = 0; round < 2; round++) { /* 0: as loaded; 1: wpe set */
+        if (round) CHECK_OK(gk_gpt2_tensor_set(m[1], 1, GK_TENSOR_PARAM, set, &err), &err);
+        CHECK_OK(gk_gpt2_shards_gather_packed(m[1], all, NULL, NULL, &err), &err);
+        size_t off = 0;
+        for (int i = 0; i < gk_gpt2_n_params(m[1]); i++) {
+            const gk_param *p = gk_gpt2_param(m[1], i);
+            for (size_t j = 0; j < p->numel; j++) {
+                if (!zero2_rank0(m[1], p->offset + j)) continue;
+                float want = round && i == 1 ? set[j] : f.params[off + j];
+                mine++, wrong += memcmp(&all[off + j], &want, 4) != 0;
+            }
+            off += p->numel;
+        }
+    }
+    CHECKF(wrong == 0 && mine > n / 2, "%zu of rank 0's %zu floats wrong", wrong, mine);
+    free(all), free(set);
+    gk_gpt2_free(m[0]);
+    gk_gpt2_free(m[1]);
+    gk_backend_free(be);
+    free(f.buf);
+}
+
 int main(void)
 {
     RUN(test_zero1_sums_in_backward);
     RUN(test_zero2_shards);
+    RUN(test_zero3_contract);
     return TEST_END();
 }
