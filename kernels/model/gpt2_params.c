@@ -317,8 +317,8 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->acts = calloc(L, sizeof *m->acts);
     m->h_targets = malloc(BT * sizeof *m->h_targets);
     m->h_losses = malloc(BT * sizeof *m->h_losses);
-    if (!m->params || !m->p_init || !m->c_off || !m->lp || !m->lg || !m->lw || !m->acts || !m->h_targets ||
-        !m->h_losses)
+    if (!m->params || !m->p_init || !m->c_off || !m->lp || !m->lg || !m->lw || !m->acts ||
+        !m->h_targets || !m->h_losses)
         goto nomem;
     walk(m, add_param);
     size_t bytes = m->n_floats * sizeof(float);
