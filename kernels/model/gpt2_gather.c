@@ -38,22 +38,25 @@ int gk_gpt2_shard_params(gk_gpt2 *m, gk_err *err)
     size_t head = m->layers_at * sizeof(float), layer = (hi - lo) * sizeof(float);
     size_t whead = m->n_copy ? gk_elt_bytes(m->wt, m->copies_at) : 0,
            wlayer = m->n_copy ? gk_elt_bytes(m->wt, (m->n_copy - m->copies_at) / L) : 0;
-    m->p_shard = be->ops->alloc(be, m->shard_floats * sizeof(float));
+    /* the shard first, and the buffers once the whole block and copies are gone: the peak is the
+     * block and the shard, not the block and all the buffers */
+    if (!(m->p_shard = be->ops->alloc(be, m->shard_floats * sizeof(float))))
+        return gk_errf(err, GK_ENOMEM, "zero_stage 3: out of memory for %zu bytes of sharded "
+                       "parameters", m->shard_floats * sizeof(float));
+    gk_gpt2_shard_copy(m, m->p_block, m->p_shard, 1);
+    be->ops->free(be, m->p_block);
+    be->ops->free(be, m->w_block);
+    m->p_block = NULL;
+    m->w_block = NULL;
     m->p_head = be->ops->alloc(be, head);
-    int ok = m->p_shard && m->p_head && (!whead || (m->w_head = be->ops->alloc(be, whead)));
+    int ok = m->p_head && (!whead || (m->w_head = be->ops->alloc(be, whead)));
     for (int k = 0; k < 2; k++) {
         ok = ok && (m->p_layer[k] = be->ops->alloc(be, layer));
         ok = ok && (!wlayer || (m->w_layer[k] = be->ops->alloc(be, wlayer)));
     }
     if (!ok)
-        return gk_errf(err, GK_ENOMEM, "zero_stage 3: out of memory for %zu bytes of sharded and "
-                       "gathered parameters", m->shard_floats * sizeof(float) + head + whead +
-                       2 * (layer + wlayer));
-    gk_gpt2_shard_copy(m, m->p_block, m->p_shard, 1);
-    be->ops->free(be, m->p_block); /* the whole block and copies go */
-    be->ops->free(be, m->w_block);
-    m->p_block = NULL;
-    m->w_block = NULL;
+        return gk_errf(err, GK_ENOMEM, "zero_stage 3: out of memory for %zu bytes of gathered "
+                       "parameters", head + whead + 2 * (layer + wlayer));
     gk_gpt2_params_stale(m);
     gk_gpt2_point_all(m);
     return gk_backend_status(be, err);

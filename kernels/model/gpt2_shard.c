@@ -161,9 +161,9 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
                        "one process there is nothing to shard them over (use zero_stage 0)");
     if (!zero_stage || !c || c->world == 1) return alloc_full(m, err);
     int rc = make_buckets(m, zero_stage, c->world, err);
+    if (!rc && zero_stage == 3) rc = gk_gpt2_shard_params(m, err); /* (its block freed first) */
     if (!rc) rc = alloc_shards(m, zero_stage, err);
     if (!rc && zero_stage < 2) rc = alloc_full_grads(m, err);
-    if (!rc && zero_stage == 3) rc = gk_gpt2_shard_params(m, err);
     if (rc) return rc;
     m->zero = zero_stage;
     if (m->m_block) shard_moments(m);
