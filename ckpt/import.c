@@ -92,7 +92,7 @@ int ck_save_imported(const char *out, const gk_env *env, const char *from,
     char *json = gk_gpt2_config_json(cfg);
     if (!json)
         return gk_errf(e, GK_ENOMEM, "out of memory");
-    gk_ckpt_info info = {json, NULL, v, GK_DT_F32};
+    gk_ckpt_info info = {json, NULL, v, GK_DT_F32, NULL, NULL};
     char dst[4400];
     int rc = ck_out_begin(out, env, dst, sizeof dst, e);
     if (!rc)

@@ -10,9 +10,12 @@
  * under 20: most containers), the writer stays a normal thread, so a stop's checkpoint is never
  * left to idle time.
  *
+ * With several ranks every rank has a writer: each snapshot holds the rank's slice of the state,
+ * and rank 0's writer streams the others' from their writers as it writes (snapshot.c).
+ *
  * Memory: one snapshot, allocated before training (tr_checkpoint_prepare) and reused:
- * parameters and both AdamW moments, 3 x parameters x 4 bytes (GPT-2 124M: 1.5 GB of host
- * memory). */
+ * parameters and both AdamW moments, 3 x parameters x 4 bytes over the ranks (GPT-2 124M: 1.5 GB
+ * of host memory with one rank). */
 #include "checkpoint.h"
 
 #include <dirent.h>
@@ -46,6 +49,7 @@ struct tr_ckpt_writer {
     int64_t keep_last, keep_every;
     tr_s3out *s3;            /* out_dir in a bucket: out_dir is its staging directory, and each
                               * checkpoint is uploaded before latest moves (s3out.h) */
+    int root;                /* rank 0: writes; the others' writers send their slices */
 };
 
 /* The length of "ckpt_DIGITS.safetensors" at the start of name (digits only, no sign or space),
@@ -116,10 +120,13 @@ static void prune(const char *out_dir, int64_t keep_last, int64_t keep_every, in
     closedir(d);
 }
 
-/* The snapshot to out_dir/ckpt_STEP.safetensors, then latest re-pointed and the old pruned. */
+/* The snapshot to out_dir/ckpt_STEP.safetensors, then latest re-pointed and the old pruned; on
+ * the other ranks, their slices sent to rank 0's. */
 static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
 {
     char name[64], path[4096], link[4096], tmp[4200];
+    if (!w->root)
+        return tr_snapshot_serve(w->snap, e);
     snprintf(name, sizeof name, "ckpt_%08lld.safetensors", (long long)tr_snapshot_step(w->snap));
     snprintf(path, sizeof path, "%s/%s", w->out_dir, name);
     int rc = tr_snapshot_save(w->snap, path, e);
@@ -277,6 +284,7 @@ static int writer_create(tr_run *r, gk_err *e)
         free(w);
         return gk_errf(e, GK_ENOMEM, "out of memory starting the checkpoint writer");
     }
+    w->root = tr_dist_is_root(&r->dist);
     w->keep_last = r->s.keep_last;
     w->keep_every = r->s.keep_every;
     w->s3 = r->s3out;
@@ -306,7 +314,7 @@ int tr_checkpoint_prepare(tr_run *r, gk_err *e)
 {
     int rc = r->writer ? 0 : writer_create(r, e);
     if (!rc && !r->writer->snap)
-        rc = tr_snapshot_create(&r->writer->snap, r->model, 1, e);
+        rc = tr_snapshot_create(&r->writer->snap, r->model, 1, r->dist.ckpt, e);
     return rc;
 }
 

@@ -8,8 +8,9 @@
 #include "run.h"
 
 /* The writer and its host copy of the state, made (once) before the first step, so that the first
- * checkpointing step does not pay for them and a copy that does not fit fails at the start. For
- * rank 0; tr_checkpoint makes them itself where this was not called. */
+ * checkpointing step does not pay for them and a copy that does not fit fails at the start. On
+ * every rank (each snapshots its slice); tr_checkpoint makes them itself where this was not
+ * called. */
 int tr_checkpoint_prepare(tr_run *r, gk_err *e);
 
 /* Without waiting: the last write's error (once) if it has ended in one, else 0 (none, still

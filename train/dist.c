@@ -318,7 +318,9 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
     d->inner->sum_type = sum_type;
     d->timed = (gk_comm){&timed_ops, d->rank, d->world, d, sum_type};
     d->comm = &d->timed;
-    return 0;
+    /* the checkpoint writers' (host memory, on their threads) */
+    return gk_comm_open_gloo(&d->ckpt, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,
+                             e);
 }
 
 int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e)
@@ -427,6 +429,8 @@ void tr_dist_close(tr_dist *d)
 {
     gk_comm_close(d->comm);
     d->comm = NULL;
+    gk_comm_close(d->ckpt);
+    d->ckpt = NULL;
     if (d->store)
         gk_store_close(d->store);
     d->store = NULL;

@@ -26,6 +26,8 @@ typedef struct tr_dist {
     double timeout_s;
     gk_store *store;      /* NULL in a one-process run */
     gk_comm *comm;        /* from tr_dist_comm */
+    gk_comm *ckpt;        /* from tr_dist_comm with world > 1: the checkpoint writers' own
+                           * (Gloo, host memory; used by their threads only: model_io.h) */
     int64_t accum;        /* micro-batches of one step this rank computes */
     int64_t accum_total;  /* micro-batches of one step over all ranks */
     int quiet_error;      /* this rank's error is rank 0's too, which reports it: print nothing */
@@ -49,7 +51,7 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env 
 /* Opens the collectives for the backend's memory through the backend (gk_comm_open: Gloo on
  * cpu and ref, NCCL on cuda, emulated under cuda-emu), bootstrapped through the store, timed
  * (tr_dist_comm_secs); "single" for one process. The gradient sums travel and add in sum_type
- * (GK_F32 or GK_BF16: comm.h); one process has no sums. */
+ * (GK_F32 or GK_BF16: comm.h); one process has no sums. With several ranks, also d->ckpt. */
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e);
 int tr_dist_is_root(const tr_dist *d);
 

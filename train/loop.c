@@ -340,14 +340,11 @@ static void log_step(tr_run *r, const tr_step_record *rec)
     log_failed(r);
 }
 
-/* Rank 0 writes the checkpoint; the others only note the step, so that all decide alike. With
- * ZeRO every rank lends its shard of the moments (stage 3: and of the parameters) to rank 0's
- * host copy (a collective, which rank 0 makes inside tr_checkpoint, straight into the copy). */
+/* Every rank copies its slice of the state to the host before this returns, and its writer
+ * thread sends it on to rank 0's, which writes the checkpoint (checkpoint.c). */
 static int checkpoint(tr_run *r, gk_err *e)
 {
-    int rc = tr_dist_is_root(&r->dist)
-                 ? tr_checkpoint(r, e) /* copies the state to the host before it returns */
-                 : gk_gpt2_shards_gather_packed(r->model, NULL, NULL, NULL, e);
+    int rc = tr_checkpoint(r, e);
     r->last_saved_step = r->st.step;
     return rc;
 }
@@ -398,7 +395,7 @@ static int log_and_eval(tr_run *r, tr_step_record *rec, int eval_now, gk_err *e)
 static int loop_step(tr_run *r, gk_progress *bar, gk_err *e)
 {
     /* a checkpoint write that failed in the background stops the run now, not at the next one */
-    int rc = tr_dist_is_root(&r->dist) ? tr_checkpoint_poll(r, e) : 0;
+    int rc = tr_checkpoint_poll(r, e);
     if (rc)
         return rc;
     double tokens_per_step = (double)(r->s.batch_size * r->dist.accum_total) *
@@ -509,7 +506,7 @@ int tr_run_train(tr_run *r, gk_err *e)
         rc = tr_run_start(r, e);
     if (!rc)
         rc = plan_data(r, 1, e);
-    if (!rc && tr_dist_is_root(&r->dist)) /* the checkpoints' host copy, before the first step */
+    if (!rc) /* the checkpoints' host copy, before the first step */
         rc = tr_checkpoint_prepare(r, e);
     if (!rc && r->st.step == 0) {
         tr_step_record rec = {.step = 0};

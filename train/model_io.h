@@ -16,30 +16,40 @@
 /* The model config JSON (gptkit.config) is kernels/model/gpt2_load.h's gk_gpt2_config_json/_parse;
  * the trainer state's (gptkit.train) is state.h's. */
 
-/* A host copy of everything a checkpoint holds, to be written later (by another thread):
- * every parameter table entry's parameter and, with_optimizer, its AdamW moments, the model
- * config and trainer state JSON, and the vocabulary (borrowed: a gk_vocab is read-only; it must
- * outlive the snapshot's last save). The tensor buffers are allocated once by create and reused
- * by every take: 3 x parameters x 4 bytes with the moments (GPT-2 124M: 1.5 GB), 1 x without. */
+/* A host copy of everything a checkpoint holds, to be written later (by another thread,
+ * snapshot.c): this rank's slice (gk_gpt2_slices) of every parameter table entry's parameter
+ * and, with_optimizer, its AdamW moments, the model config and trainer state JSON, and the
+ * vocabulary (borrowed: a gk_vocab is read-only; it must outlive the snapshot's last save). The
+ * slices are allocated once by create and reused by every take: with the moments 3 x the
+ * parameters x 4 bytes over the ranks (GPT-2 124M: 1.5 GB with one rank, 0.75 GB a rank with
+ * two), 1 x without. */
 typedef struct tr_snapshot tr_snapshot;
 
-/* Allocates a snapshot for m's parameter table (GK_ENOMEM naming the size). */
-int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_err *e);
-/* Copies m's tensors (gk_gpt2_tensor_get: the parameters and, with_optimizer, its moments; under
- * ZeRO gathered straight into s, gk_gpt2_shards_gather_packed: a collective, which the other
- * ranks join with NULL outputs), the config, st (NULL: not a training checkpoint) with
- * settings_json embedded, and v (may be NULL) into s. Drives m's backend. On failure s holds
- * nothing that may be saved. */
+/* Allocates a snapshot for m's parameter table (GK_ENOMEM naming the size). comm: with several
+ * ranks, the comm the ranks' writers stream the slices over (every rank makes a snapshot, takes
+ * it at the same step and saves or serves it); NULL or one rank: the snapshot holds everything.
+ * Make it once m's layout is set (gk_gpt2_set_comm). */
+int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_comm *comm,
+                       gk_err *e);
+/* Copies this rank's slice of m's tensors (gk_gpt2_slice_get: no collective), the config, st
+ * (NULL: not a training checkpoint) with settings_json embedded, and v (may be NULL) into s.
+ * Drives m's backend. On failure s holds nothing that may be saved. */
 int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
                      const char *settings_json, gk_err *e);
-/* Writes the last take to path atomically (temp file, fsync, rename: gk_ckpt_save). */
-int tr_snapshot_save(const tr_snapshot *s, const char *path, gk_err *e);
+/* Writes the last take to path atomically (temp file, fsync, rename: gk_ckpt_save); with
+ * several ranks rank 0 does, its tensors streamed from every rank's slice while the others call
+ * tr_snapshot_serve (a collective on the comm: the same takes in the same order). Touches no
+ * model. */
+int tr_snapshot_save(tr_snapshot *s, const char *path, gk_err *e);
+/* A rank other than 0: sends its part of the last take to rank 0's tr_snapshot_save. */
+int tr_snapshot_serve(tr_snapshot *s, gk_err *e);
 /* The trainer state's step of the last take (-1: none, or it had no state). */
 int64_t tr_snapshot_step(const tr_snapshot *s);
 void tr_snapshot_free(tr_snapshot *s); /* NULL-safe */
 
 /* Saves the model (and, with_optimizer, its AdamW moments) with metadata: a snapshot taken and
- * saved at once. */
+ * saved at once, by one process (a model whose state is sharded across ranks is refused by the
+ * take: use the checkpoint writer). */
 int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e);
 /* What tr_load reads: the parameters, the AdamW moments, or both (|). */

@@ -1,6 +1,6 @@
 /* plan.c: the memory plan (gpt-train --plan) and the fit check a run makes before its model is
  * allocated (tr_model_flags, with recompute = auto): both from kernels/model/gpt2_mem.c's
- * estimate and its rows per rank (gk_gpt2_plan), here given the tool's own buffer (rank 0's
+ * estimate and its rows per rank (gk_gpt2_plan), here given the tool's own buffer (each rank's
  * checkpoint snapshot), printed as a table, and, for a run that does not fit, what would. See
  * run.h. */
 #include <stdio.h>
@@ -23,7 +23,8 @@ typedef struct plan_in {
     const char *bound, *host_bound; /* which limit each is */
 } plan_in;
 
-/* One kind of rank: rank 0 (the checkpoint snapshot), or the others. */
+/* One rank's column: every rank holds the same (each its slice of a checkpoint's state). The
+ * table has room for two kinds of rank (cols), for a layout where one holds more. */
 typedef struct plan_col {
     gk_gpt2_plan p;
     int flags, fits, max_B;
@@ -33,7 +34,7 @@ typedef struct plan_col {
 typedef struct plan {
     plan_in in;
     plan_col col[2];
-    int cols, fits; /* cols: 1 with one rank; fits: every rank */
+    int cols, fits; /* cols: 1 (every rank alike); fits: every rank */
 } plan;
 
 static const int levels[] = {0, GK_GPT2_RECOMPUTE, GK_GPT2_RECOMPUTE | GK_GPT2_RECOMPUTE_LN};
@@ -54,26 +55,27 @@ static int recompute_setting(const char *rc)
     return strcmp(rc, "true") == 0 || strcmp(rc, "gelu") == 0 ? GK_GPT2_RECOMPUTE : 0;
 }
 
-/* The plan's settings from the run's, for world ranks (available memory not filled in). */
+/* The plan's settings from the run's, for world ranks (available memory not filled in). Without
+ * a backend (--plan for a GPU this machine lacks): a CUDA device's, of the dtype asked. */
 static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
 {
-    int lo = r->be->props.recompute; /* the device's default */
-    return (plan_in){.mc = *mc, .act = r->be->act, .B = (int)r->s.batch_size,
+    int lo = r->be ? r->be->props.recompute : 1; /* the device's default (cuda's: gelu) */
+    gk_elt act = strcmp(r->s.dtype, "bfloat16") == 0 ? GK_BF16 : GK_F32;
+    return (plan_in){.mc = *mc, .act = r->be ? r->be->act : act, .B = (int)r->s.batch_size,
                      .set = recompute_setting(r->s.recompute), .lo = lo < 0 || lo > 2 ? 0 : lo,
                      .world = world, .zero = (int)r->s.zero_stage,
-                     .shared = r->be->props.host_memory};
+                     .shared = r->be ? r->be->props.host_memory : 0};
 }
 
 /* One rank's estimate with flags (ZeRO's moments and gradients sharded) into *m and as rows into
- * *p, with the host copy rank 0 (root) keeps for a checkpoint: the snapshot of parameters and
- * moments (3 x the fp32 parameters; ZeRO's moments are gathered straight into it); *snap its
- * bytes. */
-static int need_of(const plan_in *in, int flags, int root, gk_gpt2_mem *m, gk_gpt2_plan *p,
-                   size_t *snap, gk_err *e)
+ * *p, with the host copy each rank keeps for a checkpoint: its slice of the parameters and
+ * moments (3 x the fp32 parameters over the ranks; rank 0's with the tails); *snap its bytes. */
+static int need_of(const plan_in *in, int flags, gk_gpt2_mem *m, gk_gpt2_plan *p, size_t *snap,
+                   gk_err *e)
 {
     int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags, in->world,
                               in->zero, m, p, e);
-    *snap = root ? 3 * m->master : 0;
+    *snap = m->snapshot;
     if (!rc)
         gk_gpt2_plan_add(p, "checkpoint snapshot, host", *snap, 1);
     return rc;
@@ -90,7 +92,7 @@ static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const 
     gk_gpt2_mem need;
     gk_gpt2_plan rows;
     size_t snap;
-    int rc = need_of(&in, flags, tr_dist_is_root(&r->dist), &need, &rows, &snap, e);
+    int rc = need_of(&in, flags, &need, &rows, &snap, e);
     return rc ? rc : gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
 }
 
@@ -132,14 +134,14 @@ int tr_model_flags(tr_run *r, const gk_gpt2_config *mc, int *flags, gk_err *e)
 
 /* One kind of rank's column: with auto, the first recompute level from lo up that fits (the
  * last when none does, as tr_model_flags), and the largest batch at that level. */
-static int column(const plan_in *in, int root, plan_col *c, gk_err *e)
+static int column(const plan_in *in, plan_col *c, gk_err *e)
 {
     int k = in->lo, rc;
     size_t snap;
     do {
         c->flags = in->set >= 0 ? in->set : levels[k];
         gk_gpt2_mem m;
-        if ((rc = need_of(in, c->flags, root, &m, &c->p, &snap, e)))
+        if ((rc = need_of(in, c->flags, &m, &c->p, &snap, e)))
             return rc;
         gk_gpt2_plan_sum(&c->p, in->shared, &c->device, &c->host);
         c->fits = c->device <= in->avail && c->host <= in->host;
@@ -154,10 +156,10 @@ static int column(const plan_in *in, int root, plan_col *c, gk_err *e)
 static int build(const plan_in *in, plan *p, gk_err *e)
 {
     p->in = *in;
-    p->cols = in->world > 1 ? 2 : 1;
+    p->cols = 1;
     p->fits = 1;
     for (int i = 0; i < p->cols; i++) {
-        int rc = column(in, i == 0, &p->col[i], e);
+        int rc = column(in, &p->col[i], e);
         if (rc)
             return rc;
         p->fits &= p->col[i].fits;
@@ -230,9 +232,9 @@ static void print_rows(FILE *f, const plan *p)
     const plan_col *c0 = &p->col[0], *c1 = &p->col[p->cols - 1];
     int n = p->cols;
     char t0[32], t1[32];
-    if (p->in.world > 2)
-        snprintf(t1, sizeof t1, "ranks 1-%d", p->in.world - 1);
-    row_text(f, "memory per rank", "rank 0", p->in.world > 2 ? t1 : "rank 1", n);
+    if (p->in.world > 1)
+        snprintf(t0, sizeof t0, "ranks 0-%d", p->in.world - 1);
+    row_text(f, "memory per rank", p->in.world > 1 ? t0 : "rank 0", "", n);
     for (int i = 0; i < c0->p.n; i++) {
         const char *name = c0->p.row[i].name;
         if (c0->p.row[i].bytes || c1->p.row[i].bytes)
@@ -355,14 +357,18 @@ int tr_run_plan(tr_run *r, gk_err *e)
         rc = gk_gpt2_config_check(&mc, e);
     if (!rc)
         rc = tr_open_backend(r, e);
+    if (rc && r->plan_memory > 0 && strcmp(r->s.device, "cuda") == 0) {
+        gk_info("planning for a CUDA device this machine lacks (%s)", e->msg);
+        rc = 0; /* the size given is all the plan needs of it */
+    }
     if (rc)
         return rc;
     plan p;
     plan_in in = in_of(r, &mc, world);
     if ((rc = read_avail(r->be, (size_t)r->plan_memory, &in, e)) || (rc = build(&in, &p, e)))
         return rc;
-    print_head(stdout, &p, r->be->act == GK_BF16 ? "bfloat16" : "float32", r->be->ops->name,
-               r->s.recompute);
+    print_head(stdout, &p, in.act == GK_BF16 ? "bfloat16" : "float32",
+               r->be ? r->be->ops->name : "cuda", r->s.recompute);
     print_rows(stdout, &p);
     if (!p.fits)
         suggest(stdout, &p, e);

@@ -35,17 +35,39 @@ static int fill_converted(void *ctx, uint64_t off, void *buf, size_t n, gk_err *
     return 0;
 }
 
-static int add_moments(gk_st_writer *w, const gk_ckpt_param *p, gk_err *e)
+/* One tensor of a save whose floats come from the caller's fill (gk_ckpt_info.fill). */
+typedef struct fill_ctx {
+    const gk_ckpt_info *info;
+    size_t entry;
+    int kind;
+} fill_ctx;
+
+static int fill_tensor(void *ctx, uint64_t off, void *buf, size_t n, gk_err *e)
+{
+    const fill_ctx *c = ctx;
+    return c->info->fill(c->info->fill_ctx, c->entry, c->kind, off, buf, n, e);
+}
+
+/* Adds an fp32 tensor: its floats at data, or from fill (f not NULL). */
+static int add_f32(gk_st_writer *w, const char *name, const gk_ckpt_param *p, const float *data,
+                   fill_ctx *f, gk_err *e)
+{
+    return f ? gk_st_writer_add_fill(w, name, GK_DT_F32, p->ndim, p->shape, fill_tensor, f, e)
+             : gk_st_writer_add(w, name, GK_DT_F32, p->ndim, p->shape, data, e);
+}
+
+/* f: the moments' fill contexts (2), or NULL. */
+static int add_moments(gk_st_writer *w, const gk_ckpt_param *p, fill_ctx *f, gk_err *e)
 {
     char name[300];
     int rc = 0;
     if (p->m) {
         snprintf(name, sizeof name, "optimizer.m.%s", p->name);
-        rc = gk_st_writer_add(w, name, GK_DT_F32, p->ndim, p->shape, p->m, e);
+        rc = add_f32(w, name, p, p->m, f, e);
     }
     if (!rc && p->v) {
         snprintf(name, sizeof name, "optimizer.v.%s", p->name);
-        rc = gk_st_writer_add(w, name, GK_DT_F32, p->ndim, p->shape, p->v, e);
+        rc = add_f32(w, name, p, p->v, f ? f + 1 : NULL, e);
     }
     return rc;
 }
@@ -79,18 +101,23 @@ int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const 
         return rc;
     int dtype = info->dtype ? info->dtype : GK_DT_F32;
     convert_ctx *conv = calloc(n ? n : 1, sizeof *conv);
+    fill_ctx *fills = info->fill ? calloc(3 * (n ? n : 1), sizeof *fills) : NULL;
     char *json = NULL, *merges = NULL;
-    if (!conv)
+    if (!conv || (info->fill && !fills))
         rc = gk_errf(e, GK_ENOMEM, "out of memory");
+    if (!rc && info->fill && dtype != GK_DT_F32)
+        rc = gk_errf(e, GK_EUSAGE, "%s: a save from fill is float32", path);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const gk_ckpt_param *p = &params[i];
+        fill_ctx *f = fills ? fills + 3 * i : NULL;
+        for (int k = 0; f && k < 3; k++) f[k] = (fill_ctx){info, i, "\0mv"[k]};
         conv[i] = (convert_ctx){p->data, dtype};
         rc = dtype == GK_DT_F32
-                 ? gk_st_writer_add(w, p->name, GK_DT_F32, p->ndim, p->shape, p->data, e)
+                 ? add_f32(w, p->name, p, p->data, f, e)
                  : gk_st_writer_add_fill(w, p->name, (enum gk_dtype)dtype, p->ndim, p->shape,
                                          fill_converted, &conv[i], e);
         if (!rc)
-            rc = add_moments(w, p, e);
+            rc = add_moments(w, p, f ? f + 1 : NULL, e);
     }
     char version[16];
     snprintf(version, sizeof version, "%d", GK_CKPT_FORMAT_VERSION);
@@ -108,6 +135,7 @@ int gk_ckpt_save(const char *path, const gk_ckpt_param *params, size_t n, const 
         rc = gk_st_writer_write(w, path, e);
     gk_st_writer_free(w);
     free(conv);
+    free(fills);
     free(json);
     free(merges);
     return rc;

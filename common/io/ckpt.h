@@ -37,6 +37,12 @@ typedef struct gk_ckpt_info {
     const gk_vocab *vocab;   /* NULL: no embedded vocabulary */
     int dtype;               /* storage of parameters: GK_DT_F32 (default
                               * 0 means F32), GK_DT_BF16, GK_DT_F16 */
+    /* NULL: the tensors' floats are at each entry's data, m and v. Else (dtype F32 only) they
+     * come from fill, asked in the file's order, entry by entry: its parameter (kind 0), then
+     * 'm' and 'v' where those pointers are not NULL (they only say which are present); bytes
+     * [off, off + n) of that tensor into buf. 0 or a GK_E* code with e filled. */
+    int (*fill)(void *ctx, size_t entry, int kind, uint64_t off, void *buf, size_t n, gk_err *e);
+    void *fill_ctx;
 } gk_ckpt_info;
 
 /* Writes path atomically (temp file, fsync, rename). Moments are written when present. */

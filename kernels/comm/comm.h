@@ -106,7 +106,8 @@ int gk_comm_open_single(gk_comm **out, gk_err *e);
  * (a rank that hangs: after the timeout and 2 s more), "allreduce: rank 0 (the store at
  * 10.0.0.1:29500) is gone: ...". Gloo writes to sockets without MSG_NOSIGNAL, so opening sets
  * SIGPIPE to SIG_IGN for the process when it has its default action. The store must outlive the
- * comm and is used by it only from the thread that calls the collectives. */
+ * comm, which asks it (from the thread that calls the collectives) who is gone after a failure:
+ * comms on other threads may share it (store.h). */
 int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world, double timeout_s,
                       const char *ifname, gk_err *e);
 /* From now on, once *flag is set (by the tool's SIGTERM/SIGINT handler), a collective in which

@@ -1,7 +1,8 @@
 /* store.c: the rendezvous store's client (store.h), one per rank (rank 0 starts the server
  * thread too: store_server.c). Every read and write polls against a deadline; a connection that
  * fails or times out mid-request is dropped and every later call fails at once with the reason;
- * a refused HELLO fails the open. */
+ * a refused HELLO fails the open. One request at a time (a mutex around each), so that the comms
+ * of several threads may share it. */
 #include "kernels/comm/store.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 /* ---- the client ---- */
 
 struct gk_store {
+    pthread_mutex_t mu;   /* one request at a time */
     int fd, rank, port;
     double timeout_s;
     gk_store_server *srv; /* rank 0's */
@@ -90,8 +93,8 @@ static int refused(gk_store *s, gk_store_rd *r, gk_err *e)
 /* One request (op, fields) and its reply, within span seconds. The reply's body goes to *reply
  * (status byte first; the caller frees reply->p). Returns ST_OK, ST_TIMEOUT (when may_wait) or
  * an error. */
-static int call(gk_store *s, int op, const field *f, int nf, double span, int may_wait,
-                gk_store_buf *reply, gk_err *e)
+static int call_locked(gk_store *s, int op, const field *f, int nf, double span, int may_wait,
+                       gk_store_buf *reply, gk_err *e)
 {
     *reply = (gk_store_buf){0};
     if (s->fd < 0)
@@ -129,6 +132,15 @@ static int call(gk_store *s, int op, const field *f, int nf, double span, int ma
     if (reply->p[0] == ST_OK || (may_wait && reply->p[0] == ST_TIMEOUT))
         return reply->p[0];
     return lose(s, "malformed answer", e);
+}
+
+static int call(gk_store *s, int op, const field *f, int nf, double span, int may_wait,
+                gk_store_buf *reply, gk_err *e)
+{
+    pthread_mutex_lock(&s->mu);
+    int rc = call_locked(s, op, f, nf, span, may_wait, reply, e);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 /* The reply's first field, which must be n bytes (n 0: any length, *len gets it). */
@@ -467,6 +479,7 @@ int gk_store_open_opts(gk_store **out, const char *host, int port, int rank,
     if (!s)
         return gk_errf(e, GK_ENOMEM, "out of memory");
     s->fd = -1, s->rank = rank, s->port = port, s->timeout_s = o->timeout_s, s->stop = o->stop;
+    pthread_mutex_init(&s->mu, NULL);
     snprintf(s->host, sizeof s->host, "%s", host);
     snprintf(s->token, sizeof s->token, "%s", o->token ? o->token : "");
     snprintf(s->token_name, sizeof s->token_name, "%s", o->token_name ? o->token_name : "");
@@ -480,6 +493,7 @@ int gk_store_open_opts(gk_store **out, const char *host, int port, int rank,
             close(s->fd);
         if (s->srv)
             gk_store_server_stop(s->srv, 'n');
+        pthread_mutex_destroy(&s->mu);
         free(s);
         return rc;
     }
@@ -513,5 +527,6 @@ void gk_store_close(gk_store *s)
         close(s->fd);
     if (s->srv)
         gk_store_server_stop(s->srv, 'w');
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -6,7 +6,8 @@
  * and knows which ranks are still connected, so that a failed collective can name the rank that is
  * gone.
  * Owns: the client connection, and on rank 0 the server thread and its keys. Lifetime: open ..
- * close. Thread safety: one thread per gk_store (the server thread is internal). */
+ * close. Thread safety: requests from several threads take turns (the comms of a training
+ * thread and of a checkpoint writer share one); the server thread is internal. */
 #ifndef GK_STORE_H
 #define GK_STORE_H
 

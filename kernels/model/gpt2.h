@@ -142,6 +142,8 @@ typedef struct gk_gpt2_mem {
     size_t master;      /* the fp32 parameters alone (a whole copy's bytes: a checkpoint's) */
     size_t copies;      /* of params: the 16-bit weight copies held (zero_stage 3: wte's and two
                          * layers') */
+    size_t snapshot;    /* a training checkpoint's host copy on this rank: its slice of the
+                         * parameters and moments (gk_gpt2_slices; rank 0's, with the tails) */
 } gk_gpt2_mem;
 #define GK_GPT2_MEM_SCRATCH ((size_t)64 << 20) /* cuBLASLt workspace (32 MiB) and op scratch */
 /* Fills *out for cfg on a backend of activation type act (be->act) with flags as
@@ -305,6 +307,27 @@ int gk_gpt2_params_sharded(const gk_gpt2 *m);
 int gk_gpt2_shards_gather_packed(gk_gpt2 *m, float *p_out, float *m_out, float *v_out,
                                  gk_err *err);
 void gk_gpt2_moments_release(gk_gpt2 *m);
+/* A checkpoint's slices: each rank takes a host copy of the part of the state it owns, so that no
+ * rank holds the whole state for a checkpoint. The parameter block (every table entry's floats at
+ * its gk_param.offset, with alignment gaps) is cut as ZeRO's layout cuts it over the ranks of the
+ * comm (gk_gpt2_set_comm; without sharding, the whole block as one bucket): rank r owns piece r
+ * of every bucket, and rank 0 the tails too. A slice holds one rank's floats of one kind (the
+ * parameters, or a moment) in block order; with one rank it is the whole block. The layout is a
+ * copy, read-only: any thread may use it. */
+typedef struct gk_gpt2_slices gk_gpt2_slices;
+gk_gpt2_slices *gk_gpt2_slices_new(const gk_gpt2 *m); /* NULL: out of memory */
+void gk_gpt2_slices_free(gk_gpt2_slices *s);          /* NULL-safe */
+/* The ranks the state is cut over (the comm's; 1 without). */
+int gk_gpt2_slices_world(const gk_gpt2_slices *s);
+/* The floats of rank's slice. */
+size_t gk_gpt2_slice_floats(const gk_gpt2_slices *s, int rank);
+/* For the block's float off: the rank that owns it, where it lies in that rank's slice, and how
+ * many floats from off on lie there one after another. */
+void gk_gpt2_slice_owner(const gk_gpt2_slices *s, size_t off, int *rank, size_t *at, size_t *run);
+/* This rank's slice of kind (GK_TENSOR_PARAM, _ADAM_M, _ADAM_V) into host (slice_floats of its
+ * rank): no collective. */
+int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind, float *host,
+                      gk_err *err);
 /* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as
  * torch.nn.utils.clip_grad_norm_, then AdamW with learning rate lr (refreshing the bf16 weight
  * copies in the same pass); step count t += 1. *grad_norm (may be NULL) = the norm before clipping

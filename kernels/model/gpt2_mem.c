@@ -21,23 +21,34 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, gk_gpt2_mem *ou
     out->total = out->params + out->grads + out->optimizer + out->activations;
     out->master = fp32;
     out->copies = s->copy_bytes;
+    out->snapshot = s->inference ? 0 : 3 * fp32;
 }
 
 /* With ZeRO over world ranks at stage (gk_gpt2_set_comm's layout, from s): the moments this
  * rank's shard, from stage 2 the gradients too, with the backward's buckets (wte and wpe's, and
  * two of the last layer's, the largest), and at stage 3 the parameters alike, with the gathered
  * weight copies of wte and two layers (gpt2_gather.c). */
-static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
+/* The floats a rank keeps of ZeRO's layout at stage over world ranks (its piece of each bucket
+ * and the tails; stage 0 and 1: one bucket, the whole block), and *last those of the last bucket
+ * (the largest layer's, with ln_f). */
+static size_t shard_floats(const gk_gpt2_sizes *s, int L, int world, int stage, size_t *last)
 {
-    if (world < 2 || stage < 1 || s->inference) return;
-    size_t n = s->n_floats, stride = (s->layers_end - s->layers_at) / (size_t)L,
-           last = stride + n - s->layers_end, shard = 0;
-    for (int b = 0; b < (stage == 1 ? 1 : L + 1); b++) {
-        size_t len = stage == 1 ? n : b == 0 ? s->layers_at : b == L ? last : stride;
+    size_t n = s->n_floats, stride = (s->layers_end - s->layers_at) / (size_t)L, shard = 0;
+    *last = stride + n - s->layers_end;
+    for (int b = 0; b < (stage <= 1 ? 1 : L + 1); b++) {
+        size_t len = stage <= 1 ? n : b == 0 ? s->layers_at : b == L ? *last : stride;
         size_t piece = gk_gpt2_piece(len, world);
         shard += len - piece * (size_t)(world - 1); /* the piece and the tail */
     }
-    size_t held = shard + s->layers_at + 2 * last; /* the shard and three buckets' buffers */
+    return shard;
+}
+
+static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
+{
+    size_t last, cut = shard_floats(s, L, world < 1 ? 1 : world, stage, &last);
+    if (!s->inference) mem->snapshot = 3 * cut * sizeof(float); /* a checkpoint's slice */
+    if (world < 2 || stage < 1 || s->inference) return;
+    size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
     mem->optimizer = 2 * shard * sizeof(float);
     if (stage > 1) mem->grads = held * sizeof(float);
     if (stage > 2) {

@@ -334,3 +334,108 @@ int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *
     }
     return gk_backend_status(m->be, err);
 }
+
+/* ---- a checkpoint's slices (gpt2.h) ---- */
+
+struct gk_gpt2_slices {
+    int world, nb;
+    gk_bucket *b;  /* ZeRO's buckets, at: where each starts in rank 0's slice (its pieces and the
+                    * tails); the model's one bucket, the whole block, without sharding */
+    size_t *piece_before; /* per bucket: the pieces before it (where it starts in another's) */
+};
+
+gk_gpt2_slices *gk_gpt2_slices_new(const gk_gpt2 *m)
+{
+    gk_gpt2_slices *s = calloc(1, sizeof *s);
+    int nb = m->nbuckets ? m->nbuckets : 1;
+    if (s) s->b = malloc(sizeof *s->b * (size_t)nb);
+    if (s) s->piece_before = malloc(sizeof *s->piece_before * (size_t)nb);
+    if (!s || !s->b || !s->piece_before) {
+        gk_gpt2_slices_free(s);
+        return NULL;
+    }
+    s->world = m->comm ? m->comm->world : 1;
+    s->nb = nb;
+    size_t at = 0, pieces = 0;
+    for (int i = 0; i < nb; i++) {
+        gk_bucket whole = {0, m->n_floats, gk_gpt2_piece(m->n_floats, s->world), 0};
+        s->b[i] = m->nbuckets ? m->buckets[i] : whole;
+        s->b[i].at = at;
+        s->piece_before[i] = pieces;
+        at += s->b[i].piece + gk_bucket_tail(&s->b[i], s->world);
+        pieces += s->b[i].piece;
+    }
+    return s;
+}
+
+void gk_gpt2_slices_free(gk_gpt2_slices *s)
+{
+    if (!s) return;
+    free(s->b);
+    free(s->piece_before);
+    free(s);
+}
+
+int gk_gpt2_slices_world(const gk_gpt2_slices *s) { return s->world; }
+
+size_t gk_gpt2_slice_floats(const gk_gpt2_slices *s, int rank)
+{
+    const gk_bucket *k = &s->b[s->nb - 1];
+    return rank ? s->piece_before[s->nb - 1] + k->piece
+                : k->at + k->piece + gk_bucket_tail(k, s->world);
+}
+
+void gk_gpt2_slice_owner(const gk_gpt2_slices *s, size_t off, int *rank, size_t *at, size_t *run)
+{
+    int i = 0;
+    while (i + 1 < s->nb && off >= s->b[i].lo + s->b[i].n) i++;
+    const gk_bucket *k = &s->b[i];
+    size_t W = (size_t)s->world, in = off - k->lo, r = k->piece ? in / k->piece : W;
+    if (r >= W) { /* the tail: rank 0's, after its piece of the bucket */
+        *rank = 0, *at = k->at + k->piece + (in - W * k->piece), *run = k->n - in;
+        return;
+    }
+    *rank = (int)r;
+    *at = (r ? s->piece_before[i] : k->at) + (in - r * k->piece);
+    *run = (r + 1) * k->piece - in;
+}
+
+/* Where this rank keeps the floats [lo, lo + n) of kind that it owns: its shard (ZeRO: the
+ * moments, and the parameters at stage 3), else the whole block. */
+static const float *owned_at(const gk_gpt2 *m, const gk_bucket *k, int b, enum gk_tensor_kind kind,
+                             size_t lo, int tail)
+{
+    const float *shard = kind == GK_TENSOR_PARAM    ? m->p_shard
+                         : kind == GK_TENSOR_ADAM_M ? m->m_shard
+                                                    : m->v_shard;
+    const float *block = kind == GK_TENSOR_PARAM    ? m->p_block
+                         : kind == GK_TENSOR_ADAM_M ? m->m_block
+                                                    : m->v_block;
+    if (shard && m->nbuckets)
+        return shard + m->buckets[b].at + (tail ? k->piece : 0);
+    return block ? block + lo : NULL;
+}
+
+int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind, float *host,
+                      gk_err *err)
+{
+    if (kind == GK_TENSOR_GRAD || (m->flags & GK_GPT2_INFERENCE))
+        return gk_errf(err, GK_EUSAGE, "slice: parameters and moments of a training model only");
+    int r = m->comm ? m->comm->rank : 0;
+    size_t W = (size_t)s->world, at = 0;
+    for (int b = 0; b < s->nb; b++) {
+        const gk_bucket *k = &s->b[b];
+        size_t tail = r ? 0 : gk_bucket_tail(k, s->world);
+        size_t lo[2] = {k->lo + (size_t)r * k->piece, k->lo + W * k->piece};
+        size_t n[2] = {k->piece, tail};
+        for (int t = 0; t < 2; t++) {
+            const float *src = n[t] ? owned_at(m, k, b, kind, lo[t], t) : NULL;
+            if (n[t] && !src)
+                return gk_errf(err, GK_EUSAGE, "slice: the model holds no %s yet",
+                               kind == GK_TENSOR_PARAM ? "parameters" : "moments");
+            if (n[t]) m->be->ops->to_host(m->be, host + at, src, n[t] * sizeof(float));
+            at += n[t];
+        }
+    }
+    return gk_backend_status(m->be, err);
+}

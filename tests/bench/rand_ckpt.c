@@ -37,7 +37,7 @@ int main(int argc, char **argv)
             p[i] = (gk_ckpt_param){t->name, t->ndim, {t->shape[0], t->ndim > 1 ? t->shape[1] : 0},
                                    t->data, NULL, NULL};
         }
-        gk_ckpt_info info = {json, NULL, NULL, 0};
+        gk_ckpt_info info = {json, NULL, NULL, 0, NULL, NULL};
         rc = !p || !json ? gk_errf(&e, GK_ENOMEM, "out of memory")
                          : gk_ckpt_save(argv[1], p, (size_t)n, &info, &e);
     }

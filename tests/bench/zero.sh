@@ -50,9 +50,9 @@ for z in 0 1 2 3; do
     gpt-train "${BIG[@]}" --out_dir=mem$z --zero_stage=$z > /dev/null
   wait
   plan=$(gpt-train "${BIG[@]}" --zero_stage=$z --nproc_per_node=2 --plan --plan-memory=100G |
-    awk '/^peak/ { print $2 " " $3 " / " $4 " " $5 }')
+    awk '/^peak/ { print $2 " " $3 }')
   gb0=$(echo "$(cat rss0) / 1000000" | bc -l) gb1=$(echo "$(cat rss1) / 1000000" | bc -l)
   printf '%-28s %11.2f GB %11.2f GB %16s\n' "zero_stage $z" "$gb0" "$gb1" "$plan"
 done
-echo "(fp32, batch 1 x 64, 3 steps and a checkpoint (rank 0's host copy: 3 x the parameters);"
-echo " peak resident memory of each process; --plan: rank 0 / the other rank)"
+echo "(fp32, batch 1 x 64, 3 steps and a checkpoint (each rank's host copy: its slice, 3 x the"
+echo " parameters over the ranks); peak resident memory of each process; --plan: every rank's)"

@@ -24,9 +24,14 @@ for z in 1 2 3; do
   gpt-train -q -c gpt2-xl --plan --plan-memory=80G --nproc_per_node=8 --zero_stage=$z \
     --device=cuda-emu --dtype=bfloat16 | grep -E '^(model|weights|gradients|AdamW|peak)'
 done
+echo "== gpt2-xl on 4 GPUs of 24 GB, planned without a GPU (--device=cuda): stage 3 fits 4 x 1024"
+for z in 2 3; do
+  gpt-train -q -c gpt2-xl --plan --plan-memory=24G --nproc_per_node=4 --zero_stage=$z \
+    --device=cuda --dtype=bfloat16 --batch_size=4 | grep -E '^(run|peak|largest|fits)'
+done
 echo "== WORLD_SIZE=4"
 WORLD_SIZE=4 RANK=0 gpt-train -q -c gpt2 --plan-memory=24G --zero_stage=1 | sed -n '2,3p'
-echo "== does not fit 12 GB at recompute = false: gelu+ln or a smaller batch would"
+echo "== does not fit 12 GB at recompute = false: gelu+ln, a smaller batch or 4 ZeRO-1 ranks would"
 gpt-train -q -c gpt2 --plan-memory=12G --recompute=false | sed -n '/^fits/,$p'
 echo "== nothing fits 1 GB"
 gpt-train -q -c gpt2 --plan-memory=1G | sed -n '/^fits/,$p'

@@ -20,7 +20,7 @@ static void test_round_trip(void)
     gk_vocab *voc = NULL;
     gk_err e = {0};
     CHECK_OK(gk_vocab_from_chars(&voc, cps, 3, &e), &e);
-    gk_ckpt_info info = {"{\"n_layer\":1}", "{\"step\":7}", voc, 0};
+    gk_ckpt_info info = {"{\"n_layer\":1}", "{\"step\":7}", voc, 0, NULL, NULL};
     char path[128];
     snprintf(path, sizeof path, "%s/a.safetensors", dir);
     CHECK_OK(gk_ckpt_save(path, p, 2, &info, &e), &e);
@@ -54,7 +54,7 @@ static void test_bf16_storage(void)
 {
     float w[4] = {1.0f, -2.5f, 3.140625f, 1e-3f};
     gk_ckpt_param p = {"transformer.wte.weight", 2, {2, 2}, w, NULL, NULL};
-    gk_ckpt_info info = {"{}", NULL, NULL, GK_DT_BF16};
+    gk_ckpt_info info = {"{}", NULL, NULL, GK_DT_BF16, NULL, NULL};
     char path[128];
     snprintf(path, sizeof path, "%s/b.safetensors", dir);
     gk_err e = {0};
@@ -89,7 +89,7 @@ static void nonfinite_case(int dtype, size_t n, size_t bad, float value, const c
     for (size_t i = 0; i < n; i++)
         w[i] = (float)(i % 7) - 3.0f;
     gk_ckpt_param p = {"transformer.h.0.mlp.c_proj.weight", 1, {(int64_t)n, 0}, w, w, NULL};
-    gk_ckpt_info info = {"{}", NULL, NULL, dtype};
+    gk_ckpt_info info = {"{}", NULL, NULL, dtype, NULL, NULL};
     char path[128];
     snprintf(path, sizeof path, "%s/nan.safetensors", dir);
     gk_err e = {0};
@@ -164,7 +164,7 @@ static void test_checksums(void)
         {"transformer.h.0.mlp.c_fc.weight", 2, {2, 3}, w, NULL, NULL},
         {"transformer.h.0.mlp.c_fc.bias", 1, {3, 0}, b, NULL, NULL},
     };
-    gk_ckpt_info info = {"{}", NULL, NULL, 0};
+    gk_ckpt_info info = {"{}", NULL, NULL, 0, NULL, NULL};
     char path[128];
     snprintf(path, sizeof path, "%s/sum.safetensors", dir);
     gk_err e = {0};

@@ -1,7 +1,7 @@
 /* test_zero.c: ZeRO in the GPT-2 model (kernels/model/gpt2_shard.c, gpt2_optim.c, gpt2_bwd.c)
  * as rank 0 of 2 beside a comm that plays the other rank adding zeros: ZeRO-1's sums in the
  * backward against the reduce-scatter after it, ZeRO-2's shards against the one-process update,
- * and ZeRO-3's contract, on the tiny fixture (gpt2_fixture.h); ZeRO-3's training is checked
+ * ZeRO-3's contract and a checkpoint's slices, on the tiny fixture (gpt2_fixture.h); ZeRO-3's training is checked
  * against stage 2's bits by cli/train_dist (2 real ranks). */
 #include <math.h>
 #include <stdint.h>
@@ -226,10 +226,58 @@ static void test_zero3_contract(void)
     free(f.buf);
 }
 
+/* A checkpoint's slices as rank 0 of 2 (the comm above), without sharding and at stages 2 and 3:
+ * every float of the parameter block has one owner; rank 0's are its slice's floats, each where
+ * gk_gpt2_slice_owner says and holding the block's value, in runs that do not cross an owner. */
+static void test_slices(void)
+{
+    static const int stages[3] = {0, 2, 3};
+    for (int t = 0; t < 3; t++) {
+        fixture f;
+        gk_gpt2 *m[2];
+        gk_backend *be = zero_setup(&f, m);
+        if (!be) return;
+        gk_comm comm = {&zeros_ops, 0, 2, NULL, GK_F32};
+        gk_err err;
+        CHECK_OK(gk_gpt2_set_comm(m[1], &comm, stages[t], &err), &err);
+        gk_gpt2_slices *sl = gk_gpt2_slices_new(m[1]);
+        size_t n0 = sl ? gk_gpt2_slice_floats(sl, 0) : 0, n1 = sl ? gk_gpt2_slice_floats(sl, 1) : 0;
+        float *mine = malloc((n0 ? n0 : 1) * sizeof *mine);
+        CHECK(sl && mine && gk_gpt2_slices_world(sl) == 2);
+        if (sl && mine) CHECK_OK(gk_gpt2_slice_get(m[1], sl, GK_TENSOR_PARAM, mine, &err), &err);
+        size_t owned[2] = {0, 0}, wrong = 0, off = 0;
+        for (int i = 0; sl && mine && i < gk_gpt2_n_params(m[1]); i++) {
+            const gk_param *p = gk_gpt2_param(m[1], i);
+            for (size_t j = 0; j < p->numel;) {
+                int r, r2;
+                size_t at, run, at2, run2;
+                gk_gpt2_slice_owner(sl, p->offset + j, &r, &at, &run);
+                size_t len = run < p->numel - j ? run : p->numel - j;
+                gk_gpt2_slice_owner(sl, p->offset + j + len - 1, &r2, &at2, &run2);
+                wrong += r2 != r || at2 != at + len - 1 || at + len > (r ? n1 : n0);
+                for (size_t q = 0; !r && q < len && at + len <= n0; q++)
+                    wrong += memcmp(&mine[at + q], &f.params[off + j + q], 4) != 0;
+                owned[r] += len, j += len;
+            }
+            off += p->numel;
+        }
+        CHECKF(wrong == 0 && owned[0] > 0 && owned[1] > 0 && owned[0] <= n0 && owned[1] <= n1,
+               "stage %d: %zu wrong, rank 0 owns %zu of %zu, rank 1 %zu of %zu", stages[t], wrong,
+               owned[0], n0, owned[1], n1);
+        free(mine);
+        gk_gpt2_slices_free(sl);
+        gk_gpt2_free(m[0]);
+        gk_gpt2_free(m[1]);
+        gk_backend_free(be);
+        free(f.buf);
+    }
+}
+
 int main(void)
 {
     RUN(test_zero1_sums_in_backward);
     RUN(test_zero2_shards);
     RUN(test_zero3_contract);
+    RUN(test_slices);
     return TEST_END();
 }
