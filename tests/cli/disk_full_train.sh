@@ -33,6 +33,10 @@ done
 echo "== the last checkpoint (step 6 = max_iters) fails: the run's end waits for it"
 resume 100 --max_iters=6
 after
+echo "== ... with 2 ranks: rank 1's writer streams its slice to rank 0's, which fails; both end"
+resume 100 --max_iters=6 --nproc_per_node=2 --dist_timeout=30 |
+  sed -E 's/ \(pid [0-9]+\)//; s/; stopped the other ranks//' # (whether rank 1 had ended: a race)
+after
 echo "== metrics.jsonl's next line does not fit (no eval, no checkpoint due)"
 resume 0 --max_iters=100 --eval_interval=100 --lr_decay_iters=100
 after | sed 's/^last step logged: [0-9]*$/last step logged: N/'
