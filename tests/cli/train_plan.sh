@@ -1,5 +1,5 @@
-# gpt-train --plan: the memory plan per rank (rank 0, which also holds the checkpoint snapshot,
-# and the other ranks), printed before any model memory is allocated, exit 0, nothing written;
+# gpt-train --plan: the memory plan per rank (every rank alike, each with its slice of the
+# checkpoint snapshot), printed before any model memory is allocated, exit 0, nothing written;
 # --plan-memory=SIZE plans for devices of SIZE each, so that these figures do not depend on the
 # machine. A plan that does not fit says what would. A run that does not fit fails with its one
 # error line as before, then (not with -q) the same table and suggestions on stderr.
@@ -7,9 +7,9 @@
 # to 50304 rows: 124,475,904 floats = 497,903,616 bytes = 497.9 MB (474.8 MiB) of fp32 master
 # weights, as many of gradients, twice that (995.8 MB) of AdamW moments; the bf16 copy holds wte
 # (50304 x 768) and each layer's four matrices (768 x 2304, 768 x 768, 768 x 3072, 3072 x 768):
-# 123,568,128 x 2 bytes = 247.1 MB; workspace 64 MiB = 67.1 MB; rank 0's checkpoint snapshot
+# 123,568,128 x 2 bytes = 247.1 MB; workspace 64 MiB = 67.1 MB; the checkpoint snapshot
 # (parameters and moments) 3 x 497.9 MB = 1.5 GB. ZeRO-1 over 2 ranks: each rank's moments half,
-# 497.9 MB, and rank 0's snapshot still 1.5 GB (every rank's moments gathered straight into it).
+# 497.9 MB, and each rank's snapshot its half (and the tails): 746.9 MB.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 echo "== tiny model, 1 rank"
@@ -44,6 +44,15 @@ echo "exit $rc"
 # counted once (in the plan's workspace and scratch), not also out of what the device has free
 GPT_EMU_MEM=70M gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=o70 > /dev/null &&
   echo "70 MB: trained ($(ls o70/latest.safetensors))"
+echo "== 2 cuda-emu ranks of 109 MB: a 12-layer model fits only at zero_stage 3 (112.6 MB at 2)"
+FIT=("${TINY[@]}" --n_layer=12 --n_head=4 --n_embd=128 --block_size=32 --batch_size=1
+     --max_iters=1 --eval_iters=1 --device=cuda-emu --dtype=bfloat16 --nproc_per_node=2)
+rc=0; GPT_EMU_MEM=109M gpt-train "${FIT[@]}" --zero_stage=2 --out_dir=f2 > f2.log 2>&1 || rc=$?
+grep -q '^gpt-train: model + batch need 112.6 MB' f2.log && echo "exit $rc: refused, then"
+sed -n '/^what would fit/{n;p;q}' f2.log
+test ! -e f2/latest.safetensors && echo "zero_stage 2: nothing trained"
+GPT_EMU_MEM=109M gpt-train -q "${FIT[@]}" --zero_stage=3 --out_dir=f3 > /dev/null &&
+  gpt-ckpt verify f3/latest.safetensors | cut -d' ' -f2 | sed 's/^/zero_stage 3: trained, checkpoint /'
 echo "== a run that does not fit"
 set +e
 gpt-train "${TINY[@]}" --block_size=1024 --batch_size=1000000 --max_iters=1 --out_dir=o \
