@@ -1,8 +1,8 @@
 /* test_zero.c: ZeRO in the GPT-2 model (kernels/model/gpt2_shard.c, gpt2_optim.c, gpt2_bwd.c)
  * as rank 0 of 2 beside a comm that plays the other rank adding zeros: ZeRO-1's sums in the
  * backward against the reduce-scatter after it, ZeRO-2's shards against the one-process update,
- * ZeRO-3's contract and a checkpoint's slices, on the tiny fixture (gpt2_fixture.h); ZeRO-3's training is checked
- * against stage 2's bits by cli/train_dist (2 real ranks). */
+ * ZeRO-3's contract and a checkpoint's slices, on the tiny fixture (gpt2_fixture.h); ZeRO-3's
+ * training is checked against stage 2's bits by cli/train_dist (2 real ranks). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
