@@ -66,8 +66,9 @@ static int parse_args(tr_run *r, int argc, char **argv, int *verbosity, gk_err *
         gk_config_print(r->cfg, stdout);
         return 1;
     }
-    r->plan = c.plan || c.plan_memory > 0;
+    r->plan = c.plan || c.plan_memory > 0 || c.plan_host_memory > 0;
     r->plan_memory = c.plan_memory;
+    r->plan_host_memory = c.plan_host_memory;
     return 0;
 }
 

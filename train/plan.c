@@ -18,6 +18,7 @@ typedef struct plan_in {
     int B;             /* batch_size (x mc.block_size) */
     int set, lo;       /* recompute's flags; -1: auto, from level lo up */
     int world, zero;   /* ranks; zero_stage */
+    int offload;       /* optimizer_offload: GK_GPT2_OFFLOAD for the estimates, else 0 */
     int shared;        /* the device's memory is the host's */
     size_t avail, host;       /* available on one device; in host memory */
     const char *bound, *host_bound; /* which limit each is */
@@ -60,10 +61,13 @@ static int recompute_setting(const char *rc)
 static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
 {
     int lo = r->be ? r->be->props.recompute : 1; /* the device's default (cuda's: gelu) */
-    gk_elt act = strcmp(r->s.dtype, "bfloat16") == 0 ? GK_BF16 : GK_F32;
-    return (plan_in){.mc = *mc, .act = r->be ? r->be->act : act, .B = (int)r->s.batch_size,
+    gk_elt act = r->be                                         ? r->be->act
+                 : r->s.dtype && !strcmp(r->s.dtype, "bfloat16") ? GK_BF16
+                                                                 : GK_F32;
+    return (plan_in){.mc = *mc, .act = act, .B = (int)r->s.batch_size,
                      .set = recompute_setting(r->s.recompute), .lo = lo < 0 || lo > 2 ? 0 : lo,
                      .world = world, .zero = (int)r->s.zero_stage,
+                     .offload = r->s.optimizer_offload ? GK_GPT2_OFFLOAD : 0,
                      .shared = r->be ? r->be->props.host_memory : 0};
 }
 
@@ -73,11 +77,11 @@ static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
 static int need_of(const plan_in *in, int flags, gk_gpt2_mem *m, gk_gpt2_plan *p, size_t *snap,
                    gk_err *e)
 {
-    int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags, in->world,
-                              in->zero, m, p, e);
-    *snap = m->snapshot;
+    int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags | in->offload,
+                              in->world, in->zero, m, p, e);
+    *snap = m->snapshot + m->host; /* the host's: a checkpoint's copy, an offloaded optimizer */
     if (!rc)
-        gk_gpt2_plan_add(p, "checkpoint snapshot, host", *snap, 1);
+        gk_gpt2_plan_add(p, "checkpoint snapshot, host", m->snapshot, 1);
     return rc;
 }
 
@@ -93,7 +97,10 @@ static int mem_fits(const tr_run *r, const gk_gpt2_config *mc, int flags, const 
     gk_gpt2_plan rows;
     size_t snap;
     int rc = need_of(&in, flags, &need, &rows, &snap, e);
-    return rc ? rc : gk_gpt2_mem_check(r->be, &need, snap, "checkpoint copy", hint, e);
+    return rc ? rc
+              : gk_gpt2_mem_check(r->be, &need, snap,
+                                  need.host ? "checkpoint copy and optimizer" : "checkpoint copy",
+                                  hint, e);
 }
 
 /* Measured against the peak RSS of gpt-train on the CPU (the shakespeare_char preset: 10.8M
@@ -148,8 +155,9 @@ static int column(const plan_in *in, plan_col *c, gk_err *e)
     } while (in->set < 0 && !c->fits && ++k < 3);
     c->max_B = 0;
     if (in->shared || snap <= in->host)
-        rc = gk_gpt2_mem_max_batch(&in->mc, in->act, in->mc.block_size, c->flags, in->world,
-                                   in->zero, in->shared ? snap : 0, in->avail, &c->max_B, e);
+        rc = gk_gpt2_mem_max_batch(&in->mc, in->act, in->mc.block_size, c->flags | in->offload,
+                                   in->world, in->zero, in->shared ? snap : 0, in->avail,
+                                   &c->max_B, e);
     return rc;
 }
 
@@ -252,7 +260,8 @@ static void print_rows(FILE *f, const plan *p)
     char label[64];
     snprintf(label, sizeof label, "available (%s)", p->in.bound);
     row_bytes(f, label, p->in.avail, p->in.avail, n);
-    snprintf(label, sizeof label, "host available (%s)", p->in.host_bound);
+    const char *host = strlen(p->in.host_bound) > 12 ? "host (%s)" : "host available (%s)";
+    snprintf(label, sizeof label, host, p->in.host_bound); /* (within the label's 28 columns) */
     if (!p->in.shared)
         row_bytes(f, label, p->in.host, p->in.host, n);
     snprintf(t0, sizeof t0, "%d", c0->max_B);
@@ -365,7 +374,10 @@ int tr_run_plan(tr_run *r, gk_err *e)
         return rc;
     plan p;
     plan_in in = in_of(r, &mc, world);
-    if ((rc = read_avail(r->be, (size_t)r->plan_memory, &in, e)) || (rc = build(&in, &p, e)))
+    rc = read_avail(r->be, (size_t)r->plan_memory, &in, e);
+    if (!rc && r->plan_host_memory > 0 && !in.shared)
+        in.host = (size_t)r->plan_host_memory, in.host_bound = "--plan-host-memory";
+    if (rc || (rc = build(&in, &p, e)))
         return rc;
     print_head(stdout, &p, in.act == GK_BF16 ? "bfloat16" : "float32",
                r->be ? r->be->ops->name : "cuda", r->s.recompute);

@@ -28,6 +28,7 @@ typedef struct tr_run {
     tr_dist dist;               /* this rank's place in the run (world 1: one process) */
     char *settings_json;        /* effective config, stored in checkpoints */
     gk_backend *be;
+    gk_backend *host_be;        /* optimizer_offload: the CPU backend that updates on the host */
     gk_gpt2 *model;
     gk_vocab *vocab;            /* embedded in checkpoints; NULL when unknown */
     char vocab_found[4200];     /* where vocab was found without a `vocab` setting, or "" */
@@ -57,6 +58,7 @@ typedef struct tr_run {
     gk_ckpt *moments_from;      /* the resumed checkpoint while its AdamW moments wait for
                                  * gk_gpt2_set_comm (tr_run_setup); NULL: none to load */
     int plan;                   /* --plan: print the memory plan, train nothing */
+    int64_t plan_host_memory;   /* --plan-host-memory: one host's for the plan (0: this one's) */
     int64_t plan_memory;        /* --plan-memory: one device's memory for the plan (0: the
                                  * device's own) */
     int unfit;                  /* tr_model_flags refused the model: unfit_mc's plan explains */

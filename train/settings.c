@@ -106,6 +106,9 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, zero_stage, "0", 0, 3,
                 "1: shard the AdamW moments across ranks (ZeRO-1); 2: the gradients too (ZeRO-2); "
                 "3: the parameters too (ZeRO-3, gathered layer by layer)"),
+    GK_CK_BOOL(S, optimizer_offload, "false",
+               "fp32 master weights and AdamW moments in host memory, updated there by the CPU "
+               "(ZeRO-Offload; cuda)"),
     GK_CK_STR(S, reduce_dtype, "float32",
               "type of the gradient sums across ranks: float32, or bfloat16 (or fp32, bf16): half "
               "the bytes, rounded to bf16"),
@@ -157,6 +160,8 @@ void tr_cli_init(tr_cli *c, gk_config *cfg, tr_cli_load_fn load)
          "print the memory plan per rank (what fits) and exit", 0, 0},
         {0, "plan-memory", GK_OPT_INT, &c->plan_memory, "SIZE",
          "--plan for devices of SIZE bytes each (24G, 80Gi) instead of this machine's", 1, 1e18},
+        {0, "plan-host-memory", GK_OPT_INT, &c->plan_host_memory, "SIZE",
+         "--plan for hosts of SIZE bytes each (64G) instead of this machine's", 1, 1e18},
         {0, NULL, 0, NULL, NULL, NULL, 0, 0},
     };
     _Static_assert(sizeof tab == sizeof c->tab, "tr_cli.tab holds the whole table");

@@ -36,6 +36,7 @@ typedef struct tr_settings {
     double peak_tflops;
     /* data parallel (dist.h, launch.h) */
     int64_t total_batch_size, nproc_per_node, zero_stage;
+    bool optimizer_offload;
     const char *reduce_dtype;
     double dist_timeout;
 } tr_settings;
@@ -58,13 +59,14 @@ int tr_settings_check(tr_settings *s, gk_config *cfg, gk_err *e);
 
 /* gpt-train's command line, one option table: -c FILE (a config file or preset, loaded into cfg
  * where it stands), --key=value (one setting of cfg), -q, -v, --print-config, --plan,
- * --plan-memory (the flags below). tab points into the struct itself: fill it in place with
- * tr_cli_init, never copy it. */
+ * --plan-memory, --plan-host-memory (the flags below). tab points into the struct itself: fill
+ * it in place with tr_cli_init, never copy it. */
 typedef struct tr_cli {
     int quiet, verbose, print_only, plan;
     int64_t plan_memory; /* --plan-memory=SIZE (it implies --plan); 0: not given */
+    int64_t plan_host_memory; /* --plan-host-memory=SIZE (it implies --plan); 0: not given */
     gk_opt_call load, set;
-    gk_opt tab[8];
+    gk_opt tab[9];
 } tr_cli;
 
 /* How -c finds and loads NAME into cfg (a gk_config *): gpt-train's is tr_settings_load_config. */

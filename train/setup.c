@@ -469,11 +469,34 @@ static int setup_rank(tr_run *r, const char *path, int resume, gk_err *e)
     return rc;
 }
 
+/* optimizer_offload: a CPU backend (this rank's share of the cores) that keeps the master weights
+ * and moments in host memory and updates them (gk_gpt2_set_offload). */
+static int offload(tr_run *r, gk_err *e)
+{
+    const char *dev = r->be->ops->name;
+    if (strcmp(dev, "cpu") == 0 || strcmp(dev, "ref") == 0) /* (cuda-emu: a GPU's behaviour) */
+        return gk_errf(e, GK_EUSAGE, "optimizer_offload: device %s keeps the model in host memory "
+                       "already: nothing to offload (it is for cuda)", dev);
+    if (r->s.zero_stage > 0 && r->dist.world > 1)
+        return gk_errf(e, GK_EUSAGE, "optimizer_offload with zero_stage = %lld: not yet (use "
+                       "zero_stage = 0: each rank updates on its host)",
+                       (long long)r->s.zero_stage);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = r->dist.where.local_world_size > 1 ? r->dist.where.local_world_size : 1;
+    int threads = r->s.threads > 0 ? (int)r->s.threads : cores > local ? (int)(cores / local) : 1;
+    gk_backend_opts bo = {0};
+    int rc = gk_device_backend_opts(&bo, "cpu", "auto", "attention", 0, &r->env, e);
+    bo.threads = threads;
+    if (!rc) rc = gk_backend_open(&r->host_be, &bo, e);
+    return rc ? rc : gk_gpt2_set_offload(r->model, r->host_be, e);
+}
+
 /* The AdamW moments, allocated by set_comm (this rank's shard alone with ZeRO-1) and loaded from
  * the resumed checkpoint; every rank learns whether all of them managed. */
 static int moments(tr_run *r, gk_err *e)
 {
-    int rc = gk_gpt2_set_comm(r->model, r->dist.comm, (int)r->s.zero_stage, e);
+    int rc = r->s.optimizer_offload ? offload(r, e) : 0;
+    if (!rc) rc = gk_gpt2_set_comm(r->model, r->dist.comm, (int)r->s.zero_stage, e);
     if (!rc && r->moments_from)
         rc = tr_load(r->moments_from, r->model, TR_LOAD_MOMENTS, e);
     gk_ckpt_close(r->moments_from);
@@ -527,6 +550,7 @@ void tr_run_free(tr_run *r)
         close(r->start_fd);
     r->start_fd = -1;
     gk_gpt2_free(r->model);
+    gk_backend_free(r->host_be); /* (after the model, which borrows it) */
     gk_backend_free(r->be);
     gk_vocab_free(r->vocab);
     gk_choice_free(&r->hellaswag);

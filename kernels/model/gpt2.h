@@ -111,7 +111,8 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
  * model keeps fp32 masters and a bf16 copy that each update refreshes; an inference model
  * keeps the bf16 copy only. */
 enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_RECOMPUTE_LN = 8,
-       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32, GK_GPT2_Q8 = 64, GK_GPT2_DEFER_GRADS = 128 };
+       GK_GPT2_DEFER_MOMENTS = 16, GK_GPT2_F16 = 32, GK_GPT2_Q8 = 64, GK_GPT2_DEFER_GRADS = 128,
+       GK_GPT2_OFFLOAD = 256 /* the memory estimates only: gk_gpt2_set_offload will be called */ };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
 int gk_gpt2_flags(const gk_gpt2 *m);
@@ -144,6 +145,9 @@ typedef struct gk_gpt2_mem {
                          * layers') */
     size_t snapshot;    /* a training checkpoint's host copy on this rank: its slice of the
                          * parameters and moments (gk_gpt2_slices; rank 0's, with the tails) */
+    size_t host;        /* with GK_GPT2_OFFLOAD: the host memory of the offloaded optimizer
+                         * (master weights, moments, a gradient copy, the copies' staging);
+                         * params and optimizer then count the device's only */
 } gk_gpt2_mem;
 #define GK_GPT2_MEM_SCRATCH ((size_t)64 << 20) /* cuBLASLt workspace (32 MiB) and op scratch */
 /* Fills *out for cfg on a backend of activation type act (be->act) with flags as
@@ -275,6 +279,18 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * is GK_EUSAGE (gk_gpt2_shards_gather_packed gathers them); init before this call. 0, GK_ENOMEM,
  * or GK_EUSAGE for a model too small to shard, a stage not 0..3, or stage 3 with one rank. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
+/* Optimizer offload (ZeRO-Offload), before gk_gpt2_set_comm (with zero_stage 0): moves the fp32
+ * master weights and the AdamW moments to host memory, where every gk_gpt2_update runs AdamW on
+ * host (a host-memory backend: the CPU backend, borrowed; its threads do the work), with the
+ * gradients summed, their norm taken and clipped on the device as before and copied to the host
+ * for it; the updated weights go back to the device. The device keeps what the graph reads: with
+ * 16-bit weight copies (bf16 training) those copies and the fp32 of the small tensors
+ * (LayerNorms, biases, wpe) only, else the fp32 weights; and the gradients and activations. The
+ * host holds 4 x the fp32 parameters (master, moments, a gradient copy) and a staging copy of the
+ * 16-bit weights. tensor_get and _set of parameters and moments then use the host's; the model
+ * cannot be initialized anew. 0, GK_ENOMEM, or GK_EUSAGE (an inference model, after set_comm or a
+ * second time, host not host memory). */
+int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
  * In a data-parallel run that backward sums each layer's gradients over the ranks as soon as the
  * layer's backward has written them (comm.h allreduce_start), so that the sums run while the

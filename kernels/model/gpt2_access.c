@@ -123,6 +123,10 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     if (kind == GK_TENSOR_PARAM && m->p_shard)
         return gk_errf(err, GK_EUSAGE, "%s: the parameters are sharded across ranks (zero_stage 3:"
                        " gk_gpt2_shards_gather_packed gathers them)", p->name);
+    if (m->offload && kind != GK_TENSOR_GRAD) { /* the host's */
+        memcpy(host, gk_gpt2_offload_tensor(m, i, kind), p->numel * sizeof(float));
+        return 0;
+    }
     float *d = tensor_of(p, kind);
     if (!d && !(m->flags & GK_GPT2_INFERENCE) && kind != GK_TENSOR_PARAM)
         return m->zero ? gk_gpt2_shard_moment_get(m, i, kind, host, err)
@@ -153,6 +157,11 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
         return gk_errf(err, GK_EUSAGE, "tensor %d: the model has %d", i, m->n_params);
     const gk_param *p = &m->params[i];
     if (kind == GK_TENSOR_PARAM && m->p_shard) return gk_gpt2_shard_set(m, i, kind, host, err);
+    if (m->offload && kind != GK_TENSOR_GRAD) { /* the host's, and the device's copy of it */
+        memcpy(gk_gpt2_offload_tensor(m, i, kind), host, p->numel * sizeof(float));
+        if (kind == GK_TENSOR_PARAM) gk_gpt2_offload_pushed(m, i);
+        return gk_backend_status(be, err);
+    }
     if (kind == GK_TENSOR_PARAM && !p->data) {
         float *tmp = malloc(p->numel * sizeof *tmp);
         if (!tmp) return gk_errf(err, GK_ENOMEM, "%s: out of memory", p->name);

@@ -86,6 +86,7 @@ struct gk_gpt2 {
     size_t *c_off;          /* per table entry: its weight copy's offset (elements of wt) in the
                              * copy block, or (size_t)-1 when it has none */
     size_t copies_at;       /* where layer 0's weight copies start in the copy block */
+    size_t small_floats;    /* the entries without a copy: their floats, each rounded to 16 */
     float *p_shard;         /* stage 3 (shard_floats): the fp32 parameters of this rank's shard;
                              * p_block and w_block are NULL then, and each parameter (and its
                              * copy) is read from the bucket buffers as for the gradients: wte
@@ -98,6 +99,15 @@ struct gk_gpt2 {
     int gather_rc;          /* stage 3: the first gather that failed (gather_err), until the
                              * forward or backward returns it */
     gk_err gather_err;
+    gk_backend *offload;    /* gk_gpt2_set_offload's host backend (gpt2_offload.c), or NULL: then
+                             * the master weights, moments and a gradient copy are host memory
+                             * (p_host, om, ov, g_host; n_floats each) and w_host stages the
+                             * copies; with 16-bit copies p_block is NULL and the device's fp32
+                             * are the small block's (p_small, entry i at s_off[i]) */
+    float *p_host, *om, *ov, *g_host;
+    void *w_host;
+    float *p_small;
+    size_t *s_off;
     float *m_host, *v_host; /* every rank's moments in host memory (n_floats each) while gathered
                              * for a checkpoint (gk_gpt2_moments_gather with keep), else NULL */
 
@@ -190,6 +200,15 @@ void gk_gpt2_params_need(gk_gpt2 *m, int b);
 int gk_gpt2_params_held(const gk_gpt2 *m, int b);
 /* Stage 3: the buffers no longer hold the shard's values (after an update or a set). */
 void gk_gpt2_params_stale(gk_gpt2 *m);
+/* Floats of the parameter block an offloaded update has on the host at a time (its gradients
+ * and 16-bit copies staged: 64 + 32 MB). */
+#define GK_GPT2_OFFLOAD_CHUNK ((size_t)1 << 24)
+/* gpt2_offload.c: entry i's host tensor of kind (optimizer offload); after a set of its
+ * parameter there, pushed puts it where the device reads it; update is gk_gpt2_update's AdamW
+ * on the host (the gradients summed and scale, the clip factor, found on the device). */
+float *gk_gpt2_offload_tensor(const gk_gpt2 *m, int i, enum gk_tensor_kind kind);
+void gk_gpt2_offload_pushed(gk_gpt2 *m, int i);
+int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, gk_err *err);
 /* gk_gpt2_forward / backward's end: the backend's error, else a failed gather's. */
 int gk_gpt2_pass_status(gk_gpt2 *m, gk_err *err);
 /* Stage 2: folds bucket b's sums (reduce-scattered in place in buf, its floats [lo, lo + n)) into
@@ -211,6 +230,7 @@ typedef struct gk_gpt2_sizes {
     size_t n_floats, copy_bytes, act_bytes;
     size_t layers_at, layers_end, copies_at; /* as gk_gpt2's */
     size_t copy_elems;                       /* gk_gpt2's n_copy */
+    size_t small_floats; /* the fp32 of the entries without a copy (an offload's small block) */
     int inference;
 } gk_gpt2_sizes;
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,

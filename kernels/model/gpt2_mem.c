@@ -10,13 +10,20 @@
 #include "common/mem.h"
 #include "kernels/model/gpt2_internal.h"
 
-/* The estimate from sizes s. */
-static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, gk_gpt2_mem *out)
+/* The estimate from sizes s (flags: GK_GPT2_OFFLOAD). */
+static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, int flags, gk_gpt2_mem *out)
 {
     size_t fp32 = s->n_floats * sizeof(float);
+    int offload = (flags & GK_GPT2_OFFLOAD) && !s->inference;
     out->params = fp32 + s->copy_bytes;
     out->grads = s->inference ? 0 : fp32;
     out->optimizer = 2 * out->grads;
+    out->host = 0;
+    if (offload) { /* the device: the copies and the small block's fp32 (or every fp32) */
+        out->params = (s->copy_bytes ? s->small_floats * sizeof(float) : fp32) + s->copy_bytes;
+        out->optimizer = 0;
+        out->host = 3 * fp32 + GK_GPT2_OFFLOAD_CHUNK * (sizeof(float) + 2); /* and staging */
+    }
     out->activations = s->act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
     out->total = out->params + out->grads + out->optimizer + out->activations;
     out->master = fp32;
@@ -69,7 +76,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
 {
     gk_gpt2_sizes s;
     int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
-    if (!rc) mem_of(&s, max_B, max_T, out);
+    if (!rc) mem_of(&s, max_B, max_T, flags, out);
     return rc;
 }
 
@@ -90,7 +97,7 @@ int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flag
         gk_gpt2_sizes s;
         int rc = gk_gpt2_sizes_of(cfg, act, mid, T, flags, &s, err);
         if (rc) return rc;
-        mem_of(&s, mid, T, &m);
+        mem_of(&s, mid, T, flags, &m);
         shard_of(&s, cfg->n_layer, world, stage, &m);
         if (m.total <= avail && extra <= avail - m.total) lo = mid;
         else hi = mid - 1;
@@ -112,7 +119,7 @@ int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
     gk_gpt2_sizes s;
     int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
     if (rc) return rc;
-    mem_of(&s, max_B, max_T, mem);
+    mem_of(&s, max_B, max_T, flags, mem);
     shard_of(&s, cfg->n_layer, world, stage, mem);
     p->n = 0;
     gk_gpt2_plan_add(p, "weights, fp32 master", mem->params - mem->copies, 0);
@@ -122,6 +129,7 @@ int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
     gk_gpt2_plan_add(p, "AdamW moments, fp32", mem->optimizer, 0);
     gk_gpt2_plan_add(p, "activations", mem->activations - GK_GPT2_MEM_SCRATCH, 0);
     gk_gpt2_plan_add(p, "workspace and scratch", GK_GPT2_MEM_SCRATCH, 0);
+    if (mem->host) gk_gpt2_plan_add(p, "optimizer offload, host", mem->host, 1);
     return 0;
 }
 

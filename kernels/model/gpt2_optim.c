@@ -207,7 +207,7 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
         return gk_errf(err, GK_EUSAGE, "update: an inference model has no optimizer");
     gk_gpt2_grads_flush(m);
     if (m->zero) return update_sharded(m, h, lr, grad_norm, err);
-    if (!m->m_block || !m->g_block)
+    if ((!m->m_block && !m->offload) || !m->g_block)
         return gk_errf(err, GK_EUSAGE, "update: the AdamW moments or gradients are not allocated "
                        "yet (GK_GPT2_DEFER_MOMENTS, GK_GPT2_DEFER_GRADS: gk_gpt2_set_comm first)");
     if (m->comm && m->comm->world > 1 && !m->grads_reduced) {
@@ -219,6 +219,7 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
     if (grad_norm) *grad_norm = norm;
     if (norm_skips(h, norm)) return gk_backend_status(be, err); /* the caller decides */
     float scale = clip_scale(h, norm);
+    if (m->offload) return gk_gpt2_offload_update(m, h, lr, scale, err);
     gk_adamw_tensor *ts = malloc(sizeof *ts * (size_t)m->n_params);
     if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %d tensors", m->n_params);
     for (int i = 0; i < m->n_params; i++) {

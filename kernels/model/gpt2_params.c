@@ -138,6 +138,8 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
     if (has_copy(m, d)) {
         if (layer == 0 && d->slot == L_QKVW) m->copies_at = m->n_copy;
         m->n_copy += (stored + 31) / 32 * 32;
+    } else {
+        m->small_floats += (p->numel + 15) / 16 * 16;
     }
     if (has_master(m, d)) {
         if (layer == 0 && d->slot == L_LN1W) m->layers_at = m->n_floats;
@@ -162,7 +164,7 @@ static void walk(gk_gpt2 *m, void (*fn)(gk_gpt2 *, const pdesc *, int))
 static void set_grad(gk_gpt2 *m, const pdesc *d, int layer)
 {
     gk_param *p = &m->params[m->n_params++];
-    if (!p->data) return;
+    if (m->flags & GK_GPT2_INFERENCE) return; /* (no gradients; an offloaded matrix has no data) */
     p->grad = gk_gpt2_grad_at(m, p->offset);
     if (layer >= 0) LG(m, layer, d->slot) = p->grad;
     else m->gg[d->slot] = p->grad;
@@ -190,7 +192,10 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
     gk_param *p = &m->params[m->n_params++];
     if (has_copy(m, d)) p->copy = gk_gpt2_copy_at(m, m->c_off[m->n_params - 1]);
     if (has_master(m, d)) {
-        p->data = gk_gpt2_param_at(m, p->offset);
+        size_t small = m->s_off[m->n_params - 1];
+        p->data = !m->p_small           ? gk_gpt2_param_at(m, p->offset)
+                  : small != (size_t)-1 ? m->p_small + small
+                                        : NULL; /* (offloaded: the host keeps it) */
         if (!(m->flags & GK_GPT2_INFERENCE)) {
             p->grad = gk_gpt2_grad_at(m, p->offset); /* NULL: deferred */
             p->m = m->m_block ? m->m_block + p->offset : NULL; /* NULL: deferred, or sharded */
@@ -311,14 +316,15 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     m->params = calloc(maxp, sizeof *m->params);
     m->p_init = calloc(maxp, sizeof *m->p_init);
     m->c_off = calloc(maxp, sizeof *m->c_off);
+    m->s_off = calloc(maxp, sizeof *m->s_off);
     m->lp = calloc((size_t)L * L_COUNT, sizeof *m->lp);
     m->lg = calloc((size_t)L * L_COUNT, sizeof *m->lg);
     m->lw = calloc((size_t)L * L_COUNT, sizeof *m->lw);
     m->acts = calloc(L, sizeof *m->acts);
     m->h_targets = malloc(BT * sizeof *m->h_targets);
     m->h_losses = malloc(BT * sizeof *m->h_losses);
-    if (!m->params || !m->p_init || !m->c_off || !m->lp || !m->lg || !m->lw || !m->acts ||
-        !m->h_targets || !m->h_losses)
+    if (!m->params || !m->p_init || !m->c_off || !m->s_off || !m->lp || !m->lg || !m->lw ||
+        !m->acts || !m->h_targets || !m->h_losses)
         goto nomem;
     walk(m, add_param);
     size_t bytes = m->n_floats * sizeof(float);
@@ -383,6 +389,13 @@ void gk_gpt2_free(gk_gpt2 *m)
     free(m->params);
     free(m->p_init);
     free(m->c_off);
+    free(m->s_off);
+    be->ops->free(be, m->p_small);
+    free(m->p_host);
+    free(m->om);
+    free(m->ov);
+    free(m->g_host);
+    free(m->w_host);
     free(m->lp);
     free(m->lg);
     free(m->lw);
@@ -423,9 +436,10 @@ void gk_gpt2_set_step(gk_gpt2 *m, int64_t step) { m->step = step; }
 int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
 {
     gk_backend *be = m->be;
-    if (m->p_shard)
-        return gk_errf(err, GK_EUSAGE, "gpt2 init: the parameters are sharded (zero_stage 3): "
-                       "initialize before gk_gpt2_set_comm");
+    if (m->p_shard || m->offload)
+        return gk_errf(err, GK_EUSAGE, "gpt2 init: the parameters are %s: initialize before %s",
+                       m->p_shard ? "sharded (zero_stage 3)" : "offloaded",
+                       m->p_shard ? "gk_gpt2_set_comm" : "gk_gpt2_set_offload");
     size_t maxn = 0;
     for (int i = 0; i < m->n_params; i++)
         if (m->params[i].numel > maxn) maxn = m->params[i].numel;
@@ -526,6 +540,7 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         out->layers_end = t.layers_end;
         out->copies_at = t.copies_at;
         out->copy_elems = t.n_copy;
+        out->small_floats = t.small_floats;
         out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
         out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */

@@ -132,7 +132,7 @@ static int alloc_full(gk_gpt2 *m, gk_err *err)
     gk_backend *be = m->be;
     size_t bytes = m->n_floats * sizeof(float);
     int rc = alloc_full_grads(m, err);
-    if (rc || m->m_block) return rc;
+    if (rc || m->m_block || m->offload) return rc; /* (offloaded: the host holds them) */
     m->m_block = be->ops->alloc(be, bytes);
     m->v_block = be->ops->alloc(be, bytes);
     if (!m->m_block || !m->v_block) {
@@ -156,6 +156,9 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
     if ((m->flags & GK_GPT2_INFERENCE) || m->zero) return 0;
     if (zero_stage < 0 || zero_stage > 3)
         return gk_errf(err, GK_EUSAGE, "zero_stage %d: 0, 1, 2 or 3", zero_stage);
+    if (m->offload && zero_stage && c && c->world > 1)
+        return gk_errf(err, GK_EUSAGE, "optimizer offload with zero_stage %d: not yet (use "
+                       "zero_stage 0, whose update each rank makes on its host)", zero_stage);
     if (zero_stage == 3 && (!c || c->world == 1))
         return gk_errf(err, GK_EUSAGE, "zero_stage 3 shards the parameters over the ranks: with "
                        "one process there is nothing to shard them over (use zero_stage 0)");
@@ -408,9 +411,9 @@ static const float *owned_at(const gk_gpt2 *m, const gk_bucket *k, int b, enum g
     const float *shard = kind == GK_TENSOR_PARAM    ? m->p_shard
                          : kind == GK_TENSOR_ADAM_M ? m->m_shard
                                                     : m->v_shard;
-    const float *block = kind == GK_TENSOR_PARAM    ? m->p_block
-                         : kind == GK_TENSOR_ADAM_M ? m->m_block
-                                                    : m->v_block;
+    const float *block = kind == GK_TENSOR_PARAM    ? (m->offload ? m->p_host : m->p_block)
+                         : kind == GK_TENSOR_ADAM_M ? (m->offload ? m->om : m->m_block)
+                                                    : (m->offload ? m->ov : m->v_block);
     if (shard && m->nbuckets)
         return shard + m->buckets[b].at + (tail ? k->piece : 0);
     return block ? block + lo : NULL;
@@ -433,7 +436,8 @@ int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind k
             if (n[t] && !src)
                 return gk_errf(err, GK_EUSAGE, "slice: the model holds no %s yet",
                                kind == GK_TENSOR_PARAM ? "parameters" : "moments");
-            if (n[t]) m->be->ops->to_host(m->be, host + at, src, n[t] * sizeof(float));
+            if (n[t] && m->offload) memcpy(host + at, src, n[t] * sizeof(float));
+            else if (n[t]) m->be->ops->to_host(m->be, host + at, src, n[t] * sizeof(float));
             at += n[t];
         }
     }

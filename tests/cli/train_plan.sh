@@ -29,6 +29,12 @@ for z in 2 3; do
   gpt-train -q -c gpt2-xl --plan --plan-memory=24G --nproc_per_node=4 --zero_stage=$z \
     --device=cuda --dtype=bfloat16 --batch_size=4 | grep -E '^(run|peak|largest|fits)'
 done
+echo "== gpt2-xl on one GPU of 24 GB and a host of 64 GB: optimizer_offload fits 4 x 1024"
+for o in false true; do
+  gpt-train -q -c gpt2-xl --plan-memory=24G --plan-host-memory=64G --device=cuda \
+    --dtype=bfloat16 --batch_size=4 --optimizer_offload=$o |
+    grep -E '^(weights|AdamW|optimizer offload|checkpoint|peak|largest|fits)'
+done
 echo "== WORLD_SIZE=4"
 WORLD_SIZE=4 RANK=0 gpt-train -q -c gpt2 --plan-memory=24G --zero_stage=1 | sed -n '2,3p'
 echo "== does not fit 12 GB at recompute = false: gelu+ln, a smaller batch or 4 ZeRO-1 ranks would"

@@ -68,6 +68,15 @@ static gk_backend *zero_setup(fixture *f, gk_gpt2 *m[2])
     return be;
 }
 
+/* ... and their end. */
+static void zero_teardown(fixture *f, gk_gpt2 *m[2], gk_backend *be)
+{
+    gk_gpt2_free(m[0]);
+    gk_gpt2_free(m[1]);
+    gk_backend_free(be);
+    free(f->buf);
+}
+
 static void test_zero1_sums_in_backward(void)
 {
     fixture f;
@@ -100,10 +109,7 @@ static void test_zero1_sums_in_backward(void)
         differ += memcmp(a->data, b->data, a->numel * sizeof(float)) != 0;
     }
     CHECKF(differ == 0, "%zu tensors differ", differ);
-    gk_gpt2_free(m[0]);
-    gk_gpt2_free(m[1]);
-    gk_backend_free(be);
-    free(f.buf);
+    zero_teardown(&f, m, be);
 }
 
 /* Whether float o of the parameter block is rank 0's of 2 under ZeRO-2: in the first piece of its
@@ -174,10 +180,7 @@ static void test_zero2_shards(void)
     CHECK(m[1] && gk_gpt2_tensor_get(m[1], 0, GK_TENSOR_GRAD, g, &err) == GK_EUSAGE &&
           strstr(err.msg, "sharded across ranks (zero_stage 2)"));
     free(g), free(other);
-    gk_gpt2_free(m[0]);
-    gk_gpt2_free(m[1]);
-    gk_backend_free(be);
-    free(f.buf);
+    zero_teardown(&f, m, be);
 }
 
 /* ZeRO-3's contract as rank 0 of 2 (the comm above: the other rank's pieces are not brought):
@@ -220,10 +223,7 @@ static void test_zero3_contract(void)
     }
     CHECKF(wrong == 0 && mine > n / 2, "%zu of rank 0's %zu floats wrong", wrong, mine);
     free(all), free(set);
-    gk_gpt2_free(m[0]);
-    gk_gpt2_free(m[1]);
-    gk_backend_free(be);
-    free(f.buf);
+    zero_teardown(&f, m, be);
 }
 
 /* A checkpoint's slices as rank 0 of 2 (the comm above), without sharding and at stages 2 and 3:
@@ -266,10 +266,7 @@ static void test_slices(void)
                owned[0], n0, owned[1], n1);
         free(mine);
         gk_gpt2_slices_free(sl);
-        gk_gpt2_free(m[0]);
-        gk_gpt2_free(m[1]);
-        gk_backend_free(be);
-        free(f.buf);
+        zero_teardown(&f, m, be);
     }
 }
 

@@ -1,0 +1,160 @@
+/* gpt2_offload.c: the optimizer in host memory (gk_gpt2_set_offload, ZeRO-Offload). The fp32
+ * master weights and both AdamW moments live in host memory (p_host, om, ov) and a host
+ * backend's AdamW (the CPU backend's, on its threads) updates them; the device keeps what the
+ * graph reads: with 16-bit weights the copies of the weight matrices (w_block) and a small fp32
+ * block of the rest (p_small: LayerNorms, biases, wpe; the matrices' fp32 are not on the device
+ * at all), else the fp32 weights (p_block), and the gradients and activations. Each update: the
+ * gradients summed and their norm taken on the device as without offload, then a chunk of the
+ * parameter block at a time (OFFLOAD_CHUNK floats) its gradients to the host (g_host), AdamW
+ * there (writing the 16-bit copies into w_host in the same pass) and the weights the device reads
+ * back to it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/model/gpt2_internal.h"
+
+#define OFFLOAD_CHUNK GK_GPT2_OFFLOAD_CHUNK
+
+/* The small block's layout: s_off per entry without a copy (the rest (size_t)-1); its floats. */
+static size_t small_layout(gk_gpt2 *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        int small = m->params[i].copy == NULL;
+        m->s_off[i] = small ? n : (size_t)-1;
+        if (small) n += (m->params[i].numel + 15) / 16 * 16;
+    }
+    return n;
+}
+
+/* Entry i's weights from the host master to where the device reads them (its copy: cast by the
+ * host backend into w_host, a chunk at a time). */
+static void push_entry(gk_gpt2 *m, int i)
+{
+    gk_backend *be = m->be, *host = m->offload;
+    const gk_param *p = &m->params[i];
+    const float *master = m->p_host + p->offset;
+    if (p->data) be->ops->to_device(be, p->data, master, p->numel * sizeof(float));
+    for (size_t j = 0; p->copy && j < p->numel; j += OFFLOAD_CHUNK) {
+        size_t n = p->numel - j < OFFLOAD_CHUNK ? p->numel - j : OFFLOAD_CHUNK;
+        host->ops->cast(host, m->w_host, m->wt, master + j, GK_F32, n);
+        be->ops->to_device(be, (char *)p->copy + gk_elt_bytes(m->wt, j), m->w_host,
+                           gk_elt_bytes(m->wt, n));
+    }
+}
+
+/* The device's fp32 weights: with 16-bit copies only the small block's. */
+static int shrink_device(gk_gpt2 *m, gk_err *err)
+{
+    gk_backend *be = m->be;
+    if (m->wt == GK_F32) return 0;
+    size_t n = small_layout(m);
+    if (!(m->p_small = be->ops->alloc(be, (n ? n : 16) * sizeof(float))))
+        return gk_errf(err, GK_ENOMEM, "optimizer offload: out of device memory for %zu bytes",
+                       n * sizeof(float));
+    be->ops->free(be, m->p_block);
+    m->p_block = NULL;
+    gk_gpt2_point_all(m);
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].data) push_entry(m, i);
+    return gk_backend_status(be, err);
+}
+
+int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err)
+{
+    gk_backend *be = m->be;
+    if (m->flags & GK_GPT2_INFERENCE)
+        return gk_errf(err, GK_EUSAGE, "optimizer offload: an inference model has no optimizer");
+    if (m->zero || m->offload || !m->p_block)
+        return gk_errf(err, GK_EUSAGE, "optimizer offload: before gk_gpt2_set_comm, once");
+    if (!host->props.host_memory)
+        return gk_errf(err, GK_EUSAGE, "optimizer offload: %s is not a host-memory backend",
+                       host->ops->name);
+    size_t bytes = m->n_floats * sizeof(float), wbytes = gk_elt_bytes(m->wt, OFFLOAD_CHUNK);
+    m->p_host = malloc(bytes);
+    m->om = calloc(m->n_floats, sizeof(float));
+    m->ov = calloc(m->n_floats, sizeof(float));
+    m->g_host = malloc(OFFLOAD_CHUNK * sizeof(float));
+    m->w_host = m->n_copy ? malloc(wbytes) : NULL;
+    if (!m->p_host || !m->om || !m->ov || !m->g_host || (m->n_copy && !m->w_host))
+        return gk_errf(err, GK_ENOMEM, "optimizer offload: out of host memory for %zu bytes",
+                       3 * bytes + OFFLOAD_CHUNK * sizeof(float) + wbytes);
+    be->ops->to_host(be, m->p_host, m->p_block, bytes);
+    if (m->m_block) be->ops->to_host(be, m->om, m->m_block, bytes);
+    if (m->v_block) be->ops->to_host(be, m->ov, m->v_block, bytes);
+    be->ops->free(be, m->m_block);
+    be->ops->free(be, m->v_block);
+    m->m_block = m->v_block = NULL;
+    int rc = gk_backend_status(be, err);
+    if (rc) return rc;
+    m->offload = host;
+    rc = shrink_device(m, err);
+    for (int i = 0; i < m->n_params; i++) m->params[i].m = m->params[i].v = NULL;
+    return rc;
+}
+
+float *gk_gpt2_offload_tensor(const gk_gpt2 *m, int i, enum gk_tensor_kind kind)
+{
+    size_t off = m->params[i].offset;
+    switch (kind) {
+    case GK_TENSOR_PARAM: return m->p_host + off;
+    case GK_TENSOR_ADAM_M: return m->om + off;
+    case GK_TENSOR_ADAM_V: return m->ov + off;
+    default: return NULL;
+    }
+}
+
+void gk_gpt2_offload_pushed(gk_gpt2 *m, int i) { push_entry(m, i); }
+
+/* AdamW on the host over the parameter block's floats [a, b): their gradients copied to g_host,
+ * the new weights (16-bit copies staged in w_host) back to the device, slice by slice of each
+ * tensor in it (the padding rows and gaps between are left alone). ts: room for every entry. */
+static int update_chunk(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, size_t a, size_t b,
+                        gk_adamw_tensor *ts, gk_err *err)
+{
+    gk_backend *be = m->be, *host = m->offload;
+    be->ops->to_host(be, m->g_host, m->g_block + a, (b - a) * sizeof(float));
+    int rc = gk_backend_status(be, err), n = 0, *entry = rc ? NULL : malloc(sizeof *entry *
+                                                                        (size_t)m->n_params);
+    if (!rc && !entry) rc = gk_errf(err, GK_ENOMEM, "update: out of memory");
+    size_t staged = 0;
+    for (int i = 0; !rc && i < m->n_params; i++) {
+        const gk_param *p = &m->params[i];
+        size_t lo = p->offset > a ? p->offset : a,
+               hi = p->offset + p->numel < b ? p->offset + p->numel : b;
+        if (lo >= hi) continue;
+        void *copy = p->copy ? (char *)m->w_host + gk_elt_bytes(m->wt, staged) : NULL;
+        staged += p->copy ? hi - lo : 0;
+        entry[n] = i;
+        ts[n++] = (gk_adamw_tensor){m->p_host + lo, m->g_host + (lo - a), m->om + lo, m->ov + lo,
+                                    copy,           hi - lo,              p->decay};
+    }
+    if (!rc)
+        host->ops->adamw_multi(host, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
+                               (int)m->step, scale, m->wt);
+    if (!rc) rc = gk_backend_status(host, err);
+    for (int k = 0; !rc && k < n; k++) { /* each slice's weights where the device reads them */
+        const gk_param *p = &m->params[entry[k]];
+        size_t j = (size_t)(ts[k].param - (m->p_host + p->offset));
+        if (p->data) be->ops->to_device(be, p->data + j, ts[k].param, ts[k].n * sizeof(float));
+        if (p->copy)
+            be->ops->to_device(be, (char *)p->copy + gk_elt_bytes(m->wt, j), ts[k].copy,
+                               gk_elt_bytes(m->wt, ts[k].n));
+    }
+    free(entry);
+    return rc ? rc : gk_backend_status(be, err);
+}
+
+int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, gk_err *err)
+{
+    gk_adamw_tensor *ts = malloc(sizeof *ts * (size_t)m->n_params);
+    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory");
+    m->step++;
+    int rc = 0;
+    for (size_t a = 0; !rc && a < m->n_floats; a += OFFLOAD_CHUNK) {
+        size_t b = m->n_floats - a < OFFLOAD_CHUNK ? m->n_floats : a + OFFLOAD_CHUNK;
+        rc = update_chunk(m, h, lr, scale, a, b, ts, err);
+    }
+    free(ts);
+    return rc;
+}
