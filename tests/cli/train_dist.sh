@@ -74,6 +74,14 @@ two_ranks z3res --zero_stage=3 --init_from=resume
 same z3res
 gpt-train -q "${ARGS[@]}" --out_dir=z3res1 --init_from=resume > z3res1.log
 same z3res1
+# ... and on 4 ranks (one micro-batch each), stopped at step 3 and resumed by one process at
+# stage 0 (the checkpoint is every rank's slice, streamed to rank 0's writer)
+gpt-train -q "${ARGS[@]}" --out_dir=four3 --nproc_per_node=4 --zero_stage=3 --max_iters=3 > four3.log
+cp -r four3 four3one
+gpt-train -q "${ARGS[@]}" --out_dir=four3 --nproc_per_node=4 --zero_stage=3 --init_from=resume > four3.log
+same four3
+gpt-train -q "${ARGS[@]}" --out_dir=four3one --init_from=resume > four3one.log
+same four3one
 # ... where every forward is a collective: an eval_iters that does not split over the ranks (rank
 # 1 makes a third forward it does not count) and a sample, which every rank makes and rank 0 prints
 two_ranks z2eval --zero_stage=2 --eval_iters=3 --sample_tokens=8
