@@ -113,8 +113,9 @@ static void bucket_begin(gk_gpt2 *m, bwd_sums *s, int b)
 }
 
 /* ZeRO-3: bucket b's parameters gathered before its backward reads them. A gather is a
- * collective, so the sums started before end first (comm.h: none other while they run): the
- * layers whose parameters the forward left gathered (the last two) keep the overlap. */
+ * collective, so the sums started before end first (comm.h: none other while they run); the
+ * backward gathers a layer's before it starts the sums of the layer above (whose buffer it
+ * takes: that layer is done), and the forward left the last two layers' gathered. */
 static void params_before(gk_gpt2 *m, bwd_sums *s, int b)
 {
     if (!gk_gpt2_params_held(m, b))
@@ -249,6 +250,9 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
                    LW(m, l, L_QKVW), N, C, 3 * C);
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);
+        /* ZeRO-3: the layer below's parameters gathered before this layer's sums start, so that
+         * those run on during the layer below's backward instead of holding up its gather */
+        if (l > 0) params_before(m, &sums, l);
         sum_layer(m, &sums, l); /* layer l's gradients are final */
     }
     op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,

@@ -3,9 +3,11 @@
 # gpt-train. Speed: the dist bench's model (4 layers, 256 wide, B=8, T=128, 2 micro-batches a
 # step) by 2 ranks of 1 thread at zero_stage 0, 1, 2 and 3: median tokens/s of steps 6..30, the
 # ratio to stage 1 (issue 40 asks stage 2 at 0.95x or more, stage 3 at 0.85x) and the median
-# time a step waits for collectives. Memory: GPT-2 124M (the gpt2 preset, fp32, batch 1 x 64 so
-# that the activations are small), 2 ranks started by hand with torchrun's variables, 3 steps and
-# a checkpoint: each rank's peak resident memory (/usr/bin/time) beside what --plan says of it.
+# time a step waits for collectives; optimizer_offload's host AdamW over 124M floats
+# (adamw_host.c: what each offloaded step adds on the CPU). Memory: GPT-2 124M (the gpt2 preset,
+# fp32, batch 1 x 64 so that the activations are small), 2 ranks started by hand with torchrun's
+# variables, 3 steps and a checkpoint: each rank's peak resident memory (/usr/bin/time) beside
+# what --plan says of it.
 # Usage: tests/bench/zero.sh BUILD (data: $GPT_TEST_DATA or ../shared/data).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -34,6 +36,10 @@ for z in 0 1 2 3; do
     "$(median comm_ms speed$z/metrics.jsonl)"
 done
 echo "(4 layers, 256 wide, B=8, T=128, 2 micro-batches a step; $(nproc) cores)"
+# optimizer_offload's update on the host: the CPU backend's AdamW over 124M floats (adamw_host.c)
+echo
+"$build/bench/adamw_host" 124475904 2 | awk '{ printf "optimizer_offload: the host AdamW over " \
+  "GPT-2 124M (%s floats, bf16 copies written), %s threads: %s ms a step, %s GB/s\n", $3, $5, $7, $9 }'
 
 [ -x /usr/bin/time ] || { echo "memory: skipped (/usr/bin/time not installed: Debian package time)"; exit 0; }
 gpt-tokenize -q -V "$data/gpt2" "$data/tinyshakespeare/input.txt" -o bpe.bin \
