@@ -31,10 +31,6 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, int flags, gk_g
     out->snapshot = s->inference ? 0 : 3 * fp32;
 }
 
-/* With ZeRO over world ranks at stage (gk_gpt2_set_comm's layout, from s): the moments this
- * rank's shard, from stage 2 the gradients too, with the backward's buckets (wte and wpe's, and
- * two of the last layer's, the largest), and at stage 3 the parameters alike, with the gathered
- * weight copies of wte and two layers (gpt2_gather.c). */
 /* The floats a rank keeps of ZeRO's layout at stage over world ranks (its piece of each bucket
  * and the tails; stage 0 and 1: one bucket, the whole block), and *last those of the last bucket
  * (the largest layer's, with ln_f). */
@@ -50,6 +46,10 @@ static size_t shard_floats(const gk_gpt2_sizes *s, int L, int world, int stage, 
     return shard;
 }
 
+/* With ZeRO over world ranks at stage (gk_gpt2_set_comm's layout, from s): the moments this
+ * rank's shard, from stage 2 the gradients too, with the backward's buckets (wte and wpe's, and
+ * two of the last layer's, the largest), and at stage 3 the parameters alike, with the gathered
+ * weight copies of wte and two layers (gpt2_gather.c); at every stage the checkpoint's slice. */
 static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
 {
     size_t last, cut = shard_floats(s, L, world < 1 ? 1 : world, stage, &last);

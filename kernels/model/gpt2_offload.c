@@ -108,15 +108,14 @@ void gk_gpt2_offload_pushed(gk_gpt2 *m, int i) { push_entry(m, i); }
 
 /* AdamW on the host over the parameter block's floats [a, b): their gradients copied to g_host,
  * the new weights (16-bit copies staged in w_host) back to the device, slice by slice of each
- * tensor in it (the padding rows and gaps between are left alone). ts: room for every entry. */
+ * tensor in it (the padding rows and gaps between are left alone). ts and entry: room for every
+ * table entry (each slice and the entry it is of). */
 static int update_chunk(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, size_t a, size_t b,
-                        gk_adamw_tensor *ts, gk_err *err)
+                        gk_adamw_tensor *ts, int *entry, gk_err *err)
 {
     gk_backend *be = m->be, *host = m->offload;
     be->ops->to_host(be, m->g_host, m->g_block + a, (b - a) * sizeof(float));
-    int rc = gk_backend_status(be, err), n = 0, *entry = rc ? NULL : malloc(sizeof *entry *
-                                                                        (size_t)m->n_params);
-    if (!rc && !entry) rc = gk_errf(err, GK_ENOMEM, "update: out of memory");
+    int rc = gk_backend_status(be, err), n = 0;
     size_t staged = 0;
     for (int i = 0; !rc && i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
@@ -141,20 +140,23 @@ static int update_chunk(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, si
             be->ops->to_device(be, (char *)p->copy + gk_elt_bytes(m->wt, j), ts[k].copy,
                                gk_elt_bytes(m->wt, ts[k].n));
     }
-    free(entry);
     return rc ? rc : gk_backend_status(be, err);
 }
 
 int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, gk_err *err)
 {
     gk_adamw_tensor *ts = malloc(sizeof *ts * (size_t)m->n_params);
-    if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory");
+    int *entry = malloc(sizeof *entry * (size_t)m->n_params);
+    if (!ts || !entry) {
+        free(ts), free(entry);
+        return gk_errf(err, GK_ENOMEM, "update: out of memory");
+    }
     m->step++;
     int rc = 0;
     for (size_t a = 0; !rc && a < m->n_floats; a += OFFLOAD_CHUNK) {
         size_t b = m->n_floats - a < OFFLOAD_CHUNK ? m->n_floats : a + OFFLOAD_CHUNK;
-        rc = update_chunk(m, h, lr, scale, a, b, ts, err);
+        rc = update_chunk(m, h, lr, scale, a, b, ts, entry, err);
     }
-    free(ts);
+    free(ts), free(entry);
     return rc;
 }
