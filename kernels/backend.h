@@ -305,7 +305,8 @@ typedef struct gk_backend_props {
     double bf16_peak_flops; /* dense bf16 tensor-core peak in FLOP/s (kernels/cuda/cuda_peak.h);
                              * 0 where unknown: CPUs, the emulator, a GPU not in the table */
     size_t memory_bytes;    /* all of the device's memory (the host's MemTotal where host_memory) */
-    int host_memory;        /* 1: device memory is host memory (cpu, ref, cuda-emu) */
+    int host_memory;        /* 1: device memory is host memory (cpu, ref, cuda-emu without
+                             * GPT_EMU_MEM) */
     int recompute;          /* the default activation recompute (recompute = auto starts there):
                              * 0 none (cpu, ref), 1 the GELU's output (cuda, cuda-emu: device
                              * memory is the limit), 2 also the layernorms' */

@@ -316,7 +316,8 @@ static int plan_vocab(tr_run *r, gk_gpt2_config *mc, gk_err *e)
 }
 
 /* Each setting alone that would make p fit, on f: a higher recompute level, the largest
- * batch_size, zero_stage = 1, else 2, else 3, over as many ranks as it has or the fewest more. */
+ * batch_size, optimizer offload (a device of its own memory), zero_stage = 1, else 2, else 3,
+ * over as many ranks as it has or the fewest more. */
 static void suggest(FILE *f, const plan *p, gk_err *e)
 {
     int any = 0;
@@ -339,6 +340,14 @@ static void suggest(FILE *f, const plan *p, gk_err *e)
         any = 1;
     }
     in = p->in;
+    in.offload = GK_GPT2_OFFLOAD;
+    if (!p->in.offload && !p->in.shared && build(&in, &q, e) == 0 && q.fits) {
+        char t[32];
+        fprintf(f, "  optimizer_offload = true (%s of host memory a rank)\n",
+                gk_mem_text(q.col[0].host, t, sizeof t));
+        any = 1;
+    }
+    in = p->in;
     int found = 0;
     for (int w = 2; w <= 1024 && !found; w *= 2)
         for (int z = 1; z <= 3 && !found; z++) {
@@ -351,8 +360,9 @@ static void suggest(FILE *f, const plan *p, gk_err *e)
             }
         }
     if (!any)
-        fprintf(f, "  none of recompute, a smaller batch_size or zero_stage = 1, 2 or 3: a "
-                   "smaller model or block_size, or more memory\n");
+        fprintf(f, "  none of recompute, a smaller batch_size%s or zero_stage = 1, 2 or 3: a "
+                   "smaller model or block_size, or more memory\n",
+                p->in.shared ? "" : ", optimizer_offload");
 }
 
 int tr_run_plan(tr_run *r, gk_err *e)

@@ -477,10 +477,6 @@ static int offload(tr_run *r, gk_err *e)
     if (strcmp(dev, "cpu") == 0 || strcmp(dev, "ref") == 0) /* (cuda-emu: a GPU's behaviour) */
         return gk_errf(e, GK_EUSAGE, "optimizer_offload: device %s keeps the model in host memory "
                        "already: nothing to offload (it is for cuda)", dev);
-    if (r->s.zero_stage > 0 && r->dist.world > 1)
-        return gk_errf(e, GK_EUSAGE, "optimizer_offload with zero_stage = %lld: not yet (use "
-                       "zero_stage = 0: each rank updates on its host)",
-                       (long long)r->s.zero_stage);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int local = r->dist.where.local_world_size > 1 ? r->dist.where.local_world_size : 1;
     int threads = r->s.threads > 0 ? (int)r->s.threads : cores > local ? (int)(cores / local) : 1;

@@ -301,7 +301,7 @@ static void cu_props(gk_backend *be, const cudaDeviceProp *prop)
     snprintf(p->device, sizeof p->device, "%.63s", prop->name);
     p->memory_bytes = prop->totalGlobalMem;
 #ifdef GK_CUDA_EMU
-    p->host_memory = 1; /* the emulator's device memory is host memory */
+    p->host_memory = prop->integrated; /* the emulator's is the host's, unless GPT_EMU_MEM */
 #endif
     p->recompute = 1; /* device memory is the limit: recompute the GELU's output */
 #ifdef GK_CUDA_EMU

@@ -228,6 +228,8 @@ bool device_lost();                                  /* lose_device was called *
 cudaError_t fail(cudaError_t code, const char *call); /* records "call: code's name" */
 /* emu_memory.cpp: the device's memory in bytes, GPT_EMU_MEM's where set, else the host's. */
 size_t device_memory_total();
+/* Whether GPT_EMU_MEM gives the device memory of its own (else it is the host's, unbounded). */
+bool device_memory_own();
 int env_int(const char *name, int fallback, int lo, int hi);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
 Order schedule_order(); /* GPT_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */

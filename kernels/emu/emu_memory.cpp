@@ -66,6 +66,8 @@ size_t gk_emu::device_memory_total()
     return limit && limit != (size_t)-1 ? limit : meminfo("MemTotal");
 }
 
+bool gk_emu::device_memory_own() { return mem_limit() != 0; }
+
 static size_t granules(size_t size) { return (size + 255) & ~(size_t)255; }
 
 /* A block of size bytes in blocks; with limit, a device block only within it (ENOSPC past it,

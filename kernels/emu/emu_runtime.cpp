@@ -441,6 +441,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "gptkit CUDA emulator");
     prop->totalGlobalMem = device_memory_total();
+    prop->integrated = !device_memory_own(); /* the host's memory, as an integrated GPU's */
     prop->sharedMemPerBlock = kDefaultSmem;
     prop->sharedMemPerBlockOptin = kMaxSmemOptin;
     prop->sharedMemPerMultiprocessor = 228 * 1024;

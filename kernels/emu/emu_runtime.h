@@ -123,6 +123,7 @@ enum cudaStreamCaptureStatus {
 struct cudaDeviceProp {
     char name[256];
     size_t totalGlobalMem;
+    int integrated; /* 1: the host's memory (no GPT_EMU_MEM) */
     size_t sharedMemPerBlock;
     size_t sharedMemPerBlockOptin;
     size_t sharedMemPerMultiprocessor;

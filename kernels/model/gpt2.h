@@ -279,17 +279,19 @@ double gk_gpt2_grad_norm(gk_gpt2 *m);
  * is GK_EUSAGE (gk_gpt2_shards_gather_packed gathers them); init before this call. 0, GK_ENOMEM,
  * or GK_EUSAGE for a model too small to shard, a stage not 0..3, or stage 3 with one rank. */
 int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err);
-/* Optimizer offload (ZeRO-Offload), before gk_gpt2_set_comm (with zero_stage 0): moves the fp32
- * master weights and the AdamW moments to host memory, where every gk_gpt2_update runs AdamW on
- * host (a host-memory backend: the CPU backend, borrowed; its threads do the work), with the
- * gradients summed, their norm taken and clipped on the device as before and copied to the host
- * for it; the updated weights go back to the device. The device keeps what the graph reads: with
- * 16-bit weight copies (bf16 training) those copies and the fp32 of the small tensors
- * (LayerNorms, biases, wpe) only, else the fp32 weights; and the gradients and activations. The
- * host holds 4 x the fp32 parameters (master, moments, a gradient copy) and a staging copy of the
- * 16-bit weights. tensor_get and _set of parameters and moments then use the host's; the model
- * cannot be initialized anew. 0, GK_ENOMEM, or GK_EUSAGE (an inference model, after set_comm or a
- * second time, host not host memory). */
+/* Optimizer offload (ZeRO-Offload), before gk_gpt2_set_comm: moves the fp32 master weights and
+ * the AdamW moments to host memory, where every gk_gpt2_update runs AdamW on the host (a
+ * host-memory backend: the CPU backend, borrowed; its threads do the work), with the gradients
+ * summed, their norm taken and clipped on the device as before and copied to the host a chunk at
+ * a time for it; the updated weights go back to the device. Without ZeRO the device keeps what
+ * the graph reads: with 16-bit weight copies (bf16 training) those copies and the fp32 of the
+ * small tensors (LayerNorms, biases, wpe) only, else the fp32 weights; and the gradients and
+ * activations; the host holds 3 x the fp32 parameters (master, moments) and chunk-sized staging.
+ * With ZeRO over several ranks (set_comm's stage 1-3) the host holds the moments of this rank's
+ * shard only and the device keeps the fp32 weights of that stage (the whole block; at stage 3
+ * the shard), the master its update stages through the host. tensor_get and _set of parameters
+ * and moments then use the host's; the model cannot be initialized anew. 0, GK_ENOMEM, or
+ * GK_EUSAGE (an inference model, after set_comm or a second time, host not host memory). */
 int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err);
 /* Says that the next gk_gpt2_backward is the last before gk_gpt2_update (the last micro-step).
  * In a data-parallel run that backward sums each layer's gradients over the ranks as soon as the

@@ -123,7 +123,7 @@ int gk_gpt2_tensor_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float *host,
     if (kind == GK_TENSOR_PARAM && m->p_shard)
         return gk_errf(err, GK_EUSAGE, "%s: the parameters are sharded across ranks (zero_stage 3:"
                        " gk_gpt2_shards_gather_packed gathers them)", p->name);
-    if (m->offload && kind != GK_TENSOR_GRAD) { /* the host's */
+    if (m->offload && !m->zero && kind != GK_TENSOR_GRAD) { /* the host's */
         memcpy(host, gk_gpt2_offload_tensor(m, i, kind), p->numel * sizeof(float));
         return 0;
     }
@@ -157,7 +157,7 @@ int gk_gpt2_tensor_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float 
         return gk_errf(err, GK_EUSAGE, "tensor %d: the model has %d", i, m->n_params);
     const gk_param *p = &m->params[i];
     if (kind == GK_TENSOR_PARAM && m->p_shard) return gk_gpt2_shard_set(m, i, kind, host, err);
-    if (m->offload && kind != GK_TENSOR_GRAD) { /* the host's, and the device's copy of it */
+    if (m->offload && !m->zero && kind != GK_TENSOR_GRAD) { /* the host's, and the device's */
         memcpy(gk_gpt2_offload_tensor(m, i, kind), host, p->numel * sizeof(float));
         if (kind == GK_TENSOR_PARAM) gk_gpt2_offload_pushed(m, i);
         return gk_backend_status(be, err);

@@ -100,10 +100,13 @@ struct gk_gpt2 {
                              * forward or backward returns it */
     gk_err gather_err;
     gk_backend *offload;    /* gk_gpt2_set_offload's host backend (gpt2_offload.c), or NULL: then
-                             * the master weights, moments and a gradient copy are host memory
-                             * (p_host, om, ov, g_host; n_floats each) and w_host stages the
-                             * copies; with 16-bit copies p_block is NULL and the device's fp32
-                             * are the small block's (p_small, entry i at s_off[i]) */
+                             * the master weights and moments are host memory (p_host, om, ov;
+                             * n_floats each), g_host stages a chunk of gradients and w_host of
+                             * the 16-bit copies; with 16-bit copies p_block is NULL and the
+                             * device's fp32 are the small block's (p_small, entry i at s_off[i]).
+                             * With ZeRO (zero > 0): om and ov are the shard's (shard_floats, in
+                             * its layout), p_host stages a chunk of the device's fp32 weights,
+                             * which stay that stage's as without offload, and w_host is NULL */
     float *p_host, *om, *ov, *g_host;
     void *w_host;
     float *p_small;
@@ -209,6 +212,13 @@ void gk_gpt2_params_stale(gk_gpt2 *m);
 float *gk_gpt2_offload_tensor(const gk_gpt2 *m, int i, enum gk_tensor_kind kind);
 void gk_gpt2_offload_pushed(gk_gpt2 *m, int i);
 int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, gk_err *err);
+/* set_comm's end with offload: without ZeRO the device's fp32 shrunk to the small block (16-bit
+ * copies); with it (m->zero) the moments moved into the shard's layout on the host. */
+int gk_gpt2_offload_place(gk_gpt2 *m, gk_err *err);
+/* ZeRO's update with offload: AdamW on the host over the slices ts (the device's parameters and
+ * gradients, the host's moments, no copies), staged a chunk at a time (m->step already counted). */
+int gk_gpt2_offload_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, float scale,
+                            const gk_adamw_tensor *ts, int n, gk_err *err);
 /* gk_gpt2_forward / backward's end: the backend's error, else a failed gather's. */
 int gk_gpt2_pass_status(gk_gpt2 *m, gk_err *err);
 /* Stage 2: folds bucket b's sums (reduce-scattered in place in buf, its floats [lo, lo + n)) into

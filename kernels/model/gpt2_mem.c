@@ -47,9 +47,10 @@ static size_t shard_floats(const gk_gpt2_sizes *s, int L, int world, int stage, 
 }
 
 /* With ZeRO over world ranks at stage (gk_gpt2_set_comm's layout, from s): the moments this
- * rank's shard, from stage 2 the gradients too, with the backward's buckets (wte and wpe's, and
- * two of the last layer's, the largest), and at stage 3 the parameters alike, with the gathered
- * weight copies of wte and two layers (gpt2_gather.c); at every stage the checkpoint's slice. */
+ * rank's shard (offloaded: in host memory, beside the device's whole fp32), from stage 2 the
+ * gradients too, with the backward's buckets (wte and wpe's, and two of the last layer's, the
+ * largest), and at stage 3 the parameters alike, with the gathered weight copies of wte and two
+ * layers (gpt2_gather.c); at every stage the checkpoint's slice. */
 static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
 {
     size_t last, cut = shard_floats(s, L, world < 1 ? 1 : world, stage, &last);
@@ -57,6 +58,11 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
     if (world < 2 || stage < 1 || s->inference) return;
     size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
     mem->optimizer = 2 * shard * sizeof(float);
+    if (mem->host) { /* offloaded: the shard's moments on the host; the device keeps the fp32 */
+        mem->host = mem->optimizer + GK_GPT2_OFFLOAD_CHUNK * 2 * sizeof(float); /* and staging */
+        mem->optimizer = 0;
+        mem->params = s->n_floats * sizeof(float) + s->copy_bytes;
+    }
     if (stage > 1) mem->grads = held * sizeof(float);
     if (stage > 2) {
         size_t copies = s->copy_bytes, per_layer = 0, head = copies;

@@ -7,7 +7,11 @@
  * gradients summed and their norm taken on the device as without offload, then a chunk of the
  * parameter block at a time (OFFLOAD_CHUNK floats) its gradients to the host (g_host), AdamW
  * there (writing the 16-bit copies into w_host in the same pass) and the weights the device reads
- * back to it. */
+ * back to it. With ZeRO over several ranks (gk_gpt2_offload_place) the host holds the moments of
+ * this rank's shard only, and the device keeps that stage's fp32 weights (the whole block, or
+ * at stage 3 the shard), which the all-gathers need: each update stages a chunk of the shard's
+ * gradients and weights to the host, runs AdamW there and puts the weights back
+ * (gk_gpt2_offload_sharded). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,13 +92,45 @@ int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err)
     int rc = gk_backend_status(be, err);
     if (rc) return rc;
     m->offload = host;
-    rc = shrink_device(m, err);
     for (int i = 0; i < m->n_params; i++) m->params[i].m = m->params[i].v = NULL;
-    return rc;
+    return 0;
+}
+
+/* Host floats full (the parameter block's layout) into part (this rank's shard: ZeRO's). */
+static void host_shard_copy(const gk_gpt2 *m, const float *full, float *part)
+{
+    size_t W = (size_t)m->comm->world, r = (size_t)m->comm->rank;
+    for (int b = 0; b < m->nbuckets; b++) {
+        const gk_bucket *k = &m->buckets[b];
+        memcpy(part + k->at, full + k->lo + r * k->piece, k->piece * sizeof(float));
+        memcpy(part + k->at + k->piece, full + k->lo + W * k->piece,
+               gk_bucket_tail(k, (int)W) * sizeof(float));
+    }
+}
+
+int gk_gpt2_offload_place(gk_gpt2 *m, gk_err *err)
+{
+    if (!m->zero) return shrink_device(m, err);
+    size_t bytes = m->shard_floats * sizeof(float);
+    float *om = malloc(bytes), *ov = malloc(bytes);
+    if (!om || !ov) {
+        free(om), free(ov);
+        return gk_errf(err, GK_ENOMEM, "optimizer offload: out of host memory for %zu bytes",
+                       2 * bytes);
+    }
+    host_shard_copy(m, m->om, om);
+    host_shard_copy(m, m->ov, ov);
+    free(m->om), free(m->ov), free(m->w_host);
+    m->om = om, m->ov = ov, m->w_host = NULL;
+    free(m->p_host); /* the device's fp32 are the master: p_host stages a chunk of them */
+    if (!(m->p_host = malloc(OFFLOAD_CHUNK * sizeof(float))))
+        return gk_errf(err, GK_ENOMEM, "optimizer offload: out of host memory");
+    return 0;
 }
 
 float *gk_gpt2_offload_tensor(const gk_gpt2 *m, int i, enum gk_tensor_kind kind)
 {
+    if (m->zero) return NULL; /* (the shard's: gpt2_shard.c reads them) */
     size_t off = m->params[i].offset;
     switch (kind) {
     case GK_TENSOR_PARAM: return m->p_host + off;
@@ -158,5 +194,65 @@ int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale,
         rc = update_chunk(m, h, lr, scale, a, b, ts, entry, err);
     }
     free(ts), free(entry);
+    return rc;
+}
+
+/* A piece of a sharded update: slice k of its table, from its float `from`, len floats. */
+typedef struct offload_piece {
+    int k;
+    size_t from, len;
+} offload_piece;
+
+/* AdamW on the host over the n pieces pc of the slices ts (device parameters and gradients,
+ * host moments, no copies): their gradients and weights staged in g_host and p_host, the new
+ * weights put back; hs: room for n host slices. */
+static int sharded_chunk(gk_gpt2 *m, const gk_adamw *h, float lr, float scale,
+                         const gk_adamw_tensor *ts, const offload_piece *pc, int n,
+                         gk_adamw_tensor *hs, gk_err *err)
+{
+    gk_backend *be = m->be, *host = m->offload;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const gk_adamw_tensor *t = &ts[pc[i].k];
+        size_t j = pc[i].from, len = pc[i].len;
+        be->ops->to_host(be, m->g_host + at, t->grad + j, len * sizeof(float));
+        be->ops->to_host(be, m->p_host + at, t->param + j, len * sizeof(float));
+        hs[i] = (gk_adamw_tensor){m->p_host + at, m->g_host + at, t->m + j, t->v + j, NULL, len,
+                                  t->decay};
+        at += len;
+    }
+    int rc = gk_backend_status(be, err);
+    if (!rc)
+        host->ops->adamw_multi(host, hs, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
+                               (int)m->step, scale, GK_F32);
+    if (!rc) rc = gk_backend_status(host, err);
+    for (int i = 0; !rc && i < n; i++)
+        be->ops->to_device(be, ts[pc[i].k].param + pc[i].from, hs[i].param,
+                           pc[i].len * sizeof(float));
+    return rc ? rc : gk_backend_status(be, err);
+}
+
+int gk_gpt2_offload_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, float scale,
+                            const gk_adamw_tensor *ts, int n, gk_err *err)
+{
+    /* a chunk holds at most OFFLOAD_CHUNK floats: the slices in turn, split where one ends it */
+    offload_piece *pc = malloc(sizeof *pc * (size_t)(n ? n : 1));
+    gk_adamw_tensor *hs = malloc(sizeof *hs * (size_t)(n ? n : 1));
+    if (!pc || !hs) {
+        free(pc), free(hs);
+        return gk_errf(err, GK_ENOMEM, "update: out of memory");
+    }
+    int rc = 0, c = 0;
+    size_t room = OFFLOAD_CHUNK, j = 0;
+    for (int k = 0; k < n && !rc;) {
+        size_t len = ts[k].n - j < room ? ts[k].n - j : room;
+        pc[c++] = (offload_piece){k, j, len};
+        j += len, room -= len;
+        if (j == ts[k].n) k++, j = 0;
+        if (room && k < n) continue;
+        rc = sharded_chunk(m, h, lr, scale, ts, pc, c, hs, err);
+        c = 0, room = OFFLOAD_CHUNK;
+    }
+    free(pc), free(hs);
     return rc;
 }

@@ -85,7 +85,8 @@ static float clip_scale(const gk_adamw *h, double norm)
 
 /* Appends to ts the slices of the tensors in the floats [a, b) of the parameter block, their
  * parameters at pp, gradients at g, moments at mm and vv (float a's), and their weight copies
- * (none at stage 3: the gathers cast them); returns the new count. */
+ * (none at stage 3: the gathers cast them; none offloaded: the casts after the all-gather make
+ * them); returns the new count. */
 static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, size_t b, float *pp,
                      const float *g, float *mm, float *vv)
 {
@@ -95,7 +96,8 @@ static int slices_of(const gk_gpt2 *m, gk_adamw_tensor *ts, int n, size_t a, siz
                hi = p->offset + p->numel < b ? p->offset + p->numel : b;
         if (lo >= hi) continue;
         size_t j = lo - p->offset;
-        void *copy = p->copy && !m->p_shard ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
+        void *copy = p->copy && !m->p_shard && !m->offload
+                         ? (char *)p->copy + j * gk_elt_size(m->wt) : NULL;
         ts[n++] = (gk_adamw_tensor){pp + (lo - a), g + (lo - a), mm + (lo - a), vv + (lo - a),
                                     copy,          hi - lo,      p->decay};
     }
@@ -150,8 +152,8 @@ static int scatter_grads(gk_gpt2 *m, gk_err *err)
 }
 
 /* The update under ZeRO (grads flushed): the global norm, AdamW on this rank's pieces and the
- * tails, each bucket's weights all-gathered (stage 3: left in the shard, which the next forward
- * gathers from). */
+ * tails (offloaded: on the host, with the host's moments), each bucket's weights all-gathered
+ * (stage 3: left in the shard, which the next forward gathers from). */
 static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, gk_err *err)
 {
     gk_comm *c = m->comm;
@@ -167,21 +169,27 @@ static int update_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_
     gk_adamw_tensor *ts = malloc(sizeof *ts * cap);
     if (!ts) return gk_errf(err, GK_ENOMEM, "update: out of memory for %zu tensors", cap);
     int n = 0;
+    float *ms = m->offload ? m->om : m->m_shard, *vs = m->offload ? m->ov : m->v_shard;
     for (int b = 0; b < m->nbuckets; b++) {
         const gk_bucket *k = &m->buckets[b];
         size_t mine = k->lo + r * k->piece, tail = k->lo + W * k->piece;
         float *pp = m->p_shard ? m->p_shard + k->at : m->p_block + mine,
               *pt = m->p_shard ? m->p_shard + k->at + k->piece : m->p_block + tail;
-        n = slices_of(m, ts, n, mine, mine + k->piece, pp, shard_grad(m, k, 0),
-                      m->m_shard + k->at, m->v_shard + k->at);
+        n = slices_of(m, ts, n, mine, mine + k->piece, pp, shard_grad(m, k, 0), ms + k->at,
+                      vs + k->at);
         n = slices_of(m, ts, n, tail, k->lo + k->n, pt, shard_grad(m, k, 1),
-                      m->m_shard + k->at + k->piece, m->v_shard + k->at + k->piece);
+                      ms + k->at + k->piece, vs + k->at + k->piece);
     }
     m->step++;
-    m->be->ops->adamw_multi(m->be, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
-                            (int)m->step, scale, m->wt);
+    if (m->offload) {
+        rc = gk_gpt2_offload_sharded(m, h, lr, scale, ts, n, err);
+    } else {
+        m->be->ops->adamw_multi(m->be, ts, n, lr, h->beta1, h->beta2, h->eps, h->weight_decay,
+                                (int)m->step, scale, m->wt);
+        rc = gk_backend_status(m->be, err);
+    }
     free(ts);
-    if ((rc = gk_backend_status(m->be, err))) return rc;
+    if (rc) return rc;
     if (m->p_shard) {
         gk_gpt2_params_stale(m);
         return 0;

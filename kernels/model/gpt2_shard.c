@@ -11,6 +11,20 @@
 
 #include "kernels/model/gpt2_internal.h"
 
+/* This rank's moments of kind under ZeRO: the device's shard, or offloaded the host's. */
+static float *moment_shard(const gk_gpt2 *m, enum gk_tensor_kind kind)
+{
+    if (m->offload) return kind == GK_TENSOR_ADAM_M ? m->om : m->ov;
+    return kind == GK_TENSOR_ADAM_M ? m->m_shard : m->v_shard;
+}
+
+/* Whether this rank keeps kind in host memory: offloaded moments, and the parameters unless
+ * ZeRO left them on the device. */
+static int host_kind(const gk_gpt2 *m, enum gk_tensor_kind kind)
+{
+    return m->offload && (kind != GK_TENSOR_PARAM || !m->zero);
+}
+
 void gk_gpt2_bwd_bucket(const gk_gpt2 *m, int b, size_t *lo, size_t *hi)
 {
     int L = m->cfg.n_layer;
@@ -61,17 +75,20 @@ static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
     return 0;
 }
 
-/* Allocates the shard buffers (zero): the moments, and from stage 2 the gradients' shard and the
+/* Allocates the shard buffers (zero): the moments (on the device, unless offloaded), and from
+ * stage 2 the gradients' shard and the
  * backward's buckets (wte and wpe's, and two of the largest layer's: the last, with ln_f). */
 static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
 {
     gk_backend *be = m->be;
     size_t bytes = m->shard_floats * sizeof(float), lo, hi;
-    m->m_shard = be->ops->alloc(be, bytes);
-    m->v_shard = be->ops->alloc(be, bytes);
-    if (!m->m_shard || !m->v_shard)
-        return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory for %zu bytes of moments",
-                       stage, 2 * bytes);
+    if (!m->offload) { /* (offloaded: the host's, gk_gpt2_offload_place) */
+        m->m_shard = be->ops->alloc(be, bytes);
+        m->v_shard = be->ops->alloc(be, bytes);
+        if (!m->m_shard || !m->v_shard)
+            return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory for %zu bytes of "
+                           "moments", stage, 2 * bytes);
+    }
     if (stage < 2) return 0;
     gk_gpt2_bwd_bucket(m, m->cfg.n_layer, &lo, &hi);
     m->g_shard = be->ops->alloc(be, bytes);
@@ -156,13 +173,13 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
     if ((m->flags & GK_GPT2_INFERENCE) || m->zero) return 0;
     if (zero_stage < 0 || zero_stage > 3)
         return gk_errf(err, GK_EUSAGE, "zero_stage %d: 0, 1, 2 or 3", zero_stage);
-    if (m->offload && zero_stage && c && c->world > 1)
-        return gk_errf(err, GK_EUSAGE, "optimizer offload with zero_stage %d: not yet (use "
-                       "zero_stage 0, whose update each rank makes on its host)", zero_stage);
     if (zero_stage == 3 && (!c || c->world == 1))
         return gk_errf(err, GK_EUSAGE, "zero_stage 3 shards the parameters over the ranks: with "
                        "one process there is nothing to shard them over (use zero_stage 0)");
-    if (!zero_stage || !c || c->world == 1) return alloc_full(m, err);
+    if (!zero_stage || !c || c->world == 1) {
+        int rc = m->offload ? gk_gpt2_offload_place(m, err) : 0; /* (the fp32 shrunk first) */
+        return rc ? rc : alloc_full(m, err);
+    }
     int rc = make_buckets(m, zero_stage, c->world, err);
     if (!rc && zero_stage == 3) rc = gk_gpt2_shard_params(m, err); /* (its block freed first) */
     if (!rc) rc = alloc_shards(m, zero_stage, err);
@@ -170,6 +187,7 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
     if (rc) return rc;
     m->zero = zero_stage;
     if (m->m_block) shard_moments(m);
+    if (m->offload && (rc = gk_gpt2_offload_place(m, err))) return rc;
     return gk_backend_status(m->be, err);
 }
 
@@ -214,25 +232,33 @@ static void sink_put(gk_gpt2 *m, const gather_sink *s, size_t at, const float *s
     }
 }
 
-/* One kind of moments (part: this rank's shard) of every rank into the sink, bucket by bucket
- * and piece by piece: each all_gather brings the same stretch of every rank's piece into stage
- * (world x chunk floats). */
-static int gather_kind(gk_gpt2 *m, const float *part, const gather_sink *sink, float *stage,
-                       size_t chunk, gk_err *err)
+/* One kind of moments (part: this rank's shard, in host memory when host) of every rank into
+ * the sink, bucket by bucket and piece by piece: each all_gather brings the same stretch of every
+ * rank's piece into stage (world x chunk floats, then chunk more that a host part's stretch is
+ * put in first). */
+static int gather_kind(gk_gpt2 *m, const float *part, int host, const gather_sink *sink,
+                       float *stage, size_t chunk, gk_err *err)
 {
     gk_comm *c = m->comm;
     size_t W = (size_t)c->world;
+    float *sent = stage + W * chunk;
     int rc = 0;
     for (int b = 0; b < m->nbuckets && !rc; b++) {
         const gk_bucket *k = &m->buckets[b];
         size_t tail = gk_bucket_tail(k, (int)W);
         for (size_t off = 0; off < k->piece && !rc; off += chunk) {
             size_t n = k->piece - off < chunk ? k->piece - off : chunk;
-            rc = c->ops->all_gather(c, part + k->at + off, stage, n, err);
+            if (host) m->be->ops->to_device(m->be, sent, part + k->at + off, n * sizeof(float));
+            rc = c->ops->all_gather(c, host ? sent : part + k->at + off, stage, n, err);
             for (size_t r = 0; r < W && !rc; r++)
                 sink_put(m, sink, k->lo + r * k->piece + off, stage + r * n, n);
         }
-        if (!rc && tail) sink_put(m, sink, k->lo + W * k->piece, part + k->at + k->piece, tail);
+        for (size_t off = 0; off < tail && !rc; off += chunk) { /* this rank's own */
+            size_t n = tail - off < chunk ? tail - off : chunk;
+            const float *src = part + k->at + k->piece + off;
+            if (host) m->be->ops->to_device(m->be, sent, src, n * sizeof(float));
+            sink_put(m, sink, k->lo + W * k->piece + off, host ? sent : src, n);
+        }
     }
     return rc ? rc : gk_backend_status(m->be, err);
 }
@@ -248,14 +274,17 @@ static int gather_kinds(gk_gpt2 *m, const float *const part[], const gather_sink
     for (int b = 0; b < m->nbuckets; b++)
         if (m->buckets[b].piece > chunk) chunk = m->buckets[b].piece;
     if (chunk > GATHER_PIECE) chunk = GATHER_PIECE;
-    float *stage = be->ops->alloc(be, chunk * (size_t)m->comm->world * sizeof(float));
+    size_t sent = m->offload ? 1 : 0; /* (a host part's stretch is put on the device first) */
+    float *stage = be->ops->alloc(be, chunk * ((size_t)m->comm->world + sent) * sizeof(float));
     double failed = !stage || host_failed;
     int rc = m->comm->ops->allreduce_host(m->comm, &failed, 1, err);
     if (!rc && failed > 0)
         rc = gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory gathering %zu bytes of "
                      "sharded state (on %g of the ranks)", m->zero,
                      (size_t)nk * m->n_floats * sizeof(float), failed);
-    for (int k = 0; k < nk && !rc; k++) rc = gather_kind(m, part[k], &sink[k], stage, chunk, err);
+    for (int k = 0; k < nk && !rc; k++) /* (offloaded moments: the host's) */
+        rc = gather_kind(m, part[k], m->offload && part[k] != m->p_shard, &sink[k], stage, chunk,
+                         err);
     be->ops->free(be, stage);
     return rc;
 }
@@ -268,7 +297,8 @@ int gk_gpt2_moments_gather(gk_gpt2 *m, int keep, gk_err *err)
         m->v_host = malloc(m->n_floats * sizeof(float));
     }
     const gather_sink sink[2] = {{m->m_host, NULL, NULL}, {m->v_host, NULL, NULL}};
-    const float *const part[2] = {m->m_shard, m->v_shard};
+    const float *const part[2] = {moment_shard(m, GK_TENSOR_ADAM_M),
+                                  moment_shard(m, GK_TENSOR_ADAM_V)};
     int rc = gather_kinds(m, part, sink, 2, keep && (!m->m_host || !m->v_host), err);
     if (rc) gk_gpt2_moments_release(m);
     return rc;
@@ -287,8 +317,8 @@ int gk_gpt2_shards_gather_packed(gk_gpt2 *m, float *p_out, float *m_out, float *
     const float *part[3];
     gather_sink sink[3];
     if (m->p_shard) part[nk] = m->p_shard, sink[nk++] = (gather_sink){NULL, p_out, at};
-    part[nk] = m->m_shard, sink[nk++] = (gather_sink){NULL, m_out, at};
-    part[nk] = m->v_shard, sink[nk++] = (gather_sink){NULL, v_out, at};
+    part[nk] = moment_shard(m, GK_TENSOR_ADAM_M), sink[nk++] = (gather_sink){NULL, m_out, at};
+    part[nk] = moment_shard(m, GK_TENSOR_ADAM_V), sink[nk++] = (gather_sink){NULL, v_out, at};
     int rc = gather_kinds(m, part, sink, nk, wants && !at, err);
     free(at);
     return rc;
@@ -313,14 +343,13 @@ int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float 
     return 0;
 }
 
-int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
+int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *src,
                       gk_err *err)
 {
     const gk_param *p = &m->params[i];
     size_t W = (size_t)m->comm->world, r = (size_t)m->comm->rank;
-    float *mom = kind == GK_TENSOR_ADAM_M   ? m->m_shard
-                 : kind == GK_TENSOR_ADAM_V ? m->v_shard
-                                            : m->p_shard;
+    float *mom = kind == GK_TENSOR_PARAM ? m->p_shard : moment_shard(m, kind);
+    int host = kind != GK_TENSOR_PARAM && m->offload;
     if (kind == GK_TENSOR_PARAM) gk_gpt2_params_stale(m);
     for (int b = 0; b < m->nbuckets; b++) {
         const gk_bucket *k = &m->buckets[b];
@@ -330,9 +359,10 @@ int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *
         for (int j = 0; j < 2; j++) {
             size_t a = p->offset > range[j][0] ? p->offset : range[j][0];
             size_t e = p->offset + p->numel < range[j][1] ? p->offset + p->numel : range[j][1];
-            if (a < e)
-                m->be->ops->to_device(m->be, mom + range[j][2] + (a - range[j][0]),
-                                      host + (a - p->offset), (e - a) * sizeof(float));
+            if (a >= e) continue;
+            float *to = mom + range[j][2] + (a - range[j][0]);
+            if (host) memcpy(to, src + (a - p->offset), (e - a) * sizeof(float));
+            else m->be->ops->to_device(m->be, to, src + (a - p->offset), (e - a) * sizeof(float));
         }
     }
     return gk_backend_status(m->be, err);
@@ -408,12 +438,11 @@ void gk_gpt2_slice_owner(const gk_gpt2_slices *s, size_t off, int *rank, size_t 
 static const float *owned_at(const gk_gpt2 *m, const gk_bucket *k, int b, enum gk_tensor_kind kind,
                              size_t lo, int tail)
 {
-    const float *shard = kind == GK_TENSOR_PARAM    ? m->p_shard
-                         : kind == GK_TENSOR_ADAM_M ? m->m_shard
-                                                    : m->v_shard;
-    const float *block = kind == GK_TENSOR_PARAM    ? (m->offload ? m->p_host : m->p_block)
-                         : kind == GK_TENSOR_ADAM_M ? (m->offload ? m->om : m->m_block)
-                                                    : (m->offload ? m->ov : m->v_block);
+    const float *shard = kind == GK_TENSOR_PARAM ? m->p_shard : moment_shard(m, kind);
+    int host = host_kind(m, kind);
+    const float *block = kind == GK_TENSOR_PARAM    ? (host ? m->p_host : m->p_block)
+                         : kind == GK_TENSOR_ADAM_M ? (host ? m->om : m->m_block)
+                                                    : (host ? m->ov : m->v_block);
     if (shard && m->nbuckets)
         return shard + m->buckets[b].at + (tail ? k->piece : 0);
     return block ? block + lo : NULL;
@@ -436,7 +465,7 @@ int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind k
             if (n[t] && !src)
                 return gk_errf(err, GK_EUSAGE, "slice: the model holds no %s yet",
                                kind == GK_TENSOR_PARAM ? "parameters" : "moments");
-            if (n[t] && m->offload) memcpy(host + at, src, n[t] * sizeof(float));
+            if (n[t] && host_kind(m, kind)) memcpy(host + at, src, n[t] * sizeof(float));
             else if (n[t]) m->be->ops->to_host(m->be, host + at, src, n[t] * sizeof(float));
             at += n[t];
         }

@@ -46,20 +46,28 @@ echo "== cuda-emu as a device of 200 MB, then of 60 MB (GPT_EMU_MEM): the plan r
 GPT_EMU_MEM=200M gpt-train -q "${TINY[@]}" --plan --device=cuda-emu | grep -E '^(available|fits)'
 rc=0; GPT_EMU_MEM=60M gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=o 2>&1 || rc=$?
 echo "exit $rc"
-# 70 MB hold the 68.1 MB it needs: the backend's cuBLASLt workspace, allocated when it opens, is
+# 70 MB hold the 67.8 MB it needs: the backend's cuBLASLt workspace, allocated when it opens, is
 # counted once (in the plan's workspace and scratch), not also out of what the device has free
 GPT_EMU_MEM=70M gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=o70 > /dev/null &&
   echo "70 MB: trained ($(ls o70/latest.safetensors))"
-echo "== 2 cuda-emu ranks of 109 MB: a 12-layer model fits only at zero_stage 3 (112.6 MB at 2)"
+echo "== a cuda-emu device of 95 MB: a 12-layer model fits one process only with optimizer_offload"
+echo "   (111.0 MB without, 82.7 with) and 2 ranks only at zero_stage 3 (98.4 MB at 2, 91.5 at 3)"
 FIT=("${TINY[@]}" --n_layer=12 --n_head=4 --n_embd=128 --block_size=32 --batch_size=1
-     --max_iters=1 --eval_iters=1 --device=cuda-emu --dtype=bfloat16 --nproc_per_node=2)
-rc=0; GPT_EMU_MEM=109M gpt-train "${FIT[@]}" --zero_stage=2 --out_dir=f2 > f2.log 2>&1 || rc=$?
-grep -q '^gpt-train: model + batch need 112.6 MB' f2.log && echo "exit $rc: refused, then"
+     --max_iters=1 --eval_iters=1 --device=cuda-emu --dtype=bfloat16)
+export GPT_EMU_MEM=95M
+rc=0; gpt-train "${FIT[@]}" --out_dir=f0 > f0.log 2>&1 || rc=$?
+grep -q '^gpt-train: model + batch need 111.0 MB' f0.log && echo "one process: exit $rc, refused, then"
+sed -n '/^what would fit/,$p' f0.log
+gpt-train -q "${FIT[@]}" --optimizer_offload=true --out_dir=f0 > /dev/null &&
+  gpt-ckpt verify f0/latest.safetensors | cut -d' ' -f2 | sed 's/^/offloaded: trained, checkpoint /'
+rc=0; gpt-train "${FIT[@]}" --nproc_per_node=2 --zero_stage=2 --out_dir=f2 > f2.log 2>&1 || rc=$?
+grep -q '^gpt-train: model + batch need 98.4 MB' f2.log && echo "2 ranks, zero_stage 2: exit $rc, refused, then"
 # rank 1 refuses too, and its lines may fall between rank 0's: read rank 0's only
-grep -v '^gpt-train\[rank' f2.log | sed -n '/^what would fit/{n;p;q}'
+grep -v '^gpt-train\[rank' f2.log | sed -n '/^what would fit/,/^[^ ]/{/^gpt-train/!p}'
 test ! -e f2/latest.safetensors && echo "zero_stage 2: nothing trained"
-GPT_EMU_MEM=109M gpt-train -q "${FIT[@]}" --zero_stage=3 --out_dir=f3 > /dev/null &&
+gpt-train -q "${FIT[@]}" --nproc_per_node=2 --zero_stage=3 --out_dir=f3 > /dev/null &&
   gpt-ckpt verify f3/latest.safetensors | cut -d' ' -f2 | sed 's/^/zero_stage 3: trained, checkpoint /'
+unset GPT_EMU_MEM
 echo "== a run that does not fit"
 set +e
 gpt-train "${TINY[@]}" --block_size=1024 --batch_size=1000000 --max_iters=1 --out_dir=o \
