@@ -1,8 +1,9 @@
 /* test_zero.c: ZeRO in the GPT-2 model (kernels/model/gpt2_shard.c, gpt2_optim.c, gpt2_bwd.c)
  * as rank 0 of 2 beside a comm that plays the other rank adding zeros: ZeRO-1's sums in the
  * backward against the reduce-scatter after it, ZeRO-2's shards against the one-process update,
- * ZeRO-3's contract and a checkpoint's slices, on the tiny fixture (gpt2_fixture.h); ZeRO-3's
- * training is checked against stage 2's bits by cli/train_dist (2 real ranks). */
+ * ZeRO-3's contract, a checkpoint's slices and optimizer offload with each stage, on the tiny
+ * fixture (gpt2_fixture.h); ZeRO-3's training is checked against stage 2's bits by
+ * cli/train_dist (2 real ranks). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -270,11 +271,80 @@ static void test_slices(void)
     }
 }
 
+/* Rank 0's floats of kind in m's checkpoint slice (sl), into a new buffer of *n. */
+static float *slice_of(gk_gpt2 *m, const gk_gpt2_slices *sl, enum gk_tensor_kind kind, size_t *n)
+{
+    gk_err err;
+    *n = gk_gpt2_slice_floats(sl, 0);
+    float *v = malloc((*n ? *n : 1) * sizeof *v);
+    if (v) CHECK_OK(gk_gpt2_slice_get(m, sl, kind, v, &err), &err);
+    return v;
+}
+
+/* Optimizer offload with ZeRO as rank 0 of 2 (the comm above), at stages 1, 2 and 3: beside the
+ * same stage without offload, two micro-steps and an update leave the same bits in rank 0's
+ * slice of the parameters and of both moments (the same AdamW, with the moments in host memory
+ * and the weights staged through it), and the moments' gather (from the host) brings them. */
+static void test_offload_sharded(void)
+{
+    for (int stage = 1; stage <= 3; stage++) {
+        fixture f;
+        gk_gpt2 *m[2];
+        gk_backend *be = zero_setup(&f, m);
+        if (!be) return;
+        gk_comm comm = {&zeros_ops, 0, 2, NULL, GK_F32};
+        gk_err err;
+        gk_adamw h = {f.b1, f.b2, f.eps, f.wd, f.clip, 0};
+        CHECK_OK(gk_gpt2_set_offload(m[1], be, &err), &err); /* (the CPU's memory is the host's) */
+        size_t differ = 0, n[2], total = 0;
+        float *mom[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++) {
+            float loss;
+            CHECK_OK(gk_gpt2_set_comm(m[k], &comm, stage, &err), &err);
+            gk_gpt2_zero_grad(m[k]);
+            for (int s = 0; s < 2; s++) {
+                CHECK_OK(gk_gpt2_forward(m[k], f.inputs, f.targets, f.B, f.T, &loss, &err), &err);
+                CHECK_OK(gk_gpt2_backward(m[k], 0.5f, &err), &err);
+            }
+            CHECK_OK(gk_gpt2_update(m[k], &h, f.lr, NULL, &err), &err);
+            total = gk_gpt2_num_scalars(m[k]);
+            mom[k] = calloc(total, sizeof(float));
+            CHECK_OK(gk_gpt2_shards_gather_packed(m[k], NULL, mom[k], NULL, &err), &err);
+        }
+        gk_gpt2_slices *sl = gk_gpt2_slices_new(m[1]);
+        static const enum gk_tensor_kind kinds[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
+                                                     GK_TENSOR_ADAM_V};
+        for (int t = 0; sl && t < 3; t++) {
+            float *a = slice_of(m[0], sl, kinds[t], &n[0]), *b = slice_of(m[1], sl, kinds[t], &n[1]);
+            differ += !a || !b || n[0] != n[1] || memcmp(a, b, n[0] * sizeof *a) != 0;
+            free(a), free(b);
+        }
+        size_t off = 0, gathered = 0;
+        for (int i = 0; sl && mom[0] && mom[1] && i < gk_gpt2_n_params(m[1]); i++) {
+            const gk_param *p = gk_gpt2_param(m[1], i);
+            for (size_t j = 0; j < p->numel; j++) {
+                int r;
+                size_t at, run;
+                gk_gpt2_slice_owner(sl, p->offset + j, &r, &at, &run);
+                if (r) continue; /* (the other rank's: this comm does not bring them) */
+                gathered++, differ += memcmp(&mom[0][off + j], &mom[1][off + j], 4) != 0;
+            }
+            off += p->numel;
+        }
+        CHECKF(differ == 0 && gathered > total / 3, "stage %d: %zu differ (%zu gathered)", stage,
+               differ, gathered);
+        free(mom[0]), free(mom[1]);
+        gk_gpt2_slices_free(sl);
+        zero_teardown(&f, m, be);
+    }
+}
+
 int main(void)
 {
     RUN(test_zero1_sums_in_backward);
     RUN(test_zero2_shards);
     RUN(test_zero3_contract);
     RUN(test_slices);
+    RUN(test_offload_sharded);
     return TEST_END();
 }
