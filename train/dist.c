@@ -287,6 +287,13 @@ static int timed_started_wait(gk_comm *c, int keep, gk_err *e)
     TIMED(d, d->inner->ops->started_wait(d->inner, keep, e));
 }
 
+static int timed_all_gather_start(gk_comm *c, const float *in, float *out, size_t count,
+                                  gk_err *e)
+{
+    tr_dist *d = dist_of(c);
+    TIMED(d, d->inner->ops->all_gather_start(d->inner, in, out, count, e));
+}
+
 static void timed_close(gk_comm *c)
 {
     tr_dist *d = dist_of(c);
@@ -297,7 +304,7 @@ static void timed_close(gk_comm *c)
 static const gk_comm_ops timed_ops = {
     "timed", timed_allreduce, timed_allreduce_host, timed_reduce_scatter, timed_all_gather,
     timed_broadcast, timed_barrier, timed_close, timed_allreduce_start, timed_allreduce_wait,
-    timed_reduce_scatter_start, timed_started_wait,
+    timed_reduce_scatter_start, timed_started_wait, timed_all_gather_start,
 };
 
 double tr_dist_comm_secs(tr_dist *d)

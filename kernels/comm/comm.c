@@ -83,7 +83,7 @@ static void single_close(gk_comm *c)
 static const gk_comm_ops single_ops = {
     "single", single_allreduce, single_allreduce_host, single_reduce_scatter, single_all_gather,
     single_broadcast, single_barrier, single_close, single_allreduce, single_allreduce_wait,
-    single_reduce_scatter, single_started_wait,
+    single_reduce_scatter, single_started_wait, single_all_gather,
 };
 
 int gk_comm_open_single(gk_comm **out, gk_err *e)

@@ -59,6 +59,9 @@ typedef struct gk_comm_ops {
      * them): returns when the others have ended (on a device: ordered before the ops launched
      * after this call), or with the first failure. May wait for more than asked. */
     int (*started_wait)(gk_comm *c, int keep, gk_err *e);
+    /* Starts all_gather(in, out, count) as allreduce_start starts a sum, in the same order with
+     * them (out untouched by anyone, and in unchanged, until it is waited for: started_wait). */
+    int (*all_gather_start)(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
 } gk_comm_ops;
 
 struct gk_comm {

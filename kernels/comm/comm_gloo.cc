@@ -19,10 +19,10 @@
  * ranks that are gone (asked of the store) or, after a timeout, those that are stuck (the ranks
  * that did not report the same timeout), and the comm fails every later call at once (and every
  * pair, so that the other ranks see it leave).
- * Started collectives (allreduce_start, reduce_scatter_start) run on a thread of the comm, one
- * after another in the order started; the calling thread makes no other collective until
- * allreduce_wait or started_wait (comm.h), so Gloo and the store are never used by two threads at
- * once.
+ * Started collectives (allreduce_start, reduce_scatter_start, all_gather_start) run on a thread
+ * of the comm, one after another in the order started; the calling thread makes no other
+ * collective until allreduce_wait or started_wait (comm.h), so Gloo and the store are never used
+ * by two threads at once.
  * Opening a comm sets SIGPIPE to be ignored when it has its default action (see ignore_sigpipe). */
 #include "kernels/comm/comm.h"
 
@@ -131,8 +131,10 @@ struct Gloo {
     std::thread worker;
     std::mutex mu;
     std::condition_variable cv;
+    enum Kind { ALLREDUCE, REDUCE_SCATTER, ALL_GATHER };
     struct Started {
-        const float *in; /* reduce_scatter's, else NULL: an allreduce of out */
+        Kind kind;
+        const float *in; /* reduce_scatter's and all_gather's (allreduce: of out, in place) */
         float *out;
         size_t n;
     };
@@ -327,6 +329,7 @@ int gloo_allreduce_host(gk_comm *c, double *vals, int n, gk_err *e)
 }
 
 int gloo_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
+int gloo_all_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e);
 
 /* The worker: runs each started collective in turn, keeping the first failure for the wait. */
 void run_started(gk_comm *c)
@@ -341,8 +344,10 @@ void run_started(gk_comm *c)
         g->running = true;
         lock.unlock();
         gk_err e{};
-        int rc = job.in ? gloo_reduce_scatter(c, job.in, job.out, job.n, &e)
-                        : gloo_allreduce(c, job.out, job.n, &e);
+        int rc = job.kind == Gloo::REDUCE_SCATTER
+                     ? gloo_reduce_scatter(c, job.in, job.out, job.n, &e)
+                 : job.kind == Gloo::ALL_GATHER ? gloo_all_gather(c, job.in, job.out, job.n, &e)
+                                                : gloo_allreduce(c, job.out, job.n, &e);
         lock.lock();
         g->queue.pop_front();
         g->running = false;
@@ -353,17 +358,17 @@ void run_started(gk_comm *c)
 }
 
 /* Queues a collective for the worker (started first). */
-int start_collective(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
+int start_collective(gk_comm *c, Gloo::Kind kind, const float *in, float *out, size_t n, gk_err *e)
 {
+    static const char *const names[] = {"allreduce", "reduce_scatter", "all_gather"};
     Gloo *g = impl(c);
     try {
         if (!g->worker.joinable())
             g->worker = std::thread(run_started, c);
         std::lock_guard<std::mutex> lock(g->mu);
-        g->queue.push_back(Gloo::Started{in, out, n});
+        g->queue.push_back(Gloo::Started{kind, in, out, n});
     } catch (const std::exception &x) {
-        return gk_errf(e, GK_ENOMEM, "%s: cannot start it: %s", in ? "reduce_scatter" : "allreduce",
-                       x.what());
+        return gk_errf(e, GK_ENOMEM, "%s: cannot start it: %s", names[kind], x.what());
     }
     g->cv.notify_all();
     return 0;
@@ -371,12 +376,17 @@ int start_collective(gk_comm *c, const float *in, float *out, size_t n, gk_err *
 
 int gloo_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
 {
-    return start_collective(c, NULL, buf, n, e);
+    return start_collective(c, Gloo::ALLREDUCE, NULL, buf, n, e);
 }
 
 int gloo_reduce_scatter_start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
 {
-    return start_collective(c, in, out, n, e);
+    return start_collective(c, Gloo::REDUCE_SCATTER, in, out, n, e);
+}
+
+int gloo_all_gather_start(gk_comm *c, const float *in, float *out, size_t n, gk_err *e)
+{
+    return start_collective(c, Gloo::ALL_GATHER, in, out, n, e);
 }
 
 int gloo_started_wait(gk_comm *c, int keep, gk_err *e)
@@ -525,7 +535,7 @@ void gloo_close(gk_comm *c)
 const gk_comm_ops gloo_ops = {
     "gloo",         gloo_allreduce, gloo_allreduce_host, gloo_reduce_scatter,  gloo_all_gather,
     gloo_broadcast, gloo_barrier,   gloo_close,          gloo_allreduce_start, gloo_allreduce_wait,
-    gloo_reduce_scatter_start, gloo_started_wait,
+    gloo_reduce_scatter_start, gloo_started_wait, gloo_all_gather_start,
 };
 
 /* The device's address: ifname's first interface, else the store connection's. */

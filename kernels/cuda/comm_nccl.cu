@@ -14,10 +14,10 @@
  * error shows or timeout_s has passed, and the backend's stream waits for `done` (so every op
  * launched after sees the result). An error or a timeout aborts the communicator (ncclCommAbort
  * stops its kernels) and every later call fails at once with the first error.
- * allreduce_start and reduce_scatter_start are collectives without their end: the host goes on
- * launching ops on the backend's stream while the comm stream runs them; each records one of the
- * `ends` events after it, and allreduce_wait is the end of the last one started, started_wait the
- * end of an earlier one (of the last NC_ENDS).
+ * allreduce_start, reduce_scatter_start and all_gather_start are collectives without their end:
+ * the host goes on launching ops on the backend's stream while the comm stream runs them; each
+ * records one of the `ends` events after it, and allreduce_wait is the end of the last one
+ * started, started_wait the end of an earlier one (of the last NC_ENDS).
  * bf16 sums (sum_type GK_BF16): on the comm stream, the floats are cast into the comm's bf16
  * buffer (`wire`), NCCL sums it as ncclBfloat16 (in place), and the result is cast back.
  * NCCL is loaded (dlopen libnccl.so.2) when the first communicator is made, not linked, so that
@@ -408,6 +408,18 @@ static int nc_reduce_scatter(gk_comm *gc, const float *in, float *out, size_t co
     return rc ? rc : nc_started_wait(gc, 0, e);
 }
 
+static int nc_all_gather_start(gk_comm *gc, const float *in, float *out, size_t count,
+                               gk_err *e)
+{
+    nc_comm *c = NC(gc);
+    double dl = 0;
+    int rc = nc_begin(c, "all_gather", &dl, e);
+    if (!rc)
+        rc = NC_CHECK(c, "all_gather", dl, e,
+                      api.ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
+    return rc ? rc : nc_started(c, "all_gather", dl, e);
+}
+
 static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)
 {
     nc_comm *c = NC(gc);
@@ -472,7 +484,7 @@ static void nc_close(gk_comm *gc)
 static const gk_comm_ops nc_ops = {
     "nccl", nc_allreduce, nc_allreduce_host, nc_reduce_scatter, nc_all_gather,
     nc_broadcast, nc_barrier, nc_close, nc_allreduce_start, nc_allreduce_wait,
-    nc_reduce_scatter_start, nc_started_wait,
+    nc_reduce_scatter_start, nc_started_wait, nc_all_gather_start,
 };
 
 /* ---- the gk_ops slots ---- */

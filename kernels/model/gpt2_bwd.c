@@ -114,8 +114,10 @@ static void bucket_begin(gk_gpt2 *m, bwd_sums *s, int b)
 
 /* ZeRO-3: bucket b's parameters gathered before its backward reads them. A gather is a
  * collective, so the sums started before end first (comm.h: none other while they run); the
- * backward gathers a layer's before it starts the sums of the layer above (whose buffer it
- * takes: that layer is done), and the forward left the last two layers' gathered. */
+ * backward starts a layer's gather as the layer above's backward starts (gk_gpt2_params_prefetch:
+ * it runs meanwhile, in the buffer of the layer above that, which is done) and waits for it here,
+ * before it starts the sums of the layer above; the forward left the last two layers'
+ * gathered. */
 static void params_before(gk_gpt2 *m, bwd_sums *s, int b)
 {
     if (!gk_gpt2_params_held(m, b))
@@ -212,6 +214,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         gk_layer_acts *a = &m->acts[l];
         if (l < c->n_layer - 1) bucket_begin(m, &sums, l + 1); /* (the last one's: above) */
         params_before(m, &sums, l + 1);
+        if (l > 0) gk_gpt2_params_prefetch(m, l); /* ZeRO-3: the layer below's, meanwhile */
         /* ln1 and ln2 shared by all layers: they still hold the last layer's from the forward */
         int recompute_ln = (m->flags & GK_GPT2_RECOMPUTE_LN) && l < c->n_layer - 1;
         // MLP branch: dres (N,C) is d next; -> d res2 accumulated into dres

@@ -46,6 +46,8 @@ void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, ui
                       LP(m, 0, L_LN1W), LP(m, 0, L_LN1B), N, C);
     for (int l = 0; l < c->n_layer; l++) {
         gk_layer_acts *a = &m->acts[l];
+        int last = l + 1 == c->n_layer;
+        if (!last) gk_gpt2_params_prefetch(m, l + 2); /* ZeRO-3: the next layer's, meanwhile */
         // attention branch: ln1 (N,C) -> res2 (N,C) = res + attn, and ln2 = ln_2(res2). With
         // d_pos the new rows' q,k,v go to fch, and the attention op stores them in the cache (qkv)
         if (d_pos) {
@@ -62,7 +64,6 @@ void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, ui
         // MLP branch: ln2 (N,C) -> next (N,C) = res2 + mlp, and the next layer's ln_1 (or ln_f)
         gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
         gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
-        int last = l + 1 == c->n_layer;
         gk_layer_acts *nx = &m->acts[last ? l : l + 1];
         if (!last) gk_gpt2_params_need(m, l + 2); /* the next layer's, for its ln_1 here */
         op->residual_layernorm_fwd(be, last ? m->res_out : nx->res, last ? m->lnf : nx->ln1,

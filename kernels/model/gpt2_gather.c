@@ -57,14 +57,10 @@ int gk_gpt2_shard_params(gk_gpt2 *m, gk_err *err)
     if (!ok)
         return gk_errf(err, GK_ENOMEM, "zero_stage 3: out of memory for %zu bytes of gathered "
                        "parameters", head + whead + 2 * (layer + wlayer));
+    m->prefetch = -1;
     gk_gpt2_params_stale(m);
     gk_gpt2_point_all(m);
     return gk_backend_status(be, err);
-}
-
-void gk_gpt2_params_stale(gk_gpt2 *m)
-{
-    for (int k = 0; k < 3; k++) m->gathered[k] = -1;
 }
 
 int gk_gpt2_params_held(const gk_gpt2 *m, int b)
@@ -72,26 +68,73 @@ int gk_gpt2_params_held(const gk_gpt2 *m, int b)
     return !m->p_shard || m->gathered[b == 0 ? 0 : 1 + (b - 1) % 2] == b;
 }
 
-void gk_gpt2_params_need(gk_gpt2 *m, int b)
+/* Bucket b's buffer: 0 p_head, 1 + (b - 1) % 2 p_layer's. */
+static int slot_of(int b) { return b == 0 ? 0 : 1 + (b - 1) % 2; }
+
+/* Bucket b's pieces all-gathered into its buffer (only started when start) and its tail copied
+ * there from the shard. */
+static int gather_pieces(gk_gpt2 *m, int b, int start)
 {
-    if (m->gather_rc || gk_gpt2_params_held(m, b)) return;
-    int slot = b == 0 ? 0 : 1 + (b - 1) % 2;
     gk_backend *be = m->be;
     gk_comm *c = m->comm;
     const gk_bucket *k = &m->buckets[b];
     float *to = b == 0 ? m->p_head : m->p_layer[(b - 1) % 2];
     size_t W = (size_t)c->world, tail = gk_bucket_tail(k, c->world);
     int rc = 0;
-    if (k->piece) rc = c->ops->all_gather(c, m->p_shard + k->at, to, k->piece, &m->gather_err);
+    if (k->piece && start)
+        rc = c->ops->all_gather_start(c, m->p_shard + k->at, to, k->piece, &m->gather_err);
+    else if (k->piece)
+        rc = c->ops->all_gather(c, m->p_shard + k->at, to, k->piece, &m->gather_err);
     if (!rc && tail)
         be->ops->copy(be, to + W * k->piece, m->p_shard + k->at + k->piece, tail * sizeof(float));
+    return rc;
+}
+
+/* Bucket b gathered (rc 0) or not: its weight copies cast from the fp32, the buffer marked. */
+static void mark_gathered(gk_gpt2 *m, int b, int rc)
+{
+    const gk_bucket *k = &m->buckets[b];
     for (int i = 0; !rc && i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
         if (p->copy && p->offset >= k->lo && p->offset < k->lo + k->n)
-            be->ops->cast(be, p->copy, m->wt, p->data, GK_F32, p->numel);
+            m->be->ops->cast(m->be, p->copy, m->wt, p->data, GK_F32, p->numel);
     }
-    m->gathered[slot] = rc ? -1 : b;
-    m->gather_rc = rc;
+    m->gathered[slot_of(b)] = rc ? -1 : b;
+    if (rc) m->gather_rc = rc;
+}
+
+/* The started gather, if any, waited for (with every collective started before it). */
+static void prefetch_end(gk_gpt2 *m)
+{
+    int b = m->prefetch;
+    if (b < 0) return;
+    m->prefetch = -1;
+    mark_gathered(m, b, m->comm->ops->started_wait(m->comm, 0, &m->gather_err));
+}
+
+void gk_gpt2_params_prefetch(gk_gpt2 *m, int b)
+{
+    if (!m->p_shard || m->gather_rc || m->prefetch >= 0 || gk_gpt2_params_held(m, b) ||
+        !m->comm->ops->all_gather_start)
+        return;
+    m->gathered[slot_of(b)] = -1; /* (its buffer is being written) */
+    int rc = gather_pieces(m, b, 1);
+    if (rc) mark_gathered(m, b, rc);
+    else m->prefetch = b;
+}
+
+void gk_gpt2_params_need(gk_gpt2 *m, int b)
+{
+    if (!m->p_shard) return;
+    prefetch_end(m); /* (no collective while one is started) */
+    if (m->gather_rc || gk_gpt2_params_held(m, b)) return;
+    mark_gathered(m, b, gather_pieces(m, b, 0));
+}
+
+void gk_gpt2_params_stale(gk_gpt2 *m)
+{
+    if (m->p_shard) prefetch_end(m);
+    for (int k = 0; k < 3; k++) m->gathered[k] = -1;
 }
 
 int gk_gpt2_pass_status(gk_gpt2 *m, gk_err *err)

@@ -96,6 +96,8 @@ struct gk_gpt2 {
     void *w_head, *w_layer[2];
     int gathered[3];        /* stage 3: the bucket each of p_head, p_layer[0], p_layer[1] holds
                              * as the shard is now, -1 none */
+    int prefetch;           /* stage 3: the bucket whose gather is started (comm.h
+                             * all_gather_start) and not yet waited for, -1 none */
     int gather_rc;          /* stage 3: the first gather that failed (gather_err), until the
                              * forward or backward returns it */
     gk_err gather_err;
@@ -199,9 +201,14 @@ int gk_gpt2_shard_params(gk_gpt2 *m, gk_err *err);
 /* Stage 3: bucket b's parameters gathered into its buffer (and its weight copies cast), unless
  * it holds them already; a failure is kept in gather_rc. Other stages: nothing. */
 void gk_gpt2_params_need(gk_gpt2 *m, int b);
+/* Stage 3: bucket b's gather started (all_gather_start), so that it runs while the graph goes on,
+ * unless it is held or another is started (or the comm cannot start one); params_need waits for
+ * it. Between the two no collective but a started one may be called. Other stages: nothing. */
+void gk_gpt2_params_prefetch(gk_gpt2 *m, int b);
 /* Whether bucket b's parameters are where the graph reads them (always, but at stage 3). */
 int gk_gpt2_params_held(const gk_gpt2 *m, int b);
-/* Stage 3: the buffers no longer hold the shard's values (after an update or a set). */
+/* Stage 3: the buffers no longer hold the shard's values (after an update or a set; a started
+ * gather is waited for and its result dropped). */
 void gk_gpt2_params_stale(gk_gpt2 *m);
 /* Floats of the parameter block an offloaded update has on the host at a time (its gradients
  * and 16-bit copies staged: 64 + 32 MB). */

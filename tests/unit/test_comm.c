@@ -257,6 +257,20 @@ static void started_rank(int rank, int world)
     CHECK_OK(c->ops->started_wait(c, 0, &e), &e);
     CHECKF(bad == 0 && few[0] == tri && few[4] == tri, "%zu of %zu scattered floats differ; %g",
            bad, cnt, few[0]);
+    /* an all-gather started after a sum (ZeRO-3's prefetch while the backward's sums run):
+     * waited for with it, every rank's part in place */
+    for (size_t i = 0; i < (size_t)world * cnt; i++) in[i] = -1.0f;
+    float *part = malloc(cnt * sizeof *part);
+    for (size_t i = 0; i < cnt; i++) part[i] = (float)rank * 1000.0f + (float)(i % 997);
+    CHECK_OK(c->ops->allreduce_start(c, few, 5, &e), &e);
+    CHECK_OK(c->ops->all_gather_start(c, part, in, cnt, &e), &e);
+    CHECK_OK(c->ops->started_wait(c, 0, &e), &e);
+    bad = 0;
+    for (size_t i = 0; i < (size_t)world * cnt; i++)
+        bad += in[i] != (float)(i / cnt) * 1000.0f + (float)(i % cnt % 997);
+    CHECKF(bad == 0 && few[0] == tri * (float)world, "%zu of %zu gathered floats differ; %g", bad,
+           (size_t)world * cnt, few[0]);
+    free(part);
     free(in);
     check_allreduce(c, 1000);
     float last[8] = {(float)rank};

@@ -234,6 +234,17 @@ static void check_all_gather(rank_ctx *r, gk_comm *c)
     CHECK_OK(c->ops->all_gather(c, mine, d_out, COUNT, &e), &e);
     r->be->ops->to_host(r->be, got, d_out, all * sizeof(float));
     CHECK(memcmp(got, want, all * sizeof(float)) == 0);
+    /* started (ZeRO-3's prefetch) after a sum, the sum waited for alone (keep 1), then it */
+    float *d_sum = r->be->ops->alloc(r->be, sizeof in);
+    r->be->ops->to_device(r->be, d_sum, in, sizeof in);
+    r->be->ops->zero(r->be, d_out, all * sizeof(float));
+    CHECK_OK(c->ops->allreduce_start(c, d_sum, COUNT, &e), &e);
+    CHECK_OK(c->ops->all_gather_start(c, d_in, d_out, COUNT, &e), &e);
+    CHECK_OK(c->ops->started_wait(c, 1, &e), &e);
+    CHECK_OK(c->ops->started_wait(c, 0, &e), &e);
+    r->be->ops->to_host(r->be, got, d_out, all * sizeof(float));
+    CHECK(memcmp(got, want, all * sizeof(float)) == 0);
+    r->be->ops->free(r->be, d_sum);
     r->be->ops->free(r->be, d_in), r->be->ops->free(r->be, d_out);
 }
 
