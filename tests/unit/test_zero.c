@@ -315,7 +315,8 @@ static void test_offload_sharded(void)
         static const enum gk_tensor_kind kinds[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
                                                      GK_TENSOR_ADAM_V};
         for (int t = 0; sl && t < 3; t++) {
-            float *a = slice_of(m[0], sl, kinds[t], &n[0]), *b = slice_of(m[1], sl, kinds[t], &n[1]);
+            float *a = slice_of(m[0], sl, kinds[t], &n[0]);
+            float *b = slice_of(m[1], sl, kinds[t], &n[1]);
             differ += !a || !b || n[0] != n[1] || memcmp(a, b, n[0] * sizeof *a) != 0;
             free(a), free(b);
         }
