@@ -174,10 +174,15 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     int n_valid = 0;
     for (int i = 0; i < N; i++) n_valid += m->h_targets[i] >= 0;
     bwd_sums sums = sums_begin(m);
-    if (!n_valid) { /* no gradient; the ranks still make the same sums */
+    if (!n_valid) { /* no gradient; the ranks still make the same sums (and ZeRO-3's gathers) */
         if (!sums.scatter) gk_gpt2_grads_flush(m);
+        params_before(m, &sums, 0);
+        params_before(m, &sums, c->n_layer);
         for (int l = c->n_layer - 1; l >= -1; l--) {
             size_t lo, hi;
+            if (l >= 0) params_before(m, &sums, l + 1);
+            if (l > 0) gk_gpt2_params_prefetch(m, l);
+            if (l > 0) params_before(m, &sums, l);
             gk_gpt2_bwd_bucket(m, l + 1, &lo, &hi);
             if (sums.scatter) { /* zero gradients in the bucket, not those before */
                 bucket_free(m, &sums, l + 1);

@@ -19,7 +19,7 @@
  * layer's sum is started as it is written and update reduce-scatters nothing more; without the
  * call update reduce-scatters them. Rank 0 of 2 here, the other rank played by a comm that adds
  * zeros (and leaves the other shard's weights as they were), so both ways give the same bits. */
-static int zc_starts, zc_scatters;
+static int zc_starts, zc_scatters, zc_gathers;
 static int zc_sum(gk_comm *c, float *buf, size_t n, gk_err *e)
 {
     (void)c, (void)buf, (void)n, (void)e;
@@ -48,6 +48,7 @@ static int zc_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_
 static int zc_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
     (void)e;
+    zc_gathers++;
     if (in != out + (size_t)c->rank * count)
         memmove(out + (size_t)c->rank * count, in, count * sizeof *out);
     return 0;
@@ -187,7 +188,9 @@ static void test_zero2_shards(void)
 /* ZeRO-3's contract as rank 0 of 2 (the comm above: the other rank's pieces are not brought):
  * one rank cannot shard; after set_comm the parameters are not readable one by one, nor
  * initialized anew, and the packed gather brings this rank's pieces and the tails as they were
- * (the whole block's values) and, after a tensor_set, the values set. */
+ * (the whole block's values) and, after a tensor_set, the values set; a backward without targets
+ * gathers as one with them (the gathered weights made stale by a set between, so that it gathers
+ * every layer's). */
 static void test_zero3_contract(void)
 {
     fixture f;
@@ -223,7 +226,23 @@ static void test_zero3_contract(void)
         }
     }
     CHECKF(wrong == 0 && mine > n / 2, "%zu of rank 0's %zu floats wrong", wrong, mine);
-    free(all), free(set);
+    /* a backward with no target to learn from makes the gathers of one with targets (every
+     * rank must make the same collectives) */
+    int N = f.B * f.T, *none = malloc(sizeof *none * (size_t)N), gathers[2];
+    for (int i = 0; i < N; i++) none[i] = -1;
+    for (int k = 0; k < 2; k++) {
+        float loss;
+        gk_gpt2_zero_grad(m[1]);
+        CHECK_OK(gk_gpt2_forward(m[1], f.inputs, k ? none : f.targets, f.B, f.T, &loss, &err),
+                 &err);
+        CHECK_OK(gk_gpt2_tensor_set(m[1], 1, GK_TENSOR_PARAM, set, &err), &err); /* (stale) */
+        zc_gathers = 0;
+        CHECK_OK(gk_gpt2_backward(m[1], 1.0f, &err), &err);
+        gathers[k] = zc_gathers;
+    }
+    CHECKF(gathers[0] == gathers[1] && gathers[0] > 0, "backward gathers: %d with targets, %d "
+           "without", gathers[0], gathers[1]);
+    free(all), free(set), free(none);
     zero_teardown(&f, m, be);
 }
 
