@@ -13,7 +13,7 @@
     _Static_assert(offsetof(gk_ops, slot) == (i) * sizeof(void *), \
                    "gk_ops." #slot " moved (backend.h: new ops take a spare)")
 GK_OPS_AT(alloc, 1);
-GK_OPS_AT(spare_memory, 10);
+GK_OPS_AT(spare_memory, 11);
 GK_OPS_AT(cast, 12);
 GK_OPS_AT(spare_cast, 13);
 GK_OPS_AT(gemm, 15);

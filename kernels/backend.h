@@ -121,7 +121,11 @@ typedef struct gk_ops {
      * model's plan counts: kernels/model/gpt2_mem.c), *total_bytes = all of it (cuda:
      * cudaMemGetInfo; cpu and ref: the host's, common/mem.h). 0 or a negative GK_E* code. */
     int (*mem_info)(gk_backend *be, size_t *free_bytes, size_t *total_bytes, gk_err *e);
-    void (*spare_memory[2])(void);
+    /* Pinned (page-locked) host memory, which to_device and to_host move at the bus's speed:
+     * n > 0 allocates n bytes (p NULL; NULL on failure), n == 0 frees p (NULL: a no-op).
+     * Optional: NULL where host memory is the device's (cpu, ref): use malloc then. */
+    void *(*pinned)(gk_backend *be, void *p, size_t n);
+    void (*spare_memory[1])(void);
     /* ==== cast (cast.c) ==== */
     /* dst (n, type dt) = src (n, type st), rounding to nearest even when narrowing. */
     void (*cast)(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
@@ -437,8 +441,9 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
  * structs (the graph, the tools, the emulator's internals). The layout rule of gk_ops (above it)
  * keeps the bumps to the changes that need them and a new op's diff to its own line.
  * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. 17: add (called without
- * a NULL check); gk_comm_ops' reduce_scatter_start and started_wait (ZeRO-2). */
-#define GK_BACKEND_ABI 17
+ * a NULL check); gk_comm_ops' reduce_scatter_start and started_wait (ZeRO-2). 18: gk_comm_ops'
+ * all_gather_start (ZeRO-3's prefetch), the optional pinned. */
+#define GK_BACKEND_ABI 18
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

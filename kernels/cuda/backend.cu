@@ -127,6 +127,20 @@ void cu_free(gk_backend *be, void *p)
     if (p) CU_CHECK(be, cudaFree(p));
 }
 
+static void *cu_pinned(gk_backend *be, void *p, size_t n)
+{
+    (void)be;
+    if (!n) {
+        if (p) cudaFreeHost(p);
+        return NULL;
+    }
+    if (cudaMallocHost(&p, n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky, as cu_alloc's */
+        return NULL;
+    }
+    return p;
+}
+
 void cu_to_device(gk_backend *be, void *dst, const void *host_src, size_t n)
 {
     CU_BEGIN(be);
@@ -216,6 +230,7 @@ static gk_ops make_ops(void)
     memset(&o, 0, sizeof o);
     o.name = CU_NAME;
     o.alloc = cu_alloc, o.free = cu_free, o.to_device = cu_to_device, o.to_host = cu_to_host;
+    o.pinned = cu_pinned;
     o.copy = cu_copy, o.zero = cu_zero, o.sync = cu_sync, o.reserve = cu_reserve, o.cast = cu_cast;
     o.gemm = cu_gemm, o.bias_bwd = cu_bias_bwd, o.gemm_bwd = cu_gemm_bwd;
     o.encoder_fwd = cu_encoder_fwd, o.encoder_bwd = cu_encoder_bwd;

@@ -104,7 +104,7 @@ struct gk_gpt2 {
     gk_backend *offload;    /* gk_gpt2_set_offload's host backend (gpt2_offload.c), or NULL: then
                              * the master weights and moments are host memory (p_host, om, ov;
                              * n_floats each), g_host stages a chunk of gradients and w_host of
-                             * the 16-bit copies; with 16-bit copies p_block is NULL and the
+                             * the 16-bit copies (pinned: the backend's pinned, where it has it); with 16-bit copies p_block is NULL and the
                              * device's fp32 are the small block's (p_small, entry i at s_off[i]).
                              * With ZeRO (zero > 0): om and ov are the shard's (shard_floats, in
                              * its layout), p_host stages a chunk of the device's fp32 weights,
@@ -222,6 +222,8 @@ int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale,
 /* set_comm's end with offload: without ZeRO the device's fp32 shrunk to the small block (16-bit
  * copies); with it (m->zero) the moments moved into the shard's layout on the host. */
 int gk_gpt2_offload_place(gk_gpt2 *m, gk_err *err);
+/* Frees the host memory of offload (the model's free; none held: a no-op). */
+void gk_gpt2_offload_free(gk_gpt2 *m);
 /* ZeRO's update with offload: AdamW on the host over the slices ts (the device's parameters and
  * gradients, the host's moments, no copies), staged a chunk at a time (m->step already counted). */
 int gk_gpt2_offload_sharded(gk_gpt2 *m, const gk_adamw *h, float lr, float scale,

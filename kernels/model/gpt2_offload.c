@@ -19,6 +19,31 @@
 
 #define OFFLOAD_CHUNK GK_GPT2_OFFLOAD_CHUNK
 
+/* Staging memory that the device's copies read and write: pinned where the backend has it. */
+static void *staging_get(const gk_gpt2 *m, size_t bytes)
+{
+    gk_backend *be = m->be;
+    return be->ops->pinned ? be->ops->pinned(be, NULL, bytes) : malloc(bytes);
+}
+
+static void staging_put(const gk_gpt2 *m, void *p)
+{
+    gk_backend *be = m->be;
+    if (be->ops->pinned) be->ops->pinned(be, p, 0);
+    else free(p);
+}
+
+void gk_gpt2_offload_free(gk_gpt2 *m)
+{
+    free(m->om), free(m->ov);
+    if (m->zero) staging_put(m, m->p_host); /* (with ZeRO a staging chunk) */
+    else free(m->p_host);
+    staging_put(m, m->g_host);
+    staging_put(m, m->w_host);
+    m->om = m->ov = m->p_host = m->g_host = NULL;
+    m->w_host = NULL;
+}
+
 /* The small block's layout: s_off per entry without a copy (the rest (size_t)-1); its floats. */
 static size_t small_layout(gk_gpt2 *m)
 {
@@ -78,8 +103,8 @@ int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err)
     m->p_host = malloc(bytes);
     m->om = calloc(m->n_floats, sizeof(float));
     m->ov = calloc(m->n_floats, sizeof(float));
-    m->g_host = malloc(OFFLOAD_CHUNK * sizeof(float));
-    m->w_host = m->n_copy ? malloc(wbytes) : NULL;
+    m->g_host = staging_get(m, OFFLOAD_CHUNK * sizeof(float));
+    m->w_host = m->n_copy ? staging_get(m, wbytes) : NULL;
     if (!m->p_host || !m->om || !m->ov || !m->g_host || (m->n_copy && !m->w_host))
         return gk_errf(err, GK_ENOMEM, "optimizer offload: out of host memory for %zu bytes",
                        3 * bytes + OFFLOAD_CHUNK * sizeof(float) + wbytes);
@@ -111,20 +136,21 @@ static void host_shard_copy(const gk_gpt2 *m, const float *full, float *part)
 int gk_gpt2_offload_place(gk_gpt2 *m, gk_err *err)
 {
     if (!m->zero) return shrink_device(m, err);
+    /* the device's fp32 are the master: p_host stages a chunk of them (first, so that p_host is
+     * staging whenever m->zero is set: gk_gpt2_offload_free) */
+    free(m->p_host);
+    m->p_host = staging_get(m, OFFLOAD_CHUNK * sizeof(float));
     size_t bytes = m->shard_floats * sizeof(float);
     float *om = malloc(bytes), *ov = malloc(bytes);
-    if (!om || !ov) {
+    if (!om || !ov || !m->p_host) {
         free(om), free(ov);
         return gk_errf(err, GK_ENOMEM, "optimizer offload: out of host memory for %zu bytes",
-                       2 * bytes);
+                       2 * bytes + OFFLOAD_CHUNK * sizeof(float));
     }
     host_shard_copy(m, m->om, om);
     host_shard_copy(m, m->ov, ov);
-    free(m->om), free(m->ov), free(m->w_host);
+    free(m->om), free(m->ov), staging_put(m, m->w_host);
     m->om = om, m->ov = ov, m->w_host = NULL;
-    free(m->p_host); /* the device's fp32 are the master: p_host stages a chunk of them */
-    if (!(m->p_host = malloc(OFFLOAD_CHUNK * sizeof(float))))
-        return gk_errf(err, GK_ENOMEM, "optimizer offload: out of host memory");
     return 0;
 }
 

@@ -391,11 +391,7 @@ void gk_gpt2_free(gk_gpt2 *m)
     free(m->c_off);
     free(m->s_off);
     be->ops->free(be, m->p_small);
-    free(m->p_host);
-    free(m->om);
-    free(m->ov);
-    free(m->g_host);
-    free(m->w_host);
+    gk_gpt2_offload_free(m);
     free(m->lp);
     free(m->lg);
     free(m->lw);
