@@ -104,8 +104,9 @@ struct gk_gpt2 {
     gk_backend *offload;    /* gk_gpt2_set_offload's host backend (gpt2_offload.c), or NULL: then
                              * the master weights and moments are host memory (p_host, om, ov;
                              * n_floats each), g_host stages a chunk of gradients and w_host of
-                             * the 16-bit copies (pinned: the backend's pinned, where it has it); with 16-bit copies p_block is NULL and the
-                             * device's fp32 are the small block's (p_small, entry i at s_off[i]).
+                             * the 16-bit copies (pinned where the backend has ops->pinned);
+                             * with 16-bit copies p_block is NULL and the device's fp32 are the
+                             * small block's (p_small, entry i at s_off[i]).
                              * With ZeRO (zero > 0): om and ov are the shard's (shard_floats, in
                              * its layout), p_host stages a chunk of the device's fp32 weights,
                              * which stay that stage's as without offload, and w_host is NULL */
