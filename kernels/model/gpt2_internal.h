@@ -103,15 +103,16 @@ struct gk_gpt2 {
     gk_err gather_err;
     gk_backend *offload;    /* gk_gpt2_set_offload's host backend (gpt2_offload.c), or NULL: then
                              * the master weights and moments are host memory (p_host, om, ov;
-                             * n_floats each), g_host stages a chunk of gradients and w_host of
-                             * the 16-bit copies (pinned where the backend has ops->pinned);
-                             * with 16-bit copies p_block is NULL and the device's fp32 are the
-                             * small block's (p_small, entry i at s_off[i]).
+                             * n_floats each); with 16-bit copies p_block is NULL and the
+                             * device's fp32 are the small block's (p_small, entry i at s_off[i]).
                              * With ZeRO (zero > 0): om and ov are the shard's (shard_floats, in
-                             * its layout), p_host stages a chunk of the device's fp32 weights,
-                             * which stay that stage's as without offload, and w_host is NULL */
-    float *p_host, *om, *ov, *g_host;
-    void *w_host;
+                             * its layout), p_host is NULL: the device's fp32 weights stay that
+                             * stage's as without offload and the update stages them */
+    float *p_host, *om, *ov;
+    size_t offload_chunk;   /* floats in one chunk of the update (gk_gpt2_offload_chunk) */
+    float *g_stage[2], *p_stage[2]; /* the update's two chunks (gpt2_offload_step.c): gradients, */
+    void *w_stage[2];               /* staged weights (ZeRO) and 16-bit copies (without); pinned
+                                     * where the backend has ops->pinned */
     float *p_small;
     size_t *s_off;
     float *m_host, *v_host; /* every rank's moments in host memory (n_floats each) while gathered
@@ -211,12 +212,18 @@ int gk_gpt2_params_held(const gk_gpt2 *m, int b);
 /* Stage 3: the buffers no longer hold the shard's values (after an update or a set; a started
  * gather is waited for and its result dropped). */
 void gk_gpt2_params_stale(gk_gpt2 *m);
-/* Floats of the parameter block an offloaded update has on the host at a time (its gradients
- * and 16-bit copies staged: 64 + 32 MB). */
-#define GK_GPT2_OFFLOAD_CHUNK ((size_t)1 << 24)
+/* The floats of one chunk of an offloaded update over a block of n floats: at most 2^24 (its
+ * gradients and 16-bit copies staged: 64 + 32 MB; two chunks at a time) and at most a quarter of
+ * the block, so that the copies of a chunk overlap the AdamW of another at every size. */
+static inline size_t gk_gpt2_offload_chunk(size_t n)
+{
+    size_t q = (n / 4 + 15) / 16 * 16;
+    return q < ((size_t)1 << 24) ? (q ? q : 16) : ((size_t)1 << 24);
+}
 /* gpt2_offload.c: entry i's host tensor of kind (optimizer offload); after a set of its
- * parameter there, pushed puts it where the device reads it; update is gk_gpt2_update's AdamW
- * on the host (the gradients summed and scale, the clip factor, found on the device). */
+ * parameter there, pushed puts it where the device reads it. gpt2_offload_step.c: update is
+ * gk_gpt2_update's AdamW on the host (the gradients summed and scale, the clip factor, found on
+ * the device). */
 float *gk_gpt2_offload_tensor(const gk_gpt2 *m, int i, enum gk_tensor_kind kind);
 void gk_gpt2_offload_pushed(gk_gpt2 *m, int i);
 int gk_gpt2_offload_update(gk_gpt2 *m, const gk_adamw *h, float lr, float scale, gk_err *err);

@@ -22,7 +22,8 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, int flags, gk_g
     if (offload) { /* the device: the copies and the small block's fp32 (or every fp32) */
         out->params = (s->copy_bytes ? s->small_floats * sizeof(float) : fp32) + s->copy_bytes;
         out->optimizer = 0;
-        out->host = 3 * fp32 + GK_GPT2_OFFLOAD_CHUNK * (sizeof(float) + 2); /* and staging */
+        /* and the staging: two chunks of gradients and 16-bit copies */
+        out->host = 3 * fp32 + 2 * gk_gpt2_offload_chunk(s->n_floats) * (sizeof(float) + 2);
     }
     out->activations = s->act_bytes + GK_GPT2_MEM_SCRATCH + (size_t)max_B * max_T * 2 * sizeof(int);
     out->total = out->params + out->grads + out->optimizer + out->activations;
@@ -59,7 +60,8 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
     size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
     mem->optimizer = 2 * shard * sizeof(float);
     if (mem->host) { /* offloaded: the shard's moments on the host; the device keeps the fp32 */
-        mem->host = mem->optimizer + GK_GPT2_OFFLOAD_CHUNK * 2 * sizeof(float); /* and staging */
+        /* and the staging: two chunks of gradients and weights */
+        mem->host = mem->optimizer + 2 * gk_gpt2_offload_chunk(s->n_floats) * 2 * sizeof(float);
         mem->optimizer = 0;
         mem->params = s->n_floats * sizeof(float) + s->copy_bytes;
     }
