@@ -1,12 +1,12 @@
 /* gpt2_offload_step.c: an update with the optimizer offloaded (gpt2_offload.c has its memory).
  * The update is a list of slices (offload_slice: a run of floats with its device gradients, its
  * weights, host moments and where the new weights go on the device), cut into chunks of at most
- * m->offload_chunk floats (gk_gpt2_offload_chunk). Each chunk's gradients (and, where the device holds the master, its
- * weights) are copied into one of two staging buffers; a thread of this file runs the host
- * backend's AdamW over the chunk (16-bit copies written into the staging too) while the calling
- * thread copies the next chunk into the other buffer; then the chunk's weights go back to the
- * device. So the copies of one chunk run while AdamW works on the one before (on cuda through
- * pinned memory: the bus and the CPU at once). */
+ * m->offload_chunk floats (gk_gpt2_offload_chunk). Each chunk's gradients (and, where the device
+ * holds the master, its weights) are copied into one of two staging buffers; a thread of this
+ * file runs the host backend's AdamW over the chunk (16-bit copies written into the staging too)
+ * while the calling thread copies the next chunk into the other buffer; then the chunk's weights
+ * go back to the device. So the copies of one chunk run while AdamW works on the one before (on
+ * cuda through pinned memory: the bus and the CPU at once). */
 #include <pthread.h>
 #include <stdlib.h>
 
