@@ -76,8 +76,8 @@ static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
 }
 
 /* Allocates the shard buffers (zero): the moments (on the device, unless offloaded), and from
- * stage 2 the gradients' shard and the
- * backward's buckets (wte and wpe's, and two of the largest layer's: the last, with ln_f). */
+ * stage 2 the gradients' shard and the backward's buckets (wte and wpe's, and two of the largest
+ * layer's: the last, with ln_f). */
 static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
 {
     gk_backend *be = m->be;
