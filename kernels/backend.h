@@ -232,8 +232,9 @@ typedef struct gk_ops {
     void (*xent_fwd)(gk_backend *be, float *losses, float *lse, const void *logits,
                      const int *targets, int N, int V, int Vp);
     /* dlogits (N,Vp) = (softmax - onehot(target)) * dloss (0 on rows with target < 0 and on the
-     * Vp-V padded columns), from logits and lse without storing the probabilities; dlogits may
-     * alias logits. */
+     * Vp-V padded columns; a target >= V: the softmax alone, as for a slice of the vocabulary
+     * whose row's target another slice holds, with lse the whole row's), from logits and lse
+     * without storing the probabilities; dlogits may alias logits. */
     void (*xent_bwd)(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                      const int *targets, float dloss, int N, int V, int Vp);
     void (*spare_classifier[2])(void);
@@ -442,7 +443,7 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
  * keeps the bumps to the changes that need them and a new op's diff to its own line.
  * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. 17: add (called without
  * a NULL check); gk_comm_ops' reduce_scatter_start and started_wait (ZeRO-2). 18: gk_comm_ops'
- * all_gather_start (ZeRO-3's prefetch), the optional pinned. */
+ * all_gather_start (ZeRO-3's prefetch), the optional pinned, xent_bwd's targets >= V. */
 #define GK_BACKEND_ABI 18
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {

@@ -42,7 +42,7 @@ GK_CLONES static void xent_bwd_row(float *dl, const float *l, float z, int tgt, 
 #pragma omp simd
     for (int j = 0; j < V; j++) dl[j] = gk_vexpf(l[j] - z) * dloss;
     for (int j = V; j < Vp; j++) dl[j] = 0.0f;
-    dl[tgt] -= dloss;
+    if (tgt < V) dl[tgt] -= dloss; /* (else another vocabulary slice's: the softmax alone) */
 }
 
 // -> dlogits (N,Vp) = (softmax - onehot) * dloss

@@ -7,11 +7,12 @@ static void run_xent_fwd(gk_backend *be, void *const p[], const gk_elt t[], cons
     (void)t;
     be->ops->xent_fwd(be, p[0], p[1], p[2], p[3], c->ip[0], c->ip[1], c->ip[2]);
 }
-/* the forward first (lse); ip[3]: dlogits aliases logits (a copy of them first) */
+/* the forward first (lse; its targets p[5]: those >= V ignored); ip[3]: dlogits aliases logits
+ * (a copy of them first) */
 static void run_xent_bwd(gk_backend *be, void *const p[], const gk_elt t[], const tcase *c)
 {
     int N = c->ip[0], V = c->ip[1], Vp = c->ip[2];
-    be->ops->xent_fwd(be, p[3], p[4], p[1], p[2], N, V, Vp);
+    be->ops->xent_fwd(be, p[3], p[4], p[1], p[5], N, V, Vp);
     const void *logits = p[1];
     if (c->ip[3]) {
         be->ops->copy(be, p[0], p[1], (size_t)N * Vp * gk_elt_size(t[1]));
@@ -25,6 +26,15 @@ static int *spread_targets(int n, int V)
 {
     int *t = malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) t[i] = i % 5 == 3 ? -1 : (int)((i * 7919L) % V);
+    return t;
+}
+
+/* The backward's n targets: those of spread_targets (spread) or random over [-1, V], every
+ * target V (spread: every seventh from the sixth) one no column holds: the softmax alone. */
+static int *bwd_targets(int n, int V, int spread)
+{
+    int *t = spread ? spread_targets(n, V) : rand_ints((size_t)n, -1, V + 1);
+    for (int i = 5; spread && i < n; i += 7) t[i] = V;
     return t;
 }
 
@@ -49,10 +59,12 @@ static void xent_cases(int N, int V, int Vp, int alias, float dloss, int spread)
     int o = add(c, B_ACT, R_OUT, (size_t)N * Vp, 1, 0);
     c->b[o].stages = bf16_run(), c->b[o].mask = V > 1;
     add(c, B_ACT, R_IN, (size_t)N * Vp, 4, 0);
-    c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] =
-        spread ? spread_targets(N, V) : rand_ints((size_t)N, -1, V);
+    int *tb = bwd_targets(N, V, spread), *tf = malloc(sizeof(int) * (size_t)N);
+    for (int i = 0; i < N; i++) tf[i] = tb[i] < V ? tb[i] : -1;
+    c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] = tb;
     add(c, B_F32, R_TMP, (size_t)N, 0, 0);
     add(c, B_F32, R_TMP, (size_t)N, 0, 0);
+    c->ints[add(c, B_INT, R_IN, (size_t)N, 0, 0)] = tf;
     c->ip[0] = N, c->ip[1] = V, c->ip[2] = Vp, c->ip[3] = alias, c->fp[0] = dloss;
     check(c);
 }
