@@ -141,7 +141,7 @@ static gk_store *join(int rank, int world, double timeout_s)
 }
 
 /* Waits until every rank has set "sync/NAME/r". */
-static void sync_ranks(gk_store *s, const char *name, int rank, int world)
+static inline void sync_ranks(gk_store *s, const char *name, int rank, int world)
 {
     char key[MAX_WORLD][64];
     const char *keys[MAX_WORLD];
