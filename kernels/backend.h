@@ -443,7 +443,8 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
  * keeps the bumps to the changes that need them and a new op's diff to its own line.
  * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. 17: add (called without
  * a NULL check); gk_comm_ops' reduce_scatter_start and started_wait (ZeRO-2). 18: gk_comm_ops'
- * all_gather_start (ZeRO-3's prefetch), the optional pinned, xent_bwd's targets >= V. */
+ * all_gather_start (ZeRO-3's prefetch), the optional pinned, xent_bwd's targets >= V,
+ * gk_comm_boot.group. */
 #define GK_BACKEND_ABI 18
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {

@@ -6,22 +6,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gk_comm_open(gk_backend *be, gk_store *store, int rank, int world, double timeout_s,
-                 const char *ifname, gk_comm **out, gk_err *e)
+int gk_comm_open_group(gk_backend *be, gk_store *store, const char *group, int rank, int world,
+                       double timeout_s, const char *ifname, gk_comm **out, gk_err *e)
 {
     *out = NULL;
     if (!be->ops->comm_open)
         return gk_errf(e, GK_EUSAGE, "%s: this backend has no collectives across processes",
                        be->ops->name);
+    size_t n = group ? strlen(group) : 0;
+    if (n > 24 || (group && strspn(group, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_-") != n))
+        return gk_errf(e, GK_EUSAGE, "comm group '%.40s': 1 to 24 of A-Z a-z 0-9 _ -", group);
     gk_comm_boot b = {store, gk_store_set, gk_store_get, gk_store_add, rank, world, timeout_s,
-                      ifname};
+                      ifname, group ? group : ""};
     return be->ops->comm_open(be, &b, out, e);
+}
+
+int gk_comm_open(gk_backend *be, gk_store *store, int rank, int world, double timeout_s,
+                 const char *ifname, gk_comm **out, gk_err *e)
+{
+    return gk_comm_open_group(be, store, NULL, rank, world, timeout_s, ifname, out, e);
 }
 
 int gk_comm_gloo_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e)
 {
     (void)be; /* host memory: Gloo reads and writes it directly */
-    return gk_comm_open_gloo(out, b->store, b->rank, b->world, b->timeout_s, b->ifname, e);
+    return gk_comm_open_gloo_group(out, b->store, b->group, b->rank, b->world, b->timeout_s,
+                                   b->ifname, e);
 }
 
 /* ---- one process ---- */

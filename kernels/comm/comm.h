@@ -83,6 +83,7 @@ typedef struct gk_comm_boot {
     double timeout_s; /* the open and every collective give up after it (GK_EIO) */
     const char *ifname; /* Gloo's interface (a tool's GLOO_SOCKET_IFNAME), NULL or "": see
                          * gk_comm_open_gloo; others ignore it */
+    const char *group;  /* gk_comm_open_group's (its store keys), or "": the whole run's */
 } gk_comm_boot;
 
 /* Opens this process's rank of the collectives for be's memory (be->ops->comm_open): Gloo on cpu
@@ -93,6 +94,14 @@ typedef struct gk_comm_boot {
  * timeout_s are out of range. Close the comm before be and the store. */
 int gk_comm_open(gk_backend *be, gk_store *store, int rank, int world, double timeout_s,
                  const char *ifname, gk_comm **out, gk_err *e);
+/* gk_comm_open for the ranks of one group of the run (tensor parallel's, data parallel's across
+ * the groups): group names it, the same on each of its members and unique among the groups opened
+ * over the store (1 to 24 of A-Z a-z 0-9 _ -: "tp0", "dp1"); rank and world are within the
+ * group. Groups of other names open at the same time over one store without meeting (their keys
+ * are "gloo/GROUP/..." and "nccl/GROUP/..."); a failure names the group's rank. GK_EUSAGE also
+ * for a name out of those bounds. */
+int gk_comm_open_group(gk_backend *be, gk_store *store, const char *group, int rank, int world,
+                       double timeout_s, const char *ifname, gk_comm **out, gk_err *e);
 /* The comm_open slot of the cpu and ref backends: gk_comm_open_gloo with b's store and ifname. */
 int gk_comm_gloo_open(gk_backend *be, const gk_comm_boot *b, gk_comm **out, gk_err *e);
 
@@ -113,6 +122,9 @@ int gk_comm_open_single(gk_comm **out, gk_err *e);
  * comms on other threads may share it (store.h). */
 int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world, double timeout_s,
                       const char *ifname, gk_err *e);
+/* ... of one group (gk_comm_open_group; "" or NULL: the whole run, gk_comm_open_gloo). */
+int gk_comm_open_gloo_group(gk_comm **out, gk_store *store, const char *group, int rank,
+                            int world, double timeout_s, const char *ifname, gk_err *e);
 /* From now on, once *flag is set (by the tool's SIGTERM/SIGINT handler), a collective in which
  * no transfer has ended for grace_s seconds fails: "allreduce: stopped by a signal: rank 1 made no
  * progress for 5 s" (a rank that hangs, or a peer gone unnoticed, would otherwise hold it for the

@@ -4,9 +4,10 @@
  * lists several, as PyTorch's), else to the address this host reaches the store from
  * (gk_store_local_host: the interface that routes to rank 0, which is 127.0.0.1 when every rank is
  * on one host).
- * Each open takes fresh store keys ("gloo/N/...", N counted per rank), so a store can bootstrap
- * several comms one after another. Collectives run with increasing tags, the same on every rank
- * as long as every rank calls the same collectives in the same order (comm.h's contract).
+ * Each open takes fresh store keys ("gloo/N/...", N counted per rank; a group's
+ * "gloo/GROUP/N/..."), so a store can bootstrap several comms one after another (and groups at
+ * once). Collectives run with increasing tags, the same on every rank as long as every rank
+ * calls the same collectives in the same order (comm.h's contract).
  * Sums use Gloo's ring allreduce: each chunk is reduced on one rank in a fixed order and then
  * copied to the others, so every rank gets the same bits, run after run. reduce_scatter is a ring
  * of our own on Gloo's transport (scatter_ring): half the traffic of an allreduce.
@@ -114,6 +115,7 @@ struct Gloo {
     gk_gloo::Watch watch; /* first: the pairs report to it until they are destroyed */
     gk_store *store = nullptr;
     std::string ifname; /* the interface to bind to, or empty */
+    std::string group;  /* gk_comm_open_group's name, or empty: the whole run */
     std::chrono::milliseconds timeout{0};
     /* the buffers collectives send from and receive into, declared before the transport so that
      * they are destroyed after it: after a failed collective a pair may still be sending from
@@ -122,7 +124,7 @@ struct Gloo {
     std::vector<uint16_t> wire; /* bf16 sums' buffer */
     std::shared_ptr<gloo::transport::Device> dev; /* declared before ctx: destroyed after it */
     std::shared_ptr<gk_gloo::MeshContext> ctx;
-    char prefix[48] = {0}; /* of its store keys: "gloo/N/" */
+    char prefix[64] = {0}; /* of its store keys: "gloo/N/", "gloo/GROUP/N/" */
     uint32_t tag = 0;      /* the next collective's */
     bool broken = false;
     char why[900] = {0}; /* the failure that broke it */
@@ -210,7 +212,10 @@ int who_is_stuck(gk_comm *c, char *out, size_t cap)
             return -1;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    size_t len = static_cast<size_t>(snprintf(out, cap, "rank%s %d", n > 1 ? "s" : "", stuck[0]));
+    bool grouped = !g->group.empty(); /* (its ranks are the group's) */
+    size_t len = static_cast<size_t>(snprintf(out, cap, "%s%s%srank%s %d", grouped ? "group " : "",
+                                              g->group.c_str(), grouped ? "'s " : "",
+                                              n > 1 ? "s" : "", stuck[0]));
     for (int i = 1; i < n && i < 8 && len < cap; i++)
         len += static_cast<size_t>(snprintf(out + len, cap - len, ", %d", stuck[i]));
     if (len < cap)
@@ -555,13 +560,15 @@ int open_gloo(Gloo *g, int rank, int world, gk_err *e)
     try {
         int64_t opens = 0;
         char key[64];
-        snprintf(key, sizeof key, "gloo/opens/%d", rank);
+        std::string group = g->group.empty() ? "" : g->group + "/";
+        snprintf(key, sizeof key, "gloo/%sopens/%d", group.c_str(), rank);
         if (gk_store_add(g->store, key, 1, &opens, e))
             return e->code;
         g->dev = gloo::transport::tcp::CreateDevice(device_attr(g->store, g->ifname));
         g->ctx = std::make_shared<gk_gloo::MeshContext>(rank, world, &g->watch);
         g->ctx->setTimeout(g->timeout);
-        snprintf(g->prefix, sizeof g->prefix, "gloo/%lld/", static_cast<long long>(opens));
+        snprintf(g->prefix, sizeof g->prefix, "gloo/%s%lld/", group.c_str(),
+                 static_cast<long long>(opens));
         Store store(g->store, g->prefix);
         g->ctx->connect(store, g->dev);
         return 0;
@@ -603,6 +610,13 @@ extern "C" int gk_comm_gloo_stop_on(gk_comm *c, const volatile sig_atomic_t *fla
 extern "C" int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int world,
                                  double timeout_s, const char *ifname, gk_err *e)
 {
+    return gk_comm_open_gloo_group(out, store, nullptr, rank, world, timeout_s, ifname, e);
+}
+
+extern "C" int gk_comm_open_gloo_group(gk_comm **out, gk_store *store, const char *group,
+                                       int rank, int world, double timeout_s, const char *ifname,
+                                       gk_err *e)
+{
     *out = nullptr;
     if (!store || world < 1 || rank < 0 || rank >= world || !(timeout_s > 0))
         return gk_errf(e, GK_EUSAGE, "gloo: rank %d of %d with a timeout of %g s: out of range",
@@ -617,6 +631,7 @@ extern "C" int gk_comm_open_gloo(gk_comm **out, gk_store *store, int rank, int w
     ignore_sigpipe();
     g->store = store;
     g->ifname = ifname ? ifname : "";
+    g->group = group ? group : "";
     g->timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3 + 0.5));
     int rc = open_gloo(g, rank, world, e);
     if (rc) {

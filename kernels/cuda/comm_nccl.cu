@@ -2,7 +2,8 @@
  * gk_comm (kernels/comm/comm.h) it returns. The communicator's id travels through the rendezvous
  * store, by the functions the slot is given (gk_comm_boot: this library links no store code):
  * rank 0 makes it and sets "nccl/N/id", the others get it; N counts the rank's opens, as Gloo's
- * "gloo/N/" keys do, so that one store can bootstrap several communicators in turn.
+ * "gloo/N/" keys do, so that one store can bootstrap several communicators in turn (a group's:
+ * "nccl/GROUP/N/id", so that groups open at once).
  * Owns: the NCCL communicator (nonblocking mode, so that no NCCL call waits past a deadline), its
  * stream and the two events that order it against the backend's stream, the device and pinned
  * host scratch of allreduce_host and barrier, and the checks that turn NCCL and CUDA failures
@@ -493,12 +494,13 @@ static const gk_comm_ops nc_ops = {
  * store, the others get it from there (waiting as long as the store does). */
 static int nc_share_id(const gk_comm_boot *b, ncclUniqueId *uid, gk_err *e)
 {
-    char key[64];
+    char key[96];
     int64_t opens = 0;
-    snprintf(key, sizeof key, "nccl/opens/%d", b->rank);
+    const char *g = b->group ? b->group : "", *sep = *g ? "/" : ""; /* (a group's keys) */
+    snprintf(key, sizeof key, "nccl/%s%sopens/%d", g, sep, b->rank);
     int rc = b->store_add(b->store, key, 1, &opens, e);
     if (rc) return rc;
-    snprintf(key, sizeof key, "nccl/%lld/id", (long long)opens);
+    snprintf(key, sizeof key, "nccl/%s%s%lld/id", g, sep, (long long)opens);
     if (b->rank == 0) {
         ncclResult_t r = api.ncclGetUniqueId(uid);
         if (r != ncclSuccess) {

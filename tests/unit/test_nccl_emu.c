@@ -318,6 +318,41 @@ static void collectives(rank_ctx *r)
     gk_comm_close(c);
 }
 
+/* Groups (gk_comm_open_group) of a run of 3 over one store: "g1" {2} opened first, then "g0"
+ * {0, 1} (whose rank 0 would take g1's id, were the keys not the group's): each sums its own
+ * members' values only (10^rank). */
+static void groups(rank_ctx *r)
+{
+    gk_err e = {0};
+    gk_comm *c = NULL;
+    int two = r->rank < 2;
+    void *val = NULL;
+    size_t n = 0;
+    if (two) CHECK_OK(gk_store_get(r->store, "test/g1", &val, &n, &e), &e); /* (g1 first) */
+    free(val);
+    CHECK_OK(gk_comm_open_group(r->be, r->store, two ? "g0" : "g1", two ? r->rank : 0, two ? 2 : 1,
+                                10, NULL, &c, &e),
+             &e);
+    if (!two) CHECK_OK(gk_store_set(r->store, "test/g1", "", 0, &e), &e);
+    if (!c) return;
+    float v = r->rank == 0 ? 1.0f : r->rank == 1 ? 10.0f : 100.0f, got = 0;
+    float *d = r->be->ops->alloc(r->be, sizeof v);
+    r->be->ops->to_device(r->be, d, &v, sizeof v);
+    CHECK_OK(c->ops->allreduce(c, d, 1, &e), &e);
+    r->be->ops->to_host(r->be, &got, d, sizeof got);
+    CHECKF(got == (two ? 11.0f : 100.0f), "rank %d: %g", r->rank, got);
+    r->be->ops->free(r->be, d);
+    gk_comm_close(c);
+}
+
+static void test_groups(void)
+{
+    int st[MAX_RANKS];
+    if (!emulated) SKIP("3 ranks need the emulator");
+    if (run_ranks(3, groups, st)) SKIP("no cuda-emu library");
+    for (int q = 0; q < 3; q++) CHECK_EXITED_OK(st[q], q);
+}
+
 static void test_collectives(void)
 {
     int st[MAX_RANKS];
@@ -499,6 +534,7 @@ int main(void)
     const char *d = getenv("GPT_TEST_CUDA");
     if (d && *d) device = d, emulated = strcmp(d, "cuda-emu") == 0;
     RUN(test_collectives);
+    RUN(test_groups);
     RUN(test_killed_rank);
     RUN(test_failures);
     RUN(test_backend_side);
