@@ -423,13 +423,8 @@ static int nc_all_gather_start(gk_comm *gc, const float *in, float *out, size_t 
 
 static int nc_all_gather(gk_comm *gc, const float *in, float *out, size_t count, gk_err *e)
 {
-    nc_comm *c = NC(gc);
-    double dl = 0;
-    int rc = nc_begin(c, "all_gather", &dl, e);
-    if (!rc)
-        rc = NC_CHECK(c, "all_gather", dl, e,
-                      api.ncclAllGather(in, out, count, ncclFloat32, c->nccl, c->stream));
-    return rc ? rc : nc_end(c, "all_gather", dl, e);
+    int rc = nc_all_gather_start(gc, in, out, count, e);
+    return rc ? rc : nc_started_wait(gc, 0, e);
 }
 
 static int nc_broadcast(gk_comm *gc, void *buf, size_t n, int root, gk_err *e)
