@@ -122,6 +122,9 @@ int gk_vocab_embed_bwd(gk_vocab_split *x, float *dwte, float *dwpe, const void *
 static int local_targets(gk_vocab_split *x, const int *targets, int N, int other, gk_err *err)
 {
     for (int i = 0; i < N; i++) {
+        if (targets[i] >= x->V)
+            return gk_errf(err, GK_EUSAGE, "split cross-entropy: target %d of a vocabulary of %d",
+                           targets[i], x->V);
         int t = targets[i] - x->lo;
         x->h_t[i] = targets[i] < 0 ? -1 : t >= 0 && t < x->n ? t : other;
     }

@@ -138,6 +138,8 @@ static void test_split_bad(void)
     int t[5] = {0}, big[2] = {3, 10};
     CHECK(x && gk_vocab_xent_fwd(x, l, l, f, t, 5, 10, &e) == GK_EUSAGE &&
           strstr(e.msg, "5 rows of 10 (at most 4"));
+    CHECK(x && gk_vocab_xent_fwd(x, l, l, f, big, 2, 10, &e) == GK_EUSAGE &&
+          strstr(e.msg, "target 10 of a vocabulary of 10"));
     CHECK(x && gk_vocab_embed_fwd(x, f, big, f, f, 1, 2, 0, 0, &e) == GK_EUSAGE &&
           strstr(e.msg, "token 10 of a vocabulary of 10"));
     CHECK(x && gk_vocab_embed_fwd(x, f, t, f, f, 1, 5, 0, 0, &e) == GK_EUSAGE &&
