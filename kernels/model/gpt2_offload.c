@@ -62,6 +62,7 @@ static void push_entry(gk_gpt2 *m, int i)
     if (p->data) be->ops->to_device(be, p->data, master, p->numel * sizeof(float));
     for (size_t j = 0; p->copy && j < p->numel; j += m->offload_chunk) {
         size_t n = p->numel - j < m->offload_chunk ? p->numel - j : m->offload_chunk;
+        be->ops->sync(be); /* (a copy from pinned staging may still be reading it) */
         host->ops->cast(host, m->w_stage[0], m->wt, master + j, GK_F32, n);
         be->ops->to_device(be, (char *)p->copy + gk_elt_bytes(m->wt, j), m->w_stage[0],
                            gk_elt_bytes(m->wt, n));

@@ -76,7 +76,9 @@ static int stage_chunk(gk_gpt2 *m, const offload_slice *s, int ns, int *k, size_
     return gk_backend_status(be, err);
 }
 
-/* The chunk's new weights where the device reads them (after its AdamW). */
+/* The chunk's new weights where the device reads them (after its AdamW). From pinned staging the
+ * copies may still be reading when this returns: the buffer is written again only after the
+ * next chunk staged into it, whose to_host (on the same stream, after them) has waited. */
 static int push_chunk(gk_gpt2 *m, const offload_slice *s, const offload_job *job, gk_err *err)
 {
     gk_backend *be = m->be;
