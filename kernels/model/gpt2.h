@@ -49,7 +49,28 @@ typedef struct gk_param {
                            * bf16 activations), updated with data by every optimizer step; else
                            * NULL */
     int decay;            /* 1: AdamW weight decay applies (2-D tensors, as nanoGPT) */
+    /* Tensor parallel (gk_gpt2_create_tp): shape and numel above are this rank's part of the
+     * tensor, full_shape and full_numel the whole one's (a checkpoint's); split says how it is
+     * cut (gk_tp_part). Without tensor parallel full equals the part and split is GK_SPLIT_NONE. */
+    int split;            /* enum gk_split */
+    int full_shape[2];
+    size_t full_numel;
 } gk_param;
+
+/* How tensor parallel cuts a table entry over N ranks (Megatron's split): NONE, every rank holds
+ * it whole (LayerNorms, wpe, the row-split projections' biases); ROWS, rank r the r-th N-th of
+ * its rows (the projections' weights, [in, out]: their inputs); COLS, of its columns (c_fc's
+ * weight and bias: its outputs); QKV, the r-th N-th of each of its three column groups (c_attn's
+ * q, k and v: heads r N_h/N on); VOCAB, rows [r s, r s + s) with s = ceil(rows / N), the last
+ * rank fewer or none (wte, as kernels/model/vocab_split.h cuts the vocabulary). */
+enum gk_split { GK_SPLIT_NONE, GK_SPLIT_ROWS, GK_SPLIT_COLS, GK_SPLIT_QKV, GK_SPLIT_VOCAB };
+/* Rank r's part of a tensor of full shape full (ndim 1: full[0] elements, cut as a row) cut by
+ * split over n ranks: its shape into part. */
+void gk_tp_part_shape(int split, int ndim, const int full[2], int n, int r, int part[2]);
+/* Copies floats [lo, lo + count) of rank r's part (in part's row-major order) between part
+ * (pointing at float lo) and the whole tensor: to_full 1 from part into whole, else back. */
+void gk_tp_part_copy(int split, int ndim, const int full[2], int n, int r, float *whole,
+                     float *part, size_t lo, size_t count, int to_full);
 
 /* AdamW and clipping hyper-parameters (nanoGPT names). */
 typedef struct gk_adamw {
@@ -115,6 +136,24 @@ enum { GK_GPT2_INFERENCE = 1, GK_GPT2_BF16 = 2, GK_GPT2_RECOMPUTE = 4, GK_GPT2_R
        GK_GPT2_OFFLOAD = 256 /* the memory estimates only: gk_gpt2_set_offload will be called */ };
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err);
+/* Tensor parallel (Megatron's, kernels/model/gpt2_tp.c): a training model whose blocks are split
+ * over the ranks of tp (borrowed; NULL or one rank: create_ex's model): attention by heads
+ * (c_attn's q, k and v columns, c_proj's rows, one all-reduce of its output), the MLP by its
+ * hidden units (c_fc's columns, c_proj's rows, one all-reduce), the vocabulary by rows of wte
+ * (vocab_split.h: the embedding and the cross-entropy without gathering the logits); in the
+ * backward the two all-reduces of the blocks' input gradients and the lm_head's. Every rank of tp
+ * runs the same batch (forward and backward are collectives on tp); the table's entries are this
+ * rank's parts (gk_param.split), which tensor_get and _set move; loading a checkpoint cuts each
+ * tensor with gk_tp_part_copy. Dropout: the embedding's and the residual ones draw the same
+ * numbers on every rank (the unsplit model's); attention's, inside the split, its own on each
+ * rank (Megatron's rule; rank 0 the unsplit model's heads' first part). Data parallel: a
+ * gk_gpt2_set_comm over the ranks that hold the same part (zero_stage 0). n_head and 4 n_embd
+ * must divide by tp's ranks. Not with 16-bit weights, offload or forward_at (GK_EUSAGE). */
+int gk_gpt2_create_tp(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
+                      int max_T, int flags, gk_comm *tp, gk_err *err);
+/* The tensor-parallel ranks (1 without) and this rank among them. */
+int gk_gpt2_tp_world(const gk_gpt2 *m);
+int gk_gpt2_tp_rank(const gk_gpt2 *m);
 int gk_gpt2_flags(const gk_gpt2 *m);
 /* Sets parameter i (table order) from host fp32 values (numel of them), and its bf16 copy (host
  * is then used as scratch and overwritten). */
@@ -211,7 +250,8 @@ int gk_gpt2_padded_vocab(const gk_gpt2 *m);
 /* The parameter table: n entries, i in [0,n). Drives checkpoint I/O and tests. */
 int gk_gpt2_n_params(const gk_gpt2 *m);
 const gk_param *gk_gpt2_param(const gk_gpt2 *m, int i);
-/* Number of scalar parameters (logical: padded wte rows not counted). */
+/* Number of scalar parameters (logical: padded wte rows not counted; the whole model's under
+ * tensor parallel). */
 size_t gk_gpt2_num_scalars(const gk_gpt2 *m);
 
 /* nanoGPT's init from seed: weights and embeddings normal(0, 0.02), c_proj weights

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/model/gpt2_internal.h"
+#include "kernels/model/vocab_split.h"
 #include "kernels/rng.h"
 
 /* Backward of out (N,OC) = inp (N,IC) @ w (IC,OC) + bias: dw (IC,OC) = beta dw + inp^T @ dout
@@ -24,6 +25,12 @@ static void matmul_bwd(gk_gpt2 *m, void *dinp, const void *pre, float *dw, float
     if (dinp)
         be->ops->gemm_bwd(be, 0, 1, N, IC, OC, 1.0f, dout, m->act, OC, w, m->wt, OC, 0.0f, dinp,
                           m->act, IC, pre, NULL);
+}
+
+/* Tensor parallel: a failed collective of vocab_split.h kept as a gather's (pass_status). */
+static void tp_status(gk_gpt2 *m, int rc)
+{
+    if (rc && !m->gather_rc) m->gather_rc = rc;
 }
 
 /* ---- sums over the ranks inside the backward (gk_gpt2_reduce_in_next_backward) ---- */
@@ -162,7 +169,8 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     gk_backend *be = m->be;
     const gk_ops *op = be->ops;
     const gk_gpt2_config *c = &m->cfg;
-    int B = m->last_B, T = m->last_T, N = B * T, C = c->n_embd, NH = c->n_head;
+    int B = m->last_B, T = m->last_T, N = B * T, C = c->n_embd, NHa = m->NHa;
+    int Ca = m->Ca, Cm = m->Cm; /* this rank's widths (tensor parallel) */
     int V = c->vocab_size, Vp = m->Vp;
     if (m->flags & GK_GPT2_INFERENCE)
         return gk_errf(err, GK_EUSAGE, "backward: an inference model has no gradients");
@@ -203,14 +211,19 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     params_before(m, &sums, 0); /* ZeRO-3: wte (for dlnf) and ln_f (the last layer's bucket) */
     params_before(m, &sums, c->n_layer);
 
-    // loss -> dlogits (N,Vp), in place
-    op->xent_bwd(be, m->logits, m->logits, m->xent_lse, m->d_targets, loss_scale / n_valid, N, V,
-                 Vp);
+    // loss -> dlogits (N,Vp), in place (tensor parallel: this rank's vocabulary's columns)
+    if (!m->tp)
+        op->xent_bwd(be, m->logits, m->logits, m->xent_lse, m->d_targets, loss_scale / n_valid,
+                     N, V, Vp);
+    else if (!m->gather_rc)
+        tp_status(m, gk_vocab_xent_bwd(m->vs, m->logits, m->logits, m->xent_lse, m->h_targets,
+                                       loss_scale / n_valid, N, Vp, &m->gather_err));
     // lm_head: dwte (Vp,C) += dlogits^T @ lnf; dlnf (N,C) = dlogits @ wte
     op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, m->act, Vp, m->lnf, m->act, C, beta, m->gg[G_WTE],
              GK_F32, C, NULL, NULL);
     op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, m->act, Vp, m->gw[G_WTE], m->wt, C, 0.0f, m->dtmp,
              m->act, C, NULL, NULL);
+    gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* tensor parallel: the vocabulary's parts */
     op->zero(be, m->dres, gk_elt_size(m->act) * N * C);
     op->layernorm_bwd(be, m->dres, m->gg[G_LNFW], m->gg[G_LNFB], m->dtmp, m->res_out,
                       m->gp[G_LNFW], m->lnf_mean, m->lnf_rstd, N, C);
@@ -230,15 +243,16 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         }
         /* recompute: one buffer, which still holds the last layer's from the forward */
         if ((m->flags & GK_GPT2_RECOMPUTE) && l < c->n_layer - 1)
-            op->gelu_fwd(be, a->fch_gelu, a->fch, N, 4 * C);
+            op->gelu_fwd(be, a->fch_gelu, a->fch, N, Cm);
         /* dfch: the gradient of the pre-GELU values (GELU's backward in the gemm) */
         matmul_bwd(m, m->dfch, a->fch, LG(m, l, L_FCPW), LG(m, l, L_FCPB), beta, dbranch,
-                   a->fch_gelu, LW(m, l, L_FCPW), N, 4 * C, C);
+                   a->fch_gelu, LW(m, l, L_FCPW), N, Cm, C);
         if (recompute_ln) /* ln_2 of res2, as the fused residual add + LayerNorm stored it */
             op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                               LP(m, l, L_LN2B), N, C);
         matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_FCW), LG(m, l, L_FCB), beta, m->dfch, a->ln2,
-                   LW(m, l, L_FCW), N, C, 4 * C);
+                   LW(m, l, L_FCW), N, C, Cm);
+        gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* (the hidden units' parts) */
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN2W), LG(m, l, L_LN2B), m->dtmp, a->res2,
                           LP(m, l, L_LN2W), a->ln2_mean, a->ln2_rstd, N, C);
         // attention branch: dres is d res2; -> d res accumulated into dres
@@ -248,14 +262,15 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             dbranch = m->ddrop;
         }
         matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_ATTPW), LG(m, l, L_ATTPB), beta, dbranch,
-                   a->atty, LW(m, l, L_ATTPW), N, C, C);
-        op->attention_bwd(be, m->dqkv, m->dtmp, a->qkv, a->atty, a->lse, B, T, C, NH, p,
-                          KEY(l, SITE_ATTN));
+                   a->atty, LW(m, l, L_ATTPW), N, Ca, C);
+        op->attention_bwd(be, m->dqkv, m->dtmp, a->qkv, a->atty, a->lse, B, T, Ca, NHa, p,
+                          KEY(l, GK_GPT2_SITE_ATTN(m)));
         if (recompute_ln)
             op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                               LP(m, l, L_LN1B), N, C);
         matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_QKVW), LG(m, l, L_QKVB), beta, m->dqkv, a->ln1,
-                   LW(m, l, L_QKVW), N, C, 3 * C);
+                   LW(m, l, L_QKVW), N, C, 3 * Ca);
+        gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* (the heads' parts) */
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);
         /* ZeRO-3: the layer below's parameters gathered before this layer's sums start, so that
@@ -263,8 +278,12 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         if (l > 0) params_before(m, &sums, l);
         sum_layer(m, &sums, l); /* layer l's gradients are final */
     }
-    op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,
-                    KEY(0, SITE_EMB));
+    if (!m->tp)
+        op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,
+                        KEY(0, SITE_EMB));
+    else if (!m->gather_rc)
+        tp_status(m, gk_vocab_embed_bwd(m->vs, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->h_inputs,
+                                        B, T, p, KEY(0, SITE_EMB), &m->gather_err));
     sum_layer(m, &sums, -1);
 #undef KEY
     return sums_end(m, &sums, err);

@@ -2,8 +2,10 @@
  * Pre-LN blocks: x += attn(ln_1(x)); x += mlp(ln_2(x)); then ln_f and the tied lm_head. Each
  * residual add is one op with the layernorm that reads its output (ln_2, the next ln_1, ln_f). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/model/gpt2_internal.h"
+#include "kernels/model/vocab_split.h"
 #include "kernels/rng.h"
 
 void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const float *bias,
@@ -25,6 +27,14 @@ static void lm_head(gk_gpt2 *m, int N)
 /* acts[0].res (B,T,C) = dropout(wte[d_inputs] + wpe[t0 + t]), t0 a device int (NULL: 0) */
 static void embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key)
 {
+    if (m->tp) { /* this rank's rows of wte, summed over the ranks (vocab_split.h) */
+        int rc = m->gather_rc ? 0
+                              : gk_vocab_embed_fwd(m->vs, m->acts[0].res, m->h_inputs,
+                                                   m->gp[G_WTE], m->gp[G_WPE], B, T, p, key,
+                                                   &m->gather_err);
+        if (rc) m->gather_rc = rc;
+        return;
+    }
     m->be->ops->encoder_fwd(m->be, m->acts[0].res, m->d_inputs, m->gw[G_WTE], m->wt,
                             m->gp[G_WPE], t0, B, T, m->cfg.n_embd, p, key);
 }
@@ -37,7 +47,7 @@ void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, ui
     gk_backend *be = m->be;
     const gk_ops *op = be->ops;
     const gk_gpt2_config *c = &m->cfg;
-    int C = c->n_embd, NH = c->n_head, N = B * T;
+    int C = c->n_embd, Ca = m->Ca, Cm = m->Cm, NHa = m->NHa, N = B * T; /* (this rank's) */
     gk_gpt2_params_need(m, 0); /* ZeRO-3: wte and wpe, then layer 0's (gpt2_gather.c) */
     gk_gpt2_params_need(m, 1);
     embed(m, B, T, d_pos, p, KEY(0, SITE_EMB));
@@ -52,18 +62,21 @@ void gk_gpt2_forward_ops(gk_gpt2 *m, int B, int T, const int *d_pos, float p, ui
         // d_pos the new rows' q,k,v go to fch, and the attention op stores them in the cache (qkv)
         if (d_pos) {
             gk_gpt2_matmul(m, a->fch, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
-            op->attention_fwd_at(be, a->atty, a->qkv, a->fch, B, m->max_T, d_pos, T, C, NH);
+            op->attention_fwd_at(be, a->atty, a->qkv, a->fch, B, m->max_T, d_pos, T, C, NHa);
         } else {
-            gk_gpt2_matmul(m, a->qkv, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * C);
-            op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, C, NH, p, KEY(l, SITE_ATTN));
+            gk_gpt2_matmul(m, a->qkv, a->ln1, W(l, L_QKVW), LP(m, l, L_QKVB), NULL, N, C, 3 * Ca);
+            op->attention_fwd(be, a->atty, a->lse, a->qkv, B, T, Ca, NHa, p,
+                              KEY(l, GK_GPT2_SITE_ATTN(m)));
         }
-        gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, C, C);
+        gk_gpt2_matmul(m, m->tmp, a->atty, W(l, L_ATTPW), NULL, NULL, N, Ca, C);
+        gk_gpt2_tp_sum(m, m->tmp, (size_t)N * C); /* tensor parallel: the heads' parts summed */
         op->residual_layernorm_fwd(be, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res, m->tmp,
                                    LP(m, l, L_ATTPB), p, KEY(l, SITE_ATTN_RESID),
                                    LP(m, l, L_LN2W), LP(m, l, L_LN2B), N, C);
         // MLP branch: ln2 (N,C) -> next (N,C) = res2 + mlp, and the next layer's ln_1 (or ln_f)
-        gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, 4 * C);
-        gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, 4 * C, C);
+        gk_gpt2_matmul(m, a->fch_gelu, a->ln2, W(l, L_FCW), LP(m, l, L_FCB), a->fch, N, C, Cm);
+        gk_gpt2_matmul(m, m->tmp, a->fch_gelu, W(l, L_FCPW), NULL, NULL, N, Cm, C);
+        gk_gpt2_tp_sum(m, m->tmp, (size_t)N * C); /* (the hidden units' parts) */
         gk_layer_acts *nx = &m->acts[last ? l : l + 1];
         if (!last) gk_gpt2_params_need(m, l + 2); /* the next layer's, for its ln_1 here */
         op->residual_layernorm_fwd(be, last ? m->res_out : nx->res, last ? m->lnf : nx->ln1,
@@ -110,14 +123,19 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     m->last_T = T;
     m->last_has_targets = targets != NULL;
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
+    if (m->tp) memcpy(m->h_inputs, inputs, sizeof(int) * N);
     gk_gpt2_forward_ops(m, B, T, NULL, p, ctr);
     if (!targets) return gk_gpt2_pass_status(m, err);
 
     for (int i = 0; i < N; i++) m->h_targets[i] = targets[i];
     op->to_device(be, m->d_targets, targets, sizeof(int) * N);
-    op->xent_fwd(be, m->losses, m->xent_lse, m->logits, m->d_targets, N, V, Vp);
+    int rc = 0;
+    if (!m->tp) op->xent_fwd(be, m->losses, m->xent_lse, m->logits, m->d_targets, N, V, Vp);
+    else if (!m->gather_rc) /* the logits' columns of this rank's vocabulary (vocab_split.h) */
+        rc = gk_vocab_xent_fwd(m->vs, m->losses, m->xent_lse, m->logits, targets, N, Vp, err);
+    if (rc) return rc;
     op->to_host(be, m->h_losses, m->losses, sizeof(float) * N);
-    int rc = gk_gpt2_pass_status(m, err);
+    rc = gk_gpt2_pass_status(m, err);
     if (rc) return rc;
     double s = 0;
     for (int i = 0; i < N; i++) s += m->h_losses[i];

@@ -38,6 +38,9 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     if (!op->attention_fwd_at)
         return gk_errf(err, GK_EUSAGE, "forward_at: backend %s has no KV-cache attention",
                        op->name);
+    if (m->tp)
+        return gk_errf(err, GK_EUSAGE, "forward_at: not with tensor parallel (sample from the "
+                       "checkpoint: it is whole)");
     if (B < 1 || B > m->max_B || t0 < 0 || n < 1 || t0 + n > Tc)
         return gk_errf(err, GK_EUSAGE, "forward_at: batch %d, positions %d..%d exceed the model's "
                        "%d x %d", B, t0, t0 + n - 1, m->max_B, Tc);

@@ -118,6 +118,15 @@ struct gk_gpt2 {
     float *m_host, *v_host; /* every rank's moments in host memory (n_floats each) while gathered
                              * for a checkpoint (gk_gpt2_moments_gather with keep), else NULL */
 
+    /* tensor parallel (gpt2_tp.c; tp NULL: none, and tp_n 1, tp_rank 0) */
+    gk_comm *tp;
+    int tp_n, tp_rank;
+    int Ca, Cm, NHa;        /* this rank's attention width (n_embd / tp_n), MLP width (4 n_embd /
+                             * tp_n) and heads; the whole model's without tensor parallel */
+    struct gk_vocab_split *vs; /* the vocabulary's split (wte's rows, the logits' columns) */
+    int *h_inputs;          /* host copy of the last forward's tokens (B*T) */
+    float *tp_f32;          /* (BT,C) fp32 scratch for the sums of 16-bit activations */
+
     /* activations (inference models: every layer's entry but qkv points at the same buffers) */
     void *act_block;
     gk_layer_acts *acts;    /* n_layer entries */
@@ -263,7 +272,23 @@ typedef struct gk_gpt2_sizes {
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
                      gk_gpt2_sizes *out, gk_err *err);
 
-/* dropout sites of gk_rng_key */
+/* gpt2_tp.c: tensor parallel's parts of the graph. tp_setup at create (tp_n > 1): the vocabulary's
+ * split and the scratch; tp_free. tp_sum: the all-reduce over tp of an activation buffer (n
+ * elements of m->act; 16-bit ones summed in float32), a failure kept as a gather's (pass_status);
+ * nothing without tensor parallel. tp_norm: the sum of squares of every gradient of the whole
+ * model (each split part once, each replicated tensor once) from this rank's block. */
+int gk_gpt2_tp_check(const gk_gpt2_config *c, int flags, gk_comm *tp, gk_err *err);
+int gk_gpt2_tp_setup(gk_gpt2 *m, gk_err *err);
+void gk_gpt2_tp_free(gk_gpt2 *m);
+void gk_gpt2_tp_sum(gk_gpt2 *m, void *buf, size_t n);
+int gk_gpt2_tp_norm(gk_gpt2 *m, double *sumsq, gk_err *err);
+/* The split of a table entry (layer slot k, or a global tensor when layer < 0) under tensor
+ * parallel. */
+int gk_gpt2_tp_split_of(int layer, int slot);
+
+/* dropout sites of gk_rng_key; attention's, inside tensor parallel's split, its own on each rank
+ * (rank 0's the unsplit model's) */
 enum { SITE_EMB, SITE_ATTN, SITE_ATTN_RESID, SITE_MLP_RESID };
+#define GK_GPT2_SITE_ATTN(m) ((uint32_t)SITE_ATTN + 4u * (uint32_t)(m)->tp_rank)
 
 #endif

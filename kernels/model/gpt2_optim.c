@@ -64,6 +64,8 @@ double gk_gpt2_grad_norm(gk_gpt2 *m)
     if (!m->g_block) return 0.0; /* inference model */
     gk_gpt2_grads_flush(m);
     double s = 0;
+    gk_err e;
+    if (m->tp) return gk_gpt2_tp_norm(m, &s, &e) ? NAN : sqrt(s); /* (a collective on tp) */
     m->be->ops->sumsq(m->be, &s, m->g_block, m->n_floats);
     return sqrt(s);
 }
@@ -223,7 +225,14 @@ int gk_gpt2_update(gk_gpt2 *m, const gk_adamw *h, float lr, double *grad_norm, g
         if (rc) return rc;
     }
     m->grads_reduced = 0;
-    double norm = gk_gpt2_grad_norm(m);
+    double norm = 0;
+    if (m->tp) { /* the whole model's norm from the parts: its collective's error returned */
+        int rc = gk_gpt2_tp_norm(m, &norm, err);
+        if (rc) return rc;
+        norm = sqrt(norm);
+    } else {
+        norm = gk_gpt2_grad_norm(m);
+    }
     if (grad_norm) *grad_norm = norm;
     if (norm_skips(h, norm)) return gk_backend_status(be, err); /* the caller decides */
     float scale = clip_scale(h, norm);

@@ -127,8 +127,11 @@ static void add_param(gk_gpt2 *m, const pdesc *d, int layer)
     p->ndim = d->d1 == GK_DIM_1 ? 1 : 2;
     p->dim[0] = d->d0;
     p->dim[1] = d->d1;
-    p->shape[0] = (int)gk_gpt2_dim_size(c, d->d0);
-    p->shape[1] = p->ndim == 2 ? (int)gk_gpt2_dim_size(c, d->d1) : 0;
+    p->full_shape[0] = (int)gk_gpt2_dim_size(c, d->d0);
+    p->full_shape[1] = p->ndim == 2 ? (int)gk_gpt2_dim_size(c, d->d1) : 0;
+    p->full_numel = (size_t)p->full_shape[0] * (p->ndim == 2 ? (size_t)p->full_shape[1] : 1);
+    p->split = m->tp_n > 1 ? gk_gpt2_tp_split_of(layer, d->slot) : GK_SPLIT_NONE;
+    gk_tp_part_shape(p->split, p->ndim, p->full_shape, m->tp_n, m->tp_rank, p->shape);
     p->numel = (size_t)p->shape[0] * (p->ndim == 2 ? (size_t)p->shape[1] : 1);
     size_t stored = d->d0 == GK_DIM_V ? (size_t)m->Vp * p->shape[1] : p->numel;
     p->decay = p->ndim == 2;
@@ -222,10 +225,11 @@ static void set_ptrs(gk_gpt2 *m, const pdesc *d, int layer)
 static size_t layout(gk_gpt2 *m, char *base)
 {
     size_t off = 0, BT = (size_t)m->max_B * m->max_T, C = m->cfg.n_embd;
+    size_t Ca = (size_t)m->Ca, Cm = (size_t)m->Cm; /* this rank's widths (tensor parallel) */
     size_t A = gk_elt_size(m->act), F = sizeof(float), I = sizeof(int);
     int infer = m->flags & GK_GPT2_INFERENCE, recompute = m->flags & GK_GPT2_RECOMPUTE;
     int recompute_ln = m->flags & GK_GPT2_RECOMPUTE_LN;
-    size_t lse = (size_t)m->max_B * m->cfg.n_head * m->max_T;
+    size_t lse = (size_t)m->max_B * m->NHa * m->max_T;
 #define TAKE(ptr, n, size)                                    \
     do {                                                      \
         if (base) ptr = (void *)(base + off);                 \
@@ -235,7 +239,7 @@ static size_t layout(gk_gpt2 *m, char *base)
         gk_layer_acts *a = &m->acts[l];
         if (infer && l > 0) {
             void *qkv = NULL;
-            TAKE(qkv, BT * 3 * C, A);
+            TAKE(qkv, BT * 3 * Ca, A);
             *a = m->acts[0];
             a->qkv = qkv;
             continue;
@@ -247,8 +251,8 @@ static size_t layout(gk_gpt2 *m, char *base)
             TAKE(a->ln1, BT * C, A);
         TAKE(a->ln1_mean, BT, F);
         TAKE(a->ln1_rstd, BT, F);
-        TAKE(a->qkv, BT * 3 * C, A);
-        TAKE(a->atty, BT * C, A);
+        TAKE(a->qkv, BT * 3 * Ca, A);
+        TAKE(a->atty, BT * Ca, A);
         TAKE(a->lse, lse, F);
         TAKE(a->res2, BT * C, A);
         if (recompute_ln && l > 0)
@@ -257,11 +261,11 @@ static size_t layout(gk_gpt2 *m, char *base)
             TAKE(a->ln2, BT * C, A);
         TAKE(a->ln2_mean, BT, F);
         TAKE(a->ln2_rstd, BT, F);
-        TAKE(a->fch, BT * 4 * C, A);
+        TAKE(a->fch, BT * Cm, A);
         if (recompute && l > 0)
             a->fch_gelu = m->acts[0].fch_gelu;
         else
-            TAKE(a->fch_gelu, BT * 4 * C, A);
+            TAKE(a->fch_gelu, BT * Cm, A);
     }
     TAKE(m->res_out, BT * C, A);
     TAKE(m->lnf, BT * C, A);
@@ -275,8 +279,8 @@ static size_t layout(gk_gpt2 *m, char *base)
         TAKE(m->dres, BT * C, A);
         TAKE(m->dtmp, BT * C, A);
         TAKE(m->ddrop, BT * C, A);
-        TAKE(m->dqkv, BT * 3 * C, A);
-        TAKE(m->dfch, BT * 4 * C, A);
+        TAKE(m->dqkv, BT * 3 * Ca, A);
+        TAKE(m->dfch, BT * Cm, A);
     }
     TAKE(m->d_inputs, BT, I);
     TAKE(m->d_targets, BT, I);
@@ -294,7 +298,29 @@ int gk_gpt2_create(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int
 int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_err *err)
 {
+    return gk_gpt2_create_tp(out, cfg, be, max_B, max_T, flags, NULL, err);
+}
+
+/* The widths of one rank's part of the blocks, and its padded vocabulary (the logits' columns:
+ * with tensor parallel its slice of wte's rows and a zero row, vocab_split.h's). */
+static void set_widths(gk_gpt2 *m, gk_comm *tp)
+{
+    const gk_gpt2_config *c = &m->cfg;
+    m->tp = tp && tp->world > 1 ? tp : NULL;
+    m->tp_n = m->tp ? tp->world : 1;
+    m->tp_rank = m->tp ? tp->rank : 0;
+    m->Ca = c->n_embd / m->tp_n;
+    m->Cm = 4 * c->n_embd / m->tp_n;
+    m->NHa = c->n_head / m->tp_n;
+    int slice = (c->vocab_size + m->tp_n - 1) / m->tp_n;
+    m->Vp = m->tp ? (slice + 1 + 63) / 64 * 64 : (c->vocab_size + 63) / 64 * 64;
+}
+
+int gk_gpt2_create_tp(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
+                      int max_T, int flags, gk_comm *tp, gk_err *err)
+{
     int rc = gk_gpt2_config_check(cfg, err);
+    if (!rc) rc = gk_gpt2_tp_check(cfg, flags, tp, err);
     if (!rc) rc = weights_check(flags, cfg, be, be->act, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
@@ -304,7 +330,7 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     if (!m) return gk_errf(err, GK_ENOMEM, "gpt2: out of memory");
     m->cfg = *cfg;
     m->be = be;
-    m->Vp = (cfg->vocab_size + 63) / 64 * 64;
+    set_widths(m, tp);
     m->max_B = max_B;
     m->max_T = max_T;
     flags = model_flags(flags); /* an inference model keeps nothing to recompute */
@@ -344,6 +370,10 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     size_t nact = layout(m, NULL);
     if (!(m->act_block = be->ops->alloc(be, nact))) goto nomem;
     layout(m, m->act_block);
+    if (m->tp && (rc = gk_gpt2_tp_setup(m, err))) {
+        gk_gpt2_free(m);
+        return rc;
+    }
     /* widest row any reduction sees: C or 4C (bias_bwd of c_fc), or 3C (c_attn) */
     rc = be->ops->reserve(be, BT, 4 * (size_t)cfg->n_embd, cfg->n_embd / cfg->n_head, max_T, err);
     if (rc) {
@@ -392,6 +422,7 @@ void gk_gpt2_free(gk_gpt2 *m)
     free(m->s_off);
     be->ops->free(be, m->p_small);
     gk_gpt2_offload_free(m);
+    gk_gpt2_tp_free(m);
     free(m->lp);
     free(m->lg);
     free(m->lw);
@@ -411,7 +442,7 @@ const gk_param *gk_gpt2_param(const gk_gpt2 *m, int i)
 size_t gk_gpt2_num_scalars(const gk_gpt2 *m)
 {
     size_t n = 0;
-    for (int i = 0; i < m->n_params; i++) n += m->params[i].numel;
+    for (int i = 0; i < m->n_params; i++) n += m->params[i].full_numel;
     return n;
 }
 int gk_gpt2_flags(const gk_gpt2 *m) { return m->flags; }
@@ -438,14 +469,18 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
                        m->p_shard ? "gk_gpt2_set_comm" : "gk_gpt2_set_offload");
     size_t maxn = 0;
     for (int i = 0; i < m->n_params; i++)
-        if (m->params[i].numel > maxn) maxn = m->params[i].numel;
-    float *h = malloc(maxn * sizeof *h);
-    if (!h) return gk_errf(err, GK_ENOMEM, "gpt2 init: out of memory");
+        if (m->params[i].full_numel > maxn) maxn = m->params[i].full_numel;
+    float *h = malloc(maxn * sizeof *h), *part = m->tp ? malloc(maxn * sizeof *part) : NULL;
+    if (!h || (m->tp && !part)) {
+        free(h);
+        free(part);
+        return gk_errf(err, GK_ENOMEM, "gpt2 init: out of memory");
+    }
     double proj_std = 0.02 / sqrt(2.0 * m->cfg.n_layer);
     for (int i = 0; i < m->n_params; i++) {
         const gk_param *p = &m->params[i];
         uint64_t key = gk_rng_key(seed, 0, (uint32_t)i, 0x1417);
-        for (size_t j = 0; j < p->numel; j++) {
+        for (size_t j = 0; j < p->full_numel; j++) { /* the whole tensor's, then the part */
             switch (m->p_init[i]) {
             case I_ONE: h[j] = 1.0f; break;
             case I_ZERO: h[j] = 0.0f; break;
@@ -457,9 +492,16 @@ int gk_gpt2_init(gk_gpt2 *m, uint64_t seed, gk_err *err)
             }
             }
         }
-        gk_gpt2_param_set(m, i, h);
+        if (p->split != GK_SPLIT_NONE) {
+            gk_tp_part_copy(p->split, p->ndim, p->full_shape, m->tp_n, m->tp_rank, h, part, 0,
+                            p->numel, 0);
+            gk_gpt2_param_set(m, i, part);
+        } else {
+            gk_gpt2_param_set(m, i, h);
+        }
     }
     free(h);
+    free(part);
     size_t bytes = m->n_floats * sizeof(float);
     if (m->g_block) be->ops->zero(be, m->g_block, bytes);
     if (m->m_block) be->ops->zero(be, m->m_block, bytes);
@@ -478,7 +520,7 @@ int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap)
 {
     gk_gpt2 t = {0};
     t.cfg = *cfg;
-    t.Vp = (cfg->vocab_size + 63) / 64 * 64;
+    set_widths(&t, NULL);
     int maxp = 4 + cfg->n_layer * L_COUNT;
     t.params = calloc(maxp, sizeof *t.params);
     t.p_init = calloc(maxp, sizeof *t.p_init);
@@ -517,7 +559,7 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
                        max_B, max_T, cfg->block_size);
     gk_gpt2 t = {0};
     t.cfg = *cfg;
-    t.Vp = (cfg->vocab_size + 63) / 64 * 64;
+    set_widths(&t, NULL);
     t.max_B = max_B;
     t.max_T = max_T;
     t.flags = model_flags(flags);

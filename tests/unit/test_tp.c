@@ -1,0 +1,194 @@
+/* test_tp.c: tensor parallel (gk_gpt2_create_tp, kernels/model/gpt2_tp.c) against one process.
+ * Ranks are processes over Gloo on loopback (comm_harness.h), each with a CPU backend: TP = 2 on 2
+ * ranks, and DP = 2 x TP = 2 on 4 (tensor-parallel groups "tp0", "tp1" of consecutive ranks, the
+ * data-parallel ones "dp0", "dp1" across them). Each rank also runs the unsplit model in-process
+ * (same seed, the DP ranks' batches as micro-steps of one step) and compares, every step, the
+ * loss of its batch and the gradient norm, and at the end every parameter and AdamW moment of its
+ * part (gk_tp_part_copy of the whole tensor). A vocabulary of 61 does not divide by 2 (31 and 30
+ * rows, padded). Also gk_tp_part_copy round trips, and the settings tensor parallel refuses.
+ * Tolerance: the split sums the heads' and hidden units' parts of each projection in another order
+ * (two partial dot products, then their sum) and the cross-entropy's log-sum-exp from the slices'
+ * (in double): a few float roundings of values under 10 (losses within 1e-5 relative). Over 6
+ * AdamW steps of lr 1e-2 each weight moves by at most lr a step; an update is m / (sqrt(v) + eps)
+ * of gradients that agree to about 1e-6 relative, except where a gradient is near 0 (its sign
+ * may flip): such an element's step differs by at most 2 lr, its moments by the gradient's size.
+ * So weights within 2e-4 of each other after 6 steps (and all but a few within 1e-5), m within
+ * 1e-5 + 1e-4 relative, v within 1e-4 relative (+1e-12). */
+#include "comm_harness.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/model/gpt2.h"
+
+#include <math.h>
+
+enum { B = 2, T = 8, STEPS = 6, V = 61 };
+static const gk_gpt2_config CFG = {2, 4, 32, 16, V, 1, 0.0f};
+static const gk_adamw OPT = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
+static int case_tp; /* the tensor-parallel ranks of the case run_ranks runs */
+
+/* Batch d of step s: tokens and their next ones. */
+static void batch(int s, int d, int *in, int *tg)
+{
+    for (int i = 0; i < B * T; i++) {
+        in[i] = (i * 7 + s * 13 + d * 29 + 3) % V;
+        tg[i] = (i * 11 + s * 5 + d * 17 + 1) % V;
+    }
+}
+
+/* Counts the floats of this rank's part of entry i (kind) that differ from the whole model's
+ * beyond abs + rel |x|; *worst the largest difference. */
+static int part_diff(gk_gpt2 *m, gk_gpt2 *ref, int i, enum gk_tensor_kind kind, float abs_tol,
+                     float rel, double *worst)
+{
+    const gk_param *p = gk_gpt2_param(m, i), *q = gk_gpt2_param(ref, i);
+    float *mine = malloc(p->numel * 4 + 4), *whole = malloc(q->numel * 4),
+          *want = malloc(p->numel * 4 + 4);
+    gk_err e = {0};
+    CHECK_OK(gk_gpt2_tensor_get(m, i, kind, mine, &e), &e);
+    CHECK_OK(gk_gpt2_tensor_get(ref, i, kind, whole, &e), &e);
+    gk_tp_part_copy(p->split, p->ndim, p->full_shape, gk_gpt2_tp_world(m), gk_gpt2_tp_rank(m),
+                    whole, want, 0, p->numel, 0);
+    int bad = 0;
+    for (size_t j = 0; j < p->numel; j++) {
+        double d = fabs((double)mine[j] - want[j]);
+        if (d > *worst) *worst = d;
+        bad += d > abs_tol + rel * fabsf(want[j]);
+    }
+    free(mine), free(whole), free(want);
+    return bad;
+}
+
+static void tp_rank(int rank, int world)
+{
+    int N = case_tp, DP = world / N, tr = rank % N, dr = rank / N;
+    gk_store *s = join(rank, world, 20);
+    gk_comm *tp = NULL, *dp = NULL;
+    gk_backend *be = NULL;
+    gk_gpt2 *m = NULL, *ref = NULL;
+    gk_err e = {0};
+    char tname[16], dname[16];
+    snprintf(tname, sizeof tname, "tp%d", dr);
+    snprintf(dname, sizeof dname, "dp%d", tr);
+    CHECK_OK(gk_cpu_create(&be, 1, &e), &e);
+    if (s && be) CHECK_OK(gk_comm_open_group(be, s, tname, tr, N, 20, NULL, &tp, &e), &e);
+    if (tp && DP > 1) CHECK_OK(gk_comm_open_group(be, s, dname, dr, DP, 20, NULL, &dp, &e), &e);
+    if (tp) CHECK_OK(gk_gpt2_create_tp(&m, &CFG, be, B, T, 0, tp, &e), &e);
+    if (m) CHECK_OK(gk_gpt2_create(&ref, &CFG, be, B, T, &e), &e);
+    if (!ref || (DP > 1 && !dp)) goto done;
+    CHECK(gk_gpt2_tp_world(m) == N && gk_gpt2_tp_rank(m) == tr);
+    CHECK_OK(gk_gpt2_init(m, 7, &e), &e);
+    CHECK_OK(gk_gpt2_init(ref, 7, &e), &e);
+    CHECK_OK(gk_gpt2_set_comm(m, dp, 0, &e), &e);
+    int in[B * T], tg[B * T], bad = 0;
+    for (int st = 0; st < STEPS && !bad; st++) {
+        float loss = 0, want = 0, l;
+        double norm = 0, want_norm = 0;
+        gk_gpt2_zero_grad(m);
+        gk_gpt2_zero_grad(ref);
+        batch(st, dr, in, tg);
+        CHECK_OK(gk_gpt2_forward(m, in, tg, B, T, &loss, &e), &e);
+        CHECK_OK(gk_gpt2_backward(m, 1.0f / DP, &e), &e);
+        CHECK_OK(gk_gpt2_update(m, &OPT, 1e-2f, &norm, &e), &e);
+        for (int d = 0; d < DP; d++) { /* the DP ranks' batches: micro-steps of one step */
+            batch(st, d, in, tg);
+            CHECK_OK(gk_gpt2_forward(ref, in, tg, B, T, &l, &e), &e);
+            if (d == dr) want = l;
+            CHECK_OK(gk_gpt2_backward(ref, 1.0f / DP, &e), &e);
+        }
+        CHECK_OK(gk_gpt2_update(ref, &OPT, 1e-2f, &want_norm, &e), &e);
+        bad += fabsf(loss - want) > 1e-5f * want || fabs(norm - want_norm) > 1e-5 * want_norm;
+        CHECKF(!bad, "rank %d step %d: loss %.7g norm %.7g, one process %.7g, %.7g", rank, st,
+               loss, norm, want, want_norm);
+    }
+    double worst[3] = {0, 0, 0};
+    static const enum gk_tensor_kind kinds[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
+                                                 GK_TENSOR_ADAM_V};
+    static const float abs_tol[3] = {2e-4f, 1e-5f, 1e-12f}, rel[3] = {0, 1e-4f, 1e-4f};
+    for (int i = 0; i < gk_gpt2_n_params(m); i++)
+        for (int k = 0; k < 3; k++)
+            bad += part_diff(m, ref, i, kinds[k], abs_tol[k], rel[k], &worst[k]);
+    CHECKF(!bad, "rank %d (tp %d of %d, dp %d of %d): %d values differ; worst: weights %.3g, m "
+           "%.3g, v %.3g", rank, tr, N, dr, DP, bad, worst[0], worst[1], worst[2]);
+    CHECK(gk_gpt2_num_scalars(m) == gk_gpt2_num_scalars(ref));
+done:
+    gk_gpt2_free(m);
+    gk_gpt2_free(ref);
+    gk_comm_close(dp);
+    gk_comm_close(tp);
+    gk_backend_free(be);
+    gk_store_close(s);
+}
+
+static void test_tp2(void)
+{
+    case_tp = 2;
+    run_ranks(2, tp_rank);
+}
+
+static void test_dp2_tp2(void)
+{
+    case_tp = 2;
+    run_ranks(4, tp_rank);
+}
+
+/* Every split's parts, put together, are the whole tensor, and cut again, the parts. */
+static void test_part_copy(void)
+{
+    static const int shapes[][3] = {{2, 6, 12}, {1, 12, 0}, {2, 7, 4}};
+    static const int splits[] = {GK_SPLIT_QKV, GK_SPLIT_COLS, GK_SPLIT_ROWS, GK_SPLIT_VOCAB};
+    for (int k = 0; k < 4; k++)
+        for (int sh = 0; sh < 3; sh++) {
+            int ndim = shapes[sh][0], full[2] = {shapes[sh][1], shapes[sh][2]}, n = 2;
+            if (splits[k] == GK_SPLIT_QKV && ndim == 2 && full[1] % 6) continue;
+            if (splits[k] == GK_SPLIT_ROWS && full[0] % 2) n = 1; /* (7 rows: not cut by rows) */
+            if ((splits[k] == GK_SPLIT_ROWS || splits[k] == GK_SPLIT_VOCAB) && ndim == 1) continue;
+            size_t numel = (size_t)full[0] * (ndim == 2 ? (size_t)full[1] : 1);
+            float whole[84], back[84], part[84];
+            for (size_t j = 0; j < numel; j++) whole[j] = (float)j, back[j] = -1;
+            size_t total = 0;
+            for (int r = 0; r < n; r++) {
+                int ps[2];
+                gk_tp_part_shape(splits[k], ndim, full, n, r, ps);
+                size_t pn = (size_t)ps[0] * (ndim == 2 ? (size_t)ps[1] : 1);
+                gk_tp_part_copy(splits[k], ndim, full, n, r, whole, part, 0, pn, 0);
+                gk_tp_part_copy(splits[k], ndim, full, n, r, back, part, 0, pn / 2, 1);
+                gk_tp_part_copy(splits[k], ndim, full, n, r, back, part + pn / 2, pn / 2,
+                                pn - pn / 2, 1);
+                if (splits[k] == GK_SPLIT_QKV && r == 1) /* q's second half: columns 2, 3 */
+                    CHECK(part[0] == 2.0f && part[1] == 3.0f && part[2] == 6.0f);
+                total += pn;
+            }
+            CHECKF(total == numel && !memcmp(whole, back, numel * 4),
+                   "split %d of shape %d x %d: the parts are not the whole", splits[k], full[0],
+                   full[1]);
+        }
+}
+
+/* The settings it refuses, naming the numbers. */
+static void test_tp_bad(void)
+{
+    gk_comm *c = NULL;
+    gk_backend *be = NULL;
+    gk_gpt2 *m = NULL;
+    gk_err e = {0};
+    CHECK_OK(gk_comm_open_single(&c, &e), &e);
+    CHECK_OK(gk_cpu_create(&be, 1, &e), &e);
+    if (!c || !be) return;
+    gk_comm three = *c; /* (only its world is read before the refusal) */
+    three.world = 3;
+    CHECK(gk_gpt2_create_tp(&m, &CFG, be, B, T, 0, &three, &e) == GK_EUSAGE && !m &&
+          strstr(e.msg, "tensor_parallel = 3: must divide n_head (4) and 4 x n_embd (128)"));
+    three.world = 2;
+    CHECK(gk_gpt2_create_tp(&m, &CFG, be, B, T, GK_GPT2_INFERENCE, &three, &e) == GK_EUSAGE &&
+          !m && strstr(e.msg, "training models only"));
+    gk_comm_close(c);
+    gk_backend_free(be);
+}
+
+int main(void)
+{
+    RUN(test_part_copy);
+    RUN(test_tp_bad);
+    RUN(test_tp2);
+    RUN(test_dp2_tp2);
+    return TEST_END();
+}
