@@ -207,6 +207,8 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env 
     d->where = *l;
     d->rank = l->rank;
     d->world = l->world_size > 0 ? l->world_size : 1;
+    d->tp = 1;
+    d->dp_rank = d->rank, d->dp_world = d->world;
     d->timeout_s = timeout_s;
     d->accum = d->accum_total = 1;
     d->overlap = !env->no_grad_overlap;
@@ -314,16 +316,50 @@ double tr_dist_comm_secs(tr_dist *d)
     return s;
 }
 
+int tr_dist_tp(tr_dist *d, gk_backend *be, int tp, gk_err *e)
+{
+    int local = d->where.local_world_size > 0 ? d->where.local_world_size : 1;
+    if (tp <= 1)
+        return 0;
+    if (d->world % tp || local % tp)
+        return gk_errf(e, GK_EUSAGE, "tensor_parallel = %d must divide the ranks of each node "
+                       "(%d here, %d in all): start a multiple of %d a node (nproc_per_node)",
+                       tp, local, d->world, tp);
+    char name[32];
+    snprintf(name, sizeof name, "tp%d", d->rank / tp);
+    int rc = gk_comm_open_group(be, d->store, name, d->rank % tp, tp, d->timeout_s,
+                                d->gloo_ifname, &d->tp_comm, e);
+    if (rc)
+        return rc;
+    d->tp = tp, d->tp_rank = d->rank % tp;
+    d->dp_rank = d->rank / tp, d->dp_world = d->world / tp;
+    return 0;
+}
+
+/* The comm the gradients are summed over: the whole run's, or with tensor parallel the ranks
+ * that hold the same part ("dp<P>"; one of its own: "single"). */
+static int open_dp(tr_dist *d, gk_backend *be, gk_err *e)
+{
+    if (d->tp == 1)
+        return gk_comm_open(be, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,
+                            &d->inner, e);
+    if (d->dp_world == 1)
+        return gk_comm_open_single(&d->inner, e);
+    char name[32];
+    snprintf(name, sizeof name, "dp%d", d->tp_rank);
+    return gk_comm_open_group(be, d->store, name, d->dp_rank, d->dp_world, d->timeout_s,
+                              d->gloo_ifname, &d->inner, e);
+}
+
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
 {
     if (d->world == 1)
         return gk_comm_open_single(&d->comm, e);
-    int rc = gk_comm_open(be, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,
-                          &d->inner, e);
+    int rc = open_dp(d, be, e);
     if (rc)
         return rc;
     d->inner->sum_type = sum_type;
-    d->timed = (gk_comm){&timed_ops, d->rank, d->world, d, sum_type};
+    d->timed = (gk_comm){&timed_ops, d->dp_rank, d->dp_world, d, sum_type};
     d->comm = &d->timed;
     /* the checkpoint writers' (host memory, on their threads) */
     return gk_comm_open_gloo(&d->ckpt, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,
@@ -332,19 +368,25 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
 
 int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e)
 {
-    if (accum_total % d->world != 0)
+    if (accum_total % d->dp_world != 0)
         return gk_errf(e, GK_EUSAGE, "%lld micro-batches per step do not split over %d ranks",
-                       (long long)accum_total, d->world);
+                       (long long)accum_total, d->dp_world);
     d->accum_total = accum_total;
-    d->accum = accum_total / d->world;
+    d->accum = accum_total / d->dp_world;
     return 0;
 }
 
-int64_t tr_dist_micro(const tr_dist *d, int64_t k) { return (int64_t)d->rank * d->accum + k; }
+int64_t tr_dist_micro(const tr_dist *d, int64_t k) { return (int64_t)d->dp_rank * d->accum + k; }
 
 int tr_dist_sum(tr_dist *d, double *v, int n, gk_err *e)
 {
-    return d->comm->ops->allreduce_host(d->comm, v, n, e);
+    int rc = d->comm->ops->allreduce_host(d->comm, v, n, e);
+    if (rc || !d->tp_comm)
+        return rc;
+    rc = d->tp_comm->ops->allreduce_host(d->tp_comm, v, n, e); /* (a stop flag seen by one) */
+    for (int i = 0; i < n; i++)
+        v[i] /= d->tp;
+    return rc;
 }
 
 int tr_dist_share(tr_dist *d, const char *key, int ok, char *text, size_t cap, gk_err *e)
@@ -436,6 +478,8 @@ void tr_dist_close(tr_dist *d)
 {
     gk_comm_close(d->comm);
     d->comm = NULL;
+    gk_comm_close(d->tp_comm);
+    d->tp_comm = NULL;
     gk_comm_close(d->ckpt);
     d->ckpt = NULL;
     if (d->store)

@@ -23,6 +23,10 @@
 typedef struct tr_dist {
     tr_launch where;      /* this process's place (launch.h) */
     int rank, world;
+    int tp, tp_rank;      /* tensor parallel: ranks of a group (1: none), this one's place in it */
+    int dp_rank, dp_world; /* data parallel: this rank's group among the groups (rank / tp) and
+                            * their number (world / tp); without tensor parallel rank, world */
+    gk_comm *tp_comm;     /* from tr_dist_tp: the group's (tp > 1), else NULL */
     double timeout_s;
     gk_store *store;      /* NULL in a one-process run */
     gk_comm *comm;        /* from tr_dist_comm */
@@ -54,18 +58,27 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env 
  * (GK_F32 or GK_BF16: comm.h); one process has no sums. With several ranks, also d->ckpt. */
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e);
 int tr_dist_is_root(const tr_dist *d);
+/* Tensor parallel over groups of tp consecutive ranks of a node (gk_comm_open_group "tp<G>" for
+ * group G = rank / tp): tp must divide the ranks of each node (GK_EUSAGE naming the numbers); from
+ * then on tr_dist_comm's comm is the data-parallel one across the groups ("dp<P>" among the ranks
+ * of place P in theirs), and the batch splits over the groups. tp 1: nothing. Before tr_dist_comm,
+ * every rank at once (a collective). */
+int tr_dist_tp(tr_dist *d, gk_backend *be, int tp, gk_err *e);
 
 /* Seconds this rank spent in collectives since the last call (0 for one process). */
 double tr_dist_comm_secs(tr_dist *d);
 
-/* Splits accum_total micro-batches of a step over the ranks: GK_EUSAGE when it does not divide. */
+/* Splits accum_total micro-batches of a step over the data-parallel ranks (dp_world): GK_EUSAGE
+ * when it does not divide. */
 int tr_dist_split(tr_dist *d, int64_t accum_total, gk_err *e);
-/* The global index of this rank's micro-batch k of a step (rank-major: rank r owns
+/* The global index of this rank's micro-batch k of a step (rank-major: data-parallel rank r owns
  * r * accum .. r * accum + accum - 1, so the data and dropout of a step do not depend on the
  * world size). */
 int64_t tr_dist_micro(const tr_dist *d, int64_t k);
 
-/* Sums n host doubles over the ranks (losses, counts, flags). */
+/* Sums n host doubles over the ranks (losses, counts, flags); with tensor parallel over the
+ * groups, each group's ranks' values (the same: they ran the same batch) counted once as their
+ * mean. */
 int tr_dist_sum(tr_dist *d, double *v, int n, gk_err *e);
 /* Every rank gets root's text: rank 0 passes ok = 0 and its text, or its error (ok < 0, text =
  * e->msg), which every other rank returns as "rank 0: MSG" (quiet_error set: rank 0 reports

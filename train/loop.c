@@ -64,11 +64,11 @@ static int load_batch(tr_run *r, const tr_data *d, int stream, uint64_t batch,
 int tr_estimate_loss(tr_run *r, const tr_data *d, int stream, double *loss, gk_err *e)
 {
     int B = (int)r->s.batch_size, T = gk_gpt2_cfg(r->model)->block_size;
-    int64_t n = r->s.eval_iters, world = r->dist.world;
+    int64_t n = r->s.eval_iters, world = r->dist.dp_world; /* (a tensor-parallel group: one) */
     int64_t end = gk_gpt2_params_sharded(r->model) ? (n + world - 1) / world * world : n;
     double sum = 0;
     gk_gpt2_set_training(r->model, 0);
-    for (int64_t i = r->dist.rank; i < end; i += world) {
+    for (int64_t i = r->dist.dp_rank; i < end; i += world) {
         float l;
         /* a signal: checkpoint now rather than after the eval */
         if (*r->stop && r->dist.world == 1)
@@ -92,8 +92,8 @@ int tr_hellaswag(tr_run *r, double *acc, double *acc_norm, gk_err *e)
     enum { CHUNK = 64 }; /* items between two looks at the stop flag */
     gk_choice_result res[CHUNK];
     int all = gk_gpt2_params_sharded(r->model);
-    size_t n = r->hellaswag.n, world = all ? 1 : (size_t)r->dist.world,
-           rank = all ? 0 : (size_t)r->dist.rank;
+    size_t n = r->hellaswag.n, world = all ? 1 : (size_t)r->dist.dp_world,
+           rank = all ? 0 : (size_t)r->dist.dp_rank;
     size_t end = n * (rank + 1) / world;
     double right[2] = {0, 0};
     gk_gpt2_set_training(r->model, 0);
@@ -256,7 +256,8 @@ static int skipped_step(tr_run *r, const tr_step_record *rec, const step_outcome
 static int print_sample(tr_run *r, int64_t step, gk_err *e)
 {
     int root = tr_dist_is_root(&r->dist);
-    if (r->s.sample_tokens <= 0 || !r->vocab || (!root && !gk_gpt2_params_sharded(r->model)))
+    if (r->s.sample_tokens <= 0 || !r->vocab || (!root && !gk_gpt2_params_sharded(r->model)) ||
+        r->dist.tp > 1) /* (forward_at splits nothing: setup said so) */
         return 0;
     uint32_t id;
     int rc = gk_text_start_token(r->vocab, &id, e);
@@ -478,8 +479,8 @@ static int stopping(tr_run *r)
  * micro_steps reads them); each evaluation's batches, the same every time (tr_estimate_loss). */
 static int plan_data(tr_run *r, int train, gk_err *e)
 {
-    uint64_t B = (uint64_t)r->s.batch_size, rank = (uint64_t)r->dist.rank,
-             world = (uint64_t)r->dist.world;
+    uint64_t B = (uint64_t)r->s.batch_size, rank = (uint64_t)r->dist.dp_rank,
+             world = (uint64_t)r->dist.dp_world;
     uint64_t accum = (uint64_t)r->dist.accum, iters = (uint64_t)r->s.eval_iters, seed = r->st.seed;
     uint64_t evals = rank < iters ? (iters - rank + world - 1) / world : 0;
     int rc = 0;
@@ -502,6 +503,8 @@ int tr_run_train(tr_run *r, gk_err *e)
     /* after a stop signal, a collective stalled for 5 s (a rank hung or gone unseen) fails the run
      * instead of holding it until dist_timeout: launchers kill a rank 30 s after SIGTERM */
     int rc = gk_comm_stop_on(r->dist.inner, r->stop, 5.0, e);
+    if (!rc && r->dist.tp_comm)
+        rc = gk_comm_stop_on(r->dist.tp_comm, r->stop, 5.0, e);
     if (!rc)
         rc = tr_run_start(r, e);
     if (!rc)

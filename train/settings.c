@@ -106,6 +106,10 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, zero_stage, "0", 0, 3,
                 "1: shard the AdamW moments across ranks (ZeRO-1); 2: the gradients too (ZeRO-2); "
                 "3: the parameters too (ZeRO-3, gathered layer by layer)"),
+    GK_CK_INT_R(S, tensor_parallel, "1", 1, 1024,
+                "ranks of a node that split each layer between them (Megatron's tensor "
+                "parallel: attention by heads, the MLP by hidden units, the vocabulary by rows); "
+                "data parallel across the groups"),
     GK_CK_BOOL(S, optimizer_offload, "false",
                "fp32 master weights and AdamW moments in host memory, updated there by the CPU "
                "(ZeRO-Offload; cuda)"),

@@ -35,7 +35,7 @@ typedef struct tr_settings {
     int64_t seed, threads;
     double peak_tflops;
     /* data parallel (dist.h, launch.h) */
-    int64_t total_batch_size, nproc_per_node, zero_stage;
+    int64_t total_batch_size, nproc_per_node, zero_stage, tensor_parallel;
     bool optimizer_offload;
     const char *reduce_dtype;
     double dist_timeout;

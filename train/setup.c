@@ -265,6 +265,8 @@ static int open_data(tr_run *r, int T, uint32_t vocab_limit, gk_err *e)
 
 int tr_open_backend(tr_run *r, gk_err *e)
 {
+    if (r->be)
+        return 0; /* (tensor_parallel opened it first) */
     int bf16 = strcmp(r->s.dtype, "bfloat16") == 0  ? 1
                : strcmp(r->s.dtype, "float32") == 0 ? 0
                                                     : -1;
@@ -306,8 +308,9 @@ static int create_model(tr_run *r, const gk_gpt2_config *mc, gk_err *e)
     if (!rc)
         rc = tr_model_flags(r, mc, &flags, e);
     if (!rc)
-        rc = gk_gpt2_create_ex(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size,
-                               flags | GK_GPT2_DEFER_MOMENTS | GK_GPT2_DEFER_GRADS, e);
+        rc = gk_gpt2_create_tp(&r->model, mc, r->be, (int)r->s.batch_size, mc->block_size,
+                               flags | GK_GPT2_DEFER_MOMENTS | GK_GPT2_DEFER_GRADS,
+                               r->dist.tp_comm, e);
         /* (moments(): maybe a shard) */
     size_t n = (size_t)r->s.batch_size * (size_t)mc->block_size;
     r->x = malloc(n * sizeof *r->x);
@@ -384,7 +387,7 @@ static int decide_start(tr_run *r, char *path, size_t cap, int *resume, gk_err *
 static int split_batch(tr_run *r, int T, gk_err *e)
 {
     tr_settings *s = &r->s;
-    int64_t BT = s->batch_size * T, W = r->dist.world, accum = s->gradient_accumulation_steps;
+    int64_t BT = s->batch_size * T, W = r->dist.dp_world, accum = s->gradient_accumulation_steps;
     char near[64];
     if (s->total_batch_size > 0) {
         if (s->total_batch_size % (BT * W) != 0)
@@ -500,11 +503,31 @@ static int moments(tr_run *r, gk_err *e)
     return tr_dist_agree(&r->dist, "optimizer state", rc, e);
 }
 
+/* tensor_parallel: the backend, then the groups' comms (tr_dist_tp), before the model is made
+ * (its parts are the group's); every rank learns whether all of them managed. */
+static int tensor_parallel(tr_run *r, gk_err *e)
+{
+    int tp = (int)r->s.tensor_parallel;
+    if (tp <= 1)
+        return 0;
+    int rc = tr_open_backend(r, e);
+    if ((rc = tr_dist_agree(&r->dist, "device", rc, e)))
+        return rc;
+    rc = tr_dist_tp(&r->dist, r->be, tp, e);
+    if (!rc && r->s.sample_tokens > 0 && tr_dist_is_root(&r->dist))
+        gk_warn("sample_tokens: no samples while training with tensor_parallel (gpt-sample the "
+                "checkpoints: they are whole)");
+    return tr_dist_agree(&r->dist, "tensor_parallel", rc, e);
+}
+
 int tr_run_setup(tr_run *r, gk_err *e)
 {
     char path[4096] = "";
     int resume = 0;
-    int rc = decide_start(r, path, sizeof path, &resume, e);
+    int rc = tensor_parallel(r, e);
+    if (rc)
+        return rc;
+    rc = decide_start(r, path, sizeof path, &resume, e);
     if (!rc)
         rc = setup_rank(r, path, resume, e);
     r->resumed = resume;

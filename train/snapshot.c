@@ -6,7 +6,10 @@
  * schedule on a comm of their own (tr_dist's ckpt comm, Gloo on host memory): each tensor of the
  * file, in the file's order (entry by entry, its parameter, then m and v), cut where its owner
  * changes and at STREAM_CHUNK floats, each piece broadcast by the rank that owns it. Rank 0 keeps
- * one piece at a time; the others only send theirs (tr_snapshot_serve). */
+ * one piece at a time; the others only send theirs (tr_snapshot_serve). Under tensor parallel
+ * a split tensor comes part by part (each part from the ranks that hold it) and rank 0 puts the
+ * whole tensor together before writing it (one tensor's floats at a time: GPT-2 124M's wte, 154
+ * MB). */
 #include "model_io.h"
 
 #include "kernels/model/gpt2_load.h"
@@ -17,15 +20,11 @@
 
 #define STREAM_CHUNK ((size_t)1 << 20) /* floats a piece at most (4 MB) */
 
-static size_t entry_numel(const gk_ckpt_param *p)
-{
-    return (size_t)p->shape[0] * (p->ndim > 1 ? (size_t)p->shape[1] : 1);
-}
-
 /* The schedule's place, the same on every rank: the next piece starts at float pos of entry's
- * tensor of kind (0 the parameter, 1 m, 2 v). */
+ * tensor of kind (0 the parameter, 1 m, 2 v), in tensor-parallel rank part's part of it (0 for
+ * a tensor no rank splits). */
 typedef struct cursor {
-    int entry, kind;
+    int entry, kind, part;
     size_t pos;
 } cursor;
 
@@ -36,6 +35,10 @@ struct tr_snapshot {
     char (*names)[64];        /* copies of the table's names: a save reads no model */
     gk_ckpt_param *params;    /* n entries; with one rank pointing into buf */
     size_t *offset;           /* each entry's float in the parameter block */
+    int *split;               /* each entry's gk_param.split */
+    int tp;                   /* tensor-parallel ranks (gk_gpt2_tp_world): world = tp x the
+                               * slices' ranks, rank = slice rank x tp + part */
+    float *whole;             /* tp > 1, rank 0: one tensor put together from its parts */
     gk_gpt2_slices *slices;
     gk_comm *comm;            /* the writers' (several ranks), else NULL */
     int rank;
@@ -60,6 +63,8 @@ void tr_snapshot_free(tr_snapshot *s)
     free(s->names);
     free(s->params);
     free(s->offset);
+    free(s->split);
+    free(s->whole);
     free(s->buf);
     free(s->piece);
     free(s->config_json);
@@ -75,8 +80,10 @@ static void describe(tr_snapshot *s, const gk_gpt2 *m)
         float *p = s->comm ? s->buf : s->buf + t->offset; /* several ranks: only "present" */
         snprintf(s->names[i], sizeof s->names[i], "%s", t->name);
         s->offset[i] = t->offset;
+        s->split[i] = t->split;
         s->params[i] = (gk_ckpt_param){s->names[i], t->ndim,
-                                       {t->shape[0], t->ndim > 1 ? t->shape[1] : 0}, p, NULL, NULL};
+                                       {t->full_shape[0], t->ndim > 1 ? t->full_shape[1] : 0}, p,
+                                       NULL, NULL};
         if (s->kinds == 3) {
             s->params[i].m = p + s->slice;
             s->params[i].v = p + 2 * s->slice;
@@ -98,16 +105,24 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
         s->names = calloc((size_t)n, sizeof *s->names);
         s->params = calloc((size_t)n, sizeof *s->params);
         s->offset = calloc((size_t)n, sizeof *s->offset);
+        s->split = calloc((size_t)n, sizeof *s->split);
+        s->tp = gk_gpt2_tp_world(m);
+        size_t max = 0;
+        for (int i = 0; s->tp > 1 && s->rank == 0 && i < n; i++)
+            if (gk_gpt2_param(m, i)->full_numel > max)
+                max = gk_gpt2_param(m, i)->full_numel;
+        s->whole = max ? malloc(max * sizeof *s->whole) : NULL;
         s->buf = s->slices ? malloc(s->slice * (size_t)kinds * sizeof *s->buf) : NULL;
         s->piece = s->comm ? malloc(STREAM_CHUNK * sizeof *s->piece) : NULL;
     }
-    if (s && s->slices && gk_gpt2_slices_world(s->slices) != (s->comm ? comm->world : 1)) {
+    if (s && s->slices &&
+        gk_gpt2_slices_world(s->slices) * s->tp != (s->comm ? comm->world : 1)) {
         tr_snapshot_free(s);
         return gk_errf(e, GK_EUSAGE, "checkpoint snapshot: the model's state is cut over ranks "
                        "whose comm was not given");
     }
-    if (!s || !s->slices || !s->names || !s->params || !s->offset || !s->buf ||
-        (s->comm && !s->piece)) {
+    if (!s || !s->slices || !s->names || !s->params || !s->offset || !s->split || !s->buf ||
+        (s->comm && !s->piece) || (s->tp > 1 && s->rank == 0 && !s->whole)) {
         size_t bytes = s ? s->slice * (size_t)kinds * sizeof(float) : 0;
         tr_snapshot_free(s);
         return gk_errf(e, GK_ENOMEM, "out of memory for the checkpoint's host copy (%.1f MB)",
@@ -149,22 +164,40 @@ int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const gk_vocab *v, const tr_sta
 
 /* ---- the stream: several ranks' slices into one file ---- */
 
+/* The parts of entry i (tensor-parallel ranks holding a part of it: 1 when none splits it), and
+ * the floats of part t. */
+static int parts_of(const tr_snapshot *s, int i)
+{
+    return s->split[i] == GK_SPLIT_NONE ? 1 : s->tp;
+}
+static size_t part_numel(const tr_snapshot *s, int i, int t)
+{
+    const gk_ckpt_param *p = &s->params[i];
+    int full[2] = {p->shape[0], p->shape[1]}, part[2];
+    gk_tp_part_shape(s->split[i], p->ndim, full, s->tp, t, part);
+    return (size_t)part[0] * (p->ndim > 1 ? (size_t)part[1] : 1);
+}
+
 /* Broadcasts the schedule's next piece from its owner; *n its floats (0: the schedule is over),
  * s->got and got_at (on rank 0) what it was. */
 static int next_piece(tr_snapshot *s, size_t *n, gk_err *e)
 {
     cursor *c = &s->next;
-    while (c->entry < s->n && c->pos >= entry_numel(&s->params[c->entry])) {
+    while (c->entry < s->n && c->pos >= part_numel(s, c->entry, c->part)) {
         c->pos = 0;
+        if (++c->part < parts_of(s, c->entry))
+            continue;
+        c->part = 0;
         if (++c->kind == s->kinds)
             c->kind = 0, c->entry++;
     }
     *n = 0;
     if (c->entry == s->n)
         return 0;
-    size_t numel = entry_numel(&s->params[c->entry]), at, run;
+    size_t numel = part_numel(s, c->entry, c->part), at, run;
     int owner;
     gk_gpt2_slice_owner(s->slices, s->offset[c->entry] + c->pos, &owner, &at, &run);
+    owner = owner * s->tp + c->part;
     size_t len = numel - c->pos < run ? numel - c->pos : run;
     len = len < STREAM_CHUNK ? len : STREAM_CHUNK;
     float *mine = s->buf + (size_t)c->kind * s->slice + at;
@@ -176,12 +209,47 @@ static int next_piece(tr_snapshot *s, size_t *n, gk_err *e)
     return rc;
 }
 
+/* Tensor parallel, rank 0: entry's tensor of kind k put together in s->whole from its parts'
+ * pieces, which must come next in the schedule. */
+static int whole_tensor(tr_snapshot *s, size_t entry, int k, gk_err *e)
+{
+    const gk_ckpt_param *p = &s->params[entry];
+    int full[2] = {p->shape[0], p->shape[1]};
+    size_t got;
+    for (;;) {
+        int rc = next_piece(s, &got, e);
+        if (rc)
+            return rc;
+        if (!got || s->got.entry != (int)entry || s->got.kind != k)
+            return gk_errf(e, GK_EUSAGE, "checkpoint stream: %s asked out of the file's order",
+                           s->names[entry]);
+        gk_tp_part_copy(s->split[entry], p->ndim, full, s->tp, s->got.part, s->whole,
+                        (float *)s->got_at, s->got.pos, got, 1);
+        if (s->got.part == parts_of(s, (int)entry) - 1 &&
+            s->got.pos + got == part_numel(s, (int)entry, s->got.part))
+            return 0;
+    }
+}
+
+/* gk_ckpt_info.fill on rank 0 with tensor parallel: from whole_tensor's, made at the tensor's
+ * first bytes. */
+static int whole_fill(tr_snapshot *s, size_t entry, int k, uint64_t off, void *buf, size_t n,
+                      gk_err *e)
+{
+    int rc = off == 0 ? whole_tensor(s, entry, k, e) : 0;
+    if (!rc)
+        memcpy(buf, (char *)s->whole + off, n);
+    return rc;
+}
+
 /* gk_ckpt_info.fill on rank 0: the bytes asked, from the pieces as the schedule brings them. */
 static int stream_fill(void *ctx, size_t entry, int kind, uint64_t off, void *buf, size_t n,
                        gk_err *e)
 {
     tr_snapshot *s = ctx;
     int k = kind == 'm' ? 1 : kind == 'v' ? 2 : 0;
+    if (s->tp > 1)
+        return whole_fill(s, entry, k, off, buf, n, e);
     size_t first = (size_t)off / sizeof(float), count = n / sizeof(float);
     char *to = buf;
     while (count) {
@@ -214,8 +282,8 @@ static int drain(tr_snapshot *s, gk_err *e)
 
 static void restart(tr_snapshot *s)
 {
-    s->next = (cursor){0, 0, 0};
-    s->got = (cursor){-1, 0, 0};
+    s->next = (cursor){0, 0, 0, 0};
+    s->got = (cursor){-1, 0, 0, 0};
     s->got_n = 0;
 }
 
