@@ -216,7 +216,7 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env 
     return d->world == 1 ? 0 : dist_join(d, l, e);
 }
 
-/* ---- the timed comm: forwards to d->inner, adding the time each collective takes ---- */
+/* ---- the timed comm: forwards to its inner, adding the time each collective takes ---- */
 
 #define TIMED(d, call)                                \
     do {                                              \
@@ -226,81 +226,82 @@ int tr_dist_open(tr_dist *d, const tr_launch *l, double timeout_s, const gk_env 
         return rc_;                                   \
     } while (0)
 
-static tr_dist *dist_of(gk_comm *c) { return c->impl; }
+/* A timed comm's impl: the run's dist (its comm_secs) and the comm that does the work. */
+static tr_timed *timed_of(gk_comm *c) { return c->impl; }
 
 static int timed_allreduce(gk_comm *c, float *buf, size_t n, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->allreduce(d->inner, buf, n, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->allreduce(t->inner, buf, n, e));
 }
 
 static int timed_allreduce_host(gk_comm *c, double *v, int n, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->allreduce_host(d->inner, v, n, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->allreduce_host(t->inner, v, n, e));
 }
 
 static int timed_reduce_scatter(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->reduce_scatter(d->inner, in, out, count, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->reduce_scatter(t->inner, in, out, count, e));
 }
 
 static int timed_all_gather(gk_comm *c, const float *in, float *out, size_t count, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->all_gather(d->inner, in, out, count, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->all_gather(t->inner, in, out, count, e));
 }
 
 static int timed_broadcast(gk_comm *c, void *buf, size_t n, int root, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->broadcast(d->inner, buf, n, root, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->broadcast(t->inner, buf, n, root, e));
 }
 
 static int timed_barrier(gk_comm *c, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->barrier(d->inner, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->barrier(t->inner, e));
 }
 
 static int timed_allreduce_start(gk_comm *c, float *buf, size_t n, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->allreduce_start(d->inner, buf, n, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->allreduce_start(t->inner, buf, n, e));
 }
 
 static int timed_allreduce_wait(gk_comm *c, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->allreduce_wait(d->inner, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->allreduce_wait(t->inner, e));
 }
 
 static int timed_reduce_scatter_start(gk_comm *c, const float *in, float *out, size_t count,
                                       gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->reduce_scatter_start(d->inner, in, out, count, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->reduce_scatter_start(t->inner, in, out, count, e));
 }
 
 static int timed_started_wait(gk_comm *c, int keep, gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->started_wait(d->inner, keep, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->started_wait(t->inner, keep, e));
 }
 
 static int timed_all_gather_start(gk_comm *c, const float *in, float *out, size_t count,
                                   gk_err *e)
 {
-    tr_dist *d = dist_of(c);
-    TIMED(d, d->inner->ops->all_gather_start(d->inner, in, out, count, e));
+    tr_timed *t = timed_of(c);
+    TIMED(t->d, t->inner->ops->all_gather_start(t->inner, in, out, count, e));
 }
 
 static void timed_close(gk_comm *c)
 {
-    tr_dist *d = dist_of(c);
-    gk_comm_close(d->inner);
-    d->inner = NULL;
+    tr_timed *t = timed_of(c);
+    gk_comm_close(t->inner);
+    t->inner = NULL;
 }
 
 static const gk_comm_ops timed_ops = {
@@ -328,9 +329,13 @@ int tr_dist_tp(tr_dist *d, gk_backend *be, int tp, gk_err *e)
     char name[32];
     snprintf(name, sizeof name, "tp%d", d->rank / tp);
     int rc = gk_comm_open_group(be, d->store, name, d->rank % tp, tp, d->timeout_s,
-                                d->gloo_ifname, &d->tp_comm, e);
+                                d->gloo_ifname, &d->tp_t.inner, e);
     if (rc)
         return rc;
+    d->tp_t.d = d;
+    d->tp_t.inner->sum_type = GK_F32; /* (activations: summed in float32) */
+    d->tp_timed = (gk_comm){&timed_ops, d->rank % tp, tp, &d->tp_t, GK_F32};
+    d->tp_comm = &d->tp_timed;
     d->tp = tp, d->tp_rank = d->rank % tp;
     d->dp_rank = d->rank / tp, d->dp_world = d->world / tp;
     return 0;
@@ -342,13 +347,13 @@ static int open_dp(tr_dist *d, gk_backend *be, gk_err *e)
 {
     if (d->tp == 1)
         return gk_comm_open(be, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,
-                            &d->inner, e);
+                            &d->dp_t.inner, e);
     if (d->dp_world == 1)
-        return gk_comm_open_single(&d->inner, e);
+        return gk_comm_open_single(&d->dp_t.inner, e);
     char name[32];
     snprintf(name, sizeof name, "dp%d", d->tp_rank);
     return gk_comm_open_group(be, d->store, name, d->dp_rank, d->dp_world, d->timeout_s,
-                              d->gloo_ifname, &d->inner, e);
+                              d->gloo_ifname, &d->dp_t.inner, e);
 }
 
 int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
@@ -358,8 +363,9 @@ int tr_dist_comm(tr_dist *d, gk_backend *be, gk_elt sum_type, gk_err *e)
     int rc = open_dp(d, be, e);
     if (rc)
         return rc;
-    d->inner->sum_type = sum_type;
-    d->timed = (gk_comm){&timed_ops, d->dp_rank, d->dp_world, d, sum_type};
+    d->dp_t.d = d;
+    d->dp_t.inner->sum_type = sum_type;
+    d->timed = (gk_comm){&timed_ops, d->dp_rank, d->dp_world, &d->dp_t, sum_type};
     d->comm = &d->timed;
     /* the checkpoint writers' (host memory, on their threads) */
     return gk_comm_open_gloo(&d->ckpt, d->store, d->rank, d->world, d->timeout_s, d->gloo_ifname,

@@ -20,13 +20,22 @@
 #include "kernels/model/gpt2.h"
 #include "launch.h"
 
+/* A timed comm's impl (dist.c): the run's dist, whose comm_secs it adds to, and the comm that
+ * does the work. */
+typedef struct tr_timed {
+    struct tr_dist *d;
+    gk_comm *inner;
+} tr_timed;
+
 typedef struct tr_dist {
     tr_launch where;      /* this process's place (launch.h) */
     int rank, world;
     int tp, tp_rank;      /* tensor parallel: ranks of a group (1: none), this one's place in it */
     int dp_rank, dp_world; /* data parallel: this rank's group among the groups (rank / tp) and
                             * their number (world / tp); without tensor parallel rank, world */
-    gk_comm *tp_comm;     /* from tr_dist_tp: the group's (tp > 1), else NULL */
+    gk_comm *tp_comm;     /* from tr_dist_tp: the group's (tp > 1), timed, else NULL */
+    gk_comm tp_timed;     /* (tp_comm points here) */
+    tr_timed tp_t;
     double timeout_s;
     gk_store *store;      /* NULL in a one-process run */
     gk_comm *comm;        /* from tr_dist_comm */
@@ -36,7 +45,7 @@ typedef struct tr_dist {
     int64_t accum_total;  /* micro-batches of one step over all ranks */
     int quiet_error;      /* this rank's error is rank 0's too, which reports it: print nothing */
     gk_comm timed;        /* comm's collectives, timed: d->comm points here (world > 1) */
-    gk_comm *inner;       /* the comm that does the work */
+    tr_timed dp_t;        /* its impl: dp_t.inner is the comm that does the work */
     double comm_secs;     /* seconds spent in collectives since the last tr_dist_comm_secs */
     int overlap;          /* sum each layer's gradients during the
                            * backward (not GPT_GRAD_OVERLAP=0) */
@@ -65,7 +74,8 @@ int tr_dist_is_root(const tr_dist *d);
  * every rank at once (a collective). */
 int tr_dist_tp(tr_dist *d, gk_backend *be, int tp, gk_err *e);
 
-/* Seconds this rank spent in collectives since the last call (0 for one process). */
+/* Seconds this rank spent in collectives since the last call (0 for one process): the gradients'
+ * sums and, with tensor parallel, the group's all-reduces. */
 double tr_dist_comm_secs(tr_dist *d);
 
 /* Splits accum_total micro-batches of a step over the data-parallel ranks (dp_world): GK_EUSAGE

@@ -502,9 +502,9 @@ int tr_run_train(tr_run *r, gk_err *e)
     }
     /* after a stop signal, a collective stalled for 5 s (a rank hung or gone unseen) fails the run
      * instead of holding it until dist_timeout: launchers kill a rank 30 s after SIGTERM */
-    int rc = gk_comm_stop_on(r->dist.inner, r->stop, 5.0, e);
-    if (!rc && r->dist.tp_comm)
-        rc = gk_comm_stop_on(r->dist.tp_comm, r->stop, 5.0, e);
+    int rc = gk_comm_stop_on(r->dist.dp_t.inner, r->stop, 5.0, e);
+    if (!rc && r->dist.tp_t.inner)
+        rc = gk_comm_stop_on(r->dist.tp_t.inner, r->stop, 5.0, e);
     if (!rc)
         rc = tr_run_start(r, e);
     if (!rc)

@@ -27,6 +27,27 @@ static void matmul_bwd(gk_gpt2 *m, void *dinp, const void *pre, float *dw, float
                           m->act, IC, pre, NULL);
 }
 
+/* matmul_bwd of a column-split projection under tensor parallel (c_attn, c_fc): dinp (N,IC) is
+ * this rank's part of the input's gradient, summed over the group; its all-reduce starts as soon
+ * as dinp is made and runs while dw's gemm does (the order reversed for that), and ends before
+ * this returns. Without tensor parallel, matmul_bwd. */
+static void matmul_bwd_summed(gk_gpt2 *m, void *dinp, float *dw, float *dbias, float beta,
+                              const void *dout, const void *inp, const void *w, int N, int IC,
+                              int OC)
+{
+    gk_backend *be = m->be;
+    if (!m->tp) {
+        matmul_bwd(m, dinp, NULL, dw, dbias, beta, dout, inp, w, N, IC, OC);
+        return;
+    }
+    be->ops->gemm_bwd(be, 0, 1, N, IC, OC, 1.0f, dout, m->act, OC, w, m->wt, OC, 0.0f, dinp,
+                      m->act, IC, NULL, NULL);
+    gk_gpt2_tp_sum_start(m, dinp, (size_t)N * IC);
+    be->ops->gemm_bwd(be, 1, 0, IC, OC, N, 1.0f, inp, m->act, IC, dout, m->act, OC, beta, dw,
+                      GK_F32, OC, NULL, dbias);
+    gk_gpt2_tp_sum_wait(m, dinp, (size_t)N * IC);
+}
+
 /* Tensor parallel: a failed collective of vocab_split.h kept as a gather's (pass_status). */
 static void tp_status(gk_gpt2 *m, int rc)
 {
@@ -250,9 +271,8 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         if (recompute_ln) /* ln_2 of res2, as the fused residual add + LayerNorm stored it */
             op->layernorm_fwd(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(m, l, L_LN2W),
                               LP(m, l, L_LN2B), N, C);
-        matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_FCW), LG(m, l, L_FCB), beta, m->dfch, a->ln2,
-                   LW(m, l, L_FCW), N, C, Cm);
-        gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* (the hidden units' parts) */
+        matmul_bwd_summed(m, m->dtmp, LG(m, l, L_FCW), LG(m, l, L_FCB), beta, m->dfch, a->ln2,
+                          LW(m, l, L_FCW), N, C, Cm); /* (the hidden units' parts summed) */
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN2W), LG(m, l, L_LN2B), m->dtmp, a->res2,
                           LP(m, l, L_LN2W), a->ln2_mean, a->ln2_rstd, N, C);
         // attention branch: dres is d res2; -> d res accumulated into dres
@@ -268,9 +288,8 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         if (recompute_ln)
             op->layernorm_fwd(be, a->ln1, a->ln1_mean, a->ln1_rstd, a->res, LP(m, l, L_LN1W),
                               LP(m, l, L_LN1B), N, C);
-        matmul_bwd(m, m->dtmp, NULL, LG(m, l, L_QKVW), LG(m, l, L_QKVB), beta, m->dqkv, a->ln1,
-                   LW(m, l, L_QKVW), N, C, 3 * Ca);
-        gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* (the heads' parts) */
+        matmul_bwd_summed(m, m->dtmp, LG(m, l, L_QKVW), LG(m, l, L_QKVB), beta, m->dqkv, a->ln1,
+                          LW(m, l, L_QKVW), N, C, 3 * Ca); /* (the heads' parts summed) */
         op->layernorm_bwd(be, m->dres, LG(m, l, L_LN1W), LG(m, l, L_LN1B), m->dtmp, a->res,
                           LP(m, l, L_LN1W), a->ln1_mean, a->ln1_rstd, N, C);
         /* ZeRO-3: the layer below's parameters gathered before this layer's sums start, so that

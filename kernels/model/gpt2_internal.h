@@ -281,6 +281,10 @@ int gk_gpt2_tp_check(const gk_gpt2_config *c, int flags, gk_comm *tp, gk_err *er
 int gk_gpt2_tp_setup(gk_gpt2 *m, gk_err *err);
 void gk_gpt2_tp_free(gk_gpt2 *m);
 void gk_gpt2_tp_sum(gk_gpt2 *m, void *buf, size_t n);
+/* The same in two halves, so that other work runs between them (the sum on the comm's thread or
+ * stream): start, then wait (the sum in buf). No other collective on tp in between. */
+void gk_gpt2_tp_sum_start(gk_gpt2 *m, void *buf, size_t n);
+void gk_gpt2_tp_sum_wait(gk_gpt2 *m, void *buf, size_t n);
 int gk_gpt2_tp_norm(gk_gpt2 *m, double *sumsq, gk_err *err);
 /* The split of a table entry (layer slot k, or a global tensor when layer < 0) under tensor
  * parallel. */

@@ -142,6 +142,26 @@ void gk_gpt2_tp_sum(gk_gpt2 *m, void *buf, size_t n)
     if (rc) m->gather_rc = rc;
 }
 
+void gk_gpt2_tp_sum_start(gk_gpt2 *m, void *buf, size_t n)
+{
+    gk_backend *be = m->be;
+    gk_comm *c = m->tp;
+    if (!c || m->gather_rc) return;
+    if (m->act != GK_F32) be->ops->cast(be, m->tp_f32, GK_F32, buf, m->act, n);
+    int rc = c->ops->allreduce_start(c, m->act == GK_F32 ? buf : m->tp_f32, n, &m->gather_err);
+    if (rc) m->gather_rc = rc;
+}
+
+void gk_gpt2_tp_sum_wait(gk_gpt2 *m, void *buf, size_t n)
+{
+    gk_backend *be = m->be;
+    gk_comm *c = m->tp;
+    if (!c || m->gather_rc) return;
+    int rc = c->ops->allreduce_wait(c, &m->gather_err);
+    if (rc) m->gather_rc = rc;
+    else if (m->act != GK_F32) be->ops->cast(be, buf, m->act, m->tp_f32, GK_F32, n);
+}
+
 int gk_gpt2_tp_norm(gk_gpt2 *m, double *sumsq, gk_err *err)
 {
     double s[2] = {0, 0}; /* the parts', summed over the ranks; the replicated tensors' */
