@@ -92,7 +92,8 @@ int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err)
     if (m->flags & GK_GPT2_INFERENCE)
         return gk_errf(err, GK_EUSAGE, "optimizer offload: an inference model has no optimizer");
     if (m->tp)
-        return gk_errf(err, GK_EUSAGE, "optimizer offload: not with tensor_parallel %d",
+        return gk_errf(err, GK_EUSAGE, "optimizer_offload with tensor_parallel = %d: not "
+                       "supported (the split layers' parts are this size already: use one)",
                        m->tp_n);
     if (m->zero || m->offload || !m->p_block)
         return gk_errf(err, GK_EUSAGE, "optimizer offload: before gk_gpt2_set_comm, once");

@@ -115,22 +115,44 @@ static float *shard_grad(const gk_gpt2 *m, const gk_bucket *k, int tail)
     return m->g_block + k->lo + (tail ? W : (size_t)m->comm->rank) * k->piece;
 }
 
-/* The global gradient norm: each rank's pieces, the tails counted once (by rank 0). */
+/* The sums of squares of the gradients of the block's floats [a, b) (at g), into s[0], or with
+ * tensor parallel by tensor: the split ones' into s[0], the replicated ones' into s[1]. */
+static void sumsq_range(gk_gpt2 *m, const float *g, size_t a, size_t b, double s[2])
+{
+    double x = 0;
+    if (!m->tp) {
+        if (b > a) m->be->ops->sumsq(m->be, &x, g, b - a);
+        s[0] += x;
+        return;
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        const gk_param *p = &m->params[i];
+        size_t lo = p->offset > a ? p->offset : a,
+               hi = p->offset + p->numel < b ? p->offset + p->numel : b;
+        if (lo >= hi) continue;
+        x = 0;
+        m->be->ops->sumsq(m->be, &x, g + (lo - a), hi - lo);
+        s[p->split == GK_SPLIT_NONE] += x;
+    }
+}
+
+/* The global gradient norm: each rank's pieces, the tails counted once (by rank 0); with tensor
+ * parallel the split tensors' sums over the group too (the replicated ones are its every rank's). */
 static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
 {
     gk_comm *c = m->comm;
-    double s = 0;
+    double s[2] = {0, 0};
     for (int b = 0; b < m->nbuckets; b++) {
         const gk_bucket *k = &m->buckets[b];
-        size_t tail = gk_bucket_tail(k, c->world);
-        double p = 0, t = 0;
-        if (k->piece) m->be->ops->sumsq(m->be, &p, shard_grad(m, k, 0), k->piece);
-        if (tail && c->rank == 0) m->be->ops->sumsq(m->be, &t, shard_grad(m, k, 1), tail);
-        s += p + t;
+        size_t tail = gk_bucket_tail(k, c->world), mine = k->lo + (size_t)c->rank * k->piece,
+               rest = k->lo + (size_t)c->world * k->piece;
+        sumsq_range(m, shard_grad(m, k, 0), mine, mine + k->piece, s);
+        if (tail && c->rank == 0) sumsq_range(m, shard_grad(m, k, 1), rest, rest + tail, s);
     }
     int rc = gk_backend_status(m->be, err);
-    if (!rc) rc = c->ops->allreduce_host(c, &s, 1, err);
-    *norm = sqrt(s);
+    if (!rc) rc = c->ops->allreduce_host(c, s, 2, err);
+    if (!rc && m->tp) rc = m->tp->ops->allreduce_host(m->tp, s, 1, err);
+    *norm = sqrt(s[0] + s[1]);
     return rc;
 }
 

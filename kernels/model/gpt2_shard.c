@@ -173,9 +173,6 @@ int gk_gpt2_set_comm(gk_gpt2 *m, gk_comm *c, int zero_stage, gk_err *err)
     if ((m->flags & GK_GPT2_INFERENCE) || m->zero) return 0;
     if (zero_stage < 0 || zero_stage > 3)
         return gk_errf(err, GK_EUSAGE, "zero_stage %d: 0, 1, 2 or 3", zero_stage);
-    if (zero_stage && m->tp && c && c->world > 1)
-        return gk_errf(err, GK_EUSAGE, "zero_stage %d with tensor_parallel %d: not yet (use "
-                       "zero_stage 0)", zero_stage, m->tp_n);
     if (zero_stage == 3 && (!c || c->world == 1))
         return gk_errf(err, GK_EUSAGE, "zero_stage 3 shards the parameters over the ranks: with "
                        "one process there is nothing to shard them over (use zero_stage 0)");

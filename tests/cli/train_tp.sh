@@ -1,6 +1,6 @@
 # tensor_parallel = 2 (Megatron's split: attention by heads, the MLP by hidden units, the
 # vocabulary by rows) through gpt-train's launcher: on 2 CPU ranks, and data parallel x 2 across
-# two such groups on 4, the losses (1e-5) and final weights and moments (1e-4) of one process; a
+# two such groups on 4 (also with ZeRO-1 and 3 across them), the losses (1e-5) and final weights and moments (1e-4) of one process; a
 # run stopped at step 3 resumes at another tensor_parallel (2 -> 1, 1 -> 2) as the uninterrupted
 # run, since checkpoints are whole (gpt-sample reads one); on 2 cuda-emu devices over the
 # emulator's NCCL the same in float32, and in bfloat16 the losses within its rounding (each
@@ -15,6 +15,11 @@ for n in 2 4; do
   gpt-train -q "${ARGS[@]}" --nproc_per_node=$n --tensor_parallel=2 --out_dir=tp$n > /dev/null
   losses tp$n/metrics.jsonl | close - one.l 1e-5 && st_close tp$n/latest.safetensors \
     one/latest.safetensors 1e-4 && echo "$n ranks, tensor_parallel 2: one process"
+done
+for z in 1 3; do # ZeRO over the data-parallel pairs
+  gpt-train -q "${ARGS[@]}" --nproc_per_node=4 --tensor_parallel=2 --zero_stage=$z --out_dir=z$z > /dev/null
+  losses z$z/metrics.jsonl | close - one.l 1e-5 && st_close z$z/latest.safetensors \
+    one/latest.safetensors 1e-4 && echo "4 ranks, tensor_parallel 2, zero_stage $z: one process"
 done
 gpt-train -q "${ARGS[@]}" --max_iters=3 --nproc_per_node=2 --tensor_parallel=2 --out_dir=r21 > /dev/null
 gpt-train -q "${ARGS[@]}" --init_from=resume --out_dir=r21 > /dev/null
@@ -43,5 +48,6 @@ run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(grep -
 run gpt-train -q "${ARGS[@]}" --tensor_parallel=2 --out_dir=bad
 run gpt-train -q "${ARGS[@]}" --tensor_parallel=2 --nproc_per_node=3 --out_dir=bad
 run gpt-train -q "${ARGS[@]}" --tensor_parallel=4 --nproc_per_node=4 --out_dir=bad
-run gpt-train -q "${ARGS[@]}" --tensor_parallel=2 --nproc_per_node=4 --zero_stage=1 --out_dir=bad
+run gpt-train -q "${ARGS[@]}" --tensor_parallel=2 --nproc_per_node=2 --optimizer_offload=true \
+  --device=cuda-emu --out_dir=bad
 test ! -e bad/latest.safetensors && echo "nothing trained"

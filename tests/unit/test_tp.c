@@ -1,6 +1,6 @@
 /* test_tp.c: tensor parallel (gk_gpt2_create_tp, kernels/model/gpt2_tp.c) against one process.
  * Ranks are processes over Gloo on loopback (comm_harness.h), each with a CPU backend: TP = 2 on 2
- * ranks, and DP = 2 x TP = 2 on 4 (tensor-parallel groups "tp0", "tp1" of consecutive ranks, the
+ * ranks, and DP = 2 x TP = 2 on 4 at zero_stage 0 to 3 (tensor-parallel groups "tp0", "tp1" of consecutive ranks, the
  * data-parallel ones "dp0", "dp1" across them). Each rank also runs the unsplit model in-process
  * (same seed, the DP ranks' batches as micro-steps of one step) and compares, every step, the
  * loss of its batch and the gradient norm, and at the end every parameter and AdamW moment of its
@@ -23,7 +23,7 @@
 enum { B = 2, T = 8, STEPS = 6, V = 61 };
 static const gk_gpt2_config CFG = {2, 4, 32, 16, V, 1, 0.0f};
 static const gk_adamw OPT = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
-static int case_tp; /* the tensor-parallel ranks of the case run_ranks runs */
+static int case_tp, case_zero; /* the tensor-parallel ranks and zero_stage of the case */
 
 /* Batch d of step s: tokens and their next ones. */
 static void batch(int s, int d, int *in, int *tg)
@@ -36,15 +36,20 @@ static void batch(int s, int d, int *in, int *tg)
 
 /* Counts the floats of this rank's part of entry i (kind) that differ from the whole model's
  * beyond abs + rel |x|; *worst the largest difference. */
-static int part_diff(gk_gpt2 *m, gk_gpt2 *ref, int i, enum gk_tensor_kind kind, float abs_tol,
-                     float rel, double *worst)
+static int part_diff(gk_gpt2 *m, gk_gpt2 *ref, int i, int k, float *const packed[3],
+                     float abs_tol, float rel, double *worst)
 {
+    static const enum gk_tensor_kind kinds[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
+                                                 GK_TENSOR_ADAM_V};
     const gk_param *p = gk_gpt2_param(m, i), *q = gk_gpt2_param(ref, i);
     float *mine = malloc(p->numel * 4 + 4), *whole = malloc(q->numel * 4),
           *want = malloc(p->numel * 4 + 4);
     gk_err e = {0};
-    CHECK_OK(gk_gpt2_tensor_get(m, i, kind, mine, &e), &e);
-    CHECK_OK(gk_gpt2_tensor_get(ref, i, kind, whole, &e), &e);
+    size_t at = 0; /* (ZeRO: from the gathered shards, packed in table order) */
+    for (int j = 0; j < i; j++) at += gk_gpt2_param(m, j)->numel;
+    if (packed[k]) memcpy(mine, packed[k] + at, p->numel * 4);
+    else CHECK_OK(gk_gpt2_tensor_get(m, i, kinds[k], mine, &e), &e);
+    CHECK_OK(gk_gpt2_tensor_get(ref, i, kinds[k], whole, &e), &e);
     gk_tp_part_copy(p->split, p->ndim, p->full_shape, gk_gpt2_tp_world(m), gk_gpt2_tp_rank(m),
                     whole, want, 0, p->numel, 0);
     int bad = 0;
@@ -77,7 +82,7 @@ static void tp_rank(int rank, int world)
     CHECK(gk_gpt2_tp_world(m) == N && gk_gpt2_tp_rank(m) == tr);
     CHECK_OK(gk_gpt2_init(m, 7, &e), &e);
     CHECK_OK(gk_gpt2_init(ref, 7, &e), &e);
-    CHECK_OK(gk_gpt2_set_comm(m, dp, 0, &e), &e);
+    CHECK_OK(gk_gpt2_set_comm(m, dp, case_zero, &e), &e);
     int in[B * T], tg[B * T], bad = 0;
     for (int st = 0; st < STEPS && !bad; st++) {
         float loss = 0, want = 0, l;
@@ -100,14 +105,21 @@ static void tp_rank(int rank, int world)
                loss, norm, want, want_norm);
     }
     double worst[3] = {0, 0, 0};
-    static const enum gk_tensor_kind kinds[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
-                                                 GK_TENSOR_ADAM_V};
     static const float abs_tol[3] = {2e-4f, 1e-5f, 1e-12f}, rel[3] = {0, 1e-4f, 1e-4f};
+    size_t local = 0;
+    for (int i = 0; i < gk_gpt2_n_params(m); i++) local += gk_gpt2_param(m, i)->numel;
+    float *packed[3] = {NULL, NULL, NULL};
+    if (case_zero) {
+        for (int k = case_zero == 3 ? 0 : 1; k < 3; k++) packed[k] = malloc(local * 4);
+        CHECK_OK(gk_gpt2_shards_gather_packed(m, packed[0], packed[1], packed[2], &e), &e);
+    }
     for (int i = 0; i < gk_gpt2_n_params(m); i++)
         for (int k = 0; k < 3; k++)
-            bad += part_diff(m, ref, i, kinds[k], abs_tol[k], rel[k], &worst[k]);
-    CHECKF(!bad, "rank %d (tp %d of %d, dp %d of %d): %d values differ; worst: weights %.3g, m "
-           "%.3g, v %.3g", rank, tr, N, dr, DP, bad, worst[0], worst[1], worst[2]);
+            bad += part_diff(m, ref, i, k, packed, abs_tol[k], rel[k], &worst[k]);
+    CHECKF(!bad, "rank %d (tp %d of %d, dp %d of %d, zero_stage %d): %d values differ; worst: "
+           "weights %.3g, m %.3g, v %.3g", rank, tr, N, dr, DP, case_zero, bad, worst[0],
+           worst[1], worst[2]);
+    for (int k = 0; k < 3; k++) free(packed[k]);
     CHECK(gk_gpt2_num_scalars(m) == gk_gpt2_num_scalars(ref));
 done:
     gk_gpt2_free(m);
@@ -124,10 +136,12 @@ static void test_tp2(void)
     run_ranks(2, tp_rank);
 }
 
+/* ... at every zero_stage over the data-parallel ranks */
 static void test_dp2_tp2(void)
 {
     case_tp = 2;
-    run_ranks(4, tp_rank);
+    for (case_zero = 0; case_zero <= 3; case_zero++) run_ranks(4, tp_rank);
+    case_zero = 0;
 }
 
 /* Every split's parts, put together, are the whole tensor, and cut again, the parts. */
