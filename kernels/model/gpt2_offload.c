@@ -93,7 +93,7 @@ int gk_gpt2_set_offload(gk_gpt2 *m, gk_backend *host, gk_err *err)
         return gk_errf(err, GK_EUSAGE, "optimizer offload: an inference model has no optimizer");
     if (m->tp)
         return gk_errf(err, GK_EUSAGE, "optimizer_offload with tensor_parallel = %d: not "
-                       "supported (the split layers' parts are this size already: use one)",
+                       "supported yet (use one or the other)",
                        m->tp_n);
     if (m->zero || m->offload || !m->p_block)
         return gk_errf(err, GK_EUSAGE, "optimizer offload: before gk_gpt2_set_comm, once");
