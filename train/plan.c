@@ -17,7 +17,8 @@ typedef struct plan_in {
     gk_elt act;
     int B;             /* batch_size (x mc.block_size) */
     int set, lo;       /* recompute's flags; -1: auto, from level lo up */
-    int world, zero;   /* ranks; zero_stage */
+    int world, zero;   /* ranks (data parallel: tensor-parallel groups); zero_stage */
+    int tp;            /* tensor_parallel */
     int offload;       /* optimizer_offload: GK_GPT2_OFFLOAD for the estimates, else 0 */
     int shared;        /* the device's memory is the host's */
     size_t avail, host;       /* available on one device; in host memory */
@@ -60,13 +61,15 @@ static int recompute_setting(const char *rc)
  * a backend (--plan for a GPU this machine lacks): a CUDA device's, of the dtype asked. */
 static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
 {
+    int tp = r->s.tensor_parallel > 1 ? (int)r->s.tensor_parallel : 1;
     int lo = r->be ? r->be->props.recompute : 1; /* the device's default (cuda's: gelu) */
     gk_elt act = r->be                                         ? r->be->act
                  : r->s.dtype && !strcmp(r->s.dtype, "bfloat16") ? GK_BF16
                                                                  : GK_F32;
     return (plan_in){.mc = *mc, .act = act, .B = (int)r->s.batch_size,
                      .set = recompute_setting(r->s.recompute), .lo = lo < 0 || lo > 2 ? 0 : lo,
-                     .world = world, .zero = (int)r->s.zero_stage,
+                     .world = world / tp > 1 ? world / tp : 1, .tp = tp,
+                     .zero = (int)r->s.zero_stage,
                      .offload = r->s.optimizer_offload ? GK_GPT2_OFFLOAD : 0,
                      .shared = r->be ? r->be->props.host_memory : 0};
 }
@@ -78,7 +81,7 @@ static int need_of(const plan_in *in, int flags, gk_gpt2_mem *m, gk_gpt2_plan *p
                    gk_err *e)
 {
     int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags | in->offload,
-                              in->world, in->zero, m, p, e);
+                              in->world, in->zero, in->tp, m, p, e);
     *snap = m->snapshot + m->host; /* the host's: a checkpoint's copy, an offloaded optimizer */
     if (!rc)
         gk_gpt2_plan_add(p, "checkpoint snapshot, host", m->snapshot, 1);
@@ -156,8 +159,8 @@ static int column(const plan_in *in, plan_col *c, gk_err *e)
     c->max_B = 0;
     if (in->shared || snap <= in->host)
         rc = gk_gpt2_mem_max_batch(&in->mc, in->act, in->mc.block_size, c->flags | in->offload,
-                                   in->world, in->zero, in->shared ? snap : 0, in->avail,
-                                   &c->max_B, e);
+                                   in->world, in->zero, in->tp, in->shared ? snap : 0,
+                                   in->avail, &c->max_B, e);
     return rc;
 }
 
@@ -240,9 +243,10 @@ static void print_rows(FILE *f, const plan *p)
     const plan_col *c0 = &p->col[0], *c1 = &p->col[p->cols - 1];
     int n = p->cols;
     char t0[32], t1[32];
-    if (p->in.world > 1)
-        snprintf(t0, sizeof t0, "ranks 0-%d", p->in.world - 1);
-    row_text(f, "memory per rank", p->in.world > 1 ? t0 : "rank 0", "", n);
+    int world = p->in.world * p->in.tp;
+    if (world > 1)
+        snprintf(t0, sizeof t0, "ranks 0-%d", world - 1);
+    row_text(f, "memory per rank", world > 1 ? t0 : "rank 0", "", n);
     for (int i = 0; i < c0->p.n; i++) {
         const char *name = c0->p.row[i].name;
         if (c0->p.row[i].bytes || c1->p.row[i].bytes)
@@ -286,8 +290,12 @@ static void print_head(FILE *f, const plan *p, const char *dtype, const char *de
     fprintf(f, "model: %d layers, %d heads, n_embd %d, block_size %d, vocab_size %d: %s "
             "parameters\n", mc->n_layer, mc->n_head, mc->n_embd, mc->block_size, mc->vocab_size,
             grouped(n, g, sizeof g));
-    fprintf(f, "run: batch_size %d x %d tokens, %s on %s, %d rank%s, zero_stage %d, recompute %s\n",
-            p->in.B, mc->block_size, dtype, device, p->in.world, p->in.world > 1 ? "s" : "",
+    char tp[48] = "";
+    if (p->in.tp > 1)
+        snprintf(tp, sizeof tp, " (tensor_parallel %d)", p->in.tp);
+    int world = p->in.world * p->in.tp;
+    fprintf(f, "run: batch_size %d x %d tokens, %s on %s, %d rank%s%s, zero_stage %d, recompute "
+            "%s\n", p->in.B, mc->block_size, dtype, device, world, world > 1 ? "s" : "", tp,
             p->in.zero, recompute);
 }
 
@@ -355,7 +363,7 @@ static void suggest(FILE *f, const plan *p, gk_err *e)
                 continue;
             in.world = w, in.zero = z;
             if (build(&in, &q, e) == 0 && q.fits) {
-                fprintf(f, "  zero_stage = %d over %d ranks (a device each)\n", z, w);
+                fprintf(f, "  zero_stage = %d over %d ranks (a device each)\n", z, w * in.tp);
                 any = found = 1;
             }
         }

@@ -208,12 +208,12 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
                       const char *hint, gk_err *e);
 
 /* The largest batch *B in 1..GK_GPT2_MEM_MAX_B at T whose estimate (flags as
- * gk_gpt2_mem_estimate's; sharded over world ranks at zero_stage stage when world > 1, as
- * gk_gpt2_mem_plan), plus extra bytes, is at most avail; 0 when not even 1 is. 0 or the
+ * gk_gpt2_mem_estimate's; sharded over world ranks at zero_stage stage when world > 1, in
+ * tensor-parallel groups of tp, as gk_gpt2_mem_plan), plus extra bytes, is at most avail; 0 when not even 1 is. 0 or the
  * estimate's error. */
 #define GK_GPT2_MEM_MAX_B (1 << 20)
 int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
-                          int stage, size_t extra, size_t avail, int *B, gk_err *err);
+                          int stage, int tp, size_t extra, size_t avail, int *B, gk_err *err);
 
 /* One rank's memory plan (gpt-train --plan): the bytes it holds, by row, from an estimate
  * (gk_gpt2_mem_plan), and the rows a tool adds for its own buffers (gk_gpt2_plan_add: a
@@ -232,12 +232,14 @@ typedef struct gk_gpt2_plan {
 /* gk_gpt2_mem_estimate into *mem (sharded over world ranks when world > 1 at zero_stage stage:
  * 1 the moments, as gk_gpt2_mem_shard, 2 the gradients too: this rank's shard of them and the
  * backward's buckets, gk_gpt2_set_comm's layout; 3 the parameters too, with the buffers they
- * are gathered into) and the same as rows into *p: weights, fp32
- * master; weights, bf16 copy (16-bit copy where act is not bf16); gradients, fp32; AdamW moments,
- * fp32; activations (with the batch's token ids); workspace and scratch. 0 or the estimate's
- * error. */
+ * are gathered into), of rank 0 of tensor-parallel groups of tp ranks (gk_gpt2_create_tp's
+ * parts, the most of wte's rows; 1: none; world then counts the groups), and the same as rows
+ * into *p: weights, fp32 master; weights, bf16 copy (16-bit copy where act is not bf16);
+ * gradients, fp32; AdamW moments, fp32; activations (with the batch's token ids); workspace and
+ * scratch. 0 or the estimate's error. */
 int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                     int world, int stage, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err);
+                     int world, int stage, int tp, gk_gpt2_mem *mem, gk_gpt2_plan *p,
+                     gk_err *err);
 /* Appends a row (name: static text); a full plan drops it (GK_GPT2_PLAN_ROWS holds every row
  * there is today with room to spare). */
 void gk_gpt2_plan_add(gk_gpt2_plan *p, const char *name, size_t bytes, int host);

@@ -257,8 +257,8 @@ int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float 
 int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
                       gk_err *err);
 
-/* gpt2_params.c: what a model of cfg made by gk_gpt2_create_ex(cfg, a backend of activation
- * type act, max_B, max_T, flags) would allocate, from the same table and layout, without
+/* gpt2_params.c: what a model of cfg made by gk_gpt2_create_tp(cfg, a backend of activation
+ * type act, max_B, max_T, flags, tp ranks; rank 0's) would allocate, from the same table and layout, without
  * allocating it (gpt2_mem.c's estimate): n_floats per fp32 block (params; grads and each moment
  * alike in a training model), copy_bytes of the weight copies, act_bytes of activations
  * (saturated at 2^60). 0, GK_EUSAGE (a bad config, batch or weight type) or GK_ENOMEM. */
@@ -267,17 +267,21 @@ typedef struct gk_gpt2_sizes {
     size_t layers_at, layers_end, copies_at; /* as gk_gpt2's */
     size_t copy_elems;                       /* gk_gpt2's n_copy */
     size_t small_floats; /* the fp32 of the entries without a copy (an offload's small block) */
+    size_t whole_floats; /* tensor parallel: the largest whole tensor (a checkpoint's writer puts
+                          * one together at a time), else 0 */
     int inference;
 } gk_gpt2_sizes;
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                     gk_gpt2_sizes *out, gk_err *err);
+                     int tp, gk_gpt2_sizes *out, gk_err *err);
 
 /* gpt2_tp.c: tensor parallel's parts of the graph. tp_setup at create (tp_n > 1): the vocabulary's
  * split and the scratch; tp_free. tp_sum: the all-reduce over tp of an activation buffer (n
  * elements of m->act; 16-bit ones summed in float32), a failure kept as a gather's (pass_status);
  * nothing without tensor parallel. tp_norm: the sum of squares of every gradient of the whole
  * model (each split part once, each replicated tensor once) from this rank's block. */
-int gk_gpt2_tp_check(const gk_gpt2_config *c, int flags, gk_comm *tp, gk_err *err);
+int gk_gpt2_tp_check(const gk_gpt2_config *c, int flags, int tp, gk_err *err);
+/* The device bytes of tensor parallel's scratch (tp_setup's and vocab_split's) for a batch. */
+size_t gk_gpt2_tp_scratch(const gk_gpt2_config *c, gk_elt act, int max_B, int max_T, int tp);
 int gk_gpt2_tp_setup(gk_gpt2 *m, gk_err *err);
 void gk_gpt2_tp_free(gk_gpt2 *m);
 void gk_gpt2_tp_sum(gk_gpt2 *m, void *buf, size_t n);

@@ -55,7 +55,8 @@ static size_t shard_floats(const gk_gpt2_sizes *s, int L, int world, int stage, 
 static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
 {
     size_t last, cut = shard_floats(s, L, world < 1 ? 1 : world, stage, &last);
-    if (!s->inference) mem->snapshot = 3 * cut * sizeof(float); /* a checkpoint's slice */
+    if (!s->inference) /* a checkpoint's slice (tensor parallel: and rank 0's whole tensor) */
+        mem->snapshot = (3 * cut + s->whole_floats) * sizeof(float);
     if (world < 2 || stage < 1 || s->inference) return;
     size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
     mem->optimizer = 2 * shard * sizeof(float);
@@ -83,7 +84,7 @@ int gk_gpt2_mem_estimate(const gk_gpt2_config *cfg, gk_elt act, int max_B, int m
                          gk_gpt2_mem *out, gk_err *err)
 {
     gk_gpt2_sizes s;
-    int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
+    int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, 1, &s, err);
     if (!rc) mem_of(&s, max_B, max_T, flags, out);
     return rc;
 }
@@ -96,14 +97,14 @@ void gk_gpt2_mem_shard(gk_gpt2_mem *mem, int world)
 }
 
 int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
-                          int stage, size_t extra, size_t avail, int *B, gk_err *err)
+                          int stage, int tp, size_t extra, size_t avail, int *B, gk_err *err)
 {
     int lo = 0, hi = GK_GPT2_MEM_MAX_B; /* lo fits (0: nothing yet), above hi nothing does */
     while (lo < hi) { /* the estimate grows with the batch */
         int mid = lo + (hi - lo + 1) / 2;
         gk_gpt2_mem m;
         gk_gpt2_sizes s;
-        int rc = gk_gpt2_sizes_of(cfg, act, mid, T, flags, &s, err);
+        int rc = gk_gpt2_sizes_of(cfg, act, mid, T, flags, tp, &s, err);
         if (rc) return rc;
         mem_of(&s, mid, T, flags, &m);
         shard_of(&s, cfg->n_layer, world, stage, &m);
@@ -122,10 +123,11 @@ void gk_gpt2_plan_add(gk_gpt2_plan *p, const char *name, size_t bytes, int host)
 }
 
 int gk_gpt2_mem_plan(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                     int world, int stage, gk_gpt2_mem *mem, gk_gpt2_plan *p, gk_err *err)
+                     int world, int stage, int tp, gk_gpt2_mem *mem, gk_gpt2_plan *p,
+                     gk_err *err)
 {
     gk_gpt2_sizes s;
-    int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, &s, err);
+    int rc = gk_gpt2_sizes_of(cfg, act, max_B, max_T, flags, tp, &s, err);
     if (rc) return rc;
     mem_of(&s, max_B, max_T, flags, mem);
     shard_of(&s, cfg->n_layer, world, stage, mem);

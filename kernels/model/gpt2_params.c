@@ -303,24 +303,23 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
 
 /* The widths of one rank's part of the blocks, and its padded vocabulary (the logits' columns:
  * with tensor parallel its slice of wte's rows and a zero row, vocab_split.h's). */
-static void set_widths(gk_gpt2 *m, gk_comm *tp)
+static void set_widths(gk_gpt2 *m, int tp_n, int tp_rank)
 {
     const gk_gpt2_config *c = &m->cfg;
-    m->tp = tp && tp->world > 1 ? tp : NULL;
-    m->tp_n = m->tp ? tp->world : 1;
-    m->tp_rank = m->tp ? tp->rank : 0;
+    m->tp_n = tp_n > 1 ? tp_n : 1;
+    m->tp_rank = tp_n > 1 ? tp_rank : 0;
     m->Ca = c->n_embd / m->tp_n;
     m->Cm = 4 * c->n_embd / m->tp_n;
     m->NHa = c->n_head / m->tp_n;
     int slice = (c->vocab_size + m->tp_n - 1) / m->tp_n;
-    m->Vp = m->tp ? (slice + 1 + 63) / 64 * 64 : (c->vocab_size + 63) / 64 * 64;
+    m->Vp = m->tp_n > 1 ? (slice + 1 + 63) / 64 * 64 : (c->vocab_size + 63) / 64 * 64;
 }
 
 int gk_gpt2_create_tp(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_comm *tp, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
-    if (!rc) rc = gk_gpt2_tp_check(cfg, flags, tp, err);
+    if (!rc) rc = gk_gpt2_tp_check(cfg, flags, tp ? tp->world : 1, err);
     if (!rc) rc = weights_check(flags, cfg, be, be->act, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
@@ -330,7 +329,8 @@ int gk_gpt2_create_tp(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     if (!m) return gk_errf(err, GK_ENOMEM, "gpt2: out of memory");
     m->cfg = *cfg;
     m->be = be;
-    set_widths(m, tp);
+    m->tp = tp && tp->world > 1 ? tp : NULL;
+    set_widths(m, m->tp ? tp->world : 1, m->tp ? tp->rank : 0);
     m->max_B = max_B;
     m->max_T = max_T;
     flags = model_flags(flags); /* an inference model keeps nothing to recompute */
@@ -520,7 +520,7 @@ int gk_gpt2_param_table(const gk_gpt2_config *cfg, gk_param *out, int cap)
 {
     gk_gpt2 t = {0};
     t.cfg = *cfg;
-    set_widths(&t, NULL);
+    set_widths(&t, 1, 0);
     int maxp = 4 + cfg->n_layer * L_COUNT;
     t.params = calloc(maxp, sizeof *t.params);
     t.p_init = calloc(maxp, sizeof *t.p_init);
@@ -549,17 +549,18 @@ static double act_bytes_approx(const gk_gpt2_config *c, int max_B, int max_T, si
 }
 
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
-                     gk_gpt2_sizes *out, gk_err *err)
+                     int tp, gk_gpt2_sizes *out, gk_err *err)
 {
     int rc = gk_gpt2_config_check(cfg, err);
     if (!rc) rc = weights_check(flags, cfg, NULL, act, err);
+    if (!rc) rc = gk_gpt2_tp_check(cfg, flags, tp, err);
     if (rc) return rc;
     if (max_B < 1 || max_T < 1 || max_T > cfg->block_size)
         return gk_errf(err, GK_EUSAGE, "batch %d x %d: need B >= 1 and 1 <= T <= block_size (%d)",
                        max_B, max_T, cfg->block_size);
     gk_gpt2 t = {0};
     t.cfg = *cfg;
-    set_widths(&t, NULL);
+    set_widths(&t, tp, 0); /* (tensor parallel: rank 0's, which holds the most of wte) */
     t.max_B = max_B;
     t.max_T = max_T;
     t.flags = model_flags(flags);
@@ -582,6 +583,12 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
         out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
+        out->whole_floats = 0;
+        for (int i = 0; tp > 1 && i < t.n_params; i++)
+            if (t.params[i].full_numel > out->whole_floats)
+                out->whole_floats = t.params[i].full_numel;
+        if (tp > 1 && approx < 0x1p59) /* gk_gpt2_tp_setup's scratch and vocab_split's */
+            out->act_bytes += gk_gpt2_tp_scratch(cfg, act, max_B, max_T, tp);
     }
     free(t.params);
     free(t.p_init);

@@ -91,17 +91,26 @@ void gk_tp_part_copy(int split, int ndim, const int full[2], int n, int r, float
 int gk_gpt2_tp_world(const gk_gpt2 *m) { return m->tp_n; }
 int gk_gpt2_tp_rank(const gk_gpt2 *m) { return m->tp_rank; }
 
-int gk_gpt2_tp_check(const gk_gpt2_config *c, int flags, gk_comm *tp, gk_err *err)
+int gk_gpt2_tp_check(const gk_gpt2_config *c, int flags, int n, gk_err *err)
 {
-    int n = tp ? tp->world : 1;
     if (n <= 1) return 0;
     if (c->n_head % n || (4 * c->n_embd) % n)
         return gk_errf(err, GK_EUSAGE, "tensor_parallel = %d: must divide n_head (%d) and 4 x "
                        "n_embd (%d)", n, c->n_head, 4 * c->n_embd);
-    if (flags & (GK_GPT2_INFERENCE | GK_GPT2_BF16 | GK_GPT2_F16 | GK_GPT2_Q8 | GK_GPT2_OFFLOAD))
+    if (flags & GK_GPT2_OFFLOAD)
+        return gk_errf(err, GK_EUSAGE, "optimizer_offload with tensor_parallel = %d: not "
+                       "supported yet (use one or the other)", n);
+    if (flags & (GK_GPT2_INFERENCE | GK_GPT2_BF16 | GK_GPT2_F16 | GK_GPT2_Q8))
         return gk_errf(err, GK_EUSAGE, "tensor_parallel = %d: for training models only (not "
-                       "inference, 16-bit or int8 weights, or offload)", n);
+                       "inference, or 16-bit or int8 weights)", n);
     return 0;
+}
+
+size_t gk_gpt2_tp_scratch(const gk_gpt2_config *c, gk_elt act, int max_B, int max_T, int tp)
+{
+    size_t N = (size_t)max_B * (size_t)max_T, C = (size_t)c->n_embd, f = sizeof(float);
+    size_t sum = act == GK_F32 ? 0 : 2 * N * C * f; /* tp_f32 and vocab_split's d_sum */
+    return sum + (size_t)max_T * C * f + (3 + (size_t)tp) * N * f; /* its zero wpe, rows */
 }
 
 int gk_gpt2_tp_setup(gk_gpt2 *m, gk_err *err)

@@ -9,7 +9,11 @@
 # (50304 x 768) and each layer's four matrices (768 x 2304, 768 x 768, 768 x 3072, 3072 x 768):
 # 123,568,128 x 2 bytes = 247.1 MB; workspace 64 MiB = 67.1 MB; the checkpoint snapshot
 # (parameters and moments) 3 x 497.9 MB = 1.5 GB. ZeRO-1 over 2 ranks: each rank's moments half,
-# 497.9 MB, and each rank's snapshot its half (and the tails): 746.9 MB.
+# 497.9 MB, and each rank's snapshot its half (and the tails): 746.9 MB. tensor_parallel 2: a
+# layer's part is 3,546,240 floats (c_attn 884,736 + 1,152 bias, attn c_proj 294,912, c_fc
+# 1,179,648 + 1,536, mlp c_proj 1,179,648, LayerNorms 3,072, two c_proj biases 1,536), wte rank
+# 0's 25,129 rows padded with its zero row to 25,152 x 768 = 19,316,736, wpe 786,432, ln_f 1,536:
+# 62,659,584 floats = 250.6 MB; its snapshot 3 x that and wte whole (154.4 MB) = 906.3 MB.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 echo "== tiny model, 1 rank"
@@ -19,6 +23,8 @@ gpt-train -q -c gpt2 --plan-memory=24G
 echo "== gpt2 124M, 2 ranks, zero_stage=1, bfloat16 on cuda-emu"
 gpt-train -q -c gpt2 --plan --plan-memory=24G --nproc_per_node=2 --zero_stage=1 \
   --device=cuda-emu --dtype=bfloat16
+echo "== gpt2 124M, 2 ranks, tensor_parallel=2: every block matrix and wte halved"
+gpt-train -q -c gpt2 --plan --plan-memory=24G --nproc_per_node=2 --tensor_parallel=2
 echo "== gpt2-xl, 8 ranks, bfloat16: zero_stage=1 shards the moments, 2 the gradients too, 3 the weights"
 for z in 1 2 3; do
   gpt-train -q -c gpt2-xl --plan --plan-memory=80G --nproc_per_node=8 --zero_stage=$z \

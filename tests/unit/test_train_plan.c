@@ -19,7 +19,7 @@ static void test_rows_sum(void)
     gk_err e = {0};
     gk_gpt2_mem m, m2;
     gk_gpt2_plan p;
-    CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_BF16, 2, 32, GK_GPT2_RECOMPUTE, 3, 1, &m, &p, &e), &e);
+    CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_BF16, 2, 32, GK_GPT2_RECOMPUTE, 3, 1, 1, &m, &p, &e), &e);
     CHECK_OK(gk_gpt2_mem_estimate(&cfg, GK_BF16, 2, 32, GK_GPT2_RECOMPUTE, &m2, &e), &e);
     gk_gpt2_mem_shard(&m2, 3);
     size_t dev, host;
@@ -41,7 +41,7 @@ static void test_zero2_rows(void)
     gk_err e = {0};
     gk_gpt2_mem m;
     gk_gpt2_plan p;
-    CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_F32, 2, 32, 0, 3, 2, &m, &p, &e), &e);
+    CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_F32, 2, 32, 0, 3, 2, 1, &m, &p, &e), &e);
     size_t shard = 4800192, grads = (shard + 12820480 + 2 * 790272) * 4;
     CHECKF(m.optimizer == 2 * shard * 4 && m.grads == grads, "optimizer %zu, gradients %zu",
            m.optimizer, m.grads);
@@ -50,7 +50,7 @@ static void test_zero2_rows(void)
     CHECK(m.master == 14400512 * 4);
     /* one rank: nothing sharded */
     gk_gpt2_mem one;
-    CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_F32, 2, 32, 0, 1, 2, &one, &p, &e), &e);
+    CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_F32, 2, 32, 0, 1, 2, 1, &one, &p, &e), &e);
     CHECK(one.grads == m.master && one.optimizer == 2 * m.master);
 }
 
@@ -62,11 +62,11 @@ static void test_max_batch(void)
     CHECK_OK(gk_gpt2_mem_estimate(&cfg, GK_F32, 7, 32, 0, &a, &e), &e);
     CHECK_OK(gk_gpt2_mem_estimate(&cfg, GK_F32, 8, 32, 0, &b, &e), &e);
     int B = -1;
-    CHECK_OK(gk_gpt2_mem_max_batch(&cfg, GK_F32, 32, 0, 1, 0, 100, a.total + 100, &B, &e), &e);
+    CHECK_OK(gk_gpt2_mem_max_batch(&cfg, GK_F32, 32, 0, 1, 0, 1, 100, a.total + 100, &B, &e), &e);
     CHECKF(B == 7, "%d", B);
-    CHECK_OK(gk_gpt2_mem_max_batch(&cfg, GK_F32, 32, 0, 1, 0, 0, b.total - 1, &B, &e), &e);
+    CHECK_OK(gk_gpt2_mem_max_batch(&cfg, GK_F32, 32, 0, 1, 0, 1, 0, b.total - 1, &B, &e), &e);
     CHECKF(B == 7, "%d", B);
-    CHECK_OK(gk_gpt2_mem_max_batch(&cfg, GK_F32, 32, 0, 1, 0, 0, 1000, &B, &e), &e);
+    CHECK_OK(gk_gpt2_mem_max_batch(&cfg, GK_F32, 32, 0, 1, 0, 1, 0, 1000, &B, &e), &e);
     CHECK(B == 0);
 }
 
