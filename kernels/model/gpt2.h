@@ -209,8 +209,8 @@ int gk_gpt2_mem_check(gk_backend *be, const gk_gpt2_mem *need, size_t extra, con
 
 /* The largest batch *B in 1..GK_GPT2_MEM_MAX_B at T whose estimate (flags as
  * gk_gpt2_mem_estimate's; sharded over world ranks at zero_stage stage when world > 1, in
- * tensor-parallel groups of tp, as gk_gpt2_mem_plan), plus extra bytes, is at most avail; 0 when not even 1 is. 0 or the
- * estimate's error. */
+ * tensor-parallel groups of tp, as gk_gpt2_mem_plan), plus extra bytes, is at most avail; 0 when
+ * not even 1 is. 0 or the estimate's error. */
 #define GK_GPT2_MEM_MAX_B (1 << 20)
 int gk_gpt2_mem_max_batch(const gk_gpt2_config *cfg, gk_elt act, int T, int flags, int world,
                           int stage, int tp, size_t extra, size_t avail, int *B, gk_err *err);

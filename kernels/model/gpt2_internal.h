@@ -257,10 +257,10 @@ int gk_gpt2_shard_moment_get(gk_gpt2 *m, int i, enum gk_tensor_kind kind, float 
 int gk_gpt2_shard_set(gk_gpt2 *m, int i, enum gk_tensor_kind kind, const float *host,
                       gk_err *err);
 
-/* gpt2_params.c: what a model of cfg made by gk_gpt2_create_tp(cfg, a backend of activation
- * type act, max_B, max_T, flags, tp ranks; rank 0's) would allocate, from the same table and layout, without
- * allocating it (gpt2_mem.c's estimate): n_floats per fp32 block (params; grads and each moment
- * alike in a training model), copy_bytes of the weight copies, act_bytes of activations
+/* gpt2_params.c: what a model of cfg made by gk_gpt2_create_tp(cfg, a backend of activation type
+ * act, max_B, max_T, flags, tp ranks; rank 0's) would allocate, from the same table and layout,
+ * without allocating it (gpt2_mem.c's estimate): n_floats per fp32 block (params; grads and each
+ * moment alike in a training model), copy_bytes of the weight copies, act_bytes of activations
  * (saturated at 2^60). 0, GK_EUSAGE (a bad config, batch or weight type) or GK_ENOMEM. */
 typedef struct gk_gpt2_sizes {
     size_t n_floats, copy_bytes, act_bytes;

@@ -137,7 +137,7 @@ static void sumsq_range(gk_gpt2 *m, const float *g, size_t a, size_t b, double s
 }
 
 /* The global gradient norm: each rank's pieces, the tails counted once (by rank 0); with tensor
- * parallel the split tensors' sums over the group too (the replicated ones are its every rank's). */
+ * parallel the split tensors' sums over the group too (a replicated one is every rank's). */
 static int global_norm(gk_gpt2 *m, double *norm, gk_err *err)
 {
     gk_comm *c = m->comm;

@@ -1,21 +1,21 @@
 /* test_tp.c: tensor parallel (gk_gpt2_create_tp, kernels/model/gpt2_tp.c) against one process.
  * Ranks are processes over Gloo on loopback (comm_harness.h), each with a CPU backend: TP = 2 on 2
- * ranks, and DP = 2 x TP = 2 on 4 at zero_stage 0 to 3 (tensor-parallel groups "tp0", "tp1" of consecutive ranks, the
- * data-parallel ones "dp0", "dp1" across them). Each rank also runs the unsplit model in-process
- * (same seed, the DP ranks' batches as micro-steps of one step) and compares, every step, the
- * loss of its batch and the gradient norm, and at the end every parameter and AdamW moment of its
- * part (gk_tp_part_copy of the whole tensor). A vocabulary of 61 does not divide by 2 (31 and 30
- * rows, padded). Each rank's model allocates what the plan (gk_gpt2_mem_plan with tp) says, to
- * the byte; GPT-2 124M's plan at tensor_parallel 2 holds the issue's memory targets. Also
- * gk_tp_part_copy round trips, and the settings tensor parallel refuses.
- * Tolerance: the split sums the heads' and hidden units' parts of each projection in another order
- * (two partial dot products, then their sum) and the cross-entropy's log-sum-exp from the slices'
- * (in double): a few float roundings of values under 10 (losses within 1e-5 relative). Over 6
- * AdamW steps of lr 1e-2 each weight moves by at most lr a step; an update is m / (sqrt(v) + eps)
- * of gradients that agree to about 1e-6 relative, except where a gradient is near 0 (its sign
- * may flip): such an element's step differs by at most 2 lr, its moments by the gradient's size.
- * So weights within 2e-4 of each other after 6 steps (and all but a few within 1e-5), m within
- * 1e-5 + 1e-4 relative, v within 1e-4 relative (+1e-12). */
+ * ranks, and DP = 2 x TP = 2 on 4 at zero_stage 0 to 3 (tensor-parallel groups "tp0", "tp1" of
+ * consecutive ranks, the data-parallel ones "dp0", "dp1" across them). Each rank also runs the
+ * unsplit model in-process (same seed, the DP ranks' batches as micro-steps of one step) and
+ * compares, every step, the loss of its batch and the gradient norm, and at the end every parameter
+ * and AdamW moment of its part (gk_tp_part_copy of the whole tensor). A vocabulary of 61 does not
+ * divide by 2 (31 and 30 rows, padded). Each rank's model allocates what the plan (gk_gpt2_mem_plan
+ * with tp) says, to the byte; GPT-2 124M's plan at tensor_parallel 2 holds the issue's memory
+ * targets. Also gk_tp_part_copy round trips, and the settings tensor parallel refuses.
+ * Tolerance: the split sums the heads' and hidden units' parts of each projection in another
+ * order (two partial dot products, then their sum) and the cross-entropy's log-sum-exp from the
+ * slices' (in double): a few float roundings of values under 10 (losses within 1e-5 relative).
+ * Over 6 AdamW steps of lr 1e-2 each weight moves by at most lr a step; an update is m /
+ * (sqrt(v) + eps) of gradients that agree to about 1e-6 relative, except where a gradient is
+ * near 0 (its sign may flip): such an element's step differs by at most 2 lr, its moments by
+ * the gradient's size. So weights within 2e-4 of each other after 6 steps (and all but a few
+ * within 1e-5), m within 1e-5 + 1e-4 relative, v within 1e-4 relative (+1e-12). */
 #include "comm_harness.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/model/gpt2.h"
