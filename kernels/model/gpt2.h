@@ -146,9 +146,12 @@ int gk_gpt2_create_ex(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
  * rank's parts (gk_param.split), which tensor_get and _set move; loading a checkpoint cuts each
  * tensor with gk_tp_part_copy. Dropout: the embedding's and the residual ones draw the same
  * numbers on every rank (the unsplit model's); attention's, inside the split, its own on each
- * rank (Megatron's rule; rank 0 the unsplit model's heads' first part). Data parallel: a
- * gk_gpt2_set_comm over the ranks that hold the same part (zero_stage 0). n_head and 4 n_embd
- * must divide by tp's ranks. Not with 16-bit weights, offload or forward_at (GK_EUSAGE). */
+ * rank (Megatron's rule; rank 0 the unsplit model's heads' first part). The logits
+ * (gk_gpt2_logits_host, gk_gpt2_padded_vocab) are this rank's columns: its vocabulary slice and a
+ * zero column, padded; the losses are the whole model's. Data parallel: a gk_gpt2_set_comm over
+ * the ranks that hold the same part, at any zero_stage (the norm then sums the split tensors over
+ * tp too). n_head and 4 n_embd must divide by tp's ranks. Not with 16-bit weights, offload or
+ * forward_at (GK_EUSAGE). */
 int gk_gpt2_create_tp(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, int max_B,
                       int max_T, int flags, gk_comm *tp, gk_err *err);
 /* The tensor-parallel ranks (1 without) and this rank among them. */

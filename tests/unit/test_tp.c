@@ -10,19 +10,19 @@
  * targets. Also gk_tp_part_copy round trips, and the settings tensor parallel refuses.
  * Tolerance: the split sums the heads' and hidden units' parts of each projection in another
  * order (two partial dot products, then their sum) and the cross-entropy's log-sum-exp from the
- * slices' (in double): a few float roundings of values under 10 (losses within 1e-5 relative).
- * Over 6 AdamW steps of lr 1e-2 each weight moves by at most lr a step; an update is m /
- * (sqrt(v) + eps) of gradients that agree to about 1e-6 relative, except where a gradient is
- * near 0 (its sign may flip): such an element's step differs by at most 2 lr, its moments by
- * the gradient's size. So weights within 2e-4 of each other after 6 steps (and all but a few
- * within 1e-5), m within 1e-5 + 1e-4 relative, v within 1e-4 relative (+1e-12). */
+ * slices' (in double): a few float roundings of values under 10 (losses and gradient norms within
+ * 1e-5 relative, every step). Over 20 AdamW steps of lr 1e-3 an update is m / (sqrt(v) + eps) of
+ * gradients that agree to about 1e-6 relative, so the weights agree to about 1e-6 of the 20 lr
+ * they move (measured: 4e-6), except where a gradient is near 0 and its sign may differ: that
+ * step differs by up to 2 lr. Weights within 2.5e-3 (one such step), m within 1e-5 + 1e-4
+ * relative, v within 1e-4 relative (+1e-12): the moments see no such amplification. */
 #include "comm_harness.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/model/gpt2.h"
 
 #include <math.h>
 
-enum { B = 2, T = 8, STEPS = 6, V = 61 };
+enum { B = 2, T = 8, STEPS = 20, V = 61 };
 static const gk_gpt2_config CFG = {2, 4, 32, 16, V, 1, 0.0f};
 static const gk_adamw OPT = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
 static int case_tp, case_zero; /* the tensor-parallel ranks and zero_stage of the case */
@@ -124,20 +124,20 @@ static void tp_rank(int rank, int world)
         batch(st, dr, in, tg);
         CHECK_OK(gk_gpt2_forward(m, in, tg, B, T, &loss, &e), &e);
         CHECK_OK(gk_gpt2_backward(m, 1.0f / DP, &e), &e);
-        CHECK_OK(gk_gpt2_update(m, &OPT, 1e-2f, &norm, &e), &e);
+        CHECK_OK(gk_gpt2_update(m, &OPT, 1e-3f, &norm, &e), &e);
         for (int d = 0; d < DP; d++) { /* the DP ranks' batches: micro-steps of one step */
             batch(st, d, in, tg);
             CHECK_OK(gk_gpt2_forward(ref, in, tg, B, T, &l, &e), &e);
             if (d == dr) want = l;
             CHECK_OK(gk_gpt2_backward(ref, 1.0f / DP, &e), &e);
         }
-        CHECK_OK(gk_gpt2_update(ref, &OPT, 1e-2f, &want_norm, &e), &e);
+        CHECK_OK(gk_gpt2_update(ref, &OPT, 1e-3f, &want_norm, &e), &e);
         bad += fabsf(loss - want) > 1e-5f * want || fabs(norm - want_norm) > 1e-5 * want_norm;
         CHECKF(!bad, "rank %d step %d: loss %.7g norm %.7g, one process %.7g, %.7g", rank, st,
                loss, norm, want, want_norm);
     }
     double worst[3] = {0, 0, 0};
-    static const float abs_tol[3] = {2e-4f, 1e-5f, 1e-12f}, rel[3] = {0, 1e-4f, 1e-4f};
+    static const float abs_tol[3] = {2.5e-3f, 1e-5f, 1e-12f}, rel[3] = {0, 1e-4f, 1e-4f};
     size_t local = 0;
     for (int i = 0; i < gk_gpt2_n_params(m); i++) local += gk_gpt2_param(m, i)->numel;
     float *packed[3] = {NULL, NULL, NULL};
