@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/io/outfile.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/opt.h"
 #include "common/proc.h"
 #include "common/progress.h"
@@ -21,6 +22,7 @@
 #include "decode.h"
 #include "encode.h"
 #include "inputs.h"
+#include "learn.h"
 #include "output.h"
 #include "run.h"
 #include "stage.h"
@@ -29,6 +31,7 @@ typedef struct options {
     const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field, *column;
     int decode, char_level, allow_special, quiet, verbose, skip_bad;
     int64_t threads, shard_tokens, max_docs, max_tokens, val_docs, val_tokens, max_line;
+    int64_t learn, learn_memory;
     double val_fraction;
 } options;
 
@@ -66,8 +69,13 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {'d', "decode", GK_OPT_FLAG, &o->decode, NULL, "decode shards back to text", 0, 0},
         {0, "char", GK_OPT_FLAG, &o->char_level, NULL,
          "char-level: the vocabulary is the input's sorted characters", 0, 0},
-        {0, "vocab-out", GK_OPT_STR, &o->vocab_out, "FILE",
-         "with --char: write the char vocabulary to FILE", 0, 0},
+        {0, "vocab-out", GK_OPT_STR, &o->vocab_out, "FILE|DIR",
+         "with --char: write the char vocabulary to FILE; with --learn: the directory", 0, 0},
+        {0, "learn", GK_OPT_INT, &o->learn, "N",
+         "learn a byte-level BPE vocabulary of N tokens (into --vocab-out DIR)", 1, 16777216},
+        {0, "learn-memory", GK_OPT_INT, &o->learn_memory, "BYTES",
+         "--learn: the pre-token counts' bound (default: half the memory available)", 1048576,
+         1e15},
         {0, "allow-special", GK_OPT_FLAG, &o->allow_special, NULL,
          "encode <|endoftext|> in the text as the special token", 0, 0},
         {0, "doc-sep", GK_OPT_STR, &o->doc_sep, "STR",
@@ -150,13 +158,22 @@ static int check_options(const options *o, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "--column: empty name");
     if (o->shard_tokens && !o->output)
         return gk_errf(e, GK_EUSAGE, "--shard-tokens needs -o PREFIX");
-    if (o->vocab_out && !o->char_level)
-        return gk_errf(e, GK_EUSAGE, "--vocab-out goes with --char");
+    if (o->learn && (!o->vocab_out || o->output || o->vocab || o->char_level || o->decode ||
+                     vals || o->shard_tokens || o->max_tokens))
+        return gk_errf(e, GK_EUSAGE, o->vocab_out ? "--learn writes a vocabulary only: it takes "
+                                                    "inputs, --vocab-out DIR and the reading "
+                                                    "options (not -o, -V, --char, -d, --val-*, "
+                                                    "--shard-tokens, --max-tokens)"
+                                                  : "--learn needs --vocab-out DIR");
+    if (o->learn_memory && !o->learn)
+        return gk_errf(e, GK_EUSAGE, "--learn-memory goes with --learn");
+    if (o->vocab_out && !o->char_level && !o->learn)
+        return gk_errf(e, GK_EUSAGE, "--vocab-out goes with --char or --learn");
     if (o->doc_sep && !*o->doc_sep)
         return gk_errf(e, GK_EUSAGE, "--doc-sep: empty separator");
     if (o->decode && (o->output || o->char_level || o->val_output || o->shard_tokens))
         return gk_errf(e, GK_EUSAGE, "-d writes text to stdout; it takes only -V and shards");
-    int to_stdout = !o->decode && (!o->output || strcmp(o->output, "-") == 0);
+    int to_stdout = !o->decode && !o->learn && (!o->output || strcmp(o->output, "-") == 0);
     if (to_stdout && isatty(STDOUT_FILENO))
         return gk_errf(e, GK_EUSAGE, "refusing to write binary tokens to a terminal; "
                                      "redirect stdout or use -o FILE");
@@ -391,6 +408,22 @@ static int encode(const options *o, tk_inputs *in, gk_err *e)
     return rc;
 }
 
+/* --learn: the vocabulary from the inputs' documents (learn.h). */
+static int learn(const options *o, tk_inputs *in, gk_err *e)
+{
+    tk_read_opts ro = {in->paths, in->n, o->doc_sep, o->column, o->field, (size_t)o->max_line,
+                       o->skip_bad, NULL, in->sizes, fetch_input, input_done, in, in->tmpdir};
+    gk_host_mem h;
+    gk_host_mem_read(&h);
+    size_t memory = o->learn_memory         ? (size_t)o->learn_memory
+                    : h.avail != GK_MEM_UNKNOWN ? h.avail / 2
+                                              : (size_t)4 << 30;
+    tk_learn_opts lo = {o->learn, o->vocab_out, memory, o->max_docs, NULL};
+    int rc = tk_learn(&lo, &ro, e);
+    tk_inputs_stop(in);
+    return rc;
+}
+
 static int decode(const options *o, gk_s3 *s3, char **inputs, int ninputs, gk_err *e)
 {
     int raw = 0, rc = tk_decode(o->vocab, s3, inputs, ninputs, &raw, e);
@@ -500,7 +533,9 @@ int main(int argc, char **argv)
         rc = expand(&in, inputs, ninputs, &vars, &e);
     if (rc == 0) {
         cleanup_on_signals(); /* no OUT.tmp.XXXXXX, staging directory or upload left by a signal */
-        rc = o.decode ? decode(&o, s3, inputs, ninputs, &e) : encode(&o, &in, &e);
+        rc = o.decode  ? decode(&o, s3, inputs, ninputs, &e)
+             : o.learn ? learn(&o, &in, &e)
+                       : encode(&o, &in, &e);
     }
     tk_inputs_free(&in);
     if (s3 && gk_s3_retries(s3))

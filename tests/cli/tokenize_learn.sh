@@ -1,0 +1,66 @@
+# gpt-tokenize --learn N --vocab-out DIR: byte-level BPE learned as HuggingFace tokenizers'
+# BpeTrainer learns it (tests/ref/bpe_learn.py made the fixtures with tokenizers 0.21): on prose,
+# code, CJK text and long runs of one character, at 300, 4000 and 32000 tokens, the merges are
+# tokenizers' in the same order (a text that allows fewer: all of them, and a warning), and a
+# held-out text (the tokenizer cases) encodes with the 32000 vocabulary to tokenizers' ids. End
+# to end: a vocabulary learned, the text tokenized with it, a model trained, sampled, scored and
+# exported (gpt-ckpt export --hf): tokenizers (pip, installed by .ci/run) reads the directory's
+# tokenizer.json and the export's vocab.json + merges.txt and encodes a text to gpt-tokenize's
+# ids. Bad input: one line naming it, and no directory.
+source "$TOP/tests/cli/lib.bash"; need_data
+F=$TOP/tests/fixtures/bpe_learn
+cat "$DATA"/tokenizer-cases/*.txt > held.txt
+for c in prose code cjk runs; do
+  in=$F/$c.txt.gz; [ $c = prose ] && in=$DATA/tinyshakespeare/input.txt
+  zcat "$F/$c.merges.gz" > want.txt
+  for n in 300 4000 32000; do
+    gpt-tokenize --learn $n --vocab-out v$c$n "$in" 2> err.txt
+    tail -n +2 v$c$n/vocab.bpe > got.txt
+    m=$(wc -l < got.txt)
+    head -n "$m" want.txt | cmp -s - got.txt && { [ $m -eq $((n - 257)) ] || [ $m -eq $(wc -l < want.txt) ]; } &&
+      echo "$c, $n tokens: $m merges, tokenizers' own$(grep -o ': the text allows [0-9]* merges only' err.txt || true)"
+  done
+  gpt-tokenize -q --allow-special -V v${c}32000 held.txt -o h.bin
+  ids h.bin | cut -d' ' -f2- > ids.txt # (after the document's <|endoftext|>)
+  cmp -s ids.txt "$F/$c.held.ids" && echo "$c: held-out text encoded as tokenizers encodes it"
+done
+
+# end to end on a vocabulary of 1000 learned from 200 kB of Tiny Shakespeare
+head -c 200000 "$DATA/tinyshakespeare/input.txt" > in.txt
+gpt-tokenize -q --learn 1000 --vocab-out voc in.txt
+gpt-tokenize -q -V voc in.txt -o train.bin --val-fraction 0.1
+gpt-train -q --train_data=train.bin --val_data=train_val.bin --vocab=voc --n_layer=2 --n_head=2 \
+  --n_embd=32 --block_size=32 --batch_size=4 --max_iters=6 --eval_interval=3 --eval_iters=2 \
+  --out_dir=o --threads=1 > /dev/null
+gpt-sample -q -m o/latest.safetensors -n 20 --seed 1 > s.txt && test -s s.txt && echo "gpt-sample: text"
+gpt-evalppl -q -m o/latest.safetensors in.txt | grep -q '^tokens 7' && echo "gpt-evalppl: scored"
+gpt-ckpt export -q o/latest.safetensors --hf hf
+cmp -s hf/vocab.json voc/encoder.json && cmp -s hf/merges.txt voc/vocab.bpe && echo "export --hf: the learned vocabulary"
+head -c 20000 "$DATA/tinyshakespeare/input.txt" | tail -c 5000 > t.txt
+gpt-tokenize -q -V voc t.txt -o t.bin
+ids t.bin | cut -d' ' -f2- > want.txt
+python3 - voc hf t.txt want.txt <<'PY'
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+voc, hf, text, want = sys.argv[1:]
+text = open(text, encoding="utf-8", newline="").read()
+want = open(want).read().split()
+a = Tokenizer.from_file(voc + "/tokenizer.json")
+b = Tokenizer(models.BPE.from_file(hf + "/vocab.json", hf + "/merges.txt"))
+b.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+for name, t in (("tokenizer.json", a), ("the export's vocab.json + merges.txt", b)):
+    ok = [str(i) for i in t.encode(text).ids] == want
+    print(f"tokenizers with {name}: {'the same ids' if ok else 'OTHER IDS'}")
+PY
+# bad input: one line naming it, no directory made
+run() { local rc=0; "$@" > out.txt 2> err.txt || rc=$?; echo "exit $rc: $(sed 's/in [0-9.]* s:/in T s:/' err.txt)"; }
+run gpt-tokenize --learn 257 --vocab-out bad held.txt
+run gpt-tokenize --learn 1000 held.txt
+: > empty.txt
+run gpt-tokenize --learn 1000 --vocab-out bad empty.txt
+mkdir full && touch full/x
+run gpt-tokenize --learn 1000 --vocab-out full held.txt
+test ! -e bad && ls full && echo "no directory made; full/ untouched"
+printf 'caf\xe9 ok \xff\xfe ok ok ok\n' > inv.txt
+run gpt-tokenize --learn 262 --vocab-out inv inv.txt
+tail -n +2 inv/vocab.bpe

@@ -1,0 +1,321 @@
+/* learn.c: gpt-tokenize --learn (learn.h): a document consumer that counts the pre-tokens of
+ * the text (invalid UTF-8 replaced as encoding replaces it; long documents counted a part at a
+ * time, cut where gk_bpe_split_point allows, so the pieces are those of the whole text), the
+ * merge loop with a progress line, and the vocabulary directory written whole. */
+#include "learn.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/io/outfile.h"
+#include "common/log.h"
+#include "common/progress.h"
+#include "common/text/bpe.h"
+#include "common/text/bpe_learn.h"
+#include "common/text/pretok.h"
+#include "common/text/utf8.h"
+#include "common/text/vocab.h"
+
+#define PART ((size_t)4 << 20) /* a document's bytes counted a part at a time past this */
+
+typedef struct counting {
+    gk_bpe_counter *c;
+    gk_pretok *p;
+    char *raw, *clean;
+    size_t n, cap, ccap;
+    int64_t max_docs, docs, bytes, replaced;
+} counting;
+
+/* Counts the pre-tokens of raw[0..upto) and keeps the rest. */
+static int count_part(counting *k, size_t upto, gk_err *e)
+{
+    size_t len = 0, rep = gk_utf8_sanitize(k->raw, upto, &k->clean, &k->ccap, &len);
+    if (rep == (size_t)-1) return gk_errf(e, GK_ENOMEM, "out of memory");
+    k->replaced += (int64_t)rep, k->bytes += (int64_t)upto;
+    for (size_t i = 0; i < len;) {
+        size_t j = gk_pretok_next(k->p, k->clean, len, i, e);
+        if (!j) return GK_EFORMAT;
+        int rc = gk_bpe_counter_add(k->c, k->clean + i, j - i, 1, e);
+        if (rc) return rc;
+        i = j;
+    }
+    memmove(k->raw, k->raw + upto, k->n - upto);
+    k->n -= upto;
+    return 0;
+}
+
+static int learn_begin(void *ctx, gk_err *e)
+{
+    counting *k = ctx;
+    (void)e;
+    if (k->max_docs && k->docs >= k->max_docs) return TK_STOP;
+    k->docs++;
+    return 0;
+}
+
+static int learn_feed(void *ctx, const char *t, size_t n, gk_err *e)
+{
+    counting *k = ctx;
+    if (k->n + n > k->cap) {
+        size_t cap = (k->n + n) * 2;
+        char *r = realloc(k->raw, cap);
+        if (!r) return gk_errf(e, GK_ENOMEM, "out of memory for a document's text");
+        k->raw = r, k->cap = cap;
+    }
+    memcpy(k->raw + k->n, t, n);
+    k->n += n;
+    size_t cut = k->n > PART ? gk_bpe_split_point(k->raw, k->n, k->n / 2) : k->n;
+    return cut < k->n ? count_part(k, cut, e) : 0;
+}
+
+static int learn_end(void *ctx, gk_err *e)
+{
+    counting *k = ctx;
+    return count_part(k, k->n, e);
+}
+
+/* ---- the learning ---- */
+
+typedef struct merging {
+    gk_progress bar;
+    double t0;
+} merging;
+
+/* The bytes of a token as GPT-2's byte alphabet writes them (a JSON key's text), into out. */
+static size_t byte_level(const unsigned char *b, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = b[i], k = 0;
+        int printable = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
+        if (!printable) /* the others from U+0100 on, in byte order */
+            for (int x = 0; x < c; x++)
+                k += !((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174);
+        uint32_t cp = printable ? (uint32_t)c : 256u + (uint32_t)k;
+        if (cp < 0x80) out[o++] = (char)cp;
+        else out[o++] = (char)(0xC0 | cp >> 6), out[o++] = (char)(0x80 | (cp & 63));
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static void on_merge(void *ctx, size_t done, size_t total, const unsigned char *tok, size_t len)
+{
+    merging *m = ctx;
+    char note[160], text[64];
+    byte_level(tok, len < 20 ? len : 20, text);
+    double secs = gk_now() - m->t0, left = done ? secs / (double)done * (double)(total - done) : 0;
+    snprintf(note, sizeof note, "merge %zu/%zu %s, %.0f s left", done, total, text, left);
+    gk_progress_line(&m->bar, total ? (double)done / (double)total : 0, note);
+}
+
+/* ---- the vocabulary directory ---- */
+
+/* encoder.json's object (token -> id: the learned ids, <|endoftext|> last) and the merges text
+ * (vocab.bpe); NULL / GK_ENOMEM when out of memory. */
+static int vocab_texts(const gk_bpe_learned *l, json_t **enc, json_t **pairs, char **merges,
+                       gk_err *e)
+{
+    size_t cap = 16, n = 0, len;
+    char *m = malloc(cap), *key = NULL, *a = NULL;
+    *enc = json_object(), *pairs = json_array();
+    size_t longest = 1;
+    for (uint32_t id = 0; id < l->n_tokens; id++)
+        if (gk_bpe_learned_token(l, id, &len) && len > longest) longest = len;
+    key = malloc(2 * longest + 1), a = malloc(2 * longest + 1);
+    int oom = !m || !*enc || !*pairs || !key || !a;
+    for (uint32_t id = 0; !oom && id < l->n_tokens; id++) {
+        const unsigned char *t = gk_bpe_learned_token(l, id, &len);
+        byte_level(t, len, key);
+        oom = json_object_set_new(*enc, key, json_integer(id)) != 0;
+    }
+    oom = oom || json_object_set_new(*enc, "<|endoftext|>", json_integer((json_int_t)l->n_tokens));
+    if (!oom) n = (size_t)snprintf(m, cap, "#version: 0.2\n");
+    for (size_t i = 0; !oom && i < l->n_merges; i++) {
+        const unsigned char *ta = gk_bpe_learned_token(l, l->left[i], &len);
+        size_t la = byte_level(ta, len, a);
+        const unsigned char *tb = gk_bpe_learned_token(l, l->right[i], &len);
+        size_t lb = byte_level(tb, len, key);
+        if (n + la + lb + 3 > cap) {
+            char *g = realloc(m, cap = (n + la + lb + 3) * 2);
+            if (!(oom = !g)) m = g;
+        }
+        if (!oom) n += (size_t)sprintf(m + n, "%s %s\n", a, key);
+        json_t *pair = json_pack("[ss]", a, key);
+        oom = oom || !pair || json_array_append_new(*pairs, pair);
+    }
+    free(key), free(a);
+    if (oom) {
+        free(m), json_decref(*enc), json_decref(*pairs);
+        *enc = *pairs = NULL;
+        return gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
+    }
+    *merges = m;
+    return 0;
+}
+
+/* tokenizer.json as HuggingFace tokenizers writes a byte-level BPE (GPT-2's pre-tokenizer, no
+ * prefix space), with the learned ids; takes enc and pairs. NULL when out of memory. */
+static char *tokenizer_json(json_t *enc, json_t *pairs, size_t eot)
+{
+    json_t *bl = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 0,
+                           "trim_offsets", 1, "use_regex", 1);
+    json_t *post = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 1,
+                             "trim_offsets", 0, "use_regex", 1);
+    json_t *dec = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 1,
+                            "trim_offsets", 1, "use_regex", 1);
+    json_t *added = json_pack("[{s:I,s:s,s:b,s:b,s:b,s:b,s:b}]", "id", (json_int_t)eot, "content",
+                              "<|endoftext|>", "single_word", 0, "lstrip", 0, "rstrip", 0,
+                              "normalized", 0, "special", 1);
+    json_t *model = json_pack("{s:s,s:n,s:n,s:n,s:n,s:b,s:b,s:b,s:o,s:o}", "type", "BPE",
+                              "dropout", "unk_token", "continuing_subword_prefix",
+                              "end_of_word_suffix", "fuse_unk", 0, "byte_fallback", 0,
+                              "ignore_merges", 0, "vocab", enc, "merges", pairs);
+    json_t *root = json_pack("{s:s,s:n,s:n,s:o,s:n,s:o,s:o,s:o,s:o}", "version", "1.0",
+                             "truncation", "padding", "added_tokens", added, "normalizer",
+                             "pre_tokenizer", bl, "post_processor", post, "decoder", dec, "model",
+                             model);
+    char *text = root ? json_dumps(root, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+    json_decref(root);
+    return text;
+}
+
+/* 0 when dir may be made: absent, or an empty directory (replaced); else the error. */
+static int dir_free(const char *dir, gk_err *e)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return errno == ENOENT ? 0 : gk_errno(e, dir);
+    if (!S_ISDIR(st.st_mode) || rmdir(dir) != 0 || mkdir(dir, 0755) != 0)
+        return gk_errf(e, GK_EUSAGE, "--vocab-out %s: exists (name a new directory, or an empty "
+                       "one)", dir);
+    return 0;
+}
+
+static int write_file(const char *dir, const char *name, const char *text, size_t n, gk_err *e)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(text, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = errno;
+    if (f && fclose(f) != 0 && ok) ok = 0, err = errno;
+    errno = err;
+    return ok ? 0 : gk_errno(e, path);
+}
+
+/* Writes the three files into a temporary directory beside dir and renames it to dir, with the
+ * signals that end the tool held meanwhile (a signal then ends it after the rename). */
+static int write_dir(const char *dir, const char *const names[3], char *const texts[3],
+                     gk_err *e)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", dir);
+    sigset_t hold, old;
+    sigemptyset(&hold);
+    sigaddset(&hold, SIGINT), sigaddset(&hold, SIGTERM), sigaddset(&hold, SIGHUP);
+    sigprocmask(SIG_BLOCK, &hold, &old);
+    int rc = mkdtemp(tmp) ? 0 : gk_errno(e, tmp);
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = write_file(tmp, names[i], texts[i], strlen(texts[i]), e);
+    if (!rc && chmod(tmp, 0755) != 0) rc = gk_errno(e, tmp);
+    if (!rc && rename(tmp, dir) != 0) rc = gk_errno(e, dir);
+    if (rc) { /* nothing left */
+        char path[4300];
+        for (int i = 0; i < 3; i++)
+            snprintf(path, sizeof path, "%s/%s", tmp, names[i]), unlink(path);
+        rmdir(tmp);
+    } else {
+        gk_sync_dir_of(dir);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+/* The vocabulary of l checked as every tool reads it (gk_vocab_load_mem), then written. */
+static int save(const gk_bpe_learned *l, const char *dir, gk_err *e)
+{
+    json_t *enc = NULL, *pairs = NULL;
+    char *merges = NULL, *encoder = NULL, *tok = NULL;
+    gk_vocab *v = NULL;
+    size_t len = 0;
+    int rc = vocab_texts(l, &enc, &pairs, &merges, e);
+    char *dumped = rc ? NULL : json_dumps(enc, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    if (!rc && !dumped) rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
+    if (!rc) rc = gk_vocab_load_mem(&v, dumped, strlen(dumped), merges, strlen(merges),
+                                    "the learned vocabulary", e);
+    if (!rc) rc = gk_vocab_to_json(v, &encoder, &len, e);
+    if (!rc && !(tok = tokenizer_json(enc, pairs, l->n_tokens)))
+        rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
+    enc = pairs = NULL; /* (tokenizer_json took them) */
+    static const char *const names[3] = {"encoder.json", "vocab.bpe", "tokenizer.json"};
+    char *const texts[3] = {encoder, merges, tok};
+    if (!rc) rc = write_dir(dir, names, texts, e);
+    json_decref(enc), json_decref(pairs);
+    free(dumped), free(merges), free(encoder), free(tok);
+    gk_vocab_free(v);
+    return rc;
+}
+
+static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
+
+/* The counts' summary lines. */
+static void counted(const counting *k)
+{
+    uint64_t pd, po;
+    gk_bpe_counter_pruned(k->c, &pd, &po);
+    if (k->replaced)
+        gk_warn("replaced %lld invalid UTF-8 sequence%s with U+FFFD, as encoding does (byte-level "
+                "BPE learns from the text's bytes after that)", (long long)k->replaced,
+                plural(k->replaced));
+    if (pd)
+        gk_info("--learn-memory: dropped %llu rare pre-tokens (%llu occurrences) to stay within it",
+                (unsigned long long)pd, (unsigned long long)po);
+    gk_verbose("%lld documents, %lld bytes: %zu distinct pre-tokens", (long long)k->docs,
+               (long long)k->bytes, gk_bpe_counter_distinct(k->c));
+}
+
+int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
+{
+    if (o->vocab_size < 258)
+        return gk_errf(e, GK_EUSAGE, "--learn %lld: the vocabulary needs at least 258 tokens (the "
+                       "256 bytes, a merge and <|endoftext|>)", (long long)o->vocab_size);
+    double t0 = gk_now();
+    counting k = {.max_docs = o->max_docs};
+    tk_read_stats rs = {0};
+    tk_consumer cons = {learn_begin, learn_feed, learn_end, &k};
+    int rc = dir_free(o->out_dir, e);
+    if (!rc) rc = gk_bpe_counter_new(&k.c, o->memory, e);
+    if (!rc) rc = gk_pretok_create(&k.p, e);
+    if (!rc) rc = tk_read_all(ro, &cons, &rs, e);
+    if (!rc && !gk_bpe_counter_distinct(k.c))
+        rc = gk_errf(e, GK_EFORMAT, "no text to learn from (%lld document%s, %lld bytes)",
+                     (long long)k.docs, plural(k.docs), (long long)k.bytes);
+    gk_bpe_learned l = {0};
+    merging m = {.t0 = gk_now()};
+    if (!rc) {
+        counted(&k);
+        gk_progress_start(&m.bar, "learning", 0);
+        rc = gk_bpe_learn(k.c, (size_t)o->vocab_size - 1, on_merge, &m, o->stop, &l, e);
+        gk_progress_end(&m.bar);
+    }
+    size_t want = (size_t)o->vocab_size - 1;
+    if (!rc && l.n_tokens < want)
+        gk_warn("the text allows %zu merges only: a vocabulary of %zu tokens, not %lld (more text, "
+                "or a smaller --learn)", l.n_merges, l.n_tokens + 1, (long long)o->vocab_size);
+    if (!rc) rc = save(&l, o->out_dir, e);
+    if (!rc)
+        gk_info("%zu merges learned from %lld document%s, %lld bytes, in %.2f s: %s", l.n_merges,
+                (long long)k.docs, plural(k.docs), (long long)k.bytes, gk_now() - t0, o->out_dir);
+    gk_bpe_learned_free(&l);
+    gk_bpe_counter_free(k.c);
+    gk_pretok_free(k.p);
+    free(k.raw), free(k.clean);
+    return rc;
+}
