@@ -1,8 +1,7 @@
-/* learn.c: gpt-tokenize --learn (learn.h): a document consumer that counts the pre-tokens of
- * the text (invalid UTF-8 replaced as encoding replaces it; long documents counted a part at a
- * time, cut where gk_bpe_split_point allows, so the pieces are those of the whole text), the
- * merge loop with a progress line, and the vocabulary directory written whole. */
+/* learn.c: gpt-tokenize --learn (learn.h): the pre-tokens counted (learn_count.h), the merge
+ * loop with a progress line, and the vocabulary directory written whole. */
 #include "learn.h"
+#include "learn_count.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -16,69 +15,8 @@
 #include "common/io/outfile.h"
 #include "common/log.h"
 #include "common/progress.h"
-#include "common/text/bpe.h"
 #include "common/text/bpe_learn.h"
-#include "common/text/pretok.h"
-#include "common/text/utf8.h"
 #include "common/text/vocab.h"
-
-#define PART ((size_t)4 << 20) /* a document's bytes counted a part at a time past this */
-
-typedef struct counting {
-    gk_bpe_counter *c;
-    gk_pretok *p;
-    char *raw, *clean;
-    size_t n, cap, ccap;
-    int64_t max_docs, docs, bytes, replaced;
-} counting;
-
-/* Counts the pre-tokens of raw[0..upto) and keeps the rest. */
-static int count_part(counting *k, size_t upto, gk_err *e)
-{
-    size_t len = 0, rep = gk_utf8_sanitize(k->raw, upto, &k->clean, &k->ccap, &len);
-    if (rep == (size_t)-1) return gk_errf(e, GK_ENOMEM, "out of memory");
-    k->replaced += (int64_t)rep, k->bytes += (int64_t)upto;
-    for (size_t i = 0; i < len;) {
-        size_t j = gk_pretok_next(k->p, k->clean, len, i, e);
-        if (!j) return GK_EFORMAT;
-        int rc = gk_bpe_counter_add(k->c, k->clean + i, j - i, 1, e);
-        if (rc) return rc;
-        i = j;
-    }
-    memmove(k->raw, k->raw + upto, k->n - upto);
-    k->n -= upto;
-    return 0;
-}
-
-static int learn_begin(void *ctx, gk_err *e)
-{
-    counting *k = ctx;
-    (void)e;
-    if (k->max_docs && k->docs >= k->max_docs) return TK_STOP;
-    k->docs++;
-    return 0;
-}
-
-static int learn_feed(void *ctx, const char *t, size_t n, gk_err *e)
-{
-    counting *k = ctx;
-    if (k->n + n > k->cap) {
-        size_t cap = (k->n + n) * 2;
-        char *r = realloc(k->raw, cap);
-        if (!r) return gk_errf(e, GK_ENOMEM, "out of memory for a document's text");
-        k->raw = r, k->cap = cap;
-    }
-    memcpy(k->raw + k->n, t, n);
-    k->n += n;
-    size_t cut = k->n > PART ? gk_bpe_split_point(k->raw, k->n, k->n / 2) : k->n;
-    return cut < k->n ? count_part(k, cut, e) : 0;
-}
-
-static int learn_end(void *ctx, gk_err *e)
-{
-    counting *k = ctx;
-    return count_part(k, k->n, e);
-}
 
 /* ---- the learning ---- */
 
@@ -266,19 +204,19 @@ static int save(const gk_bpe_learned *l, const char *dir, gk_err *e)
 static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
 
 /* The counts' summary lines. */
-static void counted(const counting *k)
+static void counted(const gk_bpe_counter *c, const tk_count_stats *st)
 {
     uint64_t pd, po;
-    gk_bpe_counter_pruned(k->c, &pd, &po);
-    if (k->replaced)
+    gk_bpe_counter_pruned(c, &pd, &po);
+    if (st->replaced)
         gk_warn("replaced %lld invalid UTF-8 sequence%s with U+FFFD, as encoding does (byte-level "
-                "BPE learns from the text's bytes after that)", (long long)k->replaced,
-                plural(k->replaced));
+                "BPE learns from the text's bytes after that)", (long long)st->replaced,
+                plural(st->replaced));
     if (pd)
         gk_info("--learn-memory: dropped %llu rare pre-tokens (%llu occurrences) to stay within it",
                 (unsigned long long)pd, (unsigned long long)po);
-    gk_verbose("%lld documents, %lld bytes: %zu distinct pre-tokens", (long long)k->docs,
-               (long long)k->bytes, gk_bpe_counter_distinct(k->c));
+    gk_verbose("%lld documents, %lld bytes: %zu distinct pre-tokens", (long long)st->docs,
+               (long long)st->bytes, gk_bpe_counter_distinct(c));
 }
 
 int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
@@ -287,22 +225,24 @@ int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "--learn %lld: the vocabulary needs at least 258 tokens (the "
                        "256 bytes, a merge and <|endoftext|>)", (long long)o->vocab_size);
     double t0 = gk_now();
-    counting k = {.max_docs = o->max_docs};
+    tk_counting *k = NULL;
+    tk_count_stats st = {0};
     tk_read_stats rs = {0};
-    tk_consumer cons = {learn_begin, learn_feed, learn_end, &k};
+    const gk_bpe_counter *c = NULL;
     int rc = dir_free(o->out_dir, e);
-    if (!rc) rc = gk_bpe_counter_new(&k.c, o->memory, e);
-    if (!rc) rc = gk_pretok_create(&k.p, e);
+    if (!rc) rc = tk_counting_new(&k, o->threads, o->memory, o->max_docs, e);
+    tk_consumer cons = k ? tk_counting_consumer(k) : (tk_consumer){0};
     if (!rc) rc = tk_read_all(ro, &cons, &rs, e);
-    if (!rc && !gk_bpe_counter_distinct(k.c))
+    if (!rc) rc = tk_counting_finish(k, &c, &st, e);
+    if (!rc && !gk_bpe_counter_distinct(c))
         rc = gk_errf(e, GK_EFORMAT, "no text to learn from (%lld document%s, %lld bytes)",
-                     (long long)k.docs, plural(k.docs), (long long)k.bytes);
+                     (long long)st.docs, plural(st.docs), (long long)st.bytes);
     gk_bpe_learned l = {0};
     merging m = {.t0 = gk_now()};
     if (!rc) {
-        counted(&k);
+        counted(c, &st);
         gk_progress_start(&m.bar, "learning", 0);
-        rc = gk_bpe_learn(k.c, (size_t)o->vocab_size - 1, on_merge, &m, o->stop, &l, e);
+        rc = gk_bpe_learn(c, (size_t)o->vocab_size - 1, on_merge, &m, o->stop, &l, e);
         gk_progress_end(&m.bar);
     }
     size_t want = (size_t)o->vocab_size - 1;
@@ -312,10 +252,9 @@ int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
     if (!rc) rc = save(&l, o->out_dir, e);
     if (!rc)
         gk_info("%zu merges learned from %lld document%s, %lld bytes, in %.2f s: %s", l.n_merges,
-                (long long)k.docs, plural(k.docs), (long long)k.bytes, gk_now() - t0, o->out_dir);
+                (long long)st.docs, plural(st.docs), (long long)st.bytes, gk_now() - t0,
+                o->out_dir);
     gk_bpe_learned_free(&l);
-    gk_bpe_counter_free(k.c);
-    gk_pretok_free(k.p);
-    free(k.raw), free(k.clean);
+    tk_counting_free(k);
     return rc;
 }

@@ -16,6 +16,7 @@ typedef struct tk_learn_opts {
     int64_t vocab_size;    /* N: the 256 bytes and <|endoftext|> included */
     const char *out_dir;   /* --vocab-out DIR: made whole or not at all */
     size_t memory;         /* the pre-token counts' bound in bytes */
+    int threads;           /* counting threads (-j) */
     int64_t max_docs;      /* 0: all */
     volatile int *stop;    /* set by a signal: the learning stops, nothing is written */
 } tk_learn_opts;

@@ -74,7 +74,7 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
         {0, "learn", GK_OPT_INT, &o->learn, "N",
          "learn a byte-level BPE vocabulary of N tokens (into --vocab-out DIR)", 1, 16777216},
         {0, "learn-memory", GK_OPT_INT, &o->learn_memory, "BYTES",
-         "--learn: the pre-token counts' bound (default: half the memory available)", 1048576,
+         "--learn: the pre-token counts' bound (default: half the memory available)", 1e6,
          1e15},
         {0, "allow-special", GK_OPT_FLAG, &o->allow_special, NULL,
          "encode <|endoftext|> in the text as the special token", 0, 0},
@@ -418,7 +418,8 @@ static int learn(const options *o, tk_inputs *in, gk_err *e)
     size_t memory = o->learn_memory         ? (size_t)o->learn_memory
                     : h.avail != GK_MEM_UNKNOWN ? h.avail / 2
                                               : (size_t)4 << 30;
-    tk_learn_opts lo = {o->learn, o->vocab_out, memory, o->max_docs, NULL};
+    int threads = o->threads ? (int)o->threads : omp_get_num_procs();
+    tk_learn_opts lo = {o->learn, o->vocab_out, memory, threads, o->max_docs, NULL};
     int rc = tk_learn(&lo, &ro, e);
     tk_inputs_stop(in);
     return rc;

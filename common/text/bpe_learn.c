@@ -61,6 +61,11 @@ int gk_bpe_counter_new(gk_bpe_counter **out, size_t max_bytes, gk_err *e)
     return 0;
 }
 
+void gk_bpe_counter_set_max(gk_bpe_counter *c, size_t max_bytes)
+{
+    c->max_bytes = max_bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : max_bytes;
+}
+
 /* The slot of piece (hash h): its entry, or the empty slot where it would go. */
 static centry *slot(const gk_bpe_counter *c, uint64_t h, const void *p, size_t n)
 {

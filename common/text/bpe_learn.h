@@ -25,6 +25,8 @@ typedef struct gk_bpe_counter gk_bpe_counter;
  * how many) until it holds half. */
 int gk_bpe_counter_new(gk_bpe_counter **out, size_t max_bytes, gk_err *e);
 void gk_bpe_counter_free(gk_bpe_counter *c); /* NULL-safe */
+/* Changes the bound (the next add prunes when the counter is past it). */
+void gk_bpe_counter_set_max(gk_bpe_counter *c, size_t max_bytes);
 /* count more of pre-token piece[0..n) (n > 0). 0 or GK_ENOMEM. */
 int gk_bpe_counter_add(gk_bpe_counter *c, const void *piece, size_t n, uint64_t count, gk_err *e);
 /* Adds every pre-token of src into dst (src unchanged). 0 or GK_ENOMEM. */

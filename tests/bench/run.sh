@@ -36,9 +36,10 @@
 # llama.cpp, about 10 minutes the first time): tests/bench/llamacpp.sh.
 # ZeRO's stages side by side on 2 CPU ranks, speed and each rank's peak memory (BENCH=zero only:
 # tests/bench/zero.sh); tensor parallel beside data parallel and one process (BENCH=tp only:
-# tests/bench/tp.sh).
+# tests/bench/tp.sh); gpt-tokenize --learn beside tokenizers' and rustbpe's trainers (BENCH=learn
+# only: tests/bench/learn.sh).
 # BENCH=ceil, BENCH=tokenize, BENCH=parquet, BENCH=train, BENCH=sample, BENCH=shared, BENCH=dist,
-# BENCH=zero, BENCH=tp, BENCH=s3 or BENCH=llamacpp runs one part.
+# BENCH=zero, BENCH=tp, BENCH=learn, BENCH=s3 or BENCH=llamacpp runs one part.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -318,6 +319,7 @@ case "${BENCH:-all}" in
   dist) bash "$top/tests/bench/dist.sh" "$build" ;;
   zero) bash "$top/tests/bench/zero.sh" "$build" ;;
   tp) bash "$top/tests/bench/tp.sh" "$build" ;;
+  learn) bash "$top/tests/bench/learn.sh" "$build" ;;
   s3) s3_bench ;;
   llamacpp) bash "$top/tests/bench/llamacpp.sh" "$build" ;;
   *) tokenize_bench; parquet_bench; train_bench; shared_bench; sample_bench; bash "$top/tests/bench/dist.sh" "$build"

@@ -25,6 +25,21 @@ for c in prose code cjk runs; do
   cmp -s ids.txt "$F/$c.held.ids" && echo "$c: held-out text encoded as tokenizers encodes it"
 done
 
+# the counting threads (-j) and the documents' batching change nothing: Tiny Shakespeare as one
+# document on 1 and 3 threads, and as 40 documents (--doc-sep) whose blocks the threads share
+P=$DATA/tinyshakespeare/input.txt
+gpt-tokenize -q -j 1 --learn 4000 --vocab-out j1 "$P"
+gpt-tokenize -q -j 3 --learn 4000 --vocab-out j3 "$P"
+awk 'NR % 1000 == 0 { print "@@DOC@@" } { print }' "$P" > docs.txt
+gpt-tokenize -q -j 1 --doc-sep $'@@DOC@@\n' --learn 4000 --vocab-out jd1 docs.txt
+gpt-tokenize -q -j 3 --doc-sep $'@@DOC@@\n' --learn 4000 --vocab-out jd3 docs.txt
+for j in j3 jd3; do
+  cmp -s ${j%3}1/vocab.bpe $j/vocab.bpe && cmp -s ${j%3}1/encoder.json $j/encoder.json &&
+    cmp -s ${j%3}1/tokenizer.json $j/tokenizer.json && echo "$j: the vocabulary of -j 1"
+done
+# --learn-memory: a bound the counts pass drops the rarest pre-tokens, says so, and still learns
+gpt-tokenize -j 1 --learn-memory 1M --learn 1000 --vocab-out small "$P" 2>&1 |
+  sed 's/dropped [0-9]* rare pre-tokens ([0-9]* occurrences)/dropped N rare pre-tokens (M occurrences)/; s/in [0-9.]* s:/in T s:/'
 # end to end on a vocabulary of 1000 learned from 200 kB of Tiny Shakespeare
 head -c 200000 "$DATA/tinyshakespeare/input.txt" > in.txt
 gpt-tokenize -q --learn 1000 --vocab-out voc in.txt
