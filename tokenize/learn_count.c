@@ -50,6 +50,7 @@ struct tk_counting {
 /* Counts one document (part) of text. */
 static int count_text(worker *w, const char *t, size_t n, gk_err *e)
 {
+    if (!n) return 0; /* (an empty document: no text buffer either) */
     size_t len = 0, rep = gk_utf8_sanitize(t, n, &w->clean, &w->ccap, &len);
     if (rep == (size_t)-1) return gk_errf(e, GK_ENOMEM, "out of memory");
     w->replaced += (int64_t)rep;
