@@ -76,6 +76,15 @@ run gpt-tokenize --learn 1000 --vocab-out bad empty.txt
 mkdir full && touch full/x
 run gpt-tokenize --learn 1000 --vocab-out full held.txt
 test ! -e bad && ls full && echo "no directory made; full/ untouched"
+# SIGTERM while counting an endless stdin (once it has read a megabyte; a background job of a
+# script ignores SIGINT, which takes the same path): death by the signal, neither the directory
+# nor a temporary one left
+yes 'to be, or not to be' | gpt-tokenize -q --learn 1000 --vocab-out sig - & pid=$!
+while [ "$(awk '/^rchar/ { print $2 }' /proc/$pid/io 2> /dev/null || echo 0)" -lt 1000000 ]; do
+  kill -0 $pid 2> /dev/null || break
+done
+kill -TERM $pid; rc=0; wait $pid || rc=$?
+echo "SIGTERM: exit $rc; $(ls -d sig* 2> /dev/null | wc -l) directories left"
 printf 'caf\xe9 ok \xff\xfe ok ok ok\n' > inv.txt
 run gpt-tokenize --learn 262 --vocab-out inv inv.txt
 tail -n +2 inv/vocab.bpe
