@@ -5,8 +5,8 @@
 # (Tiny Shakespeare 90 times: this machine has no larger corpus; its pre-tokens repeat, so the
 # counting is a larger share than on web text), fed to the Python trainers as documents of 10 kB
 # (a list in memory, as they are usually fed). Time, characters a second and peak resident memory
-# (/usr/bin/time) of each: gptkit on 1 thread against tokenizers on 1 (RAYON_NUM_THREADS=1) and
-# rustbpe on 2. Then 1 GB (the same text 900 times) through stdin with the default
+# (/usr/bin/time) of each: gptkit on 1 thread against tokenizers on 1 (RAYON_NUM_THREADS=1),
+# and on 2 against rustbpe on 2. Then 1 GB (the same text 900 times) through stdin with the default
 # --learn-memory: its peak memory.
 # Usage: tests/bench/learn.sh BUILD (data: $GPT_TEST_DATA or ../shared/data).
 set -euo pipefail
@@ -43,6 +43,9 @@ printf '%-34s %10s %18s %11s\n' "100 MB, 32000 tokens" time speed "peak memory"
 /usr/bin/time -f '%e' -o t0 /usr/bin/time -f '%M' -o m0 gpt-tokenize -q -j 1 --learn 32000 \
   --vocab-out v text.txt
 row "gpt-tokenize --learn, 1 thread" t0 m0
+/usr/bin/time -f '%e' -o t9 /usr/bin/time -f '%M' -o m9 gpt-tokenize -q -j 2 --learn 32000 \
+  --vocab-out v2 text.txt
+row "gpt-tokenize --learn, 2 threads" t9 m9
 if python3 -c 'import tokenizers' 2> /dev/null; then
   RAYON_NUM_THREADS=1 /usr/bin/time -f '%e' -o t1 /usr/bin/time -f '%M' -o m1 \
     python3 trainers.py tokenizers text.txt 32000
@@ -53,7 +56,7 @@ if python3 -c 'import rustbpe' 2> /dev/null; then
   RAYON_NUM_THREADS=2 /usr/bin/time -f '%e' -o t2 /usr/bin/time -f '%M' -o m2 \
     python3 trainers.py rustbpe text.txt 32000
   row "rustbpe, 2 threads" t2 m2
-  echo "gptkit: $(echo "$(cat t2) / $(cat t0)" | bc -l | cut -c1-5)x rustbpe's characters/s"
+  echo "gptkit: $(echo "$(cat t2) / $(cat t9)" | bc -l | cut -c1-5)x rustbpe's characters/s on 2 threads"
 else echo "rustbpe: skipped (not installed: pip install rustbpe)"; fi
 echo "($(nproc) cores; the Python trainers' times include reading the text and cutting documents)"
 echo
