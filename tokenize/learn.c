@@ -55,10 +55,30 @@ static void on_merge(void *ctx, size_t done, size_t total, const unsigned char *
 
 /* ---- the vocabulary directory ---- */
 
-/* encoder.json's object (token -> id: the learned ids, <|endoftext|> last) and the merges text
- * (vocab.bpe); NULL / GK_ENOMEM when out of memory. */
-static int vocab_texts(const gk_bpe_learned *l, json_t **enc, json_t **pairs, char **merges,
-                       gk_err *e)
+/* The special tokens after <|endoftext|> (learn.h's). */
+typedef struct specials {
+    const char *const *tok;
+    int n;
+} specials;
+
+/* Adds the special tokens to encoder.json's object after the learned ones: <|endoftext|>, then
+ * sp's (their text is their byte-level key: printable ASCII). GK_EUSAGE for one the text made. */
+static int add_specials(json_t *enc, size_t first, const specials *sp, gk_err *e)
+{
+    for (int i = 0; i < sp->n; i++)
+        if (json_object_get(enc, sp->tok[i]))
+            return gk_errf(e, GK_EUSAGE, "--special '%s' is a token the text made: name one the "
+                           "pre-tokenizer splits (as <|...|>)", sp->tok[i]);
+    int oom = json_object_set_new(enc, "<|endoftext|>", json_integer((json_int_t)first)) != 0;
+    for (int i = 0; !oom && i < sp->n; i++)
+        oom = json_object_set_new(enc, sp->tok[i], json_integer((json_int_t)(first + 1 + i)));
+    return oom ? gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary") : 0;
+}
+
+/* encoder.json's object (token -> id: the learned ids, then the special tokens) and the merges
+ * text (vocab.bpe); NULL / GK_ENOMEM when out of memory. */
+static int vocab_texts(const gk_bpe_learned *l, const specials *sp, json_t **enc, json_t **pairs,
+                       char **merges, gk_err *e)
 {
     size_t cap = 16, n = 0, len;
     char *m = malloc(cap), *key = NULL, *a = NULL;
@@ -73,7 +93,6 @@ static int vocab_texts(const gk_bpe_learned *l, json_t **enc, json_t **pairs, ch
         byte_level(t, len, key);
         oom = json_object_set_new(*enc, key, json_integer(id)) != 0;
     }
-    oom = oom || json_object_set_new(*enc, "<|endoftext|>", json_integer((json_int_t)l->n_tokens));
     if (!oom) n = (size_t)snprintf(m, cap, "#version: 0.2\n");
     for (size_t i = 0; !oom && i < l->n_merges; i++) {
         const unsigned char *ta = gk_bpe_learned_token(l, l->left[i], &len);
@@ -89,18 +108,33 @@ static int vocab_texts(const gk_bpe_learned *l, json_t **enc, json_t **pairs, ch
         oom = oom || !pair || json_array_append_new(*pairs, pair);
     }
     free(key), free(a);
-    if (oom) {
+    int rc = oom ? gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary")
+                 : add_specials(*enc, l->n_tokens, sp, e);
+    if (rc) {
         free(m), json_decref(*enc), json_decref(*pairs);
         *enc = *pairs = NULL;
-        return gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
+        return rc;
     }
     *merges = m;
     return 0;
 }
 
+/* HuggingFace's added_tokens: <|endoftext|> at id first, then sp's. NULL when out of memory. */
+static json_t *added_tokens(size_t first, const specials *sp)
+{
+    json_t *added = json_array();
+    for (int i = -1; added && i < sp->n; i++) {
+        json_t *t = json_pack("{s:I,s:s,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)(first + 1 + i),
+                              "content", i < 0 ? "<|endoftext|>" : sp->tok[i], "single_word", 0,
+                              "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1);
+        if (!t || json_array_append_new(added, t)) json_decref(added), added = NULL;
+    }
+    return added;
+}
+
 /* tokenizer.json as HuggingFace tokenizers writes a byte-level BPE (GPT-2's pre-tokenizer, no
  * prefix space), with the learned ids; takes enc and pairs. NULL when out of memory. */
-static char *tokenizer_json(json_t *enc, json_t *pairs, size_t eot)
+static char *tokenizer_json(json_t *enc, json_t *pairs, size_t eot, const specials *sp)
 {
     json_t *bl = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 0,
                            "trim_offsets", 1, "use_regex", 1);
@@ -108,9 +142,7 @@ static char *tokenizer_json(json_t *enc, json_t *pairs, size_t eot)
                              "trim_offsets", 0, "use_regex", 1);
     json_t *dec = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 1,
                             "trim_offsets", 1, "use_regex", 1);
-    json_t *added = json_pack("[{s:I,s:s,s:b,s:b,s:b,s:b,s:b}]", "id", (json_int_t)eot, "content",
-                              "<|endoftext|>", "single_word", 0, "lstrip", 0, "rstrip", 0,
-                              "normalized", 0, "special", 1);
+    json_t *added = added_tokens(eot, sp);
     json_t *model = json_pack("{s:s,s:n,s:n,s:n,s:n,s:b,s:b,s:b,s:o,s:o}", "type", "BPE",
                               "dropout", "unk_token", "continuing_subword_prefix",
                               "end_of_word_suffix", "fuse_unk", 0, "byte_fallback", 0,
@@ -177,19 +209,19 @@ static int write_dir(const char *dir, const char *const names[3], char *const te
 }
 
 /* The vocabulary of l checked as every tool reads it (gk_vocab_load_mem), then written. */
-static int save(const gk_bpe_learned *l, const char *dir, gk_err *e)
+static int save(const gk_bpe_learned *l, const specials *sp, const char *dir, gk_err *e)
 {
     json_t *enc = NULL, *pairs = NULL;
     char *merges = NULL, *encoder = NULL, *tok = NULL;
     gk_vocab *v = NULL;
     size_t len = 0;
-    int rc = vocab_texts(l, &enc, &pairs, &merges, e);
+    int rc = vocab_texts(l, sp, &enc, &pairs, &merges, e);
     char *dumped = rc ? NULL : json_dumps(enc, JSON_PRESERVE_ORDER | JSON_COMPACT);
     if (!rc && !dumped) rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
     if (!rc) rc = gk_vocab_load_mem(&v, dumped, strlen(dumped), merges, strlen(merges),
                                     "the learned vocabulary", e);
     if (!rc) rc = gk_vocab_to_json(v, &encoder, &len, e);
-    if (!rc && !(tok = tokenizer_json(enc, pairs, l->n_tokens)))
+    if (!rc && !(tok = tokenizer_json(enc, pairs, l->n_tokens, sp)))
         rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
     enc = pairs = NULL; /* (tokenizer_json took them) */
     static const char *const names[3] = {"encoder.json", "vocab.bpe", "tokenizer.json"};
@@ -221,9 +253,12 @@ static void counted(const gk_bpe_counter *c, const tk_count_stats *st)
 
 int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
 {
-    if (o->vocab_size < 258)
-        return gk_errf(e, GK_EUSAGE, "--learn %lld: the vocabulary needs at least 258 tokens (the "
-                       "256 bytes, a merge and <|endoftext|>)", (long long)o->vocab_size);
+    specials sp = {o->specials, o->nspecials};
+    int64_t least = 258 + o->nspecials;
+    if (o->vocab_size < least)
+        return gk_errf(e, GK_EUSAGE, "--learn %lld: the vocabulary needs at least %lld tokens (the "
+                       "256 bytes, a merge and %d special token%s)", (long long)o->vocab_size,
+                       (long long)least, 1 + o->nspecials, o->nspecials ? "s" : "");
     double t0 = gk_now();
     tk_counting *k = NULL;
     tk_count_stats st = {0};
@@ -242,14 +277,16 @@ int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
     if (!rc) {
         counted(c, &st);
         gk_progress_start(&m.bar, "learning", 0);
-        rc = gk_bpe_learn(c, (size_t)o->vocab_size - 1, on_merge, &m, o->stop, &l, e);
+        rc = gk_bpe_learn(c, (size_t)(o->vocab_size - 1 - o->nspecials), on_merge, &m, o->stop,
+                          &l, e);
         gk_progress_end(&m.bar);
     }
-    size_t want = (size_t)o->vocab_size - 1;
+    size_t want = (size_t)(o->vocab_size - 1 - o->nspecials);
     if (!rc && l.n_tokens < want)
         gk_warn("the text allows %zu merges only: a vocabulary of %zu tokens, not %lld (more text, "
-                "or a smaller --learn)", l.n_merges, l.n_tokens + 1, (long long)o->vocab_size);
-    if (!rc) rc = save(&l, o->out_dir, e);
+                "or a smaller --learn)", l.n_merges, l.n_tokens + 1 + (size_t)o->nspecials,
+                (long long)o->vocab_size);
+    if (!rc) rc = save(&l, &sp, o->out_dir, e);
     if (!rc)
         gk_info("%zu merges learned from %lld document%s, %lld bytes, in %.2f s: %s", l.n_merges,
                 (long long)st.docs, plural(st.docs), (long long)st.bytes, gk_now() - t0,

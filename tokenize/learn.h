@@ -13,13 +13,17 @@
 #include "run.h"
 
 typedef struct tk_learn_opts {
-    int64_t vocab_size;    /* N: the 256 bytes and <|endoftext|> included */
+    int64_t vocab_size;    /* N: the 256 bytes and the special tokens included */
     const char *out_dir;   /* --vocab-out DIR: made whole or not at all */
     size_t memory;         /* the pre-token counts' bound in bytes */
     int threads;           /* counting threads (-j) */
     int64_t max_docs;      /* 0: all */
     volatile int *stop;    /* set by a signal: the learning stops, nothing is written */
+    const char *const *specials; /* more special tokens, after <|endoftext|> (printable ASCII) */
+    int nspecials;
 } tk_learn_opts;
+
+#define TK_LEARN_SPECIALS 64 /* --special's most */
 
 /* Reads the documents ro names, counts their pre-tokens (GPT-2's pattern), learns the merges
  * and writes o->out_dir (atomically: a temporary directory beside it, renamed; an existing empty

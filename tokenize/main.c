@@ -33,7 +33,30 @@ typedef struct options {
     int64_t threads, shard_tokens, max_docs, max_tokens, val_docs, val_tokens, max_line;
     int64_t learn, learn_memory;
     double val_fraction;
+    const char *specials[TK_LEARN_SPECIALS]; /* --special, after <|endoftext|> */
+    int nspecials;
 } options;
+
+/* --special TOKEN: one more special token for --learn (printable ASCII, no space, not a dup). */
+static int add_special(void *ctx, const char *arg, gk_err *e)
+{
+    options *o = ctx;
+    size_t n = strlen(arg);
+    for (size_t i = 0; i < n; i++)
+        if (arg[i] <= ' ' || arg[i] > '~')
+            return gk_errf(e, GK_EUSAGE, "--special '%s': printable ASCII without spaces only",
+                           arg);
+    if (!n || !strcmp(arg, "<|endoftext|>"))
+        return gk_errf(e, GK_EUSAGE, "--special '%s': %s", arg,
+                       n ? "always the first special token already" : "empty");
+    for (int i = 0; i < o->nspecials; i++)
+        if (!strcmp(o->specials[i], arg))
+            return gk_errf(e, GK_EUSAGE, "--special '%s' given twice", arg);
+    if (o->nspecials == TK_LEARN_SPECIALS)
+        return gk_errf(e, GK_EUSAGE, "--special: at most %d", TK_LEARN_SPECIALS);
+    o->specials[o->nspecials++] = arg;
+    return 0;
+}
 
 static const char usage[] =
     "gpt-tokenize [options] [FILE|DIR|'GLOB'|hf://datasets/OWNER/NAME[@REV]/PATH...] > out.bin\n"
@@ -59,6 +82,7 @@ static const char footer[] =
 
 static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
 {
+    gk_opt_call special = {add_special, o};
     const gk_opt tab[] = {
         {'o', "output", GK_OPT_STR, &o->output, "FILE",
          "write the shard to FILE (with --shard-tokens: "
@@ -73,6 +97,8 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
          "with --char: write the char vocabulary to FILE; with --learn: the directory", 0, 0},
         {0, "learn", GK_OPT_INT, &o->learn, "N",
          "learn a byte-level BPE vocabulary of N tokens (into --vocab-out DIR)", 1, 16777216},
+        {0, "special", GK_OPT_CALL, &special, "TOKEN",
+         "--learn: a special token after <|endoftext|> (repeatable)", 0, 0},
         {0, "learn-memory", GK_OPT_INT, &o->learn_memory, "BYTES",
          "--learn: the pre-token counts' bound (default: half the memory available)", 1e6,
          1e15},
@@ -165,8 +191,9 @@ static int check_options(const options *o, gk_err *e)
                                                     "options (not -o, -V, --char, -d, --val-*, "
                                                     "--shard-tokens, --max-tokens)"
                                                   : "--learn needs --vocab-out DIR");
-    if (o->learn_memory && !o->learn)
-        return gk_errf(e, GK_EUSAGE, "--learn-memory goes with --learn");
+    if ((o->learn_memory || o->nspecials) && !o->learn)
+        return gk_errf(e, GK_EUSAGE, "%s goes with --learn",
+                       o->nspecials ? "--special" : "--learn-memory");
     if (o->vocab_out && !o->char_level && !o->learn)
         return gk_errf(e, GK_EUSAGE, "--vocab-out goes with --char or --learn");
     if (o->doc_sep && !*o->doc_sep)
@@ -419,7 +446,8 @@ static int learn(const options *o, tk_inputs *in, gk_err *e)
                     : h.avail != GK_MEM_UNKNOWN ? h.avail / 2
                                               : (size_t)4 << 30;
     int threads = o->threads ? (int)o->threads : omp_get_num_procs();
-    tk_learn_opts lo = {o->learn, o->vocab_out, memory, threads, o->max_docs, NULL};
+    tk_learn_opts lo = {o->learn, o->vocab_out, memory, threads, o->max_docs, NULL,
+                        o->specials, o->nspecials};
     int rc = tk_learn(&lo, &ro, e);
     tk_inputs_stop(in);
     return rc;

@@ -6,7 +6,7 @@
 # to end: a vocabulary learned, the text tokenized with it, a model trained, sampled, scored and
 # exported (gpt-ckpt export --hf): tokenizers (pip, installed by .ci/run) reads the directory's
 # tokenizer.json and the export's vocab.json + merges.txt and encodes a text to gpt-tokenize's
-# ids. Bad input: one line naming it, and no directory.
+# ids. --special: more special tokens. Bad input: one line naming it, and no directory.
 source "$TOP/tests/cli/lib.bash"; need_data
 F=$TOP/tests/fixtures/bpe_learn
 cat "$DATA"/tokenizer-cases/*.txt > held.txt
@@ -40,6 +40,15 @@ done
 # --learn-memory: a bound the counts pass drops the rarest pre-tokens, says so, and still learns
 gpt-tokenize -j 1 --learn-memory 1M --learn 1000 --vocab-out small "$P" 2>&1 |
   sed 's/dropped [0-9]* rare pre-tokens ([0-9]* occurrences)/dropped N rare pre-tokens (M occurrences)/; s/in [0-9.]* s:/in T s:/'
+# --special: more special tokens after <|endoftext|>, within N: the merges of N less them, the
+# specials the last ids, tokenizers' tokenizer.json taking them as special
+gpt-tokenize -q --learn 1000 --special '<|pad|>' --special '<|sep|>' --vocab-out sp "$P"
+zcat "$F/prose.merges.gz" > pw.txt
+head -n 741 pw.txt | cmp -s - <(tail -n +2 sp/vocab.bpe) &&
+  echo "--special twice: 741 merges, tokenizers' own"
+grep -o '"<|endoftext|>": 997, "<|pad|>": 998, "<|sep|>": 999}$' sp/encoder.json
+python3 -c 'import sys; from tokenizers import Tokenizer
+print(Tokenizer.from_file(sys.argv[1]).encode("hello<|pad|> world<|sep|>").ids)' sp/tokenizer.json
 # end to end on a vocabulary of 1000 learned from 200 kB of Tiny Shakespeare
 head -c 200000 "$DATA/tinyshakespeare/input.txt" > in.txt
 gpt-tokenize -q --learn 1000 --vocab-out voc in.txt
@@ -75,6 +84,11 @@ run gpt-tokenize --learn 1000 held.txt
 run gpt-tokenize --learn 1000 --vocab-out bad empty.txt
 mkdir full && touch full/x
 run gpt-tokenize --learn 1000 --vocab-out full held.txt
+run gpt-tokenize --learn 1000 --special '<|a b|>' --vocab-out bad held.txt
+run gpt-tokenize --learn 1000 --special '<|endoftext|>' --vocab-out bad held.txt
+run gpt-tokenize --special '<|pad|>' held.txt -o bad.bin
+run gpt-tokenize -j 1 --learn 2000 --special the --vocab-out bad "$P"
+run gpt-tokenize --learn 258 --special '<|pad|>' --vocab-out bad held.txt
 test ! -e bad && ls full && echo "no directory made; full/ untouched"
 # SIGTERM while counting an endless stdin (once it has read a megabyte; a background job of a
 # script ignores SIGINT, which takes the same path): death by the signal, neither the directory
