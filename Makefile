@@ -340,7 +340,7 @@ units: $(TEST_BINS) $(CUDA_LIBS) $(EMU_NVCC)
 # read-ahead of a bucket's shards, the tokenizer's pool (tests/sanitize/tsan.sh lists the tests).
 # valgrind: memcheck on CLI tests.
 TSAN_TOOLS := tokenize train ckpt evalppl
-TSAN_TESTS := test_ckpt test_comm test_comm_groups test_outfile test_store test_tokenize_learn test_train_ckpt test_train_launch test_train_readahead
+TSAN_TESTS := test_ckpt test_comm test_comm_groups test_outfile test_store test_tokenize_count test_train_ckpt test_train_launch test_train_readahead
 tsan: deps
 	@$(SUBMAKE) BUILD=build-tsan TSAN=1 OPT=-O1 $(TSAN_TOOLS:%=build-tsan/bin/gpt-%) \
 	  $(TSAN_TESTS:%=build-tsan/tests/%)

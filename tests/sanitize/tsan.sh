@@ -15,6 +15,8 @@ export OMP_NUM_THREADS=1 GPT_TEST_SLOWDOWN=${GPT_TEST_SLOWDOWN:-2} # run.sh's ha
 # (not tokenize_cases: 200 runs of a few bytes each, one block, nothing in parallel; an eighth of
 # this run's time. Not tokenize_bounded: 120 MB of text for its memory bounds, a fifth of this
 # run's time, through the same pool, streaming and --val-fraction spill that tokenize_batch,
-# tokenize_threads and tokenize_split run here on small inputs. make test and make check run both.)
+# tokenize_threads and tokenize_split run here on small inputs. Not tokenize_learn and
+# tokenize_learn_hf: they sample, train and export beside --learn, whose counting threads
+# unit/test_tokenize_count runs here. make test and make check run them all.)
 exec bash "$top/tests/run.sh" "$build" test_ tokenize -tokenize_cases -tokenize_bounded \
-  train_ckpt_fail train_kill9 train_elastic
+  -tokenize_learn -tokenize_learn_hf train_ckpt_fail train_kill9 train_elastic

@@ -1,4 +1,4 @@
-/* test_tokenize_learn.c: gpt-tokenize --learn's threaded counting (tokenize/learn_count.c) counts
+/* test_tokenize_count.c: gpt-tokenize --learn's threaded counting (tokenize/learn_count.c) counts
  * the same pre-tokens on 1 and 4 threads: many small documents (blocks of several), a document
  * of 10 MB fed in pieces (cut where encoding may cut, its parts counted by different threads),
  * an empty one, and invalid UTF-8 (replaced, counted). Under ThreadSanitizer too (make tsan). */
