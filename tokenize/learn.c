@@ -25,17 +25,19 @@ typedef struct merging {
     double t0;
 } merging;
 
-/* The bytes of a token as GPT-2's byte alphabet writes them (a JSON key's text), into out. */
+/* The bytes of a token as GPT-2's byte alphabet writes them (a JSON key's text), into out:
+ * the printable bytes as themselves, the others from U+0100 on in byte order. */
 static size_t byte_level(const unsigned char *b, size_t n, char *out)
 {
+    static uint32_t cp_of[256];
+    if (!cp_of[0]) /* (the table once; byte 0 maps to U+0100, never 0) */
+        for (uint32_t c = 0, k = 0; c < 256; c++) {
+            int printable = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
+            cp_of[c] = printable ? c : 256u + k++;
+        }
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        int c = b[i], k = 0;
-        int printable = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
-        if (!printable) /* the others from U+0100 on, in byte order */
-            for (int x = 0; x < c; x++)
-                k += !((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174);
-        uint32_t cp = printable ? (uint32_t)c : 256u + (uint32_t)k;
+        uint32_t cp = cp_of[b[i]];
         if (cp < 0x80) out[o++] = (char)cp;
         else out[o++] = (char)(0xC0 | cp >> 6), out[o++] = (char)(0x80 | (cp & 63));
     }
