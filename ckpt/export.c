@@ -1,11 +1,11 @@
 /* export.c: gpt-ckpt export: a gptkit checkpoint -> a HuggingFace model directory (config.json,
- * model.safetensors, vocab.json, merges.txt, generation_config.json; GPT2LMHeadModel loads it as
- * it is) and/or an llm.c checkpoint (llmc.c).
+ * model.safetensors, vocab.json, merges.txt, tokenizer.json, generation_config.json;
+ * GPT2LMHeadModel and AutoTokenizer load it as it is) and/or an llm.c checkpoint (llmc.c).
  * A bias = false model is written with zero biases (both formats always have them), which gives
  * the same outputs. A new directory is built as DIR.tmp.PID.N beside it and renamed into place;
  * for an existing directory the files are written into DIR/.export.tmp.PID.N and moved into it
  * once all are written, so that a failure (a full disk) leaves no mix of old and new files; an
- * earlier export's vocab.json and merges.txt that this one does not write are then removed. */
+ * earlier export's tokenizer files that this one does not write are then removed. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -140,36 +140,52 @@ static int write_model(const gk_ckpt *c, const ck_table *t, const char *dir, enu
     return rc;
 }
 
-/* vocab.json + merges.txt; *eot = the end-of-text id (-1 without a BPE vocabulary). */
+/* transformers' GPT2Tokenizer pre-tokenizes with GPT-2's regex whatever tokenizer.json says:
+ * for another pattern AutoTokenizer is sent to tokenizer.json as it is. */
+static const char tokenizer_config[] =
+    "{\"tokenizer_class\": \"PreTrainedTokenizerFast\", \"bos_token\": \"<|endoftext|>\", "
+    "\"eos_token\": \"<|endoftext|>\"}\n";
+
+/* vocab.json + merges.txt + tokenizer.json (+ tokenizer_config.json for another pattern than
+ * GPT-2's); *eot = the end-of-text id (-1 without a BPE vocabulary). */
 static int write_vocab(const gk_ckpt *c, const char *dir, int *eot, gk_err *e)
 {
     gk_vocab *v = NULL;
     *eot = -1;
     int rc = gk_ckpt_vocab(c, &v, e);
     if (rc == GK_ENOTFOUND) {
-        gk_warn("%s: no embedded vocabulary: no vocab.json / merges.txt written", gk_ckpt_path(c));
+        gk_warn("%s: no embedded vocabulary: no vocab.json / merges.txt / tokenizer.json written",
+                gk_ckpt_path(c));
         return 0;
     }
     if (rc)
         return rc;
     if (gk_vocab_type(v) != GK_VOCAB_BPE) {
         gk_warn("%s: a char-level vocabulary has no HuggingFace GPT-2 tokenizer form: no "
-                "vocab.json / merges.txt written", gk_ckpt_path(c));
+                "vocab.json / merges.txt / tokenizer.json written", gk_ckpt_path(c));
         gk_vocab_free(v);
         return 0;
     }
-    char *json = NULL, *merges = NULL;
-    size_t jl = 0, ml = 0;
+    char *json = NULL, *merges = NULL, *tok = NULL;
+    size_t jl = 0, ml = 0, tl = 0;
     rc = gk_vocab_to_json(v, &json, &jl, e);
     if (rc == 0)
         rc = gk_vocab_merges(v, &merges, &ml, e);
     if (rc == 0)
+        rc = gk_vocab_hf_json(v, &tok, &tl, e);
+    if (rc == 0)
         rc = write_text(dir, "vocab.json", json, jl, e);
     if (rc == 0)
         rc = write_text(dir, "merges.txt", merges, ml, e);
+    if (rc == 0)
+        rc = write_text(dir, "tokenizer.json", tok, tl, e);
+    if (rc == 0 && gk_vocab_pattern(v) != GK_PATTERN_GPT2)
+        rc = write_text(dir, "tokenizer_config.json", tokenizer_config,
+                        sizeof tokenizer_config - 1, e);
     *eot = gk_vocab_eot(v);
     free(json);
     free(merges);
+    free(tok);
     gk_vocab_free(v);
     return rc;
 }
@@ -278,17 +294,19 @@ static int move_files(const char *tmp, const char *dir, gk_err *e)
     return rc;
 }
 
-/* The files an export may write and not always does (a model without a GPT-2 vocabulary), and
- * tokenizer files of other origins, which transformers would load beside the model. */
-static const char *const vocab_files[] = {"vocab.json", "merges.txt"};
-static const char *const foreign_files[] = {"tokenizer.json", "tokenizer_config.json",
-                                            "special_tokens_map.json", "added_tokens.json"};
+/* The files an export may write and not always does (a model without a BPE vocabulary), and
+ * tokenizer files of other origins, which transformers would load beside the model (the first,
+ * tokenizer_config.json, this export writes for a vocabulary of another pattern than GPT-2's). */
+static const char *const vocab_files[] = {"vocab.json", "merges.txt", "tokenizer.json"};
+static const char *const foreign_files[] = {"tokenizer_config.json", "special_tokens_map.json",
+                                            "added_tokens.json"};
 #define COUNT(a) (sizeof (a) / sizeof *(a))
 
-/* After an export into an existing dir (files of tmp moved in): an earlier export's vocab.json
- * and merges.txt that this one did not write go (they would pair the model with another
- * tokenizer); tokenizer files gptkit never writes are named in a warning. */
-static int drop_stale(const char *dir, int wrote_vocab, gk_err *e)
+/* After an export into an existing dir (files of tmp moved in): an earlier export's vocab.json,
+ * merges.txt and tokenizer.json that this one did not write go (they would pair the model with
+ * another tokenizer); other tokenizer files (but a tokenizer_config.json this one wrote) are
+ * named in a warning. */
+static int drop_stale(const char *dir, int wrote_vocab, int wrote_config, gk_err *e)
 {
     char path[4600], seen[200] = "";
     int removed = 0;
@@ -300,9 +318,9 @@ static int drop_stale(const char *dir, int wrote_vocab, gk_err *e)
             return gk_errno(e, path);
     }
     if (removed)
-        gk_info("%s: removed vocab.json / merges.txt of an earlier export (this model has no "
-                "GPT-2 tokenizer)", dir);
-    for (size_t i = 0; i < COUNT(foreign_files); i++) {
+        gk_info("%s: removed vocab.json / merges.txt / tokenizer.json of an earlier export (this "
+                "model has no BPE tokenizer)", dir);
+    for (size_t i = wrote_config; i < COUNT(foreign_files); i++) { /* ([0]: tokenizer_config) */
         snprintf(path, sizeof path, "%s/%s", dir, foreign_files[i]);
         if (access(path, F_OK) == 0)
             snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", *seen ? ", " : "",
@@ -328,14 +346,15 @@ static int export_hf(const gk_ckpt *c, const gk_gpt2_config *cfg, const char *di
     int rc = make_temp_dir(dir, exists, tmp, sizeof tmp, e);
     if (rc)
         return rc;
-    char vocab[4300];
+    char vocab[4300], config[4300];
     snprintf(vocab, sizeof vocab, "%s/%s", tmp, vocab_files[0]);
+    snprintf(config, sizeof config, "%s/%s", tmp, foreign_files[0]);
     if ((rc = write_hf_files(c, cfg, tmp, e)))
         name_as_final(e, tmp, dir);
     else if (exists) {
-        int wrote_vocab = access(vocab, F_OK) == 0;
+        int wrote_vocab = access(vocab, F_OK) == 0, wrote_config = access(config, F_OK) == 0;
         if ((rc = move_files(tmp, dir, e)) == 0)
-            rc = drop_stale(dir, wrote_vocab, e);
+            rc = drop_stale(dir, wrote_vocab, wrote_config, e);
     }
     else if (rename(tmp, dir) != 0)
         rc = gk_errno(e, dir);

@@ -92,6 +92,8 @@ static json_t *json_info(const gk_ckpt *c, const gk_vocab *v, const info_opts *o
     json_t *tok = parse_meta(gk_st_meta(f, "gptkit.tokenizer"));
     if (tok && v)
         json_object_set_new(tok, "vocab_size", json_integer(gk_vocab_size(v)));
+    if (tok && v && gk_vocab_type(v) == GK_VOCAB_BPE && gk_vocab_pattern(v) != GK_PATTERN_GPT2)
+        json_object_set_new(tok, "pattern", json_string(gk_pattern_name(gk_vocab_pattern(v))));
     json_object_set_new(root, "tokenizer", tok ? tok : json_null());
     json_t *train = parse_meta(gk_ckpt_train_json(c));
     json_object_set_new(root, "train", train ? train : json_null());
@@ -137,9 +139,11 @@ static void print_tokenizer(const gk_ckpt *c, const gk_vocab *v)
 {
     json_t *tok = parse_meta(gk_st_meta(gk_ckpt_file(c), "gptkit.tokenizer"));
     const char *type = json_string_value(json_object_get(tok, "type"));
+    int pattern = v && gk_vocab_type(v) == GK_VOCAB_BPE ? gk_vocab_pattern(v) : GK_PATTERN_GPT2;
     if (v)
-        printf("tokenizer:   %s, %u tokens, fingerprint %u\n", type ? type : "?", gk_vocab_size(v),
-               gk_vocab_fingerprint(v));
+        printf("tokenizer:   %s, %u tokens, fingerprint %u%s%s\n", type ? type : "?",
+               gk_vocab_size(v), gk_vocab_fingerprint(v), pattern ? ", pattern " : "",
+               pattern ? gk_pattern_name(pattern) : "");
     else
         printf("tokenizer:   none\n");
     json_decref(tok);

@@ -295,7 +295,8 @@ static int submit(tk_encoder *enc, int final, int *none, gk_err *e)
 {
     block *b = enc->fill;
     size_t consumed;
-    b->nchunks = tk_plan_chunks(b, enc->bpe_mode, enc->max_chunks, final, &consumed);
+    int cuts = enc->bpe_mode ? gk_vocab_pattern(enc->vocab) : -1;
+    b->nchunks = tk_plan_chunks(b, cuts, enc->max_chunks, final, &consumed);
     *none = b->nchunks == 0;
     if (*none)
         return 0;
@@ -378,7 +379,7 @@ static int serial_feed(tk_encoder *enc, const char *text, size_t n, int final, g
     enc->stats.replaced += (int64_t)rep;
     memcpy(enc->tail + enc->tail_len, enc->clean, clen);
     enc->tail_len += clen;
-    size_t p = gk_bpe_split_point(enc->tail, enc->tail_len, 1);
+    size_t p = gk_bpe_split_point(enc->tail, enc->tail_len, 1, gk_vocab_pattern(enc->vocab));
     if (p == enc->tail_len && !final)
         return serial_encode(enc, enc->tail_len, 0, e);
     int rc = serial_encode(enc, p, 1, e);

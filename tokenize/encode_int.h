@@ -42,8 +42,9 @@ typedef struct block {
 } block;
 
 /* Cuts b->text[0, b->len) into at most max_chunks chunks (b->chunks) at document ends and safe
- * points (GPT-2 BPE's when bpe, else character boundaries); returns how many, and in *consumed
- * where the last ends. Starts at or past that stay for the next block. final: nothing follows
+ * points (BPE's of pattern bpe >= 0 (GK_PATTERN_*), else character boundaries); returns how
+ * many, and in *consumed where the last ends. Starts at or past that stay for the next block.
+ * final: nothing follows
  * (everything is planned); else the last document may go on, and a chunk ends only where what
  * follows cannot change its tokens (0 chunks: there is no such cut). */
 size_t tk_plan_chunks(block *b, int bpe, size_t max_chunks, int final, size_t *consumed);

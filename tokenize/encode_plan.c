@@ -17,7 +17,7 @@ static size_t char_split_point(const char *text, size_t len, size_t from)
 
 static size_t split_at(int bpe, const char *text, size_t len, size_t from)
 {
-    return bpe ? gk_bpe_split_point(text, len, from) : char_split_point(text, len, from);
+    return bpe >= 0 ? gk_bpe_split_point(text, len, from, bpe) : char_split_point(text, len, from);
 }
 
 /* The last cut in text[0, len), or len if there is none. */

@@ -78,24 +78,26 @@ static int add_specials(json_t *enc, size_t first, const specials *sp, gk_err *e
 }
 
 /* encoder.json's object (token -> id: the learned ids, then the special tokens) and the merges
- * text (vocab.bpe); NULL / GK_ENOMEM when out of memory. */
-static int vocab_texts(const gk_bpe_learned *l, const specials *sp, json_t **enc, json_t **pairs,
+ * text (vocab.bpe, its first line naming the pattern if not GPT-2's), as dumped texts. */
+static int vocab_texts(const gk_bpe_learned *l, const specials *sp, int pattern, char **encoder,
                        char **merges, gk_err *e)
 {
-    size_t cap = 16, n = 0, len;
+    size_t cap = 64, n = 0, len;
     char *m = malloc(cap), *key = NULL, *a = NULL;
-    *enc = json_object(), *pairs = json_array();
+    json_t *enc = json_object();
     size_t longest = 1;
     for (uint32_t id = 0; id < l->n_tokens; id++)
         if (gk_bpe_learned_token(l, id, &len) && len > longest) longest = len;
     key = malloc(2 * longest + 1), a = malloc(2 * longest + 1);
-    int oom = !m || !*enc || !*pairs || !key || !a;
+    int oom = !m || !enc || !key || !a;
     for (uint32_t id = 0; !oom && id < l->n_tokens; id++) {
         const unsigned char *t = gk_bpe_learned_token(l, id, &len);
         byte_level(t, len, key);
-        oom = json_object_set_new(*enc, key, json_integer(id)) != 0;
+        oom = json_object_set_new(enc, key, json_integer(id)) != 0;
     }
-    if (!oom) n = (size_t)snprintf(m, cap, "#version: 0.2\n");
+    if (!oom)
+        n = (size_t)snprintf(m, cap, "#version: 0.2%s%s\n", pattern ? " pattern: " : "",
+                             pattern ? gk_pattern_name(pattern) : "");
     for (size_t i = 0; !oom && i < l->n_merges; i++) {
         const unsigned char *ta = gk_bpe_learned_token(l, l->left[i], &len);
         size_t la = byte_level(ta, len, a);
@@ -106,56 +108,16 @@ static int vocab_texts(const gk_bpe_learned *l, const specials *sp, json_t **enc
             if (!(oom = !g)) m = g;
         }
         if (!oom) n += (size_t)sprintf(m + n, "%s %s\n", a, key);
-        json_t *pair = json_pack("[ss]", a, key);
-        oom = oom || !pair || json_array_append_new(*pairs, pair);
     }
     free(key), free(a);
     int rc = oom ? gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary")
-                 : add_specials(*enc, l->n_tokens, sp, e);
-    if (rc) {
-        free(m), json_decref(*enc), json_decref(*pairs);
-        *enc = *pairs = NULL;
-        return rc;
-    }
-    *merges = m;
-    return 0;
-}
-
-/* HuggingFace's added_tokens: <|endoftext|> at id first, then sp's. NULL when out of memory. */
-static json_t *added_tokens(size_t first, const specials *sp)
-{
-    json_t *added = json_array();
-    for (int i = -1; added && i < sp->n; i++) {
-        json_t *t = json_pack("{s:I,s:s,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)(first + 1 + i),
-                              "content", i < 0 ? "<|endoftext|>" : sp->tok[i], "single_word", 0,
-                              "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1);
-        if (!t || json_array_append_new(added, t)) json_decref(added), added = NULL;
-    }
-    return added;
-}
-
-/* tokenizer.json as HuggingFace tokenizers writes a byte-level BPE (GPT-2's pre-tokenizer, no
- * prefix space), with the learned ids; takes enc and pairs. NULL when out of memory. */
-static char *tokenizer_json(json_t *enc, json_t *pairs, size_t eot, const specials *sp)
-{
-    json_t *bl = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 0,
-                           "trim_offsets", 1, "use_regex", 1);
-    json_t *post = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 1,
-                             "trim_offsets", 0, "use_regex", 1);
-    json_t *dec = json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space", 1,
-                            "trim_offsets", 1, "use_regex", 1);
-    json_t *added = added_tokens(eot, sp);
-    json_t *model = json_pack("{s:s,s:n,s:n,s:n,s:n,s:b,s:b,s:b,s:o,s:o}", "type", "BPE",
-                              "dropout", "unk_token", "continuing_subword_prefix",
-                              "end_of_word_suffix", "fuse_unk", 0, "byte_fallback", 0,
-                              "ignore_merges", 0, "vocab", enc, "merges", pairs);
-    json_t *root = json_pack("{s:s,s:n,s:n,s:o,s:n,s:o,s:o,s:o,s:o}", "version", "1.0",
-                             "truncation", "padding", "added_tokens", added, "normalizer",
-                             "pre_tokenizer", bl, "post_processor", post, "decoder", dec, "model",
-                             model);
-    char *text = root ? json_dumps(root, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
-    json_decref(root);
-    return text;
+                 : add_specials(enc, l->n_tokens, sp, e);
+    if (!rc && !(*encoder = json_dumps(enc, JSON_PRESERVE_ORDER | JSON_COMPACT)))
+        rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
+    json_decref(enc);
+    if (rc) free(m);
+    else *merges = m;
+    return rc;
 }
 
 /* 0 when dir may be made: absent, or an empty directory (replaced); else the error. */
@@ -211,25 +173,20 @@ static int write_dir(const char *dir, const char *const names[3], char *const te
 }
 
 /* The vocabulary of l checked as every tool reads it (gk_vocab_load_mem), then written. */
-static int save(const gk_bpe_learned *l, const specials *sp, const char *dir, gk_err *e)
+static int save(const gk_bpe_learned *l, const specials *sp, int pattern, const char *dir,
+                gk_err *e)
 {
-    json_t *enc = NULL, *pairs = NULL;
-    char *merges = NULL, *encoder = NULL, *tok = NULL;
+    char *merges = NULL, *dumped = NULL, *encoder = NULL, *tok = NULL;
     gk_vocab *v = NULL;
     size_t len = 0;
-    int rc = vocab_texts(l, sp, &enc, &pairs, &merges, e);
-    char *dumped = rc ? NULL : json_dumps(enc, JSON_PRESERVE_ORDER | JSON_COMPACT);
-    if (!rc && !dumped) rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
+    int rc = vocab_texts(l, sp, pattern, &dumped, &merges, e);
     if (!rc) rc = gk_vocab_load_mem(&v, dumped, strlen(dumped), merges, strlen(merges),
                                     "the learned vocabulary", e);
     if (!rc) rc = gk_vocab_to_json(v, &encoder, &len, e);
-    if (!rc && !(tok = tokenizer_json(enc, pairs, l->n_tokens, sp)))
-        rc = gk_errf(e, GK_ENOMEM, "out of memory writing the vocabulary");
-    enc = pairs = NULL; /* (tokenizer_json took them) */
+    if (!rc) rc = gk_vocab_hf_json(v, &tok, &len, e);
     static const char *const names[3] = {"encoder.json", "vocab.bpe", "tokenizer.json"};
     char *const texts[3] = {encoder, merges, tok};
     if (!rc) rc = write_dir(dir, names, texts, e);
-    json_decref(enc), json_decref(pairs);
     free(dumped), free(merges), free(encoder), free(tok);
     gk_vocab_free(v);
     return rc;
@@ -267,7 +224,7 @@ int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
     tk_read_stats rs = {0};
     const gk_bpe_counter *c = NULL;
     int rc = dir_free(o->out_dir, e);
-    if (!rc) rc = tk_counting_new(&k, o->threads, o->memory, o->max_docs, e);
+    if (!rc) rc = tk_counting_new(&k, o->threads, o->pattern, o->memory, o->max_docs, e);
     tk_consumer cons = k ? tk_counting_consumer(k) : (tk_consumer){0};
     if (!rc) rc = tk_read_all(ro, &cons, &rs, e);
     if (!rc) rc = tk_counting_finish(k, &c, &st, e);
@@ -288,7 +245,7 @@ int tk_learn(const tk_learn_opts *o, const tk_read_opts *ro, gk_err *e)
         gk_warn("the text allows %zu merges only: a vocabulary of %zu tokens, not %lld (more text, "
                 "or a smaller --learn)", l.n_merges, l.n_tokens + 1 + (size_t)o->nspecials,
                 (long long)o->vocab_size);
-    if (!rc) rc = save(&l, &sp, o->out_dir, e);
+    if (!rc) rc = save(&l, &sp, o->pattern, o->out_dir, e);
     if (!rc)
         gk_info("%zu merges learned from %lld document%s, %lld bytes, in %.2f s: %s", l.n_merges,
                 (long long)st.docs, plural(st.docs), (long long)st.bytes, gk_now() - t0,

@@ -14,6 +14,7 @@
 
 typedef struct tk_learn_opts {
     int64_t vocab_size;    /* N: the 256 bytes and the special tokens included */
+    int pattern;           /* the pre-tokenizer's, GK_PATTERN_* (common/text/pretok.h) */
     const char *out_dir;   /* --vocab-out DIR: made whole or not at all */
     size_t memory;         /* the pre-token counts' bound in bytes */
     int threads;           /* counting threads (-j) */
@@ -25,7 +26,7 @@ typedef struct tk_learn_opts {
 
 #define TK_LEARN_SPECIALS 64 /* --special's most */
 
-/* Reads the documents ro names, counts their pre-tokens (GPT-2's pattern), learns the merges
+/* Reads the documents ro names, counts their pre-tokens (o->pattern's), learns the merges
  * and writes o->out_dir (atomically: a temporary directory beside it, renamed; an existing empty
  * directory is replaced, any other existing path refused). The summary and warnings on the
  * log. */

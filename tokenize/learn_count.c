@@ -45,6 +45,7 @@ struct tk_counting {
     block cur;           /* the reader's: being filled */
     int64_t max_docs, docs, bytes;
     size_t memory;
+    int pattern;         /* GK_PATTERN_* */
 };
 
 /* Counts one document (part) of text. */
@@ -156,7 +157,7 @@ static int on_feed(void *ctx, const char *t, size_t n, gk_err *e)
     size_t at = doc_start(&k->cur), len = k->cur.n - at;
     if (rc || k->cur.n < BLOCK || len < BLOCK / 2) return rc;
     /* a long document: its part up to a safe cut queued, the rest moved to the next block */
-    size_t cut = gk_bpe_split_point(k->cur.text + at, len, len / 2);
+    size_t cut = gk_bpe_split_point(k->cur.text + at, len, len / 2, k->pattern);
     if (cut == len) return 0;
     if ((rc = put_seg(&k->cur, cut, e))) return rc;
     char *rest = malloc(len - cut);
@@ -182,14 +183,15 @@ tk_consumer tk_counting_consumer(tk_counting *k)
     return (tk_consumer){on_begin, on_feed, on_end, k};
 }
 
-int tk_counting_new(tk_counting **out, int threads, size_t memory, int64_t max_docs, gk_err *e)
+int tk_counting_new(tk_counting **out, int threads, int pattern, size_t memory, int64_t max_docs,
+                    gk_err *e)
 {
     tk_counting *k = calloc(1, sizeof *k);
     *out = NULL;
     if (!k) return gk_errf(e, GK_ENOMEM, "out of memory");
     k->threads = threads < 1 ? 1 : threads;
     k->nslots = 2 * (size_t)k->threads;
-    k->max_docs = max_docs, k->memory = memory;
+    k->max_docs = max_docs, k->memory = memory, k->pattern = pattern;
     k->w = calloc((size_t)k->threads, sizeof *k->w);
     k->ring = calloc(k->nslots, sizeof *k->ring);
     k->busy = calloc(k->nslots, sizeof *k->busy);
@@ -201,7 +203,7 @@ int tk_counting_new(tk_counting **out, int threads, size_t memory, int64_t max_d
         worker *w = &k->w[i];
         w->k = k;
         rc = gk_bpe_counter_new(&w->c, memory / (size_t)k->threads, e);
-        if (!rc) rc = gk_pretok_create(&w->p, e);
+        if (!rc) rc = gk_pretok_create(&w->p, pattern, e);
         if (!rc && pthread_create(&w->th, NULL, work, w) != 0)
             rc = gk_errf(e, GK_ENOMEM, "cannot start a counting thread");
         w->started = !rc;

@@ -28,7 +28,7 @@
 #include "stage.h"
 
 typedef struct options {
-    const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field, *column;
+    const char *output, *vocab, *vocab_out, *doc_sep, *val_output, *field, *column, *pattern;
     int decode, char_level, allow_special, quiet, verbose, skip_bad;
     int64_t threads, shard_tokens, max_docs, max_tokens, val_docs, val_tokens, max_line;
     int64_t learn, learn_memory;
@@ -97,6 +97,8 @@ static int parse(options *o, int argc, char **argv, int *first, gk_err *e)
          "with --char: write the char vocabulary to FILE; with --learn: the directory", 0, 0},
         {0, "learn", GK_OPT_INT, &o->learn, "N",
          "learn a byte-level BPE vocabulary of N tokens (into --vocab-out DIR)", 1, 16777216},
+        {0, "pattern", GK_OPT_STR, &o->pattern, "gpt2|gpt4",
+         "--learn: the pre-tokenizer's regex, GPT-2's (default) or GPT-4's (cl100k)", 0, 0},
         {0, "special", GK_OPT_CALL, &special, "TOKEN",
          "--learn: a special token after <|endoftext|> (repeatable)", 0, 0},
         {0, "learn-memory", GK_OPT_INT, &o->learn_memory, "BYTES",
@@ -191,9 +193,15 @@ static int check_options(const options *o, gk_err *e)
                                                     "options (not -o, -V, --char, -d, --val-*, "
                                                     "--shard-tokens, --max-tokens)"
                                                   : "--learn needs --vocab-out DIR");
-    if ((o->learn_memory || o->nspecials) && !o->learn)
-        return gk_errf(e, GK_EUSAGE, "%s goes with --learn",
-                       o->nspecials ? "--special" : "--learn-memory");
+    if ((o->learn_memory || o->nspecials || o->pattern) && !o->learn)
+        return gk_errf(e, GK_EUSAGE, "%s goes with --learn%s",
+                       o->pattern     ? "--pattern"
+                       : o->nspecials ? "--special"
+                                      : "--learn-memory",
+                       o->pattern ? " (a vocabulary encodes with the pattern it was learned with)"
+                                  : "");
+    if (o->pattern && gk_pattern_of(o->pattern) < 0)
+        return gk_errf(e, GK_EUSAGE, "--pattern %s: gpt2 or gpt4", o->pattern);
     if (o->vocab_out && !o->char_level && !o->learn)
         return gk_errf(e, GK_EUSAGE, "--vocab-out goes with --char or --learn");
     if (o->doc_sep && !*o->doc_sep)
@@ -446,8 +454,9 @@ static int learn(const options *o, tk_inputs *in, gk_err *e)
                     : h.avail != GK_MEM_UNKNOWN ? h.avail / 2
                                               : (size_t)4 << 30;
     int threads = o->threads ? (int)o->threads : omp_get_num_procs();
-    tk_learn_opts lo = {o->learn, o->vocab_out, memory, threads, o->max_docs, NULL,
-                        o->specials, o->nspecials};
+    tk_learn_opts lo = {o->learn, o->pattern ? gk_pattern_of(o->pattern) : GK_PATTERN_GPT2,
+                        o->vocab_out, memory, threads, o->max_docs, NULL, o->specials,
+                        o->nspecials};
     int rc = tk_learn(&lo, &ro, e);
     tk_inputs_stop(in);
     return rc;

@@ -1,5 +1,6 @@
-/* bpe.c: GPT-2 BPE encoding (see bpe.h): pieces from pretok.c, merges with the vocab's
- * pair table, tiktoken's rule (lowest merged id first, leftmost on ties). */
+/* bpe.c: byte-level BPE encoding (see bpe.h): pieces from pretok.c in the vocab's pattern,
+ * merges with the vocab's pair table, tiktoken's rule (lowest merged id first, leftmost on
+ * ties). */
 #include "common/text/bpe.h"
 
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "common/grow.h"
 #include "common/text/pretok.h"
+#include "common/text/utf8.h"
 #include "common/text/vocab_int.h"
 
 #define CACHE_SLOTS (1u << 14)  /* 64-byte slots: 1 MB */
@@ -55,7 +57,7 @@ int gk_bpe_create(gk_bpe **out, const gk_vocab *v, gk_err *e)
     b->v = v;
     b->heap_min = HEAP_MIN;
     b->win_max = LONG_WIN;
-    int rc = gk_pretok_create(&b->pt, e);
+    int rc = gk_pretok_create(&b->pt, v->pattern, e);
     if (rc) {
         gk_bpe_free(b);
         return rc;
@@ -328,19 +330,36 @@ static size_t encode_piece(gk_bpe *b, const unsigned char *p, size_t n, uint32_t
 
 /* ---------------------------------------------------------------- whole texts */
 
+/* Start of the White_Space run that ends s[0..len) (valid UTF-8), or len. */
+static size_t trailing_space(const char *s, size_t len)
+{
+    size_t w = len;
+    while (w > 0) {
+        size_t k = w - 1;
+        while (k > 0 && w - k < 4 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+        uint32_t cp;
+        if (gk_utf8_next((const unsigned char *)s + k, w - k, &cp) != w - k ||
+            !gk_pretok_space(cp))
+            break;
+        w = k;
+    }
+    return w;
+}
+
 /* Encodes the pieces of s[0..len); when !final more text follows, so only the pieces that it
- * cannot change are encoded (those ending LOOKAHEAD bytes before len; of a longer one that may go
- * on, all but its last window); *used: the bytes encoded. */
+ * cannot change are encoded (those ending LOOKAHEAD bytes before len, and with GPT-4's pattern
+ * starting before the White_Space that ends s: "\s*[\r\n]" reads a whitespace run to its last
+ * newline; of a longer one that may go on, all but its last window); *used: the bytes encoded. */
 static int encode_run(gk_bpe *b, const char *s, size_t len, int final, uint32_t **ids, size_t *n,
                       size_t *cap, size_t *used, gk_err *e)
 {
-    size_t i = 0;
+    size_t i = 0, w = final || b->v->pattern != GK_PATTERN_GPT4 ? len : trailing_space(s, len);
     int cont = b->cont; /* s starts inside a piece: its rest is merged, not looked up whole */
     b->cont = 0;
     while (i < len) {
         size_t j = gk_pretok_next(b->pt, s, len, i, e), done = j - i;
         if (!j) return GK_EFORMAT;
-        int whole = final || j + LOOKAHEAD <= len;
+        int whole = final || (j + LOOKAHEAD <= len && i < w);
         if (!whole && j - i <= b->win_max) {
             b->cont = cont;
             break;
@@ -419,18 +438,21 @@ static int in_eot(const char *text, size_t len, size_t p)
     return memmem(text + a, z - a, eot, el) != NULL;
 }
 
-static int cut_ok(const unsigned char *u, size_t len, size_t p)
+static int cut_ok(const unsigned char *u, size_t len, size_t p, int pattern)
 {
     unsigned char a = cut_class(u[p - 1]), c = cut_class(u[p]);
     if (a == 3) /* the newline rule */
         return u[p - 1] == '\n' && p >= 2 && graph(u[p - 2]) && graph(u[p]);
-    return a && c && a != c && u[p - 1] != '\'' && !in_eot((const char *)u, len, p);
+    if (!a || !c || a == c || u[p - 1] == '\'' || in_eot((const char *)u, len, p)) return 0;
+    /* GPT-4's: an other character starts a letter run ("[^\r\n\p{L}\p{N}]?+\p{L}+") and
+     * newlines join the others before them ("[^\s\p{L}\p{N}]++[\r\n]*") */
+    return pattern != GK_PATTERN_GPT4 || a != 4 || (c != 1 && u[p] != '\n' && u[p] != '\r');
 }
 
-size_t gk_bpe_split_point(const char *text, size_t len, size_t from)
+size_t gk_bpe_split_point(const char *text, size_t len, size_t from, int pattern)
 {
     const unsigned char *u = (const unsigned char *)text;
     for (size_t p = from < 1 ? 1 : from; p < len; p++)
-        if (cut_ok(u, len, p)) return p;
+        if (cut_ok(u, len, p, pattern)) return p;
     return len;
 }

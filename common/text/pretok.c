@@ -1,33 +1,71 @@
-/* pretok.c: GPT-2 pre-tokenization: PCRE2 reference and ASCII fast path (see pretok.h). */
+/* pretok.c: pre-tokenization: the PCRE2 regexes and GPT-2's ASCII fast path (see pretok.h). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "common/text/pretok.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define WS     \
     "\\t-\\r " \
     "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-static const char pattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+"
-                              "|[" WS "]+(?![^" WS "])|[" WS "]+";
+static const char *const patterns[GK_PATTERNS] = {
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+"
+    "|[" WS "]+(?![^" WS "])|[" WS "]+",
+    "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}{1,3}"
+    "| ?[^" WS "\\p{L}\\p{N}]++[\\r\\n]*|[" WS "]*[\\r\\n]|[" WS "]+(?![^" WS "])|[" WS "]+",
+};
+static const char *const names[GK_PATTERNS] = {"gpt2", "gpt4"};
+static const char *const spelled[GK_PATTERNS] = {
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+    "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}{1,3}"
+    "| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+};
+
+const char *gk_pattern_regex(int pattern)
+{
+    return pattern >= 0 && pattern < GK_PATTERNS ? spelled[pattern] : "";
+}
+
+const char *gk_pattern_name(int pattern)
+{
+    return pattern >= 0 && pattern < GK_PATTERNS ? names[pattern] : "?";
+}
+
+int gk_pattern_of(const char *name)
+{
+    for (int i = 0; i < GK_PATTERNS; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+int gk_pretok_space(uint32_t c)
+{
+    return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+           c == 0x205F || c == 0x3000;
+}
 
 struct gk_pretok {
     pcre2_code *code;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     pcre2_jit_stack *stack;
-    int jit;
+    int jit, pattern;
 };
 
-int gk_pretok_create(gk_pretok **out, gk_err *e)
+int gk_pretok_create(gk_pretok **out, int pattern, gk_err *e)
 {
     int ec;
     PCRE2_SIZE eo;
-    gk_pretok *p = calloc(1, sizeof *p);
     *out = NULL;
+    if (pattern < 0 || pattern >= GK_PATTERNS)
+        return gk_errf(e, GK_EUSAGE, "pre-tokenizer: no pattern %d", pattern);
+    gk_pretok *p = calloc(1, sizeof *p);
     if (!p) return gk_errf(e, GK_ENOMEM, "pre-tokenizer: out of memory");
-    p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec,
-                            &eo, NULL);
+    p->pattern = pattern;
+    p->code = pcre2_compile((PCRE2_SPTR)patterns[pattern], PCRE2_ZERO_TERMINATED,
+                            PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
     if (!p->code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(ec, msg, sizeof msg);
@@ -122,6 +160,6 @@ static size_t ascii_piece(const unsigned char *u, size_t len, size_t i)
 
 size_t gk_pretok_next(gk_pretok *p, const char *s, size_t len, size_t i, gk_err *e)
 {
-    size_t j = ascii_piece((const unsigned char *)s, len, i);
+    size_t j = p->pattern == GK_PATTERN_GPT2 ? ascii_piece((const unsigned char *)s, len, i) : 0;
     return j ? j : gk_pretok_regex(p, s, len, i, e);
 }

@@ -256,6 +256,15 @@ int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e)
     return 0;
 }
 
+void gk_vocab_set_pattern(gk_vocab *v, int pattern)
+{
+    const char *name = gk_pattern_name(pattern);
+    v->fingerprint = fingerprint_bpe(v);
+    if (pattern != GK_PATTERN_GPT2)
+        v->fingerprint = (uint32_t)crc32(v->fingerprint, (const Bytef *)name, (uInt)strlen(name));
+    v->pattern = pattern;
+}
+
 /* ---------------------------------------------------------------- char vocabs */
 
 int gk_vocab_finish_chars(gk_vocab *v, const char *path, gk_err *e)
@@ -346,6 +355,7 @@ int gk_char_encode(const gk_vocab *v, const char *text, size_t len, uint32_t **i
 int gk_vocab_type(const gk_vocab *v) { return v->type; }
 uint32_t gk_vocab_size(const gk_vocab *v) { return v->n; }
 int32_t gk_vocab_eot(const gk_vocab *v) { return v->eot; }
+int gk_vocab_pattern(const gk_vocab *v) { return v->pattern; }
 uint32_t gk_vocab_fingerprint(const gk_vocab *v) { return v->fingerprint; }
 
 const unsigned char *gk_vocab_token(const gk_vocab *v, uint32_t id, size_t *len)

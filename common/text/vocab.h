@@ -8,7 +8,10 @@
  *    (HuggingFace names). The JSON object maps token -> id; keys are in GPT-2's bytes_to_unicode
  *    alphabet (each char stands for one byte); "<|endoftext|>" is the special token. Ids must be
  *    exactly 0..N-1. The merges file: optional "#version..." first line, then lines "A B" where
- *    A, B and AB must all be tokens; its raw text is kept (gk_vocab_merges_text).
+ *    A, B and AB must all be tokens; its raw text is kept (gk_vocab_merges_text). The first line
+ *    may name the pre-tokenizer pattern (pretok.h) as " pattern: NAME" after the version
+ *    ("#version: 0.2 pattern: gpt4", as gpt-tokenize --learn --pattern gpt4 writes it; other
+ *    readers skip the line); without it the pattern is GPT-2's.
  *  - a .tiktoken file: lines "BASE64 RANK", ranks exactly 0..N-1 (id = rank); the special
  *    token "<|endoftext|>" is added as id N (so no rank may have that text: its JSON copy
  *    would hold the key twice).
@@ -23,7 +26,9 @@
  * Fingerprint (gk_vocab_fingerprint; stored in shard headers and checkpoints): zlib CRC-32
  *  - BPE: over, for each id 0..N-1 in order, u32le(id) u32le(byte length) then the token's
  *    bytes; the special token contributes its text "<|endoftext|>". Equal for the same
- *    vocabulary whichever file format it came from.
+ *    vocabulary whichever file format it came from. With another pattern than GPT-2's the CRC
+ *    then goes on over the pattern's name ("gpt4"): the same tokens cut otherwise are another
+ *    tokenizer.
  *  - char: over the code points in id order, each as u32le. */
 #ifndef GK_VOCAB_H
 #define GK_VOCAB_H
@@ -33,6 +38,7 @@
 #include <stdio.h>
 
 #include "common/err.h"
+#include "common/text/pretok.h"
 
 enum { GK_VOCAB_BPE = 1, GK_VOCAB_CHAR = 2 };
 
@@ -62,11 +68,20 @@ int gk_vocab_to_json(const gk_vocab *v, char **out, size_t *len, gk_err *e);
 
 /* The merges.txt text for a BPE vocab into *out (malloc'd, NUL-terminated; caller frees) and
  * *len: the kept merges text if the vocab was loaded with one, else regenerated from the ranks:
- * "#version: 0.2" then, for each token of two or more bytes in id (= rank) order, "A B" where A
- * and B are the two parts tiktoken's merge of the token's bytes joins last (equal to vocab.bpe
- * for GPT-2). A token the merges cannot make from lower ranks is GK_EFORMAT naming it.
- * For a char vocab *out = NULL, *len = 0 and 0 is returned. GK_ENOMEM. */
+ * "#version: 0.2" (and " pattern: NAME" for another than GPT-2's) then, for each token of two
+ * or more bytes in id (= rank) order, "A B" where A and B are the two parts tiktoken's merge of
+ * the token's bytes joins last (equal to vocab.bpe for GPT-2). A token the merges cannot make
+ * from lower ranks is GK_EFORMAT naming it. For a char vocab *out = NULL, *len = 0 and 0 is
+ * returned. GK_ENOMEM. */
 int gk_vocab_merges(const gk_vocab *v, char **out, size_t *len, gk_err *e);
+
+/* A BPE vocab as HuggingFace tokenizers' tokenizer.json into *out (malloc'd, NUL-terminated;
+ * caller frees) and *len: a byte-level BPE model with the vocab.json and merges.txt above, the
+ * pre-tokenizer of the pattern (GPT-2's: ByteLevel with its regex; another: Split on the
+ * pattern, then ByteLevel), <|endoftext|> and the ids after it as special added tokens.
+ * transformers' PreTrainedTokenizerFast and tokenizers' Tokenizer.from_file encode with it as
+ * gk_bpe does. GK_EUSAGE for a char vocab; GK_ENOMEM. */
+int gk_vocab_hf_json(const gk_vocab *v, char **out, size_t *len, gk_err *e);
 
 /* Makes a char-level vocab: id i is codepoints[i]; they must be strictly ascending and valid
  * (<= 0x10FFFF, not surrogates), else GK_EUSAGE. n may be 0. */
@@ -81,6 +96,7 @@ int gk_vocab_type(const gk_vocab *v);        /* GK_VOCAB_BPE or GK_VOCAB_CHAR */
 enum { GK_GPT2_VOCAB_SIZE = 50257 }; /* GPT-2 BPE: 50000 merges + 256 bytes + <|endoftext|> */
 uint32_t gk_vocab_size(const gk_vocab *v);   /* number of ids incl. special (GPT-2: 50257) */
 int32_t gk_vocab_eot(const gk_vocab *v);     /* id of <|endoftext|>; -1 for char vocabs */
+int gk_vocab_pattern(const gk_vocab *v);     /* GK_PATTERN_* (pretok.h): BPE pre-tokenizer */
 uint32_t gk_vocab_fingerprint(const gk_vocab *v);
 
 /* Raw bytes of token id (*len set): for eot its text "<|endoftext|>", for char vocabs the UTF-8

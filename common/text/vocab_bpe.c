@@ -120,6 +120,29 @@ static int merge_line(const gk_vocab *v, const int inv[324], const char *path, s
     return 0;
 }
 
+/* The pattern the merges' first line s[0..len) names (" pattern: NAME"), set on v. */
+static int header_pattern(gk_vocab *v, const char *s, size_t len, const char *mname, gk_err *e)
+{
+    static const char key[] = " pattern: ";
+    const char *at = memmem(s, len, key, sizeof key - 1);
+    if (!at) return 0;
+    const char *name = at + sizeof key - 1, *end = name;
+    while (end < s + len && *end != ' ' && *end != '\t') end++;
+    char buf[16];
+    size_t n = (size_t)(end - name);
+    int pattern = -1;
+    if (n < sizeof buf) {
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        pattern = gk_pattern_of(buf);
+    }
+    if (pattern < 0)
+        return gk_errf(e, GK_EFORMAT, "%s:1: pre-tokenizer pattern \"%.*s\" unknown (gpt2, gpt4)",
+                       mname, (int)(n < SHOW ? n : SHOW), name);
+    gk_vocab_set_pattern(v, pattern);
+    return 0;
+}
+
 /* Checks the merges text m[0..mlen) against v and keeps a copy in v (messages name mname). */
 static int read_merges(gk_vocab *v, const char *m, size_t mlen, const char *mname, gk_err *e)
 {
@@ -133,7 +156,8 @@ static int read_merges(gk_vocab *v, const char *m, size_t mlen, const char *mnam
         size_t len = (size_t)((nl ? nl : end) - s);
         if (len && s[len - 1] == '\r') len--;
         int header = lineno == 0 && len >= 8 && !memcmp(s, "#version", 8);
-        if (len && !header) rc = merge_line(v, inv, mname, lineno + 1, s, len, buf, e);
+        if (header) rc = header_pattern(v, s, len, mname, e);
+        else if (len) rc = merge_line(v, inv, mname, lineno + 1, s, len, buf, e);
         s = nl ? nl + 1 : end;
     }
     free(buf);
@@ -319,7 +343,12 @@ int gk_vocab_merges(const gk_vocab *v, char **out, size_t *len, gk_err *e)
         if (v->off[id + 1] - v->off[id] > maxlen) maxlen = v->off[id + 1] - v->off[id];
     if (!(parts = malloc(maxlen * sizeof *parts)))
         return gk_errf(e, GK_ENOMEM, "vocab merges: out of memory");
-    sb_put(&s, "#version: 0.2\n", 14);
+    sb_put(&s, "#version: 0.2", 13);
+    if (v->pattern != GK_PATTERN_GPT2) {
+        sb_put(&s, " pattern: ", 10);
+        sb_put(&s, gk_pattern_name(v->pattern), strlen(gk_pattern_name(v->pattern)));
+    }
+    sb_put(&s, "\n", 1);
     for (uint32_t id = 0; id < v->n && !rc; id++)
         if ((int32_t)id != v->eot && v->off[id + 1] - v->off[id] >= 2)
             rc = regen_line(v, id, fwd, parts, &s, e);

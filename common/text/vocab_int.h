@@ -27,6 +27,8 @@ struct gk_vocab {
     size_t merges_len;
     uint32_t fingerprint;
     /* BPE */
+    int pattern;            /* pre-tokenizer, GK_PATTERN_* (pretok.h); GPT-2's unless the merges
+                             * text's first line names another */
     uint32_t byte_id[256];  /* id of each single-byte token */
     uint32_t *tok_tab;      /* bytes -> id, open addressing, GK_NONE empty; excludes eot */
     uint32_t tok_mask;
@@ -58,6 +60,8 @@ gk_vocab *gk_vocab_alloc(int type);
 /* Builds the BPE lookup tables and fingerprint once bytes/off/n/eot are set; checks for
  * duplicate tokens and missing single bytes (messages name path). */
 int gk_vocab_finish_bpe(gk_vocab *v, const char *path, gk_err *e);
+/* Sets a finished BPE vocab's pattern (and so its fingerprint). */
+void gk_vocab_set_pattern(gk_vocab *v, int pattern);
 /* Finishes a char vocab from v->cps/v->n (sorted, distinct): tokens, tables, fingerprint. */
 int gk_vocab_finish_chars(gk_vocab *v, const char *path, gk_err *e);
 

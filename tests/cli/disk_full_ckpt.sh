@@ -18,19 +18,19 @@ done
 fill fs 96; gpt-ckpt convert -q a.safetensors -o fs/c.safetensors --dtype bf16 && gpt-ckpt verify fs/c.safetensors | cut -d' ' -f1-2
 rm fs/c.safetensors
 echo "== export --hf into a new directory"
-# model.safetensors (nothing free, then its last page), vocab.json, merges.txt, config.json,
-# generation_config.json
-for kb in 0 144 148 152 156 160; do
+# model.safetensors (nothing free, then its last page), vocab.json, merges.txt, tokenizer.json,
+# config.json, generation_config.json
+for kb in 0 144 148 152 156 160 164; do
   fill fs $kb; try gpt-ckpt export -q a.safetensors --hf fs/hf; leftovers fs
 done
 echo "== export --hf into an existing directory (of the bf16 model)"
 rm fs/filler; gpt-ckpt export -q h.safetensors --hf fs/hf
 (cd fs/hf && md5sum *) > before.txt
-for kb in 0 148 160; do
+for kb in 0 148 164; do
   fill fs $kb; try gpt-ckpt export -q a.safetensors --hf fs/hf; leftovers fs/hf
   (cd fs/hf && md5sum *) | cmp -s - before.txt && echo "fs/hf unchanged"
 done
-fill fs 164; gpt-ckpt export -q a.safetensors --hf fs/hf; leftovers fs/hf
+fill fs 168; gpt-ckpt export -q a.safetensors --hf fs/hf; leftovers fs/hf
 (cd fs/hf && md5sum *) | cmp -s - before.txt || echo "fs/hf: the new export"
 rm -r fs/hf
 echo "== export --llmc"

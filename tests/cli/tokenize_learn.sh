@@ -1,6 +1,7 @@
 # gpt-tokenize --learn N --vocab-out DIR: byte-level BPE learned as HuggingFace tokenizers'
-# BpeTrainer learns it (tests/ref/bpe_learn.py made the fixtures with tokenizers 0.21): on prose,
-# code, CJK text and long runs of one character, at 300, 4000 and 32000 tokens, the merges are
+# BpeTrainer learns it (tests/ref/bpe_learn.py made the fixtures with tokenizers 0.21 and 0.23):
+# on prose, code, CJK text and long runs of one character, and with GPT-4's pattern (--pattern
+# gpt4) on prose, code and runs, at 300, 4000 and 32000 tokens, the merges are
 # tokenizers' in the same order (a text that allows fewer: all of them, and a warning), and a
 # held-out text (the tokenizer cases) encodes with the 32000 vocabulary to tokenizers' ids. End
 # to end: a vocabulary learned, the text tokenized with it, a model trained, sampled, scored and
@@ -10,11 +11,12 @@
 source "$TOP/tests/cli/lib.bash"; need_data
 F=$TOP/tests/fixtures/bpe_learn
 cat "$DATA"/tokenizer-cases/*.txt > held.txt
-for c in prose code cjk runs; do
-  in=$F/$c.txt.gz; [ $c = prose ] && in=$DATA/tinyshakespeare/input.txt
+for c in prose code cjk runs prose-gpt4 code-gpt4 runs-gpt4; do
+  in=$F/${c%-gpt4}.txt.gz; [[ $c != prose* ]] || in=$DATA/tinyshakespeare/input.txt
+  pat=gpt2; [[ $c != *-gpt4 ]] || pat=gpt4
   zcat "$F/$c.merges.gz" > want.txt
   for n in 300 4000 32000; do
-    gpt-tokenize --learn $n --vocab-out v$c$n "$in" 2> err.txt
+    gpt-tokenize --learn $n --pattern $pat --vocab-out v$c$n "$in" 2> err.txt
     tail -n +2 v$c$n/vocab.bpe > got.txt
     m=$(wc -l < got.txt)
     head -n "$m" want.txt | cmp -s - got.txt && { [ $m -eq $((n - 257)) ] || [ $m -eq $(wc -l < want.txt) ]; } &&
@@ -37,6 +39,8 @@ for j in j3 jd3; do
   cmp -s ${j%3}1/vocab.bpe $j/vocab.bpe && cmp -s ${j%3}1/encoder.json $j/encoder.json &&
     cmp -s ${j%3}1/tokenizer.json $j/tokenizer.json && echo "$j: the vocabulary of -j 1"
 done
+head -n 1 vprose-gpt432000/vocab.bpe # (GPT-4's pattern named; GPT-2's vocab.bpe line is as ever)
+head -n 1 vprose32000/vocab.bpe
 # --learn-memory: a bound the counts pass drops the rarest pre-tokens, says so, and still learns
 gpt-tokenize -j 1 --learn-memory 1M --learn 1000 --vocab-out small "$P" 2>&1 |
   sed 's/dropped [0-9]* rare pre-tokens ([0-9]* occurrences)/dropped N rare pre-tokens (M occurrences)/; s/in [0-9.]* s:/in T s:/'
@@ -89,6 +93,8 @@ run gpt-tokenize --learn 1000 --special '<|endoftext|>' --vocab-out bad held.txt
 run gpt-tokenize --special '<|pad|>' held.txt -o bad.bin
 run gpt-tokenize -j 1 --learn 2000 --special the --vocab-out bad "$P"
 run gpt-tokenize --learn 258 --special '<|pad|>' --vocab-out bad held.txt
+run gpt-tokenize --learn 1000 --pattern gpt5 --vocab-out bad held.txt
+run gpt-tokenize --pattern gpt4 held.txt -o bad.bin
 test ! -e bad && ls full && echo "no directory made; full/ untouched"
 # SIGTERM while counting an endless stdin (once it has read a megabyte; a background job of a
 # script ignores SIGINT, which takes the same path): death by the signal, neither the directory

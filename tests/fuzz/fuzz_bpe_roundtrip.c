@@ -2,7 +2,8 @@
  * arbitrary bytes, through the tools' path (gk_text_encode: invalid UTF-8 becomes U+FFFD).
  * Properties: the ids decode to the sanitized text byte for byte, with <|endoftext|> a token only
  * when special tokens are allowed; the fast pre-tokenizer cuts where the PCRE2 regex does; the
- * heap merge gives the scan's ids; cutting at gk_bpe_split_point changes no id; a char vocabulary
+ * heap merge gives the scan's ids; cutting at gk_bpe_split_point changes no id (with GPT-4's
+ * pattern too, and nor does streaming the text in parts); a char vocabulary
  * of the text's own characters round trips it; the streaming decoder (textout.h) writes, for the
  * input read as token ids, what sanitizing all their bytes at once gives. */
 #include <stdlib.h>
@@ -85,12 +86,25 @@ static void pieces(const char *s, size_t len)
 {
     static gk_pretok *p;
     gk_err e = {0};
-    if (!p && gk_pretok_create(&p, &e)) FZ_ASSERT(0, "pretok: %s", e.msg);
+    if (!p && gk_pretok_create(&p, GK_PATTERN_GPT2, &e)) FZ_ASSERT(0, "pretok: %s", e.msg);
     for (size_t i = 0; i < len;) {
         size_t fast = gk_pretok_next(p, s, len, i, &e), ref = gk_pretok_regex(p, s, len, i, &e);
         FZ_ASSERT(fast == ref && ref > i && ref <= len, "piece at %zu ends at %zu, regex %zu", i,
                   fast, ref);
         i = ref;
+    }
+}
+
+/* The ids of s[0..len) cut at v's split points (each part encoded alone) into got. */
+static void cut_encode(gk_bpe *b, const gk_vocab *v, const char *s, size_t len, ids *got)
+{
+    gk_err e = {0};
+    got->n = 0;
+    for (size_t at = 0, p; at < len; at = p) {
+        p = gk_bpe_split_point(s, len, at + 1, gk_vocab_pattern(v));
+        FZ_ASSERT(p > at && p <= len, "split point %zu after %zu", p, at);
+        FZ_ASSERT(gk_bpe_encode(b, s + at, p - at, 0, &got->p, &got->n, &got->cap, &e) == 0, "%s",
+                  e.msg);
     }
 }
 
@@ -106,16 +120,54 @@ static void same_ids(const gk_vocab *v, const char *s, size_t len, const ids *wa
     FZ_ASSERT(gk_bpe_encode(heap, s, len, 0, &got.p, &got.n, &got.cap, &e) == 0, "%s", e.msg);
     FZ_ASSERT(got.n == want->n && (!got.n || !memcmp(got.p, want->p, got.n * sizeof *got.p)),
               "heap merge differs");
-    got.n = 0;
-    for (size_t at = 0, p; at < len; at = p) {
-        p = gk_bpe_split_point(s, len, at + 1);
-        FZ_ASSERT(p > at && p <= len, "split point %zu after %zu", p, at);
-        FZ_ASSERT(gk_bpe_encode(plain, s + at, p - at, 0, &got.p, &got.n, &got.cap, &e) == 0, "%s",
-                  e.msg);
-    }
+    cut_encode(plain, v, s, len, &got);
     FZ_ASSERT(got.n == want->n && (!got.n || !memcmp(got.p, want->p, got.n * sizeof *got.p)),
               "split encoding differs");
     free(got.p);
+}
+
+/* GPT-2's tokens with GPT-4's pattern (merges' first line naming it), made once. */
+static gk_vocab *as_gpt4(const gk_vocab *v)
+{
+    static gk_vocab *v4;
+    if (v4) return v4;
+    char *json = NULL, *m = NULL, *m4 = NULL;
+    size_t jl = 0, ml = 0;
+    gk_err e = {0};
+    FZ_ASSERT(!gk_vocab_to_json(v, &json, &jl, &e) && !gk_vocab_merges(v, &m, &ml, &e), "%s",
+              e.msg);
+    const char *body = strchr(m, '\n') + 1;
+    size_t bl = ml - (size_t)(body - m);
+    m4 = malloc(bl + 32);
+    int k = sprintf(m4, "#version: 0.2 pattern: gpt4\n");
+    memcpy(m4 + k, body, bl);
+    FZ_ASSERT(!gk_vocab_load_mem(&v4, json, jl, m4, (size_t)k + bl, "gpt4", &e), "%s", e.msg);
+    free(json), free(m), free(m4);
+    return v4;
+}
+
+/* With GPT-4's pattern: cuts at its split points and the text streamed in parts of 61 bytes
+ * give the ids of one encode. */
+static void gpt4_ids(const gk_vocab *v4, const char *s, size_t len)
+{
+    static gk_bpe *b;
+    gk_err e = {0};
+    if (!b && gk_bpe_create(&b, v4, &e)) FZ_ASSERT(0, "%s", e.msg);
+    ids want = {0}, got = {0};
+    FZ_ASSERT(gk_bpe_encode(b, s, len, 0, &want.p, &want.n, &want.cap, &e) == 0, "%s", e.msg);
+    cut_encode(b, v4, s, len, &got);
+    FZ_ASSERT(got.n == want.n && (!got.n || !memcmp(got.p, want.p, got.n * sizeof *got.p)),
+              "GPT-4 pattern: split encoding differs");
+    got.n = 0;
+    for (size_t at = 0, fed = 0, used; at < len; at += used) {
+        fed = fed + 61 < len ? fed + 61 : len;
+        while (fed < len && ((unsigned char)s[fed] & 0xC0) == 0x80) fed++;
+        FZ_ASSERT(gk_bpe_encode_part(b, s + at, fed - at, fed == len, 0, &got.p, &got.n, &got.cap,
+                                     &used, &e) == 0, "%s", e.msg);
+    }
+    FZ_ASSERT(got.n == want.n && (!got.n || !memcmp(got.p, want.p, got.n * sizeof *got.p)),
+              "GPT-4 pattern: streamed encoding differs");
+    free(want.p), free(got.p);
 }
 
 static int by_value(const void *a, const void *b)
@@ -196,6 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tools_path(v, data, size, GK_ENCODE_SPECIAL, clean, clen, &special);
         pieces(clean, clen);
         same_ids(v, clean, clen, &plain);
+        gpt4_ids(as_gpt4(v), clean, clen);
         stream(v, data, size);
         free(plain.p);
         free(special.p);

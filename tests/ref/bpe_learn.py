@@ -13,6 +13,11 @@ concatenated in name order; its literal <|endoftext|> the special token, as gpt-
 --allow-special encodes it), in gpt-tokenize's numbering: the 256 bytes in GPT-2's alphabet
 order, then each merge's token when first made, <|endoftext|> last.
 
+The same again with GPT-4's pre-tokenizer (tiktoken cl100k_base's pattern, GPT4 below: a Split
+on the regex, isolated, then ByteLevel without its own regex), everything else as above, for
+prose, code and runs (not cjk): NAME-gpt4.merges.gz and NAME-gpt4.held.ids, same formats.
+(tests/ref/bpe_learn_gpt4_check.py checks these tokenizers against tiktoken and `regex`.)
+
 Run: python3 tests/ref/bpe_learn.py [DATA_DIR]  (pip install tokenizers; DATA_DIR default
 ../shared/data)."""
 import glob
@@ -21,11 +26,15 @@ import os
 import random
 import sys
 
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(TOP, "tests", "fixtures", "bpe_learn")
 VOCAB = 32000
+# GPT-4's pre-tokenizer (tiktoken cl100k_base's pat_str).
+GPT4 = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+# Pre-tokenizers: fixture suffix -> corpora it is trained on (None: all).
+STYLES = {"": None, "-gpt4": ("prose", "code", "runs")}
 
 
 def byte_alphabet():
@@ -55,9 +64,18 @@ def corpora(data):
             ("code", "".join(code), True), ("cjk", cjk, True), ("runs", runs, True)]
 
 
-def train(text):
+def pre_tokenizer(style):
+    """"": GPT-2's (ByteLevel's own regex); "-gpt4": GPT4 split, then ByteLevel without regex."""
+    if style == "-gpt4":
+        return pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(GPT4), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+
+
+def train(text, style=""):
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.pre_tokenizer = pre_tokenizer(style)
     trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
@@ -89,16 +107,20 @@ def main():
         if keep:
             with gzip.GzipFile(os.path.join(OUT, name + ".txt.gz"), "wb", mtime=0) as f:
                 f.write(text.encode("utf-8"))
-        tok = train(text)
-        merges = merges_of(tok)
-        with gzip.GzipFile(os.path.join(OUT, name + ".merges.gz"), "wb", mtime=0) as f:
-            f.write("".join(a + " " + b + "\n" for a, b in merges).encode("utf-8"))
-        ids = our_ids(merges)
-        held_ids = [ids[t] for t in tok.encode(held).tokens]
-        with open(os.path.join(OUT, name + ".held.ids"), "w") as f:
-            f.write(" ".join(map(str, held_ids)) + "\n")
-        print(f"{name}: {len(text.encode('utf-8'))} bytes, {len(merges)} merges, "
-              f"{len(held_ids)} held-out tokens")
+        for style, names in STYLES.items():
+            if names is not None and name not in names:
+                continue
+            tok = train(text, style)
+            merges = merges_of(tok)
+            base = os.path.join(OUT, name + style)
+            with gzip.GzipFile(base + ".merges.gz", "wb", mtime=0) as f:
+                f.write("".join(a + " " + b + "\n" for a, b in merges).encode("utf-8"))
+            ids = our_ids(merges)
+            held_ids = [ids[t] for t in tok.encode(held).tokens]
+            with open(base + ".held.ids", "w") as f:
+                f.write(" ".join(map(str, held_ids)) + "\n")
+            print(f"{name}{style}: {len(text.encode('utf-8'))} bytes, {len(merges)} merges, "
+                  f"{len(held_ids)} held-out tokens")
 
 
 if __name__ == "__main__":

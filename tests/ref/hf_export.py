@@ -19,7 +19,8 @@ biases, without them (bias = false, exported with zero biases), and as bfloat16)
      zero; that model with every parameter rounded to bfloat16. lm_head is tied to wte.
   2. gptkit (gpt-evalppl on the checkpoint that was exported) gives transformers' loss within
      1e-5 relative.
-  3. GPT2Tokenizer on the export encodes the fixture's text to the fixture's ids.
+  3. GPT2Tokenizer on the export, and PreTrainedTokenizerFast on its tokenizer.json, encode the
+     fixture's text to the fixture's ids.
 Then each export's description (tests/cli/ckpt_export_expect.py: config.json, files, tensor
 names, dtypes, shapes and hashes) and transformers' loss go to tests/fixtures/hf_export.json.
 The CI test (tests/cli/ckpt_export_ref.sh) makes the same exports, requires the same
@@ -37,7 +38,7 @@ import tempfile
 import numpy as np
 import torch
 import transformers
-from transformers import GPT2LMHeadModel, GPT2Tokenizer
+from transformers import GPT2LMHeadModel, GPT2Tokenizer, PreTrainedTokenizerFast
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(TOP, "tests", "fixtures")
@@ -105,9 +106,11 @@ def check_case(case, d, ids, ref, text):
     ours = gptkit_loss(os.path.join(d, case + ".safetensors"), ids, d)
     tied = m.lm_head.weight.data_ptr() == m.transformer.wte.weight.data_ptr()
     tok = GPT2Tokenizer.from_pretrained(os.path.join(d, case + ".hf"))
-    ok = [err < 1e-6, abs(ours - loss) < 1e-5 * loss, tied, tok.encode(text) == ids]
+    fast = PreTrainedTokenizerFast(tokenizer_file=os.path.join(d, case + ".hf", "tokenizer.json"))
+    ok = [err < 1e-6, abs(ours - loss) < 1e-5 * loss, tied, tok.encode(text) == ids,
+          fast.encode(text) == ids]
     print("%s: transformers' logits as the reference: %s, gptkit's loss as transformers': %s, "
-          "tied lm_head: %s, tokenizer gives the ids: %s" % (case, *ok))
+          "tied lm_head: %s, tokenizer gives the ids: %s, tokenizer.json too: %s" % (case, *ok))
     if not all(ok):
         print("%s: logits error %g, loss %.7f (gptkit %.7f)" % (case, err, loss, ours))
     return all(ok), loss

@@ -4,82 +4,8 @@
 #include <dirent.h>
 #include <time.h>
 
-#include "common/text/bpe.h"
+#include "bpe_harness.h"
 #include "common/text/pretok.h"
-#include "common/text/vocab.h"
-#include "test.h"
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *b = malloc(cap);
-    while ((got = fread(b + n, 1, cap - n, f)) > 0)
-        if ((n += got) == cap) b = realloc(b, cap *= 2);
-    fclose(f);
-    *len = n;
-    return b;
-}
-
-/* Reads a file of space-separated ids; returns NULL if absent. */
-static uint32_t *read_ids(const char *path, size_t *n)
-{
-    size_t len;
-    char *t = slurp(path, &len);
-    if (!t) return NULL;
-    uint32_t *ids = malloc((len + 1) * sizeof *ids);
-    char *p = t, *end = t + len;
-    *n = 0;
-    while (p < end) {
-        if (*p < '0' || *p > '9') {
-            p++;
-            continue;
-        }
-        uint32_t v = 0;
-        while (p < end && *p >= '0' && *p <= '9') v = v * 10 + (uint32_t)(*p++ - '0');
-        ids[(*n)++] = v;
-    }
-    free(t);
-    return ids;
-}
-
-static gk_vocab *load_gpt2(void)
-{
-    char path[4096];
-    gk_err e;
-    gk_vocab *v = NULL;
-    snprintf(path, sizeof path, "%s/gpt2", test_data_dir());
-    if (gk_vocab_load(&v, path, &e)) return NULL;
-    return v;
-}
-
-static int decodes_to(const gk_vocab *v, const uint32_t *ids, size_t n, const char *t, size_t len)
-{
-    size_t o = 0, k;
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char *b = gk_vocab_token(v, ids[i], &k);
-        if (!b || o + k > len || memcmp(t + o, b, k)) return 0;
-        o += k;
-    }
-    return o == len;
-}
-
-static int same(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
-{
-    return na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a));
-}
-
-/* Encodes text with a fresh array; returns the ids (caller frees), count in *n. */
-static uint32_t *enc(gk_bpe *b, const char *t, size_t len, int special, size_t *n)
-{
-    uint32_t *ids = NULL;
-    size_t cap = 0;
-    gk_err e;
-    *n = 0;
-    CHECK_OK(gk_bpe_encode(b, t, len, special, &ids, n, &cap, &e), &e);
-    return ids;
-}
 
 static void check_case(gk_bpe *b, gk_bpe *heap, const gk_vocab *v, const char *dir,
                        const char *name)
@@ -218,12 +144,6 @@ static void test_long_pieces(void)
     gk_vocab_free(v);
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
-
 /* ---------------------------------------------------------------- very long pieces */
 
 /* The text of a tests/fixtures/long_pieces.txt case, as tests/ref/long_pieces.py makes it. */
@@ -272,25 +192,6 @@ static uint64_t fnv_ids(const uint32_t *ids, size_t n)
     return h;
 }
 
-/* Encodes t in parts of `part` bytes through gk_bpe_encode_part, as gpt-tokenize streams a
- * document; checks that it never holds more than GK_BPE_PART_KEEP bytes back. */
-static uint32_t *enc_parts(gk_bpe *b, const char *t, size_t len, size_t part, size_t *n)
-{
-    uint32_t *ids = NULL;
-    size_t cap = 0, at = 0, fed = 0, used;
-    gk_err e;
-    *n = 0;
-    while (at < len) {
-        fed = fed + part < len ? fed + part : len;
-        while (fed < len && ((unsigned char)t[fed] & 0xC0) == 0x80) fed++;
-        CHECK_OK(gk_bpe_encode_part(b, t + at, fed - at, fed == len, 0, &ids, n, &cap, &used, &e),
-                 &e);
-        at += used;
-        CHECKF(fed - at <= GK_BPE_PART_KEEP, "%zu bytes held back", fed - at);
-    }
-    return ids;
-}
-
 /* Pieces of up to 5 MB equal tiktoken's ids: whole, in windows of 1 KB, and streamed. */
 static void test_long_fixture(void)
 {
@@ -318,7 +219,7 @@ static void test_long_fixture(void)
         CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu: %zu ids, want %llu", name, chars, n,
                count);
         free(ids);
-        ids = enc_parts(b, t, len, 10007, &n);
+        ids = enc_parts(b, t, len, 10007, GK_BPE_PART_KEEP, &n);
         CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu streamed: %zu ids", name, chars, n);
         free(ids);
         if (len <= 1100000) {
@@ -335,6 +236,11 @@ static void test_long_fixture(void)
     gk_bpe_free(b);
     gk_bpe_free(w);
     gk_vocab_free(v);
+}
+
+static size_t cut(const char *s, size_t from)
+{
+    return gk_bpe_split_point(s, strlen(s), from, GK_PATTERN_GPT2);
 }
 
 /* Cutting tinyshakespeare at every split point and encoding the parts gives the same ids. */
@@ -357,7 +263,7 @@ static void test_split_points(void)
     size_t cap = 0;
     n = 0;
     for (size_t p0 = 0; p0 < len;) {
-        size_t p1 = gk_bpe_split_point(t, len, p0 + 1);
+        size_t p1 = gk_bpe_split_point(t, len, p0 + 1, GK_PATTERN_GPT2);
         CHECK(p1 > p0 && p1 <= len);
         CHECK_OK(gk_bpe_encode(b, t + p0, p1 - p0, 0, &parts, &n, &cap, &e), &e);
         p0 = p1;
@@ -366,18 +272,18 @@ static void test_split_points(void)
     CHECKF(same(whole, nw, parts, n), "split encode differs (%zu vs %zu ids)", n, nw);
     CHECKF(cuts > 10000, "only %zu cuts", cuts);
     /* the rule on small strings */
-    CHECK(gk_bpe_split_point("ab\ncd", 5, 0) == 2);   /* letter, then White_Space */
-    CHECK(gk_bpe_split_point("ab\ncd", 5, 3) == 3);   /* the newline between graphic chars */
-    CHECK(gk_bpe_split_point("ab\ncd", 5, 4) == 5);
-    CHECK(gk_bpe_split_point("  \n  x", 6, 0) == 6);  /* never after White_Space but that */
-    CHECK(gk_bpe_split_point(" \nb", 3, 0) == 3);
-    CHECK(gk_bpe_split_point("12ab!? x", 8, 0) == 2); /* digit, letter, other, space */
-    CHECK(gk_bpe_split_point("12ab!? x", 8, 3) == 4);
-    CHECK(gk_bpe_split_point("12ab!? x", 8, 5) == 6);
-    CHECK(gk_bpe_split_point("''s", 3, 0) == 3);      /* not after an apostrophe */
-    CHECK(gk_bpe_split_point("a\xc3\xa9" "b", 4, 0) == 4); /* ASCII on both sides only */
-    CHECK(gk_bpe_split_point("a<|endoftext|>b", 15, 0) == 1);
-    CHECK(gk_bpe_split_point("a<|endoftext|>b", 15, 2) == 14); /* not inside the literal */
+    CHECK(cut("ab\ncd", 0) == 2);              /* letter, then White_Space */
+    CHECK(cut("ab\ncd", 3) == 3);              /* the newline between graphic chars */
+    CHECK(cut("ab\ncd", 4) == 5);
+    CHECK(cut("  \n  x", 0) == 6);             /* never after White_Space but that */
+    CHECK(cut(" \nb", 0) == 3);
+    CHECK(cut("12ab!? x", 0) == 2);            /* digit, letter, other, space */
+    CHECK(cut("12ab!? x", 3) == 4);
+    CHECK(cut("12ab!? x", 5) == 6);
+    CHECK(cut("''s", 0) == 3);                 /* not after an apostrophe */
+    CHECK(cut("a\xc3\xa9" "b", 0) == 4);       /* ASCII on both sides only */
+    CHECK(cut("a<|endoftext|>b", 0) == 1);
+    CHECK(cut("a<|endoftext|>b", 2) == 14);    /* not inside the literal */
     free(whole);
     free(parts);
     free(t);
@@ -385,39 +291,12 @@ static void test_split_points(void)
     gk_vocab_free(v);
 }
 
-
-/* Random text made of the fragments the regex cares about: words, digits, contractions,
- * apostrophe runs, punctuation, whitespace runs of every kind, controls and some non-ASCII. */
-static size_t random_text(char *t, size_t cap, uint64_t *s, int ascii_only)
-{
-    static const char *frag[] = {
-        "a", "word", "Hello", "x", "9", "123", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S",
-        "'", "''", "'r", "'l", "'v", "'e", " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r",
-        "\v", "\f", " \n", "\n ", " \t ", ".", ",", "!?", "...", "--", "(", ")", "\"", "#", "$",
-        "%", "&", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[", "\\", "]", "^", "_", "`",
-        "{", "|", "}", "~", "\x1c", "\x1f", "\x7f", "\x01", "<|endoftext|>", "           ",
-        /* non-ASCII: letter, NBSP, NEL, ideographic space, em dash, superscript 2, U+180E,
-         * BOM, combining acute, CJK, emoji */
-        "\xc3\xa9", "\xc2\xa0", "\xc2\x85", "\xe3\x80\x80", "\xe2\x80\x94", "\xc2\xb2",
-        "\xe1\xa0\x8e", "\xef\xbb\xbf", "\xcc\x81", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
-    };
-    const size_t nascii = 70, nall = sizeof frag / sizeof frag[0];
-    size_t o = 0;
-    while (o + 16 < cap) {
-        const char *f = frag[rng_next(s) % (ascii_only ? nascii : nall)];
-        size_t l = strlen(f);
-        memcpy(t + o, f, l);
-        o += l;
-    }
-    return o;
-}
-
 /* The ASCII scanner and the PCRE2 regex cut random texts into the same pieces. */
 static void test_pretok_fast_vs_regex(void)
 {
     gk_pretok *p;
     gk_err e;
-    CHECK_OK(gk_pretok_create(&p, &e), &e);
+    CHECK_OK(gk_pretok_create(&p, GK_PATTERN_GPT2, &e), &e);
     size_t cap = 1 << 20;
     char *t = malloc(cap);
     uint64_t seed = 0x1234567u;
@@ -449,7 +328,7 @@ static void test_pretok_edges(void)
                               "1 2  3   ", " \x7f", "\x1c ", "e\xcc\x81" "b"};
     gk_pretok *p;
     gk_err e;
-    CHECK_OK(gk_pretok_create(&p, &e), &e);
+    CHECK_OK(gk_pretok_create(&p, GK_PATTERN_GPT2, &e), &e);
     for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) {
         size_t len = strlen(s[k]);
         for (size_t i = 0; i < len;) {

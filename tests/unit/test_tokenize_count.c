@@ -1,9 +1,11 @@
 /* test_tokenize_count.c: gpt-tokenize --learn's threaded counting (tokenize/learn_count.c) counts
  * the same pre-tokens on 1 and 4 threads: many small documents (blocks of several), a document
  * of 10 MB fed in pieces (cut where encoding may cut, its parts counted by different threads),
- * an empty one, and invalid UTF-8 (replaced, counted). Under ThreadSanitizer too (make tsan). */
+ * an empty one, and invalid UTF-8 (replaced, counted); with GPT-2's pattern and GPT-4's. Under
+ * ThreadSanitizer too (make tsan). */
 #include <string.h>
 
+#include "common/text/pretok.h"
 #include "test.h"
 #include "tokenize/learn_count.h"
 
@@ -70,14 +72,14 @@ static int same_in(void *ctx, const unsigned char *piece, size_t n, uint64_t cnt
     return 0;
 }
 
-static void test_threads_agree(void)
+static void threads_agree(int pattern)
 {
     static char buf[(10 << 20) + 64];
     tk_counting *one = NULL, *four = NULL;
     tk_count_stats s1, s4;
     gk_err e = {0};
-    CHECK_OK(tk_counting_new(&one, 1, (size_t)256 << 20, 0, &e), &e);
-    CHECK_OK(tk_counting_new(&four, 4, (size_t)256 << 20, 0, &e), &e);
+    CHECK_OK(tk_counting_new(&one, 1, pattern, (size_t)256 << 20, 0, &e), &e);
+    CHECK_OK(tk_counting_new(&four, 4, pattern, (size_t)256 << 20, 0, &e), &e);
     if (!one || !four) return;
     const gk_bpe_counter *a = count(one, buf, &s1), *b = count(four, buf, &s4);
     other o = {b, 0, 0};
@@ -91,8 +93,12 @@ static void test_threads_agree(void)
     tk_counting_free(four);
 }
 
+static void test_threads_agree(void) { threads_agree(GK_PATTERN_GPT2); }
+static void test_threads_agree_gpt4(void) { threads_agree(GK_PATTERN_GPT4); }
+
 int main(void)
 {
     RUN(test_threads_agree);
+    RUN(test_threads_agree_gpt4);
     return TEST_END();
 }
