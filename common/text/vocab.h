@@ -78,7 +78,8 @@ int gk_vocab_merges(const gk_vocab *v, char **out, size_t *len, gk_err *e);
 /* A BPE vocab as HuggingFace tokenizers' tokenizer.json into *out (malloc'd, NUL-terminated;
  * caller frees) and *len: a byte-level BPE model with the vocab.json and merges.txt above, the
  * pre-tokenizer of the pattern (GPT-2's: ByteLevel with its regex; another: Split on the
- * pattern, then ByteLevel), <|endoftext|> and the ids after it as special added tokens.
+ * pattern, then ByteLevel), <|endoftext|> and the printable ASCII tokens after it (gpt-tokenize
+ * --special's) as special added tokens.
  * transformers' PreTrainedTokenizerFast and tokenizers' Tokenizer.from_file encode with it as
  * gk_bpe does. GK_EUSAGE for a char vocab; GK_ENOMEM. */
 int gk_vocab_hf_json(const gk_vocab *v, char **out, size_t *len, gk_err *e);

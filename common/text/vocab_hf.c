@@ -30,12 +30,22 @@ static json_t *merge_pairs(const char *m, size_t len)
     return pairs;
 }
 
-/* The special tokens, <|endoftext|> and the ids after it (gpt-tokenize --special's), as
- * tokenizers' added_tokens; NULL when out of memory. */
+/* Whether token id is special: <|endoftext|>, or after it and printable ASCII without spaces
+ * (gpt-tokenize --special's). */
+static int special(const gk_vocab *v, uint32_t id)
+{
+    if (v->eot < 0 || id < (uint32_t)v->eot) return 0;
+    for (uint32_t k = v->off[id]; k < v->off[id + 1]; k++)
+        if (v->bytes[k] < 0x21 || v->bytes[k] > 0x7E) return 0;
+    return 1;
+}
+
+/* The special tokens as tokenizers' added_tokens; NULL when out of memory. */
 static json_t *added_tokens(const gk_vocab *v)
 {
     json_t *added = json_array();
-    for (uint32_t id = (uint32_t)v->eot; added && v->eot >= 0 && id < v->n; id++) {
+    for (uint32_t id = v->eot < 0 ? v->n : (uint32_t)v->eot; added && id < v->n; id++) {
+        if (!special(v, id)) continue;
         json_t *t = json_pack("{s:I,s:s%,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)id, "content",
                               (const char *)v->bytes + v->off[id],
                               (size_t)(v->off[id + 1] - v->off[id]), "single_word", 0, "lstrip",

@@ -122,9 +122,10 @@ static inline size_t random_text(char *t, size_t cap, uint64_t *s, int ascii_onl
 }
 
 /* Encodes t in parts of `part` bytes through gk_bpe_encode_part, as gpt-tokenize streams a
- * document; checks that it never holds more than keep bytes back. */
+ * document; checks that it never holds more than keep bytes back and, with stops != NULL, that
+ * each call ends where stops[] (len + 1 bytes) has a mark. */
 static inline uint32_t *enc_parts(gk_bpe *b, const char *t, size_t len, size_t part, size_t keep,
-                                  size_t *n)
+                                  const unsigned char *stops, size_t *n)
 {
     uint32_t *ids = NULL;
     size_t cap = 0, at = 0, fed = 0, used;
@@ -137,6 +138,7 @@ static inline uint32_t *enc_parts(gk_bpe *b, const char *t, size_t len, size_t p
                  &e);
         at += used;
         CHECKF(fed - at <= keep, "%zu bytes held back", fed - at);
+        CHECKF(!stops || stops[at], "parts of %zu: stopped at byte %zu", part, at);
     }
     return ids;
 }

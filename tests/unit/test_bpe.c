@@ -219,7 +219,7 @@ static void test_long_fixture(void)
         CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu: %zu ids, want %llu", name, chars, n,
                count);
         free(ids);
-        ids = enc_parts(b, t, len, 10007, GK_BPE_PART_KEEP, &n);
+        ids = enc_parts(b, t, len, 10007, GK_BPE_PART_KEEP, NULL, &n);
         CHECKF(n == count && fnv_ids(ids, n) == hash, "%s %llu streamed: %zu ids", name, chars, n);
         free(ids);
         if (len <= 1100000) {

@@ -137,27 +137,6 @@ static void test_split_points(void)
     gk_vocab_free(v);
 }
 
-/* Streams t[0..len) through b in parts of `part` bytes; each stop is where a piece of the whole
- * text ends (end[]) or inside one longer than GK_BPE_LONG_WIN (long[]); the ids into *n. */
-static uint32_t *stream(gk_bpe *b, const char *t, size_t len, size_t part,
-                        const unsigned char *end, const unsigned char *in_long, size_t *n)
-{
-    uint32_t *ids = NULL;
-    size_t cap = 0, at = 0, fed = 0, used;
-    gk_err e = {0};
-    *n = 0;
-    while (at < len) {
-        fed = fed + part < len ? fed + part : len;
-        while (fed < len && ((unsigned char)t[fed] & 0xC0) == 0x80) fed++;
-        CHECK_OK(gk_bpe_encode_part(b, t + at, fed - at, fed == len, 0, &ids, n, &cap, &used, &e),
-                 &e);
-        at += used;
-        CHECKF(end[at] || in_long[at], "parts of %zu: stopped at byte %zu, inside a piece", part,
-               at);
-    }
-    return ids;
-}
-
 /* Streamed in parts, random text and whitespace runs with newlines (which "\s*[\r\n]" reads to
  * their last newline) of every length give the ids of one encode, each part ending where a
  * piece does. */
@@ -183,15 +162,15 @@ static void test_streamed(void)
             if (form & 2) t[len++] = '\n';
             len += (size_t)snprintf(t + len, 16, "x%d.", form);
         }
-    unsigned char *end = calloc(len + 1, 1), *in_long = calloc(len + 1, 1);
-    mark_pieces(p, t, len, end, 0);
+    unsigned char *stops = calloc(len + 1, 1); /* piece ends, and inside long pieces */
+    mark_pieces(p, t, len, stops, 0);
     for (size_t i = 0, j; i < len; i = j) {
-        for (j = i + 1; !end[j]; j++) {}
-        for (size_t k = i + 1; j - i > GK_BPE_LONG_WIN && k < j; k++) in_long[k] = 1;
+        for (j = i + 1; !stops[j]; j++) {}
+        for (size_t k = i + 1; j - i > GK_BPE_LONG_WIN && k < j; k++) stops[k] = 1;
     }
     uint32_t *whole = enc(b, t, len, 0, &nw);
     for (size_t part = 17; part < 40000; part *= 5) {
-        uint32_t *ids = stream(b, t, len, part, end, in_long, &np);
+        uint32_t *ids = enc_parts(b, t, len, part, len, stops, &np);
         CHECKF(same(whole, nw, ids, np), "parts of %zu: %zu ids, want %zu", part, np, nw);
         free(ids);
     }
@@ -199,9 +178,9 @@ static void test_streamed(void)
     len = random_text(t, 200000, &seed, 0);
     free(whole);
     whole = enc(b, t, len, 0, &nw);
-    uint32_t *ids = enc_parts(b, t, len, 1500, GK_BPE_PART_KEEP, &np);
+    uint32_t *ids = enc_parts(b, t, len, 1500, GK_BPE_PART_KEEP, NULL, &np);
     CHECK(same(whole, nw, ids, np));
-    free(ids), free(whole), free(t), free(end), free(in_long);
+    free(ids), free(whole), free(t), free(stops);
     gk_bpe_free(b);
     gk_pretok_free(p);
     gk_vocab_free(v);
