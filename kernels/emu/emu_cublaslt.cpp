@@ -6,7 +6,9 @@
  * D is bf16), and BGRADA's sums of A into the bias vector (in D's type). */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <vector>
 
@@ -380,9 +382,18 @@ static void matmul_all(const gk_emu_lt_desc &d, const Problem &p, float alpha, f
                        const gk_emu_lt_layout &Bl, const void *C, const gk_emu_lt_layout &Cl,
                        void *D, const gk_emu_lt_layout &Dl)
 {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int b = 0; b < Dl.batch; b++)
         matmul_one(&d, p, alpha, beta, at(A, &Al, b), &Al, at(B, &Bl, b), &Bl, at(C, &Cl, b), &Cl,
                    const_cast<char *>(at(D, &Dl, b)), &Dl, b);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    char shape[96];
+    snprintf(shape, sizeof shape, "m=%llu n=%llu k=%llu batch=%d%s%s", (unsigned long long)p.m,
+             (unsigned long long)p.n, (unsigned long long)p.k, Dl.batch, p.bias ? " bias" : "",
+             p.gelu ? " gelu" : "");
+    gk_emu::log_launch("cublasLtMatmul", shape,
+                       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
 }
 
 /* On a capturing stream the call is checked now and recorded with copies of its descriptors, alpha

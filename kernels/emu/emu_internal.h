@@ -231,6 +231,9 @@ size_t device_memory_total();
 /* Whether GPT_EMU_MEM gives the device memory of its own (else it is the host's, unbounded). */
 bool device_memory_own();
 int env_int(const char *name, int fallback, int lo, int hi);
+/* GPT_EMU_LAUNCH_LOG=FILE: appends "NAME SHAPE MICROSECONDS" for a kernel or cuBLASLt matmul
+ * that ran (a graph's when it replays; not at capture). */
+void log_launch(const char *name, const char *shape, double seconds);
 int max_dyn_smem(const void *func); /* set by cudaFuncSetAttribute, else kDefaultSmem */
 Order schedule_order(); /* GPT_EMU_ORDER: forward (default), reverse, shuffle; else ORDER_INVALID */
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -379,7 +380,14 @@ cudaError_t run_launch(const LaunchSpec &s, BodyFn body, const void *closure)
     g.nblocks = (uint64_t)s.grid.x * s.grid.y * s.grid.z;
     g.nthreads = (int)(s.block.x * s.block.y * s.block.z);
     bool parallel = pool_threads() > 1 && g.nblocks > 1 && g.nblocks * g.nthreads >= 2048;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!parallel || !run_on_pool(&g)) run_blocks(this_worker(), &g);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    char shape[96];
+    snprintf(shape, sizeof shape, "grid=%u,%u,%u block=%u,%u,%u", s.grid.x, s.grid.y, s.grid.z,
+             s.block.x, s.block.y, s.block.z);
+    log_launch(s.name, shape, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
     if (!g.failed) return cudaSuccess;
     record_error(cudaErrorLaunchFailure, true, "%s", g.err.c_str());
     return cudaErrorLaunchFailure;

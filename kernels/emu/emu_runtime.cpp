@@ -4,7 +4,8 @@
  * device's properties, kernel attributes, fault injection counters (device memory:
  * emu_memory.cpp).
  * What a capturing stream does with a call is emu_graph.cpp's: the calls here ask it first.
- * GK_EMU_NO_DEVICE=1 makes the emulator report no device (cudaErrorNoDevice), for tests of that. */
+ * GK_EMU_NO_DEVICE=1 makes the emulator report no device (cudaErrorNoDevice), for tests of that.
+ * GPT_EMU_LAUNCH_LOG=FILE appends a line to FILE for each kernel and cuBLASLt matmul run. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,22 @@ bool nth_call_fails(const char *env, int which)
     }
     long n = v ? strtol(v, nullptr, 10) : 0;
     return n > 0 && ++calls[which] == n;
+}
+
+void log_launch(const char *name, const char *shape, double seconds)
+{
+    static std::mutex mu;
+    static std::string path;
+    static FILE *f;
+    const char *v = getenv("GPT_EMU_LAUNCH_LOG");
+    if (!v || !*v) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (path != v) { /* (a new value: that file from now on) */
+        if (f) fclose(f);
+        path = v;
+        f = fopen(v, "a");
+    }
+    if (f) fprintf(f, "%s %s %.1f\n", name, shape, seconds * 1e6), fflush(f);
 }
 
 int env_int(const char *name, int fallback, int lo, int hi)
