@@ -17,7 +17,7 @@ GK_OPS_AT(spare_memory, 11);
 GK_OPS_AT(cast, 12);
 GK_OPS_AT(spare_cast, 13);
 GK_OPS_AT(gemm, 15);
-GK_OPS_AT(spare_matmul, 17);
+GK_OPS_AT(spare_matmul, 18);
 GK_OPS_AT(bias_bwd, 19);
 GK_OPS_AT(spare_elementwise, 23);
 GK_OPS_AT(encoder_fwd, 25);

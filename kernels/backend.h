@@ -157,7 +157,19 @@ typedef struct gk_ops {
     void (*gemm_bwd)(gk_backend *be, int transA, int transB, int M, int N, int K, float alpha,
                      const void *A, gk_elt ta, int lda, const void *B, gk_elt tb, int ldb,
                      float beta, void *C, gk_elt tc, int ldc, const void *pre_gelu, float *dbias);
-    void (*spare_matmul[2])(void);
+    /* Decoding's fused product of a few rows (NULL where the backend has none: cuda has it), the
+     * same bits as the ops it replaces one after the other: out (M,N) =
+     *  - with res (M,N) (then gelu 0): res + (x' W rounded to be->act + bias), gemm then
+     *    residual_layernorm_fwd's add;
+     *  - else x' W + bias, GELU'd when gelu (gemm with its epilogue),
+     * where x' (M,K) = layernorm_fwd of x with ln_w (K), ln_b (K) or NULL when ln_w is not NULL,
+     * else x; W (K,N) row-major, or (N,K) with transW (the tied lm_head); bias (N) or NULL. Its
+     * reach (else GK_EUSAGE): be->act bf16 and W bf16, M at most 4, N and K multiples of 8,
+     * 16-byte aligned pointers, with ln_w M K floats within 48 KiB of shared memory. */
+    void (*matvec)(gk_backend *be, void *out, const void *x, const float *ln_w,
+                   const float *ln_b, const void *W, int transW, const float *bias, int gelu,
+                   const void *res, int M, int N, int K);
+    void (*spare_matmul[1])(void);
     /* ==== elementwise (elementwise.c): the bias gradient, GELU (tanh form; the forward of a
      * layer is gemm's epilogue), dropout ==== */
     /* dbias (C) += column sums of dout (N,C). */

@@ -242,6 +242,7 @@ static gk_ops make_ops(void)
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
     o.adamw_multi = cu_adamw_multi, o.zero_multi = cu_zero_multi, o.add = cu_add_floats;
     o.attention_fwd_at = cu_attention_fwd_at;
+    o.matvec = cu_matvec_built() ? cu_matvec : NULL;
     o.record_begin = cu_record_begin, o.record_end = cu_record_end;
     o.replay = cu_replay, o.record_free = cu_record_free;
     o.comm_open = cu_comm_open;

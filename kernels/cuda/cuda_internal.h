@@ -160,6 +160,12 @@ void cu_gemm_cache_free(gk_backend *be);
 int cu_gemv(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
             gk_elt tA, int lda, const void *B, gk_elt tB, int ldb, float beta, void *C, gk_elt tC,
             int ldc, const float *bias, void *pre);
+/* matmul_rows.cu: backend.h's matvec (the decode step's fused few-row products), offered when
+ * cu_matvec_built() (not in a library built with -DGV_MATVEC=0 or fewer GV_ROWS than 4). */
+int cu_matvec_built(void);
+void cu_matvec(gk_backend *be, void *out, const void *x, const float *ln_w, const float *ln_b,
+               const void *W, int transW, const float *bias, int gelu, const void *res, int M,
+               int N, int K);
 /* The scratch each op family needs at most for activations of rows x cols (reserve's arguments;
  * cu_reserve takes the largest): elementwise.cu (bias_bwd), layernorm.cu, encoder.cu,
  * optimizer.cu (sumsq), attention.cu (heads of head_size over sequences of T). */

@@ -14,13 +14,21 @@
  * Sums in fp32 in a fixed order (the same bits every run); the bias is added in fp32 before the
  * one rounding to bf16 (cuBLASLt's bias is rounded to bf16 first: the two differ by a rounding).
  * Taken: M <= GV_ROWS, no transposed A, beta 0, K and N multiples of 8, the leading dimensions
- * too, 16-byte aligned pointers; anything else goes to cuBLASLt. */
+ * too, 16-byte aligned pointers; anything else goes to cuBLASLt.
+ * Also the decode step's fused products (cu_matvec, gk_ops.matvec): A as the layernorm of x
+ * (computed by each block into shared memory, a warp a row, with layernorm.cu's arithmetic and
+ * rounding, so that the product reads the values layernorm_fwd would have stored) and the
+ * residual add after it (rounded as the separate gemm's output, then res + (that + bias) as
+ * residual_layernorm_fwd adds them): the same bits as those ops one after the other. */
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_pack.h"
 #include "kernels/cuda/reduce.h"
 
 #ifndef GV_ROWS /* CUDA_DEFS=-DGV_ROWS=0 builds a library without these kernels, to compare */
 #define GV_ROWS 4 /* at most this many rows of A (4 at most) */
+#endif
+#ifndef GV_MATVEC /* CUDA_DEFS=-DGV_MATVEC=0: no fused products (decoding on the separate ops) */
+#define GV_MATVEC 1
 #endif
 #define GV_THREADS 256                   /* 8 warps */
 #define GV_COLS 16                       /* NN: columns a block takes, 8 a thread */
@@ -35,15 +43,75 @@
 #define GV_UNROLL(n) _Pragma(GV_STR(GCC unroll n))
 #endif
 #define GV_STR(x) #x
+#define LN_EPS 1e-5f /* layernorm.cu's */
+
+/* With LN: xs (M,K) in shared memory = the layernorm of x's rows (bf16, row stride K) with w, b
+ * (b may be NULL), rounded to bf16 as layernorm_fwd stores it; warp m takes row m, its lanes
+ * the 8-wide packs lane, lane + 32, ... in layernorm.cu's order. Every thread calls it. */
+template <int M, bool LN>
+__device__ __forceinline__ void ln_rows(float *xs, const bf16 *x, int K, const float *w,
+                                        const float *b)
+{
+    if (!LN) return;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, packs = K / 8;
+    if (warp < M) {
+        const bf16 *row = x + (size_t)warp * K;
+        float v[8], s = 0.0f, q = 0.0f;
+        for (int cp = lane; cp < packs; cp += 32) {
+            load_f<8>(v, row + (size_t)cp * 8);
+            for (int j = 0; j < 8; j++) s += v[j];
+        }
+        float m = warp_sum(s) / K;
+        for (int cp = lane; cp < packs; cp += 32) {
+            load_f<8>(v, row + (size_t)cp * 8);
+            for (int j = 0; j < 8; j++) q += (v[j] - m) * (v[j] - m);
+        }
+        float rs = 1.0f / sqrtf(warp_sum(q) / K + LN_EPS);
+        for (int cp = lane; cp < packs; cp += 32) {
+            float wj[8], bj[8] = {};
+            load_f<8>(v, row + (size_t)cp * 8);
+            load_f<8>(wj, w + (size_t)cp * 8);
+            if (b) load_f<8>(bj, b + (size_t)cp * 8);
+            float *o = xs + (size_t)warp * K + cp * 8;
+            for (int j = 0; j < 8; j++) o[j] = cu_f(cu_to<bf16>((v[j] - m) * rs * wj[j] + bj[j]));
+        }
+    }
+    __syncthreads();
+}
+
+/* What the fused products store at C[c] (column j) for the sum r: without res, what
+ * cu_gemm_store stores in C (bias, GELU when gelu); with res, res + (r rounded + bias), as
+ * residual_layernorm_fwd adds the separate product's output. */
+__device__ __forceinline__ void mv_store(float r, size_t c, int j, bf16 *C, const float *bias,
+                                         const bf16 *res, int gelu)
+{
+    if (res) {
+        C[c] = cu_to<bf16>(cu_f(res[c]) + (cu_f(cu_to<bf16>(r)) + (bias ? bias[j] : 0.0f)));
+        return;
+    }
+    if (bias) r += bias[j];
+    if (gelu) r = gelu_tanh(cu_f(cu_to<bf16>(r)));
+    C[c] = cu_to<bf16>(r);
+}
+
+/* The fused products' extras (cu_matvec): the layernorm's weight and bias (LN), the residual
+ * (res, or NULL) and the GELU. */
+struct mv_extra {
+    const float *lnw, *lnb;
+    const bf16 *res;
+    int gelu;
+};
 
 /* grid (N / GV_COLS rounded up), GV_THREADS. Thread (warp w, lane l): columns n0 + 8 (l % G)
  * .. + 7, rows k = w GV_KWARP + l / G + i GV_KSTEP (G = GV_GROUPS). */
-template <int M>
+template <int M, bool LN, bool FUSED>
 __global__ void __launch_bounds__(GV_THREADS)
     gemv_nn(bf16 *C, bf16 *pre, const bf16 *A, int lda, const bf16 *W, int ldb, const float *bias,
-            float alpha, int N, int K, int ldc)
+            float alpha, int N, int K, int ldc, mv_extra x)
 {
     __shared__ float red[GV_THREADS / 32][M][GV_COLS];
+    GK_DYN_SMEM(float, xs); /* LN: A's rows, normalized (M,K) */
+    ln_rows<M, LN>(xs, A, K, x.lnw, x.lnb);
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane % GV_GROUPS;
     int n = (int)blockIdx.x * GV_COLS + 8 * g;
     float acc[M][8] = {};
@@ -54,7 +122,7 @@ __global__ void __launch_bounds__(GV_THREADS)
             load_f<8>(w, W + (size_t)k * ldb + n);
             GK_UNROLL
             for (int m = 0; m < M; m++) {
-                float a = cu_f(A[(size_t)m * lda + k]);
+                float a = LN ? xs[(size_t)m * K + k] : cu_f(A[(size_t)m * lda + k]);
                 GK_UNROLL
                 for (int j = 0; j < 8; j++) acc[m][j] += a * w[j];
             }
@@ -78,17 +146,21 @@ __global__ void __launch_bounds__(GV_THREADS)
         /* the warps' sums in order (a loop of its own: strided_sum interleaves the loads) */
         float s = 0.0f;
         for (int w = 0; w < GV_THREADS / 32; w++) s += red[w][m][c];
-        if (col < N) cu_gemm_store(alpha * s, (size_t)m * ldc + col, col, C, bias, pre);
+        size_t at = (size_t)m * ldc + col;
+        if (col < N && FUSED) mv_store(alpha * s, at, col, C, bias, x.res, x.gelu);
+        else if (col < N) cu_gemm_store(alpha * s, at, col, C, bias, pre);
     }
 }
 
 /* grid (N / 8 rounded up), GV_THREADS: warp w of block x computes column n = 8 x + w, its lanes
  * the chunks k = 8 l + 256 i of W's row n and of A's rows. */
-template <int M>
+template <int M, bool LN, bool FUSED>
 __global__ void __launch_bounds__(GV_THREADS)
     gemv_nt(bf16 *C, bf16 *pre, const bf16 *A, int lda, const bf16 *W, int ldb, const float *bias,
-            float alpha, int N, int K, int ldc)
+            float alpha, int N, int K, int ldc, mv_extra x)
 {
+    GK_DYN_SMEM(float, xs); /* LN: A's rows, normalized (M,K) */
+    ln_rows<M, LN>(xs, A, K, x.lnw, x.lnb);
     int n = (int)(blockIdx.x * (GV_THREADS / 32) + threadIdx.x / 32), lane = threadIdx.x % 32;
     if (n >= N) return; /* the whole warp: no shuffle below misses a lane */
     float acc[M] = {};
@@ -98,7 +170,10 @@ __global__ void __launch_bounds__(GV_THREADS)
         load_f<8>(w, W + (size_t)n * ldb + k);
         GK_UNROLL
         for (int m = 0; m < M; m++) {
-            load_f<8>(a, A + (size_t)m * lda + k);
+            if (LN)
+                for (int j = 0; j < 8; j++) a[j] = xs[(size_t)m * K + k + j];
+            else
+                load_f<8>(a, A + (size_t)m * lda + k);
             GK_UNROLL
             for (int j = 0; j < 8; j++) acc[m] += a[j] * w[j];
         }
@@ -108,19 +183,24 @@ __global__ void __launch_bounds__(GV_THREADS)
         acc[m] = warp_sum(acc[m]);
     if (lane == 0)
         GK_UNROLL
-    for (int m = 0; m < M; m++) cu_gemm_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, pre);
+    for (int m = 0; m < M; m++) {
+        if (FUSED) mv_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, x.res, x.gelu);
+        else cu_gemm_store(alpha * acc[m], (size_t)m * ldc + n, n, C, bias, pre);
+    }
 }
 
-template <int M>
+template <int M, bool LN, bool FUSED>
 static void gemv_launch(gk_backend *be, int tb, int N, int K, float alpha, const bf16 *A, int lda,
-                        const bf16 *W, int ldb, bf16 *C, int ldc, const float *bias, bf16 *pre)
+                        const bf16 *W, int ldb, bf16 *C, int ldc, const float *bias, bf16 *pre,
+                        mv_extra x)
 {
+    size_t smem = LN ? sizeof(float) * M * (size_t)K : 0;
     if (tb)
-        CU_LAUNCH(be, gemv_nt<M>, cu_blocks((size_t)N, GV_THREADS / 32), GV_THREADS, 0, C, pre, A,
-                  lda, W, ldb, bias, alpha, N, K, ldc);
+        CU_LAUNCH(be, (gemv_nt<M, LN, FUSED>), cu_blocks((size_t)N, GV_THREADS / 32), GV_THREADS,
+                  smem, C, pre, A, lda, W, ldb, bias, alpha, N, K, ldc, x);
     else
-        CU_LAUNCH(be, gemv_nn<M>, cu_blocks((size_t)N, GV_COLS), GV_THREADS, 0, C, pre, A, lda,
-                  W, ldb, bias, alpha, N, K, ldc);
+        CU_LAUNCH(be, (gemv_nn<M, LN, FUSED>), cu_blocks((size_t)N, GV_COLS), GV_THREADS, smem, C,
+                  pre, A, lda, W, ldb, bias, alpha, N, K, ldc, x);
 }
 
 int cu_gemv(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, const void *A,
@@ -135,12 +215,53 @@ int cu_gemv(gk_backend *be, int ta, int tb, int M, int N, int K, float alpha, co
     if (!ok) return 0;
     const bf16 *a = (const bf16 *)A, *w = (const bf16 *)B;
     bf16 *c = (bf16 *)C, *p = (bf16 *)pre;
-    switch (M) {
-    case 1: gemv_launch<1>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p); break;
-    case 2: gemv_launch<2>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p); break;
-    case 3: gemv_launch<3>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p); break;
-    case 4: gemv_launch<4>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p); break;
-    default: return 0; /* GV_ROWS is at most 4 */
-    }
+    mv_extra x = {};
+    if (M == 1) gemv_launch<1, false, false>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p,
+                                             x);
+    if (M == 2) gemv_launch<2, false, false>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p,
+                                             x);
+    if (M == 3) gemv_launch<3, false, false>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p,
+                                             x);
+    if (M == 4) gemv_launch<4, false, false>(be, tb, N, K, alpha, a, lda, w, ldb, c, ldc, bias, p,
+                                             x);
     return 1;
+}
+
+/* M's fused launch, with or without the layernorm. */
+template <int M>
+static void matvec_launch(gk_backend *be, int tb, int N, int K, const bf16 *x, const bf16 *W,
+                          bf16 *out, const float *bias, mv_extra e)
+{
+    int ldw = tb ? K : N;
+    if (e.lnw)
+        gemv_launch<M, true, true>(be, tb, N, K, 1.0f, x, K, W, ldw, out, N, bias, NULL, e);
+    else
+        gemv_launch<M, false, true>(be, tb, N, K, 1.0f, x, K, W, ldw, out, N, bias, NULL, e);
+}
+
+int cu_matvec_built(void) { return GV_MATVEC && GV_ROWS == 4; }
+
+void cu_matvec(gk_backend *be, void *out, const void *x, const float *ln_w, const float *ln_b,
+               const void *W, int transW, const float *bias, int gelu, const void *res, int M,
+               int N, int K)
+{
+    CU_BEGIN(be);
+    const void *ptrs[] = {out, x, W, res, ln_w, ln_b};
+    int ok = be->act == GK_BF16 && M >= 1 && M <= GV_ROWS && N % 8 == 0 && K % 8 == 0 && K > 0 &&
+             (!ln_w || sizeof(float) * (size_t)M * K <= 48 * 1024) && !(res && gelu);
+    for (int i = 0; i < 6 && ok; i++) ok = !ptrs[i] || aligned16(ptrs[i]);
+    if (!ok) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda matvec: %d x %d x %d (bf16, at most %d rows, "
+                        "multiples of 8, aligned) out of its reach", M, N, K, GV_ROWS);
+        return;
+    }
+    mv_extra e = {ln_w, ln_b, (const bf16 *)res, gelu};
+    const bf16 *a = (const bf16 *)x, *w = (const bf16 *)W;
+    bf16 *o = (bf16 *)out;
+    switch (M) {
+    case 1: matvec_launch<1>(be, transW, N, K, a, w, o, bias, e); break;
+    case 2: matvec_launch<2>(be, transW, N, K, a, w, o, bias, e); break;
+    case 3: matvec_launch<3>(be, transW, N, K, a, w, o, bias, e); break;
+    default: matvec_launch<4>(be, transW, N, K, a, w, o, bias, e); break;
+    }
 }
