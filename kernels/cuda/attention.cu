@@ -152,34 +152,51 @@ static void rows_fwd(gk_backend *be, void *out, float *lse, const void *qkv, int
 
 #define DEC_KEYS 64 /* keys per block */
 
+/* Row bi, head h's output from the partials of its first `live` chunks (pp, read past L1: other
+ * blocks wrote them), merged in chunk order. */
+template <typename E>
+__device__ void decode_merge(E *out, const float *pp, int live, int hs)
+{
+    float M = -INFINITY, L = 0.0f;
+    for (int c = 0; c < live; c++) M = fmaxf(M, __ldcg(pp + c * (hs + 2)));
+    for (int c = 0; c < live; c++)
+        L += __ldcg(pp + c * (hs + 2) + 1) * expf(__ldcg(pp + c * (hs + 2)) - M);
+    for (int k = threadIdx.x; k < hs; k += blockDim.x) {
+        float o = 0.0f;
+        for (int c = 0; c < live; c++)
+            o += __ldcg(pp + c * (hs + 2) + 2 + k) * expf(__ldcg(pp + c * (hs + 2)) - M);
+        out[k] = cu_to<E>(o / L);
+    }
+}
+
 /* grid (key chunks, NH, B*n): the softmax of query row t0 + i (t0 = cache_t0) over the keys of
  * chunk c alone:
  * part[((bi*NH + h)*nch + c)*(hs+2) ...] = max m, sum l of exp(s - m), o[hs] = sum exp(s - m) v
- * (bi = b*n + i; an empty chunk: m = -inf, l = 0, o = 0). Shared as attn_rows_fwd's, DEC_KEYS
- * scores. fresh (B,1,3C), with n = 1: the new row, which the block whose chunk holds it stores
- * into the cache (head h's q, k and v) before reading it, while every block takes q from fresh:
- * no other block reads that row's k and v, so the store needs no launch of its own. */
+ * (bi = b*n + i), then the last of the row's live chunks (those holding keys up to t; the others
+ * leave at once) to arrive at count[bi*NH + h] merges them into out (decode_merge): one launch.
+ * Shared as attn_rows_fwd's, DEC_KEYS scores. fresh (B,1,3C), with n = 1: the new row, which the
+ * block whose chunk holds it stores into the cache (head h's q, k and v) before reading it, while
+ * every block takes q from fresh: no other block reads that row's k and v, so the store needs no
+ * launch of its own. */
 template <typename E>
 __global__ void __launch_bounds__(ROW_THREADS)
-    attn_decode_part(float *part, E *qkv, const E *fresh, int Tc, const int *t0p, int n, int C,
-                     int NH, int nch)
+    attn_decode(E *out, float *part, unsigned *count, E *qkv, const E *fresh, int Tc,
+                const int *t0p, int n, int C, int NH, int nch)
 {
     GK_DYN_SMEM(float, sm);
+    __shared__ unsigned last;
     int c = blockIdx.x, h = blockIdx.y, bi = blockIdx.z, b = bi / n;
     int t = cache_t0(t0p, Tc, n) + bi % n;
     int hs = C / NH, warp = threadIdx.x / 32, u0 = c * DEC_KEYS;
     int nk = t + 1 - u0 < DEC_KEYS ? t + 1 - u0 : DEC_KEYS;
+    if (nk <= 0) return; /* the whole block: past this row's last key */
     size_t ld = 3 * (size_t)C;
     const E *qb = qkv + (size_t)b * Tc * ld + (size_t)h * hs;
     const E *qrow = fresh ? fresh + (size_t)b * ld + (size_t)h * hs : qb + (size_t)t * ld;
-    float *dst = part + (((size_t)bi * NH + h) * nch + c) * (hs + 2);
+    float *pp = part + ((size_t)bi * NH + h) * nch * (hs + 2), *dst = pp + (size_t)c * (hs + 2);
     float *q = sm, *s = q + hs, *cpart = s + DEC_KEYS, *red = cpart + row_part_floats(hs);
     float scale = 1.0f / sqrtf((float)hs);
 
-    if (nk <= 0) { /* the whole block leaves: past this row's last key */
-        for (int k = threadIdx.x; k < hs + 2; k += ROW_THREADS) dst[k] = k == 0 ? -INFINITY : 0.0f;
-        return;
-    }
     if (fresh && t < u0 + DEC_KEYS) { /* the new row's chunk (the same for the whole block) */
         E *row = qkv + ((size_t)b * Tc + t) * ld + (size_t)h * hs;
         for (int k = threadIdx.x; k < 3 * hs; k += ROW_THREADS)
@@ -203,29 +220,19 @@ __global__ void __launch_bounds__(ROW_THREADS)
     sum = block_sum<ROW_WARPS>(sum, red);
     if (threadIdx.x == 0) dst[0] = mx, dst[1] = sum;
     block_comb(dst + 2, s, qb + (size_t)u0 * ld + 2 * C, ld, nk, hs, cpart);
-}
-
-/* grid (NH, B*n): out row bi, head h = the chunks of attn_decode_part merged in chunk order. */
-template <typename E>
-__global__ void attn_decode_merge(E *out, const float *part, int C, int NH, int nch)
-{
-    int h = blockIdx.x, bi = blockIdx.y, hs = C / NH;
-    const float *pp = part + ((size_t)bi * NH + h) * nch * (hs + 2);
-    float M = -INFINITY, L = 0.0f;
-    for (int c = 0; c < nch; c++) M = fmaxf(M, pp[c * (hs + 2)]);
-    for (int c = 0; c < nch; c++) L += pp[c * (hs + 2) + 1] * expf(pp[c * (hs + 2)] - M);
-    for (int k = threadIdx.x; k < hs; k += blockDim.x) {
-        float o = 0.0f;
-        for (int c = 0; c < nch; c++) o += pp[c * (hs + 2) + 2 + k] * expf(pp[c * (hs + 2)] - M);
-        out[(size_t)bi * C + (size_t)h * hs + k] = cu_to<E>(o / L);
-    }
+    int live = t / DEC_KEYS + 1;
+    unsigned *cnt = count + (size_t)bi * NH + h;
+    if (!block_arrive_last(cnt, (unsigned)live, &last)) return;
+    decode_merge(out + (size_t)bi * C + (size_t)h * hs, pp, live, hs);
+    if (threadIdx.x == 0) *cnt = 0;
 }
 
 /* The split decode when a cache of Tc has more than one chunk and their partials fit in the
  * reserved scratch; returns 0 when it did not run (the caller takes attn_rows_fwd). The choice
- * and the grid depend on Tc, not on t0, which the kernels read (chunks past a row's last key
+ * and the grid depend on Tc, not on t0, which the kernel reads (chunks past a row's last key
  * leave at once), so that a recorded step replays at any position. fresh: the new row (n = 1)
- * that attn_decode_part stores into the cache, or NULL (already stored). */
+ * that attn_decode stores into the cache, or NULL (already stored). The arrival counters
+ * (B n NH) come from reserve (cu_attention_counters), so that a recorded step never grows them. */
 template <typename E>
 static int decode_split(gk_backend *be, void *out, void *qkv, const void *fresh, int B, int Tc,
                         const int *t0, int n, int C, int NH)
@@ -234,12 +241,11 @@ static int decode_split(gk_backend *be, void *out, void *qkv, const void *fresh,
     size_t need = sizeof(float) * (size_t)B * n * NH * nch * (hs + 2);
     if (nch < 2 || need > CU(be)->scratch_bytes || (size_t)B * n > 65535) return 0;
     float *part = (float *)cu_scratch(be, need, "attention_fwd_at");
-    if (!part) return 1;
-    CU_LAUNCH(be, attn_decode_part<E>, dim3((unsigned)nch, (unsigned)NH, (unsigned)(B * n)),
-              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), part, (E *)qkv,
+    unsigned *count = part ? cu_col_counters(be, (size_t)B * n * NH) : NULL;
+    if (!count) return 1;
+    CU_LAUNCH(be, attn_decode<E>, dim3((unsigned)nch, (unsigned)NH, (unsigned)(B * n)),
+              ROW_THREADS, rows_fwd_smem(hs, DEC_KEYS), (E *)out, part, count, (E *)qkv,
               n == 1 ? (const E *)fresh : NULL, Tc, t0, n, C, NH, nch);
-    CU_LAUNCH(be, attn_decode_merge<E>, dim3((unsigned)NH, (unsigned)(B * n)), hs < 128 ? 64 : 128,
-              0, (E *)out, (const float *)part, C, NH, nch);
     return 1;
 }
 
@@ -494,6 +500,12 @@ void cu_attention_fwd_at(gk_backend *be, void *out, void *cache, const void *qkv
         fwd_at<bf16>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH);
     else
         fwd_at<float>(be, out, cache, qkv_new, B, Tc, t0, n, C, NH);
+}
+
+/* The counters for reserve: the KV-cache decode's, one a (row, head) of rows x cols. */
+size_t cu_attention_counters(size_t rows, size_t cols, int head_size)
+{
+    return rows * (cols / (size_t)head_size > 0 ? cols / (size_t)head_size : 1);
 }
 
 /* The scratch for reserve: attention_bwd's of B sequences of T over rows x cols. */

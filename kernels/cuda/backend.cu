@@ -177,7 +177,8 @@ void cu_sync(gk_backend *be)
 /* ---- reserve ---- */
 
 /* The largest scratch an op takes for activations of rows x cols (each family says its own), with
- * attention's for heads of head_size over sequences of T where given. */
+ * attention's for heads of head_size over sequences of T where given, and the arrival counters
+ * a recorded decode step takes (growing them would synchronize the stream inside a capture). */
 int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, gk_err *err)
 {
     cu_ctx *c = CU(be);
@@ -187,6 +188,8 @@ int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, g
     size_t need = 0;
     for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
         if (fam[i] > need) need = fam[i];
+    if (head_size > 0 && !cu_col_counters(be, cu_attention_counters(rows, cols, head_size)))
+        return gk_errf(err, be->err.code, "%s", be->err.msg);
     if (need <= c->scratch_bytes) return 0;
     void *s = NULL;
     cudaError_t rc = cudaStreamSynchronize(c->stream); /* ops in flight may use the old scratch */

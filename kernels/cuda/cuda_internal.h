@@ -174,6 +174,8 @@ size_t cu_layernorm_scratch(size_t rows, size_t cols);
 size_t cu_encoder_scratch(size_t rows, size_t cols);
 size_t cu_sumsq_scratch(size_t rows, size_t cols);
 size_t cu_attention_scratch(size_t rows, size_t cols, int head_size, int T);
+/* The arrival counters (cu_col_counters) attention.cu's KV-cache decode takes at most. */
+size_t cu_attention_counters(size_t rows, size_t cols, int head_size);
 /* elementwise.cu, encoder.cu, layernorm.cu, classifier.cu */
 void cu_bias_bwd(gk_backend *be, float *dbias, const void *dout, int N, int C);
 void cu_encoder_fwd(gk_backend *be, void *out, const int *tokens, const void *wte, gk_elt tw,

@@ -210,21 +210,6 @@ static __device__ __forceinline__ void ln_bwd_rows(float *dw, typename P::T *din
     }
 }
 
-/* Whether this block arrives last of n at *count (the caller resets *count to 0 once it has
- * used what the others wrote). Its writes are visible device-wide first. last: a shared word,
- * free (the shared memory of the kernel fills the default 48 KiB: no static one beside it). */
-static __device__ __forceinline__ bool ln_arrive_last(unsigned *count, unsigned n, unsigned *last)
-{
-    __threadfence(); /* this block's writes are visible before the count says so */
-    __syncthreads();
-    if (threadIdx.x == 0) *last = atomicAdd(count, 1u) == n - 1;
-    __syncthreads();
-    bool l = *last;
-    __syncthreads(); /* every thread has read last before a later call writes it */
-    if (l) __threadfence();
-    return l;
-}
-
 /* part rows [k0, k0 + n) of 2C, summed in order, read past L1 (written by other blocks). */
 static __device__ __forceinline__ float ln_rows_sum(const float *part, size_t k0, unsigned n, int C,
                                                     int i)
@@ -258,14 +243,14 @@ static __global__ void layernorm_bwd_kernel(typename P::T *dinp, float *dweight,
     unsigned g = blockIdx.x / LN_GROUP, groups = (gridDim.x + LN_GROUP - 1) / LN_GROUP,
              g0 = g * LN_GROUP;
     unsigned gn = gridDim.x - g0 < LN_GROUP ? gridDim.x - g0 : LN_GROUP;
-    /* acc is read: the barrier in ln_arrive_last */
+    /* acc is read: the barrier in block_arrive_last */
     unsigned *last = reinterpret_cast<unsigned *>(acc);
-    if (!ln_arrive_last(&count[g], gn, last)) return;
+    if (!block_arrive_last(&count[g], gn, last)) return;
     float *gpart = part + (size_t)gridDim.x * 2 * C;
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x)
         gpart[(size_t)g * 2 * C + i] = ln_rows_sum(part, g0, gn, C, i);
     if (threadIdx.x == 0) count[g] = 0;
-    if (!ln_arrive_last(&count[LN_GROUPS_MAX], groups, last)) return;
+    if (!block_arrive_last(&count[LN_GROUPS_MAX], groups, last)) return;
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
         float s = ln_rows_sum(gpart, 0, groups, C, i);
         if (i < C) dweight[i] += s;

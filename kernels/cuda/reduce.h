@@ -2,8 +2,8 @@
  * Owns: the xor butterfly over a warp's lanes (xor_reduce, and by name warp_sum, warp_max over
  * all 32 lanes, quad_sum, quad_max over the 4 lanes of a quad), the block reductions built on it
  * (block_sum, block_max: every thread gets the result; block_reduce_warp0: warp 0's lanes get it),
- * the halving tree over a block's threads in shared memory (block_tree_sum) and the column sum of
- * a block's partials (strided_sum).
+ * the halving tree over a block's threads in shared memory (block_tree_sum), the column sum of
+ * a block's partials (strided_sum) and the blocks' arrival at a counter (block_arrive_last).
  * Bits: a float sum depends on the order of its additions, and each helper fixes its order: the
  * butterfly from offset 16 down to 1 adds lanes 16 apart first, from 1 up to 16 neighbours first
  * (not the same bits). A kernel keeps the order it was written with; moving one to another order
@@ -116,6 +116,23 @@ __device__ __forceinline__ float strided_sum(const float *p, int n, size_t strid
     float s = 0.0f;
     for (int i = 0; i < n; i++) s += p[(size_t)i * stride];
     return s;
+}
+
+/* Whether this block arrives last of n at *count (device memory; the caller resets *count to 0
+ * once it has used what the others wrote): the arrival counters of a reduction that finishes in
+ * the launch that made its partials (cu_col_counters). Every block's writes are visible
+ * device-wide before it counts, and to the last block after (read them past L1: __ldcg). last:
+ * a shared word the block may reuse after the call. */
+__device__ __forceinline__ bool block_arrive_last(unsigned *count, unsigned n, unsigned *last)
+{
+    __threadfence(); /* this block's writes are visible before the count says so */
+    __syncthreads();
+    if (threadIdx.x == 0) *last = atomicAdd(count, 1u) == n - 1;
+    __syncthreads();
+    bool l = *last;
+    __syncthreads(); /* every thread has read last before a later call writes it */
+    if (l) __threadfence();
+    return l;
 }
 
 #endif
