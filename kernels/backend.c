@@ -27,7 +27,7 @@ GK_OPS_AT(spare_layernorm, 32);
 GK_OPS_AT(attention_fwd, 34);
 GK_OPS_AT(spare_attention, 37);
 GK_OPS_AT(xent_fwd, 39);
-GK_OPS_AT(spare_classifier, 41);
+GK_OPS_AT(spare_classifier, 42);
 GK_OPS_AT(sumsq, 43);
 GK_OPS_AT(spare_optimizer, 49);
 GK_OPS_AT(record_begin, 50);

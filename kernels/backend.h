@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "kernels/sampling.h" /* gk_params */
 
 #ifdef __cplusplus
 extern "C" {
@@ -249,7 +250,18 @@ typedef struct gk_ops {
      * without storing the probabilities; dlogits may alias logits. */
     void (*xent_bwd)(gk_backend *be, void *dlogits, const void *logits, const float *lse,
                      const int *targets, float dloss, int N, int V, int Vp);
-    void (*spare_classifier[2])(void);
+    /* The next token of each of B rows on the device (NULL where the backend has none: cuda has
+     * it): ids[b] (device) = kernels/infer/sampler.h's chain (gk_sample, p's temperature, top-k,
+     * top-p and seed) over the n logits at logits + b ld (type be->act), with the draw of sample
+     * b at step st[1]; then st[0] and st[1] (2 device ints) grow by one, so that a recorded
+     * decode step (reading its position from st[0]) replays at the next position and step. The
+     * same tokens as the host's chain but for the sums' rounding: the probabilities are integers
+     * (exp(logit - max) 2^32, rounded down, summed exactly: a candidate under 2^-32 of the most
+     * likely is never drawn), and a row with no finite probability takes the greedy token.
+     * Greedy (temperature 0) is gk_greedy's, bit for bit. */
+    void (*sample)(gk_backend *be, int *ids, const void *logits, size_t ld, int B, int n,
+                   const gk_params *p, int *st);
+    void (*spare_classifier[1])(void);
     /* ==== optimizer (optimizer.c): fp32 master weights, gradients and moments ==== */
     /* *host_out = sum of squares of x (n): partial sums of up to 1024 squares in fp32 or wider,
      * accumulated in double (a fixed split: deterministic). */

@@ -241,7 +241,7 @@ static gk_ops make_ops(void)
     o.attention_fwd = cu_attention_fwd, o.attention_bwd = cu_attention_bwd;
     o.gelu_fwd = cu_gelu_fwd, o.gelu_bwd = cu_gelu_bwd, o.dropout_bwd = cu_dropout_bwd;
     o.residual_layernorm_fwd = cu_residual_layernorm_fwd;
-    o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd;
+    o.xent_fwd = cu_xent_fwd, o.xent_bwd = cu_xent_bwd, o.sample = cu_sample;
     o.sumsq = cu_sumsq, o.scale = cu_scale, o.adamw = cu_adamw;
     o.adamw_multi = cu_adamw_multi, o.zero_multi = cu_zero_multi, o.add = cu_add_floats;
     o.attention_fwd_at = cu_attention_fwd_at;

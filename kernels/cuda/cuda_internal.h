@@ -194,6 +194,9 @@ void cu_layernorm_bwd(gk_backend *be, void *dinp, float *dweight, float *dbias, 
 void cu_gelu_fwd(gk_backend *be, void *out, const void *x, int N, int C);
 void cu_gelu_bwd(gk_backend *be, void *dinp, const void *x, const void *dout, int N, int C);
 void cu_dropout_bwd(gk_backend *be, void *dinp, const void *dout, size_t n, float p, uint64_t key);
+/* sample.cu: backend.h's sample. */
+void cu_sample(gk_backend *be, int *ids, const void *logits, size_t ld, int B, int n,
+               const gk_params *p, int *st);
 void cu_xent_fwd(gk_backend *be, float *losses, float *lse, const void *logits, const int *targets,
                  int N, int V, int Vp);
 void cu_xent_bwd(gk_backend *be, void *dlogits, const void *logits, const float *lse,

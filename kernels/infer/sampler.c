@@ -4,13 +4,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/rng.h"
-
-#define SITE_SAMPLE 0x53414d50u /* rng site of sampling draws */
 
 void gk_fill(gk_list *l, const float *logits, int n)
 {
-    for (int i = 0; i < n; i++) l->c[i] = (gk_cand){i, logits[i], 0.0f};
+    for (int i = 0; i < n; i++) /* a NaN as -inf: never drawn */
+        l->c[i] = (gk_cand){i, logits[i] == logits[i] ? logits[i] : -INFINITY, 0.0f};
     l->n = n;
     l->sorted = 0;
 }
@@ -168,6 +166,6 @@ int gk_sample(gk_sampler *s, const float *logits, uint32_t sample, uint64_t step
     gk_top_k(l, s->p.top_k);
     gk_softmax(l);
     gk_top_p(l, s->p.top_p);
-    float u = gk_rng_uniform(gk_rng_key(s->p.seed, 0, sample, SITE_SAMPLE), step);
+    float u = gk_sample_uniform(s->p.seed, sample, step);
     return gk_pick(l, u);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "kernels/sampling.h" /* gk_params */
 
 typedef struct gk_cand {
     int id;
@@ -24,15 +25,8 @@ typedef struct gk_list {
     int sorted; /* by logit, descending */
 } gk_list;
 
-typedef struct gk_params {
-    float temperature; /* 0: greedy */
-    int top_k;         /* 0: off */
-    float top_p;       /* 1: off */
-    uint64_t seed;
-} gk_params;
-
 /* ---- the steps (each usable alone; tests check them on hand-made lists) ---- */
-/* list = logits[0..n) as candidates 0..n-1, unsorted. */
+/* list = logits[0..n) as candidates 0..n-1, unsorted; a NaN logit as -inf. */
 void gk_fill(gk_list *l, const float *logits, int n);
 /* logits /= t (t > 0). */
 void gk_temperature(gk_list *l, float t);

@@ -410,4 +410,18 @@ void gk_gpt2_set_step(gk_gpt2 *m, int64_t step);
  * t0 + n <= max_T. Tokens outside [0, vocab_size) are GK_EUSAGE. */
 int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_err *err);
 
+/* Drawing on the device, where the backend samples (backend.h's sample: cuda): the tokens never
+ * come to the host as logits, and a decoded token is one recorded replay. gk_gpt2_can_draw: the
+ * backend samples (not with tensor parallel). gk_gpt2_draw: the next token of each of the last
+ * forward_at's B sequences, from the first nv of its last position's logits (nv <= vocab_size),
+ * with p at step `step` (the host's gk_sample in kernels/infer/sampler.h, but for the rounding
+ * the op states) -> ids (host, B).
+ * gk_gpt2_step_draw: the one-row step of the tokens drawn last, at the position after the ones
+ * before them, then their draw (at the next step), recorded once for B and p and replayed ->
+ * ids. GK_EUSAGE without a draw before it (forward_at and gk_gpt2_forward end the chain) or past
+ * max_T. The logits stay readable (gk_gpt2_logits_host) after either. */
+int gk_gpt2_can_draw(const gk_gpt2 *m);
+int gk_gpt2_draw(gk_gpt2 *m, const gk_params *p, int nv, int64_t step, int *ids, gk_err *err);
+int gk_gpt2_step_draw(gk_gpt2 *m, const gk_params *p, int nv, int *ids, gk_err *err);
+
 #endif

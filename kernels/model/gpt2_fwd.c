@@ -120,6 +120,7 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     m->fwd_counter = ctr;
     m->fwd_dropout = p > 0;
     m->last_B = B;
+    m->draw_pos = m->last_t0 = -1; /* the cache and the logits are this forward's */
     m->last_T = T;
     m->last_has_targets = targets != NULL;
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);

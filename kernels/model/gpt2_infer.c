@@ -7,8 +7,13 @@
  * a device int, d_pos), so a backend that can record (CUDA graphs) records the step once per batch
  * size and replays it: one launch a token instead of a dozen a layer. Where the backend has the
  * fused few-row product (gk_ops.matvec) the step takes it: each layernorm in the product after it,
- * each residual add in the product before it (6 launches a layer instead of 8, the same bits). */
+ * each residual add in the product before it (6 launches a layer instead of 8, the same bits).
+ * Where the backend draws (backend.h's sample) the next tokens are drawn on the device
+ * (gk_gpt2_draw) and the step of the drawn tokens records with its draw (gk_gpt2_step_draw): one
+ * replay and a copy of B ids a token, no logits on the host. */
 #include "kernels/model/gpt2_internal.h"
+
+#include <string.h>
 
 #define W(l, k) LW(m, l, k)
 
@@ -96,6 +101,8 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
                            tokens[i], i, V);
     m->last_B = B;
     m->last_T = n;
+    m->last_t0 = t0;
+    m->draw_pos = -1;
     m->last_has_targets = 0;
     m->fwd_dropout = 0;
 
@@ -106,4 +113,88 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     else
         gk_gpt2_forward_ops(m, B, n, m->d_pos, 0.0f, 0);
     return gk_gpt2_pass_status(m, err);
+}
+
+int gk_gpt2_can_draw(const gk_gpt2 *m) { return m->be->ops->sample && !m->tp; }
+
+/* The draw of the B rows at logits row stride ld: ids to d_inputs (the next step's input). */
+static void draw_ops(gk_gpt2 *m, const gk_params *p, int nv, int B, const void *logits,
+                     size_t ld)
+{
+    m->be->ops->sample(m->be, m->d_inputs, logits, ld, B, nv, p, m->d_pos);
+}
+
+/* The draw's parameters as sampler.h checks them. */
+static int draw_check(const gk_gpt2 *m, const gk_params *p, int nv, gk_err *err)
+{
+    if (nv < 1 || nv > m->cfg.vocab_size)
+        return gk_errf(err, GK_EUSAGE, "draw: %d of the %d logits", nv, m->cfg.vocab_size);
+    if (!gk_gpt2_can_draw(m))
+        return gk_errf(err, GK_EUSAGE, "draw: backend %s does not sample", m->be->ops->name);
+    if (!(p->temperature >= 0) || !(p->top_p > 0 && p->top_p <= 1) || p->top_k < 0)
+        return gk_errf(err, GK_EUSAGE, "draw: need temperature >= 0, 0 < top-p <= 1, top-k >= 0");
+    return 0;
+}
+
+int gk_gpt2_draw(gk_gpt2 *m, const gk_params *p, int nv, int64_t step, int *ids, gk_err *err)
+{
+    gk_backend *be = m->be;
+    int rc = draw_check(m, p, nv, err), B = m->last_B, n = m->last_T;
+    if (rc) return rc;
+    if (m->last_t0 < 0 || step < 0 || step > INT32_MAX)
+        return gk_errf(err, GK_EUSAGE, "draw: needs a forward_at before it (step %lld)",
+                       (long long)step);
+    int st[2] = {m->last_t0 + n - 1, (int)step}; /* the sample op moves them on by one */
+    size_t esz = m->act == GK_BF16 ? 2 : 4;
+    be->ops->to_device(be, m->d_pos, st, sizeof st);
+    draw_ops(m, p, nv, B, (const char *)m->logits + (size_t)(n - 1) * m->Vp * esz,
+             (size_t)n * m->Vp);
+    be->ops->to_host(be, ids, m->d_inputs, sizeof(int) * B);
+    if ((rc = gk_gpt2_pass_status(m, err))) return rc;
+    m->draw_pos = m->last_t0 + n;
+    return 0;
+}
+
+/* The one-row step of the drawn tokens and their draw, recorded with p for batch B (again when
+ * either changes) and replayed; run directly when the backend does not record. */
+static void step_draw(gk_gpt2 *m, const gk_params *p, int nv, int B)
+{
+    gk_backend *be = m->be;
+    const gk_ops *op = be->ops;
+    if (m->draw_rec &&
+        (m->draw_rec_B != B || m->draw_rec_n != nv || memcmp(&m->draw_rec_p, p, sizeof *p))) {
+        op->record_free(be, m->draw_rec);
+        m->draw_rec = NULL;
+    }
+    if (!m->draw_rec && !m->p_shard && op->record_begin && op->record_begin(be) == 0) {
+        step_ops(m, B);
+        draw_ops(m, p, nv, B, m->logits, (size_t)m->Vp);
+        m->draw_rec = op->record_end(be);
+        m->draw_rec_B = B;
+        m->draw_rec_n = nv;
+        m->draw_rec_p = *p;
+    }
+    if (m->draw_rec) {
+        op->replay(be, m->draw_rec);
+    } else if (!be->err.code) {
+        step_ops(m, B);
+        draw_ops(m, p, nv, B, m->logits, (size_t)m->Vp);
+    }
+}
+
+int gk_gpt2_step_draw(gk_gpt2 *m, const gk_params *p, int nv, int *ids, gk_err *err)
+{
+    gk_backend *be = m->be;
+    int rc = draw_check(m, p, nv, err), B = m->last_B;
+    if (rc) return rc;
+    if (m->draw_pos < 0 || m->draw_pos >= m->max_T)
+        return gk_errf(err, GK_EUSAGE, "step_draw: %s", m->draw_pos < 0 ? "needs a draw before it"
+                       : "the cache is full");
+    m->last_T = 1;
+    m->last_t0 = m->draw_pos;
+    step_draw(m, p, nv, B);
+    be->ops->to_host(be, ids, m->d_inputs, sizeof(int) * B);
+    if ((rc = gk_gpt2_pass_status(m, err))) return rc;
+    m->draw_pos++;
+    return 0;
 }

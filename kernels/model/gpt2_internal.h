@@ -137,9 +137,16 @@ struct gk_gpt2 {
     float *losses, *xent_lse; /* (BT) */
     void *tmp;              /* (BT,C) c_proj output before the residual add */
     int *d_inputs, *d_targets; /* (BT) */
-    int *d_pos;             /* (1) forward_at's first position, read by its ops when they run */
+    int *d_pos;             /* (2) forward_at's first position, read by its ops when they run,
+                             * and the step of the next draw (gk_gpt2_draw: backend.h's sample) */
     void *decode_rec;       /* forward_at's one-row step recorded for replay (ops->record_*), */
     int decode_rec_B;       /* for batch decode_rec_B; NULL: none yet (or the backend has none) */
+    void *draw_rec;         /* gk_gpt2_step_draw's step and draw, recorded for batch draw_rec_B */
+    int draw_rec_B;         /* with draw_rec_p (NULL: none yet) */
+    gk_params draw_rec_p;
+    int draw_rec_n;         /* and draw_rec_n logits a row */
+    int last_t0;            /* forward_at's t0 (-1: the last forward was gk_gpt2_forward's) */
+    int draw_pos;           /* the drawn tokens' position (-1: no draw since the last forward) */
     int *h_targets;         /* host copy of the last targets (NULL entries: none) */
     int last_B, last_T, last_has_targets;
     float *h_losses;        /* host (BT) */

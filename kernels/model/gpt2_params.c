@@ -284,7 +284,7 @@ static size_t layout(gk_gpt2 *m, char *base)
     }
     TAKE(m->d_inputs, BT, I);
     TAKE(m->d_targets, BT, I);
-    TAKE(m->d_pos, 1, I);
+    TAKE(m->d_pos, 2, I);
 #undef TAKE
     return off;
 }
@@ -333,6 +333,7 @@ int gk_gpt2_create_tp(gk_gpt2 **out, const gk_gpt2_config *cfg, gk_backend *be, 
     set_widths(m, m->tp ? tp->world : 1, m->tp ? tp->rank : 0);
     m->max_B = max_B;
     m->max_T = max_T;
+    m->draw_pos = m->last_t0 = -1;
     flags = model_flags(flags); /* an inference model keeps nothing to recompute */
     m->flags = flags;
     m->act = be->act;
@@ -394,6 +395,7 @@ void gk_gpt2_free(gk_gpt2 *m)
     if (!m) return;
     gk_backend *be = m->be;
     if (m->decode_rec) be->ops->record_free(be, m->decode_rec);
+    if (m->draw_rec) be->ops->record_free(be, m->draw_rec);
     be->ops->free(be, m->p_block);
     be->ops->free(be, m->g_block);
     be->ops->free(be, m->m_block);

@@ -2,8 +2,9 @@
 # (GPT_EMU_LAUNCH_LOG=FILE: a line a kernel or cuBLASLt matmul run, a CUDA graph's at each replay):
 # gpt-sample's tokens 2..9 (the recorded decode step replayed) of a 2-layer model with a cache of
 # 128 (the split attention over the keys, as GPT-2's 1024 takes), per token by kernel, and a
-# layer's count from a 1-layer model's; issue 43 brings a layer to at most 4. The log's lines:
-# name, shape, microseconds.
+# layer's count from a 1-layer model's; issue 43 brings a layer to at most 4. The token's draw
+# (sample_rows) is in the same replay: no logits come to the host. The log's lines: name, shape,
+# microseconds.
 source "$TOP/tests/cli/lib.bash"; need_data
 tiny_data d
 count() { awk '{ print $1 }' "$1" | sort | uniq -c; }
