@@ -126,7 +126,7 @@ typedef struct gk_ops {
      * n > 0 allocates n bytes (p NULL; NULL on failure), n == 0 frees p (NULL: a no-op).
      * Optional: NULL where host memory is the device's (cpu, ref): use malloc then. */
     void *(*pinned)(gk_backend *be, void *p, size_t n);
-    void (*spare_memory[1])(void);
+    void (*spare_memory[2])(void);
     /* ==== cast (cast.c) ==== */
     /* dst (n, type dt) = src (n, type st), rounding to nearest even when narrowing. */
     void (*cast)(gk_backend *be, void *dst, gk_elt dt, const void *src, gk_elt st, size_t n);
@@ -170,7 +170,16 @@ typedef struct gk_ops {
     void (*matvec)(gk_backend *be, void *out, const void *x, const float *ln_w,
                    const float *ln_b, const void *W, int transW, const float *bias, int gelu,
                    const void *res, int M, int N, int K);
-    void (*spare_matmul[1])(void);
+    /* Decoding's MLP block of a few rows (NULL where the backend has none: cuda has it): out
+     * (M,C) = x + (h W2 rounded to be->act + b2), h (M,Cm) = GELU(x' W1 + b1) rounded to
+     * be->act, x' = layernorm_fwd of x with ln_w, ln_b (ln_w required): matvec's two products
+     * (the first with the layernorm and the GELU, the second with the residual add) in one
+     * launch, the same bits but for the order of the second product's sum. W1 (C,Cm), W2
+     * (Cm,C) row-major; b1, b2, ln_b may be NULL; out may not alias x. Reach: matvec's. */
+    void (*mlp)(gk_backend *be, void *out, const void *x, const float *ln_w, const float *ln_b,
+                const void *W1, const float *b1, const void *W2, const float *b2, int M, int C,
+                int Cm);
+    void (*spare_matmul[2])(void);
     /* ==== elementwise (elementwise.c): the bias gradient, GELU (tanh form; the forward of a
      * layer is gemm's epilogue), dropout ==== */
     /* dbias (C) += column sums of dout (N,C). */
@@ -261,7 +270,7 @@ typedef struct gk_ops {
      * Greedy (temperature 0) is gk_greedy's, bit for bit. */
     void (*sample)(gk_backend *be, int *ids, const void *logits, size_t ld, int B, int n,
                    const gk_params *p, int *st);
-    void (*spare_classifier[1])(void);
+    void (*spare_classifier[2])(void);
     /* ==== optimizer (optimizer.c): fp32 master weights, gradients and moments ==== */
     /* *host_out = sum of squares of x (n): partial sums of up to 1024 squares in fp32 or wider,
      * accumulated in double (a fixed split: deterministic). */
@@ -287,7 +296,7 @@ typedef struct gk_ops {
     void (*zero_multi)(gk_backend *be, const gk_span *sp, int count);
     /* y (n) += x (n): one rounding an element (ZeRO-2's gradient shard over micro-steps). */
     void (*add)(gk_backend *be, float *y, const float *x, size_t n);
-    void (*spare_optimizer[1])(void);
+    void (*spare_optimizer[2])(void);
     /* ==== graph (cuda/graph.cu): recorded steps; optional: NULL where a launch costs nothing to
      * issue (cpu, ref) ==== */
     /* The ops launched between record_begin and record_end are recorded, not run (a CUDA stream
@@ -468,8 +477,9 @@ const char *gk_backend_describe(const gk_backend *be, char *buf, size_t n);
  * 16: gk_ops grouped by family with spares, gk_backend_props.ref_ops. 17: add (called without
  * a NULL check); gk_comm_ops' reduce_scatter_start and started_wait (ZeRO-2). 18: gk_comm_ops'
  * all_gather_start (ZeRO-3's prefetch), the optional pinned, xent_bwd's targets >= V,
- * gk_comm_boot.group. */
-#define GK_BACKEND_ABI 18
+ * gk_comm_boot.group. 19: gk_ops laid out again, two spares a group (matvec, mlp and sample
+ * had taken the last ones). */
+#define GK_BACKEND_ABI 19
 #define GK_BACKEND_ENTRY_SYMBOL "gk_cuda_backend_entry"
 typedef struct gk_backend_entry {
     int abi;          /* GK_BACKEND_ABI the library was built with */

@@ -184,6 +184,7 @@ int cu_reserve(gk_backend *be, size_t rows, size_t cols, int head_size, int T, g
     cu_ctx *c = CU(be);
     size_t fam[] = {cu_bias_bwd_scratch(rows, cols), cu_layernorm_scratch(rows, cols),
                     cu_encoder_scratch(rows, cols), cu_sumsq_scratch(rows, cols),
+                    cu_mlp_scratch(rows, cols),
                     head_size > 0 && T > 0 ? cu_attention_scratch(rows, cols, head_size, T) : 0};
     size_t need = 0;
     for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
@@ -246,6 +247,7 @@ static gk_ops make_ops(void)
     o.adamw_multi = cu_adamw_multi, o.zero_multi = cu_zero_multi, o.add = cu_add_floats;
     o.attention_fwd_at = cu_attention_fwd_at;
     o.matvec = cu_matvec_built() ? cu_matvec : NULL;
+    o.mlp = cu_mlp_built() ? cu_mlp : NULL;
     o.record_begin = cu_record_begin, o.record_end = cu_record_end;
     o.replay = cu_replay, o.record_free = cu_record_free;
     o.comm_open = cu_comm_open;

@@ -166,6 +166,13 @@ int cu_matvec_built(void);
 void cu_matvec(gk_backend *be, void *out, const void *x, const float *ln_w, const float *ln_b,
                const void *W, int transW, const float *bias, int gelu, const void *res, int M,
                int N, int K);
+/* matmul_rows.cu: backend.h's mlp (both products of a few rows in one launch), offered when
+ * cu_mlp_built() (not with -DGV_MLP=0); cu_mlp_scratch: reserve's family. */
+int cu_mlp_built(void);
+void cu_mlp(gk_backend *be, void *out, const void *x, const float *ln_w, const float *ln_b,
+            const void *W1, const float *b1, const void *W2, const float *b2, int M, int C,
+            int Cm);
+size_t cu_mlp_scratch(size_t rows, size_t cols);
 /* The scratch each op family needs at most for activations of rows x cols (reserve's arguments;
  * cu_reserve takes the largest): elementwise.cu (bias_bwd), layernorm.cu, encoder.cu,
  * optimizer.cu (sumsq), attention.cu (heads of head_size over sequences of T). */

@@ -102,16 +102,15 @@ struct mv_extra {
     int gelu;
 };
 
-/* grid (N / GV_COLS rounded up), GV_THREADS. Thread (warp w, lane l): columns n0 + 8 (l % G)
- * .. + 7, rows k = w GV_KWARP + l / G + i GV_KSTEP (G = GV_GROUPS). */
-template <int M, bool LN, bool FUSED>
-__global__ void __launch_bounds__(GV_THREADS)
-    gemv_nn(bf16 *C, bf16 *pre, const bf16 *A, int lda, const bf16 *W, int ldb, const float *bias,
-            float alpha, int N, int K, int ldc, mv_extra x)
+/* Block x's GV_COLS column sums of A W (NN: W (K,N) row-major; A as xs, the normalized rows, with
+ * LN): thread (warp w, lane l) takes columns n0 + 8 (l % G) .. + 7 of rows k = w GV_KWARP + l / G +
+ * i GV_KSTEP (G = GV_GROUPS), a warp's rows summed by shuffles, the warps' sums in red in warp
+ * order. Returns thread m GV_COLS + c's (< M GV_COLS): row m, column n0 + c (0 past N). */
+template <int M, bool LN>
+__device__ __forceinline__ float nn_block_sum(float (*red)[M][GV_COLS], const float *xs,
+                                              const bf16 *A, int lda, const bf16 *W, int ldb,
+                                              int N, int K)
 {
-    __shared__ float red[GV_THREADS / 32][M][GV_COLS];
-    GK_DYN_SMEM(float, xs); /* LN: A's rows, normalized (M,K) */
-    ln_rows<M, LN>(xs, A, K, x.lnw, x.lnb);
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane % GV_GROUPS;
     int n = (int)blockIdx.x * GV_COLS + 8 * g;
     float acc[M][8] = {};
@@ -140,12 +139,27 @@ __global__ void __launch_bounds__(GV_THREADS)
             GK_UNROLL
             for (int j = 0; j < 8; j++) red[warp][m][8 * g + j] = acc[m][j];
     __syncthreads();
+    float s = 0.0f;
     if (threadIdx.x < M * GV_COLS) {
-        int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS,
-            col = (int)blockIdx.x * GV_COLS + c;
+        int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS;
         /* the warps' sums in order (a loop of its own: strided_sum interleaves the loads) */
-        float s = 0.0f;
         for (int w = 0; w < GV_THREADS / 32; w++) s += red[w][m][c];
+    }
+    return s;
+}
+
+/* grid (N / GV_COLS rounded up), GV_THREADS: nn_block_sum's columns, stored. */
+template <int M, bool LN, bool FUSED>
+__global__ void __launch_bounds__(GV_THREADS)
+    gemv_nn(bf16 *C, bf16 *pre, const bf16 *A, int lda, const bf16 *W, int ldb, const float *bias,
+            float alpha, int N, int K, int ldc, mv_extra x)
+{
+    __shared__ float red[GV_THREADS / 32][M][GV_COLS];
+    GK_DYN_SMEM(float, xs); /* LN: A's rows, normalized (M,K) */
+    ln_rows<M, LN>(xs, A, K, x.lnw, x.lnb);
+    float s = nn_block_sum<M, LN>(red, xs, A, lda, W, ldb, N, K);
+    if (threadIdx.x < M * GV_COLS) {
+        int m = threadIdx.x / GV_COLS, col = (int)blockIdx.x * GV_COLS + threadIdx.x % GV_COLS;
         size_t at = (size_t)m * ldc + col;
         if (col < N && FUSED) mv_store(alpha * s, at, col, C, bias, x.res, x.gelu);
         else if (col < N) cu_gemm_store(alpha * s, at, col, C, bias, pre);
@@ -237,6 +251,134 @@ static void matvec_launch(gk_backend *be, int tb, int N, int K, const bf16 *x, c
         gemv_launch<M, true, true>(be, tb, N, K, 1.0f, x, K, W, ldw, out, N, bias, NULL, e);
     else
         gemv_launch<M, false, true>(be, tb, N, K, 1.0f, x, K, W, ldw, out, N, bias, NULL, e);
+}
+
+/* ---- the MLP block of a few rows (cu_mlp): both products in one launch ---- */
+
+#ifndef GV_MLP /* CUDA_DEFS=-DGV_MLP=0: the MLP on two matvec launches */
+#define GV_MLP 1
+#endif
+#define MLP_GROUP 16 /* blocks whose partials the last of them sums */
+
+/* The scratch and counters of cu_mlp for M rows: the blocks' partials, then the groups'. */
+static size_t mlp_scratch(int M, int C, int Cm)
+{
+    size_t blocks = (size_t)(Cm + GV_COLS - 1) / GV_COLS;
+    return (blocks + (blocks + MLP_GROUP - 1) / MLP_GROUP) * M * C * sizeof(float);
+}
+
+/* part[k0 ..+ n) (rows of M C floats) summed in order at i, read past L1 (other blocks wrote
+ * them). */
+__device__ __forceinline__ float mlp_rows_sum(const float *part, size_t k0, unsigned n,
+                                              size_t MC, size_t i)
+{
+    float s = 0.0f;
+    for (unsigned k = 0; k < n; k++) s += __ldcg(part + (k0 + k) * MC + i);
+    return s;
+}
+
+/* grid (Cm / GV_COLS), GV_THREADS: block x's GV_COLS hidden units h = GELU(x' W1 + b1) as
+ * gemv_nn's fused product stores them (x' the layernorm of x), their share of h W2 (M,C) to
+ * part, then the last of each MLP_GROUP blocks sums the group's shares, the last group the
+ * groups' and stores out = x + (the sum rounded + b2) (mv_store). */
+template <int M>
+__global__ void __launch_bounds__(GV_THREADS)
+    mlp_rows(bf16 *out, float *part, unsigned *count, const bf16 *x, mv_extra e, const bf16 *W1,
+             const float *b1, const bf16 *W2, const float *b2, int C, int Cm)
+{
+    __shared__ float red[GV_THREADS / 32][M][GV_COLS];
+    __shared__ float h[M][GV_COLS];
+    __shared__ unsigned last;
+    GK_DYN_SMEM(float, xs); /* x's rows, normalized (M,C) */
+    ln_rows<M, true>(xs, x, C, e.lnw, e.lnb);
+    float s = nn_block_sum<M, true>(red, xs, x, C, W1, Cm, Cm, C);
+    int n0 = (int)blockIdx.x * GV_COLS, nh = Cm - n0 < GV_COLS ? Cm - n0 : GV_COLS;
+    if (threadIdx.x < M * GV_COLS) {
+        int m = threadIdx.x / GV_COLS, c = threadIdx.x % GV_COLS;
+        bf16 v = cu_to<bf16>(0.0f);
+        if (c < nh) mv_store(s, 0, n0 + c, &v, b1, NULL, 1);
+        h[m][c] = cu_f(v);
+    }
+    __syncthreads();
+    size_t MC = (size_t)M * C;
+    for (int cp = threadIdx.x; cp < C / 8; cp += GV_THREADS) { /* 8 columns of h W2 */
+        float acc[M][8] = {};
+        for (int j = 0; j < nh; j++) {
+            float w[8];
+            load_f<8>(w, W2 + (size_t)(n0 + j) * C + cp * 8);
+            GK_UNROLL
+            for (int m = 0; m < M; m++)
+                GK_UNROLL
+                for (int i = 0; i < 8; i++) acc[m][i] += h[m][j] * w[i];
+        }
+        for (int m = 0; m < M; m++)
+            for (int i = 0; i < 8; i++)
+                part[blockIdx.x * MC + (size_t)m * C + cp * 8 + i] = acc[m][i];
+    }
+    unsigned g = blockIdx.x / MLP_GROUP, groups = (gridDim.x + MLP_GROUP - 1) / MLP_GROUP,
+             g0 = g * MLP_GROUP, gn = gridDim.x - g0 < MLP_GROUP ? gridDim.x - g0 : MLP_GROUP;
+    if (!block_arrive_last(&count[g], gn, &last)) return;
+    float *gpart = part + (size_t)gridDim.x * MC;
+    for (size_t i = threadIdx.x; i < MC; i += GV_THREADS)
+        gpart[g * MC + i] = mlp_rows_sum(part, g0, gn, MC, i);
+    if (threadIdx.x == 0) count[g] = 0;
+    if (!block_arrive_last(&count[groups], groups, &last)) return;
+    for (size_t i = threadIdx.x; i < MC; i += GV_THREADS)
+        mv_store(mlp_rows_sum(gpart, 0, groups, MC, i), i, (int)(i % C), out, b2, x, 0);
+    if (threadIdx.x == 0) count[groups] = 0;
+}
+
+int cu_mlp_built(void) { return GV_MLP && cu_matvec_built(); }
+
+size_t cu_mlp_scratch(size_t rows, size_t cols)
+{
+    /* cols: the MLP's width, 4 C in GPT-2 (the widest row reserve is given) */
+    return GV_MLP ? mlp_scratch(rows < GV_ROWS ? (int)rows : GV_ROWS, (int)(cols / 4),
+                                (int)cols)
+                  : 0;
+}
+
+void cu_mlp(gk_backend *be, void *out, const void *x, const float *ln_w, const float *ln_b,
+            const void *W1, const float *b1, const void *W2, const float *b2, int M, int C,
+            int Cm)
+{
+    CU_BEGIN(be);
+    size_t need = mlp_scratch(M, C, Cm);
+    const void *ptrs[] = {out, x, W1, W2, ln_w, ln_b};
+    int ok = be->act == GK_BF16 && M >= 1 && M <= GV_ROWS && C % 8 == 0 && Cm % 8 == 0 && C > 0 &&
+             Cm > 0 && ln_w && sizeof(float) * (size_t)M * C <= 48 * 1024 && out != x;
+    for (int i = 0; i < 6 && ok; i++) ok = !ptrs[i] || aligned16(ptrs[i]);
+    if (!ok) {
+        GK_BACKEND_FAIL(be, GK_EUSAGE, "cuda mlp: %d rows of %d, %d hidden (bf16, at most %d rows, "
+                        "multiples of 8, aligned, a layernorm) out of its reach", M, C, Cm,
+                        GV_ROWS);
+        return;
+    }
+    int blocks = (Cm + GV_COLS - 1) / GV_COLS, groups = (blocks + MLP_GROUP - 1) / MLP_GROUP;
+    if (need > CU(be)->scratch_bytes || (size_t)groups + 1 > CU(be)->col_count_n) {
+        /* the two products apart (what the scratch or the counters reserved cannot hold) */
+        void *h = cu_scratch(be, sizeof(bf16) * (size_t)M * Cm, "mlp");
+        if (!h) return;
+        cu_matvec(be, h, x, ln_w, ln_b, W1, 0, b1, 1, NULL, M, Cm, C);
+        cu_matvec(be, out, h, NULL, NULL, W2, 0, b2, 0, x, M, C, Cm);
+        return;
+    }
+    float *part = (float *)cu_scratch(be, need, "mlp");
+    unsigned *count = cu_col_counters(be, (size_t)groups + 1);
+    mv_extra e = {ln_w, ln_b, NULL, 0};
+    size_t smem = sizeof(float) * (size_t)M * C;
+    const bf16 *a = (const bf16 *)x, *w1 = (const bf16 *)W1, *w2 = (const bf16 *)W2;
+    bf16 *o = (bf16 *)out;
+#define MLP_LAUNCH(m)                                                                        \
+    CU_LAUNCH(be, mlp_rows<m>, dim3((unsigned)blocks), GV_THREADS, smem, o, part, count, a, e, \
+              w1, b1, w2, b2, C, Cm)
+    switch (M) {
+    case 1: MLP_LAUNCH(1); break;
+    case 2: MLP_LAUNCH(2); break;
+    case 3: MLP_LAUNCH(3); break;
+    default: MLP_LAUNCH(4); break;
+    }
+#undef MLP_LAUNCH
 }
 
 int cu_matvec_built(void) { return GV_MATVEC && GV_ROWS == 4; }

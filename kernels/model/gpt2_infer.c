@@ -7,7 +7,9 @@
  * a device int, d_pos), so a backend that can record (CUDA graphs) records the step once per batch
  * size and replays it: one launch a token instead of a dozen a layer. Where the backend has the
  * fused few-row product (gk_ops.matvec) the step takes it: each layernorm in the product after it,
- * each residual add in the product before it (6 launches a layer instead of 8, the same bits).
+ * each residual add in the product before it (6 launches a layer instead of 8, the same bits),
+ * and where it has the MLP's two products in one launch (gk_ops.mlp) that too (4 a layer: the
+ * same bits but for the order of the MLP's second sum).
  * Where the backend draws (backend.h's sample) the next tokens are drawn on the device
  * (gk_gpt2_draw) and the step of the drawn tokens records with its draw (gk_gpt2_step_draw): one
  * replay and a copy of B ids a token, no logits on the host. */
@@ -43,6 +45,11 @@ static void fused_step_ops(gk_gpt2 *m, int B)
                              m->NHa);
         op->matvec(be, a->res2, a->atty, NULL, NULL, W(l, L_ATTPW), 0, LP(m, l, L_ATTPB), 0,
                    a->res, B, C, C);
+        if (op->mlp) {
+            op->mlp(be, next, a->res2, LP(m, l, L_LN2W), LP(m, l, L_LN2B), W(l, L_FCW),
+                    LP(m, l, L_FCB), W(l, L_FCPW), LP(m, l, L_FCPB), B, C, m->Cm);
+            continue;
+        }
         op->matvec(be, a->fch_gelu, a->res2, LP(m, l, L_LN2W), LP(m, l, L_LN2B), W(l, L_FCW), 0,
                    LP(m, l, L_FCB), 1, NULL, B, m->Cm, C);
         op->matvec(be, next, a->fch_gelu, NULL, NULL, W(l, L_FCPW), 0, LP(m, l, L_FCPB), 0,

@@ -65,12 +65,13 @@ for _ in range(100):
     break
 '
 }
-# st_close A B TOL: the two safetensors files hold the same data as float32s, within TOL of the
-# larger magnitude (absolute below 1e-6): prints the largest difference when they do not.
+# st_close A B TOL [FLOOR]: the two safetensors files hold the same data as float32s, within TOL
+# of the larger magnitude or FLOOR absolute (1e-6): prints the largest difference when they do not.
 st_close() {
-  paste <(st_data "$1" | od -An -v -tf4 -w4) <(st_data "$2" | od -An -v -tf4 -w4) | awk -v tol="$3" '
+  paste <(st_data "$1" | od -An -v -tf4 -w4) <(st_data "$2" | od -An -v -tf4 -w4) |
+    awk -v tol="$3" -v floor="${4:-1e-6}" '
     { d = $1 - $2; if (d < 0) d = -d; m = ($1 < 0 ? -$1 : $1); n = ($2 < 0 ? -$2 : $2); if (n > m) m = n
-      if (d > tol * m && d > 1e-6) { bad++; if (d > worst) { worst = d; at = NR } } }
+      if (d > tol * m && d > floor) { bad++; if (d > worst) { worst = d; at = NR } } }
     END { if (bad) printf "%d floats differ, the largest by %g (float %d)\n", bad, worst, at; exit bad > 0 }'
 }
 # close A B TOL: every "step loss" line of A within TOL relative of B's (losses files).

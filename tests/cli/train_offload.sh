@@ -46,8 +46,14 @@ cp -r zr zr1
 gpt-train -q "${ARGS[@]}" --dtype=bfloat16 --nproc_per_node=2 --zero_stage=2 --init_from=resume --out_dir=zr \
   --optimizer_offload=true > /dev/null
 gpt-train -q "${ARGS[@]}" --dtype=bfloat16 --init_from=resume --out_dir=zr1 > /dev/null
+# (zr1's last steps ran on one process instead of two: bfloat16 sums in another order, which the
+# emulator's products, OpenBLAS's kernels for this CPU, round differently from one CPU to the
+# next: seen 1.3e-5 apart in the losses and 1.7e-5 in the weights on a Zen 4, where another CPU
+# had them within 1e-5 and 1e-4; a moment loaded wrong moves weights by the learning rate, 3e-3)
 for o in zr zr1; do
-  losses $o/metrics.jsonl | close - z3.l 1e-5 && st_close $o/latest.safetensors z3/latest.safetensors 1e-4 &&
+  tol=(1e-5 1e-4 1e-6); [ $o = zr1 ] && tol=(1e-4 1e-4 1e-4)
+  losses $o/metrics.jsonl | close - z3.l ${tol[0]} &&
+    st_close $o/latest.safetensors z3/latest.safetensors ${tol[1]} ${tol[2]} &&
     echo "$o: resumed, the uninterrupted run"
 done
 # (both ranks refuse: which ends first, and so which the launcher names, is a race)
