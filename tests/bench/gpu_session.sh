@@ -155,14 +155,15 @@ variants() {
 }
 export -f variants
 step variants 300 bash -c variants
-# 3c. decoding's few-row matmuls: matmul_rows.cu's kernels with the fused step (the default: 6
-# kernels a layer) against the same kernels on the separate ops (-DGV_MATVEC=0: 8 a layer) and
-# cuBLASLt's (a library built with -DGV_ROWS=0): tokens/s of a random 124M, 256 new tokens,
-# graphs on
+# 3c. decoding's few-row matmuls: matmul_rows.cu's kernels with the fused step (the default: 4
+# kernels a layer, the MLP in one, the token drawn in the same replay) against the MLP on two
+# launches (-DGV_MLP=0: 5 a layer), the same kernels on the separate ops (-DGV_MATVEC=0: 7 a
+# layer) and cuBLASLt's (a library built with -DGV_ROWS=0): tokens/s of a random 124M, 256 new
+# tokens, graphs on
 decode_variants() {
   build/bench/rand_ckpt "$work/dv.safetensors" 12 12 768 1024 50257 > /dev/null || return 1
   local v lib
-  for v in default -DGV_MATVEC=0 -DGV_ROWS=0; do
+  for v in default -DGV_MLP=0 -DGV_MATVEC=0 -DGV_ROWS=0; do
     lib=$PWD/build/lib/libgptkit-cuda.so
     if [ $v != default ]; then
       lib=/tmp/dv/lib/libgptkit-cuda.so
@@ -173,7 +174,7 @@ decode_variants() {
   done
 }
 export -f decode_variants
-step decode-variants 130 bash -c decode_variants
+step decode-variants 170 bash -c decode_variants
 
 # 3d. where the time goes: the 124M training step at B=16 with each op timed alone (train_step's
 # per-op profile), and each kernel of the first decoding steps of a random 124M model (ncu,
