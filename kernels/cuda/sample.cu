@@ -9,7 +9,9 @@
  * id order. Weights are integers, 1 for top-k and the probability as exp(s - max) 2^32 rounded
  * down for the rest, so their sums are exact in any order: the same draw every run, and the
  * host's but for the rounding of its sums. Without top-k and top-p the pick walks the ids in
- * order, as the host's does. Each pass reads the row again (from L2: the lm_head wrote it). */
+ * order, as the host's does. Each pass reads the row again (from L2: the lm_head wrote it), until
+ * top-k has kept at most SP_CAND candidates: those go to shared memory, in id order, and the
+ * passes after it read them there. */
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/reduce.h"
 
@@ -18,11 +20,14 @@
 #define SP_THREADS 512
 #define SP_WARPS (SP_THREADS / 32)
 #define SP_ONE 4294967296.0f /* the weight of the most likely candidate, 2^32 */
+#define SP_CAND 1024         /* top-k's candidates kept in shared memory, at most */
 
 typedef unsigned long long u64;
 
 /* What the block shares: the descent's bins and the scans' and reductions' words. */
 struct sp_shared {
+    float cs[SP_CAND]; /* top-k's candidates: scaled logits and ids, in id order */
+    int cid[SP_CAND];
     u64 hist[256];
     u64 wsum[SP_WARPS];
     u64 above;
@@ -45,15 +50,19 @@ struct sp_cut {
     __device__ bool holds(unsigned k, int i) const { return k > key || (k == key && i <= id); }
 };
 
-/* The candidates of a row: its logits (n of type E) scaled by inv, NaN never one, within the
- * top-k and top-p cuts; their weights, 1 (count) or exp(s - mx) 2^32 rounded down. */
+/* The candidates of a row: its logits (n of type E) scaled by inv, or (cs not NULL) n of them
+ * scaled already, whose ids are cid's; a NaN as -inf; within the top-k and top-p cuts (on their
+ * positions i, in id order); their weights, 1 (count) or exp(s - mx) 2^32 rounded down. */
 template <typename E> struct sp_row {
     const E *x;
+    const float *cs;
+    const int *cid;
     int n;
     float inv, mx;
     sp_cut k, p;
     bool count;
-    __device__ float s(int i) const { return cu_f(x[i]) * inv; }
+    __device__ float s(int i) const { return cs ? cs[i] : cu_f(x[i]) * inv; }
+    __device__ int id(int i) const { return cid ? cid[i] : i; }
     /* i's weight, 0 when not a candidate; *key its key */
     __device__ u64 weight(int i, unsigned *key) const
     {
@@ -88,31 +97,58 @@ __device__ u64 sp_scan_block(u64 v, sp_shared *sh, u64 *total)
 }
 
 /* The first candidate in id order (with key K, when by_key) at which run plus the running
- * weight reaches G: its id (-1: none), *cum the running weight there. */
+ * weight reaches G: its position (-1: none), *cum the running weight there. Thread t sums its
+ * contiguous range of positions, a scan over the threads finds the range the target falls in,
+ * and its thread walks it. */
 template <typename E>
 __device__ int sp_scan_ids(const sp_row<E> &r, bool by_key, unsigned K, u64 run, u64 G,
                            u64 *cum, sp_shared *sh)
 {
-    for (int i0 = 0; i0 < r.n; i0 += SP_THREADS) {
-        int i = i0 + (int)threadIdx.x;
-        unsigned key = 0;
-        u64 v = i < r.n ? r.weight(i, &key) : 0, total;
-        if (by_key && key != K) v = 0;
-        u64 incl = sp_scan_block(v, sh, &total);
-        if (threadIdx.x == 0) sh->found = INT_MAX;
-        __syncthreads();
-        if (v && run + incl >= G) atomicMin(&sh->found, i);
-        __syncthreads();
-        int found = sh->found;
-        if (found < INT_MAX) {
-            if (i == found) sh->above = run + incl;
-            __syncthreads();
-            *cum = sh->above;
-            return found;
-        }
-        run += total;
+    int per = (r.n + SP_THREADS - 1) / SP_THREADS, i0 = (int)threadIdx.x * per;
+    int i1 = i0 + per < r.n ? i0 + per : r.n;
+    unsigned key;
+    u64 mine = 0, total;
+    for (int i = i0; i < i1; i++) {
+        u64 v = r.weight(i, &key);
+        mine += !by_key || key == K ? v : 0;
     }
-    return -1;
+    u64 before = run + sp_scan_block(mine, sh, &total) - mine;
+    if (threadIdx.x == 0) sh->found = -1;
+    __syncthreads();
+    if (before < G && before + mine >= G)
+        for (int i = i0; i < i1; i++) {
+            u64 v = r.weight(i, &key);
+            before += !by_key || key == K ? v : 0;
+            if (before >= G) {
+                sh->found = i;
+                sh->above = before;
+                break;
+            }
+        }
+    __syncthreads();
+    int found = sh->found;
+    *cum = sh->above;
+    return found;
+}
+
+/* Moves the candidates of r (at most SP_CAND) into shared memory in id order, and r onto them. */
+template <typename E> __device__ void sp_compact(sp_row<E> *r, sp_shared *sh)
+{
+    int per = (r->n + SP_THREADS - 1) / SP_THREADS, i0 = (int)threadIdx.x * per;
+    int i1 = i0 + per < r->n ? i0 + per : r->n;
+    unsigned key;
+    u64 mine = 0, total;
+    for (int i = i0; i < i1; i++) mine += r->weight(i, &key) ? 1 : 0;
+    int at = (int)(sp_scan_block(mine, sh, &total) - mine);
+    for (int i = i0; i < i1; i++)
+        if (r->weight(i, &key)) {
+            float v = r->s(i);
+            sh->cs[at] = v == v ? v : -INFINITY;
+            sh->cid[at++] = i;
+        }
+    __syncthreads();
+    r->cs = sh->cs, r->cid = sh->cid, r->n = (int)total;
+    r->k = {0, INT_MAX};
 }
 
 /* Warp 0 picks the descent's bin: the first, from bin 255 down, at which above plus the bins'
@@ -179,10 +215,11 @@ template <typename E> __device__ float sp_max(const sp_row<E> &r, sp_shared *sh)
     return block_max<SP_WARPS>(m, sh->fred);
 }
 
-/* gk_greedy's token: 0 where the first logit is NaN, else the first that equals the largest. */
-template <typename E> __device__ int sp_greedy(sp_row<E> r, sp_shared *sh)
+/* gk_greedy's token of the n logits x: 0 where the first is NaN, else the first that equals
+ * the largest. */
+template <typename E> __device__ int sp_greedy(const E *x, int n, sp_shared *sh)
 {
-    r.inv = 1.0f;
+    sp_row<E> r = {x, NULL, NULL, n, 1.0f, 0.0f, {0, INT_MAX}, {0, INT_MAX}, false};
     if (r.s(0) != r.s(0)) return 0;
     float m = sp_max(r, sh);
     if (threadIdx.x == 0) sh->found = INT_MAX;
@@ -196,19 +233,21 @@ template <typename E> __device__ int sp_greedy(sp_row<E> r, sp_shared *sh)
     return sh->found;
 }
 
-/* The draw of gk_sample (temperature > 0) for the u of sample b at step. */
+/* The draw of gk_sample (temperature > 0) from row r for the u of sample b at step. */
 template <typename E>
 __device__ int sp_draw(sp_row<E> r, const gk_params &p, int b, int step, sp_shared *sh)
 {
+    const E *x = r.x;
+    int nx = r.n, n = r.n;
     r.inv = 1.0f / p.temperature;
     r.mx = sp_max(r, sh);
-    if (r.mx == -INFINITY || r.mx == INFINITY) return sp_greedy(r, sh);
+    if (r.mx == -INFINITY || r.mx == INFINITY) return sp_greedy(x, nx, sh);
     u64 cum = 0, total, t;
-    int n = r.n;
     bool sorted = false;
     if (p.top_k > 0 && p.top_k < r.n) { /* the k best */
         r.count = true;
         if (sp_find(r, (u64)p.top_k, &r.k, &cum, sh)) n = p.top_k;
+        if (n <= SP_CAND) sp_compact(&r, sh);
         r.count = false;
         sorted = true;
     }
@@ -218,7 +257,7 @@ __device__ int sp_draw(sp_row<E> r, const gk_params &p, int b, int step, sp_shar
         total += r.weight(i, &key);
     }
     sp_scan_block(total, sh, &total);
-    if (!total) return sp_greedy(r, sh);
+    if (!total) return sp_greedy(x, nx, sh);
     if (p.top_p < 1.0f && n > 1) { /* the fewest best that hold top_p of the weight */
         t = (u64)ceil((double)p.top_p * (double)total);
         if (sp_find(r, t < 1 ? 1 : t > total ? total : t, &r.p, &cum, sh)) total = cum;
@@ -226,9 +265,14 @@ __device__ int sp_draw(sp_row<E> r, const gk_params &p, int b, int step, sp_shar
     }
     t = (u64)((double)gk_sample_uniform(p.seed, (uint32_t)b, (uint64_t)step) * (double)total) + 1;
     t = t > total ? total : t;
-    if (!sorted) return sp_scan_ids(r, false, 0, 0, t, &cum, sh);
-    sp_cut at;
-    return sp_find(r, t, &at, &cum, sh) ? at.id : sp_greedy(r, sh);
+    int at;
+    if (!sorted) {
+        at = sp_scan_ids(r, false, 0, 0, t, &cum, sh);
+    } else {
+        sp_cut cut;
+        at = sp_find(r, t, &cut, &cum, sh) ? cut.id : -1;
+    }
+    return at >= 0 ? r.id(at) : sp_greedy(x, nx, sh);
 }
 
 /* grid B: row b's token to ids[b]; the last block to arrive at count moves st on. */
@@ -239,8 +283,9 @@ __global__ void __launch_bounds__(SP_THREADS)
 {
     __shared__ sp_shared sh;
     int b = blockIdx.x;
-    sp_row<E> r = {logits + (size_t)b * ld, n, 1.0f, 0.0f, {0, INT_MAX}, {0, INT_MAX}, false};
-    int id = p.temperature > 0.0f ? sp_draw(r, p, b, st[1], &sh) : sp_greedy(r, &sh);
+    const E *x = logits + (size_t)b * ld;
+    sp_row<E> r = {x, NULL, NULL, n, 1.0f, 0.0f, {0, INT_MAX}, {0, INT_MAX}, false};
+    int id = p.temperature > 0.0f ? sp_draw(r, p, b, st[1], &sh) : sp_greedy(x, n, &sh);
     if (threadIdx.x == 0) ids[b] = id;
     if (!block_arrive_last(count, gridDim.x, &sh.last) || threadIdx.x) return;
     st[0] += 1;
