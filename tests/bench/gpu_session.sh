@@ -65,10 +65,11 @@ export GPT_TEST_DEVICES="cpu cuda" GPT_TEST_CUDA=cuda GPT_VOCAB="$data/gpt2"
 # library has no cuDNN or libcudnn.so.9 does not load: the build step's log says whether it has);
 # test_nccl_emu: one rank through the real NCCL (communicator, fp32 and bf16 sums, ...);
 # test_infer: decoding steps recorded as one CUDA graph and replayed = unrecorded, and a step
-# whose capture breaks runs unrecorded
+# whose capture breaks runs unrecorded; test_decode_fused: the fused decode step (matvec, mlp)
+# against the separate ops; test_draw: the tokens drawn on the GPU against the host's sampler
 paths="cuda:plain cuda:flash cuda:cudnn cuda:fused" # fa2: auto's, on device cuda; fused: gemm_bwd's epilogues
 GPT_TEST_DEVICES="cpu cuda $paths" step test_ops 150 build/tests/test_ops
-for t in test_cuda_comm test_ops_fused test_infer test_nccl_emu; do
+for t in test_cuda_comm test_ops_fused test_infer test_nccl_emu test_decode_fused test_draw; do
   step "$t" 90 "build/tests/$t"
 done
 
@@ -252,6 +253,10 @@ offload_xl() {
 export -f offload_xl
 export work top
 step offload-xl 170 bash -c offload_xl
+
+# 5c. issue 43's other decoding goal: gpt2-xl (random weights) at 1000 tokens/s, one stream, bf16,
+# beside transformers' generate (static cache + torch.compile, and eager) on the same shape
+BENCH_PARTS=decode-xl step decode-xl 150 make bench-gpu
 
 # 6. the op tests under compute-sanitizer (test_ops on cuda alone, then on the attention paths):
 # memcheck first, then the slower racecheck, synccheck. API errors are not counted: cuBLASLt's

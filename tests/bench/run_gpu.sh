@@ -19,7 +19,9 @@
 #   128 wide, T=64, vocab 65 for training, vocab 50257 for decoding, to check this script on the
 #   CPU with BENCH_DEVICE=cuda-emu), BENCH_BATCHES (default "16 64"; S: "4 8"), BENCH_STEPS
 #   (timed steps, default 20; S: 2), BENCH_PEAK_TFLOPS (MFU's peak, default 989.5), PYTHON,
-#   BENCH_PARTS (default "decode hellaswag train big": which parts run, in that order),
+#   BENCH_PARTS (default "decode hellaswag train big": which parts run, in that order; also
+#   decode-xl: the decode part on a random gpt2-xl; BENCH=PARTS as make bench's, when
+#   BENCH_PARTS is unset: make bench-gpu BENCH=decode),
 #   BENCH_BIG (default "gpt2-medium gpt2-large gpt2-xl"; S: none), BENCH_BIG_BATCH (default 8).
 #   The vocabulary for the prompt: $GPT_VOCAB, else $GPT_TEST_DATA/gpt2 (default ../shared/data).
 # Exit status: 0 when every gptkit run worked (a missing torch is a note, not a failure).
@@ -54,7 +56,8 @@ What the numbers are (timings compare only within this run, on this machine):
             torch: torch.cuda.max_memory_allocated
   per-op    the B=${batches%% *} step again with a sync after every op, each op timed alone: their sum exceeds
             the overlapped step; gemms by shape (M N K), types and epilogue
-  decode    gpt-sample tokens/s, batch 1, greedy, bf16 weights, random values
+  decode    gpt-sample tokens/s, batch 1, greedy, bf16 weights, random values; beside it
+            transformers' generate on the same shape (static cache + torch.compile, and eager)
 EOF
 
 # train_step once; its output in $work/NAME.out, echoed on failure.
@@ -126,8 +129,11 @@ train_bench() {
   run_step prof --batch "$B0" "$config" "$(( steps < 5 ? steps : 5 ))" 1 prof && cat "$work/prof.out"
 }
 
+# decode_bench [NAME CFG]: gpt-sample's tokens/s on a random model of CFG (n_layer n_head n_embd
+# block_size vocab_size; default this config's), then transformers' beside it.
 decode_bench() {
-  local data vocab model="$work/decode-$config.safetensors"
+  local name=${1:-$config} sample_cfg=${2:-$sample_cfg}
+  local data vocab model="$work/decode-$name.safetensors"
   data=${GPT_TEST_DATA:-$top/../shared/data}
   vocab=${GPT_VOCAB:-$data/gpt2}
   echo
@@ -140,7 +146,7 @@ decode_bench() {
     { echo "decode: rand_ckpt FAILED"; failed=1; return 1; }
   local prompt="First Citizen: Before we proceed any further, hear me speak. All: Speak"
   local line graphs cfg; read -r -a cfg <<< "$sample_cfg"
-  printf '%-30s %10s %10s %14s\n' decode tokens/s MB/token "bound tokens/s"
+  printf '%-30s %10s %10s %14s\n' "decode ($name)" tokens/s MB/token "bound tokens/s"
   # each token's step as one CUDA graph (the default), and launched op by op (GPT_CUDA_GRAPHS=0)
   for graphs in 1 0; do
     if ! line=$(GPT_CUDA_GRAPHS=$graphs "$build/bin/gpt-sample" --device "$device" -m "$model" \
@@ -160,6 +166,24 @@ decode_bench() {
       "$(calc "$bytes / 1000000")" "$(calc "$bw * 1000000000 / $bytes")" "$np" \
       "$new_tokens" "$bw"
   done
+  # transformers' generate on the same shape, prompt length and count (tests/bench/hf_decode.py):
+  # the static cache with torch.compile, and eager
+  if ! "$python" -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "(transformers with CUDA not found by $python: no transformers rows)"
+    return 0
+  fi
+  local mode rate
+  "$python" "$top/tests/bench/hf_decode.py" "${cfg[@]}" "$np" "$new_tokens" 2> "$work/hf.err" |
+    while read -r line; do
+      mode=${line#hf-generate }
+      mode=${mode%%:*}
+      rate=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p')
+      if [ -n "$rate" ]; then
+        printf '%-30s %10s\n' "transformers $mode bf16" "$rate"
+      else
+        printf '%-30s   %s\n' "transformers $mode bf16" "${line#*: }"
+      fi
+    done
 }
 
 # HellaSwag scoring: gpt-evalppl --hellaswag items/s on the decode model (bf16), n_items items of
@@ -212,10 +236,11 @@ big_bench() {
 }
 
 # the quick ones first: under a time limit (gpu_session.sh) torch.compile is what gets cut
-for part in ${BENCH_PARTS:-decode hellaswag train big}; do
+for part in ${BENCH_PARTS:-${BENCH:-decode hellaswag train big}}; do
   case $part in
     decode) decode_bench ;; hellaswag) hellaswag_bench ;; train) train_bench ;; big) big_bench ;;
-    *) echo "BENCH_PARTS: '$part' is not decode, hellaswag, train or big"; failed=1 ;;
+    decode-xl) decode_bench xl "48 25 1600 1024 50257" ;;
+    *) echo "BENCH_PARTS: '$part' is not decode, hellaswag, train, big or decode-xl"; failed=1 ;;
   esac
 done
 exit $failed
