@@ -18,7 +18,8 @@
  * summed in a fixed order by one block: deterministic, no atomics, no (T,T) buffer.
  * KV-cache decode: the same row kernel, or, for few new rows over a long cache, a split over
  * chunks of keys (partial max, sum and weighted values per chunk in scratch, merged in chunk
- * order) so that a single row runs on many blocks. */
+ * order by the row's last block to finish, in the same launch) so that a single row runs on
+ * many blocks. */
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_pack.h"
 #include "kernels/cuda/reduce.h"

@@ -19,7 +19,10 @@
  * (computed by each block into shared memory, a warp a row, with layernorm.cu's arithmetic and
  * rounding, so that the product reads the values layernorm_fwd would have stored) and the
  * residual add after it (rounded as the separate gemm's output, then res + (that + bias) as
- * residual_layernorm_fwd adds them): the same bits as those ops one after the other. */
+ * residual_layernorm_fwd adds them): the same bits as those ops one after the other.
+ * And the decode step's MLP in one launch (cu_mlp, gk_ops.mlp): each block's GV_COLS hidden
+ * units as the fused first product stores them, their share of the second product summed by the
+ * last blocks to arrive (a group's, then the groups'), then the residual add. */
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_pack.h"
 #include "kernels/cuda/reduce.h"
