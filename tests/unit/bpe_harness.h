@@ -1,5 +1,5 @@
-/* bpe_harness.h: what test_bpe.c and test_bpe_gpt4.c share (header-only, like test.h: each is
- * its binary's main).
+/* bpe_harness.h: what test_bpe.c, test_bpe_gpt4.c and test_vocab.c share (header-only, like
+ * test.h: each is its binary's main).
  * Owns: reading the test data (files, id lists, GPT-2's vocabulary), encoding whole and in
  * streamed parts, comparing ids, and the seeded random text of the fragments the
  * pre-tokenizers care about. Not thread-safe: one test binary, one thread. */
@@ -15,6 +15,7 @@
 #include "common/text/vocab.h"
 #include "test.h"
 
+/* The file's bytes, NUL-terminated (*len without the NUL); NULL if it cannot be opened. */
 static inline char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -22,9 +23,10 @@ static inline char *slurp(const char *path, size_t *len)
     if (!f) return NULL;
     size_t cap = 1 << 16, n = 0, got;
     char *b = malloc(cap);
-    while ((got = fread(b + n, 1, cap - n, f)) > 0)
-        if ((n += got) == cap) b = realloc(b, cap *= 2);
+    while ((got = fread(b + n, 1, cap - 1 - n, f)) > 0)
+        if ((n += got) == cap - 1) b = realloc(b, cap *= 2);
     fclose(f);
+    b[n] = '\0';
     *len = n;
     return b;
 }

@@ -6,8 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/text/vocab.h"
-#include "test.h"
+#include "bpe_harness.h" /* slurp, load_gpt2 */
 
 static char tmpdir[] = "/tmp/test_vocab.XXXXXX";
 static int have_tmp;
@@ -23,16 +22,6 @@ static void write_file(const char *path, const void *data, size_t len)
     if (!f) return;
     fwrite(data, 1, len, f);
     fclose(f);
-}
-
-static gk_vocab *load_gpt2(void)
-{
-    char path[4096];
-    gk_err e;
-    gk_vocab *v = NULL;
-    snprintf(path, sizeof path, "%s/gpt2", test_data_dir());
-    if (gk_vocab_load(&v, path, &e)) return NULL;
-    return v;
 }
 
 /* GPT-2's bytes_to_unicode: the code point standing for byte b, as UTF-8 into out. */
@@ -303,23 +292,6 @@ static void test_bad_inputs(void)
 }
 
 /* ---------------------------------------------------------------- text round trips */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = '\0';
-        *len = (size_t)n;
-    } else {
-        free(buf);
-        buf = NULL;
-    }
-    if (f) fclose(f);
-    return buf;
-}
 
 /* Drops each '\r' before a '\n' in place; returns the new length. */
 static size_t lf_only(char *s, size_t n)
