@@ -15,7 +15,9 @@
  *
  * Memory: one snapshot, allocated before training (tr_checkpoint_prepare) and reused:
  * parameters and both AdamW moments, 3 x parameters x 4 bytes over the ranks (GPT-2 124M: 1.5 GB
- * of host memory with one rank). */
+ * of host memory with one rank), or, without checkpoint_copy, none of what lies in host memory
+ * already (the CPU's state, an offloaded optimizer's): the writer reads that where it is, and the
+ * next update waits until it has (tr_checkpoint_settle), not for the rest of the write. */
 #include "checkpoint.h"
 
 #include <dirent.h>
@@ -39,6 +41,7 @@ struct tr_ckpt_writer {
     pthread_cond_t cv;       /* broadcast when busy or quit changes */
     pthread_t thread;
     int busy;                /* a snapshot is handed to the thread and not yet written */
+    int reading;             /* and the model's state is still read in place for it */
     int quit;                /* the thread ends once not busy */
     int idle_ok;             /* SCHED_IDLE can be taken back here (idle_reversible) */
     int waited;              /* the run waits for the write in hand: it runs at normal priority */
@@ -120,16 +123,29 @@ static void prune(const char *out_dir, int64_t keep_last, int64_t keep_every, in
     closedir(d);
 }
 
+/* The model's state is no longer read for the write in hand. */
+static void read_done(struct tr_ckpt_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->reading = 0;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* The snapshot to out_dir/ckpt_STEP.safetensors, then latest re-pointed and the old pruned; on
  * the other ranks, their slices sent to rank 0's. */
-static int write_checkpoint(const struct tr_ckpt_writer *w, gk_err *e)
+static int write_checkpoint(struct tr_ckpt_writer *w, gk_err *e)
 {
     char name[64], path[4096], link[4096], tmp[4200];
-    if (!w->root)
-        return tr_snapshot_serve(w->snap, e);
+    if (!w->root) {
+        int rc = tr_snapshot_serve(w->snap, e);
+        read_done(w);
+        return rc;
+    }
     snprintf(name, sizeof name, "ckpt_%08lld.safetensors", (long long)tr_snapshot_step(w->snap));
     snprintf(path, sizeof path, "%s/%s", w->out_dir, name);
     int rc = tr_snapshot_save(w->snap, path, e);
+    read_done(w);
     if (rc)
         return rc;
     snprintf(link, sizeof link, "%s/latest.safetensors", w->out_dir);
@@ -197,7 +213,7 @@ static void *writer_main(void *arg)
         w->rc = rc;
         if (rc)
             w->err = e;
-        w->busy = 0;
+        w->busy = w->reading = 0;
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
@@ -314,7 +330,8 @@ int tr_checkpoint_prepare(tr_run *r, gk_err *e)
 {
     int rc = r->writer ? 0 : writer_create(r, e);
     if (!rc && !r->writer->snap)
-        rc = tr_snapshot_create(&r->writer->snap, r->model, 1, r->dist.ckpt, e);
+        rc = tr_snapshot_create(&r->writer->snap, r->model, 1, r->dist.ckpt,
+                                !r->s.checkpoint_copy, e);
     return rc;
 }
 
@@ -332,9 +349,35 @@ int tr_checkpoint(tr_run *r, gk_err *e)
     r->last_saved_step = r->st.step;
     pthread_mutex_lock(&w->mu);
     w->busy = 1;
+    w->reading = tr_snapshot_in_place(w->snap);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
+}
+
+/* Under w->mu: waits until *flag (busy or reading) is 0, the writer at normal priority meanwhile
+ * (the run stands still until then). */
+static void wait_for(struct tr_ckpt_writer *w, const int *flag)
+{
+    if (*flag && w->idle_ok) {
+        w->waited = 1;
+        writer_policy(w->thread, SCHED_OTHER);
+    }
+    while (*flag)
+        pthread_cond_wait(&w->cv, &w->mu);
+    w->waited = 0;
+}
+
+void tr_checkpoint_settle(tr_run *r)
+{
+    struct tr_ckpt_writer *w = r->writer;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    wait_for(w, &w->reading);
+    if (w->idle_ok && w->busy)
+        writer_policy(w->thread, SCHED_IDLE); /* the rest of the write: back to idle time */
+    pthread_mutex_unlock(&w->mu);
 }
 
 int tr_checkpoint_wait(tr_run *r, gk_err *e)
@@ -343,13 +386,7 @@ int tr_checkpoint_wait(tr_run *r, gk_err *e)
     if (!w)
         return 0;
     pthread_mutex_lock(&w->mu);
-    if (w->busy && w->idle_ok) { /* the run stands still until it is written */
-        w->waited = 1;
-        writer_policy(w->thread, SCHED_OTHER);
-    }
-    while (w->busy)
-        pthread_cond_wait(&w->cv, &w->mu);
-    w->waited = 0;
+    wait_for(w, &w->busy);
     int rc = w->rc;
     if (rc && e)
         *e = w->err;

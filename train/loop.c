@@ -198,6 +198,7 @@ static int train_step(tr_run *r, tr_step_record *rec, step_outcome *out, gk_err 
     if (!isfinite(rec->loss) ||
         spikes(&r->st.recent_loss, r->s.skip_loss_z, "loss", rec->loss, out))
         return 0;
+    tr_checkpoint_settle(r); /* a checkpoint reading the state in place has read it */
     rc = gk_gpt2_update(r->model, &h, (float)rec->lr, &rec->grad_norm, e);
     if (rc || !isfinite(rec->grad_norm) ||
         spikes(&r->st.recent_norm, r->s.skip_grad_z, "gradient norm", rec->grad_norm, out))

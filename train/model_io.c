@@ -11,7 +11,7 @@ int tr_save(const char *path, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
             const char *settings_json, int with_optimizer, gk_err *e)
 {
     tr_snapshot *s;
-    int rc = tr_snapshot_create(&s, m, with_optimizer, NULL, e);
+    int rc = tr_snapshot_create(&s, m, with_optimizer, NULL, 1, e); /* (saved at once) */
     if (!rc)
         rc = tr_snapshot_take(s, m, v, st, settings_json, e);
     if (!rc)

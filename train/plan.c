@@ -21,6 +21,8 @@ typedef struct plan_in {
     int tp;            /* tensor_parallel */
     int offload;       /* optimizer_offload: GK_GPT2_OFFLOAD for the estimates, else 0 */
     int shared;        /* the device's memory is the host's */
+    int host_backend;  /* the device is the host (cpu, ref): its state is the host's memory */
+    int copy;          /* checkpoint_copy: the snapshot copies every kind */
     size_t avail, host;       /* available on one device; in host memory */
     const char *bound, *host_bound; /* which limit each is */
 } plan_in;
@@ -71,17 +73,27 @@ static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
                      .world = world / tp > 1 ? world / tp : 1, .tp = tp,
                      .zero = (int)r->s.zero_stage,
                      .offload = r->s.optimizer_offload ? GK_GPT2_OFFLOAD : 0,
-                     .shared = r->be ? r->be->props.host_memory : 0};
+                     .shared = r->be ? r->be->props.host_memory : 0,
+                     .host_backend = r->be && (r->be->props.kind == GK_KIND_CPU ||
+                                               r->be->props.kind == GK_KIND_REF),
+                     .copy = r->s.checkpoint_copy};
 }
 
 /* One rank's estimate with flags (ZeRO's moments and gradients sharded) into *m and as rows into
  * *p, with the host copy each rank keeps for a checkpoint: its slice of the parameters and
- * moments (3 x the fp32 parameters over the ranks; rank 0's with the tails); *snap its bytes. */
+ * moments (3 x the fp32 parameters over the ranks; rank 0's with the tails), less the kinds read
+ * in place (snapshot.c); *snap its bytes. */
 static int need_of(const plan_in *in, int flags, gk_gpt2_mem *m, gk_gpt2_plan *p, size_t *snap,
                    gk_err *e)
 {
     int rc = gk_gpt2_mem_plan(&in->mc, in->act, in->B, in->mc.block_size, flags | in->offload,
                               in->world, in->zero, in->tp, m, p, e);
+    static const enum gk_tensor_kind kinds[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
+                                                 GK_TENSOR_ADAM_V};
+    for (int k = 0; !rc && !in->copy && k < 3; k++)
+        if (gk_gpt2_slice_on_host(in->host_backend, in->offload != 0,
+                                  in->world > 1 ? in->zero : 0, kinds[k]))
+            m->snapshot -= m->slice;
     *snap = m->snapshot + m->host; /* the host's: a checkpoint's copy, an offloaded optimizer */
     if (!rc)
         gk_gpt2_plan_add(p, "checkpoint snapshot, host", m->snapshot, 1);

@@ -38,6 +38,10 @@ const gk_config_key tr_settings_keys[] = {
     GK_CK_INT_R(S, keep_every, "0", 0, 1e12,
                 "step checkpoints at multiples of N steps are kept for good, apart from "
                 "keep_last's (0: none; llm.c's -nm)"),
+    GK_CK_BOOL(S, checkpoint_copy, "false",
+               "copy the state into host memory at a checkpoint, to write it while training "
+               "goes on (false: what lies in host memory, the CPU's state or an offloaded "
+               "optimizer's, is written from where it is, and the next update waits for it)"),
     GK_CK_INT_R(S, sample_tokens, "0", 0, 1e6, "print a sample of N tokens at each eval (0: none)"),
     GK_CK_STR(S, hellaswag, "",
               "HellaSwag items (.jsonl) scored at each eval: "

@@ -19,7 +19,7 @@ typedef struct tr_settings {
     const char *hellaswag;
     int64_t eval_interval, log_interval, checkpoint_interval, eval_iters, keep_last, keep_every;
     int64_t sample_tokens, data_readahead;
-    bool eval_only, always_save_checkpoint;
+    bool eval_only, always_save_checkpoint, checkpoint_copy;
     /* model */
     int64_t n_layer, n_head, n_embd, block_size, vocab_size;
     double dropout;

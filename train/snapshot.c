@@ -9,7 +9,8 @@
  * one piece at a time; the others only send theirs (tr_snapshot_serve). Under tensor parallel
  * a split tensor comes part by part (each part from the ranks that hold it) and rank 0 puts the
  * whole tensor together before writing it (one tensor's floats at a time: GPT-2 124M's wte, 154
- * MB). */
+ * MB). A kind whose slice lies in host memory may be read in place instead of copied (the CPU's
+ * state, an offloaded optimizer's): then it streams too, a piece at a time, from the model. */
 #include "model_io.h"
 
 #include "kernels/model/gpt2_load.h"
@@ -43,8 +44,11 @@ struct tr_snapshot {
     gk_comm *comm;            /* the writers' (several ranks), else NULL */
     int rank;
     size_t slice;             /* floats of this rank's slice */
-    float *buf;               /* kinds x slice: this rank's slices */
-    float *piece;             /* STREAM_CHUNK floats: a piece received */
+    float *copy[3];           /* each kind's copy of this rank's slice (into buf), or NULL: the
+                               * kind is read in place at the save (gk_gpt2_slice_read) */
+    float *buf;               /* the copied kinds' slices */
+    const gk_gpt2 *model;     /* the last take's, for the kinds read in place */
+    float *piece;             /* STREAM_CHUNK floats: a piece received, or read in place */
     cursor next;              /* the schedule: the next piece */
     cursor got;               /* rank 0: the piece at got_at, got_n floats from got.pos */
     const float *got_at;
@@ -72,12 +76,20 @@ void tr_snapshot_free(tr_snapshot *s)
     free(s);
 }
 
-/* The table's names, shapes and offsets into s (one rank: the data pointers into buf). */
+/* Whether the save streams the tensors (stream_fill) rather than pointing at whole copies: with
+ * several ranks, or a kind read in place. */
+static int streams(const tr_snapshot *s)
+{
+    return s->comm || tr_snapshot_in_place(s);
+}
+
+/* The table's names, shapes and offsets into s (one rank with every kind copied: the data
+ * pointers into the copies). */
 static void describe(tr_snapshot *s, const gk_gpt2 *m)
 {
     for (int i = 0; i < s->n; i++) {
         const gk_param *t = gk_gpt2_param(m, i);
-        float *p = s->comm ? s->buf : s->buf + t->offset; /* several ranks: only "present" */
+        float *p = streams(s) ? s->piece : s->copy[0] + t->offset; /* streamed: only "present" */
         snprintf(s->names[i], sizeof s->names[i], "%s", t->name);
         s->offset[i] = t->offset;
         s->split[i] = t->split;
@@ -85,17 +97,22 @@ static void describe(tr_snapshot *s, const gk_gpt2 *m)
                                        {t->full_shape[0], t->ndim > 1 ? t->full_shape[1] : 0}, p,
                                        NULL, NULL};
         if (s->kinds == 3) {
-            s->params[i].m = p + s->slice;
-            s->params[i].v = p + 2 * s->slice;
+            s->params[i].m = streams(s) ? p : s->copy[1] + t->offset;
+            s->params[i].v = streams(s) ? p : s->copy[2] + t->offset;
         }
     }
 }
 
+static const enum gk_tensor_kind kind_of[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
+                                               GK_TENSOR_ADAM_V};
+
 int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, gk_comm *comm,
-                       gk_err *e)
+                       int in_place, gk_err *e)
 {
     tr_snapshot *s = calloc(1, sizeof *s);
-    int n = gk_gpt2_n_params(m), kinds = with_optimizer ? 3 : 1;
+    int n = gk_gpt2_n_params(m), kinds = with_optimizer ? 3 : 1, copied = 0;
+    for (int k = 0; k < kinds; k++)
+        copied += !(in_place && gk_gpt2_slice_in_place(m, kind_of[k]));
     *out = NULL;
     if (s) {
         s->comm = comm && comm->world > 1 ? comm : NULL;
@@ -112,8 +129,12 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
             if (gk_gpt2_param(m, i)->full_numel > max)
                 max = gk_gpt2_param(m, i)->full_numel;
         s->whole = max ? malloc(max * sizeof *s->whole) : NULL;
-        s->buf = s->slices ? malloc(s->slice * (size_t)kinds * sizeof *s->buf) : NULL;
-        s->piece = s->comm ? malloc(STREAM_CHUNK * sizeof *s->piece) : NULL;
+        s->buf = s->slices && copied ? malloc(s->slice * (size_t)copied * sizeof *s->buf) : NULL;
+        for (int k = 0, c = 0; s->buf && k < kinds; k++)
+            if (!(in_place && gk_gpt2_slice_in_place(m, kind_of[k])))
+                s->copy[k] = s->buf + s->slice * (size_t)c++;
+        s->kinds = kinds;
+        s->piece = streams(s) ? malloc(STREAM_CHUNK * sizeof *s->piece) : NULL;
     }
     if (s && s->slices &&
         gk_gpt2_slices_world(s->slices) * s->tp != (s->comm ? comm->world : 1)) {
@@ -121,18 +142,18 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
         return gk_errf(e, GK_EUSAGE, "checkpoint snapshot: the model's state is cut over ranks "
                        "whose comm was not given");
     }
-    if (!s || !s->slices || !s->names || !s->params || !s->offset || !s->split || !s->buf ||
-        (s->comm && !s->piece) || (s->tp > 1 && s->rank == 0 && !s->whole)) {
-        size_t bytes = s ? s->slice * (size_t)kinds * sizeof(float) : 0;
+    if (!s || !s->slices || !s->names || !s->params || !s->offset || !s->split ||
+        (copied && !s->buf) || (streams(s) && !s->piece) ||
+        (s->tp > 1 && s->rank == 0 && !s->whole)) {
+        size_t bytes = s ? s->slice * (size_t)copied * sizeof(float) : 0;
         tr_snapshot_free(s);
         return gk_errf(e, GK_ENOMEM, "out of memory for the checkpoint's host copy (%.1f MB)",
                        (double)bytes / 1e6);
     }
     /* its pages mapped now, not at the first copy */
-    memset(s->buf, 0, s->slice * (size_t)kinds * sizeof *s->buf);
+    if (s->buf) memset(s->buf, 0, s->slice * (size_t)copied * sizeof *s->buf);
     s->n = n;
     s->numel = gk_gpt2_num_scalars(m);
-    s->kinds = kinds;
     s->step = -1;
     describe(s, m);
     *out = s;
@@ -142,8 +163,6 @@ int tr_snapshot_create(tr_snapshot **out, const gk_gpt2 *m, int with_optimizer, 
 int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const gk_vocab *v, const tr_state *st,
                      const char *settings_json, gk_err *e)
 {
-    static const enum gk_tensor_kind kind[3] = {GK_TENSOR_PARAM, GK_TENSOR_ADAM_M,
-                                                GK_TENSOR_ADAM_V};
     s->taken = 0;
     free(s->config_json);
     free(s->state_json);
@@ -155,9 +174,10 @@ int tr_snapshot_take(tr_snapshot *s, gk_gpt2 *m, const gk_vocab *v, const tr_sta
         return gk_errf(e, GK_ENOMEM, "out of memory preparing the checkpoint");
     if (gk_gpt2_n_params(m) != s->n || gk_gpt2_num_scalars(m) != s->numel)
         return gk_errf(e, GK_EUSAGE, "checkpoint snapshot: not made for this model");
+    s->model = m;
     int rc = 0;
     for (int k = 0; !rc && k < s->kinds; k++)
-        rc = gk_gpt2_slice_get(m, s->slices, kind[k], s->buf + (size_t)k * s->slice, e);
+        if (s->copy[k]) rc = gk_gpt2_slice_get(m, s->slices, kind_of[k], s->copy[k], e);
     s->taken = rc == 0;
     return rc;
 }
@@ -200,9 +220,12 @@ static int next_piece(tr_snapshot *s, size_t *n, gk_err *e)
     owner = owner * s->tp + c->part;
     size_t len = numel - c->pos < run ? numel - c->pos : run;
     len = len < STREAM_CHUNK ? len : STREAM_CHUNK;
-    float *mine = s->buf + (size_t)c->kind * s->slice + at;
-    float *buf = owner == s->rank ? mine : s->piece; /* the owner's is only read */
-    int rc = s->comm->ops->broadcast(s->comm, buf, len * sizeof(float), owner, e);
+    float *buf = owner == s->rank && s->copy[c->kind] ? s->copy[c->kind] + at /* only read */
+                                                      : s->piece;
+    int rc = owner == s->rank && !s->copy[c->kind]
+                 ? gk_gpt2_slice_read(s->model, s->slices, kind_of[c->kind], at, len, buf, e)
+                 : 0;
+    if (!rc && s->comm) rc = s->comm->ops->broadcast(s->comm, buf, len * sizeof(float), owner, e);
     s->got = *c, s->got_at = buf, s->got_n = len;
     c->pos += len;
     *n = rc ? 0 : len;
@@ -292,11 +315,13 @@ int tr_snapshot_save(tr_snapshot *s, const char *path, gk_err *e)
     if (!s->taken)
         return gk_errf(e, GK_EUSAGE, "%s: no snapshot taken to save", path);
     gk_ckpt_info info = {s->config_json, s->state_json, s->vocab, 0, NULL, NULL};
-    if (!s->comm)
+    if (!streams(s))
         return gk_ckpt_save(path, s->params, (size_t)s->n, &info, e);
     info.fill = stream_fill, info.fill_ctx = s;
     restart(s);
     int rc = gk_ckpt_save(path, s->params, (size_t)s->n, &info, e);
+    if (!s->comm)
+        return rc;
     gk_err quiet;
     int rest = drain(s, rc ? &quiet : e); /* the others send to the end whatever happened here */
     return rc ? rc : rest;
@@ -308,6 +333,13 @@ int tr_snapshot_serve(tr_snapshot *s, gk_err *e)
         return gk_errf(e, GK_EUSAGE, "checkpoint: no snapshot taken to send");
     restart(s);
     return s->comm ? drain(s, e) : 0;
+}
+
+int tr_snapshot_in_place(const tr_snapshot *s)
+{
+    for (int k = 0; k < s->kinds; k++)
+        if (!s->copy[k]) return 1;
+    return 0;
 }
 
 int64_t tr_snapshot_step(const tr_snapshot *s)

@@ -187,6 +187,7 @@ typedef struct gk_gpt2_mem {
                          * layers') */
     size_t snapshot;    /* a training checkpoint's host copy on this rank: its slice of the
                          * parameters and moments (gk_gpt2_slices; rank 0's, with the tails) */
+    size_t slice;       /* of snapshot, one kind's slice (a kind read in place needs none) */
     size_t host;        /* with GK_GPT2_OFFLOAD: the host memory of the offloaded optimizer
                          * (master weights, moments, a gradient copy, the copies' staging);
                          * params and optimizer then count the device's only */
@@ -391,6 +392,20 @@ void gk_gpt2_slice_owner(const gk_gpt2_slices *s, size_t off, int *rank, size_t 
  * rank): no collective. */
 int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind, float *host,
                       gk_err *err);
+/* Whether a rank's slice of kind lies in memory the host reads as it is: every kind on a backend
+ * whose memory is the host's (host_backend: cpu, ref), the offloaded moments (offload), and the
+ * offloaded parameters where ZeRO leaves them on the host (zero_stage 0). Needs no model: the
+ * plan asks it too. */
+int gk_gpt2_slice_on_host(int host_backend, int offload, int zero_stage, enum gk_tensor_kind kind);
+/* gk_gpt2_slice_on_host for m (its backend, offload and stage): whether gk_gpt2_slice_read may
+ * read this rank's slice of kind. */
+int gk_gpt2_slice_in_place(const gk_gpt2 *m, enum gk_tensor_kind kind);
+/* The floats [from, from + n) of this rank's slice of kind (gk_gpt2_slice_in_place) into host,
+ * read in place without the backend: any thread may call it, and it reads the model's state as
+ * the last update left it, so the caller keeps gk_gpt2_update, loads and gk_gpt2_free from
+ * running meanwhile (the checkpoint writer: tr_checkpoint_settle). GK_EUSAGE otherwise. */
+int gk_gpt2_slice_read(const gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind,
+                       size_t from, size_t n, float *host, gk_err *err);
 /* One optimizer step: the sum over ranks (gk_gpt2_set_comm), clip to h->grad_clip as
  * torch.nn.utils.clip_grad_norm_, then AdamW with learning rate lr (refreshing the bf16 weight
  * copies in the same pass); step count t += 1. *grad_norm (may be NULL) = the norm before clipping

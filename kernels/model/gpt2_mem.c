@@ -29,7 +29,8 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, int flags, gk_g
     out->total = out->params + out->grads + out->optimizer + out->activations;
     out->master = fp32;
     out->copies = s->copy_bytes;
-    out->snapshot = s->inference ? 0 : 3 * fp32;
+    out->slice = s->inference ? 0 : fp32;
+    out->snapshot = 3 * out->slice;
 }
 
 /* The floats a rank keeps of ZeRO's layout at stage over world ranks (its piece of each bucket
@@ -55,8 +56,10 @@ static size_t shard_floats(const gk_gpt2_sizes *s, int L, int world, int stage, 
 static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt2_mem *mem)
 {
     size_t last, cut = shard_floats(s, L, world < 1 ? 1 : world, stage, &last);
-    if (!s->inference) /* a checkpoint's slice (tensor parallel: and rank 0's whole tensor) */
-        mem->snapshot = (3 * cut + s->whole_floats) * sizeof(float);
+    if (!s->inference) { /* a checkpoint's slice (tensor parallel: and rank 0's whole tensor) */
+        mem->slice = cut * sizeof(float);
+        mem->snapshot = 3 * mem->slice + s->whole_floats * sizeof(float);
+    }
     if (world < 2 || stage < 1 || s->inference) return;
     size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
     mem->optimizer = 2 * shard * sizeof(float);

@@ -18,11 +18,17 @@ static float *moment_shard(const gk_gpt2 *m, enum gk_tensor_kind kind)
     return kind == GK_TENSOR_ADAM_M ? m->m_shard : m->v_shard;
 }
 
+int gk_gpt2_slice_on_host(int host_backend, int offload, int zero_stage, enum gk_tensor_kind kind)
+{
+    return kind != GK_TENSOR_GRAD &&
+           (host_backend || (offload && (kind != GK_TENSOR_PARAM || zero_stage == 0)));
+}
+
 /* Whether this rank keeps kind in host memory: offloaded moments, and the parameters unless
  * ZeRO left them on the device. */
 static int host_kind(const gk_gpt2 *m, enum gk_tensor_kind kind)
 {
-    return m->offload && (kind != GK_TENSOR_PARAM || !m->zero);
+    return gk_gpt2_slice_on_host(0, m->offload != NULL, m->zero, kind);
 }
 
 void gk_gpt2_bwd_bucket(const gk_gpt2 *m, int b, size_t *lo, size_t *hi)
@@ -448,27 +454,60 @@ static const float *owned_at(const gk_gpt2 *m, const gk_bucket *k, int b, enum g
     return block ? block + lo : NULL;
 }
 
-int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind, float *host,
-                      gk_err *err)
+int gk_gpt2_slice_in_place(const gk_gpt2 *m, enum gk_tensor_kind kind)
+{
+    int k = m->be->props.kind;
+    return !(m->flags & GK_GPT2_INFERENCE) &&
+           gk_gpt2_slice_on_host(k == GK_KIND_CPU || k == GK_KIND_REF, m->offload != NULL, m->zero,
+                                 kind);
+}
+
+/* The floats [from, from + n) of this rank's slice of kind into host, in the slice's order (each
+ * bucket's piece, then on rank 0 its tail): memcpy where they lie in host memory that this
+ * thread may read (in_place), else the backend's copy. */
+static int slice_copy(const gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind,
+                      size_t from, size_t n, float *host, int in_place, gk_err *err)
 {
     if (kind == GK_TENSOR_GRAD || (m->flags & GK_GPT2_INFERENCE))
         return gk_errf(err, GK_EUSAGE, "slice: parameters and moments of a training model only");
     int r = m->comm ? m->comm->rank : 0;
-    size_t W = (size_t)s->world, at = 0;
-    for (int b = 0; b < s->nb; b++) {
+    size_t W = (size_t)s->world, at = 0, end = from + n;
+    for (int b = 0; b < s->nb && at < end; b++) {
         const gk_bucket *k = &s->b[b];
         size_t tail = r ? 0 : gk_bucket_tail(k, s->world);
         size_t lo[2] = {k->lo + (size_t)r * k->piece, k->lo + W * k->piece};
-        size_t n[2] = {k->piece, tail};
-        for (int t = 0; t < 2; t++) {
-            const float *src = n[t] ? owned_at(m, k, b, kind, lo[t], t) : NULL;
-            if (n[t] && !src)
+        size_t len[2] = {k->piece, tail};
+        for (int t = 0; t < 2; at += len[t], t++) {
+            size_t a = at > from ? at : from, z = at + len[t] < end ? at + len[t] : end;
+            if (a >= z) continue; /* (none of this run is asked) */
+            const float *src = owned_at(m, k, b, kind, lo[t], t);
+            if (!src)
                 return gk_errf(err, GK_EUSAGE, "slice: the model holds no %s yet",
                                kind == GK_TENSOR_PARAM ? "parameters" : "moments");
-            if (n[t] && host_kind(m, kind)) memcpy(host + at, src, n[t] * sizeof(float));
-            else if (n[t]) m->be->ops->to_host(m->be, host + at, src, n[t] * sizeof(float));
-            at += n[t];
+            src += a - at;
+            if (in_place) memcpy(host + (a - from), src, (z - a) * sizeof(float));
+            else m->be->ops->to_host(m->be, host + (a - from), src, (z - a) * sizeof(float));
         }
     }
-    return gk_backend_status(m->be, err);
+    if (at < end)
+        return gk_errf(err, GK_EUSAGE, "slice: floats %zu to %zu asked of a slice of %zu", from,
+                       end, at);
+    return 0;
+}
+
+int gk_gpt2_slice_get(gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind, float *host,
+                      gk_err *err)
+{
+    int r = m->comm ? m->comm->rank : 0;
+    int rc = slice_copy(m, s, kind, 0, gk_gpt2_slice_floats(s, r), host, host_kind(m, kind), err);
+    return rc ? rc : gk_backend_status(m->be, err);
+}
+
+int gk_gpt2_slice_read(const gk_gpt2 *m, const gk_gpt2_slices *s, enum gk_tensor_kind kind,
+                       size_t from, size_t n, float *host, gk_err *err)
+{
+    if (!gk_gpt2_slice_in_place(m, kind))
+        return gk_errf(err, GK_EUSAGE, "slice: the %s are not in host memory to read in place",
+                       kind == GK_TENSOR_PARAM ? "parameters" : "moments");
+    return slice_copy(m, s, kind, from, n, host, 1, err);
 }

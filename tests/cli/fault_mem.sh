@@ -1,14 +1,15 @@
 # A model or batch that does not fit in memory is refused before any long work (before the model
 # is built), with one line giving the bytes needed by part and
 # the bytes available, and exit 1; gpt-train writes nothing. On cpu and on cuda-emu (whose device
-# memory is the host's): GPT-2 XL's shape with a batch of 512 x 1024, and a tiny model with a huge
-# batch. gpt-sample and gpt-evalppl: a checkpoint whose config says 1000 layers of 8192 (a few TB)
-# is refused before its weights are read. (ulimit -v and GPT_MEM_CHECK=warn: fault_mem_ulimit.)
+# memory is the host's): GPT-2 XL's width at twice its depth (3.1B parameters, 50 GB of state
+# without a batch) with a batch of 512 x 1024, and a tiny model with a huge batch. gpt-sample and
+# gpt-evalppl: a checkpoint whose config says 1000 layers of 8192 (a few TB) is refused before
+# its weights are read. (ulimit -v and GPT_MEM_CHECK=warn: fault_mem_ulimit.)
 source "$TOP/tests/cli/lib.bash"; need_data
 set +e
 tiny_data d
 source "$TOP/tests/cli/fault_mem.bash"
-XL=(--n_layer=48 --n_head=25 --n_embd=1600 --block_size=1024 --batch_size=512)
+XL=(--n_layer=96 --n_head=25 --n_embd=1600 --block_size=1024 --batch_size=512)
 for dev in cpu cuda-emu; do
   echo "== gpt-train, $dev"
   timed gpt-train -q "${TINY[@]}" "${XL[@]}" --device=$dev --max_iters=1 --out_dir=o

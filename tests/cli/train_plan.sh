@@ -43,7 +43,7 @@ for o in false true; do
 done
 echo "== WORLD_SIZE=4"
 WORLD_SIZE=4 RANK=0 gpt-train -q -c gpt2 --plan-memory=24G --zero_stage=1 | sed -n '2,3p'
-echo "== does not fit 12 GB at recompute = false: gelu+ln, a smaller batch or 4 ZeRO-1 ranks would"
+echo "== does not fit 12 GB at recompute = false: gelu, a smaller batch or 2 ZeRO-1 ranks would"
 gpt-train -q -c gpt2 --plan-memory=12G --recompute=false | sed -n '/^fits/,$p'
 echo "== nothing fits 1 GB"
 gpt-train -q -c gpt2 --plan-memory=1G | sed -n '/^fits/,$p'

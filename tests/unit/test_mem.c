@@ -343,7 +343,8 @@ static void test_check_message(void)
     CHECKF(be != NULL, "%s", e.msg);
     if (!be) return;
     fake_gpu_free = 1000000000;
-    gk_gpt2_mem need = {200000000, 200000000, 400000000, 800000000, 1600000000, 200000000, 0, 0, 0};
+    gk_gpt2_mem need = {.params = 200000000, .grads = 200000000, .optimizer = 400000000,
+                        .activations = 800000000, .total = 1600000000, .master = 200000000};
     CHECK(gk_gpt2_mem_check(be, &need, 0, NULL, "lower batch_size or block_size", &e) == GK_ENOMEM);
     CHECKF(strcmp(e.msg, "model + batch need 1.6 GB (parameters 200.0 MB, gradients 200.0 MB, "
                   "optimizer 400.0 MB, activations 800.0 MB) but 1.0 GB are available on cuda "

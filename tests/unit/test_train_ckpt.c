@@ -69,8 +69,13 @@ static void set_pattern(tr_run *r, enum gk_tensor_kind kind, float seed)
 }
 
 /* The model changes as training goes on: new parameters and moments, next step. */
+/* The model's next state, after tr_checkpoint_settle as the loop calls it before an update (a
+ * checkpoint reading the state in place has read it); with checkpoint_copy, without: the copy
+ * must not need it. */
 static void move_on(tr_run *r, float seed)
 {
+    if (!r->s.checkpoint_copy)
+        tr_checkpoint_settle(r);
     set_pattern(r, GK_TENSOR_PARAM, seed);
     set_pattern(r, GK_TENSOR_ADAM_M, seed + 1);
     set_pattern(r, GK_TENSOR_ADAM_V, seed + 2);
@@ -143,14 +148,16 @@ static int exists(const char *out_dir, const char *name)
 /* ---------------------------------------------------------------- tests */
 
 /* The checkpoint written in the background equals tr_save's bytes for the same state, although
- * the model moved on right after tr_checkpoint returned; latest names it. */
-static void test_async_equals_sync(void)
+ * the model moved on right after tr_checkpoint returned (copy), or right after
+ * tr_checkpoint_settle (the state read in place); latest names it. */
+static void async_equals_sync(int copy)
 {
     char out[128], sync[160], ck[160];
-    snprintf(out, sizeof out, "%s/eq", dir);
+    snprintf(out, sizeof out, "%s/eq%d", dir, copy);
     tr_run r;
     gk_err e = {0};
     CHECK_OK(make_run(&r, out, &e), &e);
+    r.s.checkpoint_copy = copy;
     set_pattern(&r, GK_TENSOR_ADAM_M, 0.5f);
     set_pattern(&r, GK_TENSOR_ADAM_V, 0.25f);
     r.st.step = 3;
@@ -168,6 +175,12 @@ static void test_async_equals_sync(void)
           strcmp(target, "ckpt_00000003.safetensors") == 0);
     CHECK(count_temps(out) == 0);
     free_run(&r);
+}
+
+static void test_async_equals_sync(void)
+{
+    async_equals_sync(0);
+    async_equals_sync(1);
 }
 
 /* out_dir gone while a write is under way: the wait (or a poll) returns the error naming the
