@@ -2,7 +2,9 @@
  * unbound buffers whose waits can be aborted, the watch that aborts them, and the mesh's
  * connection through the store.
  * Lock order: a pair's lock (held by Gloo when a pair changes state) before the watch's, before
- * an unbound buffer's (abortWaitSend/abortWaitRecv); nothing takes them the other way round. */
+ * an unbound buffer's (abortWaitSend/abortWaitRecv); nothing takes them the other way round. A
+ * buffer is destroyed holding every pair's lock (in rank order, one thread at a time holding
+ * more than one), so that no pair failing meanwhile reaches it through a queued send. */
 #include "kernels/comm/gloo_mesh.h"
 
 #include <gloo/transport/tcp/context.h>
@@ -151,8 +153,14 @@ class WatchedPair : public tcp::Pair {
             tcp::Pair::changeState(CLOSED);
     }
 
+    /* The pair's lock, which Gloo holds while the pair changes state. */
+    std::mutex &lock() { return m_; }
+
   protected:
-    /* Gloo calls it with the pair locked; a failure has set ex_ first (signalException). */
+    /* Gloo calls it with the pair locked; a failure has set ex_ first (signalException). The
+     * queued sends' buffers are reached through Gloo's weak pointers, which do not keep a buffer
+     * alive: ~Abortable waits for this pair's lock before it destroys one, so a buffer found
+     * here lives until this returns, and one destroyed before is not found. */
     void changeState(state next) noexcept override
     {
         if (next == CLOSED && state_ != CLOSED && ex_) {
@@ -176,15 +184,19 @@ class WatchedPair : public tcp::Pair {
     Watch *watch_;
 };
 
+class Mesh;
+
 /* An unbound buffer whose waits can be aborted (by the watch, or by its pair failing): throws
  * Aborted where Gloo's would return false (its algorithms do not look). Everything else goes to
  * Gloo's buffer. */
 class Abortable : public UnboundBuffer {
   public:
-    Abortable(std::unique_ptr<UnboundBuffer> in, Watch *w)
-        : UnboundBuffer(in->ptr, in->size), in_(std::move(in)), watch_(w)
+    Abortable(std::unique_ptr<UnboundBuffer> in, Watch *w, Mesh *mesh)
+        : UnboundBuffer(in->ptr, in->size), in_(std::move(in)), watch_(w), mesh_(mesh)
     {
     }
+
+    ~Abortable() override; /* (after Mesh) */
 
     bool waitRecv(int *rank, std::chrono::milliseconds timeout) override
     {
@@ -236,6 +248,7 @@ class Abortable : public UnboundBuffer {
 
     std::unique_ptr<UnboundBuffer> in_;
     Watch *watch_;
+    Mesh *mesh_; /* the context that made it, which outlives its buffers */
     int to_ = -1, from_ = -1;
 };
 
@@ -257,14 +270,30 @@ class Mesh : public tcp::Context {
     std::unique_ptr<UnboundBuffer> createUnboundBuffer(void *ptr, size_t size) override
     {
         return std::unique_ptr<UnboundBuffer>(
-            new Abortable(tcp::Context::createUnboundBuffer(ptr, size), watch_));
+            new Abortable(tcp::Context::createUnboundBuffer(ptr, size), watch_, this));
     }
 
     void fail_all(const std::string &why) { signalException(why); }
 
+    /* Every pair's lock, in rank order (the vector of pairs is fixed once connected). */
+    std::vector<std::unique_lock<std::mutex>> lock_pairs()
+    {
+        std::vector<std::unique_lock<std::mutex>> held;
+        for (auto &p : pairs_)
+            if (p)
+                held.emplace_back(static_cast<WatchedPair *>(p.get())->lock());
+        return held;
+    }
+
   private:
     Watch *watch_;
 };
+
+Abortable::~Abortable()
+{
+    auto held = mesh_->lock_pairs();
+    in_.reset();
+}
 
 /* ---- the mesh ---- */
 
