@@ -167,6 +167,20 @@ static void sum_layer(gk_gpt2 *m, bwd_sums *s, int l)
         s->rc = s->comm->ops->allreduce_start(s->comm, m->g_block + lo, hi - lo, &s->err);
 }
 
+/* The head's gradient summed: in stripes (gpt2_head.c: once the other sums have ended, since its
+ * collectives are not started ones), else its bucket's sums started. */
+static void sum_head(gk_gpt2 *m, bwd_sums *s, int with_grads, float p, uint64_t key)
+{
+    if (!m->g_stripe) {
+        sum_layer(m, s, -1);
+        return;
+    }
+    while (s->npend) finish_oldest(m, s);
+    gk_err e;
+    int rc = s->rc ? 0 : gk_gpt2_head_grads(m, s->first, with_grads, p, key, &e);
+    if (rc) s->rc = rc, s->err = e;
+}
+
 /* Waits for the sums; the backend's error first, then the comm's. */
 static int sums_end(gk_gpt2 *m, bwd_sums *s, gk_err *err)
 {
@@ -213,6 +227,10 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
             if (l > 0) gk_gpt2_params_prefetch(m, l);
             if (l > 0) params_before(m, &sums, l);
             gk_gpt2_bwd_bucket(m, l + 1, &lo, &hi);
+            if (l < 0 && m->g_stripe) { /* the head in stripes: zeros, summed alike */
+                sum_head(m, &sums, 0, 0.0f, 0);
+                continue;
+            }
             if (sums.scatter) { /* zero gradients in the bucket, not those before */
                 bucket_free(m, &sums, l + 1);
                 op->zero(be, bucket_buf(m, l + 1), (hi - lo) * sizeof(float));
@@ -227,7 +245,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     m->last_has_targets = 0; /* logits become dlogits: a second backward would be wrong */
     /* for the weight-matrix gradients (ZeRO-2: each bucket starts from zero) */
     float beta = sums.scatter ? 0.0f : gk_gpt2_grads_begin(m);
-    bucket_begin(m, &sums, 0);
+    if (!m->g_stripe) bucket_begin(m, &sums, 0); /* (in stripes: made at the end) */
     bucket_begin(m, &sums, c->n_layer);
     params_before(m, &sums, 0); /* ZeRO-3: wte (for dlnf) and ln_f (the last layer's bucket) */
     params_before(m, &sums, c->n_layer);
@@ -239,9 +257,10 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     else if (!m->gather_rc)
         tp_status(m, gk_vocab_xent_bwd(m->vs, m->logits, m->logits, m->xent_lse, m->h_targets,
                                        loss_scale / n_valid, N, Vp, &m->gather_err));
-    // lm_head: dwte (Vp,C) += dlogits^T @ lnf; dlnf (N,C) = dlogits @ wte
-    op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, m->act, Vp, m->lnf, m->act, C, beta, m->gg[G_WTE],
-             GK_F32, C, NULL, NULL);
+    // lm_head: dwte (Vp,C) += dlogits^T @ lnf (in stripes: at the end); dlnf (N,C) = dlogits @ wte
+    if (!m->g_stripe)
+        op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, m->act, Vp, m->lnf, m->act, C, beta,
+                 m->gg[G_WTE], GK_F32, C, NULL, NULL);
     op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, m->act, Vp, m->gw[G_WTE], m->wt, C, 0.0f, m->dtmp,
              m->act, C, NULL, NULL);
     gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* tensor parallel: the vocabulary's parts */
@@ -297,13 +316,13 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         if (l > 0) params_before(m, &sums, l);
         sum_layer(m, &sums, l); /* layer l's gradients are final */
     }
-    if (!m->tp)
-        op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,
-                        KEY(0, SITE_EMB));
-    else if (!m->gather_rc)
+    if (m->tp && !m->gather_rc)
         tp_status(m, gk_vocab_embed_bwd(m->vs, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->h_inputs,
                                         B, T, p, KEY(0, SITE_EMB), &m->gather_err));
-    sum_layer(m, &sums, -1);
+    else if (!m->tp && !m->g_stripe) /* (in stripes: sum_head's) */
+        op->encoder_bwd(be, m->gg[G_WTE], m->gg[G_WPE], m->dres, m->d_inputs, B, T, C, p,
+                        KEY(0, SITE_EMB));
+    sum_head(m, &sums, 1, p, KEY(0, SITE_EMB));
 #undef KEY
     return sums_end(m, &sums, err);
 }

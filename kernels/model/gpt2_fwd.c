@@ -125,6 +125,7 @@ int gk_gpt2_forward(gk_gpt2 *m, const int *inputs, const int *targets, int B, in
     m->last_has_targets = targets != NULL;
     op->to_device(be, m->d_inputs, inputs, sizeof(int) * N);
     if (m->tp) memcpy(m->h_inputs, inputs, sizeof(int) * N);
+    if (m->h_tokens) memcpy(m->h_tokens, inputs, sizeof(int) * N); /* (ZeRO's head: backward) */
     gk_gpt2_forward_ops(m, B, T, NULL, p, ctr);
     if (!targets) return gk_gpt2_pass_status(m, err);
 

@@ -82,6 +82,15 @@ struct gk_gpt2 {
                              * (the last layer's with ln_f's), reused by the backward
                              * (gpt2_bwd.c) */
     float *g_head, *g_layer[2];
+    /* ZeRO-2 and 3 without tensor parallel (gpt2_head.c): wte's gradient is never whole. The
+     * head bucket's pieces are head_rows whole rows of wte (gk_gpt2_head_rows; its tail wte's
+     * last rows and wpe), and the backward's end makes every rank's rows stripe_rows at a time
+     * into g_stripe (world x stripe_rows rows and one more: the tokens outside them), each
+     * reduce-scattered into the shard, and the tail in g_tail (and such a row), all-reduced.
+     * g_head is NULL then; stripe_rows 0 otherwise. */
+    size_t head_rows, stripe_rows;
+    float *g_stripe, *g_tail, *g_sink; /* g_sink (max_T x C): the stripes' wpe, not kept */
+    int *d_rows, *h_rows, *h_tokens; /* (max_B x max_T) tokens as rows; the forward's tokens */
     size_t layers_at, layers_end; /* where layer 0's floats start and ln_f's (the table's) */
     size_t *c_off;          /* per table entry: its weight copy's offset (elements of wt) in the
                              * copy block, or (size_t)-1 when it has none */
@@ -184,6 +193,15 @@ static inline void *gk_gpt2_row(const gk_gpt2 *m, const void *x, size_t r, size_
 void gk_gpt2_grads_flush(gk_gpt2 *m);
 float gk_gpt2_grads_begin(gk_gpt2 *m);
 void gk_gpt2_zero_small(gk_gpt2 *m, size_t lo, size_t hi);
+/* gpt2_head.c: ZeRO-2 and 3's head gradient in stripes (head_rows): its buffers (after the
+ * layout), freed; and at the backward's end, wte's gradient (dlogits^T @ lnf, from the logits
+ * that hold dlogits, and the embedding's rows of dres) and wpe's, summed over the ranks into the
+ * shard (first: overwriting it), or with_grads 0 zeros summed alike. No collective may be
+ * started meanwhile. 0 or the comm's error. */
+int gk_gpt2_head_alloc(gk_gpt2 *m, gk_err *err);
+void gk_gpt2_head_free(gk_gpt2 *m);
+int gk_gpt2_head_grads(gk_gpt2 *m, int first, int with_grads, float p, uint64_t key,
+                       gk_err *err);
 /* gpt2_shard.c: ZeRO's layout. Floats per piece of a bucket of n floats over world ranks (a
  * multiple of 16, so that every piece starts 64-byte aligned; 0: all tail), the tail of b, and
  * the backward's buckets: 0 the head (wte, wpe), 1 + l layer l (the last one to the end of the
@@ -191,6 +209,20 @@ void gk_gpt2_zero_small(gk_gpt2 *m, size_t lo, size_t hi);
 static inline size_t gk_gpt2_piece(size_t n, int world)
 {
     return n / (size_t)world / 16 * 16;
+}
+/* ZeRO-2 and 3: the whole rows of wte (Vp of them) in each rank's piece of the head bucket, a
+ * multiple of 16; 0 (the head cut as any bucket) with tensor parallel, below stage 2, or where
+ * wte has fewer than 16 rows a rank. */
+static inline size_t gk_gpt2_head_rows(size_t Vp, int world, int stage, int tp)
+{
+    return stage < 2 || tp > 1 || world < 2 ? 0 : Vp / (size_t)world / 16 * 16;
+}
+/* The rows of wte a stripe takes of each rank's (g_stripe: about 4 MB for every rank's). */
+static inline size_t gk_gpt2_stripe_rows(size_t head_rows, int world, size_t C)
+{
+    size_t S = ((size_t)1 << 20) / ((size_t)world * C) / 16 * 16;
+    S = S < 16 ? 16 : S;
+    return S < head_rows ? S : head_rows;
 }
 static inline size_t gk_bucket_tail(const gk_bucket *b, int world)
 {
@@ -277,6 +309,8 @@ typedef struct gk_gpt2_sizes {
     size_t whole_floats; /* tensor parallel: the largest whole tensor (a checkpoint's writer puts
                           * one together at a time), else 0 */
     int inference;
+    size_t vocab_rows, width; /* wte's rows when the head can be cut in them (the model's
+                               * head_rows), else 0; n_embd */
 } gk_gpt2_sizes;
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
                      int tp, gk_gpt2_sizes *out, gk_err *err);

@@ -39,10 +39,11 @@ static void mem_of(const gk_gpt2_sizes *s, int max_B, int max_T, int flags, gk_g
 static size_t shard_floats(const gk_gpt2_sizes *s, int L, int world, int stage, size_t *last)
 {
     size_t n = s->n_floats, stride = (s->layers_end - s->layers_at) / (size_t)L, shard = 0;
+    size_t rows = gk_gpt2_head_rows(s->vocab_rows, world, stage, 1); /* (0: none) */
     *last = stride + n - s->layers_end;
     for (int b = 0; b < (stage <= 1 ? 1 : L + 1); b++) {
         size_t len = stage <= 1 ? n : b == 0 ? s->layers_at : b == L ? *last : stride;
-        size_t piece = gk_gpt2_piece(len, world);
+        size_t piece = b == 0 && rows ? rows * s->width : gk_gpt2_piece(len, world);
         shard += len - piece * (size_t)(world - 1); /* the piece and the tail */
     }
     return shard;
@@ -62,6 +63,11 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
     }
     if (world < 2 || stage < 1 || s->inference) return;
     size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
+    size_t rows = gk_gpt2_head_rows(s->vocab_rows, world, stage, 1), C = s->width;
+    size_t grads = held; /* the head's gradient in stripes (gpt2_head.c): one, and the tail */
+    if (rows) /* (and wpe's sink, max_T x C: left out) */
+        grads = held - s->layers_at + (world * gk_gpt2_stripe_rows(rows, world, C) + 1) * C +
+                ((s->layers_at - world * rows * C + C - 1) / C + 1) * C;
     mem->optimizer = 2 * shard * sizeof(float);
     if (mem->host) { /* offloaded: the shard's moments on the host; the device keeps the fp32 */
         /* and the staging: two chunks of gradients and weights */
@@ -69,7 +75,7 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
         mem->optimizer = 0;
         mem->params = s->n_floats * sizeof(float) + s->copy_bytes;
     }
-    if (stage > 1) mem->grads = held * sizeof(float);
+    if (stage > 1) mem->grads = grads * sizeof(float);
     if (stage > 2) {
         size_t copies = s->copy_bytes, per_layer = 0, head = copies;
         if (s->copy_elems) {

@@ -403,7 +403,7 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->m_shard);
     be->ops->free(be, m->v_shard);
     be->ops->free(be, m->g_shard);
-    be->ops->free(be, m->g_head);
+    be->ops->free(be, m->g_head), gk_gpt2_head_free(m);
     be->ops->free(be, m->g_layer[0]);
     be->ops->free(be, m->g_layer[1]);
     be->ops->free(be, m->p_shard);
@@ -584,6 +584,9 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         out->small_floats = t.small_floats;
         out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
         out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
+        out->vocab_rows = tp < 2 && t.params[1].offset == (size_t)t.Vp * (size_t)cfg->n_embd
+                              ? (size_t)t.Vp : 0; /* (gk_gpt2_set_comm's head_rows) */
+        out->width = (size_t)cfg->n_embd;
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
         out->whole_floats = 0;
         for (int i = 0; tp > 1 && i < t.n_params; i++)

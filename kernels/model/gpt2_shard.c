@@ -2,7 +2,8 @@
  * layout (gk_bucket: stage 1 one bucket, the whole block; stage 2 the backward's, one per layer),
  * the AdamW moments sharded across ranks, gathering them for checkpoints, tensor access to them,
  * and stage 2's gradients: the backward's bucket buffers and this rank's gradient shard (the
- * sharded update itself is gpt2_optim.c's, the backward's reduce-scatters gpt2_bwd.c's).
+ * sharded update itself is gpt2_optim.c's, the backward's reduce-scatters gpt2_bwd.c's, the
+ * head's in stripes gpt2_head.c's).
  * With GK_GPT2_DEFER_MOMENTS (GK_GPT2_DEFER_GRADS) the full moments (gradients) are never on the
  * device: set_comm allocates the shard, and a checkpoint gathers the moments in pieces into host
  * memory. */
@@ -50,7 +51,11 @@ int gk_gpt2_bucket_of(const gk_gpt2 *m, size_t off)
 float *gk_gpt2_grad_at(const gk_gpt2 *m, size_t off)
 {
     if (m->g_block) return m->g_block + off;
-    if (!m->g_head) return NULL;
+    if (!m->g_layer[0]) return NULL;
+    if (off < m->layers_at && m->g_tail) { /* the head in stripes: only its tail is held */
+        size_t below = m->buckets[0].piece * (size_t)m->comm->world;
+        return off >= below ? m->g_tail + (off - below) : NULL;
+    }
     if (off < m->layers_at) return m->g_head + off;
     size_t lo, hi;
     int b = gk_gpt2_bucket_of(m, off);
@@ -64,12 +69,18 @@ static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
     int nb = stage == 1 ? 1 : m->cfg.n_layer + 1;
     m->buckets = calloc((size_t)nb, sizeof *m->buckets);
     if (!m->buckets) return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory", stage);
+    /* the head in whole rows of wte (gpt2_head.c), wte first in the block */
+    size_t C = (size_t)m->cfg.n_embd;
+    m->head_rows = m->params[0].offset == 0 && m->params[1].offset == (size_t)m->Vp * C
+                       ? gk_gpt2_head_rows((size_t)m->Vp, world, stage, m->tp_n)
+                       : 0;
     size_t at = 0, pieces = 0;
     for (int b = 0; b < nb; b++) {
         gk_bucket *k = &m->buckets[b];
         size_t lo = 0, hi = m->n_floats;
         if (stage > 1) gk_gpt2_bwd_bucket(m, b, &lo, &hi);
-        *k = (gk_bucket){lo, hi - lo, gk_gpt2_piece(hi - lo, world), at};
+        size_t piece = b == 0 && m->head_rows ? m->head_rows * C : gk_gpt2_piece(hi - lo, world);
+        *k = (gk_bucket){lo, hi - lo, piece, at};
         at += k->piece + gk_bucket_tail(k, world);
         pieces += k->piece;
     }
@@ -82,8 +93,8 @@ static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
 }
 
 /* Allocates the shard buffers (zero): the moments (on the device, unless offloaded), and from
- * stage 2 the gradients' shard and the backward's buckets (wte and wpe's, and two of the largest
- * layer's: the last, with ln_f). */
+ * stage 2 the gradients' shard and the backward's buckets (two of the largest layer's: the last,
+ * with ln_f; and wte and wpe's, or where the head is cut in rows of wte its stripe and tail). */
 static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
 {
     gk_backend *be = m->be;
@@ -98,11 +109,13 @@ static int alloc_shards(gk_gpt2 *m, int stage, gk_err *err)
     if (stage < 2) return 0;
     gk_gpt2_bwd_bucket(m, m->cfg.n_layer, &lo, &hi);
     m->g_shard = be->ops->alloc(be, bytes);
-    m->g_head = be->ops->alloc(be, m->layers_at * sizeof(float));
+    if (!m->head_rows) m->g_head = be->ops->alloc(be, m->layers_at * sizeof(float));
     for (int k = 0; k < 2; k++) m->g_layer[k] = be->ops->alloc(be, (hi - lo) * sizeof(float));
-    if (!m->g_shard || !m->g_head || !m->g_layer[0] || !m->g_layer[1])
+    if (!m->g_shard || (!m->head_rows && !m->g_head) || !m->g_layer[0] || !m->g_layer[1])
         return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory for %zu bytes of gradients",
                        stage, bytes + (m->layers_at + 2 * (hi - lo)) * sizeof(float));
+    int rc = m->head_rows ? gk_gpt2_head_alloc(m, err) : 0;
+    if (rc) return rc;
     be->ops->free(be, m->g_block); /* (a model made without GK_GPT2_DEFER_GRADS) */
     m->g_block = NULL;
     gk_gpt2_point_grads(m);

@@ -115,7 +115,9 @@ static void test_zero1_sums_in_backward(void)
 }
 
 /* Whether float o of the parameter block is rank 0's of 2 under ZeRO-2: in the first piece of its
- * bucket (wte and wpe; each layer, the last with ln_f) or the bucket's tail (gpt2_shard.c). */
+ * bucket (wte and wpe; each layer, the last with ln_f) or the bucket's tail (gpt2_shard.c). The
+ * head's pieces are whole rows of wte: a multiple of 16 rows of the padded vocabulary (Vp, wpe's
+ * offset over n_embd) each. */
 static int zero2_rank0(const gk_gpt2 *m, size_t o)
 {
     int L = gk_gpt2_cfg(m)->n_layer, n = gk_gpt2_n_params(m);
@@ -134,6 +136,10 @@ static int zero2_rank0(const gk_gpt2 *m, size_t o)
             if (strstr(p->name, "ln_1.weight") && p->offset > o && p->offset < hi) hi = p->offset;
         }
     size_t piece = (hi - lo) / 2 / 16 * 16;
+    if (lo == 0) { /* the head */
+        size_t C = (size_t)gk_gpt2_cfg(m)->n_embd, Vp = gk_gpt2_param(m, 1)->offset / C;
+        piece = Vp / 2 / 16 * 16 * C;
+    }
     return o < lo + piece || o >= lo + 2 * piece;
 }
 
