@@ -306,8 +306,8 @@ static int evaluate(tr_run *r, tr_step_record *rec, gk_err *e)
         return rc;
     rec->has |= TR_HAS_TRAIN_LOSS | (r->val ? TR_HAS_VAL_LOSS : 0) |
                 (r->hellaswag.n ? TR_HAS_HELLASWAG : 0);
-    if (!tr_dist_is_root(&r->dist))
-        return 0;
+    if (!tr_dist_is_root(&r->dist)) /* (at zero_stage 3 the others sample too: print_sample) */
+        return print_sample(r, rec->step, e);
     printf("step %lld: train loss %.4f", (long long)rec->step, shown(rec->train_loss));
     if (r->val)
         printf(", val loss %.4f", shown(rec->val_loss));

@@ -221,6 +221,7 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
         if (!sums.scatter) gk_gpt2_grads_flush(m);
         params_before(m, &sums, 0);
         params_before(m, &sums, c->n_layer);
+        if (m->p_stripe) gk_gpt2_head_gathers(m); /* (dlnf's) */
         for (int l = c->n_layer - 1; l >= -1; l--) {
             size_t lo, hi;
             if (l >= 0) params_before(m, &sums, l + 1);
@@ -261,8 +262,11 @@ int gk_gpt2_backward(gk_gpt2 *m, float loss_scale, gk_err *err)
     if (!m->g_stripe)
         op->gemm(be, 1, 0, Vp, C, N, 1.0f, m->logits, m->act, Vp, m->lnf, m->act, C, beta,
                  m->gg[G_WTE], GK_F32, C, NULL, NULL);
-    op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, m->act, Vp, m->gw[G_WTE], m->wt, C, 0.0f, m->dtmp,
-             m->act, C, NULL, NULL);
+    if (m->p_stripe) /* ZeRO-3: wte a stripe at a time */
+        gk_gpt2_head_dlnf(m, m->dtmp, N);
+    else
+        op->gemm(be, 0, 0, N, C, Vp, 1.0f, m->logits, m->act, Vp, m->gw[G_WTE], m->wt, C, 0.0f,
+                 m->dtmp, m->act, C, NULL, NULL);
     gk_gpt2_tp_sum(m, m->dtmp, (size_t)N * C); /* tensor parallel: the vocabulary's parts */
     op->zero(be, m->dres, gk_elt_size(m->act) * N * C);
     op->layernorm_bwd(be, m->dres, m->gg[G_LNFW], m->gg[G_LNFB], m->dtmp, m->res_out,

@@ -20,6 +20,10 @@ void gk_gpt2_matmul(gk_gpt2 *m, void *out, const void *inp, const void *w, const
 static void lm_head(gk_gpt2 *m, int N)
 {
     int C = m->cfg.n_embd, Vp = m->Vp;
+    if (m->p_stripe) { /* ZeRO-3: wte a stripe at a time (gpt2_head.c) */
+        gk_gpt2_head_logits(m, N);
+        return;
+    }
     m->be->ops->gemm(m->be, 0, 1, N, Vp, C, 1.0f, m->lnf, m->act, C, m->gw[G_WTE], m->wt, C, 0.0f,
                      m->logits, m->act, Vp, NULL, NULL);
 }
@@ -33,6 +37,10 @@ static void embed(gk_gpt2 *m, int B, int T, const int *t0, float p, uint64_t key
                                                    m->gp[G_WTE], m->gp[G_WPE], B, T, p, key,
                                                    &m->gather_err);
         if (rc) m->gather_rc = rc;
+        return;
+    }
+    if (m->p_stripe) { /* ZeRO-3: wte a stripe at a time (gpt2_head.c) */
+        gk_gpt2_head_embed(m, m->acts[0].res, B, T, t0, p, key);
         return;
     }
     m->be->ops->encoder_fwd(m->be, m->acts[0].res, m->d_inputs, m->gw[G_WTE], m->wt,

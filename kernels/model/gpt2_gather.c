@@ -14,6 +14,11 @@
 float *gk_gpt2_param_at(const gk_gpt2 *m, size_t off)
 {
     if (!m->p_shard) return m->p_block + off;
+    if (off < m->layers_at && m->p_stripe) { /* wte a stripe at a time: the tail read in place */
+        const gk_bucket *k = &m->buckets[0];
+        size_t below = k->piece * (size_t)m->comm->world;
+        return off >= below ? m->p_shard + k->at + k->piece + (off - below) : NULL;
+    }
     if (off < m->layers_at) return m->p_head + off;
     size_t lo, hi;
     int b = gk_gpt2_bucket_of(m, off);
@@ -24,6 +29,7 @@ float *gk_gpt2_param_at(const gk_gpt2 *m, size_t off)
 void *gk_gpt2_copy_at(const gk_gpt2 *m, size_t coff)
 {
     if (!m->p_shard) return (char *)m->w_block + gk_elt_bytes(m->wt, coff);
+    if (coff < m->copies_at && m->p_stripe) return NULL; /* (wte's: a stripe's, gpt2_head.c) */
     if (coff < m->copies_at) return (char *)m->w_head + gk_elt_bytes(m->wt, coff);
     size_t stride = (m->n_copy - m->copies_at) / (size_t)m->cfg.n_layer;
     size_t l = (coff - m->copies_at) / stride;
@@ -48,8 +54,14 @@ int gk_gpt2_shard_params(gk_gpt2 *m, gk_err *err)
     be->ops->free(be, m->w_block);
     m->p_block = NULL;
     m->w_block = NULL;
-    m->p_head = be->ops->alloc(be, head);
-    int ok = m->p_head && (!whead || (m->w_head = be->ops->alloc(be, whead)));
+    int ok = 1;
+    if (m->head_rows) { /* wte a stripe at a time (gpt2_head.c) */
+        int rc = gk_gpt2_head_weights(m, err);
+        if (rc) return rc;
+    } else {
+        m->p_head = be->ops->alloc(be, head);
+        ok = m->p_head && (!whead || (m->w_head = be->ops->alloc(be, whead)));
+    }
     for (int k = 0; k < 2; k++) {
         ok = ok && (m->p_layer[k] = be->ops->alloc(be, layer));
         ok = ok && (!wlayer || (m->w_layer[k] = be->ops->alloc(be, wlayer)));
@@ -65,7 +77,7 @@ int gk_gpt2_shard_params(gk_gpt2 *m, gk_err *err)
 
 int gk_gpt2_params_held(const gk_gpt2 *m, int b)
 {
-    return !m->p_shard || m->gathered[b == 0 ? 0 : 1 + (b - 1) % 2] == b;
+    return !m->p_shard || (b == 0 && m->p_stripe) || m->gathered[b == 0 ? 0 : 1 + (b - 1) % 2] == b;
 }
 
 /* Bucket b's buffer: 0 p_head, 1 + (b - 1) % 2 p_layer's. */

@@ -1,11 +1,17 @@
-/* gpt2_head.c: ZeRO-2 and 3's gradient of the head (wte, wpe) in stripes, so that no rank holds
- * wte's gradient whole (gpt2_internal.h: head_rows). ZeRO's layout cuts the head bucket in whole
- * rows of wte (gpt2_shard.c), and the backward makes the head's gradient at its end, once the
- * embedding's is known too: a stripe at a time, the j-th stripe_rows rows of every rank's piece,
- * dlogits^T @ lnf for them (a gemm a rank's range, from the logits, which hold dlogits through
- * the backward) plus the rows of dres of the tokens there (the encoder's backward, the other
- * tokens sent to a spare row), reduce-scattered so that each rank folds its own rows into its
- * shard; then the tail (wte's last rows and wpe, every rank's) alike, all-reduced. */
+/* gpt2_head.c: ZeRO-2 and 3's head (wte, wpe) a stripe at a time, so that no rank holds wte's
+ * gradient, nor at stage 3 its weights, whole (gpt2_internal.h: head_rows). ZeRO's layout cuts
+ * the head bucket in whole rows of wte (gpt2_shard.c); a stripe is the next rows of every rank's
+ * piece (about 4 MB in all), and the tail (wte's last rows and wpe) every rank's own.
+ * Gradient: the backward makes the head's at its end, once the embedding's is known too, stripe
+ * by stripe: dlogits^T @ lnf for its rows (a gemm a rank's range, from the logits, which hold
+ * dlogits through the backward) plus the rows of dres of the tokens there (the encoder's
+ * backward, the other tokens sent to a spare row), reduce-scattered so that each rank folds its
+ * own rows into its shard; then the tail alike, all-reduced.
+ * Weights (stage 3): each stripe all-gathered, then the tail's rows, for the lm_head (its
+ * columns of the logits), the backward's dlnf (summed in float32) and the embedding (each
+ * token's row picked from the stripe that holds it into a float32 table, which a last encoder
+ * pass over the rows in order turns into the forward's embedding, with wpe and dropout: stage
+ * 0's bits). Two more all-gathers of wte a micro-step than whole, for never holding it. */
 #include <stdlib.h>
 
 #include "kernels/model/gpt2_internal.h"
@@ -51,8 +57,14 @@ void gk_gpt2_head_free(gk_gpt2 *m)
     be->ops->free(be, m->d_rows);
     free(m->h_rows);
     free(m->h_tokens);
-    m->g_stripe = m->g_tail = m->g_sink = NULL;
-    m->d_rows = m->h_rows = m->h_tokens = NULL;
+    be->ops->free(be, m->p_stripe);
+    be->ops->free(be, m->w_stripe);
+    be->ops->free(be, m->e_rows);
+    be->ops->free(be, m->e_tmp);
+    be->ops->free(be, m->d_ident);
+    m->g_stripe = m->g_tail = m->g_sink = m->p_stripe = m->e_rows = m->e_tmp = NULL;
+    m->d_rows = m->h_rows = m->h_tokens = m->d_ident = NULL;
+    m->w_stripe = NULL;
 }
 
 /* dst (n rows of C, fp32) = dlogits[:, lo:lo + n]^T @ lnf over the last forward's N rows. */
@@ -128,4 +140,159 @@ int gk_gpt2_head_grads(gk_gpt2 *m, int first, int with_grads, float p, uint64_t 
     rc = c->ops->allreduce(c, m->g_tail, tf, err);
     if (!rc) fold(m, m->g_shard + k->at + k->piece, m->g_tail, tf, first);
     return rc;
+}
+
+/* ---- stage 3: the weights ---- */
+
+/* The rows of wte a part holds: count ranges, range q rows [lo + q step, + n) of wte at row q n
+ * of p_stripe (w_stripe). */
+typedef struct head_part {
+    size_t lo, step, n;
+    int count;
+} head_part;
+
+int gk_gpt2_head_weights(gk_gpt2 *m, gk_err *err)
+{
+    gk_backend *be = m->be;
+    size_t W = (size_t)m->comm->world, C = (size_t)m->cfg.n_embd,
+           N = (size_t)m->max_B * (size_t)m->max_T;
+    m->stripe_rows = gk_gpt2_stripe_rows(m->head_rows, (int)W, C);
+    size_t rows = W * m->stripe_rows + 1; /* (and the zero row) */
+    m->p_stripe = be->ops->alloc(be, rows * C * sizeof(float));
+    if (m->wt != GK_F32) m->w_stripe = be->ops->alloc(be, gk_elt_bytes(m->wt, rows * C));
+    m->e_rows = be->ops->alloc(be, N * C * sizeof(float));
+    if (m->act != GK_F32) m->e_tmp = be->ops->alloc(be, N * C * sizeof(float));
+    m->d_ident = be->ops->alloc(be, N * sizeof(int));
+    int *ident = malloc(N * sizeof(int));
+    int ok = m->p_stripe && (m->wt == GK_F32 || m->w_stripe) && m->e_rows &&
+             (m->act == GK_F32 || m->e_tmp) && m->d_ident && ident;
+    if (ok) {
+        for (size_t i = 0; i < N; i++) ident[i] = (int)i;
+        be->ops->to_device(be, m->d_ident, ident, N * sizeof(int));
+        be->ops->zero(be, m->p_stripe, rows * C * sizeof(float));
+        if (m->w_stripe) be->ops->zero(be, m->w_stripe, gk_elt_bytes(m->wt, rows * C));
+    }
+    free(ident);
+    if (!ok)
+        return gk_errf(err, GK_ENOMEM, "zero_stage 3: out of memory for a stripe of wte and the "
+                       "embedding's rows (%zu bytes)", (rows + 2 * N) * C * sizeof(float));
+    return gk_backend_status(be, err);
+}
+
+/* Stripes and the tail: the parts head_load loads. */
+static size_t head_parts(const gk_gpt2 *m)
+{
+    size_t W = (size_t)m->comm->world, P = m->head_rows, S = m->stripe_rows;
+    return (P + S - 1) / S + ((size_t)m->Vp > W * P);
+}
+
+/* Part j's rows of wte into p_stripe and w_stripe (stripe j all-gathered; the last part, the
+ * tail's rows, copied from the shard), what they are into *h, and their weights (w_stripe, or
+ * p_stripe for float32 ones) into *w. 0 or the gather's error, kept as the gathers' are. */
+static int head_load(gk_gpt2 *m, size_t j, head_part *h, const void **w)
+{
+    gk_backend *be = m->be;
+    gk_comm *c = m->comm;
+    const gk_bucket *k = &m->buckets[0];
+    size_t W = (size_t)c->world, C = (size_t)m->cfg.n_embd, P = m->head_rows, S = m->stripe_rows;
+    size_t at = j * S;
+    if (at < P) { /* stripe j */
+        size_t n = P - at < S ? P - at : S;
+        int rc = c->ops->all_gather(c, m->p_shard + k->at + at * C, m->p_stripe, n * C,
+                                    &m->gather_err);
+        if (rc) return m->gather_rc = rc;
+        *h = (head_part){at, P, n, (int)W};
+    } else { /* the tail's rows of wte */
+        size_t n = (size_t)m->Vp - W * P;
+        be->ops->copy(be, m->p_stripe, m->p_shard + k->at + k->piece, n * C * sizeof(float));
+        *h = (head_part){W * P, 0, n, 1};
+    }
+    if (m->w_stripe)
+        be->ops->cast(be, m->w_stripe, m->wt, m->p_stripe, GK_F32, (size_t)h->count * h->n * C);
+    *w = m->w_stripe ? m->w_stripe : (const void *)m->p_stripe;
+    return 0;
+}
+
+/* Range q's rows of the weights w, and column col of the logits, as pointers. */
+static const void *rows_at(const gk_gpt2 *m, const void *w, const head_part *h, int q)
+{
+    return (const char *)w + gk_elt_bytes(m->wt, (size_t)q * h->n * (size_t)m->cfg.n_embd);
+}
+static void *logits_at(const gk_gpt2 *m, size_t col)
+{
+    return (char *)m->logits + gk_elt_bytes(m->act, col);
+}
+
+void gk_gpt2_head_logits(gk_gpt2 *m, int N)
+{
+    gk_backend *be = m->be;
+    int C = m->cfg.n_embd;
+    head_part h;
+    const void *w;
+    for (size_t j = 0; !m->gather_rc && j < head_parts(m); j++) {
+        if (head_load(m, j, &h, &w)) return;
+        for (int q = 0; q < h.count; q++) /* logits[:, lo:lo + n] = lnf @ rows^T */
+            be->ops->gemm(be, 0, 1, N, (int)h.n, C, 1.0f, m->lnf, m->act, C, rows_at(m, w, &h, q),
+                          m->wt, C, 0.0f, logits_at(m, h.lo + (size_t)q * h.step), m->act, m->Vp,
+                          NULL, NULL);
+    }
+}
+
+void gk_gpt2_head_dlnf(gk_gpt2 *m, void *dx, int N)
+{
+    gk_backend *be = m->be;
+    int C = m->cfg.n_embd, first = 1;
+    head_part h;
+    const void *w;
+    for (size_t j = 0; !m->gather_rc && j < head_parts(m); j++) {
+        if (head_load(m, j, &h, &w)) return;
+        for (int q = 0; q < h.count; q++, first = 0) /* e_rows (+)= dlogits[:, lo:lo + n] @ rows */
+            be->ops->gemm(be, 0, 0, N, C, (int)h.n, 1.0f, logits_at(m, h.lo + (size_t)q * h.step),
+                          m->act, m->Vp, rows_at(m, w, &h, q), m->wt, C, first ? 0.0f : 1.0f,
+                          m->e_rows, GK_F32, C, NULL, NULL);
+    }
+    be->ops->cast(be, dx, m->act, m->e_rows, GK_F32, (size_t)N * (size_t)C);
+}
+
+void gk_gpt2_head_gathers(gk_gpt2 *m)
+{
+    head_part h;
+    const void *w;
+    for (size_t j = 0; !m->gather_rc && j < head_parts(m); j++)
+        if (head_load(m, j, &h, &w)) return;
+}
+
+/* Each token's row in part h (p_stripe's), or the zero row after the stripe's, into h_rows. */
+static void rows_of(gk_gpt2 *m, const head_part *h, int N)
+{
+    size_t zero = (size_t)m->comm->world * m->stripe_rows;
+    for (int i = 0; i < N; i++) {
+        size_t id = (size_t)m->h_tokens[i], q = h->step ? id / h->step : 0;
+        size_t k = id - q * h->step; /* (its row in range q, if any) */
+        int in = q < (size_t)h->count && k >= h->lo && k < h->lo + h->n;
+        m->h_rows[i] = (int)(in ? q * h->n + (k - h->lo) : zero);
+    }
+}
+
+void gk_gpt2_head_embed(gk_gpt2 *m, void *out, int B, int T, const int *t0, float p,
+                        uint64_t key)
+{
+    gk_backend *be = m->be;
+    int C = m->cfg.n_embd, N = B * T;
+    size_t n = (size_t)N * (size_t)C;
+    head_part h;
+    const void *w;
+    be->ops->zero(be, m->e_rows, n * sizeof(float));
+    be->ops->zero(be, m->g_sink, (size_t)T * (size_t)C * sizeof(float)); /* (a zero wpe) */
+    for (size_t j = 0; !m->gather_rc && j < head_parts(m); j++) {
+        if (head_load(m, j, &h, &w)) return;
+        rows_of(m, &h, N);
+        be->ops->to_device(be, m->d_rows, m->h_rows, (size_t)N * sizeof(int));
+        be->ops->encoder_fwd(be, out, m->d_rows, w, m->wt, m->g_sink, NULL, B, T, C, 0.0f, 0);
+        if (m->act != GK_F32) be->ops->cast(be, m->e_tmp, GK_F32, out, m->act, n);
+        be->ops->add(be, m->e_rows, m->act != GK_F32 ? m->e_tmp : (const float *)out, n);
+    }
+    /* the rows in order, as the forward's embedding: wte's row + wpe's, dropped out */
+    be->ops->encoder_fwd(be, out, m->d_ident, m->e_rows, GK_F32, m->gp[G_WPE], t0, B, T, C, p,
+                         key);
 }

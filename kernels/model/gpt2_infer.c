@@ -114,6 +114,7 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     m->fwd_dropout = 0;
 
     op->to_device(be, m->d_inputs, tokens, sizeof(int) * N);
+    if (m->h_tokens) memcpy(m->h_tokens, tokens, sizeof(int) * N); /* (ZeRO's head) */
     op->to_device(be, m->d_pos, &t0, sizeof t0);
     if (n == 1)
         decode_step(m, B);
@@ -122,7 +123,8 @@ int gk_gpt2_forward_at(gk_gpt2 *m, const int *tokens, int B, int t0, int n, gk_e
     return gk_gpt2_pass_status(m, err);
 }
 
-int gk_gpt2_can_draw(const gk_gpt2 *m) { return m->be->ops->sample && !m->tp; }
+/* (not with wte in stripes: its embedding maps the tokens on the host, gpt2_head.c) */
+int gk_gpt2_can_draw(const gk_gpt2 *m) { return m->be->ops->sample && !m->tp && !m->p_stripe; }
 
 /* The draw of the B rows at logits row stride ld: ids to d_inputs (the next step's input). */
 static void draw_ops(gk_gpt2 *m, const gk_params *p, int nv, int B, const void *logits,

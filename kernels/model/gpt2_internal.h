@@ -91,6 +91,14 @@ struct gk_gpt2 {
     size_t head_rows, stripe_rows;
     float *g_stripe, *g_tail, *g_sink; /* g_sink (max_T x C): the stripes' wpe, not kept */
     int *d_rows, *h_rows, *h_tokens; /* (max_B x max_T) tokens as rows; the forward's tokens */
+    /* ZeRO-3 (head_rows): wte is never whole either. The embedding, the lm_head and the
+     * backward's dlnf read it a stripe at a time, all-gathered into p_stripe (and cast into
+     * w_stripe, 16-bit weights), then its tail's rows; a last zero row for the tokens outside
+     * them. e_rows (max_B x max_T x C fp32): the embedding's rows, then dlnf's sums; e_tmp a
+     * 16-bit partial's float32; d_ident the rows 0, 1, ... */
+    float *p_stripe, *e_rows, *e_tmp;
+    void *w_stripe;
+    int *d_ident;
     size_t layers_at, layers_end; /* where layer 0's floats start and ln_f's (the table's) */
     size_t *c_off;          /* per table entry: its weight copy's offset (elements of wt) in the
                              * copy block, or (size_t)-1 when it has none */
@@ -199,6 +207,18 @@ void gk_gpt2_zero_small(gk_gpt2 *m, size_t lo, size_t hi);
  * shard (first: overwriting it), or with_grads 0 zeros summed alike. No collective may be
  * started meanwhile. 0 or the comm's error. */
 int gk_gpt2_head_alloc(gk_gpt2 *m, gk_err *err);
+/* ZeRO-3's wte a stripe at a time (p_stripe: allocated by gk_gpt2_head_weights before the
+ * gradient's buffers): the embedding of the last forward's tokens (h_tokens) into out, as
+ * encoder_fwd with t0, p and key; the logits (N,Vp) from lnf; dx (N,C) = dlogits @ wte. A failed
+ * gather is kept as the gathers' (m->gather_rc). */
+int gk_gpt2_head_weights(gk_gpt2 *m, gk_err *err);
+void gk_gpt2_head_embed(gk_gpt2 *m, void *out, int B, int T, const int *t0, float p,
+                        uint64_t key);
+void gk_gpt2_head_logits(gk_gpt2 *m, int N);
+void gk_gpt2_head_dlnf(gk_gpt2 *m, void *dx, int N);
+/* dlnf's gathers alone: a backward with no target to learn from (every rank makes the same
+ * collectives). */
+void gk_gpt2_head_gathers(gk_gpt2 *m);
 void gk_gpt2_head_free(gk_gpt2 *m);
 int gk_gpt2_head_grads(gk_gpt2 *m, int first, int with_grads, float p, uint64_t key,
                        gk_err *err);
@@ -311,6 +331,7 @@ typedef struct gk_gpt2_sizes {
     int inference;
     size_t vocab_rows, width; /* wte's rows when the head can be cut in them (the model's
                                * head_rows), else 0; n_embd */
+    size_t embed_floats;      /* ZeRO-3's e_rows and e_tmp (gpt2_head.c) */
 } gk_gpt2_sizes;
 int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T, int flags,
                      int tp, gk_gpt2_sizes *out, gk_err *err);

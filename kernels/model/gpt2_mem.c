@@ -83,6 +83,12 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
             head = s->copies_at * bytes;
             per_layer = (s->copy_elems - s->copies_at) / (size_t)L * bytes;
         }
+        if (rows) { /* wte a stripe at a time (gpt2_head.c): one stripe's and its copy */
+            size_t stripe = (world * gk_gpt2_stripe_rows(rows, world, C) + 1) * C;
+            head = s->copy_elems ? stripe * (copies / s->copy_elems) : 0;
+            held += stripe - s->layers_at;
+            mem->activations += s->embed_floats * sizeof(float); /* (the embedding's rows) */
+        }
         mem->copies = head + 2 * per_layer;
         mem->params = held * sizeof(float) + mem->copies;
     }

@@ -587,6 +587,7 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         out->vocab_rows = tp < 2 && t.params[1].offset == (size_t)t.Vp * (size_t)cfg->n_embd
                               ? (size_t)t.Vp : 0; /* (gk_gpt2_set_comm's head_rows) */
         out->width = (size_t)cfg->n_embd;
+        out->embed_floats = (size_t)max_B * max_T * out->width * (act == GK_F32 ? 1 : 2);
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
         out->whole_floats = 0;
         for (int i = 0; tp > 1 && i < t.n_params; i++)
