@@ -11,7 +11,8 @@
  * columns of the logits), the backward's dlnf (summed in float32) and the embedding (each
  * token's row picked from the stripe that holds it into a float32 table, which a last encoder
  * pass over the rows in order turns into the forward's embedding, with wpe and dropout: stage
- * 0's bits). Two more all-gathers of wte a micro-step than whole, for never holding it. */
+ * 0's bits): three all-gathers of wte a micro-step, a stripe at a time, where whole it was
+ * gathered once a step. */
 #include <stdlib.h>
 
 #include "kernels/model/gpt2_internal.h"
@@ -43,8 +44,8 @@ int gk_gpt2_head_alloc(gk_gpt2 *m, gk_err *err)
     m->h_rows = malloc(N * sizeof(int));
     m->h_tokens = malloc(N * sizeof(int));
     if (!m->g_stripe || !m->g_tail || !m->g_sink || !m->d_rows || !m->h_rows || !m->h_tokens)
-        return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory for %zu bytes of the head's "
-                       "gradient", m->zero, stripe + tail + sink + N * sizeof(int));
+        return gk_errf(err, GK_ENOMEM, "ZeRO: out of memory for %zu bytes of the head's gradient",
+                       stripe + tail + sink + N * sizeof(int));
     return 0;
 }
 
