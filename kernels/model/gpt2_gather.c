@@ -8,7 +8,9 @@
  * bf16 copies of the weight matrices cast there from the gathered fp32. A buffer that still holds
  * a bucket as the shard is now is not gathered again: the backward's first two layers are the
  * forward's last two, and the next forward's first is the backward's last. The parameter and copy
- * pointers (gk_param.data and .copy, LP, LW, gp, gw) point into the buffers for good. */
+ * pointers (gk_param.data and .copy, LP, LW, gp, gw) point into the buffers for good. Where the
+ * head bucket is cut in rows of wte (head_rows), wte is never gathered whole: gpt2_head.c reads
+ * it a stripe at a time, and wpe in this rank's tail of the shard; p_head is not made. */
 #include "kernels/model/gpt2_internal.h"
 
 float *gk_gpt2_param_at(const gk_gpt2 *m, size_t off)
