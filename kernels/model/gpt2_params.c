@@ -404,8 +404,7 @@ void gk_gpt2_free(gk_gpt2 *m)
     be->ops->free(be, m->v_shard);
     be->ops->free(be, m->g_shard);
     be->ops->free(be, m->g_head), gk_gpt2_head_free(m);
-    be->ops->free(be, m->g_layer[0]);
-    be->ops->free(be, m->g_layer[1]);
+    for (int k = 0; k < 2; k++) be->ops->free(be, m->g_layer[k]);
     be->ops->free(be, m->p_shard);
     be->ops->free(be, m->p_head);
     be->ops->free(be, m->w_head);
@@ -584,9 +583,7 @@ int gk_gpt2_sizes_of(const gk_gpt2_config *cfg, gk_elt act, int max_B, int max_T
         out->small_floats = t.small_floats;
         out->copy_bytes = gk_elt_bytes(t.wt, t.n_copy);
         out->inference = (t.flags & GK_GPT2_INFERENCE) != 0;
-        out->vocab_rows = tp < 2 && t.params[1].offset == (size_t)t.Vp * (size_t)cfg->n_embd
-                              ? (size_t)t.Vp : 0; /* (gk_gpt2_set_comm's head_rows) */
-        out->width = (size_t)cfg->n_embd;
+        out->vocab_rows = tp < 2 ? (size_t)t.Vp : 0, out->width = (size_t)cfg->n_embd; /* (ZeRO) */
         out->embed_floats = (size_t)max_B * max_T * out->width * (act == GK_F32 ? 1 : 2);
         out->act_bytes = approx < 0x1p60 ? layout(&t, NULL) : (size_t)0x1p60; /* saturated */
         out->whole_floats = 0;

@@ -71,9 +71,7 @@ static int make_buckets(gk_gpt2 *m, int stage, int world, gk_err *err)
     if (!m->buckets) return gk_errf(err, GK_ENOMEM, "zero_stage %d: out of memory", stage);
     /* the head in whole rows of wte (gpt2_head.c), wte first in the block */
     size_t C = (size_t)m->cfg.n_embd;
-    m->head_rows = m->params[0].offset == 0 && m->params[1].offset == (size_t)m->Vp * C
-                       ? gk_gpt2_head_rows((size_t)m->Vp, world, stage, m->tp_n)
-                       : 0;
+    m->head_rows = gk_gpt2_head_rows((size_t)m->Vp, world, stage, m->tp_n); /* (Vp x C first) */
     size_t at = 0, pieces = 0;
     for (int b = 0; b < nb; b++) {
         gk_bucket *k = &m->buckets[b];
