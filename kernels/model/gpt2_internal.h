@@ -85,17 +85,18 @@ struct gk_gpt2 {
     /* ZeRO-2 and 3 without tensor parallel (gpt2_head.c): wte's gradient is never whole. The
      * head bucket's pieces are head_rows whole rows of wte (gk_gpt2_head_rows; its tail wte's
      * last rows and wpe), and the backward's end makes every rank's rows stripe_rows at a time
-     * into g_stripe (world x stripe_rows rows and one more: the tokens outside them), each
-     * reduce-scattered into the shard, and the tail in g_tail (and such a row), all-reduced.
-     * g_head is NULL then; stripe_rows 0 otherwise. */
+     * into g_stripe (two buffers of world x stripe_rows rows and one more, for the tokens
+     * outside them), each reduce-scattered into the shard while the next is made, and the tail
+     * in g_tail (and such a row), all-reduced. g_head is NULL then; stripe_rows 0 otherwise. */
     size_t head_rows, stripe_rows;
     float *g_stripe, *g_tail, *g_sink; /* g_sink (max_T x C): the stripes' wpe, not kept */
     int *d_rows, *h_rows, *h_tokens; /* (max_B x max_T) tokens as rows; the forward's tokens */
     /* ZeRO-3 (head_rows): wte is never whole either. The embedding, the lm_head and the
-     * backward's dlnf read it a stripe at a time, all-gathered into p_stripe (and cast into
-     * w_stripe, 16-bit weights), then its tail's rows; a last zero row for the tokens outside
-     * them. e_rows (max_B x max_T x C fp32): the embedding's rows, then dlnf's sums; e_tmp a
-     * 16-bit partial's float32; d_ident the rows 0, 1, ... */
+     * backward's dlnf read it a stripe at a time, all-gathered into p_stripe and g_stripe in
+     * turn (the next stripe's gather runs while one is read; g_stripe is free but at the
+     * backward's end) and cast into w_stripe (16-bit weights), then its tail's rows; a last
+     * zero row for the tokens outside them. e_rows (max_B x max_T x C fp32): the embedding's
+     * rows, then dlnf's sums; e_tmp a 16-bit partial's float32; d_ident the rows 0, 1, ... */
     float *p_stripe, *e_rows, *e_tmp;
     void *w_stripe;
     int *d_ident;
@@ -209,8 +210,9 @@ void gk_gpt2_zero_small(gk_gpt2 *m, size_t lo, size_t hi);
 int gk_gpt2_head_alloc(gk_gpt2 *m, gk_err *err);
 /* ZeRO-3's wte a stripe at a time (p_stripe: allocated by gk_gpt2_head_weights before the
  * gradient's buffers): the embedding of the last forward's tokens (h_tokens) into out, as
- * encoder_fwd with t0, p and key; the logits (N,Vp) from lnf; dx (N,C) = dlogits @ wte. A failed
- * gather is kept as the gathers' (m->gather_rc). */
+ * encoder_fwd with t0, p and key; the logits (N,Vp) from lnf; dx (N,C) = dlogits @ wte. No
+ * collective may be started before (they start and wait for their own). A failed gather is kept
+ * as the gathers' (m->gather_rc). */
 int gk_gpt2_head_weights(gk_gpt2 *m, gk_err *err);
 void gk_gpt2_head_embed(gk_gpt2 *m, void *out, int B, int T, const int *t0, float p,
                         uint64_t key);

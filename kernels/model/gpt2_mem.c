@@ -64,9 +64,9 @@ static void shard_of(const gk_gpt2_sizes *s, int L, int world, int stage, gk_gpt
     if (world < 2 || stage < 1 || s->inference) return;
     size_t shard = cut, held = shard + s->layers_at + 2 * last; /* and three buckets' buffers */
     size_t rows = gk_gpt2_head_rows(s->vocab_rows, world, stage, 1), C = s->width;
-    size_t grads = held; /* the head's gradient in stripes (gpt2_head.c): one, and the tail */
+    size_t grads = held; /* the head's gradient in stripes (gpt2_head.c): two, and the tail */
     if (rows) /* (and wpe's sink, max_T x C: left out) */
-        grads = held - s->layers_at + (world * gk_gpt2_stripe_rows(rows, world, C) + 1) * C +
+        grads = held - s->layers_at + 2 * (world * gk_gpt2_stripe_rows(rows, world, C) + 1) * C +
                 ((s->layers_at - world * rows * C + C - 1) / C + 1) * C;
     mem->optimizer = 2 * shard * sizeof(float);
     if (mem->host) { /* offloaded: the shard's moments on the host; the device keeps the fp32 */

@@ -36,15 +36,15 @@ static void test_rows_sum(void)
  * (the head bucket, 12820480), 789760 a layer (the last bucket with ln_f's 512: 790272); pieces of
  * 16672 rows of wte (4268032; tail 16384: wte's last 32 rows and wpe), 263248 (tail 16) and
  * 263424 (no tail): a shard of 4811104 floats, for the moments (twice) and the gradients, which
- * add a stripe of the head's (1360 rows of each rank's and a spare: 1044736), its tail (and a
- * spare row: 16640) and two of the last bucket's. */
+ * add two stripes of the head's (1360 rows of each rank's and a spare: 1044736 each), its tail
+ * (and a spare row: 16640) and two of the last bucket's. */
 static void test_zero2_rows(void)
 {
     gk_err e = {0};
     gk_gpt2_mem m;
     gk_gpt2_plan p;
     CHECK_OK(gk_gpt2_mem_plan(&cfg, GK_F32, 2, 32, 0, 3, 2, 1, &m, &p, &e), &e);
-    size_t shard = 4811104, grads = (shard + 1044736 + 16640 + 2 * 790272) * 4;
+    size_t shard = 4811104, grads = (shard + 2 * 1044736 + 16640 + 2 * 790272) * 4;
     CHECKF(m.optimizer == 2 * shard * 4 && m.grads == grads, "optimizer %zu, gradients %zu",
            m.optimizer, m.grads);
     CHECKF(strcmp(p.row[2].name, "gradients, fp32") == 0 && p.row[2].bytes == grads, "%s %zu",
