@@ -60,14 +60,15 @@ static int recompute_setting(const char *rc)
 }
 
 /* The plan's settings from the run's, for world ranks (available memory not filled in). Without
- * a backend (--plan for a GPU this machine lacks): a CUDA device's, of the dtype asked. */
+ * a backend (--plan for a GPU this machine lacks): a CUDA device's, of the dtype asked (auto:
+ * cuda's, bfloat16). */
 static plan_in in_of(const tr_run *r, const gk_gpt2_config *mc, int world)
 {
     int tp = r->s.tensor_parallel > 1 ? (int)r->s.tensor_parallel : 1;
     int lo = r->be ? r->be->props.recompute : 1; /* the device's default (cuda's: gelu) */
     gk_elt act = r->be                                         ? r->be->act
-                 : r->s.dtype && !strcmp(r->s.dtype, "bfloat16") ? GK_BF16
-                                                                 : GK_F32;
+                 : r->s.dtype && !strcmp(r->s.dtype, "float32") ? GK_F32
+                                                                : GK_BF16;
     return (plan_in){.mc = *mc, .act = act, .B = (int)r->s.batch_size,
                      .set = recompute_setting(r->s.recompute), .lo = lo < 0 || lo > 2 ? 0 : lo,
                      .world = world / tp > 1 ? world / tp : 1, .tp = tp,

@@ -41,6 +41,9 @@ for o in false true; do
     --dtype=bfloat16 --batch_size=4 --optimizer_offload=$o |
     grep -E '^(weights|AdamW|optimizer offload|checkpoint|peak|largest|fits)'
 done
+echo "== dtype auto, planned without a GPU: cuda's default, bfloat16"
+gpt-train -q -c gpt2-xl --plan-memory=24G --plan-host-memory=64G --device=cuda --batch_size=4 \
+  --optimizer_offload=true | grep -E '^(run|fits)'
 echo "== WORLD_SIZE=4"
 WORLD_SIZE=4 RANK=0 gpt-train -q -c gpt2 --plan-memory=24G --zero_stage=1 | sed -n '2,3p'
 echo "== does not fit 12 GB at recompute = false: gelu, a smaller batch or 2 ZeRO-1 ranks would"
