@@ -392,6 +392,8 @@ int tr_run_plan(tr_run *r, gk_err *e)
     gk_gpt2_config mc = tr_model_config(&r->s);
     int rc = plan_world(r, &world, e);
     if (!rc)
+        rc = tr_start_shape(r, &mc, e);
+    if (!rc)
         rc = plan_vocab(r, &mc, e);
     if (!rc)
         rc = gk_gpt2_config_check(&mc, e);

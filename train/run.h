@@ -100,6 +100,11 @@ void tr_plan_explain(tr_run *r, FILE *f);
  * (the device line logged; dtype = bfloat16 checked against it). */
 gk_gpt2_config tr_model_config(const tr_settings *s);
 int tr_open_backend(tr_run *r, gk_err *e);
+/* --plan: the shape of the checkpoint the run would start from (init_from: a file or out_dir,
+ * or resume and auto's latest in out_dir) into mc, as the run takes it (a shape key set to
+ * another value an error, block_size only shrinking); mc as it was to start from scratch or
+ * from a bucket (not read). */
+int tr_start_shape(tr_run *r, gk_gpt2_config *mc, gk_err *e);
 /* Training starts: creates out_dir, locks it, opens the metrics log. */
 int tr_run_start(tr_run *r, gk_err *e);
 /* Trains until max_iters (or a stop signal), evaluating, logging and checkpointing. */

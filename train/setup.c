@@ -189,6 +189,24 @@ static int read_checkpoint_meta(tr_run *r, const gk_ckpt *c, int resume, gk_gpt2
     return check_steps_left(r, gk_ckpt_path(c), e);
 }
 
+int tr_start_shape(tr_run *r, gk_gpt2_config *mc, gk_err *e)
+{
+    char path[4096];
+    int resume = 0;
+    gk_ckpt *c = NULL;
+    int rc = pick_start(&r->s, &r->s3conf, path, sizeof path, &resume, e);
+    if (rc || !path[0])
+        return rc;
+    if (gk_s3_is_url(path)) {
+        gk_info("planning the settings' shape, not reading %s", path);
+        return 0;
+    }
+    if (!(rc = gk_ckpt_open(&c, path, e)) && !(rc = gk_gpt2_ckpt_config(c, mc, e)))
+        rc = reconcile_shape(r, path, mc, e);
+    gk_ckpt_close(c);
+    return rc;
+}
+
 /* The config printed and stored in checkpoints is the one trained: the model's shape as resolved
  * (from the checkpoint; vocab_size from the data) replaces the settings', `from` its origin. */
 static int record_shape(tr_run *r, const gk_gpt2_config *mc, const char *from, gk_err *e)

@@ -59,6 +59,12 @@ echo "exit $rc"
 # counted once (in the plan's workspace and scratch), not also out of what the device has free
 GPT_EMU_MEM=70M gpt-train -q "${TINY[@]}" --device=cuda-emu --max_iters=1 --out_dir=o70 > /dev/null &&
   echo "70 MB: trained ($(ls o70/latest.safetensors))"
+echo "== init_from: the checkpoint's shape, as the run takes it (block_size may shrink, no other key change)"
+gpt-train -q --train_data=d/train.bin --init_from=o70 --plan --plan-memory=100M | sed -n 1p
+gpt-train -q --train_data=d/train.bin --init_from=o70/latest.safetensors --block_size=8 \
+  --plan --plan-memory=100M | sed -n 1p
+rc=0; gpt-train -q --train_data=d/train.bin --init_from=o70 --n_layer=3 --plan 2>&1 || rc=$?
+echo "exit $rc"
 echo "== a cuda-emu device of 95 MB: a 12-layer model fits one process only with optimizer_offload"
 echo "   (111.0 MB without, 82.7 with) and 2 ranks only at zero_stage 3 (98.4 MB at 2, 91.5 at 3)"
 FIT=("${TINY[@]}" --n_layer=12 --n_head=4 --n_embd=128 --block_size=32 --batch_size=1
