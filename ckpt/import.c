@@ -5,11 +5,13 @@
  * its name with or without the "transformer." prefix (GPT2LMHeadModel vs GPT2Model saves), in
  * F32, F16 or BF16, with exactly the shape config.json implies; besides those only the attention
  * buffers "*.attn.bias" / "*.attn.masked_bias" and the tied "lm_head.weight" (all skipped). */
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ck.h"
 #include "common/env.h"
@@ -289,11 +291,20 @@ enum kind { K_SAFETENSORS, K_LLMC, K_PICKLE };
 static int sniff(const char *path, enum kind *k, gk_err *e)
 {
     unsigned char b[8] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gk_errno(e, path);
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* (a FIFO: refused, not waited on) */
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int rc = gk_errno(e, path);
+        if (fd >= 0) close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return gk_errf(e, GK_EFORMAT, "%s: not a regular file", path);
+    }
+    ssize_t got = pread(fd, b, sizeof b, 0);
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     int32_t magic = (int32_t)gk_le32(b);
     if (n >= 4 && magic == CK_LLMC_MAGIC)
         *k = K_LLMC;

@@ -433,7 +433,9 @@ static int map_file(gk_st_file *f, int fd, uint64_t *hlen, gk_err *err)
 int gk_st_open(gk_st_file **out, const char *path, gk_err *err)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* (O_NONBLOCK: a FIFO opens at once, to be refused as not a regular file, where it would
+     * wait for a writer; reads of a regular file do not change) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return gk_errno(err, path);
     int rc = gk_st_open_fd(out, fd, path, err);

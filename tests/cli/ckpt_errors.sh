@@ -2,7 +2,7 @@
 # and leaves no output behind: truncated safetensors, bad JSON header, shapes that do not match
 # config.json, pickle files, a truncated llm.c file, a non-gptkit file given to export, a gptkit
 # checkpoint given to import, an export onto a file or into a missing directory, a token shard
-# or an llm.c checkpoint given to info, verify, export or convert.
+# or an llm.c checkpoint given to info, verify, export or convert, a FIFO given to import or info.
 source "$TOP/tests/cli/lib.bash"
 set +e
 # model NAME: a copy of the tiny HuggingFace fixture in NAME/
@@ -63,5 +63,10 @@ try gpt-ckpt convert ok.safetensors -o x.safetensors
 try gpt-ckpt convert ok.safetensors -o x.safetensors --dtype int4
 try gpt-ckpt convert ok.safetensors ok.bin -o x.safetensors --dtype fp16
 try gpt-ckpt info --version
+# a FIFO without a writer, given to import and to info: refused at once, not waited on
+mkfifo fifo.bin fifo.safetensors
+try gpt-ckpt import fifo.bin
+try gpt-ckpt info fifo.safetensors
+rm fifo.bin fifo.safetensors
 echo "== left behind"
 ls

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/io/safetensors.h"
@@ -407,6 +408,10 @@ static void test_corrupt_layout(void)
     CHECK(truncate(p, 8 + 100000001) == 0);
     expect_bad(p, GK_EFORMAT, "header length 100000001 exceeds the limit of 100000000");
     expect_bad(tmpdir, GK_EFORMAT, "not a regular file");
+    /* a FIFO without a writer: refused at once, not waited on */
+    CHECK(mkfifo(tmp("fifo.safetensors"), 0600) == 0);
+    expect_bad(tmp("fifo.safetensors"), GK_EFORMAT, "not a regular file");
+    unlink(tmp("fifo.safetensors"));
     gk_st_file *f = NULL;
     gk_err err = { 0 };
     CHECK(gk_st_open(&f, tmp("missing.safetensors"), &err) == GK_ENOTFOUND);
