@@ -29,12 +29,16 @@ static size_t tail_rows(const gk_gpt2 *m)
     return (tail_floats(m) + C - 1) / C;
 }
 
-/* The floats of a stripe's buffer (every rank's stripe_rows rows and a spare row), and stripe
- * j's rows of each rank's and buffer: g_stripe holds two, so that a stripe is made while the
- * one before is summed. */
+/* The floats of a stripe's buffer (every rank's stripe_rows rows and a spare row), the stripes,
+ * and stripe j's rows of each rank's and buffer: g_stripe holds two, so that a stripe is made
+ * while the one before is summed. */
 static size_t stripe_floats(const gk_gpt2 *m)
 {
     return ((size_t)m->comm->world * m->stripe_rows + 1) * (size_t)m->cfg.n_embd;
+}
+static size_t stripe_count(const gk_gpt2 *m)
+{
+    return (m->head_rows + m->stripe_rows - 1) / m->stripe_rows;
 }
 static size_t stripe_n(const gk_gpt2 *m, size_t j)
 {
@@ -169,7 +173,7 @@ int gk_gpt2_head_grads(gk_gpt2 *m, int first, int with_grads, float p, uint64_t 
 {
     gk_comm *c = m->comm;
     const gk_bucket *k = &m->buckets[0];
-    size_t tf = tail_floats(m), stripes = (m->head_rows + m->stripe_rows - 1) / m->stripe_rows;
+    size_t tf = tail_floats(m), stripes = stripe_count(m);
     int rc = 0;
     for (size_t j = 0; !rc && j < stripes; j++) { /* stripe j made while j - 1 is summed */
         rc = stripe_start(m, j, with_grads, p, key, err);
@@ -227,8 +231,7 @@ int gk_gpt2_head_weights(gk_gpt2 *m, gk_err *err)
 /* Stripes and the tail: the parts head_load loads. */
 static size_t head_parts(const gk_gpt2 *m)
 {
-    size_t W = (size_t)m->comm->world, P = m->head_rows, S = m->stripe_rows;
-    return (P + S - 1) / S + ((size_t)m->Vp > W * P);
+    return stripe_count(m) + ((size_t)m->Vp > (size_t)m->comm->world * m->head_rows);
 }
 
 /* The buffer part j is loaded into: p_stripe and g_stripe in turn (the gradient's stripe, free
@@ -243,11 +246,10 @@ static float *part_buf(const gk_gpt2 *m, size_t j)
 static int part_start(gk_gpt2 *m, size_t j)
 {
     gk_comm *c = m->comm;
-    size_t C = (size_t)m->cfg.n_embd, P = m->head_rows, S = m->stripe_rows, at = j * S;
-    if (at >= P || !c->ops->all_gather_start) return 0;
-    size_t n = P - at < S ? P - at : S;
+    size_t C = (size_t)m->cfg.n_embd, at = j * m->stripe_rows;
+    if (at >= m->head_rows || !c->ops->all_gather_start) return 0;
     int rc = c->ops->all_gather_start(c, m->p_shard + m->buckets[0].at + at * C, part_buf(m, j),
-                                      n * C, &m->gather_err);
+                                      stripe_n(m, j) * C, &m->gather_err);
     return rc ? (m->gather_rc = rc) : 0;
 }
 
@@ -270,7 +272,7 @@ static int head_load(gk_gpt2 *m, size_t j, head_part *h, const void **w)
     size_t at = j * S;
     float *buf = part_buf(m, j);
     if (at < P) { /* stripe j */
-        size_t n = P - at < S ? P - at : S;
+        size_t n = stripe_n(m, j);
         int rc = c->ops->all_gather_start
                      ? c->ops->started_wait(c, 0, &m->gather_err)
                      : c->ops->all_gather(c, m->p_shard + k->at + at * C, buf, n * C,
